@@ -1,0 +1,36 @@
+# The README's two commands are `make run` and `make test`; each installs what it needs first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+PYTEST_ARGS ?=
+
+.PHONY: run test deps venv bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## System packages the tests use: Debian's Chromium (real browser) and PostgreSQL (real server).
+deps:
+	bash scripts/install-system-deps.sh
+
+## Install everything, then start the dashboard (with the worker and the built-in simulated endpoint).
+run: venv
+	$(BIN)/ttft-planner serve --port $(PORT)
+
+## Install everything, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, real browser).
+test: deps venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## Benchmarks: print figures side by side with their baselines (not part of the tests).
+bench: venv
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -1,0 +1,30 @@
+"""Caching at the edge: the one place the app holds shared resources (DESIGN §2)."""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from planner.store import StoreError, database_url, open_store, redacted
+
+__all__ = ["engine"]
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str) -> Engine:
+    return open_store(url)
+
+
+def engine() -> Engine:
+    """The store engine, opened (and migrated) once per server process.
+
+    When the database cannot be opened, shows the reason on the page and stops the
+    script: the page never renders half a view over a broken store.
+    """
+    url = database_url()
+    try:
+        return _engine(url)
+    except StoreError as exc:
+        st.error(f"The database is not available: {exc}", icon=":material/database_off:")
+        st.caption(f"Database URL in use: `{redacted(url)}`. Set TTFT_PLANNER_DATABASE_URL to change it.")
+        st.stop()

@@ -1,0 +1,26 @@
+"""TTFT Planner dashboard: the router. Pages live in app/views/ (never pages/)."""
+
+import sys
+from pathlib import Path
+
+# `streamlit run app/streamlit_app.py` puts only app/ on sys.path; views import `app.*`.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="TTFT Planner", page_icon=":material/timer:", layout="wide")
+
+_VIEWS = Path(__file__).resolve().parent / "views"
+
+# (file, title, icon, url_path): the order is the sidebar's order; the url_path is a public contract (deep links).
+PAGES = [
+    ("worksheet.py", "Worksheet", ":material/calculate:", "worksheet"),
+]
+
+pages = [
+    st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))
+    for file, title, icon, url in PAGES
+]
+st.navigation(pages).run()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite needs, when they are missing:
+#   - Debian's Chromium at /usr/bin/chromium (Playwright drives it; `playwright install` cannot download browsers here)
+#   - PostgreSQL server binaries (tests start a private cluster with initdb; see tests/support/pg.py)
+# Idempotent and quick when everything is present. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium fonts-dejavu-core)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
+command -v ip >/dev/null || need+=(iproute2)
+
+if [ ${#need[@]} -eq 0 ]; then
+  echo "system deps: chromium and postgresql present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "system deps missing (${need[*]}) and not root: install them with apt-get" >&2; exit 1
+  fi
+fi
+echo "system deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
