@@ -7,7 +7,7 @@ from sqlalchemy.engine import Engine
 
 from planner.store import StoreError, database_url, open_store, redacted
 
-__all__ = ["engine"]
+__all__ = ["engine", "try_engine"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -28,3 +28,12 @@ def engine() -> Engine:
         st.error(f"The database is not available: {exc}", icon=":material/database_off:")
         st.caption(f"Database URL in use: `{redacted(url)}`. Set TTFT_PLANNER_DATABASE_URL to change it.")
         st.stop()
+
+
+def try_engine() -> tuple[Engine | None, str | None]:
+    """(engine, None) when the store opens, else (None, the reason) — for pages that work without a database."""
+    url = database_url()
+    try:
+        return _engine(url), None
+    except StoreError as exc:
+        return None, str(exc)

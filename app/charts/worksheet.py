@@ -1,0 +1,60 @@
+"""Worksheet figures: the waterfall from target to prefill budget, and the grouped comparison."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from app.charts import SEMANTIC
+from planner.budget import SEGMENTS, BudgetResult
+
+__all__ = ["comparison_figure", "waterfall_figure"]
+
+
+def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
+    """Target → minus each non-prefill segment → the prefill budget that remains (ms)."""
+    names = [f"Target ({interaction_label})", *SEGMENTS.values(), "Prefill budget"]
+    values = [r.target_ms, -r.queue_ms, -r.cold_ms, -r.network_ms, r.prefill_budget_ms]
+    fig = go.Figure(
+        go.Waterfall(
+            x=names,
+            y=values,
+            measure=["absolute", "relative", "relative", "relative", "total"],
+            text=[f"{abs(v):,.0f} ms" for v in values],
+            textposition="outside",
+            decreasing={"marker": {"color": SEMANTIC["warn"]}},
+            increasing={"marker": {"color": SEMANTIC["ok"]}},
+            totals={"marker": {"color": SEMANTIC["ok"] if r.prefill_budget_ms >= 0 else SEMANTIC["error"]}},
+            connector={"line": {"width": 1, "dash": "dot"}},
+            hovertemplate="%{x}: %{y:,.0f} ms<extra></extra>",
+        )
+    )
+    if not math.isnan(r.prefill_needed_ms):
+        fig.add_hline(
+            y=r.prefill_needed_ms,
+            line_dash="dash",
+            annotation_text=f"prefill needed for the p95 prompt: {r.prefill_needed_ms:,.0f} ms",
+            annotation_position="top left",
+        )
+    fig.add_hline(y=0, line_width=1)
+    fig.update_layout(
+        title="p95 TTFT budget: target minus queueing, cold start and network",
+        yaxis_title="ms",
+        showlegend=False,
+        margin={"t": 60, "b": 40},
+        height=420,
+    )
+    return fig
+
+
+def comparison_figure(rows: Sequence[dict]) -> go.Figure:
+    """One grouped bar chart: each saved worksheet's segments, budget and prefill need (ms)."""
+    series = {**SEGMENTS, "prefill_budget_ms": "Prefill budget", "prefill_needed_ms": "Prefill needed (p95 prompt)"}
+    fig = go.Figure()
+    names = [row["worksheet"] for row in rows]
+    for key, label in series.items():
+        fig.add_bar(name=label, x=names, y=[row[key] for row in rows], hovertemplate=f"{label}: %{{y:,.0f}} ms<extra>%{{x}}</extra>")
+    fig.update_layout(barmode="group", yaxis_title="ms", title="Saved worksheets side by side", height=420, legend_orientation="h")
+    return fig

@@ -1,0 +1,131 @@
+"""AppTest: the worksheet view — inputs → verdict and chart, save/reopen, URL round trip, bad database."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner.budget import Worksheet
+from planner.provenance import Figure
+from planner.worksheet_url import query_for
+from tests.app.conftest import ROUTER
+
+
+def waterfall_y(at):
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    y = spec["data"][0]["y"]
+    if isinstance(y, dict):  # plotly 7 encodes arrays as base64
+        y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist()
+    return y
+
+
+def test_defaults_show_a_positive_budget_and_the_waterfall(app):
+    app.run()
+    assert not app.exception
+    assert "360 ms remain for prefill" in app.success[0].value
+    assert waterfall_y(app) == [500, -60, -0.0, -80, 360]
+    assert app.metric[0].value == "360 ms"
+
+
+def test_segment_larger_than_target_gives_the_red_verdict(app):
+    app.run()
+    app.number_input(key="network_ms").set_value(600).run()
+    assert len(app.success) == 0
+    msg = app.error[0].value
+    assert "no model choice can fix this" in msg and "Network" in msg
+    assert waterfall_y(app)[-1] == -160
+
+
+def test_changing_the_interaction_type_moves_the_target(app):
+    app.run()
+    app.selectbox(key="interaction").set_value("inline").run()
+    assert app.number_input(key="target_ms").value == 200
+    assert waterfall_y(app)[0] == 200
+
+
+def test_zero_prefill_rate_is_explained_and_the_budget_still_shows(app):
+    app.run()
+    app.number_input(key="prefill_tps").set_value(0).run()
+    assert any("prefill rate must be greater than 0" in e.value for e in app.error)
+    assert waterfall_y(app)[-1] == 360
+
+
+def test_save_then_reopen_restores_the_inputs(app):
+    app.run()
+    app.number_input(key="queue_ms").set_value(120).run()
+    app.text_input(key="save_name").set_value("Provider A").run()
+    app.button(key="save").click().run()
+    assert any("Saved" in s.value for s in app.success)
+    app.number_input(key="queue_ms").set_value(5).run()
+    app.button(key="open").click().run()
+    assert app.number_input(key="queue_ms").value == 120
+    # a second save under the same name is refused and the first is kept
+    app.number_input(key="queue_ms").set_value(7).run()
+    app.button(key="save").click().run()
+    assert any("already exists" in e.value for e in app.error)
+    fresh = AppTest.from_file(ROUTER, default_timeout=60).run()
+    fresh.button(key="open").click().run()
+    assert fresh.number_input(key="queue_ms").value == 120
+
+
+def test_compare_saved_worksheets_table_and_grouped_chart(app):
+    app.run()
+    for name, net in (("Frankfurt", 30), ("Oregon", 160)):
+        app.number_input(key="network_ms").set_value(net).run()
+        app.text_input(key="save_name").set_value(name).run()
+        app.button(key="save").click().run()
+    app.run()
+    table = app.dataframe[-1].value
+    assert list(table["worksheet"]) == ["Oregon", "Frankfurt"]
+    assert list(table["prefill_budget_ms"]) == [280, 410]
+    spec = json.loads(app.get("plotly_chart")[-1].proto.spec)
+    assert spec["layout"]["barmode"] == "group"
+
+
+def test_a_shared_url_reproduces_the_inputs():
+    ws = Worksheet(interaction="inline", targets_ms={"inline": 250, "chat": 500, "agent": 1000})
+    ws = ws.with_figure("queue_ms", Figure.typed(35, "ms")).with_figure("cache_hit_fraction", Figure.typed(0.8, "fraction"))
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    for part in query_for(ws, {"inline", "chat", "agent"}).split("&"):
+        k, v = part.split("=")
+        from urllib.parse import unquote_plus
+        at.query_params[k] = unquote_plus(v)
+    at.run()
+    assert at.selectbox(key="interaction").value == "inline"
+    assert at.number_input(key="target_ms").value == 250
+    assert at.number_input(key="queue_ms").value == 35
+    assert at.number_input(key="cache_hit").value == 0.8
+    assert waterfall_y(at) == [250, -35, -0.0, -80, 135]
+
+
+def test_custom_interaction_type_travels_in_the_url():
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.query_params.update({"custom": "Review bot:3000", "interaction": "Review bot"})
+    at.run()
+    assert at.number_input(key="target_ms").value == 3000
+    assert "Review bot" in at.selectbox(key="interaction").options
+
+
+def test_adding_an_interaction_type(app):
+    app.run()
+    app.text_input(key="new_interaction_label").set_value("Code review bot").run()
+    app.number_input(key="new_interaction_target").set_value(2500).run()
+    app.button(key="add_interaction").click().run()
+    assert "Code review bot" in app.selectbox(key="interaction").options
+    assert app.query_params["custom"] == "Code review bot:2500"
+
+
+def test_exports_download_markdown_and_json(app):
+    app.run()
+    buttons = app.get("download_button")
+    assert len(buttons) == 2
+
+
+def test_unreachable_database_keeps_the_calculator_working(app, monkeypatch):
+    monkeypatch.setenv("TTFT_PLANNER_DATABASE_URL", "postgresql+psycopg://u:pw@127.0.0.1:1/none")
+    app.run()
+    assert not app.exception
+    assert "360 ms remain" in app.success[0].value
+    assert any("Saving is unavailable" in e.value and "pw" not in e.value for e in app.error)

@@ -1,0 +1,63 @@
+"""`ttft-planner budget` through the installed console script: same numbers as the page, exit 2 on usage errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).with_name("ttft-planner"))
+
+
+def run(*args):
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_budget_json_matches_the_worksheet_arithmetic():
+    out = run("budget", "--target-ms", "500", "--queue-ms", "60", "--cold-ms", "0", "--network-ms", "80",
+              "--prefill-tokens-per-s", "12000", "--prompt-tokens-p95", "4000", "--cache-hit", "0.5", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["prefill_budget_ms"] == 360
+    assert data["verdict"] == "ok"
+    assert data["prefill_needed_ms"] == pytest.approx(166.667, abs=0.01)
+    assert data["max_prompt_tokens_p95"] == pytest.approx(8640)
+
+
+def test_budget_text_names_the_culprit_when_negative():
+    out = run("budget", "--target-ms", "200", "--queue-ms", "30", "--network-ms", "250")
+    assert out.returncode == 0
+    assert "prefill budget" in out.stdout and "-80 ms" in out.stdout
+    assert "no model choice can fix this" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--target-ms", "-5"], "--target-ms"),
+        (["--target-ms", "abc"], "--target-ms"),
+        (["--target-ms", "500", "--prefill-tokens-per-s", "0", "--prompt-tokens-p95", "10"], "--prefill-tokens-per-s"),
+        (["--target-ms", "500", "--prefill-tokens-per-s", "1000"], "together"),
+        (["--target-ms", "500", "--cache-hit", "2"], "--cache-hit"),
+    ],
+)
+def test_usage_errors_exit_2_with_the_flag_named(args, fragment):
+    out = run("budget", *args)
+    assert out.returncode == 2
+    assert fragment in out.stderr
+
+
+def test_help_documents_every_command():
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    out = run("--help")
+    assert out.returncode == 0 and "budget" in out.stdout
+    runner = CliRunner()
+    for name, command in cli.commands.items():
+        assert name in out.stdout
+        sub = runner.invoke(cli, [name, "--help"])
+        assert sub.exit_code == 0, f"{name} --help failed: {sub.output}"
+        assert command.help, f"{name} has no help text"
