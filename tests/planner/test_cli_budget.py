@@ -61,3 +61,22 @@ def test_help_documents_every_command():
         sub = runner.invoke(cli, [name, "--help"])
         assert sub.exit_code == 0, f"{name} --help failed: {sub.output}"
         assert command.help, f"{name} has no help text"
+
+
+def test_worksheets_export_prints_what_the_page_saved(tmp_path):
+    from planner.budget import Worksheet
+    from planner.store import open_store
+    from planner.store.worksheets import save_worksheet
+
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    eng = open_store(url)
+    save_worksheet(eng, Worksheet(name="Oregon"))
+    eng.dispose()
+    listed = run("worksheets", "list", "--database-url", url)
+    assert "Oregon" in listed.stdout
+    md = run("worksheets", "export", "Oregon", "--database-url", url)
+    assert md.returncode == 0 and "# TTFT worksheet: Oregon" in md.stdout and "| **Prefill budget (what remains)** | **360** |" in md.stdout
+    js = json.loads(run("worksheets", "export", "Oregon", "--format", "json", "--database-url", url).stdout)
+    assert js["result"]["prefill_budget_ms"] == 360 and js["worksheet"]["queue_ms"]["source"] == "typed"
+    missing = run("worksheets", "export", "Nope", "--database-url", url)
+    assert missing.returncode == 2 and "no worksheet named 'Nope'" in missing.stderr
