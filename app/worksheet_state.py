@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.budget import Worksheet
 from planner.provenance import Figure
 
-__all__ = ["FIELDS", "offer", "take"]
+__all__ = ["FIELDS", "current", "offer", "take"]
 
 _KEY = "worksheet_figures"
 
@@ -39,3 +40,17 @@ def take() -> dict[str, Figure]:
     """Pop every queued figure (field → Figure)."""
     pending = st.session_state.pop(_KEY, {}) or {}
     return {field: Figure.from_dict(d) for field, d in pending.items()}
+
+
+def current() -> Worksheet | None:
+    """The Worksheet page's inputs in this session (figures with provenance), or None until that page has run.
+
+    The worksheet view keeps them in session state as ws_figures / ws_targets / ws_labels / ws_name.
+    """
+    ss = st.session_state
+    if "ws_figures" not in ss:
+        return None
+    figures = {field: Figure.from_dict(d) for field, d in ss.ws_figures.items()}
+    interaction = ss.get("interaction") if ss.get("interaction") in ss.ws_targets else next(iter(ss.ws_targets))
+    return Worksheet(name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=dict(ss.ws_targets),
+                     target_labels=dict(ss.ws_labels), **figures)
