@@ -1,0 +1,148 @@
+"""`ttft-planner report`: compare endpoints and write a self-contained HTML report (plus Markdown/CSV)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+
+from planner.budget import BudgetError
+from planner.capacity.errors import CapacityError
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
+from planner.compare.data import load_endpoints
+from planner.store.worksheets import WorksheetNotFound, load_worksheet
+
+__all__ = ["COMMANDS", "parse_when"]
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
+_UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def parse_when(text: str, now_ms: int) -> int:
+    """UTC epoch ms for '2026-11-27', '2026-11-27T08:00' (UTC unless an offset is given) or '3d'/'12h'/'90m'/'1w' ago.
+
+    Raises ValueError naming the accepted forms.
+    """
+    m = _RELATIVE.match(text)
+    if m:
+        return int(now_ms - float(m.group(1)) * _UNIT_MS[m.group(2)])
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+def _prices(values: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for v in values:
+        name, sep, price = v.rpartition("=")
+        try:
+            out[name.strip()] = float(price)
+            if not sep or not name.strip() or out[name.strip()] < 0:
+                raise ValueError
+        except ValueError:
+            raise click.BadParameter(f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price ≥ 0, e.g. fast-a=0.35",
+                                     param_hint="--price") from None
+    return out
+
+
+@click.command()
+@click.option("--endpoints", required=True, help="Comma-separated endpoint names, e.g. fast-a,slow-b (2–5 is typical).")
+@click.option("--since", default=None, help="Start of the window: YYYY-MM-DD, ISO date-time (UTC), or an age like 3d.")
+@click.option("--until", default=None, help="End of the window (exclusive), same forms as --since. Default: now.")
+@click.option("--vantage", default=None, help="Only samples from this vantage (default: all vantages).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the self-contained HTML report.")
+@click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the tables as Markdown.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the decision table and per-endpoint figures as CSV.")
+@click.option("--tz", default="UTC", show_default=True, help="Time zone for the hour-of-day curves (IANA name).")
+@click.option("--worksheet", "worksheet_name", default=None,
+              help="Saved worksheet whose targets, prefill rate, prompt and cache hit to use (default: built-in defaults).")
+@click.option("--price", "prices", multiple=True, metavar="ENDPOINT=USD_PER_MTOK",
+              help="Blended price for an endpoint (repeatable); else a matching preset.")
+@click.option("--tokens-per-month", type=click.FloatRange(min=0), default=None,
+              help="The team's traffic (all tokens a month) for the cost column (default: 1e9).")
+@click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary instead of text.")
+@store_option
+def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, worksheet_name, prices,
+           tokens_per_month, as_json, database_url) -> None:
+    """Compare endpoints side by side and write a report a buyer can forward.
+
+    The HTML file embeds its interactive charts and plotly.js (no network needed to open it) with the
+    decision table, CI statements, worksheets and the method.
+
+    Example: ttft-planner report --endpoints fast-a,slow-b --since 3d --out report.html --markdown report.md
+    """
+    names = [n.strip() for n in endpoints.split(",") if n.strip()]
+    if not names:
+        raise click.BadParameter("name at least one endpoint", param_hint="--endpoints")
+    now_ms = int(time.time() * 1000)
+    try:
+        since_ms = None if since is None else parse_when(since, now_ms)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
+    try:
+        until_ms = None if until is None else parse_when(until, now_ms)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--until") from None
+    if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+        raise click.UsageError("--since must be before --until")
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"unknown time zone {tz!r} (use an IANA name like Europe/Berlin)", param_hint="--tz") from None
+    typed_prices = _prices(prices)
+    engine = open_engine(database_url)
+    try:
+        worksheet = load_worksheet(engine, worksheet_name) if worksheet_name else None
+        infos = load_endpoints(engine, names)
+        cost = cost_basis(infos, None, typed_prices, tokens_per_month=tokens_per_month)
+        cmp = compare(engine, names, since_ms=since_ms, until_ms=until_ms, vantage=vantage, tz=tz,
+                      worksheet=worksheet, cost=cost, now_ms=now_ms)
+    except UnknownEndpoint as exc:
+        raise click.BadParameter(str(exc), param_hint="--endpoints") from None
+    except WorksheetNotFound as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="--worksheet") from None
+    except (BudgetError, CapacityError) as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        engine.dispose()
+    written = []
+    try:
+        for path, text in ((out_path, report_html(cmp)), (md_path, report_markdown(cmp) if md_path else None),
+                           (csv_path, report_csv(cmp) if csv_path else None)):
+            if path is not None:
+                path.write_text(text, encoding="utf-8")
+                written.append(str(path))
+    except OSError as exc:
+        fail(f"cannot write {exc.filename}: {exc.strerror}")
+    summary = {
+        "files": written,
+        "window": cmp.window,
+        "ranking": [{"rank": r.rank, "endpoint": r.metrics.name, "ttft_p95_ms": r.metrics.ttft["p95"].value,
+                     "n": r.metrics.n_ok, "vs_leader": None if r.vs_leader is None else r.vs_leader.verdict}
+                    for r in cmp.ranked],
+        "differences": [d.statement() for d in cmp.differences],
+    }
+    if as_json:
+        echo_json(summary)
+        return
+    for r in summary["ranking"]:
+        p95 = "—" if r["ttft_p95_ms"] is None else f"{r['ttft_p95_ms']:,.0f} ms"
+        click.echo(f"{r['rank']}. {r['endpoint']:<24} p95 {p95:>10}  n={r['n']}")
+    for line in summary["differences"]:
+        click.echo(f"- {line}")
+    click.echo("wrote " + ", ".join(written))
+
+
+COMMANDS = [report]

@@ -1,0 +1,199 @@
+"""One comparison: read the store for 2–5 endpoints, compute, rank, and describe the method.
+
+The page, the report and the CLI all call `compare()` and render its result,
+so they always agree on every number.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from planner.budget import Worksheet
+from planner.compare.data import (
+    EndpointInfo,
+    latest_cold_readings,
+    load_endpoints,
+    load_samples,
+    rtt_to_regions,
+)
+from planner.compare.metrics import (
+    MEASURED_KINDS,
+    PHASES,
+    CostBasis,
+    EndpointMetrics,
+    endpoint_metrics,
+    hourly_profile,
+    measured,
+)
+from planner.compare.ranking import Ranked, decision_table, pairwise, rank
+from planner.compare.stats import DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval
+
+__all__ = ["Comparison", "compare", "day_range_ms", "format_window", "method_lines", "metrics_table"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the Compare page and the report show, computed once."""
+
+    endpoints: list[EndpointInfo]
+    samples: pd.DataFrame
+    hourly: pd.DataFrame
+    metrics: list[EndpointMetrics]
+    ranked: list[Ranked]
+    differences: list[Difference]
+    since_ms: int | None
+    until_ms: int | None
+    vantage: str | None
+    tz: str
+    worksheet: Worksheet
+    cost: CostBasis
+    generated_at_ms: int
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = DEFAULT_SEED
+    ttft_ms: dict[str, np.ndarray] = field(default_factory=dict)
+    p95_intervals: dict[str, Interval] = field(default_factory=dict)
+
+    @property
+    def decision(self) -> pd.DataFrame:
+        return decision_table(self.ranked)
+
+    @property
+    def window(self) -> str:
+        return format_window(self.since_ms, self.until_ms, self.samples)
+
+
+def _utc(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def day_range_ms(first: dt.date, last: dt.date, tz: str = "UTC") -> tuple[int, int]:
+    """[since_ms, until_ms) covering whole days first..last (inclusive) in time zone `tz`.
+
+    Raises ValueError when last is before first.
+    """
+    if last < first:
+        raise ValueError(f"the date range ends ({last}) before it starts ({first})")
+    zone = ZoneInfo(tz)
+    start = dt.datetime.combine(first, dt.time(), tzinfo=zone)
+    end = dt.datetime.combine(last + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+
+
+def format_window(since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None) -> str:
+    """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC', using the samples' span for an open end."""
+    lo, hi = since_ms, until_ms
+    if samples is not None and not samples.empty:
+        lo = lo if lo is not None else int(samples["started_at_ms"].min())
+        hi = hi if hi is not None else int(samples["started_at_ms"].max())
+    if lo is None and hi is None:
+        return "all time (no samples)"
+    return f"{_utc(lo) if lo is not None else 'start'} → {_utc(hi) if hi is not None else 'now'}"
+
+
+def compare(
+    engine: Engine,
+    names: Sequence[str],
+    *,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    vantage: str | None = None,
+    tz: str = "UTC",
+    worksheet: Worksheet | None = None,
+    cost: CostBasis | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    now_ms: int | None = None,
+) -> Comparison:
+    """Compare the named endpoints over [since_ms, until_ms) from `vantage` (None: all vantages).
+
+    Raises planner.compare.data.UnknownEndpoint for names not in the registry,
+    ValueError for an empty list or since ≥ until, zoneinfo.ZoneInfoNotFoundError
+    for an unknown tz, and planner.budget.BudgetError for an invalid worksheet.
+    """
+    if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+        raise ValueError(f"the start of the date range ({_utc(since_ms)}) must be before its end ({_utc(until_ms)})")
+    worksheet = worksheet or Worksheet()
+    cost = cost or CostBasis()
+    endpoints = load_endpoints(engine, names)
+    samples = load_samples(engine, endpoints, since_ms=since_ms, until_ms=until_ms, vantage=vantage)
+    hourly = hourly_profile(samples, tz)
+    cold = latest_cold_readings(engine, endpoints, vantage=vantage)
+    rtt = rtt_to_regions(engine, [e.region for e in endpoints], vantage=vantage)
+    window = format_window(since_ms, until_ms, samples)
+    metrics = [
+        endpoint_metrics(e, samples[samples["endpoint"] == e.name], hourly[hourly["endpoint"] == e.name],
+                         worksheet=worksheet, cold=cold.get(e.name), rtt=rtt.get(e.region), cost=cost, window=window)
+        for e in endpoints
+    ]
+    ok = measured(samples)
+    ttft = {e.name: ok.loc[ok["endpoint"] == e.name, "ttft_ms"].to_numpy(dtype=float) for e in endpoints}
+    boots = Bootstraps(ttft, 0.95, n_boot=n_boot, seed=seed)
+    ranked = rank(metrics, boots)
+    diffs = pairwise([r.metrics.name for r in ranked], boots)
+    intervals = {name: boots.interval(name) for name in ttft}
+    return Comparison(endpoints, samples, hourly, metrics, ranked, diffs, since_ms, until_ms, vantage, tz, worksheet,
+                      cost, now_ms if now_ms is not None else int(time.time() * 1000), n_boot, seed, ttft, intervals)
+
+
+def metrics_table(cmp: Comparison) -> pd.DataFrame:
+    """Per-endpoint figures as a frame (best first); columns carry units; *_reliable flags say what to grey."""
+    rows = []
+    for r in cmp.ranked:
+        m = r.metrics
+        row = {"endpoint": m.name, "provider": m.endpoint.provider, "region": m.endpoint.region}
+        for key in ("p50", "p95", "p99"):
+            row[f"ttft_{key}_ms"] = m.ttft[key].value
+            row[f"ttft_{key}_reliable"] = m.ttft[key].reliable
+        row["n"] = m.n_ok
+        row["first_content_p50_ms"] = m.first_content["p50"].value
+        row["first_content_p95_ms"] = m.first_content["p95"].value
+        row["first_content_p95_reliable"] = m.first_content["p95"].reliable
+        row["error_rate"] = m.error_rate
+        row["retry_rate"] = m.retry_rate
+        row["n_attempted"] = m.n_attempted
+        row["queue_excess_ms"] = m.queue_ms
+        row["cold_ttft_ms"] = None if m.cold is None else m.cold.cold_ms
+        row["cold_minus_warm_ms"] = None if m.cold is None else m.cold.segment_ms
+        row["rtt_median_ms"] = None if m.rtt is None else m.rtt.median_ms
+        row["monthly_cost_usd"] = m.monthly_cost_usd
+        for col in PHASES:
+            row[f"{col.removesuffix('_ms')}_p50_ms"] = m.phases_p50_ms[col]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def method_lines(cmp: Comparison) -> list[str]:
+    """The method section: what was measured, how, from where, n, dates, percentile method."""
+    n_total = int(sum(m.n_ok for m in cmp.metrics))
+    per = ", ".join(f"{m.name} n={m.n_ok} ({m.n_attempted} attempted)" for m in cmp.metrics)
+    vantage = "all vantages" if cmp.vantage is None else (f"vantage “{cmp.vantage}”" if cmp.vantage else "the unlabelled vantage")
+    return [
+        "What: time to first token (TTFT) of one streaming request per sample — the first token of any kind "
+        "(content, reasoning or tool call) — plus the time to first visible content, each in ms from just before "
+        "the request was sent; phase timings (DNS, connect, TLS, headers, first event) from the same clock.",
+        f"Which samples: successful samples of kind {', '.join(MEASURED_KINDS)} (deliberately cached series "
+        "excluded). Failed samples are kept as rows with an error class and count in the error rate and as misses "
+        "in goodput, never in the percentiles. Cold readings are shown apart (the latest per endpoint).",
+        f"From where: {vantage}. Window: {cmp.window}. Samples: {n_total} successful in total ({per}).",
+        "Percentiles: nearest-rank (rank = ceil(p·n), no interpolation), always with n; a p95 needs n ≥ 20 and a "
+        "p99 n ≥ 100, below that it is shown greyed. Hour-of-day curves bucket by hour in "
+        f"{cmp.tz}; an hour's p95 counts from n ≥ 20.",
+        f"Differences: percentile bootstrap, {cmp.n_boot} resamples per endpoint, seed {cmp.seed}, 95% interval on "
+        "the p95 and on the difference of two p95s; when that interval spans 0 the report says the data cannot yet "
+        "tell the two apart.",
+        "Worksheet verdicts: the worksheet’s targets, cold start, prefill rate, p95 prompt and cache hit, with "
+        "segment 1 replaced by the endpoint’s queueing excess (worst reliable hour’s p95 − quietest hour’s p50) and "
+        "segment 4 by the RTT median from the vantage to the endpoint’s region, where measured. Goodput = share of "
+        "attempted samples that succeeded within the target.",
+        f"Cost: {cmp.cost.tokens_per_month:,.0f} tokens a month at each endpoint's blended price per 1M tokens "
+        f"({cmp.cost.source}).",
+        f"Generated {_utc(cmp.generated_at_ms)}.",
+    ]

@@ -1,0 +1,234 @@
+"""What the comparison reads from the store: endpoints, raw samples, cold readings, RTT.
+
+Raw samples are the source of truth (DESIGN §2); this module only selects
+them for a set of endpoints, a vantage and a date range. Cold readings come
+from the worker's cold_reading table, falling back to the latest kind='cold'
+sample (each ColdReading says which); RTT comes from planner.store.rtt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from planner.store.engine import session
+from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.rtt import rtt_summary
+from planner.store.worker import ColdReadingRow
+
+__all__ = [
+    "ColdReading",
+    "EndpointInfo",
+    "RttFigure",
+    "SAMPLE_COLUMNS",
+    "UnknownEndpoint",
+    "endpoint_names",
+    "latest_cold_readings",
+    "load_endpoints",
+    "load_samples",
+    "rtt_to_regions",
+    "sample_span",
+    "vantages",
+]
+
+SAMPLE_COLUMNS = (
+    "endpoint", "vantage", "kind", "started_at_ms", "ok", "error_class", "attempts", "retry_wait_ms",
+    "dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
+    "total_ms", "cached_series",
+)
+
+
+class UnknownEndpoint(ValueError):
+    """One or more endpoint names are not in the registry; the message lists them and the known names."""
+
+
+@dataclass(frozen=True)
+class EndpointInfo:
+    """The registry fields a comparison shows (never the API key's env var name)."""
+
+    id: int
+    name: str
+    provider: str
+    region: str
+    model: str
+    interval_s: float
+    scale_down_window_s: float | None
+
+
+@dataclass(frozen=True)
+class ColdReading:
+    """The latest cold reading of one endpoint: time to first token when cold, and the warm probe after it.
+
+    cold_ms / warm_ms in ms; measured_at_ms UTC epoch ms; source says which table it came from.
+    """
+
+    cold_ms: float
+    warm_ms: float | None
+    measured_at_ms: int
+    source: str
+
+    @property
+    def segment_ms(self) -> float | None:
+        """cold − warm: the weight-loading estimate (segment 2), None without a warm half."""
+        return None if self.warm_ms is None else max(0.0, self.cold_ms - self.warm_ms)
+
+
+@dataclass(frozen=True)
+class RttFigure:
+    """RTT from a vantage to a catalog region (ms), with its n and when it was last measured."""
+
+    region: str
+    vantage: str
+    median_ms: float
+    min_ms: float | None
+    n: int
+    measured_at_ms: int | None
+    side: str = "server"
+
+
+def endpoint_names(engine: Engine) -> list[str]:
+    """Every registered endpoint's name, sorted."""
+    with session(engine) as s:
+        return sorted(s.exec(select(EndpointRow.name)).all())
+
+
+def vantages(engine: Engine) -> list[str]:
+    """Every vantage that has stored samples, sorted ("" is the unlabelled vantage)."""
+    with session(engine) as s:
+        return sorted(s.exec(select(ProbeSampleRow.vantage).distinct()).all())
+
+
+def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
+    """The named endpoints, in the order given.
+
+    Raises UnknownEndpoint naming every unknown name, and ValueError for an empty list.
+    """
+    names = [n.strip() for n in names if n and n.strip()]
+    if not names:
+        raise ValueError("name at least one endpoint to compare")
+    with session(engine) as s:
+        rows = {r.name: r for r in s.exec(select(EndpointRow).where(EndpointRow.name.in_(names))).all()}
+    missing = [n for n in names if n not in rows]
+    if missing:
+        known = ", ".join(endpoint_names(engine)) or "none registered yet"
+        raise UnknownEndpoint(f"unknown endpoint(s): {', '.join(missing)} (known: {known})")
+    out, seen = [], set()
+    for n in names:
+        if n in seen:
+            continue
+        seen.add(n)
+        r = rows[n]
+        out.append(EndpointInfo(r.id, r.name, r.provider, r.region, r.model, r.interval_s, r.scale_down_window_s))
+    return out
+
+
+def sample_span(engine: Engine, endpoints: Sequence[EndpointInfo]) -> tuple[int, int] | None:
+    """(first, last) started_at_ms over the endpoints' samples (UTC epoch ms), None when there are none."""
+    t = ProbeSampleRow.__table__
+    q = sa.select(sa.func.min(t.c.started_at_ms), sa.func.max(t.c.started_at_ms)).where(
+        t.c.endpoint_id.in_([e.id for e in endpoints]))
+    with engine.connect() as conn:
+        lo, hi = conn.execute(q).one()
+    return None if lo is None else (int(lo), int(hi))
+
+
+def load_samples(
+    engine: Engine,
+    endpoints: Sequence[EndpointInfo],
+    *,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    vantage: str | None = None,
+) -> pd.DataFrame:
+    """Raw samples of `endpoints` with started_at_ms in [since_ms, until_ms) from `vantage` (None = all).
+
+    Returns a frame with SAMPLE_COLUMNS (endpoint is the endpoint's name), oldest first.
+    """
+    by_id = {e.id: e.name for e in endpoints}
+    t = ProbeSampleRow.__table__
+    cols = [t.c[c] for c in SAMPLE_COLUMNS if c != "endpoint"]
+    q = sa.select(t.c.endpoint_id, *cols).where(t.c.endpoint_id.in_(list(by_id)))
+    if since_ms is not None:
+        q = q.where(t.c.started_at_ms >= since_ms)
+    if until_ms is not None:
+        q = q.where(t.c.started_at_ms < until_ms)
+    if vantage is not None:
+        q = q.where(t.c.vantage == vantage)
+    q = q.order_by(t.c.started_at_ms)
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
+    df = pd.DataFrame(rows, columns=["endpoint_id", *[c.name for c in cols]])
+    df.insert(0, "endpoint", df.pop("endpoint_id").map(by_id))
+    for c in ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
+              "total_ms", "retry_wait_ms"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["ok"] = df["ok"].astype(bool)
+    df["cached_series"] = df["cached_series"].astype(bool)
+    return df[list(SAMPLE_COLUMNS)]
+
+
+def latest_cold_readings(engine: Engine, endpoints: Sequence[EndpointInfo], *, vantage: str | None = None) -> dict[str, ColdReading]:
+    """The latest cold reading per endpoint name (endpoints without one are absent).
+
+    Uses the worker's cold-reading table (completed readings) when the store has
+    it; an endpoint without one there falls back to its latest kind='cold' sample
+    and the kind='warm' sample right after it.
+    """
+    ids = {e.id: e.name for e in endpoints}
+    out: dict[str, ColdReading] = {}
+    c = ColdReadingRow.__table__.c
+    q = sa.select(c.endpoint_id, c.completed_at_ms, c.cold_ttft_ms, c.warm_ttft_ms).where(
+        c.endpoint_id.in_(list(ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None))
+    if vantage is not None:
+        q = q.where(c.vantage == vantage)
+    with engine.connect() as conn:
+        for endpoint_id, at_ms, cold_ms, warm_ms in conn.execute(q.order_by(c.completed_at_ms)).all():
+            out[ids[endpoint_id]] = ColdReading(float(cold_ms), None if warm_ms is None else float(warm_ms),
+                                                int(at_ms), "cold reading")
+    t = ProbeSampleRow.__table__
+    q = sa.select(t.c.endpoint_id, t.c.kind, t.c.started_at_ms, t.c.ttft_ms).where(
+        t.c.endpoint_id.in_(list(ids)), t.c.kind.in_(("cold", "warm")), t.c.ok.is_(True))
+    if vantage is not None:
+        q = q.where(t.c.vantage == vantage)
+    with engine.connect() as conn:
+        rows = conn.execute(q.order_by(t.c.started_at_ms)).all()
+    fallback: dict[str, ColdReading] = {}
+    for endpoint_id, kind, started, ttft in rows:
+        name = ids[endpoint_id]
+        if kind == "cold" and ttft is not None:
+            fallback[name] = ColdReading(float(ttft), None, int(started), "latest cold sample")
+        elif kind == "warm" and name in fallback and fallback[name].warm_ms is None and ttft is not None:
+            r = fallback[name]
+            fallback[name] = ColdReading(r.cold_ms, float(ttft), r.measured_at_ms, r.source)
+    return {**fallback, **out}
+
+
+def rtt_to_regions(engine: Engine, regions: Sequence[str], *, vantage: str | None = None) -> dict[str, RttFigure]:
+    """RTT median (ms) from `vantage` to each region, from planner.store.rtt.rtt_summary.
+
+    The server side (TCP connect) is preferred over the browser side; with several
+    vantages (vantage=None) the row with the most samples wins. Regions never
+    measured are absent.
+    """
+    wanted = {r for r in regions if r}
+    if not wanted:
+        return {}
+    df = rtt_summary(engine, vantage=vantage)
+    if df.empty:
+        return {}
+    df = df[df["region_id"].isin(wanted) & df["median_ms"].notna() & (df["n"] > 0)]
+    out: dict[str, RttFigure] = {}
+    for region, grp in df.groupby("region_id"):
+        grp = grp.assign(_server=(grp["side"] == "server")).sort_values(["_server", "n"], ascending=False)
+        best = grp.iloc[0]
+        at = best["last_measured_at_ms"]
+        out[str(region)] = RttFigure(
+            str(region), str(best["vantage"]), float(best["median_ms"]),
+            None if pd.isna(best["min_ms"]) else float(best["min_ms"]), int(best["n"]),
+            None if pd.isna(at) else int(at), str(best["side"]))
+    return out

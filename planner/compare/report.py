@@ -1,0 +1,209 @@
+"""The comparison as files a buyer can forward: one self-contained HTML, Markdown and CSV.
+
+The HTML embeds plotly.js inline (no network is needed to open it), the
+decision table, the per-endpoint figures, the worksheets with provenance, the
+charts and the method. Markdown and CSV carry the same tables for design docs.
+Nothing here touches secrets: endpoints are shown by name, provider, region
+and model only.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from planner.budget import SEGMENTS
+from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
+from planner.compare.comparison import Comparison, method_lines, metrics_table
+
+__all__ = ["figures", "report_csv", "report_html", "report_markdown", "summary_table"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:0.5rem 0 1.5rem;font-size:0.9rem}
+th,td{border:1px solid #ccc;padding:0.3rem 0.5rem;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.few{color:#999} .ok{color:#1a7f37} .warn{color:#9a6700} .error{color:#cf222e}
+.note{color:#555;font-size:0.9rem}
+"""
+
+
+def _fmt(v, unit: str = "", digits: int = 0) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return f"{v:,.{digits}f}{(' ' + unit) if unit else ''}"
+    return str(v)
+
+
+def _pct(v) -> str:
+    return "—" if v is None else f"{v:.1%}"
+
+
+def summary_table(cmp: Comparison) -> pd.DataFrame:
+    """The per-endpoint table as display strings plus a `few` set of cells to grey (column names with units)."""
+    t = metrics_table(cmp)
+    rows = []
+    for _, r in t.iterrows():
+        rows.append({
+            "endpoint": r["endpoint"],
+            "TTFT p50 (ms)": _fmt(r["ttft_p50_ms"]),
+            "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
+            "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
+            "n": int(r["n"]),
+            "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
+            "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
+            "error rate": _pct(r["error_rate"]),
+            "retry rate": _pct(r["retry_rate"]),
+            "queueing excess (ms)": _fmt(r["queue_excess_ms"]),
+            "latest cold TTFT (ms)": _fmt(r["cold_ttft_ms"]),
+            "cold − warm (ms)": _fmt(r["cold_minus_warm_ms"]),
+            "RTT to region (ms)": _fmt(r["rtt_median_ms"], digits=1),
+            "monthly cost (USD)": _fmt(r["monthly_cost_usd"]),
+        })
+    return pd.DataFrame(rows)
+
+
+def _greyed(cmp: Comparison) -> dict[tuple[str, str], bool]:
+    t = metrics_table(cmp)
+    out = {}
+    for _, r in t.iterrows():
+        out[(r["endpoint"], "TTFT p50 (ms)")] = not r["ttft_p50_reliable"]
+        out[(r["endpoint"], "TTFT p95 (ms)")] = not r["ttft_p95_reliable"]
+        out[(r["endpoint"], "TTFT p99 (ms)")] = not r["ttft_p99_reliable"]
+        out[(r["endpoint"], "first content p95 (ms)")] = not r["first_content_p95_reliable"]
+    return out
+
+
+def _display_decision(cmp: Comparison) -> pd.DataFrame:
+    d = cmp.decision.copy()
+    if d.empty:
+        return d
+    d["ttft_p95_ms"] = d["ttft_p95_ms"].map(_fmt)
+    d["monthly_cost_usd"] = d["monthly_cost_usd"].map(_fmt)
+    return d.drop(columns=["p95_reliable"]).rename(columns={"ttft_p95_ms": "TTFT p95 (ms)",
+                                                          "monthly_cost_usd": "monthly cost (USD)"})
+
+
+def _worksheet_frame(cmp: Comparison) -> pd.DataFrame:
+    rows = []
+    for m in cmp.metrics:
+        for v in m.verdicts:
+            r = v.result
+            rows.append({
+                "endpoint": m.name, "interaction": v.label, "target (ms)": _fmt(v.target_ms),
+                **{f"{SEGMENTS[k]} (ms)": f"{_fmt(getattr(r, k))} ({v.worksheet.segment(k).describe()})" for k in SEGMENTS},
+                "prefill budget (ms)": _fmt(r.prefill_budget_ms), "prefill needed (ms)": _fmt(r.prefill_needed_ms),
+                "verdict": v.level.upper(), "decided by": v.deciding_label,
+                "goodput": _pct(v.goodput_fraction), "what it means": v.sentence,
+            })
+    return pd.DataFrame(rows)
+
+
+def _html_table(df: pd.DataFrame, table_id: str, grey: dict[tuple[str, str], bool] | None = None) -> str:
+    grey = grey or {}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = []
+    for _, row in df.iterrows():
+        cells = []
+        key = str(row.iloc[0]) if len(row) else ""
+        if "endpoint" in df.columns:
+            key = str(row["endpoint"])
+        for c in df.columns:
+            v = row[c]
+            classes = []
+            if isinstance(v, (int, float)) or (isinstance(v, str) and v[:1].isdigit()):
+                classes.append("num")
+            if grey.get((key, c)):
+                classes.append("few")
+            if c == "verdict" and isinstance(v, str):
+                classes.append(v.lower())
+            title = ' title="n too small for this percentile"' if grey.get((key, c)) else ""
+            cls = f' class="{" ".join(classes)}"' if classes else ""
+            cells.append(f"<td{cls}{title}>{html.escape(_fmt(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def figures(cmp: Comparison) -> list[go.Figure]:
+    """The report's charts: hour-of-day p95 overlay, p95 with intervals, phase breakdown."""
+    order = [r.metrics.name for r in cmp.ranked]
+    return [hourly_p95_figure(cmp.hourly, cmp.tz, order), p95_interval_figure(cmp.p95_intervals, order),
+            phases_figure(metrics_table(cmp))]
+
+
+def _title(cmp: Comparison) -> str:
+    return "TTFT comparison: " + " vs ".join(e.name for e in cmp.endpoints)
+
+
+def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> str:
+    """A single self-contained HTML document (plotly.js inline; opens with no network)."""
+    charts = figures(cmp) if charts is None else list(charts)
+    # A file outside the app has no Streamlit theme; importing streamlit makes its (CSS-variable) template the
+    # process default, which draws every trace black in a standalone page, so pin plotly's own template.
+    charts = [go.Figure(fig).update_layout(template="plotly") for fig in charts]
+    chart_html = [
+        fig.to_html(full_html=False, include_plotlyjs=(i == 0), div_id=f"chart-{i}", config={"displaylogo": False})
+        for i, fig in enumerate(charts)
+    ]
+    leader = cmp.ranked[0].metrics.name if cmp.ranked else "—"
+    statements = "".join(f"<li>{html.escape(d.statement())}</li>" for d in cmp.differences) or "<li>Only one endpoint.</li>"
+    method = "".join(f"<li>{html.escape(line)}</li>" for line in method_lines(cmp))
+    endpoints = pd.DataFrame([{"endpoint": e.name, "provider": e.provider, "region": e.region, "model": e.model}
+                              for e in cmp.endpoints])
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(_title(cmp))}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(_title(cmp))}</h1>",
+        f'<p class="note">Window {html.escape(cmp.window)} · '
+        f'{html.escape("all vantages" if cmp.vantage is None else "vantage " + (cmp.vantage or "(unlabelled)"))} · '
+        f"ranked first: <strong>{html.escape(leader)}</strong></p>",
+        "<h2>Decision</h2>", _html_table(_display_decision(cmp), "decision"),
+        "<h3>Can the data tell them apart?</h3>", f'<ul id="differences">{statements}</ul>',
+        "<h2>Per endpoint</h2>",
+        '<p class="note">Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).</p>',
+        _html_table(summary_table(cmp), "metrics", _greyed(cmp)),
+        "<h2>Charts</h2>", *[f'<div class="chart">{c}</div>' for c in chart_html],
+        "<h2>Worksheets</h2>", _html_table(_worksheet_frame(cmp), "worksheets"),
+        "<h2>Endpoints</h2>", _html_table(endpoints, "endpoints"),
+        "<h2>Method</h2>", f'<ul id="method">{method}</ul>',
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "_(no rows)_\n"
+    cols = [str(c) for c in df.columns]
+    esc = lambda v: _fmt(v).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def report_markdown(cmp: Comparison) -> str:
+    """The decision table, per-endpoint figures, CI statements, worksheets and method as Markdown."""
+    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(_display_decision(cmp)),
+           "## Can the data tell them apart?\n", *[f"- {d.statement()}" for d in cmp.differences], "",
+           "## Per endpoint\n", "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
+           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(_worksheet_frame(cmp)), "## Method\n",
+           *[f"- {line}" for line in method_lines(cmp)], ""]
+    return "\n".join(out)
+
+
+def report_csv(cmp: Comparison) -> str:
+    """One row per endpoint, best first: rank, the decision columns and every per-endpoint figure (raw numbers)."""
+    d = cmp.decision
+    t = metrics_table(cmp)
+    merged = d.merge(t.drop(columns=["ttft_p95_ms", "ttft_p95_reliable", "n", "monthly_cost_usd"]), on="endpoint", how="left") if not d.empty else t
+    buf = io.StringIO()
+    merged.to_csv(buf, index=False)
+    return buf.getvalue()

@@ -1,0 +1,122 @@
+"""AppTest: the Compare view over a seeded temp store — decision table, CI statements, greying, charts, downloads."""
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+
+from app import worksheet_state
+from planner.budget import Worksheet
+from planner.capacity.cost import CostInputs
+from planner.store import database_url, open_store
+from tests.app.conftest import ROUTER  # noqa: F401  (the router path the `app` fixture uses)
+from tests.support.compare_seed import seed_endpoint, seed_three
+
+
+@pytest.fixture
+def seeded():
+    eng = open_store(database_url())  # TTFT_PLANNER_DATA_DIR points at the test's temp dir (conftest)
+    values = seed_three(eng, n=960)
+    seed_endpoint(eng, "new-d", median_ms=250, n=12, seed=11)
+    eng.dispose()
+    return values
+
+
+def _open(app, endpoints=None):
+    app.switch_page("views/compare.py").run()
+    if endpoints is not None:
+        app.multiselect(key="cmp_endpoints").set_value(endpoints).run()
+    assert not app.exception
+    return app
+
+
+def _decoded(v):
+    if isinstance(v, dict):  # plotly 7 encodes arrays as base64
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return v
+
+
+def test_empty_store_says_what_to_do(app):
+    _open(app)
+    assert "No endpoints yet" in app.info[0].value
+
+
+def test_decision_table_ranks_and_states_what_the_data_can_tell(app, seeded):
+    _open(app, ["fast-a", "slow-b", "twin-c"])
+    decision = app.dataframe[0].value
+    assert decision["endpoint"].tolist()[-1] == "slow-b"
+    assert decision["vs_leader"].iloc[1].startswith("cannot yet tell apart from")
+    assert any("decided by" in str(v) for v in decision.iloc[0])
+    infos = [i.value for i in app.info]
+    assert any("cannot yet tell" in m and "fast-a" in m and "twin-c" in m for m in infos)
+    successes = [s.value for s in app.success]
+    assert any("slow-b − fast-a" in m and "fast-a is faster" in m for m in successes)
+
+
+def test_too_few_samples_are_greyed_and_charts_overlay_each_endpoint(app, seeded):
+    _open(app, ["fast-a", "new-d"])
+    table = app.dataframe[1]
+    rows = table.value["endpoint"].tolist()
+    cols = table.value.columns.tolist()
+    styles = table.proto.arrow_data.styler.styles
+    greyed = {(rows[int(r)], cols[int(c)]) for r, c in re.findall(r"_row(\d+)_col(\d+)", styles)}
+    assert ("new-d", "TTFT p95 (ms)") in greyed and ("new-d", "TTFT p99 (ms)") in greyed
+    assert not any(ep == "fast-a" for ep, _ in greyed)
+    hourly = json.loads(app.get("plotly_chart")[0].proto.spec)
+    names = [t["name"] for t in hourly["data"]]
+    assert "fast-a" in names and "new-d (n < 20)" in names
+    fast = next(t for t in hourly["data"] if t["name"] == "fast-a")
+    assert len(_decoded(fast["x"])) == 24  # 960 samples over three days: every hour has n ≥ 20
+
+
+def test_download_buttons_offer_html_markdown_and_csv(app, seeded):
+    _open(app, ["fast-a", "slow-b"])
+    labels = [b.label for b in app.get("download_button")]
+    assert labels == ["Download HTML report", "Download Markdown", "Download CSV"]
+
+
+def test_vantage_without_samples_shows_zero_n_not_a_winner(app, seeded):
+    _open(app, ["fast-a", "slow-b"])
+    app.selectbox(key="cmp_vantage").set_value("office").run()
+    assert app.dataframe[1].value["n"].tolist() != [0, 0]
+    eng = open_store(database_url())
+    seed_endpoint(eng, "tokyo-only", median_ms=300, n=25, vantage="tokyo")
+    eng.dispose()
+    app.run()
+    app.selectbox(key="cmp_vantage").set_value("tokyo").run()
+    assert not app.exception
+    assert app.dataframe[1].value["n"].tolist() == [0, 0]
+    assert all("too few samples" in i.value for i in app.info)
+
+
+def test_cost_uses_the_capacity_page_inputs_when_present(app, seeded):
+    inputs = CostInputs(input_usd_per_mtok=1.0, cached_input_usd_per_mtok=1.0, output_usd_per_mtok=1.0,
+                        mix_uncached_input_tokens=1, mix_cached_input_tokens=0, mix_output_tokens=1,
+                        gpu_usd_per_hour=3.2, capacity_tokens_per_min=720_000, hourly_tokens=(1e6,) * 24,
+                        traffic_label="flat 1M/h")
+    app.session_state["cost_inputs"] = inputs.to_dict()
+    _open(app, ["fast-a", "slow-b"])
+    assert any("Capacity & cost page's inputs" in c.value for c in app.caption)
+    decision = app.dataframe[0].value
+    # 1M tokens/h × 730 h at a blended $1/1M = $730 a month, for both (no endpoint-specific price).
+    assert decision["monthly_cost_usd"].tolist() == [pytest.approx(730.0)] * 2
+
+
+def test_verdicts_use_the_worksheet_pages_inputs_when_it_was_opened(app, seeded):
+    ws = Worksheet(name="Team plan", targets_ms={"chat": 2000.0}, target_labels={"chat": "Chat"})
+    app.session_state["ws_figures"] = {f: getattr(ws, f).to_dict() for f in worksheet_state.FIELDS}
+    app.session_state["ws_targets"], app.session_state["ws_labels"] = ws.targets_ms, ws.target_labels
+    app.session_state["ws_name"] = ws.name
+    _open(app, ["fast-a", "slow-b"])
+    assert any("your worksheet “Team plan”" in c.value for c in app.caption)
+    decision = app.dataframe[0].value
+    assert decision["targets_met"].tolist() == ["1/1", "1/1"]
+    assert decision["Chat (2,000 ms)"].str.startswith("OK").all()
+
+
+def test_malformed_cost_inputs_get_a_message_not_a_traceback(app, seeded):
+    app.session_state["cost_inputs"] = {"input_usd_per_mtok": "lots"}
+    _open(app, ["fast-a", "slow-b"])
+    assert "Cannot compare with these inputs" in app.error[0].value

@@ -1,0 +1,187 @@
+"""The report: HTML (parsed), Markdown and CSV carry the same numbers; the CLI writes them."""
+
+import csv
+import io
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+from planner.compare import compare, report_csv, report_html, report_markdown
+from planner.stats import percentile
+from tests.support.compare_seed import seed_endpoint, seed_three
+
+NAMES = ["fast-a", "slow-b", "twin-c"]
+
+
+class _Tables(HTMLParser):
+    """Collects every table by id (rows of (text, class) cells), list items by list id, script tags."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[list[tuple[str, str]]]] = {}
+        self.lists: dict[str, list[str]] = {}
+        self.scripts: list[dict] = []
+        self._table = self._list = None
+        self._cell = None
+        self._in_script = False
+        self.script_chars = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self._table = a.get("id")
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th") and self._table:
+            self._cell = ["", a.get("class") or ""]
+        elif tag == "ul":
+            self._list = a.get("id")
+            self.lists[self._list] = []
+        elif tag == "li" and self._list:
+            self.lists[self._list].append("")
+        elif tag == "script":
+            self.scripts.append(a)
+            self._in_script = True
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[self._table][-1].append(tuple(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+        elif tag == "ul":
+            self._list = None
+        elif tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[0] += data
+        elif self._list and self.lists[self._list]:
+            self.lists[self._list][-1] += data
+        if self._in_script:
+            self.script_chars += len(data)
+
+
+@pytest.fixture
+def cmp(sqlite_engine):
+    values = seed_three(sqlite_engine, n=240)
+    seed_endpoint(sqlite_engine, "new-d", median_ms=250, n=12, seed=11)
+    return compare(sqlite_engine, [*NAMES, "new-d"], now_ms=1_796_000_000_000), values
+
+
+def _parse(text: str) -> _Tables:
+    p = _Tables()
+    p.feed(text)
+    return p
+
+
+def _rows(table):
+    header = [c[0] for c in table[0]]
+    return [dict(zip(header, row)) for row in table[1:]]
+
+
+def test_html_report_contains_the_decision_and_the_measured_numbers(cmp):
+    c, values = cmp
+    doc = _parse(report_html(c))
+    decision = _rows(doc.tables["decision"])
+    assert [r["endpoint"][0] for r in decision][-2:] == ["slow-b", "new-d"]
+    slow = next(r for r in decision if r["endpoint"][0] == "slow-b")
+    p95 = percentile(values["slow-b"].tolist(), 0.95).value
+    assert slow["TTFT p95 (ms)"][0] == f"{p95:,.0f}"
+    assert slow["n"][0] == "240"
+    assert "decided by" in slow["Chat panel / single-file edit (500 ms)"][0]
+    metrics = {r["endpoint"][0]: r for r in _rows(doc.tables["metrics"])}
+    assert metrics["slow-b"]["error rate"][0] == "4.0%"
+    assert metrics["fast-a"]["latest cold TTFT (ms)"][0] == "21,000"
+    # Too few samples: the p95 is greyed (class "few"), a reliable one is not.
+    assert "few" in metrics["new-d"]["TTFT p95 (ms)"][1].split()
+    assert "few" not in metrics["slow-b"]["TTFT p95 (ms)"][1].split()
+    assert "few" in metrics["new-d"]["TTFT p99 (ms)"][1].split()
+
+
+def test_html_report_is_self_contained_with_charts_ci_and_method(cmp):
+    c, _ = cmp
+    text = report_html(c)
+    doc = _parse(text)
+    # plotly.js is inline: no script loads from anywhere, and the inline code is megabytes.
+    assert all("src" not in s for s in doc.scripts)
+    assert doc.script_chars > 1_000_000
+    assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", text)
+    assert len(re.findall(r'id="chart-\d"', text)) == 3
+    diffs = doc.lists["differences"]
+    assert any("cannot yet tell" in d and "twin-c" in d and "fast-a" in d for d in diffs)
+    assert any("slow-b" in d and "is faster" in d for d in diffs)
+    method = " ".join(doc.lists["method"])
+    assert "nearest-rank" in method and "bootstrap" in method and "fast-a n=241" in method
+    assert "2026-11-27" in method
+    worksheets = _rows(doc.tables["worksheets"])
+    assert len(worksheets) == 4 * 3  # four endpoints × three interaction types
+    assert {r["verdict"][0] for r in worksheets} <= {"OK", "WARN", "ERROR"}
+
+
+def test_markdown_and_csv_carry_the_same_table(cmp):
+    c, values = cmp
+    md = report_markdown(c)
+    p95 = percentile(values["slow-b"].tolist(), 0.95).value
+    row = next(line for line in md.splitlines() if line.startswith("| 3 | slow-b |"))
+    assert f"| {p95:,.0f} |" in row
+    assert "cannot yet tell fast-a and twin-c apart" in md or "cannot yet tell twin-c and fast-a apart" in md
+    rows = list(csv.DictReader(io.StringIO(report_csv(c))))
+    assert [r["endpoint"] for r in rows] == [r.metrics.name for r in c.ranked]
+    slow = next(r for r in rows if r["endpoint"] == "slow-b")
+    assert float(slow["ttft_p95_ms"]) == p95 and slow["n"] == "240" and float(slow["error_rate"]) == 10 / 250
+
+
+def test_no_export_mentions_the_api_key_env_var(cmp):
+    c, _ = cmp
+    for text in (report_html(c), report_markdown(c), report_csv(c)):
+        assert "SECRET_KEY_ENV_NAME" not in text
+
+
+def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
+    from planner.store import open_store
+
+    eng = open_store(sqlite_url)
+    seed_three(eng, n=120)
+    eng.dispose()
+    out, md, csv_path = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.csv"
+    res = CliRunner().invoke(cli, ["report", "--endpoints", "fast-a,slow-b", "--database-url", sqlite_url,
+                                   "--out", str(out), "--markdown", str(md), "--csv", str(csv_path),
+                                   "--price", "fast-a=0.5", "--tokens-per-month", "1e9"])
+    assert res.exit_code == 0, res.output
+    assert "1. fast-a" in res.output and "fast-a is faster" in res.output
+    assert _parse(out.read_text()).tables["decision"][1][1][0] == "fast-a"
+    assert "| 1 | fast-a |" in md.read_text()
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert float(rows[0]["monthly_cost_usd"]) == 500.0
+    res = CliRunner().invoke(cli, ["report", "--endpoints", "slow-b,fast-a", "--database-url", sqlite_url,
+                                   "--out", str(out), "--json"])
+    summary = json.loads(res.output)
+    assert [r["endpoint"] for r in summary["ranking"]] == ["fast-a", "slow-b"]
+    assert summary["ranking"][1]["vs_leader"] == "fast-a is faster" and summary["files"] == [str(out)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--endpoints", "fast-a,nope"], "unknown endpoint(s): nope"),
+    (["--endpoints", "fast-a", "--since", "yesterday"], "is not a date"),
+    (["--endpoints", "fast-a", "--since", "2026-11-29", "--until", "2026-11-28"], "--since must be before --until"),
+    (["--endpoints", "fast-a", "--price", "fast-a"], "ENDPOINT=USD_PER_MTOK"),
+    (["--endpoints", "fast-a", "--tz", "Mars/Olympus"], "unknown time zone"),
+    (["--endpoints", "fast-a", "--worksheet", "missing"], "no worksheet named 'missing'"),
+])
+def test_cli_bad_input_exits_2_naming_the_problem(sqlite_url, tmp_path, args, message):
+    from planner.store import open_store
+
+    eng = open_store(sqlite_url)
+    seed_endpoint(eng, "fast-a", median_ms=300, n=30)
+    eng.dispose()
+    res = CliRunner().invoke(cli, ["report", *args, "--database-url", sqlite_url, "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+    assert not (tmp_path / "r.html").exists()

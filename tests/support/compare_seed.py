@@ -1,0 +1,80 @@
+"""Constructed probe data for the comparison tests: endpoints and samples written through the real store.
+
+A fixed RNG: endpoint "fast-a" lognormal around 300 ms, "slow-b" around 600 ms,
+"twin-c" drawn from the same distribution as "fast-a" (so A and C cannot be
+told apart). Samples are spread over every hour of three days (UTC).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy.engine import Engine
+
+from planner.store import session
+from planner.store.probes import EndpointRow, ProbeSampleRow
+
+__all__ = ["DAY_MS", "SEED_START_MS", "seed_endpoint", "seed_three"]
+
+DAY_MS = 86_400_000
+SEED_START_MS = 1_795_996_800_000  # 2026-11-30 00:00 UTC minus 3 days is the window start below
+SEED_START_MS -= 3 * DAY_MS
+
+
+def seed_endpoint(
+    engine: Engine,
+    name: str,
+    *,
+    median_ms: float,
+    n: int,
+    sigma: float = 0.25,
+    seed: int = 1,
+    region: str = "",
+    errors: int = 0,
+    retries: int = 0,
+    cold_ms: float | None = None,
+    start_ms: int = SEED_START_MS,
+    span_ms: int = 3 * DAY_MS,
+    vantage: str = "office",
+) -> np.ndarray:
+    """Register `name` and store n ok samples (lognormal around median_ms) plus `errors` failures.
+
+    Returns the stored ok TTFTs (ms) in insertion order.
+    """
+    rng = np.random.default_rng(seed)
+    ttft = np.round(median_ms * np.exp(rng.normal(0.0, sigma, n)), 1)
+    times = start_ms + np.sort(rng.choice(span_ms, n + errors, replace=False))  # distinct slots
+    with session(engine) as s:
+        ep = EndpointRow(name=name, provider=f"{name}-provider", region=region, base_url=f"https://{name}.invalid/v1",
+                         model="coder-32b", api_key_env="SECRET_KEY_ENV_NAME", created_at_ms=start_ms,
+                         updated_at_ms=start_ms, scale_down_window_s=300)
+        s.add(ep)
+        s.flush()
+        rows = []
+        for i, t in enumerate(times[:n]):
+            v = float(ttft[i])
+            rows.append(ProbeSampleRow(
+                endpoint_id=ep.id, vantage=vantage, kind="scheduled", scheduled_at_ms=int(t), started_at_ms=int(t),
+                ok=True, attempts=2 if i < retries else 1, dns_ms=2.0, connect_ms=20.0, tls_ms=45.0,
+                headers_ms=v * 0.6, first_event_ms=v * 0.9, ttft_ms=v, first_content_ms=v + 15.0, total_ms=v + 900))
+        for t in times[n:]:
+            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="scheduled", scheduled_at_ms=int(t),
+                                       started_at_ms=int(t), ok=False, error_class="http_503", status_code=503,
+                                       attempts=3))
+        if cold_ms is not None:
+            t = int(start_ms + span_ms - 60_000)
+            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="cold", scheduled_at_ms=t,
+                                       started_at_ms=t, ok=True, ttft_ms=cold_ms, first_content_ms=cold_ms + 10))
+            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="warm", scheduled_at_ms=t + 1,
+                                       started_at_ms=t + 30_000, ok=True, ttft_ms=median_ms,
+                                       first_content_ms=median_ms + 10))
+        s.add_all(rows)
+    return ttft
+
+
+def seed_three(engine: Engine, n: int = 400) -> dict[str, np.ndarray]:
+    """fast-a (~300 ms), slow-b (~600 ms, 10 errors), twin-c (same distribution as fast-a)."""
+    return {
+        "fast-a": seed_endpoint(engine, "fast-a", median_ms=300, n=n, seed=1, cold_ms=21_000, retries=8),
+        "slow-b": seed_endpoint(engine, "slow-b", median_ms=600, n=n, seed=2, errors=10),
+        "twin-c": seed_endpoint(engine, "twin-c", median_ms=300, n=n, seed=3),
+    }
