@@ -1,0 +1,169 @@
+"""Figures for the Regions page: ranked table data, world map, distributions, server vs browser, history.
+
+Pure functions over planner.store.rtt frames (rtt_summary / load_samples) and catalog regions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.charts import SEMANTIC
+from planner.regions import Region
+from planner.stats import min_n_for, percentile
+
+__all__ = [
+    "distribution_figure", "history_figure", "map_figure", "ranked_rows", "ranked_table_style", "server_vs_browser_figure",
+]
+
+RANKED_COLUMNS = [
+    "rank", "region", "region_id", "provider", "city", "side", "vantage", "method", "median_ms", "min_ms", "p90_ms",
+    "p90_reliable", "n", "n_errors", "status", "last_measured", "last_measured_at_ms", "anycast", "lat", "lon", "proxy",
+]
+
+METHOD_LABELS = {
+    "tcp-connect": "TCP connect",
+    "resource-timing": "Resource Timing",
+    "fetch-performance-now": "performance.now() around fetch (fallback: no Timing-Allow-Origin)",
+}
+
+
+def _text(v) -> str:
+    """'' for None/NaN (pandas turns missing strings into NaN), else str(v)."""
+    return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
+
+
+def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFrame:
+    """The ranked table: one row per (region, side, vantage), fastest median first, failures last.
+
+    `status` is "ok", or the failure class and sentence of the newest outcome; anycast rows say
+    they measure the edge; proxied rows say the figure is to the proxy. p90_reliable is False below n = 10.
+    """
+    by_id = {r.id: r for r in regions}
+    rows = []
+    for rec in summary.to_dict("records"):
+        reg = by_id.get(rec["region_id"])
+        status = "ok"
+        err, detail, proxy = (_text(rec.get(k)) for k in ("last_error_class", "last_error_detail", "proxy"))
+        if err:
+            status = f"{err}: {detail}".strip()
+        elif not rec["n"]:
+            status = "no samples"
+        notes = []
+        if reg is not None and reg.anycast:
+            notes.append("anycast: measures the nearest edge")
+        if proxy:
+            notes.append(f"to proxy {proxy}")
+        if notes:
+            status = f"{status} ({'; '.join(notes)})"
+        median = rec["median_ms"]
+        rows.append({
+            "region": reg.label if reg else rec["region_id"], "region_id": rec["region_id"],
+            "provider": reg.provider if reg else "", "city": reg.city if reg else "",
+            "side": rec["side"], "vantage": rec["vantage"], "method": METHOD_LABELS.get(rec["method"], rec["method"]),
+            "median_ms": None if pd.isna(median) else float(median),
+            "min_ms": None if pd.isna(rec["min_ms"]) else float(rec["min_ms"]),
+            "p90_ms": None if pd.isna(rec["p90_ms"]) else float(rec["p90_ms"]),
+            "p90_reliable": int(rec["n"]) >= min_n_for(0.9), "n": int(rec["n"]), "n_errors": int(rec["n_errors"]),
+            "status": status, "last_measured_at_ms": int(rec["last_measured_at_ms"]),
+            "last_measured": pd.to_datetime(int(rec["last_measured_at_ms"]), unit="ms", utc=True),
+            "anycast": bool(reg.anycast) if reg else False,
+            "lat": reg.lat if reg else None, "lon": reg.lon if reg else None, "proxy": proxy or None,
+        })
+    df = pd.DataFrame(rows, columns=[c for c in RANKED_COLUMNS if c != "rank"])
+    if df.empty:
+        return pd.DataFrame(columns=RANKED_COLUMNS)
+    df = df.sort_values(["median_ms", "region"], na_position="last", kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", range(1, len(df) + 1))
+    return df
+
+
+def ranked_table_style(rows: pd.DataFrame):
+    """The ranked rows as a pandas Styler: p90 greyed where n is too small for it, failures in the error colour."""
+    def grey_p90(col: pd.Series) -> list[str]:
+        return ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["p90_reliable"]]
+
+    def error_status(col: pd.Series) -> list[str]:
+        return ["" if str(v).startswith("ok") else f"color: {SEMANTIC['error']}" for v in col]
+
+    return rows.style.apply(grey_p90, subset=["p90_ms"]).apply(error_status, subset=["status"])
+
+
+def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:
+    """World map: measured regions coloured by median RTT (ms); catalog regions not measured in grey."""
+    fig = go.Figure()
+    measured = rows.dropna(subset=["lat", "lon", "median_ms"]) if not rows.empty else rows
+    seen = set(measured["region_id"]) if not measured.empty else set()
+    idle = [r for r in regions if r.lat is not None and r.id not in seen]
+    if idle:
+        fig.add_trace(go.Scattergeo(
+            lat=[r.lat for r in idle], lon=[r.lon for r in idle], text=[r.label for r in idle], name="not measured",
+            mode="markers", marker=dict(size=5, color=SEMANTIC["muted"], opacity=0.6), hoverinfo="text",
+        ))
+    if not measured.empty:
+        fig.add_trace(go.Scattergeo(
+            lat=measured["lat"].tolist(), lon=measured["lon"].tolist(), name="median RTT",
+            text=[f"{r.region}<br>{r.side} from {r.vantage or '—'}: median {r.median_ms:.1f} ms (n={r.n})"
+                  for r in measured.itertuples()],
+            mode="markers", hoverinfo="text",
+            marker=dict(size=11, color=measured["median_ms"].tolist(), colorscale="RdYlGn", reversescale=True,
+                        colorbar=dict(title="median RTT (ms)"), line=dict(width=0.5, color="#333")),
+        ))
+    fig.update_geos(projection_type="natural earth", showcountries=True, showland=True, landcolor="#f3f3f3")
+    fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=420, title="Median RTT by region",
+                      legend=dict(orientation="h", y=-0.05))
+    return fig
+
+
+def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
+    """Box plot of RTT samples per region (server TCP connects and browser samples side by side), ms."""
+    fig = go.Figure()
+    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna()
+                 & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])]
+    for (side, method), g in ok.groupby(["side", "method"], sort=True):
+        fig.add_trace(go.Box(
+            x=[labels.get(r, r) for r in g["region_id"]], y=g["rtt_ms"].tolist(),
+            name=f"{side} · {METHOD_LABELS.get(method, method)}", boxpoints="outliers",
+        ))
+    fig.update_layout(boxmode="group", yaxis_title="RTT (ms)", height=380, margin=dict(t=30),
+                      title="RTT distribution per region", legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
+    """Median RTT per region, one bar per side (server / browser), with n in the hover."""
+    fig = go.Figure()
+    for side in ("server", "browser"):
+        g = rows[(rows["side"] == side) & rows["median_ms"].notna()] if not rows.empty else rows
+        if g.empty:
+            continue
+        fig.add_trace(go.Bar(
+            x=g["region"].tolist(), y=g["median_ms"].tolist(), name=side,
+            hovertext=[f"{side} from {v or '—'}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"])],
+        ))
+    fig.update_layout(barmode="group", yaxis_title="median RTT (ms)", height=360, margin=dict(t=30),
+                      title="Server vs browser", legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def history_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
+    """Median RTT of each probe run over time, one line per region and side (UTC timestamps)."""
+    fig = go.Figure()
+    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna()
+                 & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])]
+    for (region_id, side), g in ok.groupby(["region_id", "side"], sort=True):
+        runs = []
+        for _, run in g.groupby("run_id", sort=False):
+            p = percentile(run["rtt_ms"].tolist(), 0.5)
+            runs.append((int(run["measured_at_ms"].max()), p.value, p.n))
+        runs.sort()
+        fig.add_trace(go.Scatter(
+            x=pd.to_datetime([r[0] for r in runs], unit="ms", utc=True), y=[r[1] for r in runs],
+            mode="lines+markers", name=f"{labels.get(region_id, region_id)} · {side}",
+            hovertext=[f"median {v:.1f} ms (n={n})" for _, v, n in runs],
+        ))
+    fig.update_layout(yaxis_title="median RTT per run (ms)", xaxis_title="measured (UTC)", height=360,
+                      margin=dict(t=30), title="History", legend=dict(orientation="h", y=-0.35))
+    return fig

@@ -1,0 +1,114 @@
+"""Benchmark: RTT probe accuracy over links with a known RTT (userspace delay line between two namespaces).
+
+For each link (40 ms and 80 ms round trip) prints, side by side, the error (measured − true RTT) of:
+  - the server probe: `ttft-planner rtt` TCP connects (median and min), run inside namespace A;
+  - the browser probe: real Chromium inside namespace A, loading a page that runs the product's own
+    measurement JS (app/components/browser_rtt.js) against a target in namespace B, cross-origin, with
+    Timing-Allow-Origin: Resource Timing responseStart − requestStart;
+  - the naive baseline: performance.now() around the same fetch() calls (what gcping-style pages do).
+Needs root, network namespaces and /dev/net/tun (exits 0 with the reason otherwise).
+
+    .venv/bin/python bench/bench_rtt_accuracy.py [-n 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.netdelay import ADDR_B, DelayLink  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+TARGET_PORT, PAGE_PORT = 8080, 8090
+
+
+def _browser_part(page_url: str, target_url: str, n: int) -> None:
+    """Runs inside namespace A: Chromium loads the page and measures the target; prints JSON samples."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(page_url)
+        page.wait_for_function("window.ready === true", timeout=30_000)
+        samples = page.evaluate("([url, n]) => window.measureTargets([{region_id: 'b', url}], n, 5000)", [target_url, n])
+        browser.close()
+    print(json.dumps(samples))
+
+
+def _wait_http(link: DelayLink, url: str) -> None:
+    deadline = time.monotonic() + 30
+    code = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=2)"
+    while link.run_in("a", [sys.executable, "-c", code], capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer")
+        time.sleep(0.3)
+
+
+def _stats(values: list[float], rtt: float) -> str:
+    med = statistics.median(values)
+    return f"{med:7.2f} ({med - rtt:+5.2f})"
+
+
+def measure(rtt_ms: float, n: int) -> dict:
+    cli = str(Path(sys.executable).parent / "ttft-planner")
+    with DelayLink(rtt_ms=rtt_ms) as link:
+        link.popen_in("b", [sys.executable, "-m", "tests.support.rtt_target", ADDR_B, str(TARGET_PORT)], cwd=ROOT)
+        link.popen_in("a", [sys.executable, "-m", "tests.support.rtt_target", "127.0.0.1", str(PAGE_PORT)], cwd=ROOT)
+        target = f"http://{ADDR_B}:{TARGET_PORT}/ping"
+        _wait_http(link, target)
+        _wait_http(link, f"http://127.0.0.1:{PAGE_PORT}/ping")
+        srv = link.run_in("a", [cli, "rtt", "--url", target, "-n", str(n), "--json", "--vantage", "bench"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+        if srv.returncode != 0:
+            raise RuntimeError(f"server probe failed: {srv.stderr or srv.stdout}")
+        tcp = json.loads(srv.stdout)["results"][0]["tcp_connect_ms"]
+        br = link.run_in("a", [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=180)
+        if br.returncode != 0:
+            raise RuntimeError(f"browser probe failed: {br.stderr[-2000:]}")
+        samples = json.loads(br.stdout.strip().splitlines()[-1])
+    ok = [s for s in samples if s["error_class"] is None]
+    return {
+        "rtt_ms": rtt_ms,
+        "server_median": tcp["median"], "server_min": tcp["min"], "server_n": tcp["n"],
+        "browser_methods": sorted({s["method"] for s in ok}),
+        "browser": [s["rtt_ms"] for s in ok], "naive": [s["wall_ms"] for s in ok],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=20, help="samples kept per probe (default 20)")
+    ap.add_argument("--browser-part", nargs=3, metavar=("PAGE_URL", "TARGET_URL", "N"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.browser_part:
+        _browser_part(args.browser_part[0], args.browser_part[1], int(args.browser_part[2]))
+        return 0
+    why = DelayLink.unavailable()
+    if why:
+        print(f"skipped: {why}")
+        return 0
+    print(f"RTT accuracy, n={args.n} per probe; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print("ms; in brackets the error = measured − true RTT")
+    print(f"{'link RTT':>8} | {'server TCP median':>17} | {'server TCP min':>15} | {'browser Resource Timing':>23} | {'naive performance.now()':>23}")
+    for rtt in (40.0, 80.0):
+        r = measure(rtt, args.n)
+        assert r["browser_methods"] == ["resource-timing"], r["browser_methods"]
+        print(f"{rtt:8.0f} | {_stats([r['server_median']], rtt):>17} | {_stats([r['server_min']], rtt):>15} | "
+              f"{_stats(r['browser'], rtt):>23} | {_stats(r['naive'], rtt):>23}")
+    print("Browser columns are medians of the same fetches (first dropped): Resource Timing vs performance.now() around fetch.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

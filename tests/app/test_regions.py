@@ -1,0 +1,131 @@
+"""AppTest: the Regions view — browser samples injected through session state, server probe, table, map, worksheet hand-off."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner.store import open_store
+from planner.store.rtt import SampleRecord, add_target, insert_samples, load_samples
+from tests.app.conftest import ROUTER
+from tests.support.rtt_target import serve_in_thread
+
+
+def _arr(v):
+    if isinstance(v, dict):  # plotly 7 encodes arrays as base64
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.run()
+    at.switch_page("views/regions.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-timing", vantage="Berlin office"):
+    now = int(time.time() * 1000)
+    return {"result": {"run_id": run_id, "vantage": vantage, "samples": [
+        {"region_id": region, "url": "https://dynamodb.eu-west-1.amazonaws.com/ping", "method": method, "rtt_ms": v,
+         "error_class": None, "error_detail": None, "measured_at_ms": now} for v in values]}}
+
+
+def _table(at):
+    return at.dataframe[0].value
+
+
+def test_empty_store_says_how_to_get_samples_and_mounts_the_browser_probe():
+    at = _page()
+    assert "No RTT samples" in at.info[0].value
+    assert len(at.get("bidi_component")) == 1
+    assert at.button(key="rtt_probe_server").label == "Probe from the server"
+
+
+def test_browser_samples_are_stored_once_with_the_vantage_and_ranked():
+    at = _page()
+    at.session_state["browser_rtt"] = _browser_run("run-1", [20.0 + i for i in range(10)])
+    at.run()
+    assert not at.exception, at.exception
+    assert "Stored 10 browser samples as “Berlin office”" in at.success[0].value
+    row = _table(at).iloc[0]
+    assert (row["region_id"], row["side"], row["vantage"]) == ("aws-eu-west-1", "browser", "Berlin office")
+    assert (row["median_ms"], row["min_ms"], row["p90_ms"], row["n"]) == (24.0, 20.0, 28.0, 10)
+    assert row["method"] == "Resource Timing"
+    geo = [t for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if t.get("name") == "median RTT"][0]
+    assert _arr(geo["marker"]["color"]) == [24.0]
+    at.run()  # a rerun with the same component state must not store the run again
+    assert len(load_samples(open_store())) == 10
+
+
+def test_fallback_without_timing_allow_origin_is_labelled():
+    at = _page()
+    at.session_state["browser_rtt"] = _browser_run("run-2", [50.0, 52.0, 54.0], method="fetch-performance-now")
+    at.run()
+    assert any("Timing-Allow-Origin" in w.value for w in at.warning)
+    assert "fallback" in _table(at).iloc[0]["method"]
+
+
+def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
+    eng = open_store()
+    now = int(time.time() * 1000)
+    insert_samples(eng, [SampleRecord("aws-us-east-1", "x", "server", "tcp-connect", 80.0 + i, now, vantage="srv") for i in range(10)])
+    insert_samples(eng, [SampleRecord("openai-api", "x", "server", "dns", None, now, vantage="srv",
+                                      error_class="unresolvable", error_detail="'api.openai.com' did not resolve")])
+    at = _page()
+    t = _table(at).set_index("region_id")
+    assert t.loc["aws-us-east-1", "median_ms"] == 84.0 and t.loc["aws-us-east-1", "status"] == "ok"
+    assert t.loc["openai-api", "status"].startswith("unresolvable: 'api.openai.com' did not resolve")
+    assert "anycast" in t.loc["openai-api", "status"]
+    assert t.iloc[-1].name == "openai-api"  # failures rank last
+
+
+def test_server_probe_button_measures_a_local_target():
+    server = serve_in_thread()
+    try:
+        add_target(open_store(), "local-box", f"{server.base_url}/ping", lat=52.5, lon=13.4)
+        at = _page()
+        at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
+        at.button(key="rtt_probe_server").click().run()
+    finally:
+        server.stop()
+    assert not at.exception, at.exception
+    row = _table(at).iloc[0]
+    assert (row["region_id"], row["side"], row["n"]) == ("local-box", "server", 10)
+    assert row["method"] == "TCP connect" and row["status"] == "ok"
+
+
+def test_use_for_worksheet_hands_over_rtt_times_round_trips_with_provenance():
+    at = _page()
+    at.session_state["browser_rtt"] = _browser_run("run-3", [20.0 + i for i in range(10)])
+    at.run()
+    at.radio(key="rtt_round_trips").set_value(3).run()
+    assert at.metric[0].value == "72.0 ms"
+    at.button(key="rtt_use").click().run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="network_ms").value == 72.0
+    assert at.session_state["ws_figures"]["network_ms"]["source"] == "rtt"
+    assert "Berlin office" in at.session_state["ws_figures"]["network_ms"]["detail"]
+
+
+def test_remembered_location_label_is_restored():
+    at = _page()
+    at.session_state["browser_rtt"] = {"remembered_vantage": "Lisbon home"}
+    at.run()
+    assert at.text_input(key="rtt_vantage").value == "Lisbon home"
+
+
+@pytest.mark.parametrize("target, message", [("not a target", "host:port"), ("ftp://x.example/", "scheme")])
+def test_bad_custom_target_is_refused_with_the_reason(target, message):
+    at = _page()
+    form_inputs = [t for t in at.text_input if t.key != "rtt_vantage"]
+    form_inputs[0].set_value("mine")
+    form_inputs[1].set_value(target)
+    [b for b in at.button if b.label == "Add target"][0].click().run()
+    assert any(message in e.value for e in at.error)

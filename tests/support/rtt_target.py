@@ -1,0 +1,95 @@
+"""A local RTT target for tests and benchmarks: a tiny HTTP server with TCP_NODELAY.
+
+Routes:
+  /ping          204-free 200 "ok", Cache-Control: no-store, Access-Control-Allow-Origin: *,
+                 Timing-Allow-Origin: * (a browser may read Resource Timing for it)
+  /ping-no-tao   the same without Timing-Allow-Origin (the browser must fall back, labelled)
+  /page          an HTML page that runs the product's browser RTT JS (bench: Chromium in a netns)
+
+uvicorn's own socket setup sets TCP_NODELAY on accepted connections (never Streamlit's
+port: its pre-bound socket stalls keep-alive requests by ~40 ms; feasibility note §3).
+Run in-process with `serve_in_thread(host, port)` or as `python -m tests.support.rtt_target HOST PORT`.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.routing import Route
+
+__all__ = ["TargetServer", "app", "free_port", "serve_in_thread"]
+
+_JS = Path(__file__).resolve().parents[2] / "app" / "components" / "browser_rtt.js"
+
+
+async def _ping(request):
+    return PlainTextResponse("ok", headers={
+        "Cache-Control": "no-store", "Access-Control-Allow-Origin": "*", "Timing-Allow-Origin": "*"})
+
+
+async def _ping_no_tao(request):
+    return PlainTextResponse("ok", headers={"Cache-Control": "no-store", "Access-Control-Allow-Origin": "*"})
+
+
+async def _page(request):
+    # The page imports the product's measurement module unchanged (served below) and exposes one call.
+    return HTMLResponse("""<!doctype html><html><body><div id="root"></div><script type="module">
+import { measureTargets } from "/browser_rtt.js";
+window.measureTargets = measureTargets; window.ready = true;
+</script></body></html>""")
+
+
+async def _js(request):
+    return PlainTextResponse(_JS.read_text(), media_type="text/javascript")
+
+
+app = Starlette(routes=[Route("/ping", _ping), Route("/ping-no-tao", _ping_no_tao), Route("/page", _page),
+                        Route("/browser_rtt.js", _js)])
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class TargetServer:
+    """uvicorn in a daemon thread; `stop()` shuts it down."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, *, certfile: str | None = None,
+                 keyfile: str | None = None) -> None:
+        self.host, self.port = host, port or free_port(host)
+        self.base_url = f"{'https' if certfile else 'http'}://{host}:{self.port}"
+        cfg = uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False, lifespan="off",
+                             ssl_certfile=certfile, ssl_keyfile=keyfile)
+        self._server = uvicorn.Server(cfg)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def start(self) -> "TargetServer":
+        self._thread.start()
+        deadline = time.monotonic() + 15
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"RTT target server on {self.base_url} did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+
+
+def serve_in_thread(host: str = "127.0.0.1", port: int | None = None, **tls: str) -> TargetServer:
+    """Start a TargetServer (https when certfile= and keyfile= are given)."""
+    return TargetServer(host, port, **tls).start()
+
+
+if __name__ == "__main__":
+    uvicorn.run(app, host=sys.argv[1], port=int(sys.argv[2]), log_level="warning", access_log=False)
