@@ -1,0 +1,9 @@
+"""The one exception type of the capacity package."""
+
+from __future__ import annotations
+
+__all__ = ["CapacityError"]
+
+
+class CapacityError(ValueError):
+    """An input the capacity/cost models cannot use; the message names the input and the fix."""

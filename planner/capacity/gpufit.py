@@ -1,0 +1,105 @@
+"""GPU fit: weights + KV cache for the context × concurrent sequences vs the GPUs' memory.
+
+KV bytes per token = 2 (K and V) · layers · kv_heads · head_dim · bytes per element
+(Llama-3-8B bf16: 128 KiB; Llama-3-70B: 320 KiB). Memory in GB = 1e9 bytes; usable memory per GPU
+= HBM × usable fraction (vLLM's gpu_memory_utilization, default 0.9, leaves the rest for activations
+and the runtime). Tensor parallelism splits weights and KV evenly over 1, 2, 4 or 8 GPUs of one node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from planner.capacity.errors import CapacityError
+from planner.capacity.presets import GpuSpec, ModelSpec
+from planner.capacity.weights import bytes_per_param, checkpoint_gb
+
+__all__ = ["TP_DEGREES", "GpuFit", "fit", "fit_table", "kv_bytes_per_token"]
+
+# Tensor-parallel degrees inside one node (attention heads split evenly only over powers of two).
+TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16") -> float:
+    """KV-cache bytes per token: 2 · layers · kv_heads · head_dim · bytes(kv_dtype)."""
+    for name in ("layers", "kv_heads", "head_dim"):
+        v = getattr(model, name)
+        if not isinstance(v, (int, float)) or v <= 0:
+            raise CapacityError(f"model {model.label!r}: {name} must be a positive number, got {v!r}")
+    return 2.0 * model.layers * model.kv_heads * model.head_dim * bytes_per_param(kv_dtype)
+
+
+@dataclass(frozen=True)
+class GpuFit:
+    """Whether a model with its KV cache fits, on how many GPUs, and the headroom left."""
+
+    model: str
+    gpu: str
+    weights_gb: float
+    kv_bytes_per_token: float
+    kv_gb: float
+    total_gb: float
+    usable_gb_per_gpu: float
+    min_gpus: int                  # ceil(total / usable per GPU), ignoring TP constraints
+    tp_gpus: int | None            # smallest TP degree in TP_DEGREES that fits; None = not on one node
+    headroom_gb: float | None      # free usable memory on tp_gpus GPUs
+    max_sequences: int | None      # concurrent sequences at this context that fit on tp_gpus
+    message: str
+
+    @property
+    def fits(self) -> bool:
+        return self.tp_gpus is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["fits"] = self.fits
+        return d
+
+
+def fit(model: ModelSpec, gpu: GpuSpec, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16", context_tokens: int = 32_768,
+        concurrent_sequences: int = 1, usable_fraction: float = 0.9) -> GpuFit:
+    """Fit `model` on `gpu`: weights (params × bytes) + KV (bytes/token × context × sequences) vs usable HBM.
+
+    Raises CapacityError for a context or sequence count < 1, a usable fraction outside (0, 1], or a GPU
+    without memory. A model that fits on no single node is a result (tp_gpus None) with a message, not an error.
+    """
+    if context_tokens < 1 or concurrent_sequences < 1:
+        raise CapacityError("context length and concurrent sequences must each be at least 1")
+    if not 0 < usable_fraction <= 1:
+        raise CapacityError(f"usable memory fraction must be in (0, 1], got {usable_fraction:g}")
+    if gpu.hbm_gb <= 0:
+        raise CapacityError(f"GPU {gpu.label!r} needs a memory size greater than 0 GB")
+    weights = checkpoint_gb(model.params_b, weight_dtype)
+    kv_tok = kv_bytes_per_token(model, kv_dtype)
+    kv_seq_gb = kv_tok * context_tokens / 1e9
+    kv = kv_seq_gb * concurrent_sequences
+    total = weights + kv
+    usable = gpu.hbm_gb * usable_fraction
+    min_gpus = max(1, math.ceil(total / usable - 1e-12))
+    tp = next((n for n in TP_DEGREES if n >= min_gpus), None)
+    what = f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)"
+    if tp is None:
+        node = TP_DEGREES[-1]
+        return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, None, None, None,
+                      f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
+                      f"it needs at least {min_gpus} GPUs across nodes. Quantise the weights, shorten the context or serve fewer sequences.")
+    headroom = tp * usable - total
+    max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
+    return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, tp, headroom, max_seq,
+                  f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
+                  f"(room for {max_seq:,} sequences of {context_tokens:,} tokens).")
+
+
+def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Any) -> pd.DataFrame:
+    """fit() for each GPU: columns gpu, hbm_gb, min_gpus, tp_gpus, headroom_gb, max_sequences, fits."""
+    rows = []
+    for g in gpus:
+        f = fit(model, g, **kwargs)
+        rows.append({"gpu": g.label, "hbm_gb": g.hbm_gb, "total_gb": f.total_gb, "min_gpus": f.min_gpus, "tp_gpus": f.tp_gpus,
+                     "headroom_gb": f.headroom_gb, "max_sequences": f.max_sequences, "fits": f.fits})
+    return pd.DataFrame(rows)

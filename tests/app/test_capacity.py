@@ -1,0 +1,164 @@
+"""AppTest: the Capacity & cost page — break-even, weight loading, GPU fit, prefill, warm pool, worksheet hand-off."""
+
+import base64
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.logs import COLUMNS, LogParseResult
+from planner.store import database_url, open_store
+from planner.store.logs import save_upload
+
+SEED = "seed-h200"
+
+
+def open_page(app):
+    app.switch_page("views/capacity.py").run()
+    assert not app.exception
+    return app
+
+
+def chart(app, key):
+    return json.loads(next(c for c in app.get("plotly_chart") if c.proto.id and key in c.proto.id).proto.spec)
+
+
+def array(v):
+    """Plotly 7 may encode arrays as base64 {"dtype", "bdata"}."""
+    if isinstance(v, dict):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def metric(app, label):
+    return next(m.value for m in app.metric if m.label == label)
+
+
+def set_flat_price(app, usd):
+    key = app.selectbox(key="cap_price").value
+    for kind in ("pin", "pc", "pout"):
+        app.number_input(key=f"cap_{kind}_{key}").set_value(usd)
+
+
+def test_seed_break_even_on_the_page_states_node_and_tokens(app):
+    open_page(app)
+    assert app.selectbox(key="cap_gpu_price").value == SEED
+    set_flat_price(app, 0.212)
+    app.run()
+    assert metric(app, "Break-even u*") == "35%"
+    assert "Dedicated is cheaper above 35% utilisation of a 1-GPU replica" in app.success[0].value
+    title = chart(app, "cap_be_chart")["layout"]["title"]["text"]
+    assert "1-GPU replica" in title and "cached prompt tokens included" in title
+    inputs = app.session_state["cost_inputs"]
+    assert inputs["gpu_usd_per_hour"] == 3.20 and inputs["capacity_tokens_per_min"] == 720_000
+
+    app.number_input(key="cap_gpr").set_value(8).run()
+    assert "Serverless is cheaper at any utilisation" in app.warning[0].value
+    assert "8-GPU replica" in chart(app, "cap_be_chart")["layout"]["title"]["text"]
+    assert app.session_state["cost_inputs"]["gpus_per_replica"] == 8
+
+
+def test_capacity_zero_is_a_message_not_a_traceback(app):
+    open_page(app)
+    app.number_input(key=f"cap_tpm_{SEED}").set_value(0.0).run()
+    assert not app.exception
+    assert any("capacity" in e.value and "greater than 0" in e.value for e in app.error)
+
+
+def test_weight_projection_and_cold_start_to_worksheet(app):
+    open_page(app)
+    table = app.dataframe[1].value  # rate → load seconds for the 70B fp8 checkpoint
+    secs = sorted(round(s) for s in table["load + start-up (s)"])
+    assert secs == [23, 224]
+    assert metric(app, "Checkpoint (weights only)") == "70.0 GB"
+    app.button(key="cap_w_use").click().run()
+    assert not app.exception
+    cold = app.session_state["ws_figures"]["cold_ms"]
+    assert cold["source"] == "model" and round(cold["value"] / 1000) == 23
+    assert "constant-rate estimate" in cold["window"]
+
+
+def test_gpu_fit_no_fit_is_explained(app):
+    open_page(app)
+    app.selectbox(key="cap_fit_model").set_value("llama-3.1-405b").run()
+    app.selectbox(key="cap_fit_gpu").set_value("L4").run()
+    assert any("does not fit on one 8×L4" in e.value for e in app.error)
+
+
+def test_prefill_model_rate_goes_to_the_worksheet(app):
+    open_page(app)
+    app.selectbox(key="cap_pf_model").set_value("llama-3.1-8b")
+    app.number_input(key="cap_pf_prompt").set_value(8192.0)
+    app.number_input(key="cap_pf_hit_0").set_value(0.0).run()
+    assert metric(app, "Modelled prefill") == "302 ms"
+    app.button(key="cap_pf_use").click().run()
+    fig = app.session_state["ws_figures"]["prefill_tokens_per_s"]
+    assert fig["source"] == "model" and fig["unit"] == "tokens/s"
+    assert fig["value"] == pytest.approx(8192 / 0.302, rel=0.01)
+    assert "Llama 3.1 8B" in fig["detail"]
+
+
+def test_warm_pool_textbook_defaults(app):
+    open_page(app)
+    app.number_input(key="cap_wp_rate_0").set_value(30.0)
+    app.number_input(key="cap_wp_service_0").set_value(300.0)
+    app.number_input(key="cap_wp_reps").set_value(4).run()
+    assert metric(app, "P(wait)") == "32.0%"
+    assert metric(app, "Queue-wait p95") == "371.2 s"
+    app.number_input(key="cap_wp_target").set_value(0.0).run()
+    assert metric(app, "Minimum warm replicas") == "6"
+    trace = chart(app, "cap_wp_chart")["data"][0]
+    assert trace["text"][0] == "10 s" and trace["text"][-1] == "always warm"
+    # W = 10 s at 30 requests/h: nearly every request is cold, so the 60 s cold start is in the p95
+    assert array(trace["y"])[0] == 60_500 and array(trace["y"])[-1] == 500
+
+
+def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
+    day = 1_780_000_000_000 - 1_780_000_000_000 % 86_400_000
+    # 40 requests in the 09:00 UTC hour, 2 at 15:00: the peak clock hour has 40
+    ts = [day + 9 * 3_600_000 + i * 30_000 for i in range(40)] + [day + 15 * 3_600_000, day + 15 * 3_600_000 + 60_000]
+    n = len(ts)
+    frame = pd.DataFrame({"ts_ms": np.array(ts, dtype=np.int64), "model": ["m"] * n, "prompt_tokens": [2000] * n,
+                          "cached_tokens": [1500] * n, "output_tokens": [20] * n, "ttft_ms": [300.0] * n,
+                          "duration_ms": [5000.0] * n, "source": ["t"] * n})[list(COLUMNS)]
+    eng = open_store(database_url())
+    upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
+    eng.dispose()
+    open_page(app)
+    app.selectbox(key="cap_traffic").set_value(upload_id).run()
+    assert not app.exception
+    assert any("42 requests" in c.value and "75.0% of prompt tokens cached" in c.value for c in app.caption)
+    assert app.number_input(key=f"cap_wp_rate_{upload_id}").value == 40
+    assert app.number_input(key=f"cap_wp_service_{upload_id}").value == 5.0
+    assert app.number_input(key=f"cap_pf_hit_{upload_id}").value == pytest.approx(0.75)
+    assert app.session_state["cost_inputs"]["traffic_label"].startswith("team.jsonl")
+    assert app.session_state["cost_inputs"]["hourly_tokens"][9] == pytest.approx(40 * 2020)
+
+
+def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
+    import time
+
+    from planner.store.engine import session
+    from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
+
+    now = int(time.time() * 1000)
+    eng = open_store(database_url())
+    with session(eng) as s:
+        ep = EndpointRow(name="sim-local", base_url="http://127.0.0.1:9", model="m", created_at_ms=now, updated_at_ms=now)
+        s.add(ep)
+        s.flush()
+        ep_id = ep.id
+    # 25 ms per 1K uncached tokens → 40,000 tokens/s
+    insert_samples(eng, [ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + i, started_at_ms=now + i, ok=True,
+                                        prompt_tokens=t, cached_tokens=0, ttft_ms=50 + 0.025 * t)
+                         for i, t in enumerate([256, 2048, 8192, 256, 2048, 8192])])
+    eng.dispose()
+    open_page(app)
+    assert "measured: sim-local" in app.radio(key="cap_pf_mode").options
+    app.radio(key="cap_pf_mode").set_value("measured: sim-local").run()
+    assert metric(app, "Prefill rate") == "40,000 tokens/s"
+    app.button(key="cap_pf_use").click().run()
+    fig = app.session_state["ws_figures"]["prefill_tokens_per_s"]
+    assert fig["source"] == "probe" and fig["n"] == 6 and "sim-local" in fig["detail"]
+    assert fig["value"] == pytest.approx(40_000)

@@ -1,0 +1,70 @@
+"""Capacity inputs from the store: a stored log's traffic, and measured prefill slopes from probe samples."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.capacity.measured import measured_slopes
+from planner.capacity.traffic import traffic_from_frame
+from planner.logs import COLUMNS, LogParseResult
+from planner.store.logs import load_upload_frame, save_upload
+from planner.store.engine import session
+from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
+
+DAY_MS = 86_400_000
+T0 = 1_780_000_000_000 - (1_780_000_000_000 % DAY_MS)  # a UTC midnight
+
+
+def _frame() -> pd.DataFrame:
+    # one day: 10 requests at 09:xx UTC, 2 at 15:xx; 1,000 prompt (800 cached) + 10 output tokens each, 4 s long
+    ts = [T0 + 9 * 3_600_000 + i * 60_000 for i in range(10)] + [T0 + 15 * 3_600_000 + i * 60_000 for i in range(2)]
+    n = len(ts)
+    return pd.DataFrame({"ts_ms": np.array(ts, dtype=np.int64), "model": ["m"] * n, "prompt_tokens": [1000] * n,
+                         "cached_tokens": [800] * n, "output_tokens": [10] * n, "ttft_ms": [300.0] * n,
+                         "duration_ms": [4000.0] * n, "source": ["test"] * n})[list(COLUMNS)]
+
+
+def test_traffic_from_a_stored_log(engine):
+    upload_id = save_upload(engine, "team.jsonl", LogParseResult(frame=_frame()))
+    t = traffic_from_frame(load_upload_frame(engine, upload_id), "team.jsonl", "UTC")
+    assert t.n_requests == 12
+    assert t.mix.cache_hit_fraction == pytest.approx(0.8)
+    assert t.mix.input_output_ratio == pytest.approx(100)
+    assert t.hourly_tokens[9] == pytest.approx(10 * 1010) and t.hourly_tokens[15] == pytest.approx(2 * 1010)
+    assert sum(t.hourly_tokens) == pytest.approx(12 * 1010)
+    assert t.peak_arrivals_per_hour == pytest.approx(10)
+    assert t.mean_service_s == pytest.approx(4.0)
+
+
+def test_measured_slope_per_endpoint(engine):
+    now = int(time.time() * 1000)
+    with session(engine) as s:
+        ep = EndpointRow(name="sim", base_url="http://127.0.0.1:1", model="m", created_at_ms=now, updated_at_ms=now)
+        flat = EndpointRow(name="one-length", base_url="http://127.0.0.1:2", model="m", created_at_ms=now, updated_at_ms=now)
+        s.add(ep)
+        s.add(flat)
+        s.flush()
+        ep_id, flat_id = ep.id, flat.id
+    rows = []
+    # TTFT = 40 ms + 0.05 ms per uncached token (50 ms per 1K → 20,000 tokens/s)
+    for i, (tokens, cached) in enumerate([(256, 0), (4096, 0), (8192, 0), (8192, 4096), (1024, 0)]):
+        rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + i, started_at_ms=now + i, ok=True,
+                                   prompt_tokens=tokens, cached_tokens=cached, ttft_ms=40 + 0.05 * (tokens - cached)))
+    # left out: a failure, a deliberate cached series, a cold reading
+    rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + 10, started_at_ms=now + 10, ok=False, ttft_ms=None, prompt_tokens=512))
+    rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + 11, started_at_ms=now + 11, ok=True, prompt_tokens=512,
+                               cached_series=True, ttft_ms=5000))
+    rows.append(ProbeSampleRow(endpoint_id=ep_id, kind="cold", scheduled_at_ms=now + 12, started_at_ms=now + 12, ok=True,
+                               prompt_tokens=512, ttft_ms=60_000))
+    rows.append(ProbeSampleRow(endpoint_id=flat_id, scheduled_at_ms=now, started_at_ms=now, ok=True, prompt_tokens=1000, ttft_ms=90))
+    insert_samples(engine, rows)
+    slopes = measured_slopes(engine)
+    assert [s.endpoint for s in slopes] == ["sim"]
+    fit = slopes[0].fit
+    assert fit.ms_per_1k_tokens == pytest.approx(50)
+    assert fit.prefill_tokens_per_s == pytest.approx(20_000)
+    assert fit.n == 5 and slopes[0].newest_at_ms == now + 4
+    fig = fit.to_figure(detail="sim")
+    assert fig.source == "probe" and fig.unit == "tokens/s"
