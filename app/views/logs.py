@@ -1,0 +1,250 @@
+"""Logs: how long are our prompts, how cached, when do they arrive? (p95 prompt tokens, cache-hit rate, cold exposure)"""
+
+import datetime as dt
+import json
+
+import streamlit as st
+
+from app import worksheet_state
+from app.cache import engine
+from app.charts.logs import (
+    cold_curve_figure,
+    ecdf_figure,
+    histogram_figure,
+    hour_percentiles_figure,
+    percentile_rows,
+    percentile_table_style,
+    traffic_figure,
+    ttft_vs_probes_figure,
+    weekday_figure,
+)
+from planner.logs import FORMATS, LogFormatError, TokenCounter, read_logs
+from planner.logs.exposure import P95_COLD_THRESHOLD
+from planner.logs.mapped import FIELDS as MAP_FIELDS
+from planner.logs.samples import SAMPLE_DIR, samples
+from planner.logs.summary import DEFAULT_WORKDAY, ecdf_points, histogram, parse_workday, summarize_logs
+from planner.provenance import Figure, Source
+from planner.store.probe_queries import hour_of_day, series_keys
+from planner.store.logs import UploadNotFound, delete_upload, list_uploads, load_upload_frame, save_upload
+
+TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles",
+              "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
+
+st.title("Logs")
+st.caption(
+    "Upload your agent's request logs (CSV, JSON Lines or JSON, optionally .gz). Prompt-token percentiles over the "
+    "working day, the cached share, traffic by hour and the cold-start exposure of a scale-to-zero deployment. "
+    "Only times, token counts and model names are kept: prompt and completion text never leave the parser."
+)
+eng = engine()
+ss = st.session_state
+
+# ---- inputs
+left, right = st.columns([3, 2])
+files = left.file_uploader("Request logs", accept_multiple_files=True, key="logs_files",
+                           type=["jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz"],
+                           help="Several files at once are read together. Over the size limit, a file is refused with a message.")
+with right:
+    sample = st.selectbox("…or try a sample", list(samples()), key="logs_sample",
+                          format_func=lambda k: samples()[k])
+    if st.button("Load sample", key="logs_load_sample", icon=":material/science:"):
+        ss.logs_source = ("sample", sample)
+    uploads = list_uploads(eng)
+    if uploads:
+        chosen = st.selectbox("…or open a stored upload", [u.id for u in uploads], key="logs_stored",
+                              format_func=lambda i: next(f"{u.name} ({u.n_requests:,} requests)" for u in uploads if u.id == i))
+        if st.button("Open stored upload", key="logs_open_stored", icon=":material/folder_open:"):
+            ss.logs_source = ("stored", chosen)
+
+c1, c2, c3 = st.columns(3)
+fmt = c1.selectbox("Format", list(FORMATS), key="logs_format", format_func=lambda k: f"{k}: {FORMATS[k]}")
+tz = c2.selectbox("Time zone", TIME_ZONES, key="logs_tz", help="Hours of day and the working day are local to this zone; "
+                  "times written without a zone are read in it too.")
+workday = c3.text_input("Working day (Mon–Fri, local)", value=DEFAULT_WORKDAY, key="logs_workday")
+try:
+    parse_workday(workday)
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+mapping = ss.get("logs_mapping") or None
+with st.expander("Token counting for logs with text but no counts", icon=":material/function:"):
+    tok_file = st.file_uploader("Hugging Face tokenizer.json (optional)", type=["json"], key="logs_tokenizer",
+                                help="Counted offline with the `tokenizers` package. Without one, counts are an estimate "
+                                     "of about 4 characters per token, and the page says so.")
+tokenizer = None
+if tok_file is not None:
+    try:
+        tokenizer = TokenCounter.from_tokenizer_json(tok_file.getvalue(), tok_file.name)
+    except (ValueError, RuntimeError) as exc:
+        st.error(str(exc))
+
+# ---- parse (once per input; the result lives in the session, so reruns do not re-read a large file)
+if files:
+    source = ("files", tuple((f.file_id, f.name, f.size) for f in files))
+    ss.pop("logs_source", None)
+else:
+    source = ss.get("logs_source")
+if source is None:
+    st.info("Upload a log, load a sample, or open a stored upload to start.")
+    st.stop()
+
+key = json.dumps([source, fmt, mapping, tz, tok_file.file_id if tok_file else None], default=str)
+if ss.get("logs_key") != key:
+    ss.pop("logs_result", None)
+    ss.pop("logs_error", None)
+    if source[0] == "stored":
+        try:
+            frame = load_upload_frame(eng, source[1])
+        except UploadNotFound as exc:
+            st.error(str(exc.args[0]))
+            ss.pop("logs_source", None)
+            st.stop()
+        name = next((u.name for u in list_uploads(eng) if u.id == source[1]), str(source[1]))
+        ss.logs_result = {"frame": frame, "label": f"stored upload “{name}”", "parsed": None}
+    else:
+        inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
+        bar = st.progress(0.0, "Reading…")
+        try:
+            res = read_logs(inputs, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer,
+                            progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg))
+        except LogFormatError as exc:
+            ss.logs_error = {"message": str(exc), "columns": exc.columns}
+        else:
+            ss.logs_result = {"frame": res.frame, "label": ", ".join(res.formats) or "log", "parsed": res}
+        bar.empty()
+    ss.logs_key = key
+
+# ---- column mapping (shown when nothing could be read, and on demand)
+error = ss.get("logs_error")
+parsed = (ss.get("logs_result") or {}).get("parsed")
+columns = error["columns"] if error else sorted({c for cols in (parsed.columns if parsed else {}).values() for c in cols})
+if error:
+    st.error(error["message"], icon=":material/error:")
+if columns:
+    with st.expander("Column mapping", expanded=bool(error), icon=":material/table_chart:"):
+        st.caption("Which column holds what. Needed: the arrival time (ts) and prompt tokens "
+                   "(prompt_tokens incl. cached; prompt_tokens_uncached for Anthropic-style input_tokens; or prompt_text to count).")
+        current = (parsed.mapping if parsed else None) or mapping or {}
+        with st.form("logs_mapping_form"):
+            cols = st.columns(4)
+            chosen_map = {}
+            for i, field in enumerate(MAP_FIELDS):
+                options = ["", *columns]
+                default = current.get(field, "")
+                chosen_map[field] = cols[i % 4].selectbox(field, options, index=options.index(default) if default in options else 0,
+                                                          key=f"logs_map_{field}")
+            if st.form_submit_button("Apply mapping"):
+                ss.logs_mapping = {k: v for k, v in chosen_map.items() if v}
+                st.rerun()
+if error or not ss.get("logs_result"):
+    st.stop()
+
+result = ss.logs_result
+frame = result["frame"]
+if parsed is not None:
+    fmts = ", ".join(f"{name} → {f}" for name, f in parsed.formats.items())
+    st.success(f"Read {len(frame):,} requests ({fmts}).", icon=":material/check_circle:")
+    if parsed.n_rejected:
+        with st.expander(f"{parsed.n_rejected:,} line{'' if parsed.n_rejected == 1 else 's'} rejected", icon=":material/warning:"):
+            st.dataframe([{"file": r.source, "line": r.line_no, "reason": r.reason} for r in parsed.rejected[:50]],
+                         hide_index=True, key="logs_rejected")
+    if parsed.tokens_estimated:
+        st.warning(f"Token counts were not in the log: they are an {parsed.token_counter}.", icon=":material/info:")
+else:
+    st.success(f"Showing {result['label']}: {len(frame):,} requests.", icon=":material/check_circle:")
+
+summary_key = (key, workday)
+if ss.get("logs_summary_key") != summary_key:
+    with st.spinner("Summarising…"):
+        ss.logs_summary = summarize_logs(frame, tz=tz, workday=workday)
+    ss.logs_summary_key = summary_key
+s = ss.logs_summary
+
+# ---- headline
+first = dt.datetime.fromtimestamp(s.first_ts_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
+last = dt.datetime.fromtimestamp(s.last_ts_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
+window = f"{first}…{last}, working day {workday} {tz}"
+m = st.columns(4)
+p95w, p50w = s.prompt_workday["p95"], s.prompt_workday["p50"]
+m[0].metric("p95 prompt tokens (working day)", "—" if p95w.value is None else f"{p95w.value:,.0f}",
+            help=f"nearest-rank, n={p95w.n}" + ("" if p95w.reliable else " — too few requests for a p95 (needs 20)"))
+m[1].metric("p50 prompt tokens (working day)", "—" if p50w.value is None else f"{p50w.value:,.0f}", help=f"n={p50w.n}")
+m[2].metric("Cached share of prompt tokens", f"{s.cached['token_fraction']:.0%}",
+            help=f"{s.cached['request_fraction']:.0%} of requests had a prefix-cache hit; only uncached tokens cost prefill")
+m[3].metric("Peak-hour arrival rate", f"{s.peak_hour_rate_per_s * 3600:,.0f} req/h",
+            help=f"busiest clock hour; mean {s.mean_rate_per_s * 3600:,.1f} req/h")
+if not p95w.reliable:
+    st.caption(f":grey[The working-day p95 rests on n={p95w.n}: fewer than 20 requests, so it is only the largest value.]")
+
+b1, b2, b3 = st.columns([1, 1, 2])
+if b1.button("Use in worksheet", key="logs_use", type="primary", icon=":material/input:", disabled=p95w.value is None):
+    detail = result["label"]
+    worksheet_state.offer("prompt_tokens_p95", Figure(float(p95w.value), "tokens", Source.LOG, detail=detail,
+                                                      n=p95w.n, window=window))
+    worksheet_state.offer("cache_hit_fraction", Figure(round(s.cached["token_fraction"], 4), "fraction", Source.LOG,
+                                                       detail=detail, n=s.n, window=window))
+    st.switch_page("views/worksheet.py")
+if parsed is not None:
+    name = b3.text_input("Name for this upload", value=result["label"][:300], key="logs_save_name", label_visibility="collapsed")
+    if b2.button("Save upload", key="logs_save", icon=":material/save:"):
+        with st.spinner(f"Storing {len(frame):,} requests…"):
+            upload_id = save_upload(eng, name, parsed)
+        st.toast(f"Stored upload {upload_id}: {len(frame):,} requests (numbers only).")
+
+# ---- details
+t_prompt, t_traffic, t_cold, t_ttft, t_models = st.tabs(["Prompt tokens", "Traffic", "Cold-start exposure", "Production TTFT", "Per model"])
+with t_prompt:
+    rows = percentile_rows({"prompt tokens, all": s.prompt, f"prompt tokens, working day": s.prompt_workday,
+                            "output tokens, all": s.output}, "tokens")
+    st.dataframe(percentile_table_style(rows), hide_index=True, key="logs_percentiles")
+    marks = {k: s.prompt[k] for k in ("p50", "p95")}
+    h1, h2 = st.columns(2)
+    h1.plotly_chart(histogram_figure(histogram(frame["prompt_tokens"]), marks), key="logs_hist")
+    h2.plotly_chart(ecdf_figure(ecdf_points(frame["prompt_tokens"]), marks), key="logs_ecdf")
+    st.plotly_chart(hour_percentiles_figure(s.prompt_by_hour, "prompt tokens", tz), key="logs_prompt_hour")
+with t_traffic:
+    st.plotly_chart(traffic_figure(s.hourly, tz), key="logs_traffic")
+    st.plotly_chart(weekday_figure(s.weekdays), key="logs_weekday")
+with t_cold:
+    cold = s.cold
+    st.caption("One scale-to-zero replica: a request starts cold when the replica has been idle longer than the "
+               "scale-down window W since the previous request finished (logged durations count as busy time).")
+    st.plotly_chart(cold_curve_figure(cold), key="logs_cold")
+    w = st.select_slider("Scale-down window W (s)", options=[int(x) for x in cold["window_s"]], value=300, key="logs_window")
+    frac = float(cold.loc[cold["window_s"] == w, "trace_cold_fraction"].iloc[0])
+    if frac > P95_COLD_THRESHOLD:
+        st.warning(f"At W = {w} s, {frac:.1%} of requests start cold: more than 5%, so the cold start is inside your p95.")
+    else:
+        st.success(f"At W = {w} s, {frac:.1%} of requests start cold: under 5%, so the p95 stays warm.")
+with t_ttft:
+    if s.ttft["p50"].n:
+        st.dataframe(percentile_table_style(percentile_rows({"TTFT users waited": s.ttft}, "ms")), hide_index=True,
+                     key="logs_ttft_table")
+        keys = series_keys(eng)
+        probe_key = st.selectbox("Compare with a probe series", [None, *keys], key="logs_probe_series",
+                                 format_func=lambda k: "— none —" if k is None else k.label)
+        probes = None
+        if probe_key is not None:
+            probes = hour_of_day(eng, probe_key, s.first_ts_ms, s.last_ts_ms + 1, tz=tz)
+            if not int(probes["n"].sum()):
+                st.caption(":grey[That series has no probe samples in the log's time span.]")
+        st.plotly_chart(ttft_vs_probes_figure(s.ttft_by_hour, probes, probe_key.label if probe_key else "", tz),
+                        key="logs_ttft_hour")
+    else:
+        st.info("This log has no first-token times. LiteLLM and Langfuse (completionStartTime) and OpenTelemetry "
+                "first-token events carry them.")
+with t_models:
+    st.dataframe(s.models, hide_index=True, key="logs_models",
+                 column_config={"cached_token_fraction": st.column_config.NumberColumn("cached share", format="percent")})
+
+# ---- stored uploads
+if uploads:
+    with st.expander(f"Stored uploads ({len(uploads)})", icon=":material/database:"):
+        for u in uploads:
+            a, b = st.columns([5, 1])
+            a.write(f"**{u.name}** — {u.n_requests:,} requests, {u.n_rejected:,} rejected, {', '.join(sorted(set(u.formats.values())))}")
+            if b.button("Delete", key=f"logs_delete_{u.id}", icon=":material/delete:"):
+                delete_upload(eng, u.id)
+                if ss.get("logs_source") == ("stored", u.id):
+                    ss.pop("logs_source", None)
+                st.rerun()

@@ -1,0 +1,182 @@
+"""`ttft-planner logs`: summarise request logs, and keep uploads in the store (numbers only)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import click
+
+from planner.cli._common import echo_json, open_engine, store_option
+from planner.logs import FORMATS, LogFormatError, TokenCounter, read_logs
+from planner.logs.exposure import P95_COLD_THRESHOLD
+from planner.logs.records import zone
+from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
+
+__all__ = ["COMMANDS"]
+
+_SHOWN_REJECTS = 5
+
+
+def _workday(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        parse_workday(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _tz(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        zone(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
+    out = {}
+    for item in values:
+        field, sep, column = item.partition("=")
+        if not sep or not field or not column:
+            raise click.BadParameter(f"{item!r} is not FIELD=COLUMN (e.g. ts=started_at)")
+        out[field.strip()] = column.strip()
+    return out or None
+
+
+file_args = click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+format_option = click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="auto", show_default=True,
+                             help="Log format; auto detects it from the content.")
+map_option = click.option("--map", "mapping", multiple=True, callback=_mapping, metavar="FIELD=COLUMN",
+                          help="Map a column (CSV) or dotted path (JSON) to a field: ts, prompt_tokens, cached_tokens, "
+                               "output_tokens, model, ttft_ms, … Repeatable.")
+tz_option = click.option("--tz", default="UTC", show_default=True, callback=_tz,
+                         help="Time zone for hours of day, the working day and times written without a zone.")
+
+
+def _tokenizer(ctx: click.Context, param: click.Parameter, value: Path | None) -> TokenCounter | None:
+    if value is None:
+        return None
+    try:
+        return TokenCounter.from_tokenizer_json(value.read_bytes(), value.name)
+    except (ValueError, RuntimeError) as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+tokenizer_option = click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=_tokenizer,
+                                help="A Hugging Face tokenizer.json to count tokens in logs that have text but no counts "
+                                     "(default: an estimate of ~4 characters per token, labelled as such).")
+
+
+def _read(files, fmt, mapping, tz, tokenizer=None):
+    try:
+        return read_logs(list(files), fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer)
+    except LogFormatError as exc:
+        raise click.BadParameter(str(exc), param_hint="FILES") from None
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:,.0f}"
+
+
+@click.group()
+def logs() -> None:
+    """Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."""
+
+
+@logs.command()
+@file_args
+@format_option
+@map_option
+@click.option("--workday", default=DEFAULT_WORKDAY, show_default=True, callback=_workday, help="Local working-day window (Mon–Fri).")
+@tz_option
+@tokenizer_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def summarize(files, fmt, mapping, workday, tz, tokenizer, as_json) -> None:
+    """Summarise FILE… (CSV, JSON Lines, JSON; optionally .gz): p50/p90/p95/p99 prompt tokens, cache share,
+    traffic per hour, peak-hour rate and cold-start exposure.
+
+    Example: ttft-planner logs summarize requests.jsonl.gz --tz Europe/Berlin --workday 09:00-18:00
+    """
+    res = _read(files, fmt, mapping, tz, tokenizer)
+    s = summarize_logs(res.frame, tz=tz, workday=workday)
+    if as_json:
+        echo_json({
+            **s.to_dict(),
+            "formats": res.formats, "mapping": res.mapping, "n_rejected": res.n_rejected, "n_skipped": res.n_skipped,
+            "rejected": [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in res.rejected[:20]],
+            "tokens_estimated": res.tokens_estimated, "token_counter": res.token_counter,
+        })
+        return
+    fmt_list = ", ".join(f"{k} ({v})" for k, v in res.formats.items())
+    click.echo(f"{s.n:,} requests from {fmt_list}")
+    if res.n_rejected:
+        click.echo(f"{res.n_rejected:,} line{'' if res.n_rejected == 1 else 's'} rejected, first: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
+    if res.tokens_estimated:
+        click.echo(f"token counts are an {res.token_counter}")
+    when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
+    click.echo(f"span: {when(s.first_ts_ms)} → {when(s.last_ts_ms)}; times in {tz}")
+    for title, pcs in ((f"prompt tokens (all, n={s.prompt['p50'].n})", s.prompt),
+                       (f"prompt tokens (working day {workday} Mon–Fri, n={s.prompt_workday['p50'].n})", s.prompt_workday),
+                       (f"output tokens (n={s.output['p50'].n})", s.output)):
+        cells = "  ".join(f"{k} {_fmt(v.value)}{'' if v.reliable else ' (n too small)'}" for k, v in pcs.items())
+        click.echo(f"{title}: {cells}")
+    if s.ttft["p50"].n:
+        cells = "  ".join(f"{k} {_fmt(v.value)}" for k, v in s.ttft.items())
+        click.echo(f"production TTFT ms (n={s.ttft['p50'].n}): {cells}")
+    click.echo(f"cached share: {s.cached['token_fraction']:.1%} of prompt tokens, "
+               f"{s.cached['request_fraction']:.1%} of requests had a cache hit")
+    click.echo(f"arrival rate: mean {s.mean_rate_per_s:.4f}/s, peak hour {s.peak_hour_rate_per_s:.4f}/s")
+    click.echo("cold-start exposure (one scale-to-zero replica): window → trace / Poisson e^(−λW)")
+    for r in s.cold.itertuples():
+        flag = "  ← cold starts in the p95" if r.trace_cold_fraction > P95_COLD_THRESHOLD else ""
+        click.echo(f"  {r.window_s:>6.0f} s  {r.trace_cold_fraction:7.2%}  {r.poisson_cold_fraction:7.2%}{flag}")
+
+
+@logs.command(name="import")
+@file_args
+@format_option
+@map_option
+@tz_option
+@click.option("--name", default=None, help="Name of the upload (default: the first file's name).")
+@store_option
+def import_(files, fmt, mapping, tz, name, database_url) -> None:
+    """Parse FILE… and store the numbers (no prompt text) as one upload; prints its id."""
+    res = _read(files, fmt, mapping, tz)
+    engine = open_engine(database_url)
+    from planner.store.logs import save_upload
+
+    upload_id = save_upload(engine, name or Path(files[0]).name, res)
+    click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
+
+
+@logs.command(name="list")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def list_(database_url, as_json) -> None:
+    """List stored uploads."""
+    from planner.store.logs import list_uploads
+
+    uploads = list_uploads(open_engine(database_url))
+    if as_json:
+        echo_json({"uploads": uploads})
+        return
+    for u in uploads:
+        click.echo(f"{u.id}\t{u.name}\t{u.n_requests:,} requests\t{u.n_rejected:,} rejected\t{', '.join(set(u.formats.values()))}")
+
+
+@logs.command()
+@click.argument("upload_id", type=int)
+@store_option
+def delete(upload_id, database_url) -> None:
+    """Delete a stored upload and all its rows."""
+    from planner.store.logs import UploadNotFound, delete_upload
+
+    try:
+        delete_upload(open_engine(database_url), upload_id)
+    except UploadNotFound as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="UPLOAD_ID") from None
+    click.echo(f"deleted upload {upload_id}")
+
+
+COMMANDS = [logs]

@@ -1,0 +1,24 @@
+"""Request logs → a normalised request frame, summaries, traffic shape and cold-start exposure.
+
+The public surface other modules use: `read_logs` (files → LogParseResult), `LogFormatError`,
+`RejectedLine`; summaries live in planner.logs.summary, cold-start exposure in planner.logs.exposure.
+Prompt and completion text never leave the readers: the frame holds only times, counts and model names.
+"""
+
+from planner.logs.formats import FORMATS
+from planner.logs.limits import DEFAULT_MAX_BYTES
+from planner.logs.normalise import COLUMNS, LogFormatError, LogParseResult, empty_frame, read_logs
+from planner.logs.records import RejectedLine
+from planner.logs.tokenize import TokenCounter
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_MAX_BYTES",
+    "FORMATS",
+    "LogFormatError",
+    "LogParseResult",
+    "RejectedLine",
+    "TokenCounter",
+    "empty_frame",
+    "read_logs",
+]

@@ -1,0 +1,153 @@
+"""Tables with user-named columns: CSV, or JSON records mapped field by field.
+
+The mapping goes from a canonical field to a column name (CSV) or a dotted path (JSON):
+
+  ts               arrival time (ISO 8601 or epoch s/ms/µs/ns)          required
+  prompt_tokens    whole prompt incl. cached tokens                     one of these three
+  prompt_tokens_uncached   prompt without cached part (Anthropic's input_tokens)
+  prompt_text      prompt text: tokens are counted (tokenizer or estimate)
+  cached_tokens, output_tokens, model, ttft_ms, ttft_s, duration_ms, duration_s,
+  first_token_time, end_time (timestamps: TTFT/duration from ts), output_text
+
+`guess_mapping` proposes one from column names; the page shows it for the user to correct.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from planner.logs.records import Reject, Row, dig, epoch_ms, token_count
+from planner.logs.tokenize import TokenCounter, message_text
+
+__all__ = ["FIELDS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
+
+FIELDS = (
+    "ts", "model", "prompt_tokens", "prompt_tokens_uncached", "prompt_text", "cached_tokens", "output_tokens",
+    "output_text", "ttft_ms", "ttft_s", "duration_ms", "duration_s", "first_token_time", "end_time",
+)
+REQUIRED_HELP = "a time column (ts) and a prompt-token column (prompt_tokens, prompt_tokens_uncached or prompt_text)"
+
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "ts": ("timestamp", "ts", "tsms", "time", "created", "createdat", "starttime", "requesttime", "datetime", "date",
+           "requeststart", "startedat", "requestedat"),
+    "model": ("model", "modelname", "modelid", "modelgroup", "deployment"),
+    "prompt_tokens": ("prompttokens", "usageprompttokens", "totalinputtokens", "tokensin", "inputtokencount",
+                      "prompttokencount", "inputtokens", "promptlength", "ntokensprompt"),
+    "cached_tokens": ("cachedtokens", "cachedprompttokens", "cachereadinputtokens", "cachehittokens", "inputcachedtokens",
+                      "cachetokens", "prompttokensdetailscachedtokens"),
+    "output_tokens": ("completiontokens", "outputtokens", "tokensout", "outputtokencount", "completiontokencount",
+                      "generatedtokens"),
+    "ttft_ms": ("ttftms", "timetofirsttokenms", "firsttokenms", "ttft"),
+    "ttft_s": ("ttfts", "timetofirsttoken", "timetofirsttokens"),
+    "duration_ms": ("durationms", "latencyms", "totalms", "elapsedms"),
+    "duration_s": ("durations", "latency", "latencys", "duration"),
+    "first_token_time": ("completionstarttime", "firsttokentime", "firsttokenat"),
+    "end_time": ("endtime", "finishedat", "completedat"),
+    "prompt_text": ("prompt", "prompttext", "input", "messages", "request"),
+    "output_text": ("completion", "output", "response", "outputtext", "completiontext"),
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def guess_mapping(columns: Sequence[str]) -> dict[str, str]:
+    """A proposed mapping (canonical field → column) from column names; fields with no match are left out."""
+    by_norm: dict[str, str] = {}
+    for col in columns:
+        by_norm.setdefault(_norm(col), col)
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for field in FIELDS:
+        for syn in _SYNONYMS.get(field, ()):
+            col = by_norm.get(syn)
+            if col is not None and col not in used:
+                out[field] = col
+                used.add(col)
+                break
+    # Anthropic-style columns: input_tokens excludes the cache reads listed beside it.
+    if out.get("prompt_tokens") and _norm(out["prompt_tokens"]) == "inputtokens" and "cachereadinputtokens" in by_norm:
+        out["prompt_tokens_uncached"] = out.pop("prompt_tokens")
+    if any(k in out for k in ("prompt_tokens", "prompt_tokens_uncached")):
+        out.pop("prompt_text", None)
+    if "output_tokens" in out:
+        out.pop("output_text", None)
+    return out
+
+
+def mapping_complete(mapping: Mapping[str, str]) -> bool:
+    """True when the mapping names a time and a way to get prompt tokens."""
+    return bool(mapping.get("ts")) and any(mapping.get(k) for k in ("prompt_tokens", "prompt_tokens_uncached", "prompt_text"))
+
+
+def _number(value: Any, field: str) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
+    if not math.isfinite(f) or f < 0:
+        raise Reject(f"{field} is negative or not finite: {str(value)[:40]!r}")
+    return f
+
+
+def extract_mapped(
+    rec: Mapping[str, Any],
+    mapping: Mapping[str, str],
+    tz: str = "UTC",
+    counter: TokenCounter | None = None,
+    get: Callable[[Any, str], Any] = dig,
+) -> tuple[Row, bool]:
+    """(Row, tokens_estimated) from one record via `mapping`; raises Reject naming the column."""
+    def val(field: str) -> Any:
+        col = mapping.get(field)
+        if not col:
+            return None
+        v = get(rec, col)
+        return None if v == "" else v
+
+    ts = epoch_ms(val("ts"), mapping.get("ts", "ts"), tz)
+    estimated = False
+    cached = token_count(val("cached_tokens"), mapping.get("cached_tokens", "cached_tokens"), required=False)
+    if mapping.get("prompt_tokens"):
+        prompt = token_count(val("prompt_tokens"), mapping["prompt_tokens"])
+    elif mapping.get("prompt_tokens_uncached"):
+        prompt = token_count(val("prompt_tokens_uncached"), mapping["prompt_tokens_uncached"]) + cached
+    elif mapping.get("prompt_text"):
+        counter = counter or TokenCounter()
+        text = message_text(val("prompt_text"))
+        if not text:
+            raise Reject(f"missing {mapping['prompt_text']}")
+        prompt, estimated = counter.count(text), counter.estimated
+    else:
+        raise Reject("no prompt-token column is mapped")
+    if cached > prompt:
+        raise Reject(f"cached tokens ({cached}) exceed prompt tokens ({prompt})")
+    if mapping.get("output_tokens"):
+        output = token_count(val("output_tokens"), mapping["output_tokens"], required=False)
+    elif mapping.get("output_text"):
+        counter = counter or TokenCounter()
+        output = counter.count(message_text(val("output_text")))
+        estimated = estimated or counter.estimated
+    else:
+        output = 0
+    ttft = duration = math.nan
+    if val("ttft_ms") is not None:
+        ttft = _number(val("ttft_ms"), mapping["ttft_ms"])
+    elif val("ttft_s") is not None:
+        ttft = _number(val("ttft_s"), mapping["ttft_s"]) * 1000.0
+    elif val("first_token_time") is not None:
+        ttft = float(epoch_ms(val("first_token_time"), mapping["first_token_time"], tz) - ts)
+    if val("duration_ms") is not None:
+        duration = _number(val("duration_ms"), mapping["duration_ms"])
+    elif val("duration_s") is not None:
+        duration = _number(val("duration_s"), mapping["duration_s"]) * 1000.0
+    elif val("end_time") is not None:
+        duration = float(epoch_ms(val("end_time"), mapping["end_time"], tz) - ts)
+    if ttft < 0 or duration < 0:
+        raise Reject("first-token or end time is before the start time")
+    model = val("model")
+    return Row(ts, "" if model is None else str(model), prompt, cached, output, ttft, duration), estimated

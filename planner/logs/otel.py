@@ -1,0 +1,99 @@
+"""OpenTelemetry GenAI spans in OTLP JSON (a collector's file exporter, or an OTLP/HTTP JSON body).
+
+Shape: {"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano", "endTimeUnixNano",
+"attributes": [{"key", "value": {"stringValue" | "intValue" | "doubleValue"}}], "events": [...]}]}]}]}.
+A model call is a span with `gen_ai.usage.input_tokens` (semantic conventions: includes cached
+tokens) or the older `gen_ai.usage.prompt_tokens`; cached tokens come from
+`gen_ai.usage.cache_read.input_tokens` (or `gen_ai.usage.cache_read_input_tokens`). Spans without
+gen_ai usage (HTTP, tool calls) are not model calls and are left out. TTFT comes from an event whose
+name mentions first_token (time since span start), or a `gen_ai.server.time_to_first_token`
+attribute in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from planner.logs.records import Reject, Row, epoch_ms, token_count
+
+__all__ = ["FORMATS", "looks_like", "spans"]
+
+FORMATS = {"otel": "OpenTelemetry GenAI spans as OTLP JSON (resourceSpans, gen_ai.usage.input_tokens)"}
+
+_INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+_OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+_CACHED_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens")
+_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
+
+
+def looks_like(rec: dict) -> bool:
+    return isinstance(rec.get("resourceSpans"), list)
+
+
+def _value(v: Any) -> Any:
+    if not isinstance(v, dict):
+        return v
+    for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
+        if key in v:
+            return v[key]
+    return None
+
+
+def _attrs(items: Any) -> dict[str, Any]:
+    if isinstance(items, dict):  # some exporters write attributes as a plain object
+        return items
+    out: dict[str, Any] = {}
+    for item in items or ():
+        if isinstance(item, dict) and "key" in item:
+            out[item["key"]] = _value(item.get("value"))
+    return out
+
+
+def _first(attrs: dict, keys: tuple[str, ...]) -> tuple[str, Any]:
+    for key in keys:
+        if attrs.get(key) is not None:
+            return key, attrs[key]
+    return keys[0], None
+
+
+def _span_row(span: dict, tz: str) -> Row | None:
+    attrs = _attrs(span.get("attributes"))
+    in_key, raw_in = _first(attrs, _INPUT_KEYS)
+    if raw_in is None and not any(k.startswith("gen_ai.usage.") for k in attrs):
+        return None
+    prompt = token_count(raw_in, in_key)
+    out_key, raw_out = _first(attrs, _OUTPUT_KEYS)
+    output = token_count(raw_out, out_key, required=False)
+    cached_key, raw_cached = _first(attrs, _CACHED_KEYS)
+    cached = token_count(raw_cached, cached_key, required=False)
+    if cached > prompt:
+        raise Reject(f"cached tokens ({cached}) exceed input tokens ({prompt})")
+    start = epoch_ms(span.get("startTimeUnixNano"), "startTimeUnixNano", tz)
+    duration = math.nan
+    if span.get("endTimeUnixNano"):
+        duration = float(epoch_ms(span["endTimeUnixNano"], "endTimeUnixNano", tz) - start)
+    ttft = math.nan
+    for event in span.get("events") or ():
+        if isinstance(event, dict) and "first_token" in str(event.get("name", "")) and event.get("timeUnixNano"):
+            ttft = float(epoch_ms(event["timeUnixNano"], "events.timeUnixNano", tz) - start)
+            break
+    if math.isnan(ttft) and attrs.get("gen_ai.server.time_to_first_token") is not None:
+        ttft = float(attrs["gen_ai.server.time_to_first_token"]) * 1000.0
+    _, model = _first(attrs, _MODEL_KEYS)
+    return Row(start, str(model or ""), prompt, cached, output, ttft, duration)
+
+
+def spans(rec: dict, tz: str = "UTC") -> Iterator[Row | Reject]:
+    """Each GenAI span of one OTLP object as a Row, or a Reject naming the span; other spans are skipped."""
+    for rs in rec.get("resourceSpans") or ():
+        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or ():
+            for span in (ss or {}).get("spans") or ():
+                try:
+                    row = _span_row(span, tz)
+                except Reject as exc:
+                    yield Reject(f"span {str(span.get('name', '?'))[:40]!r}: {exc}")
+                    continue
+                if row is not None:
+                    yield row

@@ -1,0 +1,141 @@
+"""Splitting a decoded log into numbered JSON records, and collecting what was rejected on the way.
+
+JSON Lines are walked line by line (1-based line numbers); a JSON array or a single JSON
+object is numbered by record. Decoding: UTF-8, UTF-8 with a BOM, and UTF-16 (with or without
+a BOM) are accepted; a line that is not valid UTF-8 is rejected with the offending byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pandas as pd
+
+from planner.logs import otel
+from planner.logs.records import RejectedLine, Row
+
+__all__ = ["MAX_REJECTED_KEPT", "Collector", "decode_bom", "json_error", "peek", "split_records"]
+
+MAX_REJECTED_KEPT = 1000  # the count is exact; only the first reasons are kept
+
+
+class Collector:
+    """Accumulates rows and rejections for one read_logs call."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.sources: list[str] = []
+        self.frames: list[pd.DataFrame] = []
+        self.rejected: list[RejectedLine] = []
+        self.n_rejected = 0
+        self.n_skipped = 0
+
+    def reject(self, source: str, line_no: int, reason: str) -> None:
+        self.n_rejected += 1
+        if len(self.rejected) < MAX_REJECTED_KEPT:
+            self.rejected.append(RejectedLine(source, line_no, reason))
+
+
+def decode_bom(data: bytes) -> bytes:
+    """UTF-8 bytes of `data`: a UTF-8 BOM dropped, UTF-16 (BOM or tell-tale NULs) re-encoded."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16").encode("utf-8")
+    head = data[:4096]
+    if head and head.count(b"\x00") > len(head) // 4:  # UTF-16 without a BOM
+        for enc in ("utf-16-le", "utf-16-be"):
+            try:
+                text = data.decode(enc)
+            except UnicodeDecodeError:
+                continue
+            if text[:1] in "{[" or text[:1].isalpha():
+                return text.encode("utf-8")
+    return data
+
+
+def json_error(exc: ValueError) -> str:
+    """A user-facing reason for a line json.loads refused."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); save the log as UTF-8"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {exc.msg} at column {exc.colno}"
+    return f"not valid JSON: {exc}"
+
+
+def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator[tuple[int, dict]]] | None:
+    """('jsonl' | 'json', iterator of (line or record number, dict)); None when the content is not JSON."""
+    """('jsonl' | 'json', iterator of (line/record number, dict)); None for non-JSON content."""
+    head = data[:4096]
+    start = len(head) - len(head.lstrip()) if head.strip() else len(data) - len(data.lstrip())
+    lead = data[start:start + 1]
+    if lead == b"[":
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            out.reject(name, 0, f"a JSON array that does not parse: {json_error(exc)}")
+            return "json", iter(())
+        return "json", _numbered(doc, name, out)
+    if lead != b"{":
+        return None
+    nl = data.find(b"\n", start)
+    first_line = data[start:nl if nl >= 0 else len(data)]
+    try:
+        json.loads(first_line)
+        one_per_line = True
+    except ValueError:
+        one_per_line = False
+    if not one_per_line:
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            pass  # a JSON Lines file with a bad first line: report it line by line below
+        else:
+            if isinstance(doc, dict) and isinstance(doc.get("data"), list) and not otel.looks_like(doc):
+                doc = doc["data"]  # API list responses, e.g. Langfuse {"data": [...], "meta": {...}}
+            return "json", _numbered(doc if isinstance(doc, list) else [doc], name, out)
+    return "jsonl", _lines(data, name, out)
+
+
+def _numbered(items: list, name: str, out: Collector) -> Iterator[tuple[int, dict]]:
+    for i, item in enumerate(items, 1):
+        if isinstance(item, dict):
+            yield i, item
+        else:
+            out.reject(name, i, f"record {i} is not a JSON object")
+
+
+def _lines(data: bytes, name: str, out: Collector) -> Iterator[tuple[int, dict]]:
+    # Walk the buffer instead of split(): the format sample reads a few lines of a file of any size.
+    pos, size, i = 0, len(data), 0
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            nl = size
+        line = data[pos:nl]
+        pos, i = nl + 1, i + 1
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            out.reject(name, i, json_error(exc))
+            continue
+        if not isinstance(rec, dict):
+            out.reject(name, i, "not a JSON object")
+            continue
+        yield i, rec
+
+
+def peek(it: Iterator[tuple[int, dict]], n: int) -> tuple[list[tuple[int, dict]], Iterator[tuple[int, dict]]]:
+    """(the first n items, an iterator over all items): a format sample without consuming the stream."""
+    head = []
+    for item in it:
+        head.append(item)
+        if len(head) >= n:
+            break
+    def chained() -> Iterator[tuple[int, dict]]:
+        yield from head
+        yield from it
+    return head, chained()

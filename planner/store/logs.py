@@ -1,0 +1,210 @@
+"""Stored request-log uploads: one log_upload row and one numeric log_request row per request.
+
+Only numbers, timestamps, model names and file names are stored: prompt and completion text
+never leave the parser (planner.logs). Per-request rows rather than aggregates, because the
+what-if replay and the capacity page need the arrival trace itself, and percentiles are
+computed at query time (DESIGN §2). Saving is one transaction: an upload is stored whole or
+not at all; deleting an upload deletes its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from planner.logs.normalise import COLUMNS, LogParseResult, empty_frame
+
+__all__ = [
+    "LogRequestRow",
+    "LogUploadRow",
+    "UploadInfo",
+    "UploadNotFound",
+    "delete_upload",
+    "list_uploads",
+    "load_upload_frame",
+    "save_upload",
+]
+
+_CHUNK_ROWS = 50_000
+
+
+class LogUploadRow(SQLModel, table=True):
+    """One uploaded (or imported) set of log files."""
+
+    __tablename__ = "log_upload"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=300)
+    uploaded_at_ms: int = Field(sa_type=sa.BigInteger)
+    n_requests: int
+    n_rejected: int
+    formats_json: str = Field(sa_type=sa.Text)  # {file name: detected format}
+    mapping_json: str = Field(sa_type=sa.Text)  # the column mapping used, {} when none
+    tokens_estimated: bool
+    first_ts_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    last_ts_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+
+
+class LogRequestRow(SQLModel, table=True):
+    """One request of an upload: arrival (UTC epoch ms), model, token counts, timings (ms)."""
+
+    __tablename__ = "log_request"
+    __table_args__ = (sa.Index("ix_log_request_upload_ts", "upload_id", "ts_ms"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    upload_id: int = Field(foreign_key="log_upload.id", ondelete="CASCADE")
+    source: str = Field(max_length=300)
+    ts_ms: int = Field(sa_type=sa.BigInteger)
+    model: str = Field(max_length=200)
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    ttft_ms: float | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class UploadInfo:
+    """What list_uploads returns for each upload."""
+
+    id: int
+    name: str
+    uploaded_at_ms: int
+    n_requests: int
+    n_rejected: int
+    formats: dict[str, str]
+    tokens_estimated: bool
+    first_ts_ms: int | None
+    last_ts_ms: int | None
+
+
+class UploadNotFound(KeyError):
+    """No upload has this id."""
+
+
+_UPLOAD = LogUploadRow.__table__
+_REQUEST = LogRequestRow.__table__
+_DATA_COLUMNS = list(COLUMNS)  # ts_ms … source
+
+
+def _records(frame: pd.DataFrame, upload_id: int):
+    f = frame
+    ttft = f["ttft_ms"].to_numpy(dtype=np.float64)
+    dur = f["duration_ms"].to_numpy(dtype=np.float64)
+    cols = (
+        f["source"].astype(str).str.slice(0, 300).tolist(),
+        f["ts_ms"].to_numpy(dtype=np.int64).tolist(),
+        f["model"].astype(str).str.slice(0, 200).tolist(),
+        f["prompt_tokens"].to_numpy(dtype=np.int64).tolist(),
+        f["cached_tokens"].to_numpy(dtype=np.int64).tolist(),
+        f["output_tokens"].to_numpy(dtype=np.int64).tolist(),
+        [None if math.isnan(v) else v for v in ttft.tolist()],
+        [None if math.isnan(v) else v for v in dur.tolist()],
+    )
+    return [(upload_id, *vals) for vals in zip(*cols)]
+
+
+_INSERT_COLS = ("upload_id", "source", "ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
+
+
+def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
+    if conn.dialect.name == "postgresql":
+        # COPY is ~10× faster than INSERT for a million rows; it runs inside the same transaction.
+        cursor = conn.connection.driver_connection.cursor()
+        with cursor.copy(f"COPY log_request ({', '.join(_INSERT_COLS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    stmt = _REQUEST.insert()
+    for start in range(0, len(rows), _CHUNK_ROWS):
+        conn.execute(stmt, [dict(zip(_INSERT_COLS, r)) for r in rows[start:start + _CHUNK_ROWS]])
+
+
+def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
+    """Store a parsed log as a new upload; returns its id.
+
+    All-or-nothing: the upload row and every request row commit together, or nothing is stored
+    (the exception propagates). Raises ValueError for an empty name or an empty frame.
+    """
+    name = (name or "").strip()[:300]
+    if not name:
+        raise ValueError("an upload needs a name")
+    frame = result.frame
+    if frame.empty:
+        raise ValueError("nothing to store: the log has no readable requests")
+    ts = frame["ts_ms"].to_numpy(dtype=np.int64)
+    with engine.begin() as conn:
+        upload_id = conn.execute(_UPLOAD.insert().values(
+            name=name,
+            uploaded_at_ms=int(time.time() * 1000),
+            n_requests=len(frame),
+            n_rejected=int(result.n_rejected),
+            formats_json=json.dumps(result.formats, sort_keys=True),
+            mapping_json=json.dumps(result.mapping, sort_keys=True),
+            tokens_estimated=bool(result.tokens_estimated),
+            first_ts_ms=int(ts.min()),
+            last_ts_ms=int(ts.max()),
+        ).returning(_UPLOAD.c.id)).scalar_one()
+        _insert_rows(conn, _records(frame, upload_id))
+    return int(upload_id)
+
+
+def list_uploads(engine: Engine) -> list[UploadInfo]:
+    """Every stored upload, newest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(_UPLOAD).order_by(_UPLOAD.c.uploaded_at_ms.desc(), _UPLOAD.c.id.desc())).all()
+    return [
+        UploadInfo(
+            id=r.id, name=r.name, uploaded_at_ms=r.uploaded_at_ms, n_requests=r.n_requests, n_rejected=r.n_rejected,
+            formats=json.loads(r.formats_json or "{}"), tokens_estimated=bool(r.tokens_estimated),
+            first_ts_ms=r.first_ts_ms, last_ts_ms=r.last_ts_ms,
+        )
+        for r in rows
+    ]
+
+
+def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
+    """The upload's requests as a normalised frame (planner.logs COLUMNS), sorted by arrival.
+
+    Raises UploadNotFound for an unknown id.
+    """
+    with engine.connect() as conn:
+        if conn.execute(sa.select(_UPLOAD.c.id).where(_UPLOAD.c.id == upload_id)).first() is None:
+            raise UploadNotFound(f"no log upload with id {upload_id}")
+        result = conn.execute(
+            sa.select(*[_REQUEST.c[c] for c in _DATA_COLUMNS])
+            .where(_REQUEST.c.upload_id == upload_id)
+            .order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
+        )
+        rows = result.all()
+    if not rows:
+        return empty_frame()
+    cols = list(zip(*rows))
+    data = dict(zip(_DATA_COLUMNS, cols))
+    return pd.DataFrame({
+        "ts_ms": np.asarray(data["ts_ms"], dtype=np.int64),
+        "model": pd.array(list(data["model"]), dtype=object),
+        "prompt_tokens": np.asarray(data["prompt_tokens"], dtype=np.int64),
+        "cached_tokens": np.asarray(data["cached_tokens"], dtype=np.int64),
+        "output_tokens": np.asarray(data["output_tokens"], dtype=np.int64),
+        "ttft_ms": np.asarray([np.nan if v is None else v for v in data["ttft_ms"]], dtype=np.float64),
+        "duration_ms": np.asarray([np.nan if v is None else v for v in data["duration_ms"]], dtype=np.float64),
+        "source": pd.array(list(data["source"]), dtype=object),
+    })[list(COLUMNS)]
+
+
+def delete_upload(engine: Engine, upload_id: int) -> None:
+    """Delete an upload and all its request rows; raises UploadNotFound."""
+    with engine.begin() as conn:
+        conn.execute(_REQUEST.delete().where(_REQUEST.c.upload_id == upload_id))
+        gone = conn.execute(_UPLOAD.delete().where(_UPLOAD.c.id == upload_id)).rowcount
+        if not gone:
+            raise UploadNotFound(f"no log upload with id {upload_id}")

@@ -1,0 +1,36 @@
+"""Real browser: upload a gzip-compressed log on the Logs page, read the p95, hand it to the worksheet."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import wait_for_app
+
+SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
+
+
+def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_dir, tmp_path):
+    log = tmp_path / "agent-requests.jsonl.gz"
+    log.write_bytes(gzip.compress((SAMPLES / "anthropic_messages.jsonl").read_bytes() + b"{oops\n"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/logs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(log))
+    expect(page.get_by_text("Read 400 requests (agent-requests.jsonl.gz → anthropic)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("1 line rejected")).to_be_visible()
+    wait_for_app(page)
+    metric = page.locator("[data-testid='stMetric']").first
+    expect(metric).to_contain_text("p95 prompt tokens (working day)")
+    p95_text = metric.locator("[data-testid='stMetricValue']").inner_text().strip()
+    assert p95_text.replace(",", "").isdigit()
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
+    page.screenshot(path=str(artifacts_dir / "logs.png"), full_page=True)
+
+    page.get_by_role("button", name="Use in worksheet").click()
+    wait_for_app(page)
+    p95_input = page.get_by_role("spinbutton", name="p95 prompt (tokens)")
+    expect(p95_input).to_have_value(p95_text.replace(",", ""), timeout=30_000)
+    expect(page.get_by_text("agent-requests.jsonl.gz").first).to_be_visible()
