@@ -7,10 +7,25 @@ in percentiles. Skipped schedule slots are rows too (kind='skipped').
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from sqlmodel import Field, SQLModel
+import hashlib
+import time
 
-__all__ = ["EndpointRow", "ProbeSampleRow", "SAMPLE_KINDS"]
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, SQLModel, select
+
+from planner.store.engine import session
+
+__all__ = [
+    "EndpointRow",
+    "MANUAL_PROVIDER",
+    "ProbeSampleRow",
+    "SAMPLE_KINDS",
+    "get_or_create_manual_endpoint",
+    "insert_samples",
+]
 
 # scheduled: the worker's regular probe; manual: `probe --store` or "probe now";
 # cold / warm: the two halves of a cold reading; skipped: a slot the worker could not run.
@@ -85,3 +100,72 @@ class ProbeSampleRow(SQLModel, table=True):
     idle_gap_ms: float | None = None
     buffered: bool = False
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
+
+
+#: provider label of the endpoints `probe --store` creates (disabled: the worker never schedules them).
+MANUAL_PROVIDER = "manual"
+_SLOT_KEY = ("endpoint_id", "vantage", "kind", "scheduled_at_ms")
+_INSERT_BATCH_ROWS = 500  # 36 columns × 500 rows stays under SQLite's 32,766 bound parameters
+
+
+def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
+    """Insert probe samples; a row whose slot (endpoint_id, vantage, kind, scheduled_at_ms) exists is skipped.
+
+    Idempotent on SQLite and PostgreSQL (INSERT … ON CONFLICT DO NOTHING), so a
+    restarted worker re-sending a slot never duplicates it. Returns the number
+    of rows actually inserted. Raises sqlalchemy errors for a missing endpoint
+    (foreign key) or an unreachable database; nothing is half-written then.
+    """
+    if not rows:
+        return 0
+    table = ProbeSampleRow.__table__
+    cols = [c.name for c in table.columns if c.name != "id"]
+    dialect = engine.dialect.name
+    make_insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(dialect)
+    if make_insert is None:
+        raise NotImplementedError(f"insert_samples supports SQLite and PostgreSQL, not {dialect}")
+    inserted = 0
+    with engine.begin() as conn:
+        for i in range(0, len(rows), _INSERT_BATCH_ROWS):
+            values = [{c: getattr(r, c) for c in cols} for r in rows[i : i + _INSERT_BATCH_ROWS]]
+            stmt = make_insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))
+            # RETURNING counts what was really inserted (psycopg reports rowcount -1 for multi-row VALUES).
+            inserted += len(conn.execute(stmt.returning(table.c.id)).all())
+    return inserted
+
+
+def _manual_name(base_url: str, model: str, protocol: str) -> str:
+    name = f"manual: {model} @ {base_url} ({protocol})"
+    if len(name) <= 120:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return name[:108] + "… " + digest
+
+
+def get_or_create_manual_endpoint(engine: Engine, base_url: str, model: str, protocol: str, *,
+                                  simulated: bool = False, api_key_env: str = "") -> EndpointRow:
+    """The endpoint row that `probe --store` files manual samples under, created on first use.
+
+    One row per (base_url, model, protocol), named "manual: <model> @ <base_url> (<protocol>)",
+    provider "manual", disabled so the worker never schedules it; its samples show on the
+    Probes page next to scheduled ones. `api_key_env` stores only the variable's name.
+    """
+    name = _manual_name(base_url, model, protocol)
+    for _ in range(2):
+        with session(engine) as s:
+            row = s.exec(select(EndpointRow).where(EndpointRow.name == name)).first()
+            if row is not None:
+                return row
+        now = int(time.time() * 1000)
+        try:
+            with session(engine) as s:
+                row = EndpointRow(name=name, provider=MANUAL_PROVIDER, protocol=protocol, base_url=base_url, model=model,
+                                  api_key_env=api_key_env, enabled=False, simulated=simulated,
+                                  created_at_ms=now, updated_at_ms=now)
+                s.add(row)
+                s.flush()
+                s.refresh(row)
+                return row
+        except IntegrityError:  # created concurrently: read it back
+            continue
+    raise RuntimeError(f"could not create or read endpoint {name!r}")

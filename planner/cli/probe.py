@@ -1,0 +1,246 @@
+"""`ttft-planner probe`: streaming TTFT samples from the command line, with a summary and a prefill fit."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import time
+from collections import Counter
+
+import click
+import httpx
+
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.probes.errors import ERROR_CLASSES, MissingApiKey
+from planner.probes.fit import fit_prefill
+from planner.probes.protocols import PROTOCOLS
+from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
+from planner.stats import summarize
+
+__all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
+
+_VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
+
+
+def _loop_factory():
+    """uvloop when available: fewer wake-up hops between a socket read and the probe's timestamp."""
+    try:
+        import uvloop
+    except ImportError:  # Windows, or a minimal install
+        return None
+    return uvloop.new_event_loop
+
+
+def parse_prompt_tokens(text: str) -> list[int]:
+    """'1000' or '256,4096' → [256, 4096]; raises click.BadParameter naming the bad item."""
+    out: list[int] = []
+    for item in text.split(","):
+        item = item.strip().replace("_", "")
+        try:
+            n = int(item)
+        except ValueError:
+            raise click.BadParameter(f"{item!r} is not a whole number of tokens (use e.g. 1000 or 256,4096)",
+                                     param_hint="--prompt-tokens") from None
+        if not 1 <= n <= 2_000_000:
+            raise click.BadParameter(f"{n} is out of range (1 … 2,000,000 tokens)", param_hint="--prompt-tokens")
+        out.append(n)
+    return list(dict.fromkeys(out))
+
+
+def summary_of(samples: list[TtftSample]) -> dict:
+    """n, failures by class, and nearest-rank p50/p95/max of ttft_ms (plus headers/first event/content p50)."""
+    ok = [s for s in samples if s.ok]
+    ttft = summarize([s.ttft_ms for s in ok], ps=(0.5, 0.95))
+    out = {
+        "n": len(ok),
+        "failures": len(samples) - len(ok),
+        "failures_by_class": dict(Counter(s.error_class for s in samples if not s.ok)),
+        "ttft_p50_ms": ttft["p50"].value,
+        "ttft_p95_ms": ttft["p95"].value,
+        "ttft_max_ms": ttft["max"].value,
+        "ttft_p95_reliable": ttft["p95"].reliable,
+        "buffered": sum(1 for s in ok if s.buffered),
+    }
+    for field in ("headers_ms", "first_event_ms", "first_content_ms", "total_ms"):
+        out[f"{field[:-3]}_p50_ms"] = summarize([getattr(s, field) for s in ok], ps=(0.5,))["p50"].value
+    return out
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:,.1f}"
+
+
+def _line(i: int, s: TtftSample) -> str:
+    head = f"#{i:<3} {s.prompt_tokens_requested:>6} tok  "
+    if not s.ok:
+        return head + f"FAILED {s.error_class}: {s.error_detail}" + (f"  (attempts {s.attempts})" if s.attempts > 1 else "")
+    extra = []
+    if s.attempts > 1:
+        extra.append(f"attempts {s.attempts}, waited {s.retry_wait_ms / 1000:.1f} s")
+    if s.buffered:
+        extra.append("BUFFERED stream")
+    if s.conn_reused:
+        extra.append("reused connection")
+    if s.cached_tokens:
+        extra.append(f"{s.cached_tokens} cached")
+    return (head + f"ttft {_fmt(s.ttft_ms):>8} ms  (dns {_fmt(s.dns_ms)}, connect {_fmt(s.connect_ms)}, tls {_fmt(s.tls_ms)}, "
+            f"headers {_fmt(s.headers_ms)}, first event {_fmt(s.first_event_ms)}, content {_fmt(s.first_content_ms)}, "
+            f"end {_fmt(s.total_ms)})  {s.output_tokens} out" + (f"  [{'; '.join(extra)}]" if extra else ""))
+
+
+async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: str | None, max_attempts: int, on_sample) -> None:
+    keep_alive = targets[0].keep_alive
+    client = None
+    if keep_alive:
+        client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(targets[0].timeout_s), http2=False)
+    try:
+        i = 0
+        for _ in range(n):
+            for target in targets:  # interleave lengths so drift hits every length alike
+                t_next = time.monotonic() + interval_s
+                sample = await probe_once(target, client=client, api_key=api_key, max_attempts=max_attempts)
+                i += 1
+                on_sample(i, sample)
+                if i < n * len(targets):
+                    await asyncio.sleep(max(0.0, t_next - time.monotonic()))
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+@click.command()
+@click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8765/v1 or https://api.openai.com/v1 "
+                                                "(Anthropic: https://api.anthropic.com).")
+@click.option("--model", required=True, help="Model name to request.")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol.")
+@click.option("--api-key-env", default="", help="NAME of the environment variable holding the API key (the key itself is "
+                                                 "never printed or stored). Default: no key.")
+@click.option("-n", "--samples", "n", type=click.IntRange(1, 100_000), default=20, show_default=True,
+              help="Samples per prompt length.")
+@click.option("--interval", "interval_s", type=click.FloatRange(0, 86_400), default=1.0, show_default=True,
+              help="Seconds from one sample's start to the next.")
+@click.option("--prompt-tokens", "prompt_tokens", default="1000", show_default=True,
+              help="Prompt length(s) in tokens (words of a 1-token vocabulary, nonce first). Two or more, e.g. "
+                   "256,4096, fit TTFT = a + b·tokens and report b, the measured prefill cost.")
+@click.option("--max-tokens", type=click.IntRange(1, 100_000), default=64, show_default=True, help="max_tokens of each request.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
+              help="Seconds per attempt before a connect/read timeout (a stall mid-stream counts).")
+@click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Attempts per sample on 429/5xx (Retry-After honoured, capped at 30 s).")
+@click.option("--cached", is_flag=True, help="Repeat one identical prompt (no nonce): deliberately measures the prefix cache.")
+@click.option("--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
+@click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
+@click.option("--vantage", default=None, envvar=_VANTAGE_ENV, show_envvar=True,
+              help="Label of the machine measuring, stored with --store (default: host name).")
+@store_option
+def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, max_tokens, timeout_s, max_attempts,
+          cached, keep_alive, as_json, store, vantage, database_url) -> None:
+    """Measure TTFT of a streaming endpoint: per sample and as p50 / p95 / max with n and failures.
+
+    Each sample times DNS, connect, TLS, response headers, first SSE event, first token (content,
+    reasoning or tool call), first visible content and end of stream, from perf_counter_ns just
+    before sending. Percentiles are nearest-rank over successful samples only; failures are
+    counted by class.
+
+    Example: ttft-planner probe --base-url http://127.0.0.1:8765/v1 --model sim-model -n 20 --prompt-tokens 256,4096
+    """
+    lengths = parse_prompt_tokens(prompt_tokens)
+    if not base_url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{base_url!r} must start with http:// or https://", param_hint="--base-url")
+    targets = [ProbeTarget(base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, prompt_tokens=L,
+                           max_tokens=max_tokens, timeout_s=timeout_s, cached=cached, keep_alive=keep_alive) for L in lengths]
+    try:
+        api_key = resolve_api_key(targets[0])
+    except MissingApiKey as exc:
+        raise click.UsageError(str(exc)) from None
+    engine = open_engine(database_url) if store else None
+    samples: list[TtftSample] = []
+
+    def on_sample(i: int, s: TtftSample) -> None:
+        samples.append(s)
+        if as_json:
+            echo_json({"type": "sample", "index": i, **s.to_dict()})
+        else:
+            click.echo(_line(i, s))
+
+    interrupted = False
+    # Park every object imported so far outside the collector: a full GC pass over them is a multi-ms
+    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
+    gc.collect()
+    gc.freeze()
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(_run(targets, n, interval_s, api_key, max_attempts, on_sample))
+    except KeyboardInterrupt:
+        interrupted = True
+    stored = _store(engine, samples, base_url, model, protocol, api_key_env, vantage) if engine is not None else None
+    _report(samples, lengths, as_json, stored, interrupted)
+    if not any(s.ok for s in samples):
+        sys_exit = 1
+        if not as_json:
+            click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({ERROR_CLASSES.get(k, '')})"
+                                                                   for k in sorted({s.error_class for s in samples})), err=True)
+        raise SystemExit(sys_exit)
+
+
+def _store(engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None) -> int:
+    from planner.store.probes import get_or_create_manual_endpoint, insert_samples
+
+    try:
+        ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)
+        vantage = vantage or socket.gethostname()
+        rows, last, prev = [], 0, None
+        for s in samples:
+            slot = max(s.started_at_ms, last + 1)  # the slot key must be unique within a run
+            last = slot
+            # idle gap: from the end of the previous sample to this one's start (None for the first)
+            gap = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
+            prev = s
+            rows.append(s.to_row(ep.id, vantage, "manual", slot, idle_gap_ms=gap))
+        return insert_samples(engine, rows)
+    except Exception as exc:  # noqa: BLE001 - the measurements were printed; say why they were not stored
+        fail(f"samples were measured but not stored: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored: int | None, interrupted: bool) -> None:
+    per_length = {L: summary_of([s for s in samples if s.prompt_tokens_requested == L]) for L in lengths}
+    fit = None
+    ok_points = [(s.prompt_tokens_requested, s.ttft_ms) for s in samples if s.ok]
+    if len(lengths) >= 2:
+        try:
+            fit = fit_prefill(ok_points)
+        except ValueError:
+            fit = None
+    if as_json:
+        out = {"type": "summary", **summary_of(samples), "by_prompt_tokens": {str(k): v for k, v in per_length.items()},
+               "interrupted": interrupted, "stored": stored}
+        if fit is not None:
+            out["prefill_fit"] = {"intercept_ms": fit.intercept_ms, "ms_per_1k_tokens": fit.ms_per_1k_tokens,
+                                  "prefill_tokens_per_s": fit.prefill_tokens_per_s, "r2": fit.r2,
+                                  "slope_se_ms_per_1k_tokens": None if fit.slope_se_ms_per_token is None
+                                  else fit.slope_se_ms_per_token * 1000, "n": fit.n, "quality": fit.quality}
+        echo_json(out)
+        return
+    click.echo("")
+    for L, s in per_length.items():
+        grey = "" if s["ttft_p95_reliable"] else "  (p95 needs n ≥ 20: it is just the largest value)"
+        fails = ", ".join(f"{k} {v}" for k, v in s["failures_by_class"].items())
+        click.echo(f"{L:>6} prompt tokens: TTFT p50 {_fmt(s['ttft_p50_ms'])} ms · p95 {_fmt(s['ttft_p95_ms'])} ms · "
+                   f"max {_fmt(s['ttft_max_ms'])} ms · n={s['n']} · failures {s['failures']}"
+                   + (f" ({fails})" if fails else "") + grey)
+        click.echo(f"{'':>6} first event p50 {_fmt(s['first_event_p50_ms'])} ms · headers p50 {_fmt(s['headers_p50_ms'])} ms"
+                   + (f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
+                      if s["buffered"] else ""))
+    if fit is not None:
+        click.echo(fit.describe())
+    elif len(lengths) >= 2:
+        click.echo("prefill fit: needs successful samples at two or more lengths")
+    if stored is not None:
+        click.echo(f"stored {stored} sample(s) as a manual run")
+    if interrupted:
+        click.echo("interrupted: the summary covers the samples taken so far")
+
+
+COMMANDS = [probe]

@@ -1,0 +1,126 @@
+"""Error classes of a TTFT probe outcome, and the probe's few exceptions.
+
+Also the retry policy's pieces: which class an HTTP status is, how long a
+Retry-After says to wait, and the backoff when it says nothing.
+
+A network or server fault is never raised out of `probe_once`: it becomes a
+sample with ok=False and one of ERROR_CLASSES (DESIGN §3). Exceptions here are
+for configuration mistakes the caller must fix (a missing API key) and for the
+internal hand-off between the stream reader and the sampler.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from datetime import datetime, timezone
+
+__all__ = [
+    "ERROR_CLASSES",
+    "RETRYABLE_CLASSES",
+    "MissingApiKey",
+    "ProbeFault",
+    "backoff_s",
+    "class_for_status",
+    "parse_retry_after",
+    "scrub",
+]
+
+_BACKOFF_BASE_S = 0.5
+
+#: Every error class a sample can carry, with a one-line meaning (used in --help and the UI).
+ERROR_CLASSES: dict[str, str] = {
+    "refused": "could not open a TCP connection (refused or unreachable)",
+    "dns": "the host name did not resolve",
+    "connect_timeout": "no connection within the timeout",
+    "read_timeout": "the server stopped sending (before headers or mid-stream) for longer than the timeout",
+    "tls": "TLS handshake or certificate failure",
+    "auth": "401/403: the key is missing, wrong or not allowed (not retried)",
+    "not_found": "404: wrong URL or unknown model",
+    "rate_limited": "429 after all retries",
+    "server_error": "5xx (after all retries) or an error event inside the stream",
+    "no_content": "the stream ended without a single token",
+    "disconnect": "the connection closed in the middle of the stream",
+    "bad_json": "an SSE event's data was not valid JSON",
+    "not_sse": "the response was not an event stream (streaming ignored or an HTML/JSON body)",
+    "http_error": "any other non-2xx status or HTTP protocol error",
+}
+
+#: Classes worth another attempt (with Retry-After or exponential backoff).
+RETRYABLE_CLASSES = frozenset({"rate_limited", "server_error"})
+
+
+class MissingApiKey(Exception):
+    """The environment variable (or secrets key) that should hold the API key is not set.
+
+    The message names the variable, never a value.
+    """
+
+    def __init__(self, env_name: str) -> None:
+        self.env_name = env_name
+        super().__init__(f"API key variable {env_name} is not set (export {env_name}=... or add it to Streamlit secrets)")
+
+
+class ProbeFault(Exception):
+    """Internal: one attempt ended in `error_class` with a human-readable detail."""
+
+    def __init__(self, error_class: str, detail: str, *, status_code: int | None = None, retry_after_s: float | None = None) -> None:
+        assert error_class in ERROR_CLASSES, error_class
+        super().__init__(detail)
+        self.error_class = error_class
+        self.detail = detail
+        self.status_code = status_code
+        self.retry_after_s = retry_after_s
+
+
+def scrub(text: str, secret: str | None, limit: int = 500) -> str:
+    """`text` with every occurrence of `secret` replaced by ***, cut to `limit` characters.
+
+    Applied to every error detail so that a key echoed by a server or an
+    exception never reaches the database, a log or the page.
+    """
+    if secret:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def class_for_status(status: int) -> str:
+    """The error class of an HTTP error status (401/403 auth, 404 not_found, 429 rate_limited, 5xx server_error)."""
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    if status == 429:
+        return "rate_limited"
+    if status >= 500:
+        return "server_error"
+    return "http_error"
+
+
+def backoff_s(attempt: int) -> float:
+    """Seconds to wait after failed attempt `attempt` (1-based) when no Retry-After came: 0.5, 1, 2, …"""
+    return _BACKOFF_BASE_S * (2 ** (attempt - 1))
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header, in either RFC 9110 form.
+
+    "120" (delay-seconds) or "Wed, 21 Oct 2015 07:28:00 GMT" (HTTP-date, also
+    the obsolete RFC 850/asctime forms); a date in the past means 0. Returns
+    None when the header is absent or unparseable.
+    """
+    if not value:
+        return None
+    v = value.strip()
+    try:
+        secs = float(v)
+        return secs if secs >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())

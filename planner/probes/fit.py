@@ -1,0 +1,105 @@
+"""Prefill slope: TTFT = a + b·tokens fitted by least squares over probes at two or more prompt lengths.
+
+b is the endpoint's measured prefill cost (ms per uncached prompt token; shown
+per 1K tokens) and 1000/b its prefill rate in tokens/s, which feeds the
+worksheet; a is the intercept (network + admission + fixed overheads). The
+probes must use cache-busting nonces, or b measures the prefix cache.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from planner.provenance import Figure, Source
+
+__all__ = ["PrefillFit", "fit_prefill"]
+
+
+@dataclass(frozen=True)
+class PrefillFit:
+    """Least-squares fit of ttft_ms = intercept_ms + slope_ms_per_token · prompt_tokens, with its quality.
+
+    r2: coefficient of determination (0..1); slope_se_ms_per_token: standard
+    error of the slope (None with only 2 points); quality: "good" (r² ≥ 0.9 and
+    slope ±10%), "fair" (r² ≥ 0.5 and slope ±30%), "poor", or "unusable" (slope ≤ 0:
+    no prefill cost visible at these lengths).
+    """
+
+    intercept_ms: float
+    slope_ms_per_token: float
+    r2: float
+    slope_se_ms_per_token: float | None
+    n: int
+    lengths: tuple[int, ...]
+
+    @property
+    def ms_per_1k_tokens(self) -> float:
+        """Prefill cost in ms per 1,000 uncached prompt tokens."""
+        return self.slope_ms_per_token * 1000.0
+
+    @property
+    def prefill_tokens_per_s(self) -> float | None:
+        """Prefill rate implied by the slope (tokens/s); None when the slope is not positive."""
+        return 1000.0 / self.slope_ms_per_token if self.slope_ms_per_token > 0 else None
+
+    @property
+    def relative_se(self) -> float | None:
+        if self.slope_se_ms_per_token is None or self.slope_ms_per_token <= 0:
+            return None
+        return self.slope_se_ms_per_token / self.slope_ms_per_token
+
+    @property
+    def quality(self) -> str:
+        if self.slope_ms_per_token <= 0:
+            return "unusable"
+        rel = self.relative_se
+        if rel is None:
+            return "poor"
+        if self.r2 >= 0.9 and rel <= 0.1:
+            return "good"
+        if self.r2 >= 0.5 and rel <= 0.3:
+            return "fair"
+        return "poor"
+
+    def describe(self) -> str:
+        """One line, e.g. 'prefill 0.25 ms/token (250 ms per 1K tokens, 4,000 tokens/s), intercept 40 ms, r²=0.98, n=40: good'."""
+        rate = self.prefill_tokens_per_s
+        se = "" if self.slope_se_ms_per_token is None else f" ± {self.slope_se_ms_per_token * 1000:,.1f}"
+        rate_txt = f", {rate:,.0f} tokens/s" if rate else ""
+        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; intercept {self.intercept_ms:,.1f} ms; "
+                f"r²={self.r2:.3f}; n={self.n} at {', '.join(str(x) for x in self.lengths)} tokens: {self.quality}")
+
+    def to_figure(self, detail: str = "", measured_at_ms: int | None = None) -> Figure:
+        """The prefill rate as a worksheet figure (tokens/s, source probe); raises ValueError when unusable."""
+        rate = self.prefill_tokens_per_s
+        if rate is None:
+            raise ValueError("the fitted prefill slope is not positive: no prefill rate to hand on")
+        return Figure(value=rate, unit="tokens/s", source=Source.PROBE, detail=detail or f"prefill slope fit ({self.quality})",
+                      n=self.n, window=f"prompt lengths {', '.join(str(x) for x in self.lengths)}", measured_at_ms=measured_at_ms)
+
+
+def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
+    """Fit (prompt_tokens, ttft_ms) points; failed samples must be left out by the caller.
+
+    Raises ValueError with fewer than two distinct prompt lengths or a non-finite value.
+    """
+    pts = [(float(x), float(y)) for x, y in points]
+    if any(not (math.isfinite(x) and math.isfinite(y)) for x, y in pts):
+        raise ValueError("prefill fit points must be finite numbers")
+    lengths = tuple(sorted({int(x) for x, _ in pts}))
+    if len(lengths) < 2:
+        raise ValueError("a prefill slope needs successful probes at two or more prompt lengths (e.g. --prompt-tokens 256,4096)")
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    sxy = sum((x - mx) * (y - my) for x, y in pts)
+    syy = sum((y - my) ** 2 for _, y in pts)
+    b = sxy / sxx
+    a = my - b * mx
+    sse = sum((y - (a + b * x)) ** 2 for x, y in pts)
+    r2 = 1.0 - sse / syy if syy > 0 else 1.0
+    se = math.sqrt(sse / (n - 2) / sxx) if n > 2 else None
+    return PrefillFit(intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths)

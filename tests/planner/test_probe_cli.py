@@ -1,0 +1,163 @@
+"""`ttft-planner probe` and `ttft-planner simulate` from the command line, against the real simulator."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+from sqlmodel import select
+
+from planner.cli import cli
+from planner.cli.simulate import FLAG_FOR_FIELD
+from planner.simulator import SimulatorConfig, running_simulator
+from planner.store import open_store, session
+from planner.store.probes import EndpointRow, ProbeSampleRow
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    with running_simulator(SimulatorConfig(prefill_tokens_per_s=20_000, decode_tokens_per_s=2000)) as url:
+        yield url
+
+
+def invoke(*args: str, env: dict | None = None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
+    r = invoke("probe", "--base-url", sim_url, "--model", "sim-model", "-n", "3", "--interval", "0",
+               "--prompt-tokens", "200", "--max-tokens", "4")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("ttft") >= 3
+    assert "TTFT p50" in r.output and "p95" in r.output and "max" in r.output and "n=3" in r.output
+    assert "failures 0" in r.output
+    assert "p95 needs n ≥ 20" in r.output  # greyed at small n
+
+
+def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):
+    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "2", "--interval", "0", "--json",
+               "--protocol", "anthropic", "--prompt-tokens", "100", "--max-tokens", "3")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(line) for line in r.output.strip().splitlines()]
+    assert [x["type"] for x in lines] == ["sample", "sample", "summary"]
+    assert all(x["ok"] and x["ttft_ms"] > 0 for x in lines[:2])
+    summary = lines[-1]
+    assert summary["n"] == 2 and summary["failures"] == 0
+    assert summary["ttft_p50_ms"] == min(x["ttft_ms"] for x in lines[:2])  # nearest rank: 1st of 2
+
+
+def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
+    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "3", "--interval", "0", "--json",
+               "--prompt-tokens", "256,6000", "--max-tokens", "2")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output.strip().splitlines()[-1])
+    fit = summary["prefill_fit"]
+    assert fit["n"] == 6 and set(summary["by_prompt_tokens"]) == {"256", "6000"}
+    assert 35 <= fit["ms_per_1k_tokens"] <= 80  # configured: 50 ms per 1K tokens (20,000 tokens/s)
+
+
+def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
+    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "3", "--interval", "0", "--json", "--keep-alive",
+               "--prompt-tokens", "50", "--max-tokens", "2")
+    samples = [json.loads(line) for line in r.output.strip().splitlines()[:-1]]
+    assert [s["conn_reused"] for s in samples] == [False, True, True]
+    assert samples[1]["connect_ms"] is None
+
+
+def test_store_writes_a_manual_run(sim_url, tmp_path):
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    r = invoke("probe", "--base-url", sim_url, "--model", "sim-model", "-n", "3", "--interval", "0", "--store",
+               "--database-url", db, "--vantage", "laptop", "--prompt-tokens", "50", "--max-tokens", "2")
+    assert r.exit_code == 0, r.output
+    assert "stored 3 sample(s)" in r.output
+    engine = open_store(db)
+    with session(engine) as s:
+        rows = s.exec(select(ProbeSampleRow)).all()
+        eps = s.exec(select(EndpointRow)).all()
+    engine.dispose()
+    assert len(rows) == 3 and {r.kind for r in rows} == {"manual"} and {r.vantage for r in rows} == {"laptop"}
+    assert len({r.scheduled_at_ms for r in rows}) == 3
+    assert len(eps) == 1 and eps[0].base_url == sim_url and eps[0].enabled is False
+
+
+def test_bad_input_exits_2_naming_the_flag():
+    r = CliRunner().invoke(cli, ["probe", "--base-url", "http://x/v1", "--model", "m", "--prompt-tokens", "256,lots"])
+    assert r.exit_code == 2 and "--prompt-tokens" in r.output and "lots" in r.output
+    r = CliRunner().invoke(cli, ["probe", "--base-url", "127.0.0.1:8765", "--model", "m"])
+    assert r.exit_code == 2 and "http://" in r.output
+
+
+def test_missing_key_variable_exits_2_naming_it(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env",
+                                 "NO_SUCH_KEY_VAR"])
+    assert r.exit_code == 2 and "NO_SUCH_KEY_VAR" in r.output
+
+
+def test_key_never_printed_even_when_the_server_echoes_it(monkeypatch):
+    monkeypatch.setenv("SIM_KEY_FOR_TEST", "sk-live-abcdefSECRET")
+    with running_simulator(SimulatorConfig(api_key="the-right-key")) as url:
+        r = CliRunner().invoke(cli, ["probe", "--base-url", url, "--model", "m", "-n", "1", "--api-key-env",
+                                     "SIM_KEY_FOR_TEST", "--json"])
+    assert r.exit_code == 1  # every sample failed
+    assert "sk-live-abcdefSECRET" not in r.output
+    assert json.loads(r.output.splitlines()[0])["error_class"] == "auth"
+
+
+def test_all_failed_exits_1_with_the_classes():
+    r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2",
+                                 "--interval", "0"])
+    assert r.exit_code == 1
+    assert "FAILED refused" in r.output and "n=0" in r.output and "failures 2" in r.output
+
+
+def test_simulate_help_documents_every_setting():
+    help_text = CliRunner().invoke(cli, ["simulate", "--help"], terminal_width=200).output
+    names = {f.name for f in dataclasses.fields(SimulatorConfig)}
+    assert set(FLAG_FOR_FIELD) == names  # a new setting without a flag fails here
+    for flag in FLAG_FOR_FIELD.values():
+        assert flag in help_text, flag
+    assert "SIMULATED" in help_text
+
+
+def test_simulate_rejects_bad_settings_with_exit_2():
+    r = CliRunner().invoke(cli, ["simulate", "--load-curve", "1,2,3"])
+    assert r.exit_code == 2 and "--load-curve" in r.output
+    r = CliRunner().invoke(cli, ["simulate", "--slots", "0"])
+    assert r.exit_code == 2 and "slots" in r.output
+
+
+def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "simulate", "--port", str(port), "--model", "demo",
+                             "--prefill-tokens-per-s", "50000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": "."})
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "simulate did not start"
+                time.sleep(0.1)
+        ok = invoke("probe", "--base-url", url, "--model", "demo", "-n", "2", "--interval", "0", "--json",
+                    "--prompt-tokens", "100", "--max-tokens", "2")
+        wrong = invoke("probe", "--base-url", url, "--model", "other", "-n", "1", "--json")
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=10)[0].decode()
+    assert json.loads(ok.output.splitlines()[-1])["n"] == 2
+    assert json.loads(wrong.output.splitlines()[0])["error_class"] == "not_found"
+    assert "simulated" in out
