@@ -99,7 +99,9 @@ class SimEngine:
             self.cold_starts += 1
         left_real = self._loading_until - now
         if left_real <= 0:
-            self._warm, self._loading_until = True, None
+            # A fresh load counts as activity: without this, a second request still waiting for the
+            # load sees the pre-idle timestamp and starts another load.
+            self._warm, self._loading_until, self._last_active = True, None, now
             return False, 0.0
         return True, left_real * self.config.speedup
 

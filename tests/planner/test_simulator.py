@@ -173,3 +173,17 @@ def test_long_prefill_sends_ping_comments_that_the_probe_ignores():
         s = probe(url, prompt_tokens=3000)
     assert body.count(b": ping\n\n") >= 4
     assert s.ok and s.output_tokens == 4 and s.ttft_ms >= 300
+
+
+def test_two_requests_waiting_on_one_load_cause_one_cold_start():
+    """After a long idle, a load that just finished counts as activity: a second waiter must not start another load."""
+    now = [0.0]
+    eng = SimEngine(SimulatorConfig(scale_down_window_s=600, cold_start_s=30), clock=lambda: now[0])
+    now[0] = 650.0  # idle past the scale-down window
+    assert eng.cold_state()[0] is True  # request A starts the load
+    now[0] = 659.0
+    assert eng.cold_state()[0] is True  # request B waits on the same load
+    now[0] = 681.0  # the load has finished; A notices first, B before A has begun
+    assert eng.cold_state() == (False, 0.0)
+    assert eng.cold_state() == (False, 0.0)
+    assert eng.cold_starts == 1

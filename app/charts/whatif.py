@@ -1,0 +1,96 @@
+"""Figures for the What-if page: hour-of-day p95 per candidate, the tail's segments, cost vs p95.
+
+Pure functions over the frames `planner.whatif.results.Comparison` returns. Hours whose p95
+rests on fewer than 20 requests are drawn as hollow, muted markers.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.charts import SEMANTIC
+
+__all__ = ["SEGMENT_LABELS", "cost_vs_p95_figure", "hourly_p95_figure", "segments_figure", "table_style"]
+
+SEGMENT_LABELS = {
+    "queue_ms": "Queueing",
+    "cold_ms": "Cold start",
+    "prefill_ms": "Prefill",
+    "network_ms": "Network",
+}
+
+
+def _wide(values: pd.Series) -> bool:
+    """True when positive values span more than 20×: a log axis keeps the small ones readable."""
+    v = values.dropna()
+    v = v[v > 0]
+    return len(v) > 1 and v.max() / v.min() > 20
+
+
+def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
+    fig.update_layout(xaxis_title=x, yaxis_title=y, margin=dict(l=10, r=10, t=40, b=10), height=340,
+                      legend=dict(orientation="h", y=-0.25), **kw)
+    return fig
+
+
+def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str) -> go.Figure:
+    """Predicted p95 TTFT (ms) by hour of day, one line per candidate, with the target as a dashed line
+    (log axis when the values span more than 20×)."""
+    fig = go.Figure()
+    for name, g in hourly.groupby("candidate", sort=False):
+        g = g.sort_values("hour")
+        fig.add_trace(go.Scatter(
+            x=g["hour"], y=g["p95_ms"], name=str(name), mode="lines+markers",
+            marker=dict(symbol=["circle" if ok else "circle-open" for ok in g["p95_reliable"]], size=8),
+            customdata=g[["n"]].to_numpy(), hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata[0]}<extra></extra>",
+        ))
+    # A trace, not add_hline: its label survives a log axis and shows in the legend.
+    fig.add_trace(go.Scatter(x=[-0.5, 23.5], y=[target_ms, target_ms], mode="lines", name=f"target {target_ms:,.0f} ms",
+                             line=dict(dash="dash", color=SEMANTIC["error"]), hoverinfo="skip"))
+    fig.update_xaxes(range=[-0.5, 23.5], dtick=2)
+    if _wide(pd.concat([hourly["p95_ms"], pd.Series([target_ms])])):
+        fig.update_yaxes(type="log", dtick=1)
+    return _layout(fig, f"hour of day ({tz})", "predicted p95 TTFT (ms)", title="Predicted p95 by hour (hollow: n < 20)")
+
+
+def segments_figure(segments: pd.DataFrame) -> go.Figure:
+    """Stacked bars: mean time in each segment over each candidate's p95 tail (ms)."""
+    fig = go.Figure()
+    for key, label in SEGMENT_LABELS.items():
+        g = segments[segments["segment"] == key]
+        fig.add_trace(go.Bar(x=g["candidate"], y=g["ms"], name=label,
+                             hovertemplate=f"{label}: %{{y:,.0f}} ms<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    return _layout(fig, "candidate", "mean over requests ≥ p95 (ms)", title="What the slowest 5% wait for")
+
+
+def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
+    """Cost (USD/day) against predicted p95 (ms), one point per candidate that keeps up; the cheapest meeting the target starred."""
+    ok = table.dropna(subset=["p95_ms"])
+    fig = go.Figure(go.Scatter(
+        x=ok["p95_ms"], y=ok["usd_per_day"], mode="markers+text", text=ok["candidate"], textposition="top center",
+        marker=dict(size=[18 if c else 11 for c in ok["cheapest"]], symbol=["star" if c else "circle" for c in ok["cheapest"]],
+                    color=[SEMANTIC["ok"] if m else SEMANTIC["warn"] for m in ok["meets_target"]]),
+        hovertemplate="%{text}: p95 %{x:,.0f} ms · $%{y:,.2f}/day<extra></extra>",
+    ))
+    fig.add_vline(x=target_ms, line_dash="dash", line_color=SEMANTIC["error"])
+    if _wide(pd.concat([ok["p95_ms"], pd.Series([target_ms])])):
+        fig.update_xaxes(type="log", dtick=1)
+    return _layout(fig, "predicted p95 TTFT (ms) · dashed: target", "cost (USD/day)", title="Cost vs p95 (★ cheapest meeting the target)",
+                   showlegend=False)
+
+
+def table_style(table: pd.DataFrame):
+    """Styler: the cheapest candidate meeting the target in bold green; candidates that cannot keep up muted."""
+    def row(r: pd.Series) -> list[str]:
+        if r["cheapest"]:
+            return [f"background-color: #e6f4ea; color: {SEMANTIC['ok']}; font-weight: bold"] * len(r)
+        if pd.isna(r["p95_ms"]):
+            return [f"color: {SEMANTIC['muted']}"] * len(r)
+        return [""] * len(r)
+
+    money = {"cost_usd": "${:,.2f}", "usd_per_day": "${:,.2f}", "gpu_hours": "{:,.1f}"}
+    ms = {c: "{:,.0f}" for c in ("p50_ms", "p95_ms", "p99_ms", "worst_hour_p95_ms")}
+    share = {c: "{:.1%}" for c in table.columns if c.startswith("share_within_")}
+    return table.style.apply(row, axis=1).format({**money, **ms, **share}, na_rep="—")

@@ -1,0 +1,134 @@
+"""What-if: with our traffic, what p95 TTFT and what cost will each candidate deployment give?"""
+
+import json
+
+import streamlit as st
+
+from app.cache import engine
+from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
+from planner.logs import LogFormatError, read_logs
+from planner.logs.samples import SAMPLE_DIR, samples
+from planner.presets import interactions
+from planner.provenance import Figure
+from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
+from planner.whatif.deployment import DEDICATED_KEYS, SERVERLESS_KEYS, SpecError, defaults_from_worksheet, parse_deployment
+from planner.whatif.results import compare
+from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
+
+TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles",
+              "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
+DEFAULT_SPECS = (
+    "serverless:name=serverless 4×8,window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3\n"
+    "dedicated:name=dedicated 1×8,replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40"
+)
+
+st.title("What-if")
+st.caption(
+    "Replay your own request log against candidate deployments in virtual time: each request queues for a slot, may "
+    "wait for a cold start, pays prefill for its uncached tokens and adds the network RTT. Predicted TTFT per hour of "
+    "day, what the slowest 5% wait for, and the cost of the period — side by side."
+)
+eng = engine()
+ss = st.session_state
+
+# ---- the traffic: an upload, a stored upload or a sample
+left, right = st.columns([3, 2])
+files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files",
+                           type=["jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz"])
+uploads = list_uploads(eng)
+with right:
+    options = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
+    labels = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
+    labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
+    picked = st.selectbox("…or a stored upload / sample", options, key="wi_source", format_func=lambda o: labels[o],
+                          index=None, placeholder="choose a log")
+source = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
+
+c1, c2, c3, c4 = st.columns(4)
+tz = c1.selectbox("Time zone (hours of day)", TIME_ZONES, key="wi_tz")
+interaction = c2.selectbox("Target", [i.key for i in interactions()], index=1, key="wi_interaction",
+                           format_func=lambda k: next(f"{i.label} · p95 ≤ {i.target_p95_ms:,.0f} ms" for i in interactions() if i.key == k))
+growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth",
+                         help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).")
+only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", help="Replay the calendar day with the most requests.")
+
+specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs",
+                          help="serverless: " + ", ".join(SERVERLESS_KEYS) + " · dedicated: " + ", ".join(DEDICATED_KEYS)
+                          + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.")
+ws_figures = {k: Figure.from_dict(v) for k, v in (ss.get("ws_figures") or {}).items()}
+defaults = defaults_from_worksheet(ws_figures)
+if defaults:
+    st.caption("Keys a candidate leaves out come from the worksheet: "
+               + " · ".join(f"{k} = {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in defaults.items()))
+
+if source is None:
+    st.info("Upload a request log, or pick a stored upload (Logs page) or a sample, to start.")
+    st.stop()
+
+# ---- read the log (once per source), build the candidates
+if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
+    try:
+        if source[0] == "stored":
+            frame, label = load_upload_frame(eng, source[1]), labels[source]
+        else:
+            inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
+            frame, label = read_logs(inputs, tz=tz).frame, ", ".join(f.name for f in files) if files else source[1]
+        ss.wi_trace, ss.wi_error = trace_from_frame(frame, source=label), None
+    except (LogFormatError, TraceError, UploadNotFound, ValueError) as exc:
+        ss.wi_trace, ss.wi_error = None, f"This log cannot be replayed: {exc}"
+    ss.wi_frame_key = json.dumps([source, tz], default=str)
+if ss.wi_error:
+    st.error(ss.wi_error, icon=":material/error:")
+    st.stop()
+
+deployments, problems = [], []
+for i, line in enumerate(l for l in specs_text.splitlines() if l.strip()):
+    try:
+        deployments.append(parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults))
+    except SpecError as exc:
+        problems.append(str(exc))
+names = [d.name for d in deployments]
+if len(set(names)) != len(names):
+    problems.append(f"Candidate names must differ (add name=… to a line): {', '.join(names)}")
+for p in problems:
+    st.error(p, icon=":material/error:")
+if not deployments or problems:
+    st.stop()
+
+trace, day = ss.wi_trace, None
+try:
+    if only_busiest:
+        trace, day = busiest_day(trace, tz)
+    trace = grow(trace, growth)
+except TraceError as exc:
+    st.error(str(exc))
+    st.stop()
+with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidates…"):
+    result = compare(trace, deployments, interaction=interaction, tz=tz)
+
+# ---- results
+target = result.interaction
+scope = f", busiest day {day}" if day else ""
+period_h = max((c.period_h for c in result.candidates if c.ok), default=0.0)
+st.caption(f"{trace.n:,} requests from {trace.source}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
+           f"percentiles nearest-rank; hours with n < 20 are hollow in the chart.")
+if result.cheapest:
+    st.success(f"Cheapest candidate meeting the {target.label} target (p95 ≤ {target.target_p95_ms:,.0f} ms at every hour): "
+               f"**{result.cheapest}**", icon=":material/verified:")
+else:
+    st.warning(f"No candidate meets the {target.label} target of {target.target_p95_ms:,.0f} ms at p95.", icon=":material/warning:")
+for c in result.candidates:
+    if not c.ok:
+        st.error(f"**{c.name}** {c.message}", icon=":material/block:")
+table = result.table()
+st.dataframe(table_style(table), hide_index=True, key="wi_table")
+g1, g2 = st.columns(2)
+g1.plotly_chart(hourly_p95_figure(result.hourly_frame(), target.target_p95_ms, tz), key="wi_hourly")
+g2.plotly_chart(segments_figure(result.segments_frame()), key="wi_segments")
+st.plotly_chart(cost_vs_p95_figure(table, target.target_p95_ms), key="wi_cost")
+with st.expander("Where each candidate's rates come from", icon=":material/info:"):
+    for d in deployments:
+        figs = {k: getattr(d, k) for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "rtt_ms", "cold_start_s") if hasattr(d, k)}
+        st.markdown(f"**{d.name}** — " + " · ".join(f"{k} {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in figs.items()))
+    st.caption("The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
+               "no decode interference): see docs/whatif-model.md.")

@@ -1,0 +1,86 @@
+"""`ttft-planner whatif`: replay a request log against candidate deployments in virtual time."""
+
+from __future__ import annotations
+
+import click
+
+from planner.cli._common import echo_json
+from planner.presets import interactions
+from planner.whatif.deployment import SpecError, parse_deployment
+from planner.whatif.results import compare
+from planner.whatif.trace import TraceError, grow, read_trace_file
+from planner.whatif.trace import busiest_day as pick_busiest_day
+
+__all__ = ["COMMANDS"]
+
+
+def _fmt(value: float | None, reliable: bool = True) -> str:
+    if value is None:
+        return "—"
+    text = f"{value:,.0f}"
+    return text if reliable else f"({text})"
+
+
+@click.command()
+@click.option("--log", "log_path", required=True, type=click.Path(dir_okay=False), help="Request log (JSONL/CSV with ts_ms, prompt_tokens, cached_tokens, output_tokens; or any format the logs reader knows).")
+@click.option("--deployment", "specs", required=True, multiple=True, metavar="SPEC", help="A candidate, repeatable: 'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or 'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).")
+@click.option("--growth", type=float, default=1.0, show_default=True, help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).")
+@click.option("--busiest-day", is_flag=True, help="Replay only the calendar day (in --tz) with the most requests.")
+@click.option("--tz", default="UTC", show_default=True, help="Time zone for hour-of-day buckets and --busiest-day (IANA name).")
+@click.option("--interaction", type=click.Choice([i.key for i in interactions()]), default="chat", show_default=True, help="Whose p95 target a candidate must meet (inline 200 ms, chat 500 ms, agent 1000 ms by default).")
+@click.option("--max-wait-s", type=float, default=3600.0, show_default=True, help="A queue wait past this means the candidate cannot keep up (s).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def whatif(log_path, specs, growth, busiest_day, tz, interaction, max_wait_s, as_json) -> None:
+    """Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate deployment.
+
+    Each request of the log queues FIFO for a slot, may wait for a cold start, pays prefill for
+    its uncached tokens and adds the RTT; the cheapest candidate meeting the target is marked.
+    """
+    deployments = []
+    for i, spec in enumerate(specs):
+        try:
+            deployments.append(parse_deployment(spec, default_name=f"#{i + 1} {spec.partition(':')[0].strip()}"))
+        except SpecError as exc:
+            raise click.BadParameter(str(exc), param_hint="--deployment") from None
+    names = [d.name for d in deployments]
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"candidate names must differ, got {', '.join(names)}", param_hint="--deployment")
+    if max_wait_s <= 0:
+        raise click.BadParameter("must be > 0 s", param_hint="--max-wait-s")
+    try:
+        trace = read_trace_file(log_path, tz=tz)
+        day = None
+        if busiest_day:
+            trace, day = pick_busiest_day(trace, tz)
+        trace = grow(trace, growth)
+        result = compare(trace, deployments, interaction=interaction, tz=tz, max_wait_s=max_wait_s)
+    except TraceError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        echo_json({**result.to_dict(), "log": log_path, "growth": growth, "busiest_day": day})
+        return
+    it = result.interaction
+    scope = f" · busiest day {day}" if day else ""
+    click.echo(f"{result.n_requests:,} requests{scope} · growth ×{growth:g} · target: {it.label} p95 ≤ {it.target_p95_ms:,.0f} ms · hours in {tz}")
+    click.echo(f"{'candidate':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'worst h p95':>12} {'within':>7} {'GPU-h':>8} {'cost $':>10}  verdict")
+    for c in result.candidates:
+        if not c.ok:
+            click.echo(f"{c.name:<24} {'—':>8} {'—':>8} {'—':>8} {'—':>12} {'—':>7} {'—':>8} {'—':>10}  {c.message}")
+            continue
+        worst = next((h for h in c.hourly if h.hour == c.worst_hour), None)
+        worst_txt = f"{_fmt(worst.p95.value)} @{worst.hour:02d}h" if worst else "—"
+        verdict = "meets target" if c.meets_target else "misses target"
+        if c.name == result.cheapest:
+            verdict += " · CHEAPEST"
+        p = c.overall
+        click.echo(
+            f"{c.name:<24} {_fmt(p['p50'].value):>8} {_fmt(p['p95'].value, p['p95'].reliable):>8} "
+            f"{_fmt(p['p99'].value, p['p99'].reliable):>8} {worst_txt:>12} {c.share_meeting[it.key]:>7.1%} "
+            f"{c.gpu_hours:>8,.1f} {c.cost_usd:>10,.2f}  {verdict}"
+        )
+    if result.cheapest is None:
+        click.echo(f"No candidate meets the {it.label} target of {it.target_p95_ms:,.0f} ms at p95.")
+    click.echo("Percentiles are nearest-rank; values in parentheses have too few requests (p95 needs 20, p99 100).")
+
+
+COMMANDS = [whatif]

@@ -1,0 +1,274 @@
+"""Candidate deployments for the what-if replay, and the CLI's `--deployment SPEC` parser.
+
+Two shapes:
+
+- `Serverless`: replicas start on demand (a cold start of `cold_start_s`), serve up to
+  `slots_per_replica` requests at once each, scale down after `scale_down_window_s` idle,
+  never more than `max_replicas` (and never fewer than `min_replicas`, kept warm).
+  Priced per million tokens and/or per warm GPU-hour.
+- `Dedicated`: a fixed number of always-warm replicas priced per GPU-hour, optionally with
+  a serverless overflow pool that takes the requests finding no free dedicated slot.
+
+Every rate is a `planner.provenance.Figure` so a value measured elsewhere (a probe's prefill
+slope, a cold reading) keeps its provenance; `parse_deployment` makes typed figures.
+Rates are per slot: a request in a slot prefills at `prefill_tokens_per_s` and decodes at
+`decode_tokens_per_s` whatever the other slots do (see docs/whatif-model.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from planner.provenance import Figure
+
+__all__ = [
+    "DEDICATED_KEYS",
+    "Dedicated",
+    "Deployment",
+    "SERVERLESS_KEYS",
+    "Serverless",
+    "SpecError",
+    "defaults_from_worksheet",
+    "parse_deployment",
+]
+
+
+class SpecError(ValueError):
+    """A deployment spec the replay cannot use; the message names the spec and the key."""
+
+
+@dataclass(frozen=True)
+class Serverless:
+    """A scale-to-zero (or scale-to-min) pool of replicas.
+
+    scale_down_window_s: idle seconds before a replica is released (s).
+    cold_start_s: seconds from a scale-up decision until the replica serves (s).
+    prefill_tokens_per_s / decode_tokens_per_s: per-slot rates (tokens/s).
+    rtt_ms: network round trip added once to every TTFT (ms).
+    price_usd_per_mtok: price per million tokens billed (prompt incl. cached + output).
+    usd_per_gpu_h: price per warm GPU-hour (billed per GPU-second), 0 when priced per token.
+    """
+
+    name: str
+    scale_down_window_s: Figure
+    cold_start_s: Figure
+    slots_per_replica: int
+    max_replicas: int
+    prefill_tokens_per_s: Figure
+    decode_tokens_per_s: Figure
+    rtt_ms: Figure = field(default_factory=lambda: Figure.typed(0, "ms"))
+    price_usd_per_mtok: Figure = field(default_factory=lambda: Figure.typed(0, "USD/Mtok"))
+    min_replicas: int = 0
+    gpus_per_replica: int = 1
+    usd_per_gpu_h: Figure = field(default_factory=lambda: Figure.typed(0, "USD/GPU-h"))
+
+    kind = "serverless"
+
+    def __post_init__(self) -> None:
+        _check_counts(self.name, slots=self.slots_per_replica, max=self.max_replicas, gpus=self.gpus_per_replica)
+        if not 0 <= self.min_replicas <= self.max_replicas:
+            raise SpecError(f"{self.name}: min replicas must be between 0 and max ({self.max_replicas}), got {self.min_replicas}")
+        _check_rates(self.name, prefill=self.prefill_tokens_per_s, decode=self.decode_tokens_per_s)
+        _check_non_negative(
+            self.name, window=self.scale_down_window_s, cold=self.cold_start_s, rtt=self.rtt_ms,
+            usd_per_mtok=self.price_usd_per_mtok, usd_per_gpu_h=self.usd_per_gpu_h,
+        )
+
+    @property
+    def max_slots(self) -> int:
+        """Most requests in service at once (slots × max replicas)."""
+        return self.slots_per_replica * self.max_replicas
+
+
+@dataclass(frozen=True)
+class Dedicated:
+    """Always-warm replicas priced per GPU-hour, with an optional serverless overflow pool.
+
+    usd_per_gpu_h × gpus_per_replica × replicas is the hourly bill (USD/h), whatever the load.
+    overflow: requests that find every dedicated slot busy on arrival go there instead of queueing.
+    """
+
+    name: str
+    replicas: int
+    slots_per_replica: int
+    prefill_tokens_per_s: Figure
+    decode_tokens_per_s: Figure
+    usd_per_gpu_h: Figure
+    gpus_per_replica: int = 1
+    rtt_ms: Figure = field(default_factory=lambda: Figure.typed(0, "ms"))
+    overflow: Serverless | None = None
+
+    kind = "dedicated"
+
+    def __post_init__(self) -> None:
+        _check_counts(self.name, replicas=self.replicas, slots=self.slots_per_replica, gpus=self.gpus_per_replica)
+        _check_rates(self.name, prefill=self.prefill_tokens_per_s, decode=self.decode_tokens_per_s)
+        _check_non_negative(self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms)
+
+    @property
+    def max_slots(self) -> int:
+        """Most requests in service at once, overflow included."""
+        extra = self.overflow.max_slots if self.overflow else 0
+        return self.replicas * self.slots_per_replica + extra
+
+    @property
+    def usd_per_h(self) -> float:
+        """The fixed hourly bill of the dedicated replicas (USD/h)."""
+        return self.replicas * self.gpus_per_replica * self.usd_per_gpu_h.value
+
+
+Deployment = Serverless | Dedicated
+
+
+def _check_counts(name: str, **counts: int) -> None:
+    for key, value in counts.items():
+        if not isinstance(value, int) or value < 1:
+            raise SpecError(f"{name}: {key} must be a whole number ≥ 1, got {value!r}")
+
+
+def _check_rates(name: str, **rates: Figure) -> None:
+    for key, fig in rates.items():
+        if not (math.isfinite(fig.value) and fig.value > 0):
+            raise SpecError(f"{name}: {key} must be a rate > 0 tokens/s, got {fig.value:g}")
+
+
+def _check_non_negative(name: str, **figs: Figure) -> None:
+    for key, fig in figs.items():
+        if not (math.isfinite(fig.value) and fig.value >= 0):
+            raise SpecError(f"{name}: {key} must be a finite number ≥ 0, got {fig.value:g}")
+
+
+# Spec keys: name in the spec string → (field, unit or None for an integer count).
+SERVERLESS_KEYS: dict[str, tuple[str, str | None]] = {
+    "window": ("scale_down_window_s", "s"),
+    "cold": ("cold_start_s", "s"),
+    "slots": ("slots_per_replica", None),
+    "max": ("max_replicas", None),
+    "min": ("min_replicas", None),
+    "prefill": ("prefill_tokens_per_s", "tokens/s"),
+    "decode": ("decode_tokens_per_s", "tokens/s"),
+    "rtt": ("rtt_ms", "ms"),
+    "usd_per_mtok": ("price_usd_per_mtok", "USD/Mtok"),
+    "usd_per_gpu_h": ("usd_per_gpu_h", "USD/GPU-h"),
+    "gpus": ("gpus_per_replica", None),
+}
+DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
+    "replicas": ("replicas", None),
+    "slots": ("slots_per_replica", None),
+    "prefill": ("prefill_tokens_per_s", "tokens/s"),
+    "decode": ("decode_tokens_per_s", "tokens/s"),
+    "usd_per_gpu_h": ("usd_per_gpu_h", "USD/GPU-h"),
+    "gpus": ("gpus_per_replica", None),
+    "rtt": ("rtt_ms", "ms"),
+}
+_REQUIRED = {
+    "serverless": ("window", "cold", "slots", "max", "prefill", "decode"),
+    "dedicated": ("replicas", "slots", "prefill", "decode", "usd_per_gpu_h"),
+}
+# Overflow keys are the serverless keys with this prefix; slots/prefill/decode/rtt/gpus default to the dedicated ones.
+_OVERFLOW_PREFIX = "overflow_"
+
+
+def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int:
+    if unit is None:
+        try:
+            return int(raw)
+        except ValueError:
+            raise SpecError(f"deployment {spec!r}: {key} must be a whole number, got {raw!r}") from None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SpecError(f"deployment {spec!r}: {key} must be a number ({unit}), got {raw!r}") from None
+    if not math.isfinite(value):
+        raise SpecError(f"deployment {spec!r}: {key} must be finite, got {raw!r}")
+    return Figure.typed(value, unit)
+
+
+def _fields(spec: str, pairs: dict[str, str], keys: dict[str, tuple[str, str | None]], kind: str,
+            defaults: Mapping[str, Figure]) -> dict:
+    usable = {k: f for k, f in defaults.items() if k in keys and k not in pairs and keys[k][1] == f.unit}
+    missing = [k for k in _REQUIRED[kind] if k not in pairs and k not in usable]
+    if missing:
+        raise SpecError(f"deployment {spec!r}: missing {', '.join(missing)} (a {kind} spec needs {', '.join(_REQUIRED[kind])})")
+    out = {keys[k][0]: f for k, f in usable.items()}
+    out.update({keys[k][0]: _convert(spec, k, v, keys[k][1]) for k, v in pairs.items()})
+    return out
+
+
+def defaults_from_worksheet(figures: Mapping[str, Figure]) -> dict[str, Figure]:
+    """Spec defaults from worksheet figures, keeping their provenance.
+
+    network_ms → rtt (ms), prefill_tokens_per_s → prefill (tokens/s), cold_ms → cold (converted to s).
+    Figures of another unit, and a zero cold start, are left out.
+    """
+    out: dict[str, Figure] = {}
+    net = figures.get("network_ms")
+    if net is not None and net.unit == "ms":
+        out["rtt"] = net
+    pre = figures.get("prefill_tokens_per_s")
+    if pre is not None and pre.unit == "tokens/s" and pre.value > 0:
+        out["prefill"] = pre
+    cold = figures.get("cold_ms")
+    if cold is not None and cold.unit == "ms" and cold.value > 0:
+        out["cold"] = cold.replace(value=cold.value / 1000.0, unit="s")
+    return out
+
+
+def parse_deployment(spec: str, default_name: str | None = None, defaults: Mapping[str, Figure] | None = None) -> Deployment:
+    """Parse `serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3`
+    or `dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40`.
+
+    Units: window and cold in s, prefill/decode in tokens/s per slot, rtt in ms, prices in USD.
+    Optional: `name=…`; serverless `min=`, `gpus=`, `usd_per_gpu_h=`; dedicated `gpus=` and an
+    overflow pool via `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]`
+    (its slots, rates and RTT default to the dedicated ones).
+    `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
+    (see defaults_from_worksheet); a value in the spec always wins.
+    Raises SpecError naming the spec and the offending key.
+    """
+    spec = spec.strip()
+    kind, sep, body = spec.partition(":")
+    kind = kind.strip().lower()
+    if not sep or kind not in _REQUIRED:
+        raise SpecError(f"deployment {spec!r}: start with 'serverless:' or 'dedicated:' followed by key=value pairs")
+    pairs: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in body.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq or not value.strip():
+            raise SpecError(f"deployment {spec!r}: {item!r} is not key=value")
+        if key in pairs:
+            raise SpecError(f"deployment {spec!r}: {key} given twice")
+        pairs[key] = value.strip()
+    name = pairs.pop("name", None) or default_name or spec
+    keys = SERVERLESS_KEYS if kind == "serverless" else DEDICATED_KEYS
+    overflow_pairs = {k[len(_OVERFLOW_PREFIX):]: v for k, v in pairs.items() if k.startswith(_OVERFLOW_PREFIX)}
+    unknown = [k for k in pairs if k not in keys and not (kind == "dedicated" and k.startswith(_OVERFLOW_PREFIX))]
+    unknown += [_OVERFLOW_PREFIX + k for k in overflow_pairs if k not in SERVERLESS_KEYS]
+    if unknown:
+        extra = ", overflow_<serverless key>" if kind == "dedicated" else ", name"
+        raise SpecError(f"deployment {spec!r}: unknown key {', '.join(unknown)}; known: {', '.join(keys)}{extra}")
+    main = {k: v for k, v in pairs.items() if not k.startswith(_OVERFLOW_PREFIX)}
+    defaults = defaults or {}
+    try:
+        if kind == "serverless":
+            return Serverless(name=name, **_fields(spec, main, SERVERLESS_KEYS, "serverless", defaults))
+        dedicated = Dedicated(name=name, **_fields(spec, main, DEDICATED_KEYS, "dedicated", defaults))
+        if not overflow_pairs:
+            return dedicated
+        for inherited in ("slots", "gpus"):
+            if inherited in main:
+                overflow_pairs.setdefault(inherited, main[inherited])
+        lacking = [_OVERFLOW_PREFIX + k for k in ("max", "cold", "window") if k not in overflow_pairs]
+        if lacking:
+            raise SpecError(f"deployment {spec!r}: an overflow pool needs {', '.join(lacking)}")
+        inherited_figs = {k: getattr(dedicated, DEDICATED_KEYS[k][0]) for k in ("prefill", "decode", "rtt")}
+        overflow = Serverless(name=f"{name} overflow",
+                              **_fields(spec, overflow_pairs, SERVERLESS_KEYS, "serverless", {**defaults, **inherited_figs}))
+        return replace(dedicated, overflow=overflow)
+    except SpecError as exc:
+        if str(exc).startswith("deployment "):
+            raise
+        raise SpecError(f"deployment {spec!r}: {exc}") from None

@@ -1,0 +1,276 @@
+"""What-if results: percentiles overall and per hour, the tail's segments, targets met, GPU-hours and cost.
+
+Percentiles are nearest-rank (`planner.stats`), each with its n; an hour's p95 is only
+trusted (`reliable`) at n ≥ 20. A candidate meets the chosen interaction's target when its
+overall p95 and every reliable hourly p95 are at or under the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.presets import Interaction, interactions
+from planner.stats import Percentile, nearest_rank_index
+from planner.whatif.deployment import Dedicated, Deployment, Serverless
+from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, replay
+from planner.whatif.trace import Trace, hour_of_day
+
+__all__ = [
+    "PS",
+    "CandidateResult",
+    "Comparison",
+    "HourStat",
+    "compare",
+    "cost_usd",
+    "interaction_by_key",
+    "percentiles_sorted",
+    "summarize_replay",
+]
+
+PS = (0.5, 0.95, 0.99)
+
+
+def percentiles_sorted(sorted_values: np.ndarray, ps: tuple[float, ...] = PS) -> dict[str, Percentile]:
+    """Nearest-rank percentiles ('p50', 'p95', 'p99') of an already sorted array, via planner.stats."""
+    n = len(sorted_values)
+    out = {}
+    for p in ps:
+        pc = Percentile(p=p, value=float(sorted_values[nearest_rank_index(p, n)]) if n else None, n=n)
+        out[pc.label] = pc
+    return out
+
+
+def interaction_by_key(key: str) -> Interaction:
+    """The preset interaction `key` (inline, chat, agent); raises KeyError listing the known keys."""
+    for it in interactions():
+        if it.key == key:
+            return it
+    raise KeyError(f"unknown interaction {key!r}; one of {', '.join(i.key for i in interactions())}")
+
+
+@dataclass(frozen=True)
+class HourStat:
+    """One hour of day (local to the chosen time zone): n and p50/p95/p99 TTFT (ms)."""
+
+    hour: int
+    n: int
+    p50: Percentile
+    p95: Percentile
+    p99: Percentile
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """The prediction for one candidate, or why there is none (`ok` False, `message`).
+
+    tail_segments_ms: mean of each segment over the requests at or above the p95 (the tail).
+    share_meeting: fraction of requests at or under each interaction's target.
+    cost_usd: for the replayed period; usd_per_day scales it to 24 h.
+    """
+
+    name: str
+    kind: str
+    ok: bool
+    message: str = ""
+    n: int = 0
+    overall: dict[str, Percentile] = field(default_factory=dict)
+    hourly: tuple[HourStat, ...] = ()
+    tail_segments_ms: dict[str, float] = field(default_factory=dict)
+    share_meeting: dict[str, float] = field(default_factory=dict)
+    meets_target: bool = False
+    worst_hour: int | None = None
+    gpu_hours: float = 0.0
+    cost_usd: float = 0.0
+    usd_per_day: float = 0.0
+    period_h: float = 0.0
+    cold_starts: int = 0
+    peak_replicas: int = 0
+    overflow_fraction: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        def pc(p: Percentile) -> dict[str, Any]:
+            return {"value_ms": p.value, "n": p.n, "reliable": p.reliable}
+
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "ok": self.ok,
+            "message": self.message,
+            "n": self.n,
+            **{f"{k}_ms": v.value for k, v in self.overall.items()},
+            "hourly": [
+                {"hour": h.hour, "n": h.n, "p50_ms": h.p50.value, "p95_ms": h.p95.value, "p99_ms": h.p99.value,
+                 "p95_reliable": h.p95.reliable}
+                for h in self.hourly
+            ],
+            "overall": {k: pc(v) for k, v in self.overall.items()},
+            "tail_segments_ms": self.tail_segments_ms,
+            "share_meeting": self.share_meeting,
+            "meets_target": self.meets_target,
+            "worst_hour": self.worst_hour,
+            "gpu_hours": self.gpu_hours,
+            "cost_usd": self.cost_usd,
+            "usd_per_day": self.usd_per_day,
+            "period_h": self.period_h,
+            "cold_starts": self.cold_starts,
+            "peak_replicas": self.peak_replicas,
+            "overflow_fraction": self.overflow_fraction,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every candidate's result over one trace, the target in force and the cheapest candidate meeting it."""
+
+    candidates: tuple[CandidateResult, ...]
+    interaction: Interaction
+    cheapest: str | None
+    n_requests: int
+    tz: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "interaction": self.interaction.key,
+            "target_p95_ms": self.interaction.target_p95_ms,
+            "tz": self.tz,
+            "n_requests": self.n_requests,
+            "cheapest_meeting_target": self.cheapest,
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+
+    def table(self) -> pd.DataFrame:
+        """One row per candidate: p50/p95/p99 (ms), worst hourly p95, share meeting target, GPU-h, cost."""
+        key = self.interaction.key
+        rows = []
+        for c in self.candidates:
+            worst = max((h.p95.value for h in c.hourly if h.p95.reliable), default=None)
+            rows.append({
+                "candidate": c.name,
+                "kind": c.kind,
+                "p50_ms": c.overall["p50"].value if c.ok else None,
+                "p95_ms": c.overall["p95"].value if c.ok else None,
+                "p99_ms": c.overall["p99"].value if c.ok else None,
+                "worst_hour_p95_ms": worst,
+                f"share_within_{key}_target": c.share_meeting.get(key) if c.ok else None,
+                "meets_target": c.meets_target,
+                "gpu_hours": c.gpu_hours if c.ok else None,
+                "cost_usd": c.cost_usd if c.ok else None,
+                "usd_per_day": c.usd_per_day if c.ok else None,
+                "cheapest": c.name == self.cheapest,
+                "note": c.message,
+            })
+        return pd.DataFrame(rows)
+
+    def hourly_frame(self) -> pd.DataFrame:
+        """Long frame: candidate, hour, n, p50_ms, p95_ms, p95_reliable (one row per candidate-hour)."""
+        rows = [
+            {"candidate": c.name, "hour": h.hour, "n": h.n, "p50_ms": h.p50.value, "p95_ms": h.p95.value,
+             "p95_reliable": h.p95.reliable}
+            for c in self.candidates if c.ok for h in c.hourly
+        ]
+        return pd.DataFrame(rows, columns=["candidate", "hour", "n", "p50_ms", "p95_ms", "p95_reliable"])
+
+    def segments_frame(self) -> pd.DataFrame:
+        """Long frame: candidate, segment, ms (mean over the candidate's p95 tail)."""
+        rows = [
+            {"candidate": c.name, "segment": s, "ms": c.tail_segments_ms[s]}
+            for c in self.candidates if c.ok for s in SEGMENT_KEYS
+        ]
+        return pd.DataFrame(rows, columns=["candidate", "segment", "ms"])
+
+
+def cost_usd(dep: Deployment, rep: Replay) -> float:
+    """Cost of the replayed period (USD): dedicated GPU-hours × $/GPU-h, plus the serverless pool's
+    tokens × $/Mtok and warm GPU-hours × $/GPU-h."""
+    total = 0.0
+    pool: Serverless | None = dep if isinstance(dep, Serverless) else dep.overflow
+    if isinstance(dep, Dedicated):
+        total += rep.dedicated_gpu_hours * dep.usd_per_gpu_h.value
+    if pool is not None:
+        total += rep.serverless_tokens / 1e6 * pool.price_usd_per_mtok.value
+        total += rep.serverless_gpu_hours * pool.usd_per_gpu_h.value
+    return total
+
+
+def _hourly(rep: Replay, tz: str) -> tuple[HourStat, ...]:
+    hours = hour_of_day(rep.arrival_ms, tz)
+    order = np.lexsort((rep.ttft_ms, hours))
+    hs = hours[order]
+    vals = rep.ttft_ms[order]
+    out = []
+    bounds = np.searchsorted(hs, np.arange(25))
+    for h in range(24):
+        chunk = vals[bounds[h]:bounds[h + 1]]
+        if len(chunk):
+            pc = percentiles_sorted(chunk)
+            out.append(HourStat(h, len(chunk), pc["p50"], pc["p95"], pc["p99"]))
+    return tuple(out)
+
+
+def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz: str = "UTC") -> CandidateResult:
+    """Reduce a Replay to the numbers the page and the CLI show (see CandidateResult)."""
+    ttft_sorted = np.sort(rep.ttft_ms)
+    overall = percentiles_sorted(ttft_sorted)
+    p95 = overall["p95"].value
+    tail = rep.ttft_ms >= p95
+    tail_segments = {k: float(getattr(rep, k)[tail].mean()) for k in SEGMENT_KEYS}
+    share = {
+        it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n for it in interactions()
+    }
+    hourly = _hourly(rep, tz)
+    reliable = [h for h in hourly if h.p95.reliable]
+    worst = max(reliable, key=lambda h: h.p95.value, default=None)
+    target = interaction.target_p95_ms
+    meets = p95 <= target and all(h.p95.value <= target for h in reliable)
+    cost = cost_usd(dep, rep)
+    return CandidateResult(
+        name=dep.name,
+        kind=dep.kind,
+        ok=True,
+        n=rep.n,
+        overall=overall,
+        hourly=hourly,
+        tail_segments_ms=tail_segments,
+        share_meeting=share,
+        meets_target=meets,
+        worst_hour=worst.hour if worst else None,
+        gpu_hours=rep.gpu_hours,
+        cost_usd=cost,
+        usd_per_day=cost / rep.period_h * 24 if rep.period_h > 0 else 0.0,
+        period_h=rep.period_h,
+        cold_starts=rep.cold_starts,
+        peak_replicas=rep.peak_replicas,
+        overflow_fraction=float(rep.overflow.mean()),
+    )
+
+
+def compare(
+    trace: Trace,
+    deployments: list[Deployment],
+    interaction: str = "chat",
+    tz: str = "UTC",
+    max_wait_s: float = DEFAULT_MAX_WAIT_S,
+) -> Comparison:
+    """Replay `trace` against every deployment and summarise; a candidate that cannot keep up
+    is a row with ok=False and the reason, not an exception. Raises KeyError for an unknown
+    interaction key, TraceError for an unknown time zone, ValueError for two candidates with one name."""
+    it = interaction_by_key(interaction)
+    hour_of_day(trace.arrival_ms[:1], tz)  # fail early on a bad zone
+    names = [d.name for d in deployments]
+    if len(set(names)) != len(names):
+        raise ValueError(f"candidate names must differ, got {', '.join(names)}")
+    results = []
+    for dep in deployments:
+        try:
+            rep = replay(dep, trace, max_wait_s=max_wait_s)
+        except CannotKeepUp as exc:
+            results.append(CandidateResult(name=dep.name, kind=dep.kind, ok=False, message=exc.reason))
+            continue
+        results.append(summarize_replay(dep, rep, it, tz))
+    meeting = [c for c in results if c.ok and c.meets_target]
+    cheapest = min(meeting, key=lambda c: c.cost_usd).name if meeting else None
+    return Comparison(tuple(results), it, cheapest, trace.n, tz)
