@@ -17,6 +17,13 @@ _VIEWS = Path(__file__).resolve().parent / "views"
 # (file, title, icon, url_path): the order is the sidebar's order; the url_path is a public contract (deep links).
 PAGES = [
     ("worksheet.py", "Worksheet", ":material/calculate:", "worksheet"),
+    ("probes.py", "Probes", ":material/monitor_heart:", "probes"),
+    ("endpoints.py", "Endpoints", ":material/dns:", "endpoints"),
+    ("regions.py", "Regions", ":material/public:", "regions"),
+    ("logs.py", "Logs", ":material/receipt_long:", "logs"),
+    ("capacity.py", "Capacity & cost", ":material/payments:", "capacity"),
+    ("compare.py", "Compare", ":material/compare_arrows:", "compare"),
+    ("whatif.py", "What-if", ":material/query_stats:", "whatif"),
 ]
 
 pages = [

@@ -1,0 +1,144 @@
+"""Endpoints: what do we probe, how often, from where? (the worker probes these; results on the Probes page)"""
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from app.cache import engine
+from planner.endpoints import (
+    CONNECTION_POLICIES,
+    PROTOCOLS,
+    EndpointError,
+    EndpointNotFound,
+    add_endpoint,
+    edit_endpoint,
+    export_toml,
+    import_toml,
+    key_status,
+    list_endpoints,
+    min_interval_s,
+    remove_endpoint,
+)
+from planner.store.worker import endpoint_statuses
+from planner.worker import lease
+from planner.worker.cold import keeps_itself_warm
+
+st.title("Endpoints")
+st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
+           "from every vantage that runs a worker. API keys are named by environment variable, never stored.")
+eng = engine()
+rows = list_endpoints(eng)
+statuses = endpoint_statuses(eng)
+now_ms = time.time() * 1000
+
+leases = [r for r in lease.current(eng) if r["expires_at_ms"] > now_ms]
+if leases:
+    st.caption("Workers running: " + ", ".join(f"vantage {r['vantage'] or '(default)'!r} on {r['holder'].split(':')[0]}" for r in leases))
+else:
+    st.warning("No worker is running: start `ttft-planner serve` (dashboard + worker) or `ttft-planner worker`.",
+               icon=":material/pause_circle:")
+
+
+def _state(ep) -> str:
+    ks = key_status(ep)
+    if ks == "key missing":
+        return "key missing"
+    if not ep.enabled:
+        return "disabled"
+    reports = statuses.get(ep.id, [])
+    return ", ".join(f"{s['state']}{' @ ' + s['vantage'] if s['vantage'] else ''}" for s in reports) or "not probed yet"
+
+
+if rows:
+    table = pd.DataFrame([{
+        "name": e.name, "status": _state(e), "provider": e.provider, "region": e.region, "protocol": e.protocol,
+        "base URL": e.base_url, "model": e.model, "key env var": e.api_key_env or "—", "interval (s)": e.interval_s,
+        "timeout (s)": e.timeout_s, "prompt tokens": e.prompt_tokens, "max tokens": e.max_tokens,
+        "connection": e.connection_policy, "scale-down window (s)": e.scale_down_window_s, "enabled": e.enabled,
+        "vantage": e.vantage or "any", "simulated": e.simulated,
+    } for e in rows])
+    st.dataframe(table, hide_index=True, key="endpoints_table")
+    warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
+    if warm:
+        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {', '.join(warm)}. "
+                "Use a cold reading (Probes page) to measure their cold start.", icon=":material/local_fire_department:")
+    for e in rows:
+        for s in statuses.get(e.id, []):
+            if s["state"] == "failing" and s["consecutive_failures"] >= 3:
+                st.warning(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
+                           f"in a row — {s['detail']}")
+else:
+    st.info("No endpoints yet. Add one below, or import a TOML file.")
+
+
+def _form(prefix: str, e=None) -> dict:
+    """The endpoint fields as widgets (prefilled from `e`); returns their values."""
+    g = (lambda f, d: getattr(e, f) if e is not None else d)
+    c = st.columns(3)
+    out = {
+        "name": c[0].text_input("Name", g("name", ""), key=f"{prefix}_name"),
+        "provider": c[1].text_input("Provider", g("provider", ""), key=f"{prefix}_provider"),
+        "region": c[2].text_input("Region", g("region", ""), key=f"{prefix}_region"),
+        "base_url": c[0].text_input("Base URL", g("base_url", ""), key=f"{prefix}_base_url",
+                                    placeholder="https://api.example.com/v1", help="http:// or https:// only."),
+        "model": c[1].text_input("Model", g("model", ""), key=f"{prefix}_model"),
+        "api_key_env": c[2].text_input("API key env var (name, not the key)", g("api_key_env", ""), key=f"{prefix}_key",
+                                       placeholder="OPENAI_API_KEY"),
+        "protocol": c[0].selectbox("Protocol", PROTOCOLS, index=PROTOCOLS.index(g("protocol", "openai-chat")), key=f"{prefix}_protocol"),
+        "interval_s": c[1].number_input("Probe interval (s)", min_value=0.0, value=float(g("interval_s", 60.0)), key=f"{prefix}_interval",
+                                        help=f"At least {min_interval_s():g} s."),
+        "timeout_s": c[2].number_input("Timeout (s)", min_value=0.0, value=float(g("timeout_s", 30.0)), key=f"{prefix}_timeout"),
+        "prompt_tokens": c[0].number_input("Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"),
+        "max_tokens": c[1].number_input("Max tokens", min_value=1, value=int(g("max_tokens", 64)), key=f"{prefix}_max"),
+        "connection_policy": c[2].selectbox("Connection", CONNECTION_POLICIES,
+                                            index=CONNECTION_POLICIES.index(g("connection_policy", "fresh")), key=f"{prefix}_conn"),
+        "scale_down_window_s": c[0].number_input("Scale-down window (s), if known", min_value=0.0, value=g("scale_down_window_s", None),
+                                                 key=f"{prefix}_window"),
+        "vantage": c[1].text_input("Vantage (empty = every worker)", g("vantage", ""), key=f"{prefix}_vantage"),
+        "enabled": c[2].checkbox("Enabled", value=bool(g("enabled", True)), key=f"{prefix}_enabled"),
+    }
+    return out
+
+
+with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
+    with st.form("add_endpoint", clear_on_submit=False):
+        values = _form("add")
+        if st.form_submit_button("Add endpoint", type="primary"):
+            try:
+                row = add_endpoint(eng, values)
+                st.success(f"Added {row.name}: the worker starts probing it within a few seconds ({key_status(row)}).")
+                st.rerun()
+            except EndpointError as exc:
+                st.error(f"{exc.field or 'endpoint'}: {exc}" if exc.field else str(exc))
+
+if rows:
+    with st.expander("Edit or remove", icon=":material/edit:"):
+        name = st.selectbox("Endpoint", [e.name for e in rows], key="edit_pick")
+        current = next(e for e in rows if e.name == name)
+        with st.form(f"edit_{current.id}"):
+            values = _form(f"edit{current.id}", current)
+            save, remove = st.columns(2)
+            if save.form_submit_button("Save changes", type="primary"):
+                try:
+                    edit_endpoint(eng, name, values)
+                    st.success("Saved.")
+                    st.rerun()
+                except (EndpointError, EndpointNotFound) as exc:
+                    st.error(str(exc))
+            if remove.form_submit_button("Remove endpoint and its samples"):
+                remove_endpoint(eng, name)
+                st.rerun()
+
+with st.expander("Import / export (TOML, for keeping the list in git)", icon=":material/swap_vert:"):
+    st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
+                       on_click="ignore")
+    up = st.file_uploader("Import a TOML file of [[endpoint]] tables", type=["toml"], key="endpoints_import")
+    if up is not None and st.button("Import", key="endpoints_do_import"):
+        try:
+            res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
+            st.success(f"Added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}.")
+            for i, n, msg in res.rejected:
+                st.error(f"{up.name}: endpoint #{i} {n!r}: {msg}")
+        except EndpointError as exc:
+            st.error(f"{up.name}: {exc}")

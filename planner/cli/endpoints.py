@@ -1,0 +1,172 @@
+"""`ttft-planner endpoints add|list|edit|remove|import|export`: the endpoint registry from the shell."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.endpoints import (
+    EDITABLE_FIELDS,
+    EndpointError,
+    EndpointNotFound,
+    add_endpoint,
+    edit_endpoint,
+    export_toml,
+    import_toml,
+    key_status,
+    list_endpoints,
+    remove_endpoint,
+)
+
+__all__ = ["COMMANDS"]
+
+
+def _field_options(required: bool):
+    """Click options for every editable field (--base-url, --interval-s, …)."""
+    helps = {
+        "name": "Unique name.", "provider": "Provider label.", "region": "Region label.",
+        "protocol": "openai-chat | openai-completions | anthropic.", "base_url": "http(s) base URL, e.g. https://api.example.com/v1.",
+        "model": "Model name sent in requests.", "api_key_env": "NAME of the env var holding the API key (never the key).",
+        "interval_s": "Probe interval (s); minimum 10 s ($TTFT_PLANNER_MIN_INTERVAL_S lowers it for tests).",
+        "timeout_s": "Probe timeout (s), shorter than the interval.", "prompt_tokens": "Prompt length (tokens).",
+        "max_tokens": "max_tokens of each probe.", "connection_policy": "fresh | keep-alive.",
+        "scale_down_window_s": "The provider's idle scale-down window (s), if known.",
+        "enabled": "Probe it (true/false).", "vantage": "Only workers with this --vantage probe it ('' = any).",
+    }
+
+    def deco(f):
+        for name in reversed(list(EDITABLE_FIELDS)):
+            if name == "name":
+                continue
+            typ = EDITABLE_FIELDS[name][0]
+            flag = "--" + name.replace("_", "-")
+            ctype = {bool: click.BOOL, float: click.FLOAT, int: click.INT}.get(typ, click.STRING)
+            f = click.option(flag, name, type=ctype, default=None, required=required and name in ("base_url", "model"),
+                             help=helps[name])(f)
+        return f
+
+    return deco
+
+
+def _raise_bad(exc: EndpointError) -> None:
+    hint = "--" + exc.field.replace("_", "-") if exc.field and exc.field != "name" else ("NAME" if exc.field == "name" else None)
+    raise click.BadParameter(str(exc), param_hint=hint)
+
+
+@click.group()
+def endpoints() -> None:
+    """The endpoints the worker probes (name, URL, model, key env var, interval, …)."""
+
+
+@endpoints.command("add")
+@click.argument("name")
+@_field_options(required=True)
+@store_option
+def add_cmd(name, database_url, **fields) -> None:
+    """Add an endpoint. Example: ttft-planner endpoints add eu-llama --base-url https://api.example.com/v1
+    --model llama-3.1-8b --api-key-env EXAMPLE_API_KEY --interval-s 60"""
+    engine = open_engine(database_url)
+    given = {k: v for k, v in fields.items() if v is not None}
+    try:
+        row = add_endpoint(engine, {"name": name, **given})
+    except EndpointError as exc:
+        _raise_bad(exc)
+    click.echo(f"added {row.name} ({row.base_url}, model {row.model}, every {row.interval_s:g} s); key: {key_status(row)}")
+
+
+@endpoints.command("edit")
+@click.argument("name")
+@click.option("--rename", default=None, help="New name.")
+@_field_options(required=False)
+@store_option
+def edit_cmd(name, rename, database_url, **fields) -> None:
+    """Change fields of an endpoint (only the options given)."""
+    engine = open_engine(database_url)
+    changes = {k: v for k, v in fields.items() if v is not None}
+    if rename:
+        changes["name"] = rename
+    if not changes:
+        raise click.UsageError("nothing to change: give at least one option, e.g. --interval-s 120")
+    try:
+        row = edit_endpoint(engine, name, changes)
+    except EndpointNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+    except EndpointError as exc:
+        _raise_bad(exc)
+    click.echo(f"updated {row.name}")
+
+
+@endpoints.command("remove")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask; its samples are deleted too.")
+@store_option
+def remove_cmd(name, yes, database_url) -> None:
+    """Remove an endpoint and its samples."""
+    engine = open_engine(database_url)
+    if not yes:
+        click.confirm(f"remove {name} and all its samples?", abort=True)
+    try:
+        remove_endpoint(engine, name)
+    except EndpointNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+    click.echo(f"removed {name}")
+
+
+@endpoints.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@store_option
+def list_cmd(as_json, database_url) -> None:
+    """List endpoints with their key status ("key missing" when the env var is not set here)."""
+    engine = open_engine(database_url)
+    rows = list_endpoints(engine)
+    for r in rows:
+        rec = {f: getattr(r, f) for f in EDITABLE_FIELDS} | {"simulated": r.simulated, "key": key_status(r)}
+        if as_json:
+            echo_json(rec)
+        else:
+            state = "enabled" if r.enabled else "disabled"
+            click.echo(f"{r.name:<24} {r.base_url:<40} {r.model:<20} every {r.interval_s:g} s  {state}  {rec['key']}"
+                       + (f"  vantage={r.vantage}" if r.vantage else ""))
+    if not rows and not as_json:
+        click.echo("no endpoints yet: ttft-planner endpoints add NAME --base-url URL --model MODEL")
+
+
+@endpoints.command("export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", help="File (default stdout).")
+@store_option
+def export_cmd(output, database_url) -> None:
+    """Write every endpoint as TOML ([[endpoint]] tables) — keep the list in git. Env var names only, never keys."""
+    text = export_toml(open_engine(database_url))
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        click.echo(f"wrote {output}", err=True)
+
+
+@endpoints.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--no-update", is_flag=True, help="Reject records whose name exists instead of updating them.")
+@store_option
+def import_cmd(path, no_update, database_url) -> None:
+    """Add or update endpoints from a TOML file of [[endpoint]] tables (exit 1 if any record was rejected)."""
+    engine = open_engine(database_url)
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="PATH") from None
+    try:
+        res = import_toml(engine, text, update=not no_update)
+    except EndpointError as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="PATH") from None
+    click.echo(f"added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}")
+    for i, name, msg in res.rejected:
+        click.echo(f"  {path}: endpoint #{i} {name!r}: {msg}", err=True)
+    if res.rejected:
+        fail(f"{len(res.rejected)} record(s) rejected")
+
+
+COMMANDS = [endpoints]

@@ -1,0 +1,177 @@
+"""`ttft-planner worker`, `cold-reading` and `serve`: the probe worker, cold readings, and the one-command app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
+from planner.store.worker import create_request, get_request
+from planner.worker import lease
+from planner.worker.cold import ColdReadingError, idle_seconds_for
+from planner.worker.runner import Worker, WorkerConfig, run_worker
+
+__all__ = ["COMMANDS", "demo_simulator_config"]
+
+APP_PATH = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.error"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def demo_simulator_config():
+    """The built-in simulated endpoint's behaviour: office-hours load, 300 s scale-down, 20 s cold start behind 503s."""
+    from planner.simulator import OFFICE_LOAD_CURVE, SimulatorConfig
+
+    return SimulatorConfig(load_curve=OFFICE_LOAD_CURVE, scale_down_window_s=300.0, cold_start_s=20.0, cold_503=True)
+
+
+def _worker_options(f):
+    f = click.option("--vantage", default="", show_default=True,
+                     help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
+                          "different vantages probe side by side.")(f)
+    f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
+                     help="A dead worker's lease expires after this long; a standby of the same vantage then takes over.")(f)
+    f = click.option("--retention-days", type=click.FloatRange(min=0.01), default=None,
+                     help="Days of raw samples to keep (older ones are rolled up hourly). "
+                          "Default $TTFT_PLANNER_RETENTION_DAYS or 90.")(f)
+    return f
+
+
+@click.command()
+@_worker_options
+@click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+@store_option
+def worker(vantage, lease_ttl_s, retention_days, simulator, verbose, database_url) -> None:
+    """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
+
+    The only writer of probe rows. Slots it cannot run are stored as skipped, never
+    back-filled; a restart after a crash neither loses nor duplicates stored samples.
+    """
+    _logging(verbose)
+    engine = open_engine(database_url)
+    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days)
+    with contextlib.ExitStack() as stack:
+        if simulator:
+            from planner.simulator import running_simulator
+
+            url = stack.enter_context(running_simulator(demo_simulator_config()))
+            ensure_simulated_endpoint(engine, url)
+            click.echo(f"simulated endpoint at {url}", err=True)
+        asyncio.run(run_worker(engine, config))
+
+
+@click.command("cold-reading")
+@click.argument("endpoint")
+@click.option("--idle", "idle_s", type=float, default=None,
+              help="Seconds to idle before the cold probe (default: the endpoint's scale-down window + max(30 s, 10 %)).")
+@click.option("--vantage", default=None, help="Which vantage's worker runs it (default: the endpoint's, else any).")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the result.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@store_option
+def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None:
+    """Ask the worker for a cold reading of ENDPOINT: pause its probes, idle past the scale-down window,
+    time one cold probe (503s and retries included) then one warm probe. cold − warm estimates segment 2."""
+    engine = open_engine(database_url)
+    try:
+        ep = get_endpoint(engine, endpoint)
+    except EndpointNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="ENDPOINT") from None
+    try:
+        idle = idle_seconds_for(ep.scale_down_window_s, idle_s)
+    except ColdReadingError as exc:
+        raise click.BadParameter(str(exc), param_hint="--idle") from None
+    vantage = ep.vantage if vantage is None else vantage
+    now = int(time.time() * 1000)
+    live = [r for r in lease.current(engine) if r["expires_at_ms"] > now and (not vantage or r["vantage"] == vantage)]
+    if not live:
+        click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
+                   "the reading starts when one does (ttft-planner worker)", err=True)
+    req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
+    if not wait:
+        click.echo(f"queued cold reading #{req_id} of {ep.name} (idle {idle:g} s)")
+        return
+    click.echo(f"cold reading of {ep.name}: idling {idle:g} s, then one cold and one warm probe…", err=True)
+    while True:
+        req = get_request(engine, req_id)
+        if req is None:
+            fail(f"request #{req_id} disappeared (was the endpoint removed?)")
+        if req["status"] in ("done", "failed"):
+            break
+        time.sleep(1.0)
+    if as_json:
+        echo_json(req)
+    else:
+        click.echo(f"{req['status']}: {req['detail'] or ''}")
+    if req["status"] != "done":
+        sys.exit(1)
+
+
+async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
+    w = Worker(engine, config)
+
+    async def watch() -> None:
+        while proc.poll() is None:
+            await asyncio.sleep(0.5)
+        logging.getLogger("planner.worker").warning("the dashboard exited (code %s): stopping the worker", proc.returncode)
+        w.request_stop()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await run_worker(engine, worker=w)
+    finally:
+        watcher.cancel()
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Dashboard port.")
+@click.option("--address", default="127.0.0.1", show_default=True, help="Dashboard address (0.0.0.0 to share on a LAN).")
+@click.option("--no-simulator", is_flag=True, help="Do not start the built-in simulated endpoint.")
+@_worker_options
+@store_option
+def serve(port, address, no_simulator, vantage, lease_ttl_s, retention_days, database_url) -> None:
+    """Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together."""
+    _logging(False)
+    engine = open_engine(database_url)
+    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days)
+    env = dict(os.environ)
+    if database_url:
+        env["TTFT_PLANNER_DATABASE_URL"] = database_url
+    with contextlib.ExitStack() as stack:
+        if not no_simulator:
+            from planner.simulator import running_simulator
+
+            url = stack.enter_context(running_simulator(demo_simulator_config()))
+            ensure_simulated_endpoint(engine, url)
+            click.echo(f"simulated endpoint at {url}", err=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(APP_PATH), f"--server.port={port}",
+             f"--server.address={address}", "--server.headless=true", "--browser.gatherUsageStats=false"],
+            env=env)
+        click.echo(f"dashboard at http://{address}:{port}  (worker vantage {vantage!r}; Ctrl-C stops everything)", err=True)
+        try:
+            asyncio.run(_serve(engine, config, proc))
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+COMMANDS = [worker, cold_reading, serve]

@@ -1,0 +1,345 @@
+"""The endpoint registry: validated add/edit/remove, TOML import/export, the built-in simulated endpoint.
+
+An endpoint is what the worker probes (planner.store.probes.EndpointRow). The
+API key is referenced by the *name* of an environment variable and never
+stored; `key_status` says "key missing" when that variable is not set, and the
+worker then reports the endpoint instead of probing it.
+
+Probe intervals have a product minimum of 10 s (a probe every few seconds is
+load, not measurement). Tests and demos may lower it with the environment
+variable TTFT_PLANNER_MIN_INTERVAL_S (never below 0.2 s).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+import tomli_w
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from planner.store.engine import session
+from planner.store.probes import EndpointRow
+
+__all__ = [
+    "CONNECTION_POLICIES",
+    "EDITABLE_FIELDS",
+    "EndpointError",
+    "EndpointNotFound",
+    "ImportResult",
+    "MIN_INTERVAL_ENV",
+    "PROTOCOLS",
+    "SIMULATED_NAME",
+    "add_endpoint",
+    "edit_endpoint",
+    "ensure_simulated_endpoint",
+    "export_toml",
+    "get_endpoint",
+    "import_toml",
+    "key_status",
+    "list_endpoints",
+    "min_interval_s",
+    "remove_endpoint",
+    "validate",
+]
+
+MIN_INTERVAL_ENV = "TTFT_PLANNER_MIN_INTERVAL_S"
+PRODUCT_MIN_INTERVAL_S = 10.0
+ABSOLUTE_MIN_INTERVAL_S = 0.2
+PROTOCOLS = ("openai-chat", "openai-completions", "anthropic")
+CONNECTION_POLICIES = ("fresh", "keep-alive")
+SIMULATED_NAME = "simulated"
+
+# Field → (type, default). The order is the TOML export's order and the form's.
+EDITABLE_FIELDS: dict[str, tuple[type, Any]] = {
+    "name": (str, None),
+    "provider": (str, ""),
+    "region": (str, ""),
+    "protocol": (str, "openai-chat"),
+    "base_url": (str, None),
+    "model": (str, None),
+    "api_key_env": (str, ""),
+    "interval_s": (float, 60.0),
+    "timeout_s": (float, 30.0),
+    "prompt_tokens": (int, 1000),
+    "max_tokens": (int, 64),
+    "connection_policy": (str, "fresh"),
+    "scale_down_window_s": (float, None),
+    "enabled": (bool, True),
+    "vantage": (str, ""),
+}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class EndpointError(ValueError):
+    """Invalid endpoint input; `.field` names the offending field ('' for the whole record)."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class EndpointNotFound(KeyError):
+    """No endpoint has this name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "endpoint not found"
+
+
+def min_interval_s() -> float:
+    """The smallest accepted probe interval (s): 10, or $TTFT_PLANNER_MIN_INTERVAL_S (≥ 0.2) for tests."""
+    raw = os.environ.get(MIN_INTERVAL_ENV)
+    if not raw:
+        return PRODUCT_MIN_INTERVAL_S
+    try:
+        return max(ABSOLUTE_MIN_INTERVAL_S, float(raw))
+    except ValueError:
+        return PRODUCT_MIN_INTERVAL_S
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    typ, default = EDITABLE_FIELDS[name]
+    if value is None or (isinstance(value, str) and value.strip() == "" and typ is not str):
+        if default is None and name != "scale_down_window_s":
+            raise EndpointError(f"{name} is required", name)
+        return default
+    try:
+        if typ is bool:
+            if isinstance(value, str):
+                if value.strip().lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.strip().lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if typ is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if typ is float:
+            out = float(value)
+            if not math.isfinite(out):
+                raise ValueError(value)
+            return out
+        return str(value).strip()
+    except (TypeError, ValueError):
+        raise EndpointError(f"{name} must be a {typ.__name__}, got {value!r}", name) from None
+
+
+def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Check and normalise one endpoint record; returns the clean dict of EDITABLE_FIELDS.
+
+    Raises EndpointError naming the field: unknown fields, a missing name/base_url/model,
+    a URL that is not http(s)://host, an unknown protocol or connection policy, an interval
+    below min_interval_s(), a timeout not below the interval, non-positive token counts,
+    an env var name that is not a valid identifier.
+    """
+    unknown = sorted(set(fields) - set(EDITABLE_FIELDS))
+    if unknown:
+        raise EndpointError(f"unknown field(s): {', '.join(unknown)}; known: {', '.join(EDITABLE_FIELDS)}", unknown[0])
+    out = {name: _coerce(name, fields.get(name, EDITABLE_FIELDS[name][1])) for name in EDITABLE_FIELDS}
+    for name in ("name", "base_url", "model"):
+        if not out[name]:
+            raise EndpointError(f"{name} is required", name)
+    if len(out["name"]) > 120:
+        raise EndpointError("name can have at most 120 characters", "name")
+    url = urlsplit(out["base_url"])
+    if url.scheme not in ("http", "https"):
+        raise EndpointError(f"base_url must start with http:// or https://, got {out['base_url']!r}", "base_url")
+    if not url.hostname:
+        raise EndpointError(f"base_url has no host: {out['base_url']!r}", "base_url")
+    try:
+        url.port
+    except ValueError:
+        raise EndpointError(f"base_url has an invalid port: {out['base_url']!r}", "base_url") from None
+    if url.username or url.password:
+        raise EndpointError("base_url must not contain credentials; put the key in an env var and name it in api_key_env", "base_url")
+    out["base_url"] = out["base_url"].rstrip("/")
+    if out["protocol"] not in PROTOCOLS:
+        raise EndpointError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {out['protocol']!r}", "protocol")
+    if out["connection_policy"] not in CONNECTION_POLICIES:
+        raise EndpointError(f"connection_policy must be one of {', '.join(CONNECTION_POLICIES)}, got {out['connection_policy']!r}", "connection_policy")
+    low = min_interval_s()
+    if out["interval_s"] < low:
+        raise EndpointError(f"interval_s must be at least {low:g} s, got {out['interval_s']:g}", "interval_s")
+    if out["timeout_s"] <= 0:
+        raise EndpointError(f"timeout_s must be > 0, got {out['timeout_s']:g}", "timeout_s")
+    if out["timeout_s"] >= out["interval_s"]:
+        raise EndpointError(f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s")
+    for name in ("prompt_tokens", "max_tokens"):
+        if out[name] < 1:
+            raise EndpointError(f"{name} must be ≥ 1, got {out[name]}", name)
+    if out["scale_down_window_s"] is not None and out["scale_down_window_s"] < 0:
+        raise EndpointError(f"scale_down_window_s must be ≥ 0, got {out['scale_down_window_s']:g}", "scale_down_window_s")
+    if out["api_key_env"] and not _ENV_NAME.match(out["api_key_env"]):
+        raise EndpointError(f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; never paste the key itself", "api_key_env")
+    return out
+
+
+def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
+    """'no key needed', 'key set' or 'key missing' (the env var named by api_key_env is unset or empty)."""
+    if not row.api_key_env:
+        return "no key needed"
+    env = os.environ if env is None else env
+    return "key set" if env.get(row.api_key_env) else "key missing"
+
+
+def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str | None = None) -> list[EndpointRow]:
+    """Endpoints by name; with `vantage`, only those probed from it (their vantage is '' or equal)."""
+    q = select(EndpointRow).order_by(EndpointRow.name)
+    if enabled_only:
+        q = q.where(EndpointRow.enabled == sa.true())
+    if vantage is not None:
+        q = q.where(sa.or_(EndpointRow.vantage == "", EndpointRow.vantage == vantage))
+    with session(engine) as s:
+        return list(s.exec(q).all())
+
+
+def get_endpoint(engine: Engine, name: str) -> EndpointRow:
+    """The endpoint named `name`; raises EndpointNotFound."""
+    with session(engine) as s:
+        row = s.exec(select(EndpointRow).where(EndpointRow.name == name)).first()
+    if row is None:
+        raise EndpointNotFound(f"no endpoint named {name!r}")
+    return row
+
+
+def add_endpoint(engine: Engine, fields: Mapping[str, Any], *, simulated: bool = False) -> EndpointRow:
+    """Validate and store a new endpoint; raises EndpointError (field 'name' for a duplicate)."""
+    clean = validate(fields)
+    now = _now_ms()
+    try:
+        with session(engine) as s:
+            if s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first() is not None:
+                raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name")
+            row = EndpointRow(**clean, simulated=simulated, created_at_ms=now, updated_at_ms=now)
+            s.add(row)
+            s.flush()
+            s.refresh(row)
+    except IntegrityError:
+        raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name") from None
+    return row
+
+
+def edit_endpoint(engine: Engine, name: str, changes: Mapping[str, Any]) -> EndpointRow:
+    """Apply `changes` to the endpoint `name` (renaming included); raises EndpointNotFound / EndpointError."""
+    current = get_endpoint(engine, name)
+    merged = {f: getattr(current, f) for f in EDITABLE_FIELDS} | dict(changes)
+    clean = validate(merged)
+    try:
+        with session(engine) as s:
+            row = s.get(EndpointRow, current.id)
+            if row is None:
+                raise EndpointNotFound(f"no endpoint named {name!r}")
+            if clean["name"] != name and s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first():
+                raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name")
+            for f, v in clean.items():
+                setattr(row, f, v)
+            row.updated_at_ms = _now_ms()
+            s.add(row)
+            s.flush()
+            s.refresh(row)
+    except IntegrityError:
+        raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name") from None
+    return row
+
+
+def remove_endpoint(engine: Engine, name: str) -> None:
+    """Delete the endpoint `name` and (cascade) its samples; raises EndpointNotFound."""
+    row = get_endpoint(engine, name)
+    with engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+        conn.execute(sa.delete(EndpointRow.__table__).where(EndpointRow.__table__.c.id == row.id))
+
+
+def export_toml(engine: Engine) -> str:
+    """Every endpoint as TOML (`[[endpoint]]` tables), for keeping the list in git. No keys: only env var names."""
+    out = []
+    for row in list_endpoints(engine):
+        if row.simulated:
+            continue  # its URL is local and changes each run; `serve` registers it
+        rec = {f: getattr(row, f) for f in EDITABLE_FIELDS if getattr(row, f) is not None}
+        out.append(rec)
+    return tomli_w.dumps({"endpoint": out})
+
+
+@dataclass
+class ImportResult:
+    """What import_toml did: names added, names updated, and (index, name, message) rejections."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    rejected: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+def import_toml(engine: Engine, text: str, *, update: bool = True) -> ImportResult:
+    """Add the `[[endpoint]]` records of a TOML document; existing names are updated (or rejected
+    with update=False). Invalid records are reported in .rejected and the rest still imported.
+    Raises EndpointError for a document that is not TOML or has no `endpoint` array."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EndpointError(f"not valid TOML: {exc}") from None
+    records = doc.get("endpoint")
+    if not isinstance(records, list):
+        raise EndpointError("expected an array of tables [[endpoint]]")
+    result = ImportResult()
+    for i, rec in enumerate(records, start=1):
+        name = str(rec.get("name", "")) if isinstance(rec, dict) else ""
+        try:
+            if not isinstance(rec, dict):
+                raise EndpointError("not a table")
+            try:
+                get_endpoint(engine, name)
+                exists = True
+            except EndpointNotFound:
+                exists = False
+            if exists and update:
+                edit_endpoint(engine, name, rec)
+                result.updated.append(name)
+            else:
+                add_endpoint(engine, rec)
+                result.added.append(name)
+        except EndpointError as exc:
+            where = f" ({exc.field})" if exc.field else ""
+            result.rejected.append((i, name, f"{exc}{where}"))
+    return result
+
+
+def ensure_simulated_endpoint(engine: Engine, base_url: str, *, model: str = "sim-1") -> EndpointRow | None:
+    """Register the built-in simulated endpoint on first run, or point it at `base_url` now.
+
+    On an empty registry it adds `simulated` (60 s interval, scale-down window 300 s);
+    if the simulated endpoint exists its base_url is updated. If the registry has
+    endpoints but the simulated one was removed, nothing is added (returns None).
+    """
+    with session(engine) as s:
+        row = s.exec(select(EndpointRow).where(EndpointRow.simulated == sa.true())).first()
+        if row is not None:
+            row.base_url, row.updated_at_ms = base_url.rstrip("/"), _now_ms()
+            s.add(row)
+            s.flush()
+            s.refresh(row)
+            return row
+        if s.exec(select(EndpointRow.id)).first() is not None:
+            return None
+    return add_endpoint(engine, {
+        "name": SIMULATED_NAME, "provider": "built-in simulator", "region": "local", "base_url": base_url,
+        "model": model, "interval_s": max(60.0, min_interval_s()), "timeout_s": 30.0, "prompt_tokens": 1000,
+        "max_tokens": 32, "scale_down_window_s": 300.0,
+    }, simulated=True)

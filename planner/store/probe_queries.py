@@ -1,0 +1,382 @@
+"""Queries behind the Probes page, aggregated in SQL so a million samples stay fast.
+
+Every percentile is nearest-rank (planner.stats' definition, rank = ceil(p·n))
+computed in SQL with window functions: ``ROW_NUMBER() OVER (PARTITION BY key
+ORDER BY ttft_ms)`` and the partition's ``COUNT(*)``, keeping the row whose rank
+is ``(P·n + 99) / 100`` in integer arithmetic (= ceil(P/100 · n)). The same
+statement serves the time series (key = time bucket), the hour-of-day shape
+(key = hour in the viewer's time zone), the day × hour heatmap and the summary,
+so only a few dozen rows ever leave the database. The summary, the hours of the day and
+the time series use a faster two-pass variant instead of the window sort: counts per
+(group, ttft cell of 1 ms — 8 ms for the time series' hundreds of buckets) first, then
+only the rows of the cells that hold the wanted ranks; the result is the same exact
+nearest rank. Range scans use the index
+``(vantage, endpoint_id, started_at_ms)`` of probe_sample.
+
+Viewer time zone: the UTC offset of each sample is applied in SQL with a CASE
+over the zone's transitions inside the queried range, so hours stay right
+across daylight-saving changes.
+
+Which rows count: percentiles use successful samples of kind scheduled or
+manual; the error rate is failed / (ok + failed) of those kinds; skipped slots
+are counted apart; cold and warm samples belong to cold readings.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from planner.stats import min_n_for
+from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
+
+__all__ = [
+    "PHASES",
+    "SeriesKey",
+    "cold_readings",
+    "day_hour_heatmap",
+    "ecdf_points",
+    "export_csv",
+    "hour_of_day",
+    "latest_requests",
+    "phase_breakdown",
+    "series_bounds",
+    "series_keys",
+    "summary",
+    "time_series",
+]
+
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+PHASES = ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms")
+_OK = "(ok AND ttft_ms IS NOT NULL AND kind IN ('scheduled', 'manual'))"
+_ATTEMPT = "kind IN ('scheduled', 'manual')"
+_RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """One probe series: an endpoint seen from one vantage."""
+
+    endpoint_id: int
+    endpoint_name: str
+    vantage: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.endpoint_name} @ {self.vantage or 'default vantage'}"
+
+
+def _params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+    return {"vantage": key.vantage, "endpoint_id": key.endpoint_id, "start_ms": int(start_ms), "end_ms": int(end_ms)}
+
+
+def series_keys(engine: Engine) -> list[SeriesKey]:
+    """Every (endpoint, vantage) pair worth showing: each endpoint's own vantage plus every vantage
+    whose worker reported on it. Cheap: reads the endpoint and endpoint_status tables, not the samples."""
+    e, st = EndpointRow.__table__, EndpointStatusRow.__table__
+    with engine.connect() as conn:
+        eps = conn.execute(sa.select(e.c.id, e.c.name, e.c.vantage).order_by(e.c.name)).all()
+        seen = conn.execute(sa.select(st.c.endpoint_id, st.c.vantage)).all()
+    vantages: dict[int, set[str]] = {i: {v} for i, _, v in eps}
+    for i, v in seen:
+        vantages.setdefault(i, set()).add(v)
+    return [SeriesKey(i, name, v) for i, name, _ in eps for v in sorted(vantages[i])]
+
+
+def series_bounds(engine: Engine, key: SeriesKey) -> tuple[int | None, int | None]:
+    """(first, last) started_at_ms of the series, or (None, None) when it has no samples (two index seeks)."""
+    s = ProbeSampleRow.__table__
+    where = (s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id)
+    with engine.connect() as conn:
+        lo = conn.execute(sa.select(sa.func.min(s.c.started_at_ms)).where(*where)).scalar()
+        hi = conn.execute(sa.select(sa.func.max(s.c.started_at_ms)).where(*where)).scalar()
+    return lo, hi
+
+
+def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
+    """SQL for `started_at_ms + <UTC offset of tz at that instant, ms>` valid over [start_ms, end_ms)."""
+    zone = ZoneInfo(tz)
+
+    def off(ms: int) -> int:
+        when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone)
+        return int(when.utcoffset().total_seconds() * 1000)
+
+    step = 6 * HOUR_MS
+    bounds: list[tuple[int, int]] = []  # (transition instant, offset from then on)
+    t, cur = start_ms, off(start_ms)
+    first = cur
+    while t < end_ms:
+        nxt = min(t + step, end_ms)
+        o = off(nxt)
+        if o != cur:
+            lo, hi = t, nxt  # bisect to the millisecond
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if off(mid) == cur:
+                    lo = mid
+                else:
+                    hi = mid
+            bounds.append((hi, o))
+            cur = o
+        t = nxt
+    if not bounds:
+        return f"(started_at_ms + {first})"
+    whens = []
+    prev = first
+    for at, o in bounds:
+        whens.append(f"WHEN started_at_ms < {int(at)} THEN {int(prev)}")
+        prev = o
+    return f"(started_at_ms + CASE {' '.join(whens)} ELSE {int(prev)} END)"
+
+
+def _two_pass_percentiles(conn, key_sql: str, params: dict, ps: tuple[int, ...],
+                          width_ms: float = 1.0) -> tuple[list[dict], list[dict]]:
+    """Exact nearest-rank percentiles per group `k` without a window sort over every row.
+
+    Pass 1 counts successful samples per (k, ttft bucket of `width_ms`) — a GROUP BY, which
+    SQLite runs much faster than a window function; the rank of each percentile then falls in
+    a known bucket at a known offset. Pass 2 reads only the rows of those (k, bucket) cells and
+    picks the value at that offset. Buckets are a monotonic function of ttft_ms on both engines
+    (SQLite's CAST truncates, PostgreSQL's rounds), so the result is exactly planner.stats'
+    nearest rank. Returns (percentile rows, failed/skipped count rows), both keyed by k.
+    """
+    bucket = "CAST(ttft_ms AS INTEGER)" if width_ms == 1 else f"CAST(ttft_ms / {float(width_ms)!r} AS INTEGER)"
+    # One scan serves the counts too: failed and skipped rows land in the cell b = NULL of their group.
+    counts = conn.execute(sa.text(
+        f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
+        f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN {bucket} END AS b, ttft_ms,"
+        f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
+        f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
+        f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"), params).all()
+    by_k: dict = {}
+    tallies: dict = {}
+    for k, b, c, lo, hi, failed, skipped in counts:
+        t = tallies.setdefault(k, {"k": k, "failed": 0, "skipped": 0})
+        t["failed"] += int(failed or 0)
+        t["skipped"] += int(skipped or 0)
+        if b is not None:
+            by_k.setdefault(k, []).append((b, c, lo, hi))
+    wanted: dict = {}  # (k, bucket) -> [(p, offset within bucket)]
+    out: dict = {}
+    for k, buckets in by_k.items():
+        buckets.sort()
+        n = sum(c for _, c, _, _ in buckets)
+        out[k] = {"k": k, "n": n, "min_ms": min(lo for *_, lo, _ in buckets), "max_ms": max(hi for *_, hi in buckets)}
+        for p in ps:
+            rank = (p * n + 99) // 100  # = ceil(p/100 · n), as planner.stats.nearest_rank_index
+            seen = 0
+            for b, c, _, _ in buckets:
+                if seen + c >= rank:
+                    wanted.setdefault((k, b), []).append((p, rank - seen - 1))
+                    break
+                seen += c
+    if wanted:
+        cells = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(wanted))
+        rows = conn.execute(sa.text(
+            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket} AS b, ttft_ms FROM probe_sample "
+            f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {cells})"), params).all()
+        values: dict = {}
+        for k, b, v in rows:
+            values.setdefault((k, b), []).append(v)
+        for (k, b), picks in wanted.items():
+            vs = sorted(values[(k, b)])
+            for p, offset in picks:
+                out[k][f"p{p}_ms"] = vs[offset]
+    return list(out.values()), list(tallies.values())
+
+
+def _grouped(engine: Engine, key_sql: str, key: SeriesKey, start_ms: int, end_ms: int,
+             ps: tuple[int, ...] = (50, 95), *, two_pass_width_ms: float | None = None) -> pd.DataFrame:
+    """Per group `k`: n (ok samples), failed, skipped, nearest-rank percentiles p<P>_ms, min/max.
+
+    Two statements over the same index range: a plain GROUP BY for the counts, and one window
+    pass over the successful rows only for the percentiles (the sort is the expensive part, so
+    failures and skipped rows never enter it)."""
+    pcols = ", ".join(f"MAX(CASE WHEN rn = ({p} * n + 99) / 100 THEN ttft_ms END) AS p{p}_ms" for p in ps)
+    pct_sql = f"""
+        SELECT k, MAX(n) AS n, {pcols}, MIN(ttft_ms) AS min_ms, MAX(ttft_ms) AS max_ms FROM (
+            SELECT k, ttft_ms,
+                   ROW_NUMBER() OVER (PARTITION BY k ORDER BY ttft_ms) AS rn,
+                   COUNT(*) OVER (PARTITION BY k) AS n
+            FROM (SELECT {key_sql} AS k, ttft_ms FROM probe_sample WHERE {_RANGE} AND {_OK}) AS s
+        ) AS r GROUP BY k
+    """
+    count_sql = f"""
+        SELECT {key_sql} AS k,
+               SUM(CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END) AS failed,
+               SUM(CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END) AS skipped
+        FROM probe_sample WHERE {_RANGE} GROUP BY {key_sql}
+    """
+    params = _params(key, start_ms, end_ms)
+    with engine.connect() as conn:
+        if two_pass_width_ms is not None:
+            pct, counts = _two_pass_percentiles(conn, key_sql, params, ps, two_pass_width_ms)
+        else:
+            pct = conn.execute(sa.text(pct_sql), params).mappings().all()
+            counts = conn.execute(sa.text(count_sql), params).mappings().all()
+    pcols_names = [f"p{p}_ms" for p in ps]
+    a = pd.DataFrame([dict(r) for r in pct], columns=["k", "n", *pcols_names, "min_ms", "max_ms"])
+    b = pd.DataFrame([dict(r) for r in counts], columns=["k", "failed", "skipped"])
+    df = b.merge(a, on="k", how="outer").sort_values("k").reset_index(drop=True)
+    df = df[["k", "n", "failed", "skipped", *pcols_names, "min_ms", "max_ms"]]
+    for c in ("n", "failed", "skipped"):
+        df[c] = df[c].fillna(0).astype("int64")
+    for c in (*pcols_names, "min_ms", "max_ms"):
+        df[c] = df[c].astype("float64")
+    attempts = df["n"] + df["failed"]
+    df["error_rate"] = (df["failed"] / attempts.where(attempts > 0)).astype("float64")
+    return df
+
+
+def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+    """n, failed, skipped, error_rate, p50/p90/p95/p99 (ms, nearest rank) and which are reliable (n big enough)."""
+    df = _grouped(engine, "(started_at_ms * 0)", key, start_ms, end_ms, ps=(50, 90, 95, 99), two_pass_width_ms=1)
+    if df.empty:
+        return {"n": 0, "failed": 0, "skipped": 0, "error_rate": None,
+                **{f"p{p}_ms": None for p in (50, 90, 95, 99)}, "reliable": {}}
+    row = df.iloc[0].to_dict()
+    row.pop("k")
+    for c in ("n", "failed", "skipped"):
+        row[c] = int(row[c])
+    row["reliable"] = {f"p{p}": int(row["n"]) >= min_n_for(p / 100) for p in (50, 90, 95, 99)}
+    row["error_rate"] = None if pd.isna(row["error_rate"]) else float(row["error_rate"])
+    return {k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in row.items()}
+
+
+def time_series(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, *, max_raw: int = 3000,
+                buckets: int = 400) -> tuple[str, pd.DataFrame]:
+    """The TTFT time series: ('raw', one row per sample) when the range holds ≤ max_raw rows, else
+    ('bucketed', per time bucket p50/p95 with n and failures). Raw columns: started_at_ms, ttft_ms,
+    ok, kind, error_class; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
+    s = ProbeSampleRow.__table__
+    where = sa.and_(s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
+                    s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms)
+    with engine.connect() as conn:
+        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class)
+                           .where(where).order_by(s.c.started_at_ms).limit(max_raw + 1)).all()
+    if len(raw) <= max_raw:
+        df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class"])
+        df["ok"] = df["ok"].astype(bool)
+        return "raw", df
+    bucket_ms = max(60_000, -(-(end_ms - start_ms) // buckets))
+    bucket_ms = -(-bucket_ms // 60_000) * 60_000
+    df = _grouped(engine, f"(started_at_ms / {bucket_ms})", key, start_ms, end_ms, two_pass_width_ms=8)
+    df["t_ms"] = df["k"].astype("int64") * bucket_ms
+    df["bucket_ms"] = bucket_ms
+    return "bucketed", df.drop(columns=["k"])
+
+
+def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC") -> pd.DataFrame:
+    """24 rows (hour 0–23 in `tz`): n, failed, skipped, error_rate, p50_ms, p95_ms and `reliable_p50`/`reliable_p95`
+    (n ≥ 2 / n ≥ 20: below that the UI greys the hour). Hours without samples have n = 0."""
+    local = _offset_sql(tz, start_ms, end_ms)
+    df = _grouped(engine, f"(({local} / {HOUR_MS}) % 24)", key, start_ms, end_ms, two_pass_width_ms=1)
+    df = df.rename(columns={"k": "hour"})
+    df["hour"] = df["hour"].astype("int64")
+    full = pd.DataFrame({"hour": range(24)}).merge(df, on="hour", how="left")
+    for c in ("n", "failed", "skipped"):
+        full[c] = full[c].fillna(0).astype("int64")
+    full["reliable_p50"] = full["n"] >= min_n_for(0.5)
+    full["reliable_p95"] = full["n"] >= min_n_for(0.95)
+    return full
+
+
+def day_hour_heatmap(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC",
+                     max_days: int = 31) -> pd.DataFrame:
+    """One row per (local day, hour) with samples: day (datetime.date), hour, n, failed, p50_ms, p95_ms.
+
+    Covers at most the last `max_days` days of the range (a taller grid is unreadable, and it keeps
+    the query inside the page's time budget on long ranges)."""
+    start_ms = max(start_ms, end_ms - max_days * DAY_MS)
+    local = _offset_sql(tz, start_ms, end_ms)
+    df = _grouped(engine, f"({local} / {HOUR_MS})", key, start_ms, end_ms)
+    hours = df["k"].astype("int64")
+    df["day"] = [dt.date(1970, 1, 1) + dt.timedelta(days=int(h) // 24) for h in hours]
+    df["hour"] = hours % 24
+    return df.drop(columns=["k"])
+
+
+def ecdf_points(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, max_points: int = 500) -> pd.DataFrame:
+    """The empirical CDF of TTFT (ms), thinned in SQL to ≤ ~max_points ranks: ttft_ms, fraction (rank/n), n."""
+    sql = f"""
+        WITH r AS (
+            SELECT ttft_ms, ROW_NUMBER() OVER (ORDER BY ttft_ms) AS rn, COUNT(*) OVER () AS n
+            FROM probe_sample WHERE {_RANGE} AND {_OK}
+        )
+        SELECT ttft_ms, rn, n FROM r
+        WHERE rn = 1 OR rn = n OR rn % ((n + {max_points - 1}) / {max_points}) = 0
+        ORDER BY rn
+    """
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(sql), _params(key, start_ms, end_ms)).all()
+    df = pd.DataFrame(rows, columns=["ttft_ms", "rn", "n"])
+    df["fraction"] = (df["rn"] / df["n"]).astype("float64") if len(df) else pd.Series(dtype="float64")
+    return df
+
+
+def phase_breakdown(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, latest: int = 2000) -> pd.DataFrame:
+    """Median (nearest-rank p50) of each phase over the newest `latest` successful samples of the range:
+    phase, p50_ms, n. dns/connect/tls are durations; headers, first event, TTFT and first content are
+    offsets from send. (The newest 2,000 — a day and a half at 60 s — describe the connection path of now;
+    seven sorts over months of samples would not fit the page's time budget.)"""
+    cols = ", ".join(PHASES)
+    parts = []
+    for col in PHASES:
+        parts.append(f"""
+            SELECT '{col}' AS phase, MAX(CASE WHEN rn = (50 * n + 99) / 100 THEN v END) AS p50_ms, MAX(n) AS n FROM (
+                SELECT {col} AS v, ROW_NUMBER() OVER (ORDER BY {col}) AS rn, COUNT(*) OVER () AS n
+                FROM latest WHERE {col} IS NOT NULL
+            ) AS x_{col}""")
+    sql = (f"WITH latest AS (SELECT {cols} FROM probe_sample WHERE {_RANGE} AND {_OK} "
+           f"ORDER BY started_at_ms DESC LIMIT {int(latest)}) " + " UNION ALL ".join(parts))
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(sql), _params(key, start_ms, end_ms)).all()
+    df = pd.DataFrame(rows, columns=["phase", "p50_ms", "n"])
+    df["n"] = df["n"].fillna(0).astype("int64")
+    order = {p: i for i, p in enumerate(PHASES)}
+    return df.sort_values("phase", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def cold_readings(engine: Engine, endpoint_id: int, vantage: str | None = None, limit: int = 50) -> pd.DataFrame:
+    """Cold readings of an endpoint (newest first), all columns of cold_reading."""
+    c = ColdReadingRow.__table__
+    q = sa.select(c).where(c.c.endpoint_id == endpoint_id)
+    if vantage is not None:
+        q = q.where(c.c.vantage == vantage)
+    with engine.connect() as conn:
+        rows = conn.execute(q.order_by(c.c.requested_at_ms.desc()).limit(limit)).mappings().all()
+    return pd.DataFrame([dict(r) for r in rows], columns=[col.name for col in c.columns])
+
+
+def latest_requests(engine: Engine, endpoint_id: int, limit: int = 5) -> pd.DataFrame:
+    """The newest probe-now / cold-reading requests of an endpoint with their status."""
+    r = ProbeRequestRow.__table__
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(r).where(r.c.endpoint_id == endpoint_id)
+                            .order_by(r.c.id.desc()).limit(limit)).mappings().all()
+    return pd.DataFrame([dict(x) for x in rows], columns=[col.name for col in r.columns])
+
+
+def export_csv(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> str:
+    """Every raw sample of the series in the range as CSV (header row first), oldest first. No secrets: rows hold none."""
+    s = ProbeSampleRow.__table__
+    cols = [c for c in s.columns]
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["endpoint_name", *[c.name for c in cols]])
+    with engine.connect() as conn:
+        result = conn.execute(sa.select(*cols).where(
+            s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
+            s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms).order_by(s.c.started_at_ms))
+        for row in result:
+            w.writerow([key.endpoint_name, *row])
+    return buf.getvalue()

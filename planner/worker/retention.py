@@ -1,0 +1,180 @@
+"""Raw-sample retention and hourly rollups that keep percentiles readable.
+
+Raw samples are the source of truth for `retention_days` (default 90,
+$TTFT_PLANNER_RETENTION_DAYS). Older samples are folded, per endpoint, vantage
+and UTC hour, into a `probe_rollup` row — counts of ok / failed / skipped, min,
+max, sum, and a log-spaced TTFT histogram with 20 buckets per decade (each
+bucket ~12 % wide) — and deleted, in one transaction per chunk, so a crash
+never loses or double-counts a sample. A percentile read from a histogram is
+the nearest-rank bucket's upper edge: at most ~12 % above the exact value,
+never below it. (uptime-kuma keeps only avg/min/max in its rollups and cannot
+answer a p95 afterwards; this keeps the shape.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from planner.stats import Percentile, nearest_rank_index
+from planner.store.probes import ProbeSampleRow
+from planner.store.worker import ProbeRollupRow
+
+__all__ = [
+    "BUCKETS_PER_DECADE",
+    "DEFAULT_RETENTION_DAYS",
+    "RETENTION_ENV",
+    "RetentionResult",
+    "apply_retention",
+    "bucket_index",
+    "bucket_upper_ms",
+    "hist_percentile",
+    "merged_histogram",
+    "retention_days",
+]
+
+BUCKETS_PER_DECADE = 20
+DEFAULT_RETENTION_DAYS = 90.0
+RETENTION_ENV = "TTFT_PLANNER_RETENTION_DAYS"
+HOUR_MS = 3_600_000
+_MIN_MS = 0.01
+
+_S = ProbeSampleRow.__table__
+_R = ProbeRollupRow.__table__
+
+
+def retention_days() -> float:
+    """$TTFT_PLANNER_RETENTION_DAYS (days of raw samples to keep), default 90; raises ValueError if not > 0."""
+    raw = os.environ.get(RETENTION_ENV)
+    if not raw:
+        return DEFAULT_RETENTION_DAYS
+    days = float(raw)
+    if not days > 0:
+        raise ValueError(f"{RETENTION_ENV} must be > 0 days, got {raw!r}")
+    return days
+
+
+def bucket_index(ttft_ms: float) -> int:
+    """Histogram bucket of a TTFT: floor(20·log10(ms)); bucket i covers [10^(i/20), 10^((i+1)/20)) ms."""
+    return math.floor(BUCKETS_PER_DECADE * math.log10(max(ttft_ms, _MIN_MS)))
+
+
+def bucket_upper_ms(index: int) -> float:
+    """Upper edge (ms) of bucket `index`."""
+    return 10 ** ((index + 1) / BUCKETS_PER_DECADE)
+
+
+def hist_percentile(hist: dict[int, int], p: float) -> Percentile:
+    """Nearest-rank p-quantile of a bucket histogram (the bucket's upper edge, ms), with n."""
+    n = sum(hist.values())
+    if n == 0:
+        return Percentile(p=p, value=None, n=0)
+    target = nearest_rank_index(p, n)
+    seen = 0
+    for idx in sorted(hist):
+        seen += hist[idx]
+        if seen > target:
+            return Percentile(p=p, value=bucket_upper_ms(idx), n=n)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass
+class RetentionResult:
+    """What apply_retention did: rollup rows written or merged, raw samples deleted, the cutoff (epoch ms)."""
+
+    rollup_hours: int = 0
+    deleted_samples: int = 0
+    cutoff_ms: int = 0
+
+
+def _merge_hist(old_json: str | None, new: Counter) -> str:
+    merged = Counter({int(k): v for k, v in json.loads(old_json).items()}) if old_json else Counter()
+    merged.update(new)
+    return json.dumps({str(k): merged[k] for k in sorted(merged)})
+
+
+def apply_retention(engine: Engine, now_ms: int, days: float | None = None, *, vantage: str | None = None,
+                    chunk_hours: int = 24) -> RetentionResult:
+    """Roll up and delete raw samples older than `days` (default retention_days()), whole UTC hours only.
+
+    With `vantage`, only that vantage's samples. Each chunk (one endpoint, up to
+    `chunk_hours` hours) is folded and deleted in one transaction. Database errors propagate.
+    """
+    days = retention_days() if days is None else days
+    cutoff = ((now_ms - int(days * 86_400_000)) // HOUR_MS) * HOUR_MS
+    result = RetentionResult(cutoff_ms=cutoff)
+    base = _S.c.started_at_ms < cutoff
+    if vantage is not None:
+        base = sa.and_(base, _S.c.vantage == vantage)
+    with engine.connect() as conn:
+        groups = conn.execute(
+            sa.select(_S.c.endpoint_id, _S.c.vantage, sa.func.min(_S.c.started_at_ms)).where(base)
+            .group_by(_S.c.endpoint_id, _S.c.vantage)
+        ).all()
+    for endpoint_id, vt, first_ms in groups:
+        start = (first_ms // HOUR_MS) * HOUR_MS
+        while start < cutoff:
+            end = min(cutoff, start + chunk_hours * HOUR_MS)
+            result.rollup_hours += _fold_chunk(engine, endpoint_id, vt, start, end, result)
+            start = end
+    return result
+
+
+def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end: int, result: RetentionResult) -> int:
+    where = sa.and_(_S.c.endpoint_id == endpoint_id, _S.c.vantage == vantage,
+                    _S.c.started_at_ms >= start, _S.c.started_at_ms < end)
+    hours: dict[int, dict] = {}
+    with engine.begin() as conn:
+        for started, ok, kind, ttft in conn.execute(sa.select(_S.c.started_at_ms, _S.c.ok, _S.c.kind, _S.c.ttft_ms).where(where)):
+            h = hours.setdefault((started // HOUR_MS) * HOUR_MS, {"ok": 0, "failed": 0, "skipped": 0, "hist": Counter(),
+                                                                     "min": None, "max": None, "sum": 0.0})
+            if kind == "skipped":
+                h["skipped"] += 1
+            elif ok and ttft is not None:
+                h["ok"] += 1
+                h["hist"][bucket_index(ttft)] += 1
+                h["min"] = ttft if h["min"] is None else min(h["min"], ttft)
+                h["max"] = ttft if h["max"] is None else max(h["max"], ttft)
+                h["sum"] += ttft
+            else:
+                h["failed"] += 1
+        for hour, h in hours.items():
+            key = sa.and_(_R.c.endpoint_id == endpoint_id, _R.c.vantage == vantage, _R.c.hour_start_ms == hour)
+            old = conn.execute(sa.select(_R).where(key)).mappings().first()
+            if old is None:
+                conn.execute(_R.insert().values(
+                    endpoint_id=endpoint_id, vantage=vantage, hour_start_ms=hour, n_ok=h["ok"], n_failed=h["failed"],
+                    n_skipped=h["skipped"], ttft_min_ms=h["min"], ttft_max_ms=h["max"], ttft_sum_ms=h["sum"],
+                    hist_json=_merge_hist(None, h["hist"])))
+            else:
+                mins = [v for v in (old["ttft_min_ms"], h["min"]) if v is not None]
+                maxs = [v for v in (old["ttft_max_ms"], h["max"]) if v is not None]
+                conn.execute(_R.update().where(key).values(
+                    n_ok=old["n_ok"] + h["ok"], n_failed=old["n_failed"] + h["failed"],
+                    n_skipped=old["n_skipped"] + h["skipped"], ttft_min_ms=min(mins) if mins else None,
+                    ttft_max_ms=max(maxs) if maxs else None, ttft_sum_ms=old["ttft_sum_ms"] + h["sum"],
+                    hist_json=_merge_hist(old["hist_json"], h["hist"])))
+        deleted = conn.execute(_S.delete().where(where)).rowcount
+    result.deleted_samples += deleted or 0
+    return len(hours)
+
+
+def merged_histogram(engine: Engine, endpoint_id: int, vantage: str, start_ms: int, end_ms: int) -> tuple[dict[int, int], int, int]:
+    """(histogram, n_ok, n_failed) of the rollups of one endpoint and vantage whose hour starts in [start_ms, end_ms)."""
+    hist: Counter = Counter()
+    n_ok = n_failed = 0
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(_R.c.hist_json, _R.c.n_ok, _R.c.n_failed).where(
+            _R.c.endpoint_id == endpoint_id, _R.c.vantage == vantage,
+            _R.c.hour_start_ms >= start_ms, _R.c.hour_start_ms < end_ms)).all()
+    for hj, ok, failed in rows:
+        hist.update({int(k): v for k, v in json.loads(hj).items()})
+        n_ok += ok
+        n_failed += failed
+    return dict(hist), n_ok, n_failed

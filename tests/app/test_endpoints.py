@@ -1,0 +1,75 @@
+"""AppTest: the Endpoints view — add (with validation messages), key status, the warm-by-probing note, edit, remove."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from planner.endpoints import add_endpoint, list_endpoints
+from planner.store import open_store
+from tests.app.conftest import ROUTER
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.run()
+    at.switch_page("views/endpoints.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _fill(at, **values):
+    for k, v in values.items():
+        widget = {"interval": at.number_input, "timeout": at.number_input, "window": at.number_input}.get(k, at.text_input)
+        widget(key=f"add_{k}").set_value(v)
+    [b for b in at.button if b.label == "Add endpoint"][0].click().run()
+    assert not at.exception, at.exception
+
+
+def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
+    monkeypatch.delenv("ACME_KEY_FOR_TEST", raising=False)
+    at = _page()
+    assert any("No endpoints yet" in i.value for i in at.info)
+    assert any("No worker is running" in w.value for w in at.warning)
+    _fill(at, name="acme-eu", base_url="https://api.acme.example/v1", model="llama-3.1-8b", key="ACME_KEY_FOR_TEST")
+    table = at.dataframe[0].value
+    row = table[table["name"] == "acme-eu"].iloc[0]
+    assert row["status"] == "key missing" and row["key env var"] == "ACME_KEY_FOR_TEST"
+    assert row["interval (s)"] == 60.0
+    [e] = list_endpoints(open_store())
+    assert (e.base_url, e.api_key_env) == ("https://api.acme.example/v1", "ACME_KEY_FOR_TEST")
+
+
+def test_bad_input_is_refused_with_the_field_named_and_nothing_stored():
+    at = _page()
+    _fill(at, name="x", base_url="ftp://files.example/v1", model="m")
+    assert any("base_url" in e.value and "http://" in e.value for e in at.error)
+    _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=2.0, timeout=1.0)
+    assert any("interval_s" in e.value and "at least 10" in e.value for e in at.error)
+    assert list_endpoints(open_store()) == []
+
+
+def test_duplicate_name_is_refused():
+    add_endpoint(open_store(), {"name": "dup", "base_url": "https://a.example/v1", "model": "m"})
+    at = _page()
+    _fill(at, name="dup", base_url="https://b.example/v1", model="m")
+    assert any("already exists" in e.value for e in at.error)
+    assert [e.base_url for e in list_endpoints(open_store())] == ["https://a.example/v1"]
+
+
+def test_probing_faster_than_the_scale_down_window_is_flagged():
+    add_endpoint(open_store(), {"name": "hf", "base_url": "https://hf.example/v1", "model": "m", "interval_s": 60,
+                                "scale_down_window_s": 900})
+    at = _page()
+    assert any("keep them warm" in i.value and "hf" in i.value for i in at.info)
+
+
+def test_edit_and_remove():
+    add_endpoint(open_store(), {"name": "old", "base_url": "https://a.example/v1", "model": "m"})
+    at = _page()
+    e = list_endpoints(open_store())[0]
+    at.number_input(key=f"edit{e.id}_interval").set_value(120.0)
+    [b for b in at.button if b.label == "Save changes"][0].click().run()
+    assert list_endpoints(open_store())[0].interval_s == 120.0
+    [b for b in at.button if b.label.startswith("Remove endpoint")][0].click().run()
+    assert not at.exception, at.exception
+    assert list_endpoints(open_store()) == []

@@ -1,0 +1,162 @@
+"""AppTest: the Probes view over constructed samples — summary, hour-of-day (greyed hours), warnings,
+probe-now / cold-reading requests, and the segment-1 / segment-2 hand-off to the worksheet."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import numpy as np
+import sqlalchemy as sa
+from streamlit.testing.v1 import AppTest
+
+from planner.endpoints import add_endpoint
+from planner.store import open_store
+from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.worker import ColdReadingRow
+from planner.worker import lease
+from tests.app.conftest import ROUTER
+
+HOUR = 3_600_000
+
+
+def _arr(v):
+    if isinstance(v, dict):  # plotly 7 encodes arrays as base64 (2-D ones with a shape)
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        if "shape" in v:
+            a = a.reshape([int(x) for x in v["shape"].split(",")])
+        return a.tolist()
+    return list(v)
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.run()
+    at.switch_page("views/probes.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _chart(at, title_part: str) -> dict:
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        if title_part in str(spec["layout"].get("title", "")):
+            return spec
+    raise AssertionError(f"no chart titled …{title_part}…")
+
+
+def _seed(interval_s=60.0, window_s=None, api_key_env=""):
+    eng = open_store()
+    ep = add_endpoint(eng, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m", "interval_s": interval_s,
+                            "scale_down_window_s": window_s, "api_key_env": api_key_env})
+    now = int(time.time() * 1000) // HOUR * HOUR
+    start = now - 24 * HOUR
+    rows = []
+    for k in range(24 * 30):  # 24 h, every 2 minutes: 30 per UTC hour
+        t = start + k * 120_000
+        hour = (t // HOUR) % 24
+        ttft = 200.0 + (500.0 if hour == 14 else 0.0) + (k % 7)
+        rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
+                                   ok=True, ttft_ms=ttft, headers_ms=ttft - 20, dns_ms=1.0, connect_ms=0.4))
+    # 3 o'clock UTC is thin: only 5 samples (not enough for a p95).
+    rows = [r for r in rows if not ((r.started_at_ms // HOUR) % 24 == 3 and (r.started_at_ms // 120_000) % 30 >= 5)]
+    rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=now - 1000,
+                               started_at_ms=now - 1000, ok=False, error_class="server_error"))
+    insert_samples(eng, rows)
+    return eng, ep
+
+
+def test_no_endpoints_points_to_the_endpoints_page():
+    at = _page()
+    assert "No endpoints yet" in at.info[0].value
+
+
+def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
+    eng, ep = _seed()
+    at = _page()
+    at.selectbox(key="probes_tz").set_value("UTC").run()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["samples (ok)"] == f"{24 * 30 - 25:,}"
+    assert metrics["p50 TTFT"] == "203 ms"
+    hod = _chart(at, "hour of day")
+    p95 = next(t for t in hod["data"] if t["name"] == "p95")
+    assert _arr(p95["x"]) == list(range(24))
+    ys = _arr(p95["y"])
+    assert ys[14] == 706.0 and ys[13] == 206.0  # the busy hour stands out
+    n = [row[0] for row in _arr(p95["customdata"])]
+    assert n[3] == 5 and n[14] == 30
+    grey = next(t for t in hod["data"] if t["name"].startswith("p95, too few"))
+    gy = _arr(grey["y"])
+    assert np.isnan(ys[3]) and gy[3] > 0  # 5 samples: drawn in the grey trace only
+    assert np.isnan(gy[14])
+    # Segment 1 = worst reliable hour's p95 − quietest hour's p50.
+    p50 = _arr(next(t for t in hod["data"] if t["name"] == "p50")["y"])
+    expected = ys[14] - min(v for h, v in enumerate(p50) if h != 3)
+    assert 490 <= expected <= 510
+    assert any(m.label == "worst-hour p95 − quietest-hour p50" and m.value == f"{expected:,.0f} ms" for m in at.metric)
+    assert not at.warning or all("worker" in w.value for w in at.warning)
+
+
+def test_segment_1_goes_to_the_worksheet_with_provenance():
+    _seed()
+    at = _page()
+    at.selectbox(key="probes_tz").set_value("UTC").run()
+    at.button(key="use_seg1").click().run()
+    assert not at.exception, at.exception
+    assert 490 <= at.number_input(key="queue_ms").value <= 510
+    fig = at.session_state["ws_figures"]["queue_ms"]
+    assert fig["source"] == "probe" and "worst hour 14:00" in fig["detail"] and fig["n"] == 24 * 30 - 25
+
+
+def test_cold_reading_shows_and_feeds_segment_2():
+    eng, ep = _seed(window_s=300.0)
+    now = int(time.time() * 1000)
+    with eng.begin() as c:
+        c.execute(sa.insert(ColdReadingRow.__table__).values(
+            endpoint_id=ep.id, vantage="", state="done", idle_s=330.0, requested_at_ms=now - 400_000,
+            cold_ttft_ms=21_400.0, warm_ttft_ms=250.0, cold_minus_warm_ms=21_150.0, cold_attempts=4, cold_status_503=3,
+            completed_at_ms=now))
+    at = _page()
+    # 60 s probes keep a 300 s scale-down window warm: the page says so.
+    assert any("keep this endpoint warm" in w.value for w in at.warning)
+    assert any(m.label == "latest cold − warm" and m.value == "21,150 ms" for m in at.metric)
+    at.button(key="use_seg2").click().run()
+    assert at.number_input(key="cold_ms").value == 21_150.0
+    assert at.session_state["ws_figures"]["cold_ms"]["source"] == "cold reading"
+
+
+def test_probe_now_and_cold_reading_are_queued_for_the_worker():
+    eng, ep = _seed(window_s=300.0)
+    at = _page()
+    assert any("No worker is probing" in w.value for w in at.warning)
+    [b for b in at.button if b.label == "Probe now"][0].click().run()
+    at.number_input(key=f"probes_idle_{ep.id}").set_value(45.0).run()
+    [b for b in at.button if b.label == "Take a cold reading"][0].click().run()
+    assert not at.exception, at.exception
+    with eng.connect() as c:
+        reqs = c.execute(sa.text("SELECT kind, status, idle_s FROM probe_request ORDER BY id")).all()
+    assert [(r[0], r[1]) for r in reqs] == [("probe_now", "pending"), ("cold_reading", "pending")]
+    assert reqs[1][2] == 45.0
+
+
+def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
+    monkeypatch.delenv("PROBES_PAGE_KEY", raising=False)
+    eng, ep = _seed(api_key_env="PROBES_PAGE_KEY")
+    with eng.begin() as c:
+        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, consecutive_failures, updated_at_ms) "
+                          "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"), {"e": ep.id})
+    lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
+    at = _page()
+    assert any("Key missing" in e.value and "PROBES_PAGE_KEY" in e.value for e in at.error)
+    assert not any("No worker is probing" in w.value for w in at.warning)
+
+
+def test_csv_export_of_the_range():
+    _seed()
+    at = _page()
+    [b for b in at.button if b.label.startswith("Prepare CSV")][0].click().run()
+    csv_text = at.session_state["probes_csv"]
+    lines = csv_text.strip().splitlines()
+    assert lines[0].startswith("endpoint_name,id,endpoint_id") and len(lines) - 1 == 24 * 30 - 25 + 1

@@ -1,0 +1,41 @@
+"""The per-vantage lease on SQLite and PostgreSQL, and the worker tables' model/migration agreement."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow, ProbeRollupRow, WorkerLeaseRow
+from planner.worker import lease
+
+T = 1_796_000_000_000
+
+
+def test_one_holder_per_vantage_until_it_expires_or_is_released(engine):
+    assert lease.acquire(engine, "office", "a", T, ttl_s=30)
+    assert not lease.acquire(engine, "office", "b", T + 1000, ttl_s=30)  # a is alive
+    assert lease.acquire(engine, "cloud", "b", T + 1000, ttl_s=30)  # another vantage runs beside it
+    assert lease.acquire(engine, "office", "a", T + 20_000, ttl_s=30)  # a renews
+    assert not lease.acquire(engine, "office", "b", T + 45_000, ttl_s=30)  # renewed: still a's
+    assert lease.acquire(engine, "office", "b", T + 50_001, ttl_s=30)  # a died: expired, b takes over
+    assert not lease.acquire(engine, "office", "a", T + 50_002, ttl_s=30)  # a came back: b holds it now
+    lease.release(engine, "office", "b")
+    assert lease.acquire(engine, "office", "a", T + 50_003, ttl_s=30)  # released: free at once
+    rows = {r["vantage"]: r for r in lease.current(engine)}
+    assert rows["office"]["holder"] == "a" and rows["office"]["acquired_at_ms"] == T + 50_003
+    assert rows["cloud"]["holder"] == "b"
+
+
+def test_worker_tables_match_their_migration(engine):
+    insp = sa.inspect(engine)
+    for model in (WorkerLeaseRow, EndpointStatusRow, ProbeRequestRow, ColdReadingRow, ProbeRollupRow):
+        table = model.__table__
+        cols = {c["name"]: c for c in insp.get_columns(table.name)}
+        assert set(cols) == {c.name for c in table.columns}, table.name
+        for c in table.columns:
+            assert cols[c.name]["nullable"] == c.nullable, (table.name, c.name)
+            if isinstance(c.type, sa.BigInteger):
+                assert "BIG" in str(cols[c.name]["type"]).upper(), (table.name, c.name)
+        pk = insp.get_pk_constraint(table.name)["constrained_columns"]
+        assert sorted(pk) == sorted(c.name for c in table.primary_key.columns), table.name
+        db_indexes = {i["name"] for i in insp.get_indexes(table.name)}
+        assert {i.name for i in table.indexes} <= db_indexes, table.name
