@@ -18,7 +18,7 @@ from app.charts.logs import (
     ttft_vs_probes_figure,
     weekday_figure,
 )
-from planner.logs import FORMATS, LogFormatError, TokenCounter, read_logs
+from planner.logs import FORMATS, UPLOAD_EXTENSIONS, LogFormatError, TokenCounter, read_logs
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.samples import SAMPLE_DIR, samples
@@ -42,7 +42,7 @@ ss = st.session_state
 # ---- inputs
 left, right = st.columns([3, 2])
 files = left.file_uploader("Request logs", accept_multiple_files=True, key="logs_files",
-                           type=["jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz"],
+                           type=list(UPLOAD_EXTENSIONS),
                            help="Several files at once are read together. Over the size limit, a file is refused with a message.")
 with right:
     sample = st.selectbox("…or try a sample", list(samples()), key="logs_sample",

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app.cache import engine
 from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
-from planner.logs import LogFormatError, read_logs
+from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.presets import interactions
 from planner.provenance import Figure
@@ -34,7 +34,7 @@ ss = st.session_state
 # ---- the traffic: an upload, a stored upload or a sample
 left, right = st.columns([3, 2])
 files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files",
-                           type=["jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz"])
+                           type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
 with right:
     options = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]

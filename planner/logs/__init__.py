@@ -13,6 +13,7 @@ from planner.logs.tokenize import TokenCounter
 
 __all__ = [
     "COLUMNS",
+    "UPLOAD_EXTENSIONS",
     "DEFAULT_MAX_BYTES",
     "FORMATS",
     "LogFormatError",
@@ -22,3 +23,6 @@ __all__ = [
     "empty_frame",
     "read_logs",
 ]
+
+# File name endings the upload widgets accept (the readers sniff the content; .gz is unwrapped first).
+UPLOAD_EXTENSIONS = ("jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz")

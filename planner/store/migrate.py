@@ -8,6 +8,7 @@ Revisions are hand-written (planner/migrations/versions/NNNN_*.py).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -19,6 +20,9 @@ from sqlalchemy.engine import Engine
 __all__ = ["current_revision", "head_revision", "upgrade"]
 
 _SCRIPT_LOCATION = Path(__file__).resolve().parent.parent / "migrations"
+
+# Alembic narrates every plugin and revision at INFO; the worker's INFO log is for probes.
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def _config(engine: Engine, conn=None) -> Config:
