@@ -167,6 +167,14 @@ class TokenMix:
             raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f}); cached tokens are part of the prompt")
         return cls(prompt_tokens - cached_tokens, cached_tokens, output_tokens, **meta)
 
+    @classmethod
+    def from_fractions(cls, cache_hit_fraction: float, input_output_ratio: float, **meta: str) -> "TokenMix":
+        """Per token of traffic (the three volumes sum to 1) from a cached share of the prompt (0–1) and an
+        input:output token ratio; the inverse of `cache_hit_fraction` and `input_output_ratio`. A ratio ≤ 0 means
+        no prompt tokens. Does not validate: callers bound the inputs (the page's widgets do)."""
+        prompt = input_output_ratio / (input_output_ratio + 1.0) if input_output_ratio > 0 else 0.0
+        return cls(prompt * (1 - cache_hit_fraction), prompt * cache_hit_fraction, 1.0 - prompt, **meta)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

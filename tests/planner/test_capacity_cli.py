@@ -107,3 +107,12 @@ def test_warm_pool_overload_and_tradeoff():
 def test_help_has_examples():
     for cmd in ("cost", "weights", "gpu-fit", "prefill", "warm-pool"):
         assert "Examples:" in run(cmd, "--help") and f"ttft-planner {cmd}" in run(cmd, "--help")
+
+
+def test_a_mix_with_more_cached_than_prompt_tokens_is_a_usage_error():
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    out = CliRunner().invoke(cli, ["cost", "--gpu-usd-per-hour", "3.2", "--capacity-tokens-per-min", "720000", "--mix", "10", "20", "1"])
+    assert out.exit_code == 2 and "--mix" in out.output and "exceed prompt tokens" in out.output

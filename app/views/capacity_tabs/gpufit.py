@@ -1,0 +1,76 @@
+"""GPU fit tab: the editable GPU and model presets, and weights + KV cache against each GPU's memory."""
+
+import pandas as pd
+import streamlit as st
+
+from app.charts.capacity import gpu_fit_figure
+from app.views.capacity_tabs._common import DTYPES, source_caption
+from planner.capacity import presets as P
+from planner.capacity.errors import CapacityError
+from planner.capacity.gpufit import fit, fit_table
+from planner.capacity.weights import BYTES_PER_PARAM
+
+__all__ = ["render"]
+
+
+def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
+    """Draw the GPU fit tab; return the presets as edited here, (models by key, GPUs by key), for the Prefill tab.
+
+    A row that does not parse is left out with a warning; when every row is out, the shipped presets stand in.
+    """
+    gpu_by_key = _edited_gpus()
+    models = _edited_models()
+    left, right = st.columns([2, 3], gap="large")
+    gdef = P.gpu_defaults()
+    with left:
+        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, key="cap_fit_model")
+        model = models[mkey]
+        st.caption(source_caption(model.source, model.as_of))
+        c1, c2 = st.columns(2)
+        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), key="cap_fit_wdtype")
+        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), key="cap_fit_kvdtype")
+        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, key="cap_fit_ctx")
+        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
+        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, key="cap_fit_usable",
+                           help=gdef["usable_memory_source"])
+        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, key="cap_fit_gpu")
+    with right:
+        try:
+            kw = dict(weight_dtype=f_wdtype, kv_dtype=f_kvdtype, context_tokens=int(ctx), concurrent_sequences=int(seqs), usable_fraction=usable)
+            one = fit(model, gpu_by_key[fkey], **kw)
+            (st.success if one.fits else st.error)(one.message)
+            st.caption(f"KV cache: {one.kv_bytes_per_token / 1024:,.0f} KiB per token = 2 × {model.layers} layers × {model.kv_heads} KV heads × "
+                       f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes.")
+            table = fit_table(model, list(gpu_by_key.values()), **kw)
+            st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")
+            st.dataframe(table.round(1), hide_index=True)
+        except CapacityError as exc:
+            st.error(str(exc))
+    return models, gpu_by_key
+
+
+def _edited_gpus() -> dict[str, P.GpuSpec]:
+    gpu_df = pd.DataFrame([g.__dict__ for g in P.gpus()])
+    with st.expander("GPU presets (editable: dense TFLOPS, HBM, bandwidth, with source and date)"):
+        gpu_df = st.data_editor(gpu_df, hide_index=True, disabled=["key", "source", "as_of"], key="cap_gpu_editor")
+    gpu_list = []
+    for r in gpu_df.to_dict(orient="records"):
+        try:
+            gpu_list.append(P.gpu_from_record(r))
+        except CapacityError as exc:
+            st.warning(f"{exc}: that GPU row is left out.")
+    return {g.key: g for g in gpu_list} or {g.key: g for g in P.gpus()}
+
+
+def _edited_models() -> dict[str, P.ModelSpec]:
+    model_df = pd.DataFrame([m.__dict__ for m in P.models()])
+    with st.expander("Model presets (editable; add a row for a custom model)"):
+        model_df = st.data_editor(model_df, hide_index=True, num_rows="dynamic", key="cap_model_editor")
+    models = {}
+    for r in model_df.to_dict(orient="records"):
+        try:
+            m = P.model_from_record(r)
+            models[m.key] = m
+        except CapacityError as exc:
+            st.warning(f"{exc}: that model row is left out.")
+    return models or {m.key: m for m in P.models()}

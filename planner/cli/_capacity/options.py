@@ -1,0 +1,74 @@
+"""Options and option helpers shared by the capacity commands: weight formats, ≥ 0 checks, preset lookup by key,
+and the model options (a preset key, or a custom shape)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from planner.capacity import presets as P
+from planner.capacity.errors import CapacityError
+from planner.capacity.weights import BYTES_PER_PARAM
+
+__all__ = ["DTYPES", "by_key", "model_from_options", "non_negative", "usage_error", "with_model_options"]
+
+DTYPES = click.Choice(sorted(BYTES_PER_PARAM), case_sensitive=False)
+
+
+def usage_error(exc: CapacityError) -> click.UsageError:
+    """A model's CapacityError as a usage error (exit 2): the message names the bad input."""
+    return click.UsageError(str(exc))
+
+
+def by_key(rows, key: str, what: str, option: str):
+    """The preset in `rows` whose key is `key` (case-insensitive); raises click.BadParameter naming `option` and the known keys."""
+    for r in rows:
+        if r.key.lower() == key.lower():
+            return r
+    raise click.BadParameter(f"unknown {what} {key!r}; known: {', '.join(r.key for r in rows)}", param_hint=option)
+
+
+def non_negative(ctx, param, value):
+    """Click callback: every value (one, or a tuple for nargs/multiple) is a finite number ≥ 0."""
+    if value is None:
+        return value
+    vals = value if isinstance(value, tuple) else (value,)
+    for v in vals:
+        if not math.isfinite(v) or v < 0:
+            raise click.BadParameter(f"must be a finite number ≥ 0, got {v:g}")
+    return value
+
+
+def model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, *, need_d_model: bool = False) -> P.ModelSpec:
+    """The model from --model KEY, or from a custom shape; raises click.UsageError / BadParameter when they are mixed or incomplete."""
+    custom = (params_b, layers, kv_heads, head_dim)
+    if model_key:
+        if any(v is not None for v in custom):
+            raise click.UsageError("give --model OR a custom shape (--params-b --layers --kv-heads --head-dim), not both")
+        return by_key(P.models(), model_key, "model preset", "--model")
+    if any(v is None for v in custom):
+        raise click.UsageError("give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model")
+    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom):
+        if v <= 0:
+            raise click.BadParameter("must be greater than 0", param_hint=name)
+    if need_d_model and not d_model:
+        raise click.UsageError("the prefill model of a custom model needs --d-model (its hidden size)")
+    return P.ModelSpec("custom", "custom model", params_b, layers, kv_heads, head_dim, d_model or 0)
+
+
+_MODEL_OPTIONS = [
+    click.option("--model", "model_key", help="Model preset key from assets/models.toml (e.g. llama-3.1-70b)."),
+    click.option("--params-b", type=float, help="Custom model: parameters (billions)."),
+    click.option("--layers", type=int, help="Custom model: transformer layers."),
+    click.option("--kv-heads", type=int, help="Custom model: KV heads."),
+    click.option("--head-dim", type=int, help="Custom model: head dimension."),
+    click.option("--d-model", type=int, help="Custom model: hidden size (prefill attention term)."),
+]
+
+
+def with_model_options(f):
+    """Decorator: add the model options (--model, or --params-b --layers --kv-heads --head-dim [--d-model])."""
+    for opt in reversed(_MODEL_OPTIONS):
+        f = opt(f)
+    return f

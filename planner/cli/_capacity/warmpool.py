@@ -1,0 +1,79 @@
+"""`ttft-planner warm-pool`: Erlang C warm-pool sizing and the keep-warm vs scale-to-zero trade-off."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from planner.capacity.errors import CapacityError
+from planner.capacity.warmpool import keep_warm_tradeoff, min_slots_for_target, queue_wait
+from planner.cli._capacity.options import non_negative, usage_error
+from planner.cli._common import echo_json
+
+__all__ = ["warm_pool"]
+
+
+@click.command("warm-pool")
+@click.option("--arrivals-per-hour", type=float, required=True, callback=non_negative, help="Arrival rate at the peak hour (requests/h).")
+@click.option("--service-s", type=float, required=True, help="Mean time one request holds a slot (s): TTFT + decode at the target concurrency.")
+@click.option("--slots", type=int, default=None, help="Request slots in the pool (replicas × slots per replica).")
+@click.option("--p", "p", type=float, default=0.95, show_default=True, help="Queue-wait percentile.")
+@click.option("--target-wait-s", type=float, default=None, callback=non_negative, help="Queue-wait target (s) at --p: prints the minimum slots.")
+@click.option("--slots-per-replica", type=int, default=1, show_default=True, help="Concurrent request slots per replica.")
+@click.option("--cold-start-s", type=float, default=None, callback=non_negative, help="Cold start (s): adds the keep-warm vs scale-to-zero trade-off.")
+@click.option("--warm-p95-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Warm p95 TTFT (ms) for the trade-off.")
+@click.option("--replica-usd-per-hour", type=float, default=0.0, show_default=True, callback=non_negative, help="One replica's cost per hour, for the trade-off.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_replica, cold_start_s, warm_p95_ms, replica_usd_per_hour, as_json) -> None:
+    """Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for a target.
+
+    P(W_q > t) = C(c, a)·e^(−(cμ−λ)t) with c slots, a = λ·E[S] Erlangs.
+
+    \b
+    Examples:
+      ttft-planner warm-pool --arrivals-per-hour 30 --service-s 300 --slots 4 --json     # P(wait) ≈ 0.32
+      ttft-planner warm-pool --arrivals-per-hour 1200 --service-s 12 --target-wait-s 0.1 --slots-per-replica 8
+      ttft-planner warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 --warm-p95-ms 400 --replica-usd-per-hour 3.2
+    """
+    if service_s <= 0 or not math.isfinite(service_s):
+        raise click.BadParameter(f"must be greater than 0 s, got {service_s:g}", param_hint="--service-s")
+    if not 0 < p < 1:
+        raise click.BadParameter(f"must be between 0 and 1, got {p:g}", param_hint="--p")
+    if slots_per_replica < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--slots-per-replica")
+    if slots is None and target_wait_s is None:
+        raise click.UsageError("give --slots (to size a pool) and/or --target-wait-s (to find the minimum slots)")
+    if slots is not None and slots < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--slots")
+    try:
+        qw = queue_wait(arrivals_per_hour, service_s, slots, p) if slots is not None else None
+        need = min_slots_for_target(arrivals_per_hour, service_s, target_wait_s, p) if target_wait_s is not None else None
+        trade = None
+        if cold_start_s is not None:
+            trade = keep_warm_tradeoff(node_usd_per_hour=replica_usd_per_hour, warm_ttft_p95_ms=warm_p95_ms, cold_start_ms=cold_start_s * 1000,
+                                       arrivals_per_hour=arrivals_per_hour, service_ms=service_s * 1000)
+    except CapacityError as exc:
+        raise usage_error(exc) from None
+    label = f"p{p * 100:g}"
+    out = {
+        "arrivals_per_hour": arrivals_per_hour, "service_s": service_s, "p": p,
+        "queue": qw.to_dict() if qw else None,
+        "wait_probability": qw.wait_probability if qw else None,
+        f"queue_wait_{label}_s": qw.wait_quantile_s if qw else None,
+        "target_wait_s": target_wait_s, "min_slots": need,
+        "min_replicas": math.ceil(need / slots_per_replica) if need is not None else None,
+        "tradeoff": trade.to_dict(orient="records") if trade is not None else None,
+    }
+    if as_json:
+        echo_json(out)
+        return
+    if qw:
+        click.echo(qw.message)
+    if need is not None:
+        click.echo(f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots = {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)")
+    if trade is not None:
+        click.echo("keep-warm trade-off (one replica):")
+        for r in out["tradeoff"]:
+            click.echo(f"  {r['option']:<28} cold {r['cold_fraction']:6.1%}  warm {r['warm_hours_per_day']:5.1f} h/day  "
+                       f"${r['keep_warm_usd_per_month']:>8,.0f}/month  p95 {r['p95_ttft_ms']:>8,.0f} ms")
