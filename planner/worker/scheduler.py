@@ -167,6 +167,8 @@ class Scheduler:
             job.missed = (first, max(0, (job.next_slot_ms - first) // interval_ms))
         if old is not None:
             job.in_flight, job.paused = old.in_flight, old.paused
+            if job.missed is None:  # a re-time before due() ran must not lose the slots still to report
+                job.missed = old.missed
             if old.interval_ms == interval_ms:
                 job.next_slot_ms = old.next_slot_ms
         self.jobs[key] = job

@@ -120,6 +120,18 @@ def test_restart_reports_slots_lost_while_down_as_skipped():
     assert last not in {a.slot_ms for a in acts}  # the stored slot is not redone
 
 
+def test_a_reload_before_the_first_tick_keeps_the_slots_lost_while_down():
+    """The runner re-reads endpoints right after taking the lease; that must not drop the restart's skipped slots."""
+    s = Scheduler()
+    offset = phase_offset_ms("endpoint:1", MIN)
+    last = slot_at_or_after(T0, MIN, offset)
+    now = last + 5 * MIN + 10
+    s.add("endpoint:1", MIN, now, last_slot_ms=last)
+    s.add("endpoint:1", MIN, now + 5)  # the periodic reload, before due() ran
+    skipped = [a.slot_ms for a in s.due(now + 1000) if a.action == "skip"]
+    assert skipped[:4] == [last + k * MIN for k in range(1, 5)]
+
+
 def test_very_long_gap_is_capped_and_says_how_many_were_not_recorded():
     s = Scheduler(max_skips_per_gap=10)
     offset = phase_offset_ms("endpoint:1", MIN)
