@@ -61,3 +61,12 @@ def sqlite_engine(sqlite_url):
     eng = open_store(sqlite_url)
     yield eng
     eng.dispose()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the real-browser tests last.
+
+    Playwright's sync API keeps an asyncio loop running in the main thread for the whole
+    session once a browser is up; tests that call asyncio.run() must come before it.
+    """
+    items.sort(key=lambda item: "/tests/e2e/" in str(item.fspath))
