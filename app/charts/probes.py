@@ -64,22 +64,32 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
 
 
 def hour_of_day_figure(hours: pd.DataFrame, tz: str) -> go.Figure:
-    """p50 and p95 per hour of day (viewer's time zone) with n and error rate; unreliable hours grey."""
+    """p50 and p95 per hour of day (viewer's time zone) with n and error rate; unreliable hours grey. With an
+    `n_rollup` column (planner.store.rollup_queries) > 0 the title and hover say which part came from hourly rollups."""
     hours = hours.copy()
     hours["err_pct"] = (hours["error_rate"].fillna(0.0) * 100).round(1)
-    cd = hours[["n", "err_pct", "failed"]]
+    if "n_rollup" not in hours:
+        hours["n_rollup"] = 0
+    rolled = int(hours["n_rollup"].sum()) > 0  # part of the range is only left as hourly histograms (retention)
+    cd = hours[["n", "err_pct", "failed", "n_rollup"]]
     rel = hours["reliable_p95"].astype(bool)
-    hover = "%{x}:00 p95 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%<extra></extra>"
+    extra = " · %{customdata[3]} from hourly rollups (upper bound within ~12%)" if rolled else ""
+    hover = "%{x}:00 p95 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%" + extra + "<extra></extra>"
     fig = go.Figure()
     fig.add_bar(x=hours["hour"], y=hours["p95_ms"].where(rel), name="p95", customdata=cd, hovertemplate=hover)
     fig.add_bar(x=hours["hour"], y=hours["p95_ms"].where(~rel), name="p95, too few samples (n < 20)", customdata=cd,
                 marker=dict(color=SEMANTIC["muted"], opacity=0.5), hovertemplate=hover)
     fig.add_scatter(x=hours["hour"], y=hours["p50_ms"].where(hours["reliable_p50"].astype(bool)), name="p50",
                     mode="lines+markers", customdata=cd,
-                    hovertemplate="%{x}:00 p50 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%<extra></extra>")
+                    hovertemplate="%{x}:00 p50 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%" + extra
+                    + "<extra></extra>")
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(tickmode="array", tickvals=list(range(24)), ticktext=[f"{h:02d}" for h in range(24)])
-    return _layout(fig, f"TTFT by hour of day ({tz}) — n per hour in the hover", x=f"hour of day ({tz})")
+    title = f"TTFT by hour of day ({tz}) — n per hour in the hover"
+    if rolled:
+        title += (f"<br><sup>{int(hours['n_rollup'].sum()):,} of {int(hours['n'].sum()):,} samples from hourly rollups: "
+                  "percentiles are an upper bound within ~12%</sup>")
+    return _layout(fig, title, x=f"hour of day ({tz})")
 
 
 def heatmap_figure(heat: pd.DataFrame, tz: str) -> go.Figure:

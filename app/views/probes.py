@@ -1,5 +1,6 @@
 """Probes: how fast is each endpoint, at which hour, how cold? (feeds segment 1 queueing and segment 2 cold start)"""
 
+import dataclasses
 import datetime as dt
 import time
 from zoneinfo import ZoneInfo, available_timezones
@@ -14,6 +15,7 @@ from planner.endpoints import get_endpoint
 from planner.probe_analysis import segment1_figure, segment2_figure
 from planner.store import database_url
 from planner.store import probe_queries as pq
+from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
 from planner.worker import lease
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
@@ -31,6 +33,12 @@ URL = database_url()
 def _q(name: str, url: str, *args):
     """One cached Probes query (keyed by database URL and arguments)."""
     return getattr(pq, name)(engine(), *args)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def _rq(name: str, url: str, *args):
+    """One cached query over raw samples and hourly rollups (planner.store.rollup_queries)."""
+    return getattr(rq, name)(engine(), *args)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -95,27 +103,46 @@ auto = st.toggle(f"Auto-refresh every {REFRESH_S} s", value=True, key="probes_au
 
 @st.fragment(run_every=REFRESH_S if auto else None)
 def live_view() -> None:
-    summ = _q("summary", URL, key, start_ms, end_ms)
+    summ = _rq("summary", URL, key, start_ms, end_ms)
+    roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
+    if roll:
+        def day(ms: int) -> str:
+            return dt.datetime.fromtimestamp(ms / 1000, ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
+
+        raw_from = "no raw samples left" if roll["raw_first_ms"] is None else f"raw samples from {day(roll['raw_first_ms'])}"
+        st.info(f"**Part of this range is older than the raw-sample retention** and comes from hourly rollups: "
+                f"{roll['n_ok']:,} ok samples, {roll['n_failed']:,} failed, {roll['n_skipped']:,} skipped "
+                f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). Percentiles that include them "
+                f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
+                f"and CSV show raw samples only ({raw_from}).", icon=":material/history:")
     m = st.columns(6)
     m[0].metric("samples (ok)", f"{summ['n']:,}")
     for col, p in zip(m[1:5], (50, 90, 95, 99)):
         v = summ[f"p{p}_ms"]
         reliable = summ["reliable"].get(f"p{p}", False)
         col.metric(f"p{p} TTFT" + ("" if reliable else " (too few)"), "—" if v is None else f"{v:,.0f} ms",
-                   help=f"nearest rank over n={summ['n']:,}" + ("" if reliable else "; not enough samples to trust it"))
+                   help=f"nearest rank over n={summ['n']:,}" + ("" if reliable else "; not enough samples to trust it")
+                   + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""))
     rate = summ["error_rate"]
     m[5].metric("error rate", "—" if rate is None else f"{rate:.1%}", help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
+    if summ["n_rollup"]:
+        st.caption(f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
+                   "(never below the exact value).")
 
     mode, ts = _q("time_series", URL, key, start_ms, end_ms)
     st.plotly_chart(charts.time_series_figure(mode, ts, tz), key="probes_ts")
 
-    hours = _q("hour_of_day", URL, key, start_ms, end_ms, tz)
+    hours = _rq("hour_of_day", URL, key, start_ms, end_ms, tz)
     st.plotly_chart(charts.hour_of_day_figure(hours, tz), key="probes_hod")
     with st.expander("Hour-of-day table (n, p50, p95, error rate)"):
-        st.dataframe(hours[["hour", "n", "p50_ms", "p95_ms", "failed", "error_rate", "skipped"]], hide_index=True,
-                     column_config={"error_rate": st.column_config.NumberColumn(format="percent")})
+        cols = ["hour", "n", "p50_ms", "p95_ms", "failed", "error_rate", "skipped"] + (["n_rollup"] if roll else [])
+        st.dataframe(hours[cols], hide_index=True,
+                     column_config={"error_rate": st.column_config.NumberColumn(format="percent"),
+                                    "n_rollup": st.column_config.NumberColumn("n from rollups", help=rq.ROLLUP_LABEL)})
 
     seg1 = segment1_figure(hours, series=key.label, tz=tz, window=window, measured_at_ms=end_ms)
+    if seg1 is not None and roll:
+        seg1 = dataclasses.replace(seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}")
     readings = _q("cold_readings", URL, key.endpoint_id, key.vantage)
     done = readings[readings["state"] == "done"] if len(readings) else readings
     seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None

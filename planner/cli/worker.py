@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli.probe import _loop_factory
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store.worker import create_request, get_request
 from planner.worker import lease
@@ -30,6 +32,19 @@ def _logging(verbose: bool) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _run_loop(main) -> None:
+    """Run the worker's event loop as the probe engine measured best (planner.cli.probe, bench/bench_probe_accuracy.py).
+
+    gc.collect(); gc.freeze() once start-up imports are done parks those objects outside the collector: a full
+    collection over them is a multi-ms pause that would otherwise land inside some timed probe. uvloop (when
+    installed) has fewer wake-up hops between a socket read and the probe's timestamp.
+    """
+    gc.collect()
+    gc.freeze()
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(main)
 
 
 def demo_simulator_config():
@@ -72,7 +87,7 @@ def worker(vantage, lease_ttl_s, retention_days, simulator, verbose, database_ur
             url = stack.enter_context(running_simulator(demo_simulator_config()))
             ensure_simulated_endpoint(engine, url)
             click.echo(f"simulated endpoint at {url}", err=True)
-        asyncio.run(run_worker(engine, config))
+        _run_loop(run_worker(engine, config))
 
 
 @click.command("cold-reading")
@@ -164,7 +179,7 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, retention_days, dat
             env=env)
         click.echo(f"dashboard at http://{address}:{port}  (worker vantage {vantage!r}; Ctrl-C stops everything)", err=True)
         try:
-            asyncio.run(_serve(engine, config, proc))
+            _run_loop(_serve(engine, config, proc))
         finally:
             if proc.poll() is None:
                 proc.terminate()

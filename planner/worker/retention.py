@@ -134,6 +134,8 @@ def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end:
         for started, ok, kind, ttft in conn.execute(sa.select(_S.c.started_at_ms, _S.c.ok, _S.c.kind, _S.c.ttft_ms).where(where)):
             h = hours.setdefault((started // HOUR_MS) * HOUR_MS, {"ok": 0, "failed": 0, "skipped": 0, "hist": Counter(),
                                                                      "min": None, "max": None, "sum": 0.0})
+            if kind in ("cold", "warm"):
+                continue  # cold readings keep their figures in cold_reading; the series percentiles never held them
             if kind == "skipped":
                 h["skipped"] += 1
             elif ok and ttft is not None:

@@ -160,3 +160,38 @@ def test_csv_export_of_the_range():
     csv_text = at.session_state["probes_csv"]
     lines = csv_text.strip().splitlines()
     assert lines[0].startswith("endpoint_name,id,endpoint_id") and len(lines) - 1 == 24 * 30 - 25 + 1
+
+
+def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
+    import datetime as dt
+
+    from planner.worker.retention import apply_retention
+
+    eng = open_store()
+    ep = add_endpoint(eng, {"name": "old", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
+    now = int(time.time() * 1000) // HOUR * HOUR
+    rows = []
+    for start in (now - 95 * 24 * HOUR, now - 24 * HOUR):  # one day long gone (rolled up), one day of raw samples
+        for k in range(24 * 6):  # every 10 minutes
+            t = start + k * 600_000
+            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
+                                       ok=True, ttft_ms=300.0 + k % 13))
+    insert_samples(eng, rows)
+    assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
+    at = _page()
+    at.selectbox(key="probes_tz").set_value("UTC").run()
+    today = dt.datetime.now(dt.timezone.utc).date()
+    at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
+    assert not at.exception, at.exception
+    assert any("hourly rollups" in i.value and "upper bound within ~12%" in i.value and "144 ok samples" in i.value
+               for i in at.info)
+    assert any("from hourly histograms: upper bound within ~12%" in c.value for c in at.caption)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["samples (ok)"] == "288"  # n stays exact: 144 rolled up + 144 raw
+    hod = _chart(at, "hour of day")
+    assert "from hourly rollups" in hod["layout"]["title"]["text"]
+    n = [row[0] for row in _arr(next(t for t in hod["data"] if t["name"] == "p95")["customdata"])]
+    assert n == [12] * 24  # 6 raw + 6 rolled up per hour
+    # The default range (the last 7 days) is all raw: no rollup label.
+    at.date_input(key="probes_range").set_value((today - dt.timedelta(days=6), today)).run()
+    assert not any("hourly rollups" in i.value for i in at.info)

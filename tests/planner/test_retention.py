@@ -59,16 +59,20 @@ def test_old_samples_roll_up_and_are_deleted_recent_ones_stay(engine):
     rng = random.Random(5)
     old_start = NOW - 100 * DAY
     old = _rows(e.id, old_start, 6, rng)
+    # a cold reading's pair: kept in cold_reading, never part of the series' percentiles, raw or rolled up
+    cold_pair = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind=k, scheduled_at_ms=old_start + 90_001, started_at_ms=old_start + 90_001,
+                                ok=True, ttft_ms=ms) for k, ms in (("cold", 45_000.0), ("warm", 180.0))]
     recent = _rows(e.id, NOW - 2 * HOUR, 2, rng)
-    insert_samples(engine, old + recent)
+    insert_samples(engine, old + cold_pair + recent)
     res = apply_retention(engine, NOW, 90)
-    assert res.deleted_samples == len(old) and res.rollup_hours == 6
+    assert res.deleted_samples == len(old) + 2 and res.rollup_hours == 6
     with engine.connect() as c:
         left = c.execute(sa.text("SELECT COUNT(*) FROM probe_sample")).scalar()
         rollups = c.execute(sa.text("SELECT * FROM probe_rollup ORDER BY hour_start_ms")).mappings().all()
     assert left == len(recent)
     assert len(rollups) == 6
     assert sum(r["n_ok"] for r in rollups) == sum(1 for r in old if r.ok)
+    assert max(r["ttft_max_ms"] for r in rollups) < 45_000
     assert sum(r["n_failed"] for r in rollups) == sum(1 for r in old if not r.ok and r.kind == "scheduled")
     assert sum(r["n_skipped"] for r in rollups) == sum(1 for r in old if r.kind == "skipped")
     hist, n_ok, _ = merged_histogram(engine, e.id, "", old_start, old_start + 6 * HOUR)
