@@ -28,6 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from planner.secrets_file import lookup_key
 from planner.store.engine import session
 from planner.store.probes import EndpointRow
 
@@ -191,11 +192,13 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
-    """'no key needed', 'key set' or 'key missing' (the env var named by api_key_env is unset or empty)."""
+    """'no key needed', 'key set' or 'key missing' (api_key_env names no value in the environment or a
+    Streamlit secrets file; with `env`, only that mapping is consulted)."""
     if not row.api_key_env:
         return "no key needed"
-    env = os.environ if env is None else env
-    return "key set" if env.get(row.api_key_env) else "key missing"
+    if env is not None:
+        return "key set" if env.get(row.api_key_env) else "key missing"
+    return "key set" if lookup_key(row.api_key_env) else "key missing"
 
 
 def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str | None = None) -> list[EndpointRow]:

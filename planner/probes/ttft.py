@@ -35,6 +35,7 @@ from planner.probes.errors import RETRYABLE_CLASSES, MissingApiKey, ProbeFault, 
 from planner.probes.prompts import build_prompt, new_nonce
 from planner.probes.protocols import PROTOCOLS, build_request, interpret, request_url
 from planner.probes.sse import SseParser
+from planner.secrets_file import lookup_key
 
 if TYPE_CHECKING:
     from planner.store.probes import ProbeSampleRow
@@ -113,15 +114,16 @@ class TtftSample:
 
 
 def resolve_api_key(target: ProbeTarget, secrets: Mapping[str, str] | None = None) -> str | None:
-    """The API key named by target.api_key_env: from the environment, else from `secrets`.
+    """The API key named by target.api_key_env: from the environment, else from `secrets`, else from
+    Streamlit's secrets files (planner.secrets_file).
 
     Returns None when the target needs no key. Raises MissingApiKey (naming the
-    variable, never a value) when it is set in neither place.
+    variable, never a value) when it is set in none of those places.
     """
     name = target.api_key_env.strip()
     if not name:
         return None
-    value = os.environ.get(name) or (secrets or {}).get(name)
+    value = os.environ.get(name) or (secrets or {}).get(name) or lookup_key(name)
     if not value:
         raise MissingApiKey(name)
     return str(value)
