@@ -73,7 +73,9 @@ def run_duckdb(path: Path) -> dict:
 
 def child(which: str, path: Path) -> None:
     out = run_ours(path) if which == "ours" else run_duckdb(path)
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["peak_rss_mb"] = usage.ru_maxrss / 1024
+    out["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole child, start-up included; steadier than wall time on a busy machine
     print(json.dumps(out))
 
 
@@ -103,9 +105,9 @@ def main() -> None:
                               capture_output=True, text=True, check=True)
         results[which] = json.loads(proc.stdout.strip().splitlines()[-1])
     ours, duck = results["ours"], results["duckdb"]
-    print(f"{'':8} {'seconds':>8} {'peak MB':>8}  p50 / p95 prompt tokens (all; working day)")
+    print(f"{'':8} {'seconds':>8} {'peak MB':>8} {'CPU s':>6}  p50 / p95 prompt tokens (all; working day)")
     for name, r in (("duckdb", duck), ("ours", ours)):
-        print(f"{name:8} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f}  {r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
+        print(f"{name:8} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s']:6.2f}  {r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
               f"{r['p_workday']['p50']:.0f} / {r['p_workday']['p95']:.0f}")
     print(f"ours: parse {ours['parse_s']:.2f} s + summary {ours['summary_s']:.2f} s; "
           f"ratio to DuckDB {ours['total_s'] / duck['total_s']:.2f}×")
