@@ -6,22 +6,14 @@ import streamlit as st
 
 from app import worksheet_state
 from app.cache import try_engine
-from app.charts.worksheet import comparison_figure, waterfall_figure
+from app.charts.worksheet import waterfall_figure
+from app.views.worksheet_tabs.saved import render_compare, render_save
+from app.views.worksheet_tabs.share import render_share
 from planner.budget import SEGMENTS, BudgetError, Worksheet, compute, verdict_text
 from planner.presets import interactions
 from planner.provenance import Figure
-from planner.store import StoreError
-from planner.store.worksheets import (
-    NameTaken,
-    WorksheetNotFound,
-    delete_worksheet,
-    duplicate_worksheet,
-    list_worksheets,
-    load_worksheet,
-    save_worksheet,
-)
-from planner.worksheet_report import comparison_rows, per_interaction_rows, to_json, to_markdown
-from planner.worksheet_url import CUSTOM_PARAM, PARAMS, custom_key, format_custom, parse_custom, query_for
+from planner.worksheet_report import per_interaction_rows
+from planner.worksheet_url import CUSTOM_PARAM, PARAMS, custom_key, format_custom, parse_custom
 
 BUILTIN = {i.key: i for i in interactions()}
 DEFAULTS = Worksheet()
@@ -160,73 +152,9 @@ with results:
 st.divider()
 engine, store_problem = try_engine()
 save_tab, compare_tab, share_tab = st.tabs(["Save and open", "Compare saved worksheets", "Share and export"])
-
 with save_tab:
-    if engine is None:
-        st.error(f"Saving is unavailable: {store_problem}", icon=":material/database_off:")
-    else:
-        left, right = st.columns(2)
-        with left:
-            name = st.text_input("Worksheet name", value=ss.ws_name, key="save_name", max_chars=200)
-            overwrite = st.checkbox("Overwrite if it exists", key="save_overwrite")
-            if st.button("Save worksheet", type="primary", key="save"):
-                try:
-                    save_worksheet(engine, Worksheet.from_dict({**ws.to_dict(), "name": name}), overwrite=overwrite)
-                    ss.ws_name = name.strip()
-                    st.success(f"Saved “{name.strip()}”.")
-                except (NameTaken, ValueError) as exc:
-                    st.error(str(exc))
-                except StoreError as exc:
-                    st.error(f"Not saved: {exc}")
-        saved = [n for n, _ in list_worksheets(engine)]
-        with right:
-            if not saved:
-                st.info("No saved worksheets yet.")
-            else:
-                chosen = st.selectbox("Saved worksheets", saved, key="open_name")
-
-                def _open() -> None:
-                    try:
-                        _apply(load_worksheet(engine, ss.open_name))
-                    except WorksheetNotFound as exc:
-                        ss.open_error = str(exc)
-
-                st.button("Open", key="open", on_click=_open)
-                copy_name = st.text_input("Duplicate as", key="dup_name", placeholder=f"{chosen} (copy)")
-                if st.button("Duplicate", key="duplicate"):
-                    try:
-                        duplicate_worksheet(engine, chosen, copy_name or f"{chosen} (copy)")
-                        st.rerun()
-                    except (NameTaken, WorksheetNotFound, ValueError) as exc:
-                        st.error(str(exc))
-                if st.button("Delete", key="delete"):
-                    delete_worksheet(engine, chosen)
-                    st.rerun()
-                if ss.get("open_error"):
-                    st.error(ss.pop("open_error"))
-
+    render_save(engine, store_problem, ws, _apply)
 with compare_tab:
-    if engine is None:
-        st.info("Comparing needs the database.")
-    else:
-        names = [n for n, _ in list_worksheets(engine)]
-        picked = st.multiselect("Worksheets to compare", names, default=names[:4])
-        if picked:
-            try:
-                rows = comparison_rows([load_worksheet(engine, n) for n in picked])
-            except (WorksheetNotFound, BudgetError) as exc:
-                st.error(str(exc))
-            else:
-                st.dataframe(rows, hide_index=True)
-                st.plotly_chart(comparison_figure(rows), key="compare_chart")
-
+    render_compare(engine)
 with share_tab:
-    query = query_for(ws, set(BUILTIN))
-    st.markdown("**Link that reproduces these inputs**")
-    st.code(f"{st.context.url.split('?')[0] if st.context.url else ''}?{query}", language=None)
-    slug = "".join(c if c.isalnum() else "-" for c in ws.name).strip("-") or "worksheet"
-    if problem:
-        st.info("Fix the inputs above to export the worksheet.")
-    else:
-        st.download_button("Markdown", to_markdown(ws), file_name=f"{slug}.md", mime="text/markdown", key="dl_md", icon=":material/description:")
-        st.download_button("JSON", to_json(ws), file_name=f"{slug}.json", mime="application/json", key="dl_json", icon=":material/data_object:")
+    render_share(ws, set(BUILTIN), problem)

@@ -1,0 +1,1 @@
+"""The Worksheet page's lower tabs, one module each."""

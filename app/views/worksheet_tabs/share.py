@@ -1,0 +1,21 @@
+"""Worksheet tab: the link that reproduces the inputs, and the Markdown / JSON exports."""
+
+import streamlit as st
+
+from planner.budget import Worksheet
+from planner.worksheet_report import to_json, to_markdown
+from planner.worksheet_url import query_for
+
+__all__ = ["render_share"]
+
+
+def render_share(ws: Worksheet, builtin: set[str], problem: str | None) -> None:
+    query = query_for(ws, builtin)
+    st.markdown("**Link that reproduces these inputs**")
+    st.code(f"{st.context.url.split('?')[0] if st.context.url else ''}?{query}", language=None)
+    slug = "".join(c if c.isalnum() else "-" for c in ws.name).strip("-") or "worksheet"
+    if problem:
+        st.info("Fix the inputs above to export the worksheet.")
+        return
+    st.download_button("Markdown", to_markdown(ws), file_name=f"{slug}.md", mime="text/markdown", key="dl_md", icon=":material/description:")
+    st.download_button("JSON", to_json(ws), file_name=f"{slug}.json", mime="application/json", key="dl_json", icon=":material/data_object:")
