@@ -134,7 +134,7 @@ with results:
         needed = result.prefill_needed_ms
         m2.metric("Prefill needed (p95 prompt)", "—" if math.isnan(needed) else f"{needed:,.0f} ms")
         mx = result.max_prompt_tokens_p95
-        m3.metric("Largest p95 prompt that fits", "—" if math.isnan(mx) else ("unlimited" if math.isinf(mx) else f"{mx:,.0f} tokens"))
+        m3.metric("Largest p95 prompt that fits (tokens)", "—" if math.isnan(mx) else ("unlimited" if math.isinf(mx) else f"{mx:,.0f}"))
         st.plotly_chart(waterfall_figure(result, ss.ws_labels.get(interaction, interaction)), key="waterfall")
         if not problem:
             st.markdown("**The same segments against every interaction type**")
