@@ -180,18 +180,24 @@ def _two_pass_percentiles(conn, key_sql: str, params: dict, ps: tuple[int, ...],
                     break
                 seen += c
     if wanted:
-        cells = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(wanted))
-        rows = conn.execute(sa.text(
-            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket} AS b, ttft_ms FROM probe_sample "
-            f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {cells})"), params).all()
-        values: dict = {}
-        for k, b, v in rows:
-            values.setdefault((k, b), []).append(v)
+        values = _cell_values(conn, key_sql, bucket, params, wanted)
         for (k, b), picks in wanted.items():
             vs = sorted(values[(k, b)])
             for p, offset in picks:
                 out[k][f"p{p}_ms"] = vs[offset]
     return list(out.values()), list(tallies.values())
+
+
+def _cell_values(conn, key_sql: str, bucket_sql: str, params: dict, cells) -> dict[tuple[int, int], list[float]]:
+    """Pass 2 of the two-pass percentiles: the successful ttft_ms values of the given (k, bucket) cells only."""
+    listed = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(cells))
+    rows = conn.execute(sa.text(
+        f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket_sql} AS b, ttft_ms FROM probe_sample "
+        f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {listed})"), params).all()
+    values: dict[tuple[int, int], list[float]] = {(int(k), int(b)): [] for k, b in cells}
+    for k, b, v in rows:
+        values[(int(k), int(b))].append(float(v))
+    return values
 
 
 def _grouped(engine: Engine, key_sql: str, key: SeriesKey, start_ms: int, end_ms: int,

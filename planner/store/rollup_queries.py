@@ -167,13 +167,7 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
                     break
                 seen += c
     if wanted:
-        cells_sql = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(wanted))
-        rows = conn.execute(sa.text(
-            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, CAST(ttft_ms AS INTEGER) AS b, ttft_ms FROM probe_sample "
-            f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {cells_sql})"), params).all()
-        values: dict = defaultdict(list)
-        for k, b, v in rows:
-            values[(int(k), int(b))].append(float(v))
+        values = pq._cell_values(conn, key_sql, "CAST(ttft_ms AS INTEGER)", params, wanted)
         for (k, b), picks in wanted.items():
             for p, offset, edges in picks:
                 vs = sorted(values[(k, b)] + [e for e, c in edges for _ in range(c)])
