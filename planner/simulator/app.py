@@ -185,10 +185,7 @@ def _endpoint(protocol: str):
         injected = engine.inject_error() or engine.admit_cold()
         if injected is not None:
             return _error(protocol, injected.status, injected.message, injected.retry_after_s)
-        loading, left_s = engine.cold_state()
-        while loading:  # without cold_503 the request is held, before any byte, while the weights load
-            await engine.sleep(left_s + 1e-3)
-            loading, left_s = engine.cold_state()
+        await engine.wait_until_loaded()  # without cold_503 the request is held, before any byte, while the weights load
         await engine.sleep(cfg.network_delay_ms / 1000.0)
         text = _prompt_text(body, protocol)
         tokens = tuple(text.split())

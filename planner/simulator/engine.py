@@ -53,6 +53,7 @@ class SimEngine:
         self._last_active = clock()
         self._warm = not config.start_cold
         self._loading_until: float | None = None
+        self._load_waiters: deque[asyncio.Future[None]] = deque()
         self.cold_starts = 0
         self.requests = 0
 
@@ -104,6 +105,31 @@ class SimEngine:
             self._warm, self._loading_until, self._last_active = True, None, now
             return False, 0.0
         return True, left_real * self.config.speedup
+
+    async def wait_until_loaded(self) -> None:
+        """Hold the caller while the weights load (starting a load if unloaded); callers resume in arrival order.
+
+        Each waiter polling the clock on its own would wake in timer order, not arrival order, and
+        reach the slot queue shuffled; one queue of futures keeps the FIFO the what-if replay models.
+        """
+        loading, left_s = self.cold_state()
+        if not loading:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._load_waiters.append(fut)
+        if len(self._load_waiters) == 1:
+            asyncio.get_running_loop().call_later(self.real_s(left_s), self._wake_loaded)
+        await fut
+
+    def _wake_loaded(self) -> None:
+        loading, left_s = self.cold_state()
+        if loading:  # the timer fired a hair early: check again when the load is really done
+            asyncio.get_running_loop().call_later(self.real_s(left_s), self._wake_loaded)
+            return
+        while self._load_waiters:
+            fut = self._load_waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
 
     def admit_cold(self) -> Admission | None:
         """With cold_503: a 503 + Retry-After while the model loads; else None (the caller waits)."""

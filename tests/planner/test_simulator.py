@@ -187,3 +187,27 @@ def test_two_requests_waiting_on_one_load_cause_one_cold_start():
     assert eng.cold_state() == (False, 0.0)
     assert eng.cold_state() == (False, 0.0)
     assert eng.cold_starts == 1
+
+
+def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
+    """After the load, the waiters reach the single slot first come first served (as the what-if replay models)."""
+    cfg = SimulatorConfig(start_cold=True, cold_start_s=2.0, speedup=5.0, slots=1, prefill_tokens_per_s=1000,
+                          decode_tokens_per_s=1000, base_overhead_ms=0, prefix_cache_tokens=0, ping_interval_s=0)
+
+    async def first_token_at(client, url, delay_s):
+        await asyncio.sleep(delay_s)
+        body = {"model": "m", "stream": True, "max_tokens": 1,
+                "messages": [{"role": "user", "content": " ".join(["word"] * 400)}]}
+        async with client.stream("POST", url + "/chat/completions", json=body) as r:
+            async for chunk in r.aiter_text():
+                if '"content":" ' in chunk:
+                    return time.perf_counter()
+        raise AssertionError("no content")
+
+    async def main(url):
+        async with httpx.AsyncClient(timeout=30) as client:
+            return await asyncio.gather(*(first_token_at(client, url, 0.02 * i) for i in range(6)))
+
+    with running_simulator(cfg) as url:
+        done = asyncio.run(main(url))
+    assert done == sorted(done)
