@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from alembic import command
+# Alembic narrates every plugin (at import) and revision at INFO; the worker's INFO log is for probes.
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+from alembic import command  # noqa: E402  (after the logger level, on purpose)
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -20,9 +23,6 @@ from sqlalchemy.engine import Engine
 __all__ = ["current_revision", "head_revision", "upgrade"]
 
 _SCRIPT_LOCATION = Path(__file__).resolve().parent.parent / "migrations"
-
-# Alembic narrates every plugin and revision at INFO; the worker's INFO log is for probes.
-logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def _config(engine: Engine, conn=None) -> Config:
