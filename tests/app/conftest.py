@@ -18,3 +18,24 @@ def _temp_store(tmp_path, monkeypatch):
 def app():
     """An AppTest of the whole app (router), not yet run."""
     return AppTest.from_file(ROUTER, default_timeout=60)
+
+
+def plotly_array(v) -> list:
+    """A Plotly trace array as a list: Plotly 7 ships arrays as base64 {"dtype", "bdata"[, "shape"]}."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        if "shape" in v:
+            a = a.reshape([int(x) for x in v["shape"].split(",")])
+        return a.tolist()
+    return list(v)
+
+
+def chart_spec(at, key: str) -> dict:
+    """The figure JSON of the plotly_chart whose element id contains `key`."""
+    import json
+
+    return json.loads(next(c for c in at.get("plotly_chart") if c.proto.id and key in c.proto.id).proto.spec)

@@ -1,7 +1,5 @@
 """AppTest: the Capacity & cost page — break-even, weight loading, GPU fit, prefill, warm pool, worksheet hand-off."""
 
-import base64
-import json
 
 import numpy as np
 import pandas as pd
@@ -10,6 +8,7 @@ import pytest
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
+from tests.app.conftest import chart_spec, plotly_array
 
 SEED = "seed-h200"
 
@@ -18,17 +17,6 @@ def open_page(app):
     app.switch_page("views/capacity.py").run()
     assert not app.exception
     return app
-
-
-def chart(app, key):
-    return json.loads(next(c for c in app.get("plotly_chart") if c.proto.id and key in c.proto.id).proto.spec)
-
-
-def array(v):
-    """Plotly 7 may encode arrays as base64 {"dtype", "bdata"}."""
-    if isinstance(v, dict):
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-    return list(v)
 
 
 def metric(app, label):
@@ -48,14 +36,14 @@ def test_seed_break_even_on_the_page_states_node_and_tokens(app):
     app.run()
     assert metric(app, "Break-even u*") == "35%"
     assert "Dedicated is cheaper above 35% utilisation of a 1-GPU replica" in app.success[0].value
-    title = chart(app, "cap_be_chart")["layout"]["title"]["text"]
+    title = chart_spec(app, "cap_be_chart")["layout"]["title"]["text"]
     assert "1-GPU replica" in title and "cached prompt tokens included" in title
     inputs = app.session_state["cost_inputs"]
     assert inputs["gpu_usd_per_hour"] == 3.20 and inputs["capacity_tokens_per_min"] == 720_000
 
     app.number_input(key="cap_gpr").set_value(8).run()
     assert "Serverless is cheaper at any utilisation" in app.warning[0].value
-    assert "8-GPU replica" in chart(app, "cap_be_chart")["layout"]["title"]["text"]
+    assert "8-GPU replica" in chart_spec(app, "cap_be_chart")["layout"]["title"]["text"]
     assert app.session_state["cost_inputs"]["gpus_per_replica"] == 8
 
 
@@ -108,10 +96,10 @@ def test_warm_pool_textbook_defaults(app):
     assert metric(app, "Queue-wait p95") == "371.2 s"
     app.number_input(key="cap_wp_target").set_value(0.0).run()
     assert metric(app, "Minimum warm replicas") == "6"
-    trace = chart(app, "cap_wp_chart")["data"][0]
+    trace = chart_spec(app, "cap_wp_chart")["data"][0]
     assert trace["text"][0] == "10 s" and trace["text"][-1] == "always warm"
     # W = 10 s at 30 requests/h: nearly every request is cold, so the 60 s cold start is in the p95
-    assert array(trace["y"])[0] == 60_500 and array(trace["y"])[-1] == 500
+    assert plotly_array(trace["y"])[0] == 60_500 and plotly_array(trace["y"])[-1] == 500
 
 
 def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):

@@ -1,17 +1,15 @@
 """AppTest: the Compare view over a seeded temp store — decision table, CI statements, greying, charts, downloads."""
 
-import base64
 import json
 import re
 
-import numpy as np
 import pytest
 
 from app import worksheet_state
 from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
-from tests.app.conftest import ROUTER  # noqa: F401  (the router path the `app` fixture uses)
+from tests.app.conftest import plotly_array
 from tests.support.compare_seed import seed_endpoint, seed_three
 
 
@@ -30,12 +28,6 @@ def _open(app, endpoints=None):
         app.multiselect(key="cmp_endpoints").set_value(endpoints).run()
     assert not app.exception
     return app
-
-
-def _decoded(v):
-    if isinstance(v, dict):  # plotly 7 encodes arrays as base64
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-    return v
 
 
 def test_empty_store_says_what_to_do(app):
@@ -68,7 +60,7 @@ def test_too_few_samples_are_greyed_and_charts_overlay_each_endpoint(app, seeded
     names = [t["name"] for t in hourly["data"]]
     assert "fast-a" in names and "new-d (n < 20)" in names
     fast = next(t for t in hourly["data"] if t["name"] == "fast-a")
-    assert len(_decoded(fast["x"])) == 24  # 960 samples over three days: every hour has n ≥ 20
+    assert len(plotly_array(fast["x"])) == 24  # 960 samples over three days: every hour has n ≥ 20
 
 
 def test_download_buttons_offer_html_markdown_and_csv(app, seeded):

@@ -3,7 +3,6 @@ probe-now / cold-reading requests, and the segment-1 / segment-2 hand-off to the
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 
@@ -16,18 +15,9 @@ from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import ColdReadingRow
 from planner.worker import lease
-from tests.app.conftest import ROUTER
+from tests.app.conftest import ROUTER, plotly_array
 
 HOUR = 3_600_000
-
-
-def _arr(v):
-    if isinstance(v, dict):  # plotly 7 encodes arrays as base64 (2-D ones with a shape)
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        if "shape" in v:
-            a = a.reshape([int(x) for x in v["shape"].split(",")])
-        return a.tolist()
-    return list(v)
 
 
 def _page() -> AppTest:
@@ -82,17 +72,17 @@ def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
     assert metrics["p50 TTFT"] == "203 ms"
     hod = _chart(at, "hour of day")
     p95 = next(t for t in hod["data"] if t["name"] == "p95")
-    assert _arr(p95["x"]) == list(range(24))
-    ys = _arr(p95["y"])
+    assert plotly_array(p95["x"]) == list(range(24))
+    ys = plotly_array(p95["y"])
     assert ys[14] == 706.0 and ys[13] == 206.0  # the busy hour stands out
-    n = [row[0] for row in _arr(p95["customdata"])]
+    n = [row[0] for row in plotly_array(p95["customdata"])]
     assert n[3] == 5 and n[14] == 30
     grey = next(t for t in hod["data"] if t["name"].startswith("p95, too few"))
-    gy = _arr(grey["y"])
+    gy = plotly_array(grey["y"])
     assert np.isnan(ys[3]) and gy[3] > 0  # 5 samples: drawn in the grey trace only
     assert np.isnan(gy[14])
     # Segment 1 = worst reliable hour's p95 − quietest hour's p50.
-    p50 = _arr(next(t for t in hod["data"] if t["name"] == "p50")["y"])
+    p50 = plotly_array(next(t for t in hod["data"] if t["name"] == "p50")["y"])
     expected = ys[14] - min(v for h, v in enumerate(p50) if h != 3)
     assert 490 <= expected <= 510
     assert any(m.label == "worst-hour p95 − quietest-hour p50" and m.value == f"{expected:,.0f} ms" for m in at.metric)
@@ -190,7 +180,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     assert metrics["samples (ok)"] == "288"  # n stays exact: 144 rolled up + 144 raw
     hod = _chart(at, "hour of day")
     assert "from hourly rollups" in hod["layout"]["title"]["text"]
-    n = [row[0] for row in _arr(next(t for t in hod["data"] if t["name"] == "p95")["customdata"])]
+    n = [row[0] for row in plotly_array(next(t for t in hod["data"] if t["name"] == "p95")["customdata"])]
     assert n == [12] * 24  # 6 raw + 6 rolled up per hour
     # The default range (the last 7 days) is all raw: no rollup label.
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=6), today)).run()

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
 from planner.store.rtt import SampleRecord, add_target, insert_samples, load_samples
-from tests.app.conftest import ROUTER
+from tests.app.conftest import ROUTER, plotly_array
 from tests.support.rtt_target import serve_in_thread
-
-
-def _arr(v):
-    if isinstance(v, dict):  # plotly 7 encodes arrays as base64
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-    return list(v)
 
 
 def _page() -> AppTest:
@@ -59,7 +51,7 @@ def test_browser_samples_are_stored_once_with_the_vantage_and_ranked():
     assert (row["median_ms"], row["min_ms"], row["p90_ms"], row["n"]) == (24.0, 20.0, 28.0, 10)
     assert row["method"] == "Resource Timing"
     geo = [t for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if t.get("name") == "median RTT"][0]
-    assert _arr(geo["marker"]["color"]) == [24.0]
+    assert plotly_array(geo["marker"]["color"]) == [24.0]
     at.run()  # a rerun with the same component state must not store the run again
     assert len(load_samples(open_store())) == 10
 

@@ -1,7 +1,5 @@
 """AppTest: the What-if page — pick a stored log, define candidates, see the table, the charts and the cheapest pick."""
 
-import base64
-import json
 
 import numpy as np
 import pandas as pd
@@ -9,6 +7,7 @@ import pandas as pd
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
+from tests.app.conftest import chart_spec, plotly_array
 
 DAY0_MS = 1_764_460_800_000  # 2025-11-30 00:00 UTC
 CHEAP = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
@@ -36,16 +35,6 @@ def open_page(app):
     return app
 
 
-def chart(app, key):
-    return json.loads(next(c for c in app.get("plotly_chart") if c.proto.id and key in c.proto.id).proto.spec)
-
-
-def values(arr):
-    if isinstance(arr, dict) and "bdata" in arr:
-        return np.frombuffer(base64.b64decode(arr["bdata"]), dtype=arr["dtype"]).tolist()
-    return list(arr)
-
-
 def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(app):
     upload_id = store_log()
     open_page(app)
@@ -59,15 +48,15 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
     assert table.set_index("candidate")["meets_target"].to_dict() == {"sls": True, "ded": True, "slow": False}
     assert table.loc[table.cheapest, "candidate"].tolist() == ["sls"]
     assert any("**sls**" in s.value for s in app.success)
-    hourly = chart(app, "wi_hourly")
+    hourly = chart_spec(app, "wi_hourly")
     assert [t["name"] for t in hourly["data"]] == ["sls", "ded", "slow", "target 500 ms"]
-    assert values(hourly["data"][0]["x"]) == list(range(9, 17))
-    segments = chart(app, "wi_segments")
+    assert plotly_array(hourly["data"][0]["x"]) == list(range(9, 17))
+    segments = chart_spec(app, "wi_segments")
     assert [t["name"] for t in segments["data"]] == ["Queueing", "Cold start", "Prefill", "Network"]
-    prefill = dict(zip(segments["data"][2]["x"], values(segments["data"][2]["y"])))
+    prefill = dict(zip(segments["data"][2]["x"], plotly_array(segments["data"][2]["y"])))
     assert round(prefill["slow"]) == 1333
-    cost = chart(app, "wi_cost")
-    assert values(cost["data"][0]["marker"]["symbol"]) == ["star", "circle", "circle"]
+    cost = chart_spec(app, "wi_cost")
+    assert plotly_array(cost["data"][0]["marker"]["symbol"]) == ["star", "circle", "circle"]
 
 
 def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
@@ -80,7 +69,7 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
     table = app.dataframe[0].value
     # The agent loop's 1000 ms is still under 1,373 ms: slow misses; 09–17 UTC is 18–02 in Tokyo.
     assert table.set_index("candidate")["meets_target"].to_dict() == {"sls": True, "slow": False}
-    assert values(chart(app, "wi_hourly")["data"][0]["x"]) == [0, 1, 18, 19, 20, 21, 22, 23]
+    assert plotly_array(chart_spec(app, "wi_hourly")["data"][0]["x"]) == [0, 1, 18, 19, 20, 21, 22, 23]
 
 
 def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):

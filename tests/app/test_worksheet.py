@@ -1,24 +1,17 @@
 """AppTest: the worksheet view — inputs → verdict and chart, save/reopen, URL round trip, bad database."""
 
-import base64
 import json
 
-import numpy as np
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.budget import Worksheet
 from planner.provenance import Figure
 from planner.worksheet_url import query_for
-from tests.app.conftest import ROUTER
+from tests.app.conftest import ROUTER, plotly_array
 
 
 def waterfall_y(at):
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    y = spec["data"][0]["y"]
-    if isinstance(y, dict):  # plotly 7 encodes arrays as base64
-        y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist()
-    return y
+    return plotly_array(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["y"])
 
 
 def test_defaults_show_a_positive_budget_and_the_waterfall(app):
