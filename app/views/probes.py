@@ -146,27 +146,23 @@ def live_view() -> None:
     readings = _q("cold_readings", URL, key.endpoint_id, key.vantage)
     done = readings[readings["state"] == "done"] if len(readings) else readings
     seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None
+    def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str) -> None:
+        st.subheader(f"Segment {n}: {title}")
+        if fig is None:
+            st.info(missing)
+            return
+        st.metric(metric, f"{fig.value:,.0f} ms")
+        st.caption(fig.describe())
+        if st.button(f"Use in worksheet (segment {n})", key=f"use_seg{n}"):
+            worksheet_state.offer(field, fig)
+            st.switch_page("views/worksheet.py")
+
     s1, s2 = st.columns(2)
     with s1:
-        st.subheader("Segment 1: queueing")
-        if seg1 is None:
-            st.info("Needs hours with at least 20 samples (p95) — keep the worker running (24 h at 60 s gives 60 per hour).")
-        else:
-            st.metric("worst-hour p95 − quietest-hour p50", f"{seg1.value:,.0f} ms")
-            st.caption(seg1.describe())
-            if st.button("Use in worksheet (segment 1)", key="use_seg1"):
-                worksheet_state.offer("queue_ms", seg1)
-                st.switch_page("views/worksheet.py")
+        segment_card(1, "queueing", "queue_ms", seg1, "worst-hour p95 − quietest-hour p50",
+                     "Needs hours with at least 20 samples (p95) — keep the worker running (24 h at 60 s gives 60 per hour).")
     with s2:
-        st.subheader("Segment 2: cold start")
-        if seg2 is None:
-            st.info("No completed cold reading yet: take one above.")
-        else:
-            st.metric("latest cold − warm", f"{seg2.value:,.0f} ms")
-            st.caption(seg2.describe())
-            if st.button("Use in worksheet (segment 2)", key="use_seg2"):
-                worksheet_state.offer("cold_ms", seg2)
-                st.switch_page("views/worksheet.py")
+        segment_card(2, "cold start", "cold_ms", seg2, "latest cold − warm", "No completed cold reading yet: take one above.")
     if len(readings):
         show = readings[["requested_at_ms", "state", "idle_s", "cold_ttft_ms", "warm_ttft_ms", "cold_minus_warm_ms",
                          "cold_attempts", "cold_status_503", "detail"]].copy()
