@@ -30,4 +30,8 @@ pages = [
     st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))
     for file, title, icon, url in PAGES
 ]
-st.navigation(pages).run()
+nav = st.navigation(pages)
+from app.viewer import sidebar_time_zone  # noqa: E402
+
+sidebar_time_zone()
+nav.run()
