@@ -16,6 +16,7 @@ from planner.probes.errors import ERROR_CLASSES, MissingApiKey
 from planner.probes.fit import fit_prefill
 from planner.probes.protocols import PROTOCOLS
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
+from planner.probes.warmup import warm_up
 from planner.stats import summarize
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
@@ -91,6 +92,12 @@ def _line(i: int, s: TtftSample) -> str:
 
 async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: str | None, max_attempts: int, on_sample) -> None:
     keep_alive = targets[0].keep_alive
+    # Pay the first request's lazy imports and thread-pool start on a local canned stream, not in sample #1.
+    await warm_up(targets[0].protocol, keep_alive=keep_alive)
+    # Park every object made so far outside the collector: a full GC pass over them is a multi-ms
+    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
+    gc.collect()
+    gc.freeze()
     client = None
     if keep_alive:
         client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(targets[0].timeout_s), http2=False)
@@ -166,10 +173,6 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
             click.echo(_line(i, s))
 
     interrupted = False
-    # Park every object imported so far outside the collector: a full GC pass over them is a multi-ms
-    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
-    gc.collect()
-    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(_run(targets, n, interval_s, api_key, max_attempts, on_sample))
