@@ -11,7 +11,7 @@ from planner.cli import cli
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
-from planner.sweep import arrival_offsets_s, knee_of
+from planner.sweep import arrival_offsets_s, knee_of, queueing_p95_ms
 
 # 400 prompt tokens at 4,000 tokens/s: 100 ms of prefill per request, so one slot serves ~10 requests/s.
 SERVICE = dict(prefill_tokens_per_s=4000, decode_tokens_per_s=1000, base_overhead_ms=0, prefix_cache_tokens=0, seed=0)
@@ -27,7 +27,7 @@ def _sweep(url: str, *extra: str) -> list[dict]:
 
 def test_the_knee_moves_with_the_simulators_slots(tmp_path):
     db = f"sqlite:///{tmp_path / 'sweep.db'}"
-    knees = {}
+    knees, queueing = {}, {}
     for slots in (1, 4):
         with running_simulator(SimulatorConfig(slots=slots, **SERVICE)) as url:
             out = _sweep(url, "--store", "--database-url", db, "--vantage", "test lab")
@@ -38,10 +38,12 @@ def test_the_knee_moves_with_the_simulators_slots(tmp_path):
             assert s["ttft_p50_ms"] <= s["ttft_p95_ms"] <= s["ttft_p99_ms"]
             assert s["client_cpu_ms_per_request"] > 0
         knees[slots] = summary["knee_load"]
+        queueing[slots] = queueing_p95_ms([s["load"] for s in steps], [s["ttft_p95_ms"] for s in steps], 15.0).value
         if slots == 1:  # 15 requests/s into one slot of ~10 requests/s: the queue grows for the whole step
             assert steps[1]["ttft_p95_ms"] > 500 and summary["over_load"] == 15.0
             assert steps[1]["achieved_rps"] < 12
     assert knees == {1: 2.0, 4: 15.0}  # four slots carry the load one slot could not
+    assert queueing[1] > 300 > queueing[4]  # the measured queueing segment at 15 requests/s
 
     eng = open_store(db)
     runs = load_sweep_runs(eng)
@@ -59,6 +61,10 @@ def test_schedules_and_knee():
     assert knee_of([1, 2, 4, 8], [100, 200, 900, 150], 500) == (2, 4)  # later steps ignored once over
     assert knee_of([1, 2], [100, 200], 500) == (2, None)
     assert knee_of([1, 2], [None, 200], 500) == (None, 1)
+    q = queueing_p95_ms([1, 3], [100, 300], 2)
+    assert q.value == 100 and q.unit == "ms" and q.source == "probe"
+    with pytest.raises(ValueError, match="outside the swept range"):
+        queueing_p95_ms([1, 3], [100, 300], 4)
 
 
 @pytest.mark.parametrize("args, message", [
