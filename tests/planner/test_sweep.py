@@ -75,3 +75,15 @@ def test_schedules_and_knee():
 def test_bad_loads_are_named(args, message):
     r = CliRunner().invoke(cli, ["sweep", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", *args])
     assert r.exit_code == 2 and message in r.output
+
+
+def test_closed_loop_concurrency_queues_behind_one_slot():
+    with running_simulator(SimulatorConfig(slots=1, **SERVICE)) as url:
+        r = CliRunner().invoke(cli, ["sweep", "--base-url", url, "--model", "m", "--concurrency", "1,4", "--step-duration",
+                                     "1.5", "--prompt-tokens", "400", "--max-tokens", "2", "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    one, four = [json.loads(line) for line in r.output.strip().splitlines()][:2]
+    assert one["load"] == 1 and four["load"] == 4 and one["error_rate"] == four["error_rate"] == 0
+    # four requests always in flight on one slot: each waits for the three ahead of it
+    assert four["ttft_p50_ms"] > 2.5 * one["ttft_p50_ms"]
+    assert four["achieved_rps"] < 1.5 * one["achieved_rps"]  # the slot, not the client, sets the throughput
