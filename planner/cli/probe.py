@@ -13,13 +13,13 @@ import httpx
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.errors import ERROR_CLASSES, MissingApiKey
-from planner.probes.fit import fit_prefill
+from planner.probes.fit import fit_points, fit_prefill
 from planner.probes.protocols import PROTOCOLS
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
 from planner.probes.warmup import warm_up
 from planner.stats import summarize
 
-__all__ = ["COMMANDS", "fit_points", "parse_prompt_tokens", "summary_of"]
+__all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
 
 _VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
 
@@ -68,19 +68,6 @@ def summary_of(samples: list[TtftSample]) -> dict:
     for field in ("headers_ms", "first_event_ms", "first_content_ms", "total_ms"):
         out[f"{field[:-3]}_p50_ms"] = summarize([getattr(s, field) for s in ok], ps=(0.5,))["p50"].value
     return out
-
-
-def fit_points(samples: list[TtftSample]) -> tuple[list[tuple[int, float]], str]:
-    """(prompt tokens, TTFT ms) points for the prefill fit, and which token count they use.
-
-    The server's own count (usage.prompt_tokens) when it reported one for every successful sample:
-    it includes the chat template and the nonce, which a real tokenizer counts and the requested
-    length does not. Otherwise the requested lengths.
-    """
-    ok = [s for s in samples if s.ok]
-    if ok and all(s.prompt_tokens for s in ok):
-        return [(s.prompt_tokens, s.ttft_ms) for s in ok], "server-counted"
-    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok], "requested"
 
 
 def _fmt(v: float | None) -> str:
