@@ -11,6 +11,8 @@ its log (`prompt eval time = X ms / N tokens` per request) is the server-side tr
 3. The nonce defeats llama.cpp's prompt cache across repeated runs (every request evaluates its whole prompt),
    while `--cached` hits it (the repeats evaluate almost nothing).
 4. Client CPU per request of the probe CLI; peers (AIPerf, GuideLLM) "skipped" when not installed.
+5. `ttft-planner calibrate` against the engine (prefill, decode, effective parallelism → a what-if spec).
+   Not yet here: replaying a time-scaled public trace at three loads against the engine and the what-if.
 
     python bench/bench_engine.py [--port 8089] [--core 1] [--json]
 
@@ -154,6 +156,13 @@ def main() -> int:
                             "server_prompt_tokens": [s.get("prompt_tokens") for s in samples]}
         report["cache"] = cache
         report["peers"] = peers()
+
+        # 5. calibration → a what-if spec
+        out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "calibrate", "--base-url", srv.url,
+                              "--model", "gemma", "--prompt-tokens", "128,1024", "-n", "3", "--decode-tokens", "32",
+                              "--concurrency", "1,2", "--step-duration", "20", "--json"],
+                             capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        report["calibration"] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
     finally:
         srv.stop()
     report["load_avg_at_end"] = os.getloadavg()
@@ -173,6 +182,7 @@ def main() -> int:
         print(f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})")
     print(f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up included); "
           + "; ".join(f"{k}: {v}" for k, v in report["peers"].items()))
+    print(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")
     return 0
 
 
