@@ -39,6 +39,7 @@ engine:
 ## Benchmarks against that engine, pinned to one core (see README "Measured against llama.cpp").
 bench-engine: venv engine
 	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_engine_whatif.py --engine
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts
