@@ -4,11 +4,12 @@ import json
 
 import streamlit as st
 
-from app import present
+from app import present, worksheet_state
 from app.cache import engine
 from app.charts.sweep import sweep_figure
 from app.viewer import fmt_ms, zone_label
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
+from planner.sweep import queueing_p95_ms
 
 st.title("Load sweep")
 st.caption(
@@ -69,3 +70,21 @@ st.caption(
     "successful requests; a p95 from fewer than 20 requests is the largest value. Send lag above a few ms means the "
     "client, not the endpoint, was the bottleneck."
 )
+
+# ---- the measured queueing curve → the worksheet's admission/queueing segment
+st.subheader("Queueing at your load")
+ok_steps = steps[steps["ttft_p95_ms"].notna()]
+if len(ok_steps) >= 2:
+    lo, hi = float(ok_steps["load"].min()), float(ok_steps["load"].max())
+    at_load = st.slider(f"Your expected load ({unit})", min_value=lo, max_value=hi, value=lo, key="sweep_at_load")
+    fig = queueing_p95_ms(list(ok_steps["load"]), list(ok_steps["ttft_p95_ms"]), at_load,
+                          detail=f"sweep #{run_id} ({run['model']}): p95 at {at_load:g} {unit} minus p95 at {lo:g}",
+                          n=int(ok_steps["n_ok"].sum()), measured_at_ms=int(run["finished_at_ms"]))
+    st.metric("Queueing p95", present.ms(fig.value), help="What the load adds to p95 TTFT on this endpoint, "
+              "interpolated between the swept steps (never extrapolated).")
+    if st.button("Use for worksheet", key="sweep_use", type="primary"):
+        worksheet_state.offer("queue_ms", fig)
+        st.switch_page("views/worksheet.py")
+else:
+    st.caption("A queueing figure needs two or more steps with a p95.")
+

@@ -48,3 +48,12 @@ def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     fig = chart_spec(at, "sweep_curve")
     assert [t["name"] for t in fig["data"]] == ["TTFT p50", "TTFT p95", "TTFT p99"]
     assert any("knee 2" in (a.get("text") or "") for a in fig["layout"]["annotations"])
+
+    # the curve as the worksheet's queueing segment: what 15 requests/s adds to p95 on one slot
+    at.slider(key="sweep_at_load").set_value(15.0).run()
+    queue = {m.label: m.value for m in at.metric}["Queueing p95"]
+    expected = result.steps[1].ttft_p95_ms - result.steps[0].ttft_p95_ms
+    assert queue == f"{expected:,.0f} ms"
+    at.button(key="sweep_use").click().run()
+    assert not at.exception, at.exception
+    assert any("sweep #" in c.value for c in at.caption), [c.value for c in at.caption]  # on the worksheet, with provenance
