@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
+from planner.probes.ttft import ProbeTarget, TtftSample, _shared_ssl_context, probe_once
 from planner.probes.warmup import warm_up
 from planner.stats import summarize
 from planner.sweep.arrivals import ARRIVAL_KINDS, arrival_offsets_s
@@ -112,7 +112,7 @@ class SweepResult:
 
 def _new_client(timeout_s: float) -> httpx.AsyncClient:
     # No pool limit (open loop must never queue in the client) and no kept connections (fresh per request).
-    return httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(timeout_s),
+    return httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_shared_ssl_context(),
                              limits=httpx.Limits(max_connections=None, max_keepalive_connections=0))
 
 
