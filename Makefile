@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: run test deps venv bench clean
+.PHONY: run test deps venv bench engine bench-engine clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,15 @@ test: deps venv
 ## Benchmarks: print figures side by side with their baselines (not part of the tests).
 bench: venv
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+## A real engine for benchmarks (not for the tests): llama.cpp's server + Gemma 3 270M into .engine/ (once, ~20 min).
+engine:
+	bash scripts/setup-engine.sh
+
+## Benchmarks against that engine, pinned to one core (see README "Measured against llama.cpp").
+bench-engine: venv engine
+	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_engine_whatif.py --engine
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

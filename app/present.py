@@ -36,6 +36,12 @@ LABELS: dict[str, str] = {
     "prompt_tokens": "Prompt tokens",
     "targets_met": "Targets met",
     "rank": "Rank",
+    "load": "Load",
+    "n_sent": "Requests sent",
+    "offered_rps": "Offered (req/s)",
+    "achieved_rps": "Achieved (req/s)",
+    "send_lag_p95_ms": "Send lag p95 (ms)",
+    "client_cpu_ms_per_request": "Client CPU per request (ms)",
 }
 
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")

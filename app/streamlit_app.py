@@ -24,6 +24,7 @@ PAGES = [
     ("capacity.py", "Capacity & cost", ":material/payments:", "capacity"),
     ("compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("whatif.py", "What-if", ":material/query_stats:", "whatif"),
+    ("sweep.py", "Load sweep", ":material/trending_up:", "sweep"),
 ]
 
 pages = [

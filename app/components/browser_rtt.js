@@ -5,10 +5,15 @@
 //   resource-timing:        responseStart − requestStart of the fetch's PerformanceResourceTiming entry
 //                           (one request round trip on a warm connection; cross-origin needs the target
 //                           to send Timing-Allow-Origin, otherwise the browser zeroes these fields);
-//   fetch-performance-now:  performance.now() around fetch() + body read, the labelled fallback used
-//                           only when timing is not exposed; it adds 8–15 ms of browser overhead.
-// A target without CORS headers is fetched in no-cors mode (an opaque response still times).
-// Failures (network, CORS plus no-cors, mixed content, timeout) are samples with an error class.
+//   fetch-performance-now:  the labelled fallback when those fields are hidden: responseEnd − fetchStart
+//                           of the same entry (always exposed, even without TAO or CORS), else
+//                           performance.now() around fetch() + body read (no-cors responses get no
+//                           entry), which adds a few ms of browser overhead. The sample's note says
+//                           which clock it used.
+// A target without CORS headers is fetched in no-cors mode (an opaque response still times). Redirects
+// are followed (the Fetch standard forbids redirect: "manual" in no-cors mode); a followed redirect is
+// part of a fallback sample's time, and the note says so when the browser reveals it.
+// Failures (network, mixed content, timeout) are samples with an error class.
 
 const VANTAGE_KEY = "ttft-planner.vantage";
 
@@ -27,7 +32,19 @@ function classify(err, url, aborted) {
   if (window.location.protocol === "https:" && url.startsWith("http:")) {
     return ["blocked", "mixed content: an https page may not fetch an http URL"];
   }
-  return ["blocked", "the browser blocked or could not complete the request (network error, CORS or a blocker): " + String(err && err.message || err)];
+  return ["blocked", "the browser blocked or could not complete the request (network error or a blocker): " + String(err && err.message || err)];
+}
+
+function fallbackTiming(e, wallMs) {
+  // Without Timing-Allow-Origin the entry still exposes fetchStart and responseEnd (Resource Timing §4.5).
+  if (e && e.responseEnd > 0 && e.fetchStart > 0 && e.responseEnd >= e.fetchStart) {
+    const redirected = e.redirectEnd > 0 ? " (includes a followed redirect)" : "";
+    return { rtt_ms: e.responseEnd - e.fetchStart,
+             note: "fallback, no Timing-Allow-Origin: Resource Timing responseEnd − fetchStart" + redirected };
+  }
+  // An opaque (no-cors) response gets no entry at all in Chromium: the wall clock is all there is.
+  return { rtt_ms: wallMs, note: "fallback, no Timing-Allow-Origin: performance.now() around fetch "
+                                 + "(adds browser overhead; a followed redirect adds its round trip)" };
 }
 
 async function fetchOnce(url, mode, timeoutMs) {
@@ -36,7 +53,8 @@ async function fetchOnce(url, mode, timeoutMs) {
   const timer = setTimeout(() => ctrl.abort(), timeoutMs);
   const t0 = performance.now();
   try {
-    const resp = await fetch(tagged, { mode, cache: "no-store", credentials: "omit", redirect: "manual", signal: ctrl.signal });
+    // redirect "follow": the only redirect mode the Fetch standard allows with no-cors ("manual" throws).
+    const resp = await fetch(tagged, { mode, cache: "no-store", credentials: "omit", redirect: "follow", signal: ctrl.signal });
     await resp.arrayBuffer();
     const wallMs = performance.now() - t0;
     const entries = performance.getEntriesByName(tagged, "resource");
@@ -44,8 +62,8 @@ async function fetchOnce(url, mode, timeoutMs) {
     if (e && e.requestStart > 0 && e.responseStart >= e.requestStart) {
       return { ok: true, method: "resource-timing", rtt_ms: e.responseStart - e.requestStart, wall_ms: wallMs };
     }
-    return { ok: true, method: "fetch-performance-now", rtt_ms: wallMs, wall_ms: wallMs,
-             note: "no Timing-Allow-Origin: performance.now() around fetch (adds browser overhead)" };
+    const fb = fallbackTiming(e, wallMs);
+    return { ok: true, method: "fetch-performance-now", rtt_ms: fb.rtt_ms, wall_ms: wallMs, note: fb.note };
   } catch (err) {
     return { ok: false, err, aborted: ctrl.signal.aborted };
   } finally {

@@ -1,5 +1,7 @@
 """Regions: how far is each candidate region from our people and our servers? (feeds segment 4, network)"""
 
+from collections import Counter
+
 import pandas as pd
 import streamlit as st
 
@@ -90,10 +92,16 @@ with browser_col:
         insert_samples(eng, records)
         ss.rtt_stored_runs.append(run.get("run_id"))
         fallback = sum(r.method == "fetch-performance-now" and r.error_class is None for r in records)
-        st.success(f"Stored {len(records)} browser samples as “{run.get('vantage') or vantage}”.")
+        measured = sum(r.error_class is None for r in records)
+        failed = Counter(r.error_class for r in records if r.error_class is not None)
+        failures = "; ".join(f"{k} ×{v}" for k, v in failed.items())
+        (st.success if measured else st.error)(
+            f"Stored {measured} browser samples as “{run.get('vantage') or vantage}”"
+            + (f"; {sum(failed.values())} target(s) failed ({failures})." if failed else "."))
         if fallback:
-            st.warning(f"{fallback} sample(s) used the performance.now() fallback: those targets do not send "
-                       "Timing-Allow-Origin, so the figure includes 8–15 ms of browser overhead.")
+            st.warning(f"{fallback} sample(s) used the fallback timing: those targets do not send Timing-Allow-Origin, "
+                       "so the figure is the whole fetch (Resource Timing responseEnd − fetchStart, or performance.now() "
+                       "around it), not one request round trip.")
         for line in rejected:
             st.warning(line)
 

@@ -13,9 +13,10 @@ import httpx
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.errors import ERROR_CLASSES, MissingApiKey
-from planner.probes.fit import fit_prefill
+from planner.probes.fit import fit_points, fit_prefill
 from planner.probes.protocols import PROTOCOLS
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
+from planner.probes.warmup import warm_up
 from planner.stats import summarize
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
@@ -61,6 +62,8 @@ def summary_of(samples: list[TtftSample]) -> dict:
         "ttft_max_ms": ttft["max"].value,
         "ttft_p95_reliable": ttft["p95"].reliable,
         "buffered": sum(1 for s in ok if s.buffered),
+        # what the server counted (usage.prompt_tokens): the requested length plus the template and nonce
+        "server_prompt_tokens_p50": summarize([s.prompt_tokens for s in ok], ps=(0.5,))["p50"].value,
     }
     for field in ("headers_ms", "first_event_ms", "first_content_ms", "total_ms"):
         out[f"{field[:-3]}_p50_ms"] = summarize([getattr(s, field) for s in ok], ps=(0.5,))["p50"].value
@@ -72,7 +75,8 @@ def _fmt(v: float | None) -> str:
 
 
 def _line(i: int, s: TtftSample) -> str:
-    head = f"#{i:<3} {s.prompt_tokens_requested:>6} tok  "
+    counted = f" (server {s.prompt_tokens})" if s.prompt_tokens is not None else ""
+    head = f"#{i:<3} {s.prompt_tokens_requested:>6} tok{counted}  "
     if not s.ok:
         return head + f"FAILED {s.error_class}: {s.error_detail}" + (f"  (attempts {s.attempts})" if s.attempts > 1 else "")
     extra = []
@@ -91,6 +95,12 @@ def _line(i: int, s: TtftSample) -> str:
 
 async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: str | None, max_attempts: int, on_sample) -> None:
     keep_alive = targets[0].keep_alive
+    # Pay the first request's lazy imports and thread-pool start on a local canned stream, not in sample #1.
+    await warm_up(targets[0].protocol, keep_alive=keep_alive)
+    # Park every object made so far outside the collector: a full GC pass over them is a multi-ms
+    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
+    gc.collect()
+    gc.freeze()
     client = None
     if keep_alive:
         client = httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(targets[0].timeout_s), http2=False)
@@ -122,7 +132,8 @@ async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: s
               help="Seconds from one sample's start to the next.")
 @click.option("--prompt-tokens", "prompt_tokens", default="1000", show_default=True,
               help="Prompt length(s) in tokens (words of a 1-token vocabulary, nonce first). Two or more, e.g. "
-                   "256,4096, fit TTFT = a + b·tokens and report b, the measured prefill cost.")
+                   "256,4096, fit TTFT = a + b·tokens and report b, the measured prefill cost (on the server's "
+                   "own token count when it reports usage).")
 @click.option("--max-tokens", type=click.IntRange(1, 100_000), default=64, show_default=True, help="max_tokens of each request.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
               help="Seconds per attempt before a connect/read timeout (a stall mid-stream counts).")
@@ -166,10 +177,6 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
             click.echo(_line(i, s))
 
     interrupted = False
-    # Park every object imported so far outside the collector: a full GC pass over them is a multi-ms
-    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
-    gc.collect()
-    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(_run(targets, n, interval_s, api_key, max_attempts, on_sample))
@@ -207,7 +214,7 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
 def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored: int | None, interrupted: bool) -> None:
     per_length = {L: summary_of([s for s in samples if s.prompt_tokens_requested == L]) for L in lengths}
     fit = None
-    ok_points = [(s.prompt_tokens_requested, s.ttft_ms) for s in samples if s.ok]
+    ok_points, basis = fit_points(samples)
     if len(lengths) >= 2:
         try:
             fit = fit_prefill(ok_points)
@@ -220,7 +227,8 @@ def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored
             out["prefill_fit"] = {"intercept_ms": fit.intercept_ms, "ms_per_1k_tokens": fit.ms_per_1k_tokens,
                                   "prefill_tokens_per_s": fit.prefill_tokens_per_s, "r2": fit.r2,
                                   "slope_se_ms_per_1k_tokens": None if fit.slope_se_ms_per_token is None
-                                  else fit.slope_se_ms_per_token * 1000, "n": fit.n, "quality": fit.quality}
+                                  else fit.slope_se_ms_per_token * 1000, "n": fit.n, "quality": fit.quality,
+                                  "tokens": basis, "lengths": list(fit.lengths)}
         echo_json(out)
         return
     click.echo("")
@@ -233,8 +241,10 @@ def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored
         click.echo(f"{'':>6} first event p50 {_fmt(s['first_event_p50_ms'])} ms · headers p50 {_fmt(s['headers_p50_ms'])} ms"
                    + (f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
                       if s["buffered"] else ""))
+        if s["server_prompt_tokens_p50"] is not None:
+            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} prompt tokens (p50) for {L:,} requested")
     if fit is not None:
-        click.echo(fit.describe())
+        click.echo(fit.describe() + f" ({basis} tokens)")
     elif len(lengths) >= 2:
         click.echo("prefill fit: needs successful samples at two or more lengths")
     if stored is not None:

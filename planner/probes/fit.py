@@ -12,9 +12,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from planner.provenance import Figure, Source
 
-__all__ = ["PrefillFit", "fit_prefill"]
+if TYPE_CHECKING:
+    from planner.probes.ttft import TtftSample
+
+__all__ = ["PrefillFit", "fit_points", "fit_prefill"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +108,16 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
     r2 = 1.0 - sse / syy if syy > 0 else 1.0
     se = math.sqrt(sse / (n - 2) / sxx) if n > 2 else None
     return PrefillFit(intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths)
+
+
+def fit_points(samples: Iterable["TtftSample"]) -> tuple[list[tuple[int, float]], str]:
+    """(prompt tokens, TTFT ms) points for the prefill fit, and which token count they use.
+
+    The server's own count (usage.prompt_tokens) when it reported one for every successful sample:
+    it includes the chat template and the nonce, which a real tokenizer counts and the requested
+    length does not. Otherwise the requested lengths.
+    """
+    ok = [s for s in samples if s.ok]
+    if ok and all(s.prompt_tokens for s in ok):
+        return [(s.prompt_tokens, s.ttft_ms) for s in ok], "server-counted"
+    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok], "requested"

@@ -5,9 +5,11 @@ words, each preceded by a space. Every one of them is a single token in the
 GPT-4o (o200k), GPT-4 (cl100k), Llama 3 and Gemma tokenizers, so N words ≈ N
 tokens. `count_tokens` is that rule (whitespace-separated words), and
 `count_tokens(build_prompt(N, nonce)) == N` for N ≥ 8; it is what the simulator
-charges for. Real tokenizers see a few more: the hex nonce splits into ~6
-tokens and the chat template adds its own; `usage.prompt_tokens` in each sample
-shows the server's own count.
+charges for. Real tokenizers see a few more: the colon after the nonce and
+the chat template's own tokens (~20 for Gemma's); `usage.prompt_tokens` in each
+sample shows the server's own count, and the prefill fit uses it when the
+server reports it. The nonce is four random words of the same vocabulary, one
+token each (a hex or decimal nonce splits into a token per digit or two).
 
 The nonce goes FIRST: a prefix cache matches from the first token, so a nonce
 anywhere else would let the server reuse everything before it (DESIGN §3).
@@ -27,13 +29,14 @@ _WORDS = (
     "change morning reason research girl guy moment air teacher force education"
 ).split()
 
-#: Extra tokens a real tokenizer sees for the hex nonce over the word count (about 6).
-NONCE_TOKENS = 6
+#: Extra tokens a real tokenizer sees for the nonce over the word count (the colon after it).
+NONCE_TOKENS = 1
+NONCE_WORDS = 4
 
 
 def new_nonce() -> str:
-    """A random 12-hex-digit nonce."""
-    return secrets.token_hex(6)
+    """Four random one-token words, e.g. "lot kid air area": ~27 bits, four tokens."""
+    return " ".join(secrets.choice(_WORDS) for _ in range(NONCE_WORDS))
 
 
 def count_tokens(text: str) -> int:

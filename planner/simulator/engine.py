@@ -225,4 +225,4 @@ class SimEngine:
         """State for /health (JSON-ready)."""
         return {"simulated": True, "warm": self.warm, "busy_slots": self._busy, "queued": self.queued,
                 "slots": self.config.slots, "requests": self.requests, "cold_starts": self.cold_starts,
-                "cached_prompts": len(self._cache)}
+                "cached_prompts": len(self._cache), "load_waiters": len(self._load_waiters)}

@@ -161,3 +161,30 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
     assert json.loads(ok.output.splitlines()[-1])["n"] == 2
     assert json.loads(wrong.output.splitlines()[0])["error_class"] == "not_found"
     assert "simulated" in out
+
+
+def test_the_servers_prompt_token_count_is_shown_and_the_prefill_fit_uses_it():
+    """A chat template adds tokens the request did not ask for; the fit must see the server's count (issue 14)."""
+    from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
+
+    template_tokens, ms_per_token = 30, 0.1
+
+    def script(i, req) -> Script:
+        counted = len(req.json()["messages"][0]["content"].split()) + template_tokens
+        return Script(steps=[Step(sse(chat_chunk({"content": "x"})), delay_s=counted * ms_per_token / 1000, content=True),
+                             Step(sse(usage_chunk(counted, 1)) + b"data: [DONE]\n\n")])
+
+    with ScriptedServer(script) as srv:
+        r = invoke("probe", "--base-url", srv.url, "--model", "m", "-n", "3", "--interval", "0", "--json",
+                   "--prompt-tokens", "100,1000", "--max-tokens", "1")
+        text = invoke("probe", "--base-url", srv.url, "--model", "m", "-n", "1", "--interval", "0",
+                      "--prompt-tokens", "100", "--max-tokens", "1")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(line) for line in r.output.strip().splitlines()]
+    samples, summary = lines[:-1], lines[-1]
+    assert {s["prompt_tokens"] - s["prompt_tokens_requested"] for s in samples} == {template_tokens}
+    assert summary["by_prompt_tokens"]["100"]["server_prompt_tokens_p50"] == 100 + template_tokens
+    fit = summary["prefill_fit"]
+    assert fit["tokens"] == "server-counted" and fit["lengths"] == [100 + template_tokens, 1000 + template_tokens]
+    assert 0.07 <= fit["ms_per_1k_tokens"] / 1000 <= 0.2  # 0.1 ms per counted token
+    assert "(server 130)" in text.output and "the server counted 130 prompt tokens" in text.output

@@ -15,6 +15,16 @@ from planner.simulator import OFFICE_LOAD_CURVE, SimulatorConfig, parse_load_cur
 from planner.simulator.engine import SimEngine
 
 
+
+async def until_health(client, url: str, key: str, value: int, timeout_s: float = 20.0) -> None:
+    """Poll the simulator's /health until `key` reaches `value` (orders arrivals by observation, not by sleeps)."""
+    health = url.removesuffix("/v1") + "/health"
+    deadline = time.monotonic() + timeout_s
+    while (await client.get(health)).json()[key] < value:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"/health {key} never reached {value}")
+        await asyncio.sleep(0.002)
+
 def probe(url: str, **kw):
     kw.setdefault("prompt_tokens", 64)
     kw.setdefault("max_tokens", 4)
@@ -67,10 +77,11 @@ def test_requests_beyond_the_slots_queue_first_in_first_out():
 
     async def burst(url: str) -> list:
         tasks = []
-        for _ in range(3):
-            tasks.append(asyncio.create_task(probe_once(ProbeTarget(base_url=url, model="m", prompt_tokens=400, max_tokens=2),
-                                                        max_attempts=1)))
-            await asyncio.sleep(0.03)  # a known arrival order
+        async with httpx.AsyncClient(timeout=30) as client:
+            for i in range(3):
+                tasks.append(asyncio.create_task(probe_once(ProbeTarget(base_url=url, model="m", prompt_tokens=400, max_tokens=2),
+                                                            max_attempts=1)))
+                await until_health(client, url, "requests", i + 1)  # a known arrival order: the server has it
         return await asyncio.gather(*tasks)
 
     with running_simulator(cfg) as url:
@@ -194,8 +205,7 @@ def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
     cfg = SimulatorConfig(start_cold=True, cold_start_s=2.0, speedup=5.0, slots=1, prefill_tokens_per_s=1000,
                           decode_tokens_per_s=1000, base_overhead_ms=0, prefix_cache_tokens=0, ping_interval_s=0)
 
-    async def first_token_at(client, url, delay_s):
-        await asyncio.sleep(delay_s)
+    async def first_token_at(client, url):
         body = {"model": "m", "stream": True, "max_tokens": 1,
                 "messages": [{"role": "user", "content": " ".join(["word"] * 400)}]}
         async with client.stream("POST", url + "/chat/completions", json=body) as r:
@@ -206,7 +216,11 @@ def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
 
     async def main(url):
         async with httpx.AsyncClient(timeout=30) as client:
-            return await asyncio.gather(*(first_token_at(client, url, 0.02 * i) for i in range(6)))
+            tasks = []
+            for i in range(6):  # each one is held by the load before the next is sent: a known arrival order
+                tasks.append(asyncio.create_task(first_token_at(client, url)))
+                await until_health(client, url, "load_waiters", i + 1)
+            return await asyncio.gather(*tasks)
 
     with running_simulator(cfg) as url:
         done = asyncio.run(main(url))

@@ -4,6 +4,8 @@ Routes:
   /ping          204-free 200 "ok", Cache-Control: no-store, Access-Control-Allow-Origin: *,
                  Timing-Allow-Origin: * (a browser may read Resource Timing for it)
   /ping-no-tao   the same without Timing-Allow-Origin (the browser must fall back, labelled)
+  /ping-no-cors  neither CORS nor Timing-Allow-Origin headers: what cloud region endpoints usually send
+  /redirect-no-cors  302 to /ping-no-cors, no CORS/TAO headers (the browser must follow it in no-cors mode)
   /page          an HTML page that runs the product's browser RTT JS (bench: Chromium in a netns)
 
 uvicorn's own socket setup sets TCP_NODELAY on accepted connections (never Streamlit's
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.routing import Route
 
 __all__ = ["TargetServer", "app", "free_port", "serve_in_thread"]
@@ -38,6 +40,16 @@ async def _ping_no_tao(request):
     return PlainTextResponse("ok", headers={"Cache-Control": "no-store", "Access-Control-Allow-Origin": "*"})
 
 
+async def _ping_no_cors(request):
+    return PlainTextResponse("ok", headers={"Cache-Control": "no-store"})
+
+
+async def _redirect_no_cors(request):
+    query = request.url.query
+    return RedirectResponse("/ping-no-cors" + (f"?{query}" if query else ""), status_code=302,
+                            headers={"Cache-Control": "no-store"})
+
+
 async def _page(request):
     # The page imports the product's measurement module unchanged (served below) and exposes one call.
     return HTMLResponse("""<!doctype html><html><body><div id="root"></div><script type="module">
@@ -50,7 +62,8 @@ async def _js(request):
     return PlainTextResponse(_JS.read_text(), media_type="text/javascript")
 
 
-app = Starlette(routes=[Route("/ping", _ping), Route("/ping-no-tao", _ping_no_tao), Route("/page", _page),
+app = Starlette(routes=[Route("/ping", _ping), Route("/ping-no-tao", _ping_no_tao), Route("/ping-no-cors", _ping_no_cors),
+                        Route("/redirect-no-cors", _redirect_no_cors), Route("/page", _page),
                         Route("/browser_rtt.js", _js)])
 
 

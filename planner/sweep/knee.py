@@ -1,0 +1,23 @@
+"""The knee of a sweep: the highest load whose p95 TTFT is still within the target."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["knee_of"]
+
+
+def knee_of(loads: Sequence[float], p95_ms: Sequence[float | None], target_p95_ms: float) -> tuple[float | None, float | None]:
+    """(knee, first load over the target) over steps in ascending load.
+
+    knee: the last load before p95 first leaves the target (None when even the first step is over
+    it); over: the first load whose p95 is above the target, or has no p95 at all (every request
+    failed), None when every step stays within. Steps after the first one over are ignored: a
+    queue that has tipped over does not recover at higher load.
+    """
+    knee = None
+    for load, p95 in sorted(zip(loads, p95_ms), key=lambda x: x[0]):
+        if p95 is None or p95 > target_p95_ms:
+            return knee, load
+        knee = load
+    return knee, None

@@ -1,0 +1,100 @@
+"""Calibrate a what-if deployment spec on a live endpoint in a few minutes (issue 14).
+
+Three measurements, all with the probe engine (fresh connection, nonce-first prompts):
+
+- prefill: TTFT at two or more prompt lengths, fitted on the server's counted tokens when it
+  reports usage (planner.probes.fit.fit_points) — tokens/s per slot;
+- decode: one long generation per repetition, (output tokens − 1) ÷ (end − first token) — tokens/s;
+- parallelism: closed-loop steps at concurrency 1, 2, 4, … (planner.sweep) with the same small
+  request; effective slots = best achieved throughput ÷ throughput at concurrency 1, and the
+  slowdown = how much longer one request takes at that concurrency than alone (1.0 for truly
+  parallel slots; ≈ the concurrency when the slots share one compute budget, as llama.cpp's
+  parallel slots on one core do).
+
+The result is a `dedicated:` spec (one replica) for planner.whatif.deployment.parse_deployment;
+the fixed part of TTFT (the fit's intercept: admission, template, one decode step, loopback) goes
+in as its `rtt`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+from planner.probes.fit import PrefillFit, fit_points, fit_prefill
+from planner.probes.ttft import ProbeTarget, probe_once
+from planner.probes.warmup import warm_up
+from planner.sweep.run import SweepSpec, run_sweep
+
+__all__ = ["Calibration", "calibrate"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a calibration run measured; `spec()` turns it into a what-if deployment."""
+
+    prefill: PrefillFit
+    token_basis: str  # "server-counted" or "requested"
+    decode_tokens_per_s: float
+    throughput_by_concurrency: dict[int, float]  # achieved requests/s
+    latency_ms_by_concurrency: dict[int, float]  # median total time of one request
+    wall_s: float
+
+    @property
+    def effective_slots(self) -> int:
+        base = self.throughput_by_concurrency[min(self.throughput_by_concurrency)]
+        return max(1, round(max(self.throughput_by_concurrency.values()) / base)) if base > 0 else 1
+
+    @property
+    def slowdown_at_max(self) -> float:
+        """Median request time at the highest concurrency ÷ alone: 1.0 = independent slots."""
+        lat = self.latency_ms_by_concurrency
+        return lat[max(lat)] / lat[min(lat)]
+
+    def spec(self, name: str = "calibrated") -> str:
+        rate = self.prefill.prefill_tokens_per_s
+        if rate is None:
+            raise ValueError("the prefill fit has no positive slope: probe longer prompts")
+        return (f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
+                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, self.prefill.intercept_ms):.0f}")
+
+
+async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 1024), n: int = 5, decode_tokens: int = 64,
+                    concurrencies: tuple[int, ...] = (1, 2, 4), step_duration_s: float = 10.0) -> Calibration:
+    """Measure prefill, decode and parallelism of `target` (its prompt_tokens/max_tokens are ignored).
+
+    Raises ValueError when a stage has no successful request (naming the stage and the first failure).
+    """
+    t0 = time.monotonic()
+    await warm_up(target.protocol)
+    samples = []
+    for _ in range(n):
+        for length in lengths:
+            samples.append(await probe_once(replace(target, prompt_tokens=length, max_tokens=1),
+                                            max_attempts=1))
+    failed = [s for s in samples if not s.ok]
+    if len(failed) == len(samples):
+        raise ValueError(f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})")
+    points, basis = fit_points(samples)
+    fit = fit_prefill(points)
+
+    rates = []
+    for _ in range(max(1, n // 2)):
+        s = await probe_once(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens),
+                             max_attempts=1)
+        if s.ok and s.output_tokens and s.output_tokens > 1 and s.total_ms > s.ttft_ms:
+            rates.append((s.output_tokens - 1) / ((s.total_ms - s.ttft_ms) / 1000))
+    if not rates:
+        raise ValueError("calibration, decode stage: no request generated two or more tokens")
+
+    small = replace(target, prompt_tokens=lengths[0], max_tokens=8)
+    result = await run_sweep(SweepSpec(target=small, mode="concurrency", loads=tuple(float(c) for c in concurrencies),
+                                       step_duration_s=step_duration_s))
+    if any(st.n_ok == 0 for st in result.steps):
+        raise ValueError("calibration, parallelism stage: a concurrency step had no successful request")
+    throughput = {int(st.load): st.achieved_rps for st in result.steps}
+    latency = {int(st.load): st.load / st.achieved_rps * 1000 for st in result.steps}  # Little's law: W = L / λ
+    return Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=statistics.median(rates),
+                       throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
+                       wall_s=time.monotonic() - t0)
