@@ -17,9 +17,10 @@ Viewer time zone: the UTC offset of each sample is applied in SQL with a CASE
 over the zone's transitions inside the queried range, so hours stay right
 across daylight-saving changes.
 
-Which rows count: percentiles use successful samples of kind scheduled or
-manual; the error rate is failed / (ok + failed) of those kinds; skipped slots
-are counted apart; cold and warm samples belong to cold readings.
+Which rows count: planner.samples' one definition of a sample (successful,
+kind scheduled or manual, not a cached series); the error rate is failed /
+(ok + failed) of those kinds; skipped slots are counted apart; cold and warm
+samples belong to cold readings.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
@@ -57,8 +59,8 @@ __all__ = [
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
 PHASES = ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms")
-_OK = "(ok AND ttft_ms IS NOT NULL AND kind IN ('scheduled', 'manual'))"
-_ATTEMPT = "kind IN ('scheduled', 'manual')"
+_OK = SAMPLE_SQL
+_ATTEMPT = ATTEMPT_SQL
 _RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"
 
 
