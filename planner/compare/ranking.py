@@ -107,7 +107,7 @@ def decision_table(ranked: Sequence[Ranked]) -> pd.DataFrame:
         m = r.metrics
         p95 = m.ttft["p95"]
         row = {
-            "rank": r.rank if m.n_ok else None,
+            "rank": r.rank if m.n_ok and len(ranked) > 1 else None,  # one endpoint, or no samples: no rank
             "endpoint": m.name,
             "ttft_p95_ms": p95.value,
             "n": p95.n,

@@ -22,7 +22,8 @@ from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phase
 from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
 
-__all__ = ["figures", "report_csv", "report_html", "report_markdown", "summary_table"]
+__all__ = ["decision_display", "figures", "report_csv", "report_html", "report_markdown", "segment_cell", "summary_table",
+           "worksheet_frame"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
@@ -98,7 +99,7 @@ def _greyed(cmp: Comparison) -> dict[tuple[str, str], bool]:
     return out
 
 
-def _display_decision(cmp: Comparison) -> pd.DataFrame:
+def decision_display(cmp: Comparison) -> pd.DataFrame:
     d = cmp.decision.copy()
     if d.empty:
         return d
@@ -109,7 +110,7 @@ def _display_decision(cmp: Comparison) -> pd.DataFrame:
     return d.drop(columns=["p95_reliable"]).rename(columns=DECISION_LABELS)
 
 
-def _worksheet_frame(cmp: Comparison) -> pd.DataFrame:
+def worksheet_frame(cmp: Comparison) -> pd.DataFrame:
     rows = []
     for m in cmp.metrics:
         for v in m.verdicts:
@@ -190,7 +191,7 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         f'<p class="note">Window {html.escape(cmp.window)} · '
         f'{html.escape("all vantages" if cmp.vantage is None else "vantage " + (cmp.vantage or "(unlabelled)"))} · '
         f"ranked first: <strong>{html.escape(leader)}</strong></p>",
-        "<h2>Decision</h2>", _html_table(_display_decision(cmp), "decision"),
+        "<h2>Decision</h2>", _html_table(decision_display(cmp), "decision"),
         f'<p class="note" id="rules">{html.escape(RANKING_RULE)} {html.escape(TARGETS_RULE)}</p>',
         "<h3>Can the data tell them apart?</h3>",
         f'<p class="note">Equivalence margin: {html.escape(cmp.margin.describe())}.</p>',
@@ -199,7 +200,7 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         '<p class="note">Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).</p>',
         _html_table(summary_table(cmp), "metrics", _greyed(cmp)),
         "<h2>Charts</h2>", *[f'<div class="chart">{c}</div>' for c in chart_html],
-        "<h2>Worksheets</h2>", _html_table(_worksheet_frame(cmp), "worksheets"),
+        "<h2>Worksheets</h2>", _html_table(worksheet_frame(cmp), "worksheets"),
         "<h2>Endpoints</h2>", _html_table(endpoints, "endpoints"),
         "<h2>Method</h2>", f'<ul id="method">{method}</ul>',
         "</body></html>",
@@ -219,12 +220,12 @@ def _md_table(df: pd.DataFrame) -> str:
 
 def report_markdown(cmp: Comparison) -> str:
     """The decision table, per-endpoint figures, CI statements, worksheets and method as Markdown."""
-    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(_display_decision(cmp)),
+    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(decision_display(cmp)),
            f"{RANKING_RULE} {TARGETS_RULE}\n",
            "## Can the data tell them apart?\n", f"Equivalence margin: {cmp.margin.describe()}.\n",
            *[f"- {d.statement()}" for d in cmp.differences], "",
            "## Per endpoint\n", "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
-           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(_worksheet_frame(cmp)), "## Method\n",
+           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(worksheet_frame(cmp)), "## Method\n",
            *[f"- {line}" for line in method_lines(cmp)], ""]
     return "\n".join(out)
 
