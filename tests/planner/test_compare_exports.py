@@ -187,3 +187,19 @@ def test_cli_bad_input_exits_2_naming_the_problem(sqlite_url, tmp_path, args, me
     assert res.exit_code == 2, res.output
     assert message in res.output
     assert not (tmp_path / "r.html").exists()
+
+
+def test_cli_report_margin_is_settable_and_stated(sqlite_url, tmp_path):
+    from planner.store import open_store
+
+    eng = open_store(sqlite_url)
+    seed_three(eng, n=120)  # fast-a ~300 ms vs slow-b ~600 ms: a difference of about 300 ms
+    eng.dispose()
+    out = tmp_path / "r.html"
+    base = ["report", "--endpoints", "fast-a,slow-b", "--database-url", sqlite_url, "--out", str(out)]
+    res = CliRunner().invoke(cli, base)
+    assert "fast-a is faster" in res.output and "larger of 5 ms and 3% of the faster p95" in out.read_text()
+    res = CliRunner().invoke(cli, [*base, "--margin-ms", "5000"])  # a margin wider than any plausible difference
+    assert res.exit_code == 0, res.output
+    assert "practically equivalent" in res.output and "±5,000 ms" in res.output
+    assert "larger of 5000 ms" in out.read_text()
