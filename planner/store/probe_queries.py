@@ -264,16 +264,17 @@ def time_series(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, *, m
                 buckets: int = 400) -> tuple[str, pd.DataFrame]:
     """The TTFT time series: ('raw', one row per sample) when the range holds ≤ max_raw rows, else
     ('bucketed', per time bucket p50/p95 with n and failures). Raw columns: started_at_ms, ttft_ms,
-    ok, kind, error_class; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
+    ok, kind, error_class, cached_series; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
     s = ProbeSampleRow.__table__
     where = sa.and_(s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
                     s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms)
     with engine.connect() as conn:
-        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class)
+        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class, s.c.cached_series)
                            .where(where).order_by(s.c.started_at_ms).limit(max_raw + 1)).all()
     if len(raw) <= max_raw:
-        df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class"])
+        df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class", "cached_series"])
         df["ok"] = df["ok"].astype(bool)
+        df["cached_series"] = df["cached_series"].astype(bool)
         return "raw", df
     bucket_ms = max(60_000, -(-(end_ms - start_ms) // buckets))
     bucket_ms = -(-bucket_ms // 60_000) * 60_000
