@@ -1,6 +1,7 @@
 """The report: HTML (parsed), Markdown and CSV carry the same numbers; the CLI writes them."""
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 from planner.cli import cli
 from planner.compare import compare, report_csv, report_html, report_markdown
 from planner.stats import percentile
-from tests.support.compare_seed import seed_endpoint, seed_three
+from tests.support.compare_seed import SEED_START_MS, seed_endpoint, seed_three
 
 NAMES = ["fast-a", "slow-b", "twin-c"]
 
@@ -119,7 +120,7 @@ def test_html_report_is_self_contained_with_charts_ci_and_method(cmp):
     assert any("slow-b" in d and "is faster" in d for d in diffs)
     method = " ".join(doc.lists["method"])
     assert "nearest-rank" in method and "bootstrap" in method and "fast-a n=240" in method
-    assert "2026-11-27" in method
+    assert dt.datetime.fromtimestamp(SEED_START_MS / 1000, dt.timezone.utc).strftime("%Y-%m-%d") in method
     worksheets = _rows(doc.tables["worksheets"])
     assert len(worksheets) == 4 * 3  # four endpoints × three interaction types
     assert {r["verdict"][0] for r in worksheets} <= {"OK", "Prompt too long", "Over budget", "No verdict", "No data"}
