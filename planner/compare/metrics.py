@@ -202,7 +202,7 @@ def own_segments(info: EndpointInfo, queue: Queueing, cold: ColdReading | None, 
     if cold is not None and cold.segment_ms is not None:
         out["cold_ms"] = Figure(round(cold.segment_ms, 1), "ms", Source.COLD_READING,
                                 f"{info.name} · cold {cold.cold_ms:,.0f} ms − warm {cold.warm_ms:,.0f} ms", 1,
-                                cold.source, cold.measured_at_ms)
+                                "latest" if cold.source == "cold reading" else cold.source, cold.measured_at_ms)
     if rtt is not None:
         out["network_ms"] = Figure(rtt.median_ms, "ms", Source.RTT, f"{rtt.vantage or 'server'} → {rtt.region}",
                                    rtt.n, "median", rtt.measured_at_ms)
