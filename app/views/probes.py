@@ -69,7 +69,7 @@ ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
 live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
 if not live:
-    st.warning(f"No worker is probing for vantage {key.vantage or '(default)'!r} right now: run `ttft-planner serve` "
+    st.warning(f"No worker is probing for {'vantage ' + repr(key.vantage) if key.vantage else 'the default vantage'} right now: run `ttft-planner serve` "
                f"or `ttft-planner worker{' --vantage ' + key.vantage if key.vantage else ''}`.", icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
     st.error(f"Key missing: {status['detail']}. The worker does not probe this endpoint until the variable is set.")
