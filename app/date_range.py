@@ -10,7 +10,6 @@ import datetime as dt
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-import streamlit as st
 
 from app.viewer import time_zone
 

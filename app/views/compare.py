@@ -1,6 +1,5 @@
 """Compare: which candidate endpoint wins, and is the difference real?"""
 
-import pandas as pd
 import streamlit as st
 
 from app import worksheet_state

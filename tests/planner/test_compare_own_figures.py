@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from planner.budget import Worksheet
 from planner.compare import compare, report_html, report_markdown
