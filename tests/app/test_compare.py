@@ -119,3 +119,22 @@ def test_malformed_cost_inputs_get_a_message_not_a_traceback(app, seeded):
     app.session_state["cost_inputs"] = {"input_usd_per_mtok": "lots"}
     _open(app, ["fast-a", "slow-b"])
     assert "Cannot compare with these inputs" in app.error[0].value
+
+
+def test_one_endpoint_says_a_comparison_needs_a_second_and_ranks_nobody(app, seeded):
+    _open(app, ["new-d"])  # one endpoint, 12 samples
+    notice = next(i.value for i in app.info if "A comparison needs at least two endpoints" in i.value)
+    assert "pick a second endpoint" in notice and "new-d" in notice
+    assert app.dataframe[0].value["Rank"].tolist() == ["—"]
+    assert any("Ranked by measured TTFT p95, lower first" in c.value for c in app.caption)
+
+
+def test_the_equivalence_margin_is_shown_and_settable_on_the_page(app, seeded):
+    _open(app, ["fast-a", "slow-b"])
+    assert any("larger of 5 ms and 3% of the faster p95" in c.value for c in app.caption)
+    assert any("fast-a is faster" in s.value for s in app.success)
+    app.number_input(key="cmp_margin_ms").set_value(5000.0).run()
+    assert not app.exception
+    assert any("larger of 5000 ms" in c.value for c in app.caption)
+    assert any("practically equivalent" in i.value and "±5,000 ms" in i.value for i in app.info)
+    assert not app.success  # nobody is "faster" inside a 5 s margin
