@@ -84,3 +84,15 @@ def test_edit_and_remove():
     assert not at.exception, at.exception
     assert list_endpoints(open_store()) == []
     assert any(s.value == "Removed old and its samples." for s in at.success)
+
+
+def test_toml_import_refreshes_the_table_and_says_what_it_did():
+    at = _page()
+    toml = (b'[[endpoint]]\nname = "from-git"\nbase_url = "https://git.example/v1"\nmodel = "m"\n\n'
+            b'[[endpoint]]\nname = "broken"\nbase_url = "ftp://x.example"\nmodel = "m"\n')
+    at.file_uploader(key="endpoints_import").set_value([("endpoints.toml", toml, "application/toml")]).run()
+    at.button(key="endpoints_do_import").click().run()
+    assert not at.exception, at.exception
+    assert any(s.value == "Imported endpoints.toml: added 1, updated 0, rejected 1." for s in at.success)
+    assert any("broken" in e.value and "Base URL" in e.value for e in at.error)
+    assert at.dataframe[0].value["Name"].tolist() == ["from-git"]  # the table above is not stale
