@@ -97,6 +97,8 @@ def test_segment_1_goes_to_the_worksheet_with_provenance():
     fig = at.session_state["ws_figures"]["queue_ms"]
     # n = the samples of the hours with n ≥ 20 (the thin 03:00 hour's 5 samples do not count)
     assert fig["source"] == "probe" and "worst hour 14:00" in fig["detail"] and fig["n"] == 24 * 30 - 25 - 5
+    assert fig["measured_at_ms"] <= time.time() * 1000  # never dated in the future (the range ends at midnight)
+    assert "(UTC)" in fig["window"]  # the window names the viewer's zone
 
 
 def test_cold_reading_shows_and_feeds_segment_2():

@@ -127,3 +127,22 @@ def test_the_sample_count_agrees_everywhere_on_the_page():
     assert ts["layout"]["title"]["text"].startswith(f"TTFT per sample ({n} samples")
     assert "ECDF of TTFT (n=39)" in _chart(at, "ECDF")["layout"]["title"]["text"]
     assert any("A sample is one successful scheduled or manual" in c.value for c in at.caption)
+
+
+def test_the_page_uses_the_sidebars_time_zone_and_has_none_of_its_own():
+    eng = open_store()
+    ep = _endpoint(eng, "sim")
+    t = int(dt.datetime(2026, 11, 29, 23, 30, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    if t > time.time() * 1000 - HOUR:
+        t = _this_hour() - 2 * HOUR
+    _samples(eng, ep, t, 3, 300.0)
+    at = _page()
+    assert not [s for s in at.selectbox if s.key == "probes_tz"]
+    at.selectbox(key="_viewer_tz_widget").set_value("Asia/Kolkata").run()  # UTC+5:30
+    assert not at.exception, at.exception
+    hod = _chart(at, "hour of day")
+    assert "(Asia/Kolkata)" in hod["layout"]["title"]["text"]
+    local_hour = dt.datetime.fromtimestamp(t / 1000, dt.timezone(dt.timedelta(hours=5, minutes=30))).hour
+    n = [row[0] for row in plotly_array(next(tr for tr in hod["data"] if tr["name"].startswith("p95, too few"))["customdata"])]
+    assert n[local_hour] == 3
+    assert any("Date range (Asia/Kolkata)" == d.label for d in at.date_input)
