@@ -12,6 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
+from planner.compare.charts import mark_empty
+from planner.samples import MEASURED_KINDS
 
 __all__ = ["ecdf_figure", "heatmap_figure", "hour_of_day_figure", "phase_figure", "time_series_figure"]
 
@@ -24,8 +26,10 @@ def _local(ms: pd.Series, tz: str) -> pd.Series:
 
 
 def _layout(fig: go.Figure, title: str, y: str = "TTFT (ms)", x: str | None = None) -> go.Figure:
-    fig.update_layout(title=title, yaxis_title=y, xaxis_title=x, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", y=-0.2), hovermode="closest")
+    # The legend sits above the plot, right-aligned under the title, so it never covers the x-axis title.
+    fig.update_layout(title=title, yaxis_title=y, xaxis_title=x, margin=dict(l=10, r=10, t=80, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
+                      hovermode="closest")
     return fig
 
 
@@ -33,11 +37,13 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
     """TTFT over time: each sample (mode 'raw') or per-bucket p50/p95 (mode 'bucketed'); failures marked red."""
     fig = go.Figure()
     if df.empty:
-        return _layout(fig, "TTFT over time: no samples in this range", x=f"time ({tz})")
+        return mark_empty(_layout(fig, "TTFT over time", x=f"time ({tz})"))
     if mode == "raw":
-        ok = df[df["ok"] & df["ttft_ms"].notna()]
-        bad = df[~df["ok"] & (df["kind"] != "skipped")]
+        counted = df["kind"].isin(MEASURED_KINDS) & ~df["cached_series"]  # planner.samples' definition
+        ok = df[counted & df["ok"] & df["ttft_ms"].notna()]
+        bad = df[counted & ~df["ok"]]
         skipped = df[df["kind"] == "skipped"]
+        cold = df[df["kind"].isin(("cold", "warm")) & df["ok"] & df["ttft_ms"].notna()]
         fig.add_scatter(x=_local(ok["started_at_ms"], tz), y=ok["ttft_ms"], mode="markers", name="TTFT",
                         marker=dict(size=5), customdata=ok[["kind"]], hovertemplate="%{y:.0f} ms · %{customdata[0]}<extra></extra>")
         base = float(ok["ttft_ms"].min()) if len(ok) else 0.0
@@ -48,7 +54,14 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
             fig.add_scatter(x=_local(skipped["started_at_ms"], tz), y=[base] * len(skipped), mode="markers",
                             name="skipped slot", marker=dict(symbol="line-ns-open", size=10, color=SEMANTIC["muted"]),
                             hovertemplate="skipped slot<extra></extra>")
-        return _layout(fig, f"TTFT per sample ({len(ok):,} ok, {len(bad):,} failed)", x=f"time ({tz})")
+        if len(cold):
+            fig.add_scatter(x=_local(cold["started_at_ms"], tz), y=cold["ttft_ms"], mode="markers",
+                            name="cold reading (not a sample)", marker=dict(symbol="diamond", size=8, color=SEMANTIC["muted"]),
+                            customdata=cold[["kind"]], hovertemplate="%{y:,.0f} ms · %{customdata[0]} probe of a cold reading"
+                                                                      "<extra></extra>")
+        if ok.empty and bad.empty:
+            mark_empty(fig)
+        return _layout(fig, f"TTFT per sample ({len(ok):,} samples, {len(bad):,} failed)", x=f"time ({tz})")
     x = _local(df["t_ms"], tz)
     hover = "%{y:.0f} ms · n=%{customdata[0]} · failed %{customdata[1]}<extra></extra>"
     cd = df[["n", "failed"]]
@@ -67,6 +80,8 @@ def hour_of_day_figure(hours: pd.DataFrame, tz: str) -> go.Figure:
     """p50 and p95 per hour of day (viewer's time zone) with n and error rate; unreliable hours grey. With an
     `n_rollup` column (planner.store.rollup_queries) > 0 the title and hover say which part came from hourly rollups."""
     hours = hours.copy()
+    if int(hours["n"].sum()) == 0:
+        return mark_empty(_layout(go.Figure(), f"TTFT by hour of day ({tz})", x=f"hour of day ({tz})"))
     hours["err_pct"] = (hours["error_rate"].fillna(0.0) * 100).round(1)
     if "n_rollup" not in hours:
         hours["n_rollup"] = 0
@@ -95,13 +110,16 @@ def hour_of_day_figure(hours: pd.DataFrame, tz: str) -> go.Figure:
 def heatmap_figure(heat: pd.DataFrame, tz: str) -> go.Figure:
     """Day × hour heatmap of p50 TTFT (ms), n in the hover."""
     if heat.empty:
-        return _layout(go.Figure(), "Day × hour: no samples", y="day")
+        return mark_empty(_layout(go.Figure(), f"p50 TTFT by day and hour ({tz})", y="day"))
     z = heat.pivot_table(index="day", columns="hour", values="p50_ms", aggfunc="first").reindex(columns=range(24))
     n = heat.pivot_table(index="day", columns="hour", values="n", aggfunc="first").reindex(index=z.index, columns=range(24))
     fig = go.Figure(go.Heatmap(z=z.values, x=[f"{h:02d}" for h in range(24)], y=[str(d) for d in z.index],
                                customdata=n.values, colorbar=dict(title="p50 ms"),
                                hovertemplate="%{y} %{x}:00 · p50 %{z:.0f} ms · n=%{customdata}<extra></extra>"))
-    return _layout(fig, f"p50 TTFT by day and hour ({tz}; up to the last 31 days of the range)", y="day", x="hour of day")
+    # Days are categories: one day of data must read "2026-11-29", never a continuous date axis around it.
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(d) for d in z.index])
+    return _layout(fig, f"p50 TTFT by day and hour ({tz}; up to the last 31 days of the range)", y=f"day ({tz})",
+                   x=f"hour of day ({tz})")
 
 
 def ecdf_figure(points: pd.DataFrame) -> go.Figure:
@@ -114,7 +132,8 @@ def ecdf_figure(points: pd.DataFrame) -> go.Figure:
     else:
         n = 0
     fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
-    return _layout(fig, f"ECDF of TTFT (n={n:,})", y="fraction of samples ≤ x", x="TTFT (ms)")
+    fig = _layout(fig, f"ECDF of TTFT (n={n:,})", y="fraction of samples ≤ x", x="TTFT (ms)")
+    return fig if n else mark_empty(fig)
 
 
 def phase_figure(phases: pd.DataFrame) -> go.Figure:
@@ -133,5 +152,6 @@ def phase_figure(phases: pd.DataFrame) -> go.Figure:
                     hovertemplate=f"{label}: {width:.1f} ms (ends at {edge:.1f} ms)<extra></extra>")
         prev = max(prev, edge)
     n = int(phases.loc[phases["phase"] == "ttft_ms", "n"].iloc[0]) if (phases["phase"] == "ttft_ms").any() else 0
-    fig.update_layout(barmode="stack", height=220)
-    return _layout(fig, f"Phases, medians of the newest {n:,} successful samples", y="", x="ms from send")
+    fig.update_layout(barmode="stack", height=260)
+    fig = _layout(fig, f"Phases, medians of the newest {n:,} samples", y="", x="ms from send")
+    return fig if n else mark_empty(fig)

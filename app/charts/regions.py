@@ -15,8 +15,19 @@ from planner.regions import Region
 from planner.stats import min_n_for, percentile
 
 __all__ = [
-    "distribution_figure", "history_figure", "map_figure", "ranked_rows", "ranked_table_style", "server_vs_browser_figure",
+    "MAP_CONFIG", "TOPOJSON_URL", "distribution_figure", "history_figure", "map_figure", "ranked_rows",
+    "ranked_table_style", "server_vs_browser_figure", "vantage_label",
 ]
+
+#: Where Plotly's geo traces read their world shapes: app/static/topojson/ served by Streamlit (relative to the
+#: page, so a base URL path works too) instead of Plotly's CDN — the map draws with no internet.
+TOPOJSON_URL = "app/static/topojson/"
+MAP_CONFIG = {"topojsonURL": TOPOJSON_URL, "displaylogo": False}
+
+
+def vantage_label(v) -> str:
+    """'' (the one default vantage: the server the worker and the page run on) reads as words."""
+    return "this server (default vantage)" if not v or (not isinstance(v, str) and pd.isna(v)) else str(v)
 
 RANKED_COLUMNS = [
     "rank", "region", "region_id", "provider", "city", "side", "vantage", "method", "median_ms", "min_ms", "p90_ms",
@@ -105,13 +116,16 @@ def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:
     if not measured.empty:
         fig.add_trace(go.Scattergeo(
             lat=measured["lat"].tolist(), lon=measured["lon"].tolist(), name="median RTT",
-            text=[f"{r.region}<br>{r.side} from {r.vantage or '—'}: median {r.median_ms:.1f} ms (n={r.n})"
+            text=[f"{r.region}<br>{r.side} from {vantage_label(r.vantage)}: median {r.median_ms:.1f} ms (n={r.n})"
                   for r in measured.itertuples()],
             mode="markers", hoverinfo="text",
+            # The scale starts at 0 ms: one measured region must not get a −0.4…0.4 ms scale around itself.
             marker=dict(size=11, color=measured["median_ms"].tolist(), colorscale="RdYlGn", reversescale=True,
+                        cmin=0.0, cmax=max(1.0, float(measured["median_ms"].max())),
                         colorbar=dict(title="median RTT (ms)"), line=dict(width=0.5, color="#333")),
         ))
-    fig.update_geos(projection_type="natural earth", showcountries=True, showland=True, landcolor="#f3f3f3")
+    fig.update_geos(projection_type="natural earth", resolution=110, showcountries=True, showland=True,
+                    landcolor="#f3f3f3")
     fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=420, title="Median RTT by region",
                       legend=dict(orientation="h", y=-0.05))
     return fig
@@ -141,15 +155,15 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(go.Bar(
             x=g["region"].tolist(), y=g["median_ms"].tolist(), name=side,
-            hovertext=[f"{side} from {v or '—'}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"])],
+            hovertext=[f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"])],
         ))
     fig.update_layout(barmode="group", yaxis_title="median RTT (ms)", height=360, margin=dict(t=30),
                       title="Server vs browser", legend=dict(orientation="h", y=-0.3))
     return fig
 
 
-def history_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
-    """Median RTT of each probe run over time, one line per region and side (UTC timestamps)."""
+def history_figure(samples: pd.DataFrame, labels: dict[str, str], tz: str = "UTC") -> go.Figure:
+    """Median RTT of each probe run over time, one line per region and side (times in the viewer's zone `tz`)."""
     fig = go.Figure()
     ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna()
                  & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])]
@@ -160,10 +174,11 @@ def history_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
             runs.append((int(run["measured_at_ms"].max()), p.value, p.n))
         runs.sort()
         fig.add_trace(go.Scatter(
-            x=pd.to_datetime([r[0] for r in runs], unit="ms", utc=True), y=[r[1] for r in runs],
+            x=pd.to_datetime([r[0] for r in runs], unit="ms", utc=True).tz_convert(tz).tz_localize(None),
+            y=[r[1] for r in runs],
             mode="lines+markers", name=f"{labels.get(region_id, region_id)} · {side}",
             hovertext=[f"median {v:.1f} ms (n={n})" for _, v, n in runs],
         ))
-    fig.update_layout(yaxis_title="median RTT per run (ms)", xaxis_title="measured (UTC)", height=360,
+    fig.update_layout(yaxis_title="median RTT per run (ms)", xaxis_title=f"measured ({tz})", height=360,
                       margin=dict(t=30), title="History", legend=dict(orientation="h", y=-0.35))
     return fig

@@ -1,5 +1,6 @@
 """Endpoints: what do we probe, how often, from where? (the worker probes these; results on the Probes page)"""
 
+import re
 import time
 
 import pandas as pd
@@ -28,6 +29,36 @@ st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
            "from every vantage that runs a worker. API keys are named by environment variable, never stored.")
 eng = engine()
+ss = st.session_state
+if "endpoints_flash" in ss:  # what the last action did (shown after the rerun that refreshed the table)
+    st.success(ss.pop("endpoints_flash"))
+for line in ss.pop("endpoints_flash_errors", []):
+    st.error(line)
+
+# The form's labels: a message names the field the way the form does, never the internal name.
+FIELD_LABELS = {"name": "Name", "provider": "Provider", "region": "Region", "base_url": "Base URL", "model": "Model",
+                "api_key_env": "API key env var", "protocol": "Protocol", "interval_s": "Probe interval",
+                "timeout_s": "Timeout", "prompt_tokens": "Prompt tokens", "max_tokens": "Max tokens",
+                "connection_policy": "Connection", "scale_down_window_s": "Scale-down window", "vantage": "Vantage",
+                "enabled": "Enabled"}
+
+
+def _message(exc: Exception) -> str:
+    """An EndpointError as the form speaks: 'Timeout (25 s) must be shorter than Probe interval (20 s)'."""
+    text = str(exc)
+    for name in sorted(FIELD_LABELS, key=len, reverse=True):
+        text = re.sub(rf"\b{name}\b", FIELD_LABELS[name], text)
+    field = FIELD_LABELS.get(getattr(exc, "field", "") or "", "")
+    text = text[:1].upper() + text[1:]
+    return text if not field or text.startswith(field) else f"{field}: {text}"
+
+
+def _reset_form(prefix: str) -> None:
+    """Forget a form's typed values (after a successful add), so the next run shows it empty."""
+    for k in [k for k in ss if str(k).startswith(f"{prefix}_")]:
+        del ss[k]
+
+
 rows = list_endpoints(eng)
 statuses = endpoint_statuses(eng)
 now_ms = time.time() * 1000
@@ -52,13 +83,18 @@ def _state(ep) -> str:
 
 if rows:
     table = pd.DataFrame([{
-        "name": e.name, "status": _state(e), "provider": e.provider, "region": e.region, "protocol": e.protocol,
-        "base URL": e.base_url, "model": e.model, "key env var": e.api_key_env or "—", "interval (s)": e.interval_s,
-        "timeout (s)": e.timeout_s, "prompt tokens": e.prompt_tokens, "max tokens": e.max_tokens,
-        "connection": e.connection_policy, "scale-down window (s)": e.scale_down_window_s, "enabled": e.enabled,
-        "vantage": e.vantage or "any", "simulated": e.simulated,
+        "Name": e.name, "Status": _state(e), "Provider": e.provider or "—", "Region": e.region or "—",
+        "Protocol": e.protocol, "Base URL": e.base_url, "Model": e.model, "Key env var": e.api_key_env or "—",
+        "Interval (s)": f"{e.interval_s:,.0f}", "Timeout (s)": f"{e.timeout_s:,.0f}",
+        "Prompt tokens": f"{e.prompt_tokens:,}", "Max tokens": f"{e.max_tokens:,}", "Connection": e.connection_policy,
+        "Scale-down window (s)": "—" if e.scale_down_window_s is None else f"{e.scale_down_window_s:,.0f}",
+        "Enabled": "yes" if e.enabled else "no", "Vantage": e.vantage or "every worker",
+        "Simulated": "yes" if e.simulated else "no",
     } for e in rows])
-    st.dataframe(table, hide_index=True, key="endpoints_table")
+    wide = st.column_config.TextColumn(width="medium")
+    st.dataframe(table, hide_index=True, key="endpoints_table",
+                 column_config={"Name": st.column_config.TextColumn(width="medium", pinned=True), "Status": wide,
+                                "Base URL": wide, "Model": wide})
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
         st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {', '.join(warm)}. "
@@ -107,10 +143,12 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
         if st.form_submit_button("Add endpoint", type="primary"):
             try:
                 row = add_endpoint(eng, values)
-                st.success(f"Added {row.name}: the worker starts probing it within a few seconds ({key_status(row)}).")
+                ss.endpoints_flash = (f"Added {row.name}: the worker starts probing it within a few seconds "
+                                      f"({key_status(row)}).")
+                _reset_form("add")
                 st.rerun()
             except EndpointError as exc:
-                st.error(f"{exc.field or 'endpoint'}: {exc}" if exc.field else str(exc))
+                st.error(_message(exc))
 
 if rows:
     with st.expander("Edit or remove", icon=":material/edit:"):
@@ -119,16 +157,21 @@ if rows:
         with st.form(f"edit_{current.id}"):
             values = _form(f"edit{current.id}", current)
             save, remove = st.columns(2)
+            sure = remove.checkbox(f"Yes, remove {name} and all its samples", key=f"edit{current.id}_sure")
             if save.form_submit_button("Save changes", type="primary"):
                 try:
                     edit_endpoint(eng, name, values)
-                    st.success("Saved.")
+                    ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
-                    st.error(str(exc))
+                    st.error(_message(exc))
             if remove.form_submit_button("Remove endpoint and its samples"):
-                remove_endpoint(eng, name)
-                st.rerun()
+                if not sure:
+                    st.warning(f"Tick “Yes, remove {name} and all its samples” first: removing cannot be undone.")
+                else:
+                    remove_endpoint(eng, name)
+                    ss.endpoints_flash = f"Removed {name} and its samples."
+                    st.rerun()
 
 with st.expander("Import / export (TOML, for keeping the list in git)", icon=":material/swap_vert:"):
     st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
@@ -137,8 +180,14 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
     if up is not None and st.button("Import", key="endpoints_do_import"):
         try:
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
-            st.success(f"Added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}.")
-            for i, n, msg in res.rejected:
-                st.error(f"{up.name}: endpoint #{i} {n!r}: {msg}")
+            rejected = [f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}" for i, n, msg in res.rejected]
+            if res.added or res.updated:
+                ss.endpoints_flash = (f"Imported {up.name}: added {len(res.added)}, updated {len(res.updated)}, "
+                                      f"rejected {len(res.rejected)}.")
+                ss.endpoints_flash_errors = rejected
+                st.rerun()  # the table above shows the imported endpoints
+            st.info(f"Imported nothing from {up.name}: rejected {len(res.rejected)}.")
+            for line in rejected:
+                st.error(line)
         except EndpointError as exc:
-            st.error(f"{up.name}: {exc}")
+            st.error(f"{up.name}: {_message(exc)}")

@@ -1,18 +1,19 @@
 """Probes: how fast is each endpoint, at which hour, how cold? (feeds segment 1 queueing and segment 2 cold start)"""
 
 import dataclasses
-import datetime as dt
 import time
-from zoneinfo import ZoneInfo, available_timezones
 
 import pandas as pd
 import streamlit as st
 
-from app import worksheet_state
+from app import present, worksheet_state
 from app.cache import engine
 from app.charts import probes as charts
+from app.date_range import date_range_input
+from app.viewer import fmt_ms, time_zone
 from planner.endpoints import get_endpoint
-from planner.probe_analysis import segment1_figure, segment2_figure
+from planner.probe_analysis import queueing_segment, segment1_figure, segment2_figure
+from planner.samples import DEFINITION
 from planner.store import database_url
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
@@ -21,6 +22,7 @@ from planner.worker import lease
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
 REFRESH_S = 10
+REQUEST_KINDS = {"probe_now": "Probe now", "cold_reading": "Cold reading"}
 
 st.title("Probes")
 st.caption("Scheduled TTFT probes per endpoint and vantage. Queueing shows up as a time-of-day shape your own traffic "
@@ -53,24 +55,21 @@ if not keys:
     st.page_link("views/endpoints.py", label="Endpoints", icon=":material/dns:")
     st.stop()
 
-c1, c2, c3 = st.columns([3, 2, 2])
+c1, c2 = st.columns([3, 2])
 key = c1.selectbox("Endpoint @ vantage", keys, format_func=lambda k: k.label, key="probes_series")
-browser_tz = st.context.timezone or "UTC"
-zones = sorted(available_timezones())
-tz = c2.selectbox("Time zone", zones, index=zones.index(browser_tz) if browser_tz in zones else zones.index("UTC"),
-                  key="probes_tz", help="Hours of day are counted in this zone (default: your browser's).")
-today = dt.datetime.now(ZoneInfo(tz)).date()
-picked = c3.date_input("Date range", value=(today - dt.timedelta(days=6), today), max_value=today, key="probes_range")
-start_d, end_d = (picked if isinstance(picked, tuple) and len(picked) == 2 else (picked[0], picked[0]) if isinstance(picked, tuple) else (picked, picked))
-start_ms = int(dt.datetime.combine(start_d, dt.time(), ZoneInfo(tz)).timestamp() * 1000)
-end_ms = int(dt.datetime.combine(end_d + dt.timedelta(days=1), dt.time(), ZoneInfo(tz)).timestamp() * 1000)
-window = f"{start_d} – {end_d}"
+tz = time_zone()
+rng = date_range_input(c2, "probes_range")
+if rng is None:
+    st.info("Pick the end of the date range.")
+    st.stop()
+start_d, end_d, start_ms, end_ms = rng.first, rng.last, rng.start_ms, rng.end_ms
+window = rng.label
 
 ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
 live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
 if not live:
-    st.warning(f"No worker is probing for vantage {key.vantage or '(default)'!r} right now: run `ttft-planner serve` "
+    st.warning(f"No worker is probing for {'vantage ' + repr(key.vantage) if key.vantage else 'the default vantage'} right now: run `ttft-planner serve` "
                f"or `ttft-planner worker{' --vantage ' + key.vantage if key.vantage else ''}`.", icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
     st.error(f"Key missing: {status['detail']}. The worker does not probe this endpoint until the variable is set.")
@@ -79,10 +78,7 @@ elif status and status["state"] == "paused":
             icon=":material/ac_unit:")
 elif status and status["state"] == "failing":
     st.warning(f"Failing ({status['consecutive_failures']} in a row): {status['detail']}")
-if keeps_itself_warm(ep.interval_s, ep.scale_down_window_s):
-    st.warning(f"The probe interval ({ep.interval_s:g} s) is shorter than the scale-down window "
-               f"({ep.scale_down_window_s:g} s): the probes themselves keep this endpoint warm, so scheduled samples never "
-               "see a cold start. Take a cold reading to measure segment 2.", icon=":material/local_fire_department:")
+self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])
 if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled):
@@ -107,7 +103,7 @@ def live_view() -> None:
     roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
     if roll:
         def day(ms: int) -> str:
-            return dt.datetime.fromtimestamp(ms / 1000, ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
+            return fmt_ms(ms, tz)
 
         raw_from = "no raw samples left" if roll["raw_first_ms"] is None else f"raw samples from {day(roll['raw_first_ms'])}"
         st.info(f"**Part of this range is older than the raw-sample retention** and comes from hourly rollups: "
@@ -116,7 +112,7 @@ def live_view() -> None:
                 f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
                 f"and CSV show raw samples only ({raw_from}).", icon=":material/history:")
     m = st.columns(6)
-    m[0].metric("samples (ok)", f"{summ['n']:,}")
+    m[0].metric("Samples (n)", present.count(summ["n"]), help=DEFINITION)
     for col, p in zip(m[1:5], (50, 90, 95, 99)):
         v = summ[f"p{p}_ms"]
         reliable = summ["reliable"].get(f"p{p}", False)
@@ -124,7 +120,8 @@ def live_view() -> None:
                    help=f"nearest rank over n={summ['n']:,}" + ("" if reliable else "; not enough samples to trust it")
                    + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""))
     rate = summ["error_rate"]
-    m[5].metric("error rate", "—" if rate is None else f"{rate:.1%}", help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
+    m[5].metric("error rate", present.pct(rate), help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
+    st.caption(f"{DEFINITION} {window}.")
     if summ["n_rollup"]:
         st.caption(f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
                    "(never below the exact value).")
@@ -136,23 +133,31 @@ def live_view() -> None:
     st.plotly_chart(charts.hour_of_day_figure(hours, tz), key="probes_hod")
     with st.expander("Hour-of-day table (n, p50, p95, error rate)"):
         cols = ["hour", "n", "p50_ms", "p95_ms", "failed", "error_rate", "skipped"] + (["n_rollup"] if roll else [])
-        st.dataframe(hours[cols], hide_index=True,
-                     column_config={"error_rate": st.column_config.NumberColumn(format="percent"),
-                                    "n_rollup": st.column_config.NumberColumn("n from rollups", help=rq.ROLLUP_LABEL)})
+        table = hours[cols].copy()
+        table["hour"] = [f"{h:02d}:00" for h in table["hour"]]
+        st.dataframe(present.display_frame(table.rename(columns={"hour": f"Hour ({tz})", "n_rollup": "n from rollups",
+                                                                 "failed": "Failed", "skipped": "Skipped slots",
+                                                                 "p50_ms": "TTFT p50 (ms)", "p95_ms": "TTFT p95 (ms)"}),
+                                           {"error_rate": present.pct, "TTFT p50 (ms)": present.ms,
+                                            "TTFT p95 (ms)": present.ms}), hide_index=True)
 
-    seg1 = segment1_figure(hours, series=key.label, tz=tz, window=window, measured_at_ms=end_ms)
+    queue = queueing_segment(hours)
+    seg1 = segment1_figure(hours, series=key.label, tz=tz, window=window,
+                           measured_at_ms=min(end_ms, int(time.time() * 1000)))
     if seg1 is not None and roll:
         seg1 = dataclasses.replace(seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}")
     readings = _q("cold_readings", URL, key.endpoint_id, key.vantage)
     done = readings[readings["state"] == "done"] if len(readings) else readings
     seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None
-    def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str) -> None:
+    def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str, note: str = "") -> None:
         st.subheader(f"Segment {n}: {title}")
+        if note:
+            st.caption(note)
         if fig is None:
             st.info(missing)
             return
-        st.metric(metric, f"{fig.value:,.0f} ms")
-        st.caption(fig.describe())
+        st.metric(metric, present.ms(fig.value))
+        st.caption(fig.describe(tz))
         if st.button(f"Use in worksheet (segment {n})", key=f"use_seg{n}"):
             worksheet_state.offer(field, fig)
             st.switch_page("views/worksheet.py")
@@ -160,18 +165,34 @@ def live_view() -> None:
     s1, s2 = st.columns(2)
     with s1:
         segment_card(1, "queueing", "queue_ms", seg1, "worst-hour p95 − quietest-hour p50",
-                     "Needs hours with at least 20 samples (p95) — keep the worker running (24 h at 60 s gives 60 per hour).")
+                     queue.reason or "Cannot be computed from this range.",
+                     "Worst hour's p95 − the quietest other hour's p50, over hours with n ≥ 20; cold-reading probes "
+                     "and skipped slots never enter.")
     with s2:
-        segment_card(2, "cold start", "cold_ms", seg2, "latest cold − warm", "No completed cold reading yet: take one above.")
+        warm_note = (f"The probe interval ({ep.interval_s:g} s) is shorter than the scale-down window "
+                     f"({ep.scale_down_window_s:g} s), so scheduled probes keep this endpoint warm and never see a cold "
+                     "start: a cold reading measures it.") if self_warm else ""
+        segment_card(2, "cold start", "cold_ms", seg2, "latest cold − warm", "No completed cold reading yet: take one above.",
+                     warm_note)
     if len(readings):
-        show = readings[["requested_at_ms", "state", "idle_s", "cold_ttft_ms", "warm_ttft_ms", "cold_minus_warm_ms",
-                         "cold_attempts", "cold_status_503", "detail"]].copy()
-        show.insert(0, "requested", pd.to_datetime(show.pop("requested_at_ms"), unit="ms", utc=True).dt.tz_convert(tz))
+        show = pd.DataFrame({
+            f"Requested ({tz})": [fmt_ms(v, tz) for v in readings["requested_at_ms"]],
+            "State": readings["state"].astype(str).str.capitalize(),
+            "Idle before (s)": [present.seconds(v, 0) for v in readings["idle_s"]],
+            "Cold TTFT (ms)": [present.ms(v) for v in readings["cold_ttft_ms"]],
+            "Warm TTFT (ms)": [present.ms(v) for v in readings["warm_ttft_ms"]],
+            "Cold − warm (ms)": [present.ms(v) for v in readings["cold_minus_warm_ms"]],
+            "Attempts": [present.count(v) for v in readings["cold_attempts"]],
+            "503 answers": [present.count(v) for v in readings["cold_status_503"]],
+            "Detail": [present.MISSING if present.is_missing(v) or not str(v) else str(v) for v in readings["detail"]],
+        })
         st.dataframe(show, hide_index=True)
     reqs = _q("latest_requests", URL, key.endpoint_id)
     if len(reqs):
-        st.caption("Latest requests: " + " · ".join(f"{r.kind} {r.status}{': ' + r.detail if r.detail else ''}"
-                                                     for r in reqs.itertuples()))
+        st.caption("Latest requests: " + " · ".join(
+            f"{REQUEST_KINDS.get(r.kind, r.kind)} {r.status}"
+            + ("" if present.is_missing(r.detail) or not str(r.detail) else f": {r.detail}")
+            for r in reqs.itertuples()))
 
     left, right = st.columns(2)
     with left:
@@ -183,8 +204,14 @@ def live_view() -> None:
 
 live_view()
 
+# The prepared CSV belongs to the series and range it was made for: another selection never downloads it.
+csv_for = (key, start_ms, end_ms)
 if st.button("Prepare CSV of the raw samples", icon=":material/download:"):
-    st.session_state["probes_csv"] = pq.export_csv(eng, key, start_ms, end_ms)
-if "probes_csv" in st.session_state:
-    st.download_button("Download CSV", st.session_state["probes_csv"], file_name=f"probes-{key.endpoint_name}-{start_d}-{end_d}.csv",
+    st.session_state["probes_csv"] = (csv_for, pq.export_csv(eng, key, start_ms, end_ms))
+prepared = st.session_state.get("probes_csv")
+if prepared is not None and prepared[0] == csv_for:
+    vantage_part = f"-{key.vantage}" if key.vantage else ""
+    st.download_button("Download CSV", prepared[1], file_name=f"probes-{key.endpoint_name}{vantage_part}-{start_d}-{end_d}.csv",
                        mime="text/csv", on_click="ignore")
+elif prepared is not None:
+    st.caption("The CSV prepared earlier was for another endpoint or range: prepare it again for this one.")

@@ -8,13 +8,16 @@ import streamlit as st
 from app import worksheet_state
 from app.cache import engine
 from app.charts.regions import (
+    MAP_CONFIG,
     distribution_figure,
     history_figure,
     map_figure,
     ranked_rows,
     ranked_table_style,
     server_vs_browser_figure,
+    vantage_label,
 )
+from app.viewer import time_zone
 from app.components.browser_rtt import browser_rtt
 from planner.probes.rtt import default_vantage, probe_rtt_many
 from planner.probes.rtt_browser import records_from_browser
@@ -41,6 +44,9 @@ st.caption(
 )
 eng = engine()
 ss = st.session_state
+tz = time_zone()
+if "rtt_flash" in ss:  # a message from the run before a rerun (e.g. "Added target …")
+    st.success(ss.pop("rtt_flash"))
 regions = merge_custom(catalog(), list_targets(eng))
 by_id = {r.id: r for r in regions}
 labels = {r.id: r.label for r in regions}
@@ -70,9 +76,9 @@ if vantage:
 server_col, browser_col = st.columns(2)
 server_vantage = default_vantage()
 with server_col:
-    st.markdown(f"**From the server** (`{server_vantage}`): TCP connects, TLS handshake, one HTTPS request.")
+    st.markdown(f"**From the server** ({vantage_label(server_vantage)}): TCP connects, TLS handshake, one HTTPS request.")
     if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected):
-        with st.spinner(f"Probing {len(selected)} region(s) from {server_vantage}…"):
+        with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
             results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
                                      concurrency=8)
             insert_samples(eng, [rec for r in results for rec in r.records()])
@@ -110,7 +116,8 @@ st.subheader("Results")
 summary_all = rtt_summary(eng)
 vantages = sorted(v for v in summary_all["vantage"].dropna().unique()) if not summary_all.empty else []
 f1, f2 = st.columns(2)
-chosen = f1.selectbox("Vantage", ["all vantages", *vantages], key="rtt_vantage_filter")
+chosen = f1.selectbox("Vantage", ["all vantages", *vantages], key="rtt_vantage_filter",
+                      format_func=lambda v: v if v == "all vantages" else vantage_label(v))
 window = f2.selectbox("Window", list(WINDOWS_MS), index=1, key="rtt_window")
 since_ms = None
 if WINDOWS_MS[window] is not None:
@@ -118,6 +125,9 @@ if WINDOWS_MS[window] is not None:
 vantage_filter = None if chosen == "all vantages" else chosen
 rows = ranked_rows(rtt_summary(eng, vantage=vantage_filter, since_ms=since_ms), regions)
 
+if not rows.empty:
+    rows["vantage"] = rows["vantage"].map(vantage_label)
+    rows["last_measured"] = rows["last_measured"].dt.tz_convert(tz)
 if rows.empty:
     st.info("No RTT samples in this window yet. Probe from the server or from this browser above, "
             "or run `ttft-planner rtt --region ID --store`.")
@@ -127,20 +137,27 @@ else:
         column_order=["rank", "region", "side", "vantage", "median_ms", "min_ms", "p90_ms", "n", "status",
                       "last_measured", "method"],
         column_config={
-            "median_ms": st.column_config.NumberColumn("median (ms)", format="%.1f"),
-            "min_ms": st.column_config.NumberColumn("min (ms)", format="%.1f", help="≈ the path RTT"),
+            "rank": st.column_config.NumberColumn("Rank", width="small"),
+            "region": st.column_config.TextColumn("Region", width="medium"),
+            "side": st.column_config.TextColumn("Side", width="small"),
+            "vantage": st.column_config.TextColumn("Vantage", width="medium"),
+            "median_ms": st.column_config.NumberColumn("Median (ms)", format="%.1f"),
+            "min_ms": st.column_config.NumberColumn("Min (ms)", format="%.1f", help="≈ the path RTT"),
             "p90_ms": st.column_config.NumberColumn("p90 (ms)", format="%.1f", help="Greyed below n = 10"),
-            "last_measured": st.column_config.DatetimeColumn("last measured (UTC)", format="YYYY-MM-DD HH:mm"),
+            "n": st.column_config.NumberColumn("Samples (n)"),
+            "status": st.column_config.TextColumn("Status", width="large"),
+            "last_measured": st.column_config.DatetimeColumn(f"Last measured ({tz})", format="YYYY-MM-DD HH:mm"),
+            "method": st.column_config.TextColumn("Method", width="large"),
         },
     )
     st.caption("Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round trip); "
                "browser rows are Resource Timing, or the labelled performance.now() fallback.")
-    st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map")
+    st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map", config=MAP_CONFIG)
     samples = load_samples(eng, region_ids=rows["region_id"].unique().tolist(), vantage=vantage_filter, since_ms=since_ms)
     c1, c2 = st.columns(2)
     c1.plotly_chart(distribution_figure(samples, labels), key="rtt_distribution")
     c2.plotly_chart(server_vs_browser_figure(rows), key="rtt_server_vs_browser")
-    st.plotly_chart(history_figure(samples, labels), key="rtt_history")
+    st.plotly_chart(history_figure(samples, labels, tz), key="rtt_history")
 
     # ---- hand the chosen figure to the worksheet
     st.subheader("Use for worksheet")
@@ -150,7 +167,7 @@ else:
     else:
         pick = st.selectbox(
             "Region figure", usable.index.tolist(), key="rtt_pick",
-            format_func=lambda i: (f"{usable.at[i, 'region']} · {usable.at[i, 'side']} from {usable.at[i, 'vantage'] or '—'}"
+            format_func=lambda i: (f"{usable.at[i, 'region']} · {usable.at[i, 'side']} from {usable.at[i, 'vantage']}"
                                    f" · median {usable.at[i, 'median_ms']:.1f} ms (n={usable.at[i, 'n']})"),
         )
         trips = st.radio("Round trips the request pays", list(ROUND_TRIPS), format_func=lambda k: ROUND_TRIPS[k],
@@ -184,18 +201,21 @@ with st.expander("Your own targets (custom hosts and scheduled probes)"):
                 if (new_lat is None) != (new_lon is None):
                     raise ValueError("give both latitude and longitude, or neither")
                 add_target(eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule, interval_s=float(interval))
+                ss.rtt_flash = (f"Added target “{new_id}”" + (f": the worker probes it every {interval:,} s."
+                                                              if schedule else "; pick it under Regions to measure."))
                 st.rerun()
             except (CatalogError, TargetExists, ValueError) as exc:
                 st.error(f"Target not added: {exc}")
     stored = list_targets(eng)
     if stored:
-        st.dataframe(pd.DataFrame([{"id": t.region_id, "target": t.target, "scheduled": t.enabled,
-                                    "every (s)": t.interval_s, "vantage": t.vantage or "any"} for t in stored]),
+        st.dataframe(pd.DataFrame([{"Id": t.region_id, "Target": t.target, "Scheduled": "yes" if t.enabled else "no",
+                                    "Every (s)": f"{t.interval_s:,.0f}", "Vantage": t.vantage or "any"} for t in stored]),
                      hide_index=True, key="rtt_targets_table")
         gone = st.selectbox("Remove target", [t.region_id for t in stored], key="rtt_remove_pick")
         if st.button("Remove", key="rtt_remove"):
             try:
                 remove_target(eng, gone)
+                ss.rtt_flash = f"Removed target “{gone}” (its stored samples are kept)."
             except TargetNotFound as exc:
                 st.error(str(exc))
             st.rerun()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import socket
 import time
 from collections import Counter
 
@@ -144,7 +143,7 @@ async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: s
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
 @click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
 @click.option("--vantage", default=None, envvar=_VANTAGE_ENV, show_envvar=True,
-              help="Label of the machine measuring, stored with --store (default: host name).")
+              help="Label of the machine measuring, stored with --store (default: none — the default vantage, as the worker's).")
 @store_option
 def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, max_tokens, timeout_s, max_attempts,
           cached, keep_alive, as_json, store, vantage, database_url) -> None:
@@ -197,7 +196,7 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
 
     try:
         ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)
-        vantage = vantage or socket.gethostname()
+        vantage = vantage or ""  # the one default vantage (planner.probes.rtt.default_vantage), as the worker's
         rows, last, prev = [], 0, None
         for s in samples:
             slot = max(s.started_at_ms, last + 1)  # the slot key must be unique within a run

@@ -15,6 +15,7 @@ from planner.capacity.errors import CapacityError
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
+from planner.compare.stats import Margin
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
 
 __all__ = ["COMMANDS", "parse_when"]
@@ -72,10 +73,15 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
               help="Blended price for an endpoint (repeatable); else a matching preset.")
 @click.option("--tokens-per-month", type=click.FloatRange(min=0), default=None,
               help="The team's traffic (all tokens a month) for the cost column (default: 1e9).")
+@click.option("--margin-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Practical-equivalence margin, at least this many ms: two p95s whose whole 95% interval of the "
+                   "difference lies within ±margin are 'practically equivalent'; one is 'faster' only beyond it.")
+@click.option("--margin-pct", type=click.FloatRange(min=0, max=100), default=3.0, show_default=True,
+              help="…or this percentage of the faster p95, whichever is larger.")
 @click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary instead of text.")
 @store_option
 def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, worksheet_name, prices,
-           tokens_per_month, as_json, database_url) -> None:
+           tokens_per_month, margin_ms, margin_pct, as_json, database_url) -> None:
     """Compare endpoints side by side and write a report a buyer can forward.
 
     The HTML file embeds its interactive charts and plotly.js (no network needed to open it) with the
@@ -108,7 +114,8 @@ def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, wo
         infos = load_endpoints(engine, names)
         cost = cost_basis(infos, None, typed_prices, tokens_per_month=tokens_per_month)
         cmp = compare(engine, names, since_ms=since_ms, until_ms=until_ms, vantage=vantage, tz=tz,
-                      worksheet=worksheet, cost=cost, now_ms=now_ms)
+                      worksheet=worksheet, cost=cost, now_ms=now_ms,
+                      margin=Margin(abs_ms=margin_ms, fraction=margin_pct / 100))
     except UnknownEndpoint as exc:
         raise click.BadParameter(str(exc), param_hint="--endpoints") from None
     except WorksheetNotFound as exc:

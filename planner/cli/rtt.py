@@ -51,7 +51,7 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
 @click.option("-n", "n", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="TCP connects kept per target (one more is made and dropped).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=3.0, show_default=True, help="Per socket operation (s).")
 @click.option("--proxy", default=None, metavar="URL", help="Measure through this http://host:port CONNECT proxy (default: direct; HTTPS_PROXY is ignored).")
-@click.option("--vantage", default=None, envvar=VANTAGE_ENV, show_envvar=True, help="Label of the machine measuring (default: host name).")
+@click.option("--vantage", default=None, envvar=VANTAGE_ENV, show_envvar=True, help="Label of the machine measuring (default: none — the default vantage, as the worker's).")
 @click.option("--concurrency", type=click.IntRange(min=1, max=32), default=4, show_default=True, help="Targets probed at once.")
 @click.option("--store/--no-store", "store", default=False, help="Store the samples in the database (the Regions page shows them).")
 @store_option
@@ -96,7 +96,7 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
                    "error_classes": RTT_ERROR_CLASSES})
     else:
-        click.echo(f"RTT from {vantage} ({'direct' if proxy is None else 'via proxy ' + proxy}):")
+        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({'direct' if proxy is None else 'via proxy ' + proxy}):")
         _print_table(results, {r.id for r in regions if r.anycast})
     if results and all(not r.ok for r in results):
         raise SystemExit(1)

@@ -55,7 +55,7 @@ def demo_simulator_config():
 
 
 def _worker_options(f):
-    f = click.option("--vantage", default="", show_default=True,
+    f = click.option("--vantage", default="", show_default=True, envvar="TTFT_PLANNER_VANTAGE", show_envvar=True,
                      help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
                           "different vantages probe side by side.")(f)
     f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
@@ -175,7 +175,8 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, retention_days, dat
             click.echo(f"simulated endpoint at {url}", err=True)
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(APP_PATH), f"--server.port={port}",
-             f"--server.address={address}", "--server.headless=true", "--browser.gatherUsageStats=false"],
+             f"--server.address={address}", "--server.headless=true", "--browser.gatherUsageStats=false",
+             "--server.enableStaticServing=true"],
             env=env)
         click.echo(f"dashboard at http://{address}:{port}  (worker vantage {vantage!r}; Ctrl-C stops everything)", err=True)
         try:

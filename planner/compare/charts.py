@@ -16,7 +16,17 @@ import plotly.graph_objects as go
 from planner.compare.metrics import PHASES
 from planner.compare.stats import Interval
 
-__all__ = ["hourly_p95_figure", "p95_interval_figure", "phases_figure"]
+__all__ = ["NO_SAMPLES", "hourly_p95_figure", "mark_empty", "p95_interval_figure", "phases_figure"]
+
+NO_SAMPLES = "No samples in this range"
+
+
+def mark_empty(fig: go.Figure, message: str = NO_SAMPLES) -> go.Figure:
+    """Say so in the middle of a figure with nothing to draw, and hide its axes (never empty −1…6 ticks)."""
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font={"size": 15})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
 
 
 def _ordered(names: Sequence[str], order: Sequence[str] | None) -> list[str]:
@@ -50,7 +60,7 @@ def hourly_p95_figure(hourly: pd.DataFrame, tz: str = "UTC", order: Sequence[str
         title="TTFT p95 by hour of day", xaxis_title=f"hour of day ({tz})", yaxis_title="TTFT p95 (ms)",
         xaxis={"range": [-0.5, 23.5], "dtick": 2}, legend_title_text="endpoint",
     )
-    return fig
+    return fig if fig.data else mark_empty(fig)
 
 
 def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] | None = None) -> go.Figure:
@@ -67,7 +77,7 @@ def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] 
     ))
     fig.update_layout(title="TTFT p95 with 95% bootstrap interval", xaxis_title="TTFT p95 (ms)",
                       yaxis={"autorange": "reversed"}, showlegend=False)
-    return fig
+    return fig if names else mark_empty(fig)
 
 
 def phases_figure(table: pd.DataFrame) -> go.Figure:
@@ -82,4 +92,5 @@ def phases_figure(table: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Bar(x=labels, y=[None if pd.isna(y) else y for y in ys], name=str(row["endpoint"])))
     fig.update_layout(title="Phase breakdown (median ms from send)", barmode="group", yaxis_title="ms from send",
                       legend_title_text="endpoint")
-    return fig
+    has_data = any(y is not None for t in fig.data for y in (t.y or ()))
+    return fig if has_data else mark_empty(fig)

@@ -25,7 +25,6 @@ from planner.compare.data import (
     rtt_to_regions,
 )
 from planner.compare.metrics import (
-    MEASURED_KINDS,
     PHASES,
     CostBasis,
     EndpointMetrics,
@@ -33,8 +32,9 @@ from planner.compare.metrics import (
     hourly_profile,
     measured,
 )
-from planner.compare.ranking import Ranked, decision_table, pairwise, rank
-from planner.compare.stats import DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval
+from planner.compare.ranking import RANKING_RULE, TARGETS_RULE, Ranked, decision_table, pairwise, rank
+from planner.compare.stats import DEFAULT_MARGIN, DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval, Margin
+from planner.samples import DEFINITION
 
 __all__ = ["Comparison", "compare", "day_range_ms", "format_window", "method_lines", "metrics_table"]
 
@@ -60,6 +60,7 @@ class Comparison:
     seed: int = DEFAULT_SEED
     ttft_ms: dict[str, np.ndarray] = field(default_factory=dict)
     p95_intervals: dict[str, Interval] = field(default_factory=dict)
+    margin: Margin = DEFAULT_MARGIN
 
     @property
     def decision(self) -> pd.DataFrame:
@@ -67,11 +68,13 @@ class Comparison:
 
     @property
     def window(self) -> str:
-        return format_window(self.since_ms, self.until_ms, self.samples)
+        return format_window(self.since_ms, self.until_ms, self.samples, self.tz)
 
 
-def _utc(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def _utc(ms: int, tz: str = "UTC") -> str:
+    """An epoch-ms instant in `tz`, the zone named: '2026-11-30 14:05 Europe/Berlin'."""
+    zone = "UTC" if tz == "UTC" else tz
+    return dt.datetime.fromtimestamp(ms / 1000, tz=ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M") + f" {zone}"
 
 
 def day_range_ms(first: dt.date, last: dt.date, tz: str = "UTC") -> tuple[int, int]:
@@ -87,15 +90,16 @@ def day_range_ms(first: dt.date, last: dt.date, tz: str = "UTC") -> tuple[int, i
     return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
 
 
-def format_window(since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None) -> str:
-    """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC', using the samples' span for an open end."""
+def format_window(since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None,
+                  tz: str = "UTC") -> str:
+    """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC' (in time zone `tz`), using the samples' span for an open end."""
     lo, hi = since_ms, until_ms
     if samples is not None and not samples.empty:
         lo = lo if lo is not None else int(samples["started_at_ms"].min())
         hi = hi if hi is not None else int(samples["started_at_ms"].max())
     if lo is None and hi is None:
         return "all time (no samples)"
-    return f"{_utc(lo) if lo is not None else 'start'} → {_utc(hi) if hi is not None else 'now'}"
+    return f"{_utc(lo, tz) if lo is not None else 'start'} → {_utc(hi, tz) if hi is not None else 'now'}"
 
 
 def compare(
@@ -111,12 +115,15 @@ def compare(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     now_ms: int | None = None,
+    margin: Margin = DEFAULT_MARGIN,
 ) -> Comparison:
     """Compare the named endpoints over [since_ms, until_ms) from `vantage` (None: all vantages).
 
     Raises planner.compare.data.UnknownEndpoint for names not in the registry,
     ValueError for an empty list or since ≥ until, zoneinfo.ZoneInfoNotFoundError
-    for an unknown tz, and planner.budget.BudgetError for an invalid worksheet.
+    for an unknown tz, and planner.budget.BudgetError for an invalid worksheet. `margin` is the
+    practical-equivalence margin the differences are judged against (planner.compare.stats.Margin).
+    Each endpoint's figures come only from its own rows (samples, hours, cold reading, RTT to its region).
     """
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise ValueError(f"the start of the date range ({_utc(since_ms)}) must be before its end ({_utc(until_ms)})")
@@ -127,7 +134,7 @@ def compare(
     hourly = hourly_profile(samples, tz)
     cold = latest_cold_readings(engine, endpoints, vantage=vantage)
     rtt = rtt_to_regions(engine, [e.region for e in endpoints], vantage=vantage)
-    window = format_window(since_ms, until_ms, samples)
+    window = format_window(since_ms, until_ms, samples, tz)
     metrics = [
         endpoint_metrics(e, samples[samples["endpoint"] == e.name], hourly[hourly["endpoint"] == e.name],
                          worksheet=worksheet, cold=cold.get(e.name), rtt=rtt.get(e.region), cost=cost, window=window)
@@ -135,12 +142,13 @@ def compare(
     ]
     ok = measured(samples)
     ttft = {e.name: ok.loc[ok["endpoint"] == e.name, "ttft_ms"].to_numpy(dtype=float) for e in endpoints}
-    boots = Bootstraps(ttft, 0.95, n_boot=n_boot, seed=seed)
+    boots = Bootstraps(ttft, 0.95, n_boot=n_boot, seed=seed, margin=margin)
     ranked = rank(metrics, boots)
     diffs = pairwise([r.metrics.name for r in ranked], boots)
     intervals = {name: boots.interval(name) for name in ttft}
     return Comparison(endpoints, samples, hourly, metrics, ranked, diffs, since_ms, until_ms, vantage, tz, worksheet,
-                      cost, now_ms if now_ms is not None else int(time.time() * 1000), n_boot, seed, ttft, intervals)
+                      cost, now_ms if now_ms is not None else int(time.time() * 1000), n_boot, seed, ttft, intervals,
+                      margin)
 
 
 def metrics_table(cmp: Comparison) -> pd.DataFrame:
@@ -179,21 +187,24 @@ def method_lines(cmp: Comparison) -> list[str]:
         "What: time to first token (TTFT) of one streaming request per sample — the first token of any kind "
         "(content, reasoning or tool call) — plus the time to first visible content, each in ms from just before "
         "the request was sent; phase timings (DNS, connect, TLS, headers, first event) from the same clock.",
-        f"Which samples: successful samples of kind {', '.join(MEASURED_KINDS)} (deliberately cached series "
-        "excluded). Failed samples are kept as rows with an error class and count in the error rate and as misses "
-        "in goodput, never in the percentiles. Cold readings are shown apart (the latest per endpoint).",
-        f"From where: {vantage}. Window: {cmp.window}. Samples: {n_total} successful in total ({per}).",
+        f"Which samples: {DEFINITION} The same definition as the Probes page, so n agrees between them.",
+        f"From where: {vantage}. Window: {cmp.window}. Samples: {n_total} in total ({per}).",
         "Percentiles: nearest-rank (rank = ceil(p·n), no interpolation), always with n; a p95 needs n ≥ 20 and a "
         "p99 n ≥ 100, below that it is shown greyed. Hour-of-day curves bucket by hour in "
         f"{cmp.tz}; an hour's p95 counts from n ≥ 20.",
+        f"Ranking: {RANKING_RULE}",
+        f"Targets: {TARGETS_RULE}",
         f"Differences: percentile bootstrap, {cmp.n_boot} resamples per endpoint, seed {cmp.seed}, 95% interval on "
-        "the p95 and on the difference of two p95s; when that interval spans 0 the report says the data cannot yet "
-        "tell the two apart.",
-        "Worksheet verdicts: the worksheet’s targets, cold start, prefill rate, p95 prompt and cache hit, with "
-        "segment 1 replaced by the endpoint’s queueing excess (worst reliable hour’s p95 − quietest hour’s p50) and "
-        "segment 4 by the RTT median from the vantage to the endpoint’s region, where measured. Goodput = share of "
-        "attempted samples that succeeded within the target.",
+        "the p95 and on the difference of two p95s, judged against a practical-equivalence margin of "
+        f"{cmp.margin.describe()}: “practically equivalent” when the whole interval lies inside ±margin, “X is "
+        "faster” only when it lies wholly beyond it, otherwise the data cannot yet tell.",
+        "Worksheet verdicts: the worksheet’s targets, prefill rate, p95 prompt and cache hit; each segment is the "
+        "endpoint’s own measurement where it has one — queueing from its own hours (worst hour’s p95 − quietest "
+        "other hour’s p50, at least two hours with n ≥ 20), cold start from its own latest cold reading (cold − "
+        "warm), network from the RTT median to its own region — else the worksheet’s typed value (labelled "
+        "“entered by hand”); a figure the worksheet measured elsewhere is never borrowed: the segment is missing "
+        "and the endpoint gets no verdict. Goodput = share of attempted samples that succeeded within the target.",
         f"Cost: {cmp.cost.tokens_per_month:,.0f} tokens a month at each endpoint's blended price per 1M tokens "
         f"({cmp.cost.source}).",
-        f"Generated {_utc(cmp.generated_at_ms)}.",
+        f"Generated {_utc(cmp.generated_at_ms, cmp.tz)}.",
     ]

@@ -1,9 +1,9 @@
 """Per-endpoint comparison figures computed from raw samples (pure functions over a frame).
 
-Which samples count (DESIGN §3): TTFT percentiles use successful samples of
-kind scheduled, manual or warm that are not a deliberately cached series;
-cold samples are shown apart (the latest cold reading); skipped slots are
-neither successes nor failures. Error and retry rates are over attempted
+Which samples count: planner.samples' one definition (successful samples of
+kind scheduled or manual that are not a deliberately cached series, as on the
+Probes page); cold readings are shown apart (the latest per endpoint); skipped
+slots are neither successes nor failures. Error and retry rates are over attempted
 samples (ok or failed). Goodput against a target = the share of attempted
 samples that succeeded with ttft_ms ≤ target (a failure is a miss).
 """
@@ -19,24 +19,26 @@ import pandas as pd
 
 from planner.budget import SEGMENTS, BudgetResult, Worksheet, compute_worksheet, verdict_text
 from planner.compare.data import ColdReading, EndpointInfo, RttFigure
+from planner.probe_analysis import Queueing, queueing_segment
 from planner.provenance import Figure, Source
+from planner.samples import MEASURED_KINDS
 from planner.stats import Percentile, percentile, summarize
 
 __all__ = [
     "CostBasis",
     "EndpointMetrics",
     "InteractionVerdict",
-    "MEASURED_KINDS",
-    "PHASES",
+        "PHASES",
     "attempted",
     "endpoint_metrics",
     "hourly_profile",
     "measured",
+    "filled_worksheet",
+    "own_segments",
     "queue_excess_ms",
     "replace_interaction",
 ]
 
-MEASURED_KINDS = ("scheduled", "manual", "warm")
 # Phase timings, each in ms from just before the request was sent (DESIGN §3), in wire order.
 PHASES: dict[str, str] = {
     "dns_ms": "DNS",
@@ -75,9 +77,12 @@ class CostBasis:
 class InteractionVerdict:
     """One interaction type for one endpoint: worksheet verdict with measured segments, and goodput.
 
+    level: "ok", "warn", "error" (planner.budget.verdict_text), "missing" (a segment this endpoint has not
+    measured and the worksheet did not type: no verdict) or "no data" (no samples: nothing to judge).
     deciding_segment: SEGMENTS key or "prefill_ms" — the segment that decides the
     verdict (the culprit when over budget, prefill when the prompt does not fit,
-    else the largest share of the target).
+    else the largest share of the target); "" without a verdict. result is None without a verdict;
+    missing lists the SEGMENTS keys the endpoint lacks.
     """
 
     interaction: str
@@ -88,12 +93,19 @@ class InteractionVerdict:
     deciding_segment: str
     goodput_fraction: float | None
     p95_meets_target: bool | None
-    result: BudgetResult
+    result: BudgetResult | None
     worksheet: Worksheet
+    missing: list[str] = field(default_factory=list)
 
     @property
     def deciding_label(self) -> str:
+        if not self.deciding_segment:
+            return ""
         return SEGMENTS.get(self.deciding_segment, "Prefill")
+
+    @property
+    def has_verdict(self) -> bool:
+        return self.result is not None
 
 
 @dataclass(frozen=True)
@@ -162,14 +174,9 @@ def hourly_profile(df: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
 
 
 def queue_excess_ms(hourly: pd.DataFrame) -> float | None:
-    """Segment 1 for one endpoint's hourly rows: worst reliable hour's p95 − quietest reliable hour's p50 (ms).
-
-    None when no hour has n ≥ 20 (DESIGN §3: queueing excess over the quiet-hour baseline).
-    """
-    rel = hourly[hourly["reliable"]]
-    if rel.empty:
-        return None
-    return max(0.0, float(rel["p95_ms"].max()) - float(rel["p50_ms"].min()))
+    """Segment 1 for one endpoint's hourly rows (planner.probe_analysis.queueing_segment: the worst hour's p95 −
+    the quietest other hour's p50, over hours with n ≥ 20); None when fewer than two hours have n ≥ 20."""
+    return queueing_segment(hourly).value_ms
 
 
 def _deciding_segment(r: BudgetResult) -> str:
@@ -183,15 +190,62 @@ def _deciding_segment(r: BudgetResult) -> str:
     return max(shares, key=shares.__getitem__)
 
 
-def _filled_worksheet(base: Worksheet, info: EndpointInfo, queue_ms: float | None, n_queue: int,
-                      rtt: RttFigure | None, window: str) -> Worksheet:
-    ws = base
-    if queue_ms is not None:
-        ws = ws.with_figure("queue_ms", Figure(queue_ms, "ms", Source.PROBE, info.name, n_queue, window))
+def own_segments(info: EndpointInfo, queue: Queueing, cold: ColdReading | None, rtt: RttFigure | None,
+                 window: str) -> dict[str, Figure]:
+    """The segments this endpoint measured itself (SEGMENTS key → Figure): queueing from its own hours, cold start
+    from its own cold reading (cold − warm), network from the RTT to its own region. Absent when not measured."""
+    out: dict[str, Figure] = {}
+    if queue.value_ms is not None:
+        out["queue_ms"] = Figure(queue.value_ms, "ms", Source.PROBE,
+                                 f"{info.name} · worst hour {queue.worst_hour:02d}:00 p95 − quietest "
+                                 f"{queue.quiet_hour:02d}:00 p50", queue.n, window)
+    if cold is not None and cold.segment_ms is not None:
+        out["cold_ms"] = Figure(round(cold.segment_ms, 1), "ms", Source.COLD_READING,
+                                f"{info.name} · cold {cold.cold_ms:,.0f} ms − warm {cold.warm_ms:,.0f} ms", 1,
+                                "latest" if cold.source == "cold reading" else cold.source, cold.measured_at_ms)
     if rtt is not None:
-        ws = ws.with_figure("network_ms", Figure(rtt.median_ms, "ms", Source.RTT, f"{rtt.vantage or 'server'} → {rtt.region}",
-                                                 rtt.n, "median", rtt.measured_at_ms))
-    return ws
+        out["network_ms"] = Figure(rtt.median_ms, "ms", Source.RTT, f"{rtt.vantage or 'server'} → {rtt.region}",
+                                   rtt.n, "median", rtt.measured_at_ms)
+    return out
+
+
+def filled_worksheet(base: Worksheet, own: Mapping[str, Figure]) -> tuple[Worksheet, list[str]]:
+    """The worksheet an endpoint is judged with, and the segments it lacks.
+
+    Each segment is the endpoint's own measurement when it has one; else the worksheet's figure when that was
+    typed (or a preset): the user's assumption, labelled as such; else missing — a figure the worksheet got from
+    *another* measurement (another endpoint's probes or cold reading, another region's RTT) is never borrowed.
+    """
+    ws, missing = base, []
+    for key in SEGMENTS:
+        if key in own:
+            ws = ws.with_figure(key, own[key])
+        elif base.segment(key).is_measured:
+            missing.append(key)
+    return ws, missing
+
+
+def _verdict(key: str, target_ms: float, base: Worksheet, own: Mapping[str, Figure], att: pd.DataFrame,
+             ttft_ms: list[float]) -> InteractionVerdict:
+    label = base.target_labels.get(key, key)
+    ws, missing = filled_worksheet(replace_interaction(base, key), own)
+    n_att = len(att)
+    good = None if n_att == 0 else float(((att["ok"]) & (att["ttft_ms"] <= target_ms)).sum()) / n_att
+    p95 = percentile(ttft_ms, 0.95)
+    meets = None if p95.value is None else p95.value <= target_ms
+    if not ttft_ms:
+        return InteractionVerdict(key, label, target_ms, "no data", "No samples in this window: nothing to judge.",
+                                  "", good, meets, None, ws, missing)
+    if missing:
+        names = ", ".join(SEGMENTS[k].lower() for k in missing)
+        return InteractionVerdict(
+            key, label, target_ms, "missing",
+            f"No verdict: {names} not measured for this endpoint (the worksheet's figure was measured elsewhere and "
+            "is not borrowed). Measure it here — a cold reading, a day of probing, the RTT to its region — or type "
+            "a value on the Worksheet page.", "", good, meets, None, ws, missing)
+    r = compute_worksheet(ws)
+    level, sentence = verdict_text(r)
+    return InteractionVerdict(key, label, target_ms, level, sentence, _deciding_segment(r), good, meets, r, ws, [])
 
 
 def endpoint_metrics(
@@ -207,26 +261,17 @@ def endpoint_metrics(
 ) -> EndpointMetrics:
     """Compute one endpoint's figures from its samples (already filtered to it) and its hourly rows.
 
-    The worksheet verdicts use `worksheet` for the target, cold start, prefill rate,
-    prompt length and cache hit, with segment 1 (queueing excess) and segment 4
-    (RTT median to the endpoint's region) replaced by this endpoint's measurements
-    where they exist. Raises planner.budget.BudgetError if the worksheet is invalid.
+    The worksheet verdicts use `worksheet` for the target, prefill rate, prompt length and cache hit; each
+    segment is this endpoint's own measurement (filled_worksheet), the worksheet's typed value, or missing.
+    Raises planner.budget.BudgetError if the worksheet is invalid.
     """
     att = attempted(samples)
     ok = measured(samples)
     ttft_ms = ok["ttft_ms"].tolist()
     n_att = len(att)
-    verdicts = []
-    queue_ms = queue_excess_ms(hourly)
-    for key, target_ms in worksheet.targets_ms.items():
-        ws = _filled_worksheet(replace_interaction(worksheet, key), info, queue_ms, len(ttft_ms), rtt, window)
-        r = compute_worksheet(ws)
-        level, sentence = verdict_text(r)
-        good = None if n_att == 0 else float(((att["ok"]) & (att["ttft_ms"] <= target_ms)).sum()) / n_att
-        p95 = percentile(ttft_ms, 0.95)
-        meets = None if p95.value is None else p95.value <= target_ms
-        verdicts.append(InteractionVerdict(key, worksheet.target_labels.get(key, key), target_ms, level, sentence,
-                                           _deciding_segment(r), good, meets, r, ws))
+    queue = queueing_segment(hourly) if not hourly.empty else Queueing(None, reason="no samples")
+    own = own_segments(info, queue, cold, rtt, window)
+    verdicts = [_verdict(key, target_ms, worksheet, own, att, ttft_ms) for key, target_ms in worksheet.targets_ms.items()]
     phases = {}
     for col in PHASES:
         v = percentile(ok[col].tolist(), 0.5)
@@ -243,7 +288,7 @@ def endpoint_metrics(
         retry_rate=None if n_att == 0 else float((att["attempts"] > 1).mean()),
         errors_by_class={str(k): int(v) for k, v in errors.items()},
         phases_p50_ms=phases,
-        queue_ms=queue_ms,
+        queue_ms=queue.value_ms,
         cold=cold,
         rtt=rtt,
         monthly_cost_usd=None if cost is None else cost.monthly_usd(info.name),

@@ -20,8 +20,10 @@ import plotly.graph_objects as go
 from planner.budget import SEGMENTS
 from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare.comparison import Comparison, method_lines, metrics_table
+from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
 
-__all__ = ["figures", "report_csv", "report_html", "report_markdown", "summary_table"]
+__all__ = ["decision_display", "figures", "report_csv", "report_html", "report_markdown", "segment_cell", "summary_table",
+           "worksheet_frame"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
@@ -44,7 +46,22 @@ def _fmt(v, unit: str = "", digits: int = 0) -> str:
 
 
 def _pct(v) -> str:
-    return "—" if v is None else f"{v:.1%}"
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1%}"
+
+
+#: Decision-table columns as a reader sees them (the verdict columns already read as words).
+DECISION_LABELS = {"rank": "Rank", "endpoint": "Endpoint", "ttft_p95_ms": "TTFT p95 (ms)", "n": "Samples (n)",
+                   "targets_met": "Targets met (measured p95 ≤ target)", "monthly_cost_usd": "Monthly cost ($)",
+                   "vs_leader": "Compared with the leader"}
+
+
+def segment_cell(v, key: str, tz: str = "UTC") -> str:
+    """A worksheet segment for one endpoint: '823 ms (probe · …)', '0 ms (worksheet's typed value)' or missing."""
+    if key in v.missing:
+        return "missing — not measured for this endpoint"
+    fig = v.worksheet.segment(key)
+    src = "worksheet's typed value" if not fig.is_measured else fig.describe(tz)
+    return f"{_fmt(fig.value)} ms ({src})"
 
 
 def summary_table(cmp: Comparison) -> pd.DataFrame:
@@ -53,18 +70,18 @@ def summary_table(cmp: Comparison) -> pd.DataFrame:
     rows = []
     for _, r in t.iterrows():
         rows.append({
-            "endpoint": r["endpoint"],
+            "Endpoint": r["endpoint"],
             "TTFT p50 (ms)": _fmt(r["ttft_p50_ms"]),
             "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
             "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
-            "n": int(r["n"]),
+            "Samples (n)": int(r["n"]),
             "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
             "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
             "error rate": _pct(r["error_rate"]),
             "retry rate": _pct(r["retry_rate"]),
             "queueing excess (ms)": _fmt(r["queue_excess_ms"]),
-            "latest cold TTFT (ms)": _fmt(r["cold_ttft_ms"]),
-            "cold − warm (ms)": _fmt(r["cold_minus_warm_ms"]),
+            "latest cold TTFT (ms)": _fmt(r["cold_ttft_ms"]) if pd.notna(r["cold_ttft_ms"]) else "missing — no cold reading",
+            "cold − warm (ms)": _fmt(r["cold_minus_warm_ms"]) if pd.notna(r["cold_minus_warm_ms"]) else "missing",
             "RTT to region (ms)": _fmt(r["rtt_median_ms"], digits=1),
             "monthly cost (USD)": _fmt(r["monthly_cost_usd"]),
         })
@@ -82,29 +99,38 @@ def _greyed(cmp: Comparison) -> dict[tuple[str, str], bool]:
     return out
 
 
-def _display_decision(cmp: Comparison) -> pd.DataFrame:
+def decision_display(cmp: Comparison) -> pd.DataFrame:
     d = cmp.decision.copy()
     if d.empty:
         return d
+    d["rank"] = d["rank"].map(lambda v: "—" if v is None or pd.isna(v) else f"{int(v)}")
     d["ttft_p95_ms"] = d["ttft_p95_ms"].map(_fmt)
-    d["monthly_cost_usd"] = d["monthly_cost_usd"].map(_fmt)
-    return d.drop(columns=["p95_reliable"]).rename(columns={"ttft_p95_ms": "TTFT p95 (ms)",
-                                                          "monthly_cost_usd": "monthly cost (USD)"})
+    d["monthly_cost_usd"] = d["monthly_cost_usd"].map(lambda v: "—" if v is None or pd.isna(v) else f"${v:,.0f}")
+    d["targets_met"] = d["targets_met"].map(lambda v: "—" if v is None or pd.isna(v) else v)
+    return d.drop(columns=["p95_reliable"]).rename(columns=DECISION_LABELS)
 
 
-def _worksheet_frame(cmp: Comparison) -> pd.DataFrame:
+def worksheet_frame(cmp: Comparison) -> pd.DataFrame:
     rows = []
     for m in cmp.metrics:
         for v in m.verdicts:
             r = v.result
             rows.append({
-                "endpoint": m.name, "interaction": v.label, "target (ms)": _fmt(v.target_ms),
-                **{f"{SEGMENTS[k]} (ms)": f"{_fmt(getattr(r, k))} ({v.worksheet.segment(k).describe()})" for k in SEGMENTS},
-                "prefill budget (ms)": _fmt(r.prefill_budget_ms), "prefill needed (ms)": _fmt(r.prefill_needed_ms),
-                "verdict": v.level.upper(), "decided by": v.deciding_label,
+                "Endpoint": m.name, "interaction": v.label, "target (ms)": _fmt(v.target_ms),
+                **{f"{SEGMENTS[k]}": segment_cell(v, k, cmp.tz) for k in SEGMENTS},
+                "prefill budget (ms)": "—" if r is None else _signed_ms(r.prefill_budget_ms),
+                "prefill needed (ms)": "—" if r is None else _fmt(r.prefill_needed_ms),
+                "verdict": LEVEL_LABELS.get(v.level, v.level), "decided by": v.deciding_label or "—",
                 "goodput": _pct(v.goodput_fraction), "what it means": v.sentence,
             })
     return pd.DataFrame(rows)
+
+
+def _signed_ms(v) -> str:
+    """A budget that can be negative, with a true minus sign."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return ("−" if v < 0 and round(v) != 0 else "") + f"{abs(v):,.0f}"
 
 
 def _html_table(df: pd.DataFrame, table_id: str, grey: dict[tuple[str, str], bool] | None = None) -> str:
@@ -114,8 +140,8 @@ def _html_table(df: pd.DataFrame, table_id: str, grey: dict[tuple[str, str], boo
     for _, row in df.iterrows():
         cells = []
         key = str(row.iloc[0]) if len(row) else ""
-        if "endpoint" in df.columns:
-            key = str(row["endpoint"])
+        if "Endpoint" in df.columns:
+            key = str(row["Endpoint"])
         for c in df.columns:
             v = row[c]
             classes = []
@@ -124,7 +150,7 @@ def _html_table(df: pd.DataFrame, table_id: str, grey: dict[tuple[str, str], boo
             if grey.get((key, c)):
                 classes.append("few")
             if c == "verdict" and isinstance(v, str):
-                classes.append(v.lower())
+                classes.append({label: code for code, label in LEVEL_LABELS.items()}.get(v, "").replace(" ", "-"))
             title = ' title="n too small for this percentile"' if grey.get((key, c)) else ""
             cls = f' class="{" ".join(classes)}"' if classes else ""
             cells.append(f"<td{cls}{title}>{html.escape(_fmt(v))}</td>")
@@ -156,7 +182,7 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
     leader = cmp.ranked[0].metrics.name if cmp.ranked else "—"
     statements = "".join(f"<li>{html.escape(d.statement())}</li>" for d in cmp.differences) or "<li>Only one endpoint.</li>"
     method = "".join(f"<li>{html.escape(line)}</li>" for line in method_lines(cmp))
-    endpoints = pd.DataFrame([{"endpoint": e.name, "provider": e.provider, "region": e.region, "model": e.model}
+    endpoints = pd.DataFrame([{"Endpoint": e.name, "provider": e.provider, "region": e.region, "model": e.model}
                               for e in cmp.endpoints])
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -165,13 +191,16 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         f'<p class="note">Window {html.escape(cmp.window)} · '
         f'{html.escape("all vantages" if cmp.vantage is None else "vantage " + (cmp.vantage or "(unlabelled)"))} · '
         f"ranked first: <strong>{html.escape(leader)}</strong></p>",
-        "<h2>Decision</h2>", _html_table(_display_decision(cmp), "decision"),
-        "<h3>Can the data tell them apart?</h3>", f'<ul id="differences">{statements}</ul>',
+        "<h2>Decision</h2>", _html_table(decision_display(cmp), "decision"),
+        f'<p class="note" id="rules">{html.escape(RANKING_RULE)} {html.escape(TARGETS_RULE)}</p>',
+        "<h3>Can the data tell them apart?</h3>",
+        f'<p class="note">Equivalence margin: {html.escape(cmp.margin.describe())}.</p>',
+        f'<ul id="differences">{statements}</ul>',
         "<h2>Per endpoint</h2>",
         '<p class="note">Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).</p>',
         _html_table(summary_table(cmp), "metrics", _greyed(cmp)),
         "<h2>Charts</h2>", *[f'<div class="chart">{c}</div>' for c in chart_html],
-        "<h2>Worksheets</h2>", _html_table(_worksheet_frame(cmp), "worksheets"),
+        "<h2>Worksheets</h2>", _html_table(worksheet_frame(cmp), "worksheets"),
         "<h2>Endpoints</h2>", _html_table(endpoints, "endpoints"),
         "<h2>Method</h2>", f'<ul id="method">{method}</ul>',
         "</body></html>",
@@ -191,10 +220,12 @@ def _md_table(df: pd.DataFrame) -> str:
 
 def report_markdown(cmp: Comparison) -> str:
     """The decision table, per-endpoint figures, CI statements, worksheets and method as Markdown."""
-    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(_display_decision(cmp)),
-           "## Can the data tell them apart?\n", *[f"- {d.statement()}" for d in cmp.differences], "",
+    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(decision_display(cmp)),
+           f"{RANKING_RULE} {TARGETS_RULE}\n",
+           "## Can the data tell them apart?\n", f"Equivalence margin: {cmp.margin.describe()}.\n",
+           *[f"- {d.statement()}" for d in cmp.differences], "",
            "## Per endpoint\n", "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
-           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(_worksheet_frame(cmp)), "## Method\n",
+           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(worksheet_frame(cmp)), "## Method\n",
            *[f"- {line}" for line in method_lines(cmp)], ""]
     return "\n".join(out)
 

@@ -4,8 +4,13 @@ Resampling with replacement (seeded, so the same data always gives the same
 interval), vectorised with numpy: each resample's nearest-rank p95 is found
 with np.partition at planner.stats' rank, and the interval's ends are the
 nearest-rank 2.5th and 97.5th percentiles of the resampled values (the
-percentile bootstrap). When the interval of a difference spans 0, the data
-cannot yet tell the two endpoints apart, whatever their point estimates say.
+percentile bootstrap).
+
+A difference is judged against a practical-equivalence margin m (`Margin`: the
+larger of 5 ms and 3 % of the faster p95 by default, settable): when the whole
+interval lies inside ±m the two are practically equivalent; when it lies wholly
+beyond +m or −m one is faster; otherwise (it straddles ±m, or spans 0) the data
+cannot yet tell. A statistically separable 1 ms is never called "faster".
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from planner.stats import min_n_for, nearest_rank, nearest_rank_index
 __all__ = [
     "Bootstraps",
     "CANNOT_TELL",
+    "DEFAULT_MARGIN",
     "DEFAULT_N_BOOT",
     "DEFAULT_SEED",
     "Difference",
+    "EQUIVALENT",
     "Interval",
+    "Margin",
     "bootstrap_difference",
     "bootstrap_percentile",
     "resampled_percentiles",
@@ -33,6 +41,30 @@ __all__ = [
 DEFAULT_N_BOOT = 2000
 DEFAULT_SEED = 20261130
 CANNOT_TELL = "cannot yet tell apart"
+EQUIVALENT = "practically equivalent"
+TOO_FEW = "too few samples"
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The practical-equivalence margin: max(abs_ms, fraction × the faster endpoint's point percentile), in ms."""
+
+    abs_ms: float = 5.0
+    fraction: float = 0.03
+
+    def __post_init__(self) -> None:
+        if not (self.abs_ms >= 0 and self.fraction >= 0):
+            raise ValueError(f"the equivalence margin must be ≥ 0 (got {self.abs_ms:g} ms and {self.fraction:.1%})")
+
+    def of(self, point_a_ms: float, point_b_ms: float) -> float:
+        """The margin (ms) for two endpoints' point estimates."""
+        return max(self.abs_ms, self.fraction * min(point_a_ms, point_b_ms))
+
+    def describe(self) -> str:
+        return f"the larger of {self.abs_ms:g} ms and {self.fraction * 100:g}% of the faster p95"
+
+
+DEFAULT_MARGIN = Margin()
 _CELLS_PER_CHUNK = 2_000_000  # resample this many values at a time: bounded memory for large n
 
 
@@ -58,8 +90,9 @@ class Interval:
 class Difference:
     """p(b) − p(a) in ms with its bootstrap interval, and what it lets us say.
 
-    verdict: "<a> is faster", "<b> is faster", CANNOT_TELL (interval spans 0), or
-    "too few samples" (either side below the percentile's minimum n).
+    verdict: "<a> is faster", "<b> is faster" (the whole interval beyond ±margin_ms), EQUIVALENT (the whole
+    interval inside ±margin_ms), CANNOT_TELL (it straddles the margin), or "too few samples" (either side below
+    the percentile's minimum n).
     """
 
     a: str
@@ -72,24 +105,42 @@ class Difference:
     n_b: int
     confidence: float
     verdict: str
+    margin_ms: float | None = None
 
     @property
     def distinguishable(self) -> bool:
         return self.verdict.endswith(" is faster")
 
+    @property
+    def equivalent(self) -> bool:
+        return self.verdict == EQUIVALENT
+
     def statement(self) -> str:
-        """One sentence for the page and the report."""
+        """One sentence for the page and the report (each n next to its own endpoint's name)."""
         label = f"p{self.p * 100:g}"
+        counts = f"n={self.n_b} for {self.b}, n={self.n_a} for {self.a}"
         if self.point_ms is None or self.low_ms is None or self.high_ms is None:
-            return f"{self.a} vs {self.b}: too few samples to compare (n={self.n_a} vs n={self.n_b})."
-        ci = f"{self.confidence:.0%} CI {self.low_ms:+,.0f} to {self.high_ms:+,.0f} ms"
-        diff = f"{label} of {self.b} − {self.a} = {self.point_ms:+,.0f} ms ({ci}; n={self.n_a} vs n={self.n_b})"
-        if self.verdict == "too few samples":
+            return f"{self.b} vs {self.a}: too few samples to compare ({counts})."
+        ci = f"{self.confidence:.0%} CI {_signed(self.low_ms)} to {_signed(self.high_ms)} ms"
+        diff = f"{label} of {self.b} − {self.a} = {_signed(self.point_ms)} ms ({ci}; {counts})"
+        m = "" if self.margin_ms is None else f"{self.margin_ms:,.0f}"
+        if self.verdict == TOO_FEW:
             need = min_n_for(self.p)
             return f"{diff}: too few samples for a {label} (need n ≥ {need} each); cannot yet tell apart."
+        if self.verdict == EQUIVALENT:
+            return (f"{diff}: the whole interval lies within the ±{m} ms equivalence margin, so {self.a} and "
+                    f"{self.b} are practically equivalent.")
         if self.verdict == CANNOT_TELL:
-            return f"{diff}: the interval spans 0, so the data cannot yet tell {self.a} and {self.b} apart."
-        return f"{diff}: {self.verdict}."
+            where = "spans 0" if self.low_ms <= 0 <= self.high_ms else f"reaches inside the ±{m} ms equivalence margin"
+            return (f"{diff}: the interval {where} and is not wholly inside ±{m} ms, so the data cannot yet tell "
+                    f"{self.a} and {self.b} apart.")
+        return f"{diff}: {self.verdict} (the whole interval lies beyond the ±{m} ms equivalence margin)."
+
+
+def _signed(v: float) -> str:
+    """'+12', '−3', '0' (a true minus sign)."""
+    r = round(v)
+    return "0" if r == 0 else (f"+{r:,.0f}" if r > 0 else f"−{-r:,.0f}")
 
 
 def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -152,18 +203,24 @@ def _interval(x: np.ndarray, boot: np.ndarray, p: float, confidence: float, n_bo
 
 
 def _difference(a: str, b: str, xa: np.ndarray, xb: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray,
-                p: float, confidence: float) -> Difference:
+                p: float, confidence: float, margin: Margin = DEFAULT_MARGIN) -> Difference:
     if len(xa) == 0 or len(xb) == 0:
-        return Difference(a, b, p, None, None, None, len(xa), len(xb), confidence, "too few samples")
-    point = float(nearest_rank(np.sort(xb), p) - nearest_rank(np.sort(xa), p))
+        return Difference(a, b, p, None, None, None, len(xa), len(xb), confidence, TOO_FEW)
+    pa, pb = float(nearest_rank(np.sort(xa), p)), float(nearest_rank(np.sort(xb), p))
+    point = pb - pa
     low, high = _ends(boot_b - boot_a, confidence)
+    m = margin.of(pa, pb)
     if min(len(xa), len(xb)) < min_n_for(p):
-        verdict = "too few samples"
-    elif low <= 0.0 <= high:
-        verdict = CANNOT_TELL
+        verdict = TOO_FEW
+    elif -m <= low and high <= m:
+        verdict = EQUIVALENT
+    elif low > m:
+        verdict = f"{a} is faster"
+    elif high < -m:
+        verdict = f"{b} is faster"
     else:
-        verdict = f"{a} is faster" if low > 0 else f"{b} is faster"
-    return Difference(a, b, p, point, low, high, len(xa), len(xb), confidence, verdict)
+        verdict = CANNOT_TELL
+    return Difference(a, b, p, point, low, high, len(xa), len(xb), confidence, verdict, m)
 
 
 def bootstrap_percentile(
@@ -194,8 +251,10 @@ def bootstrap_difference(
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = 0.95,
     seed: int = DEFAULT_SEED,
+    margin: Margin = DEFAULT_MARGIN,
 ) -> Difference:
-    """p(b) − p(a) in ms, resampling each endpoint independently (its own stream), with interval and verdict.
+    """p(b) − p(a) in ms, resampling each endpoint independently (its own stream), with interval and verdict
+    (judged against the equivalence `margin`).
 
     A positive difference means `b` is slower. Raises ValueError like bootstrap_percentile.
     """
@@ -203,7 +262,7 @@ def bootstrap_difference(
     xa, xb = _clean(a_values), _clean(b_values)
     boot_a = resampled_percentiles(xa, p, n_boot=n_boot, seed=seed, stream=a)
     boot_b = resampled_percentiles(xb, p, n_boot=n_boot, seed=seed, stream=b)
-    return _difference(a, b, xa, xb, boot_a, boot_b, p, confidence)
+    return _difference(a, b, xa, xb, boot_a, boot_b, p, confidence, margin)
 
 
 class Bootstraps:
@@ -214,9 +273,10 @@ class Bootstraps:
     """
 
     def __init__(self, values_by_name: Mapping[str, Sequence[float] | np.ndarray], p: float = 0.95, *,
-                 n_boot: int = DEFAULT_N_BOOT, confidence: float = 0.95, seed: int = DEFAULT_SEED) -> None:
+                 n_boot: int = DEFAULT_N_BOOT, confidence: float = 0.95, seed: int = DEFAULT_SEED,
+                 margin: Margin = DEFAULT_MARGIN) -> None:
         _check(confidence, n_boot)
-        self.p, self.n_boot, self.confidence, self.seed = p, n_boot, confidence, seed
+        self.p, self.n_boot, self.confidence, self.seed, self.margin = p, n_boot, confidence, seed, margin
         self._x = {k: _clean(v) for k, v in values_by_name.items()}
         self._boot: dict[str, np.ndarray] = {}
 
@@ -234,4 +294,4 @@ class Bootstraps:
     def difference(self, a: str, b: str) -> Difference:
         """p(b) − p(a) with its interval and verdict."""
         (xa, ba), (xb, bb) = self._get(a), self._get(b)
-        return _difference(a, b, xa, xb, ba, bb, self.p, self.confidence)
+        return _difference(a, b, xa, xb, ba, bb, self.p, self.confidence, self.margin)

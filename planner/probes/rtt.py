@@ -69,8 +69,9 @@ VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
 
 
 def default_vantage() -> str:
-    """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else this machine's host name."""
-    return os.environ.get(VANTAGE_ENV) or socket.gethostname()
+    """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else "" — the one default vantage, the same
+    the worker uses, so the same server never shows up as two vantages (its host name and "")."""
+    return os.environ.get(VANTAGE_ENV) or ""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ Viewer time zone: the UTC offset of each sample is applied in SQL with a CASE
 over the zone's transitions inside the queried range, so hours stay right
 across daylight-saving changes.
 
-Which rows count: percentiles use successful samples of kind scheduled or
-manual; the error rate is failed / (ok + failed) of those kinds; skipped slots
-are counted apart; cold and warm samples belong to cold readings.
+Which rows count: planner.samples' one definition of a sample (successful,
+kind scheduled or manual, not a cached series); the error rate is failed /
+(ok + failed) of those kinds; skipped slots are counted apart; cold and warm
+samples belong to cold readings.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
@@ -57,8 +59,8 @@ __all__ = [
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
 PHASES = ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms")
-_OK = "(ok AND ttft_ms IS NOT NULL AND kind IN ('scheduled', 'manual'))"
-_ATTEMPT = "kind IN ('scheduled', 'manual')"
+_OK = SAMPLE_SQL
+_ATTEMPT = ATTEMPT_SQL
 _RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"
 
 
@@ -262,16 +264,17 @@ def time_series(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, *, m
                 buckets: int = 400) -> tuple[str, pd.DataFrame]:
     """The TTFT time series: ('raw', one row per sample) when the range holds ≤ max_raw rows, else
     ('bucketed', per time bucket p50/p95 with n and failures). Raw columns: started_at_ms, ttft_ms,
-    ok, kind, error_class; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
+    ok, kind, error_class, cached_series; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
     s = ProbeSampleRow.__table__
     where = sa.and_(s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
                     s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms)
     with engine.connect() as conn:
-        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class)
+        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class, s.c.cached_series)
                            .where(where).order_by(s.c.started_at_ms).limit(max_raw + 1)).all()
     if len(raw) <= max_raw:
-        df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class"])
+        df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class", "cached_series"])
         df["ok"] = df["ok"].astype(bool)
+        df["cached_series"] = df["cached_series"].astype(bool)
         return "raw", df
     bucket_ms = max(60_000, -(-(end_ms - start_ms) // buckets))
     bucket_ms = -(-bucket_ms // 60_000) * 60_000

@@ -32,9 +32,11 @@ def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
     assert any("No worker is running" in w.value for w in at.warning)
     _fill(at, name="acme-eu", base_url="https://api.acme.example/v1", model="llama-3.1-8b", key="ACME_KEY_FOR_TEST")
     table = at.dataframe[0].value
-    row = table[table["name"] == "acme-eu"].iloc[0]
-    assert row["status"] == "key missing" and row["key env var"] == "ACME_KEY_FOR_TEST"
-    assert row["interval (s)"] == 60.0
+    row = table[table["Name"] == "acme-eu"].iloc[0]
+    assert row["Status"] == "key missing" and row["Key env var"] == "ACME_KEY_FOR_TEST"
+    assert row["Interval (s)"] == "60"
+    assert any(s.value.startswith("Added acme-eu") for s in at.success)
+    assert at.text_input(key="add_name").value == ""  # the form is ready for the next one
     [e] = list_endpoints(open_store())
     assert (e.base_url, e.api_key_env) == ("https://api.acme.example/v1", "ACME_KEY_FOR_TEST")
 
@@ -42,9 +44,12 @@ def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
 def test_bad_input_is_refused_with_the_field_named_and_nothing_stored():
     at = _page()
     _fill(at, name="x", base_url="ftp://files.example/v1", model="m")
-    assert any("base_url" in e.value and "http://" in e.value for e in at.error)
+    assert any("Base URL" in e.value and "http://" in e.value for e in at.error)
     _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=2.0, timeout=1.0)
-    assert any("interval_s" in e.value and "at least 10" in e.value for e in at.error)
+    assert any("Probe interval" in e.value and "at least 10" in e.value for e in at.error)
+    _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=20.0, timeout=25.0)
+    assert any(e.value == "Timeout (25 s) must be shorter than Probe interval (20 s)" for e in at.error)
+    assert not any("_s" in e.value for e in at.error)  # no internal names
     assert list_endpoints(open_store()) == []
 
 
@@ -70,6 +75,24 @@ def test_edit_and_remove():
     at.number_input(key=f"edit{e.id}_interval").set_value(120.0)
     [b for b in at.button if b.label == "Save changes"][0].click().run()
     assert list_endpoints(open_store())[0].interval_s == 120.0
+    assert any(s.value == "Saved old." for s in at.success)
+    [b for b in at.button if b.label.startswith("Remove endpoint")][0].click().run()
+    assert not at.exception, at.exception
+    assert any("Tick" in w.value for w in at.warning) and len(list_endpoints(open_store())) == 1  # asks first
+    at.checkbox(key=f"edit{e.id}_sure").check()
     [b for b in at.button if b.label.startswith("Remove endpoint")][0].click().run()
     assert not at.exception, at.exception
     assert list_endpoints(open_store()) == []
+    assert any(s.value == "Removed old and its samples." for s in at.success)
+
+
+def test_toml_import_refreshes_the_table_and_says_what_it_did():
+    at = _page()
+    toml = (b'[[endpoint]]\nname = "from-git"\nbase_url = "https://git.example/v1"\nmodel = "m"\n\n'
+            b'[[endpoint]]\nname = "broken"\nbase_url = "ftp://x.example"\nmodel = "m"\n')
+    at.file_uploader(key="endpoints_import").set_value([("endpoints.toml", toml, "application/toml")]).run()
+    at.button(key="endpoints_do_import").click().run()
+    assert not at.exception, at.exception
+    assert any(s.value == "Imported endpoints.toml: added 1, updated 0, rejected 1." for s in at.success)
+    assert any("broken" in e.value and "Base URL" in e.value for e in at.error)
+    assert at.dataframe[0].value["Name"].tolist() == ["from-git"]  # the table above is not stale

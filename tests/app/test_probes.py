@@ -65,10 +65,9 @@ def test_no_endpoints_points_to_the_endpoints_page():
 def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
     eng, ep = _seed()
     at = _page()
-    at.selectbox(key="probes_tz").set_value("UTC").run()
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["samples (ok)"] == f"{24 * 30 - 25:,}"
+    assert metrics["Samples (n)"] == f"{24 * 30 - 25:,}"
     assert metrics["p50 TTFT"] == "203 ms"
     hod = _chart(at, "hour of day")
     p95 = next(t for t in hod["data"] if t["name"] == "p95")
@@ -92,12 +91,14 @@ def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
 def test_segment_1_goes_to_the_worksheet_with_provenance():
     _seed()
     at = _page()
-    at.selectbox(key="probes_tz").set_value("UTC").run()
     at.button(key="use_seg1").click().run()
     assert not at.exception, at.exception
     assert 490 <= at.number_input(key="queue_ms").value <= 510
     fig = at.session_state["ws_figures"]["queue_ms"]
-    assert fig["source"] == "probe" and "worst hour 14:00" in fig["detail"] and fig["n"] == 24 * 30 - 25
+    # n = the samples of the hours with n ≥ 20 (the thin 03:00 hour's 5 samples do not count)
+    assert fig["source"] == "probe" and "worst hour 14:00" in fig["detail"] and fig["n"] == 24 * 30 - 25 - 5
+    assert fig["measured_at_ms"] <= time.time() * 1000  # never dated in the future (the range ends at midnight)
+    assert "(UTC)" in fig["window"]  # the window names the viewer's zone
 
 
 def test_cold_reading_shows_and_feeds_segment_2():
@@ -109,8 +110,9 @@ def test_cold_reading_shows_and_feeds_segment_2():
             cold_ttft_ms=21_400.0, warm_ttft_ms=250.0, cold_minus_warm_ms=21_150.0, cold_attempts=4, cold_status_503=3,
             completed_at_ms=now))
     at = _page()
-    # 60 s probes keep a 300 s scale-down window warm: the page says so.
-    assert any("keep this endpoint warm" in w.value for w in at.warning)
+    # 60 s probes keep a 300 s scale-down window warm: the page says so, beside segment 2 (not as a warning first).
+    assert any("keep this endpoint warm" in c.value for c in at.caption)
+    assert not any("keep this endpoint warm" in w.value for w in at.warning)
     assert any(m.label == "latest cold − warm" and m.value == "21,150 ms" for m in at.metric)
     at.button(key="use_seg2").click().run()
     assert at.number_input(key="cold_ms").value == 21_150.0
@@ -147,7 +149,7 @@ def test_csv_export_of_the_range():
     _seed()
     at = _page()
     [b for b in at.button if b.label.startswith("Prepare CSV")][0].click().run()
-    csv_text = at.session_state["probes_csv"]
+    csv_text = at.session_state["probes_csv"][1]
     lines = csv_text.strip().splitlines()
     assert lines[0].startswith("endpoint_name,id,endpoint_id") and len(lines) - 1 == 24 * 30 - 25 + 1
 
@@ -169,7 +171,6 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
     at = _page()
-    at.selectbox(key="probes_tz").set_value("UTC").run()
     today = dt.datetime.now(dt.timezone.utc).date()
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
     assert not at.exception, at.exception
@@ -177,7 +178,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
                for i in at.info)
     assert any("from hourly histograms: upper bound within ~12%" in c.value for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["samples (ok)"] == "288"  # n stays exact: 144 rolled up + 144 raw
+    assert metrics["Samples (n)"] == "288"  # n stays exact: 144 rolled up + 144 raw
     hod = _chart(at, "hour of day")
     assert "from hourly rollups" in hod["layout"]["title"]["text"]
     n = [row[0] for row in plotly_array(next(t for t in hod["data"] if t["name"] == "p95")["customdata"])]

@@ -121,3 +121,38 @@ def test_bad_custom_target_is_refused_with_the_reason(target, message):
     form_inputs[1].set_value(target)
     [b for b in at.button if b.label == "Add target"][0].click().run()
     assert any(message in e.value for e in at.error)
+
+
+def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
+    eng = open_store()
+    now = int(time.time() * 1000)
+    insert_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 0.4, now, vantage="")])
+    at = _page()
+    chart = next(c for c in at.get("plotly_chart") if "rtt_map" in c.proto.id)
+    assert json.loads(chart.proto.config)["topojsonURL"] == "app/static/topojson/"
+    from pathlib import Path
+
+    assert (Path(__file__).resolve().parents[2] / "app" / "static" / "topojson" / "world_110m.json").stat().st_size > 100_000
+    marker = next(t for t in json.loads(chart.proto.spec)["data"] if t.get("name") == "median RTT")["marker"]
+    assert marker["cmin"] == 0.0 and marker["cmax"] >= 1.0  # never a −0.4…0.4 ms scale around one value
+    # The server's own samples carry the one default vantage, shown in words.
+    assert _table(at).iloc[0]["vantage"] == "this server (default vantage)"
+
+
+def test_adding_a_target_says_so():
+    at = _page()
+    form_inputs = [t for t in at.text_input if t.key != "rtt_vantage"]
+    form_inputs[0].set_value("mine")
+    form_inputs[1].set_value("https://example.invalid/health")
+    [b for b in at.button if b.label == "Add target"][0].click().run()
+    assert not at.exception, at.exception
+    assert any("Added target “mine”" in s.value for s in at.success)
+
+
+def test_server_samples_default_to_the_workers_vantage(monkeypatch):
+    from planner.probes.rtt import default_vantage
+
+    monkeypatch.delenv("TTFT_PLANNER_VANTAGE", raising=False)
+    assert default_vantage() == ""  # the worker's default too: one server, one vantage
+    monkeypatch.setenv("TTFT_PLANNER_VANTAGE", "berlin-rack")
+    assert default_vantage() == "berlin-rack"

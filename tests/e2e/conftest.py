@@ -72,7 +72,7 @@ class StreamlitServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
              "--server.headless=true", f"--server.port={self.port}", "--server.address=127.0.0.1",
-             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--server.enableStaticServing=true"],
             cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60

@@ -115,5 +115,5 @@ def test_add_endpoint_wait_for_samples_and_read_hour_of_day(stack, page: Page, a
     if n_by_hour[h] < 20:
         grey = [k for k in hod if k.startswith("p95, too few")][0]
         assert dict(zip(hod[grey]["x"], hod[grey]["y"]))[h] is not None
-    expect(page.get_by_text("samples (ok)")).to_be_visible()
+    expect(page.get_by_text("Samples (n)")).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "probes-page.png"), full_page=True)

@@ -1,6 +1,7 @@
 """The report: HTML (parsed), Markdown and CSV carry the same numbers; the CLI writes them."""
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 from planner.cli import cli
 from planner.compare import compare, report_csv, report_html, report_markdown
 from planner.stats import percentile
-from tests.support.compare_seed import seed_endpoint, seed_three
+from tests.support.compare_seed import SEED_START_MS, seed_endpoint, seed_three
 
 NAMES = ["fast-a", "slow-b", "twin-c"]
 
@@ -90,13 +91,13 @@ def test_html_report_contains_the_decision_and_the_measured_numbers(cmp):
     c, values = cmp
     doc = _parse(report_html(c))
     decision = _rows(doc.tables["decision"])
-    assert [r["endpoint"][0] for r in decision][-2:] == ["slow-b", "new-d"]
-    slow = next(r for r in decision if r["endpoint"][0] == "slow-b")
+    assert [r["Endpoint"][0] for r in decision][-2:] == ["slow-b", "new-d"]
+    slow = next(r for r in decision if r["Endpoint"][0] == "slow-b")
     p95 = percentile(values["slow-b"].tolist(), 0.95).value
     assert slow["TTFT p95 (ms)"][0] == f"{p95:,.0f}"
-    assert slow["n"][0] == "240"
+    assert slow["Samples (n)"][0] == "240"
     assert "decided by" in slow["Chat panel / single-file edit (500 ms)"][0]
-    metrics = {r["endpoint"][0]: r for r in _rows(doc.tables["metrics"])}
+    metrics = {r["Endpoint"][0]: r for r in _rows(doc.tables["metrics"])}
     assert metrics["slow-b"]["error rate"][0] == "4.0%"
     assert metrics["fast-a"]["latest cold TTFT (ms)"][0] == "21,000"
     # Too few samples: the p95 is greyed (class "few"), a reliable one is not.
@@ -118,11 +119,13 @@ def test_html_report_is_self_contained_with_charts_ci_and_method(cmp):
     assert any("cannot yet tell" in d and "twin-c" in d and "fast-a" in d for d in diffs)
     assert any("slow-b" in d and "is faster" in d for d in diffs)
     method = " ".join(doc.lists["method"])
-    assert "nearest-rank" in method and "bootstrap" in method and "fast-a n=241" in method
-    assert "2026-11-27" in method
+    assert "nearest-rank" in method and "bootstrap" in method and "fast-a n=240" in method
+    assert dt.datetime.fromtimestamp(SEED_START_MS / 1000, dt.timezone.utc).strftime("%Y-%m-%d") in method
     worksheets = _rows(doc.tables["worksheets"])
     assert len(worksheets) == 4 * 3  # four endpoints × three interaction types
-    assert {r["verdict"][0] for r in worksheets} <= {"OK", "WARN", "ERROR"}
+    assert {r["verdict"][0] for r in worksheets} <= {"OK", "Prompt too long", "Over budget", "No verdict", "No data"}
+    # The rules behind the ranking and "targets met" are on the page a buyer forwards.
+    assert "fewer than 20 samples ranks after" in text and "Targets met” counts" in text
 
 
 def test_markdown_and_csv_carry_the_same_table(cmp):
@@ -185,3 +188,19 @@ def test_cli_bad_input_exits_2_naming_the_problem(sqlite_url, tmp_path, args, me
     assert res.exit_code == 2, res.output
     assert message in res.output
     assert not (tmp_path / "r.html").exists()
+
+
+def test_cli_report_margin_is_settable_and_stated(sqlite_url, tmp_path):
+    from planner.store import open_store
+
+    eng = open_store(sqlite_url)
+    seed_three(eng, n=120)  # fast-a ~300 ms vs slow-b ~600 ms: a difference of about 300 ms
+    eng.dispose()
+    out = tmp_path / "r.html"
+    base = ["report", "--endpoints", "fast-a,slow-b", "--database-url", sqlite_url, "--out", str(out)]
+    res = CliRunner().invoke(cli, base)
+    assert "fast-a is faster" in res.output and "larger of 5 ms and 3% of the faster p95" in out.read_text()
+    res = CliRunner().invoke(cli, [*base, "--margin-ms", "5000"])  # a margin wider than any plausible difference
+    assert res.exit_code == 0, res.output
+    assert "practically equivalent" in res.output and "±5,000 ms" in res.output
+    assert "larger of 5000 ms" in out.read_text()

@@ -7,6 +7,8 @@ told apart). Samples are spread over every hour of three days (UTC).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from sqlalchemy.engine import Engine
 
@@ -16,8 +18,8 @@ from planner.store.probes import EndpointRow, ProbeSampleRow
 __all__ = ["DAY_MS", "SEED_START_MS", "seed_endpoint", "seed_three"]
 
 DAY_MS = 86_400_000
-SEED_START_MS = 1_795_996_800_000  # 2026-11-30 00:00 UTC minus 3 days is the window start below
-SEED_START_MS -= 3 * DAY_MS
+# Three whole UTC days ending at today's midnight: always inside the pages' default range (the last 7 days).
+SEED_START_MS = int(time.time() * 1000) // DAY_MS * DAY_MS - 3 * DAY_MS
 
 
 def seed_endpoint(

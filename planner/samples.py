@@ -1,0 +1,25 @@
+"""What counts as "a sample": one definition, used by the Probes page, Compare, the report and the CLI.
+
+A sample is one successful probe with a time to first token, of kind
+`scheduled` (the worker's schedule) or `manual` ("Probe now", `ttft-planner probe
+--store`), that is not a deliberately cached series. Cold-reading probes
+(kinds `cold` and `warm`) are shown apart as cold readings; skipped schedule
+slots are neither successes nor failures. A failed probe of a sample kind is
+an attempt: it counts in the error rate, never in the percentiles.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL"]
+
+MEASURED_KINDS: tuple[str, ...] = ("scheduled", "manual")
+
+DEFINITION = ("A sample is one successful scheduled or manual (“Probe now”) probe with a time to first token; "
+              "cold-reading probes are shown apart, skipped slots and deliberately cached series never count, "
+              "and failed probes count only in the error rate.")
+
+_KINDS_SQL = ", ".join(f"'{k}'" for k in MEASURED_KINDS)
+#: SQL predicate over probe_sample rows: the row is a sample (enters the percentiles and n).
+SAMPLE_SQL = f"(ok AND ttft_ms IS NOT NULL AND kind IN ({_KINDS_SQL}) AND NOT cached_series)"
+#: SQL predicate: the row is an attempt of a sample kind (a sample or a failure; enters the error rate).
+ATTEMPT_SQL = f"(kind IN ({_KINDS_SQL}) AND NOT cached_series)"
