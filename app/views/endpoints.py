@@ -6,6 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from app.cache import engine
+from app.store_errors import STORE_FAILURES, show_store_failure
+from planner.untrusted import md_text
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -34,7 +36,7 @@ now_ms = time.time() * 1000
 
 leases = [r for r in lease.current(eng) if r["expires_at_ms"] > now_ms]
 if leases:
-    st.caption("Workers running: " + ", ".join(f"vantage {r['vantage'] or '(default)'!r} on {r['holder'].split(':')[0]}" for r in leases))
+    st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
 else:
     st.warning("No worker is running: start `ttft-planner serve` (dashboard + worker) or `ttft-planner worker`.",
                icon=":material/pause_circle:")
@@ -61,13 +63,13 @@ if rows:
     st.dataframe(table, hide_index=True, key="endpoints_table")
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
-        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {', '.join(warm)}. "
+        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {md_text(', '.join(warm))}. "
                 "Use a cold reading (Probes page) to measure their cold start.", icon=":material/local_fire_department:")
     for e in rows:
         for s in statuses.get(e.id, []):
             if s["state"] == "failing" and s["consecutive_failures"] >= 3:
-                st.warning(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
-                           f"in a row — {s['detail']}")
+                st.warning(md_text(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
+                                   f"in a row — {s['detail']}"))
 else:
     st.info("No endpoints yet. Add one below, or import a TOML file.")
 
@@ -107,10 +109,12 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
         if st.form_submit_button("Add endpoint", type="primary"):
             try:
                 row = add_endpoint(eng, values)
-                st.success(f"Added {row.name}: the worker starts probing it within a few seconds ({key_status(row)}).")
+                st.success(f"Added {md_text(row.name)}: the worker starts probing it within a few seconds ({key_status(row)}).")
                 st.rerun()
             except EndpointError as exc:
-                st.error(f"{exc.field or 'endpoint'}: {exc}" if exc.field else str(exc))
+                st.error(md_text(f"{exc.field}: {exc}" if exc.field else exc))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
 
 if rows:
     with st.expander("Edit or remove", icon=":material/edit:"):
@@ -125,10 +129,15 @@ if rows:
                     st.success("Saved.")
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
-                    st.error(str(exc))
+                    st.error(md_text(exc))
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
             if remove.form_submit_button("Remove endpoint and its samples"):
-                remove_endpoint(eng, name)
-                st.rerun()
+                try:
+                    remove_endpoint(eng, name)
+                    st.rerun()
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
 
 with st.expander("Import / export (TOML, for keeping the list in git)", icon=":material/swap_vert:"):
     st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
@@ -139,6 +148,8 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
             st.success(f"Added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}.")
             for i, n, msg in res.rejected:
-                st.error(f"{up.name}: endpoint #{i} {n!r}: {msg}")
+                st.error(md_text(f"{up.name}: endpoint #{i} {n!r}: {msg}"))
         except EndpointError as exc:
-            st.error(f"{up.name}: {exc}")
+            st.error(md_text(f"{up.name}: {exc}"))
+        except STORE_FAILURES as exc:
+            show_store_failure(exc)

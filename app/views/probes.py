@@ -11,12 +11,14 @@ import streamlit as st
 from app import worksheet_state
 from app.cache import engine
 from app.charts import probes as charts
+from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from planner.endpoints import get_endpoint
 from planner.probe_analysis import segment1_figure, segment2_figure
 from planner.store import database_url
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
+from planner.untrusted import md_text
 from planner.worker import lease
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
@@ -70,15 +72,15 @@ ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
 live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
 if not live:
-    st.warning(f"No worker is probing for vantage {key.vantage or '(default)'!r} right now: run `ttft-planner serve` "
-               f"or `ttft-planner worker{' --vantage ' + key.vantage if key.vantage else ''}`.", icon=":material/pause_circle:")
+    st.warning(f"No worker is probing for vantage {md_text(repr(key.vantage or '(default)'))} right now: run `ttft-planner serve` "
+               f"or `ttft-planner worker{' --vantage ' + key.vantage.replace('`', '') if key.vantage else ''}`.", icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
-    st.error(f"Key missing: {status['detail']}. The worker does not probe this endpoint until the variable is set.")
+    st.error(f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set.")
 elif status and status["state"] == "paused":
-    st.info(f"Cold reading in progress ({status['detail']}): scheduled probes of this endpoint are paused.",
+    st.info(f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
             icon=":material/ac_unit:")
 elif status and status["state"] == "failing":
-    st.warning(f"Failing ({status['consecutive_failures']} in a row): {status['detail']}")
+    st.warning(f"Failing ({status['consecutive_failures']} in a row): {md_text(status['detail'])}")
 if keeps_itself_warm(ep.interval_s, ep.scale_down_window_s):
     st.warning(f"The probe interval ({ep.interval_s:g} s) is shorter than the scale-down window "
                f"({ep.scale_down_window_s:g} s): the probes themselves keep this endpoint warm, so scheduled samples never "
@@ -86,8 +88,11 @@ if keeps_itself_warm(ep.interval_s, ep.scale_down_window_s):
 
 b1, b2, b3 = st.columns([1, 2, 2])
 if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled):
-    create_request(eng, ep.id, "probe_now", vantage=key.vantage)
-    st.toast("Probe requested: the worker runs it within a second or two.")
+    try:
+        create_request(eng, ep.id, "probe_now", vantage=key.vantage)
+        st.toast("Probe requested: the worker runs it within a second or two.")
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
 idle_default = ep.scale_down_window_s + max(30.0, 0.1 * ep.scale_down_window_s) if ep.scale_down_window_s else 60.0
 idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
                        key=f"probes_idle_{ep.id}")
@@ -96,12 +101,15 @@ if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.e
         create_request(eng, ep.id, "cold_reading", vantage=key.vantage, idle_s=idle_seconds_for(ep.scale_down_window_s, idle))
         st.toast(f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm.")
     except (ColdReadingError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(md_text(exc))
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
 
 auto = st.toggle(f"Auto-refresh every {REFRESH_S} s", value=True, key="probes_auto")
 
 
 @st.fragment(run_every=REFRESH_S if auto else None)
+@guarded
 def live_view() -> None:
     summ = _rq("summary", URL, key, start_ms, end_ms)
     roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
@@ -170,7 +178,7 @@ def live_view() -> None:
         st.dataframe(show, hide_index=True)
     reqs = _q("latest_requests", URL, key.endpoint_id)
     if len(reqs):
-        st.caption("Latest requests: " + " · ".join(f"{r.kind} {r.status}{': ' + r.detail if r.detail else ''}"
+        st.caption("Latest requests: " + " · ".join(md_text(f"{r.kind} {r.status}{': ' + r.detail if r.detail else ''}")
                                                      for r in reqs.itertuples()))
 
     left, right = st.columns(2)

@@ -14,6 +14,7 @@ from app.charts.regions import (
     server_vs_browser_figure,
 )
 from app.components.browser_rtt import browser_rtt
+from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.probes.rtt import default_vantage, probe_rtt_many
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import ROUND_TRIPS, CatalogError, catalog, merge_custom, network_figure, parse_target
@@ -27,6 +28,7 @@ from planner.store.rtt import (
     remove_target,
     rtt_summary,
 )
+from planner.untrusted import md_text
 
 DEFAULT_REGIONS = ["aws-us-east-1", "aws-us-west-2", "aws-eu-west-1", "aws-ap-northeast-1", "gcp-us-central1",
                    "azure-westeurope", "openai-api", "anthropic-api"]
@@ -68,7 +70,7 @@ if vantage:
 server_col, browser_col = st.columns(2)
 server_vantage = default_vantage()
 with server_col:
-    st.markdown(f"**From the server** (`{server_vantage}`): TCP connects, TLS handshake, one HTTPS request.")
+    st.markdown(f"**From the server** ({md_text(server_vantage)}): TCP connects, TLS handshake, one HTTPS request.")
     if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected):
         with st.spinner(f"Probing {len(selected)} region(s) from {server_vantage}…"):
             results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
@@ -90,12 +92,12 @@ with browser_col:
         insert_samples(eng, records)
         ss.rtt_stored_runs.append(run.get("run_id"))
         fallback = sum(r.method == "fetch-performance-now" and r.error_class is None for r in records)
-        st.success(f"Stored {len(records)} browser samples as “{run.get('vantage') or vantage}”.")
+        st.success(f"Stored {len(records)} browser samples as “{md_text(run.get('vantage') or vantage)}”.")
         if fallback:
             st.warning(f"{fallback} sample(s) used the performance.now() fallback: those targets do not send "
                        "Timing-Allow-Origin, so the figure includes 8–15 ms of browser overhead.")
         for line in rejected:
-            st.warning(line)
+            st.warning(md_text(line))
 
 # ---- results
 st.subheader("Results")
@@ -178,7 +180,9 @@ with st.expander("Your own targets (custom hosts and scheduled probes)"):
                 add_target(eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule, interval_s=float(interval))
                 st.rerun()
             except (CatalogError, TargetExists, ValueError) as exc:
-                st.error(f"Target not added: {exc}")
+                st.error(f"Target not added: {md_text(exc)}")
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
     stored = list_targets(eng)
     if stored:
         st.dataframe(pd.DataFrame([{"id": t.region_id, "target": t.target, "scheduled": t.enabled,
@@ -189,5 +193,7 @@ with st.expander("Your own targets (custom hosts and scheduled probes)"):
             try:
                 remove_target(eng, gone)
             except TargetNotFound as exc:
-                st.error(str(exc))
+                st.error(md_text(exc))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
             st.rerun()

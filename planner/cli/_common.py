@@ -1,4 +1,4 @@
-"""Helpers shared by CLI modules: JSON output, store opening, error reporting."""
+"""Helpers shared by CLI modules: JSON output, store opening, error reporting, bounded numeric options."""
 
 from __future__ import annotations
 
@@ -12,7 +12,24 @@ from sqlalchemy.engine import Engine
 
 from planner.store import StoreError, open_store
 
-__all__ = ["echo_json", "fail", "json_default", "open_engine", "store_option"]
+__all__ = [
+    "MAX_MAGNITUDE",
+    "MIN_MAGNITUDE",
+    "BoundedFloat",
+    "BoundedInt",
+    "bound_numeric_options",
+    "echo_json",
+    "fail",
+    "json_default",
+    "open_engine",
+    "store_option",
+]
+
+# Every numeric option is finite and within these magnitudes unless it declares a tighter range: larger
+# values are never a plan (1e12 tokens, $1e12/h) and overflow the arithmetic downstream; smaller non-zero
+# ones (1e-320) are denormals that turn a division into inf.
+MAX_MAGNITUDE = 1e12
+MIN_MAGNITUDE = 1e-9
 
 
 def json_default(obj: Any) -> Any:
@@ -62,3 +79,99 @@ def open_engine(database_url: str | None) -> Engine:
         return open_store(database_url)
     except StoreError as exc:
         fail(str(exc))
+
+
+def _bounds_text(lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"between {lo:g} and {hi:g}"
+    if lo is not None:
+        return f"at least {lo:g} (and at most {MAX_MAGNITUDE:g})"
+    if hi is not None:
+        return f"at most {hi:g}"
+    return f"between {-MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g}"
+
+
+class BoundedFloat(click.ParamType):
+    """A finite float in [min, max] (click's FloatRange semantics for open ends), never NaN or ±inf,
+    never past ±MAX_MAGNITUDE and never a non-zero value smaller than MIN_MAGNITUDE. Bad input exits 2."""
+
+    name = "float"
+
+    def __init__(self, min: float | None = None, max: float | None = None, min_open: bool = False, max_open: bool = False) -> None:
+        self.min, self.max, self.min_open, self.max_open = min, max, min_open, max_open
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, bool):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        lo, hi = self.min, self.max
+        if (lo is not None and (x < lo or (self.min_open and x == lo))) or (hi is not None and (x > hi or (self.max_open and x == hi))) \
+                or abs(x) > MAX_MAGNITUDE:
+            self.fail(f"{value} is out of range: give a number {_bounds_text(lo, hi)}", param, ctx)
+        if x != 0 and abs(x) < MIN_MAGNITUDE:
+            self.fail(f"{value} is too small to mean anything: use 0 or a magnitude of at least {MIN_MAGNITUDE:g}", param, ctx)
+        return x
+
+    def __repr__(self) -> str:
+        return f"BoundedFloat({self.min}, {self.max})"
+
+
+class BoundedInt(click.ParamType):
+    """A whole number in [min, max] and within ±MAX_MAGNITUDE; '1e3' is refused (exit 2), not truncated."""
+
+    name = "integer"
+
+    def __init__(self, min: int | None = None, max: int | None = None, min_open: bool = False, max_open: bool = False) -> None:
+        self.min, self.max, self.min_open, self.max_open = min, max, min_open, max_open
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, bool):
+            self.fail(f"{value!r} is not a whole number", param, ctx)
+        if isinstance(value, int):
+            x = value
+        else:
+            try:
+                x = int(str(value).strip().replace("_", ""))
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        lo, hi = self.min, self.max
+        if (lo is not None and (x < lo or (self.min_open and x == lo))) or (hi is not None and (x > hi or (self.max_open and x == hi))) \
+                or abs(x) > MAX_MAGNITUDE:
+            self.fail(f"{value} is out of range: give a whole number {_bounds_text(lo, hi)}", param, ctx)
+        return x
+
+    def __repr__(self) -> str:
+        return f"BoundedInt({self.min}, {self.max})"
+
+
+def _bounded(t: click.ParamType) -> click.ParamType | None:
+    if isinstance(t, (BoundedFloat, BoundedInt)):
+        return None
+    rng = (getattr(t, "min", None), getattr(t, "max", None), getattr(t, "min_open", False), getattr(t, "max_open", False))
+    if isinstance(t, click.types.FloatParamType):
+        return BoundedFloat(*rng)
+    if isinstance(t, click.types.IntParamType):
+        return BoundedInt(*rng)
+    if isinstance(t, click.Tuple):
+        inner = [(_bounded(x) or x) for x in t.types]
+        if any(a is not b for a, b in zip(inner, t.types)):
+            new = click.Tuple([])
+            new.types = inner
+            return new
+    return None
+
+
+def bound_numeric_options(command: click.Command) -> None:
+    """Give every float/int parameter of `command` and its subcommands a BoundedFloat/BoundedInt type with the
+    range it declared (FloatRange/IntRange) or the default magnitudes: one rule for every numeric option."""
+    for param in command.params:
+        new = _bounded(param.type)
+        if new is not None:
+            param.type = new
+    for sub in getattr(command, "commands", {}).values():
+        bound_numeric_options(sub)
