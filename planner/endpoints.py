@@ -173,7 +173,7 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         if not out[name]:
             raise EndpointError(f"{name} is required", name)
     for name, value in out.items():
-        if isinstance(value, str):
+        if isinstance(value, str) and name != "base_url":  # the URL validator below checks base_url
             _check_text(name, value)
     try:
         out["base_url"] = check_url(out["base_url"], what="base_url").rstrip("/")

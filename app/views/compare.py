@@ -23,6 +23,7 @@ from planner.compare import (
 from planner.compare.comparison import day_range_ms, metrics_table
 from planner.compare.data import load_endpoints, sample_span
 from planner.compare.report import summary_table
+from planner.untrusted import md_text
 
 ALL = "All vantages"
 GREY = "color: #9e9e9e"
@@ -87,10 +88,10 @@ try:
     cost = cost_basis(infos, cost_inputs, typed)
     cmp, html_report, md_report, csv_report = _compare(eng, tuple(picked), since_ms, until_ms, vantage, tz, ws.to_dict(), cost)
 except (BudgetError, CapacityError) as exc:
-    st.error(f"Cannot compare with these inputs: {exc}")
+    st.error(f"Cannot compare with these inputs: {md_text(exc)}")
     st.stop()
-st.caption(f"Window {cmp.window} · {'all vantages' if vantage is None else 'vantage ' + vantage_opt} · "
-           f"worksheet: {ws_source} · cost: {cost.source}.")
+st.caption(md_text(f"Window {cmp.window} · {'all vantages' if vantage is None else 'vantage ' + vantage_opt} · "
+                   f"worksheet: {ws_source} · cost: {cost.source}."))
 
 st.subheader("Decision")
 decision = cmp.decision.drop(columns=["p95_reliable"])
@@ -100,7 +101,7 @@ styled = decision.style.map(lambda v: LEVEL_CSS.get(str(v).split(" ")[0], ""), s
      "monthly_cost_usd": lambda v: "—" if pd.isna(v) else f"${v:,.0f}"})
 st.dataframe(styled, hide_index=True, key="cmp_decision")
 for d in cmp.differences:
-    (st.success if d.distinguishable else st.info)(d.statement())
+    (st.success if d.distinguishable else st.info)(md_text(d.statement()))
 
 st.subheader("Per endpoint")
 st.caption("Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).")
@@ -117,11 +118,12 @@ right.plotly_chart(phases_figure(metrics_table(cmp)), key="cmp_phases")
 
 st.subheader("Worksheets with measured segments")
 for m in cmp.metrics:
-    with st.expander(f"{m.name}: " + " · ".join(f"{v.label} {v.level.upper()}" for v in m.verdicts)):
+    with st.expander(md_text(f"{m.name}: " + " · ".join(f"{v.label} {v.level.upper()}" for v in m.verdicts))):
         for v in m.verdicts:
-            st.markdown(f"**{v.label}** ({v.target_ms:,.0f} ms) — {v.level.upper()}, decided by {v.deciding_label}. "
-                        f"{v.sentence} Goodput: {'—' if v.goodput_fraction is None else f'{v.goodput_fraction:.1%}'} of samples "
-                        f"within target. Queueing: {v.worksheet.queue_ms.describe()}; network: {v.worksheet.network_ms.describe()}.")
+            st.markdown(f"**{md_text(v.label)}** " + md_text(
+                f"({v.target_ms:,.0f} ms) — {v.level.upper()}, decided by {v.deciding_label}. "
+                f"{v.sentence} Goodput: {'—' if v.goodput_fraction is None else f'{v.goodput_fraction:.1%}'} of samples "
+                f"within target. Queueing: {v.worksheet.queue_ms.describe()}; network: {v.worksheet.network_ms.describe()}."))
 
 st.subheader("Report")
 stem = "ttft-comparison-" + "-vs-".join(picked)[:80]

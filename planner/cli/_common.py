@@ -11,6 +11,7 @@ import click
 from sqlalchemy.engine import Engine
 
 from planner.store import StoreError, open_store
+from planner.store.faults import describe
 
 __all__ = [
     "MAX_MAGNITUDE",
@@ -78,7 +79,7 @@ def open_engine(database_url: str | None) -> Engine:
     try:
         return open_store(database_url)
     except StoreError as exc:
-        fail(str(exc))
+        fail(describe(exc, consequence="nothing was read or changed"))
 
 
 def _bounds_text(lo: float | None, hi: float | None) -> str:

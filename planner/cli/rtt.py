@@ -73,7 +73,7 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         try:  # a proxy may need user:password@ — accepted, never printed (redact_url)
             proxy = check_url(proxy, what="--proxy", schemes=("http",), allow_credentials=True)
         except UrlError as exc:
-            raise click.BadParameter(str(exc), param_hint="--proxy") from None
+            raise click.BadParameter(f"{exc} (give an http://host:port CONNECT proxy URL)", param_hint="--proxy") from None
     vantage = vantage or default_vantage()
     engine = open_engine(database_url) if (store or region_ids or all_catalog) else None
     regions = merge_custom(catalog(), list_targets(engine)) if engine is not None else catalog()
