@@ -65,7 +65,10 @@ def check_url(url: str, *, what: str = "URL", schemes: tuple[str, ...] = ("http"
     bad = _CONTROL.search(url)
     if bad:
         kind = {"\n": "a line break", "\r": "a line break", "\t": "a tab", " ": "a space"}.get(bad.group(), "a control character")
-        raise UrlError(f"{what} {_shown(url)} contains {kind}: a URL is one line without spaces")
+        after_scheme = url.find("://") + 3
+        in_host = after_scheme >= 3 and bad.start() >= after_scheme and "/" not in url[after_scheme:bad.start()]
+        where = "its host name contains" if in_host else "contains"
+        raise UrlError(f"{what} {_shown(url)}: {where} {kind}; a URL is one line without spaces")
     if len(url) > max_chars:
         raise UrlError(f"{what} is {len(url)} characters long; at most {max_chars} are kept")
     try:
@@ -77,7 +80,7 @@ def check_url(url: str, *, what: str = "URL", schemes: tuple[str, ...] = ("http"
         raise UrlError(f"{what} {_shown(url)} is not a valid URL: {exc}") from None
     if parts.scheme.lower() not in schemes:
         names = " or ".join(f"{s}://" for s in schemes)
-        raise UrlError(f"{what} must start with {names}, got {_shown(url)}")
+        raise UrlError(f"{what} must start with {names}, got {_shown(url)} (scheme {parts.scheme or 'missing'!r})")
     if not host:
         raise UrlError(f"{what} {_shown(url)} has no host")
     if port is not None and not 1 <= port <= 65535:
