@@ -27,7 +27,7 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
     """Save under a name (refusing an existing one unless asked), open, duplicate, delete."""
     ss = st.session_state
     if engine is None:
-        st.error(f"Saving is unavailable: {store_problem}", icon=":material/database_off:")
+        st.error(f"Saving is unavailable: {md_text(store_problem)}", icon=":material/database_off:")
         return
     left, right = st.columns(2)
     with left:
