@@ -74,3 +74,16 @@ def test_mask_secret_masks_a_leading_suffix_and_whole_copies():
     assert mask_secret(KEY[-12:] + " tail " + KEY, KEY) == "*** tail ***"
     assert mask_secret("nothing here", KEY) == "nothing here"
     assert mask_secret("abc", None) == "abc"
+
+
+def test_the_worksheet_markdown_export_escapes_names_and_notes():
+    import re
+
+    from planner.budget import Worksheet
+    from planner.worksheet_report import to_markdown
+
+    ws = Worksheet.from_dict({"name": "plan ![i](http://attacker.invalid/p.png) <script>alert(1)</script>",
+                              "notes": "see ![i](http://attacker.invalid/q.png)\n<img src=x>"})
+    text = to_markdown(ws)
+    assert "attacker.invalid/p.png" in text and "attacker.invalid/q.png" in text
+    assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|(?<!\\)<\s*(script|img)", text)
