@@ -31,6 +31,7 @@ from planner.secrets_file import lookup_key
 from planner.store.engine import session
 from planner.store.faults import STORE_FAILURES, describe
 from planner.store.probes import EndpointRow
+from planner.store.text_fields import text_problem
 from planner.urls import UrlError, check_url
 
 __all__ = [
@@ -144,19 +145,6 @@ def _coerce(name: str, value: Any) -> Any:
         raise EndpointError(f"{name} must be a {typ.__name__}, got {value!r}", name) from None
 
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _check_text(name: str, value: str) -> None:
-    """A text field fits its column and holds no control character (PostgreSQL refuses NUL; line breaks forge output)."""
-    limit = EndpointRow.__table__.c[name].type.length
-    if limit is not None and len(value) > limit:
-        raise EndpointError(f"{name} can have at most {limit} characters, got {len(value):,}", name)
-    bad = _CONTROL_CHARS.search(value)
-    if bad:
-        raise EndpointError(f"{name} contains a control character ({bad.group()!r}); use plain one-line text", name)
-
-
 def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
     """Check and normalise one endpoint record; returns the clean dict of EDITABLE_FIELDS.
 
@@ -173,8 +161,9 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         if not out[name]:
             raise EndpointError(f"{name} is required", name)
     for name, value in out.items():
-        if isinstance(value, str) and name != "base_url":  # the URL validator below checks base_url
-            _check_text(name, value)
+        problem = text_problem(EndpointRow.__table__, name, value) if isinstance(value, str) and name != "base_url" else None
+        if problem:  # base_url: the URL validator below
+            raise EndpointError(problem, name)
     try:
         out["base_url"] = check_url(out["base_url"], what="base_url").rstrip("/")
     except UrlError as exc:

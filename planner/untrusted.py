@@ -24,8 +24,9 @@ __all__ = ["FORMULA_PREFIXES", "csv_cell", "csv_text", "mask_secret", "md_text"]
 
 # The characters that start Markdown structure that fetches, hides or restyles text: links and images ([ ] !),
 # HTML and autolinks (< >), code, emphasis, tables, headings, strike-through, Streamlit's :red[…] and $math$.
-# Punctuation that is harmless in running text (. - : ( )) is left alone so messages stay readable.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#!|~$])")
+# Punctuation that is harmless in running text (. - : ( ) and _, which never emphasises inside a word such as
+# base_url or OPENAI_API_KEY) is left alone so messages stay readable and searchable.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>#!|~$])")
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MIN_SECRET_PIECE = 4  # a shorter fragment of a key says nothing about it
 

@@ -114,3 +114,16 @@ def test_binary_or_deeply_nested_toml_is_a_clear_error(content, tmp_path, db_url
     assert res.exit_code == 2 and res.exception is None or isinstance(res.exception, SystemExit), res.output
     assert "Traceback" not in res.output
     assert ("not UTF-8 text" in res.stderr) or ("nested too deeply" in res.stderr) or ("not valid TOML" in res.stderr), res.stderr
+
+
+@pytest.mark.parametrize("args,field", [
+    (["regions", "add", "r" * 500, "https://eu.api.acme.dev/health"], "region_id can have at most 120"),
+    (["regions", "add", "acme", "https://eu.api.acme.dev/health", "--city", "c" * 500], "city can have at most 120"),
+    (["regions", "add", "acme\x00x", "https://eu.api.acme.dev/health"], "control character"),
+    (["endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m" * 5000], "model can have at most 200"),
+    (["endpoints", "add", "eu\x00", "--base-url", "https://api.example.com/v1", "--model", "m"], "control character"),
+])
+def test_long_or_nul_fields_are_refused_naming_the_field(args, field, db_url):
+    res = _invoke(*args, "--database-url", db_url)
+    assert res.exit_code == 2 and field in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
