@@ -29,7 +29,8 @@ READ_CONSEQUENCE = "this part of the page could not load; it retries on the next
 
 def show_store_failure(exc: BaseException, consequence: str = NOT_SAVED) -> None:
     """One st.error sentence for a store failure (the driver's reason is outside text: shown as text)."""
-    st.error(md_text(describe(exc, consequence=consequence)), icon=_ICON)
+    sentence = describe(exc, consequence=consequence)
+    st.error(md_text(sentence[:1].upper() + sentence[1:] + "."), icon=_ICON)
 
 
 def run_page(nav: Any) -> None:
