@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from planner.cli import cli
 from planner.cli._common import BoundedFloat, BoundedInt
 from planner.store import open_store
-from tests.support.cli_tree import BASE_ARGS, NO_RUN, numeric_options, write_tiny_log
+from tests.support.cli_tree import BASE_ARGS, NO_RUN, PARSE_ARGS, numeric_options, write_tiny_log
 
 OPTIONS = numeric_options()
 # The attacks of the issue, then the edges of every range.
@@ -58,9 +58,8 @@ def _args(path: str, param: click.Parameter, value: str, env: dict) -> list[str]
 def _check(path: str, param: click.Parameter, value: str, env: dict) -> None:
     args = _args(path, param, value, env)
     if path in NO_RUN:
-        extra = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"] if path == "probe" else []
         try:
-            ctx = param_cmd[path].make_context(path, args + extra)
+            ctx = param_cmd[path].make_context(path, args + PARSE_ARGS.get(path, []))
         except click.ClickException as exc:
             assert exc.exit_code == 2, (path, param.name, value)
             return

@@ -10,7 +10,7 @@ import click
 
 from planner.cli import cli
 
-__all__ = ["BASE_ARGS", "NO_RUN", "numeric_options", "write_tiny_log"]
+__all__ = ["BASE_ARGS", "NO_RUN", "PARSE_ARGS", "numeric_options", "write_tiny_log"]
 
 SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
 
@@ -31,7 +31,10 @@ BASE_ARGS: dict[str, list[str]] = {
     "logs delete": ["--database-url", "{db}"],
 }
 # Commands that serve, probe the network or run until stopped: only their parsing is fuzzed.
-NO_RUN = {"probe", "rtt", "serve", "simulate", "worker", "cold-reading", "sweep"}
+NO_RUN = {"probe", "rtt", "serve", "simulate", "worker", "cold-reading", "sweep", "calibrate"}
+# What those need to parse at all (parsing only: nothing is contacted).
+PARSE_ARGS: dict[str, list[str]] = {name: ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+                                    for name in ("probe", "sweep", "calibrate")}
 
 
 def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
