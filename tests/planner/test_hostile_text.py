@@ -87,3 +87,15 @@ def test_the_worksheet_markdown_export_escapes_names_and_notes():
     text = to_markdown(ws)
     assert "attacker.invalid/p.png" in text and "attacker.invalid/q.png" in text
     assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|(?<!\\)<\s*(script|img)", text)
+
+
+def test_every_csv_we_write_goes_through_csv_text():
+    """A new CSV export that bypasses csv_text would let `=HYPERLINK(…)` names run in a spreadsheet again."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    writers = re.compile(r"\.to_csv\(|csv\.writer\(|csv\.DictWriter\(")
+    offenders = [str(p.relative_to(root)) for d in ("planner", "app") for p in (root / d).rglob("*.py")
+                 if p.name != "untrusted.py" and writers.search(p.read_text(encoding="utf-8"))]
+    assert offenders == [], f"write CSV with planner.untrusted.csv_text instead: {offenders}"
