@@ -99,3 +99,21 @@ def test_every_csv_we_write_goes_through_csv_text():
     offenders = [str(p.relative_to(root)) for d in ("planner", "app") for p in (root / d).rglob("*.py")
                  if p.name != "untrusted.py" and writers.search(p.read_text(encoding="utf-8"))]
     assert offenders == [], f"write CSV with planner.untrusted.csv_text instead: {offenders}"
+
+
+@pytest.mark.parametrize("pad", [2000, 2030, 2047 - len("invalid key ")])
+def test_a_401_body_padded_to_cut_the_key_leaks_none_of_it(pad):
+    """The attack of the issue against a real local server: whitespace pushes the echoed key across the 2 KiB cut."""
+    import asyncio
+
+    from planner.probes.ttft import ProbeTarget, probe_once
+    from tests.support.servers import Script, ScriptedServer, Step
+
+    body = (" " * pad + "invalid key " + KEY).encode()
+    script = Script(status=401, reason="Unauthorized", headers={"Content-Type": "text/plain"}, steps=[Step(body)],
+                    chunked=False)
+    with ScriptedServer(script) as server:
+        sample = asyncio.run(probe_once(ProbeTarget(base_url=server.url, model="m", prompt_tokens=20), api_key=KEY,
+                                        max_attempts=1))
+    assert sample.error_class == "auth" and "invalid key" in sample.error_detail
+    assert not any(KEY[:n] in sample.error_detail for n in range(4, len(KEY) + 1)), sample.error_detail
