@@ -6,6 +6,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.store import StoreError, database_url, open_store, redacted
+from planner.store.faults import describe
+from planner.untrusted import md_text
 
 __all__ = ["engine", "try_engine"]
 
@@ -25,7 +27,7 @@ def engine() -> Engine:
     try:
         return _engine(url)
     except StoreError as exc:
-        st.error(f"The database is not available: {exc}", icon=":material/database_off:")
+        st.error(md_text("T" + describe(exc, consequence="this page needs it")[1:] + "."), icon=":material/database_off:")
         st.caption(f"Database URL in use: `{redacted(url)}`. Set TTFT_PLANNER_DATABASE_URL to change it.")
         st.stop()
 

@@ -32,7 +32,8 @@ pages = [
     for file, title, icon, url in PAGES
 ]
 nav = st.navigation(pages)
+from app.store_errors import run_page  # noqa: E402
 from app.viewer import sidebar_time_zone  # noqa: E402
 
 sidebar_time_zone()
-nav.run()
+run_page(nav)  # a locked/full/unreachable database is one sentence on the page, never a traceback

@@ -20,7 +20,6 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 import tomli_w
@@ -30,7 +29,10 @@ from sqlmodel import select
 
 from planner.secrets_file import lookup_key
 from planner.store.engine import session
+from planner.store.faults import STORE_FAILURES, describe
 from planner.store.probes import EndpointRow
+from planner.store.text_fields import text_problem
+from planner.urls import UrlError, check_url
 
 __all__ = [
     "CONNECTION_POLICIES",
@@ -136,6 +138,8 @@ def _coerce(name: str, value: Any) -> Any:
             if not math.isfinite(out):
                 raise ValueError(value)
             return out
+        if isinstance(value, (dict, list)):
+            raise ValueError(value)
         return str(value).strip()
     except (TypeError, ValueError):
         raise EndpointError(f"{name} must be a {typ.__name__}, got {value!r}", name) from None
@@ -156,20 +160,14 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("name", "base_url", "model"):
         if not out[name]:
             raise EndpointError(f"{name} is required", name)
-    if len(out["name"]) > 120:
-        raise EndpointError("name can have at most 120 characters", "name")
-    url = urlsplit(out["base_url"])
-    if url.scheme not in ("http", "https"):
-        raise EndpointError(f"base_url must start with http:// or https://, got {out['base_url']!r}", "base_url")
-    if not url.hostname:
-        raise EndpointError(f"base_url has no host: {out['base_url']!r}", "base_url")
+    for name, value in out.items():
+        problem = text_problem(EndpointRow.__table__, name, value) if isinstance(value, str) and name != "base_url" else None
+        if problem:  # base_url: the URL validator below
+            raise EndpointError(problem, name)
     try:
-        url.port
-    except ValueError:
-        raise EndpointError(f"base_url has an invalid port: {out['base_url']!r}", "base_url") from None
-    if url.username or url.password:
-        raise EndpointError("base_url must not contain credentials; put the key in an env var and name it in api_key_env", "base_url")
-    out["base_url"] = out["base_url"].rstrip("/")
+        out["base_url"] = check_url(out["base_url"], what="base_url").rstrip("/")
+    except UrlError as exc:
+        raise EndpointError(str(exc), "base_url") from None
     if out["protocol"] not in PROTOCOLS:
         raise EndpointError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {out['protocol']!r}", "protocol")
     if out["connection_policy"] not in CONNECTION_POLICIES:
@@ -298,6 +296,8 @@ def import_toml(engine: Engine, text: str, *, update: bool = True) -> ImportResu
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise EndpointError(f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise EndpointError("not usable TOML: arrays or tables are nested too deeply") from None
     records = doc.get("endpoint")
     if not isinstance(records, list):
         raise EndpointError("expected an array of tables [[endpoint]]")
@@ -321,6 +321,8 @@ def import_toml(engine: Engine, text: str, *, update: bool = True) -> ImportResu
         except EndpointError as exc:
             where = f" ({exc.field})" if exc.field else ""
             result.rejected.append((i, name, f"{exc}{where}"))
+        except STORE_FAILURES as exc:  # this record only: the database refused it (e.g. a value PostgreSQL rejects)
+            result.rejected.append((i, name, describe(exc, consequence="this record was not imported")))
     return result
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from planner.presets import load_asset
+from planner.urls import UrlError, check_url
 from planner.provenance import Figure, Source
 
 __all__ = [
@@ -90,13 +91,12 @@ def parse_target(text: str) -> RttAddress:
     if not raw:
         raise CatalogError("an RTT target needs a URL (https://host/path) or host:port")
     if "://" in raw:
-        parts = urlsplit(raw)
-        if parts.scheme not in ("https", "http"):
-            raise CatalogError(f"RTT target {raw!r}: scheme must be https or http, got {parts.scheme!r}")
         try:
-            port = parts.port
-        except ValueError:
-            raise CatalogError(f"RTT target {raw!r}: the port is not a number in 1–65535") from None
+            check_url(raw, what="RTT target")
+        except UrlError as exc:
+            raise CatalogError(str(exc)) from None
+        parts = urlsplit(raw)
+        port = parts.port
         host = parts.hostname or ""
         if not host or not _valid_host(host):
             raise CatalogError(f"RTT target {raw!r}: {host or '(empty)'!r} is not a host name or IP address")

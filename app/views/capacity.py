@@ -12,6 +12,7 @@ from app.cache import try_engine
 from app.views.capacity_tabs import cost, gpufit, prefill, warmpool, weights
 from planner.capacity.errors import CapacityError
 from planner.store import database_url
+from planner.untrusted import md_text
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -50,7 +51,7 @@ if traffic_id:
         st.caption(f"From the log: {traffic.n_requests:,} requests, {traffic.mix.cache_hit_fraction:.1%} of prompt tokens cached, "
                    f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, peak hour {traffic.peak_arrivals_per_hour:,.0f} requests/h ({tz}).")
     except (CapacityError, KeyError) as exc:
-        st.warning(f"Cannot use that log: {exc}. Using typed numbers.")
+        st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")
 elif not uploads:
     st.caption("No request log uploaded yet (Logs page): the typed numbers below stand in." + (f" Database: {db_error}" if db_error else ""))
 

@@ -26,6 +26,7 @@ from planner.compare.report import decision_display, segment_cell, summary_table
 from planner.compare.stats import Margin
 from planner.samples import DEFINITION
 from planner.stats import min_n_for
+from planner.untrusted import md_text
 
 ALL = "All vantages"
 UNLABELLED = "default vantage (no label)"
@@ -79,7 +80,7 @@ with st.expander("Cost assumptions and equivalence margin"):
                "typed defaults (fill in the Capacity & cost page to use your traffic)."))
     typed = {}
     for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos):
-        price = col.number_input(f"{info.name} $/1M tokens", min_value=0.0, value=None, step=0.05, key=f"cmp_price_{info.name}",
+        price = col.number_input(f"{md_text(info.name)} \\$/1M tokens", min_value=0.0, value=None, step=0.05, key=f"cmp_price_{info.name}",
                                  help="Blended price; empty = matching price preset, else the Capacity page's price.")
         if price is not None:
             typed[info.name] = price
@@ -95,10 +96,10 @@ try:
     cmp, html_report, md_report, csv_report = _compare(eng, tuple(picked), rng.start_ms, rng.end_ms, vantage, tz,
                                                        ws.to_dict(), cost, margin)
 except (BudgetError, CapacityError) as exc:
-    st.error(f"Cannot compare with these inputs: {exc}")
+    st.error(f"Cannot compare with these inputs: {md_text(exc)}")
     st.stop()
-st.caption(f"Window {cmp.window} · {'all vantages' if vantage is None else 'vantage ' + vantage_opt} · "
-           f"worksheet: {ws_source} · cost: {cost.source}.")
+st.caption(md_text(f"Window {cmp.window} · {'all vantages' if vantage is None else 'vantage ' + vantage_opt} · "
+                   f"worksheet: {ws_source} · cost: {cost.source}."))
 
 need = min_n_for(0.95)
 thin = [m.name for m in cmp.metrics if m.n_ok < need]
@@ -120,7 +121,7 @@ st.dataframe(styled, hide_index=True, key="cmp_decision")
 st.caption(f"{RANKING_RULE} {TARGETS_RULE}")
 st.caption(f"Equivalence margin: {margin.describe()}.")
 for d in cmp.differences:
-    (st.success if d.distinguishable else st.info)(d.statement())
+    (st.success if d.distinguishable else st.info)(md_text(d.statement()))
 
 st.subheader("Per endpoint")
 st.caption(f"{DEFINITION} Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).")
@@ -139,13 +140,14 @@ st.subheader("Worksheets with measured segments")
 st.caption("Each endpoint is judged with its own measurements only; a segment it has not measured is the worksheet's "
            "typed value (labelled) or missing — never another endpoint's figure.")
 for m in cmp.metrics:
-    with st.expander(f"{m.name}: " + " · ".join(f"{v.label} {LEVEL_LABELS.get(v.level, v.level)}" for v in m.verdicts)):
+    with st.expander(md_text(f"{m.name}: " + " · ".join(f"{v.label} {LEVEL_LABELS.get(v.level, v.level)}" for v in m.verdicts))):
         for v in m.verdicts:
             good = "—" if v.goodput_fraction is None else f"{v.goodput_fraction:.1%}"
             decided = f", decided by {v.deciding_label}" if v.deciding_label else ""
             segs = "; ".join(f"{SEGMENTS[k].lower()}: {segment_cell(v, k, tz)}" for k in SEGMENTS)
-            st.markdown(f"**{v.label}** ({v.target_ms:,.0f} ms) — {LEVEL_LABELS.get(v.level, v.level)}{decided}. "
-                        f"{v.sentence} Goodput: {good} of samples within target. Segments — {segs}.")
+            st.markdown(f"**{md_text(v.label)}** " + md_text(
+                f"({v.target_ms:,.0f} ms) — {LEVEL_LABELS.get(v.level, v.level)}{decided}. "
+                f"{v.sentence} Goodput: {good} of samples within target. Segments — {segs}."))
 
 st.subheader("Report")
 stem = "ttft-comparison-" + "-vs-".join(picked)[:80]

@@ -7,6 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from app.cache import engine
+from app.store_errors import STORE_FAILURES, show_store_failure
+from planner.untrusted import md_text
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -65,7 +67,7 @@ now_ms = time.time() * 1000
 
 leases = [r for r in lease.current(eng) if r["expires_at_ms"] > now_ms]
 if leases:
-    st.caption("Workers running: " + ", ".join(f"vantage {r['vantage'] or '(default)'!r} on {r['holder'].split(':')[0]}" for r in leases))
+    st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
 else:
     st.warning("No worker is running: start `ttft-planner serve` (dashboard + worker) or `ttft-planner worker`.",
                icon=":material/pause_circle:")
@@ -97,13 +99,13 @@ if rows:
                                 "Base URL": wide, "Model": wide})
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
-        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {', '.join(warm)}. "
+        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {md_text(', '.join(warm))}. "
                 "Use a cold reading (Probes page) to measure their cold start.", icon=":material/local_fire_department:")
     for e in rows:
         for s in statuses.get(e.id, []):
             if s["state"] == "failing" and s["consecutive_failures"] >= 3:
-                st.warning(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
-                           f"in a row — {s['detail']}")
+                st.warning(md_text(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
+                                   f"in a row — {s['detail']}"))
 else:
     st.info("No endpoints yet. Add one below, or import a TOML file.")
 
@@ -143,12 +145,14 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
         if st.form_submit_button("Add endpoint", type="primary"):
             try:
                 row = add_endpoint(eng, values)
-                ss.endpoints_flash = (f"Added {row.name}: the worker starts probing it within a few seconds "
+                ss.endpoints_flash = (f"Added {md_text(row.name)}: the worker starts probing it within a few seconds "
                                       f"({key_status(row)}).")
                 _reset_form("add")
                 st.rerun()
             except EndpointError as exc:
-                st.error(_message(exc))
+                st.error(md_text(_message(exc)))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
 
 if rows:
     with st.expander("Edit or remove", icon=":material/edit:"):
@@ -164,14 +168,19 @@ if rows:
                     ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
-                    st.error(_message(exc))
+                    st.error(md_text(_message(exc)))
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
             if remove.form_submit_button("Remove endpoint and its samples"):
                 if not sure:
-                    st.warning(f"Tick “Yes, remove {name} and all its samples” first: removing cannot be undone.")
+                    st.warning(f"Tick “Yes, remove {md_text(name)} and all its samples” first: removing cannot be undone.")
                 else:
-                    remove_endpoint(eng, name)
-                    ss.endpoints_flash = f"Removed {name} and its samples."
-                    st.rerun()
+                    try:
+                        remove_endpoint(eng, name)
+                        ss.endpoints_flash = f"Removed {md_text(name)} and its samples."
+                        st.rerun()
+                    except STORE_FAILURES as exc:
+                        show_store_failure(exc)
 
 with st.expander("Import / export (TOML, for keeping the list in git)", icon=":material/swap_vert:"):
     st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
@@ -180,14 +189,16 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
     if up is not None and st.button("Import", key="endpoints_do_import"):
         try:
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
-            rejected = [f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}" for i, n, msg in res.rejected]
+            rejected = [md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected]
             if res.added or res.updated:
-                ss.endpoints_flash = (f"Imported {up.name}: added {len(res.added)}, updated {len(res.updated)}, "
+                ss.endpoints_flash = (f"Imported {md_text(up.name)}: added {len(res.added)}, updated {len(res.updated)}, "
                                       f"rejected {len(res.rejected)}.")
                 ss.endpoints_flash_errors = rejected
                 st.rerun()  # the table above shows the imported endpoints
-            st.info(f"Imported nothing from {up.name}: rejected {len(res.rejected)}.")
+            st.info(f"Imported nothing from {md_text(up.name)}: rejected {len(res.rejected)}.")
             for line in rejected:
                 st.error(line)
         except EndpointError as exc:
-            st.error(f"{up.name}: {_message(exc)}")
+            st.error(md_text(f"{up.name}: {_message(exc)}"))
+        except STORE_FAILURES as exc:
+            show_store_failure(exc)

@@ -26,6 +26,7 @@ from planner.logs.summary import DEFAULT_WORKDAY, ecdf_points, histogram, parse_
 from planner.provenance import Figure, Source
 from planner.store.probe_queries import hour_of_day, series_keys
 from planner.store.logs import UploadNotFound, delete_upload, list_uploads, load_upload_frame, save_upload
+from planner.untrusted import md_text
 
 TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles",
               "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
@@ -142,7 +143,7 @@ if error or not ss.get("logs_result"):
 result = ss.logs_result
 frame = result["frame"]
 if parsed is not None:
-    fmts = ", ".join(f"{name} → {f}" for name, f in parsed.formats.items())
+    fmts = md_text(", ".join(f"{name} → {f}" for name, f in parsed.formats.items()))
     st.success(f"Read {len(frame):,} requests ({fmts}).", icon=":material/check_circle:")
     if parsed.n_rejected:
         with st.expander(f"{parsed.n_rejected:,} line{'' if parsed.n_rejected == 1 else 's'} rejected", icon=":material/warning:"):
@@ -151,7 +152,7 @@ if parsed is not None:
     if parsed.tokens_estimated:
         st.warning(f"Token counts were not in the log: they are an {parsed.token_counter}.", icon=":material/info:")
 else:
-    st.success(f"Showing {result['label']}: {len(frame):,} requests.", icon=":material/check_circle:")
+    st.success(f"Showing {md_text(result['label'])}: {len(frame):,} requests.", icon=":material/check_circle:")
 
 summary_key = (key, workday)
 if ss.get("logs_summary_key") != summary_key:
@@ -242,7 +243,8 @@ if uploads:
     with st.expander(f"Stored uploads ({len(uploads)})", icon=":material/database:"):
         for u in uploads:
             a, b = st.columns([5, 1])
-            a.write(f"**{u.name}** — {u.n_requests:,} requests, {u.n_rejected:,} rejected, {', '.join(sorted(set(u.formats.values())))}")
+            a.write(f"**{md_text(u.name)}** — {u.n_requests:,} requests, {u.n_rejected:,} rejected, "
+                    + md_text(", ".join(sorted(set(u.formats.values())))))
             if b.button("Delete", key=f"logs_delete_{u.id}", icon=":material/delete:"):
                 delete_upload(eng, u.id)
                 if ss.get("logs_source") == ("stored", u.id):

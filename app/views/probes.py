@@ -10,6 +10,7 @@ from app import present, worksheet_state
 from app.cache import engine
 from app.charts import probes as charts
 from app.date_range import date_range_input
+from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from app.viewer import fmt_ms, time_zone
 from planner.endpoints import get_endpoint
 from planner.probe_analysis import queueing_segment, segment1_figure, segment2_figure
@@ -18,6 +19,7 @@ from planner.store import database_url
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
+from planner.untrusted import md_text
 from planner.worker import lease
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
@@ -69,21 +71,24 @@ ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
 live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
 if not live:
-    st.warning(f"No worker is probing for {'vantage ' + repr(key.vantage) if key.vantage else 'the default vantage'} right now: run `ttft-planner serve` "
-               f"or `ttft-planner worker{' --vantage ' + key.vantage if key.vantage else ''}`.", icon=":material/pause_circle:")
+    st.warning(f"No worker is probing for {'vantage ' + md_text(repr(key.vantage)) if key.vantage else 'the default vantage'} right now: run `ttft-planner serve` "
+               f"or `ttft-planner worker{' --vantage ' + key.vantage.replace('`', '') if key.vantage else ''}`.", icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
-    st.error(f"Key missing: {status['detail']}. The worker does not probe this endpoint until the variable is set.")
+    st.error(f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set.")
 elif status and status["state"] == "paused":
-    st.info(f"Cold reading in progress ({status['detail']}): scheduled probes of this endpoint are paused.",
+    st.info(f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
             icon=":material/ac_unit:")
 elif status and status["state"] == "failing":
-    st.warning(f"Failing ({status['consecutive_failures']} in a row): {status['detail']}")
+    st.warning(f"Failing ({status['consecutive_failures']} in a row): {md_text(status['detail'])}")
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])
 if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled):
-    create_request(eng, ep.id, "probe_now", vantage=key.vantage)
-    st.toast("Probe requested: the worker runs it within a second or two.")
+    try:
+        create_request(eng, ep.id, "probe_now", vantage=key.vantage)
+        st.toast("Probe requested: the worker runs it within a second or two.")
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
 idle_default = ep.scale_down_window_s + max(30.0, 0.1 * ep.scale_down_window_s) if ep.scale_down_window_s else 60.0
 idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
                        key=f"probes_idle_{ep.id}")
@@ -92,12 +97,15 @@ if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.e
         create_request(eng, ep.id, "cold_reading", vantage=key.vantage, idle_s=idle_seconds_for(ep.scale_down_window_s, idle))
         st.toast(f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm.")
     except (ColdReadingError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(md_text(exc))
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
 
 auto = st.toggle(f"Auto-refresh every {REFRESH_S} s", value=True, key="probes_auto")
 
 
 @st.fragment(run_every=REFRESH_S if auto else None)
+@guarded
 def live_view() -> None:
     summ = _rq("summary", URL, key, start_ms, end_ms)
     roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
@@ -189,9 +197,9 @@ def live_view() -> None:
         st.dataframe(show, hide_index=True)
     reqs = _q("latest_requests", URL, key.endpoint_id)
     if len(reqs):
-        st.caption("Latest requests: " + " · ".join(
+        st.caption("Latest requests: " + " · ".join(md_text(
             f"{REQUEST_KINDS.get(r.kind, r.kind)} {r.status}"
-            + ("" if present.is_missing(r.detail) or not str(r.detail) else f": {r.detail}")
+            + ("" if present.is_missing(r.detail) or not str(r.detail) else f": {r.detail}"))
             for r in reqs.itertuples()))
 
     left, right = st.columns(2)

@@ -19,6 +19,7 @@ from app.charts.regions import (
 )
 from app.viewer import time_zone
 from app.components.browser_rtt import browser_rtt
+from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.probes.rtt import default_vantage, probe_rtt_many
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import ROUND_TRIPS, CatalogError, catalog, merge_custom, network_figure, parse_target
@@ -32,6 +33,7 @@ from planner.store.rtt import (
     remove_target,
     rtt_summary,
 )
+from planner.untrusted import md_text
 
 DEFAULT_REGIONS = ["aws-us-east-1", "aws-us-west-2", "aws-eu-west-1", "aws-ap-northeast-1", "gcp-us-central1",
                    "azure-westeurope", "openai-api", "anthropic-api"]
@@ -76,7 +78,7 @@ if vantage:
 server_col, browser_col = st.columns(2)
 server_vantage = default_vantage()
 with server_col:
-    st.markdown(f"**From the server** ({vantage_label(server_vantage)}): TCP connects, TLS handshake, one HTTPS request.")
+    st.markdown(f"**From the server** ({md_text(vantage_label(server_vantage))}): TCP connects, TLS handshake, one HTTPS request.")
     if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected):
         with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
             results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
@@ -102,14 +104,14 @@ with browser_col:
         failed = Counter(r.error_class for r in records if r.error_class is not None)
         failures = "; ".join(f"{k} ×{v}" for k, v in failed.items())
         (st.success if measured else st.error)(
-            f"Stored {measured} browser samples as “{run.get('vantage') or vantage}”"
-            + (f"; {sum(failed.values())} target(s) failed ({failures})." if failed else "."))
+            f"Stored {measured} browser samples as “{md_text(run.get('vantage') or vantage)}”"
+            + (f"; {sum(failed.values())} target(s) failed ({md_text(failures)})." if failed else "."))
         if fallback:
             st.warning(f"{fallback} sample(s) used the fallback timing: those targets do not send Timing-Allow-Origin, "
                        "so the figure is the whole fetch (Resource Timing responseEnd − fetchStart, or performance.now() "
                        "around it), not one request round trip.")
         for line in rejected:
-            st.warning(line)
+            st.warning(md_text(line))
 
 # ---- results
 st.subheader("Results")
@@ -205,7 +207,9 @@ with st.expander("Your own targets (custom hosts and scheduled probes)"):
                                                               if schedule else "; pick it under Regions to measure."))
                 st.rerun()
             except (CatalogError, TargetExists, ValueError) as exc:
-                st.error(f"Target not added: {exc}")
+                st.error(f"Target not added: {md_text(exc)}")
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
     stored = list_targets(eng)
     if stored:
         st.dataframe(pd.DataFrame([{"Id": t.region_id, "Target": t.target, "Scheduled": "yes" if t.enabled else "no",
@@ -217,5 +221,7 @@ with st.expander("Your own targets (custom hosts and scheduled probes)"):
                 remove_target(eng, gone)
                 ss.rtt_flash = f"Removed target “{gone}” (its stored samples are kept)."
             except TargetNotFound as exc:
-                st.error(str(exc))
+                st.error(md_text(exc))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
             st.rerun()

@@ -11,6 +11,7 @@ from planner.logs.samples import SAMPLE_DIR, samples
 from planner.presets import interactions
 from planner.provenance import Figure
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
+from planner.untrusted import md_text
 from planner.whatif.deployment import DEDICATED_KEYS, SERVERLESS_KEYS, SpecError, defaults_from_worksheet, parse_deployment
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
@@ -110,16 +111,16 @@ with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidate
 target = result.interaction
 scope = f", busiest day {day}" if day else ""
 period_h = max((c.period_h for c in result.candidates if c.ok), default=0.0)
-st.caption(f"{trace.n:,} requests from {trace.source}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
+st.caption(f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
            f"percentiles nearest-rank; hours with n < 20 are hollow in the chart.")
 if result.cheapest:
     st.success(f"Cheapest candidate meeting the {target.label} target (p95 ≤ {target.target_p95_ms:,.0f} ms at every hour): "
-               f"**{result.cheapest}**", icon=":material/verified:")
+               f"**{md_text(result.cheapest)}**", icon=":material/verified:")
 else:
     st.warning(f"No candidate meets the {target.label} target of {target.target_p95_ms:,.0f} ms at p95.", icon=":material/warning:")
 for c in result.candidates:
     if not c.ok:
-        st.error(f"**{c.name}** {c.message}", icon=":material/block:")
+        st.error(f"**{md_text(c.name)}** {md_text(c.message)}", icon=":material/block:")
 table = result.table()
 st.dataframe(table_style(table), hide_index=True, key="wi_table")
 g1, g2 = st.columns(2)
@@ -129,6 +130,6 @@ st.plotly_chart(cost_vs_p95_figure(table, target.target_p95_ms), key="wi_cost")
 with st.expander("Where each candidate's rates come from", icon=":material/info:"):
     for d in deployments:
         figs = {k: getattr(d, k) for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "rtt_ms", "cold_start_s") if hasattr(d, k)}
-        st.markdown(f"**{d.name}** — " + " · ".join(f"{k} {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in figs.items()))
+        st.markdown(f"**{md_text(d.name)}** — " + md_text(" · ".join(f"{k} {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in figs.items())))
     st.caption("The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
                "no decode interference): see docs/whatif-model.md.")

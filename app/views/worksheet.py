@@ -12,6 +12,7 @@ from app.views.worksheet_tabs.share import render_share
 from planner.budget import SEGMENTS, BudgetError, Worksheet, compute, verdict_text
 from planner.presets import interactions
 from planner.provenance import Figure
+from planner.untrusted import md_text
 from planner.worksheet_report import per_interaction_rows
 from planner.worksheet_url import CUSTOM_PARAM, PARAMS, custom_key, format_custom, parse_custom
 
@@ -84,7 +85,7 @@ with inputs:
         value = st.number_input(label, key=key, bind="query-params", help=param.help, **kwargs)
         fig = fig.with_value(value)  # an edited value becomes a typed override
         ss.ws_figures[field] = fig.to_dict()
-        st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {fig.describe()}")
+        st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {md_text(fig.describe())}")
         return value
 
     st.subheader("Segments you cannot choose away")

@@ -1,4 +1,4 @@
-"""Helpers shared by CLI modules: JSON output, store opening, error reporting."""
+"""Helpers shared by CLI modules: JSON output, store opening, error reporting, bounded numeric options."""
 
 from __future__ import annotations
 
@@ -11,8 +11,26 @@ import click
 from sqlalchemy.engine import Engine
 
 from planner.store import StoreError, open_store
+from planner.store.faults import describe
 
-__all__ = ["echo_json", "fail", "json_default", "open_engine", "store_option"]
+__all__ = [
+    "MAX_MAGNITUDE",
+    "MIN_MAGNITUDE",
+    "BoundedFloat",
+    "BoundedInt",
+    "bound_numeric_options",
+    "echo_json",
+    "fail",
+    "json_default",
+    "open_engine",
+    "store_option",
+]
+
+# Every numeric option is finite and within these magnitudes unless it declares a tighter range: larger
+# values are never a plan (1e12 tokens, $1e12/h) and overflow the arithmetic downstream; smaller non-zero
+# ones (1e-320) are denormals that turn a division into inf.
+MAX_MAGNITUDE = 1e12
+MIN_MAGNITUDE = 1e-9
 
 
 def json_default(obj: Any) -> Any:
@@ -61,4 +79,69 @@ def open_engine(database_url: str | None) -> Engine:
     try:
         return open_store(database_url)
     except StoreError as exc:
-        fail(str(exc))
+        fail(describe(exc, consequence="nothing was read or changed"))
+
+
+class BoundedFloat(click.FloatRange):
+    """click's FloatRange that is also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE, and never a non-zero
+    value smaller than MIN_MAGNITUDE. Bad input exits 2 naming the option; --help shows the declared range."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        x = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        x = super().convert(x, param, ctx)
+        if abs(x) > MAX_MAGNITUDE:
+            self.fail(f"{value} is out of range: at most {MAX_MAGNITUDE:g} in size", param, ctx)
+        if x != 0 and abs(x) < MIN_MAGNITUDE:
+            self.fail(f"{value} is too small to mean anything: use 0 or a size of at least {MIN_MAGNITUDE:g}", param, ctx)
+        return x
+
+    def _describe_range(self) -> str:
+        return "finite" if self.min is None and self.max is None else super()._describe_range()
+
+
+class BoundedInt(click.IntRange):
+    """click's IntRange that is also within ±MAX_MAGNITUDE ('1e3' is refused, not truncated). Exit 2 when not."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        x = super().convert(value, param, ctx)
+        if abs(x) > MAX_MAGNITUDE:
+            self.fail(f"{value} is out of range: at most {MAX_MAGNITUDE:g} in size", param, ctx)
+        return x
+
+    def _describe_range(self) -> str:
+        return f"|x|<={MAX_MAGNITUDE:g}" if self.min is None and self.max is None else super()._describe_range()
+
+
+def _bounded(t: click.ParamType) -> click.ParamType | None:
+    if isinstance(t, (BoundedFloat, BoundedInt)):
+        return None
+    rng = dict(min=getattr(t, "min", None), max=getattr(t, "max", None), min_open=getattr(t, "min_open", False),
+               max_open=getattr(t, "max_open", False), clamp=getattr(t, "clamp", False))
+    if isinstance(t, click.types.FloatParamType):
+        return BoundedFloat(**rng)
+    if isinstance(t, click.types.IntParamType):
+        return BoundedInt(**rng)
+    if isinstance(t, click.Tuple):
+        inner = [(_bounded(x) or x) for x in t.types]
+        if any(a is not b for a, b in zip(inner, t.types)):
+            new = click.Tuple([])
+            new.types = inner
+            return new
+    return None
+
+
+def bound_numeric_options(command: click.Command) -> None:
+    """Give every float/int parameter of `command` and its subcommands a BoundedFloat/BoundedInt type with the
+    range it declared (FloatRange/IntRange) or the default magnitudes: one rule for every numeric option."""
+    for param in command.params:
+        new = _bounded(param.type)
+        if new is not None:
+            param.type = new
+    for sub in getattr(command, "commands", {}).values():
+        bound_numeric_options(sub)

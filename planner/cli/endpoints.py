@@ -155,9 +155,13 @@ def import_cmd(path, no_update, database_url) -> None:
     """Add or update endpoints from a TOML file of [[endpoint]] tables (exit 1 if any record was rejected)."""
     engine = open_engine(database_url)
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+        text = data.decode("utf-8")
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="PATH") from None
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{path} is not UTF-8 text (byte {exc.start:,} is {data[exc.start]:#04x}): is it a binary file?",
+                                 param_hint="PATH") from None
     try:
         res = import_toml(engine, text, update=not no_update)
     except EndpointError as exc:

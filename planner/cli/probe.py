@@ -17,6 +17,7 @@ from planner.probes.protocols import PROTOCOLS
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
 from planner.probes.warmup import warm_up
 from planner.stats import summarize
+from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
 
@@ -157,8 +158,10 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
     Example: ttft-planner probe --base-url http://127.0.0.1:8765/v1 --model sim-model -n 20 --prompt-tokens 256,4096
     """
     lengths = parse_prompt_tokens(prompt_tokens)
-    if not base_url.startswith(("http://", "https://")):
-        raise click.BadParameter(f"{base_url!r} must start with http:// or https://", param_hint="--base-url")
+    try:
+        base_url = check_url(base_url, what="--base-url")
+    except UrlError as exc:
+        raise click.BadParameter(str(exc), param_hint="--base-url") from None
     targets = [ProbeTarget(base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, prompt_tokens=L,
                            max_tokens=max_tokens, timeout_s=timeout_s, cached=cached, keep_alive=keep_alive) for L in lengths]
     try:

@@ -16,29 +16,45 @@ from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
+from planner.endpoints import list_endpoints
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
 
-__all__ = ["COMMANDS", "parse_when"]
+__all__ = ["COMMANDS", "endpoint_names", "parse_when"]
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
 _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_EARLIEST_MS, _LATEST_MS = 0, 7_258_118_400_000  # 1970-01-01 … 2200-01-01 UTC: any other window is a typo
+_MAX_USD_PER_MTOK = 1_000_000.0
 
 
 def parse_when(text: str, now_ms: int) -> int:
     """UTC epoch ms for '2026-11-27', '2026-11-27T08:00' (UTC unless an offset is given) or '3d'/'12h'/'90m'/'1w' ago.
 
-    Raises ValueError naming the accepted forms.
+    Raises ValueError naming the accepted forms, or the range for a time before 1970 or after 2200.
     """
     m = _RELATIVE.match(text)
     if m:
-        return int(now_ms - float(m.group(1)) * _UNIT_MS[m.group(2)])
-    try:
-        when = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return int(when.timestamp() * 1000)
+        ms = now_ms - float(m.group(1)) * _UNIT_MS[m.group(2)]
+    else:
+        try:
+            when = dt.datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        ms = when.timestamp() * 1000
+    if not _EARLIEST_MS <= ms <= _LATEST_MS:
+        raise ValueError(f"{text!r} is outside 1970–2200: give a date or an age within that range")
+    return int(ms)
+
+
+def endpoint_names(values: tuple[str, ...], stored: set[str]) -> list[str]:
+    """The endpoint names the --endpoints values mean, in order without repeats: a value that is exactly a
+    stored name is that name (commas included); any other value is a comma-separated list."""
+    out: list[str] = []
+    for v in values:
+        out += [v] if v in stored else [n.strip() for n in v.split(",") if n.strip()]
+    return list(dict.fromkeys(out))
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, float]:
@@ -47,16 +63,19 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
         name, sep, price = v.rpartition("=")
         try:
             out[name.strip()] = float(price)
-            if not sep or not name.strip() or out[name.strip()] < 0:
+            if not sep or not name.strip() or not 0 <= out[name.strip()] <= _MAX_USD_PER_MTOK:  # NaN fails too
                 raise ValueError
         except ValueError:
-            raise click.BadParameter(f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price ≥ 0, e.g. fast-a=0.35",
+            raise click.BadParameter(f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price from 0 to {_MAX_USD_PER_MTOK:,.0f}, "
+                                     "e.g. fast-a=0.35",
                                      param_hint="--price") from None
     return out
 
 
 @click.command()
-@click.option("--endpoints", required=True, help="Comma-separated endpoint names, e.g. fast-a,slow-b (2–5 is typical).")
+@click.option("--endpoints", "endpoint_args", required=True, multiple=True, metavar="NAMES",
+              help="Endpoint names, comma-separated (fast-a,slow-b) or one per repeated option (--endpoints 'eu, fast' "
+                   "--endpoints slow-b); a value that is exactly a stored name is taken whole. 2–5 is typical.")
 @click.option("--since", default=None, help="Start of the window: YYYY-MM-DD, ISO date-time (UTC), or an age like 3d.")
 @click.option("--until", default=None, help="End of the window (exclusive), same forms as --since. Default: now.")
 @click.option("--vantage", default=None, help="Only samples from this vantage (default: all vantages).")
@@ -80,7 +99,7 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
               help="…or this percentage of the faster p95, whichever is larger.")
 @click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary instead of text.")
 @store_option
-def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, worksheet_name, prices,
+def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz, worksheet_name, prices,
            tokens_per_month, margin_ms, margin_pct, as_json, database_url) -> None:
     """Compare endpoints side by side and write a report a buyer can forward.
 
@@ -89,9 +108,6 @@ def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, wo
 
     Example: ttft-planner report --endpoints fast-a,slow-b --since 3d --out report.html --markdown report.md
     """
-    names = [n.strip() for n in endpoints.split(",") if n.strip()]
-    if not names:
-        raise click.BadParameter("name at least one endpoint", param_hint="--endpoints")
     now_ms = int(time.time() * 1000)
     try:
         since_ms = None if since is None else parse_when(since, now_ms)
@@ -109,6 +125,10 @@ def report(endpoints, since, until, vantage, out_path, md_path, csv_path, tz, wo
         raise click.BadParameter(f"unknown time zone {tz!r} (use an IANA name like Europe/Berlin)", param_hint="--tz") from None
     typed_prices = _prices(prices)
     engine = open_engine(database_url)
+    names = endpoint_names(endpoint_args, {e.name for e in list_endpoints(engine)})
+    if not names:
+        engine.dispose()
+        raise click.BadParameter("name at least one endpoint", param_hint="--endpoints")
     try:
         worksheet = load_worksheet(engine, worksheet_name) if worksheet_name else None
         infos = load_endpoints(engine, names)

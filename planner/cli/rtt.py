@@ -17,6 +17,7 @@ from planner.store.rtt import (
     list_targets,
     remove_target,
 )
+from planner.urls import UrlError, check_url, redact_url
 
 __all__ = ["COMMANDS"]
 
@@ -68,8 +69,11 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
     """
     if not (region_ids or urls or all_catalog):
         raise click.UsageError("give --region ID, --url URL or --all (see `ttft-planner regions list`)")
-    if proxy is not None and not proxy.startswith("http://"):
-        raise click.BadParameter(f"must be an http://host:port proxy URL, got {proxy!r}", param_hint="--proxy")
+    if proxy is not None:
+        try:  # a proxy may need user:password@ — accepted, never printed (redact_url)
+            proxy = check_url(proxy, what="--proxy", schemes=("http",), allow_credentials=True)
+        except UrlError as exc:
+            raise click.BadParameter(f"{exc} (give an http://host:port CONNECT proxy URL)", param_hint="--proxy") from None
     vantage = vantage or default_vantage()
     engine = open_engine(database_url) if (store or region_ids or all_catalog) else None
     regions = merge_custom(catalog(), list_targets(engine)) if engine is not None else catalog()
@@ -96,7 +100,7 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
                    "error_classes": RTT_ERROR_CLASSES})
     else:
-        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({'direct' if proxy is None else 'via proxy ' + proxy}):")
+        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({'direct' if proxy is None else 'via proxy ' + redact_url(proxy)}):")
         _print_table(results, {r.id for r in regions if r.anycast})
     if results and all(not r.ok for r in results):
         raise SystemExit(1)

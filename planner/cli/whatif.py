@@ -24,11 +24,11 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 @click.command()
 @click.option("--log", "log_path", required=True, type=click.Path(dir_okay=False), help="Request log (JSONL/CSV with ts_ms, prompt_tokens, cached_tokens, output_tokens; or any format the logs reader knows).")
 @click.option("--deployment", "specs", required=True, multiple=True, metavar="SPEC", help="A candidate, repeatable: 'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or 'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).")
-@click.option("--growth", type=float, default=1.0, show_default=True, help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).")
+@click.option("--growth", type=click.FloatRange(0, 100, min_open=True), default=1.0, show_default=True, help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).")
 @click.option("--busiest-day", is_flag=True, help="Replay only the calendar day (in --tz) with the most requests.")
 @click.option("--tz", default="UTC", show_default=True, help="Time zone for hour-of-day buckets and --busiest-day (IANA name).")
 @click.option("--interaction", type=click.Choice([i.key for i in interactions()]), default="chat", show_default=True, help="Whose p95 target a candidate must meet (inline 200 ms, chat 500 ms, agent 1000 ms by default).")
-@click.option("--max-wait-s", type=float, default=3600.0, show_default=True, help="A queue wait past this means the candidate cannot keep up (s).")
+@click.option("--max-wait-s", type=click.FloatRange(0, 1e7, min_open=True), default=3600.0, show_default=True, help="A queue wait past this means the candidate cannot keep up (s).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def whatif(log_path, specs, growth, busiest_day, tz, interaction, max_wait_s, as_json) -> None:
     """Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate deployment.

@@ -10,7 +10,6 @@ and model only.
 from __future__ import annotations
 
 import html
-import io
 import math
 from collections.abc import Sequence
 
@@ -21,6 +20,7 @@ from planner.budget import SEGMENTS
 from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.untrusted import csv_text, md_text
 
 __all__ = ["decision_display", "figures", "report_csv", "report_html", "report_markdown", "segment_cell", "summary_table",
            "worksheet_frame"]
@@ -212,21 +212,21 @@ def _md_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(no rows)_\n"
     cols = [str(c) for c in df.columns]
-    esc = lambda v: _fmt(v).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    esc = lambda v: md_text(_fmt(v))  # noqa: E731 - names come from outside: never links, images or HTML
+    lines = ["| " + " | ".join(md_text(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     lines += ["| " + " | ".join(esc(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
 
 def report_markdown(cmp: Comparison) -> str:
     """The decision table, per-endpoint figures, CI statements, worksheets and method as Markdown."""
-    out = [f"# {_title(cmp)}\n", f"Window {cmp.window}.\n", "## Decision\n", _md_table(decision_display(cmp)),
+    out = [f"# {md_text(_title(cmp))}\n", f"Window {md_text(cmp.window)}.\n", "## Decision\n", _md_table(decision_display(cmp)),
            f"{RANKING_RULE} {TARGETS_RULE}\n",
            "## Can the data tell them apart?\n", f"Equivalence margin: {cmp.margin.describe()}.\n",
-           *[f"- {d.statement()}" for d in cmp.differences], "",
+           *[f"- {md_text(d.statement())}" for d in cmp.differences], "",
            "## Per endpoint\n", "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
            _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(worksheet_frame(cmp)), "## Method\n",
-           *[f"- {line}" for line in method_lines(cmp)], ""]
+           *[f"- {md_text(line)}" for line in method_lines(cmp)], ""]
     return "\n".join(out)
 
 
@@ -235,6 +235,4 @@ def report_csv(cmp: Comparison) -> str:
     d = cmp.decision
     t = metrics_table(cmp)
     merged = d.merge(t.drop(columns=["ttft_p95_ms", "ttft_p95_reliable", "n", "monthly_cost_usd"]), on="endpoint", how="left") if not d.empty else t
-    buf = io.StringIO()
-    merged.to_csv(buf, index=False)
-    return buf.getvalue()
+    return csv_text(merged)  # cells from outside (names, regions) cannot run as spreadsheet formulas

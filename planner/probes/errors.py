@@ -14,6 +14,8 @@ from __future__ import annotations
 import email.utils
 from datetime import datetime, timezone
 
+from planner.untrusted import mask_secret
+
 __all__ = [
     "ERROR_CLASSES",
     "RETRYABLE_CLASSES",
@@ -78,8 +80,7 @@ def scrub(text: str, secret: str | None, limit: int = 500) -> str:
     Applied to every error detail so that a key echoed by a server or an
     exception never reaches the database, a log or the page.
     """
-    if secret:
-        text = text.replace(secret, "***")
+    text = mask_secret(text, secret)  # before any cut: a body truncated mid-key must not keep its first half
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

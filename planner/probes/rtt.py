@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
 from planner.store.rtt import SampleRecord, insert_samples
+from planner.urls import redact_url
 
 __all__ = [
     "RTT_ERROR_CLASSES",
@@ -290,7 +291,7 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
 def _proxy_addr(proxy: str) -> tuple[str, int]:
     parts = urlsplit(proxy)
     if parts.scheme != "http" or not parts.hostname:
-        raise CatalogError(f"proxy {proxy!r}: give an http://host:port proxy URL (CONNECT tunnels)")
+        raise CatalogError(f"proxy {redact_url(proxy)!r}: give an http://host:port proxy URL (CONNECT tunnels)")
     return parts.hostname, parts.port or 8080
 
 

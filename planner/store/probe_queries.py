@@ -25,9 +25,7 @@ samples belong to cold readings.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -39,6 +37,7 @@ from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
+from planner.untrusted import csv_text
 
 __all__ = [
     "PHASES",
@@ -379,13 +378,9 @@ def export_csv(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> st
     """Every raw sample of the series in the range as CSV (header row first), oldest first. No secrets: rows hold none."""
     s = ProbeSampleRow.__table__
     cols = [c for c in s.columns]
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["endpoint_name", *[c.name for c in cols]])
     with engine.connect() as conn:
         result = conn.execute(sa.select(*cols).where(
             s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
             s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms).order_by(s.c.started_at_ms))
-        for row in result:
-            w.writerow([key.endpoint_name, *row])
-    return buf.getvalue()
+        # names and error details come from outside: csv_text keeps a spreadsheet from running them as formulas
+        return csv_text(([key.endpoint_name, *row] for row in result), header=["endpoint_name", *[c.name for c in cols]])

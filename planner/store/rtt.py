@@ -21,6 +21,7 @@ from sqlmodel import Field, SQLModel, select
 
 from planner.stats import percentile
 from planner.store.engine import session
+from planner.store.text_fields import text_problem
 
 __all__ = [
     "METHODS",
@@ -162,6 +163,11 @@ def add_target(
         raise ValueError(f"RTT target {region_id!r} needs a URL or host:port")
     if not interval_s >= 10:
         raise ValueError(f"interval for {region_id!r} must be at least 10 s, got {interval_s:g}")
+    for field, value in (("region_id", region_id), ("name", name), ("provider", provider), ("target", target),
+                         ("city", city), ("vantage", vantage)):
+        problem = text_problem(RttTargetRow.__table__, field, value or "")
+        if problem:
+            raise ValueError(f"RTT target {region_id[:40]!r}: {problem}")
     now = _now_ms()
     row = RttTargetRow(
         region_id=region_id, name=name or region_id, provider=provider, target=target, city=city, lat=lat, lon=lon,

@@ -11,6 +11,7 @@ from planner.capacity import presets as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import LogTraffic
+from planner.untrusted import md_text
 
 __all__ = ["render"]
 
@@ -44,7 +45,7 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.subheader("Token mix")
     if traffic is not None:
         mix = traffic.mix
-        st.caption(f"From the log {traffic.label}.")
+        st.caption(f"From the log {md_text(traffic.label)}.")
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)

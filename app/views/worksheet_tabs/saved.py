@@ -6,8 +6,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from app.charts.worksheet import comparison_figure
+from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.budget import BudgetError, Worksheet
-from planner.store import StoreError
 from planner.store.worksheets import (
     NameTaken,
     WorksheetNotFound,
@@ -17,6 +17,7 @@ from planner.store.worksheets import (
     load_worksheet,
     save_worksheet,
 )
+from planner.untrusted import md_text
 from planner.worksheet_report import comparison_rows
 
 __all__ = ["render_compare", "render_save"]
@@ -26,7 +27,7 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
     """Save under a name (refusing an existing one unless asked), open, duplicate, delete."""
     ss = st.session_state
     if engine is None:
-        st.error(f"Saving is unavailable: {store_problem}", icon=":material/database_off:")
+        st.error(f"Saving is unavailable: {md_text(store_problem)}", icon=":material/database_off:")
         return
     left, right = st.columns(2)
     with left:
@@ -36,11 +37,11 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
             try:
                 save_worksheet(engine, Worksheet.from_dict({**ws.to_dict(), "name": name}), overwrite=overwrite)
                 ss.ws_name = name.strip()
-                st.success(f"Saved “{name.strip()}”.")
+                st.success(f"Saved “{md_text(name.strip())}”.")
             except (NameTaken, ValueError) as exc:
                 st.error(str(exc))
-            except StoreError as exc:
-                st.error(f"Not saved: {exc}")
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
     saved = [n for n, _ in list_worksheets(engine)]
     with right:
         if not saved:
@@ -61,10 +62,15 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
                 duplicate_worksheet(engine, chosen, copy_name or f"{chosen} (copy)")
                 st.rerun()
             except (NameTaken, WorksheetNotFound, ValueError) as exc:
-                st.error(str(exc))
+                st.error(md_text(exc))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
         if st.button("Delete", key="delete"):
-            delete_worksheet(engine, chosen)
-            st.rerun()
+            try:
+                delete_worksheet(engine, chosen)
+                st.rerun()
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
         if ss.get("open_error"):
             st.error(ss.pop("open_error"))
 

@@ -18,7 +18,7 @@ __all__ = ["cost"]
 @click.command()
 @click.option("--gpu-usd-per-hour", type=float, callback=non_negative, help="Dedicated price per GPU-hour (USD). Or --gpu-price.")
 @click.option("--gpu-price", "gpu_price_key", help="A GPU-hour preset key from assets/prices.toml (e.g. seed-h200, modal-h100).")
-@click.option("--gpus-per-replica", type=int, default=1, show_default=True, help="GPUs in one replica/node (node size).")
+@click.option("--gpus-per-replica", type=click.IntRange(1, 1024), default=1, show_default=True, help="GPUs in one replica/node (node size).")
 @click.option("--overhead-usd-per-hour", type=float, default=0.0, show_default=True, callback=non_negative, help="Extra cost per replica-hour (storage, egress, ops).")
 @click.option("--capacity-tokens-per-min", type=float, callback=non_negative, help="Sustained capacity of one replica (tokens/min). Or the preset's claim.")
 @click.option("--capacity-excludes-cached", is_flag=True, help="The capacity counts only uncached prompt + output tokens (cached are free to serve).")
@@ -31,8 +31,8 @@ __all__ = ["cost"]
               help="Token mix as totals (prompt includes cached). Default: the Copilot coding-agent trace, 129:1, 85.7% cached.")
 @click.option("--tokens-per-hour", type=float, callback=non_negative, help="Your traffic as a flat rate (tokens/h), to place it on the curve.")
 @click.option("--growth", type=float, default=1.0, show_default=True, callback=non_negative, help="Growth factor applied to the traffic.")
-@click.option("--min-replicas", type=int, default=0, show_default=True, help="Minimum warm replicas (hybrid base lower bound).")
-@click.option("--max-replicas", type=int, default=8, show_default=True, help="Maximum replicas.")
+@click.option("--min-replicas", type=click.IntRange(0, 1000), default=0, show_default=True, help="Minimum warm replicas (hybrid base lower bound).")
+@click.option("--max-replicas", type=click.IntRange(0, 1000), default=8, show_default=True, help="Maximum replicas.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hour, capacity_tokens_per_min, capacity_excludes_cached,
          blended_usd_per_mtok, price_key, input_usd_per_mtok, cached_usd_per_mtok, output_usd_per_mtok, mix_tokens,

@@ -1,0 +1,66 @@
+"""The numeric options of the whole `ttft-planner` command tree, and a base invocation per command that
+runs quickly without a network or a server (used by the numeric fuzz test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from planner.cli import cli
+
+__all__ = ["BASE_ARGS", "NO_RUN", "PARSE_ARGS", "numeric_options", "write_tiny_log"]
+
+SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
+
+# Command path → arguments that make it run to completion on its own ({db} and {log} are filled in).
+BASE_ARGS: dict[str, list[str]] = {
+    "budget": ["--target-ms", "500", "--prefill-tokens-per-s", "5000", "--prompt-tokens-p95", "4000"],
+    "cost": ["--gpu-usd-per-hour", "3.2", "--capacity-tokens-per-min", "720000", "--blended-usd-per-mtok", "0.2",
+             "--tokens-per-hour", "2e7"],
+    "prefill": ["--model", "llama-3.1-8b", "--prompt-tokens", "4000"],
+    "gpu-fit": ["--model", "llama-3.1-8b", "--gpu", "H100"],
+    "warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2"],
+    "weights": ["--params-b", "8"],
+    "whatif": ["--log", "{log}", "--deployment", SLS],
+    "report": ["--endpoints", "nope", "--out", "{tmp}/r.html", "--database-url", "{db}"],
+    "endpoints add": ["fz", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--database-url", "{db}"],
+    "endpoints edit": ["nope", "--database-url", "{db}"],
+    "regions add": ["fz-region", "http://127.0.0.1:9/", "--database-url", "{db}"],
+    "logs delete": ["--database-url", "{db}"],
+}
+# Commands that serve, probe the network or run until stopped: only their parsing is fuzzed.
+NO_RUN = {"probe", "rtt", "serve", "simulate", "worker", "cold-reading", "sweep", "calibrate"}
+# What those need to parse at all (parsing only: nothing is contacted).
+PARSE_ARGS: dict[str, list[str]] = {name: ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+                                    for name in ("probe", "sweep", "calibrate")}
+
+
+def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
+    """(command path, command, parameter) for every int/float parameter in the tree."""
+    out = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, path + [name])
+            return
+        for p in cmd.params:
+            t = p.type
+            inner = t.types if isinstance(t, click.Tuple) else [t]
+            if any(getattr(x, "name", "") in ("float", "integer") or isinstance(x, (click.types.FloatParamType,
+                                                                                    click.types.IntParamType)) for x in inner):
+                out.append((" ".join(path), cmd, p))
+
+    walk(cli, [])
+    return out
+
+
+def write_tiny_log(path: Path) -> Path:
+    """A 40-request JSONL log over one morning."""
+    day0 = 1_764_460_800_000
+    lines = [json.dumps({"ts_ms": day0 + 9 * 3_600_000 + i * 60_000, "model": "m", "prompt_tokens": 1000 + i,
+                         "cached_tokens": 500, "output_tokens": 40}) for i in range(40)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
