@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo
 
 __all__ = ["Figure", "Source"]
 
@@ -60,8 +61,11 @@ class Figure:
     def is_measured(self) -> bool:
         return self.source not in (Source.TYPED, Source.PRESET)
 
-    def describe(self) -> str:
-        """One-line provenance, e.g. 'probe · sim-local · n=240 · 2026-11-30 14:02 UTC'."""
+    def describe(self, tz: str = "UTC") -> str:
+        """One-line provenance, e.g. 'probe · sim-local · n=240 · 2026-11-30 15:02 Europe/Berlin'.
+
+        tz: the IANA zone the measured-at time is shown in (the viewer's on the dashboard), named after it.
+        """
         if self.source == Source.TYPED:
             return "entered by hand"
         parts = [str(self.source)]
@@ -72,8 +76,8 @@ class Figure:
         if self.window:
             parts.append(self.window)
         if self.measured_at_ms is not None:
-            when = dt.datetime.fromtimestamp(self.measured_at_ms / 1000, tz=dt.timezone.utc)
-            parts.append(when.strftime("%Y-%m-%d %H:%M UTC"))
+            when = dt.datetime.fromtimestamp(self.measured_at_ms / 1000, tz=ZoneInfo(tz))
+            parts.append(when.strftime("%Y-%m-%d %H:%M ") + tz)
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from app import present
 from app.charts import SEMANTIC
 from planner.budget import SEGMENTS, BudgetResult
 
@@ -22,29 +23,30 @@ def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
             x=names,
             y=values,
             measure=["absolute", "relative", "relative", "relative", "total"],
-            text=[f"{abs(v):,.0f} ms" for v in values],
+            # signed labels: a segment takes its ms away, and a negative budget reads "−115 ms", never "115 ms"
+            text=[present.ms(v) for v in values],
             textposition="outside",
             decreasing={"marker": {"color": SEMANTIC["warn"]}},
             increasing={"marker": {"color": SEMANTIC["ok"]}},
             totals={"marker": {"color": SEMANTIC["ok"] if r.prefill_budget_ms >= 0 else SEMANTIC["error"]}},
             connector={"line": {"width": 1, "dash": "dot"}},
             hovertemplate="%{x}: %{y:,.0f} ms<extra></extra>",
+            showlegend=False,
         )
     )
-    if not math.isnan(r.prefill_needed_ms):
-        fig.add_hline(
-            y=r.prefill_needed_ms,
-            line_dash="dash",
-            annotation_text=f"prefill needed for the p95 prompt: {r.prefill_needed_ms:,.0f} ms",
-            annotation_position="top left",
-        )
     fig.add_hline(y=0, line_width=1)
+    if not math.isnan(r.prefill_needed_ms):
+        # A dashed line across the bars, named in the legend below the chart rather than written over the bars.
+        fig.add_scatter(x=[names[0], names[-1]], y=[r.prefill_needed_ms] * 2, mode="lines", line={"dash": "dash", "color": "#555"},
+                        name=f"Prefill needed for the p95 prompt: {present.ms(r.prefill_needed_ms)}",
+                        hovertemplate=f"prefill needed: {present.ms(r.prefill_needed_ms)}<extra></extra>")
     fig.update_layout(
         title="p95 TTFT budget: target minus queueing, cold start and network",
         yaxis_title="ms",
-        showlegend=False,
-        margin={"t": 60, "b": 40},
-        height=420,
+        showlegend=not math.isnan(r.prefill_needed_ms),
+        legend={"orientation": "h", "y": -0.18, "x": 0},
+        margin={"t": 60, "b": 80},
+        height=440,
     )
     return fig
 

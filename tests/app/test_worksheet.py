@@ -71,8 +71,8 @@ def test_compare_saved_worksheets_table_and_grouped_chart(app):
         app.button(key="save").click().run()
     app.run()
     table = app.dataframe[-1].value
-    assert list(table["worksheet"]) == ["Oregon", "Frankfurt"]
-    assert list(table["prefill_budget_ms"]) == [280, 410]
+    assert list(table["Worksheet"]) == ["Oregon", "Frankfurt"]
+    assert list(table["Prefill budget"]) == ["280 ms", "410 ms"]
     spec = json.loads(app.get("plotly_chart")[-1].proto.spec)
     assert spec["layout"]["barmode"] == "group"
 
