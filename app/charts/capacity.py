@@ -60,6 +60,7 @@ def hybrid_figure(hourly: pd.DataFrame, base_replicas: int) -> go.Figure:
                 hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>serverless</extra>")
     fig.update_layout(barmode="stack", title="Hybrid: dedicated base + serverless overflow per hour of day",
                       xaxis_title="hour of day", yaxis_title="M tokens per hour", height=400,
+                      yaxis={"rangemode": "nonnegative"}, xaxis={"dtick": 3},
                       legend={"orientation": "h", "y": -0.25}, margin={"b": 100})
     return fig
 
