@@ -57,7 +57,7 @@ def test_capacity_zero_is_a_message_not_a_traceback(app):
 def test_weight_projection_and_cold_start_to_worksheet(app):
     open_page(app)
     table = app.dataframe[1].value  # rate → load seconds for the 70B fp8 checkpoint
-    secs = sorted(round(s) for s in table["load + start-up (s)"])
+    secs = sorted(round(float(s.removesuffix(" s"))) for s in table["Load + start-up"])
     assert secs == [23, 224]
     assert metric(app, "Checkpoint (weights only)") == "70.0 GB"
     app.button(key="cap_w_use").click().run()

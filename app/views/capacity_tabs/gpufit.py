@@ -1,8 +1,11 @@
 """GPU fit tab: the editable GPU and model presets, and weights + KV cache against each GPU's memory."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
+from app import present
 from app.charts.capacity import gpu_fit_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption
 from planner.capacity import presets as P
@@ -43,7 +46,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
                        f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes.")
             table = fit_table(model, list(gpu_by_key.values()), **kw)
             st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")
-            st.dataframe(table.round(1), hide_index=True)
+            st.dataframe(_fit_table(table), hide_index=True)
         except CapacityError as exc:
             st.error(str(exc))
     return models, gpu_by_key
@@ -74,3 +77,19 @@ def _edited_models() -> dict[str, P.ModelSpec]:
         except CapacityError as exc:
             st.warning(f"{exc}: that model row is left out.")
     return models or {m.key: m for m in P.models()}
+
+
+def _gb(v) -> str:
+    return present.MISSING if present.is_missing(v) else f"{v:,.1f} GB"
+
+
+def _fit_table(table: pd.DataFrame) -> list[dict]:
+    """fit_table() rows as the user reads them: labelled columns with units, "does not fit" in words."""
+    return [{"GPU": r["gpu"], "HBM per GPU": _gb(r["hbm_gb"]), "Weights + KV cache": _gb(r["total_gb"]),
+             "GPUs needed": present.count(r["min_gpus"]),
+             "Tensor-parallel GPUs": "no single node" if present.is_missing(r["tp_gpus"]) else present.count(r["tp_gpus"]),
+             "Headroom": _gb(r["headroom_gb"]),
+             "Max concurrent sequences": present.MISSING if present.is_missing(r["max_sequences"]) or
+             (isinstance(r["max_sequences"], float) and math.isinf(r["max_sequences"])) else present.count(r["max_sequences"]),
+             "Fits": "yes" if r["fits"] else "no"}
+            for r in table.to_dict(orient="records")]

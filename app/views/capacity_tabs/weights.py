@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from app import present
 from app.charts.capacity import projection_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
 from planner.capacity import presets as P
@@ -49,12 +50,15 @@ def render() -> None:
                 st.info("Pick a published row or enter a cold reading to project load times.")
                 return
             loads = {r.name: load_time_s(gb, r, startup_s) for r in rates}
-            st.dataframe(pd.DataFrame([{"rate": f"{r.name} ({r.gb_per_s:.2f} GB/s)", "load + start-up (s)": loads[r.name]} for r in rates]),
-                         hide_index=True, column_config={"load + start-up (s)": st.column_config.NumberColumn(format="%.1f")})
+            st.dataframe(pd.DataFrame([{"Load rate": f"{r.name} ({r.gb_per_s:.2f} GB/s)", "Load + start-up": present.seconds(loads[r.name])}
+                                       for r in rates]), hide_index=True)
             table = projection_table(rates, wdtype, engine_startup_s=startup_s)
             st.plotly_chart(projection_figure(table), key="cap_w_chart")
             st.caption(f"Projection table, {wdtype}: {PROJECTION_LABEL}.")
-            st.dataframe(table.round(1), hide_index=True)
+            shown = table.rename(columns={"params_b": "Parameters", "checkpoint_gb": "Checkpoint"})
+            st.dataframe(present.display_frame(shown, {c: present.seconds for c in shown.columns[2:]}
+                                               | {"Parameters": lambda v: f"{v:g}B", "Checkpoint": lambda v: f"{v:,.1f} GB"}),
+                         hide_index=True)
             pick = st.selectbox("Rate for the worksheet's cold-start segment", [r.name for r in rates], persist_state="session", key="cap_w_pick")
             r = next(x for x in rates if x.name == pick)
             if st.button("Use this cold start in the worksheet", key="cap_w_use", icon=":material/input:"):
