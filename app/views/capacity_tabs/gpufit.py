@@ -52,10 +52,25 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
     return models, gpu_by_key
 
 
+# Preset fields → the column headers the editors show (renamed back before parsing a row).
+_GPU_COLUMNS = {"key": "Key", "label": "GPU", "hbm_gb": "HBM (GB)", "bandwidth_tb_per_s": "Bandwidth (TB/s)",
+                "bf16_dense_tflops": "BF16 dense TFLOPS", "fp8_dense_tflops": "FP8 dense TFLOPS", "source": "Source", "as_of": "As of"}
+_MODEL_COLUMNS = {"key": "Key", "label": "Model", "params_b": "Parameters (B)", "layers": "Layers", "kv_heads": "KV heads",
+                  "head_dim": "Head dim", "d_model": "Model width", "attention_heads": "Attention heads",
+                  "active_params_b": "Active parameters (B, MoE)", "source": "Source", "as_of": "As of"}
+
+
+def _edit(df: pd.DataFrame, columns: dict[str, str], **kwargs) -> pd.DataFrame:
+    """A data editor with labelled headers; returns the edited frame under the preset field names."""
+    shown = df.rename(columns=columns)
+    edited = st.data_editor(shown, hide_index=True, **kwargs)
+    return edited.rename(columns={v: k for k, v in columns.items()})
+
+
 def _edited_gpus() -> dict[str, P.GpuSpec]:
     gpu_df = pd.DataFrame([g.__dict__ for g in P.gpus()])
     with st.expander("GPU presets (editable: dense TFLOPS, HBM, bandwidth, with source and date)"):
-        gpu_df = st.data_editor(gpu_df, hide_index=True, disabled=["key", "source", "as_of"], key="cap_gpu_editor")
+        gpu_df = _edit(gpu_df, _GPU_COLUMNS, disabled=["Key", "Source", "As of"], key="cap_gpu_editor")
     gpu_list = []
     for r in gpu_df.to_dict(orient="records"):
         try:
@@ -68,7 +83,7 @@ def _edited_gpus() -> dict[str, P.GpuSpec]:
 def _edited_models() -> dict[str, P.ModelSpec]:
     model_df = pd.DataFrame([m.__dict__ for m in P.models()])
     with st.expander("Model presets (editable; add a row for a custom model)"):
-        model_df = st.data_editor(model_df, hide_index=True, num_rows="dynamic", key="cap_model_editor")
+        model_df = _edit(model_df, _MODEL_COLUMNS, num_rows="dynamic", key="cap_model_editor")
     models = {}
     for r in model_df.to_dict(orient="records"):
         try:
