@@ -5,7 +5,8 @@ shared link reproduces the same inputs *and where each came from*:
 
 - one parameter per input (`PARAMS`), the value in its unit (`queue_ms=60`);
 - `interaction` (the label of the interaction type in force) and `custom` (`Label:ms|Label 2:ms`, the
-  interaction types the user added);
+  interaction types the user added); `targets` (`chat:800|agent:1500`) for built-in types whose target was changed
+  while another type is in force;
 - `<param>_from` for every figure that was measured or modelled rather than typed: its provenance (source,
   detail, n, window, measured-at) as base64url-encoded JSON. The provenance also records the value it belongs to,
   so a value edited in the URL by hand is read as typed, never as measured.
@@ -48,6 +49,7 @@ PARAMS: tuple[Param, ...] = (
 )
 INTERACTION_PARAM = "interaction"
 CUSTOM_PARAM = "custom"
+TARGETS_PARAM = "targets"
 PROVENANCE_SUFFIX = "_from"
 
 
@@ -119,6 +121,11 @@ def query_dict(ws: Worksheet, builtin: set[str]) -> dict[str, str]:
     custom = format_custom(ws.targets_ms, ws.target_labels, builtin)
     if custom:
         params[CUSTOM_PARAM] = custom
+    preset = Worksheet().targets_ms
+    changed = [f"{k}:{format_value(t)}" for k, t in ws.targets_ms.items()
+               if k in builtin and k != ws.interaction and k in preset and t != preset[k]]
+    if changed:
+        params[TARGETS_PARAM] = "|".join(changed)
     return params
 
 
@@ -134,6 +141,14 @@ def worksheet_from_query(query: dict[str, str], base: Worksheet | None = None) -
     for key, label, target in parse_custom(query.get(CUSTOM_PARAM, "")):
         d["targets_ms"][key] = target
         d["target_labels"][key] = label
+    for part in query.get(TARGETS_PARAM, "").split("|"):
+        key, _, ms = part.partition(":")
+        try:
+            target = float(ms)
+        except ValueError:
+            continue
+        if key in d["targets_ms"] and math.isfinite(target) and target > 0:
+            d["targets_ms"][key] = target
     by_label = {label: key for key, label in d["target_labels"].items()}
     chosen = query.get(INTERACTION_PARAM)
     if chosen in by_label:

@@ -87,12 +87,12 @@ with inputs:
     if ss.get("interaction") not in options:
         ss.interaction = ss.ws_interaction if ss.ws_interaction in options else options[0]
     st.selectbox("Interaction type", options, format_func=lambda k: labels.get(k, k), key="interaction",
-                 on_change=_on_interaction, help="Each interaction type has its own p95 target.")
+                 persist_state="session", on_change=_on_interaction, help="Each interaction type has its own p95 target.")
     interaction = ss.interaction
     ss.ws_interaction = interaction
     if "target_ms" not in ss:
         ss.target_ms = ss.ws_targets[interaction]
-    target_ms = st.number_input("p95 TTFT target (ms)", min_value=0.0, step=50.0, format="%.0f", key="target_ms",
+    target_ms = st.number_input("p95 TTFT target (ms)", min_value=0.0, step=50.0, format="%.0f", key="target_ms", persist_state="session",
                                 help=HELP_OF["target_ms"])
     ss.ws_targets[interaction] = target_ms
 
@@ -101,7 +101,8 @@ with inputs:
         fig = Figure.from_dict(ss.ws_figures[field])
         if key not in ss:
             ss[key] = fig.value
-        value = st.number_input(label, key=key, help=HELP_OF[key], **kwargs)
+        # persist_state: Streamlit resumes the session on a reload, and the new page must be told the kept value
+        value = st.number_input(label, key=key, help=HELP_OF[key], persist_state="session", **kwargs)
         fig = fig.with_value(value)  # an edited value becomes a typed override
         ss.ws_figures[field] = fig.to_dict()
         st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {fig.describe(tz)}")

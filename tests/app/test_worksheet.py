@@ -232,3 +232,14 @@ def test_a_negative_budget_is_labelled_with_a_minus_sign(app):
     bar_text = json.loads(app.get("plotly_chart")[0].proto.spec)["data"][0]["text"]
     assert bar_text[-1] == "−115 ms" and bar_text[3] == "−555 ms" and bar_text[0] == "500 ms"
     assert app.metric[0].value == "−115 ms"
+
+
+def test_a_changed_builtin_target_travels_while_another_type_is_in_force(app):
+    app.run()
+    app.number_input(key="target_ms").set_value(800).run()  # chat
+    app.selectbox(key="interaction").set_value("agent").run()
+    query = dict(app.query_params)
+    assert query["targets"] == "chat:800" and query["interaction"] == "Agent-loop call"
+    fresh = _reload(query)
+    fresh.selectbox(key="interaction").set_value("chat").run()
+    assert fresh.number_input(key="target_ms").value == 800
