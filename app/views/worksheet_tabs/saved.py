@@ -74,7 +74,7 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
             ss.save_overwrite = False
             _notice(f"Opened “{opened.name}”.")
 
-        st.button("Open", key="open", on_click=_open)
+        st.button("Open worksheet", key="open", on_click=_open)
         copy_name = st.text_input("Duplicate as", key="dup_name", placeholder=f"{chosen} (copy)")
         if st.button("Duplicate", key="duplicate"):
             try:
