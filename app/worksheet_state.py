@@ -56,7 +56,9 @@ def put(ws: Worksheet) -> None:
     """Make `ws` this session's worksheet."""
     ss = st.session_state
     ss.ws_figures = {f: getattr(ws, f).to_dict() for f in FIELDS}
-    ss.ws_targets = dict(ws.targets_ms)
+    # built-in types first in their preset order, then the user's own (a saved worksheet's JSON comes back sorted)
+    order = [i.key for i in interactions() if i.key in ws.targets_ms] + [k for k in ws.targets_ms if k not in BUILTIN]
+    ss.ws_targets = {k: ws.targets_ms[k] for k in order}
     ss.ws_labels = dict(ws.target_labels)
     ss.ws_name = ws.name
     ss.ws_interaction = ws.interaction if ws.interaction in ws.targets_ms else next(iter(ws.targets_ms))

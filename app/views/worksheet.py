@@ -68,7 +68,8 @@ def _row(r: dict) -> dict:
     mx = r.get("max_prompt_tokens_p95")
     return {"Interaction type": r["interaction"], "Target": present.ms(r.get("target_ms")),
             "Prefill budget": present.ms(r.get("prefill_budget_ms")), "Prefill needed": present.ms(r.get("prefill_needed_ms")),
-            "Largest p95 prompt": "unlimited" if mx is not None and math.isinf(mx) else present.tokens(mx),
+            "Largest p95 prompt": ("no budget" if (r.get("prefill_budget_ms") or 0) <= 0 else
+                                   "unlimited" if mx is not None and math.isinf(mx) else present.tokens(mx)),
             "Verdict": _VERDICT.get(r["verdict"], r["verdict"])}
 
 
