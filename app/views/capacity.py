@@ -44,7 +44,7 @@ choices = {0: "Typed numbers"} | {u.id: f"{u.name} ({u.n_requests:,} requests)" 
 if st.session_state.get("cap_traffic") not in choices:  # first visit, or the kept choice was deleted
     st.session_state.pop("cap_traffic", None)
     st.session_state.cap_traffic = page_state.selected_log() if page_state.selected_log() in choices else 0
-traffic_id = st.selectbox("Token mix and traffic from", list(choices), format_func=choices.get, persist_state="session", key="cap_traffic",
+traffic_id = st.selectbox("Token mix and traffic from", list(choices), format_func=choices.get, persist_state="session", bind="query-params", key="cap_traffic",
                           help="Pick a request log uploaded on the Logs page, or type the numbers. Kept when you leave the page.")
 page_state.select_log(traffic_id)
 traffic = None

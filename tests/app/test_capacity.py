@@ -245,3 +245,22 @@ def test_no_snake_case_headers_or_missing_markers_on_the_page(app):
             continue  # the editable preset tables: an empty cell there is a preset without that figure
         text = df.value.to_string()
         assert "nan" not in text.split() and "None" not in text and "NaT" not in text
+
+
+def test_the_address_reproduces_the_traffic_source_and_typed_prices():
+    """The widgets are bound to the URL (the browser writes it, tests/e2e checks that); a link opens the same inputs."""
+    from streamlit.testing.v1 import AppTest
+
+    from planner.capacity import presets as P
+    from tests.app.conftest import ROUTER
+
+    upload_id = _seed_log("team.jsonl", [1_780_000_000_000 + i * 60_000 for i in range(30)])
+    price = P.serverless_prices()[0].key
+    fresh = AppTest.from_file(ROUTER, default_timeout=60)
+    fresh.query_params.update({"cap_traffic": "team.jsonl (30 requests)", f"cap_pin_{price}": "0.777", "cap_gpr": "4"})
+    fresh.switch_page("views/capacity.py").run()
+    assert not fresh.exception
+    assert fresh.selectbox(key="cap_traffic").value == upload_id
+    assert fresh.number_input(key=f"cap_pin_{price}").value == pytest.approx(0.777)
+    assert fresh.number_input(key="cap_gpr").value == 4
+    assert fresh.session_state["cost_inputs"]["input_usd_per_mtok"] == pytest.approx(0.777)

@@ -26,17 +26,17 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
     left, right = st.columns([2, 3], gap="large")
     gdef = P.gpu_defaults()
     with left:
-        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", key="cap_fit_model")
+        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_fit_model")
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
         c1, c2 = st.columns(2)
-        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), persist_state="session", key="cap_fit_wdtype")
-        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), persist_state="session", key="cap_fit_kvdtype")
-        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, persist_state="session", key="cap_fit_ctx")
-        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, persist_state="session", key="cap_fit_seqs")
-        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, persist_state="session", key="cap_fit_usable",
+        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_wdtype")
+        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_kvdtype")
+        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, persist_state="session", bind="query-params", key="cap_fit_ctx")
+        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, persist_state="session", bind="query-params", key="cap_fit_seqs")
+        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, persist_state="session", bind="query-params", key="cap_fit_usable",
                            help=gdef["usable_memory_source"])
-        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", key="cap_fit_gpu")
+        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_fit_gpu")
     with right:
         try:
             kw = dict(weight_dtype=f_wdtype, kv_dtype=f_kvdtype, context_tokens=int(ctx), concurrent_sequences=int(seqs), usable_fraction=usable)

@@ -43,20 +43,20 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
     slopes = _slopes(database_url())
     with left:
         modes = ["model"] + [f"measured: {s.endpoint}" for s in slopes] + ["typed slope"]
-        mode = st.radio("Prefill rate from", modes, persist_state="session", key="cap_pf_mode", horizontal=True,
+        mode = st.radio("Prefill rate from", modes, persist_state="session", bind="query-params", key="cap_pf_mode", horizontal=True,
                         help="A measured slope (probes at two or more prompt lengths, Probes page) is preferred over the model.")
         if len(modes) == 2:
             st.caption("No endpoint has probes at two prompt lengths yet: the FLOPs model (or a typed slope) stands in.")
-        pkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", key="cap_pf_model")
-        pgpu = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", key="cap_pf_gpu")
+        pkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_pf_model")
+        pgpu = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_pf_gpu")
         c1, c2 = st.columns(2)
-        pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], persist_state="session", key="cap_pf_dtype")
-        pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, persist_state="session", key="cap_pf_gpus")
-        mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, persist_state="session", key="cap_pf_mfu", help=gdef["mfu_source"])
+        pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype")
+        pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_pf_gpus")
+        mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, persist_state="session", bind="query-params", key="cap_pf_mfu", help=gdef["mfu_source"])
         prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, key="cap_pf_prompt")
         hit = st.number_input("Prefix-cache hit rate (0–1)", 0.0, 1.0,
                               float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value), key=f"cap_pf_hit_{traffic_id}")
-        slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, persist_state="session", key="cap_pf_slope") if mode == "typed slope" else 0.0
+        slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, persist_state="session", bind="query-params", key="cap_pf_slope") if mode == "typed slope" else 0.0
         st.caption(f"From your worksheet “{ws.name}” (edit it there to keep a change): p95 prompt, "
                    + ("cache-hit rate from the log, " if traffic is not None else "cache-hit rate, ")
                    + "the other segments and every interaction type's target. Other segments:")
