@@ -50,7 +50,7 @@ with right:
     if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
         ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
     picked = st.selectbox("…or a stored upload / sample", options, key="wi_source", format_func=lambda o: labels[o],
-                          index=None, placeholder="choose a log", persist_state="session")
+                          index=None, placeholder="choose a log", persist_state="session", bind="query-params")
     if picked and picked[0] == "stored":
         page_state.select_log(picked[1])
 source = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
@@ -64,12 +64,12 @@ c2, c3, c4 = st.columns([2, 1, 1])
 interaction = c2.selectbox("Target", list(targets), key="wi_interaction",
                            format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
                            help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.")
-growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth", persist_state="session",
+growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth", persist_state="session", bind="query-params",
                          help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).")
-only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", persist_state="session",
+only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", persist_state="session", bind="query-params",
                            help=f"Replay the calendar day ({tz}) with the most requests.")
 
-specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs", persist_state="session",
+specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs", persist_state="session", bind="query-params",
                           help="serverless: " + ", ".join(SERVERLESS_KEYS) + " · dedicated: " + ", ".join(DEDICATED_KEYS)
                           + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.")
 defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
@@ -85,7 +85,7 @@ if source is None:
 if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
     try:
         if source[0] == "stored":
-            frame, label = load_upload_frame(eng, source[1]), labels[source]
+            frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
         else:
             inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
             frame, label = read_logs(inputs, tz=tz).frame, ", ".join(f.name for f in files) if files else source[1]

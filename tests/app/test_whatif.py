@@ -122,3 +122,18 @@ def test_the_table_has_labels_not_internal_names(app):
     text = table.to_string()
     assert "nan" not in text.split() and "None" not in text
     assert all(v.endswith(" ms") for v in table["TTFT p95"])
+
+
+def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import ROUTER
+
+    store_log()
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.query_params.update({"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"})
+    at.switch_page("views/whatif.py").run()
+    assert not at.exception
+    assert at.number_input(key="wi_growth").value == 2
+    assert at.dataframe[0].value["Candidate"].tolist() == ["sls", "slow"]
+    assert any("960 requests from team.jsonl" in c.value for c in at.caption)  # 480 × growth 2
