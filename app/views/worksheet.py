@@ -148,7 +148,7 @@ with results:
         m2.metric("Prefill needed", present.ms(result.prefill_needed_ms),
                   help="For the uncached part of the p95 prompt: p95 prompt × (1 − cache-hit rate) ÷ prefill rate.")
         mx = result.max_prompt_tokens_p95
-        m3.metric("Largest p95 prompt", "unlimited" if math.isinf(mx) else present.tokens(mx),
+        m3.metric("Largest p95 prompt", "no budget" if result.prefill_budget_ms <= 0 else "unlimited" if math.isinf(mx) else present.tokens(mx),
                   help="The longest p95 prompt (cached and uncached tokens) whose uncached part fits the prefill budget.")
         st.plotly_chart(waterfall_figure(result, ss.ws_labels.get(interaction, interaction)), key="waterfall")
         if not problem:
