@@ -11,12 +11,15 @@ from app import present
 from app.charts import SEMANTIC
 from planner.budget import SEGMENTS, BudgetResult
 
-__all__ = ["comparison_figure", "waterfall_figure"]
+__all__ = ["SHORT_SEGMENTS", "comparison_figure", "waterfall_figure"]
+
+SHORT_SEGMENTS = {"queue_ms": "Queueing", "cold_ms": "Cold start", "network_ms": "Network"}
 
 
 def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
     """Target → minus each non-prefill segment → the prefill budget that remains (ms)."""
-    names = [f"Target ({interaction_label})", *SEGMENTS.values(), "Prefill budget"]
+    # short category names on one line each (long ones were rotated into each other); the interaction type is in the title
+    names = ["Target", *SHORT_SEGMENTS.values(), "Prefill budget"]
     values = [r.target_ms, -r.queue_ms, -r.cold_ms, -r.network_ms, r.prefill_budget_ms]
     fig = go.Figure(
         go.Waterfall(
@@ -41,7 +44,8 @@ def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
                         name=f"Prefill needed for the p95 prompt: {present.ms(r.prefill_needed_ms)}",
                         hovertemplate=f"prefill needed: {present.ms(r.prefill_needed_ms)}<extra></extra>")
     fig.update_layout(
-        title="p95 TTFT budget: target minus queueing, cold start and network",
+        title=f"p95 TTFT budget: {interaction_label}",
+        xaxis={"tickangle": 0},
         yaxis_title="ms",
         showlegend=not math.isnan(r.prefill_needed_ms),
         legend={"orientation": "h", "y": -0.18, "x": 0},

@@ -66,9 +66,9 @@ _VERDICT = {"ok": "fits", "warn": "prompt too long", "error": "over budget"}
 def _row(r: dict) -> dict:
     """One per-interaction row as the page shows it: labelled columns, formatted numbers with units."""
     mx = r.get("max_prompt_tokens_p95")
-    return {"Interaction type": r["interaction"], "Target": present.ms(r.get("target_ms")),
-            "Prefill budget": present.ms(r.get("prefill_budget_ms")), "Prefill needed": present.ms(r.get("prefill_needed_ms")),
-            "Largest p95 prompt": ("no budget" if (r.get("prefill_budget_ms") or 0) <= 0 else
+    return {"Interaction": r["interaction"], "Target": present.ms(r.get("target_ms")),
+            "Prefill budget": present.ms(r.get("prefill_budget_ms")), "Needed": present.ms(r.get("prefill_needed_ms")),
+            "Max p95 prompt": ("no budget" if (r.get("prefill_budget_ms") or 0) <= 0 else
                                    "unlimited" if mx is not None and math.isinf(mx) else present.tokens(mx)),
             "Verdict": _VERDICT.get(r["verdict"], r["verdict"])}
 
@@ -143,7 +143,7 @@ with results:
     if result is not None:
         level, sentence = verdict_text(result)
         {"ok": st.success, "warn": st.warning, "error": st.error}[level](sentence)
-        m1, m2, m3 = st.columns(3)
+        m1, m2, m3 = st.columns([1, 1, 2])  # the token count needs the room ("15,840 tokens")
         m1.metric("Prefill budget", present.ms(result.prefill_budget_ms))
         m2.metric("Prefill needed", present.ms(result.prefill_needed_ms),
                   help="For the uncached part of the p95 prompt: p95 prompt × (1 − cache-hit rate) ÷ prefill rate.")

@@ -243,3 +243,17 @@ def test_a_changed_builtin_target_travels_while_another_type_is_in_force(app):
     fresh = _reload(query)
     fresh.selectbox(key="interaction").set_value("chat").run()
     assert fresh.number_input(key="target_ms").value == 800
+
+
+def test_the_per_type_table_reads_in_words_and_units(app):
+    app.run()
+    app.text_input(key="new_interaction_label").set_value("Review bot").run()
+    app.number_input(key="new_interaction_target").set_value(3000).run()
+    app.button(key="add_interaction").click().run()
+    table = app.dataframe[0].value
+    rows = table.set_index("Interaction").to_dict(orient="index")
+    # 4,000 tokens × (1 − 0.5) at 12,000 tokens/s = 167 ms; inline: 200 − 60 − 0 − 80 = 60 ms
+    assert rows["Review bot"] == {"Target": "3,000 ms", "Prefill budget": "2,860 ms", "Needed": "167 ms",
+                                  "Max p95 prompt": "68,640 tokens", "Verdict": "fits"}
+    assert rows["Inline completion"]["Verdict"] == "prompt too long"
+    assert "nan" not in table.to_string() and "None" not in table.to_string()

@@ -53,7 +53,7 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
         pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype")
         pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_pf_gpus")
         mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, persist_state="session", bind="query-params", key="cap_pf_mfu", help=gdef["mfu_source"])
-        prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, key="cap_pf_prompt")
+        prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, format="%.0f", key="cap_pf_prompt")
         hit = st.number_input("Prefix-cache hit rate (0–1)", 0.0, 1.0,
                               float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value), key=f"cap_pf_hit_{traffic_id}")
         slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, persist_state="session", bind="query-params", key="cap_pf_slope") if mode == "typed slope" else 0.0
