@@ -24,6 +24,7 @@ from planner.worksheet_url import query_dict, worksheet_from_query
 __all__ = ["BUILTIN", "FIELDS", "current", "ensure", "get", "interaction_types", "offer", "put", "sync_url", "take"]
 
 _KEY = "worksheet_figures"  # figures offered by other pages, not yet applied
+_URL = "_ws_url_written"  # the query the Worksheet page last wrote
 
 # Worksheet fields a page may fill, with the unit each expects.
 FIELDS = {
@@ -64,11 +65,18 @@ def put(ws: Worksheet) -> None:
     ss.ws_interaction = ws.interaction if ws.interaction in ws.targets_ms else next(iter(ws.targets_ms))
 
 
-def ensure(query: Mapping[str, str] | None = None) -> Worksheet:
-    """This session's worksheet, seeded from `query` (the URL's parameters) the first time."""
-    if "ws_figures" not in st.session_state:
-        put(worksheet_from_query(dict(query or {})))
-    return get()
+def ensure(query: Mapping[str, str] | None = None) -> bool:
+    """Seed this session's worksheet from `query` (the URL's parameters) when the session has none yet, or when the
+    URL is not the one the page last wrote (a link pasted into the tab, back/forward). True when it was (re)seeded.
+
+    An empty query (arriving from another page, or a hand-off) keeps the session's worksheet.
+    """
+    query = dict(query or {})
+    ss = st.session_state
+    if "ws_figures" not in ss or (query and query != ss.get(_URL)):
+        put(worksheet_from_query(query))
+        return True
+    return False
 
 
 def current() -> Worksheet | None:
@@ -105,4 +113,6 @@ def interaction_types(ws: Worksheet | None = None) -> list[Interaction]:
 
 def sync_url(ws: Worksheet | None = None) -> None:
     """Write the worksheet (inputs and provenance) into the address bar."""
-    st.query_params.from_dict(query_dict(ws or get(), set(BUILTIN)))
+    query = query_dict(ws or get(), set(BUILTIN))
+    st.session_state[_URL] = query
+    st.query_params.from_dict(query)

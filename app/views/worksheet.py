@@ -19,7 +19,6 @@ HELP_OF = {p.key: p.help for p in PARAMS}
 
 # ---- this session's worksheet: seeded from the URL once, then kept in session state across pages
 ss = st.session_state
-worksheet_state.ensure(st.query_params.to_dict())
 
 
 def _seed_widgets(ws: Worksheet) -> None:
@@ -28,6 +27,10 @@ def _seed_widgets(ws: Worksheet) -> None:
     ss.target_ms = ws.target_ms
     for field in worksheet_state.FIELDS:
         ss[KEY_OF[field]] = getattr(ws, field).value
+
+
+if worksheet_state.ensure(st.query_params.to_dict()):
+    _seed_widgets(worksheet_state.get())
 
 
 def _apply(ws: Worksheet) -> None:

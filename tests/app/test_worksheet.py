@@ -257,3 +257,18 @@ def test_the_per_type_table_reads_in_words_and_units(app):
                                   "Max p95 prompt": "68,640 tokens", "Verdict": "fits"}
     assert rows["Inline completion"]["Verdict"] == "prompt too long"
     assert "nan" not in table.to_string() and "None" not in table.to_string()
+
+
+def test_a_different_link_in_the_same_session_replaces_the_inputs_and_an_empty_one_keeps_them(app):
+    app.run()
+    app.number_input(key="queue_ms").set_value(120).run()
+    app.switch_page("views/whatif.py").run()
+    app.switch_page("views/worksheet.py").run()  # arriving without parameters: the session's worksheet stays
+    assert app.number_input(key="queue_ms").value == 120
+    assert app.query_params["queue_ms"] == "120"
+    # a different link opened in the same tab (a pasted link, back/forward): its inputs replace the session's
+    app.query_params.clear()
+    app.query_params.update({"queue_ms": "35", "target_ms": "250", "interaction": "Inline completion"})
+    app.run()
+    assert app.number_input(key="queue_ms").value == 35 and app.number_input(key="target_ms").value == 250
+    assert app.selectbox(key="interaction").value == "inline"
