@@ -27,9 +27,19 @@ def type_number(page: Page, label: str, value: float) -> None:
 
 
 def pick(page: Page, select_label: str, option: str) -> None:
-    page.locator("[data-testid='stSelectbox']").filter(has_text=select_label).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
     wait_for_app(page)
+    box = page.get_by_role("combobox", name=select_label, exact=True)
+    for _ in range(3):  # a rerun that lands while the list opens closes it again: open it once more
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
+            break
+        except Exception:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError(f"could not pick {option!r} in {select_label!r}")
+    wait_for_app(page)
+    expect(box).to_have_value(option, timeout=15_000)
 
 
 def number_value(page: Page, label: str) -> float:
