@@ -25,12 +25,13 @@ def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
         go.Waterfall(
             x=names,
             y=values,
-            measure=["absolute", "relative", "relative", "relative", "total"],
+            # the target rises from 0 as a neutral bar; only the budget (the total) turns red when it is negative
+            measure=["relative", "relative", "relative", "relative", "total"],
             # signed labels: a segment takes its ms away, and a negative budget reads "−115 ms", never "115 ms"
             text=[present.ms(v) for v in values],
             textposition="outside",
             decreasing={"marker": {"color": SEMANTIC["warn"]}},
-            increasing={"marker": {"color": SEMANTIC["ok"]}},
+            increasing={"marker": {"color": "#4C78A8"}},
             totals={"marker": {"color": SEMANTIC["ok"] if r.prefill_budget_ms >= 0 else SEMANTIC["error"]}},
             connector={"line": {"width": 1, "dash": "dot"}},
             hovertemplate="%{x}: %{y:,.0f} ms<extra></extra>",
