@@ -1,20 +1,30 @@
-"""Hand-off of measured figures from any page to the worksheet (value + provenance).
+"""The worksheet's state in this browser session, behind small accessors (one typed state for every page).
 
-A page calls `offer(field, figure)` (e.g. the Regions page offers `network_ms`)
-and then `st.switch_page` to the worksheet; the worksheet view calls `take()`
-on its next run and applies the figures, showing their provenance.
+The worksheet (figures with provenance, interaction types and targets, name) lives in session state under the
+`ws_*` keys, never in widget keys (Streamlit drops a widget's value when its page is not drawn), so it survives
+leaving the page. It is seeded once per session from the URL (`ensure`), and the Worksheet page writes it back to
+the address bar after every run (`sync_url`), provenance included (planner/worksheet_url.py is the contract): a
+reload, a bookmark or a shared link reproduces the same inputs and where each came from.
+
+Other pages read it with `get()` (the Prefill tab, What-if) or `current()` (None until the Worksheet page ran), and
+hand figures over with `offer(field, figure)` + `st.switch_page`; the Worksheet page applies them with `take()`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import streamlit as st
 
 from planner.budget import Worksheet
+from planner.presets import Interaction, interactions
 from planner.provenance import Figure
+from planner.worksheet_url import query_dict, worksheet_from_query
 
-__all__ = ["FIELDS", "current", "offer", "take"]
+__all__ = ["BUILTIN", "FIELDS", "current", "ensure", "get", "interaction_types", "offer", "put", "sync_url", "take"]
 
-_KEY = "worksheet_figures"
+_KEY = "worksheet_figures"  # figures offered by other pages, not yet applied
+_URL = "_ws_url_written"  # the query the Worksheet page last wrote
 
 # Worksheet fields a page may fill, with the unit each expects.
 FIELDS = {
@@ -25,6 +35,7 @@ FIELDS = {
     "prompt_tokens_p95": "tokens",
     "cache_hit_fraction": "fraction",
 }
+BUILTIN = frozenset(i.key for i in interactions())
 
 
 def offer(field: str, figure: Figure) -> None:
@@ -42,15 +53,66 @@ def take() -> dict[str, Figure]:
     return {field: Figure.from_dict(d) for field, d in pending.items()}
 
 
-def current() -> Worksheet | None:
-    """The Worksheet page's inputs in this session (figures with provenance), or None until that page has run.
+def put(ws: Worksheet) -> None:
+    """Make `ws` this session's worksheet."""
+    ss = st.session_state
+    ss.ws_figures = {f: getattr(ws, f).to_dict() for f in FIELDS}
+    # built-in types first in their preset order, then the user's own (a saved worksheet's JSON comes back sorted)
+    order = [i.key for i in interactions() if i.key in ws.targets_ms] + [k for k in ws.targets_ms if k not in BUILTIN]
+    ss.ws_targets = {k: ws.targets_ms[k] for k in order}
+    ss.ws_labels = dict(ws.target_labels)
+    ss.ws_name = ws.name
+    ss.ws_interaction = ws.interaction if ws.interaction in ws.targets_ms else next(iter(ws.targets_ms))
 
-    The worksheet view keeps them in session state as ws_figures / ws_targets / ws_labels / ws_name.
+
+def ensure(query: Mapping[str, str] | None = None) -> bool:
+    """Seed this session's worksheet from `query` (the URL's parameters) when the session has none yet, or when the
+    URL is not the one the page last wrote (a link pasted into the tab, back/forward). True when it was (re)seeded.
+
+    An empty query (arriving from another page, or a hand-off) keeps the session's worksheet.
     """
+    query = dict(query or {})
+    ss = st.session_state
+    if "ws_figures" not in ss or (query and query != ss.get(_URL)):
+        put(worksheet_from_query(query))
+        return True
+    return False
+
+
+def current() -> Worksheet | None:
+    """The worksheet of this session, or None until the Worksheet page has run (or a test seeded `ws_figures`)."""
+    if "ws_figures" not in st.session_state:
+        return None
+    return get()
+
+
+def get() -> Worksheet:
+    """This session's worksheet (figures with provenance), the defaults until one was set."""
     ss = st.session_state
     if "ws_figures" not in ss:
-        return None
-    figures = {field: Figure.from_dict(d) for field, d in ss.ws_figures.items()}
-    interaction = ss.get("interaction") if ss.get("interaction") in ss.ws_targets else next(iter(ss.ws_targets))
-    return Worksheet(name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=dict(ss.ws_targets),
-                     target_labels=dict(ss.ws_labels), **figures)
+        return Worksheet()
+    base = Worksheet()
+    figures = {f: Figure.from_dict(ss.ws_figures[f]) if f in ss.ws_figures else getattr(base, f) for f in FIELDS}
+    targets = dict(ss.get("ws_targets") or base.targets_ms)
+    labels = {**base.target_labels, **dict(ss.get("ws_labels") or {})}
+    interaction = ss.get("ws_interaction")
+    if interaction not in targets:
+        # older sessions (and tests) keep the choice under the widget key only
+        interaction = ss.get("interaction") if ss.get("interaction") in targets else next(iter(targets))
+    return Worksheet(name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=targets,
+                     target_labels=labels, **figures)
+
+
+def interaction_types(ws: Worksheet | None = None) -> list[Interaction]:
+    """The worksheet's interaction types with *its* targets (custom ones included), in the worksheet's order."""
+    ws = ws or get()
+    helps = {i.key: i.help for i in interactions()}
+    return [Interaction(key=k, label=ws.target_labels.get(k, k), target_p95_ms=float(t), help=helps.get(k, ""))
+            for k, t in ws.targets_ms.items()]
+
+
+def sync_url(ws: Worksheet | None = None) -> None:
+    """Write the worksheet (inputs and provenance) into the address bar."""
+    query = query_dict(ws or get(), set(BUILTIN))
+    st.session_state[_URL] = query
+    st.query_params.from_dict(query)

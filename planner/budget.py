@@ -127,6 +127,16 @@ class BudgetResult:
     prefill_needed_ms: float
     max_prompt_tokens_p95: float  # math.inf when every token is cached
     prompt_fits: bool
+    cache_hit_fraction: float = 0.0
+
+    @property
+    def max_uncached_prompt_tokens(self) -> float:
+        """The largest uncached part of the p95 prompt that fits the budget: budget_s × prefill rate."""
+        if math.isnan(self.max_prompt_tokens_p95) or self.max_prompt_tokens_p95 <= 0:
+            return self.max_prompt_tokens_p95
+        if self.cache_hit_fraction >= 1.0:
+            return math.inf
+        return self.max_prompt_tokens_p95 * (1.0 - self.cache_hit_fraction)
 
     @property
     def budget_negative(self) -> bool:
@@ -190,7 +200,8 @@ def compute(
     else:
         max_tokens = budget_ms / 1000.0 * prefill_tokens_per_s / (1.0 - cache_hit_fraction)
     fits = budget_ms >= 0 and needed_ms <= budget_ms
-    return BudgetResult(target_ms, queue_ms, cold_ms, network_ms, budget_ms, culprit, uncached, needed_ms, max_tokens, fits)
+    return BudgetResult(target_ms, queue_ms, cold_ms, network_ms, budget_ms, culprit, uncached, needed_ms, max_tokens, fits,
+                        cache_hit_fraction)
 
 
 def compute_worksheet(ws: Worksheet) -> BudgetResult:
@@ -225,10 +236,15 @@ def verdict_text(r: BudgetResult) -> tuple[str, str]:
             f"{r.prefill_budget_ms:,.0f} ms remain for prefill; the p95 prompt needs {r.prefill_needed_ms:,.0f} ms "
             f"({r.prefill_headroom_ms:,.0f} ms headroom).",
         )
+    if r.cache_hit_fraction > 0:
+        shrink = (f"Shrink the uncached part of the p95 prompt to {r.max_uncached_prompt_tokens:,.0f} tokens "
+                  f"(a {r.max_prompt_tokens_p95:,.0f}-token p95 prompt at a {r.cache_hit_fraction:.0%} cache-hit rate)")
+    else:
+        shrink = f"Shrink the p95 prompt to {r.max_prompt_tokens_p95:,.0f} tokens (none of it is cached)"
     return (
         "warn",
-        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, but the p95 prompt needs {r.prefill_needed_ms:,.0f} ms. "
-        f"Shrink the uncached prompt to {r.max_prompt_tokens_p95:,.0f} tokens, raise the cache-hit rate, or buy a faster prefill.",
+        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, but the p95 prompt's {r.uncached_prompt_tokens:,.0f} uncached "
+        f"tokens need {r.prefill_needed_ms:,.0f} ms. {shrink}, raise the cache-hit rate, or buy a faster prefill.",
     )
 
 

@@ -62,7 +62,10 @@ class Figure:
         return self.source not in (Source.TYPED, Source.PRESET)
 
     def describe(self, tz: str = "UTC") -> str:
-        """One-line provenance, e.g. 'probe · sim-local · n=240 · 2026-11-30 14:02 UTC' (the date in zone `tz`)."""
+        """One-line provenance, e.g. 'probe · sim-local · n=240 · 2026-11-30 15:02 Europe/Berlin'.
+
+        tz: the IANA zone the measured-at time is shown in (the viewer's on the dashboard), named after it.
+        """
         if self.source == Source.TYPED:
             return "entered by hand"
         parts = [str(self.source)]

@@ -60,6 +60,7 @@ def hybrid_figure(hourly: pd.DataFrame, base_replicas: int) -> go.Figure:
                 hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>serverless</extra>")
     fig.update_layout(barmode="stack", title="Hybrid: dedicated base + serverless overflow per hour of day",
                       xaxis_title="hour of day", yaxis_title="M tokens per hour", height=400,
+                      yaxis={"rangemode": "nonnegative"}, xaxis={"dtick": 3},
                       legend={"orientation": "h", "y": -0.25}, margin={"b": 100})
     return fig
 
@@ -89,13 +90,16 @@ def gpu_fit_figure(table: pd.DataFrame) -> go.Figure:
 def prefill_figure(curve: pd.DataFrame, budgets: pd.DataFrame) -> go.Figure:
     """Modelled prefill time vs prompt length, with each interaction type's prefill budget as a line."""
     fig = go.Figure()
-    fig.add_scatter(x=curve["prompt_tokens"], y=curve["prefill_ms"], mode="lines", name="prefill time",
+    fig.add_scatter(x=curve["prompt_tokens"], y=curve["prefill_ms"], mode="lines", name="modelled prefill time",
                     hovertemplate="%{x:,.0f} tokens → %{y:,.0f} ms<extra></extra>")
+    x_max = float(curve["prompt_tokens"].max()) if len(curve) else 1.0
     for _, row in budgets.iterrows():
-        if row["prefill_budget_ms"] > 0:
-            fig.add_hline(y=row["prefill_budget_ms"], line_dash="dot", annotation_text=f"{row['interaction']}: {row['prefill_budget_ms']:,.0f} ms",
-                          annotation_position="top left")
-    fig.update_layout(title="Prefill time vs p95 prompt length", xaxis_title="prompt tokens", yaxis_title="ms", height=400, showlegend=False)
+        if row["prefill_budget_ms"] > 0:  # one dotted line per budget, named in the legend (labels on the lines collide)
+            fig.add_scatter(x=[0, x_max], y=[row["prefill_budget_ms"]] * 2, mode="lines", line={"dash": "dot"},
+                            name=f"{row['interaction']} budget: {row['prefill_budget_ms']:,.0f} ms",
+                            hovertemplate=f"{row['interaction']}: {row['prefill_budget_ms']:,.0f} ms<extra></extra>")
+    fig.update_layout(title="Prefill time vs p95 prompt length", xaxis_title="prompt tokens", yaxis_title="ms", height=440,
+                      legend={"orientation": "h", "y": -0.25}, margin={"b": 110}, yaxis={"rangemode": "nonnegative"})
     return fig
 
 

@@ -81,16 +81,43 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
                    showlegend=False)
 
 
-def table_style(table: pd.DataFrame):
-    """Styler: the cheapest candidate meeting the target in bold green; candidates that cannot keep up muted."""
+def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
+    """Comparison.table() as the user reads it: labelled columns, numbers with units, yes/no instead of flags."""
+    from app import present
+
+    share_col = next((c for c in table.columns if c.startswith("share_within_")), None)
+    rows = []
+    for r in table.to_dict(orient="records"):
+        rows.append({
+            "Candidate": r["candidate"],
+            "Kind": r["kind"],
+            "TTFT p50": present.ms(r["p50_ms"]),
+            "TTFT p95": present.ms(r["p95_ms"]),
+            "TTFT p99": present.ms(r["p99_ms"]),
+            "Worst hourly p95": present.ms(r["worst_hour_p95_ms"]),
+            f"Requests within the {target_label} target": present.pct(r[share_col]) if share_col else present.MISSING,
+            "Meets the target": "yes" if r["meets_target"] else "no",
+            "GPU-hours": present.MISSING if present.is_missing(r["gpu_hours"]) else f"{r['gpu_hours']:,.1f}",
+            "Cost of the period": present.usd(r["cost_usd"]),
+            "Cost per day": present.usd(r["usd_per_day"]),
+            "Cheapest meeting the target": "★" if r["cheapest"] else "",
+            "Note": r["note"] or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def table_style(table: pd.DataFrame, target_label: str = "chosen"):
+    """Styler over the labelled table: the cheapest candidate meeting the target in bold green; candidates that
+    cannot keep up muted."""
+    shown = _display_table(table, target_label)
+    cheapest = table["cheapest"].tolist()
+    missing = table["p95_ms"].isna().tolist()
+
     def row(r: pd.Series) -> list[str]:
-        if r["cheapest"]:
+        if cheapest[r.name]:
             return [f"background-color: #e6f4ea; color: {SEMANTIC['ok']}; font-weight: bold"] * len(r)
-        if pd.isna(r["p95_ms"]):
+        if missing[r.name]:
             return [f"color: {SEMANTIC['muted']}"] * len(r)
         return [""] * len(r)
 
-    money = {"cost_usd": "${:,.2f}", "usd_per_day": "${:,.2f}", "gpu_hours": "{:,.1f}"}
-    ms = {c: "{:,.0f}" for c in ("p50_ms", "p95_ms", "p99_ms", "worst_hour_p95_ms")}
-    share = {c: "{:.1%}" for c in table.columns if c.startswith("share_within_")}
-    return table.style.apply(row, axis=1).format({**money, **ms, **share}, na_rep="—")
+    return shown.style.apply(row, axis=1)

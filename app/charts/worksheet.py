@@ -7,44 +7,51 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from app import present
 from app.charts import SEMANTIC
 from planner.budget import SEGMENTS, BudgetResult
 
-__all__ = ["comparison_figure", "waterfall_figure"]
+__all__ = ["SHORT_SEGMENTS", "comparison_figure", "waterfall_figure"]
+
+SHORT_SEGMENTS = {"queue_ms": "Queueing", "cold_ms": "Cold start", "network_ms": "Network"}
 
 
 def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
     """Target → minus each non-prefill segment → the prefill budget that remains (ms)."""
-    names = [f"Target ({interaction_label})", *SEGMENTS.values(), "Prefill budget"]
+    # short category names on one line each (long ones were rotated into each other); the interaction type is in the title
+    names = ["Target", *SHORT_SEGMENTS.values(), "Prefill budget"]
     values = [r.target_ms, -r.queue_ms, -r.cold_ms, -r.network_ms, r.prefill_budget_ms]
     fig = go.Figure(
         go.Waterfall(
             x=names,
             y=values,
-            measure=["absolute", "relative", "relative", "relative", "total"],
-            text=[f"{abs(v):,.0f} ms" for v in values],
+            # the target rises from 0 as a neutral bar; only the budget (the total) turns red when it is negative
+            measure=["relative", "relative", "relative", "relative", "total"],
+            # signed labels: a segment takes its ms away, and a negative budget reads "−115 ms", never "115 ms"
+            text=[present.ms(v) for v in values],
             textposition="outside",
             decreasing={"marker": {"color": SEMANTIC["warn"]}},
-            increasing={"marker": {"color": SEMANTIC["ok"]}},
+            increasing={"marker": {"color": "#4C78A8"}},
             totals={"marker": {"color": SEMANTIC["ok"] if r.prefill_budget_ms >= 0 else SEMANTIC["error"]}},
             connector={"line": {"width": 1, "dash": "dot"}},
             hovertemplate="%{x}: %{y:,.0f} ms<extra></extra>",
+            showlegend=False,
         )
     )
-    if not math.isnan(r.prefill_needed_ms):
-        fig.add_hline(
-            y=r.prefill_needed_ms,
-            line_dash="dash",
-            annotation_text=f"prefill needed for the p95 prompt: {r.prefill_needed_ms:,.0f} ms",
-            annotation_position="top left",
-        )
     fig.add_hline(y=0, line_width=1)
+    if not math.isnan(r.prefill_needed_ms):
+        # A dashed line across the bars, named in the legend below the chart rather than written over the bars.
+        fig.add_scatter(x=[names[0], names[-1]], y=[r.prefill_needed_ms] * 2, mode="lines", line={"dash": "dash", "color": "#555"},
+                        name=f"Prefill needed for the p95 prompt: {present.ms(r.prefill_needed_ms)}",
+                        hovertemplate=f"prefill needed: {present.ms(r.prefill_needed_ms)}<extra></extra>")
     fig.update_layout(
-        title="p95 TTFT budget: target minus queueing, cold start and network",
+        title=f"p95 TTFT budget: {interaction_label}",
+        xaxis={"tickangle": 0},
         yaxis_title="ms",
-        showlegend=False,
-        margin={"t": 60, "b": 40},
-        height=420,
+        showlegend=not math.isnan(r.prefill_needed_ms),
+        legend={"orientation": "h", "y": -0.18, "x": 0},
+        margin={"t": 60, "b": 80},
+        height=440,
     )
     return fig
 

@@ -8,6 +8,7 @@ Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import page_state, present, viewer
 from app.cache import try_engine
 from app.views.capacity_tabs import cost, gpufit, prefill, warmpool, weights
 from planner.capacity.errors import CapacityError
@@ -41,15 +42,21 @@ if engine is not None:
     except SQLAlchemyError as exc:  # the store opened but the logs table is unreadable: typed numbers still work
         db_error = str(exc)
 choices = {0: "Typed numbers"} | {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
-traffic_id = st.selectbox("Token mix and traffic from", list(choices), format_func=choices.get, key="cap_traffic",
-                          help="Pick a request log uploaded on the Logs page, or type the numbers.")
+if st.session_state.get("cap_traffic") not in choices:  # first visit, or the kept choice was deleted
+    st.session_state.pop("cap_traffic", None)
+    st.session_state.cap_traffic = page_state.selected_log() if page_state.selected_log() in choices else 0
+traffic_id = st.selectbox("Token mix and traffic from", list(choices), format_func=choices.get, persist_state="session", bind="query-params", key="cap_traffic",
+                          help="Pick a request log uploaded on the Logs page, or type the numbers. Kept when you leave the page.")
+page_state.select_log(traffic_id)
 traffic = None
 if traffic_id:
-    tz = st.context.timezone or "UTC"
+    tz = viewer.time_zone()
     try:
         traffic = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz)
-        st.caption(f"From the log: {traffic.n_requests:,} requests, {traffic.mix.cache_hit_fraction:.1%} of prompt tokens cached, "
-                   f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, peak hour {traffic.peak_arrivals_per_hour:,.0f} requests/h ({tz}).")
+        st.caption(f"From the log: {present.count(traffic.n_requests)} requests over {present.count(traffic.covered_hours)} clock hours, "
+                   f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
+                   f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
+                   f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar).")
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")
 elif not uploads:

@@ -4,11 +4,11 @@ import json
 
 import streamlit as st
 
+from app import page_state, viewer, worksheet_state
 from app.cache import engine
 from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
-from planner.presets import interactions
 from planner.provenance import Figure
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
 from planner.untrusted import md_text
@@ -16,12 +16,19 @@ from planner.whatif.deployment import DEDICATED_KEYS, SERVERLESS_KEYS, SpecError
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
 
-TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles",
-              "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
 DEFAULT_SPECS = (
     "serverless:name=serverless 4×8,window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3\n"
     "dedicated:name=dedicated 1×8,replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40"
 )
+
+_RATE_LABELS = {"prefill_tokens_per_s": "prefill", "decode_tokens_per_s": "decode", "rtt_ms": "network RTT", "cold_start_s": "cold start"}
+
+
+def _fmt(f: Figure) -> str:
+    """A figure's value with its unit, never in scientific notation: '12,000 tokens/s', '40 ms', '22.8 s'."""
+    digits = 0 if abs(f.value) >= 100 or float(f.value).is_integer() else 2
+    return f"{f.value:,.{digits}f} {f.unit}"
+
 
 st.title("What-if")
 st.caption(
@@ -41,26 +48,35 @@ with right:
     options = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
     labels = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
     labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
+    if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
+        ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
     picked = st.selectbox("…or a stored upload / sample", options, key="wi_source", format_func=lambda o: labels[o],
-                          index=None, placeholder="choose a log")
+                          index=None, placeholder="choose a log", persist_state="session", bind="query-params")
+    if picked and picked[0] == "stored":
+        page_state.select_log(picked[1])
 source = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
 
-c1, c2, c3, c4 = st.columns(4)
-tz = c1.selectbox("Time zone (hours of day)", TIME_ZONES, key="wi_tz")
-interaction = c2.selectbox("Target", [i.key for i in interactions()], index=1, key="wi_interaction",
-                           format_func=lambda k: next(f"{i.label} · p95 ≤ {i.target_p95_ms:,.0f} ms" for i in interactions() if i.key == k))
-growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth",
+tz = viewer.time_zone()  # hours of day in the one viewer zone, chosen in the sidebar
+worksheet = worksheet_state.get()
+targets = {i.key: i for i in worksheet_state.interaction_types(worksheet)}
+if ss.get("wi_interaction") not in targets:
+    ss.wi_interaction = worksheet.interaction
+c2, c3, c4 = st.columns([2, 1, 1])
+interaction = c2.selectbox("Target", list(targets), key="wi_interaction",
+                           format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
+                           help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.")
+growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth", persist_state="session", bind="query-params",
                          help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).")
-only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", help="Replay the calendar day with the most requests.")
+only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", persist_state="session", bind="query-params",
+                           help=f"Replay the calendar day ({tz}) with the most requests.")
 
-specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs",
+specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs", persist_state="session", bind="query-params",
                           help="serverless: " + ", ".join(SERVERLESS_KEYS) + " · dedicated: " + ", ".join(DEDICATED_KEYS)
                           + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.")
-ws_figures = {k: Figure.from_dict(v) for k, v in (ss.get("ws_figures") or {}).items()}
-defaults = defaults_from_worksheet(ws_figures)
+defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
 if defaults:
-    st.caption("Keys a candidate leaves out come from the worksheet: "
-               + " · ".join(f"{k} = {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in defaults.items()))
+    st.caption(f"Keys a candidate leaves out come from your worksheet “{worksheet.name}”: "
+               + " · ".join(f"{k} = {_fmt(f)} ({f.describe(tz)})" for k, f in defaults.items()))
 
 if source is None:
     st.info("Upload a request log, or pick a stored upload (Logs page) or a sample, to start.")
@@ -70,7 +86,7 @@ if source is None:
 if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
     try:
         if source[0] == "stored":
-            frame, label = load_upload_frame(eng, source[1]), labels[source]
+            frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
         else:
             inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
             frame, label = read_logs(inputs, tz=tz).frame, ", ".join(f.name for f in files) if files else source[1]
@@ -105,7 +121,7 @@ except TraceError as exc:
     st.error(str(exc))
     st.stop()
 with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidates…"):
-    result = compare(trace, deployments, interaction=interaction, tz=tz)
+    result = compare(trace, deployments, interaction=targets[interaction], tz=tz)
 
 # ---- results
 target = result.interaction
@@ -122,7 +138,7 @@ for c in result.candidates:
     if not c.ok:
         st.error(f"**{md_text(c.name)}** {md_text(c.message)}", icon=":material/block:")
 table = result.table()
-st.dataframe(table_style(table), hide_index=True, key="wi_table")
+st.dataframe(table_style(table, target.label), hide_index=True, key="wi_table")
 g1, g2 = st.columns(2)
 g1.plotly_chart(hourly_p95_figure(result.hourly_frame(), target.target_p95_ms, tz), key="wi_hourly")
 g2.plotly_chart(segments_figure(result.segments_frame()), key="wi_segments")
@@ -130,6 +146,6 @@ st.plotly_chart(cost_vs_p95_figure(table, target.target_p95_ms), key="wi_cost")
 with st.expander("Where each candidate's rates come from", icon=":material/info:"):
     for d in deployments:
         figs = {k: getattr(d, k) for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "rtt_ms", "cold_start_s") if hasattr(d, k)}
-        st.markdown(f"**{md_text(d.name)}** — " + md_text(" · ".join(f"{k} {f.value:,.4g} {f.unit} ({f.describe()})" for k, f in figs.items())))
+        st.markdown(f"**{md_text(d.name)}** — " + md_text(" · ".join(f"{_RATE_LABELS[k]} {_fmt(f)} ({f.describe(tz)})" for k, f in figs.items())))
     st.caption("The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
                "no decode interference): see docs/whatif-model.md.")

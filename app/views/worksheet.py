@@ -4,43 +4,40 @@ import math
 
 import streamlit as st
 
-from app import worksheet_state
+from app import present, viewer, worksheet_state
 from app.cache import try_engine
 from app.charts.worksheet import waterfall_figure
 from app.views.worksheet_tabs.saved import render_compare, render_save
 from app.views.worksheet_tabs.share import render_share
 from planner.budget import SEGMENTS, BudgetError, Worksheet, compute, verdict_text
-from planner.presets import interactions
 from planner.provenance import Figure
 from planner.untrusted import md_text
 from planner.worksheet_report import per_interaction_rows
-from planner.worksheet_url import CUSTOM_PARAM, PARAMS, custom_key, format_custom, parse_custom
+from planner.worksheet_url import PARAMS, custom_key
 
-BUILTIN = {i.key: i for i in interactions()}
-DEFAULTS = Worksheet()
-FIELD_OF = {p.key: p.field for p in PARAMS}  # widget key → worksheet field
-KEY_OF = {p.field: p.key for p in PARAMS}
+KEY_OF = {p.field: p.key for p in PARAMS}  # worksheet field → widget key (== URL parameter)
+HELP_OF = {p.key: p.help for p in PARAMS}
 
-# ---- session state: the worksheet's figures (with provenance) and its interaction types
+# ---- this session's worksheet: seeded from the URL once, then kept in session state across pages
 ss = st.session_state
-if "ws_figures" not in ss:
-    ss.ws_figures = {f: getattr(DEFAULTS, f).to_dict() for f in worksheet_state.FIELDS}
-    ss.ws_targets = dict(DEFAULTS.targets_ms)
-    ss.ws_labels = dict(DEFAULTS.target_labels)
-    ss.ws_name = "Untitled"
-    for key, label, target in parse_custom(st.query_params.get(CUSTOM_PARAM, "")):
-        ss.ws_targets[key], ss.ws_labels[key] = target, label
 
 
-def _apply(ws: Worksheet) -> None:
-    """Load a worksheet into the widgets (called from callbacks, before widgets render)."""
-    ss.ws_targets, ss.ws_labels = dict(ws.targets_ms), dict(ws.target_labels)
-    ss.ws_figures = {f: getattr(ws, f).to_dict() for f in worksheet_state.FIELDS}
-    ss.ws_name = ws.name
+def _seed_widgets(ws: Worksheet) -> None:
+    """Put the worksheet's values into the widgets (from callbacks or before the widgets are drawn)."""
     ss.interaction = ws.interaction
     ss.target_ms = ws.target_ms
     for field in worksheet_state.FIELDS:
         ss[KEY_OF[field]] = getattr(ws, field).value
+
+
+if worksheet_state.ensure(st.query_params.to_dict()):
+    _seed_widgets(worksheet_state.get())
+
+
+def _apply(ws: Worksheet) -> None:
+    """Load a saved worksheet (a callback, before widgets render): its inputs, provenance and name."""
+    worksheet_state.put(ws)
+    _seed_widgets(ws)
 
 
 # Figures handed over by other pages (Regions, Probes, Logs, Capacity) replace typed values.
@@ -50,7 +47,34 @@ for field, figure in worksheet_state.take().items():
 
 
 def _on_interaction() -> None:
+    ss.ws_interaction = ss.interaction
     ss.target_ms = ss.ws_targets[ss.interaction]
+
+
+def _add_interaction() -> None:
+    label = (ss.get("new_interaction_label") or "").strip()
+    if not label:
+        ss.add_interaction_error = "Give the interaction type a name."
+        return
+    key = custom_key(label)
+    ss.ws_targets[key], ss.ws_labels[key] = float(ss.new_interaction_target), label
+    ss.ws_interaction = ss.interaction = key
+    ss.target_ms = ss.ws_targets[key]
+    ss.new_interaction_label = ""
+    ss.add_interaction_notice = f"Added “{label}” (p95 ≤ {present.ms(ss.ws_targets[key])}) and selected it."
+
+
+_VERDICT = {"ok": "fits", "warn": "prompt too long", "error": "over budget"}
+
+
+def _row(r: dict) -> dict:
+    """One per-interaction row as the page shows it: labelled columns, formatted numbers with units."""
+    mx = r.get("max_prompt_tokens_p95")
+    return {"Interaction": r["interaction"], "Target": present.ms(r.get("target_ms")),
+            "Prefill budget": present.ms(r.get("prefill_budget_ms")), "Needed": present.ms(r.get("prefill_needed_ms")),
+            "Max p95 prompt": ("no budget" if (r.get("prefill_budget_ms") or 0) <= 0 else
+                                   "unlimited" if mx is not None and math.isinf(mx) else present.tokens(mx)),
+            "Verdict": _VERDICT.get(r["verdict"], r["verdict"])}
 
 
 st.title("TTFT worksheet")
@@ -60,32 +84,33 @@ st.caption(
 )
 
 inputs, results = st.columns([2, 3], gap="large")
+tz = viewer.time_zone()
 
 with inputs:
     options = list(ss.ws_targets)
     labels = dict(ss.ws_labels)
-    st.selectbox(
-        "Interaction type", options, index=options.index(DEFAULTS.interaction), format_func=lambda k: labels.get(k, k),
-        key="interaction", bind="query-params", on_change=_on_interaction, help="Each interaction type has its own p95 target.",
-    )
-    interaction = ss.interaction if ss.get("interaction") in ss.ws_targets else options[0]
-    if "target_ms" not in ss and "target_ms" not in st.query_params:
+    if ss.get("interaction") not in options:
+        ss.interaction = ss.ws_interaction if ss.ws_interaction in options else options[0]
+    st.selectbox("Interaction type", options, format_func=lambda k: labels.get(k, k), key="interaction",
+                 persist_state="session", on_change=_on_interaction, help="Each interaction type has its own p95 target.")
+    interaction = ss.interaction
+    ss.ws_interaction = interaction
+    if "target_ms" not in ss:
         ss.target_ms = ss.ws_targets[interaction]
-    target_ms = st.number_input(
-        "p95 TTFT target (ms)", min_value=0.0, step=50.0, format="%.0f", key="target_ms", bind="query-params", help=PARAMS[0].help,
-    )
+    target_ms = st.number_input("p95 TTFT target (ms)", min_value=0.0, step=50.0, format="%.0f", key="target_ms", persist_state="session",
+                                help=HELP_OF["target_ms"])
     ss.ws_targets[interaction] = target_ms
 
     def figure_input(field: str, label: str, **kwargs) -> float:
         key = KEY_OF[field]
         fig = Figure.from_dict(ss.ws_figures[field])
-        if key not in ss and key not in st.query_params:
+        if key not in ss:
             ss[key] = fig.value
-        param = next(p for p in PARAMS if p.key == key)
-        value = st.number_input(label, key=key, bind="query-params", help=param.help, **kwargs)
+        # persist_state: Streamlit resumes the session on a reload, and the new page must be told the kept value
+        value = st.number_input(label, key=key, help=HELP_OF[key], persist_state="session", **kwargs)
         fig = fig.with_value(value)  # an edited value becomes a typed override
         ss.ws_figures[field] = fig.to_dict()
-        st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {md_text(fig.describe())}")
+        st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {md_text(fig.describe(tz))}")
         return value
 
     st.subheader("Segments you cannot choose away")
@@ -95,25 +120,17 @@ with inputs:
     prompt_p95 = figure_input("prompt_tokens_p95", "p95 prompt (tokens)", min_value=0.0, step=250.0, format="%.0f")
     cache_hit = figure_input("cache_hit_fraction", "Prefix-cache hit rate (0–1)", min_value=0.0, max_value=1.0, step=0.05, format="%.2f")
 
-    with st.expander("Add an interaction type"):
-        new_label = st.text_input("Name", key="new_interaction_label", placeholder="e.g. Code review bot")
-        new_target = st.number_input("p95 target (ms)", min_value=1.0, value=2000.0, step=100.0, key="new_interaction_target")
-        if st.button("Add interaction type", key="add_interaction"):
-            if not new_label.strip():
-                st.error("Give the interaction type a name.")
-            else:
-                key = custom_key(new_label)
-                ss.ws_targets[key], ss.ws_labels[key] = new_target, new_label.strip()
-                st.query_params[CUSTOM_PARAM] = format_custom(ss.ws_targets, ss.ws_labels, set(BUILTIN))
-                st.rerun()
+    with st.expander("Add an interaction type", expanded=bool(ss.get("add_interaction_error"))):
+        st.text_input("Name", key="new_interaction_label", placeholder="e.g. Code review bot")
+        st.number_input("p95 target (ms)", min_value=1.0, value=2000.0, step=100.0, key="new_interaction_target")
+        st.button("Add interaction type", key="add_interaction", on_click=_add_interaction)
+        if ss.get("add_interaction_error"):
+            st.error(ss.pop("add_interaction_error"))
+    if ss.get("add_interaction_notice"):
+        st.success(ss.pop("add_interaction_notice"), icon=":material/check:")
 
-ws = Worksheet(
-    name=ss.ws_name,
-    interaction=interaction,
-    targets_ms=dict(ss.ws_targets),
-    target_labels=dict(ss.ws_labels),
-    **{field: Figure.from_dict(ss.ws_figures[field]) for field in worksheet_state.FIELDS},
-)
+ws = worksheet_state.get()
+worksheet_state.sync_url(ws)  # the address bar reproduces the inputs and their provenance at all times
 
 with results:
     problem = None
@@ -130,25 +147,19 @@ with results:
     if result is not None:
         level, sentence = verdict_text(result)
         {"ok": st.success, "warn": st.warning, "error": st.error}[level](sentence)
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Prefill budget", f"{result.prefill_budget_ms:,.0f} ms")
-        needed = result.prefill_needed_ms
-        m2.metric("Prefill needed (p95 prompt)", "—" if math.isnan(needed) else f"{needed:,.0f} ms")
+        # two per row: "−19,913 ms" and "15,840 tokens" need the room (three in a row were cut off)
+        m1, m2 = st.columns(2)
+        m3, _ = st.columns(2)
+        m1.metric("Prefill budget", present.ms(result.prefill_budget_ms))
+        m2.metric("Prefill needed", present.ms(result.prefill_needed_ms),
+                  help="For the uncached part of the p95 prompt: p95 prompt × (1 − cache-hit rate) ÷ prefill rate.")
         mx = result.max_prompt_tokens_p95
-        m3.metric("Largest p95 prompt that fits (tokens)", "—" if math.isnan(mx) else ("unlimited" if math.isinf(mx) else f"{mx:,.0f}"))
+        m3.metric("Largest p95 prompt", "no budget" if result.prefill_budget_ms <= 0 else "unlimited" if math.isinf(mx) else present.tokens(mx),
+                  help="The longest p95 prompt (cached and uncached tokens) whose uncached part fits the prefill budget.")
         st.plotly_chart(waterfall_figure(result, ss.ws_labels.get(interaction, interaction)), key="waterfall")
         if not problem:
             st.markdown("**The same segments against every interaction type**")
-            st.dataframe(
-                per_interaction_rows(ws),
-                hide_index=True,
-                column_config={
-                    "target_ms": st.column_config.NumberColumn("target ms", format="%.0f"),
-                    "prefill_budget_ms": st.column_config.NumberColumn("prefill budget ms", format="%.0f"),
-                    "prefill_needed_ms": st.column_config.NumberColumn("prefill needed ms", format="%.0f"),
-                    "max_prompt_tokens_p95": st.column_config.NumberColumn("largest p95 prompt", format="%.0f"),
-                },
-            )
+            st.dataframe([_row(r) for r in per_interaction_rows(ws)], hide_index=True, key="per_interaction")
 
 st.divider()
 engine, store_problem = try_engine()
@@ -158,4 +169,4 @@ with save_tab:
 with compare_tab:
     render_compare(engine)
 with share_tab:
-    render_share(ws, set(BUILTIN), problem)
+    render_share(ws, set(worksheet_state.BUILTIN), problem)

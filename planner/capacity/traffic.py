@@ -14,9 +14,35 @@ import pandas as pd
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.presets import TokenMix
-from planner.logs.summary import hourly_profile, peak_hour_rate_per_s
+from planner.logs.summary import local_times, peak_hour_rate_per_s
 
-__all__ = ["LogTraffic", "traffic_from_frame"]
+__all__ = ["LogTraffic", "hourly_tokens_over_covered_hours", "traffic_from_frame"]
+
+_MS_PER_HOUR = 3_600_000
+
+
+def hourly_tokens_over_covered_hours(frame: pd.DataFrame, tz: str = "UTC") -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """Tokens (prompt incl. cached + output) per local hour of day, averaged over the clock hours the log covers.
+
+    A log from Mon 00:15 to Wed 23:45 (71.5 h) covers every hour of day 3 times, so each hour of day is its
+    tokens ÷ 3, and the 24 values sum to the log's tokens ÷ 72 h × 24 — not ÷ the 4 calendar days it touches.
+    An hour of day the log never covers counts 0 tokens. Returns (tokens per hour for hours 0..23, covered clock
+    hours per hour of day). Hours are wall-clock hours in `tz`.
+    """
+    if len(frame) == 0:
+        return (0.0,) * 24, (0,) * 24
+    ts = frame["ts_ms"].to_numpy(dtype=np.int64)
+    if tz in ("UTC", "utc"):
+        wall = ts
+    else:
+        wall = local_times(frame, tz).tz_localize(None).as_unit("ms").asi8
+    bucket = wall // _MS_PER_HOUR  # local wall-clock hour number
+    first, last = int(bucket.min()), int(bucket.max())
+    covered = np.bincount(np.arange(first, last + 1) % 24, minlength=24)[:24]
+    tokens = frame["prompt_tokens"].to_numpy(dtype=np.float64) + frame["output_tokens"].to_numpy(dtype=np.float64)
+    per_hour = np.bincount(bucket % 24, weights=tokens, minlength=24)[:24]
+    avg = np.divide(per_hour, covered, out=np.zeros(24), where=covered > 0)
+    return tuple(float(x) for x in avg), tuple(int(c) for c in covered)
 
 
 @dataclass(frozen=True)
@@ -26,11 +52,16 @@ class LogTraffic:
     label: str
     n_requests: int
     mix: TokenMix
-    hourly_tokens: tuple[float, ...]       # 24 values, tokens/h averaged over the days the log spans
+    hourly_tokens: tuple[float, ...]       # 24 values, tokens/h averaged over the clock hours the log covers
     peak_arrivals_per_hour: float          # busiest actual clock hour
     mean_service_s: float | None           # mean logged request duration (s), None when not logged
     arrival_ms: np.ndarray                 # UTC epoch ms, sorted
     service_ms: np.ndarray                 # per request, NaN → 0
+    tz: str = "UTC"                        # the zone the hours of day are in
+    covered_hours: int = 0                 # clock hours from the first request's hour to the last's
+    n_durations: int = 0                   # requests with a logged duration (behind mean_service_s)
+    mean_output_tokens: float = 0.0        # per request
+    mean_ttft_s: float | None = None       # mean logged TTFT (s), None when not logged
 
 
 def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogTraffic:
@@ -44,7 +75,9 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
     cached = float(frame["cached_tokens"].sum())
     output = float(frame["output_tokens"].sum())
     mix = TokenMix.from_totals(prompt, min(cached, prompt), output, label=label, source="request log")
-    prof = hourly_profile(frame, tz)
+    hourly, covered = hourly_tokens_over_covered_hours(frame, tz)
+    ttft = frame["ttft_ms"].to_numpy(dtype=np.float64)
+    ttft_known = ttft[~np.isnan(ttft)]
     durations = frame["duration_ms"].to_numpy(dtype=np.float64)
     known = durations[~np.isnan(durations)]
     mean_s = float(known.mean()) / 1000.0 if known.size else None
@@ -52,5 +85,7 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
     order = np.argsort(frame["ts_ms"].to_numpy(dtype=np.float64), kind="stable")
     service = np.nan_to_num(durations[order], nan=0.0)
     peak = peak_hour_rate_per_s(frame, tz) * 3600.0
-    return LogTraffic(label, len(frame), mix, tuple(float(x) for x in prof["tokens_per_hour"]),
-                      float(peak) if math.isfinite(peak) else 0.0, mean_s, arrival, service)
+    return LogTraffic(label, len(frame), mix, hourly, float(peak) if math.isfinite(peak) else 0.0, mean_s, arrival, service,
+                      tz=tz, covered_hours=int(sum(covered)), n_durations=int(known.size),
+                      mean_output_tokens=output / len(frame),
+                      mean_ttft_s=float(ttft_known.mean()) / 1000.0 if ttft_known.size else None)

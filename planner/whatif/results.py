@@ -219,7 +219,7 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
     tail = rep.ttft_ms >= p95
     tail_segments = {k: float(getattr(rep, k)[tail].mean()) for k in SEGMENT_KEYS}
     share = {
-        it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n for it in interactions()
+        it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n for it in (*interactions(), interaction)
     }
     hourly = _hourly(rep, tz)
     reliable = [h for h in hourly if h.p95.reliable]
@@ -251,14 +251,15 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
 def compare(
     trace: Trace,
     deployments: list[Deployment],
-    interaction: str = "chat",
+    interaction: str | Interaction = "chat",
     tz: str = "UTC",
     max_wait_s: float = DEFAULT_MAX_WAIT_S,
 ) -> Comparison:
     """Replay `trace` against every deployment and summarise; a candidate that cannot keep up
-    is a row with ok=False and the reason, not an exception. Raises KeyError for an unknown
-    interaction key, TraceError for an unknown time zone, ValueError for two candidates with one name."""
-    it = interaction_by_key(interaction)
+    is a row with ok=False and the reason, not an exception. `interaction`: a preset key, or an
+    Interaction with its own target (the worksheet's, custom types included). Raises KeyError for an
+    unknown interaction key, TraceError for an unknown time zone, ValueError for two candidates with one name."""
+    it = interaction if isinstance(interaction, Interaction) else interaction_by_key(interaction)
     hour_of_day(trace.arrival_ms[:1], tz)  # fail early on a bad zone
     names = [d.name for d in deployments]
     if len(set(names)) != len(names):

@@ -43,10 +43,10 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{PRICEY}\n{SLOW}").run()
     assert not app.exception
     table = app.dataframe[0].value
-    assert table["candidate"].tolist() == ["sls", "ded", "slow"]
+    assert table["Candidate"].tolist() == ["sls", "ded", "slow"]
     # 2000 uncached tokens at 12,000 tokens/s + 40 ms RTT ≈ 207 ms; at 1,500 tokens/s ≈ 1,373 ms: misses chat's 500 ms.
-    assert table.set_index("candidate")["meets_target"].to_dict() == {"sls": True, "ded": True, "slow": False}
-    assert table.loc[table.cheapest, "candidate"].tolist() == ["sls"]
+    assert table.set_index("Candidate")["Meets the target"].to_dict() == {"sls": "yes", "ded": "yes", "slow": "no"}
+    assert table.loc[table["Cheapest meeting the target"] == "★", "Candidate"].tolist() == ["sls"]
     assert any("**sls**" in s.value for s in app.success)
     hourly = chart_spec(app, "wi_hourly")
     assert [t["name"] for t in hourly["data"]] == ["sls", "ded", "slow", "target 500 ms"]
@@ -65,10 +65,10 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}")
     app.selectbox(key="wi_interaction").set_value("agent")
-    app.selectbox(key="wi_tz").set_value("Asia/Tokyo").run()
+    app.selectbox(key="_viewer_tz_widget").set_value("Asia/Tokyo").run()
     table = app.dataframe[0].value
     # The agent loop's 1000 ms is still under 1,373 ms: slow misses; 09–17 UTC is 18–02 in Tokyo.
-    assert table.set_index("candidate")["meets_target"].to_dict() == {"sls": True, "slow": False}
+    assert table.set_index("Candidate")["Meets the target"].to_dict() == {"sls": "yes", "slow": "no"}
     assert plotly_array(chart_spec(app, "wi_hourly")["data"][0]["x"]) == [0, 1, 18, 19, 20, 21, 22, 23]
 
 
@@ -83,4 +83,57 @@ def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):
     assert not app.exception
     assert any("**never** can never keep up" in e.value for e in app.error)
     table = app.dataframe[0].value
-    assert table.set_index("candidate")["note"]["never"].startswith("can never keep up")
+    assert table.set_index("Candidate")["Note"]["never"].startswith("can never keep up")
+
+
+def test_targets_come_from_the_worksheet_custom_types_included(app):
+    upload_id = store_log()
+    app.run()
+    app.number_input(key="target_ms").set_value(800).run()  # chat: 800 ms instead of the preset 500
+    app.text_input(key="new_interaction_label").set_value("Review bot").run()
+    app.number_input(key="new_interaction_target").set_value(1200).run()
+    app.button(key="add_interaction").click().run()
+    app.number_input(key="network_ms").set_value(25).run()
+    open_page(app)
+    target = app.selectbox(key="wi_interaction")
+    assert target.value == "custom-review-bot"  # the worksheet's interaction in force
+    assert "Review bot · p95 ≤ 1,200 ms" in target.options and "Chat panel / single-file edit · p95 ≤ 800 ms" in target.options
+    # the worksheet's network segment fills the RTT a candidate leaves out
+    assert any("rtt = 25 ms (entered by hand)" in c.value for c in app.caption)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
+    # slow's ≈1,373 ms misses 1,200 ms; sls meets it
+    assert any("Review bot target (p95 ≤ 1,200 ms at every hour): **sls**" in s.value for s in app.success)
+    table = app.dataframe[0].value
+    assert "Requests within the Review bot target" in table.columns
+    app.selectbox(key="wi_interaction").set_value("chat").run()
+    assert any("p95 ≤ 800 ms" in s.value for s in app.success)
+
+
+def test_the_table_has_labels_not_internal_names(app):
+    import re
+
+    upload_id = store_log()
+    open_page(app)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
+    table = app.dataframe[0].value
+    assert not [c for c in table.columns if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", c)]
+    text = table.to_string()
+    assert "nan" not in text.split() and "None" not in text
+    assert all(v.endswith(" ms") for v in table["TTFT p95"])
+
+
+def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import ROUTER
+
+    store_log()
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.query_params.update({"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"})
+    at.switch_page("views/whatif.py").run()
+    assert not at.exception
+    assert at.number_input(key="wi_growth").value == 2
+    assert at.dataframe[0].value["Candidate"].tolist() == ["sls", "slow"]
+    assert any("960 requests from team.jsonl" in c.value for c in at.caption)  # 480 × growth 2

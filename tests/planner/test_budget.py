@@ -53,7 +53,19 @@ def test_prompt_that_does_not_fit_gives_a_warning_with_the_largest_prompt():
     assert not r.prompt_fits
     level, sentence = verdict_text(r)
     assert level == "warn"
-    assert "1,440 tokens" in sentence
+    # every number quotes the quantity it names: budget 60 ms × 12,000 tok/s = 720 uncached tokens,
+    # which is a 720 / (1 − 0.5) = 1,440-token p95 prompt at a 50 % cache-hit rate
+    budget_ms = 200 - 60 - 0 - 80
+    uncached_max = budget_ms / 1000 * 12000
+    assert f"uncached part of the p95 prompt to {uncached_max:,.0f} tokens" in sentence
+    assert f"a {uncached_max / 0.5:,.0f}-token p95 prompt at a 50% cache-hit rate" in sentence
+    assert f"p95 prompt's {4000 * 0.5:,.0f} uncached tokens need {2000 / 12000 * 1000:,.0f} ms" in sentence
+
+
+def test_without_caching_the_shrink_advice_quotes_the_whole_prompt():
+    r = compute(200, 60, 0, 80, prefill_tokens_per_s=12000, prompt_tokens_p95=4000, cache_hit_fraction=0.0)
+    sentence = verdict_text(r)[1]
+    assert "Shrink the p95 prompt to 720 tokens (none of it is cached)" in sentence
 
 
 def test_fully_cached_prompt_fits_any_length():

@@ -68,3 +68,36 @@ def test_measured_slope_per_endpoint(engine):
     assert fit.n == 5 and slopes[0].newest_at_ms == now + 4
     fig = fit.to_figure(detail="sim")
     assert fig.source == "probe" and fig.unit == "tokens/s"
+
+
+def _uniform_log(start_ms: int, hours: float, every_s: int = 300, tokens: int = 1000) -> pd.DataFrame:
+    ts = np.arange(start_ms, start_ms + int(hours * 3_600_000) + 1, every_s * 1000, dtype=np.int64)
+    n = len(ts)
+    return pd.DataFrame({"ts_ms": ts, "model": ["m"] * n, "prompt_tokens": [tokens - 10] * n, "cached_tokens": [0] * n,
+                         "output_tokens": [10] * n, "ttft_ms": [np.nan] * n, "duration_ms": [np.nan] * n,
+                         "source": ["test"] * n})[list(COLUMNS)]
+
+
+def test_tokens_per_hour_average_over_the_hours_the_log_covers_not_the_calendar_days():
+    from planner.capacity.cost import HOURS_PER_MONTH
+
+    # Mon 20:15 → Thu 19:45 UTC: 71.5 h touching 4 calendar days, a request of 1,000 tokens every 5 minutes
+    frame = _uniform_log(T0 + 20 * 3_600_000 + 15 * 60_000, 71.5)
+    t = traffic_from_frame(frame, "71h.jsonl", "UTC")
+    total = 1000 * len(frame)
+    by_hand_monthly = total / 71.5 * HOURS_PER_MONTH  # tokens per hour of log × hours per month
+    monthly = sum(t.hourly_tokens) * HOURS_PER_MONTH / 24
+    assert monthly == pytest.approx(by_hand_monthly, rel=0.01)  # 72 covered clock hours vs 71.5 h: within 0.7 %
+    calendar_days_monthly = total / 4 * HOURS_PER_MONTH / 24  # the old rule: ÷ 4 calendar days
+    assert monthly / calendar_days_monthly == pytest.approx(96 / 72, rel=0.001)
+    assert t.covered_hours == 72
+
+
+def test_hours_of_day_follow_the_time_zone():
+    # T0 is in May: the 09:00 UTC hour is 11:00 in Berlin (CEST) and 05:00 in New York (EDT)
+    frame = _uniform_log(T0 + 9 * 3_600_000, 0.75, every_s=300)
+    berlin = traffic_from_frame(frame, "x", "Europe/Berlin")
+    ny = traffic_from_frame(frame, "x", "America/New_York")
+    assert [h for h in range(24) if berlin.hourly_tokens[h]] == [11]
+    assert [h for h in range(24) if ny.hourly_tokens[h]] == [5]
+    assert berlin.tz == "Europe/Berlin"

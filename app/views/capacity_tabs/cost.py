@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from app import page_state, present
 from app.charts.capacity import break_even_figure, hybrid_figure
 from app.views.capacity_tabs._common import source_caption
 from planner.capacity import presets as P
@@ -24,7 +25,7 @@ def render(traffic: LogTraffic | None) -> CostInputs:
     left, right = st.columns([2, 3], gap="large")
     with left:
         inputs = _read_inputs(traffic)
-    st.session_state["cost_inputs"] = inputs.to_dict()
+    page_state.put_cost_inputs(inputs.to_dict())
     with right:
         _show_results(inputs)
     return inputs
@@ -33,14 +34,14 @@ def render(traffic: LogTraffic | None) -> CostInputs:
 def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.subheader("Serverless price")
     prices = {p.key: p for p in P.serverless_prices()}
-    pkey = st.selectbox("Price preset", list(prices), format_func=lambda k: prices[k].label, key="cap_price")
+    pkey = st.selectbox("Price preset", list(prices), format_func=lambda k: prices[k].label, persist_state="session", bind="query-params", key="cap_price")
     sp = prices[pkey]
     st.caption(source_caption(sp.source, sp.as_of)
                + ("" if sp.cached_input_usd_per_mtok is not None else " · no cached-input price published: billed at the input price"))
     c1, c2, c3 = st.columns(3)
-    p_in = c1.number_input("Input $/1M", min_value=0.0, value=sp.input_usd_per_mtok, format="%.4f", key=f"cap_pin_{pkey}")
-    p_cached = c2.number_input("Cached $/1M", min_value=0.0, value=sp.effective_cached_usd_per_mtok, format="%.4f", key=f"cap_pc_{pkey}")
-    p_out = c3.number_input("Output $/1M", min_value=0.0, value=sp.output_usd_per_mtok, format="%.4f", key=f"cap_pout_{pkey}")
+    p_in = c1.number_input("Input $/1M", min_value=0.0, value=sp.input_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pin_{pkey}")
+    p_cached = c2.number_input("Cached $/1M", min_value=0.0, value=sp.effective_cached_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pc_{pkey}")
+    p_out = c3.number_input("Output $/1M", min_value=0.0, value=sp.output_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pout_{pkey}")
 
     st.subheader("Token mix")
     if traffic is not None:
@@ -49,37 +50,38 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)
-        hit = c1.number_input("Prompt tokens cached (0–1)", 0.0, 1.0, round(dm.cache_hit_fraction, 4), format="%.4f", key="cap_mix_hit")
-        ratio = c2.number_input("Input : output ratio", min_value=0.0, value=round(dm.input_output_ratio, 1), key="cap_mix_ratio")
+        hit = c1.number_input("Prompt tokens cached (0–1)", 0.0, 1.0, round(dm.cache_hit_fraction, 4), format="%.4f", persist_state="session", bind="query-params", key="cap_mix_hit")
+        ratio = c2.number_input("Input : output ratio", min_value=0.0, value=round(dm.input_output_ratio, 1), persist_state="session", bind="query-params", key="cap_mix_ratio")
         mix = P.TokenMix.from_fractions(hit, ratio, label=dm.label)
         st.caption(source_caption(f"{dm.label}, {dm.source}", dm.as_of))
 
     st.subheader("Dedicated")
     gprices = {g.key: g for g in P.gpu_hour_prices()}
-    gkey = st.selectbox("GPU-hour preset", list(gprices), format_func=lambda k: gprices[k].label, key="cap_gpu_price")
+    gkey = st.selectbox("GPU-hour preset", list(gprices), format_func=lambda k: gprices[k].label, persist_state="session", bind="query-params", key="cap_gpu_price")
     gp = gprices[gkey]
     st.caption(source_caption(gp.source, gp.as_of))
     # A preset without a capacity claim borrows the first one that has one (and its note); none at all: 0.
     claim_src = gp if gp.capacity_tokens_per_min else next((g for g in gprices.values() if g.capacity_tokens_per_min), gp)
     claim = claim_src.capacity_tokens_per_min or 0.0
     c1, c2 = st.columns(2)
-    gpu_usd = c1.number_input("$ per GPU-hour", min_value=0.0, value=gp.usd_per_gpu_hour, format="%.4f", key=f"cap_gusd_{gkey}")
-    gpus_per_replica = c2.number_input("GPUs per replica (node size)", min_value=1, value=1, step=1, key="cap_gpr")
+    gpu_usd = c1.number_input("$ per GPU-hour", min_value=0.0, value=gp.usd_per_gpu_hour, format="%.4f", persist_state="session", bind="query-params", key=f"cap_gusd_{gkey}")
+    gpus_per_replica = c2.number_input("GPUs per replica (node size)", min_value=1, value=1, step=1, persist_state="session", bind="query-params", key="cap_gpr")
     tpm = st.number_input("Sustained capacity per replica (tokens/min)", min_value=0.0, value=float(claim), step=10_000.0,
-                          key=f"cap_tpm_{gkey}", help="Measure your own at the target concurrency. " + (claim_src.token_note or ""))
-    counts_cached = st.checkbox("The capacity counts cached prompt tokens", value=True, key="cap_counts_cached",
+                          persist_state="session", bind="query-params", key=f"cap_tpm_{gkey}", help="Measure your own at the target concurrency. " + (claim_src.token_note or ""))
+    counts_cached = st.checkbox("The capacity counts cached prompt tokens", value=True, persist_state="session", bind="query-params", key="cap_counts_cached",
                                 help="Off: the capacity counts only uncached prompt + output tokens, and cached tokens are assumed free to serve.")
     c1, c2 = st.columns(2)
-    min_rep = c1.number_input("Minimum warm replicas", min_value=0, value=0, step=1, key="cap_min_rep")
-    max_rep = c2.number_input("Maximum replicas", min_value=1, value=8, step=1, key="cap_max_rep")
+    min_rep = c1.number_input("Minimum warm replicas", min_value=0, value=0, step=1, persist_state="session", bind="query-params", key="cap_min_rep")
+    max_rep = c2.number_input("Maximum replicas", min_value=1, value=8, step=1, persist_state="session", bind="query-params", key="cap_max_rep")
 
     st.subheader("Traffic")
-    growth = st.number_input("Growth factor", min_value=0.0, value=1.0, step=0.25, key="cap_growth")
+    growth = st.number_input("Growth factor", min_value=0.0, value=1.0, step=0.25, persist_state="session", bind="query-params", key="cap_growth")
     if traffic is not None:
         hourly = traffic.hourly_tokens
-        st.caption("Tokens per hour of day from the log (prompt incl. cached + output), times the growth factor.")
+        st.caption(f"Tokens per hour of day from the log (prompt incl. cached + output), averaged over the "
+                   f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor.")
     else:
-        flat = st.number_input("Tokens per hour (flat)", min_value=0.0, value=20e6, step=1e6, format="%.0f", key="cap_flat_tph")
+        flat = st.number_input("Tokens per hour (flat)", min_value=0.0, value=20e6, step=1e6, format="%.0f", persist_state="session", bind="query-params", key="cap_flat_tph")
         hourly = (flat,) * 24
 
     return CostInputs(
@@ -111,10 +113,10 @@ def _show_results(inputs: CostInputs) -> None:
     st.plotly_chart(break_even_figure(monthly_cost_curve(inputs), be, token_def, summary.traffic_utilisation if summary.replicas_for_peak == 1 else None),
                     key="cap_be_chart")
     st.dataframe(pd.DataFrame([
-        {"option": "Serverless", "USD per month": summary.serverless_usd_per_month},
-        {"option": f"Dedicated ({summary.replicas_for_peak} × {be.gpus_per_replica} GPU)", "USD per month": summary.dedicated_usd_per_month},
-        {"option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)", "USD per month": summary.hybrid_usd_per_month},
-    ]), hide_index=True, column_config={"USD per month": st.column_config.NumberColumn(format="$%.0f")})
+        {"Option": "Serverless", "Cost per month": present.usd(summary.serverless_usd_per_month, 0)},
+        {"Option": f"Dedicated ({summary.replicas_for_peak} × {be.gpus_per_replica} GPU)", "Cost per month": present.usd(summary.dedicated_usd_per_month, 0)},
+        {"Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)", "Cost per month": present.usd(summary.hybrid_usd_per_month, 0)},
+    ]), hide_index=True)
     st.caption(f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
                f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. Cheapest: **{summary.cheapest}**.")
     for note in summary.notes:

@@ -1,8 +1,11 @@
 """GPU fit tab: the editable GPU and model presets, and weights + KV cache against each GPU's memory."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
+from app import present
 from app.charts.capacity import gpu_fit_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption
 from planner.capacity import presets as P
@@ -23,17 +26,17 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
     left, right = st.columns([2, 3], gap="large")
     gdef = P.gpu_defaults()
     with left:
-        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, key="cap_fit_model")
+        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_fit_model")
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
         c1, c2 = st.columns(2)
-        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), key="cap_fit_wdtype")
-        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), key="cap_fit_kvdtype")
-        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, key="cap_fit_ctx")
-        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
-        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, key="cap_fit_usable",
+        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_wdtype")
+        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_kvdtype")
+        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, persist_state="session", bind="query-params", key="cap_fit_ctx")
+        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, persist_state="session", bind="query-params", key="cap_fit_seqs")
+        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, persist_state="session", bind="query-params", key="cap_fit_usable",
                            help=gdef["usable_memory_source"])
-        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, key="cap_fit_gpu")
+        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_fit_gpu")
     with right:
         try:
             kw = dict(weight_dtype=f_wdtype, kv_dtype=f_kvdtype, context_tokens=int(ctx), concurrent_sequences=int(seqs), usable_fraction=usable)
@@ -43,16 +46,31 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
                        f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes.")
             table = fit_table(model, list(gpu_by_key.values()), **kw)
             st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")
-            st.dataframe(table.round(1), hide_index=True)
+            st.dataframe(_fit_table(table), hide_index=True)
         except CapacityError as exc:
             st.error(str(exc))
     return models, gpu_by_key
 
 
+# Preset fields → the column headers the editors show (renamed back before parsing a row).
+_GPU_COLUMNS = {"key": "Key", "label": "GPU", "hbm_gb": "HBM (GB)", "bandwidth_tb_per_s": "Bandwidth (TB/s)",
+                "bf16_dense_tflops": "BF16 dense TFLOPS", "fp8_dense_tflops": "FP8 dense TFLOPS", "source": "Source", "as_of": "As of"}
+_MODEL_COLUMNS = {"key": "Key", "label": "Model", "params_b": "Parameters (B)", "layers": "Layers", "kv_heads": "KV heads",
+                  "head_dim": "Head dim", "d_model": "Model width", "attention_heads": "Attention heads",
+                  "active_params_b": "Active parameters (B, MoE)", "source": "Source", "as_of": "As of"}
+
+
+def _edit(df: pd.DataFrame, columns: dict[str, str], **kwargs) -> pd.DataFrame:
+    """A data editor with labelled headers; returns the edited frame under the preset field names."""
+    shown = df.rename(columns=columns)
+    edited = st.data_editor(shown, hide_index=True, **kwargs)
+    return edited.rename(columns={v: k for k, v in columns.items()})
+
+
 def _edited_gpus() -> dict[str, P.GpuSpec]:
     gpu_df = pd.DataFrame([g.__dict__ for g in P.gpus()])
     with st.expander("GPU presets (editable: dense TFLOPS, HBM, bandwidth, with source and date)"):
-        gpu_df = st.data_editor(gpu_df, hide_index=True, disabled=["key", "source", "as_of"], key="cap_gpu_editor")
+        gpu_df = _edit(gpu_df, _GPU_COLUMNS, disabled=["Key", "Source", "As of"], key="cap_gpu_editor")
     gpu_list = []
     for r in gpu_df.to_dict(orient="records"):
         try:
@@ -65,7 +83,7 @@ def _edited_gpus() -> dict[str, P.GpuSpec]:
 def _edited_models() -> dict[str, P.ModelSpec]:
     model_df = pd.DataFrame([m.__dict__ for m in P.models()])
     with st.expander("Model presets (editable; add a row for a custom model)"):
-        model_df = st.data_editor(model_df, hide_index=True, num_rows="dynamic", key="cap_model_editor")
+        model_df = _edit(model_df, _MODEL_COLUMNS, num_rows="dynamic", key="cap_model_editor")
     models = {}
     for r in model_df.to_dict(orient="records"):
         try:
@@ -74,3 +92,19 @@ def _edited_models() -> dict[str, P.ModelSpec]:
         except CapacityError as exc:
             st.warning(f"{exc}: that model row is left out.")
     return models or {m.key: m for m in P.models()}
+
+
+def _gb(v) -> str:
+    return present.MISSING if present.is_missing(v) else f"{v:,.1f} GB"
+
+
+def _fit_table(table: pd.DataFrame) -> list[dict]:
+    """fit_table() rows as the user reads them: labelled columns with units, "does not fit" in words."""
+    return [{"GPU": r["gpu"], "HBM per GPU": _gb(r["hbm_gb"]), "Weights + KV cache": _gb(r["total_gb"]),
+             "GPUs needed": present.count(r["min_gpus"]),
+             "Tensor-parallel GPUs": "no single node" if present.is_missing(r["tp_gpus"]) else present.count(r["tp_gpus"]),
+             "Headroom": _gb(r["headroom_gb"]),
+             "Max concurrent sequences": present.MISSING if present.is_missing(r["max_sequences"]) or
+             (isinstance(r["max_sequences"], float) and math.isinf(r["max_sequences"])) else present.count(r["max_sequences"]),
+             "Fits": "yes" if r["fits"] else "no"}
+            for r in table.to_dict(orient="records")]

@@ -6,15 +6,14 @@ import math
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from app import present, worksheet_state
 from app.cache import try_engine
 from app.charts.capacity import prefill_figure
 from app.views.capacity_tabs._common import to_worksheet
-from planner.budget import Worksheet
 from planner.capacity import presets as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic
-from planner.presets import interactions
 from planner.provenance import Figure, Source
 from planner.store import database_url
 
@@ -38,27 +37,29 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
     `traffic_id` (the page's traffic choice, 0 for typed numbers) keys the cache-hit input, so picking another
     log resets it to that log's share; `models` and `gpu_by_key` are the presets as edited on the GPU fit tab.
     """
-    ws = Worksheet()  # its typed defaults stand in for the other segments
+    ws = worksheet_state.get()  # the worksheet's p95 prompt, cache hit, segments and interaction types
     gdef = P.gpu_defaults()
     left, right = st.columns([2, 3], gap="large")
     slopes = _slopes(database_url())
     with left:
         modes = ["model"] + [f"measured: {s.endpoint}" for s in slopes] + ["typed slope"]
-        mode = st.radio("Prefill rate from", modes, key="cap_pf_mode", horizontal=True,
+        mode = st.radio("Prefill rate from", modes, persist_state="session", bind="query-params", key="cap_pf_mode", horizontal=True,
                         help="A measured slope (probes at two or more prompt lengths, Probes page) is preferred over the model.")
         if len(modes) == 2:
             st.caption("No endpoint has probes at two prompt lengths yet: the FLOPs model (or a typed slope) stands in.")
-        pkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, key="cap_pf_model")
-        pgpu = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, key="cap_pf_gpu")
+        pkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_pf_model")
+        pgpu = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_pf_gpu")
         c1, c2 = st.columns(2)
-        pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], key="cap_pf_dtype")
-        pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, key="cap_pf_gpus")
-        mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, key="cap_pf_mfu", help=gdef["mfu_source"])
-        prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, key="cap_pf_prompt")
+        pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype")
+        pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_pf_gpus")
+        mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, persist_state="session", bind="query-params", key="cap_pf_mfu", help=gdef["mfu_source"])
+        prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, format="%.0f", key="cap_pf_prompt")
         hit = st.number_input("Prefix-cache hit rate (0–1)", 0.0, 1.0,
                               float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value), key=f"cap_pf_hit_{traffic_id}")
-        slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, key="cap_pf_slope") if mode == "typed slope" else 0.0
-        st.caption("Other segments (for the prefill budget per interaction type):")
+        slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, persist_state="session", bind="query-params", key="cap_pf_slope") if mode == "typed slope" else 0.0
+        st.caption(f"From your worksheet “{ws.name}” (edit it there to keep a change): p95 prompt, "
+                   + ("cache-hit rate from the log, " if traffic is not None else "cache-hit rate, ")
+                   + "the other segments and every interaction type's target. Other segments:")
         c1, c2, c3 = st.columns(3)
         q_ms = c1.number_input("Queue ms", min_value=0.0, value=float(ws.queue_ms.value), key="cap_pf_q")
         c_ms = c2.number_input("Cold ms", min_value=0.0, value=float(ws.cold_ms.value), key="cap_pf_c")
@@ -74,7 +75,7 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
                 st.metric("Modelled prefill", f"{est.time_s * 1000:,.0f} ms", help="(2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only")
                 st.caption(f"{est.uncached_tokens:,.0f} uncached tokens → {rate:,.0f} tokens/s; attention is {est.attention_fraction:.0%} of the work. "
                            "A measured slope from probes beats this model: prefer it when you have one.")
-                budgets = largest_prompts(interactions(), model=pmodel, gpu=pgpu_spec, dtype=pdtype, mfu=mfu, gpus=int(pgpus), **segs)
+                budgets = largest_prompts(worksheet_state.interaction_types(ws), model=pmodel, gpu=pgpu_spec, dtype=pdtype, mfu=mfu, gpus=int(pgpus), **segs)
                 st.plotly_chart(prefill_figure(prefill_curve(pmodel, pgpu_spec, max(prompt_p95, 1.0) * 2, dtype=pdtype, mfu=mfu, gpus=int(pgpus),
                                                              cache_hit_fraction=hit), budgets), key="cap_pf_chart")
             else:
@@ -93,13 +94,20 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
                 else:
                     st.metric("Prefill rate", f"{rate:,.0f} tokens/s")
                     st.caption(label)
-                    budgets = largest_prompts(interactions(), rate_tokens_per_s=rate, **segs)
+                    budgets = largest_prompts(worksheet_state.interaction_types(ws), rate_tokens_per_s=rate, **segs)
             if budgets is not None:
                 st.subheader("Largest p95 prompt per interaction type")
-                show = budgets.assign(max_prompt_tokens_p95=[("no budget" if b <= 0 else ("unlimited" if math.isinf(x) else f"{x:,.0f}"))
-                                                             for x, b in zip(budgets["max_prompt_tokens_p95"], budgets["prefill_budget_ms"])])
-                st.dataframe(show, hide_index=True)
+                st.dataframe(_budget_table(budgets), hide_index=True)
             if figure is not None and st.button("Use this prefill rate in the worksheet", key="cap_pf_use", icon=":material/input:"):
                 to_worksheet("prefill_tokens_per_s", figure)
         except CapacityError as exc:
             st.error(str(exc))
+
+
+def _budget_table(budgets) -> list[dict]:
+    """largest_prompts() rows as the user reads them: labelled columns, numbers with units, no budget said in words."""
+    return [{"Interaction type": r["interaction"], "Target": present.ms(r["target_ms"]),
+             "Prefill budget": present.ms(r["prefill_budget_ms"]),
+             "Largest p95 prompt": ("no budget" if r["prefill_budget_ms"] <= 0 else
+                                    "unlimited" if math.isinf(r["max_prompt_tokens_p95"]) else present.tokens(r["max_prompt_tokens_p95"]))}
+            for r in budgets.to_dict(orient="records")]

@@ -1,4 +1,4 @@
-"""Worksheet tab: the link that reproduces the inputs, and the Markdown / JSON exports."""
+"""Worksheet tab: the link that reproduces the inputs (and their provenance), and the Markdown / JSON exports."""
 
 import streamlit as st
 
@@ -11,7 +11,8 @@ __all__ = ["render_share"]
 
 def render_share(ws: Worksheet, builtin: set[str], problem: str | None) -> None:
     query = query_for(ws, builtin)
-    st.markdown("**Link that reproduces these inputs**")
+    st.markdown("**Link that reproduces these inputs and where each came from**")
+    st.caption("The address bar always holds the same link: a reload or a bookmark keeps measured figures measured.")
     st.code(f"{st.context.url.split('?')[0] if st.context.url else ''}?{query}", language=None)
     slug = "".join(c if c.isalnum() else "-" for c in ws.name).strip("-") or "worksheet"
     if problem:
