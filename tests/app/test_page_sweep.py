@@ -17,7 +17,6 @@ PAGES = ("worksheet", "probes", "endpoints", "regions", "logs", "capacity", "com
 BAD_WORD = re.compile(r"(?<![\w.])(nan|NaN|None|NaT)(?![\w])")
 SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
 # Known failures on pages of other work streams (fixed at merge); (page, state) pairs.
-XFAIL: set[tuple[str, str]] = {("worksheet", STATES[4])} | {("capacity", state) for state in STATES}
 
 
 def _texts(node, out: list[str]) -> None:
@@ -63,9 +62,7 @@ def _cells(df_element) -> list[str]:
 def _params():
     for page in PAGES:
         for state in STATES:
-            marks = [pytest.mark.xfail(strict=False, reason="page owned by i12b/i13; fixed at merge")] \
-                if (page, state) in XFAIL else []
-            yield pytest.param(page, state, marks=marks, id=f"{page}-{state.replace(' ', '_').replace(',', '')}")
+            yield pytest.param(page, state, id=f"{page}-{state.replace(' ', '_').replace(',', '')}")
 
 
 @pytest.mark.parametrize("page, state", list(_params()))
