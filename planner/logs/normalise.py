@@ -9,7 +9,6 @@ used at all becomes one RejectedLine with line 0. Only when nothing parses does 
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,11 +19,14 @@ import pandas as pd
 
 from planner.logs import otel
 from planner.logs.fastpath import read_openai_jsonl
-from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect, expected_text
+from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
-from planner.logs.limits import TooLarge, load_source
+from planner.logs.limits import TooLarge, check_regular, load_source
+from planner.logs.csvfile import read_rows
 from planner.logs.mapped import REQUIRED_HELP, extract_mapped, guess_mapping, mapping_complete
-from planner.logs.records import Reject, RejectedLine, Row, zone
+from planner.logs.prefix import DEFAULT_CACHE_BLOCKS, PrefixCache
+from planner.logs.records import Reject, RejectedLine, Row, dig, zone
+from planner.logs.traces import DEFAULT_START, PROFILES, match_profile, start_ms
 from planner.logs.splitting import Collector, decode_bom, peek, split_records
 from planner.logs.tokenize import TokenCounter
 
@@ -32,6 +34,7 @@ __all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_l
 
 COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms", "source")
 _DETECT_SAMPLE = 200
+TRACE_FORMATS = tuple(p.name for p in PROFILES)
 
 Progress = Callable[[float, str], None]
 
@@ -61,6 +64,7 @@ class LogParseResult:
     n_skipped: int = 0  # records that are not model calls (e.g. Langfuse SPANs, HTTP spans)
     token_counter: str = ""  # how counts were made when tokens_estimated or a tokenizer was used
     columns: dict[str, list[str]] = field(default_factory=dict)  # source → column names (CSV) / keys seen
+    notes: list[str] = field(default_factory=list)  # what was derived or defaulted (relative times, prefix cache)
 
 
 def empty_frame() -> pd.DataFrame:
@@ -85,22 +89,78 @@ def _frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
     })
 
 
-def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, dict]], fmt: str,
-               mapping: Mapping[str, str] | None, tz: str, counter: TokenCounter, out: Collector,
-               res: LogParseResult) -> None:
+@dataclass
+class _Context:
+    """What every file of one read_logs call shares."""
+
+    fmt: str
+    mapping: Mapping[str, str] | None
+    tz: str
+    counter: TokenCounter
+    start: str | None
+    cache_blocks: int
+    out: Collector
+    res: LogParseResult
+
+    def start_ms(self) -> int:
+        ms, defaulted = start_ms(self.start, self.tz)
+        note = (f"times are relative to the trace's start, placed from {self.start or DEFAULT_START} ({self.tz})"
+                + (" — a default; set the start date" if defaulted else ""))
+        if note not in self.res.notes:
+            self.res.notes.append(note)
+        return ms
+
+    def prefix(self, mapping: Mapping[str, str]) -> PrefixCache | None:
+        if not mapping.get("hash_ids") or mapping.get("cached_tokens"):
+            return None
+        cache = PrefixCache(self.cache_blocks)
+        if cache.label() not in self.res.notes:
+            self.res.notes.append(cache.label())
+        return cache
+
+    def table_mapping(self, name: str, columns: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+        """(format name, mapping) for a table's columns: the user's mapping, a public trace's, or a guess; None rejects."""
+        if self.fmt in TRACE_FORMATS:
+            found = match_profile(columns)
+            prof = next(p for p in PROFILES if p.name == self.fmt)
+            used = found[1] if found and found[0].name == self.fmt else dict(prof.mapping)
+            return self.fmt, used
+        if self.mapping:
+            return "mapped", dict(self.mapping)
+        found = match_profile(columns)
+        if found is not None:
+            return found[0].name, found[1]
+        return "mapped", guess_mapping(columns)
+
+    def extract(self, rec: Mapping, mapping: Mapping[str, str], get, ts0: int, prefix: PrefixCache | None) -> Row:
+        row, est = extract_mapped(rec, mapping, self.tz, self.counter, get=get, start_ms=ts0, prefix=prefix)
+        self.res.tokens_estimated |= est
+        return row
+
+
+def _relative(mapping: Mapping[str, str]) -> bool:
+    return not mapping.get("ts") and any(mapping.get(k) for k in ("ts_relative_s", "ts_relative_ms"))
+
+
+def _missing_columns_message(name: str, used: Mapping[str, str], columns: Sequence[str]) -> str:
+    shown = ", ".join(list(columns)[:12]) or "none"
+    return (f"{name}: cannot tell which column holds the time and which the prompt tokens "
+            f"(columns: {shown}); map them (ts=…, prompt_tokens=…)")
+
+
+def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, dict]], ctx: _Context) -> None:
+    out, res = ctx.out, ctx.res
     head, records = peek(records, _DETECT_SAMPLE)
-    if fmt in ("auto", "csv"):
-        detected = detect(r for _, r in head)
-        if detected is None and not mapping:
-            guessed = guess_mapping(sorted({k for _, r in head for k in r}))
-            if mapping_complete(guessed):
-                mapping = guessed  # flat JSON records with recognisable field names
+    fmt, mapping = ctx.fmt, ctx.mapping
+    if fmt in ("auto", "csv") or fmt in TRACE_FORMATS:
+        detected = detect(r for _, r in head) if fmt not in TRACE_FORMATS and not mapping else None
         if detected is None:
-            if mapping and mapping_complete(mapping):
-                detected = "mapped"
+            keys = sorted({k for _, r in head for k in r})
+            picked = ctx.table_mapping(name, keys)
+            if picked is not None and mapping_complete(picked[1]):
+                detected, mapping = picked
             else:
-                keys = sorted({k for _, r in head for k in r})[:40]
-                res.columns[name] = keys
+                res.columns[name] = keys[:40]
                 if head:
                     out.reject(name, 0, f"no known log format (keys seen: {', '.join(keys[:12])}); map the fields by hand")
                 return
@@ -115,28 +175,34 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             frame["source"] = name
             out.frames.append(frame)
             return
-    if detected == "mapped":
+    tabular = detected == "mapped" or detected in TRACE_FORMATS
+    if tabular:
         if not mapping or not mapping_complete(mapping):
             out.reject(name, 0, f"the mapping must name {REQUIRED_HELP}")
             return
         res.mapping = dict(mapping)
+        res.columns.setdefault(name, sorted({k for _, r in head for k in r})[:40])
+        ts0 = ctx.start_ms() if _relative(mapping) else 0
+        prefix = ctx.prefix(mapping)
     for line_no, rec in records:
         try:
             if detected == "otel":
-                for item in otel.spans(rec, tz):
+                for item in otel.spans(rec, ctx.tz):
                     if isinstance(item, Reject):
                         out.reject(name, line_no, str(item))
                     else:
                         out.rows.append(item)
                         out.sources.append(name)
                 continue
-            if detected == "mapped":
-                row, est = extract_mapped(rec, mapping, tz, counter)
-                res.tokens_estimated |= est
+            if tabular:
+                row = ctx.extract(rec, mapping, dig, ts0, prefix)
             else:
-                row = EXTRACTORS[detected](rec, tz)
+                row = EXTRACTORS[detected](rec, ctx.tz)
         except Skip:
             out.n_skipped += 1
+            continue
+        except RecursionError:
+            out.reject(name, line_no, "nested too deeply to be a log record")
             continue
         except Reject as exc:
             other = classify(rec)
@@ -149,55 +215,124 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
         out.sources.append(name)
 
 
-def _read_csv(name: str, data: bytes, mapping: Mapping[str, str] | None, tz: str, counter: TokenCounter,
-              out: Collector, res: LogParseResult) -> None:
-    lines = data.split(b"\n")
-    decoded: list[str] = []
-    numbers: list[int] = []
-    for i, raw in enumerate(lines, 1):
-        try:
-            text = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            out.reject(name, i, f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the log as UTF-8")
-            continue
-        if text.strip():
-            decoded.append(text)
-            numbers.append(i)
-    if not decoded:
-        out.reject(name, 0, "empty file")
-        return
-    try:
-        dialect = csv.Sniffer().sniff(decoded[0], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
-    rows = csv.reader(decoded, dialect)
-    header = [h.strip() for h in next(rows)]
-    res.columns[name] = header
-    used = dict(mapping) if mapping else guess_mapping(header)
-    res.mapping = used
-    res.formats[name] = "csv"
-    missing = [c for c in used.values() if c not in header]
-    if missing:
-        out.reject(name, 1, f"mapped column(s) not in the header: {', '.join(missing)}")
-        return
-    if not mapping_complete(used):
-        out.reject(name, 1, f"cannot tell which columns hold the time and the prompt tokens; map {REQUIRED_HELP}")
-        return
+def _csv_records(name: str, header: list[str], rows, extract, ctx: _Context) -> None:
+    """CSV rows of a known record format (its columns named as in its JSON export), one record each."""
+    out = ctx.out
     width = len(header)
-    get = dict.get
-    for idx, values in enumerate(rows, 1):
-        line_no = numbers[idx]
+    for line_no, values in rows:
+        if isinstance(values, str):
+            out.reject(name, line_no, values)
+            continue
         if len(values) != width:
             out.reject(name, line_no, f"has {len(values)} fields, the header has {width}")
             continue
         try:
-            row, est = extract_mapped(dict(zip(header, values)), used, tz, counter, get=get)
+            row = extract(dict(zip(header, values)), ctx.tz)
+        except Skip:
+            out.n_skipped += 1
+            continue
         except Reject as exc:
             out.reject(name, line_no, str(exc))
             continue
-        res.tokens_estimated |= est
         out.rows.append(row)
         out.sources.append(name)
+
+
+def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
+    out, res = ctx.out, ctx.res
+    header, rows = read_rows(data)
+    if not header:
+        out.reject(name, 0, "empty file")
+        return
+    res.columns[name] = header
+    record_fmt = ctx.fmt if ctx.fmt in EXTRACTORS else None
+    if ctx.fmt == "auto" and not ctx.mapping:
+        record_fmt = classify(dict.fromkeys(header, "")) if classify(dict.fromkeys(header, "")) in EXTRACTORS else None
+    if record_fmt is not None:  # e.g. a LiteLLM spend-log export saved as CSV
+        res.formats[name] = record_fmt
+        _csv_records(name, header, rows, EXTRACTORS[record_fmt], ctx)
+        return
+    fmt_name, used = ctx.table_mapping(name, header)
+    res.mapping = used
+    res.formats[name] = "csv" if fmt_name == "mapped" else fmt_name
+    missing = [c for c in used.values() if c not in header]
+    if missing:
+        out.reject(name, 0, f"mapped column(s) not in the header: {', '.join(missing)}")
+        return
+    if not mapping_complete(used):
+        out.reject(name, 0, _wanted(used, header))
+        return
+    ts0 = ctx.start_ms() if _relative(used) else 0
+    prefix = ctx.prefix(used)
+    width = len(header)
+    get = dict.get
+    for line_no, values in rows:
+        if isinstance(values, str):
+            out.reject(name, line_no, values)
+            continue
+        if len(values) != width:
+            hint = " (a field with the delimiter or a line break needs double quotes)" if len(values) > width else ""
+            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
+            continue
+        try:
+            row = ctx.extract(dict(zip(header, values)), used, get, ts0, prefix)
+        except Reject as exc:
+            out.reject(name, line_no, str(exc))
+            continue
+        out.rows.append(row)
+        out.sources.append(name)
+
+
+def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
+    """A Parquet file, read in batches of the mapped columns only (rows numbered from 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out, res = ctx.out, ctx.res
+    try:
+        pf = pq.ParquetFile(source if isinstance(source, Path) else pa.BufferReader(source))
+    except (pa.ArrowInvalid, OSError) as exc:
+        out.reject(name, 0, f"not a readable Parquet file ({exc})")
+        return
+    columns = list(pf.schema_arrow.names)
+    res.columns[name] = columns
+    fmt_name, used = ctx.table_mapping(name, columns)
+    res.mapping = used
+    res.formats[name] = "parquet" if fmt_name == "mapped" else fmt_name
+    missing = [c for c in used.values() if c not in columns]
+    if missing:
+        out.reject(name, 0, f"mapped column(s) not in the file: {', '.join(missing)}")
+        return
+    if not mapping_complete(used):
+        out.reject(name, 0, _wanted(used, columns))
+        return
+    ts0 = ctx.start_ms() if _relative(used) else 0
+    prefix = ctx.prefix(used)
+    get = dict.get
+    row_no = 0
+    for batch in pf.iter_batches(batch_size=65_536, columns=sorted(set(used.values()))):
+        for rec in batch.to_pylist():
+            row_no += 1
+            for k, v in rec.items():  # Parquet timestamps arrive as datetimes: ISO text for epoch_ms
+                if hasattr(v, "isoformat"):
+                    rec[k] = v.isoformat()
+            try:
+                row = ctx.extract(rec, used, get, ts0, prefix)
+            except Reject as exc:
+                out.reject(name, row_no, str(exc))
+                continue
+            out.rows.append(row)
+            out.sources.append(name)
+
+
+def _wanted(used: Mapping[str, str], columns: Sequence[str]) -> str:
+    """One sentence: which column the reader looked for and did not find, and the columns there are."""
+    shown = ", ".join(list(columns)[:12]) + (" …" if len(columns) > 12 else "") if columns else "none"
+    if not any(used.get(k) for k in ("ts", "ts_relative_s", "ts_relative_ms")):
+        want = "time column (e.g. timestamp, created_at, TIMESTAMP)"
+    else:
+        want = "prompt-token column (e.g. prompt_tokens, input_tokens, ContextTokens)"
+    return f"no {want} among its columns ({shown}); map it with --map or the mapping form"
 
 
 def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame | None:
@@ -218,7 +353,7 @@ def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame
     for line in head.split(b"\n")[:_DETECT_SAMPLE]:
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(rec, dict):
             return None
@@ -234,6 +369,23 @@ def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame
     return frame
 
 
+def _nothing_read(out: Collector) -> str:
+    """One or two sentences for 'nothing could be read': the file-level reasons, or the first rejected lines."""
+    whole = [r for r in out.rejected if r.line_no == 0]
+    if whole and len(whole) == len(out.rejected):
+        return "Nothing could be read: " + "; ".join(str(r) for r in whole[:3]) + "."
+    first = "; ".join(str(r) for r in out.rejected[:3]) or "the files hold no records"
+    return f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
+
+
+def _is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
 def read_logs(
     sources: Sequence[str | Path | tuple[str, bytes]],
     fmt: str = "auto",
@@ -243,6 +395,8 @@ def read_logs(
     *,
     tokenizer: TokenCounter | None = None,
     progress: Progress | None = None,
+    start: str | None = None,
+    cache_blocks: int = DEFAULT_CACHE_BLOCKS,
 ) -> LogParseResult:
     """Read request logs into one normalised frame, sorted by arrival.
 
@@ -252,6 +406,9 @@ def read_logs(
     written without one. max_bytes: per-file cap on the (decompressed) size.
     tokenizer: counts tokens when a log has text but no counts (default: a labelled estimate).
     progress: called with (fraction 0..1, message) as files are read.
+    start: the date (YYYY-MM-DD[THH:MM], in `tz`) that relative trace times count from (default
+    planner.logs.traces.DEFAULT_START, noted in the result). cache_blocks: the LRU size (blocks) under
+    which cached tokens are derived from hash_ids.
 
     Raises LogFormatError when nothing parses (naming what was expected), ValueError for an
     unknown fmt or time zone.
@@ -262,11 +419,26 @@ def read_logs(
     counter = tokenizer or TokenCounter()
     out = Collector()
     res = LogParseResult(frame=empty_frame())
+    if start:
+        start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
+    ctx = _Context(fmt, mapping, tz, counter, start, int(cache_blocks), out, res)
     total = max(len(sources), 1)
     for k, source in enumerate(sources):
         label = source[0] if isinstance(source, tuple) else Path(source).name
         if progress:
             progress(k / total, f"reading {label}")
+        if not isinstance(source, tuple):
+            try:
+                check_regular(Path(source))
+            except (ValueError, OSError) as exc:
+                out.reject(str(label), 0, str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}")
+                continue
+            if _is_parquet(Path(source)):
+                _read_parquet(Path(source).name, Path(source), ctx)
+                continue
+        elif source[1][:4] == b"PAR1":
+            _read_parquet(str(source[0]), source[1], ctx)
+            continue
         if not isinstance(source, tuple) and fmt in ("auto", "openai_chat"):
             frame = _fast_path_file(Path(source), fmt, max_bytes)
             if frame is not None:
@@ -285,9 +457,9 @@ def read_logs(
         json_records = None if fmt in ("csv",) else split_records(data, name, out)
         if json_records is not None:
             kind, recs = json_records
-            _read_json(name, data, kind, recs, fmt, mapping, tz, counter, out, res)
+            _read_json(name, data, kind, recs, ctx)
         else:
-            _read_csv(name, data, mapping, tz, counter, out, res)
+            _read_csv(name, data, ctx)
         del data
     if progress:
         progress(1.0, "summarising")
@@ -298,13 +470,8 @@ def read_logs(
     if res.tokens_estimated or tokenizer is not None:
         res.token_counter = counter.label
     if not frames:
-        first = "; ".join(str(r) for r in out.rejected[:5]) or "no records"
         columns = sorted({c for cols in res.columns.values() for c in cols})
-        raise LogFormatError(
-            f"no request could be read ({out.n_rejected} rejected: {first}). Expected one of: {expected_text()}",
-            columns=columns,
-            rejected=out.rejected,
-        )
+        raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     frame = frame[list(COLUMNS)]
     if not frame["ts_ms"].is_monotonic_increasing:

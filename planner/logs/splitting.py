@@ -55,8 +55,10 @@ def decode_bom(data: bytes) -> bytes:
     return data
 
 
-def json_error(exc: ValueError) -> str:
+def json_error(exc: ValueError | RecursionError) -> str:
     """A user-facing reason for a line json.loads refused."""
+    if isinstance(exc, RecursionError):
+        return "not a log record: JSON nested too deeply"
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); save the log as UTF-8"
     if isinstance(exc, json.JSONDecodeError):
@@ -66,14 +68,13 @@ def json_error(exc: ValueError) -> str:
 
 def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator[tuple[int, dict]]] | None:
     """('jsonl' | 'json', iterator of (line or record number, dict)); None when the content is not JSON."""
-    """('jsonl' | 'json', iterator of (line/record number, dict)); None for non-JSON content."""
     head = data[:4096]
     start = len(head) - len(head.lstrip()) if head.strip() else len(data) - len(data.lstrip())
     lead = data[start:start + 1]
     if lead == b"[":
         try:
             doc = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             out.reject(name, 0, f"a JSON array that does not parse: {json_error(exc)}")
             return "json", iter(())
         return "json", _numbered(doc, name, out)
@@ -84,12 +85,12 @@ def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator
     try:
         json.loads(first_line)
         one_per_line = True
-    except ValueError:
+    except (ValueError, RecursionError):
         one_per_line = False
     if not one_per_line:
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass  # a JSON Lines file with a bad first line: report it line by line below
         else:
             if isinstance(doc, dict) and isinstance(doc.get("data"), list) and not otel.looks_like(doc):
@@ -119,7 +120,7 @@ def _lines(data: bytes, name: str, out: Collector) -> Iterator[tuple[int, dict]]
             continue
         try:
             rec = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             out.reject(name, i, json_error(exc))
             continue
         if not isinstance(rec, dict):
