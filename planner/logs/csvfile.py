@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["DELIMITERS", "delimiter_of", "read_rows"]
 
@@ -43,10 +43,10 @@ def delimiter_of(text: str) -> str:
 _BAD_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
 
 
-def read_rows(data: bytes) -> tuple[list[str], Iterator[tuple[int, list[str] | str]]]:
+def read_rows(data: bytes, tick: Callable[[float], None] | None = None) -> tuple[list[str], Iterator[tuple[int, list[str] | str]]]:
     """(header, iterator of (first line number of the row, its fields — or a reason string when unusable)).
 
-    Header cells are stripped of surrounding spaces. Blank lines are skipped. Line numbers are
+    tick: called now and then with the fraction of lines read. Header cells are stripped of surrounding spaces. Blank lines are skipped. Line numbers are
     1-based physical lines, so a row with a quoted line break is named by the line it starts on.
     """
     try:
@@ -67,9 +67,15 @@ def read_rows(data: bytes) -> tuple[list[str], Iterator[tuple[int, list[str] | s
             break
         prev = reader.line_num
 
+    n_lines = max(data.count(b"\n"), 1) if tick else 1
+
     def rows() -> Iterator[tuple[int, list[str] | str]]:
         nonlocal prev
+        next_tick = 50_000
         while True:
+            if tick is not None and prev >= next_tick:
+                tick(prev / n_lines)
+                next_tick = prev + 50_000
             start = prev + 1
             try:
                 values = next(reader)

@@ -23,6 +23,7 @@ from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
 from planner.logs.limits import TooLarge, check_regular, load_source
 from planner.logs.csvfile import read_rows
+from planner.logs.duckpath import read_chat_jsonl, sample_head
 from planner.logs.mapped import REQUIRED_HELP, extract_mapped, guess_mapping, mapping_complete
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS, PrefixCache
 from planner.logs.records import Reject, RejectedLine, Row, dig, zone
@@ -240,7 +241,7 @@ def _csv_records(name: str, header: list[str], rows, extract, ctx: _Context) -> 
 
 def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
     out, res = ctx.out, ctx.res
-    header, rows = read_rows(data)
+    header, rows = read_rows(data, out.tick)
     if not header:
         out.reject(name, 0, "empty file")
         return
@@ -335,16 +336,15 @@ def _wanted(used: Mapping[str, str], columns: Sequence[str]) -> str:
     return f"no {want} among its columns ({shown}); map it with --map or the mapping form"
 
 
-def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame | None:
-    """The vectorised reader straight from an uncompressed OpenAI chat JSON Lines file, or None."""
-    from planner.logs.limits import DEFAULT_MAX_BYTES
+def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
+    """The out-of-core reader (DuckDB) straight from an OpenAI chat JSON Lines file (plain, .gz, .zst), or None.
 
+    It streams, so the size cap for files read whole does not apply; any doubt sends the file to the
+    line-by-line reader (which is capped).
+    """
     try:
-        if path.stat().st_size > (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes):
-            return None
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 20)
-    except OSError:
+        head, _ = sample_head(path)
+    except (OSError, EOFError, ValueError):
         return None
     if head[:1] != b"{" or b"\n" not in head:
         return None
@@ -360,7 +360,7 @@ def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame
         sample.append(rec)
     if fmt == "auto" and detect(sample) != "openai_chat":
         return None
-    frame = read_openai_jsonl(path)
+    frame = read_chat_jsonl(path, tick)
     if frame is None:
         return None
     frame["ttft_ms"] = np.nan
@@ -376,6 +376,13 @@ def _nothing_read(out: Collector) -> str:
         return "Nothing could be read: " + "; ".join(str(r) for r in whole[:3]) + "."
     first = "; ".join(str(r) for r in out.rejected[:3]) or "the files hold no records"
     return f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _is_parquet(path: Path) -> bool:
@@ -422,11 +429,19 @@ def read_logs(
     if start:
         start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
     ctx = _Context(fmt, mapping, tz, counter, start, int(cache_blocks), out, res)
-    total = max(len(sources), 1)
-    for k, source in enumerate(sources):
+    sizes = [len(src[1]) if isinstance(src, tuple) else _size(Path(src)) for src in sources]
+    total = max(sum(sizes), 1)
+    done = 0
+    for source, size in zip(sources, sizes):
         label = source[0] if isinstance(source, tuple) else Path(source).name
+        tick = None
         if progress:
-            progress(k / total, f"reading {label}")
+            def tick(frac: float, _done=done, _size=size, _label=label) -> None:
+                progress(min((_done + frac * _size) / total, 1.0), f"reading {_label}")
+
+            tick(0.0)
+        done += size
+        out.tick = tick
         if not isinstance(source, tuple):
             try:
                 check_regular(Path(source))
@@ -440,7 +455,7 @@ def read_logs(
             _read_parquet(str(source[0]), source[1], ctx)
             continue
         if not isinstance(source, tuple) and fmt in ("auto", "openai_chat"):
-            frame = _fast_path_file(Path(source), fmt, max_bytes)
+            frame = _fast_path_file(Path(source), fmt, tick)
             if frame is not None:
                 out.frames.append(frame)
                 res.formats[Path(source).name] = "openai_chat"

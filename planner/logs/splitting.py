@@ -8,7 +8,7 @@ a BOM) are accepted; a line that is not valid UTF-8 is rejected with the offendi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 
@@ -30,6 +30,7 @@ class Collector:
         self.rejected: list[RejectedLine] = []
         self.n_rejected = 0
         self.n_skipped = 0
+        self.tick: Callable[[float], None] | None = None  # progress within the current file (fraction 0..1)
 
     def reject(self, source: str, line_no: int, reason: str) -> None:
         self.n_rejected += 1
@@ -110,7 +111,11 @@ def _numbered(items: list, name: str, out: Collector) -> Iterator[tuple[int, dic
 def _lines(data: bytes, name: str, out: Collector) -> Iterator[tuple[int, dict]]:
     # Walk the buffer instead of split(): the format sample reads a few lines of a file of any size.
     pos, size, i = 0, len(data), 0
+    tick, next_tick = out.tick, 1 << 22
     while pos < size:
+        if tick is not None and pos >= next_tick:
+            tick(pos / size)
+            next_tick = pos + (1 << 22)
         nl = data.find(b"\n", pos)
         if nl < 0:
             nl = size
