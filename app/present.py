@@ -36,6 +36,11 @@ LABELS: dict[str, str] = {
     "prompt_tokens": "Prompt tokens",
     "targets_met": "Targets met",
     "rank": "Rank",
+    "model": "Model",
+    "prompt_tokens_p50": "Prompt tokens p50",
+    "prompt_tokens_p95": "Prompt tokens p95",
+    "p95_reliable": "p95 reliable (n ≥ 20)",
+    "cached_token_fraction": "Cached share of prompt tokens",
 }
 
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")

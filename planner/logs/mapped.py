@@ -35,7 +35,7 @@ REQUIRED_HELP = "a time column (ts, or ts_relative_s / ts_relative_ms) and a pro
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "ts": ("timestamp", "ts", "tsms", "time", "created", "createdat", "starttime", "requesttime", "datetime", "date",
-           "requeststart", "startedat", "requestedat", "starttimeutc", "eventtime"),
+           "requeststart", "startedat", "requestedat", "starttimeutc", "eventtime", "started"),
     "model": ("model", "modelname", "modelid", "modelgroup", "deployment"),
     "prompt_tokens": ("prompttokens", "usageprompttokens", "totalinputtokens", "tokensin", "inputtokencount",
                       "prompttokencount", "inputtokens", "promptlength", "ntokensprompt", "contexttokens",

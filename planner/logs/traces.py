@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner.logs.records import zone
 
-__all__ = ["DEFAULT_START", "PROFILES", "TraceProfile", "match_profile", "start_ms"]
+__all__ = ["DEFAULT_START", "PROFILES", "TraceProfile", "guess_table_mapping", "match_profile", "start_ms"]
 
 DEFAULT_START = "2024-01-01"  # a Monday: relative traces start at its midnight unless told otherwise
 
@@ -56,6 +56,14 @@ def match_profile(columns: Sequence[str]) -> tuple[TraceProfile, dict[str, str]]
             mapping = {f: by_norm[_norm(c)] for f, c in prof.mapping.items() if _norm(c) in by_norm}
             return prof, mapping
     return None
+
+
+def guess_table_mapping(columns: Sequence[str]) -> dict[str, str]:
+    """The mapping the reader would try for these columns: a public trace's, else one guessed from the names."""
+    from planner.logs.mapped import guess_mapping
+
+    found = match_profile(columns)
+    return found[1] if found else guess_mapping(columns)
 
 
 def start_ms(start: str | None, tz: str) -> tuple[int, bool]:
