@@ -192,8 +192,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
                     if isinstance(item, Reject):
                         out.reject(name, line_no, str(item))
                     else:
-                        out.rows.append(item)
-                        out.sources.append(name)
+                        out.add(item, name)
                 continue
             if tabular:
                 row = ctx.extract(rec, mapping, dig, ts0, prefix)
@@ -212,8 +211,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             else:
                 out.reject(name, line_no, str(exc))
             continue
-        out.rows.append(row)
-        out.sources.append(name)
+        out.add(row, name)
 
 
 def _csv_records(name: str, header: list[str], rows, extract, ctx: _Context) -> None:
@@ -235,8 +233,7 @@ def _csv_records(name: str, header: list[str], rows, extract, ctx: _Context) -> 
         except Reject as exc:
             out.reject(name, line_no, str(exc))
             continue
-        out.rows.append(row)
-        out.sources.append(name)
+        out.add(row, name)
 
 
 def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
@@ -280,8 +277,7 @@ def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
         except Reject as exc:
             out.reject(name, line_no, str(exc))
             continue
-        out.rows.append(row)
-        out.sources.append(name)
+        out.add(row, name)
 
 
 def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
@@ -322,8 +318,7 @@ def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
             except Reject as exc:
                 out.reject(name, row_no, str(exc))
                 continue
-            out.rows.append(row)
-            out.sources.append(name)
+            out.add(row, name)
 
 
 def _wanted(used: Mapping[str, str], columns: Sequence[str]) -> str:
@@ -424,7 +419,7 @@ def read_logs(
         raise ValueError(f"unknown log format {fmt!r}; one of {', '.join(FORMATS)}")
     zone(tz)
     counter = tokenizer or TokenCounter()
-    out = Collector()
+    out = Collector(_frame)
     res = LogParseResult(frame=empty_frame())
     if start:
         start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
@@ -478,9 +473,8 @@ def read_logs(
         del data
     if progress:
         progress(1.0, "summarising")
+    out.flush()
     frames = [f for f in out.frames if len(f)]
-    if out.rows:
-        frames.append(_frame(out.rows, out.sources))
     res.rejected, res.n_rejected, res.n_skipped = out.rejected, out.n_rejected, out.n_skipped
     if res.tokens_estimated or tokenizer is not None:
         res.token_counter = counter.label

@@ -21,9 +21,16 @@ MAX_REJECTED_KEPT = 1000  # the count is exact; only the first reasons are kept
 
 
 class Collector:
-    """Accumulates rows and rejections for one read_logs call."""
+    """Accumulates rows and rejections for one read_logs call.
 
-    def __init__(self) -> None:
+    Rows are turned into a column frame every FLUSH_ROWS (by `to_frame`), so a long log is held as
+    numbers, not as millions of Python tuples.
+    """
+
+    FLUSH_ROWS = 65_536
+
+    def __init__(self, to_frame: Callable[[list[Row], list[str]], pd.DataFrame] | None = None) -> None:
+        self.to_frame = to_frame
         self.rows: list[Row] = []
         self.sources: list[str] = []
         self.frames: list[pd.DataFrame] = []
@@ -31,6 +38,17 @@ class Collector:
         self.n_rejected = 0
         self.n_skipped = 0
         self.tick: Callable[[float], None] | None = None  # progress within the current file (fraction 0..1)
+
+    def add(self, row: Row, source: str) -> None:
+        self.rows.append(row)
+        self.sources.append(source)
+        if len(self.rows) >= self.FLUSH_ROWS and self.to_frame is not None:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows and self.to_frame is not None:
+            self.frames.append(self.to_frame(self.rows, self.sources))
+            self.rows, self.sources = [], []
 
     def reject(self, source: str, line_no: int, reason: str) -> None:
         self.n_rejected += 1

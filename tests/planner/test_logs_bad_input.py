@@ -153,3 +153,13 @@ def test_only_the_first_rejects_are_kept_but_the_count_is_exact():
 def test_bad_time_zone_is_a_value_error():
     with pytest.raises(ValueError, match="unknown time zone"):
         read_logs([SAMPLES / "requests.csv"], tz="Mars/Olympus")
+
+
+def test_a_long_line_by_line_log_is_collected_in_column_chunks_in_arrival_order():
+    from planner.logs.splitting import Collector
+
+    n = Collector.FLUSH_ROWS * 2 + 17
+    lines = [json.dumps({"timestamp": 1_764_000_000_000 + (n - i) * 10, "prompt_tokens": i}).encode() for i in range(n)]
+    res = read_logs([("long.jsonl", b"\n".join(lines))])
+    assert len(res.frame) == n and res.frame["ts_ms"].is_monotonic_increasing
+    assert res.frame["prompt_tokens"].tolist() == list(range(n - 1, -1, -1))
