@@ -34,3 +34,21 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
     p95_input = page.get_by_role("spinbutton", name="p95 prompt (tokens)")
     expect(p95_input).to_have_value(p95_text.replace(",", ""), timeout=30_000)
     expect(page.get_by_text("agent-requests.jsonl.gz").first).to_be_visible()
+
+
+def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app_url, artifacts_dir):
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{app_url}/logs")
+    wait_for_app(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(SAMPLES / "litellm_spend_logs.csv"))
+    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
+    wait_for_app(page)
+    nav = page.locator("[data-testid='stSidebarNav']")
+    nav.get_by_text("Worksheet", exact=True).click()
+    wait_for_app(page)
+    nav.get_by_text("Logs", exact=True).click()
+    wait_for_app(page)
+    # Same session, no new upload: the page still shows the file it read.
+    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Showing your last upload: litellm_spend_logs.csv")).to_be_visible()
+    page.screenshot(path=str(artifacts_dir / "logs-after-return.png"), full_page=True)
