@@ -95,10 +95,12 @@ def _repeated(base: Path, times: int) -> Path:
     path = base.with_name(f"{base.stem}-x{times}.jsonl")
     if not path.exists():
         t = time.perf_counter()
-        with open(path, "wb") as out:
+        part = path.with_name(path.name + ".part")
+        with open(part, "wb") as out:
             for _ in range(times):
                 with open(base, "rb") as fh:
                     shutil.copyfileobj(fh, out, 16 << 20)
+        part.rename(path)  # only a whole file is ever reused
         print(f"made {path.name} ({path.stat().st_size / 1e9:.1f} GB) in {time.perf_counter() - t:.0f} s")
     return path
 
@@ -107,8 +109,10 @@ def _gzipped(path: Path) -> Path:
     gz = path.with_name(path.name + ".gz")
     if not gz.exists():
         t = time.perf_counter()
-        with open(path, "rb") as fh, gzip.open(gz, "wb", compresslevel=1) as out:
+        part = gz.with_name(gz.name + ".part")
+        with open(path, "rb") as fh, gzip.open(part, "wb", compresslevel=1) as out:
             shutil.copyfileobj(fh, out, 16 << 20)
+        part.rename(gz)
         print(f"made {gz.name} ({gz.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.0f} s")
     return gz
 
