@@ -96,7 +96,7 @@ def check_regular(path: Path) -> int:
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, pipe or socket)"
-        raise ValueError(f"{path.name} is {kind}; save the log to a file and read that")
+        raise ValueError(f"{kind}: save the log to a file and read that")
     return st.st_size
 
 

@@ -175,7 +175,7 @@ def test_devices_and_fifos_are_refused_not_read(tmp_path):
             f"try:\n    read_logs([{str(fifo)!r}])\nexcept LogFormatError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
                          cwd=Path(__file__).resolve().parents[2], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    assert "pipe.jsonl is not a regular file" in out.stdout
+    assert "pipe.jsonl: not a regular file" in out.stdout
 
 
 def test_deeply_nested_json_is_a_rejected_line_not_a_crash():
