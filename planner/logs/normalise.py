@@ -264,6 +264,7 @@ def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
     prefix = ctx.prefix(used)
     width = len(header)
     get = dict.get
+    no_output = 0
     for line_no, values in rows:
         if isinstance(values, str):
             out.reject(name, line_no, values)
@@ -277,7 +278,11 @@ def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
         except Reject as exc:
             out.reject(name, line_no, str(exc))
             continue
+        no_output += row.output_tokens == 0
         out.add(row, name)
+    if fmt_name == "burstgpt" and no_output:
+        res.notes.append(f"{name}: {no_output:,} request{'' if no_output == 1 else 's'} with 0 response tokens "
+                         "(failed, in BurstGPT's convention) are kept as arrivals")
 
 
 def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
