@@ -22,6 +22,7 @@ from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
 from planner.logs.limits import TooLarge, check_regular, load_source
+from planner.logs.columnar import batch_frame
 from planner.logs.csvfile import read_rows
 from planner.logs.duckpath import read_chat_jsonl, sample_head
 from planner.logs.mapped import REQUIRED_HELP, extract_mapped, guess_mapping, mapping_complete
@@ -312,7 +313,16 @@ def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
     prefix = ctx.prefix(used)
     get = dict.get
     row_no = 0
+    done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)
     for batch in pf.iter_batches(batch_size=65_536, columns=sorted(set(used.values()))):
+        if out.tick is not None:
+            out.tick(done_rows / total_rows)
+        done_rows += batch.num_rows
+        whole = batch_frame(batch, used, ctx.tz, ts0, name) if prefix is None else None
+        if whole is not None:  # the plain case, a batch at a time
+            out.frames.append(whole)
+            row_no += batch.num_rows
+            continue
         for rec in batch.to_pylist():
             row_no += 1
             for k, v in rec.items():  # Parquet timestamps arrive as datetimes: ISO text for epoch_ms

@@ -187,3 +187,24 @@ def test_deeply_nested_json_is_a_rejected_line_not_a_crash():
     assert len(res.frame) == 2 and [(r.line_no, "nested too deeply" in r.reason) for r in res.rejected] == [(2, True)]
     with pytest.raises(LogFormatError, match="nested too deeply"):
         read_logs([("deep.json", b"[" * 200_000 + b"]" * 200_000)])
+
+
+def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_the_same_numbers(tmp_path):
+    from planner.logs.columnar import batch_frame
+
+    n = 1000
+    ts = [1_764_000_000_123_456 + i * 1_001_500 for i in range(n)]  # µs, sub-ms parts round like the row path
+    good = pa.table({"ts": pa.array(ts, pa.timestamp("us", tz="UTC")), "prompt_tokens": list(range(100, 100 + n)),
+                     "cached_tokens": [i % 50 for i in range(n)], "output_tokens": [7] * n, "model": ["m"] * n})
+    assert batch_frame(good.to_batches()[0], {"ts": "ts", "prompt_tokens": "prompt_tokens", "cached_tokens":
+                                              "cached_tokens", "output_tokens": "output_tokens", "model": "model"},
+                       "UTC", 0, "x") is not None
+    bad = good.set_column(1, "prompt_tokens", pa.array([None if i == 500 else 100 + i for i in range(n)], pa.int64()))
+    pq.write_table(good, tmp_path / "good.parquet")
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    fast = read_logs([tmp_path / "good.parquet"]).frame
+    slow = read_logs([tmp_path / "bad.parquet"])
+    assert [(r.line_no, "missing prompt_tokens" in r.reason) for r in slow.rejected] == [(501, True)]
+    keep = fast.drop(index=500).reset_index(drop=True)
+    for col in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens", "model"):
+        assert slow.frame[col].tolist() == keep[col].tolist()
