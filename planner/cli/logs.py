@@ -168,7 +168,7 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, database_url) ->
     engine = open_engine(database_url)
     from planner.store.logs import save_upload
 
-    upload_id = save_upload(engine, name or Path(str(files[0])).name, res)
+    upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
 
 

@@ -101,12 +101,23 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
         con.close()
     if not parts:
         return None
-    created, codes, prompt, cached, output = (np.concatenate(c) for c in zip(*parts))
+    # One column at a time, freeing its batches as it goes: never two copies of every column at once.
+    columns = []
+    for k in range(5):
+        columns.append(np.concatenate([p[k] for p in parts]))
+        for i, p in enumerate(parts):
+            parts[i] = (*p[:k], None, *p[k + 1:])
     del parts
-    ts_ms = created.astype(np.int64) * 1000
+    ts_ms = columns[0].astype(np.int64, copy=False)
+    ts_ms *= 1000
+    columns[0] = ts_ms
     if ts_ms.size > 1 and (ts_ms[1:] < ts_ms[:-1]).any():
         order = np.argsort(ts_ms, kind="stable")
-        ts_ms, codes, prompt, cached, output = ts_ms[order], codes[order], prompt[order], cached[order], output[order]
+        for k in range(5):
+            columns[k] = columns[k][order]  # the unsorted column is freed as soon as it is replaced
+        del order
+    ts_ms, codes, prompt, cached, output = columns
+    del columns
     # Categorical: a few model names shared by millions of rows, grouped without hashing strings.
     by_name = sorted(names, key=names.get)
     return pd.DataFrame({

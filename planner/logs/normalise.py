@@ -150,6 +150,15 @@ def _missing_columns_message(name: str, used: Mapping[str, str], columns: Sequen
             f"(columns: {shown}); map them (ts=…, prompt_tokens=…)")
 
 
+def _with_source(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """A fast reader's frame completed with no timings and its source (one shared name, not one per row)."""
+    n = len(frame)
+    frame["ttft_ms"] = np.full(n, np.nan)
+    frame["duration_ms"] = np.full(n, np.nan)
+    frame["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([name]))
+    return frame
+
+
 def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, dict]], ctx: _Context) -> None:
     out, res = ctx.out, ctx.res
     head, records = peek(records, _DETECT_SAMPLE)
@@ -172,10 +181,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
     if detected == "openai_chat" and kind == "jsonl":
         frame = read_openai_jsonl(data)
         if frame is not None:
-            frame["ttft_ms"] = np.nan
-            frame["duration_ms"] = np.nan
-            frame["source"] = name
-            out.frames.append(frame)
+            out.frames.append(_with_source(frame, name))
             return
     tabular = detected == "mapped" or detected in TRACE_FORMATS
     if tabular:
@@ -373,10 +379,7 @@ def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) 
     frame = read_chat_jsonl(path, tick)
     if frame is None:
         return None
-    frame["ttft_ms"] = np.nan
-    frame["duration_ms"] = np.nan
-    frame["source"] = path.name
-    return frame
+    return _with_source(frame, path.name)
 
 
 def _nothing_read(out: Collector) -> str:
@@ -498,6 +501,8 @@ def read_logs(
         raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     frame = frame[list(COLUMNS)]
+    if not isinstance(frame["source"].dtype, pd.CategoricalDtype):  # a few file names shared by every row
+        frame["source"] = frame["source"].astype("category")
     if not frame["ts_ms"].is_monotonic_increasing:
         frame = frame.sort_values("ts_ms", kind="stable", ignore_index=True)
     res.frame = frame

@@ -204,7 +204,7 @@ def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
         "output_tokens": np.concatenate(parts["output_tokens"]),
         "ttft_ms": np.concatenate(parts["ttft_ms"]),
         "duration_ms": np.concatenate(parts["duration_ms"]),
-        "source": pd.array(np.concatenate(parts["source"]), dtype=object),
+        "source": pd.Series(np.concatenate(parts["source"]), dtype=object).astype("category"),  # as read_logs gives it
     })[list(COLUMNS)]
 
 
