@@ -69,6 +69,7 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     bytes_per_line = (head.rfind(b"\n") + 1) / lines if lines else float(len(head) or 1)
     con = duckdb.connect()
     try:
+        con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
         rel = con.sql(_SQL, params={"path": str(path), "compression": _compression(path)})
         reader = rel.to_arrow_reader(_BATCH_ROWS)
         names: dict[str, int] = {}
