@@ -173,7 +173,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             else:
                 res.columns[name] = keys[:40]
                 if head:
-                    out.reject(name, 0, f"no known log format (keys seen: {', '.join(keys[:12])}); map the fields by hand")
+                    out.reject(name, 0, _wanted(picked[1] if picked else {}, keys))
                 return
     else:
         detected = fmt
@@ -349,7 +349,7 @@ def _wanted(used: Mapping[str, str], columns: Sequence[str]) -> str:
         want = "time column (e.g. timestamp, created_at, TIMESTAMP)"
     else:
         want = "prompt-token column (e.g. prompt_tokens, input_tokens, ContextTokens)"
-    return f"no {want} among its columns ({shown}); map it with --map or the mapping form"
+    return f"no {want} among its fields ({shown}); map it with --map FIELD=COLUMN or the mapping form"
 
 
 def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
