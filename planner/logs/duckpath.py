@@ -1,4 +1,4 @@
-"""Out-of-core reading of OpenAI chat-completion JSON Lines (plain, .gz or .zst) with DuckDB.
+"""Out-of-core reading with DuckDB: OpenAI chat-completion JSON Lines, and large mapped CSV files (plain, .gz, .zst).
 
 DuckDB parses the file in parallel and streams the five needed fields back in record batches, so
 only the numeric columns (about 40 bytes a request) are ever held, whatever the file's size: a
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_chat_jsonl", "sample_head"]
+__all__ = ["read_chat_jsonl", "read_mapped_csv", "sample_head"]
 
 _BATCH_ROWS = 262_144
 _COLUMNS = ("{object: 'VARCHAR', created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, "
@@ -58,15 +58,20 @@ def sample_head(path: Path, n_bytes: int = 1 << 20) -> tuple[bytes, float]:
     return head, size * max(ratio, 1.0)
 
 
+def _bytes_per_line(path: Path) -> tuple[float, float]:
+    """(mean bytes per line in the file's first MB, estimated decompressed size): rows read → bytes read."""
+    head, total_bytes = sample_head(path)
+    lines = head.count(b"\n")
+    return ((head.rfind(b"\n") + 1) / lines if lines else float(len(head) or 1)), max(total_bytes, 1.0)
+
+
 def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
     """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when unsure."""
     try:
         import duckdb
     except ImportError:  # pragma: no cover - a core dependency
         return None
-    head, total_bytes = sample_head(path)
-    lines = head.count(b"\n")
-    bytes_per_line = (head.rfind(b"\n") + 1) / lines if lines else float(len(head) or 1)
+    bytes_per_line, total_bytes = _bytes_per_line(path)
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
@@ -128,3 +133,46 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
         "cached_tokens": cached.astype(np.int64, copy=False),
         "output_tokens": output.astype(np.int64, copy=False),
     }, copy=False)
+
+
+def read_mapped_csv(path: Path, header: list[str], delimiter: str, mapping: dict[str, str], tz: str, start_ms: int,
+                    source: str, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
+    """A large CSV (plain, .gz, .zst) under a plain column mapping, streamed through DuckDB's CSV reader.
+
+    All or nothing: any row DuckDB cannot type, or any batch planner.logs.columnar will not take
+    (text times, nulls in a required column, negative counts …), returns None and the caller reads the
+    file row by row, naming each rejected line.
+    """
+    import duckdb
+
+    from planner.logs.columnar import batch_frame
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET TimeZone = 'UTC'")
+        params = {"path": str(path), "delim": delimiter, "compression": _compression(path)}
+        scan = "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression)"
+        rel = con.sql(f"SELECT * FROM {scan}", params=params)
+        if [c.strip() for c in rel.columns] != header:
+            return None
+        wanted = sorted(set(v for v in mapping.values() if v))
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
+        reader = con.sql(f"SELECT {cols} FROM {scan}", params=params).to_arrow_reader(_BATCH_ROWS)
+        frames = []
+        bytes_per_row, total_bytes = _bytes_per_line(path)
+        rows = 0
+        for batch in reader:
+            frame = batch_frame(batch, mapping, tz, start_ms, source)
+            if frame is None:
+                return None
+            frames.append(frame)
+            rows += batch.num_rows
+            if progress:
+                progress(min(rows * bytes_per_row / total_bytes, 0.99))
+    except (duckdb.Error, OSError, KeyError):
+        return None
+    finally:
+        con.close()
+    return pd.concat(frames, ignore_index=True) if frames else None
+

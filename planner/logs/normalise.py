@@ -23,8 +23,8 @@ from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
 from planner.logs.limits import TooLarge, check_regular, load_source
 from planner.logs.columnar import batch_frame
-from planner.logs.csvfile import read_rows
-from planner.logs.duckpath import read_chat_jsonl, sample_head
+from planner.logs.csvfile import delimiter_of, read_rows
+from planner.logs.duckpath import read_chat_jsonl, read_mapped_csv, sample_head
 from planner.logs.mapped import REQUIRED_HELP, extract_mapped, guess_mapping, mapping_complete
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS, PrefixCache
 from planner.logs.records import Reject, RejectedLine, Row, dig, zone
@@ -292,6 +292,43 @@ def _read_csv(name: str, data: bytes, ctx: _Context) -> None:
                          "(failed, in BurstGPT's convention) are kept as arrivals")
 
 
+LARGE_CSV_BYTES = 32 << 20  # CSV files from this size on disk are first tried through DuckDB (streamed, columnar)
+
+
+def _large_csv(path: Path, ctx: _Context) -> bool:
+    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row."""
+    if ctx.fmt not in ("auto", "csv", *TRACE_FORMATS) or _size(path) < LARGE_CSV_BYTES:
+        return False
+    try:
+        head, _ = sample_head(path, 1 << 16)
+    except (OSError, EOFError, ValueError):
+        return False
+    head = decode_bom(head)
+    if not head.strip() or head.lstrip()[:1] in (b"{", b"["):
+        return False
+    header, _ = read_rows(head)
+    if not header:
+        return False
+    if ctx.fmt == "auto" and not ctx.mapping and classify(dict.fromkeys(header, "")) in EXTRACTORS:
+        return False
+    fmt_name, used = ctx.table_mapping(path.name, header)
+    if not mapping_complete(used) or any(c not in header for c in used.values()) or used.get("hash_ids"):
+        return False
+    ts0 = ctx.start_ms() if _relative(used) else 0
+    frame = read_mapped_csv(path, header, delimiter_of(head.decode("utf-8", "replace")), used, ctx.tz, ts0,
+                            path.name, ctx.out.tick)
+    if frame is None:
+        return False
+    ctx.out.frames.append(frame)
+    ctx.res.columns[path.name] = header
+    ctx.res.mapping = used
+    ctx.res.formats[path.name] = "csv" if fmt_name == "mapped" else fmt_name
+    if fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
+        ctx.res.notes.append(f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
+                             "(failed, in BurstGPT's convention) are kept as arrivals")
+    return True
+
+
 def _read_parquet(name: str, source: Path | bytes, ctx: _Context) -> None:
     """A Parquet file, read in batches of the mapped columns only (rows numbered from 1)."""
     import pyarrow as pa
@@ -463,6 +500,8 @@ def read_logs(
                 continue
             if _is_parquet(Path(source)):
                 _read_parquet(Path(source).name, Path(source), ctx)
+                continue
+            if _large_csv(Path(source), ctx):
                 continue
         elif source[1][:4] == b"PAR1":
             _read_parquet(str(source[0]), source[1], ctx)
