@@ -213,14 +213,14 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
 @pytest.mark.parametrize("file", ["azure_code_2023.csv", "azure_2024_synthetic.csv", "burstgpt_synthetic.csv",
                                   "requests.csv", "csv_quirks/semicolons.csv", "csv_quirks/quoted_line_breaks.csv"])
 def test_large_csv_files_stream_through_duckdb_with_the_same_numbers_as_the_row_reader(file, tmp_path, monkeypatch):
-    import planner.logs.normalise as normalise
+    import planner.logs.tables as tables
 
     src = (Path(__file__).parent / file) if file.startswith("csv_quirks") else SAMPLES / file
     rows = read_logs([src], tz="UTC")
     calls = []
-    real = normalise.read_mapped_csv
-    monkeypatch.setattr(normalise, "read_mapped_csv", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
-    monkeypatch.setattr(normalise, "LARGE_CSV_BYTES", 0)  # treat the sample as large
+    real = tables.read_mapped_csv
+    monkeypatch.setattr(tables, "read_mapped_csv", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)  # treat the sample as large
     (tmp_path / "big.csv.gz").write_bytes(gzip.compress(src.read_bytes()))
     for path in (src, tmp_path / "big.csv.gz"):
         streamed = read_logs([path], tz="UTC")
@@ -232,9 +232,9 @@ def test_large_csv_files_stream_through_duckdb_with_the_same_numbers_as_the_row_
 
 
 def test_a_large_csv_with_a_bad_row_falls_back_to_the_row_reader_that_names_it(tmp_path, monkeypatch):
-    import planner.logs.normalise as normalise
+    import planner.logs.tables as tables
 
-    monkeypatch.setattr(normalise, "LARGE_CSV_BYTES", 0)
+    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)
     lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"2024-05-10 00:00:{i:02d},{100 + i},5" for i in range(50)]
     lines[31] = "2024-05-10 00:00:30,-4,5"
     (tmp_path / "azure.csv").write_text("\n".join(lines) + "\n")
