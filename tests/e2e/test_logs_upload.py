@@ -23,7 +23,7 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
     expect(page.get_by_text("1 line rejected")).to_be_visible()
     wait_for_app(page)
     metric = page.locator("[data-testid='stMetric']").first
-    expect(metric).to_contain_text("p95 prompt tokens (working day)")
+    expect(metric).to_contain_text("p95 prompt tokens (working day)", timeout=30_000)
     p95_text = metric.locator("[data-testid='stMetricValue']").inner_text().strip()
     assert p95_text.replace(",", "").isdigit()
     page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
@@ -39,14 +39,17 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
 def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app_url, artifacts_dir):
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/logs")
-    wait_for_app(page)
+    expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible(timeout=60_000)
+    wait_for_app(page)  # the first run has finished: the uploader will not be redrawn under the file
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(SAMPLES / "litellm_spend_logs.csv"))
     expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
     wait_for_app(page)
     nav = page.locator("[data-testid='stSidebarNav']")
     nav.get_by_text("Worksheet", exact=True).click()
+    expect(page.get_by_role("heading", name="Worksheet", level=1)).to_be_visible(timeout=60_000)
     wait_for_app(page)
     nav.get_by_text("Logs", exact=True).click()
+    expect(page.get_by_role("heading", name="Logs", level=1)).to_be_visible(timeout=60_000)
     wait_for_app(page)
     # Same session, no new upload: the page still shows the file it read.
     expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
