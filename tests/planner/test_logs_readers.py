@@ -237,3 +237,19 @@ def test_chat_jsonl_on_disk_streams_plain_gzip_and_zstd_past_the_in_memory_cap(t
         assert res.frame.drop(columns=["source", "model"]).equals(in_memory.drop(columns=["source", "model"]))
         assert res.frame["model"].tolist() == in_memory["model"].tolist()
         assert seen == sorted(seen) and seen[0] == 0.0 and seen[-1] <= 1.0  # the bar only moves forward
+
+
+def test_every_sample_offered_on_the_page_reads_without_a_mapping_except_the_custom_one():
+    from planner.logs.samples import samples
+
+    offered = samples()
+    assert {"azure_code_2023.csv", "burstgpt_synthetic.csv", "mooncake_conversation.jsonl",
+            "litellm_spend_logs.csv"} <= set(offered)
+    for name in offered:
+        if name == "gateway_custom_columns.csv":  # the sample that shows the mapping form
+            with pytest.raises(LogFormatError):
+                read_logs([SAMPLES / name])
+            continue
+        res = read_logs([SAMPLES / name])
+        assert len(res.frame) > 50, name
+        assert res.n_rejected <= 1, (name, res.rejected[:3])  # the batch sample holds one expired request
