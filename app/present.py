@@ -42,6 +42,11 @@ LABELS: dict[str, str] = {
     "achieved_rps": "Achieved (req/s)",
     "send_lag_p95_ms": "Send lag p95 (ms)",
     "client_cpu_ms_per_request": "Client CPU per request (ms)",
+    "model": "Model",
+    "prompt_tokens_p50": "Prompt tokens p50",
+    "prompt_tokens_p95": "Prompt tokens p95",
+    "p95_reliable": "p95 reliable (n ≥ 20)",
+    "cached_token_fraction": "Cached share of prompt tokens",
 }
 
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")

@@ -7,6 +7,7 @@ cached prefix after the first call. Deterministic for a given --seed.
 
   python bench/gen_logs.py bench-1m.jsonl --requests 1000000          # the benchmark file
   python bench/gen_logs.py --samples assets/sample_logs                 # the shipped samples
+  (the real public-trace rows in assets/sample_logs are copied by hand; see its README.md)
 """
 
 from __future__ import annotations
@@ -217,6 +218,52 @@ def write_samples(folder: Path, seed: int = 11) -> None:
                                  "completion": rng.choice(REPLIES)}) + "\n")
 
 
+def write_trace_samples(folder: Path, seed: int = 13) -> None:
+    """The synthetic public-trace samples (in the published column formats, labelled synthetic) and a LiteLLM CSV export.
+
+    Real rows of the Azure 2023 and Mooncake traces are copied into assets/sample_logs by hand (see its README);
+    BurstGPT's and Azure 2024's rows could not be fetched, so these follow their published formats only.
+    """
+    import csv
+
+    rng = random.Random(seed)
+    # BurstGPT: Timestamp (s since the trace start), Model, Request tokens, Response tokens, Total tokens, Log Type.
+    with open(folder / "burstgpt_synthetic.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"])
+        t = 5.0
+        for _ in range(300):
+            t += round(rng.expovariate(1 / 40.0))
+            model = rng.choices(["ChatGPT", "GPT-4"], weights=[4, 1])[0]
+            req = max(1, int(rng.lognormvariate(6.3, 1.1)))
+            resp = 0 if rng.random() < 0.03 else max(1, int(rng.lognormvariate(5.4, 1.0)))  # failures: 0 response tokens
+            w.writerow([f"{t:.0f}", model, req, resp, req + resp, rng.choice(["Conversation log", "API log"])])
+    # Azure LLM inference trace 2024: TIMESTAMP, ContextTokens, GeneratedTokens (May 2024).
+    with open(folder / "azure_2024_synthetic.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
+        t = dt.datetime(2024, 5, 10, 0, 0, tzinfo=dt.timezone.utc)
+        for _ in range(300):
+            t += dt.timedelta(seconds=rng.expovariate(1 / 2.0))
+            w.writerow([t.strftime("%Y-%m-%d %H:%M:%S.%f") + "0+00:00", max(1, int(rng.lognormvariate(7.2, 1.0))),
+                        max(1, int(rng.lognormvariate(4.5, 1.0)))])
+    # A LiteLLM spend-log export as CSV: metadata as quoted JSON (doubled quotes), a message with a line break.
+    rows = list(requests(120, seed))
+    with open(folder / "litellm_spend_logs.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\r\n")
+        w.writerow(["request_id", "call_type", "spend", "total_tokens", "prompt_tokens", "completion_tokens", "startTime",
+                    "endTime", "completionStartTime", "model", "user", "status", "metadata", "cache_hit", "messages"])
+        for i, r in enumerate(rows):
+            start = r["ts_ms"]
+            meta = {"user_api_key_alias": "agent, team A", "additional_usage_values":
+                    {"prompt_tokens_details": {"cached_tokens": r["cached_tokens"]}}}
+            msg = "Fix the failing test,\nthen run \"make check\"" if i % 7 == 0 else ""
+            w.writerow([f"chatcmpl-{i:08x}", "acompletion", round(r["prompt_tokens"] * 2e-6, 6),
+                        r["prompt_tokens"] + r["output_tokens"], r["prompt_tokens"], r["output_tokens"], _iso(start),
+                        _iso(start + int(r["duration_ms"])), _iso(start + int(r["ttft_ms"])), r["model"], "dev-team",
+                        "success", json.dumps(meta), "False", msg])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path", nargs="?", type=Path, help="output .jsonl (or .jsonl.gz) for --requests lines")
@@ -226,6 +273,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.samples:
         write_samples(args.samples)
+        write_trace_samples(args.samples)
         return
     if not args.path:
         ap.error("give an output path or --samples FOLDER")

@@ -51,12 +51,14 @@ def percentile_table_style(rows: pd.DataFrame):
 
 
 def _marks(fig: go.Figure, marks: dict[str, Percentile], vertical: bool = True) -> None:
-    for key, pc in marks.items():
-        if pc.value is None:
-            continue
+    """Dashed lines at the percentiles, labelled on alternate sides and heights so close values never overprint."""
+    shown = [(k, pc) for k, pc in marks.items() if pc.value is not None]
+    for i, (key, pc) in enumerate(sorted(shown, key=lambda kv: kv[1].value)):
         colour = None if pc.reliable else SEMANTIC["muted"]
-        fig.add_vline(x=pc.value, line_dash="dash", line_color=colour,
-                      annotation_text=f"{key} {pc.value:,.0f}", annotation_position="top")
+        fig.add_vline(x=pc.value, line_dash="dash", line_color=colour)
+        fig.add_annotation(x=pc.value, xref="x", y=1.0 - 0.09 * (i % 2), yref="paper", yanchor="bottom",
+                           xanchor="right" if i % 2 == 0 else "left", text=f"{key} {pc.value:,.0f}", showarrow=False,
+                           font=dict(color=colour) if colour else None, bgcolor="rgba(255,255,255,0.8)")
 
 
 def histogram_figure(hist: pd.DataFrame, marks: dict[str, Percentile], what: str = "prompt tokens") -> go.Figure:
@@ -97,7 +99,8 @@ def traffic_figure(hourly: pd.DataFrame, tz: str) -> go.Figure:
                          hovertemplate="%{x}:00 %{y:,.1f} requests<extra></extra>"))
     fig.add_trace(go.Scatter(x=hourly["hour"], y=hourly["tokens_per_hour"], name="tokens / hour (prompt + output)",
                              yaxis="y2", mode="lines+markers", hovertemplate="%{x}:00 %{y:,.0f} tokens<extra></extra>"))
-    fig.update_layout(yaxis2=dict(overlaying="y", side="right", title="tokens / hour", showgrid=False))
+    fig.update_layout(yaxis2=dict(overlaying="y", side="right", title="tokens / hour", showgrid=False, rangemode="tozero"),
+                      yaxis=dict(rangemode="tozero"))
     fig.update_xaxes(dtick=2)
     return _layout(fig, f"hour of day ({tz})", "requests / hour", title="Traffic by hour of day (average day)")
 

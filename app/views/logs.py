@@ -1,12 +1,12 @@
 """Logs: how long are our prompts, how cached, when do they arrive? (p95 prompt tokens, cache-hit rate, cold exposure)"""
 
-import datetime as dt
 import json
 
 import streamlit as st
 
-from app import worksheet_state
+from app import viewer, worksheet_state
 from app.cache import engine
+from app.present import count, display_frame, pct
 from app.charts.logs import (
     cold_curve_figure,
     ecdf_figure,
@@ -21,6 +21,8 @@ from app.charts.logs import (
 from planner.logs import FORMATS, UPLOAD_EXTENSIONS, LogFormatError, TokenCounter, read_logs
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.mapped import FIELDS as MAP_FIELDS
+from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
+from planner.logs.traces import DEFAULT_START, guess_table_mapping, start_ms
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.summary import DEFAULT_WORKDAY, ecdf_points, histogram, parse_workday, summarize_logs
 from planner.provenance import Figure, Source
@@ -28,17 +30,22 @@ from planner.store.probe_queries import hour_of_day, series_keys
 from planner.store.logs import UploadNotFound, delete_upload, list_uploads, load_upload_frame, save_upload
 from planner.untrusted import md_text
 
-TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles",
-              "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
+ZONE_HINT = ("Times written without a zone (e.g. '2024-05-10 09:00:00') are read in this zone; hours of day and "
+             "the working day are shown in the viewer's time zone (sidebar).")
 
 st.title("Logs")
 st.caption(
-    "Upload your agent's request logs (CSV, JSON Lines or JSON, optionally .gz). Prompt-token percentiles over the "
-    "working day, the cached share, traffic by hour and the cold-start exposure of a scale-to-zero deployment. "
-    "Only times, token counts and model names are kept: prompt and completion text never leave the parser."
+    "Upload your agent's request logs (CSV, JSON Lines, JSON or Parquet, optionally .gz/.zst) or a public trace "
+    "(Azure 2023/2024, BurstGPT, Mooncake). Prompt-token percentiles over the working day, the cached share, traffic "
+    "by hour and the cold-start exposure of a scale-to-zero deployment. Only times, token counts and model names are "
+    "kept: prompt and completion text never leave the parser."
 )
 eng = engine()
 ss = st.session_state
+tz = viewer.time_zone()  # hours, working day and dates on this page: the one viewer zone
+# Page settings outlive the page (widget state does not): kept here and given back to the widgets on return.
+prefs = ss.setdefault("logs_prefs", {"fmt": "auto", "naive_tz": "UTC", "workday": DEFAULT_WORKDAY, "start": "",
+                                     "cache_blocks": DEFAULT_CACHE_BLOCKS})
 
 # ---- inputs
 left, right = st.columns([3, 2])
@@ -50,24 +57,40 @@ with right:
                           format_func=lambda k: samples()[k])
     if st.button("Load sample", key="logs_load_sample", icon=":material/science:"):
         ss.logs_source = ("sample", sample)
+        ss.pop("logs_upload_data", None)
     uploads = list_uploads(eng)
     if uploads:
         chosen = st.selectbox("…or open a stored upload", [u.id for u in uploads], key="logs_stored",
                               format_func=lambda i: next(f"{u.name} ({u.n_requests:,} requests)" for u in uploads if u.id == i))
         if st.button("Open stored upload", key="logs_open_stored", icon=":material/folder_open:"):
             ss.logs_source = ("stored", chosen)
+            ss.pop("logs_upload_data", None)
 
 c1, c2, c3 = st.columns(3)
-fmt = c1.selectbox("Format", list(FORMATS), key="logs_format", format_func=lambda k: f"{k}: {FORMATS[k]}")
-tz = c2.selectbox("Time zone", TIME_ZONES, key="logs_tz", help="Hours of day and the working day are local to this zone; "
-                  "times written without a zone are read in it too.")
-workday = c3.text_input("Working day (Mon–Fri, local)", value=DEFAULT_WORKDAY, key="logs_workday")
+fmt_names = list(FORMATS)
+fmt = c1.selectbox("Format", fmt_names, key="logs_format", index=fmt_names.index(prefs["fmt"]),
+                   format_func=lambda k: f"{k}: {FORMATS[k]}")
+zones = list(dict.fromkeys(["UTC", tz, prefs["naive_tz"]]))
+naive_tz = c2.selectbox("Times without a zone are in", zones, key="logs_naive_tz", index=zones.index(prefs["naive_tz"]),
+                        help=ZONE_HINT)
+workday = c3.text_input(f"Working day (Mon–Fri, {tz})", value=prefs["workday"], key="logs_workday")
+with st.expander("Relative traces and prefix cache (BurstGPT, Mooncake)", icon=":material/schedule:"):
+    t1, t2 = st.columns(2)
+    start = t1.text_input("Start date of a trace with relative times", value=prefs["start"], key="logs_start",
+                          placeholder=f"{DEFAULT_START} (default)",
+                          help="BurstGPT counts seconds and Mooncake milliseconds from the trace's start; hours of day "
+                               "need a date. YYYY-MM-DD or YYYY-MM-DDTHH:MM, in the zone above.")
+    cache_blocks = int(t2.number_input("Prefix cache (blocks of 512 tokens)", min_value=1, step=1024,
+                                       value=int(prefs["cache_blocks"]), key="logs_cache_blocks",
+                                       help="LRU size under which the cached share is derived from a trace's hash_ids."))
+prefs.update(fmt=fmt, naive_tz=naive_tz, workday=workday, start=start, cache_blocks=cache_blocks)
 try:
     parse_workday(workday)
+    if start.strip():
+        start_ms(start, naive_tz)
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
-mapping = ss.get("logs_mapping") or None
 with st.expander("Token counting for logs with text but no counts", icon=":material/function:"):
     tok_file = st.file_uploader("Hugging Face tokenizer.json (optional)", type=["json"], key="logs_tokenizer",
                                 help="Counted offline with the `tokenizers` package. Without one, counts are an estimate "
@@ -79,20 +102,39 @@ if tok_file is not None:
     except (ValueError, RuntimeError) as exc:
         st.error(str(exc))
 
-# ---- parse (once per input; the result lives in the session, so reruns do not re-read a large file)
+# ---- the source: a new upload, or the last one (kept in the session so leaving the page does not lose it)
 if files:
     source = ("files", tuple((f.file_id, f.name, f.size) for f in files))
-    ss.pop("logs_source", None)
-else:
-    source = ss.get("logs_source")
+    if ss.get("logs_source") != source:
+        ss.logs_source = source
+        ss.logs_upload_data = [(f.name, f.getvalue()) for f in files]
+source = ss.get("logs_source")
+if source is not None and source[0] == "files" and not ss.get("logs_upload_data"):
+    source = None
 if source is None:
     st.info("Upload a log, load a sample, or open a stored upload to start.")
     st.stop()
+if source[0] == "files" and not files:
+    a, b = st.columns([5, 1])
+    a.caption(f"Showing your last upload: {', '.join(n for n, _ in ss.logs_upload_data)}.")
+    if b.button("Clear", key="logs_clear", icon=":material/close:"):
+        for k in ("logs_source", "logs_upload_data", "logs_key", "logs_result", "logs_error"):
+            ss.pop(k, None)
+        st.rerun()
 
-key = json.dumps([source, fmt, mapping, tz, tok_file.file_id if tok_file else None], default=str)
+source_id = json.dumps(source, default=str)
+# A mapping belongs to the file it was made for: the next file starts from its own detected columns.
+saved_map = ss.get("logs_mapping") or {}
+mapping = saved_map.get("mapping") if saved_map.get("source") == source_id else None
+
+key = json.dumps([source, fmt, mapping, naive_tz, start, cache_blocks, tok_file.file_id if tok_file else None], default=str)
 if ss.get("logs_key") != key:
     ss.pop("logs_result", None)
     ss.pop("logs_error", None)
+    if ss.get("logs_map_source") != source_id:  # the form's widgets start afresh for a new file
+        for k in [k for k in ss if str(k).startswith("logs_map_")]:
+            del ss[k]
+        ss.logs_map_source = source_id
     if source[0] == "stored":
         try:
             frame = load_upload_frame(eng, source[1])
@@ -103,10 +145,11 @@ if ss.get("logs_key") != key:
         name = next((u.name for u in list_uploads(eng) if u.id == source[1]), str(source[1]))
         ss.logs_result = {"frame": frame, "label": f"stored upload “{name}”", "parsed": None}
     else:
-        inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
+        inputs = list(ss.logs_upload_data) if source[0] == "files" else [SAMPLE_DIR / source[1]]
         bar = st.progress(0.0, "Reading…")
         try:
-            res = read_logs(inputs, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer,
+            res = read_logs(inputs, fmt=fmt, mapping=mapping, tz=naive_tz, tokenizer=tokenizer,
+                            start=start.strip() or None, cache_blocks=cache_blocks,
                             progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg))
         except LogFormatError as exc:
             ss.logs_error = {"message": str(exc), "columns": exc.columns}
@@ -122,10 +165,14 @@ columns = error["columns"] if error else sorted({c for cols in (parsed.columns i
 if error:
     st.error(error["message"], icon=":material/error:")
 if columns:
+    guess = guess_table_mapping(columns)
+    current = mapping or (parsed.mapping if parsed else None) or guess
     with st.expander("Column mapping", expanded=bool(error), icon=":material/table_chart:"):
-        st.caption("Which column holds what. Needed: the arrival time (ts) and prompt tokens "
-                   "(prompt_tokens incl. cached; prompt_tokens_uncached for Anthropic-style input_tokens; or prompt_text to count).")
-        current = (parsed.mapping if parsed else None) or mapping or {}
+        st.caption("Which column holds what. Needed: the arrival time (ts, or ts_relative_s / ts_relative_ms for a "
+                   "trace that counts from its start) and prompt tokens (prompt_tokens incl. cached; "
+                   "prompt_tokens_uncached for Anthropic-style input_tokens; or prompt_text to count).")
+        if guess:
+            st.caption("Guessed from the column names: " + ", ".join(f"{k} ← {v}" for k, v in guess.items()))
         with st.form("logs_mapping_form"):
             cols = st.columns(4)
             chosen_map = {}
@@ -135,7 +182,7 @@ if columns:
                 chosen_map[field] = cols[i % 4].selectbox(field, options, index=options.index(default) if default in options else 0,
                                                           key=f"logs_map_{field}")
             if st.form_submit_button("Apply mapping"):
-                ss.logs_mapping = {k: v for k, v in chosen_map.items() if v}
+                ss.logs_mapping = {"source": source_id, "mapping": {k: v for k, v in chosen_map.items() if v}}
                 st.rerun()
 if error or not ss.get("logs_result"):
     st.stop()
@@ -151,10 +198,12 @@ if parsed is not None:
                          hide_index=True, key="logs_rejected")
     if parsed.tokens_estimated:
         st.warning(f"Token counts were not in the log: they are an {parsed.token_counter}.", icon=":material/info:")
+    for note in parsed.notes:
+        st.info(note[0].upper() + note[1:] + ".", icon=":material/info:")
 else:
     st.success(f"Showing {md_text(result['label'])}: {len(frame):,} requests.", icon=":material/check_circle:")
 
-summary_key = (key, workday)
+summary_key = (key, workday, tz)
 if ss.get("logs_summary_key") != summary_key:
     with st.spinner("Summarising…"):
         ss.logs_summary = summarize_logs(frame, tz=tz, workday=workday)
@@ -162,8 +211,8 @@ if ss.get("logs_summary_key") != summary_key:
 s = ss.logs_summary
 
 # ---- headline
-first = dt.datetime.fromtimestamp(s.first_ts_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
-last = dt.datetime.fromtimestamp(s.last_ts_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
+first = viewer.fmt_ms(s.first_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
+last = viewer.fmt_ms(s.last_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
 window = f"{first}…{last}, working day {workday} {tz}"
 m = st.columns(4)
 p95w, p50w = s.prompt_workday["p95"], s.prompt_workday["p50"]
@@ -235,8 +284,10 @@ with t_ttft:
         st.info("This log has no first-token times. LiteLLM and Langfuse (completionStartTime) and OpenTelemetry "
                 "first-token events carry them.")
 with t_models:
-    st.dataframe(s.models, hide_index=True, key="logs_models",
-                 column_config={"cached_token_fraction": st.column_config.NumberColumn("cached share", format="percent")})
+    st.dataframe(display_frame(s.models, {"cached_token_fraction": pct, "output_tokens_mean": lambda v: f"{v:,.0f}",
+                                          "prompt_tokens_p50": count, "prompt_tokens_p95": count, "n": count,
+                                          "p95_reliable": lambda v: "yes" if v else "no (n < 20)"}),
+                 hide_index=True, key="logs_models")
 
 # ---- stored uploads
 if uploads:

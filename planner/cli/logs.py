@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from planner.cli._common import echo_json, open_engine, store_option
-from planner.logs import FORMATS, LogFormatError, TokenCounter, read_logs
+from planner.cli._log_input import format_option, input_paths, map_option, prefix_option, start_option
+from planner.logs import LogFormatError, TokenCounter, read_logs
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
@@ -34,22 +35,7 @@ def _tz(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
-    out = {}
-    for item in values:
-        field, sep, column = item.partition("=")
-        if not sep or not field or not column:
-            raise click.BadParameter(f"{item!r} is not FIELD=COLUMN (e.g. ts=started_at)")
-        out[field.strip()] = column.strip()
-    return out or None
-
-
-file_args = click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-format_option = click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="auto", show_default=True,
-                             help="Log format; auto detects it from the content.")
-map_option = click.option("--map", "mapping", multiple=True, callback=_mapping, metavar="FIELD=COLUMN",
-                          help="Map a column (CSV) or dotted path (JSON) to a field: ts, prompt_tokens, cached_tokens, "
-                               "output_tokens, model, ttft_ms, … Repeatable.")
+file_args = click.argument("files", nargs=-1, required=True, metavar="FILE|DIR|GLOB...")
 tz_option = click.option("--tz", default="UTC", show_default=True, callback=_tz,
                          help="Time zone for hours of day, the working day and times written without a zone.")
 
@@ -68,11 +54,40 @@ tokenizer_option = click.option("--tokenizer", type=click.Path(exists=True, dir_
                                      "(default: an estimate of ~4 characters per token, labelled as such).")
 
 
-def _read(files, fmt, mapping, tz, tokenizer=None):
+def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None):
+    paths = input_paths(files, "FILES")
+    bar = _progress_bar(paths)
     try:
-        return read_logs(list(files), fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer)
+        kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
+        return read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start,
+                         progress=bar, **kw)
     except LogFormatError as exc:
         raise click.BadParameter(str(exc), param_hint="FILES") from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _Bar:
+    """A progress line on stderr, moved by bytes read (only on a terminal, so pipes and JSON stay clean)."""
+
+    def __init__(self) -> None:
+        self.last = -1
+
+    def __call__(self, frac: float, msg: str) -> None:
+        pct = int(frac * 100)
+        if pct != self.last:
+            self.last = pct
+            click.echo(f"\r{pct:3d}% {msg[:60]:<60}", nl=False, err=True)
+
+    def close(self) -> None:
+        click.echo("\r" + " " * 66 + "\r", nl=False, err=True)
+
+
+def _progress_bar(paths) -> _Bar | None:
+    import sys
+
+    return _Bar() if sys.stderr.isatty() else None
 
 
 def _fmt(v: float | None) -> str:
@@ -90,22 +105,25 @@ def logs() -> None:
 @map_option
 @click.option("--workday", default=DEFAULT_WORKDAY, show_default=True, callback=_workday, help="Local working-day window (Mon–Fri).")
 @tz_option
+@start_option
+@prefix_option
 @tokenizer_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def summarize(files, fmt, mapping, workday, tz, tokenizer, as_json) -> None:
-    """Summarise FILE… (CSV, JSON Lines, JSON; optionally .gz): p50/p90/p95/p99 prompt tokens, cache share,
-    traffic per hour, peak-hour rate and cold-start exposure.
+def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, as_json) -> None:
+    """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories and globs too):
+    p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, peak-hour rate and cold-start exposure.
+    Public traces (Azure 2023/2024, BurstGPT, Mooncake/AIPerf) are recognised by their columns.
 
-    Example: ttft-planner logs summarize requests.jsonl.gz --tz Europe/Berlin --workday 09:00-18:00
+    Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    res = _read(files, fmt, mapping, tz, tokenizer)
+    res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks)
     s = summarize_logs(res.frame, tz=tz, workday=workday)
     if as_json:
         echo_json({
             **s.to_dict(),
             "formats": res.formats, "mapping": res.mapping, "n_rejected": res.n_rejected, "n_skipped": res.n_skipped,
             "rejected": [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in res.rejected[:20]],
-            "tokens_estimated": res.tokens_estimated, "token_counter": res.token_counter,
+            "tokens_estimated": res.tokens_estimated, "token_counter": res.token_counter, "notes": res.notes,
         })
         return
     fmt_list = ", ".join(f"{k} ({v})" for k, v in res.formats.items())
@@ -114,6 +132,8 @@ def summarize(files, fmt, mapping, workday, tz, tokenizer, as_json) -> None:
         click.echo(f"{res.n_rejected:,} line{'' if res.n_rejected == 1 else 's'} rejected, first: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
     if res.tokens_estimated:
         click.echo(f"token counts are an {res.token_counter}")
+    for note in res.notes:
+        click.echo(f"note: {note}")
     when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
     click.echo(f"span: {when(s.first_ts_ms)} → {when(s.last_ts_ms)}; times in {tz}")
     for title, pcs in ((f"prompt tokens (all, n={s.prompt['p50'].n})", s.prompt),
@@ -138,15 +158,17 @@ def summarize(files, fmt, mapping, workday, tz, tokenizer, as_json) -> None:
 @format_option
 @map_option
 @tz_option
+@start_option
+@prefix_option
 @click.option("--name", default=None, help="Name of the upload (default: the first file's name).")
 @store_option
-def import_(files, fmt, mapping, tz, name, database_url) -> None:
-    """Parse FILE… and store the numbers (no prompt text) as one upload; prints its id."""
-    res = _read(files, fmt, mapping, tz)
+def import_(files, fmt, mapping, tz, start, cache_blocks, name, database_url) -> None:
+    """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id."""
+    res = _read(files, fmt, mapping, tz, None, start, cache_blocks)
     engine = open_engine(database_url)
     from planner.store.logs import save_upload
 
-    upload_id = save_upload(engine, name or Path(files[0]).name, res)
+    upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
 
 

@@ -24,5 +24,5 @@ __all__ = [
     "read_logs",
 ]
 
-# File name endings the upload widgets accept (the readers sniff the content; .gz is unwrapped first).
-UPLOAD_EXTENSIONS = ("jsonl", "ndjson", "json", "csv", "tsv", "txt", "gz")
+# File name endings the upload widgets accept (the readers sniff the content; .gz and .zst are unwrapped first).
+UPLOAD_EXTENSIONS = ("jsonl", "ndjson", "json", "csv", "tsv", "txt", "parquet", "gz", "zst")

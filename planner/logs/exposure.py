@@ -41,8 +41,9 @@ def _prepare(arrival_ms: np.ndarray, service_ms: np.ndarray | float) -> tuple[np
     service = np.where(np.isfinite(service), service, 0.0)
     if (service < 0).any():
         raise ValueError("service times must be ≥ 0 ms")
-    order = np.argsort(arrival, kind="stable")
-    arrival, service = arrival[order], service[order]
+    if arrival.size > 1 and (arrival[1:] < arrival[:-1]).any():  # read_logs gives arrival order already
+        order = np.argsort(arrival, kind="stable")
+        arrival, service = arrival[order], service[order]
     busy_until = np.maximum.accumulate(arrival + service)
     return arrival, busy_until
 

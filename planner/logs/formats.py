@@ -16,6 +16,9 @@ FORMATS: dict[str, str] = {
     **anthropic.FORMATS,
     **gateways.FORMATS,
     **otel.FORMATS,
+    "azure": "Azure LLM inference trace 2023/2024 (TIMESTAMP, ContextTokens, GeneratedTokens)",
+    "burstgpt": "BurstGPT trace (Timestamp in s since start, Request tokens, Response tokens)",
+    "mooncake": "Mooncake / AIPerf trace JSONL (timestamp in ms since start, input_length, output_length, hash_ids)",
     "csv": "CSV with a header row; columns mapped by name or by you",
     "mapped": "JSON records with fields mapped by you (dotted paths)",
 }

@@ -8,6 +8,8 @@ in memory.
 
 from __future__ import annotations
 
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -15,6 +17,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_GZIP_RATIO",
     "TooLarge",
+    "check_regular",
     "load_source",
 ]
 
@@ -24,6 +27,7 @@ MAX_GZIP_RATIO = 200
 _RATIO_CHECK_AFTER_BYTES = 16 * 1024 * 1024
 _CHUNK = 4 * 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class TooLarge(ValueError):
@@ -64,6 +68,38 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
     return b"".join(out)
 
 
+def _unzstd(data: bytes, name: str, max_bytes: int) -> bytes:
+    """Zstandard through pyarrow's codec, inflated in chunks under the same caps as gzip."""
+    import pyarrow as pa
+
+    out: list[bytes] = []
+    total = 0
+    try:
+        with pa.CompressedInputStream(pa.BufferReader(data), "zstd") as stream:
+            while True:
+                chunk = stream.read(_CHUNK)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > max_bytes:
+                    raise TooLarge(f"{name} decompresses to more than {_mb(max_bytes)}, the size limit")
+                if total > _RATIO_CHECK_AFTER_BYTES and total > MAX_GZIP_RATIO * len(data):
+                    raise TooLarge(f"{name} inflates more than {MAX_GZIP_RATIO}×: refused as a likely decompression bomb")
+                out.append(chunk)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"{name} is not a valid zstd file ({exc})") from None
+    return b"".join(out)
+
+
+def check_regular(path: Path) -> int:
+    """The size of a regular file; raises ValueError for a device, FIFO, socket or directory (they have no size to cap)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, pipe or socket)"
+        raise ValueError(f"{kind}: save the log to a file and read that")
+    return st.st_size
+
+
 def load_source(source: str | Path | tuple[str, bytes], max_bytes: int | None = None) -> tuple[str, bytes]:
     """(file name, decompressed bytes) of one source.
 
@@ -80,13 +116,18 @@ def load_source(source: str | Path | tuple[str, bytes], max_bytes: int | None = 
     else:
         path = Path(source)
         name = path.name
-        size = path.stat().st_size
+        size = check_regular(path)
         if size > limit:
             raise TooLarge(f"{name} is {_mb(size)}, over the {_mb(limit)} size limit")
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)  # counted as read: a file that grows meanwhile is still capped
+        if len(data) > limit:
+            raise TooLarge(f"{name} is over the {_mb(limit)} size limit")
     if data[:2] == _GZIP_MAGIC:
         try:
             data = _gunzip(data, name, limit)
         except zlib.error as exc:
             raise ValueError(f"{name} is not a valid gzip file ({exc})") from None
+    elif data[:4] == _ZSTD_MAGIC:
+        data = _unzstd(data, name, limit)
     return name, data

@@ -2,12 +2,14 @@
 
 The mapping goes from a canonical field to a column name (CSV) or a dotted path (JSON):
 
-  ts               arrival time (ISO 8601 or epoch s/ms/µs/ns)          required
+  ts               arrival time (ISO 8601 or epoch s/ms/µs/ns)          required, or one of:
+  ts_relative_s, ts_relative_ms   time since the trace's start (placed from a start date)
   prompt_tokens    whole prompt incl. cached tokens                     one of these three
   prompt_tokens_uncached   prompt without cached part (Anthropic's input_tokens)
   prompt_text      prompt text: tokens are counted (tokenizer or estimate)
   cached_tokens, output_tokens, model, ttft_ms, ttft_s, duration_ms, duration_s,
-  first_token_time, end_time (timestamps: TTFT/duration from ts), output_text
+  first_token_time, end_time (timestamps: TTFT/duration from ts), output_text,
+  hash_ids         prompt block hashes: cached tokens derived under an LRU prefix cache (planner.logs.prefix)
 
 `guess_mapping` proposes one from column names; the page shows it for the user to correct.
 """
@@ -19,27 +21,29 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from planner.logs.prefix import PrefixCache
 from planner.logs.records import Reject, Row, dig, epoch_ms, token_count
 from planner.logs.tokenize import TokenCounter, message_text
 
 __all__ = ["FIELDS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
 
 FIELDS = (
-    "ts", "model", "prompt_tokens", "prompt_tokens_uncached", "prompt_text", "cached_tokens", "output_tokens",
-    "output_text", "ttft_ms", "ttft_s", "duration_ms", "duration_s", "first_token_time", "end_time",
+    "ts", "ts_relative_s", "ts_relative_ms", "model", "prompt_tokens", "prompt_tokens_uncached", "prompt_text", "cached_tokens", "output_tokens",
+    "output_text", "ttft_ms", "ttft_s", "duration_ms", "duration_s", "first_token_time", "end_time", "hash_ids",
 )
-REQUIRED_HELP = "a time column (ts) and a prompt-token column (prompt_tokens, prompt_tokens_uncached or prompt_text)"
+REQUIRED_HELP = "a time column (ts, or ts_relative_s / ts_relative_ms) and a prompt-token column (prompt_tokens, prompt_tokens_uncached or prompt_text)"
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "ts": ("timestamp", "ts", "tsms", "time", "created", "createdat", "starttime", "requesttime", "datetime", "date",
-           "requeststart", "startedat", "requestedat"),
+           "requeststart", "startedat", "requestedat", "starttimeutc", "eventtime", "started"),
     "model": ("model", "modelname", "modelid", "modelgroup", "deployment"),
     "prompt_tokens": ("prompttokens", "usageprompttokens", "totalinputtokens", "tokensin", "inputtokencount",
-                      "prompttokencount", "inputtokens", "promptlength", "ntokensprompt"),
+                      "prompttokencount", "inputtokens", "promptlength", "ntokensprompt", "contexttokens",
+                      "requesttokens", "inputlength", "numprompttokens", "inputtokenscount"),
     "cached_tokens": ("cachedtokens", "cachedprompttokens", "cachereadinputtokens", "cachehittokens", "inputcachedtokens",
                       "cachetokens", "prompttokensdetailscachedtokens"),
     "output_tokens": ("completiontokens", "outputtokens", "tokensout", "outputtokencount", "completiontokencount",
-                      "generatedtokens"),
+                      "generatedtokens", "responsetokens", "outputlength", "numcompletiontokens", "generationtokens"),
     "ttft_ms": ("ttftms", "timetofirsttokenms", "firsttokenms", "ttft"),
     "ttft_s": ("ttfts", "timetofirsttoken", "timetofirsttokens"),
     "duration_ms": ("durationms", "latencyms", "totalms", "elapsedms"),
@@ -48,6 +52,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "end_time": ("endtime", "finishedat", "completedat"),
     "prompt_text": ("prompt", "prompttext", "input", "messages", "request"),
     "output_text": ("completion", "output", "response", "outputtext", "completiontext"),
+    "hash_ids": ("hashids", "blockhashes"),
 }
 
 
@@ -81,7 +86,8 @@ def guess_mapping(columns: Sequence[str]) -> dict[str, str]:
 
 def mapping_complete(mapping: Mapping[str, str]) -> bool:
     """True when the mapping names a time and a way to get prompt tokens."""
-    return bool(mapping.get("ts")) and any(mapping.get(k) for k in ("prompt_tokens", "prompt_tokens_uncached", "prompt_text"))
+    has_time = any(mapping.get(k) for k in ("ts", "ts_relative_s", "ts_relative_ms"))
+    return has_time and any(mapping.get(k) for k in ("prompt_tokens", "prompt_tokens_uncached", "prompt_text"))
 
 
 def _number(value: Any, field: str) -> float:
@@ -100,8 +106,14 @@ def extract_mapped(
     tz: str = "UTC",
     counter: TokenCounter | None = None,
     get: Callable[[Any, str], Any] = dig,
+    start_ms: int = 0,
+    prefix: PrefixCache | None = None,
 ) -> tuple[Row, bool]:
-    """(Row, tokens_estimated) from one record via `mapping`; raises Reject naming the column."""
+    """(Row, tokens_estimated) from one record via `mapping`; raises Reject naming the column.
+
+    start_ms: UTC epoch ms that relative times (ts_relative_s / ts_relative_ms) count from.
+    prefix: the LRU cache that derives cached tokens from hash_ids (when mapped and no cached column is).
+    """
     def val(field: str) -> Any:
         col = mapping.get(field)
         if not col:
@@ -109,7 +121,14 @@ def extract_mapped(
         v = get(rec, col)
         return None if v == "" else v
 
-    ts = epoch_ms(val("ts"), mapping.get("ts", "ts"), tz)
+    if mapping.get("ts"):
+        ts = epoch_ms(val("ts"), mapping["ts"], tz)
+    else:
+        unit = "ts_relative_s" if mapping.get("ts_relative_s") else "ts_relative_ms"
+        raw = val(unit)
+        if raw is None:
+            raise Reject(f"missing timestamp {mapping.get(unit, unit)}")
+        ts = start_ms + int(round(_number(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
     estimated = False
     cached = token_count(val("cached_tokens"), mapping.get("cached_tokens", "cached_tokens"), required=False)
     if mapping.get("prompt_tokens"):
@@ -124,6 +143,11 @@ def extract_mapped(
         prompt, estimated = counter.count(text), counter.estimated
     else:
         raise Reject("no prompt-token column is mapped")
+    if prefix is not None and not mapping.get("cached_tokens") and mapping.get("hash_ids"):
+        hashes = val("hash_ids")
+        if isinstance(hashes, str):
+            hashes = [h for h in re.split(r"[\s,\[\]]+", hashes) if h]
+        cached = prefix.cached_tokens(hashes if isinstance(hashes, list) else [], prompt)
     if cached > prompt:
         raise Reject(f"cached tokens ({cached}) exceed prompt tokens ({prompt})")
     if mapping.get("output_tokens"):

@@ -9,100 +9,58 @@ used at all becomes one RejectedLine with line 0. Only when nothing parses does 
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from planner.logs import otel
+from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
+from planner.logs.duckpath import read_chat_jsonl, sample_head
 from planner.logs.fastpath import read_openai_jsonl
-from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect, expected_text
+from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
-from planner.logs.limits import TooLarge, load_source
-from planner.logs.mapped import REQUIRED_HELP, extract_mapped, guess_mapping, mapping_complete
-from planner.logs.records import Reject, RejectedLine, Row, zone
+from planner.logs.limits import TooLarge, check_regular, load_source
+from planner.logs.mapped import REQUIRED_HELP, mapping_complete
+from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
+from planner.logs.records import Reject, dig, zone
+from planner.logs.result import COLUMNS, LogFormatError, LogParseResult, Progress, empty_frame, rows_frame
 from planner.logs.splitting import Collector, decode_bom, peek, split_records
+from planner.logs.tables import file_size, read_csv, read_large_csv, read_parquet, wanted_column
 from planner.logs.tokenize import TokenCounter
+from planner.logs.traces import start_ms
 
 __all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs"]
 
-COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms", "source")
 _DETECT_SAMPLE = 200
 
-Progress = Callable[[float, str], None]
+
+def _with_source(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """A fast reader's frame completed with no timings and its source (one shared name, not one per row)."""
+    n = len(frame)
+    frame["ttft_ms"] = np.full(n, np.nan)
+    frame["duration_ms"] = np.full(n, np.nan)
+    frame["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([name]))
+    return frame
 
 
-class LogFormatError(ValueError):
-    """Nothing in the given files parsed; the message says what was expected and what was found.
-
-    `columns` holds the column names (or top-level keys) seen, so a caller can offer a mapping form.
-    """
-
-    def __init__(self, message: str, columns: Sequence[str] = (), rejected: Sequence[RejectedLine] = ()) -> None:
-        super().__init__(message)
-        self.columns = list(columns)
-        self.rejected = list(rejected)
-
-
-@dataclass
-class LogParseResult:
-    """The normalised requests (one row each; see COLUMNS) and everything that was left out."""
-
-    frame: pd.DataFrame
-    rejected: list[RejectedLine] = field(default_factory=list)
-    n_rejected: int = 0
-    formats: dict[str, str] = field(default_factory=dict)
-    mapping: dict[str, str] = field(default_factory=dict)
-    tokens_estimated: bool = False
-    n_skipped: int = 0  # records that are not model calls (e.g. Langfuse SPANs, HTTP spans)
-    token_counter: str = ""  # how counts were made when tokens_estimated or a tokenizer was used
-    columns: dict[str, list[str]] = field(default_factory=dict)  # source → column names (CSV) / keys seen
-
-
-def empty_frame() -> pd.DataFrame:
-    """A frame with the normalised columns and dtypes and no rows."""
-    return _frame([], [])
-
-
-def _frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
-    if not rows:
-        arr = {c: [] for c in Row._fields}
-    else:
-        arr = dict(zip(Row._fields, zip(*rows)))
-    return pd.DataFrame({
-        "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),
-        "model": pd.array(list(arr["model"]), dtype=object),
-        "prompt_tokens": np.asarray(arr["prompt_tokens"], dtype=np.int64),
-        "cached_tokens": np.asarray(arr["cached_tokens"], dtype=np.int64),
-        "output_tokens": np.asarray(arr["output_tokens"], dtype=np.int64),
-        "ttft_ms": np.asarray(arr["ttft_ms"], dtype=np.float64),
-        "duration_ms": np.asarray(arr["duration_ms"], dtype=np.float64),
-        "source": pd.array(sources, dtype=object),
-    })
-
-
-def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, dict]], fmt: str,
-               mapping: Mapping[str, str] | None, tz: str, counter: TokenCounter, out: Collector,
-               res: LogParseResult) -> None:
+def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, dict]], ctx: ReadContext) -> None:
+    out, res = ctx.out, ctx.res
     head, records = peek(records, _DETECT_SAMPLE)
-    if fmt in ("auto", "csv"):
-        detected = detect(r for _, r in head)
-        if detected is None and not mapping:
-            guessed = guess_mapping(sorted({k for _, r in head for k in r}))
-            if mapping_complete(guessed):
-                mapping = guessed  # flat JSON records with recognisable field names
+    fmt, mapping = ctx.fmt, ctx.mapping
+    if fmt in ("auto", "csv") or fmt in TRACE_FORMATS:
+        detected = detect(r for _, r in head) if fmt not in TRACE_FORMATS and not mapping else None
         if detected is None:
-            if mapping and mapping_complete(mapping):
-                detected = "mapped"
+            keys = sorted({k for _, r in head for k in r})
+            picked = ctx.table_mapping(name, keys)
+            if picked is not None and mapping_complete(picked[1]):
+                detected, mapping = picked
             else:
-                keys = sorted({k for _, r in head for k in r})[:40]
-                res.columns[name] = keys
+                res.columns[name] = keys[:40]
                 if head:
-                    out.reject(name, 0, f"no known log format (keys seen: {', '.join(keys[:12])}); map the fields by hand")
+                    out.reject(name, 0, wanted_column(picked[1] if picked else {}, keys))
                 return
     else:
         detected = fmt
@@ -110,33 +68,35 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
     if detected == "openai_chat" and kind == "jsonl":
         frame = read_openai_jsonl(data)
         if frame is not None:
-            frame["ttft_ms"] = np.nan
-            frame["duration_ms"] = np.nan
-            frame["source"] = name
-            out.frames.append(frame)
+            out.frames.append(_with_source(frame, name))
             return
-    if detected == "mapped":
+    tabular = detected == "mapped" or detected in TRACE_FORMATS
+    if tabular:
         if not mapping or not mapping_complete(mapping):
             out.reject(name, 0, f"the mapping must name {REQUIRED_HELP}")
             return
         res.mapping = dict(mapping)
+        res.columns.setdefault(name, sorted({k for _, r in head for k in r})[:40])
+        ts0 = ctx.start_ms() if relative_times(mapping) else 0
+        prefix = ctx.prefix(mapping)
     for line_no, rec in records:
         try:
             if detected == "otel":
-                for item in otel.spans(rec, tz):
+                for item in otel.spans(rec, ctx.tz):
                     if isinstance(item, Reject):
                         out.reject(name, line_no, str(item))
                     else:
-                        out.rows.append(item)
-                        out.sources.append(name)
+                        out.add(item, name)
                 continue
-            if detected == "mapped":
-                row, est = extract_mapped(rec, mapping, tz, counter)
-                res.tokens_estimated |= est
+            if tabular:
+                row = ctx.extract(rec, mapping, dig, ts0, prefix)
             else:
-                row = EXTRACTORS[detected](rec, tz)
+                row = EXTRACTORS[detected](rec, ctx.tz)
         except Skip:
             out.n_skipped += 1
+            continue
+        except RecursionError:
+            out.reject(name, line_no, "nested too deeply to be a log record")
             continue
         except Reject as exc:
             other = classify(rec)
@@ -145,71 +105,18 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             else:
                 out.reject(name, line_no, str(exc))
             continue
-        out.rows.append(row)
-        out.sources.append(name)
+        out.add(row, name)
 
 
-def _read_csv(name: str, data: bytes, mapping: Mapping[str, str] | None, tz: str, counter: TokenCounter,
-              out: Collector, res: LogParseResult) -> None:
-    lines = data.split(b"\n")
-    decoded: list[str] = []
-    numbers: list[int] = []
-    for i, raw in enumerate(lines, 1):
-        try:
-            text = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            out.reject(name, i, f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the log as UTF-8")
-            continue
-        if text.strip():
-            decoded.append(text)
-            numbers.append(i)
-    if not decoded:
-        out.reject(name, 0, "empty file")
-        return
+def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
+    """The out-of-core reader (DuckDB) straight from an OpenAI chat JSON Lines file (plain, .gz, .zst), or None.
+
+    It streams, so the size cap for files read whole does not apply; any doubt sends the file to the
+    line-by-line reader (which is capped).
+    """
     try:
-        dialect = csv.Sniffer().sniff(decoded[0], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
-    rows = csv.reader(decoded, dialect)
-    header = [h.strip() for h in next(rows)]
-    res.columns[name] = header
-    used = dict(mapping) if mapping else guess_mapping(header)
-    res.mapping = used
-    res.formats[name] = "csv"
-    missing = [c for c in used.values() if c not in header]
-    if missing:
-        out.reject(name, 1, f"mapped column(s) not in the header: {', '.join(missing)}")
-        return
-    if not mapping_complete(used):
-        out.reject(name, 1, f"cannot tell which columns hold the time and the prompt tokens; map {REQUIRED_HELP}")
-        return
-    width = len(header)
-    get = dict.get
-    for idx, values in enumerate(rows, 1):
-        line_no = numbers[idx]
-        if len(values) != width:
-            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}")
-            continue
-        try:
-            row, est = extract_mapped(dict(zip(header, values)), used, tz, counter, get=get)
-        except Reject as exc:
-            out.reject(name, line_no, str(exc))
-            continue
-        res.tokens_estimated |= est
-        out.rows.append(row)
-        out.sources.append(name)
-
-
-def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame | None:
-    """The vectorised reader straight from an uncompressed OpenAI chat JSON Lines file, or None."""
-    from planner.logs.limits import DEFAULT_MAX_BYTES
-
-    try:
-        if path.stat().st_size > (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes):
-            return None
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 20)
-    except OSError:
+        head, _ = sample_head(path)
+    except (OSError, EOFError, ValueError):
         return None
     if head[:1] != b"{" or b"\n" not in head:
         return None
@@ -218,20 +125,34 @@ def _fast_path_file(path: Path, fmt: str, max_bytes: int | None) -> pd.DataFrame
     for line in head.split(b"\n")[:_DETECT_SAMPLE]:
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(rec, dict):
             return None
         sample.append(rec)
     if fmt == "auto" and detect(sample) != "openai_chat":
         return None
-    frame = read_openai_jsonl(path)
+    frame = read_chat_jsonl(path, tick)
     if frame is None:
         return None
-    frame["ttft_ms"] = np.nan
-    frame["duration_ms"] = np.nan
-    frame["source"] = path.name
-    return frame
+    return _with_source(frame, path.name)
+
+
+def _nothing_read(out: Collector) -> str:
+    """One or two sentences for 'nothing could be read': the file-level reasons, or the first rejected lines."""
+    whole = [r for r in out.rejected if r.line_no == 0]
+    if whole and len(whole) == len(out.rejected):
+        return "Nothing could be read: " + "; ".join(str(r) for r in whole[:3]) + "."
+    first = "; ".join(str(r) for r in out.rejected[:3]) or "the files hold no records"
+    return f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
+
+
+def _is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def read_logs(
@@ -243,6 +164,8 @@ def read_logs(
     *,
     tokenizer: TokenCounter | None = None,
     progress: Progress | None = None,
+    start: str | None = None,
+    cache_blocks: int = DEFAULT_CACHE_BLOCKS,
 ) -> LogParseResult:
     """Read request logs into one normalised frame, sorted by arrival.
 
@@ -252,6 +175,9 @@ def read_logs(
     written without one. max_bytes: per-file cap on the (decompressed) size.
     tokenizer: counts tokens when a log has text but no counts (default: a labelled estimate).
     progress: called with (fraction 0..1, message) as files are read.
+    start: the date (YYYY-MM-DD[THH:MM], in `tz`) that relative trace times count from (default
+    planner.logs.traces.DEFAULT_START, noted in the result). cache_blocks: the LRU size (blocks) under
+    which cached tokens are derived from hash_ids.
 
     Raises LogFormatError when nothing parses (naming what was expected), ValueError for an
     unknown fmt or time zone.
@@ -260,15 +186,40 @@ def read_logs(
         raise ValueError(f"unknown log format {fmt!r}; one of {', '.join(FORMATS)}")
     zone(tz)
     counter = tokenizer or TokenCounter()
-    out = Collector()
+    out = Collector(rows_frame)
     res = LogParseResult(frame=empty_frame())
-    total = max(len(sources), 1)
-    for k, source in enumerate(sources):
+    if start:
+        start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
+    ctx = ReadContext(fmt, mapping, tz, counter, start, int(cache_blocks), out, res)
+    sizes = [len(src[1]) if isinstance(src, tuple) else file_size(Path(src)) for src in sources]
+    total = max(sum(sizes), 1)
+    done = 0
+    for source, size in zip(sources, sizes):
         label = source[0] if isinstance(source, tuple) else Path(source).name
+        tick = None
         if progress:
-            progress(k / total, f"reading {label}")
+            def tick(frac: float, _done=done, _size=size, _label=label) -> None:
+                progress(min((_done + frac * _size) / total, 1.0), f"reading {_label}")
+
+            tick(0.0)
+        done += size
+        out.tick = tick
+        if not isinstance(source, tuple):
+            try:
+                check_regular(Path(source))
+            except (ValueError, OSError) as exc:
+                out.reject(str(label), 0, str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}")
+                continue
+            if _is_parquet(Path(source)):
+                read_parquet(Path(source).name, Path(source), ctx)
+                continue
+            if read_large_csv(Path(source), ctx):
+                continue
+        elif source[1][:4] == b"PAR1":
+            read_parquet(str(source[0]), source[1], ctx)
+            continue
         if not isinstance(source, tuple) and fmt in ("auto", "openai_chat"):
-            frame = _fast_path_file(Path(source), fmt, max_bytes)
+            frame = _fast_path_file(Path(source), fmt, tick)
             if frame is not None:
                 out.frames.append(frame)
                 res.formats[Path(source).name] = "openai_chat"
@@ -285,28 +236,24 @@ def read_logs(
         json_records = None if fmt in ("csv",) else split_records(data, name, out)
         if json_records is not None:
             kind, recs = json_records
-            _read_json(name, data, kind, recs, fmt, mapping, tz, counter, out, res)
+            _read_json(name, data, kind, recs, ctx)
         else:
-            _read_csv(name, data, mapping, tz, counter, out, res)
+            read_csv(name, data, ctx)
         del data
     if progress:
         progress(1.0, "summarising")
+    out.flush()
     frames = [f for f in out.frames if len(f)]
-    if out.rows:
-        frames.append(_frame(out.rows, out.sources))
     res.rejected, res.n_rejected, res.n_skipped = out.rejected, out.n_rejected, out.n_skipped
     if res.tokens_estimated or tokenizer is not None:
         res.token_counter = counter.label
     if not frames:
-        first = "; ".join(str(r) for r in out.rejected[:5]) or "no records"
         columns = sorted({c for cols in res.columns.values() for c in cols})
-        raise LogFormatError(
-            f"no request could be read ({out.n_rejected} rejected: {first}). Expected one of: {expected_text()}",
-            columns=columns,
-            rejected=out.rejected,
-        )
+        raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     frame = frame[list(COLUMNS)]
+    if not isinstance(frame["source"].dtype, pd.CategoricalDtype):  # a few file names shared by every row
+        frame["source"] = frame["source"].astype("category")
     if not frame["ts_ms"].is_monotonic_increasing:
         frame = frame.sort_values("ts_ms", kind="stable", ignore_index=True)
     res.frame = frame

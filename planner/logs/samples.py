@@ -1,4 +1,4 @@
-"""The sample logs shipped in assets/sample_logs: one small, real-shaped file per supported format."""
+"""The sample logs shipped in assets/sample_logs: one small file per supported format (sources in its README.md)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ _LABELS = {
     "requests.csv": "CSV with standard column names",
     "gateway_custom_columns.csv": "CSV with custom column names (needs a mapping)",
     "prompts_without_counts.jsonl": "Prompts without token counts (estimated)",
+    "litellm_spend_logs.csv": "LiteLLM spend-log export as CSV (quoted JSON metadata)",
+    "azure_code_2023.csv": "Azure LLM inference trace 2023 (real rows, CC-BY 4.0)",
+    "azure_2024_synthetic.csv": "Azure LLM inference trace 2024 format (synthetic rows)",
+    "burstgpt_synthetic.csv": "BurstGPT trace format (synthetic rows)",
+    "mooncake_conversation.jsonl": "Mooncake trace with hash_ids (real rows, Apache-2.0)",
 }
 
 

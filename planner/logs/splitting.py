@@ -8,7 +8,7 @@ a BOM) are accepted; a line that is not valid UTF-8 is rejected with the offendi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 
@@ -21,15 +21,34 @@ MAX_REJECTED_KEPT = 1000  # the count is exact; only the first reasons are kept
 
 
 class Collector:
-    """Accumulates rows and rejections for one read_logs call."""
+    """Accumulates rows and rejections for one read_logs call.
 
-    def __init__(self) -> None:
+    Rows are turned into a column frame every FLUSH_ROWS (by `to_frame`), so a long log is held as
+    numbers, not as millions of Python tuples.
+    """
+
+    FLUSH_ROWS = 65_536
+
+    def __init__(self, to_frame: Callable[[list[Row], list[str]], pd.DataFrame] | None = None) -> None:
+        self.to_frame = to_frame
         self.rows: list[Row] = []
         self.sources: list[str] = []
         self.frames: list[pd.DataFrame] = []
         self.rejected: list[RejectedLine] = []
         self.n_rejected = 0
         self.n_skipped = 0
+        self.tick: Callable[[float], None] | None = None  # progress within the current file (fraction 0..1)
+
+    def add(self, row: Row, source: str) -> None:
+        self.rows.append(row)
+        self.sources.append(source)
+        if len(self.rows) >= self.FLUSH_ROWS and self.to_frame is not None:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows and self.to_frame is not None:
+            self.frames.append(self.to_frame(self.rows, self.sources))
+            self.rows, self.sources = [], []
 
     def reject(self, source: str, line_no: int, reason: str) -> None:
         self.n_rejected += 1
@@ -55,8 +74,10 @@ def decode_bom(data: bytes) -> bytes:
     return data
 
 
-def json_error(exc: ValueError) -> str:
+def json_error(exc: ValueError | RecursionError) -> str:
     """A user-facing reason for a line json.loads refused."""
+    if isinstance(exc, RecursionError):
+        return "not a log record: JSON nested too deeply"
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); save the log as UTF-8"
     if isinstance(exc, json.JSONDecodeError):
@@ -66,14 +87,13 @@ def json_error(exc: ValueError) -> str:
 
 def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator[tuple[int, dict]]] | None:
     """('jsonl' | 'json', iterator of (line or record number, dict)); None when the content is not JSON."""
-    """('jsonl' | 'json', iterator of (line/record number, dict)); None for non-JSON content."""
     head = data[:4096]
     start = len(head) - len(head.lstrip()) if head.strip() else len(data) - len(data.lstrip())
     lead = data[start:start + 1]
     if lead == b"[":
         try:
             doc = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             out.reject(name, 0, f"a JSON array that does not parse: {json_error(exc)}")
             return "json", iter(())
         return "json", _numbered(doc, name, out)
@@ -84,12 +104,12 @@ def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator
     try:
         json.loads(first_line)
         one_per_line = True
-    except ValueError:
+    except (ValueError, RecursionError):
         one_per_line = False
     if not one_per_line:
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass  # a JSON Lines file with a bad first line: report it line by line below
         else:
             if isinstance(doc, dict) and isinstance(doc.get("data"), list) and not otel.looks_like(doc):
@@ -109,7 +129,11 @@ def _numbered(items: list, name: str, out: Collector) -> Iterator[tuple[int, dic
 def _lines(data: bytes, name: str, out: Collector) -> Iterator[tuple[int, dict]]:
     # Walk the buffer instead of split(): the format sample reads a few lines of a file of any size.
     pos, size, i = 0, len(data), 0
+    tick, next_tick = out.tick, 1 << 22
     while pos < size:
+        if tick is not None and pos >= next_tick:
+            tick(pos / size)
+            next_tick = pos + (1 << 22)
         nl = data.find(b"\n", pos)
         if nl < 0:
             nl = size
@@ -119,7 +143,7 @@ def _lines(data: bytes, name: str, out: Collector) -> Iterator[tuple[int, dict]]
             continue
         try:
             rec = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             out.reject(name, i, json_error(exc))
             continue
         if not isinstance(rec, dict):

@@ -44,17 +44,41 @@ DEFAULT_WORKDAY = "09:00-18:00"
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
+_COUNTING_MAX_SPAN = 1 << 24  # integer values spanning fewer than this are ranked by counting, not sorting
+
+
+def _ranked(arr: np.ndarray, ranks: list[int]) -> list[float]:
+    """The values at 0-based ranks of arr in sorted order: by counting for integers of a modest span, else by sorting.
+
+    Both are exact; counting is O(n) and allocates one bin per distinct possible value.
+    """
+    if arr.dtype.kind in "iu" and arr.size > 4096:
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi - lo < _COUNTING_MAX_SPAN:
+            cum = np.cumsum(np.bincount(arr - lo if lo else arr, minlength=hi - lo + 1))
+            return [float(lo + int(np.searchsorted(cum, r, side="right"))) for r in ranks]
+    if len(ranks) <= 8 and arr.size > 4096:
+        part = np.partition(arr, ranks)  # exact order statistics without a full sort
+        return [float(part[r]) for r in ranks]
+    srt = np.sort(arr)
+    return [float(srt[r]) for r in ranks]
+
+
 def percentiles(values: Any, ps: tuple[float, ...] = PS) -> dict[str, Percentile]:
     """Nearest-rank percentiles (planner.stats) of `values`, NaN dropped, keyed 'p50'…'p99', 'max'.
 
-    Sorted with numpy so a million values take milliseconds; the rank rule is planner.stats'.
+    Exact: whole token counts are ranked by counting, other values by partial sorting; the rank
+    rule is planner.stats'.
     """
-    arr = np.asarray(values, dtype=np.float64)
-    arr = np.sort(arr[~np.isnan(arr)])
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        arr = np.asarray(arr, dtype=np.float64)
+        arr = arr[~np.isnan(arr)]
     n = int(arr.size)
+    levels = (*ps, 1.0)
+    picked = _ranked(arr, [nearest_rank_index(p, n) for p in levels]) if n else [None] * len(levels)
     out: dict[str, Percentile] = {}
-    for p in (*ps, 1.0):
-        value = float(arr[nearest_rank_index(p, n)]) if n else None
+    for p, value in zip(levels, picked):
         pc = Percentile(p=p, value=value, n=n)
         out["max" if p == 1.0 else pc.label] = pc
     return out
@@ -78,6 +102,23 @@ def local_times(frame: pd.DataFrame, tz: str = "UTC") -> pd.DatetimeIndex:
 
 
 _MS_PER_DAY = 86_400_000
+_QUARTER_MS = 900_000
+
+
+def _wall_clock_ms(ts: np.ndarray, tz: str) -> np.ndarray:
+    """Local wall-clock ms of UTC epoch ms in `tz`.
+
+    Zone offsets change only on quarter-hour UTC instants, so the offset is looked up once per
+    quarter hour of the log's span (a few thousand conversions) instead of once per request.
+    """
+    q = ts // _QUARTER_MS
+    q0 = int(q.min())
+    span = int(q.max()) - q0 + 1
+    if span > 4_000_000:  # a span of over a century: convert every arrival
+        return pd.to_datetime(ts, unit="ms", utc=True).tz_convert(tz).tz_localize(None).as_unit("ms").asi8
+    starts = (np.arange(span, dtype=np.int64) + q0) * _QUARTER_MS
+    wall = pd.to_datetime(starts, unit="ms", utc=True).tz_convert(tz).tz_localize(None).as_unit("ms").asi8
+    return ts + (wall - starts)[q - q0]
 
 
 class _Clock:
@@ -85,15 +126,16 @@ class _Clock:
 
     def __init__(self, frame: pd.DataFrame, tz: str) -> None:
         ts = frame["ts_ms"].to_numpy(dtype=np.int64)
-        if tz in ("UTC", "utc") or len(ts) == 0:
-            local = ts
-        else:
-            local = local_times(frame, tz).tz_localize(None).as_unit("ms").asi8  # wall clock, ms
-        self.day = local // _MS_PER_DAY  # local calendar day number
-        self.hour = (local // 3_600_000) % 24
-        self.minute_of_day = (local // 60_000) % 1440
-        self.dow = (self.day + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
-        self.hour_bucket = local // 3_600_000
+        local = ts if tz in ("UTC", "utc") or len(ts) == 0 else _wall_clock_ms(ts, tz)
+        # Small integer types: five fields of millions of arrivals in ~12 bytes each, not 40.
+        minute = local // 60_000
+        del local
+        self.hour_bucket = (minute // 60).astype(np.int32)  # hours since 1970 (to year 245,000)
+        self.day = (self.hour_bucket // 24).astype(np.int32)  # local calendar day number
+        self.hour = (self.hour_bucket - self.day * 24).astype(np.int8)
+        self.minute_of_day = (minute - self.day.astype(np.int64) * 1440).astype(np.int16)
+        del minute
+        self.dow = ((self.day + 3) % 7).astype(np.int8)  # 1970-01-01 was a Thursday; Monday = 0
 
 
 def _clock(frame: pd.DataFrame, tz: str, clock: _Clock | None) -> _Clock:
@@ -173,20 +215,31 @@ def cached_share(frame: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def _groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row order grouping equal codes, stable; start offsets of each group, length n_groups + 1)."""
+    small = codes.astype(np.int16 if n_groups < 32_000 else np.int64, copy=False)
+    order = np.argsort(small, kind="stable")  # a radix sort for 16-bit codes
+    bounds = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes, minlength=n_groups)[:n_groups], out=bounds[1:])
+    return order, bounds
+
+
 def per_model(frame: pd.DataFrame) -> pd.DataFrame:
     """Per model: n, prompt-token p50/p95 (nearest-rank), p95_reliable, cached token fraction, mean output tokens."""
     rows = []
-    codes, models = pd.factorize(frame["model"].to_numpy(dtype=object), sort=True)
+    codes, models = pd.factorize(frame["model"], sort=True)
     prompt = frame["prompt_tokens"].to_numpy(dtype=np.int64)
     cached = frame["cached_tokens"].to_numpy(dtype=np.int64)
     output = frame["output_tokens"].to_numpy(dtype=np.int64)
+    order, bounds = _groups(codes, len(models))
     for i, model in enumerate(models):
-        sel = codes == i
-        pc = percentiles(prompt[sel], (0.5, 0.95))
-        p_sum = int(prompt[sel].sum())
+        sel = order[bounds[i]:bounds[i + 1]]
+        p_sel = prompt[sel]
+        pc = percentiles(p_sel, (0.5, 0.95))
+        p_sum = int(p_sel.sum())
         rows.append({
             "model": model or "(unnamed)",
-            "n": int(sel.sum()),
+            "n": int(sel.size),
             "prompt_tokens_p50": pc["p50"].value,
             "prompt_tokens_p95": pc["p95"].value,
             "p95_reliable": pc["p95"].reliable,
@@ -201,10 +254,12 @@ def per_hour_percentiles(frame: pd.DataFrame, column: str = "prompt_tokens", tz:
                          clock: _Clock | None = None) -> pd.DataFrame:
     """Per local hour of day (0..23): n, p50, p95 of `column` (nearest-rank), p95_reliable (n ≥ 20)."""
     hours = _clock(frame, tz, clock).hour
-    values = frame[column].to_numpy(dtype=np.float64)
+    col = frame[column]
+    values = col.to_numpy() if col.dtype.kind in "iu" else col.to_numpy(dtype=np.float64)
+    order, bounds = _groups(hours, 24)
     rows = []
     for h in range(24):
-        pc = percentiles(values[hours == h], (0.5, 0.95))
+        pc = percentiles(values[order[bounds[h]:bounds[h + 1]]], (0.5, 0.95))
         rows.append({"hour": h, "n": pc["p50"].n, "p50": pc["p50"].value, "p95": pc["p95"].value,
                      "p95_reliable": pc["p95"].reliable})
     return pd.DataFrame(rows)

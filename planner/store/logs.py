@@ -95,8 +95,9 @@ _REQUEST = LogRequestRow.__table__
 _DATA_COLUMNS = list(COLUMNS)  # ts_ms … source
 
 
-def _records(frame: pd.DataFrame, upload_id: int):
-    f = frame
+def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | None = None) -> list[tuple]:
+    """Insert tuples for rows [start, stop) of the frame (built a chunk at a time, so memory stays bounded)."""
+    f = frame.iloc[start:stop]
     ttft = f["ttft_ms"].to_numpy(dtype=np.float64)
     dur = f["duration_ms"].to_numpy(dtype=np.float64)
     cols = (
@@ -123,9 +124,7 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
             for row in rows:
                 copy.write_row(row)
         return
-    stmt = _REQUEST.insert()
-    for start in range(0, len(rows), _CHUNK_ROWS):
-        conn.execute(stmt, [dict(zip(_INSERT_COLS, r)) for r in rows[start:start + _CHUNK_ROWS]])
+    conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r)) for r in rows])
 
 
 def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
@@ -153,7 +152,8 @@ def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
             first_ts_ms=int(ts.min()),
             last_ts_ms=int(ts.max()),
         ).returning(_UPLOAD.c.id)).scalar_one()
-        _insert_rows(conn, _records(frame, upload_id))
+        for start in range(0, len(frame), _CHUNK_ROWS):
+            _insert_rows(conn, _records(frame, upload_id, start, start + _CHUNK_ROWS))
     return int(upload_id)
 
 
@@ -184,20 +184,27 @@ def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
             .where(_REQUEST.c.upload_id == upload_id)
             .order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
         )
-        rows = result.all()
-    if not rows:
+        parts: dict[str, list[np.ndarray]] = {c: [] for c in _DATA_COLUMNS}
+        shared: dict[str, str] = {}
+        while chunk := result.fetchmany(_CHUNK_ROWS):  # columns a chunk at a time: no list of millions of rows
+            cols = dict(zip(_DATA_COLUMNS, zip(*chunk)))
+            for c in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens"):
+                parts[c].append(np.asarray(cols[c], dtype=np.int64))
+            for c in ("ttft_ms", "duration_ms"):
+                parts[c].append(np.asarray([np.nan if v is None else v for v in cols[c]], dtype=np.float64))
+            for c in ("model", "source"):  # one string object per distinct name, shared by all its rows
+                parts[c].append(np.array([shared.setdefault(v, v) for v in cols[c]], dtype=object))
+    if not parts["ts_ms"]:
         return empty_frame()
-    cols = list(zip(*rows))
-    data = dict(zip(_DATA_COLUMNS, cols))
     return pd.DataFrame({
-        "ts_ms": np.asarray(data["ts_ms"], dtype=np.int64),
-        "model": pd.array(list(data["model"]), dtype=object),
-        "prompt_tokens": np.asarray(data["prompt_tokens"], dtype=np.int64),
-        "cached_tokens": np.asarray(data["cached_tokens"], dtype=np.int64),
-        "output_tokens": np.asarray(data["output_tokens"], dtype=np.int64),
-        "ttft_ms": np.asarray([np.nan if v is None else v for v in data["ttft_ms"]], dtype=np.float64),
-        "duration_ms": np.asarray([np.nan if v is None else v for v in data["duration_ms"]], dtype=np.float64),
-        "source": pd.array(list(data["source"]), dtype=object),
+        "ts_ms": np.concatenate(parts["ts_ms"]),
+        "model": pd.array(np.concatenate(parts["model"]), dtype=object),
+        "prompt_tokens": np.concatenate(parts["prompt_tokens"]),
+        "cached_tokens": np.concatenate(parts["cached_tokens"]),
+        "output_tokens": np.concatenate(parts["output_tokens"]),
+        "ttft_ms": np.concatenate(parts["ttft_ms"]),
+        "duration_ms": np.concatenate(parts["duration_ms"]),
+        "source": pd.Series(np.concatenate(parts["source"]), dtype=object).astype("category"),  # as read_logs gives it
     })[list(COLUMNS)]
 
 

@@ -8,14 +8,16 @@ by a growth factor or cut to the busiest day in a time zone.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "TraceError", "busiest_day", "grow", "hour_of_day", "read_trace_file", "trace_from_frame"]
+__all__ = ["Trace", "TraceError", "busiest_day", "grow", "hour_of_day", "read_trace", "read_trace_file",
+           "trace_from_frame"]
 
 _REQUIRED = ("ts_ms", "prompt_tokens")
 
@@ -37,6 +39,7 @@ class Trace:
     cached_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str = ""
+    notes: tuple[str, ...] = ()  # what the reader derived or defaulted (relative times, prefix-cache share)
 
     @property
     def n(self) -> int:
@@ -56,7 +59,7 @@ class Trace:
         """A sub-trace (boolean mask or index array, kept in arrival order)."""
         return Trace(
             self.arrival_ms[mask_or_index], self.prompt_tokens[mask_or_index], self.cached_tokens[mask_or_index],
-            self.output_tokens[mask_or_index], self.source,
+            self.output_tokens[mask_or_index], self.source, self.notes,
         )
 
 
@@ -91,22 +94,34 @@ def trace_from_frame(frame: pd.DataFrame, source: str = "log") -> Trace:
     return Trace(arrival[order], prompt[order], np.minimum(cached[order], prompt[order]), output[order], source)
 
 
-def read_trace_file(path: str | Path, tz: str = "UTC") -> Trace:
-    """Read a request log in any format `planner.logs.read_logs` knows (JSONL/CSV with ts_ms and token
-    columns, OpenAI/Anthropic responses, gateway exports, …); `tz` is the zone of naive timestamps.
+def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto",
+               mapping: Mapping[str, str] | None = None, start: str | None = None,
+               cache_blocks: int | None = None) -> Trace:
+    """Read request logs in any format `planner.logs.read_logs` knows (the same --format, --map, start date and
+    prefix-cache size as `logs summarize`); `tz` is the zone of naive timestamps and of a relative trace's start.
 
-    Raises TraceError naming the file when nothing in it can be read as requests with arrival times.
+    Raises TraceError naming the file(s) when nothing in them can be read as requests with arrival times.
     """
     from planner.logs import read_logs
 
-    path = Path(path)
+    paths = [Path(p) for p in paths]
+    label = ", ".join(p.name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
+    kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
     try:
-        frame = read_logs([path], tz=tz).frame
+        res = read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, start=start, **kw)
     except (OSError, ValueError) as exc:
+        reason = str(exc).removeprefix("Nothing could be read: ")
         raise TraceError(
-            f"{path}: cannot read the log as a request trace: each request needs an arrival timestamp and token counts ({exc})"
+            f"{label}: cannot read the log as a request trace: each request needs an arrival timestamp and "
+            f"token counts ({reason})"
         ) from None
-    return trace_from_frame(frame, source=path.name)
+    trace = trace_from_frame(res.frame, source=label)
+    return replace(trace, notes=tuple(res.notes))
+
+
+def read_trace_file(path: str | Path, tz: str = "UTC") -> Trace:
+    """One file as a Trace (see read_trace)."""
+    return read_trace([path], tz=tz)
 
 
 def _zone(tz: str) -> ZoneInfo:
@@ -158,4 +173,5 @@ def grow(trace: Trace, growth: float, seed: int = 0, jitter_ms: float = 60_000.0
     arrival = np.clip(trace.arrival_ms[index] + shift, lo, hi)
     order = np.argsort(arrival, kind="stable")
     idx = index[order]
-    return Trace(arrival[order], trace.prompt_tokens[idx], trace.cached_tokens[idx], trace.output_tokens[idx], trace.source)
+    return Trace(arrival[order], trace.prompt_tokens[idx], trace.cached_tokens[idx], trace.output_tokens[idx], trace.source,
+                 trace.notes)

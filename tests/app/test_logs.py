@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
 from planner.store.logs import list_uploads
-from tests.app.conftest import ROUTER
+from tests.app.conftest import ROUTER, chart_spec
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
@@ -30,12 +30,13 @@ def _upload(at: AppTest, *files: tuple[str, bytes]) -> AppTest:
     return at
 
 
-def _working_day_p95(lines: list[dict]) -> int:
-    # independent: Berlin-free UTC working day (default tz UTC), Mon–Fri 09:00–18:00, nearest rank
+def _working_day_p95(lines: list[dict], tz: str = "UTC") -> int:
+    # independent: the working day in the viewer's zone, Mon–Fri 09:00–18:00, nearest rank
     import datetime as dt
+    from zoneinfo import ZoneInfo
 
     vals = sorted(r["usage"]["prompt_tokens"] for r in lines
-                  if (t := dt.datetime.fromtimestamp(r["created"], dt.timezone.utc)).weekday() < 5 and 9 <= t.hour < 18)
+                  if (t := dt.datetime.fromtimestamp(r["created"], ZoneInfo(tz))).weekday() < 5 and 9 <= t.hour < 18)
     return int(np.percentile(vals, 95, method="inverted_cdf"))
 
 
@@ -53,7 +54,7 @@ def test_upload_shows_percentiles_rejects_and_charts():
 
 def test_custom_columns_get_a_mapping_form():
     at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
-    assert "no request could be read" in at.error[0].value
+    assert at.error[0].value.startswith("Nothing could be read: gw.csv: no prompt-token column")
     at.selectbox(key="logs_map_ts").set_value("started")
     at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
     at.selectbox(key="logs_map_cached_tokens").set_value("tok_in_hit")
@@ -98,3 +99,58 @@ def test_production_ttft_tab_from_a_log_with_first_token_times():
     assert (df["n"] == 250).all() and set(df["percentile"]) >= {"p50", "p95"}
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert any("what users waited" in t for t in titles)
+
+
+def test_the_upload_and_its_settings_survive_leaving_the_page():
+    at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
+    at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
+    at.selectbox(key="logs_naive_tz").set_value("UTC")
+    at.text_input(key="logs_workday").set_value("08:00-17:00").run()
+    assert "Read 200 requests" in at.success[0].value
+    at.switch_page("views/worksheet.py").run()
+    at.switch_page("views/logs.py").run()
+    assert not at.exception, at.exception
+    assert "Read 200 requests" in at.success[0].value  # still there, without uploading again
+    assert at.text_input(key="logs_workday").value == "08:00-17:00"
+    assert any("Showing your last upload: gw.csv" in c.value for c in at.caption)
+
+
+def test_a_mapping_made_for_one_file_does_not_carry_over_to_the_next():
+    at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
+    at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
+    assert "Read 200 requests" in at.success[0].value
+    # The next file has standard columns: it is read by its own detected columns, not gw.csv's mapping.
+    at = _upload(at, ("std.csv", (SAMPLES / "requests.csv").read_bytes()))
+    assert not at.error, [e.value for e in at.error]
+    assert "Read 400 requests" in at.success[0].value
+
+
+def test_the_mapping_form_is_prefilled_with_its_guess_and_says_so():
+    at = _upload(_page(), ("odd.csv", b"timestamp,tok_a,tok_b\n2026-11-20T09:00:00Z,10,2\n"))
+    assert at.error[0].value.startswith("Nothing could be read: odd.csv: no prompt-token column")
+    assert at.selectbox(key="logs_map_ts").value == "timestamp"
+    assert any("Guessed from the column names: ts ← timestamp" in c.value for c in at.caption)
+
+
+def test_hours_follow_the_viewer_time_zone_and_percentile_labels_do_not_overprint():
+    data = (SAMPLES / "openai_chat_completions.jsonl").read_bytes()
+    lines = [json.loads(x) for x in data.decode().splitlines()]
+    at = _page()
+    at.sidebar.selectbox(key="_viewer_tz_widget").set_value("Asia/Tokyo").run()
+    at = _upload(at, ("agent.jsonl", data))
+    assert at.metric[0].value == f"{_working_day_p95(lines, 'Asia/Tokyo'):,}"
+    assert "Asia/Tokyo" in chart_spec(at, "logs_traffic")["layout"]["xaxis"]["title"]["text"]
+    notes = chart_spec(at, "logs_hist")["layout"]["annotations"]
+    p50, p95 = (next(a for a in notes if a["text"].startswith(k)) for k in ("p50", "p95"))
+    assert (p50["y"], p50["xanchor"]) != (p95["y"], p95["xanchor"])  # different heights and sides
+
+
+def test_a_public_trace_sample_says_its_times_are_placed_from_a_default_start():
+    at = _page()
+    at.selectbox(key="logs_sample").set_value("burstgpt_synthetic.csv")
+    at.button(key="logs_load_sample").click().run()
+    assert not at.exception, at.exception
+    assert "Read 300 requests (burstgpt_synthetic.csv → burstgpt)" in at.success[0].value
+    assert any("2024-01-01" in i.value and "default" in i.value for i in at.info)

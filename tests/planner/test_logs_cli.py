@@ -47,7 +47,9 @@ def test_usage_errors_exit_2_with_a_clear_message(tmp_path):
     bad = tmp_path / "notes.txt"
     bad.write_text("hello\n")
     r = run("logs", "summarize", bad)
-    assert r.exit_code == 2 and "no request could be read" in r.output and "Expected one of" in r.output
+    assert r.exit_code == 2 and "Nothing could be read: notes.txt: no time column" in r.output
+    r = run("logs", "summarize", tmp_path / "missing-*.jsonl")
+    assert r.exit_code == 2 and "matches no log file" in r.output
     r = run("logs", "summarize", SAMPLES / "requests.csv", "--workday", "9-5")
     assert r.exit_code == 2 and "HH:MM-HH:MM" in r.output
     r = run("logs", "summarize", SAMPLES / "requests.csv", "--tz", "Europe/Atlantis")

@@ -143,3 +143,21 @@ def test_summary_of_a_frame_with_ttft_and_to_dict_is_json_ready():
     json.dumps(d, allow_nan=False)
     assert d["prompt_tokens"]["p95"] == {"value": 100.0, "n": 30, "reliable": True}
     assert d["cold_exposure"][0]["window_s"] == 10
+
+
+def test_local_hours_across_a_dst_change_and_a_half_hour_zone_match_the_zoneinfo_conversion():
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from planner.logs.summary import _Clock
+
+    # Every 7 minutes across the EU autumn change and Newfoundland's (−03:30, changes at 05:30 UTC).
+    start = int(dt.datetime(2026, 10, 24, 0, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    ts = np.arange(start, start + 10 * 86_400_000, 7 * 60_000, dtype=np.int64)
+    frame = pd.DataFrame({"ts_ms": ts})
+    for tz in ("Europe/Berlin", "America/St_Johns"):
+        c = _Clock(frame, tz)
+        want = [dt.datetime.fromtimestamp(t / 1000, ZoneInfo(tz)) for t in ts.tolist()]
+        assert c.hour.tolist() == [w.hour for w in want]
+        assert c.minute_of_day.tolist() == [w.hour * 60 + w.minute for w in want]
+        assert c.dow.tolist() == [w.weekday() for w in want]

@@ -65,6 +65,7 @@ def test_a_log_without_timestamps_exits_2_and_says_so(tmp_path):
     res = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", SLS])
     assert res.exit_code == 2
     assert "no-times.jsonl: cannot read the log as a request trace: each request needs an arrival timestamp" in res.output
+    assert "no time column" in res.output and "(output_tokens, prompt_tokens)" in res.output
 
 
 def test_a_bad_deployment_spec_exits_2_naming_the_key(tmp_path):

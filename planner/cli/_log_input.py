@@ -1,0 +1,61 @@
+"""The log-input options every command that reads request logs shares: `logs summarize`, `logs import`, `whatif`.
+
+Inputs are files, directories (their log files) or glob patterns; .gz and .zst are unwrapped and Parquet
+is read by columns. --format, --map, --start and --prefix-cache-blocks mean the same everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from planner.logs import FORMATS
+from planner.logs.inputs import expand_inputs
+from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
+from planner.logs.traces import DEFAULT_START, start_ms
+
+__all__ = ["format_option", "input_paths", "map_option", "prefix_option", "start_option"]
+
+
+def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
+    out = {}
+    for item in values:
+        field, sep, column = item.partition("=")
+        if not sep or not field or not column:
+            raise click.BadParameter(f"{item!r} is not FIELD=COLUMN (e.g. ts=started_at)")
+        out[field.strip()] = column.strip()
+    return out or None
+
+
+def _start(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        start_ms(value, "UTC")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def input_paths(items: tuple[str, ...], hint: str) -> list[Path]:
+    """The files named by FILE / DIR / GLOB arguments; a usage error (exit 2) naming one that names none."""
+    try:
+        return expand_inputs(items)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+
+
+format_option = click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="auto", show_default=True,
+                             help="Log format; auto detects it from the content (public traces by their columns).")
+map_option = click.option("--map", "mapping", multiple=True, callback=_mapping, metavar="FIELD=COLUMN",
+                          help="Map a column (CSV, Parquet) or dotted path (JSON) to a field: ts, ts_relative_s, "
+                               "ts_relative_ms, prompt_tokens, cached_tokens, output_tokens, model, ttft_ms, hash_ids, … "
+                               "Repeatable.")
+start_option = click.option("--start", default=None, callback=_start, metavar="DATE",
+                            help=f"Start date (YYYY-MM-DD[THH:MM], in --tz) for traces whose times count from their "
+                                 f"start (BurstGPT, Mooncake); default {DEFAULT_START}, and the output says so.")
+prefix_option = click.option("--prefix-cache-blocks", "cache_blocks", type=click.IntRange(min=1),
+                             default=DEFAULT_CACHE_BLOCKS, show_default=True,
+                             help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "
+                                  "from a trace's hash_ids (Mooncake/AIPerf).")

@@ -1,0 +1,67 @@
+"""What read_logs returns: the normalised request frame and its columns, what was left out, and its errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from planner.logs.records import RejectedLine, Row
+
+__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "Progress", "empty_frame", "rows_frame"]
+
+COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms", "source")
+
+Progress = Callable[[float, str], None]
+
+
+class LogFormatError(ValueError):
+    """Nothing in the given files parsed; the message says what was expected and what was found.
+
+    `columns` holds the column names (or top-level keys) seen, so a caller can offer a mapping form.
+    """
+
+    def __init__(self, message: str, columns: Sequence[str] = (), rejected: Sequence[RejectedLine] = ()) -> None:
+        super().__init__(message)
+        self.columns = list(columns)
+        self.rejected = list(rejected)
+
+
+@dataclass
+class LogParseResult:
+    """The normalised requests (one row each; see COLUMNS) and everything that was left out."""
+
+    frame: pd.DataFrame
+    rejected: list[RejectedLine] = field(default_factory=list)
+    n_rejected: int = 0
+    formats: dict[str, str] = field(default_factory=dict)
+    mapping: dict[str, str] = field(default_factory=dict)
+    tokens_estimated: bool = False
+    n_skipped: int = 0  # records that are not model calls (e.g. Langfuse SPANs, HTTP spans)
+    token_counter: str = ""  # how counts were made when tokens_estimated or a tokenizer was used
+    columns: dict[str, list[str]] = field(default_factory=dict)  # source → column names (CSV) / keys seen
+    notes: list[str] = field(default_factory=list)  # what was derived or defaulted (relative times, prefix cache)
+
+
+def empty_frame() -> pd.DataFrame:
+    """A frame with the normalised columns and dtypes and no rows."""
+    return rows_frame([], [])
+
+
+def rows_frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
+    if not rows:
+        arr = {c: [] for c in Row._fields}
+    else:
+        arr = dict(zip(Row._fields, zip(*rows)))
+    return pd.DataFrame({
+        "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),
+        "model": pd.array(list(arr["model"]), dtype=object),
+        "prompt_tokens": np.asarray(arr["prompt_tokens"], dtype=np.int64),
+        "cached_tokens": np.asarray(arr["cached_tokens"], dtype=np.int64),
+        "output_tokens": np.asarray(arr["output_tokens"], dtype=np.int64),
+        "ttft_ms": np.asarray(arr["ttft_ms"], dtype=np.float64),
+        "duration_ms": np.asarray(arr["duration_ms"], dtype=np.float64),
+        "source": pd.array(sources, dtype=object),
+    })

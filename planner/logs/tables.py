@@ -1,0 +1,193 @@
+"""Tables: CSV (row by row, or streamed through DuckDB when large) and Parquet (by batches), under a column mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from planner.logs.columnar import batch_frame
+from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
+from planner.logs.csvfile import delimiter_of, read_rows
+from planner.logs.duckpath import read_mapped_csv, sample_head
+from planner.logs.formats import EXTRACTORS, classify
+from planner.logs.gateways import Skip
+from planner.logs.mapped import mapping_complete
+from planner.logs.records import Reject
+from planner.logs.splitting import decode_bom
+
+__all__ = ["LARGE_CSV_BYTES", "file_size", "read_csv", "read_large_csv", "read_parquet", "wanted_column"]
+
+
+def file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _csv_records(name: str, header: list[str], rows, extract, ctx: ReadContext) -> None:
+    """CSV rows of a known record format (its columns named as in its JSON export), one record each."""
+    out = ctx.out
+    width = len(header)
+    for line_no, values in rows:
+        if isinstance(values, str):
+            out.reject(name, line_no, values)
+            continue
+        if len(values) != width:
+            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}")
+            continue
+        try:
+            row = extract(dict(zip(header, values)), ctx.tz)
+        except Skip:
+            out.n_skipped += 1
+            continue
+        except Reject as exc:
+            out.reject(name, line_no, str(exc))
+            continue
+        out.add(row, name)
+
+
+def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
+    out, res = ctx.out, ctx.res
+    header, rows = read_rows(data, out.tick)
+    if not header:
+        out.reject(name, 0, "empty file")
+        return
+    res.columns[name] = header
+    record_fmt = ctx.fmt if ctx.fmt in EXTRACTORS else None
+    if ctx.fmt == "auto" and not ctx.mapping:
+        record_fmt = classify(dict.fromkeys(header, "")) if classify(dict.fromkeys(header, "")) in EXTRACTORS else None
+    if record_fmt is not None:  # e.g. a LiteLLM spend-log export saved as CSV
+        res.formats[name] = record_fmt
+        _csv_records(name, header, rows, EXTRACTORS[record_fmt], ctx)
+        return
+    fmt_name, used = ctx.table_mapping(name, header)
+    res.mapping = used
+    res.formats[name] = "csv" if fmt_name == "mapped" else fmt_name
+    missing = [c for c in used.values() if c not in header]
+    if missing:
+        out.reject(name, 0, f"mapped column(s) not in the header: {', '.join(missing)}")
+        return
+    if not mapping_complete(used):
+        out.reject(name, 0, wanted_column(used, header))
+        return
+    ts0 = ctx.start_ms() if relative_times(used) else 0
+    prefix = ctx.prefix(used)
+    width = len(header)
+    get = dict.get
+    no_output = 0
+    for line_no, values in rows:
+        if isinstance(values, str):
+            out.reject(name, line_no, values)
+            continue
+        if len(values) != width:
+            hint = " (a field with the delimiter or a line break needs double quotes)" if len(values) > width else ""
+            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
+            continue
+        try:
+            row = ctx.extract(dict(zip(header, values)), used, get, ts0, prefix)
+        except Reject as exc:
+            out.reject(name, line_no, str(exc))
+            continue
+        no_output += row.output_tokens == 0
+        out.add(row, name)
+    if fmt_name == "burstgpt" and no_output:
+        res.notes.append(f"{name}: {no_output:,} request{'' if no_output == 1 else 's'} with 0 response tokens "
+                         "(failed, in BurstGPT's convention) are kept as arrivals")
+
+
+LARGE_CSV_BYTES = 32 << 20  # CSV files from this size on disk are first tried through DuckDB (streamed, columnar)
+
+
+def read_large_csv(path: Path, ctx: ReadContext) -> bool:
+    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row."""
+    if ctx.fmt not in ("auto", "csv", *TRACE_FORMATS) or file_size(path) < LARGE_CSV_BYTES:
+        return False
+    try:
+        head, _ = sample_head(path, 1 << 16)
+    except (OSError, EOFError, ValueError):
+        return False
+    head = decode_bom(head)
+    if not head.strip() or head.lstrip()[:1] in (b"{", b"["):
+        return False
+    header, _ = read_rows(head)
+    if not header:
+        return False
+    if ctx.fmt == "auto" and not ctx.mapping and classify(dict.fromkeys(header, "")) in EXTRACTORS:
+        return False
+    fmt_name, used = ctx.table_mapping(path.name, header)
+    if not mapping_complete(used) or any(c not in header for c in used.values()) or used.get("hash_ids"):
+        return False
+    ts0 = ctx.start_ms() if relative_times(used) else 0
+    frame = read_mapped_csv(path, header, delimiter_of(head.decode("utf-8", "replace")), used, ctx.tz, ts0,
+                            path.name, ctx.out.tick)
+    if frame is None:
+        return False
+    ctx.out.frames.append(frame)
+    ctx.res.columns[path.name] = header
+    ctx.res.mapping = used
+    ctx.res.formats[path.name] = "csv" if fmt_name == "mapped" else fmt_name
+    if fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
+        ctx.res.notes.append(f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
+                             "(failed, in BurstGPT's convention) are kept as arrivals")
+    return True
+
+
+def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
+    """A Parquet file, read in batches of the mapped columns only (rows numbered from 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out, res = ctx.out, ctx.res
+    try:
+        pf = pq.ParquetFile(source if isinstance(source, Path) else pa.BufferReader(source))
+    except (pa.ArrowInvalid, OSError) as exc:
+        out.reject(name, 0, f"not a readable Parquet file ({exc})")
+        return
+    columns = list(pf.schema_arrow.names)
+    res.columns[name] = columns
+    fmt_name, used = ctx.table_mapping(name, columns)
+    res.mapping = used
+    res.formats[name] = "parquet" if fmt_name == "mapped" else fmt_name
+    missing = [c for c in used.values() if c not in columns]
+    if missing:
+        out.reject(name, 0, f"mapped column(s) not in the file: {', '.join(missing)}")
+        return
+    if not mapping_complete(used):
+        out.reject(name, 0, wanted_column(used, columns))
+        return
+    ts0 = ctx.start_ms() if relative_times(used) else 0
+    prefix = ctx.prefix(used)
+    get = dict.get
+    row_no = 0
+    done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)
+    for batch in pf.iter_batches(batch_size=65_536, columns=sorted(set(used.values()))):
+        if out.tick is not None:
+            out.tick(done_rows / total_rows)
+        done_rows += batch.num_rows
+        whole = batch_frame(batch, used, ctx.tz, ts0, name) if prefix is None else None
+        if whole is not None:  # the plain case, a batch at a time
+            out.frames.append(whole)
+            row_no += batch.num_rows
+            continue
+        for rec in batch.to_pylist():
+            row_no += 1
+            for k, v in rec.items():  # Parquet timestamps arrive as datetimes: ISO text for epoch_ms
+                if hasattr(v, "isoformat"):
+                    rec[k] = v.isoformat()
+            try:
+                row = ctx.extract(rec, used, get, ts0, prefix)
+            except Reject as exc:
+                out.reject(name, row_no, str(exc))
+                continue
+            out.add(row, name)
+
+
+def wanted_column(used: Mapping[str, str], columns: Sequence[str]) -> str:
+    """One sentence: which column the reader looked for and did not find, and the columns there are."""
+    shown = ", ".join(list(columns)[:12]) + (" …" if len(columns) > 12 else "") if columns else "none"
+    if not any(used.get(k) for k in ("ts", "ts_relative_s", "ts_relative_ms")):
+        want = "time column (e.g. timestamp, created_at, TIMESTAMP)"
+    else:
+        want = "prompt-token column (e.g. prompt_tokens, input_tokens, ContextTokens)"
+    return f"no {want} among its fields ({shown}); map it with --map FIELD=COLUMN or the mapping form"
