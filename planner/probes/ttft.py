@@ -319,7 +319,11 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                 if first_token_ns is None and events > MAX_EVENTS_BEFORE_TOKEN:
                     raise ProbeFault("no_content", f"no token in the first {MAX_EVENTS_BEFORE_TOKEN} events "
                                                    f"({parser.bytes_seen} bytes); stopped reading", status_code=status)
-                info = interpret(target.protocol, ev)
+                try:
+                    info = interpret(target.protocol, ev)
+                except RecursionError:  # JSON nested thousands deep: a broken or hostile server, not a crash
+                    raise ProbeFault("bad_json", f"an event's JSON is nested too deeply ({len(ev.data)} bytes); "
+                                                 "stopped reading", status_code=status) from None
                 if info.prompt_tokens is not None:
                     usage_prompt = info.prompt_tokens
                 if info.output_tokens is not None:

@@ -5,15 +5,19 @@ hostile server floods that loop (100 MB of SSE without a token, a byte trickle,
 invalid UTF-8), every other probe in the same loop is timestamped late. So the
 worker probes in child processes (planner.worker.probe_child), in *lanes*:
 
-- lane 0, the **quarantine**: endpoints that are new or whose last probe failed;
-- lanes 1…n, the **clean** lanes: endpoints whose last probe succeeded, spread
-  by endpoint id.
+- lane 0, the **quarantine**: endpoints whose last probe failed while reading
+  a response it could not use (no token within the caps, bad JSON, not an event
+  stream, a stall, a broken stream) — QUARANTINE_CLASSES;
+- lanes 1…n, the **clean** lanes: every other endpoint (new, healthy, or failing
+  cheaply: refused, DNS, TLS, 401, 404, 429…), spread by endpoint id.
 
-A hostile endpoint never produces a token, so it fails and stays in quarantine
-with the other failing endpoints; healthy endpoints are measured in loops that
-only healthy streams share. (An endpoint that turns hostile after a success
-costs one probe's worth of capped reading — planner.probes.ttft's caps — in a
-clean lane before it moves.)
+A hostile endpoint never produces a token, so after its first probe it fails
+and stays in quarantine with the other misbehaving endpoints until a probe of
+it succeeds; healthy endpoints are measured in loops that only well-behaved
+streams share. (A new hostile endpoint, or one that turns hostile after a
+success, costs one probe's worth of capped reading — planner.probes.ttft's
+caps — in a clean lane before it moves.) The quarantine process runs at a lower CPU priority
+(nice 10), so on a machine short of cores the kernel serves the clean lanes first. 
 
 A lane whose process dies fails its in-flight probes (the worker stores them as
 internal errors), is logged, and is restarted on its next probe.
@@ -32,11 +36,15 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["ProbePool", "ProbeProcessError"]
+__all__ = ["QUARANTINE_CLASSES", "ProbePool", "ProbeProcessError"]
 
 log = logging.getLogger("planner.worker")
 
 _RESTART_BACKOFF_S = 1.0
+#: Failures that cost reading a useless response (the costly kind): the endpoint is probed in quarantine.
+QUARANTINE_CLASSES = frozenset({"no_content", "bad_json", "not_sse", "read_timeout", "disconnect", "http_error"})
+#: The quarantine process runs at this nice level: on a busy machine its CPU goes to the clean lanes first.
+QUARANTINE_NICE = 10
 
 
 class ProbeProcessError(RuntimeError):
@@ -65,9 +73,9 @@ class ProbePool:
         self._ids = itertools.count(1)
         self._closed = False
 
-    def lane_for(self, endpoint_id: int, last_ok: bool | None) -> int:
-        """0 (quarantine) for a new or failing endpoint, else its clean lane."""
-        return 1 + endpoint_id % self.clean_lanes if last_ok else 0
+    def lane_for(self, endpoint_id: int, last_error_class: str | None) -> int:
+        """0 (quarantine) when the endpoint's last probe failed with one of QUARANTINE_CLASSES, else its clean lane."""
+        return 0 if last_error_class in QUARANTINE_CLASSES else 1 + endpoint_id % self.clean_lanes
 
     async def start(self, timeout_s: float = 60.0) -> None:
         """Start every lane's process and wait until each is ready (imports done). Raises ProbeProcessError."""
@@ -130,7 +138,8 @@ class ProbePool:
             env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
             try:
                 ln.proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "planner.worker.probe_child", stdin=asyncio.subprocess.PIPE,
+                    sys.executable, "-m", "planner.worker.probe_child", *(["--nice", str(QUARANTINE_NICE)] if ln.index == 0 else []),
+                    stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE, env=env, limit=1 << 20)
             except OSError as exc:
                 ln.proc = None

@@ -140,7 +140,7 @@ class Worker(RequestHandling):
         self._last_probe_end_ms: dict[int, int] = {}
         self._rtt_run: Callable[..., Awaitable[None]] | None = None
         self._cold_active: set[int] = set()
-        self._last_ok: dict[int, bool] = {}
+        self._last_error: dict[int, str | None] = {}  # the last probe's error class: picks its probe lane
         self._pool = None
         self.task_failures: list[dict] = []  # background tasks that died (and were restarted)
         self._unsaved_since_ms: int | None = None
@@ -345,7 +345,7 @@ class Worker(RequestHandling):
         n = self.config.probe_attempts if attempts is None else attempts
         wait_s = max(0.0, min(5.0, ep.interval_s * 0.2))
         if self._probe is None and self._pool is not None:
-            lane = self._pool.lane_for(ep.id, self._last_ok.get(ep.id))
+            lane = self._pool.lane_for(ep.id, self._last_error.get(ep.id))
             return await self._pool.probe(target, api_key=api_key, max_attempts=n, max_retry_wait_s=wait_s, lane=lane)
         probe = self._probe or probe_once
         return await probe(target, api_key=api_key, max_attempts=n, max_retry_wait_s=wait_s)
@@ -385,7 +385,7 @@ class Worker(RequestHandling):
 
     def _after_probe(self, ep: EndpointRow, row: ProbeSampleRow) -> None:
         self._buffer_rows([row])
-        self._last_ok[ep.id] = bool(row.ok)
+        self._last_error[ep.id] = None if row.ok else row.error_class
         st = self._status.get(ep.id, {})
         fails = 0 if row.ok else st.get("consecutive_failures", 0) + 1
         state = "ok" if row.ok else "failing"
