@@ -63,51 +63,50 @@ class SseParser:
             chunk = chunk[1:]  # second half of a CRLF whose CR ended the previous read
         self._skip_lf = False
         out: list[SseEvent] = []
-        # Only the new bytes are searched for line ends: the held partial line has none.
         buf = self._buf
-        scan_from = len(buf)
         buf += chunk
-        n = len(buf)
-        start = 0
-        i = scan_from
-        while True:
-            lf = buf.find(b"\n", i)
-            cr = buf.find(b"\r", i, lf if lf >= 0 else n)
-            if lf < 0 and cr < 0:
-                break
-            if cr >= 0:  # a CR comes first (alone, or as the CR of a CRLF)
-                i = cr
-                if i + 1 == n:
-                    self._skip_lf = True  # a CR ends the line now; drop an LF that may open the next read
-                    end = i + 1
-                elif buf[i + 1] == 0x0A:
-                    end = i + 2
+        # Complete lines end at the last line end; bytes.splitlines (C speed, CR, LF and CRLF) cuts them,
+        # so a flood of comments or blank lines costs a list, not a Python step per byte.
+        last = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        if last >= 0:
+            if buf[last] == 0x0D:
+                self._skip_lf = True  # a CR ends the buffer: an LF opening the next read is its other half
+            complete = bytes(buf[: last + 1])
+            del buf[: last + 1]
+            if not self._data:  # leading blank lines with nothing pending dispatch nothing: drop the run at once
+                stripped = complete.lstrip(b"\r\n")
+                if len(stripped) != len(complete):
+                    self._event = ""
+                complete = stripped
+            for raw in complete.splitlines():
+                if not raw:
+                    if self._data:
+                        out.append(self._dispatch())
+                    else:
+                        self._event = ""
+                elif raw[0] == 0x3A:  # ":" comment / keep-alive
+                    self.comments += 1
                 else:
-                    end = i + 1
-            else:
-                i = lf
-                end = i + 1
-            ev = self._line(bytes(buf[start:i]))
-            if ev is not None:
-                out.append(ev)
-            start = i = end
-        del buf[:start]
+                    self._line(raw)
         if len(buf) > self.max_line_bytes:
             held = len(buf)
             buf.clear()
             raise SseLineTooLong(f"a line of more than {self.max_line_bytes} bytes without a line end ({held} held)")
         return out
 
+    def _dispatch(self) -> SseEvent:
+        ev = SseEvent(event=self._event or "message", data="\n".join(self._data), id=self._id)
+        self._data = []
+        self._data_bytes = 0
+        self._event = ""
+        return ev
+
     def _line(self, raw: bytes) -> SseEvent | None:
         if not raw:  # blank line: dispatch
             if not self._data:
                 self._event = ""
                 return None
-            ev = SseEvent(event=self._event or "message", data="\n".join(self._data), id=self._id)
-            self._data = []
-            self._data_bytes = 0
-            self._event = ""
-            return ev
+            return self._dispatch()
         line = raw.decode("utf-8", errors="replace")
         if line.startswith(":"):
             self.comments += 1

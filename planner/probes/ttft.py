@@ -53,11 +53,23 @@ _BODY_SNIPPET_BYTES = 2048
 
 #: Reading caps (issue 15 item 1): a stream that sends this much without a token is given up on, so a
 #: hostile or broken server costs bounded CPU. Real streams send a role event or two before the first token.
-MAX_BYTES_BEFORE_TOKEN = 1 << 20
-MAX_EVENTS_BEFORE_TOKEN = 2000
+MAX_BYTES_BEFORE_TOKEN = 256 * 1024
+MAX_EVENTS_BEFORE_TOKEN = 1000
+_PARSE_SLICE_BYTES = 8192
 #: After the first token the sample is decided once the stream ends or outgrows what max_tokens can explain.
 BYTES_PER_TOKEN_CAP = 4096
 EVENTS_PER_TOKEN_CAP = 8
+
+
+async def _sliced_reads(reads, clock_ns: Callable[[], int]):
+    """(slice, read number, read time) for each ≤ 8 KB slice of each socket read, so the caps stop a flood
+    after one slice rather than after a whole 64 KB read; every slice carries its read's timestamp."""
+    read_no = 0
+    async for chunk in reads:
+        t = clock_ns()
+        read_no += 1
+        for i in range(0, len(chunk), _PARSE_SLICE_BYTES):
+            yield chunk[i : i + _PARSE_SLICE_BYTES], read_no, t
 
 
 def _after_token_caps(max_tokens: int) -> tuple[int, int]:
@@ -305,9 +317,7 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
     events = 0
     cap_bytes, cap_events = _after_token_caps(target.max_tokens)
     try:
-        async for chunk in response.aiter_raw():
-            t = clock_ns()
-            read_no += 1
+        async for chunk, read_no, t in _sliced_reads(response.aiter_raw(), clock_ns):
             try:
                 parsed = parser.feed(chunk)
             except SseLineTooLong as exc:
