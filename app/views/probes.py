@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, available_timezones
 import pandas as pd
 import streamlit as st
 
-from app import worksheet_state
+from app import viewer, worksheet_state
 from app.cache import engine
 from app.charts import probes as charts
 from planner.endpoints import get_endpoint
@@ -18,6 +18,7 @@ from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
 from planner.worker import lease
+from planner.worker.state import worker_report
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
 REFRESH_S = 10
@@ -68,10 +69,9 @@ window = f"{start_d} – {end_d}"
 
 ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
-live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
-if not live:
-    st.warning(f"No worker is probing for vantage {key.vantage or '(default)'!r} right now: run `ttft-planner serve` "
-               f"or `ttft-planner worker{' --vantage ' + key.vantage if key.vantage else ''}`.", icon=":material/pause_circle:")
+worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
+if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running
+    st.warning(worker_now.text, icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
     st.error(f"Key missing: {status['detail']}. The worker does not probe this endpoint until the variable is set.")
 elif status and status["state"] == "paused":

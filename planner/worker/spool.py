@@ -51,12 +51,32 @@ def write(engine: Engine, rows: list[ProbeSampleRow]) -> Path | None:
     folder = spool_dir(engine)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
-    with open(path, "w", encoding="utf-8") as fh:
+    tmp = path.with_suffix(".writing")  # renamed when complete: a replay never reads a file half-written
+    with open(tmp, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps({c: getattr(r, c) for c in _COLS}) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+    os.replace(tmp, path)
     return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reclaim_abandoned(folder: Path) -> None:
+    """Files a replaying worker claimed and then died on (kill -9 mid-replay) go back in the queue."""
+    for claimed in folder.glob("*.jsonl.replaying-*"):
+        pid = claimed.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            claimed.rename(claimed.with_name(claimed.name.split(".replaying-")[0]))
 
 
 def _rows(path: Path) -> list[ProbeSampleRow]:
@@ -84,6 +104,7 @@ def replay(engine: Engine) -> int:
     folder = spool_dir(engine)
     if not folder.is_dir():
         return 0
+    _reclaim_abandoned(folder)
     stored = 0
     for path in sorted(folder.glob("*.jsonl")):
         claimed = path.with_name(path.name + f".replaying-{os.getpid()}")
