@@ -187,13 +187,18 @@ class Worker(RequestHandling):
             for t in background:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-            await self._stop_flush()
+            deadline = time.monotonic() + self.config.stop_flush_s  # one bounded wait for the whole stop
+
+            def left() -> float:
+                return max(0.1, deadline - time.monotonic())
+
+            await self._stop_flush(left())
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._write_statuses(), timeout=self.config.stop_flush_s)
+                await asyncio.wait_for(self._write_statuses(), timeout=left())
             if self.holds_lease:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.to_thread(lease.release, self.engine, self.config.vantage,
-                                                             self.config.holder), timeout=self.config.stop_flush_s)
+                                                             self.config.holder), timeout=left())
                 self.holds_lease = False
             if self._pool is not None:
                 await self._pool.close()
@@ -248,12 +253,12 @@ class Worker(RequestHandling):
         if n:
             log.info("stored %d rows from the local spool", n)
 
-    async def _stop_flush(self) -> None:
-        """The last flush, bounded by stop_flush_s; whatever is still unsaved is written to the local spool."""
+    async def _stop_flush(self, timeout_s: float) -> None:
+        """The last flush, bounded by timeout_s; whatever is still unsaved is written to the local spool."""
         try:
-            await asyncio.wait_for(self._flush(final=True), timeout=self.config.stop_flush_s)
+            await asyncio.wait_for(self._flush(final=True), timeout=timeout_s)
         except TimeoutError:
-            log.warning("the database did not answer within %g s at stop", self.config.stop_flush_s)
+            log.warning("the database did not answer within %.1f s at stop", timeout_s)
         rows = list(self._buffer)
         if not rows:
             return

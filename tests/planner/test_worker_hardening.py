@@ -288,3 +288,53 @@ def test_the_report_says_buffering_n_rows_since_t_and_why(sqlite_engine):
                                     "unsaved_rows": 17, "unsaved_since_ms": now})
     r = worker_report(sqlite_engine, "", [], now)
     assert not r.running and "No worker is probing" in r.text
+
+
+def _postgres_pids(pg_server) -> list[int]:
+    """The postmaster and every backend of the test cluster."""
+    master = int((pg_server._dir / "data" / "postmaster.pid").read_text().split()[0])
+    pids = [master]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
+                pids.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+@pytest.mark.postgres
+def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(pg_server, pg_url, sim_url, tmp_path,
+                                                                              monkeypatch):
+    if pg_server._dir is None:
+        pytest.skip("an external PostgreSQL (TTFT_PLANNER_TEST_PG_URL) cannot be frozen here")
+    monkeypatch.setenv("TTFT_PLANNER_DATA_DIR", str(tmp_path / "data"))  # the PostgreSQL spool lives under it
+    engine = open_store(pg_url)
+    e = ep(engine, "sim", sim_url)
+    w = _spawn(pg_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "30")
+    frozen: list[int] = []
+    try:
+        _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 5, what="first samples")
+        frozen = _postgres_pids(pg_server)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)  # the database hangs: no error, no answer
+        time.sleep(2.0)
+        w.send_signal(signal.SIGTERM)
+        try:
+            rc = w.wait(45)  # bounded: the stop waits 5 s for the database, not for ever
+        except subprocess.TimeoutExpired:
+            rc = None
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        if w.poll() is None:
+            w.kill()
+    log = (tmp_path / "a.log").read_text()
+    assert rc == 0, log[-3000:]
+    m = re.search(r"spooled (\d+) unsaved probe rows", log)
+    assert m and int(m.group(1)) >= 1, log[-3000:]
+    before = len(q(engine, "SELECT id FROM probe_sample WHERE endpoint_id = :e", e=e.id))
+    assert spool.replay(engine) >= 1
+    after = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
+    assert len(after) > before and len({(r["kind"], r["scheduled_at_ms"]) for r in after}) == len(after)
+    engine.dispose()
