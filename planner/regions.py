@@ -57,9 +57,10 @@ def check_rtt_interval_s(region_id: str, interval_s: object) -> float:
         value = float(interval_s)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError(f"interval for {region_id!r} must be a number of seconds, got {interval_s!r}") from None
-    if not lo <= value <= hi:  # NaN fails both comparisons
-        raise ValueError(f"interval for {region_id!r} must be a finite number of seconds between {lo:g} and {hi:g}, "
-                         f"got {value:g}")
+    if value < lo:
+        raise ValueError(f"interval for {region_id!r} must be at least {lo:g} s, got {value:g}")
+    if not value <= hi:  # NaN fails the comparison too
+        raise ValueError(f"interval for {region_id!r} must be a finite number of seconds, at most {hi:g}, got {value:g}")
     return value
 
 
