@@ -39,7 +39,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from planner.endpoints import endpoint_problem, list_endpoints
-from planner.regions import check_rtt_interval_s
+from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import EndpointStatusRow
 from planner.store.worker import WorkerLeaseRow
@@ -594,11 +594,11 @@ class Worker(RequestHandling):
             self._status[ep.id]["next_slot_at_ms"] = job.next_slot_ms
         for t in rtt_targets:
             key = f"rtt:{t.id}"
-            try:
-                interval_s = check_rtt_interval_s(t.region_id, t.interval_s)
-            except ValueError as exc:
+            interval_s = float(t.interval_s)
+            if not 0 < interval_s <= RTT_INTERVAL_BOUNDS_S[1]:  # inf / NaN / huge from an older row: never scheduled
                 if key not in self._bad_rtt:
-                    log.error("RTT target is not probed: %s", exc)
+                    log.error("RTT target %s is not probed: its interval %r s is not a finite number of seconds "
+                              "up to %g", t.region_id, t.interval_s, RTT_INTERVAL_BOUNDS_S[1])
                     self._bad_rtt.add(key)
                 continue
             keep.add(key)
