@@ -212,10 +212,12 @@ class Worker(RequestHandling):
 
         try:
             with self.engine.begin() as conn:
-                conn.execute(_LEASE.update().where(_LEASE.c.vantage == "\x00never").values(holder=""))
+                # A write that matches no row: refused all the same by a read-only file, database or role.
+                conn.execute(_LEASE.update().where(_LEASE.c.vantage == "\n(write check)\n").values(holder=""))
         except SQLAlchemyError as exc:
             text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
-            if "readonly" in text.lower().replace("-", "") or "read only" in text.lower():
+            low = text.lower().replace("-", "")
+            if "readonly" in low or "read only" in low or "permission denied" in low:
                 raise StoreError(f"database {redacted(str(self.engine.url))} is read-only ({text}): the worker must "
                                  "write its samples; fix the file's permissions or the role's privileges") from None
             # anything else (locked, down) is an outage the worker rides out

@@ -338,3 +338,21 @@ def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(pg_
     after = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
     assert len(after) > before and len({(r["kind"], r["scheduled_at_ms"]) for r in after}) == len(after)
     engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_database_fails_fast_with_one_message(pg_url, sim_url):
+    eng = open_store(pg_url)
+    ep(eng, "a", sim_url)
+    dbname = pg_url.rsplit("/", 1)[1]
+    with eng.connect() as c:
+        c.execute(sa.text(f'ALTER DATABASE "{dbname}" SET default_transaction_read_only = on'))
+        c.commit()
+    eng.dispose()
+    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": pg_url}
+    proc = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
