@@ -148,6 +148,8 @@ class Worker(RequestHandling):
         self._lease_checked_ms = 0
         self._bad_rtt: set[str] = set()
         self._crashed_until_ms: int | None = None
+        self._woke_from_pause = False  # set when the loop sat still past a renewal period; cleared on renewal
+        self._jumps_seen = 0
 
     # ---------------------------------------------------------------- public
 
@@ -294,15 +296,20 @@ class Worker(RequestHandling):
     # ---------------------------------------------------------- scheduling
 
     async def _schedule_loop(self) -> None:
+        last_mono = time.monotonic()
         while not self._stop.is_set():
-            now = self.clock.now_ms()
-            if self.holds_lease and self._lease_stale(now):
-                # Woken after a pause (SIGSTOP, a laptop lid) longer than a renewal period: another worker may
-                # have taken the vantage meanwhile. Re-check before running or skipping anything.
+            mono = time.monotonic()
+            if mono - last_mono > self.config.lease_ttl_s / 3 or self.clock.jumps != self._jumps_seen:
+                # This loop did not run for longer than a renewal period (SIGSTOP, a laptop lid, a suspended VM):
+                # another worker may have taken the vantage meanwhile. Re-check before running or skipping
+                # anything. (A database outage does not count: the loop keeps running then, and keeps probing.)
+                self._woke_from_pause = True
+                self._jumps_seen = self.clock.jumps
                 with contextlib.suppress(SQLAlchemyError, OSError):
                     await self._renew_lease()
-                now = self.clock.now_ms()
-            if self.holds_lease and not self._lease_stale(now):
+            last_mono = mono
+            now = self.clock.now_ms()
+            if self.holds_lease:
                 for action in self.scheduler.due(now):
                     self._dispatch(action, now)
             nxt = self.scheduler.next_fire_ms() if self.holds_lease else None
@@ -409,10 +416,6 @@ class Worker(RequestHandling):
 
     # -------------------------------------------------------------- buffering
 
-    def _lease_stale(self, now_ms: int) -> bool:
-        """True when the lease was last confirmed over 2/3 of its TTL ago: it may have passed to another worker."""
-        return now_ms - self._lease_checked_ms > self.config.lease_ttl_s * 1000 * 2 / 3
-
     def _buffer_rows(self, rows: list[ProbeSampleRow]) -> None:
         if not self._buffer:
             self._unsaved_since_ms = self.clock.now_ms()
@@ -429,7 +432,7 @@ class Worker(RequestHandling):
     async def _flush_locked(self, final: bool) -> None:
         from planner.store.probes import insert_samples
 
-        if self._buffer and self.holds_lease and self._lease_stale(self.clock.now_ms()):
+        if self._buffer and self.holds_lease and self._woke_from_pause:
             confirmed_ms = self._lease_checked_ms
             with contextlib.suppress(SQLAlchemyError, OSError):
                 await self._renew_lease()
@@ -540,6 +543,7 @@ class Worker(RequestHandling):
                         "labelled lost in a crash", self.config.vantage, prev["holder"])
         if got:
             self._lease_checked_ms = self.clock.now_ms()
+            self._woke_from_pause = False
         if got and not self.holds_lease:
             log.info("holding the lease of vantage %r: probing", self.config.vantage)
             self.holds_lease = True

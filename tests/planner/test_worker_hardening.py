@@ -235,7 +235,8 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
     async def main():
         assert lease.acquire(engine, "", w.config.holder, w.clock.now_ms(), 3)
         w.holds_lease = True
-        w._lease_checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago: it was paused
+        w._lease_checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago:
+        w._woke_from_pause = True  # the loop saw it sat still that long (SIGSTOP), as _schedule_loop detects
         with engine.begin() as c:  # meanwhile the lease expired and another worker took it
             c.execute(sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
                       {"t": w.clock.now_ms() + 60_000})
@@ -356,3 +357,32 @@ def test_a_read_only_postgresql_database_fails_fast_with_one_message(pg_url, sim
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, sim_url, tmp_path):
+    """SIGSTOP the lease holder until a standby takes over, then SIGCONT it: no slot ends with two outcomes."""
+    engine = open_store(db_url)
+    ep(engine, "sim", sim_url)
+    a = _spawn(db_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+    b = None
+    try:
+        _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 3, what="first samples")
+        b = _spawn(db_url, tmp_path / "b.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+        time.sleep(2.0)
+        a.send_signal(signal.SIGSTOP)  # a laptop lid: no renewals
+        _wait(lambda: any(r["holder"].split(":")[1] == str(b.pid) for r in lease.current(engine)), what="the takeover")
+        time.sleep(1.5)
+        a.send_signal(signal.SIGCONT)  # a wakes up holding a lease that is no longer its own
+        time.sleep(3.0)
+        for p in (a, b):
+            p.send_signal(signal.SIGTERM)
+        assert a.wait(30) == 0 and b.wait(30) == 0
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()
+    rows = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE kind IN ('scheduled', 'skipped')")
+    slots = [r["scheduled_at_ms"] for r in rows]
+    assert len(slots) == len(set(slots)), "a slot with two outcomes (probed and skipped, or probed twice)"
+    assert "lost the lease" in (tmp_path / "a.log").read_text()
+    engine.dispose()
