@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from planner.store.engine import data_dir, redacted
+from planner.store.engine import data_dir, redacted, sqlite_file
 from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
 
 __all__ = ["replay", "spool_dir", "write"]
@@ -36,9 +36,8 @@ _COLS = [c.name for c in ProbeSampleRow.__table__.columns if c.name != "id"]
 
 def spool_dir(engine: Engine) -> Path:
     """Where the spool files of this database live."""
-    db = engine.url.database
-    if engine.dialect.name == "sqlite" and db not in (None, "", ":memory:"):
-        path = Path(db).expanduser()
+    path = sqlite_file(engine.url)
+    if path is not None:
         return path.with_name(path.name + ".spool")
     digest = hashlib.sha1(redacted(str(engine.url)).encode()).hexdigest()[:12]
     return data_dir() / "spool" / digest

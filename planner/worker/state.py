@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from planner.store.engine import data_dir, redacted
+from planner.store.engine import data_dir, redacted, sqlite_file
 
 __all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker_report", "write_state"]
 
@@ -33,9 +33,8 @@ STALE_AFTER_MS = 15_000
 
 
 def _folder(engine: Engine) -> Path:
-    db = engine.url.database
-    if engine.dialect.name == "sqlite" and db not in (None, "", ":memory:"):
-        path = Path(db).expanduser()
+    path = sqlite_file(engine.url)
+    if path is not None:
         return path.with_name(path.name + ".workers")
     return data_dir() / "workers" / hashlib.sha1(redacted(str(engine.url)).encode()).hexdigest()[:12]
 

@@ -268,6 +268,7 @@ def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "warning" not in proc.stderr.lower()
+    assert not Path("file:").exists()  # the URI form names a file; no "file:/…" folder appears in the working dir
 
 
 # ------------------------------------------------------------------ item 9: the worker's real state
