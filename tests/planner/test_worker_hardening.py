@@ -387,3 +387,16 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, 
     assert len(slots) == len(set(slots)), "a slot with two outcomes (probed and skipped, or probed twice)"
     assert "lost the lease" in (tmp_path / "a.log").read_text()
     engine.dispose()
+
+
+def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
+    from planner.worker.scheduler import CRASH_REASON, Scheduler
+
+    s = Scheduler()
+    s.add("endpoint:1", 1000, 20_000, last_slot_ms=2_000, crashed_until_ms=9_000)
+    skips = [a for a in s.due(20_000) if a.action == "skip"]
+    assert len(skips) >= 15
+    for a in skips:
+        crashed = a.slot_ms <= 9_000
+        assert (a.reason == CRASH_REASON) == crashed and (crashed or "not running" in a.reason), (a.slot_ms, a.reason)
+    assert {a.reason for a in skips} == {CRASH_REASON, "missed: the worker was not running"}
