@@ -8,6 +8,12 @@ worker then reports the endpoint instead of probing it.
 Probe intervals have a product minimum of 10 s (a probe every few seconds is
 load, not measurement). Tests and demos may lower it with the environment
 variable TTFT_PLANNER_MIN_INTERVAL_S (never below 0.2 s).
+
+Every numeric field is finite and inside NUMERIC_BOUNDS (a 9-quintillion-token
+prompt would be built in the worker's memory; an infinite interval would stop
+its schedule), whatever the entry point: CLI, page, TOML import, and rows an
+older version stored (`endpoint_problem`, which the worker checks before
+scheduling an endpoint).
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ __all__ = [
     "PROTOCOLS",
     "SIMULATED_NAME",
     "add_endpoint",
+    "NUMERIC_BOUNDS",
     "edit_endpoint",
+    "endpoint_problem",
     "ensure_simulated_endpoint",
     "export_toml",
     "get_endpoint",
@@ -57,6 +65,14 @@ __all__ = [
 ]
 
 MIN_INTERVAL_ENV = "TTFT_PLANNER_MIN_INTERVAL_S"
+#: field → (lowest, highest) accepted; the interval's lower bound is min_interval_s() (below).
+NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
+    "interval_s": (0.0, 7 * 86400.0),
+    "timeout_s": (0.0, 3600.0),
+    "prompt_tokens": (1.0, 2_000_000.0),
+    "max_tokens": (1.0, 131_072.0),
+    "scale_down_window_s": (0.0, 7 * 86400.0),
+}
 PRODUCT_MIN_INTERVAL_S = 10.0
 ABSOLUTE_MIN_INTERVAL_S = 0.2
 PROTOCOLS = ("openai-chat", "openai-completions", "anthropic")
@@ -130,17 +146,21 @@ def _coerce(name: str, value: Any) -> Any:
                 raise ValueError(value)
             return bool(value)
         if typ is int:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise EndpointError(f"{name} must be a finite number, got {value!r}", name)
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError(value)
             return int(value)
         if typ is float:
             out = float(value)
             if not math.isfinite(out):
-                raise ValueError(value)
+                raise EndpointError(f"{name} must be a finite number, got {value!r}", name)
             return out
         if isinstance(value, (dict, list)):
             raise ValueError(value)
         return str(value).strip()
+    except EndpointError:
+        raise
     except (TypeError, ValueError):
         raise EndpointError(f"{name} must be a {typ.__name__}, got {value!r}", name) from None
 
@@ -177,16 +197,27 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         raise EndpointError(f"interval_s must be at least {low:g} s, got {out['interval_s']:g}", "interval_s")
     if out["timeout_s"] <= 0:
         raise EndpointError(f"timeout_s must be > 0, got {out['timeout_s']:g}", "timeout_s")
+    for name, (lo, hi) in NUMERIC_BOUNDS.items():
+        value = out[name]
+        if value is not None and not lo <= value <= hi:
+            shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**15 else str(value)
+            bound = f"≥ {lo:g}" if value < lo else f"at most {hi:,.0f}"
+            raise EndpointError(f"{name} must be {bound}, got {shown}", name)
     if out["timeout_s"] >= out["interval_s"]:
         raise EndpointError(f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s")
-    for name in ("prompt_tokens", "max_tokens"):
-        if out[name] < 1:
-            raise EndpointError(f"{name} must be ≥ 1, got {out[name]}", name)
-    if out["scale_down_window_s"] is not None and out["scale_down_window_s"] < 0:
-        raise EndpointError(f"scale_down_window_s must be ≥ 0, got {out['scale_down_window_s']:g}", "scale_down_window_s")
     if out["api_key_env"] and not _ENV_NAME.match(out["api_key_env"]):
         raise EndpointError(f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; never paste the key itself", "api_key_env")
     return out
+
+
+def endpoint_problem(row: EndpointRow) -> str | None:
+    """Why a stored endpoint cannot be probed as it is (a value out of range, e.g. written by an older
+    version or straight into the database), naming the field; None when it is valid."""
+    try:
+        validate({name: getattr(row, name) for name in EDITABLE_FIELDS})
+    except EndpointError as exc:
+        return str(exc)
+    return None
 
 
 def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:

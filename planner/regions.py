@@ -24,10 +24,12 @@ from planner.provenance import Figure, Source
 
 __all__ = [
     "CatalogError",
+    "RTT_INTERVAL_BOUNDS_S",
     "RttAddress",
     "ROUND_TRIPS",
     "Region",
     "catalog",
+    "check_rtt_interval_s",
     "find_region",
     "merge_custom",
     "network_figure",
@@ -41,6 +43,26 @@ _HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za
 
 class CatalogError(ValueError):
     """The region catalog (or a custom target) is malformed; the message names the entry and field."""
+
+
+#: (lowest, highest) seconds between scheduled RTT probes of one target.
+RTT_INTERVAL_BOUNDS_S = (10.0, 7 * 86400.0)
+
+
+def check_rtt_interval_s(region_id: str, interval_s: object) -> float:
+    """`interval_s` as a float when finite and inside RTT_INTERVAL_BOUNDS_S; raises ValueError naming the target.
+
+    An infinite interval used to reach the worker and stop its housekeeping (issue 15 item 2)."""
+    lo, hi = RTT_INTERVAL_BOUNDS_S
+    try:
+        value = float(interval_s)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"interval for {region_id!r} must be a number of seconds, got {interval_s!r}") from None
+    if value < lo:
+        raise ValueError(f"interval for {region_id!r} must be at least {lo:g} s, got {value:g}")
+    if not value <= hi:  # NaN fails the comparison too
+        raise ValueError(f"interval for {region_id!r} must be a finite number of seconds, at most {hi:g}, got {value:g}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app import present, worksheet_state
+from app import present, viewer, worksheet_state
 from app.cache import engine
 from app.charts import probes as charts
 from app.date_range import date_range_input
@@ -21,6 +21,7 @@ from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
 from planner.untrusted import md_text
 from planner.worker import lease
+from planner.worker.state import worker_report
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
 REFRESH_S = 10
@@ -69,10 +70,9 @@ window = rng.label
 
 ep = get_endpoint(eng, key.endpoint_name)
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
-live = [r for r in lease.current(eng) if r["vantage"] == key.vantage and r["expires_at_ms"] > time.time() * 1000]
-if not live:
-    st.warning(f"No worker is probing for {'vantage ' + md_text(repr(key.vantage)) if key.vantage else 'the default vantage'} right now: run `ttft-planner serve` "
-               f"or `ttft-planner worker{' --vantage ' + key.vantage.replace('`', '') if key.vantage else ''}`.", icon=":material/pause_circle:")
+worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
+if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running
+    st.warning(worker_now.text, icon=":material/pause_circle:")
 if status and status["state"] == "key missing":
     st.error(f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set.")
 elif status and status["state"] == "paused":

@@ -148,7 +148,7 @@ def regions_list(provider, database_url, as_json) -> None:
 @click.option("--lat", type=click.FloatRange(-90, 90), default=None, help="Latitude (degrees) for the map.")
 @click.option("--lon", type=click.FloatRange(-180, 180), default=None, help="Longitude (degrees) for the map.")
 @click.option("--anycast", is_flag=True, help="The host is a global front door (measures the edge).")
-@click.option("--interval", "interval_s", type=click.FloatRange(min=10), default=300, show_default=True, help="Seconds between scheduled probes.")
+@click.option("--interval", "interval_s", type=click.FloatRange(min=10, max=7 * 86400), default=300, show_default=True, help="Seconds between scheduled probes.")
 @click.option("--schedule/--no-schedule", default=True, show_default=True, help="Let the worker probe it every --interval.")
 @click.option("--vantage", default="", help="Only the worker with this vantage probes it (default: every worker).")
 @store_option

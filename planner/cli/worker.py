@@ -17,6 +17,7 @@ import click
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli.probe import _loop_factory
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
+from planner.store.engine import StoreError
 from planner.store.worker import create_request, get_request
 from planner.worker import lease
 from planner.worker.cold import ColdReadingError, idle_seconds_for
@@ -60,6 +61,9 @@ def _worker_options(f):
                           "different vantages probe side by side.")(f)
     f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
                      help="A dead worker's lease expires after this long; a standby of the same vantage then takes over.")(f)
+    f = click.option("--probe-processes", type=click.IntRange(0, 64), default=1, show_default=True,
+                     help="Clean probe processes, plus one quarantine process for new and failing endpoints, so a "
+                          "hostile endpoint's CPU cannot delay another's timestamps; 0 probes in the worker's own loop.")(f)
     f = click.option("--retention-days", type=click.FloatRange(min=0.01), default=None,
                      help="Days of raw samples to keep (older ones are rolled up hourly). "
                           "Default $TTFT_PLANNER_RETENTION_DAYS or 90.")(f)
@@ -71,7 +75,7 @@ def _worker_options(f):
 @click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @store_option
-def worker(vantage, lease_ttl_s, retention_days, simulator, verbose, database_url) -> None:
+def worker(vantage, lease_ttl_s, probe_processes, retention_days, simulator, verbose, database_url) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
     The only writer of probe rows. Slots it cannot run are stored as skipped, never
@@ -79,7 +83,8 @@ def worker(vantage, lease_ttl_s, retention_days, simulator, verbose, database_ur
     """
     _logging(verbose)
     engine = open_engine(database_url)
-    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days)
+    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
+                          probe_processes=probe_processes)
     with contextlib.ExitStack() as stack:
         if simulator:
             from planner.simulator import running_simulator
@@ -87,7 +92,10 @@ def worker(vantage, lease_ttl_s, retention_days, simulator, verbose, database_ur
             url = stack.enter_context(running_simulator(demo_simulator_config()))
             ensure_simulated_endpoint(engine, url)
             click.echo(f"simulated endpoint at {url}", err=True)
-        _run_loop(run_worker(engine, config))
+        try:
+            _run_loop(run_worker(engine, config))
+        except StoreError as exc:  # a read-only database: one line, not a warning every 0.2 s forever
+            fail(str(exc))
 
 
 @click.command("cold-reading")
@@ -158,11 +166,12 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
 @click.option("--no-simulator", is_flag=True, help="Do not start the built-in simulated endpoint.")
 @_worker_options
 @store_option
-def serve(port, address, no_simulator, vantage, lease_ttl_s, retention_days, database_url) -> None:
+def serve(port, address, no_simulator, vantage, lease_ttl_s, probe_processes, retention_days, database_url) -> None:
     """Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together."""
     _logging(False)
     engine = open_engine(database_url)
-    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days)
+    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
+                          probe_processes=probe_processes)
     env = dict(os.environ)
     if database_url:
         env["TTFT_PLANNER_DATABASE_URL"] = database_url
@@ -181,6 +190,8 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, retention_days, dat
         click.echo(f"dashboard at http://{address}:{port}  (worker vantage {vantage!r}; Ctrl-C stops everything)", err=True)
         try:
             _run_loop(_serve(engine, config, proc))
+        except StoreError as exc:
+            fail(str(exc))
         finally:
             if proc.poll() is None:
                 proc.terminate()

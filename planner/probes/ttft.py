@@ -34,7 +34,7 @@ import httpx
 from planner.probes.errors import RETRYABLE_CLASSES, MissingApiKey, ProbeFault, backoff_s, class_for_status, parse_retry_after, scrub
 from planner.probes.prompts import build_prompt, new_nonce
 from planner.probes.protocols import PROTOCOLS, build_request, interpret, request_url
-from planner.probes.sse import SseParser
+from planner.probes.sse import SseLineTooLong, SseParser
 from planner.secrets_file import lookup_key
 
 if TYPE_CHECKING:
@@ -50,6 +50,31 @@ __all__ = [
 ]
 
 _BODY_SNIPPET_BYTES = 2048
+
+#: Reading caps (issue 15 item 1): a stream that sends this much without a token is given up on, so a
+#: hostile or broken server costs bounded CPU. Real streams send a role event or two before the first token.
+MAX_BYTES_BEFORE_TOKEN = 256 * 1024
+MAX_EVENTS_BEFORE_TOKEN = 1000
+_PARSE_SLICE_BYTES = 8192
+#: After the first token the sample is decided once the stream ends or outgrows what max_tokens can explain.
+BYTES_PER_TOKEN_CAP = 4096
+EVENTS_PER_TOKEN_CAP = 8
+
+
+async def _sliced_reads(reads, clock_ns: Callable[[], int]):
+    """(slice, read number, read time) for each ≤ 8 KB slice of each socket read, so the caps stop a flood
+    after one slice rather than after a whole 64 KB read; every slice carries its read's timestamp."""
+    read_no = 0
+    async for chunk in reads:
+        t = clock_ns()
+        read_no += 1
+        for i in range(0, len(chunk), _PARSE_SLICE_BYTES):
+            yield chunk[i : i + _PARSE_SLICE_BYTES], read_no, t
+
+
+def _after_token_caps(max_tokens: int) -> tuple[int, int]:
+    """(bytes, events) read after which a stream that already gave its first token is no longer read."""
+    return (1 << 20) + max_tokens * BYTES_PER_TOKEN_CAP, 256 + max_tokens * EVENTS_PER_TOKEN_CAP
 
 
 @dataclass(frozen=True)
@@ -289,12 +314,26 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
     first_token_ns = last_token_ns = None
     usage_prompt = usage_output = usage_cached = None
     read_no = 0
+    events = 0
+    cap_bytes, cap_events = _after_token_caps(target.max_tokens)
     try:
-        async for chunk in response.aiter_raw():
-            t = clock_ns()
-            read_no += 1
-            for ev in parser.feed(chunk):
-                info = interpret(target.protocol, ev)
+        async for chunk, read_no, t in _sliced_reads(response.aiter_raw(), clock_ns):
+            try:
+                parsed = parser.feed(chunk)
+            except SseLineTooLong as exc:
+                if first_token_ns is None:
+                    raise ProbeFault("no_content", f"no token before {exc}; stopped reading", status_code=status) from None
+                break
+            for ev in parsed:
+                events += 1
+                if first_token_ns is None and events > MAX_EVENTS_BEFORE_TOKEN:
+                    raise ProbeFault("no_content", f"no token in the first {MAX_EVENTS_BEFORE_TOKEN} events "
+                                                   f"({parser.bytes_seen} bytes); stopped reading", status_code=status)
+                try:
+                    info = interpret(target.protocol, ev)
+                except RecursionError:  # JSON nested thousands deep: a broken or hostile server, not a crash
+                    raise ProbeFault("bad_json", f"an event's JSON is nested too deeply ({len(ev.data)} bytes); "
+                                                 "stopped reading", status_code=status) from None
                 if info.prompt_tokens is not None:
                     usage_prompt = info.prompt_tokens
                 if info.output_tokens is not None:
@@ -312,6 +351,11 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                     last_token_ns = t
                 if info.is_visible and sample.first_content_ms is None:
                     sample.first_content_ms = att.ms(t)
+            if first_token_ns is None and parser.bytes_seen > MAX_BYTES_BEFORE_TOKEN:
+                raise ProbeFault("no_content", f"no token in the first {parser.bytes_seen} bytes "
+                                               f"(cap {MAX_BYTES_BEFORE_TOKEN}); stopped reading", status_code=status)
+            if first_token_ns is not None and (parser.bytes_seen > cap_bytes or events > cap_events):
+                break  # the sample is decided: more bytes than max_tokens explains are not read
     except httpx.ReadTimeout:
         where = "mid-stream" if sample.ttft_ms is not None else "before the first token"
         raise ProbeFault("read_timeout", f"the stream stalled {where} for more than {target.timeout_s:g} s") from None

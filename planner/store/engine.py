@@ -29,6 +29,7 @@ __all__ = [
     "open_store",
     "redacted",
     "session",
+    "sqlite_file",
 ]
 
 DATABASE_URL_ENV = "TTFT_PLANNER_DATABASE_URL"
@@ -64,6 +65,20 @@ def redacted(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def sqlite_file(url) -> Path | None:
+    """The file behind a SQLite URL (also the URI form ``sqlite:///file:/path?mode=ro&uri=true``); None for
+    in-memory databases and other back ends. Files next to the database (lock, spool, worker state) go beside it."""
+    parsed = make_url(str(url)) if not hasattr(url, "get_backend_name") else url
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    db = parsed.database
+    if db.startswith("file:"):
+        db = db[len("file:"):].split("?", 1)[0]
+        if not db or db == ":memory:" or "mode=memory" in parsed.database:
+            return None
+    return Path(db).expanduser()
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -86,8 +101,9 @@ def make_engine(url: str | None = None) -> Engine:
         raise StoreError(f"database URL {redacted(url)!r} is not a valid SQLAlchemy URL: {exc}") from None
     try:
         if parsed.get_backend_name() == "sqlite":
-            if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            path = sqlite_file(parsed)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
             engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
@@ -100,8 +116,9 @@ def make_engine(url: str | None = None) -> Engine:
 @contextlib.contextmanager
 def _migration_lock(engine: Engine) -> Iterator[None]:
     """Serialise concurrent migrations (dashboard and worker start together)."""
-    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-        lock_path = Path(engine.url.database).expanduser().with_suffix(".migrate.lock")
+    path = sqlite_file(engine.url)
+    if path is not None:
+        lock_path = path.with_suffix(".migrate.lock")
         with open(lock_path, "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:

@@ -4,6 +4,16 @@ Why Alembic: it is SQLAlchemy's own migration tool (SQLModel sits on
 SQLAlchemy), it handles SQLite's limited ALTER TABLE with batch mode, and its
 revision chain lets a database made by any older version upgrade in place.
 Revisions are hand-written (planner/migrations/versions/NNNN_*.py).
+
+Atomic on both back ends: an upgrade is one transaction, DDL included, so a
+process killed mid-upgrade leaves the database at the old revision, never
+half-way ("table log_upload already exists"). PostgreSQL has transactional
+DDL as it is. Python's sqlite3 driver, left to itself, commits before every
+CREATE/DROP; migrations therefore run on a connection of their own where the
+driver's transaction handling is off and the upgrade opens with
+`BEGIN IMMEDIATE` (which also takes the write lock for the whole upgrade) and
+ends with one COMMIT. Foreign keys are off on that connection, so that a batch
+table rebuild (drop + rename) cannot cascade into the rows that refer to it.
 """
 
 from __future__ import annotations
@@ -18,7 +28,9 @@ from alembic import command  # noqa: E402  (after the logger level, on purpose)
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
 
 __all__ = ["current_revision", "head_revision", "upgrade"]
 
@@ -33,9 +45,39 @@ def _config(engine: Engine, conn=None) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Upgrade the schema to `revision` inside one transaction."""
-    with engine.begin() as conn:
-        command.upgrade(_config(engine, conn), revision)
+    """Upgrade the schema to `revision` inside one transaction (DDL included, on SQLite too)."""
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as conn:
+            command.upgrade(_config(engine, conn), revision)
+        return
+    mig = _sqlite_migration_engine(engine)
+    try:
+        with mig.begin() as conn:
+            command.upgrade(_config(mig, conn), revision)
+    finally:
+        mig.dispose()
+
+
+def _sqlite_migration_engine(engine: Engine) -> Engine:
+    """A one-connection engine on the same SQLite file whose transactions cover DDL (see the module doc)."""
+    from planner.store.engine import SQLITE_BUSY_TIMEOUT_MS
+
+    mig = create_engine(engine.url, poolclass=NullPool,
+                        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None})
+
+    @event.listens_for(mig, "connect")
+    def _pragmas(dbapi_conn, _record) -> None:  # outside any transaction: PRAGMAs that must be
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=OFF")
+        cur.close()
+
+    @event.listens_for(mig, "begin")
+    def _begin(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return mig
 
 
 def current_revision(engine: Engine) -> str | None:

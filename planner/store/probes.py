@@ -108,8 +108,28 @@ _SLOT_KEY = ("endpoint_id", "vantage", "kind", "scheduled_at_ms")
 _INSERT_BATCH_ROWS = 500  # 36 columns × 500 rows stays under SQLite's 32,766 bound parameters
 
 
+def _one_outcome_per_slot(rows: list[ProbeSampleRow]) -> list[ProbeSampleRow]:
+    """Drop "skipped" rows whose slot has a "scheduled" row in the same batch."""
+    probed = {(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in rows if r.kind == "scheduled"}
+    return [r for r in rows if r.kind != "skipped" or (r.endpoint_id, r.vantage, r.scheduled_at_ms) not in probed]
+
+
+def _probed_slots(conn, table, skipped: list[ProbeSampleRow]) -> set[tuple[int, str, int]]:
+    out: set[tuple[int, str, int]] = set()
+    for i in range(0, len(skipped), _INSERT_BATCH_ROWS):
+        keys = [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in skipped[i : i + _INSERT_BATCH_ROWS]]
+        q = sa.select(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).where(
+            table.c.kind == "scheduled", sa.tuple_(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(keys))
+        out |= {(int(a), str(b), int(c)) for a, b, c in conn.execute(q)}
+    return out
+
+
 def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
     """Insert probe samples; a row whose slot (endpoint_id, vantage, kind, scheduled_at_ms) exists is skipped.
+
+    A slot has exactly one outcome: a "skipped" row is not stored for a slot that has a "scheduled" row,
+    and a "scheduled" row replaces a "skipped" one (two workers of a vantage overlapping after one was
+    paused: the probe is what happened).
 
     Idempotent on SQLite and PostgreSQL (INSERT … ON CONFLICT DO NOTHING), so a
     restarted worker re-sending a slot never duplicates it. Returns the number
@@ -124,8 +144,19 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
     make_insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(dialect)
     if make_insert is None:
         raise NotImplementedError(f"insert_samples supports SQLite and PostgreSQL, not {dialect}")
+    rows = _one_outcome_per_slot(rows)
     inserted = 0
     with engine.begin() as conn:
+        skipped = [r for r in rows if r.kind == "skipped"]
+        if skipped:  # a slot that was probed (by any worker of the vantage) is not also "skipped"
+            probed = _probed_slots(conn, table, skipped)
+            rows = [r for r in rows if r.kind != "skipped" or (r.endpoint_id, r.vantage, r.scheduled_at_ms) not in probed]
+        scheduled = [r for r in rows if r.kind == "scheduled"]
+        for i in range(0, len(scheduled), _INSERT_BATCH_ROWS):  # and a probe replaces a skip stored earlier
+            part = scheduled[i : i + _INSERT_BATCH_ROWS]
+            conn.execute(table.delete().where(table.c.kind == "skipped", sa.tuple_(
+                table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(
+                [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in part])))
         for i in range(0, len(rows), _INSERT_BATCH_ROWS):
             values = [{c: getattr(r, c) for c in cols} for r in rows[i : i + _INSERT_BATCH_ROWS]]
             stmt = make_insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, select
 
+from planner.regions import check_rtt_interval_s
 from planner.stats import percentile
 from planner.store.engine import session
 from planner.store.text_fields import text_problem
@@ -161,8 +162,7 @@ def add_target(
         raise ValueError("an RTT target needs an id (e.g. 'acme-eu-west')")
     if not target:
         raise ValueError(f"RTT target {region_id!r} needs a URL or host:port")
-    if not interval_s >= 10:
-        raise ValueError(f"interval for {region_id!r} must be at least 10 s, got {interval_s:g}")
+    interval_s = check_rtt_interval_s(region_id, interval_s)
     for field, value in (("region_id", region_id), ("name", name), ("provider", provider), ("target", target),
                          ("city", city), ("vantage", vantage)):
         problem = text_problem(RttTargetRow.__table__, field, value or "")
@@ -212,8 +212,8 @@ def remove_target(engine: Engine, region_id: str) -> None:
 
 def set_target_enabled(engine: Engine, region_id: str, enabled: bool, interval_s: float | None = None) -> RttTargetRow:
     """Turn scheduling of `region_id` on or off (and optionally change its interval). Raises TargetNotFound."""
-    if interval_s is not None and not interval_s >= 10:
-        raise ValueError(f"interval for {region_id!r} must be at least 10 s, got {interval_s:g}")
+    if interval_s is not None:
+        interval_s = check_rtt_interval_s(region_id, interval_s)
     with session(engine) as s:
         row = s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first()
         if row is None:

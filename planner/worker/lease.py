@@ -4,8 +4,10 @@ One row per vantage in `worker_lease`. A worker takes the lease when the row is
 absent, already its own, or expired, in one conditional UPDATE (atomic on SQLite
 and PostgreSQL alike), and renews it well before it expires (every ttl/3). If
 the holder dies (`kill -9`, a lost machine) nobody renews, the lease expires
-after `ttl_s` and a standby worker of the same vantage takes over. Workers with
-different vantages hold different rows and run side by side.
+after `ttl_s` and a standby worker of the same vantage takes over — except that
+a lease whose holder ran on this host under a pid that no longer exists (this
+worker's own predecessor, killed) is taken at once rather than after the TTL.
+Workers with different vantages hold different rows and run side by side.
 
 Clock: expiry compares epoch ms written by the workers themselves, so workers
 of one vantage on different machines need clocks within a fraction of the TTL
@@ -24,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from planner.store.worker import WorkerLeaseRow
 
-__all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "release"]
+__all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "release"]
 
 DEFAULT_LEASE_TTL_S = 30.0
 
@@ -57,8 +59,13 @@ def acquire(engine: Engine, vantage: str, holder: str, now_ms: int, ttl_s: float
         )
         if res.rowcount == 1:
             return True
-        exists = conn.execute(sa.select(_T.c.vantage).where(_T.c.vantage == vantage)).first()
-    if exists is not None:
+        row = conn.execute(sa.select(_T.c.holder).where(_T.c.vantage == vantage)).first()
+        if row is not None and holder_is_dead(row[0]):
+            # A worker of this host that died (kill -9, OOM): nobody will renew it; do not wait out its TTL.
+            res = conn.execute(_T.update().where(_T.c.vantage == vantage, _T.c.holder == row[0]).values(
+                holder=holder, expires_at_ms=expires, renewed_at_ms=now_ms, acquired_at_ms=now_ms))
+            return res.rowcount == 1
+    if row is not None:
         return False
     try:
         with engine.begin() as conn:
@@ -67,6 +74,24 @@ def acquire(engine: Engine, vantage: str, holder: str, now_ms: int, ttl_s: float
         return True
     except IntegrityError:  # another worker inserted it first
         return False
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True when `holder` (host:pid:random) names this host and a pid that is not running."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def release(engine: Engine, vantage: str, holder: str) -> None:

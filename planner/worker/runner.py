@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -37,10 +38,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from planner.endpoints import list_endpoints
+from planner.endpoints import endpoint_problem, list_endpoints
+from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import EndpointStatusRow
+from planner.store.worker import WorkerLeaseRow
 from planner.worker import lease, retention
+from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.requests import RequestHandling
 from planner.worker.scheduler import Scheduler, SteadyClock
 
@@ -50,6 +54,12 @@ log = logging.getLogger("planner.worker")
 
 _S = ProbeSampleRow.__table__
 _STATUS = EndpointStatusRow.__table__
+_LEASE = WorkerLeaseRow.__table__
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 ProbeFn = Callable[..., Awaitable[Any]]
 
@@ -69,9 +79,11 @@ class WorkerConfig:
     retention_every_s: float = 3600.0
     checkpoint_every_s: float = 300.0
     shutdown_grace_s: float = 10.0
+    stop_flush_s: float = 5.0  # at stop, wait this long for the database; unsaved rows then go to the spool
     max_tick_s: float = 0.25
     probe_attempts: int = 2
     cold_deadline_s: float = 600.0
+    probe_processes: int = 1  # clean probe processes (plus one quarantine); 0 = probe in the worker's own loop
     holder: str = field(default_factory=lease.holder_id)
 
 
@@ -83,6 +95,7 @@ class WorkerStats:
     skipped: int = 0
     stored: int = 0
     failed_flushes: int = 0
+    spooled: int = 0
     lateness_ms: list[float] = field(default_factory=list)
     skip_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -127,6 +140,16 @@ class Worker(RequestHandling):
         self._last_probe_end_ms: dict[int, int] = {}
         self._rtt_run: Callable[..., Awaitable[None]] | None = None
         self._cold_active: set[int] = set()
+        self._last_error: dict[int, str | None] = {}  # the last probe's error class: picks its probe lane
+        self._pool = None
+        self.task_failures: list[dict] = []  # background tasks that died (and were restarted)
+        self._unsaved_since_ms: int | None = None
+        self._last_db_error: str | None = None
+        self._lease_checked_ms = 0
+        self._bad_rtt: set[str] = set()
+        self._crashed_until_ms: int | None = None
+        self._woke_from_pause = False  # set when the loop sat still past a renewal period; cleared on renewal
+        self._jumps_seen = 0
 
     # ---------------------------------------------------------------- public
 
@@ -136,32 +159,155 @@ class Worker(RequestHandling):
         self._wake.set()
 
     async def run(self) -> None:
-        """Run until request_stop(); then finish in-flight probes (up to the grace), flush and release the lease."""
+        """Run until request_stop(); then finish in-flight probes (up to the grace), flush (bounded by
+        stop_flush_s; the rest goes to the local spool) and release the lease.
+
+        Raises StoreError at once when the database is read-only (nothing would ever be stored)."""
         log.info("worker starting: vantage=%r holder=%s", self.config.vantage, self.config.holder)
-        housekeeping = asyncio.create_task(self._housekeeping_loop(), name="housekeeping")
-        flusher = asyncio.create_task(self._flush_loop(), name="flusher")
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(DaemonThreadExecutor())  # a stuck database call never blocks the stop
+        await asyncio.to_thread(self._check_writable)
+        await self._replay_spool()
+        if self._probe is None and self.config.probe_processes > 0:
+            from planner.worker.probe_pool import ProbePool
+
+            self._pool = ProbePool(self.config.probe_processes)
+            try:
+                await self._pool.start()
+            except Exception as exc:  # noqa: BLE001 - probing in-process is worse isolation, not no probing
+                log.error("cannot start probe processes (%s): probing in the worker's own loop", exc)
+                await self._pool.close()
+                self._pool = None
+        background = [self._supervise("housekeeping", self._housekeeping_loop),
+                      self._supervise("flusher", self._flush_loop)]
         try:
             await self._schedule_loop()
         finally:
             await self._drain()
-            for t in (housekeeping, flusher):
+            for t in background:
                 t.cancel()
-            for t in (housekeeping, flusher):
+            for t in background:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-            await self._flush(final=True)
-            await self._write_statuses()
+            deadline = time.monotonic() + self.config.stop_flush_s  # one bounded wait for the whole stop
+
+            def left() -> float:
+                return max(0.1, deadline - time.monotonic())
+
+            await self._stop_flush(left())
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._write_statuses(), timeout=left())
             if self.holds_lease:
-                with contextlib.suppress(SQLAlchemyError):
-                    await asyncio.to_thread(lease.release, self.engine, self.config.vantage, self.config.holder)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.to_thread(lease.release, self.engine, self.config.vantage,
+                                                             self.config.holder), timeout=left())
                 self.holds_lease = False
-            log.info("worker stopped: %d probes, %d skipped slots, %d rows stored", self.stats.runs,
-                     self.stats.skipped, self.stats.stored)
+            if self._pool is not None:
+                await self._pool.close()
+            self._publish_state(stopped=True)
+            log.info("worker stopped: %d probes, %d skipped slots, %d rows stored, %d spooled", self.stats.runs,
+                     self.stats.skipped, self.stats.stored, self.stats.spooled)
+
+    def _check_writable(self) -> None:
+        """Fail fast on a read-only database (one clear StoreError) instead of warning forever."""
+        from planner.store.engine import StoreError, redacted
+
+        try:
+            with self.engine.begin() as conn:
+                # A write that matches no row: refused all the same by a read-only file, database or role.
+                conn.execute(_LEASE.update().where(_LEASE.c.vantage == "\n(write check)\n").values(holder=""))
+        except SQLAlchemyError as exc:
+            text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+            low = text.lower().replace("-", "")
+            if "readonly" in low or "read only" in low or "permission denied" in low:
+                raise StoreError(f"database {redacted(str(self.engine.url))} is read-only ({text}): the worker must "
+                                 "write its samples; fix the file's permissions or the role's privileges") from None
+            # anything else (locked, down) is an outage the worker rides out
+
+    def _supervise(self, name: str, body: Callable[[], Awaitable[None]]) -> asyncio.Task:
+        """Run `body` forever: if it dies it is logged, recorded for the dashboard and restarted (backoff ≤ 30 s)."""
+
+        async def keep_running() -> None:
+            backoff_s = 1.0
+            while True:
+                try:
+                    await body()
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any bug: log, show, restart
+                    log.exception("background task %s died: restarting it in %g s", name, backoff_s)
+                    self.task_failures.append({"task": name, "at_ms": self.clock.now_ms(),
+                                               "error": f"{type(exc).__name__}: {exc}"[:300]})
+                    del self.task_failures[:-10]
+                    self._publish_state()
+                    await asyncio.sleep(backoff_s)
+                    backoff_s = min(30.0, backoff_s * 2)
+
+        return asyncio.create_task(keep_running(), name=name)
+
+    async def _replay_spool(self) -> None:
+        from planner.worker import spool
+
+        try:
+            n = await asyncio.to_thread(spool.replay, self.engine)
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning("could not replay the spool yet (kept for the next start): %s", _first_line(exc))
+            return
+        if n:
+            log.info("stored %d rows from the local spool", n)
+
+    async def _stop_flush(self, timeout_s: float) -> None:
+        """The last flush, bounded by timeout_s; whatever is still unsaved is written to the local spool."""
+        try:
+            await asyncio.wait_for(self._flush(final=True), timeout=timeout_s)
+        except TimeoutError:
+            log.warning("the database did not answer within %.1f s at stop", timeout_s)
+        rows = list(self._buffer)
+        if not rows:
+            return
+        from planner.worker import spool
+
+        try:
+            path = spool.write(self.engine, rows)
+        except OSError as exc:
+            log.error("could not spool %d unsaved probe rows: %s (they are lost)", len(rows), exc)
+            return
+        self._buffer.clear()
+        self.stats.spooled += len(rows)
+        log.warning("spooled %d unsaved probe rows to %s; the next start stores them", len(rows), path)
+
+    def _publish_state(self, stopped: bool = False) -> None:
+        """Write the state file the dashboard reads (planner.worker.state); never raises."""
+        from planner.worker import state
+
+        host, pid, _ = (self.config.holder.split(":") + ["", ""])[:3]
+        data = {"holder": self.config.holder, "host": host, "pid": int(pid) if pid.isdigit() else os.getpid(),
+                "vantage": self.config.vantage, "updated_at_ms": 0 if stopped else self.clock.now_ms(),
+                "holds_lease": self.holds_lease, "unsaved_rows": len(self._buffer),
+                "unsaved_since_ms": self._unsaved_since_ms if self._buffer else None,
+                "last_error": self._last_db_error, "spooled_rows": self.stats.spooled,
+                "task_failures": self.task_failures}
+        try:
+            state.write_state(self.engine, self.config.vantage, data)
+        except OSError as exc:
+            log.debug("could not write the worker state file: %s", exc)
 
     # ---------------------------------------------------------- scheduling
 
     async def _schedule_loop(self) -> None:
+        last_mono = time.monotonic()
         while not self._stop.is_set():
+            mono = time.monotonic()
+            if mono - last_mono > self.config.lease_ttl_s / 3 or self.clock.jumps != self._jumps_seen:
+                # This loop did not run for longer than a renewal period (SIGSTOP, a laptop lid, a suspended VM):
+                # another worker may have taken the vantage meanwhile. Re-check before running or skipping
+                # anything. (A database outage does not count: the loop keeps running then, and keeps probing.)
+                self._woke_from_pause = True
+                self._jumps_seen = self.clock.jumps
+                with contextlib.suppress(SQLAlchemyError, OSError):
+                    await self._renew_lease()
+            last_mono = mono
             now = self.clock.now_ms()
             if self.holds_lease:
                 for action in self.scheduler.due(now):
@@ -210,10 +356,13 @@ class Worker(RequestHandling):
         except MissingApiKey as exc:
             self._set_status(ep.id, "key missing", str(exc))
             return None
-        probe = self._probe or probe_once
         n = self.config.probe_attempts if attempts is None else attempts
-        return await probe(target, api_key=api_key, max_attempts=n,
-                           max_retry_wait_s=max(0.0, min(5.0, ep.interval_s * 0.2)))
+        wait_s = max(0.0, min(5.0, ep.interval_s * 0.2))
+        if self._probe is None and self._pool is not None:
+            lane = self._pool.lane_for(ep.id, self._last_error.get(ep.id))
+            return await self._pool.probe(target, api_key=api_key, max_attempts=n, max_retry_wait_s=wait_s, lane=lane)
+        probe = self._probe or probe_once
+        return await probe(target, api_key=api_key, max_attempts=n, max_retry_wait_s=wait_s)
 
     async def _probe_endpoint(self, ep: EndpointRow, slot_ms: int, kind: str, job_key: str | None) -> Any:
         try:
@@ -250,6 +399,7 @@ class Worker(RequestHandling):
 
     def _after_probe(self, ep: EndpointRow, row: ProbeSampleRow) -> None:
         self._buffer_rows([row])
+        self._last_error[ep.id] = None if row.ok else row.error_class
         st = self._status.get(ep.id, {})
         fails = 0 if row.ok else st.get("consecutive_failures", 0) + 1
         state = "ok" if row.ok else "failing"
@@ -267,6 +417,8 @@ class Worker(RequestHandling):
     # -------------------------------------------------------------- buffering
 
     def _buffer_rows(self, rows: list[ProbeSampleRow]) -> None:
+        if not self._buffer:
+            self._unsaved_since_ms = self.clock.now_ms()
         self._buffer.extend(rows)
         overflow = len(self._buffer) - self.config.max_buffer_rows
         if overflow > 0:  # the database has been unwritable for a long time: keep the newest rows
@@ -280,6 +432,18 @@ class Worker(RequestHandling):
     async def _flush_locked(self, final: bool) -> None:
         from planner.store.probes import insert_samples
 
+        if self._buffer and self.holds_lease and self._woke_from_pause:
+            confirmed_ms = self._lease_checked_ms
+            with contextlib.suppress(SQLAlchemyError, OSError):
+                await self._renew_lease()
+            if not self.holds_lease:
+                # Slots after the lease was last ours belong to the worker that took over: their "skipped" rows
+                # would contradict its probes. Measured samples are kept (a slot's probe wins over a skip).
+                before = len(self._buffer)
+                self._buffer = [r for r in self._buffer if not (r.kind == "skipped" and r.scheduled_at_ms > confirmed_ms)]
+                if before != len(self._buffer):
+                    log.warning("lost the lease while paused: dropped %d skipped-slot rows of the new holder's slots",
+                                before - len(self._buffer))
         while self._buffer:
             batch = self._buffer[: self.config.flush_max_rows]
             try:
@@ -295,11 +459,15 @@ class Worker(RequestHandling):
                     continue
             except (SQLAlchemyError, OSError) as exc:
                 self.stats.failed_flushes += 1
+                self._last_db_error = _first_line(exc)[:300]
                 log.warning("could not store %d probe rows (kept in memory, will retry): %s", len(batch),
-                            str(getattr(exc, "orig", exc)).splitlines()[0])
+                            self._last_db_error)
                 return
             del self._buffer[: len(batch)]
             self.stats.stored += len(batch)
+            self._last_db_error = None
+            if self._buffer:
+                self._unsaved_since_ms = self.clock.now_ms()
             if not final and len(self._buffer) < self.config.flush_max_rows:
                 return
 
@@ -310,9 +478,13 @@ class Worker(RequestHandling):
         return ids - present
 
     async def _flush_loop(self) -> None:
+        next_state = 0.0
         while True:
             await asyncio.sleep(self.config.flush_interval_s)
             await self._flush()
+            if time.monotonic() >= next_state:  # the dashboard's view of this worker (planner.worker.state)
+                await asyncio.to_thread(self._publish_state)
+                next_state = time.monotonic() + 2.0
 
     # ------------------------------------------------------------ housekeeping
 
@@ -343,7 +515,8 @@ class Worker(RequestHandling):
                     await asyncio.to_thread(self._checkpoint)
                     next_ckpt = mono + self.config.checkpoint_every_s
             except (SQLAlchemyError, OSError) as exc:
-                log.warning("database problem (worker keeps running): %s", str(getattr(exc, "orig", exc)).splitlines()[0])
+                self._last_db_error = _first_line(exc)[:300]
+                log.warning("database problem (worker keeps running): %s", self._last_db_error)
             await asyncio.sleep(min(0.2, self.config.request_poll_s))
 
     def _checkpoint(self) -> None:
@@ -351,8 +524,26 @@ class Worker(RequestHandling):
             conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     async def _renew_lease(self) -> None:
+        prev = None
+        if not self.holds_lease:
+            prev = next((r for r in await asyncio.to_thread(lease.current, self.engine)
+                         if r["vantage"] == self.config.vantage), None)
         got = await asyncio.to_thread(lease.acquire, self.engine, self.config.vantage, self.config.holder,
                                       self.clock.now_ms(), self.config.lease_ttl_s)
+        if got and prev is not None and prev["holder"] != self.config.holder and prev["expires_at_ms"] != 0:
+            # The previous holder never released its lease: it was killed. What it probed in its last moments
+            # never reached the database; those slots are labelled as lost in a crash, not "not running".
+            from planner.worker import state
+
+            last = state.read_state(self.engine, self.config.vantage) or {}
+            alive_ms = max(int(prev["renewed_at_ms"]),
+                           int(last.get("updated_at_ms") or 0) if last.get("holder") == prev["holder"] else 0)
+            self._crashed_until_ms = alive_ms + int(self.config.lease_ttl_s * 1000 / 3)
+            log.warning("the previous worker of vantage %r (%s) did not stop cleanly; its last slots are "
+                        "labelled lost in a crash", self.config.vantage, prev["holder"])
+        if got:
+            self._lease_checked_ms = self.clock.now_ms()
+            self._woke_from_pause = False
         if got and not self.holds_lease:
             log.info("holding the lease of vantage %r: probing", self.config.vantage)
             self.holds_lease = True
@@ -391,10 +582,17 @@ class Worker(RequestHandling):
         keep: set[str] = set()
         for ep in eps:
             key = f"endpoint:{ep.id}"
+            problem = endpoint_problem(ep)
+            if problem is not None:  # e.g. a row an older version stored: report it, never schedule it
+                if self._status.get(ep.id, {}).get("detail") != f"not probed: {problem}":
+                    log.error("endpoint %s is not probed: %s", ep.name, problem)
+                    self._set_status(ep.id, "error", f"not probed: {problem}"[:500])
+                continue
             keep.add(key)
             self._endpoints[ep.id] = ep
             job = self.scheduler.add(key, int(round(ep.interval_s * 1000)), now, payload=ep,
-                                     last_slot_ms=last.get(ep.id) if initial else None)
+                                     last_slot_ms=last.get(ep.id) if initial else None,
+                                     crashed_until_ms=self._crashed_until_ms if initial else None)
             if ep.id in self._cold_active:
                 job.paused = True
             if ep.id not in self._status:
@@ -402,8 +600,15 @@ class Worker(RequestHandling):
             self._status[ep.id]["next_slot_at_ms"] = job.next_slot_ms
         for t in rtt_targets:
             key = f"rtt:{t.id}"
+            interval_s = float(t.interval_s)
+            if not 0 < interval_s <= RTT_INTERVAL_BOUNDS_S[1]:  # inf / NaN / huge from an older row: never scheduled
+                if key not in self._bad_rtt:
+                    log.error("RTT target %s is not probed: its interval %r s is not a finite number of seconds "
+                              "up to %g", t.region_id, t.interval_s, RTT_INTERVAL_BOUNDS_S[1])
+                    self._bad_rtt.add(key)
+                continue
             keep.add(key)
-            self.scheduler.add(key, int(round(float(t.interval_s) * 1000)), now, payload=t)
+            self.scheduler.add(key, int(round(interval_s * 1000)), now, payload=t)
         for key in list(self.scheduler.jobs):
             if key not in keep:
                 self.scheduler.remove(key)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "Action",
+    "CRASH_REASON",
     "Job",
     "Scheduler",
     "SteadyClock",
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 REANCHOR_THRESHOLD_MS = 2000
+#: The label of slots a killed worker had probed (or was due to) but never stored.
+CRASH_REASON = "lost in a crash: the previous worker was killed before storing this slot"
 
 
 def _hash64(*parts: object) -> int:
@@ -127,6 +130,7 @@ class Job:
     paused: bool = False
     payload: object = None
     missed: tuple[int, int] | None = None  # (first slot, count) lost while no worker ran; reported by due()
+    crashed_until_ms: int | None = None  # missed slots up to here were lost when the previous worker crashed
 
     def fire_at_ms(self) -> int:
         """When the next slot should fire (slot + its jitter)."""
@@ -152,10 +156,12 @@ class Scheduler:
     jobs: dict[str, Job] = field(default_factory=dict)
 
     def add(self, key: str, interval_ms: int, now_ms: int, *, last_slot_ms: int | None = None,
-            payload: object = None, jitter: bool = True) -> Job:
+            payload: object = None, jitter: bool = True, crashed_until_ms: int | None = None) -> Job:
         """Add (or re-time) a job. With `last_slot_ms` (the newest slot already stored), the slots
         since then are reported as skipped by the next `due()`; without it the job starts at the
-        first slot from now. Raises ValueError for interval_ms ≤ 0."""
+        first slot from now. `crashed_until_ms`: the previous worker died without stopping (kill -9)
+        and was last known alive then; slots up to it are labelled lost in a crash, not "not running".
+        Raises ValueError for interval_ms ≤ 0."""
         offset = phase_offset_ms(key, interval_ms)
         old = self.jobs.get(key)
         job = Job(key=key, interval_ms=interval_ms, offset_ms=offset,
@@ -165,10 +171,11 @@ class Scheduler:
             # Slots between the newest stored one and now passed while no worker ran: skipped, not late.
             first = slot_at_or_after(last_slot_ms + 1, interval_ms, offset)
             job.missed = (first, max(0, (job.next_slot_ms - first) // interval_ms))
+            job.crashed_until_ms = crashed_until_ms
         if old is not None:
             job.in_flight, job.paused = old.in_flight, old.paused
             if job.missed is None:  # a re-time before due() ran must not lose the slots still to report
-                job.missed = old.missed
+                job.missed, job.crashed_until_ms = old.missed, old.crashed_until_ms
             if old.interval_ms == interval_ms:
                 job.next_slot_ms = old.next_slot_ms
         self.jobs[key] = job
@@ -189,7 +196,13 @@ class Scheduler:
             if job.missed is not None:
                 first, count = job.missed
                 job.missed = None
-                out.extend(self._skips(job.key, first, count, job.interval_ms, "missed: the worker was not running"))
+                iv = job.interval_ms
+                crashed = 0
+                if job.crashed_until_ms is not None and job.crashed_until_ms >= first:
+                    crashed = min(count, (job.crashed_until_ms - first) // iv + 1)
+                    out.extend(self._skips(job.key, first, crashed, iv, CRASH_REASON))
+                out.extend(self._skips(job.key, first + crashed * iv, count - crashed, iv,
+                                       "missed: the worker was not running"))
             if job.fire_at_ms() > now_ms:
                 continue
             iv = job.interval_ms

@@ -30,8 +30,11 @@ def sim_url():
 
 
 def run_for(engine, seconds: float, *, until=None, **cfg) -> Worker:
-    """Run a worker for `seconds` (or until `until()` is true, checked every 0.1 s), then stop it."""
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, **cfg))
+    """Run a worker for `seconds` (or until `until()` is true, checked every 0.1 s), then stop it.
+
+    Probes run in the worker's own loop here (probe_processes=0): these tests are about scheduling and
+    storage; the probe processes are tested in test_worker_isolation.py."""
+    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, **({"probe_processes": 0} | cfg)))
 
     async def main():
         task = asyncio.create_task(w.run())
@@ -140,7 +143,7 @@ def test_locked_database_keeps_rows_in_memory_and_loses_none(sqlite_engine, sim_
             c.exec_driver_sql("COMMIT")
 
     holder = threading.Thread(target=hold_lock)
-    w = Worker(engine, WorkerConfig(lease_ttl_s=30, request_poll_s=0.2))
+    w = Worker(engine, WorkerConfig(lease_ttl_s=30, request_poll_s=0.2, probe_processes=0))
 
     async def main():
         task = asyncio.create_task(w.run())
@@ -181,7 +184,7 @@ def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_
 
     keep = ep(engine, "keep", sim_url)
     ep(engine, "gone", sim_url)
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, flush_interval_s=0.5))
+    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, flush_interval_s=0.5, probe_processes=0))
 
     async def main():
         task = asyncio.create_task(w.run())

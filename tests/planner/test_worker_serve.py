@@ -28,9 +28,22 @@ def _healthy(port: int) -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
+def _children(pid: int, *, dashboard_only: bool = True) -> list[int]:
+    """Child processes of `pid`: the dashboard (streamlit) only, unless dashboard_only=False (then the worker's
+    probe processes too)."""
     with open(f"/proc/{pid}/task/{pid}/children") as fh:
-        return [int(x) for x in fh.read().split()]
+        kids = [int(x) for x in fh.read().split()]
+    if not dashboard_only:
+        return kids
+    out = []
+    for kid in kids:
+        try:
+            cmd = open(f"/proc/{kid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"streamlit" in cmd:
+            out.append(kid)
+    return out
 
 
 def _serve(tmp_path):
@@ -67,10 +80,11 @@ def test_serve_starts_everything_and_sigterm_stops_everything(tmp_path):
         assert urllib.request.urlopen(url + "/models", timeout=2).status == 200  # the simulated endpoint is up
         dashboard = _children(proc.pid)
         assert dashboard
+        everything = _children(proc.pid, dashboard_only=False)  # the probe processes too
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         assert not _healthy(port)
-        assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z" for pid in dashboard)
+        assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z" for pid in everything)
         assert not _lease_live(engine)  # released on the way out
     finally:
         if proc.poll() is None:

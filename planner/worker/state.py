@@ -1,0 +1,119 @@
+"""The worker's own account of its state, readable when the database is not writable.
+
+The dashboard used to infer "is a worker running?" from the lease row alone, so
+during a disk-full outage (the lease cannot be renewed) it said "No worker is
+running" while the worker was running and buffering. The worker therefore
+also writes a small JSON file next to the database every couple of seconds
+(``<file>.db.workers/<vantage digest>.json`` for SQLite; under the data
+directory for PostgreSQL): whether it holds the lease, how many probe rows it
+holds unsaved and since when, the last database error, spooled rows, and the
+background tasks that died and were restarted.
+
+`worker_report()` turns that file and the lease row into one sentence for the
+page (a report; `level` is "ok", "warning" or "error").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from planner.store.engine import data_dir, redacted, sqlite_file
+
+__all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker_report", "write_state"]
+
+#: A state file not rewritten for this long belongs to a worker that stopped or hangs.
+STALE_AFTER_MS = 15_000
+
+
+def _folder(engine: Engine) -> Path:
+    path = sqlite_file(engine.url)
+    if path is not None:
+        return path.with_name(path.name + ".workers")
+    return data_dir() / "workers" / hashlib.sha1(redacted(str(engine.url)).encode()).hexdigest()[:12]
+
+
+def state_path(engine: Engine, vantage: str) -> Path:
+    """The state file of `vantage`'s worker for this database."""
+    return _folder(engine) / f"{hashlib.sha1(vantage.encode()).hexdigest()[:12]}.json"
+
+
+def write_state(engine: Engine, vantage: str, state: dict) -> None:
+    """Atomically replace the state file (write + rename). Raises OSError (disk full: the caller logs)."""
+    path = state_path(engine, vantage)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_state(engine: Engine, vantage: str) -> dict | None:
+    """The last state the worker of `vantage` wrote, or None (never ran here, or unreadable)."""
+    try:
+        return json.loads(state_path(engine, vantage).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """One sentence about the worker of a vantage; level is "ok", "warning" or "error"."""
+
+    level: str
+    text: str
+    running: bool
+
+
+def _clock(ms: int, fmt_ms) -> str:
+    return fmt_ms(ms) if fmt_ms else f"{ms} ms"
+
+
+def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int, *, fmt_ms=None) -> WorkerReport:
+    """What the worker of `vantage` is doing, from its state file and the lease rows (lease.current()).
+
+    `fmt_ms` formats epoch ms for the reader (app.viewer.fmt_ms on the page)."""
+    name = repr(vantage or "(default)")
+    live = [r for r in leases if r["vantage"] == vantage and r["expires_at_ms"] > now_ms]
+    st = read_state(engine, vantage)
+    fresh = st is not None and now_ms - int(st.get("updated_at_ms", 0)) <= STALE_AFTER_MS
+    if st is not None and fresh and st.get("host") == socket.gethostname() and not _pid_alive(int(st.get("pid", 0))):
+        fresh = False  # its process is gone (kill -9): the file is a last word, not a heartbeat
+    notes = []
+    if fresh:
+        for f in st.get("task_failures", [])[-3:]:
+            notes.append(f"its {f['task']} task died at {_clock(int(f['at_ms']), fmt_ms)} ({f['error']}) and was restarted")
+        if st.get("spooled_rows"):
+            notes.append(f"{st['spooled_rows']} rows wait in its local spool for the database")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    if fresh and st.get("unsaved_rows") and st.get("unsaved_since_ms"):
+        why = st.get("last_error") or "the database refused the write"
+        return WorkerReport("warning", f"The worker for vantage {name} is running but cannot write to the database: "
+                            f"buffering {st['unsaved_rows']} rows since {_clock(int(st['unsaved_since_ms']), fmt_ms)} "
+                            f"({why}); they are stored when the database recovers{tail}.", True)
+    if live:
+        level = "warning" if notes else "ok"
+        return WorkerReport(level, f"A worker is probing for vantage {name}{tail}.", True)
+    if fresh and not st.get("holds_lease"):
+        why = st.get("last_error")
+        return WorkerReport("warning", f"A worker for vantage {name} is running but does not hold the lease"
+                            + (f" ({why})" if why else " (another worker holds it, or it is starting)") + f"{tail}.", True)
+    if fresh:
+        return WorkerReport("warning", f"The worker for vantage {name} is running but its lease lapsed{tail}.", True)
+    return WorkerReport("warning", f"No worker is probing for vantage {name} right now: run `ttft-planner serve` "
+                        f"or `ttft-planner worker{' --vantage ' + vantage if vantage else ''}`.", False)

@@ -1,0 +1,33 @@
+"""AppTest (issue 15 item 9): during a disk-full outage the Probes page reports the worker's real state —
+running and buffering N rows since T, and why — not "No worker is running"."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from planner.endpoints import add_endpoint
+from planner.store import open_store
+from planner.worker.state import write_state
+from tests.app.conftest import ROUTER
+
+
+def test_a_buffering_worker_is_shown_as_running_and_buffering():
+    eng = open_store()
+    add_endpoint(eng, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
+    now = int(time.time() * 1000)
+    # What the worker writes while its lease cannot be renewed (the database is full): no live lease row.
+    write_state(eng, "", {"holder": f"{socket.gethostname()}:{os.getpid()}:x", "host": socket.gethostname(),
+                          "pid": os.getpid(), "vantage": "", "updated_at_ms": now, "holds_lease": True,
+                          "unsaved_rows": 42, "unsaved_since_ms": now - 120_000,
+                          "last_error": "database or disk is full", "spooled_rows": 0, "task_failures": []})
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at.run()
+    at.switch_page("views/probes.py").run()
+    assert not at.exception, at.exception
+    texts = [w.value for w in at.warning]
+    assert any("buffering 42 rows since" in t and "disk is full" in t for t in texts), texts
+    assert not any("No worker is probing" in t for t in texts), texts

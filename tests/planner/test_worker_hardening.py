@@ -1,0 +1,402 @@
+"""Issue 15 items 2–5, 7 and 9: the worker under bad rows, dying tasks, outages at stop, crashes, a paused
+lease holder, a read-only database — each as it was attacked, on SQLite and PostgreSQL where it applies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from planner.endpoints import add_endpoint
+from planner.simulator import SimulatorConfig, running_simulator
+from planner.store import open_store
+from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.rtt import add_target
+from planner.worker import lease, spool
+from planner.worker.runner import Worker, WorkerConfig
+from planner.worker.state import worker_report, write_state
+
+FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
+
+
+@pytest.fixture(autouse=True)
+def _short_intervals(monkeypatch):
+    monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    with running_simulator(FAST) as url:
+        yield url
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as c:
+        return [dict(r) for r in c.execute(sa.text(sql), params).mappings()]
+
+
+def ep(engine, name, url, **kw):
+    return add_endpoint(engine, {"name": name, "base_url": url, "model": "m", "interval_s": 0.3, "timeout_s": 0.25,
+                                 "prompt_tokens": 20, "max_tokens": 4} | kw)
+
+
+def run_worker_for(engine, seconds: float, during=None, **cfg) -> Worker:
+    """Run an in-process worker (probes in its own loop) for `seconds` after it holds the lease;
+    `during(worker)` (sync, run in a thread) is called half-way."""
+    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, reload_interval_s=0.3,
+                                    **({"probe_processes": 0} | cfg)))
+
+    async def main():
+        task = asyncio.create_task(w.run())
+        deadline = time.monotonic() + 30
+        while not w.holds_lease and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(seconds / 2)
+        if during is not None:
+            w.during = await asyncio.to_thread(during, w)
+        await asyncio.sleep(seconds / 2)
+        w.request_stop()
+        await task
+
+    asyncio.run(main())
+    return w
+
+
+# ------------------------------------------------------------------ item 1/2: bad rows, dying tasks
+
+
+def test_out_of_range_rows_from_an_older_version_are_reported_and_the_rest_keeps_running(engine, sim_url):
+    good = ep(engine, "good", sim_url)
+    huge = ep(engine, "huge-prompt", sim_url)
+    inf = ep(engine, "inf-interval", sim_url)
+    add_target(engine, "r-inf", "http://127.0.0.1:9", interval_s=60, enabled=True)
+    with engine.begin() as c:  # what an older version (or a hand edit) could leave in the database
+        c.execute(sa.text("UPDATE endpoint SET prompt_tokens = 2000000000 WHERE id = :i"), {"i": huge.id})
+        c.execute(sa.text("UPDATE endpoint SET interval_s = :v WHERE id = :i"), {"v": float("inf"), "i": inf.id})
+        c.execute(sa.text("UPDATE rtt_target SET interval_s = :v"), {"v": float("inf")})
+
+    def add_late(_w):
+        return ep(engine, "added-later", sim_url).id
+
+    w = run_worker_for(engine, 4.0, during=add_late)
+    late = w.during
+    counts = {r["endpoint_id"]: r["n"] for r in q(engine, "SELECT endpoint_id, count(*) AS n FROM probe_sample GROUP BY endpoint_id")}
+    assert counts.get(good.id, 0) >= 3
+    assert counts.get(late, 0) >= 2  # housekeeping kept reloading: the new endpoint was picked up
+    assert huge.id not in counts and inf.id not in counts
+    status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
+    assert status[huge.id]["state"] == "error" and "prompt_tokens must be at most" in status[huge.id]["detail"]
+    assert status[inf.id]["state"] == "error" and "interval_s" in status[inf.id]["detail"]
+    assert w.task_failures == []  # nothing died: the bad rows were refused, not crashed on
+
+
+def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_url, monkeypatch, caplog):
+    good = ep(engine, "good", sim_url)
+    real_reload = Worker._reload
+    calls = {"n": 0}
+
+    async def flaky_reload(self, initial=False):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OverflowError("cannot convert float infinity to integer")
+        await real_reload(self, initial)
+
+    monkeypatch.setattr(Worker, "_reload", flaky_reload)
+    reports = []
+
+    def look(w):
+        time.sleep(1.5)  # past the restart backoff
+        leases = lease.current(engine)
+        reports.append(worker_report(engine, "", leases, int(time.time() * 1000)))
+        return None
+
+    w = run_worker_for(engine, 5.0, during=look)
+    assert [f["task"] for f in w.task_failures] == ["housekeeping"]
+    assert "OverflowError" in w.task_failures[0]["error"]
+    assert "background task housekeeping died" in caplog.text
+    assert calls["n"] > 3  # restarted: it kept reloading after the failure
+    assert reports and "housekeeping task died" in reports[0].text and reports[0].running
+    before = q(engine, "SELECT max(started_at_ms) AS t FROM probe_sample WHERE endpoint_id = :e", e=good.id)[0]["t"]
+    assert before is not None
+
+
+# ------------------------------------------------------------------ item 3: stop during an outage, spool, crash labels
+
+
+def _spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": db_url, "TTFT_PLANNER_MIN_INTERVAL_S": "0.2"}
+    return subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
+                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+
+
+def _wait(pred, timeout_s=60.0, what="condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_stores_it(sqlite_url, sim_url, tmp_path):
+    engine = open_store(sqlite_url)
+    e = ep(engine, "sim", sim_url)
+    w = _spawn(sqlite_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "5")
+    try:
+        _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 5, what="first samples")
+        lock = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), timeout=30)
+        lock.execute("BEGIN EXCLUSIVE")  # the outage: every write waits, then fails "database is locked"
+        stored_before = len(q(engine, "SELECT id FROM probe_sample"))
+        time.sleep(3.0)
+        w.send_signal(signal.SIGTERM)
+        rc = w.wait(60)
+    finally:
+        if w.poll() is None:
+            w.kill()
+    log = (tmp_path / "a.log").read_text()
+    lock.rollback()
+    lock.close()
+    assert rc == 0, log[-3000:]
+    assert "Traceback" not in log
+    m = re.search(r"spooled (\d+) unsaved probe rows to (\S+);", log)
+    assert m, log[-3000:]
+    spooled = int(m.group(1))
+    assert spooled >= 3 and Path(m.group(2)).exists()
+    # The next start replays the spool (idempotently) before probing.
+    assert spool.replay(engine) == spooled
+    assert spool.replay(engine) == 0 and not list(spool.spool_dir(engine).glob("*.jsonl"))
+    stored = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
+    assert len(stored) == stored_before + spooled
+    assert len({(r["kind"], r["scheduled_at_ms"]) for r in stored}) == len(stored)
+    engine.dispose()
+
+
+def test_spool_replay_is_idempotent_and_drops_rows_of_removed_endpoints(engine, sim_url):
+    a, b = ep(engine, "a", sim_url), ep(engine, "b", sim_url)
+    rows = [ProbeSampleRow(endpoint_id=x.id, vantage="", kind="scheduled", scheduled_at_ms=1000 * i, started_at_ms=1000 * i,
+                           ok=True, ttft_ms=50.0) for x in (a, b) for i in range(1, 4)]
+    insert_samples(engine, rows[:2])  # some reached the database before the outage
+    spool.write(engine, rows)
+    with engine.begin() as c:
+        c.execute(sa.text("DELETE FROM endpoint WHERE id = :i"), {"i": b.id})
+    assert spool.replay(engine) == 1  # a's third row; a's first two were already stored; b is gone
+    assert len(q(engine, "SELECT id FROM probe_sample")) == 3
+
+
+# ------------------------------------------------------------------ items 4 and 5: leases
+
+
+def test_a_restarted_worker_takes_its_own_dead_lease_at_once(engine):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    now = int(time.time() * 1000)
+    assert lease.acquire(engine, "v", f"{socket.gethostname()}:{dead.pid}:old", now, ttl_s=60)
+    assert lease.acquire(engine, "v", "me", now + 10, ttl_s=60)  # not 60 s later: its pid is gone
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert lease.acquire(engine, "w", f"{socket.gethostname()}:{alive.pid}:x", now, ttl_s=60)
+        assert not lease.acquire(engine, "w", "me", now + 10, ttl_s=60)  # a live holder keeps it
+        assert lease.acquire(engine, "z", f"elsewhere.example:{dead.pid}:x", now, ttl_s=60)
+        assert not lease.acquire(engine, "z", "me", now + 10, ttl_s=60)  # another host's pid says nothing
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_slot_has_exactly_one_outcome(engine, sim_url):
+    e = ep(engine, "a", sim_url)
+
+    def row(kind, slot):
+        return ProbeSampleRow(endpoint_id=e.id, vantage="", kind=kind, scheduled_at_ms=slot, started_at_ms=slot,
+                              ok=kind == "scheduled", error_class=None if kind == "scheduled" else "skipped")
+
+    insert_samples(engine, [row("skipped", 1000), row("skipped", 2000)])  # the paused worker's view
+    insert_samples(engine, [row("scheduled", 1000), row("skipped", 3000), row("scheduled", 3000)])  # the other's
+    insert_samples(engine, [row("skipped", 1000)])  # the paused one, late
+    got = [(r["kind"], r["scheduled_at_ms"]) for r in q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample ORDER BY 2")]
+    assert got == [("scheduled", 1000), ("skipped", 2000), ("scheduled", 3000)]
+
+
+def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holders_slots(engine, sim_url):
+    e = ep(engine, "a", sim_url)
+    w = Worker(engine, WorkerConfig(lease_ttl_s=3, probe_processes=0))
+
+    async def main():
+        assert lease.acquire(engine, "", w.config.holder, w.clock.now_ms(), 3)
+        w.holds_lease = True
+        w._lease_checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago:
+        w._woke_from_pause = True  # the loop saw it sat still that long (SIGSTOP), as _schedule_loop detects
+        with engine.begin() as c:  # meanwhile the lease expired and another worker took it
+            c.execute(sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
+                      {"t": w.clock.now_ms() + 60_000})
+        slot = w.clock.now_ms() - 1000
+        w._buffer = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
+                                    started_at_ms=slot, ok=False, error_class="skipped", error_detail="late"),
+                     ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=slot - 300,
+                                    started_at_ms=slot - 300, ok=True, ttft_ms=40.0)]
+        await w._flush()
+
+    asyncio.run(main())
+    assert not w.holds_lease
+    assert [r["kind"] for r in q(engine, "SELECT kind FROM probe_sample")] == ["scheduled"]
+
+
+# ------------------------------------------------------------------ item 7: read-only database
+
+
+def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
+    path = tmp_path / "ro.db"
+    eng = open_store(f"sqlite:///{path}")
+    ep(eng, "a", sim_url)
+    eng.dispose()
+    url = f"sqlite:///file:{path}?mode=ro&uri=true"
+    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": url}
+    proc = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "warning" not in proc.stderr.lower()
+    assert not Path("file:").exists()  # the URI form names a file; no "file:/…" folder appears in the working dir
+
+
+# ------------------------------------------------------------------ item 9: the worker's real state
+
+
+def test_the_report_says_buffering_n_rows_since_t_and_why(sqlite_engine):
+    now = int(time.time() * 1000)
+    write_state(sqlite_engine, "", {"holder": f"{socket.gethostname()}:{os.getpid()}:x", "host": socket.gethostname(),
+                                    "pid": os.getpid(), "vantage": "", "updated_at_ms": now, "holds_lease": False,
+                                    "unsaved_rows": 17, "unsaved_since_ms": now - 60_000,
+                                    "last_error": "database or disk is full", "spooled_rows": 0, "task_failures": []})
+    r = worker_report(sqlite_engine, "", [], now, fmt_ms=lambda ms: f"<{ms}>")
+    assert r.running and r.level == "warning"
+    assert f"buffering 17 rows since <{now - 60_000}>" in r.text and "disk is full" in r.text
+    # A state file whose process is gone is not a running worker.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_state(sqlite_engine, "", {"host": socket.gethostname(), "pid": dead.pid, "updated_at_ms": now,
+                                    "unsaved_rows": 17, "unsaved_since_ms": now})
+    r = worker_report(sqlite_engine, "", [], now)
+    assert not r.running and "No worker is probing" in r.text
+
+
+def _postgres_pids(pg_server) -> list[int]:
+    """The postmaster and every backend of the test cluster."""
+    master = int((pg_server._dir / "data" / "postmaster.pid").read_text().split()[0])
+    pids = [master]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
+                pids.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+@pytest.mark.postgres
+def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(pg_server, pg_url, sim_url, tmp_path,
+                                                                              monkeypatch):
+    if pg_server._dir is None:
+        pytest.skip("an external PostgreSQL (TTFT_PLANNER_TEST_PG_URL) cannot be frozen here")
+    monkeypatch.setenv("TTFT_PLANNER_DATA_DIR", str(tmp_path / "data"))  # the PostgreSQL spool lives under it
+    engine = open_store(pg_url)
+    e = ep(engine, "sim", sim_url)
+    w = _spawn(pg_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "30")
+    frozen: list[int] = []
+    try:
+        _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 5, what="first samples")
+        frozen = _postgres_pids(pg_server)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)  # the database hangs: no error, no answer
+        time.sleep(2.0)
+        w.send_signal(signal.SIGTERM)
+        try:
+            rc = w.wait(45)  # bounded: the stop waits 5 s for the database, not for ever
+        except subprocess.TimeoutExpired:
+            rc = None
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        if w.poll() is None:
+            w.kill()
+    log = (tmp_path / "a.log").read_text()
+    assert rc == 0, log[-3000:]
+    m = re.search(r"spooled (\d+) unsaved probe rows", log)
+    assert m and int(m.group(1)) >= 1, log[-3000:]
+    before = len(q(engine, "SELECT id FROM probe_sample WHERE endpoint_id = :e", e=e.id))
+    assert spool.replay(engine) >= 1
+    after = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
+    assert len(after) > before and len({(r["kind"], r["scheduled_at_ms"]) for r in after}) == len(after)
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_read_only_postgresql_database_fails_fast_with_one_message(pg_url, sim_url):
+    eng = open_store(pg_url)
+    ep(eng, "a", sim_url)
+    dbname = pg_url.rsplit("/", 1)[1]
+    with eng.connect() as c:
+        c.execute(sa.text(f'ALTER DATABASE "{dbname}" SET default_transaction_read_only = on'))
+        c.commit()
+    eng.dispose()
+    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": pg_url}
+    proc = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, sim_url, tmp_path):
+    """SIGSTOP the lease holder until a standby takes over, then SIGCONT it: no slot ends with two outcomes."""
+    engine = open_store(db_url)
+    ep(engine, "sim", sim_url)
+    a = _spawn(db_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+    b = None
+    try:
+        _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 3, what="first samples")
+        b = _spawn(db_url, tmp_path / "b.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+        time.sleep(2.0)
+        a.send_signal(signal.SIGSTOP)  # a laptop lid: no renewals
+        _wait(lambda: any(r["holder"].split(":")[1] == str(b.pid) for r in lease.current(engine)), what="the takeover")
+        time.sleep(1.5)
+        a.send_signal(signal.SIGCONT)  # a wakes up holding a lease that is no longer its own
+        time.sleep(3.0)
+        for p in (a, b):
+            p.send_signal(signal.SIGTERM)
+        assert a.wait(30) == 0 and b.wait(30) == 0
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()
+    rows = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE kind IN ('scheduled', 'skipped')")
+    slots = [r["scheduled_at_ms"] for r in rows]
+    assert len(slots) == len(set(slots)), "a slot with two outcomes (probed and skipped, or probed twice)"
+    assert "lost the lease" in (tmp_path / "a.log").read_text()
+    engine.dispose()
+
+
+def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
+    from planner.worker.scheduler import CRASH_REASON, Scheduler
+
+    s = Scheduler()
+    s.add("endpoint:1", 1000, 20_000, last_slot_ms=2_000, crashed_until_ms=9_000)
+    skips = [a for a in s.due(20_000) if a.action == "skip"]
+    assert len(skips) >= 15
+    for a in skips:
+        crashed = a.slot_ms <= 9_000
+        assert (a.reason == CRASH_REASON) == crashed and (crashed or "not running" in a.reason), (a.slot_ms, a.reason)
+    assert {a.reason for a in skips} == {CRASH_REASON, "missed: the worker was not running"}
