@@ -6,6 +6,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from app import viewer
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.untrusted import md_text
@@ -25,6 +26,8 @@ from planner.endpoints import (
 )
 from planner.store.worker import endpoint_statuses
 from planner.worker import lease
+from planner.worker.state import worker_report
+from planner.probes.rtt import default_vantage
 from planner.worker.cold import keeps_itself_warm
 
 st.title("Endpoints")
@@ -65,12 +68,14 @@ rows = list_endpoints(eng)
 statuses = endpoint_statuses(eng)
 now_ms = time.time() * 1000
 
-leases = [r for r in lease.current(eng) if r["expires_at_ms"] > now_ms]
+all_leases = lease.current(eng)
+leases = [r for r in all_leases if r["expires_at_ms"] > now_ms]
 if leases:
     st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
-else:
-    st.warning("No worker is running: start `ttft-planner serve` (dashboard + worker) or `ttft-planner worker`.",
-               icon=":material/pause_circle:")
+else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone
+    report = worker_report(eng, default_vantage(), all_leases, int(now_ms), fmt_ms=viewer.fmt_ms)
+    if report.level != "ok":
+        st.warning(report.text, icon=":material/pause_circle:")
 
 
 def _state(ep) -> str:
