@@ -140,10 +140,12 @@ def open_store(url: str | None = None, *, migrate: bool = True, revision: str = 
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
         if migrate:
-            from planner.store.migrate import upgrade
+            from planner.store.migrate import current_revision, head_revision, upgrade
 
-            with _migration_lock(engine):
-                upgrade(engine, revision)
+            # Already there: opening is a read, so a writer holding the lock (or a read-only file) does not stop it.
+            if current_revision(engine) != (head_revision() if revision == "head" else revision):
+                with _migration_lock(engine):
+                    upgrade(engine, revision)
     except StoreError:
         engine.dispose()
         raise
