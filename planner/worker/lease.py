@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.store.worker import WorkerLeaseRow
+from planner.worker.pids import pid_alive
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "release"]
 
@@ -83,15 +84,7 @@ def holder_is_dead(holder: str) -> bool:
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, another user's
-        return False
-    return False
+    return pid != os.getpid() and not pid_alive(pid)
 
 
 def release(engine: Engine, vantage: str, holder: str) -> None:

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.store.engine import data_dir, redacted, sqlite_file
+from planner.worker.pids import pid_alive
 from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
 
 __all__ = ["replay", "spool_dir", "write"]
@@ -60,21 +61,11 @@ def write(engine: Engine, rows: list[ProbeSampleRow]) -> Path | None:
     return path
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _reclaim_abandoned(folder: Path) -> None:
     """Files a replaying worker claimed and then died on (kill -9 mid-replay) go back in the queue."""
     for claimed in folder.glob("*.jsonl.replaying-*"):
         pid = claimed.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             claimed.rename(claimed.with_name(claimed.name.split(".replaying-")[0]))
 
 

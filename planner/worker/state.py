@@ -25,6 +25,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from planner.store.engine import data_dir, redacted, sqlite_file
+from planner.worker.pids import pid_alive
 
 __all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker_report", "write_state"]
 
@@ -61,16 +62,6 @@ def read_state(engine: Engine, vantage: str) -> dict | None:
         return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @dataclass(frozen=True)
 class WorkerReport:
     """One sentence about the worker of a vantage; level is "ok", "warning" or "error"."""
@@ -92,7 +83,7 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
     live = [r for r in leases if r["vantage"] == vantage and r["expires_at_ms"] > now_ms]
     st = read_state(engine, vantage)
     fresh = st is not None and now_ms - int(st.get("updated_at_ms", 0)) <= STALE_AFTER_MS
-    if st is not None and fresh and st.get("host") == socket.gethostname() and not _pid_alive(int(st.get("pid", 0))):
+    if st is not None and fresh and st.get("host") == socket.gethostname() and not pid_alive(int(st.get("pid", 0))):
         fresh = False  # its process is gone (kill -9): the file is a last word, not a heartbeat
     notes = []
     if fresh:
