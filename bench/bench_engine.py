@@ -113,7 +113,9 @@ def main() -> int:
     ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
     ap.add_argument("--runs", type=int, default=5, help="fresh CLI processes for part 1 (default 5)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-calibrate", action="store_true", help="skip part 5 (calibration: several minutes on one core)")
     args = ap.parse_args()
+    say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))  # each part as soon as it is measured
     load0 = os.getloadavg()
     srv = Server(args.port, args.core)
     report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
@@ -133,6 +135,12 @@ def main() -> int:
             "first_samples": firsts, "other_median": statistics.median(rest) if rest else None,
             "first_excess_ms": (statistics.median(firsts) - statistics.median(rest)) if firsts and rest else None}
         report["client_cpu_ms_per_request"] = cpu_s * 1000 / max(1, n_req)
+        c = report["client_minus_server_prompt_ms"]
+        say(f"llama.cpp + Gemma 3 270M Q4_K_M on core {args.core} (-t 1), {report['date']}, {report['cpus']} CPUs, "
+            f"load average {load0[0]:.1f} at start")
+        say(f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
+            f"other samples median {c['other_median']:.1f} ms; first-sample excess {c['first_excess_ms']:+.1f} ms "
+            "(target ≤ 3)")
 
         # 2. prefill slope: probe fit on counted tokens vs the server's own prompt-eval times
         k = len(srv.prompt_evals())
@@ -146,6 +154,10 @@ def main() -> int:
                              if ours.get("ms_per_1k_tokens") else None,
                              "counted_minus_requested": sorted({s["prompt_tokens"] - s["prompt_tokens_requested"]
                                                                 for s in samples if s.get("prompt_tokens")})}
+        p = report["prefill"]
+        say(f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
+            f"{p['server_ms_per_1k']:.1f} ms per 1K: {p['difference']:+.2%} (target within 2 %); server counted "
+            f"{p['counted_minus_requested']} tokens more than requested")
 
         # 3. cache: the nonce makes every request evaluate its prompt; --cached repeats evaluate almost nothing
         cache = {}
@@ -156,6 +168,13 @@ def main() -> int:
                             "server_prompt_tokens": [s.get("prompt_tokens") for s in samples]}
         report["cache"] = cache
         report["peers"] = peers()
+        for label, v in report["cache"].items():
+            say(f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})")
+        say(f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up "
+            "included); " + "; ".join(f"{k}: {v}" for k, v in report["peers"].items()))
+        if args.no_calibrate:
+            report["calibration"] = {"skipped": "--no-calibrate"}
+            return _finish(report, args, say)
 
         # 5. calibration → a what-if spec
         out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "calibrate", "--base-url", srv.url,
@@ -163,26 +182,17 @@ def main() -> int:
                               "--concurrency", "1,2", "--step-duration", "20", "--json"],
                              capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         report["calibration"] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
+        say(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")
+        return _finish(report, args, say)
     finally:
         srv.stop()
+
+
+def _finish(report: dict, args, say) -> int:
     report["load_avg_at_end"] = os.getloadavg()
     if args.json:
         print(json.dumps(report))
-        return 0
-    c = report["client_minus_server_prompt_ms"]
-    p = report["prefill"]
-    print(f"llama.cpp + Gemma 3 270M Q4_K_M on core {args.core} (-t 1), {report['date']}, {report['cpus']} CPUs, "
-          f"load average {load0[0]:.1f} → {report['load_avg_at_end'][0]:.1f}")
-    print(f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
-          f"other samples median {c['other_median']:.1f} ms; first-sample excess {c['first_excess_ms']:+.1f} ms (target ≤ 3)")
-    print(f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
-          f"{p['server_ms_per_1k']:.1f} ms per 1K: {p['difference']:+.2%} (target within 2 %); server counted "
-          f"{p['counted_minus_requested']} tokens more than requested")
-    for label, v in report["cache"].items():
-        print(f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})")
-    print(f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up included); "
-          + "; ".join(f"{k}: {v}" for k, v in report["peers"].items()))
-    print(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")
+    say(f"load average at the end {report['load_avg_at_end'][0]:.1f}")
     return 0
 
 
