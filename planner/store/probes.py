@@ -124,6 +124,10 @@ def _probed_slots(conn, table, skipped: list[ProbeSampleRow]) -> set[tuple[int, 
     return out
 
 
+# pg_advisory_xact_lock key for sample writes (the migration lock in migrations/env.py is 7102026).
+_SAMPLE_WRITE_LOCK = 7102027
+
+
 def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
     """Insert probe samples; a row whose slot (endpoint_id, vantage, kind, scheduled_at_ms) exists is skipped.
 
@@ -147,6 +151,11 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
     rows = _one_outcome_per_slot(rows)
     inserted = 0
     with engine.begin() as conn:
+        if dialect == "postgresql":
+            # Check-then-write below must not interleave with another worker's (a paused holder and its standby):
+            # under READ COMMITTED neither would see the other's uncommitted probe/skip of the same slot.
+            # SQLite serialises writers already.
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SAMPLE_WRITE_LOCK})
         skipped = [r for r in rows if r.kind == "skipped"]
         if skipped:  # a slot that was probed (by any worker of the vantage) is not also "skipped"
             probed = _probed_slots(conn, table, skipped)
