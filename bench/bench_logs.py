@@ -119,25 +119,29 @@ def _measured(argv: list[str]) -> dict:
 def run_cli(path: Path, whatif_spec: str) -> None:
     """The three commands a user runs on the file, each a fresh `ttft-planner` process, beside DuckDB's read."""
     cli = str(Path(sys.executable).with_name("ttft-planner"))
+    print(f"{'':30} {'seconds':>8} {'× DuckDB':>8} {'peak MB':>8} {'CPU s':>7}", flush=True)
+    rows = []
+
+    def show(name: str, r: dict) -> None:  # each as it is measured: a long run is not lost to a later failure
+        rows.append((name, r))
+        print(f"{name:30} {r['total_s']:8.1f} {r['total_s'] / duck['total_s']:8.2f} {r['peak_rss_mb']:8.0f} "
+              f"{r['cpu_s']:7.1f}", flush=True)
+
     duck = _child("duckdb", path)
-    rows = [("duckdb read_json + quantiles", duck)]
+    show("duckdb read_json + quantiles", duck)
     summ = _measured([cli, "logs", "summarize", str(path), "--tz", "Europe/Berlin", "--json"])
     got = json.loads(summ["stdout"])
-    rows.append(("logs summarize --json", summ))
+    show("logs summarize --json", summ)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         db = Path(tmp) / "bench.db"
         imp = _measured([cli, "logs", "import", str(path), "--database-url", f"sqlite:///{db}"])
         with sqlite3.connect(db) as con:
             stored = con.execute("SELECT count(*) FROM log_request").fetchone()[0]
         imp["db_mb"] = db.stat().st_size / 1e6
-    rows.append(("logs import (SQLite)", imp))
+    show("logs import (SQLite)", imp)
     wi = _measured([cli, "whatif", "--log", str(path), "--deployment", whatif_spec, "--json"])
     replayed = json.loads(wi["stdout"])
-    rows.append(("whatif --json (1 candidate)", wi))
-    print(f"{'':30} {'seconds':>8} {'× DuckDB':>8} {'peak MB':>8} {'CPU s':>7}")
-    for name, r in rows:
-        print(f"{name:30} {r['total_s']:8.1f} {r['total_s'] / duck['total_s']:8.2f} {r['peak_rss_mb']:8.0f} "
-              f"{r['cpu_s']:7.1f}")
+    show("whatif --json (1 candidate)", wi)
     same_p = all(got["prompt_tokens"][k]["value"] == float(v) for k, v in duck["p"].items())
     print(f"summarize: n {got['n']:,} (DuckDB {duck['n']:,}), same prompt-token percentiles as DuckDB: {same_p}")
     print(f"import: {stored:,} rows stored (DuckDB counts {duck['n']:,}), database {imp['db_mb']:,.0f} MB")

@@ -18,7 +18,9 @@ from planner.cli._log_input import (
     start_option,
 )
 from planner.logs import LogFormatError, TokenCounter, read_logs
+from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
+from planner.logs.normalise import stream_chat_logs
 from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
 
@@ -151,11 +153,31 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 @progress_option
 @store_option
 def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, database_url) -> None:
-    """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id."""
+    """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
+
+    OpenAI chat JSON Lines are stored as they are read, a batch at a time, so a log of any size fits
+    in memory; other formats are read first, holding only their numbers.
+    """
+    from planner.store.logs import save_upload, save_upload_frames
+
+    paths = input_paths(files, "FILES")
+    bar = progress_bar(show_progress)
+    frames = None if mapping else stream_chat_logs(paths, fmt, bar)
+    if frames is not None:
+        engine = open_engine(database_url)
+        try:
+            upload_id, n = save_upload_frames(engine, name or paths[0].name, frames,
+                                              formats={p.name: "openai_chat" for p in paths})
+        except Doubt:
+            pass  # nothing was stored (one transaction): the line-by-line reader below names every bad line
+        else:
+            click.echo(f"stored upload {upload_id}: {n:,} requests, 0 rejected")
+            return
+        finally:
+            if bar is not None:
+                bar.close()
     res = _read(files, fmt, mapping, tz, None, start, cache_blocks, show_progress)
     engine = open_engine(database_url)
-    from planner.store.logs import save_upload
-
     upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
 
