@@ -150,7 +150,8 @@ def run_cli(path: Path, whatif_spec: str) -> None:
     print(f"whatif: {replayed['n_requests']:,} requests replayed (DuckDB counts {duck['n']:,}); predicted p95 {p95}")
     exact = same_p and got["n"] == stored == replayed["n_requests"] == duck["n"]
     bounded = all(r["peak_rss_mb"] <= 2048 for _, r in rows[1:])
-    print(f"targets (every command's peak ≤ 2 GB, exact n and percentiles): {'met' if exact and bounded else 'NOT met'}")
+    verdict = "met" if exact and bounded else "NOT met"
+    print(f"targets (every command's peak ≤ 2 GB, exact n and percentiles): {verdict}")
 
 
 def _repeated(base: Path, times: int) -> Path:

@@ -35,7 +35,7 @@ class Upload(Protocol):
 
 
 def _safe_name(name: str) -> str:
-    """The file's base name without path parts or control characters (its ending kept); 'upload' when nothing is left."""
+    """The base name without path parts or control characters (its ending kept); 'upload' if nothing is left."""
     base = re.sub(r"[\x00-\x1f\x7f]", "", str(name).replace("\\", "/").rsplit("/", 1)[-1]).strip().lstrip(".")
     return base[:200] or "upload"
 
