@@ -9,6 +9,7 @@ used at all becomes one RejectedLine with line 0. Only when nothing parses does 
 
 from __future__ import annotations
 
+import ctypes
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +33,8 @@ from planner.logs.tables import file_size, read_csv, read_large_csv, read_parque
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
 
-__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs", "stream_chat_logs"]
+__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs", "return_freed_heap",
+           "stream_chat_logs"]
 
 _DETECT_SAMPLE = 200
 
@@ -181,6 +183,20 @@ def stream_chat_logs(paths: Sequence[Path], fmt: str = "auto",
     return frames()
 
 
+def return_freed_heap() -> None:
+    """Hand the heap pages the readers freed back to the OS (glibc's malloc_trim; elsewhere nothing).
+
+    The streamed batches (a few MB each) sit below glibc's adaptive mmap threshold, so they are carved
+    from the heap, and once freed that memory stays with the process, on top of whatever comes next:
+    the what-if replay's own arrays. At 10 M requests that is about 0.3 GB of the peak.
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
 def _nothing_read(out: Collector) -> str:
     """One or two sentences for 'nothing could be read': the file-level reasons, or the first rejected lines."""
     whole = [r for r in out.rejected if r.line_no == 0]
@@ -294,10 +310,12 @@ def read_logs(
         columns = sorted({c for cols in res.columns.values() for c in cols})
         raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    frame = frame[list(COLUMNS)]
+    if list(frame.columns) != list(COLUMNS):
+        frame = frame[list(COLUMNS)]  # a copy of every column: only when the order differs (not the fast readers')
     if not isinstance(frame["source"].dtype, pd.CategoricalDtype):  # a few file names shared by every row
         frame["source"] = frame["source"].astype("category")
     if not frame["ts_ms"].is_monotonic_increasing:
         frame = frame.sort_values("ts_ms", kind="stable", ignore_index=True)
     res.frame = frame
+    return_freed_heap()
     return res

@@ -107,6 +107,7 @@ def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto
     Raises TraceError naming the file(s) when nothing in them can be read as requests with arrival times.
     """
     from planner.logs import read_logs
+    from planner.logs.normalise import return_freed_heap
 
     paths = [Path(p) for p in paths]
     label = ", ".join(p.name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
@@ -120,7 +121,10 @@ def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto
             f"token counts ({reason})"
         ) from None
     trace = trace_from_frame(res.frame, source=label)
-    return replace(trace, notes=tuple(res.notes))
+    notes = tuple(res.notes)
+    del res  # the request frame: gone before the replay allocates its own arrays
+    return_freed_heap()
+    return replace(trace, notes=notes)
 
 
 def read_trace_file(path: str | Path, tz: str = "UTC") -> Trace:
