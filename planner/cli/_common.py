@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 from sqlalchemy.engine import Engine
 
+from planner import settings
 from planner.store import StoreError, open_store
 from planner.store.faults import describe
 
@@ -67,7 +68,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 store_option = click.option(
     "--database-url",
-    envvar="TTFT_PLANNER_DATABASE_URL",
+    envvar=settings.DATABASE_URL.name,
     default=None,
     show_envvar=True,
     help="SQLAlchemy URL of the store (default: SQLite under the data directory).",

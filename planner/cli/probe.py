@@ -10,6 +10,7 @@ from collections import Counter
 import click
 import httpx
 
+from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.errors import ERROR_CLASSES, MissingApiKey
 from planner.probes.fit import fit_points, fit_prefill
@@ -20,9 +21,6 @@ from planner.stats import summarize
 from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
-
-_VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
-
 
 def _loop_factory():
     """uvloop when available: fewer wake-up hops between a socket read and the probe's timestamp."""
@@ -143,7 +141,7 @@ async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: s
 @click.option("--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
 @click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
-@click.option("--vantage", default=None, envvar=_VANTAGE_ENV, show_envvar=True,
+@click.option("--vantage", default=None, envvar=settings.VANTAGE.name, show_envvar=True,
               help="Label of the machine measuring, stored with --store (default: none — the default vantage, as the worker's).")
 @store_option
 def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, max_tokens, timeout_s, max_attempts,

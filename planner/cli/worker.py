@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli.probe import _loop_factory
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
@@ -56,7 +57,7 @@ def demo_simulator_config():
 
 
 def _worker_options(f):
-    f = click.option("--vantage", default="", show_default=True, envvar="TTFT_PLANNER_VANTAGE", show_envvar=True,
+    f = click.option("--vantage", default="", show_default=True, envvar=settings.VANTAGE.name, show_envvar=True,
                      help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
                           "different vantages probe side by side.")(f)
     f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
@@ -174,7 +175,7 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, probe_processes, re
                           probe_processes=probe_processes)
     env = dict(os.environ)
     if database_url:
-        env["TTFT_PLANNER_DATABASE_URL"] = database_url
+        env[settings.DATABASE_URL.name] = database_url
     with contextlib.ExitStack() as stack:
         if not no_simulator:
             from planner.simulator import running_simulator

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Engine
 
+from planner import settings
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
 from planner.store.rtt import SampleRecord, insert_samples
@@ -66,13 +67,13 @@ RTT_ERROR_CLASSES: dict[str, str] = {
 }
 
 _USER_AGENT = "ttft-planner-rtt/0.1"
-VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
+VANTAGE_ENV = settings.VANTAGE.name
 
 
 def default_vantage() -> str:
     """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else "" — the one default vantage, the same
     the worker uses, so the same server never shows up as two vantages (its host name and "")."""
-    return os.environ.get(VANTAGE_ENV) or ""
+    return settings.VANTAGE.raw() or ""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlmodel import Session
 
+from planner import settings
+
 __all__ = [
     "DATABASE_URL_ENV",
     "DATA_DIR_ENV",
@@ -32,8 +34,8 @@ __all__ = [
     "sqlite_file",
 ]
 
-DATABASE_URL_ENV = "TTFT_PLANNER_DATABASE_URL"
-DATA_DIR_ENV = "TTFT_PLANNER_DATA_DIR"
+DATABASE_URL_ENV = settings.DATABASE_URL.name
+DATA_DIR_ENV = settings.DATA_DIR.name
 SQLITE_BUSY_TIMEOUT_MS = 5000
 
 
@@ -46,15 +48,16 @@ def data_dir() -> Path:
 
     $TTFT_PLANNER_DATA_DIR, else $XDG_DATA_HOME/ttft-planner, else ~/.local/share/ttft-planner.
     """
-    if os.environ.get(DATA_DIR_ENV):
-        return Path(os.environ[DATA_DIR_ENV]).expanduser()
+    configured = settings.DATA_DIR.raw()
+    if configured:
+        return Path(configured).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "ttft-planner"
 
 
 def database_url() -> str:
     """$TTFT_PLANNER_DATABASE_URL, else sqlite:///<data dir>/planner.db."""
-    return os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{data_dir() / 'planner.db'}"
+    return settings.DATABASE_URL.raw() or f"sqlite:///{data_dir() / 'planner.db'}"
 
 
 def redacted(url: str) -> str:
