@@ -8,12 +8,12 @@ reader/writer blocking, NORMAL cuts commits from 7 to 1.9 ms).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
+from filelock import FileLock
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
@@ -122,12 +122,8 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
     path = sqlite_file(engine.url)
     if path is not None:
         lock_path = path.with_suffix(".migrate.lock")
-        with open(lock_path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with FileLock(lock_path):  # flock on POSIX, msvcrt on Windows
+            yield
     else:
         yield  # PostgreSQL: env.py takes a transaction-scoped advisory lock
 
