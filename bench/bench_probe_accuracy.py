@@ -147,7 +147,7 @@ def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[
         ttfts = _fresh_cli_run(url, n)
         parent.send("server_ttft")
         truth = parent.recv()[start:]
-        for k, (client, server) in enumerate(zip(ttfts, truth)):
+        for k, (client, server) in enumerate(zip(ttfts, truth, strict=False)):
             if client is not None and server is not None:
                 (firsts if k == 0 else rest).append(client - server)
     return firsts, rest

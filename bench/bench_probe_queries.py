@@ -85,7 +85,7 @@ def render_ms(data_dir: Path) -> tuple[float, float]:
     os.environ.pop("TTFT_PLANNER_DATABASE_URL", None)
     app = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
     times = []
-    for i in range(4):
+    for _ in range(4):
         st.cache_data.clear()  # every run queries the database (no cached results)
         at = AppTest.from_file(app, default_timeout=60)
         at.switch_page("views/probes.py")
@@ -132,8 +132,8 @@ def main() -> None:
     print(f"{'query':<28}{'7 days med/max ms':>20}{'87 days med/max ms':>22}   target < {TARGET_QUERY_MS:.0f} ms")
     worst = 0.0
     for name, fn in queries.items():
-        w_med, w_max = timed(lambda: fn(week, hi))
-        a_med, a_max = timed(lambda: fn(lo, hi))
+        w_med, w_max = timed(lambda fn=fn: fn(week, hi))
+        a_med, a_max = timed(lambda fn=fn: fn(lo, hi))
         worst = max(worst, w_med, a_med)
         print(f"{name:<28}{w_med:>10.1f} / {w_max:<8.1f}{a_med:>12.1f} / {a_max:<8.1f}")
     print(f"worst median query: {worst:.1f} ms ({'OK' if worst < TARGET_QUERY_MS else 'OVER'} target {TARGET_QUERY_MS:.0f} ms)")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import logging
 import os
+import resource
 import socket
 import subprocess
 import sys

@@ -75,9 +75,10 @@ class Worksheet:
             raise KeyError(key)
         return getattr(self, key)
 
-    def with_figure(self, key: str, figure: Figure) -> "Worksheet":
+    def with_figure(self, key: str, figure: Figure) -> Worksheet:
         """A copy with one figure replaced (a segment, rate, prompt length or cache hit)."""
-        return replace(self, **{key: figure})
+        changes: dict[str, Any] = {key: figure}
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,7 +96,7 @@ class Worksheet:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Worksheet":
+    def from_dict(cls, d: dict[str, Any]) -> Worksheet:
         """Inverse of to_dict; missing keys take defaults, malformed ones raise BudgetError."""
         base = cls()
         try:

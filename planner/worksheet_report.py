@@ -19,7 +19,7 @@ _INPUTS = {
 }
 
 
-def _fmt(value: float, unit: str = "") -> str:
+def _fmt(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, float) and math.isinf(value):

@@ -176,7 +176,7 @@ class CostInputs:
         """Tokens per month at the scaled profile (30.4 days of it)."""
         return sum(self.traffic_tokens_per_hour) * HOURS_PER_MONTH / 24.0
 
-    def validate(self) -> "CostInputs":
+    def validate(self) -> CostInputs:
         """Raise CapacityError naming the first unusable input; return self otherwise."""
         _num("dedicated $/GPU-hour", self.gpu_usd_per_hour)
         _num("overhead $/replica-hour", self.overhead_usd_per_replica_hour)
@@ -199,7 +199,7 @@ class CostInputs:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CostInputs":
+    def from_dict(cls, d: dict[str, Any]) -> CostInputs:
         """Inverse of to_dict; raises CapacityError on a malformed record."""
         try:
             kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
@@ -209,7 +209,7 @@ class CostInputs:
         except (TypeError, ValueError) as exc:
             raise CapacityError(f"cost inputs record is malformed: {exc}") from None
 
-    def replace(self, **changes: Any) -> "CostInputs":
+    def replace(self, **changes: Any) -> CostInputs:
         return replace(self, **changes)
 
 

@@ -188,7 +188,7 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
         sys_exit = 1
         if not as_json:
             click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({ERROR_CLASSES.get(k, '')})"
-                                                                   for k in sorted({s.error_class for s in samples})), err=True)
+                                                                   for k in sorted({str(s.error_class) for s in samples})), err=True)
         raise SystemExit(sys_exit)
 
 
@@ -197,13 +197,14 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
 
     try:
         ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)
+        assert ep.id is not None  # a stored endpoint has an id
         vantage = vantage or ""  # the one default vantage (planner.probes.rtt.default_vantage), as the worker's
         rows, last, prev = [], 0, None
         for s in samples:
             slot = max(s.started_at_ms, last + 1)  # the slot key must be unique within a run
             last = slot
             # idle gap: from the end of the previous sample to this one's start (None for the first)
-            gap = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
+            gap: float | None = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
             prev = s
             rows.append(s.to_row(ep.id, vantage, "manual", slot, idle_gap_ms=gap))
         return insert_samples(engine, rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
@@ -122,7 +123,7 @@ def regions_list(provider, database_url, as_json) -> None:
     items = merge_custom(catalog(), rows.values())
     if provider:
         items = tuple(r for r in items if provider.lower() in r.provider.lower())
-    out = []
+    out: list[dict[str, Any]] = []
     for r in items:
         row = rows.get(r.id)
         out.append({"id": r.id, "provider": r.provider, "name": r.name, "city": r.city, "lat": r.lat, "lon": r.lon,

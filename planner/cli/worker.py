@@ -125,6 +125,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
     if not live:
         click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
                    "the reading starts when one does (ttft-planner worker)", err=True)
+    assert ep.id is not None  # a stored endpoint has an id
     req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
     if not wait:
         click.echo(f"queued cold reading #{req_id} of {ep.name} (idle {idle:g} s)")

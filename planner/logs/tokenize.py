@@ -41,7 +41,7 @@ class TokenCounter:
     _tokenizer: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_tokenizer_json(cls, data: bytes, name: str = "tokenizer.json") -> "TokenCounter":
+    def from_tokenizer_json(cls, data: bytes, name: str = "tokenizer.json") -> TokenCounter:
         """A counter backed by a Hugging Face tokenizer.json.
 
         Raises ValueError when the file is not a tokenizer, RuntimeError when the `tokenizers`

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from planner.provenance import Figure, Source
@@ -110,7 +109,7 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
     return PrefillFit(intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths)
 
 
-def fit_points(samples: Iterable["TtftSample"]) -> tuple[list[tuple[int, float]], str]:
+def fit_points(samples: Iterable[TtftSample]) -> tuple[list[tuple[int, float]], str]:
     """(prompt tokens, TTFT ms) points for the prefill fit, and which token count they use.
 
     The server's own count (usage.prompt_tokens) when it reported one for every successful sample:
@@ -119,5 +118,6 @@ def fit_points(samples: Iterable["TtftSample"]) -> tuple[list[tuple[int, float]]
     """
     ok = [s for s in samples if s.ok]
     if ok and all(s.prompt_tokens for s in ok):
-        return [(s.prompt_tokens, s.ttft_ms) for s in ok], "server-counted"
-    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok], "requested"
+        return [(s.prompt_tokens, s.ttft_ms) for s in ok if s.prompt_tokens and s.ttft_ms is not None], "server-counted"
+    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok
+            if s.prompt_tokens_requested is not None and s.ttft_ms is not None], "requested"

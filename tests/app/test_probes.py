@@ -171,7 +171,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
     at = _page()
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
     assert not at.exception, at.exception
     assert any("hourly rollups" in i.value and "upper bound within ~12%" in i.value and "144 ok samples" in i.value

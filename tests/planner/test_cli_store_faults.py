@@ -3,8 +3,8 @@ PostgreSQL); PostgreSQL-only bad records (long fields, NUL) rejected one by one 
 
 from __future__ import annotations
 
-import sqlite3
 import socket
+import sqlite3
 
 import pytest
 import sqlalchemy as sa

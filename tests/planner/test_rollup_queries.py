@@ -99,7 +99,7 @@ def test_whole_range_hour_of_day_agrees_with_the_raw_samples_within_the_bound(en
     zone = ZoneInfo(tz)
 
     def local_hour(ms):
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone).hour
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).astimezone(zone).hour
 
     by_hour: dict[int, list] = {}
     for r in rows:

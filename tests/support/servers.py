@@ -157,7 +157,7 @@ class ScriptedServer:
             ssl_context.sni_callback = lambda sock, name, ctx: self.sni_names.append(name)
         self._threads: list[threading.Thread] = []
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         t = threading.Thread(target=self._accept_loop, daemon=True)
         t.start()
         self._threads.append(t)

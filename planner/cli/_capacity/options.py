@@ -49,7 +49,7 @@ def model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model,
         return by_key(P.models(), model_key, "model preset", "--model")
     if any(v is None for v in custom):
         raise click.UsageError("give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model")
-    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom):
+    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom, strict=True):
         if v <= 0:
             raise click.BadParameter("must be greater than 0", param_hint=name)
     if need_d_model and not d_model:
