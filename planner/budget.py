@@ -244,7 +244,8 @@ def verdict_text(r: BudgetResult) -> tuple[str, str]:
         shrink = f"Shrink the p95 prompt to {r.max_prompt_tokens_p95:,.0f} tokens (none of it is cached)"
     return (
         "warn",
-        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, but the p95 prompt's {r.uncached_prompt_tokens:,.0f} uncached "
+        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, "
+        f"but the p95 prompt's {r.uncached_prompt_tokens:,.0f} uncached "
         f"tokens need {r.prefill_needed_ms:,.0f} ms. {shrink}, raise the cache-hit rate, or buy a faster prefill.",
     )
 

@@ -90,7 +90,8 @@ def to_markdown(ws: Worksheet) -> str:
     lines += [
         "",
         f"Prefill needed for the p95 prompt: {_fmt(r.prefill_needed_ms, 'ms')} "
-        f"({_fmt(r.uncached_prompt_tokens, 'uncached tokens')}); largest p95 prompt that fits: {_fmt(r.max_prompt_tokens_p95, 'tokens')}.",
+        f"({_fmt(r.uncached_prompt_tokens, 'uncached tokens')}); "
+        f"largest p95 prompt that fits: {_fmt(r.max_prompt_tokens_p95, 'tokens')}.",
         "",
         f"**Verdict ({level}):** {md_text(sentence)}",
         "",

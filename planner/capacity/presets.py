@@ -164,7 +164,8 @@ class TokenMix:
         if min(prompt_tokens, cached_tokens, output_tokens) < 0:
             raise CapacityError("token counts cannot be negative")
         if cached_tokens > prompt_tokens:
-            raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f}); cached tokens are part of the prompt")
+            raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f})"
+                                f"; cached tokens are part of the prompt")
         return cls(prompt_tokens - cached_tokens, cached_tokens, output_tokens, **meta)
 
     @classmethod

@@ -125,7 +125,8 @@ def queue_wait(arrivals_per_hour: float, service_s: float, slots: int, p: float 
     if lam == 0:
         msg = "No traffic: nobody waits; every warm slot is idle cost."
     elif not stable:
-        msg = (f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), so the queue grows without bound. "
+        msg = (f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), "
+               f"so the queue grows without bound. "
                f"You need more than {math.floor(a)} slots.")
     else:
         msg = (f"{c:.1%} of requests wait for a slot; queue-wait {label} {q:,.1f} s, mean {mean:,.1f} s "
@@ -190,7 +191,8 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
 
     Traffic is a request trace (arrival_ms, UTC epoch ms: trace-driven) or a Poisson rate (arrivals_per_hour).
     Columns: option, window_s, cold_fraction, warm_hours_per_day, idle_gpu_hours_per_day (warm but serving
-    nothing, × gpus_per_replica), keep_warm_usd_per_month, p95_ttft_ms, cold_in_p95. The last row is an always-warm replica (min_replicas = 1). Raises CapacityError on bad input.
+    nothing, × gpus_per_replica), keep_warm_usd_per_month, p95_ttft_ms, cold_in_p95.
+    The last row is an always-warm replica (min_replicas = 1). Raises CapacityError on bad input.
     """
     if (arrival_ms is None) == (arrivals_per_hour is None):
         raise CapacityError("give either a request trace or an arrival rate, not both")

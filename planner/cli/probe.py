@@ -243,7 +243,8 @@ def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored
                    + (f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
                       if s["buffered"] else ""))
         if s["server_prompt_tokens_p50"] is not None:
-            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} prompt tokens (p50) for {L:,} requested")
+            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} "
+                       f"prompt tokens (p50) for {L:,} requested")
     if fit is not None:
         click.echo(fit.describe() + f" ({basis} tokens)")
     elif len(lengths) >= 2:

@@ -1,4 +1,5 @@
-"""`ttft-planner rtt` (server-side RTT probe) and `ttft-planner regions add|list|remove` (the catalog and custom targets)."""
+"""`ttft-planner rtt` (server-side RTT probe)
+and `ttft-planner regions add|list|remove` (the catalog and custom targets)."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
                    "error_classes": RTT_ERROR_CLASSES})
     else:
-        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({'direct' if proxy is None else 'via proxy ' + redact_url(proxy)}):")
+        route = "direct" if proxy is None else "via proxy " + redact_url(proxy)
+        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({route}):")
         _print_table(results, {r.id for r in regions if r.anycast})
     if results and all(not r.ok for r in results):
         raise SystemExit(1)

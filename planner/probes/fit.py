@@ -68,11 +68,13 @@ class PrefillFit:
         return "poor"
 
     def describe(self) -> str:
-        """One line, e.g. 'prefill 0.25 ms/token (250 ms per 1K tokens, 4,000 tokens/s), intercept 40 ms, r²=0.98, n=40: good'."""
+        """One line, e.g. 'prefill 0.25 ms/token (250 ms per 1K tokens, 4,000 tokens/s),
+        intercept 40 ms, r²=0.98, n=40: good'."""
         rate = self.prefill_tokens_per_s
         se = "" if self.slope_se_ms_per_token is None else f" ± {self.slope_se_ms_per_token * 1000:,.1f}"
         rate_txt = f", {rate:,.0f} tokens/s" if rate else ""
-        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; intercept {self.intercept_ms:,.1f} ms; "
+        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; "
+                f"intercept {self.intercept_ms:,.1f} ms; "
                 f"r²={self.r2:.3f}; n={self.n} at {', '.join(str(x) for x in self.lengths)} tokens: {self.quality}")
 
     def to_figure(self, detail: str = "", measured_at_ms: int | None = None) -> Figure:

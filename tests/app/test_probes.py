@@ -137,7 +137,8 @@ def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
     monkeypatch.delenv("PROBES_PAGE_KEY", raising=False)
     eng, ep = _seed(api_key_env="PROBES_PAGE_KEY")
     with eng.begin() as c:
-        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, consecutive_failures, updated_at_ms) "
+        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, "
+                          "consecutive_failures, updated_at_ms) "
                           "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"), {"e": ep.id})
     lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
     at = _page()

@@ -45,7 +45,8 @@ def _samples(eng, endpoint_id: int) -> list[tuple[int, float]]:
     """(started_at_ms, ttft_ms) of every sample (successful scheduled/manual probe) of an endpoint."""
     with eng.connect() as c:
         return [(int(t), float(v)) for t, v in c.execute(sa.text(
-            "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e AND ok AND ttft_ms IS NOT NULL "
+            "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e "
+            "AND ok AND ttft_ms IS NOT NULL "
             "AND kind IN ('scheduled', 'manual')"), {"e": endpoint_id})]
 
 

@@ -50,7 +50,8 @@ def _seed(engine, *, step=STEP, low_ms=False, seed=7):
 
 
 def _model(rows, cutoff, p):
-    """What the merge must give: raw values as they are, rolled-up ones at their bucket's upper edge, clamped to the max."""
+    """What the merge must give: raw values as they are,
+    rolled-up ones at their bucket's upper edge, clamped to the max."""
     ok = [r for r in rows if r.ok]
     vals = sorted(r.ttft_ms if r.started_at_ms >= cutoff else bucket_upper_ms(bucket_index(r.ttft_ms)) for r in ok)
     return min(percentile(vals, p).value, max(r.ttft_ms for r in ok))

@@ -47,7 +47,8 @@ def self_signed_cert(directory, host: str = "localhost") -> tuple[str, str]:
 
 
 class StartClock:
-    """A perf_counter_ns clock for probe_once's `clock_ns` seam that remembers its first reading (the sample's start)."""
+    """A perf_counter_ns clock for probe_once's `clock_ns` seam
+    that remembers its first reading (the sample's start)."""
 
     def __init__(self) -> None:
         self.start_ns: int | None = None
