@@ -19,7 +19,6 @@ scheduling an endpoint).
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 import tomllib
@@ -33,6 +32,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from planner import settings
 from planner.secrets_file import lookup_key
 from planner.store.engine import session
 from planner.store.faults import STORE_FAILURES, describe
@@ -64,7 +64,7 @@ __all__ = [
     "validate",
 ]
 
-MIN_INTERVAL_ENV = "TTFT_PLANNER_MIN_INTERVAL_S"
+MIN_INTERVAL_ENV = settings.MIN_INTERVAL_S.name
 #: field → (lowest, highest) accepted; the interval's lower bound is min_interval_s() (below).
 NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
     "interval_s": (0.0, 7 * 86400.0),
@@ -117,7 +117,7 @@ class EndpointNotFound(KeyError):
 
 def min_interval_s() -> float:
     """The smallest accepted probe interval (s): 10, or $TTFT_PLANNER_MIN_INTERVAL_S (≥ 0.2) for tests."""
-    raw = os.environ.get(MIN_INTERVAL_ENV)
+    raw = settings.MIN_INTERVAL_S.raw()
     if not raw:
         return PRODUCT_MIN_INTERVAL_S
     try:

@@ -79,7 +79,7 @@ with st.expander("Cost assumptions and equivalence margin"):
     st.caption("Traffic and token mix come from " + ("the Capacity & cost page's inputs." if cost_inputs else
                "typed defaults (fill in the Capacity & cost page to use your traffic)."))
     typed = {}
-    for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos):
+    for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos, strict=False):
         price = col.number_input(f"{md_text(info.name)} \\$/1M tokens", min_value=0.0, value=None, step=0.05, key=f"cmp_price_{info.name}",
                                  help="Blended price; empty = matching price preset, else the Capacity page's price.")
         if price is not None:

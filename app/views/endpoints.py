@@ -9,7 +9,6 @@ import streamlit as st
 from app import viewer
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
-from planner.untrusted import md_text
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -24,11 +23,12 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
-from planner.store.worker import endpoint_statuses
-from planner.worker import lease
-from planner.worker.state import worker_report
 from planner.probes.rtt import default_vantage
+from planner.store.worker import endpoint_statuses
+from planner.untrusted import md_text
+from planner.worker import lease
 from planner.worker.cold import keeps_itself_warm
+from planner.worker.state import worker_report
 
 st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "

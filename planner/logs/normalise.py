@@ -194,7 +194,7 @@ def read_logs(
     sizes = [len(src[1]) if isinstance(src, tuple) else file_size(Path(src)) for src in sources]
     total = max(sum(sizes), 1)
     done = 0
-    for source, size in zip(sources, sizes):
+    for source, size in zip(sources, sizes, strict=True):
         label = source[0] if isinstance(source, tuple) else Path(source).name
         tick = None
         if progress:

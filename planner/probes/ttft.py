@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from planner.probes.errors import RETRYABLE_CLASSES, MissingApiKey, ProbeFault, backoff_s, class_for_status, parse_retry_after, scrub
+from planner.probes.errors import (
+    RETRYABLE_CLASSES,
+    MissingApiKey,
+    ProbeFault,
+    backoff_s,
+    class_for_status,
+    parse_retry_after,
+    scrub,
+)
 from planner.probes.prompts import build_prompt, new_nonce
 from planner.probes.protocols import PROTOCOLS, build_request, interpret, request_url
 from planner.probes.sse import SseLineTooLong, SseParser
@@ -126,7 +134,7 @@ class TtftSample:
         """Plain dict (JSON-ready)."""
         return asdict(self)
 
-    def to_row(self, endpoint_id: int, vantage: str, kind: str, scheduled_at_ms: int, idle_gap_ms: float | None = None) -> "ProbeSampleRow":
+    def to_row(self, endpoint_id: int, vantage: str, kind: str, scheduled_at_ms: int, idle_gap_ms: float | None = None) -> ProbeSampleRow:
         """A ProbeSampleRow for the store; `kind` is one of SAMPLE_KINDS (scheduled, manual, cold, warm, skipped)."""
         from planner.store.probes import SAMPLE_KINDS, ProbeSampleRow
 
@@ -172,7 +180,7 @@ def _proxy_for(url: str) -> str | None:
     proxy = proxies.get(parsed.scheme) or proxies.get("all")
     if not proxy:
         return None
-    if urllib.request.proxy_bypass_environment(parsed.host, proxies):
+    if urllib.request.proxy_bypass_environment(parsed.host, proxies):  # type: ignore[attr-defined]  # not in typeshed
         return None
     return proxy
 
@@ -245,7 +253,7 @@ async def _run_attempt(
             sample.dns_ms = (clock_ns() - t) / 1e6
             # IPv4 first when the name has both: "localhost" → ::1 would miss a server bound to 127.0.0.1.
             infos.sort(key=lambda i: i[0] != socket.AF_INET)
-            ip = infos[0][4][0]
+            ip = str(infos[0][4][0])
         send_url = parsed.copy_with(host=ip)
         headers["Host"] = parsed.netloc.decode("ascii")
         if parsed.scheme == "https":
@@ -369,7 +377,7 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                                        "reasoning or tool-call token", status_code=status)
     # Buffered: a proxy or server that holds the stream delivers every token in one read,
     # or the tokens' spread is a sliver of the time it took to get the first one.
-    if token_events >= 4:
+    if token_events >= 4 and last_token_ns is not None:
         spread_ns = last_token_ns - first_token_ns
         sample.buffered = len(token_reads) == 1 or spread_ns < 0.02 * (last_token_ns - att.t0_ns)
 
@@ -422,7 +430,7 @@ async def probe_once(
                         cached_series=target.cached, proxy=_redact_proxy(proxy) if proxy else None)
     prompt = build_prompt(target.prompt_tokens, None if target.cached else new_nonce())
     own = client is None
-    if own:
+    if client is None:
         timeout = httpx.Timeout(target.timeout_s)
         client = httpx.AsyncClient(trust_env=False, proxy=proxy, timeout=timeout, verify=_shared_ssl_context(),
                                    limits=httpx.Limits(max_keepalive_connections=0))

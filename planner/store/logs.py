@@ -110,7 +110,7 @@ def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | No
         [None if math.isnan(v) else v for v in ttft.tolist()],
         [None if math.isnan(v) else v for v in dur.tolist()],
     )
-    return [(upload_id, *vals) for vals in zip(*cols)]
+    return [(upload_id, *vals) for vals in zip(*cols, strict=True)]
 
 
 _INSERT_COLS = ("upload_id", "source", "ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
@@ -124,7 +124,7 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
             for row in rows:
                 copy.write_row(row)
         return
-    conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r)) for r in rows])
+    conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r, strict=True)) for r in rows])
 
 
 def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
@@ -187,7 +187,7 @@ def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
         parts: dict[str, list[np.ndarray]] = {c: [] for c in _DATA_COLUMNS}
         shared: dict[str, str] = {}
         while chunk := result.fetchmany(_CHUNK_ROWS):  # columns a chunk at a time: no list of millions of rows
-            cols = dict(zip(_DATA_COLUMNS, zip(*chunk)))
+            cols = dict(zip(_DATA_COLUMNS, zip(*chunk, strict=True), strict=True))
             for c in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens"):
                 parts[c].append(np.asarray(cols[c], dtype=np.int64))
             for c in ("ttft_ms", "duration_ms"):
