@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from planner.probes.protocols import PROTOCOLS
 from planner.secrets_file import lookup_key
 from planner.store.engine import session
 from planner.store.faults import STORE_FAILURES, describe
@@ -75,7 +76,6 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
 }
 PRODUCT_MIN_INTERVAL_S = 10.0
 ABSOLUTE_MIN_INTERVAL_S = 0.2
-PROTOCOLS = ("openai-chat", "openai-completions", "anthropic")
 CONNECTION_POLICIES = ("fresh", "keep-alive")
 SIMULATED_NAME = "simulated"
 
@@ -97,6 +97,7 @@ EDITABLE_FIELDS: dict[str, tuple[type, Any]] = {
     "enabled": (bool, True),
     "vantage": (str, ""),
 }
+_DEFAULT_CREDENTIALS = {"bedrock": "AWS credential chain", "vertex": "Application Default Credentials"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -222,9 +223,10 @@ def endpoint_problem(row: EndpointRow) -> str | None:
 
 def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
     """'no key needed', 'key set' or 'key missing' (api_key_env names no value in the environment or a
-    Streamlit secrets file; with `env`, only that mapping is consulted)."""
+    Streamlit secrets file; with `env`, only that mapping is consulted). Without a variable, a Bedrock endpoint
+    says 'AWS credential chain' and a Vertex one 'Application Default Credentials' (looked up when probing)."""
     if not row.api_key_env:
-        return "no key needed"
+        return _DEFAULT_CREDENTIALS.get(row.protocol, "no key needed")
     if env is not None:
         return "key set" if env.get(row.api_key_env) else "key missing"
     return "key set" if lookup_key(row.api_key_env) else "key missing"
