@@ -59,6 +59,7 @@ __all__ = [
     "get_endpoint",
     "import_toml",
     "key_status",
+    "key_status_for",
     "list_endpoints",
     "min_interval_s",
     "remove_endpoint",
@@ -225,11 +226,16 @@ def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
     """'no key needed', 'key set' or 'key missing' (api_key_env names no value in the environment or a
     Streamlit secrets file; with `env`, only that mapping is consulted). Without a variable, a Bedrock endpoint
     says 'AWS credential chain' and a Vertex one 'Application Default Credentials' (looked up when probing)."""
-    if not row.api_key_env:
-        return _DEFAULT_CREDENTIALS.get(row.protocol, "no key needed")
+    return key_status_for(row.api_key_env, row.protocol, env)
+
+
+def key_status_for(api_key_env: str, protocol: str, env: Mapping[str, str] | None = None) -> str:
+    """key_status for an endpoint not stored yet (a form, a catalog row): the same answers."""
+    if not api_key_env:
+        return _DEFAULT_CREDENTIALS.get(protocol, "no key needed")
     if env is not None:
-        return "key set" if env.get(row.api_key_env) else "key missing"
-    return "key set" if lookup_key(row.api_key_env) else "key missing"
+        return "key set" if env.get(api_key_env) else "key missing"
+    return "key set" if lookup_key(api_key_env) else "key missing"
 
 
 def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str | None = None) -> list[EndpointRow]:
