@@ -25,10 +25,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_probe_accuracy import FIRST_CONTENT_DELAY_S, TOKENS, _abs_summary, _new_loop  # noqa: E402
-from planner.probes.ttft import ProbeTarget, probe_once  # noqa: E402
-from tests.support.cloud_streams import bedrock_event, gemini_chunk, responses_event  # noqa: E402
-from tests.support.servers import Script, ScriptedServer, StartClock, Step, chat_chunk, sse, usage_chunk  # noqa: E402
+from bench.bench_probe_accuracy import (
+    FIRST_CONTENT_DELAY_S,
+    TOKENS,
+    _abs_summary,
+    _new_loop,
+)
+from planner.probes.ttft import ProbeTarget, probe_once
+from tests.support.cloud_streams import bedrock_event, gemini_chunk, responses_event
+from tests.support.servers import (
+    Script,
+    ScriptedServer,
+    StartClock,
+    Step,
+    chat_chunk,
+    sse,
+    usage_chunk,
+)
 
 GAP_S = 0.002
 _CREDS = {"AWS_ACCESS_KEY_ID": "AKIDBENCH", "AWS_SECRET_ACCESS_KEY": "bench-secret", "AWS_REGION": "eu-central-1",
@@ -55,12 +68,13 @@ def _script(path: str) -> Script:
         return Script(headers={"Content-Type": "application/vnd.amazon.eventstream"}, steps=_steps(
             [bedrock_event("messageStart", role="assistant")],
             lambda i: bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": f" w{i}"}),
-            bedrock_event("messageStop", stopReason="max_tokens") + bedrock_event("metadata", metrics={"latencyMs": 9})))
+            bedrock_event("messageStop", stopReason="max_tokens")
+            + bedrock_event("metadata", metrics={"latencyMs": 9})))
     lead = [sse(chat_chunk({"role": "assistant", "content": ""}))]
     if "/openai/" in path:  # Azure's metadata-only first chunk
         lead.insert(0, sse({"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}))
-    return Script(steps=_steps(lead, lambda i: sse(chat_chunk({"content": f" w{i}"})),
-                               sse(chat_chunk({}, finish="length")) + sse(usage_chunk(50, TOKENS)) + b"data: [DONE]\n\n"))
+    tail = sse(chat_chunk({}, finish="length")) + sse(usage_chunk(50, TOKENS)) + b"data: [DONE]\n\n"
+    return Script(steps=_steps(lead, lambda i: sse(chat_chunk({"content": f" w{i}"})), tail))
 
 
 def _server_process(conn, ready) -> None:
@@ -132,8 +146,9 @@ def main() -> int:
               f"{r['p99_abs_error_ms']:>13.3f} {r['max_abs_error_ms']:>8.3f}")
     base = results[names[0]]["p99_abs_error_ms"]
     ok = all(r["failed"] == 0 and r["p99_abs_error_ms"] <= max(3.0, base + 1.0) for r in results.values())
+    loaded = "" if load < (os.cpu_count() or 1) else " (machine loaded: re-run when idle)"
     print(f"target every protocol p99 within 3 ms (or the baseline's + 1 ms on a loaded machine): "
-          f"{'met' if ok else 'NOT met'}{'' if load < (os.cpu_count() or 1) else ' (machine loaded: re-run when idle)'}")
+          f"{'met' if ok else 'NOT met'}{loaded}")
     return 0
 
 

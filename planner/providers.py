@@ -134,7 +134,7 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
                                     str(spec.get("help", ""))))
     unknown = set(_PLACEHOLDER.findall(e["base_url"])) - {"region", "model"} - {p.name for p in params}
     if unknown:
-        raise CatalogError(f"{where}: base_url uses {{{sorted(unknown)[0]}}}, which no [provider.params] defines")
+        raise CatalogError(f"{where}: base_url uses {{{min(unknown)}}}, which no [provider.params] defines")
     return ProviderEntry(
         key=e["key"], provider=e["provider"], protocol=e["protocol"], base_url=e["base_url"], key_env=key_env,
         models=tuple(models), default_region=default_region, front_door=e["front_door"],
@@ -143,7 +143,8 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
     )
 
 
-def parse_catalog(data: Mapping[str, Any], region_ids: Iterable[str], price_keys: Iterable[str]) -> tuple[ProviderEntry, ...]:
+def parse_catalog(data: Mapping[str, Any], region_ids: Iterable[str],
+                  price_keys: Iterable[str]) -> tuple[ProviderEntry, ...]:
     """Validate a parsed providers TOML document ({"provider": [...]}) against the region ids and price keys
     that exist; raises CatalogError naming the row and field (missing source/as-of, an unknown region or price
     reference, an unknown protocol, a template name nothing defines, a duplicate key)."""
@@ -219,7 +220,7 @@ def endpoint_fields(entry: ProviderEntry, model: str, region: str | None = None,
         values[p.name] = value
     unknown = set(params or {}) - {p.name for p in entry.params}
     if unknown:
-        raise CatalogError(f"{entry.key} has no parameter {sorted(unknown)[0]!r}; its parameters: "
+        raise CatalogError(f"{entry.key} has no parameter {min(unknown)!r}; its parameters: "
                            f"{', '.join(p.name for p in entry.params) or 'none'}")
     base_url = _PLACEHOLDER.sub(lambda m: values[m.group(1)], entry.base_url)
     name = "-".join(s for s in (entry.key, _slug(model.rsplit("/", 1)[-1]), _slug(region or "")) if s)[:120]

@@ -9,7 +9,6 @@ import streamlit as st
 from app import viewer
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
-from planner.untrusted import md_text
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -25,12 +24,13 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
+from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.store.worker import endpoint_statuses
+from planner.untrusted import md_text
 from planner.worker import lease
-from planner.worker.state import worker_report
-from planner.probes.rtt import default_vantage
 from planner.worker.cold import keeps_itself_warm
+from planner.worker.state import worker_report
 
 st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
@@ -155,7 +155,8 @@ def _fill_from_catalog() -> None:
     entry = find_provider(ss.cat_provider)
     params = {p.name: ss.get(f"cat_param_{entry.key}_{p.name}", "") for p in entry.params}
     try:
-        fields = endpoint_fields(entry, ss.cat_model, ss.get("cat_region") or None, {k: v for k, v in params.items() if v})
+        given = {k: v for k, v in params.items() if v}
+        fields = endpoint_fields(entry, ss.cat_model, ss.get("cat_region") or None, given)
     except CatalogError as exc:
         ss.cat_error = str(exc)
         return
@@ -171,7 +172,8 @@ def _catalog_picker() -> None:
     key = c[0].selectbox("From the provider catalog", list(entries), key="cat_provider",
                          format_func=lambda k: entries[k].provider)
     entry = entries[key]
-    c[1].selectbox("Model", entry.models, key="cat_model", help="The catalog's model ids; edit the form to use another.")
+    c[1].selectbox("Model", entry.models, key="cat_model",
+                   help="The catalog's model ids; edit the form to use another.")
     if entry.regions:
         c[2].selectbox("Region", list(entry.regions), key="cat_region",
                        index=list(entry.regions).index(entry.default_region))

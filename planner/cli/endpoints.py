@@ -21,7 +21,13 @@ from planner.endpoints import (
     remove_endpoint,
 )
 from planner.probes.protocols import PROTOCOLS
-from planner.providers import CatalogError, catalog, endpoint_fields, find_provider, parse_spec
+from planner.providers import (
+    CatalogError,
+    catalog,
+    endpoint_fields,
+    find_provider,
+    parse_spec,
+)
 
 __all__ = ["COMMANDS"]
 

@@ -4,7 +4,8 @@ base_url is `https://bedrock-runtime.{region}.amazonaws.com`. Authentication, in
 a Bedrock API key in the variable api_key_env names (e.g. AWS_BEARER_TOKEN_BEDROCK; sent as
 `Authorization: Bearer`), else SigV4 with botocore's signer and the standard AWS credential chain
 (environment, AWS_PROFILE / shared files, SSO, container and instance roles), resolved before the
-sample's clock starts. The signing region is the URL's, else the chain's (AWS_REGION, AWS_DEFAULT_REGION or the profile's).
+sample's clock starts. The signing region is the URL's, else the chain's (AWS_REGION, AWS_DEFAULT_REGION
+or the profile's).
 
 The response (`application/vnd.amazon.eventstream`) is decoded with botocore's EventStreamBuffer.
 What counts: `messageStart` (role only) is not the first event; `contentBlockStart` is the first event
@@ -16,6 +17,7 @@ is a fault of the matching retryable class.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -24,8 +26,17 @@ from urllib.parse import quote, urlsplit
 
 from planner.probes.errors import MissingApiKey, ProbeFault
 
-__all__ = ["CONTENT_TYPE", "EventStreamDecoder", "MissingAwsCredentials", "build_body", "interpret_message",
-           "request_url", "sigv4_signer", "signing_region"]
+__all__ = [
+    "CONTENT_TYPE",
+    "EventStreamDecoder",
+    "MissingAwsCredentials",
+    "build_body",
+    "interpret_message",
+    "preload",
+    "request_url",
+    "signing_region",
+    "sigv4_signer",
+]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 SERVICE = "bedrock"
@@ -41,6 +52,12 @@ class MissingAwsCredentials(MissingApiKey):
         self.env_name = ""
         Exception.__init__(self, f"no AWS credentials: {why} (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
                                  "AWS_PROFILE, or name a Bedrock API key variable)")
+
+
+def preload() -> None:
+    """Import botocore's event-stream decoder and signer (tens of ms) before a sample's clock starts."""
+    for name in ("botocore.auth", "botocore.eventstream"):
+        importlib.import_module(name)
 
 
 def request_url(base_url: str, model: str) -> str:
@@ -119,7 +136,8 @@ def _payload(msg) -> dict:
     try:
         obj = json.loads(msg.payload) if msg.payload else {}
     except ValueError:
-        raise ProbeFault("bad_json", f"an event-stream frame's payload is not valid JSON: {msg.payload[:80]!r}") from None
+        raise ProbeFault("bad_json", f"an event-stream frame's payload is not valid JSON: "
+                                     f"{msg.payload[:80]!r}") from None
     if not isinstance(obj, dict):
         raise ProbeFault("bad_json", f"an event-stream frame's payload is JSON but not an object: {msg.payload[:80]!r}")
     return obj

@@ -100,8 +100,10 @@ def build_request(protocol: str, model: str, prompt: str, max_tokens: int, api_k
         if protocol == "bedrock":
             headers["Accept"] = bedrock.CONTENT_TYPE
         if api_key:
-            headers.update({"x-goog-api-key": api_key} if protocol == "gemini" else {"Authorization": f"Bearer {api_key}"})
-        body = bedrock.build_body(prompt, max_tokens) if protocol == "bedrock" else gemini.build_body(prompt, max_tokens)
+            auth = {"x-goog-api-key": api_key} if protocol == "gemini" else {"Authorization": f"Bearer {api_key}"}
+            headers.update(auth)
+        build = bedrock.build_body if protocol == "bedrock" else gemini.build_body
+        body = build(prompt, max_tokens)
         return headers, body
     if protocol == "azure-openai":
         headers.update(azure.auth_headers(api_key))
@@ -257,6 +259,8 @@ def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | No
 
     Called before a sample's clock starts (credential look-ups can take a while). Raises MissingApiKey
     (naming what is missing, never a value) when the cloud's default credentials are not there."""
+    if protocol == "bedrock":
+        bedrock.preload()  # botocore's decoder imported now, not between the response headers and the first frame
     if api_key:
         return api_key, None
     if protocol == "vertex":

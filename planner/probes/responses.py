@@ -55,7 +55,9 @@ def interpret_event(event: str, data: str, info) -> None:
         raise _fault(kind, obj.get("code"), obj.get("message"))
     if kind == "response.failed":
         err = (obj.get("response") or {}).get("error") or {}
-        raise _fault(kind, err.get("code") if isinstance(err, dict) else "", err.get("message") if isinstance(err, dict) else err)
+        if not isinstance(err, dict):
+            err = {"message": err}
+        raise _fault(kind, err.get("code"), err.get("message"))
     if kind in _FIRST_EVENTS:
         info.is_first_event = True
     elif kind in TOKEN_EVENTS:
