@@ -45,17 +45,25 @@ def build_body(prompt: str, max_tokens: int) -> dict:
             "generationConfig": {"maxOutputTokens": max_tokens, "temperature": 0}}
 
 
+_adc: list = []  # the process's Application Default Credentials once found (refreshed when expired)
+
+
 def adc_token() -> str | None:
     """An access token from Application Default Credentials, or None when google-auth is not installed or
-    finds no credentials (the caller reports that as an auth failure)."""
+    finds no credentials (the caller reports that as an auth failure). The credentials are looked up once per
+    process and refreshed only when their token has expired."""
     try:
         import google.auth  # type: ignore[import-not-found]
         import google.auth.transport.requests  # type: ignore[import-not-found]
     except ImportError:
         return None
     try:
-        creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-        creds.refresh(google.auth.transport.requests.Request())
+        if not _adc:
+            creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+            _adc.append(creds)
+        creds = _adc[0]
+        if not creds.valid:
+            creds.refresh(google.auth.transport.requests.Request())
     except Exception:  # noqa: BLE001 - any ADC failure is "no credentials" to the user
         return None
     return getattr(creds, "token", None)
