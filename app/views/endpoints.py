@@ -19,11 +19,13 @@ from planner.endpoints import (
     export_toml,
     import_toml,
     key_status,
+    key_status_for,
     list_endpoints,
     min_interval_s,
     remove_endpoint,
 )
 from planner.probes.rtt import default_vantage
+from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.store.worker import endpoint_statuses
 from planner.untrusted import md_text
 from planner.worker import lease
@@ -144,7 +146,55 @@ def _form(prefix: str, e=None) -> dict:
     return out
 
 
+_FORM_KEYS = {"name": "add_name", "provider": "add_provider", "region": "add_region", "base_url": "add_base_url",
+              "model": "add_model", "api_key_env": "add_key", "protocol": "add_protocol"}
+
+
+def _fill_from_catalog() -> None:
+    """Button callback: put the picked catalog row's fields into the add form (runs before the form is drawn)."""
+    entry = find_provider(ss.cat_provider)
+    params = {p.name: ss.get(f"cat_param_{entry.key}_{p.name}", "") for p in entry.params}
+    try:
+        given = {k: v for k, v in params.items() if v}
+        fields = endpoint_fields(entry, ss.cat_model, ss.get("cat_region") or None, given)
+    except CatalogError as exc:
+        ss.cat_error = str(exc)
+        return
+    for name, key in _FORM_KEYS.items():
+        ss[key] = fields[name]
+    ss.endpoints_flash = f"Filled the form from the catalog: {md_text(entry.provider)} · {md_text(fields['model'])}."
+
+
+def _catalog_picker() -> None:
+    """Pick provider, model and region from assets/providers.toml; the key variable shows present/missing at once."""
+    entries = {p.key: p for p in catalog()}
+    c = st.columns(3)
+    key = c[0].selectbox("From the provider catalog", list(entries), key="cat_provider",
+                         format_func=lambda k: entries[k].provider)
+    entry = entries[key]
+    c[1].selectbox("Model", entry.models, key="cat_model",
+                   help="The catalog's model ids; edit the form to use another.")
+    if entry.regions:
+        c[2].selectbox("Region", list(entry.regions), key="cat_region",
+                       index=list(entry.regions).index(entry.default_region))
+    else:
+        ss.cat_region = ""
+    for p in entry.params:
+        st.text_input(p.help or p.name, key=f"cat_param_{entry.key}_{p.name}",
+                      placeholder=f"from ${p.env}" if p.env else p.default,
+                      help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""))
+    status = key_status_for(entry.key_env, entry.protocol)
+    shown = {"key set": "present", "key missing": "missing"}.get(status, status)
+    key_line = f"Key variable `{entry.key_env}`: **{shown}**" if entry.key_env else f"Credentials: {shown}"
+    st.caption(f"{key_line} · {entry.front_door} front door · {md_text(entry.scale_to_zero)} "
+               f"· source: {md_text(entry.source)}, as of {entry.as_of}")
+    st.button("Fill the form", key="cat_fill", on_click=_fill_from_catalog, icon=":material/input:")
+    if "cat_error" in ss:
+        st.error(md_text(ss.pop("cat_error")))
+
+
 with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
+    _catalog_picker()
     with st.form("add_endpoint", clear_on_submit=False):
         values = _form("add")
         if st.form_submit_button("Add endpoint", type="primary"):
