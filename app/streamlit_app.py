@@ -25,6 +25,7 @@ PAGES = [
     ("compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("whatif.py", "What-if", ":material/query_stats:", "whatif"),
     ("sweep.py", "Load sweep", ":material/trending_up:", "sweep"),
+    ("alerts.py", "Alerts", ":material/notifications:", "alerts"),
 ]
 
 pages = [

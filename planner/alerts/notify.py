@@ -55,7 +55,7 @@ class Notice:
 
 
 def format_value(kind: AlertKind, v: float | None) -> str:
-    if v is None:
+    if v is None or v != v:  # None or NaN (a missing cell read back through pandas)
         return "no data"
     if kind is AlertKind.ERROR_RATE_OVER:
         return f"{v:.1%}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-__all__ = ["AlertKind", "AlertState", "Observation", "Rule", "SeriesStatus", "Transition", "step"]
+__all__ = ["AlertKind", "AlertState", "Observation", "Rule", "SeriesStatus", "Transition", "build_rule", "step"]
 
 
 class AlertKind(StrEnum):
@@ -119,3 +119,37 @@ def step(rule: Rule, prev: SeriesStatus, obs: Observation, now_ms: int) -> tuple
     if now_ms - since >= rule.for_s * 1000:
         return SeriesStatus(AlertState.FIRING, now_ms, obs.value, obs.n), Transition.FIRING
     return SeriesStatus(AlertState.PENDING, since, obs.value, obs.n), None
+
+
+def build_rule(name: str, kind: AlertKind | str, *, threshold: float | None, window_min: float, for_min: float,
+               min_n: int, clear_margin_pct: float = 10.0, endpoint_id: int | None = None, interaction: str = "",
+               targets_ms: dict[str, float] | None = None, webhook_env: str = "", webhook_format: str = "json",
+               email_to: str = "") -> Rule:
+    """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
+    with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction."""
+    kind = AlertKind(kind)
+    name = name.strip()
+    if not name:
+        raise ValueError("the rule needs a name")
+    if interaction:
+        targets_ms = targets_ms or {}
+        if kind is not AlertKind.P95_OVER:
+            raise ValueError("an interaction type sets a p95 target: use it with the p95_over kind")
+        if interaction not in targets_ms:
+            raise ValueError(f"unknown interaction type {interaction!r}; known: {', '.join(targets_ms)}")
+        threshold = threshold if threshold is not None else targets_ms[interaction]
+    if kind is AlertKind.NO_SUCCESS:
+        threshold = window_min
+    if threshold is None or not threshold > 0:
+        raise ValueError(f"threshold: give a number > 0 for {kind.value}"
+                         + (" (or an interaction type)" if kind is AlertKind.P95_OVER else ""))
+    if kind is AlertKind.ERROR_RATE_OVER:
+        if threshold >= 100:
+            raise ValueError(f"threshold {threshold:g} %: an error rate is below 100 %")
+        threshold /= 100.0
+    if webhook_env and not webhook_env.replace("_", "").isalnum():
+        raise ValueError(f"webhook variable {webhook_env!r}: give the NAME of an environment variable, not the URL")
+    return Rule(name=name, kind=kind, threshold=float(threshold), window_s=window_min * 60, for_s=for_min * 60,
+                min_n=int(min_n), clear_margin=clear_margin_pct / 100, endpoint_id=endpoint_id,
+                interaction=interaction, webhook_env=webhook_env.strip(), webhook_format=webhook_format,
+                email_to=email_to.strip())

@@ -8,7 +8,7 @@ import click
 
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
-from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition
+from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.endpoints import EndpointNotFound, get_endpoint
 from planner.presets import interactions
@@ -60,7 +60,6 @@ def alerts() -> None:
 def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, min_n, clear_margin_pct, webhook_env,
             webhook_format, email_to, database_url) -> None:
     """Add a rule NAME."""
-    kind = AlertKind(kind)
     engine = open_engine(database_url)
     endpoint_id = None
     if endpoint:
@@ -68,30 +67,15 @@ def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, m
             endpoint_id = get_endpoint(engine, endpoint).id
         except EndpointNotFound as exc:
             fail(str(exc.args[0]), 2)
-    if interaction:
-        targets = {i.key: i.target_p95_ms for i in interactions()}
-        if kind is not AlertKind.P95_OVER:
-            fail("--interaction sets a p95 target: use it with --kind p95_over", 2)
-        if interaction not in targets:
-            fail(f"unknown interaction type {interaction!r}; known: {', '.join(targets)}", 2)
-        threshold = threshold if threshold is not None else targets[interaction]
-    if kind is AlertKind.NO_SUCCESS:
-        threshold = window_min
-    if threshold is None:
-        fail(f"--threshold is required for --kind {kind.value}"
-             + (" (or give --interaction)" if kind is AlertKind.P95_OVER else ""), 2)
-    if kind is AlertKind.ERROR_RATE_OVER:
-        if threshold >= 100:
-            fail(f"--threshold {threshold:g} %: an error rate is below 100 %", 2)
-        threshold /= 100.0
-    if not webhook_env and not email_to:
+    try:
+        rule = build_rule(name, kind, threshold=threshold, window_min=window_min, for_min=for_min, min_n=min_n,
+                          clear_margin_pct=clear_margin_pct, endpoint_id=endpoint_id, interaction=interaction or "",
+                          targets_ms={i.key: i.target_p95_ms for i in interactions()}, webhook_env=webhook_env,
+                          webhook_format=webhook_format, email_to=email_to)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    if not rule.webhook_env and not rule.email_to:
         click.echo("note: no --webhook-env or --email: the rule's state shows on the Alerts page only", err=True)
-    rule = Rule(name=name.strip(), kind=kind, threshold=float(threshold), window_s=window_min * 60,
-                for_s=for_min * 60, min_n=min_n, clear_margin=clear_margin_pct / 100, endpoint_id=endpoint_id,
-                interaction=interaction or "", webhook_env=webhook_env.strip(), webhook_format=webhook_format,
-                email_to=email_to.strip())
-    if not rule.name:
-        fail("the rule needs a name", 2)
     try:
         store.add_rule(engine, rule, _now_ms())
     except ValueError as exc:

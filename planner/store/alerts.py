@@ -22,7 +22,7 @@ from planner.store.worker import ColdReadingRow
 
 __all__ = ["AlertDeliveryRow", "AlertEventRow", "AlertRuleRow", "AlertSeriesRow", "add_rule", "alert_history",
            "deliveries", "due_deliveries", "last_success_ms", "load_rules", "newest_cold_s", "record_attempt",
-           "remove_rule", "rule_by_name", "save_evaluation", "series_states"]
+           "remove_rule", "rule_by_name", "save_evaluation", "series_frame", "series_states"]
 
 
 class AlertRuleRow(SQLModel, table=True):
@@ -160,6 +160,21 @@ def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
                                      "n", "window_s", "message"])
 
 
+def series_frame(engine: Engine) -> pd.DataFrame:
+    """Every watched series with its rule and endpoint names, firing first, then pending, then ok."""
+    a, r, ep = AlertSeriesRow.__table__, AlertRuleRow.__table__, EndpointRow.__table__
+    q = (sa.select(r.c.name.label("rule"), r.c.kind, r.c.threshold, ep.c.name.label("endpoint"), a.c.vantage,
+                   a.c.state, a.c.value, a.c.n, a.c.since_ms, a.c.evaluated_at_ms)
+         .join(r, r.c.id == a.c.rule_id).join(ep, ep.c.id == a.c.endpoint_id))
+    with engine.connect() as conn:
+        df = pd.DataFrame(conn.execute(q).mappings().all(),
+                          columns=["rule", "kind", "threshold", "endpoint", "vantage", "state", "value", "n",
+                                   "since_ms", "evaluated_at_ms"])
+    order = {str(AlertState.FIRING): 0, str(AlertState.PENDING): 1, str(AlertState.OK): 2}
+    return df.sort_values(["state", "rule", "endpoint"], key=lambda c: c.map(order) if c.name == "state" else c,
+                          ignore_index=True)
+
+
 def deliveries(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest deliveries first: channel, target, attempts, delivered or the last error."""
     d = AlertDeliveryRow.__table__
@@ -221,7 +236,8 @@ def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, 
         return [(d, e) for d, e in rows]
 
 
-def record_attempt(engine: Engine, delivery_id: int, *, now_ms: int, error: str, next_attempt_at_ms: int | None) -> None:
+def record_attempt(engine: Engine, delivery_id: int, *, now_ms: int, error: str,
+                   next_attempt_at_ms: int | None) -> None:
     """One send attempt: delivered when `error` is empty, else the error and the next try (None: given up)."""
     with session(engine) as s:
         d = s.get(AlertDeliveryRow, delivery_id)
