@@ -52,6 +52,9 @@ LABELS: dict[str, str] = {
     "evaluated": "Evaluated", "at": "At", "transition": "Transition", "message": "Message", "event_id": "Event",
     "channel": "Channel", "target": "Sent to", "attempts": "Attempts", "delivered": "Delivered",
     "next_attempt": "Next attempt", "last_error": "Last error",
+    # Admin page
+    "actor": "Who", "role": "Role", "action": "Action", "object_name": "What", "detail": "Detail",
+    "least_role": "Least role", "you": "You may",
 }
 
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")

@@ -6,6 +6,7 @@ import time
 import streamlit as st
 
 from app import present
+from app.auth import can, record, require
 from app.cache import engine
 from app.viewer import fmt_ms
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
@@ -73,7 +74,8 @@ if rules:
                 st.caption(f"`{md_text(r.webhook_env)}` is "
                            + ("present" if os.environ.get(r.webhook_env) else "**missing** on this server"))
             b1, b2, _ = st.columns([1, 1, 4])
-            if b1.button("Send test", key=f"alert_test_{r.id}", disabled=not channels_of(r)):
+            if b1.button("Send test", key=f"alert_test_{r.id}", disabled=not channels_of(r) or not can("alert.write")) \
+                    and require("alert.write"):
                 notice = Notice(r, Transition.FIRING, "test-endpoint", "test", r.threshold, r.min_n,
                                 int(time.time() * 1000), test=True)
                 for channel, target in channels_of(r):
@@ -82,9 +84,11 @@ if rules:
                         st.success(f"Test sent by {channel} to {md_text(target)}.")
                     except RuntimeError as exc:
                         st.error(f"Test by {channel} failed: {md_text(str(exc))}")
-            confirm = b2.checkbox("Delete…", key=f"alert_del_confirm_{r.id}")
-            if confirm and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary"):
+            confirm = b2.checkbox("Delete…", key=f"alert_del_confirm_{r.id}", disabled=not can("alert.write"))
+            if confirm and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary") \
+                    and require("alert.write"):
                 store.remove_rule(eng, r.name)
+                record("alert.write", r.name, "deleted")
                 st.rerun()
 
 # ---- add a rule
@@ -110,7 +114,7 @@ with st.expander("Add a rule", expanded=not rules):
                                     key="alert_webhook_env")
         webhook_format = st.selectbox("Webhook body", WEBHOOK_FORMATS, key="alert_webhook_format")
         email_to = st.text_input("E-mail to (comma-separated; SMTP from TTFT_PLANNER_SMTP_*)", key="alert_email")
-        if st.form_submit_button("Add rule"):
+        if st.form_submit_button("Add rule", disabled=not can("alert.write")) and require("alert.write"):
             try:
                 rule = build_rule(name, kind, threshold=threshold or None, window_min=window_min, for_min=for_min,
                                   min_n=int(min_n), clear_margin_pct=clear_pct, endpoint_id=ep_choice,
@@ -120,6 +124,7 @@ with st.expander("Add a rule", expanded=not rules):
             except ValueError as exc:
                 st.error(md_text(str(exc)))
             else:
+                record("alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
                 st.success(f"Added rule {md_text(rule.name)}.")
                 st.rerun()
 

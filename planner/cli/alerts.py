@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import time
 
 import click
@@ -13,6 +14,7 @@ from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.endpoints import EndpointNotFound, get_endpoint
 from planner.presets import interactions
 from planner.store import alerts as store
+from planner.store import audit
 
 __all__ = ["COMMANDS"]
 
@@ -80,6 +82,8 @@ def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, m
         store.add_rule(engine, rule, _now_ms())
     except ValueError as exc:
         fail(str(exc), 2)
+    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=rule.name,
+                 detail=f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
     click.echo(f"added alert rule {rule.name!r}")
 
 
@@ -146,8 +150,11 @@ def test_cmd(name, database_url) -> None:
 @store_option
 def remove_cmd(name, database_url) -> None:
     """Delete rule NAME with its state and history."""
-    if not store.remove_rule(open_engine(database_url), name):
+    engine = open_engine(database_url)
+    if not store.remove_rule(engine, name):
         fail(f"no alert rule named {name!r}", 2)
+    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=name,
+                 detail="deleted")
     click.echo(f"removed alert rule {name!r}")
 
 
