@@ -8,8 +8,10 @@ replays a button press over the websocket is refused exactly like one who clicks
 from __future__ import annotations
 
 import getpass
+from pathlib import Path
 
 import streamlit as st
+from streamlit import config
 
 from app.cache import engine
 from planner.auth import AuthConfigError, Role, allowed, load_roles, refusal
@@ -20,10 +22,15 @@ __all__ = ["actor", "auth_enabled", "can", "current_role", "gate", "record", "re
 
 
 def auth_enabled() -> bool:
-    try:
+    """Whether sign-in is on. No secrets file at all is a laptop install (off); a secrets file that exists but
+    cannot be parsed raises here, so a broken file never silently opens a shared dashboard."""
+    if st.secrets.load_if_toml_exists():
         return "auth" in st.secrets
-    except Exception:  # noqa: BLE001 - no secrets file at all (a laptop install): sign-in is off
-        return False
+    broken = [p for p in config.get_option("secrets.files") if Path(p).is_file()]
+    if broken:
+        raise AuthConfigError(f"{broken[0]} exists but cannot be read as TOML, so whether sign-in is on is unknown; "
+                              "fix the file (the dashboard stays closed until then)")
+    return False
 
 
 def _user() -> dict:
@@ -44,14 +51,19 @@ def current_role() -> Role | None:
 
 def actor() -> str:
     """Who made a change, for the audit log: the signed-in e-mail, else the local user."""
-    if auth_enabled():
+    if _user().get("is_logged_in"):
         return str(_user().get("email") or _user().get("sub") or "unknown")
     return f"local:{getpass.getuser()}"
 
 
 def gate() -> None:
     """Stop the page unless the visitor is signed in with a role; show who is signed in in the sidebar."""
-    if not auth_enabled():
+    try:
+        enabled = auth_enabled()
+    except AuthConfigError as exc:
+        st.error(md_text(str(exc)))
+        st.stop()
+    if not enabled:
         return
     if not _user().get("is_logged_in"):
         st.title("TTFT Planner")
