@@ -76,3 +76,20 @@ def test_alert_states_replace_what_was_shown():
         server.shutdown()
     states = {k[1]: v for k, v in scraped.items() if k[0] == "ttft_planner_alert_state"}
     assert states == {(("endpoint", "fast-a"), ("rule", "chat p95"), ("vantage", "office")): 1.0}
+
+
+def test_the_sample_grafana_dashboard_queries_only_metrics_the_worker_exports():
+    import json
+    import re
+    from pathlib import Path
+
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"\b(ttft_planner_[a-z_]+)", e)}
+    metrics = WorkerMetrics()
+    metrics.observe_lateness("office", 3.0)
+    metrics.observe_stored([ProbeSampleRow(endpoint_id=1, vantage="office", kind="scheduled", scheduled_at_ms=0,
+                                           started_at_ms=0, ok=True, ttft_ms=250.0, dns_ms=1.0)], {1: "a"})
+    exported = {s.name for family in metrics.registry.collect() for s in family.samples}
+    exported |= {f.name for f in metrics.registry.collect()}
+    assert used and used <= exported, used - exported
