@@ -3,8 +3,8 @@
 Sign-in itself is Streamlit's OpenID Connect (`st.login`, configured by an `[auth]` section in
 `.streamlit/secrets.toml`: Google, Microsoft Entra, Okta, Keycloak, any OIDC provider). It is off by default: with no
 `[auth]` section the dashboard is a single-user laptop tool and whoever opens it may do everything. With it, every
-page needs sign-in and the role of the signed-in user comes from a small roles file (TOML, path in
-TTFT_PLANNER_ROLES_FILE, default `.streamlit/roles.toml`):
+page needs sign-in and the role of the signed-in user comes from a small roles file (TOML, path in the
+ROLES_FILE setting, default `.streamlit/roles.toml`):
 
     default_role = "viewer"            # anyone who signs in and matches nothing below ("none" refuses them)
     [roles]
@@ -21,7 +21,6 @@ The highest role that matches wins. Roles nest: an admin may do what an editor m
 from __future__ import annotations
 
 import fnmatch
-import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,10 +28,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from planner import settings
+
 __all__ = ["ACTIONS", "AuthConfigError", "Role", "RolesConfig", "allowed", "load_roles", "refusal"]
 
-ROLES_FILE_ENV = "TTFT_PLANNER_ROLES_FILE"
-DEFAULT_ROLES_FILE = Path(".streamlit") / "roles.toml"
 
 
 class Role(StrEnum):
@@ -95,7 +94,7 @@ def _role(value: Any, where: str) -> Role:
 
 def load_roles(path: Path | None = None) -> RolesConfig:
     """The roles file (TTFT_PLANNER_ROLES_FILE, else .streamlit/roles.toml); missing file → everyone a viewer."""
-    path = path or Path(os.environ.get(ROLES_FILE_ENV) or DEFAULT_ROLES_FILE)
+    path = path or Path(settings.ROLES_FILE.raw() or settings.ROLES_FILE.default)
     if not path.exists():
         return RolesConfig()
     try:

@@ -14,9 +14,18 @@ from dataclasses import dataclass
 __all__ = [
     "DATABASE_URL",
     "DATA_DIR",
+    "METRICS_PORT",
     "MIN_INTERVAL_S",
+    "PUBLIC_URL",
     "RETENTION_DAYS",
+    "ROLES_FILE",
     "SETTINGS",
+    "SMTP_FROM",
+    "SMTP_HOST",
+    "SMTP_PASSWORD",
+    "SMTP_PORT",
+    "SMTP_STARTTLS",
+    "SMTP_USER",
     "TEST_PG_URL",
     "VANTAGE",
     "Setting",
@@ -72,5 +81,29 @@ TEST_PG_URL = Setting(
     "Tests only: a PostgreSQL URL the store tests use instead of starting their own server.",
 )
 
+PUBLIC_URL = Setting(
+    "TTFT_PLANNER_PUBLIC_URL",
+    "http://localhost:8501",
+    "Where the team reaches the dashboard; alert notifications link to its Probes page.",
+)
+ROLES_FILE = Setting(
+    "TTFT_PLANNER_ROLES_FILE",
+    ".streamlit/roles.toml",
+    "With sign-in on: the roles file mapping e-mail addresses, domains or an OIDC claim to viewer/editor/admin.",
+)
+METRICS_PORT = Setting(
+    "TTFT_PLANNER_METRICS_PORT",
+    "off",
+    "Port on which `worker` serves Prometheus /metrics (or --metrics-port); unset: no metrics server.",
+)
+SMTP_HOST = Setting("TTFT_PLANNER_SMTP_HOST", "unset: no e-mail", "SMTP server for alert e-mails.")
+SMTP_PORT = Setting("TTFT_PLANNER_SMTP_PORT", "25", "SMTP port (587 with STARTTLS).")
+SMTP_STARTTLS = Setting("TTFT_PLANNER_SMTP_STARTTLS", "0", "1 to upgrade the SMTP connection with STARTTLS.")
+SMTP_USER = Setting("TTFT_PLANNER_SMTP_USER", "unset: no login", "SMTP login user.")
+SMTP_PASSWORD = Setting("TTFT_PLANNER_SMTP_PASSWORD", "unset", "SMTP login password (read from the environment only).")
+SMTP_FROM = Setting("TTFT_PLANNER_SMTP_FROM", "ttft-planner@localhost", "Sender address of alert e-mails.")
+
 #: Every setting, in the order of the README's table.
-SETTINGS: tuple[Setting, ...] = (DATABASE_URL, DATA_DIR, VANTAGE, RETENTION_DAYS, MIN_INTERVAL_S, TEST_PG_URL)
+SETTINGS: tuple[Setting, ...] = (DATABASE_URL, DATA_DIR, VANTAGE, RETENTION_DAYS, MIN_INTERVAL_S, TEST_PG_URL,
+                                 PUBLIC_URL, ROLES_FILE, METRICS_PORT, SMTP_HOST, SMTP_PORT, SMTP_STARTTLS, SMTP_USER,
+                                 SMTP_PASSWORD, SMTP_FROM)

@@ -113,7 +113,7 @@ with st.expander("Add a rule", expanded=not rules):
         webhook_env = st.text_input("Webhook URL variable (its NAME; the URL holds a token and is never stored)",
                                     key="alert_webhook_env")
         webhook_format = st.selectbox("Webhook body", WEBHOOK_FORMATS, key="alert_webhook_format")
-        email_to = st.text_input("E-mail to (comma-separated; SMTP from TTFT_PLANNER_SMTP_*)", key="alert_email")
+        email_to = st.text_input("E-mail to (comma-separated; SMTP from the SMTP_* settings)", key="alert_email")
         if st.form_submit_button("Add rule", disabled=not can("alert.write")) and require("alert.write"):
             try:
                 rule = build_rule(name, kind, threshold=threshold or None, window_min=window_min, for_min=for_min,

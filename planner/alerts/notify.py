@@ -1,7 +1,7 @@
 """Alert notifications: the message, the webhook bodies (generic JSON, Slack, Microsoft Teams) and e-mail (SMTP).
 
 Secrets stay in the environment: a webhook is named by the variable holding its URL (the URL carries a token and
-never appears in a message, an error or the store); SMTP comes from `TTFT_PLANNER_SMTP_*` variables (below), its
+never appears in a message, an error or the store); SMTP comes from the SMTP_* settings (planner.settings), its
 password included. Errors name the variable or the SMTP host, never the URL.
 """
 
@@ -15,18 +15,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
 
 __all__ = ["BACKOFF_S", "MAX_ATTEMPTS", "Notice", "WEBHOOK_FORMATS", "channels_of", "format_value", "message",
            "send"]
 
-PUBLIC_URL_ENV = "TTFT_PLANNER_PUBLIC_URL"  # where the dashboard is reached; links in notifications start here
-SMTP_HOST_ENV = "TTFT_PLANNER_SMTP_HOST"
-SMTP_PORT_ENV = "TTFT_PLANNER_SMTP_PORT"  # default 25; 587 with TTFT_PLANNER_SMTP_STARTTLS=1
-SMTP_FROM_ENV = "TTFT_PLANNER_SMTP_FROM"
-SMTP_USER_ENV = "TTFT_PLANNER_SMTP_USER"
-SMTP_PASSWORD_ENV = "TTFT_PLANNER_SMTP_PASSWORD"
-SMTP_STARTTLS_ENV = "TTFT_PLANNER_SMTP_STARTTLS"
 
 WEBHOOK_FORMATS = ("json", "slack", "teams")
 MAX_ATTEMPTS = 5
@@ -50,7 +44,7 @@ class Notice:
 
     @property
     def link(self) -> str:
-        base = os.environ.get(PUBLIC_URL_ENV, "http://localhost:8501").rstrip("/")
+        base = (settings.PUBLIC_URL.raw() or settings.PUBLIC_URL.default).rstrip("/")
         return f"{base}/probes"
 
 
@@ -125,22 +119,25 @@ def _send_webhook(env_name: str, fmt: str, n: Notice) -> None:
 
 
 def _send_email(addresses: str, n: Notice) -> None:
-    host = os.environ.get(SMTP_HOST_ENV, "")
+    host = settings.SMTP_HOST.raw()
     if not host:
-        raise RuntimeError(f"{SMTP_HOST_ENV} is not set: no SMTP server to send e-mail through")
-    port = int(os.environ.get(SMTP_PORT_ENV, "25") or 25)
+        raise RuntimeError(f"{settings.SMTP_HOST.name} is not set: no SMTP server to send e-mail through")
+    try:
+        port = int(settings.SMTP_PORT.raw() or settings.SMTP_PORT.default)
+    except ValueError:
+        raise RuntimeError(f"{settings.SMTP_PORT.name} is not a port number") from None
     msg = EmailMessage()
-    msg["From"] = os.environ.get(SMTP_FROM_ENV, "ttft-planner@localhost")
+    msg["From"] = settings.SMTP_FROM.raw() or settings.SMTP_FROM.default
     msg["To"] = addresses
     msg["Subject"] = message(n).split(": ", 1)[0] + f" on {n.endpoint}"
     msg.set_content(message(n) + "\n")
     try:
         with smtplib.SMTP(host, port, timeout=TIMEOUT_S) as smtp:
-            if os.environ.get(SMTP_STARTTLS_ENV, "") in ("1", "true", "yes"):
+            if (settings.SMTP_STARTTLS.raw() or "") in ("1", "true", "yes"):
                 smtp.starttls()
-            user = os.environ.get(SMTP_USER_ENV, "")
+            user = settings.SMTP_USER.raw()
             if user:
-                smtp.login(user, os.environ.get(SMTP_PASSWORD_ENV, ""))
+                smtp.login(user, settings.SMTP_PASSWORD.raw() or "")
             smtp.send_message(msg)
     except (OSError, smtplib.SMTPException) as exc:
         raise RuntimeError(f"SMTP {host}:{port}: {type(exc).__name__}: {str(exc)[:200]}") from None

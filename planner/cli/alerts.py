@@ -57,7 +57,7 @@ def alerts() -> None:
 @click.option("--webhook-env", default="", help="NAME of the variable holding the webhook URL (never stored).")
 @click.option("--webhook-format", type=click.Choice(WEBHOOK_FORMATS), default="json", show_default=True,
               help="Body of the webhook: generic JSON, Slack or Microsoft Teams.")
-@click.option("--email", "email_to", default="", help="Comma-separated addresses (SMTP from TTFT_PLANNER_SMTP_*).")
+@click.option("--email", "email_to", default="", help="Comma-separated addresses (SMTP from the SMTP_* settings).")
 @store_option
 def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, min_n, clear_margin_pct, webhook_env,
             webhook_format, email_to, database_url) -> None:

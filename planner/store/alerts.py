@@ -12,11 +12,11 @@ from __future__ import annotations
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, SQLModel, select
+from sqlmodel import Field, SQLModel, col, select
 
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 from planner.store.probes import EndpointRow
 from planner.store.worker import ColdReadingRow
 
@@ -131,10 +131,11 @@ def remove_rule(engine: Engine, name: str) -> bool:
         row = s.exec(select(AlertRuleRow).where(AlertRuleRow.name == name)).first()
         if row is None:
             return False
-        events = sa.select(AlertEventRow.id).where(AlertEventRow.rule_id == row.id)
-        s.execute(sa.delete(AlertDeliveryRow).where(AlertDeliveryRow.event_id.in_(events)))
-        s.execute(sa.delete(AlertEventRow).where(AlertEventRow.rule_id == row.id))
-        s.execute(sa.delete(AlertSeriesRow).where(AlertSeriesRow.rule_id == row.id))
+        d, e, a = table_of(AlertDeliveryRow), table_of(AlertEventRow), table_of(AlertSeriesRow)
+        events = sa.select(e.c.id).where(e.c.rule_id == row.id)
+        s.execute(sa.delete(d).where(d.c.event_id.in_(events)))
+        s.execute(sa.delete(e).where(e.c.rule_id == row.id))
+        s.execute(sa.delete(a).where(a.c.rule_id == row.id))
         s.delete(row)
         return True
 
@@ -149,7 +150,7 @@ def series_states(engine: Engine) -> dict[tuple[int, int, str], SeriesStatus]:
 
 def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest transitions first, with the rule and endpoint names."""
-    e, r, ep = AlertEventRow.__table__, AlertRuleRow.__table__, EndpointRow.__table__
+    e, r, ep = table_of(AlertEventRow), table_of(AlertRuleRow), table_of(EndpointRow)
     q = (sa.select(e.c.id, e.c.at_ms, r.c.name.label("rule"), ep.c.name.label("endpoint"), e.c.vantage,
                    e.c.transition, e.c.value, e.c.threshold, e.c.n, e.c.window_s, e.c.message)
          .join(r, r.c.id == e.c.rule_id).join(ep, ep.c.id == e.c.endpoint_id)
@@ -162,7 +163,7 @@ def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
 
 def series_frame(engine: Engine) -> pd.DataFrame:
     """Every watched series with its rule and endpoint names, firing first, then pending, then ok."""
-    a, r, ep = AlertSeriesRow.__table__, AlertRuleRow.__table__, EndpointRow.__table__
+    a, r, ep = table_of(AlertSeriesRow), table_of(AlertRuleRow), table_of(EndpointRow)
     q = (sa.select(r.c.name.label("rule"), r.c.kind, r.c.threshold, ep.c.name.label("endpoint"), a.c.vantage,
                    a.c.state, a.c.value, a.c.n, a.c.since_ms, a.c.evaluated_at_ms)
          .join(r, r.c.id == a.c.rule_id).join(ep, ep.c.id == a.c.endpoint_id))
@@ -177,7 +178,7 @@ def series_frame(engine: Engine) -> pd.DataFrame:
 
 def deliveries(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest deliveries first: channel, target, attempts, delivered or the last error."""
-    d = AlertDeliveryRow.__table__
+    d = table_of(AlertDeliveryRow)
     q = sa.select(d).order_by(d.c.id.desc()).limit(limit)
     with engine.connect() as conn:
         return pd.DataFrame(conn.execute(q).mappings().all(), columns=[c.name for c in d.columns])
@@ -196,7 +197,7 @@ def last_success_ms(engine: Engine, endpoint_id: int, vantage: str) -> tuple[int
 
 def newest_cold_s(engine: Engine, endpoint_id: int, vantage: str, since_ms: int) -> float | None:
     """The cold TTFT (s) of the newest cold reading completed since `since_ms`, or None."""
-    c = ColdReadingRow.__table__
+    c = table_of(ColdReadingRow)
     q = (sa.select(c.c.cold_ttft_ms).where(c.c.endpoint_id == endpoint_id, c.c.vantage == vantage,
                                             c.c.completed_at_ms >= since_ms, c.c.cold_ttft_ms.is_not(None))
          .order_by(c.c.completed_at_ms.desc()).limit(1))
@@ -229,10 +230,10 @@ def save_evaluation(engine: Engine, rule: Rule, endpoint_id: int, vantage: str, 
 def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, AlertEventRow]]:
     """Deliveries whose next attempt is due, oldest first, each with its event."""
     with session(engine) as s:
+        d = table_of(AlertDeliveryRow)
+        due = sa.select(d.c.id).where(d.c.next_attempt_at_ms.is_not(None), d.c.next_attempt_at_ms <= now_ms)
         rows = s.exec(select(AlertDeliveryRow, AlertEventRow).join(AlertEventRow)
-                      .where(AlertDeliveryRow.next_attempt_at_ms.is_not(None),  # type: ignore[union-attr]
-                             AlertDeliveryRow.next_attempt_at_ms <= now_ms)
-                      .order_by(AlertDeliveryRow.id)).all()
+                      .where(col(AlertDeliveryRow.id).in_(due)).order_by(col(AlertDeliveryRow.id))).all()
         return [(d, e) for d, e in rows]
 
 

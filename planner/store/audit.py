@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 
 __all__ = ["AuditRow", "audit_log", "record"]
 
@@ -39,7 +39,7 @@ def record(engine: Engine, *, actor: str, role: str, action: str, object_name: s
 
 def audit_log(engine: Engine, limit: int = 500) -> pd.DataFrame:
     """Newest first."""
-    t = AuditRow.__table__
+    t = table_of(AuditRow)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(t).order_by(t.c.at_ms.desc(), t.c.id.desc()).limit(limit)).mappings().all()
     return pd.DataFrame(rows, columns=[c.name for c in t.columns])

@@ -17,7 +17,7 @@ from filelock import FileLock
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 from planner import settings
 
@@ -32,6 +32,7 @@ __all__ = [
     "redacted",
     "session",
     "sqlite_file",
+    "table_of",
 ]
 
 DATABASE_URL_ENV = settings.DATABASE_URL.name
@@ -165,3 +166,8 @@ def session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             s.rollback()
             raise
+
+
+def table_of(model: type[SQLModel]) -> sa.Table:
+    """The Core table of a SQLModel class, typed (mypy does not see the `__table__` SQLModel sets)."""
+    return model.__table__  # type: ignore[attr-defined]

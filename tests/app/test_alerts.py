@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.rules import AlertKind, Rule
-from planner.store import open_store
 from planner.store import alerts as store
+from planner.store import open_store
 from tests.app.conftest import ROUTER
 from tests.support.compare_seed import seed_endpoint
 

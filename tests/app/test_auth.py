@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.store import open_store
 from planner.store import alerts as store
+from planner.store import open_store
 from planner.store.audit import audit_log
 from tests.app.conftest import ROUTER
 

@@ -13,8 +13,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import Page, expect
 
-from planner.store import open_store
 from planner.store import alerts as alert_store
+from planner.store import open_store
 from planner.store.audit import audit_log
 from tests.e2e.conftest import StreamlitServer, free_port, wait_for_app
 

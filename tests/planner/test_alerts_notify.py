@@ -18,8 +18,8 @@ from aiosmtpd.controller import Controller
 
 from planner.alerts.evaluate import deliver_due, evaluate_all
 from planner.alerts.rules import AlertKind, AlertState, Rule
-from planner.store import open_store
 from planner.store import alerts as store
+from planner.store import open_store
 from tests.support.compare_seed import seed_endpoint
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
