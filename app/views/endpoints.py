@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import viewer
+from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.endpoints import (
@@ -197,9 +198,11 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
     _catalog_picker()
     with st.form("add_endpoint", clear_on_submit=False):
         values = _form("add")
-        if st.form_submit_button("Add endpoint", type="primary"):
+        if st.form_submit_button("Add endpoint", type="primary", disabled=not can("endpoint.write")) \
+                and require("endpoint.write"):
             try:
                 row = add_endpoint(eng, values)
+                record("endpoint.write", row.name, f"created: {row.protocol} {row.model}")
                 ss.endpoints_flash = (f"Added {md_text(row.name)}: the worker starts probing it within a few seconds "
                                       f"({key_status(row)}).")
                 _reset_form("add")
@@ -217,21 +220,25 @@ if rows:
             values = _form(f"edit{current.id}", current)
             save, remove = st.columns(2)
             sure = remove.checkbox(f"Yes, remove {name} and all its samples", key=f"edit{current.id}_sure")
-            if save.form_submit_button("Save changes", type="primary"):
+            if save.form_submit_button("Save changes", type="primary", disabled=not can("endpoint.write")) \
+                    and require("endpoint.write"):
                 try:
                     edit_endpoint(eng, name, values)
+                    record("endpoint.write", name, "changed")
                     ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
                     st.error(md_text(_message(exc)))
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
-            if remove.form_submit_button("Remove endpoint and its samples"):
+            if remove.form_submit_button("Remove endpoint and its samples", disabled=not can("endpoint.write")) \
+                    and require("endpoint.write"):
                 if not sure:
                     st.warning(f"Tick “Yes, remove {md_text(name)} and all its samples” first: removing cannot be undone.")
                 else:
                     try:
                         remove_endpoint(eng, name)
+                        record("endpoint.write", name, "deleted with its samples")
                         ss.endpoints_flash = f"Removed {md_text(name)} and its samples."
                         st.rerun()
                     except STORE_FAILURES as exc:
@@ -241,9 +248,11 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
     st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
                        on_click="ignore")
     up = st.file_uploader("Import a TOML file of [[endpoint]] tables", type=["toml"], key="endpoints_import")
-    if up is not None and st.button("Import", key="endpoints_do_import"):
+    if up is not None and st.button("Import", key="endpoints_do_import", disabled=not can("endpoint.write")) \
+            and require("endpoint.write"):
         try:
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
+            record("endpoint.write", up.name, f"imported: added {len(res.added)}, updated {len(res.updated)}")
             rejected = [md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected]
             if res.added or res.updated:
                 ss.endpoints_flash = (f"Imported {md_text(up.name)}: added {len(res.added)}, updated {len(res.updated)}, "

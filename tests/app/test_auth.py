@@ -71,3 +71,18 @@ def test_an_admin_writes_and_the_audit_log_names_them():
         "lead@example.com", "admin", "alert.write")
     at.switch_page("views/admin.py").run()
     assert at.dataframe[0].value.iloc[0]["Who"] == "lead@example.com"
+
+
+def test_an_editor_saves_a_worksheet_but_cannot_delete_it_or_add_an_endpoint():
+    at = _app({"email": "dev@example.com"})
+    at.text_input(key="save_name").set_value("Team plan")
+    at.button(key="save").click().run()
+    assert not at.exception and not at.error
+    log = audit_log(open_store())
+    assert (log.iloc[0]["actor"], log.iloc[0]["action"], log.iloc[0]["object_name"]) == (
+        "dev@example.com", "worksheet.save", "Team plan")
+    at.checkbox(key="delete_confirm").check().run()
+    assert at.button(key="delete").disabled  # deleting is for admins
+    at.switch_page("views/endpoints.py").run()
+    assert not at.exception
+    assert next(b for b in at.button if b.label == "Add endpoint").disabled
