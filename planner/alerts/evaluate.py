@@ -53,8 +53,11 @@ def _threshold_in_window(rule: Rule) -> Rule:
     return rule
 
 
-def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True) -> PassResult:
-    """Evaluate every rule on every series it watches, then (unless `deliver` is False) send what is due."""
+def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: str | None = None) -> PassResult:
+    """Evaluate every rule on every series it watches, then (unless `deliver` is False) send what is due.
+
+    `vantage` limits the pass to that vantage's series and their deliveries: each vantage's lease holder evaluates
+    its own, so two workers never both notify one transition."""
     result = PassResult()
     rules = store.load_rules(engine)
     if not rules:
@@ -65,6 +68,8 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True) -> PassRe
         judged = _threshold_in_window(rule)
         for key in keys:
             if rule.endpoint_id is not None and key.endpoint_id != rule.endpoint_id:
+                continue
+            if vantage is not None and key.vantage != vantage:
                 continue
             prev = states.get((int(rule.id or 0), key.endpoint_id, key.vantage), SeriesStatus())
             obs = observe(engine, judged, key, now_ms)
@@ -81,16 +86,20 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True) -> PassRe
                                   channels_of(rule) if event is not None else [])
             result.series += 1
     if deliver:
-        deliver_due(engine, now_ms, result)
+        deliver_due(engine, now_ms, result, vantage=vantage)
     return result
 
 
-def deliver_due(engine: Engine, now_ms: int, result: PassResult | None = None) -> PassResult:
-    """Send every delivery that is due; a failure is stored with its reason and retried after a backoff."""
+def deliver_due(engine: Engine, now_ms: int, result: PassResult | None = None, *,
+                vantage: str | None = None) -> PassResult:
+    """Send every delivery that is due (of `vantage`'s series when given); a failure is stored with its reason and
+    retried after a backoff."""
     result = result or PassResult()
     rules = {r.id: r for r in store.load_rules(engine)}
     names = {k.endpoint_id: k.endpoint_name for k in series_keys(engine)}
     for d, e in store.due_deliveries(engine, now_ms):
+        if vantage is not None and e.vantage != vantage:
+            continue
         rule = rules.get(e.rule_id)
         if rule is None:
             continue

@@ -168,3 +168,22 @@ def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(tmp_path, monke
         assert len(hook.bodies) == 1 and hook.bodies[0]["status"] == "firing" and hook.bodies[0]["n"] == 30
     finally:
         hook.close()
+
+
+def test_each_vantage_evaluates_only_its_own_series(tmp_path, monkeypatch):
+    hook = Receiver()
+    monkeypatch.setenv("TEAM_HOOK", hook.url)
+    try:
+        engine = open_store(f"sqlite:///{tmp_path / 'vantage.db'}")
+        now_ms = int(time.time() * 1000)
+        seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
+        store.add_rule(engine, Rule(name="p95", kind=AlertKind.P95_OVER, threshold=500, window_s=900, for_s=0,
+                                    min_n=20, webhook_env="TEAM_HOOK"), now_ms)
+        other = evaluate_all(engine, now_ms, vantage="eu-central")  # another vantage's worker: not its series
+        assert (other.series, other.transitions, hook.posts) == (0, [], 0)
+        own = evaluate_all(engine, now_ms, vantage="")
+        assert [t for _, _, t in own.transitions] == ["firing"] and own.delivered == 1
+        assert deliver_due(engine, now_ms + 60_000, vantage="eu-central").delivered == 0
+        assert hook.posts == 1
+    finally:
+        hook.close()
