@@ -6,9 +6,9 @@ STAMP := $(VENV)/.installed
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: run test deps venv bench engine bench-engine clean
+.PHONY: run test lint deps venv bench engine bench-engine clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
@@ -24,8 +24,14 @@ deps:
 run: venv
 	$(BIN)/ttft-planner serve --port $(PORT)
 
-## Install everything, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, real browser).
-test: deps venv
+## The lint and type gate (run by `make test` before pytest): ruff (pyflakes, bugbear, pyupgrade, import order,
+## line length) on the whole tree and mypy on planner/, both configured in pyproject.toml. Never rewrites a file.
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+## Install everything, then lint, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, browser).
+test: deps venv lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## Benchmarks: print figures side by side with their baselines (not part of the tests).

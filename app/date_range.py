@@ -10,7 +10,6 @@ import datetime as dt
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-
 from app.viewer import time_zone
 
 __all__ = ["DEFAULT_DAYS", "DateRange", "date_range_input", "day_range"]

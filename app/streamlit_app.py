@@ -25,7 +25,13 @@ PAGES = [
     ("compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("whatif.py", "What-if", ":material/query_stats:", "whatif"),
     ("sweep.py", "Load sweep", ":material/trending_up:", "sweep"),
+    ("alerts.py", "Alerts", ":material/notifications:", "alerts"),
+    ("admin.py", "Admin", ":material/admin_panel_settings:", "admin"),
 ]
+
+from app.auth import gate  # noqa: E402
+
+gate()  # with sign-in on (an [auth] section in secrets.toml), nothing below runs for a visitor who is not signed in
 
 pages = [
     st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))

@@ -58,8 +58,8 @@ def main() -> None:
     print(f"{'n per endpoint':>15} {'vectorised ms':>15} {'python loop ms':>15} {'speed-up':>9}")
     for n in (int(s) for s in args.sizes.split(",")):
         a, b = 300 * np.exp(rng.normal(0, 0.25, n)), 330 * np.exp(rng.normal(0, 0.25, n))
-        vec = _best_of(lambda: bootstrap_difference(a, b, n_boot=args.n_boot), args.repeats)
-        loop = _best_of(lambda: _loop_difference(a, b, args.n_boot, 1), 1)
+        vec = _best_of(lambda a=a, b=b: bootstrap_difference(a, b, n_boot=args.n_boot), args.repeats)
+        loop = _best_of(lambda a=a, b=b: _loop_difference(a, b, args.n_boot, 1), 1)
         print(f"{n:>15,} {vec:>15,.0f} {loop:>15,.0f} {loop / vec:>8.1f}x")
 
     with tempfile.TemporaryDirectory() as tmp:

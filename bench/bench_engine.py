@@ -128,7 +128,7 @@ def main() -> int:
             samples, _, cpu = cli_probe(srv.url, "-n", "5", "--prompt-tokens", "256", "--max-tokens", "1")
             evals = srv.prompt_evals()[k:]
             cpu_s, n_req = cpu_s + cpu, n_req + len(samples)
-            for i, (s, (ms, _)) in enumerate(zip(samples, evals)):
+            for i, (s, (ms, _)) in enumerate(zip(samples, evals, strict=False)):
                 if s["ok"]:
                     (firsts if i == 0 else rest).append(s["ttft_ms"] - ms)
         report["client_minus_server_prompt_ms"] = {

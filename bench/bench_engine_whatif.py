@@ -89,7 +89,7 @@ def main() -> int:
             samples = asyncio.run(measure_trace(level, url, speedup=1.0))
             wall = time.monotonic() - t
             ok = np.array([s.ok and s.ttft_ms is not None for s in samples])
-            meas = np.array([s.ttft_ms for s, o in zip(samples, ok) if o])
+            meas = np.array([s.ttft_ms for s, o in zip(samples, ok, strict=True) if o])
             pred = predicted[ok]
             p50p, p95p = np.percentile(pred, 50), np.percentile(pred, 95)
             p50m, p95m = np.percentile(meas, 50), np.percentile(meas, 95)

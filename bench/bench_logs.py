@@ -80,7 +80,7 @@ def run_duckdb(path: Path) -> dict:
     row = con.execute(sql).fetchone()
     t1 = time.perf_counter()
     keys = ("p50", "p90", "p95", "p99")
-    return {"n": row[0], "total_s": t1 - t0, "p": dict(zip(keys, row[1:5])), "p_workday": dict(zip(keys, row[5])),
+    return {"n": row[0], "total_s": t1 - t0, "p": dict(zip(keys, row[1:5], strict=True)), "p_workday": dict(zip(keys, row[5], strict=False)),
             "cached_token_fraction": float(row[6])}
 
 

@@ -147,7 +147,7 @@ def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[
         ttfts = _fresh_cli_run(url, n)
         parent.send("server_ttft")
         truth = parent.recv()[start:]
-        for k, (client, server) in enumerate(zip(ttfts, truth)):
+        for k, (client, server) in enumerate(zip(ttfts, truth, strict=False)):
             if client is not None and server is not None:
                 (firsts if k == 0 else rest).append(client - server)
     return firsts, rest
@@ -211,7 +211,8 @@ def main() -> int:
             print(f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
                   f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}")
         for peer, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm")):
-            print(f"{peer:<40} {'installed: not driven by this script yet' if shutil.which(cmd) else 'skipped (not installed)'}")
+            state = "installed: not driven by this script yet" if shutil.which(cmd) else "skipped (not installed)"
+            print(f"{peer:<40} {state}")
         ours = results[clients[0].name]
         verdict = ours["median_abs_error_ms"] <= 0.5 and ours["p99_abs_error_ms"] <= 2.0
         print(f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}"

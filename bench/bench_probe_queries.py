@@ -47,7 +47,8 @@ def build(path: Path, rows: int) -> None:
                     " updated_at_ms) VALUES (?, ?, '', '', 'openai-chat', 'http://127.0.0.1:1/v1', 'm', '', 60, 30, 1000,"
                     " 64, 'fresh', 0, '', 0, ?, ?)", (e, f"bench-{e}", t, t))
     cols = ("endpoint_id, vantage, kind, scheduled_at_ms, started_at_ms, ok, error_class, attempts, retry_wait_ms, "
-            "conn_reused, buffered, cached_series, dns_ms, connect_ms, headers_ms, first_event_ms, ttft_ms, first_content_ms, total_ms")
+            "conn_reused, buffered, cached_series, dns_ms, connect_ms, "
+            "headers_ms, first_event_ms, ttft_ms, first_content_ms, total_ms")
     sql = f"INSERT INTO probe_sample ({cols}) VALUES ({', '.join('?' * 19)})"
     rng = random.Random(1)
     for e in range(1, ENDPOINTS + 1):
@@ -85,7 +86,7 @@ def render_ms(data_dir: Path) -> tuple[float, float]:
     os.environ.pop("TTFT_PLANNER_DATABASE_URL", None)
     app = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
     times = []
-    for i in range(4):
+    for _ in range(4):
         st.cache_data.clear()  # every run queries the database (no cached results)
         at = AppTest.from_file(app, default_timeout=60)
         at.switch_page("views/probes.py")
@@ -132,11 +133,12 @@ def main() -> None:
     print(f"{'query':<28}{'7 days med/max ms':>20}{'87 days med/max ms':>22}   target < {TARGET_QUERY_MS:.0f} ms")
     worst = 0.0
     for name, fn in queries.items():
-        w_med, w_max = timed(lambda: fn(week, hi))
-        a_med, a_max = timed(lambda: fn(lo, hi))
+        w_med, w_max = timed(lambda fn=fn: fn(week, hi))
+        a_med, a_max = timed(lambda fn=fn: fn(lo, hi))
         worst = max(worst, w_med, a_med)
         print(f"{name:<28}{w_med:>10.1f} / {w_max:<8.1f}{a_med:>12.1f} / {a_max:<8.1f}")
-    print(f"worst median query: {worst:.1f} ms ({'OK' if worst < TARGET_QUERY_MS else 'OVER'} target {TARGET_QUERY_MS:.0f} ms)")
+    print(f"worst median query: {worst:.1f} ms ({'OK' if worst < TARGET_QUERY_MS else 'OVER'} "
+          f"target {TARGET_QUERY_MS:.0f} ms)")
     r_med, r_max = render_ms(data_dir)
     print(f"Probes page server-side render (AppTest, default 7-day range, cold cache): median {r_med:.0f} ms, "
           f"max {r_max:.0f} ms ({'OK' if r_med < TARGET_RENDER_MS else 'OVER'} target {TARGET_RENDER_MS:.0f} ms)")

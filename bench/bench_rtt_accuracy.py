@@ -118,8 +118,10 @@ def main() -> int:
         print(f"{rtt:8.0f} | {_stats([r['server_median']], rtt):>17} | {_stats([r['server_min']], rtt):>15} | "
               f"{_stats(r['browser'], rtt):>23} | {_stats(r['naive'], rtt):>23} | "
               f"{_stats(r['no_cors'], rtt) if r['no_cors'] else 'all ' + str(r['no_cors_failed']) + ' failed':>22}")
-    print("Browser columns are medians of the same fetches (first dropped): Resource Timing vs performance.now() around fetch;")
-    print("the last column is a target without CORS or Timing-Allow-Origin headers (no-cors fetch, labelled fallback; target: within 10 ms).")
+    print("Browser columns are medians of the same fetches (first dropped): "
+          "Resource Timing vs performance.now() around fetch;")
+    print("the last column is a target without CORS or Timing-Allow-Origin headers "
+          "(no-cors fetch, labelled fallback; target: within 10 ms).")
     return 0
 
 

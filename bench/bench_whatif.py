@@ -38,7 +38,8 @@ OFFICE = np.array([1, 1, 1, 1, 1, 2, 3, 6, 10, 14, 16, 17, 16, 16, 17, 16, 14, 1
 TARGET_S = 10.0
 
 CANDIDATES = [
-    "serverless:name=serverless ≤24×4,window=300,cold=20,slots=4,max=24,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3",
+    "serverless:name=serverless ≤24×4,window=300,cold=20,slots=4,"
+    "max=24,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3",
     "dedicated:name=dedicated 24×4,replicas=24,slots=4,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40",
     "dedicated:name=dedicated 13×4,replicas=13,slots=4,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40",
     "dedicated:name=dedicated 8×4 + overflow,replicas=8,slots=4,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40,"
@@ -61,7 +62,8 @@ def speed(n: int) -> None:
     trace = million_day(n)
     print(f"== Part 1: replay speed, {trace.n:,} requests in one day (target ≤ {TARGET_S:.0f} s per candidate)")
     print(f"   machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared; figures are noisy)")
-    print(f"{'candidate':<34} {'replay s':>9} {'+results s':>11} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'cold starts':>12} {'cost $':>10}  target")
+    print(f"{'candidate':<34} {'replay s':>9} {'+results s':>11} {'p50 ms':>8}"
+          f" {'p95 ms':>8} {'p99 ms':>8} {'cold starts':>12} {'cost $':>10}  target")
     for spec in CANDIDATES:
         dep = parse_deployment(spec)
         t0 = time.perf_counter()

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import logging
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -49,7 +49,8 @@ def free_port() -> int:
 
 def start_simulator(port: int) -> subprocess.Popen:
     code = ("from planner.simulator import SimulatorConfig, serve_forever; "
-            f"serve_forever(SimulatorConfig(prefill_tokens_per_s=50000, decode_tokens_per_s=2000, slots=256, seed=1), port={port})")
+            f"serve_forever(SimulatorConfig(prefill_tokens_per_s=50000, decode_tokens_per_s=2000, "
+            f"slots=256, seed=1), port={port})")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(proc.pid, {sorted(os.sched_getaffinity(0))[-1]})
@@ -117,7 +118,8 @@ def main() -> None:
     skipped = sum(1 for r in rows if r.kind == "skipped")
     failed = sum(1 for r in rows if r.kind == "scheduled" and not r.ok)
     print(f"{args.endpoints} endpoints every {args.interval_s:g} s for {args.duration_s:g} s "
-          f"({'real time' if args.interval_s >= 60 else f'{60 / args.interval_s:g}x time-compressed'}), worker on 1 core; "
+          f"({'real time' if args.interval_s >= 60 else f'{60 / args.interval_s:g}x time-compressed'}), "
+          "worker on 1 core; "
           f"load {os.getloadavg()[0]:.1f} (1-min avg)")
     print(f"probes run {w.stats.runs}, stored {sum(1 for r in rows if r.kind == 'scheduled')}, failed {failed}, "
           f"skipped slots {skipped} (target 0)")
@@ -129,7 +131,8 @@ def main() -> None:
     print(f"worker CPU {cpu:.1f} s over {wall:.0f} s wall = {100 * cpu / wall:.1f} % of one core, "
           f"plus its probe processes {kids:.1f} s = {100 * kids / wall:.1f} %")
     ok = worst is not None and worst < TARGET_P99_MS and skipped == 0
-    print(f"{'OK' if ok else 'OVER'}: lateness p99 {worst:.1f} ms (target < {TARGET_P99_MS:.0f} ms), skipped {skipped} (target 0)")
+    print(f"{'OK' if ok else 'OVER'}: lateness p99 {worst:.1f} ms (target < {TARGET_P99_MS:.0f} ms), "
+          f"skipped {skipped} (target 0)")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,8 @@ def run(db_dir: Path, name: str, healthy_port: int, hostile_port: int | None, n_
             "SELECT endpoint_id, kind, ok, ttft_ms, error_class FROM probe_sample WHERE endpoint_id IN "
             f"({','.join(map(str, healthy))}) AND scheduled_at_ms >= :s"), {"s": start_ms + interval_s * 1000}).all()
         hostile_rows = c.execute(sa.text(
-            f"SELECT error_class, count(*) FROM probe_sample WHERE endpoint_id NOT IN ({','.join(map(str, healthy))}) "
+            f"SELECT error_class, count(*) FROM probe_sample "
+            f"WHERE endpoint_id NOT IN ({','.join(map(str, healthy))}) "
             "GROUP BY error_class")).all()
     eng.dispose()
     ttft = [r.ttft_ms for r in rows if r.kind == "scheduled" and r.ok]

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 BERLIN_OFFSET_H = 1  # November: CET = UTC+1
-START = dt.datetime(2026, 11, 16, 0, 0, tzinfo=dt.timezone.utc)  # a Monday
+START = dt.datetime(2026, 11, 16, 0, 0, tzinfo=dt.UTC)  # a Monday
 MODELS = ["gpt-4.1", "gpt-4.1-mini", "claude-sonnet-4-5", "llama-3.3-70b"]
 SNIPPETS = [
     "Refactor the retry loop in client.py to honour Retry-After.",
@@ -80,7 +80,7 @@ def requests(n: int, seed: int = 7):
 
 
 def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def openai_chat(r: dict, rng: random.Random) -> dict:
@@ -174,7 +174,7 @@ def write_samples(folder: Path, seed: int = 11) -> None:
 
     with open(folder / "otel_genai_spans.jsonl", "w") as fh:
         batch: list = []
-        for i, r in enumerate(rows[:200]):
+        for r in rows[:200]:
             start_ns = r["ts_ms"] * 1_000_000
             attrs = [
                 {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
@@ -207,7 +207,7 @@ def write_samples(folder: Path, seed: int = 11) -> None:
     with open(folder / "gateway_custom_columns.csv", "w") as fh:
         fh.write("started;llm;tok_in_total;tok_in_hit;tok_out;first_byte_s\n")
         for r in rows[:200]:
-            local = dt.datetime.fromtimestamp(r["ts_ms"] / 1000, dt.timezone.utc) + dt.timedelta(hours=BERLIN_OFFSET_H)
+            local = dt.datetime.fromtimestamp(r["ts_ms"] / 1000, dt.UTC) + dt.timedelta(hours=BERLIN_OFFSET_H)
             fh.write(f"{local.strftime('%Y-%m-%d %H:%M:%S')};{r['model']};{r['prompt_tokens']};{r['cached_tokens']};{r['output_tokens']};{r['ttft_ms'] / 1000:.3f}\n")
 
     with open(folder / "prompts_without_counts.jsonl", "w") as fh:
@@ -242,7 +242,7 @@ def write_trace_samples(folder: Path, seed: int = 13) -> None:
     with open(folder / "azure_2024_synthetic.csv", "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
-        t = dt.datetime(2024, 5, 10, 0, 0, tzinfo=dt.timezone.utc)
+        t = dt.datetime(2024, 5, 10, 0, 0, tzinfo=dt.UTC)
         for _ in range(300):
             t += dt.timedelta(seconds=rng.expovariate(1 / 2.0))
             w.writerow([t.strftime("%Y-%m-%d %H:%M:%S.%f") + "0+00:00", max(1, int(rng.lognormvariate(7.2, 1.0))),

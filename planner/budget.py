@@ -75,9 +75,10 @@ class Worksheet:
             raise KeyError(key)
         return getattr(self, key)
 
-    def with_figure(self, key: str, figure: Figure) -> "Worksheet":
+    def with_figure(self, key: str, figure: Figure) -> Worksheet:
         """A copy with one figure replaced (a segment, rate, prompt length or cache hit)."""
-        return replace(self, **{key: figure})
+        changes: dict[str, Any] = {key: figure}
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,7 +96,7 @@ class Worksheet:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Worksheet":
+    def from_dict(cls, d: dict[str, Any]) -> Worksheet:
         """Inverse of to_dict; missing keys take defaults, malformed ones raise BudgetError."""
         base = cls()
         try:
@@ -243,7 +244,8 @@ def verdict_text(r: BudgetResult) -> tuple[str, str]:
         shrink = f"Shrink the p95 prompt to {r.max_prompt_tokens_p95:,.0f} tokens (none of it is cached)"
     return (
         "warn",
-        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, but the p95 prompt's {r.uncached_prompt_tokens:,.0f} uncached "
+        f"{r.prefill_budget_ms:,.0f} ms remain for prefill, "
+        f"but the p95 prompt's {r.uncached_prompt_tokens:,.0f} uncached "
         f"tokens need {r.prefill_needed_ms:,.0f} ms. {shrink}, raise the cache-hit rate, or buy a faster prefill.",
     )
 

@@ -19,7 +19,6 @@ scheduling an endpoint).
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 import tomllib
@@ -33,6 +32,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from planner import settings
+from planner.probes.protocols import PROTOCOLS
 from planner.secrets_file import lookup_key
 from planner.store.engine import session
 from planner.store.faults import STORE_FAILURES, describe
@@ -43,14 +44,14 @@ from planner.urls import UrlError, check_url
 __all__ = [
     "CONNECTION_POLICIES",
     "EDITABLE_FIELDS",
+    "MIN_INTERVAL_ENV",
+    "NUMERIC_BOUNDS",
+    "PROTOCOLS",
+    "SIMULATED_NAME",
     "EndpointError",
     "EndpointNotFound",
     "ImportResult",
-    "MIN_INTERVAL_ENV",
-    "PROTOCOLS",
-    "SIMULATED_NAME",
     "add_endpoint",
-    "NUMERIC_BOUNDS",
     "edit_endpoint",
     "endpoint_problem",
     "ensure_simulated_endpoint",
@@ -58,13 +59,14 @@ __all__ = [
     "get_endpoint",
     "import_toml",
     "key_status",
+    "key_status_for",
     "list_endpoints",
     "min_interval_s",
     "remove_endpoint",
     "validate",
 ]
 
-MIN_INTERVAL_ENV = "TTFT_PLANNER_MIN_INTERVAL_S"
+MIN_INTERVAL_ENV = settings.MIN_INTERVAL_S.name
 #: field → (lowest, highest) accepted; the interval's lower bound is min_interval_s() (below).
 NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
     "interval_s": (0.0, 7 * 86400.0),
@@ -75,7 +77,6 @@ NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
 }
 PRODUCT_MIN_INTERVAL_S = 10.0
 ABSOLUTE_MIN_INTERVAL_S = 0.2
-PROTOCOLS = ("openai-chat", "openai-completions", "anthropic")
 CONNECTION_POLICIES = ("fresh", "keep-alive")
 SIMULATED_NAME = "simulated"
 
@@ -97,6 +98,7 @@ EDITABLE_FIELDS: dict[str, tuple[type, Any]] = {
     "enabled": (bool, True),
     "vantage": (str, ""),
 }
+_DEFAULT_CREDENTIALS = {"bedrock": "AWS credential chain", "vertex": "Application Default Credentials"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -117,7 +119,7 @@ class EndpointNotFound(KeyError):
 
 def min_interval_s() -> float:
     """The smallest accepted probe interval (s): 10, or $TTFT_PLANNER_MIN_INTERVAL_S (≥ 0.2) for tests."""
-    raw = os.environ.get(MIN_INTERVAL_ENV)
+    raw = settings.MIN_INTERVAL_S.raw()
     if not raw:
         return PRODUCT_MIN_INTERVAL_S
     try:
@@ -222,12 +224,18 @@ def endpoint_problem(row: EndpointRow) -> str | None:
 
 def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
     """'no key needed', 'key set' or 'key missing' (api_key_env names no value in the environment or a
-    Streamlit secrets file; with `env`, only that mapping is consulted)."""
-    if not row.api_key_env:
-        return "no key needed"
+    Streamlit secrets file; with `env`, only that mapping is consulted). Without a variable, a Bedrock endpoint
+    says 'AWS credential chain' and a Vertex one 'Application Default Credentials' (looked up when probing)."""
+    return key_status_for(row.api_key_env, row.protocol, env)
+
+
+def key_status_for(api_key_env: str, protocol: str, env: Mapping[str, str] | None = None) -> str:
+    """key_status for an endpoint not stored yet (a form, a catalog row): the same answers."""
+    if not api_key_env:
+        return _DEFAULT_CREDENTIALS.get(protocol, "no key needed")
     if env is not None:
-        return "key set" if env.get(row.api_key_env) else "key missing"
-    return "key set" if lookup_key(row.api_key_env) else "key missing"
+        return "key set" if env.get(api_key_env) else "key missing"
+    return "key set" if lookup_key(api_key_env) else "key missing"
 
 
 def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str | None = None) -> list[EndpointRow]:

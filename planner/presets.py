@@ -8,9 +8,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ASSETS_DIR", "Interaction", "interactions", "load_asset"]
+__all__ = ["ASSETS_DIR", "Interaction", "assets_dir", "interactions", "load_asset"]
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
+def assets_dir() -> Path:
+    """The shipped data files: `planner/assets/` in an installed wheel, else the checkout's top-level `assets/`
+    (editable installs and PYTHONPATH runs; setup.py maps that folder into the wheel)."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "assets"
+    return shipped if shipped.is_dir() else package.parent / "assets"
+
+
+ASSETS_DIR = assets_dir()
 
 
 def load_asset(name: str) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def queueing_segment(hours: pd.DataFrame) -> Queueing:
     if len(rel) < MIN_HOURS:
         have = "no hour has" if rel.empty else f"only {int(rel['hour'].iloc[0]):02d}:00 has"
         return Queueing(None, n=int(rel["n"].sum()), reason=(
-            f"Needs at least {MIN_HOURS} different hours of day with {need} or more samples each (a busy hour and a "
+            f"Needs at least {MIN_HOURS} different hours of day "
+            f"with {need} or more samples each (a busy hour and a "
             f"quiet hour); {have} that many in this range. Keep the worker running: at a 60 s interval a day of "
             "probing gives 60 samples in every hour."))
     quiet = rel.loc[rel["p50_ms"].astype(float).idxmin()]

@@ -47,11 +47,11 @@ class Figure:
     measured_at_ms: int | None = None
 
     @classmethod
-    def typed(cls, value: float, unit: str) -> "Figure":
+    def typed(cls, value: float, unit: str) -> Figure:
         """A value entered by hand."""
         return cls(value=float(value), unit=unit)
 
-    def with_value(self, value: float) -> "Figure":
+    def with_value(self, value: float) -> Figure:
         """Same figure, new value; a changed value is a typed override."""
         if value == self.value:
             return self
@@ -86,7 +86,7 @@ class Figure:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Figure":
+    def from_dict(cls, d: dict[str, Any]) -> Figure:
         """Inverse of to_dict; raises ValueError on a malformed record."""
         try:
             return cls(
@@ -101,5 +101,5 @@ class Figure:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a figure record: {d!r} ({exc})") from exc
 
-    def replace(self, **changes: Any) -> "Figure":
+    def replace(self, **changes: Any) -> Figure:
         return replace(self, **changes)

@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from planner.presets import load_asset
-from planner.urls import UrlError, check_url
 from planner.provenance import Figure, Source
+from planner.urls import UrlError, check_url
 
 __all__ = [
     "CatalogError",

@@ -10,7 +10,7 @@ an attempt: it counts in the error rate, never in the percentiles.
 
 from __future__ import annotations
 
-__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL"]
+__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL", "is_sample"]
 
 MEASURED_KINDS: tuple[str, ...] = ("scheduled", "manual")
 
@@ -23,3 +23,8 @@ _KINDS_SQL = ", ".join(f"'{k}'" for k in MEASURED_KINDS)
 SAMPLE_SQL = f"(ok AND ttft_ms IS NOT NULL AND kind IN ({_KINDS_SQL}) AND NOT cached_series)"
 #: SQL predicate: the row is an attempt of a sample kind (a sample or a failure; enters the error rate).
 ATTEMPT_SQL = f"(kind IN ({_KINDS_SQL}) AND NOT cached_series)"
+
+
+def is_sample(*, ok: bool, ttft_ms: float | None, kind: str, cached_series: bool) -> bool:
+    """SAMPLE_SQL for one row in Python (the worker's /metrics counts exactly what the pages count)."""
+    return bool(ok) and ttft_ms is not None and kind in MEASURED_KINDS and not cached_series

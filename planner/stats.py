@@ -80,7 +80,7 @@ def percentile(values: Iterable[float], p: float) -> Percentile:
     return Percentile(p=p, value=nearest_rank(clean, p), n=len(clean))
 
 
-def summarize(values: Iterable[float], ps: Sequence[float] = (0.5, 0.9, 0.95, 0.99)) -> dict[str, Percentile]:
+def summarize(values: Iterable[float | None], ps: Sequence[float] = (0.5, 0.9, 0.95, 0.99)) -> dict[str, Percentile]:
     """Several nearest-rank percentiles plus max, keyed 'p50', 'p95', …, 'max'."""
     clean = sorted(v for v in values if v is not None and not math.isnan(v))
     out: dict[str, Percentile] = {}

@@ -43,7 +43,8 @@ def md_text(value: Any) -> str:
 
 
 def csv_cell(value: Any) -> Any:
-    """A CSV cell value a spreadsheet shows instead of running: strings starting with = + - @ tab or CR get a `'` prefix.
+    """A CSV cell value a spreadsheet shows instead of running:
+    strings starting with = + - @ tab or CR get a `'` prefix.
 
     Numbers pass unchanged (a negative number is data, not a formula); so do empty strings and None.
     """

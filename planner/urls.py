@@ -32,7 +32,8 @@ class UrlError(ValueError):
 
 
 def redact_url(url: str) -> str:
-    """`url` with any password (and the user name) replaced by ***, for messages; unparseable input is cut to 80 chars."""
+    """`url` with any password (and the user name) replaced by ***, for messages;
+    unparseable input is cut to 80 chars."""
     try:
         parts = urlsplit(url)
         if parts.password is not None or parts.username is not None:

@@ -19,7 +19,7 @@ _INPUTS = {
 }
 
 
-def _fmt(value: float, unit: str = "") -> str:
+def _fmt(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, float) and math.isinf(value):
@@ -90,7 +90,8 @@ def to_markdown(ws: Worksheet) -> str:
     lines += [
         "",
         f"Prefill needed for the p95 prompt: {_fmt(r.prefill_needed_ms, 'ms')} "
-        f"({_fmt(r.uncached_prompt_tokens, 'uncached tokens')}); largest p95 prompt that fits: {_fmt(r.max_prompt_tokens_p95, 'tokens')}.",
+        f"({_fmt(r.uncached_prompt_tokens, 'uncached tokens')}); "
+        f"largest p95 prompt that fits: {_fmt(r.max_prompt_tokens_p95, 'tokens')}.",
         "",
         f"**Verdict ({level}):** {md_text(sentence)}",
         "",

@@ -75,11 +75,11 @@ def _decode_provenance(text: str, value: float, unit: str) -> Figure | None:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         d = json.loads(raw.decode())
-        if not isinstance(d, dict) or float(d.get("v")) != value:
+        if not isinstance(d, dict) or float(d["v"]) != value:
             return None
         return Figure.from_dict({"value": value, "unit": unit, "source": d.get("s", "typed"), "detail": d.get("d", ""),
                                  "n": d.get("n"), "window": d.get("w", ""), "measured_at_ms": d.get("t")})
-    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, KeyError):
         return None
 
 

@@ -1,6 +1,6 @@
 """Plotly figure builders: pure functions (data → go.Figure), one module per page.
 
-Colours come from the Streamlit theme (.streamlit/config.toml), not from here,
+Colours come from the Streamlit theme (app/.streamlit/config.toml), not from here,
 except where a colour carries meaning (a verdict), which uses SEMANTIC.
 """
 

@@ -44,7 +44,8 @@ def break_even_figure(curve: pd.DataFrame, be: BreakEven, token_definition: str,
                         textposition="bottom right", marker={"size": 12, "symbol": "diamond"},
                         hovertemplate="your traffic: %{x:.0f}% of one replica<extra></extra>")
     fig.update_layout(
-        title=f"Per {be.gpus_per_replica}-GPU replica (node), {be.capacity_tokens_per_hour / 1e6:,.1f}M tokens/h capacity<br><sup>{token_definition}</sup>",
+        title=f"Per {be.gpus_per_replica}-GPU replica (node), {be.capacity_tokens_per_hour / 1e6:,.1f}"
+              f"M tokens/h capacity<br><sup>{token_definition}</sup>",
         xaxis_title="utilisation of one replica (%)", yaxis_title="USD per month", height=460,
         legend={"orientation": "h", "y": -0.25}, margin={"t": 80, "b": 100},
     )
@@ -80,7 +81,7 @@ def projection_figure(table: pd.DataFrame) -> go.Figure:
 def gpu_fit_figure(table: pd.DataFrame) -> go.Figure:
     """GPUs needed per GPU type (weights + KV); types that fit on no single 8-GPU node are marked."""
     colors = [SEMANTIC["ok"] if f else SEMANTIC["error"] for f in table["fits"]]
-    labels = [f"{int(t)} GPU(s)" if f else f"≥ {int(m)} GPUs: no single node" for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"])]
+    labels = [f"{int(t)} GPU(s)" if f else f"≥ {int(m)} GPUs: no single node" for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"], strict=True)]
     fig = go.Figure(go.Bar(x=table["gpu"], y=table["min_gpus"], marker_color=colors, text=labels, textposition="outside",
                            hovertemplate="%{x}: %{text}<extra></extra>"))
     fig.update_layout(title="GPUs needed for weights + KV cache", yaxis_title="GPUs (minimum)", height=380, showlegend=False)
@@ -110,9 +111,11 @@ def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
         x=table["keep_warm_usd_per_month"], y=table["p95_ttft_ms"], mode="markers+text",
         text=["always warm" if math.isinf(w) else f"{w:g} s" for w in table["window_s"]],
         textposition=["top center" if i % 2 else "bottom center" for i in range(len(table))], marker={"size": 10, "color": colors},
-        customdata=list(zip(table["option"], table["cold_fraction"] * 100)),
-        hovertemplate="%{customdata[0]}<br>$%{x:,.0f}/month, p95 %{y:,.0f} ms, %{customdata[1]:.1f}% cold<extra></extra>",
+        customdata=list(zip(table["option"], table["cold_fraction"] * 100, strict=True)),
+        hovertemplate="%{customdata[0]}<br>$%{x:,.0f}/month"
+                      ", p95 %{y:,.0f} ms, %{customdata[1]:.1f}% cold<extra></extra>",
     ))
-    fig.update_layout(title="Keep-warm cost vs p95 TTFT, per scale-down window W<br><sup>red: more than 5% of requests are cold, so the cold start is in the p95</sup>",
+    fig.update_layout(title="Keep-warm cost vs p95 TTFT, per scale-down window W"
+                            "<br><sup>red: more than 5% of requests are cold, so the cold start is in the p95</sup>",
                       xaxis_title="USD per month (warm GPU time)", yaxis_title="p95 TTFT (ms)", height=440, showlegend=False)
     return fig

@@ -50,7 +50,7 @@ def percentile_table_style(rows: pd.DataFrame):
     return rows.style.apply(grey, subset=["value", "percentile"]).format({"value": "{:,.0f}"}, na_rep="—")
 
 
-def _marks(fig: go.Figure, marks: dict[str, Percentile], vertical: bool = True) -> None:
+def _marks(fig: go.Figure, marks: dict[str, Percentile]) -> None:
     """Dashed lines at the percentiles, labelled on alternate sides and heights so close values never overprint."""
     shown = [(k, pc) for k, pc in marks.items() if pc.value is not None]
     for i, (key, pc) in enumerate(sorted(shown, key=lambda kv: kv[1].value)):

@@ -155,7 +155,7 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(go.Bar(
             x=g["region"].tolist(), y=g["median_ms"].tolist(), name=side,
-            hovertext=[f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"])],
+            hovertext=[f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"], strict=True)],
         ))
     fig.update_layout(barmode="group", yaxis_title="median RTT (ms)", height=360, margin=dict(t=30),
                       title="Server vs browser", legend=dict(orientation="h", y=-0.3))

@@ -66,7 +66,8 @@ def segments_figure(segments: pd.DataFrame) -> go.Figure:
 
 
 def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
-    """Cost (USD/day) against predicted p95 (ms), one point per candidate that keeps up; the cheapest meeting the target starred."""
+    """Cost (USD/day) against predicted p95 (ms), one point per candidate that keeps up;
+    the cheapest meeting the target starred."""
     ok = table.dropna(subset=["p95_ms"])
     fig = go.Figure(go.Scatter(
         x=ok["p95_ms"], y=ok["usd_per_day"], mode="markers+text", text=ok["candidate"], textposition="top center",

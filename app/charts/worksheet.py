@@ -18,7 +18,8 @@ SHORT_SEGMENTS = {"queue_ms": "Queueing", "cold_ms": "Cold start", "network_ms":
 
 def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
     """Target → minus each non-prefill segment → the prefill budget that remains (ms)."""
-    # short category names on one line each (long ones were rotated into each other); the interaction type is in the title
+    # short category names on one line each (long ones were rotated into each other);
+    # the interaction type is in the title
     names = ["Target", *SHORT_SEGMENTS.values(), "Prefill budget"]
     values = [r.target_ms, -r.queue_ms, -r.cold_ms, -r.network_ms, r.prefill_budget_ms]
     fig = go.Figure(

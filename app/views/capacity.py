@@ -53,9 +53,11 @@ if traffic_id:
     tz = viewer.time_zone()
     try:
         traffic = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz)
-        st.caption(f"From the log: {present.count(traffic.n_requests)} requests over {present.count(traffic.covered_hours)} clock hours, "
+        st.caption(f"From the log: {present.count(traffic.n_requests)} "
+                   f"requests over {present.count(traffic.covered_hours)} clock hours, "
                    f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
-                   f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
+                   f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
+                   f"peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
                    f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar).")
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")

@@ -22,6 +22,7 @@ from planner.compare import (
 from planner.compare.comparison import metrics_table
 from planner.compare.data import load_endpoints
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.compare.regions import region_table
 from planner.compare.report import decision_display, segment_cell, summary_table
 from planner.compare.stats import Margin
 from planner.samples import DEFINITION
@@ -79,7 +80,7 @@ with st.expander("Cost assumptions and equivalence margin"):
     st.caption("Traffic and token mix come from " + ("the Capacity & cost page's inputs." if cost_inputs else
                "typed defaults (fill in the Capacity & cost page to use your traffic)."))
     typed = {}
-    for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos):
+    for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos, strict=False):
         price = col.number_input(f"{md_text(info.name)} \\$/1M tokens", min_value=0.0, value=None, step=0.05, key=f"cmp_price_{info.name}",
                                  help="Blended price; empty = matching price preset, else the Capacity page's price.")
         if price is not None:
@@ -130,6 +131,10 @@ grey = {"TTFT p50 (ms)": "ttft_p50_reliable", "TTFT p95 (ms)": "ttft_p95_reliabl
         "first content p95 (ms)": "first_content_p95_reliable"}
 st.dataframe(table.style.apply(lambda row: [GREY if c in grey and not raw.loc[row["Endpoint"], grey[c]] else ""
                                             for c in row.index], axis=1), hide_index=True, key="cmp_metrics")
+st.caption("Where each endpoint serves from, and the round trip to there from this vantage (the network share of "
+           "its TTFT; an anycast edge's RTT is to the nearest edge, not to the serving region).")
+st.dataframe(region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage), hide_index=True,
+             key="cmp_regions")
 order = [r.metrics.name for r in cmp.ranked]
 st.plotly_chart(hourly_p95_figure(cmp.hourly, tz, order), key="cmp_hourly")
 left, right = st.columns(2)

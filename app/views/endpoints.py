@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from app import viewer
+from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
-from planner.untrusted import md_text
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -20,15 +20,18 @@ from planner.endpoints import (
     export_toml,
     import_toml,
     key_status,
+    key_status_for,
     list_endpoints,
     min_interval_s,
     remove_endpoint,
 )
-from planner.store.worker import endpoint_statuses
-from planner.worker import lease
-from planner.worker.state import worker_report
 from planner.probes.rtt import default_vantage
+from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
+from planner.store.worker import endpoint_statuses
+from planner.untrusted import md_text
+from planner.worker import lease
 from planner.worker.cold import keeps_itself_warm
+from planner.worker.state import worker_report
 
 st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
@@ -144,12 +147,62 @@ def _form(prefix: str, e=None) -> dict:
     return out
 
 
+_FORM_KEYS = {"name": "add_name", "provider": "add_provider", "region": "add_region", "base_url": "add_base_url",
+              "model": "add_model", "api_key_env": "add_key", "protocol": "add_protocol"}
+
+
+def _fill_from_catalog() -> None:
+    """Button callback: put the picked catalog row's fields into the add form (runs before the form is drawn)."""
+    entry = find_provider(ss.cat_provider)
+    params = {p.name: ss.get(f"cat_param_{entry.key}_{p.name}", "") for p in entry.params}
+    try:
+        given = {k: v for k, v in params.items() if v}
+        fields = endpoint_fields(entry, ss.cat_model, ss.get("cat_region") or None, given)
+    except CatalogError as exc:
+        ss.cat_error = str(exc)
+        return
+    for name, key in _FORM_KEYS.items():
+        ss[key] = fields[name]
+    ss.endpoints_flash = f"Filled the form from the catalog: {md_text(entry.provider)} · {md_text(fields['model'])}."
+
+
+def _catalog_picker() -> None:
+    """Pick provider, model and region from assets/providers.toml; the key variable shows present/missing at once."""
+    entries = {p.key: p for p in catalog()}
+    c = st.columns(3)
+    key = c[0].selectbox("From the provider catalog", list(entries), key="cat_provider",
+                         format_func=lambda k: entries[k].provider)
+    entry = entries[key]
+    c[1].selectbox("Model", entry.models, key="cat_model",
+                   help="The catalog's model ids; edit the form to use another.")
+    if entry.regions:
+        c[2].selectbox("Region", list(entry.regions), key="cat_region",
+                       index=list(entry.regions).index(entry.default_region))
+    else:
+        ss.cat_region = ""
+    for p in entry.params:
+        st.text_input(p.help or p.name, key=f"cat_param_{entry.key}_{p.name}",
+                      placeholder=f"from ${p.env}" if p.env else p.default,
+                      help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""))
+    status = key_status_for(entry.key_env, entry.protocol)
+    shown = {"key set": "present", "key missing": "missing"}.get(status, status)
+    key_line = f"Key variable `{entry.key_env}`: **{shown}**" if entry.key_env else f"Credentials: {shown}"
+    st.caption(f"{key_line} · {entry.front_door} front door · {md_text(entry.scale_to_zero)} "
+               f"· source: {md_text(entry.source)}, as of {entry.as_of}")
+    st.button("Fill the form", key="cat_fill", on_click=_fill_from_catalog, icon=":material/input:")
+    if "cat_error" in ss:
+        st.error(md_text(ss.pop("cat_error")))
+
+
 with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
+    _catalog_picker()
     with st.form("add_endpoint", clear_on_submit=False):
         values = _form("add")
-        if st.form_submit_button("Add endpoint", type="primary"):
+        if st.form_submit_button("Add endpoint", type="primary", disabled=not can("endpoint.write")) \
+                and require("endpoint.write"):
             try:
                 row = add_endpoint(eng, values)
+                record("endpoint.write", row.name, f"created: {row.protocol} {row.model}")
                 ss.endpoints_flash = (f"Added {md_text(row.name)}: the worker starts probing it within a few seconds "
                                       f"({key_status(row)}).")
                 _reset_form("add")
@@ -167,21 +220,25 @@ if rows:
             values = _form(f"edit{current.id}", current)
             save, remove = st.columns(2)
             sure = remove.checkbox(f"Yes, remove {name} and all its samples", key=f"edit{current.id}_sure")
-            if save.form_submit_button("Save changes", type="primary"):
+            if save.form_submit_button("Save changes", type="primary", disabled=not can("endpoint.write")) \
+                    and require("endpoint.write"):
                 try:
                     edit_endpoint(eng, name, values)
+                    record("endpoint.write", name, "changed")
                     ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
                     st.error(md_text(_message(exc)))
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
-            if remove.form_submit_button("Remove endpoint and its samples"):
+            if remove.form_submit_button("Remove endpoint and its samples", disabled=not can("endpoint.write")) \
+                    and require("endpoint.write"):
                 if not sure:
                     st.warning(f"Tick “Yes, remove {md_text(name)} and all its samples” first: removing cannot be undone.")
                 else:
                     try:
                         remove_endpoint(eng, name)
+                        record("endpoint.write", name, "deleted with its samples")
                         ss.endpoints_flash = f"Removed {md_text(name)} and its samples."
                         st.rerun()
                     except STORE_FAILURES as exc:
@@ -191,9 +248,11 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
     st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
                        on_click="ignore")
     up = st.file_uploader("Import a TOML file of [[endpoint]] tables", type=["toml"], key="endpoints_import")
-    if up is not None and st.button("Import", key="endpoints_do_import"):
+    if up is not None and st.button("Import", key="endpoints_do_import", disabled=not can("endpoint.write")) \
+            and require("endpoint.write"):
         try:
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
+            record("endpoint.write", up.name, f"imported: added {len(res.added)}, updated {len(res.updated)}")
             rejected = [md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected]
             if res.added or res.updated:
                 ss.endpoints_flash = (f"Imported {md_text(up.name)}: added {len(res.added)}, updated {len(res.updated)}, "

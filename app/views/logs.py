@@ -6,7 +6,6 @@ import streamlit as st
 
 from app import viewer, worksheet_state
 from app.cache import engine
-from app.present import count, display_frame, pct
 from app.charts.logs import (
     cold_curve_figure,
     ecdf_figure,
@@ -18,17 +17,18 @@ from app.charts.logs import (
     ttft_vs_probes_figure,
     weekday_figure,
 )
+from app.present import count, display_frame, pct
 from planner.logs import FORMATS, UPLOAD_EXTENSIONS, LogFormatError, TokenCounter, read_logs
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
-from planner.logs.traces import DEFAULT_START, guess_table_mapping, start_ms
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
 from planner.logs.summary import DEFAULT_WORKDAY, ecdf_points, histogram, parse_workday, summarize_logs
+from planner.logs.traces import DEFAULT_START, guess_table_mapping, start_ms
 from planner.provenance import Figure, Source
-from planner.store.probe_queries import hour_of_day, series_keys
 from planner.store.logs import UploadNotFound, delete_upload, list_uploads, load_upload_frame, save_upload
+from planner.store.probe_queries import hour_of_day, series_keys
 from planner.untrusted import md_text
 
 ZONE_HINT = ("Times written without a zone (e.g. '2024-05-10 09:00:00') are read in this zone; hours of day and "
@@ -263,7 +263,7 @@ if parsed is not None:
 # ---- details
 t_prompt, t_traffic, t_cold, t_ttft, t_models = st.tabs(["Prompt tokens", "Traffic", "Cold-start exposure", "Production TTFT", "Per model"])
 with t_prompt:
-    rows = percentile_rows({"prompt tokens, all": s.prompt, f"prompt tokens, working day": s.prompt_workday,
+    rows = percentile_rows({"prompt tokens, all": s.prompt, "prompt tokens, working day": s.prompt_workday,
                             "output tokens, all": s.output}, "tokens")
     st.dataframe(percentile_table_style(rows), hide_index=True, key="logs_percentiles")
     marks = {k: s.prompt[k] for k in ("p50", "p95")}

@@ -21,8 +21,8 @@ from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
 from planner.untrusted import md_text
 from planner.worker import lease
-from planner.worker.state import worker_report
 from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
+from planner.worker.state import worker_report
 
 REFRESH_S = 10
 REQUEST_KINDS = {"probe_now": "Probe now", "cold_reading": "Cold reading"}
@@ -121,7 +121,7 @@ def live_view() -> None:
                 f"and CSV show raw samples only ({raw_from}).", icon=":material/history:")
     m = st.columns(6)
     m[0].metric("Samples (n)", present.count(summ["n"]), help=DEFINITION)
-    for col, p in zip(m[1:5], (50, 90, 95, 99)):
+    for col, p in zip(m[1:5], (50, 90, 95, 99), strict=True):
         v = summ[f"p{p}_ms"]
         reliable = summ["reliable"].get(f"p{p}", False)
         col.metric(f"p{p} TTFT" + ("" if reliable else " (too few)"), "—" if v is None else f"{v:,.0f} ms",

@@ -17,9 +17,9 @@ from app.charts.regions import (
     server_vs_browser_figure,
     vantage_label,
 )
-from app.viewer import time_zone
 from app.components.browser_rtt import browser_rtt
 from app.store_errors import STORE_FAILURES, show_store_failure
+from app.viewer import time_zone
 from planner.probes.rtt import default_vantage, probe_rtt_many
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import ROUND_TRIPS, CatalogError, catalog, merge_custom, network_figure, parse_target

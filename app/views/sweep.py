@@ -63,7 +63,8 @@ errors = {k: v for e in steps["errors_json"] for k, v in json.loads(e or "{}").i
 if errors:
     st.caption("Failures by class: " + ", ".join(f"{k} {v}" for k, v in errors.items()))
 st.caption(
-    f"Provenance: {run['mode']} arrivals, {present.tokens(run['prompt_tokens'])} prompts, max {run['max_tokens']} output "
+    f"Provenance: {run['mode']} arrivals, {present.tokens(run['prompt_tokens'])} prompts, "
+    f"max {run['max_tokens']} output "
     f"tokens, {present.seconds(run['step_duration_s'])} per step, seed {run['seed']}, measured from "
     f"“{run['vantage']}” with ttft-planner {run['tool_version']}"
     + (f", key from ${run['api_key_env']}" if run["api_key_env"] else "") + ". Percentiles are nearest-rank over "

@@ -13,7 +13,13 @@ from planner.logs.spool import Spool
 from planner.provenance import Figure
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
 from planner.untrusted import md_text
-from planner.whatif.deployment import DEDICATED_KEYS, SERVERLESS_KEYS, SpecError, defaults_from_worksheet, parse_deployment
+from planner.whatif.deployment import (
+    DEDICATED_KEYS,
+    SERVERLESS_KEYS,
+    SpecError,
+    defaults_from_worksheet,
+    parse_deployment,
+)
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
 

@@ -176,7 +176,7 @@ class CostInputs:
         """Tokens per month at the scaled profile (30.4 days of it)."""
         return sum(self.traffic_tokens_per_hour) * HOURS_PER_MONTH / 24.0
 
-    def validate(self) -> "CostInputs":
+    def validate(self) -> CostInputs:
         """Raise CapacityError naming the first unusable input; return self otherwise."""
         _num("dedicated $/GPU-hour", self.gpu_usd_per_hour)
         _num("overhead $/replica-hour", self.overhead_usd_per_replica_hour)
@@ -199,7 +199,7 @@ class CostInputs:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CostInputs":
+    def from_dict(cls, d: dict[str, Any]) -> CostInputs:
         """Inverse of to_dict; raises CapacityError on a malformed record."""
         try:
             kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
@@ -209,7 +209,7 @@ class CostInputs:
         except (TypeError, ValueError) as exc:
             raise CapacityError(f"cost inputs record is malformed: {exc}") from None
 
-    def replace(self, **changes: Any) -> "CostInputs":
+    def replace(self, **changes: Any) -> CostInputs:
         return replace(self, **changes)
 
 
@@ -239,13 +239,16 @@ class BreakEven:
         if math.isinf(u):
             return f"Serverless costs nothing at this price, so {article} {node} never breaks even."
         if math.isclose(u, 1.0, rel_tol=1e-9, abs_tol=1e-12):
-            return (f"Break-even only at 100% utilisation: {article} {node} matches serverless (${self.blended_usd_per_mtok:.3f}/1M) "
+            return (f"Break-even only at 100% utilisation: {article} {node} "
+                    f"matches serverless (${self.blended_usd_per_mtok:.3f}/1M) "
                     "only if it is never idle, so in practice serverless is cheaper.")
         if u > 1:
             return (f"Serverless is cheaper at any utilisation: even 100% busy, {article} {node} costs "
-                    f"${self.dedicated_usd_per_mtok_at_full_load:.3f}/1M tokens vs ${self.blended_usd_per_mtok:.3f}/1M serverless (u* = {u:.2f}).")
+                    f"${self.dedicated_usd_per_mtok_at_full_load:.3f}/1M tokens vs ${self.blended_usd_per_mtok:.3f}"
+                    f"/1M serverless (u* = {u:.2f}).")
         return (f"Dedicated is cheaper above {u:.0%} utilisation of {article} {node} "
-                f"(≥ {self.break_even_tokens_per_month / 1e9:,.2f}B tokens/month per replica at ${self.blended_usd_per_mtok:.3f}/1M).")
+                f"(≥ {self.break_even_tokens_per_month / 1e9:,.2f}B tokens/month "
+                f"per replica at ${self.blended_usd_per_mtok:.3f}/1M).")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -353,7 +356,8 @@ def summarize(inputs: CostInputs) -> CostSummary:
     capped = need > inputs.max_replicas
     replicas = min(need, inputs.max_replicas)
     if capped:
-        notes.append(f"The peak hour needs {need} replicas but the maximum is {inputs.max_replicas}: dedicated-only would queue or drop the excess.")
+        notes.append(f"The peak hour needs {need} replicas but the maximum is {inputs.max_replicas}"
+                     f": dedicated-only would queue or drop the excess.")
     mean = sum(traffic) / 24.0
     util = mean / (replicas * be.capacity_tokens_per_hour) if replicas and mean > 0 else 0.0
     serverless = monthly / 1e6 * be.blended_usd_per_mtok

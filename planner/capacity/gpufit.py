@@ -82,12 +82,14 @@ def fit(model: ModelSpec, gpu: GpuSpec, *, weight_dtype: str = "bf16", kv_dtype:
     usable = gpu.hbm_gb * usable_fraction
     min_gpus = max(1, math.ceil(total / usable - 1e-12))
     tp = next((n for n in TP_DEGREES if n >= min_gpus), None)
-    what = f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)"
+    what = (f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + "
+            f"KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)")
     if tp is None:
         node = TP_DEGREES[-1]
         return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, None, None, None,
                       f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
-                      f"it needs at least {min_gpus} GPUs across nodes. Quantise the weights, shorten the context or serve fewer sequences.")
+                      f"it needs at least {min_gpus} GPUs across nodes. "
+                      f"Quantise the weights, shorten the context or serve fewer sequences.")
     headroom = tp * usable - total
     max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
     return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, tp, headroom, max_seq,

@@ -138,6 +138,7 @@ def largest_prompts(interactions: Sequence[Interaction], *, queue_ms: float, col
         if rate_tokens_per_s is not None:
             mx = r.max_prompt_tokens_p95
         else:
+            assert model is not None and gpu is not None  # checked above
             mx = max_prompt_tokens(model, gpu, r.prefill_budget_ms, dtype=dtype, mfu=mfu, gpus=gpus, cache_hit_fraction=cache_hit_fraction)
         rows.append({"interaction": it.label, "target_ms": it.target_p95_ms, "prefill_budget_ms": r.prefill_budget_ms,
                      "max_prompt_tokens_p95": mx, "fits": r.prefill_budget_ms > 0})

@@ -159,16 +159,17 @@ class TokenMix:
         return prompt / self.output_tokens if self.output_tokens > 0 else float("inf")
 
     @classmethod
-    def from_totals(cls, prompt_tokens: float, cached_tokens: float, output_tokens: float, **meta: str) -> "TokenMix":
+    def from_totals(cls, prompt_tokens: float, cached_tokens: float, output_tokens: float, **meta: str) -> TokenMix:
         """From log-style totals where prompt_tokens INCLUDES cached_tokens; raises CapacityError if cached > prompt."""
         if min(prompt_tokens, cached_tokens, output_tokens) < 0:
             raise CapacityError("token counts cannot be negative")
         if cached_tokens > prompt_tokens:
-            raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f}); cached tokens are part of the prompt")
+            raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f})"
+                                f"; cached tokens are part of the prompt")
         return cls(prompt_tokens - cached_tokens, cached_tokens, output_tokens, **meta)
 
     @classmethod
-    def from_fractions(cls, cache_hit_fraction: float, input_output_ratio: float, **meta: str) -> "TokenMix":
+    def from_fractions(cls, cache_hit_fraction: float, input_output_ratio: float, **meta: str) -> TokenMix:
         """Per token of traffic (the three volumes sum to 1) from a cached share of the prompt (0–1) and an
         input:output token ratio; the inverse of `cache_hit_fraction` and `input_output_ratio`. A ratio ≤ 0 means
         no prompt tokens. Does not validate: callers bound the inputs (the page's widgets do)."""
@@ -179,7 +180,7 @@ class TokenMix:
         return asdict(self)
 
 
-def _row(kind: str, d: dict[str, Any], cls: type, **extra: Any) -> Any:
+def _row(kind: str, d: dict[str, Any], cls: type[Any], **extra: Any) -> Any:
     try:
         fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         fields.update(extra)

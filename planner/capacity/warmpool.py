@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from planner.capacity.cost import HOURS_PER_MONTH
@@ -124,7 +125,8 @@ def queue_wait(arrivals_per_hour: float, service_s: float, slots: int, p: float 
     if lam == 0:
         msg = "No traffic: nobody waits; every warm slot is idle cost."
     elif not stable:
-        msg = (f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), so the queue grows without bound. "
+        msg = (f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), "
+               f"so the queue grows without bound. "
                f"You need more than {math.floor(a)} slots.")
     else:
         msg = (f"{c:.1%} of requests wait for a slot; queue-wait {label} {q:,.1f} s, mean {mean:,.1f} s "
@@ -175,7 +177,8 @@ def trace_idle_seconds(arrival_ms: Sequence[float], window_s: float, service_ms:
 def _cold_fraction(window_s: float, *, arrival_ms: Sequence[float] | None, rate_per_s: float | None, service_ms: float) -> float:
     try:
         if arrival_ms is not None:
-            return trace_cold_fraction(arrival_ms, window_s, service_ms=service_ms)
+            return trace_cold_fraction(np.asarray(arrival_ms, dtype=float), window_s, service_ms=service_ms)
+        assert rate_per_s is not None  # callers give a trace or a rate
         return poisson_cold_fraction(rate_per_s, window_s)
     except ValueError as exc:
         raise CapacityError(f"cold-start exposure: {exc}") from None
@@ -188,7 +191,8 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
 
     Traffic is a request trace (arrival_ms, UTC epoch ms: trace-driven) or a Poisson rate (arrivals_per_hour).
     Columns: option, window_s, cold_fraction, warm_hours_per_day, idle_gpu_hours_per_day (warm but serving
-    nothing, × gpus_per_replica), keep_warm_usd_per_month, p95_ttft_ms, cold_in_p95. The last row is an always-warm replica (min_replicas = 1). Raises CapacityError on bad input.
+    nothing, × gpus_per_replica), keep_warm_usd_per_month, p95_ttft_ms, cold_in_p95.
+    The last row is an always-warm replica (min_replicas = 1). Raises CapacityError on bad input.
     """
     if (arrival_ms is None) == (arrivals_per_hour is None):
         raise CapacityError("give either a request trace or an arrival rate, not both")
@@ -209,6 +213,7 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
             warm_s = min(span_s + w, busy_s + trace_idle_seconds(times, w, service_ms))
             rows.append((f"scale to zero, W = {w:g} s", w, cold, 24.0 * warm_s / (span_s + w), 24.0 * busy_s / (span_s + w)))
     else:
+        assert arrivals_per_hour is not None  # exactly one of the two, checked above
         lam = arrivals_per_hour / 3600.0
         if not math.isfinite(lam) or lam < 0:
             raise CapacityError(f"arrival rate must be ≥ 0 per hour, got {arrivals_per_hour!r}")

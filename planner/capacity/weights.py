@@ -37,7 +37,8 @@ BYTES_PER_PARAM: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16
 # Checkpoint sizes coding agents use, in billions of parameters (8B to 1T).
 PROJECTION_PARAMS_B: tuple[float, ...] = (8, 14, 32, 70, 120, 235, 405, 671, 1000)
 
-PROJECTION_LABEL = "constant-rate estimate: bytes ÷ one published (or measured) effective rate; real stacks differ by storage tier and read concurrency"
+PROJECTION_LABEL = ("constant-rate estimate: bytes ÷ one published (or measured) effective rate; "
+                    "real stacks differ by storage tier and read concurrency")
 
 
 def bytes_per_param(dtype: str) -> float:
@@ -89,7 +90,8 @@ def rate_from_cold_reading(checkpoint_gb_: float, cold_ms: float, warm_ms: float
         raise CapacityError(
             f"the cold reading ({cold_ms:,.0f} ms) minus the warm TTFT ({warm_ms:,.0f} ms) and engine start-up "
             f"({engine_startup_s:g} s) leaves no time for loading weights; lower the start-up figure")
-    return LoadRate(checkpoint_gb_ / load_s, "cold reading", "team cold reading", f"{checkpoint_gb_:g} GB in {load_s:.1f} s (cold {cold_ms:,.0f} ms − warm {warm_ms:,.0f} ms − start-up {engine_startup_s:g} s)")
+    return LoadRate(checkpoint_gb_ / load_s, "cold reading", "team cold reading", f"{checkpoint_gb_:g} GB in {load_s:.1f} s "
+                                                                                  f"(cold {cold_ms:,.0f} ms − warm {warm_ms:,.0f} ms − start-up {engine_startup_s:g} s)")
 
 
 def load_time_s(checkpoint_gb_: float, rate: LoadRate | float, engine_startup_s: float = 0.0) -> float:

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 from sqlalchemy.engine import Engine
 
+from planner import settings
 from planner.store import StoreError, open_store
 from planner.store.faults import describe
 
@@ -67,7 +68,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 store_option = click.option(
     "--database-url",
-    envvar="TTFT_PLANNER_DATABASE_URL",
+    envvar=settings.DATABASE_URL.name,
     default=None,
     show_envvar=True,
     help="SQLAlchemy URL of the store (default: SQLite under the data directory).",
@@ -121,7 +122,7 @@ class BoundedInt(click.IntRange):
 def _bounded(t: click.ParamType) -> click.ParamType | None:
     if isinstance(t, (BoundedFloat, BoundedInt)):
         return None
-    rng = dict(min=getattr(t, "min", None), max=getattr(t, "max", None), min_open=getattr(t, "min_open", False),
+    rng: dict[str, Any] = dict(min=getattr(t, "min", None), max=getattr(t, "max", None), min_open=getattr(t, "min_open", False),
                max_open=getattr(t, "max_open", False), clamp=getattr(t, "clamp", False))
     if isinstance(t, click.types.FloatParamType):
         return BoundedFloat(**rng)
@@ -129,7 +130,7 @@ def _bounded(t: click.ParamType) -> click.ParamType | None:
         return BoundedInt(**rng)
     if isinstance(t, click.Tuple):
         inner = [(_bounded(x) or x) for x in t.types]
-        if any(a is not b for a, b in zip(inner, t.types)):
+        if any(a is not b for a, b in zip(inner, t.types, strict=True)):
             new = click.Tuple([])
             new.types = inner
             return new

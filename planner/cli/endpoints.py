@@ -16,8 +16,17 @@ from planner.endpoints import (
     export_toml,
     import_toml,
     key_status,
+    key_status_for,
     list_endpoints,
     remove_endpoint,
+)
+from planner.probes.protocols import PROTOCOLS
+from planner.providers import (
+    CatalogError,
+    catalog,
+    endpoint_fields,
+    find_provider,
+    parse_spec,
 )
 
 __all__ = ["COMMANDS"]
@@ -27,7 +36,7 @@ def _field_options(required: bool):
     """Click options for every editable field (--base-url, --interval-s, …)."""
     helps = {
         "name": "Unique name.", "provider": "Provider label.", "region": "Region label.",
-        "protocol": "openai-chat | openai-completions | anthropic.", "base_url": "http(s) base URL, e.g. https://api.example.com/v1.",
+        "protocol": " | ".join(PROTOCOLS) + ".", "base_url": "http(s) base URL, e.g. https://api.example.com/v1.",
         "model": "Model name sent in requests.", "api_key_env": "NAME of the env var holding the API key (never the key).",
         "interval_s": "Probe interval (s); minimum 10 s ($TTFT_PLANNER_MIN_INTERVAL_S lowers it for tests).",
         "timeout_s": "Probe timeout (s), shorter than the interval.", "prompt_tokens": "Prompt length (tokens).",
@@ -60,15 +69,48 @@ def endpoints() -> None:
     """The endpoints the worker probes (name, URL, model, key env var, interval, …)."""
 
 
+def _from_catalog(spec: str, params: tuple[str, ...]) -> dict[str, str]:
+    """Endpoint fields from a catalog spec PROVIDER:MODEL[@REGION] and --param NAME=VALUE pairs."""
+    pairs = {}
+    for text in params:
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {text!r}", param_hint="--param")
+        pairs[name.strip()] = value.strip()
+    try:
+        key, model, region = parse_spec(spec)
+        return endpoint_fields(find_provider(key), model, region, pairs)
+    except CatalogError as exc:
+        raise click.BadParameter(str(exc), param_hint="--from") from None
+
+
 @endpoints.command("add")
-@click.argument("name")
-@_field_options(required=True)
+@click.argument("name", required=False)
+@click.option("--from", "from_spec", metavar="PROVIDER:MODEL[@REGION]", default=None,
+              help="Fill every field from assets/providers.toml (e.g. bedrock:amazon.nova-lite-v1:0@eu-central-1); "
+                   "other options override it. `endpoints catalog` lists the rows.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A catalog base-URL value (Vertex project, Azure resource, self-hosted host); repeatable.")
+@_field_options(required=False)
 @store_option
-def add_cmd(name, database_url, **fields) -> None:
+def add_cmd(name, from_spec, params, database_url, **fields) -> None:
     """Add an endpoint. Example: ttft-planner endpoints add eu-llama --base-url https://api.example.com/v1
-    --model llama-3.1-8b --api-key-env EXAMPLE_API_KEY --interval-s 60"""
-    engine = open_engine(database_url)
+    --model llama-3.1-8b --api-key-env EXAMPLE_API_KEY --interval-s 60, or from the provider catalog:
+    ttft-planner endpoints add --from bedrock:amazon.nova-lite-v1:0@eu-central-1"""
     given = {k: v for k, v in fields.items() if v is not None}
+    if from_spec:
+        given = {**_from_catalog(from_spec, params), **given}
+    elif params:
+        raise click.UsageError("--param only goes with --from")
+    else:
+        for opt in ("base_url", "model"):
+            if opt not in given:
+                raise click.UsageError(f"Missing option '--{opt.replace('_', '-')}' (or use --from PROVIDER:MODEL)")
+    name = name or given.pop("name", None)
+    given.pop("name", None)
+    if not name:
+        raise click.UsageError("Missing argument 'NAME' (or use --from, which names the endpoint)")
+    engine = open_engine(database_url)
     try:
         row = add_endpoint(engine, {"name": name, **given})
     except EndpointError as exc:
@@ -171,6 +213,24 @@ def import_cmd(path, no_update, database_url) -> None:
         click.echo(f"  {path}: endpoint #{i} {name!r}: {msg}", err=True)
     if res.rejected:
         fail(f"{len(res.rejected)} record(s) rejected")
+
+
+@endpoints.command("catalog")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+def catalog_cmd(as_json) -> None:
+    """The provider catalog (assets/providers.toml): what `endpoints add --from KEY:MODEL[@REGION]` can fill,
+    with each row's key variable "key set"/"key missing" here (its name only, never a value)."""
+    for p in catalog():
+        key = key_status_for(p.key_env, p.protocol)
+        if as_json:
+            echo_json({"key": p.key, "provider": p.provider, "protocol": p.protocol, "key_env": p.key_env,
+                       "key_status": key, "models": list(p.models), "regions": dict(p.regions),
+                       "front_door": p.front_door, "scale_to_zero": p.scale_to_zero, "source": p.source,
+                       "as_of": p.as_of})
+        else:
+            where = f"{len(p.regions)} region(s)" if p.front_door == "regional" else p.front_door
+            click.echo(f"{p.key:<18} {p.protocol:<18} {p.key_env or '-':<22} {key:<31} {where:<14} "
+                       f"{', '.join(p.models[:2])}")
 
 
 COMMANDS = [endpoints]

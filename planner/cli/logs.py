@@ -123,7 +123,7 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
         click.echo(f"token counts are an {res.token_counter}")
     for note in res.notes:
         click.echo(f"note: {note}")
-    when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
+    when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
     click.echo(f"span: {when(s.first_ts_ms)} → {when(s.last_ts_ms)}; times in {tz}")
     for title, pcs in ((f"prompt tokens (all, n={s.prompt['p50'].n})", s.prompt),
                        (f"prompt tokens (working day {workday} Mon–Fri, n={s.prompt_workday['p50'].n})", s.prompt_workday),

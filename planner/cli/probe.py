@@ -10,6 +10,7 @@ from collections import Counter
 import click
 import httpx
 
+from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.errors import ERROR_CLASSES, MissingApiKey
 from planner.probes.fit import fit_points, fit_prefill
@@ -20,9 +21,6 @@ from planner.stats import summarize
 from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
-
-_VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
-
 
 def _loop_factory():
     """uvloop when available: fewer wake-up hops between a socket read and the probe's timestamp."""
@@ -143,7 +141,7 @@ async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: s
 @click.option("--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
 @click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
-@click.option("--vantage", default=None, envvar=_VANTAGE_ENV, show_envvar=True,
+@click.option("--vantage", default=None, envvar=settings.VANTAGE.name, show_envvar=True,
               help="Label of the machine measuring, stored with --store (default: none — the default vantage, as the worker's).")
 @store_option
 def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, max_tokens, timeout_s, max_attempts,
@@ -190,7 +188,7 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
         sys_exit = 1
         if not as_json:
             click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({ERROR_CLASSES.get(k, '')})"
-                                                                   for k in sorted({s.error_class for s in samples})), err=True)
+                                                                   for k in sorted({str(s.error_class) for s in samples})), err=True)
         raise SystemExit(sys_exit)
 
 
@@ -199,13 +197,14 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
 
     try:
         ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)
+        assert ep.id is not None  # a stored endpoint has an id
         vantage = vantage or ""  # the one default vantage (planner.probes.rtt.default_vantage), as the worker's
         rows, last, prev = [], 0, None
         for s in samples:
             slot = max(s.started_at_ms, last + 1)  # the slot key must be unique within a run
             last = slot
             # idle gap: from the end of the previous sample to this one's start (None for the first)
-            gap = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
+            gap: float | None = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
             prev = s
             rows.append(s.to_row(ep.id, vantage, "manual", slot, idle_gap_ms=gap))
         return insert_samples(engine, rows)
@@ -244,7 +243,8 @@ def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored
                    + (f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
                       if s["buffered"] else ""))
         if s["server_prompt_tokens_p50"] is not None:
-            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} prompt tokens (p50) for {L:,} requested")
+            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} "
+                       f"prompt tokens (p50) for {L:,} requested")
     if fit is not None:
         click.echo(fit.describe() + f" ({basis} tokens)")
     elif len(lengths) >= 2:

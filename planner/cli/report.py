@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import time
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -41,7 +42,7 @@ def parse_when(text: str, now_ms: int) -> int:
         except ValueError:
             raise ValueError(f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m") from None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.timezone.utc)
+            when = when.replace(tzinfo=dt.UTC)
         ms = when.timestamp() * 1000
     if not _EARLIEST_MS <= ms <= _LATEST_MS:
         raise ValueError(f"{text!r} is outside 1970–2200: give a date or an age within that range")
@@ -153,7 +154,7 @@ def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz
                 written.append(str(path))
     except OSError as exc:
         fail(f"cannot write {exc.filename}: {exc.strerror}")
-    summary = {
+    summary: dict[str, Any] = {
         "files": written,
         "window": cmp.window,
         "ranking": [{"rank": r.rank, "endpoint": r.metrics.name, "ttft_p95_ms": r.metrics.ttft["p95"].value,

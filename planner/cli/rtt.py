@@ -1,8 +1,10 @@
-"""`ttft-planner rtt` (server-side RTT probe) and `ttft-planner regions add|list|remove` (the catalog and custom targets)."""
+"""`ttft-planner rtt` (server-side RTT probe)
+and `ttft-planner regions add|list|remove` (the catalog and custom targets)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
@@ -100,7 +102,8 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
                    "error_classes": RTT_ERROR_CLASSES})
     else:
-        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({'direct' if proxy is None else 'via proxy ' + redact_url(proxy)}):")
+        route = "direct" if proxy is None else "via proxy " + redact_url(proxy)
+        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({route}):")
         _print_table(results, {r.id for r in regions if r.anycast})
     if results and all(not r.ok for r in results):
         raise SystemExit(1)
@@ -122,7 +125,7 @@ def regions_list(provider, database_url, as_json) -> None:
     items = merge_custom(catalog(), rows.values())
     if provider:
         items = tuple(r for r in items if provider.lower() in r.provider.lower())
-    out = []
+    out: list[dict[str, Any]] = []
     for r in items:
         row = rows.get(r.id)
         out.append({"id": r.id, "provider": r.provider, "name": r.name, "city": r.city, "lat": r.lat, "lon": r.lon,

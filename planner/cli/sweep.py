@@ -8,7 +8,7 @@ import socket
 
 import click
 
-from planner import __version__
+from planner import __version__, settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli.probe import _loop_factory
 from planner.probes.errors import MissingApiKey
@@ -86,7 +86,7 @@ def _knee_line(r: SweepResult) -> str:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson schedules (same seed, same arrivals).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per step, then a summary object.")
 @click.option("--store", is_flag=True, help="Also store the run and its steps (Sweep page).")
-@click.option("--vantage", default=None, envvar="TTFT_PLANNER_VANTAGE", show_envvar=True,
+@click.option("--vantage", default=None, envvar=settings.VANTAGE.name, show_envvar=True,
               help="Label of the machine measuring, stored with --store (default: host name).")
 @store_option
 def sweep(base_url, model, protocol, api_key_env, rates, concurrency, arrivals, step_duration_s, target_p95_ms, all_steps,

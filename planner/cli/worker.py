@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli.probe import _loop_factory
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
@@ -56,7 +57,7 @@ def demo_simulator_config():
 
 
 def _worker_options(f):
-    f = click.option("--vantage", default="", show_default=True, envvar="TTFT_PLANNER_VANTAGE", show_envvar=True,
+    f = click.option("--vantage", default="", show_default=True, envvar=settings.VANTAGE.name, show_envvar=True,
                      help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
                           "different vantages probe side by side.")(f)
     f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
@@ -124,6 +125,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
     if not live:
         click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
                    "the reading starts when one does (ttft-planner worker)", err=True)
+    assert ep.id is not None  # a stored endpoint has an id
     req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
     if not wait:
         click.echo(f"queued cold reading #{req_id} of {ep.name} (idle {idle:g} s)")
@@ -174,7 +176,7 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, probe_processes, re
                           probe_processes=probe_processes)
     env = dict(os.environ)
     if database_url:
-        env["TTFT_PLANNER_DATABASE_URL"] = database_url
+        env[settings.DATABASE_URL.name] = database_url
     with contextlib.ExitStack() as stack:
         if not no_simulator:
             from planner.simulator import running_simulator

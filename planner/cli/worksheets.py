@@ -28,7 +28,7 @@ def list_cmd(database_url, as_json) -> None:
         if as_json:
             echo_json({"name": name, "updated_at_ms": updated_at_ms})
         else:
-            when = dt.datetime.fromtimestamp(updated_at_ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            when = dt.datetime.fromtimestamp(updated_at_ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
             click.echo(f"{when}  {name}")
 
 

@@ -33,6 +33,7 @@ from planner.compare.metrics import (
     measured,
 )
 from planner.compare.ranking import RANKING_RULE, TARGETS_RULE, Ranked, decision_table, pairwise, rank
+from planner.compare.regions import ServingRegion, serving_regions
 from planner.compare.stats import DEFAULT_MARGIN, DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval, Margin
 from planner.samples import DEFINITION
 
@@ -61,6 +62,7 @@ class Comparison:
     ttft_ms: dict[str, np.ndarray] = field(default_factory=dict)
     p95_intervals: dict[str, Interval] = field(default_factory=dict)
     margin: Margin = DEFAULT_MARGIN
+    serving: dict[str, ServingRegion] = field(default_factory=dict)  # endpoint name → catalog region it serves from
 
     @property
     def decision(self) -> pd.DataFrame:
@@ -133,11 +135,13 @@ def compare(
     samples = load_samples(engine, endpoints, since_ms=since_ms, until_ms=until_ms, vantage=vantage)
     hourly = hourly_profile(samples, tz)
     cold = latest_cold_readings(engine, endpoints, vantage=vantage)
-    rtt = rtt_to_regions(engine, [e.region for e in endpoints], vantage=vantage)
+    serving = serving_regions(endpoints)
+    rtt = rtt_to_regions(engine, [s.region_id for s in serving.values()], vantage=vantage)
     window = format_window(since_ms, until_ms, samples, tz)
     metrics = [
         endpoint_metrics(e, samples[samples["endpoint"] == e.name], hourly[hourly["endpoint"] == e.name],
-                         worksheet=worksheet, cold=cold.get(e.name), rtt=rtt.get(e.region), cost=cost, window=window)
+                         worksheet=worksheet, cold=cold.get(e.name), rtt=rtt.get(serving[e.name].region_id), cost=cost,
+                         window=window)
         for e in endpoints
     ]
     ok = measured(samples)
@@ -148,7 +152,7 @@ def compare(
     intervals = {name: boots.interval(name) for name in ttft}
     return Comparison(endpoints, samples, hourly, metrics, ranked, diffs, since_ms, until_ms, vantage, tz, worksheet,
                       cost, now_ms if now_ms is not None else int(time.time() * 1000), n_boot, seed, ttft, intervals,
-                      margin)
+                      margin, serving)
 
 
 def metrics_table(cmp: Comparison) -> pd.DataFrame:

@@ -169,7 +169,7 @@ def stream_chat_logs(paths: Sequence[Path], fmt: str = "auto",
 
     def frames() -> Iterator[pd.DataFrame]:
         done = 0
-        for path, size in zip(paths, sizes):
+        for path, size in zip(paths, sizes, strict=True):
             tick = None
             if progress:
                 def tick(frac: float, _done=done, _size=size, _name=path.name) -> None:
@@ -253,7 +253,7 @@ def read_logs(
     sizes = [len(src[1]) if isinstance(src, tuple) else file_size(Path(src)) for src in sources]
     total = max(sum(sizes), 1)
     done = 0
-    for source, size in zip(sources, sizes):
+    for source, size in zip(sources, sizes, strict=True):
         label = source[0] if isinstance(source, tuple) else Path(source).name
         tick = None
         if progress:

@@ -108,7 +108,7 @@ def token_count(value: Any, field: str, *, required: bool = True) -> int:
 def zone(tz: str) -> dt.tzinfo:
     """The tzinfo for an IANA name; raises ValueError naming it when unknown."""
     if tz in ("UTC", "utc", ""):
-        return dt.timezone.utc
+        return dt.UTC
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):

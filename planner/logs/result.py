@@ -54,7 +54,7 @@ def rows_frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
     if not rows:
         arr = {c: [] for c in Row._fields}
     else:
-        arr = dict(zip(Row._fields, zip(*rows)))
+        arr = dict(zip(Row._fields, zip(*rows, strict=True), strict=True))
     return pd.DataFrame({
         "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),
         "model": pd.array(list(arr["model"]), dtype=object),

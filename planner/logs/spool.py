@@ -31,6 +31,8 @@ class Upload(Protocol):
 
     def seek(self, offset: int, whence: int = 0) -> int: ...
 
+    def tell(self) -> int: ...
+
     def read(self, n: int = -1) -> bytes: ...
 
 
@@ -52,7 +54,8 @@ class Spool:
         self.folder = Path(tempfile.mkdtemp(prefix="ttft-planner-upload-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.paths: list[Path] = []
-        uploads = [(f[0], f[1]) if isinstance(f, tuple) else (f.name, f) for f in files]
+        uploads: list[tuple[str, Upload | BinaryIO]] = [
+            (f[0], f[1]) if isinstance(f, tuple) else (f.name, f) for f in files]
         total_bytes = max(sum(_size(fh) for _, fh in uploads), 1)
         done_bytes = 0
         try:
@@ -87,7 +90,7 @@ class Spool:
         self._cleanup()
 
 
-def _size(fh: BinaryIO) -> int:
+def _size(fh: Upload | BinaryIO) -> int:
     size = getattr(fh, "size", None)
     if isinstance(size, int):
         return size

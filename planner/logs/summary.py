@@ -78,7 +78,7 @@ def percentiles(values: Any, ps: tuple[float, ...] = PS) -> dict[str, Percentile
     levels = (*ps, 1.0)
     picked = _ranked(arr, [nearest_rank_index(p, n) for p in levels]) if n else [None] * len(levels)
     out: dict[str, Percentile] = {}
-    for p, value in zip(levels, picked):
+    for p, value in zip(levels, picked, strict=True):
         pc = Percentile(p=p, value=value, n=n)
         out["max" if p == 1.0 else pc.label] = pc
     return out

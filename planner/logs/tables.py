@@ -37,7 +37,7 @@ def _csv_records(name: str, header: list[str], rows, extract, ctx: ReadContext) 
             out.reject(name, line_no, f"has {len(values)} fields, the header has {width}")
             continue
         try:
-            row = extract(dict(zip(header, values)), ctx.tz)
+            row = extract(dict(zip(header, values, strict=False)), ctx.tz)
         except Skip:
             out.n_skipped += 1
             continue
@@ -85,7 +85,7 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
             out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
             continue
         try:
-            row = ctx.extract(dict(zip(header, values)), used, get, ts0, prefix)
+            row = ctx.extract(dict(zip(header, values, strict=False)), used, get, ts0, prefix)
         except Reject as exc:
             out.reject(name, line_no, str(exc))
             continue

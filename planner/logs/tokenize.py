@@ -41,7 +41,7 @@ class TokenCounter:
     _tokenizer: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_tokenizer_json(cls, data: bytes, name: str = "tokenizer.json") -> "TokenCounter":
+    def from_tokenizer_json(cls, data: bytes, name: str = "tokenizer.json") -> TokenCounter:
         """A counter backed by a Hugging Face tokenizer.json.
 
         Raises ValueError when the file is not a tokenizer, RuntimeError when the `tokenizers`
@@ -50,7 +50,8 @@ class TokenCounter:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise RuntimeError("the 'tokenizers' package is not installed; token counts will be estimated") from None
+            raise RuntimeError("exact token counts need the 'tokenizers' package: pip install 'ttft-planner[tokenizers]'; "
+                               "token counts will be estimated") from None
         try:
             tok = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own Exception type

@@ -12,7 +12,7 @@ internal hand-off between the stream reader and the sampler.
 from __future__ import annotations
 
 import email.utils
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from planner.untrusted import mask_secret
 
@@ -123,5 +123,5 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from planner.provenance import Figure, Source
@@ -69,11 +68,13 @@ class PrefillFit:
         return "poor"
 
     def describe(self) -> str:
-        """One line, e.g. 'prefill 0.25 ms/token (250 ms per 1K tokens, 4,000 tokens/s), intercept 40 ms, r²=0.98, n=40: good'."""
+        """One line, e.g. 'prefill 0.25 ms/token (250 ms per 1K tokens, 4,000 tokens/s),
+        intercept 40 ms, r²=0.98, n=40: good'."""
         rate = self.prefill_tokens_per_s
         se = "" if self.slope_se_ms_per_token is None else f" ± {self.slope_se_ms_per_token * 1000:,.1f}"
         rate_txt = f", {rate:,.0f} tokens/s" if rate else ""
-        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; intercept {self.intercept_ms:,.1f} ms; "
+        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; "
+                f"intercept {self.intercept_ms:,.1f} ms; "
                 f"r²={self.r2:.3f}; n={self.n} at {', '.join(str(x) for x in self.lengths)} tokens: {self.quality}")
 
     def to_figure(self, detail: str = "", measured_at_ms: int | None = None) -> Figure:
@@ -110,7 +111,7 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
     return PrefillFit(intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths)
 
 
-def fit_points(samples: Iterable["TtftSample"]) -> tuple[list[tuple[int, float]], str]:
+def fit_points(samples: Iterable[TtftSample]) -> tuple[list[tuple[int, float]], str]:
     """(prompt tokens, TTFT ms) points for the prefill fit, and which token count they use.
 
     The server's own count (usage.prompt_tokens) when it reported one for every successful sample:
@@ -119,5 +120,6 @@ def fit_points(samples: Iterable["TtftSample"]) -> tuple[list[tuple[int, float]]
     """
     ok = [s for s in samples if s.ok]
     if ok and all(s.prompt_tokens for s in ok):
-        return [(s.prompt_tokens, s.ttft_ms) for s in ok], "server-counted"
-    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok], "requested"
+        return [(s.prompt_tokens, s.ttft_ms) for s in ok if s.prompt_tokens and s.ttft_ms is not None], "server-counted"
+    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok
+            if s.prompt_tokens_requested is not None and s.ttft_ms is not None], "requested"

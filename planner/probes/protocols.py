@@ -1,9 +1,15 @@
-"""Request building and event interpretation for the three streaming protocols.
+"""Request building and event interpretation for every streaming protocol.
 
 - "openai-chat":        POST {base}/chat/completions, `choices[0].delta`
 - "openai-completions": POST {base}/completions, `choices[0].text`
 - "anthropic":          POST {base}/v1/messages (or {base}/messages when base ends in /v1),
                         `x-api-key` + `anthropic-version`, typed events
+- "openai-responses":   POST {base}/responses, typed `response.*` events (planner.probes.responses)
+- "azure-openai":       POST {deployment}/chat/completions?api-version=…, `api-key` or Entra ID bearer
+                        (planner.probes.azure); chat chunks
+- "gemini" / "vertex":  POST {base}/models/{model}:streamGenerateContent?alt=sse (planner.probes.gemini)
+- "bedrock":            POST {base}/model/{model}/converse-stream, SigV4 or a Bedrock API key, binary
+                        event-stream frames (planner.probes.bedrock)
 
 What counts (DESIGN §3): the *first event* is the first one carrying a choices
 entry or content block of any kind (often a role-only delta: not a token); a
@@ -16,14 +22,28 @@ arguments). Usage-only chunks (`choices: []`) count for none of these.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from planner.probes.errors import ProbeFault
-from planner.probes.sse import SseEvent
+from planner.probes import azure, bedrock, gemini, responses
+from planner.probes.errors import ProbeFault, parse_retry_after
+from planner.probes.sse import SseEvent, SseParser
 
-__all__ = ["ANTHROPIC_VERSION", "PROTOCOLS", "EventInfo", "build_request", "interpret", "request_url"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "PROTOCOLS",
+    "EventInfo",
+    "build_request",
+    "default_auth",
+    "interpret",
+    "new_decoder",
+    "request_url",
+    "retry_after_s",
+    "stream_content_type",
+]
 
-PROTOCOLS = ("openai-chat", "openai-completions", "anthropic")
+PROTOCOLS = ("openai-chat", "openai-completions", "anthropic", "openai-responses", "azure-openai", "gemini", "vertex",
+             "bedrock")
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -38,11 +58,21 @@ class EventInfo:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    server_latency_ms: float | None = None  # the server's own latency figure (Bedrock metadata.metrics.latencyMs)
 
 
-def request_url(protocol: str, base_url: str) -> str:
-    """The full endpoint URL for `protocol` under `base_url`; raises ValueError for an unknown protocol."""
+def request_url(protocol: str, base_url: str, model: str = "") -> str:
+    """The full endpoint URL for `protocol` under `base_url` (Gemini, Vertex and Bedrock put `model` in the path);
+    raises ValueError for an unknown protocol."""
     base = base_url.rstrip("/")
+    if protocol == "openai-responses":
+        return base + "/responses"
+    if protocol == "azure-openai":
+        return azure.request_url(base_url)
+    if protocol in ("gemini", "vertex"):
+        return gemini.request_url(base, model)
+    if protocol == "bedrock":
+        return bedrock.request_url(base, model)
     if protocol == "openai-chat":
         return base + "/chat/completions"
     if protocol == "openai-completions":
@@ -66,10 +96,23 @@ def build_request(protocol: str, model: str, prompt: str, max_tokens: int, api_k
             headers["x-api-key"] = api_key
         body = {"model": model, "max_tokens": max_tokens, "stream": True, "messages": [{"role": "user", "content": prompt}]}
         return headers, body
-    if api_key:
+    if protocol in ("gemini", "vertex", "bedrock"):
+        if protocol == "bedrock":
+            headers["Accept"] = bedrock.CONTENT_TYPE
+        if api_key:
+            auth = {"x-goog-api-key": api_key} if protocol == "gemini" else {"Authorization": f"Bearer {api_key}"}
+            headers.update(auth)
+        build = bedrock.build_body if protocol == "bedrock" else gemini.build_body
+        body = build(prompt, max_tokens)
+        return headers, body
+    if protocol == "azure-openai":
+        headers.update(azure.auth_headers(api_key))
+    elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    if protocol == "openai-responses":
+        return headers, responses.build_body(model, prompt, max_tokens)
     body = {"model": model, "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}, "temperature": 0}
-    if protocol == "openai-chat":
+    if protocol in ("openai-chat", "azure-openai"):
         body["messages"] = [{"role": "user", "content": prompt}]
     elif protocol == "openai-completions":
         body["prompt"] = prompt
@@ -178,12 +221,70 @@ def _usage_anthropic(usage: dict, info: EventInfo) -> None:
         info.output_tokens = usage["output_tokens"]
 
 
-def interpret(protocol: str, ev: SseEvent) -> EventInfo:
-    """What `ev` means for the clock under `protocol`.
+def interpret(protocol: str, ev) -> EventInfo:
+    """What `ev` (an SseEvent; for "bedrock" a botocore EventStreamMessage) means for the clock under `protocol`.
 
     Raises ProbeFault("bad_json") for unparseable data and ProbeFault("server_error"/
     "rate_limited") for an error event inside the stream.
     """
     if protocol == "anthropic":
         return _anthropic(ev)
-    return _openai(protocol, ev)
+    info = EventInfo()
+    if protocol == "openai-responses":
+        responses.interpret_event(ev.event, ev.data, info)
+        return info
+    if protocol in ("gemini", "vertex"):
+        gemini.interpret_data(ev.data, info)
+        return info
+    if protocol == "bedrock":
+        bedrock.interpret_message(ev, info)
+        return info
+    return _openai("openai-chat" if protocol == "azure-openai" else protocol, ev)
+
+
+def stream_content_type(protocol: str) -> str:
+    """The content type a streaming answer under `protocol` carries."""
+    return bedrock.CONTENT_TYPE if protocol == "bedrock" else "text/event-stream"
+
+
+def new_decoder(protocol: str):
+    """A fresh incremental decoder for the response bytes: SseParser, or for Bedrock an event-stream decoder
+    (both: `feed(bytes) -> list of events`, `bytes_seen`)."""
+    return bedrock.EventStreamDecoder() if protocol == "bedrock" else SseParser()
+
+
+def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | None, Callable | None]:
+    """(api_key, signer) for a request whose endpoint names no key variable: Vertex takes an Application Default
+    Credentials token, Bedrock a SigV4 signer over the AWS credential chain; others are unchanged.
+
+    Called before a sample's clock starts (credential look-ups can take a while). Raises MissingApiKey
+    (naming what is missing, never a value) when the cloud's default credentials are not there."""
+    if protocol == "bedrock":
+        bedrock.preload()  # botocore's decoder imported now, not between the response headers and the first frame
+    if api_key:
+        return api_key, None
+    if protocol == "vertex":
+        token = gemini.adc_token()
+        if not token:
+            raise gemini.MissingGoogleCredentials()
+        return token, None
+    if protocol == "bedrock":
+        return None, bedrock.sigv4_signer(url)
+    return api_key, None
+
+
+def retry_after_s(protocol: str, headers: Mapping[str, str], body: str) -> float | None:
+    """Seconds an error response asks to wait: `retry-after-ms` (Azure, OpenAI), `Retry-After`, or a Gemini
+    RetryInfo `retryDelay` in the body; None when it says nothing."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            value = float(ms)
+            if value >= 0:
+                return value / 1000.0
+        except ValueError:
+            pass
+    seconds = parse_retry_after(headers.get("retry-after"))
+    if seconds is None and protocol in ("gemini", "vertex"):
+        seconds = gemini.retry_delay_s(body)
+    return seconds

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Engine
 
+from planner import settings
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
 from planner.store.rtt import SampleRecord, insert_samples
@@ -66,13 +67,13 @@ RTT_ERROR_CLASSES: dict[str, str] = {
 }
 
 _USER_AGENT = "ttft-planner-rtt/0.1"
-VANTAGE_ENV = "TTFT_PLANNER_VANTAGE"
+VANTAGE_ENV = settings.VANTAGE.name
 
 
 def default_vantage() -> str:
     """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else "" — the one default vantage, the same
     the worker uses, so the same server never shows up as two vantages (its host name and "")."""
-    return os.environ.get(VANTAGE_ENV) or ""
+    return settings.VANTAGE.raw() or ""
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class RttResult:
         out: list[SampleRecord] = []
         if self.dns_ms is not None:
             out.append(SampleRecord(method="dns", rtt_ms=self.dns_ms, measured_at_ms=self.started_at_ms, **common))
-        for v, at in zip(self.connect_ms, self.connect_at_ms):
+        for v, at in zip(self.connect_ms, self.connect_at_ms, strict=True):
             out.append(SampleRecord(method="tcp-connect", rtt_ms=v, measured_at_ms=at, **common))
         end_ms = self.connect_at_ms[-1] if self.connect_at_ms else self.started_at_ms
         if self.tls_ms is not None:
@@ -232,7 +233,7 @@ def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout
             if not chunk:
                 break
             buf += chunk
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise _Fail("proxy", "proxy", f"proxy {proxy} did not answer CONNECT within {timeout_s:g} s") from None
     except OSError as exc:
         raise _Fail("proxy", "proxy", f"proxy {proxy} failed: {exc}") from None
@@ -247,7 +248,7 @@ def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s
     t0 = time.perf_counter_ns()
     try:
         tls.do_handshake()
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         tls.close()
         raise _Fail("timeout", "tls", f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
     except ssl.SSLCertVerificationError as exc:
@@ -273,7 +274,7 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
         if not first:
             raise _Fail("http", "https-ttfb", f"{target} closed the connection without answering the request")
         head = first + sock.recv(64)
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise _Fail("timeout", "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
     except ssl.SSLError as exc:
         raise _Fail("tls", "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import os
 import socket
 import ssl
@@ -31,10 +32,27 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from planner.probes.errors import RETRYABLE_CLASSES, MissingApiKey, ProbeFault, backoff_s, class_for_status, parse_retry_after, scrub
+from planner.probes.errors import (
+    RETRYABLE_CLASSES,
+    MissingApiKey,
+    ProbeFault,
+    backoff_s,
+    class_for_status,
+    parse_retry_after,
+    scrub,
+)
 from planner.probes.prompts import build_prompt, new_nonce
-from planner.probes.protocols import PROTOCOLS, build_request, interpret, request_url
-from planner.probes.sse import SseLineTooLong, SseParser
+from planner.probes.protocols import (
+    PROTOCOLS,
+    build_request,
+    default_auth,
+    interpret,
+    new_decoder,
+    request_url,
+    retry_after_s,
+    stream_content_type,
+)
+from planner.probes.sse import SseLineTooLong
 from planner.secrets_file import lookup_key
 
 if TYPE_CHECKING:
@@ -121,12 +139,15 @@ class TtftSample:
     prompt_tokens_requested: int | None = None
     buffered: bool = False
     cached_series: bool = False
+    #: The server's own latency figure where the protocol reports one (Bedrock `metadata.metrics.latencyMs`),
+    #: kept beside ours in the sample (not a store column).
+    server_latency_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready)."""
         return asdict(self)
 
-    def to_row(self, endpoint_id: int, vantage: str, kind: str, scheduled_at_ms: int, idle_gap_ms: float | None = None) -> "ProbeSampleRow":
+    def to_row(self, endpoint_id: int, vantage: str, kind: str, scheduled_at_ms: int, idle_gap_ms: float | None = None) -> ProbeSampleRow:
         """A ProbeSampleRow for the store; `kind` is one of SAMPLE_KINDS (scheduled, manual, cold, warm, skipped)."""
         from planner.store.probes import SAMPLE_KINDS, ProbeSampleRow
 
@@ -134,7 +155,8 @@ class TtftSample:
             raise ValueError(f"kind must be one of {', '.join(SAMPLE_KINDS)}, got {kind!r}")
         return ProbeSampleRow(
             endpoint_id=endpoint_id, vantage=vantage, kind=kind, scheduled_at_ms=int(scheduled_at_ms),
-            idle_gap_ms=idle_gap_ms, **{f.name: getattr(self, f.name) for f in fields(self)},
+            idle_gap_ms=idle_gap_ms,
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name in ProbeSampleRow.model_fields},
         )
 
 
@@ -172,7 +194,7 @@ def _proxy_for(url: str) -> str | None:
     proxy = proxies.get(parsed.scheme) or proxies.get("all")
     if not proxy:
         return None
-    if urllib.request.proxy_bypass_environment(parsed.host, proxies):
+    if urllib.request.proxy_bypass_environment(parsed.host, proxies):  # type: ignore[attr-defined]  # not in typeshed
         return None
     return proxy
 
@@ -221,12 +243,15 @@ class _Attempt:
 
 async def _run_attempt(
     sample: TtftSample, target: ProbeTarget, client: httpx.AsyncClient, url: str, prompt: str,
-    api_key: str | None, proxy: str | None, att: _Attempt,
+    api_key: str | None, proxy: str | None, att: _Attempt, signer: Callable | None = None,
 ) -> None:
     """Send one request and fill `sample`; raises ProbeFault on any failure."""
     clock_ns = att.clock_ns
     parsed = httpx.URL(url)
     headers, body = build_request(target.protocol, target.model, prompt, target.max_tokens, api_key)
+    content = json.dumps(body).encode()
+    if signer is not None:  # SigV4 signs the original URL and these exact bytes, before Host/Connection are added
+        signer("POST", url, headers, content)
     extensions: dict[str, Any] = {"trace": att.trace}
     send_url = parsed
     sample.dns_ms = None
@@ -245,14 +270,14 @@ async def _run_attempt(
             sample.dns_ms = (clock_ns() - t) / 1e6
             # IPv4 first when the name has both: "localhost" → ::1 would miss a server bound to 127.0.0.1.
             infos.sort(key=lambda i: i[0] != socket.AF_INET)
-            ip = infos[0][4][0]
+            ip = str(infos[0][4][0])
         send_url = parsed.copy_with(host=ip)
         headers["Host"] = parsed.netloc.decode("ascii")
         if parsed.scheme == "https":
             extensions["sni_hostname"] = host
     if not target.keep_alive:
         headers["Connection"] = "close"  # never leave this connection in a pool: the next sample connects afresh
-    request = client.build_request("POST", send_url, headers=headers, json=body, extensions=extensions)
+    request = client.build_request("POST", send_url, headers=headers, content=content, extensions=extensions)
     try:
         response = await client.send(request, stream=True)
     except httpx.ConnectTimeout:
@@ -302,13 +327,13 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
         snippet = await _body_snippet(response)
         cls = class_for_status(status)
         raise ProbeFault(cls, f"HTTP {status} from {url}: {snippet}", status_code=status,
-                         retry_after_s=parse_retry_after(response.headers.get("retry-after")))
+                         retry_after_s=retry_after_s(target.protocol, response.headers, snippet))
     ctype = response.headers.get("content-type", "")
-    if "text/event-stream" not in ctype.lower():
+    if stream_content_type(target.protocol) not in ctype.lower():
         snippet = await _body_snippet(response)
         raise ProbeFault("not_sse", f"HTTP {status} with content-type {ctype or '(none)'!r}, not an event stream "
                                     f"(did the server ignore stream=true?): {snippet}", status_code=status)
-    parser = SseParser()
+    parser = new_decoder(target.protocol)
     token_events = 0
     token_reads: set[int] = set()
     first_token_ns = last_token_ns = None
@@ -340,6 +365,8 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                     usage_output = info.output_tokens
                 if info.cached_tokens is not None:
                     usage_cached = info.cached_tokens
+                if info.server_latency_ms is not None:
+                    sample.server_latency_ms = info.server_latency_ms
                 if (info.is_first_event or info.is_token) and sample.first_event_ms is None:
                     sample.first_event_ms = att.ms(t)
                 if info.is_token:
@@ -369,7 +396,7 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                                        "reasoning or tool-call token", status_code=status)
     # Buffered: a proxy or server that holds the stream delivers every token in one read,
     # or the tokens' spread is a sliver of the time it took to get the first one.
-    if token_events >= 4:
+    if token_events >= 4 and last_token_ns is not None:
         spread_ns = last_token_ns - first_token_ns
         sample.buffered = len(token_reads) == 1 or spread_ns < 0.02 * (last_token_ns - att.t0_ns)
 
@@ -416,13 +443,18 @@ async def probe_once(
         raise ValueError(f"unknown protocol {target.protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     if api_key is None and target.api_key_env:
         api_key = resolve_api_key(target)
-    url = request_url(target.protocol, target.base_url)
+    url = request_url(target.protocol, target.base_url, target.model)
     proxy = _proxy_for(url)
     sample = TtftSample(started_at_ms=int(time.time() * 1000), prompt_tokens_requested=target.prompt_tokens,
                         cached_series=target.cached, proxy=_redact_proxy(proxy) if proxy else None)
+    try:  # a cloud's default credentials (Vertex ADC, the AWS chain), looked up before the clock starts
+        api_key, signer = default_auth(target.protocol, url, api_key)
+    except MissingApiKey as exc:
+        sample.error_class, sample.error_detail = "auth", scrub(str(exc), None)
+        return sample
     prompt = build_prompt(target.prompt_tokens, None if target.cached else new_nonce())
     own = client is None
-    if own:
+    if client is None:
         timeout = httpx.Timeout(target.timeout_s)
         client = httpx.AsyncClient(trust_env=False, proxy=proxy, timeout=timeout, verify=_shared_ssl_context(),
                                    limits=httpx.Limits(max_keepalive_connections=0))
@@ -431,13 +463,14 @@ async def probe_once(
         for attempt in range(1, max(1, max_attempts) + 1):
             sample.attempts = attempt
             for name in ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
-                         "total_ms", "output_tokens", "prompt_tokens", "cached_tokens", "status_code", "remote_ip"):
+                         "total_ms", "output_tokens", "prompt_tokens", "cached_tokens", "status_code", "remote_ip",
+                         "server_latency_ms"):
                 setattr(sample, name, None)
             att = _Attempt(t0, clock_ns)
             try:
                 try:
                     async with asyncio.timeout(target.timeout_s):
-                        await _run_attempt(sample, target, client, url, prompt, api_key, proxy, att)
+                        await _run_attempt(sample, target, client, url, prompt, api_key, proxy, att, signer)
                 finally:
                     _fill_connection(sample, att)
             except TimeoutError:

@@ -8,16 +8,18 @@ reader/writer blocking, NORMAL cuts commits from 7 to 1.9 ms).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
+from filelock import FileLock
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
+
+from planner import settings
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -30,10 +32,11 @@ __all__ = [
     "redacted",
     "session",
     "sqlite_file",
+    "table_of",
 ]
 
-DATABASE_URL_ENV = "TTFT_PLANNER_DATABASE_URL"
-DATA_DIR_ENV = "TTFT_PLANNER_DATA_DIR"
+DATABASE_URL_ENV = settings.DATABASE_URL.name
+DATA_DIR_ENV = settings.DATA_DIR.name
 SQLITE_BUSY_TIMEOUT_MS = 5000
 
 
@@ -46,15 +49,16 @@ def data_dir() -> Path:
 
     $TTFT_PLANNER_DATA_DIR, else $XDG_DATA_HOME/ttft-planner, else ~/.local/share/ttft-planner.
     """
-    if os.environ.get(DATA_DIR_ENV):
-        return Path(os.environ[DATA_DIR_ENV]).expanduser()
+    configured = settings.DATA_DIR.raw()
+    if configured:
+        return Path(configured).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "ttft-planner"
 
 
 def database_url() -> str:
     """$TTFT_PLANNER_DATABASE_URL, else sqlite:///<data dir>/planner.db."""
-    return os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{data_dir() / 'planner.db'}"
+    return settings.DATABASE_URL.raw() or f"sqlite:///{data_dir() / 'planner.db'}"
 
 
 def redacted(url: str) -> str:
@@ -119,12 +123,8 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
     path = sqlite_file(engine.url)
     if path is not None:
         lock_path = path.with_suffix(".migrate.lock")
-        with open(lock_path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with FileLock(lock_path):  # flock on POSIX, msvcrt on Windows
+            yield
     else:
         yield  # PostgreSQL: env.py takes a transaction-scoped advisory lock
 
@@ -166,3 +166,8 @@ def session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             s.rollback()
             raise
+
+
+def table_of(model: type[SQLModel]) -> sa.Table:
+    """The Core table of a SQLModel class, typed (mypy does not see the `__table__` SQLModel sets)."""
+    return model.__table__  # type: ignore[attr-defined]

@@ -112,7 +112,7 @@ def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | No
         [None if math.isnan(v) else v for v in ttft.tolist()],
         [None if math.isnan(v) else v for v in dur.tolist()],
     )
-    return [(upload_id, *vals) for vals in zip(*cols)]
+    return [(upload_id, *vals) for vals in zip(*cols, strict=True)]
 
 
 _INSERT_COLS = ("upload_id", "source", "ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
@@ -132,7 +132,7 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
         cursor.executemany(f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) "
                            f"VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows)
         return
-    conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r)) for r in rows])
+    conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r, strict=True)) for r in rows])
 
 
 _EMPTY = "nothing to store: the log has no readable requests"
@@ -225,7 +225,7 @@ def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
         parts: dict[str, list[np.ndarray]] = {c: [] for c in _DATA_COLUMNS}
         shared: dict[str, str] = {}
         while chunk := result.fetchmany(_CHUNK_ROWS):  # columns a chunk at a time: no list of millions of rows
-            cols = dict(zip(_DATA_COLUMNS, zip(*chunk)))
+            cols = dict(zip(_DATA_COLUMNS, zip(*chunk, strict=True), strict=True))
             for c in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens"):
                 parts[c].append(np.asarray(cols[c], dtype=np.int64))
             for c in ("ttft_ms", "duration_ms"):

@@ -37,7 +37,7 @@ __all__ = ["current_revision", "head_revision", "upgrade"]
 _SCRIPT_LOCATION = Path(__file__).resolve().parent.parent / "migrations"
 
 
-def _config(engine: Engine, conn=None) -> Config:
+def _config(engine: Engine | None, conn=None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(_SCRIPT_LOCATION))
     cfg.attributes["connection"] = conn

@@ -108,7 +108,7 @@ def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
     zone = ZoneInfo(tz)
 
     def off(ms: int) -> int:
-        when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone)
+        when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).astimezone(zone)
         return int(when.utcoffset().total_seconds() * 1000)
 
     step = 6 * HOUR_MS

@@ -204,7 +204,7 @@ def _local_hour_fn(tz: str):
     zone = ZoneInfo(tz)
 
     def hour_of(ms: int) -> int:
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone).hour
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).astimezone(zone).hour
 
     return hour_of
 

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, SQLModel, select
+from sqlmodel import Field, SQLModel, col, select
 
 from planner.store.engine import session
 
@@ -80,6 +80,7 @@ def store_sweep(engine: Engine, result, *, vantage: str, tool_version: str, note
     with session(engine) as s:
         s.add(run)
         s.flush()
+        assert run.id is not None  # assigned by the flush
         for st in result.steps:
             s.add(SweepStepRow(run_id=run.id, step_index=st.index, load=st.load, n_sent=st.n_sent, n_ok=st.n_ok,
                                ttft_p50_ms=st.ttft_p50_ms, ttft_p95_ms=st.ttft_p95_ms, ttft_p99_ms=st.ttft_p99_ms,
@@ -87,21 +88,21 @@ def store_sweep(engine: Engine, result, *, vantage: str, tool_version: str, note
                                send_lag_p95_ms=st.send_lag_p95_ms, wall_s=st.wall_s,
                                client_cpu_ms_per_request=st.client_cpu_ms_per_request,
                                errors_json=json.dumps(st.errors_by_class)[:2000]))
-        run_id = run.id
-    return int(run_id)
+        run_id: int = run.id
+    return run_id
 
 
 def load_sweep_runs(engine: Engine) -> pd.DataFrame:
     """Every sweep run, newest first (one row per run, the columns of SweepRunRow)."""
     with session(engine) as s:
-        rows = s.exec(select(SweepRunRow).order_by(SweepRunRow.started_at_ms.desc())).all()
+        rows = s.exec(select(SweepRunRow).order_by(col(SweepRunRow.started_at_ms).desc())).all()
         return pd.DataFrame([r.model_dump() for r in rows], columns=list(SweepRunRow.model_fields))
 
 
 def load_sweep_steps(engine: Engine, run_id: int) -> pd.DataFrame:
     """The steps of one run in load order, with error_rate (failed ÷ sent) added."""
     with session(engine) as s:
-        rows = s.exec(select(SweepStepRow).where(SweepStepRow.run_id == run_id).order_by(SweepStepRow.step_index)).all()
+        rows = s.exec(select(SweepStepRow).where(SweepStepRow.run_id == run_id).order_by(col(SweepStepRow.step_index))).all()
         df = pd.DataFrame([r.model_dump() for r in rows], columns=list(SweepStepRow.model_fields))
     df["error_rate"] = ((df["n_sent"] - df["n_ok"]) / df["n_sent"].where(df["n_sent"] > 0)).fillna(0.0) if len(df) else []
     return df

@@ -1,7 +1,8 @@
 """Load sweeps: open-loop arrivals at a list of rates (or closed-loop concurrencies) against an endpoint.
 
 `arrivals` makes the send schedules (Poisson or constant), `run` drives the probe engine through
-them and summarises each step, `knee` finds where p95 TTFT leaves a target, `curve` reads the queueing cost at any swept load.
+them and summarises each step, `knee` finds where p95 TTFT leaves a target,
+`curve` reads the queueing cost at any swept load.
 """
 
 from planner.sweep.arrivals import ARRIVAL_KINDS, arrival_offsets_s

@@ -16,7 +16,7 @@ def knee_of(loads: Sequence[float], p95_ms: Sequence[float | None], target_p95_m
     queue that has tipped over does not recover at higher load.
     """
     knee = None
-    for load, p95 in sorted(zip(loads, p95_ms), key=lambda x: x[0]):
+    for load, p95 in sorted(zip(loads, p95_ms, strict=True), key=lambda x: x[0]):
         if p95 is None or p95 > target_p95_ms:
             return knee, load
         knee = load

@@ -165,7 +165,7 @@ def _summarise(index: int, load: float, samples: list[TtftSample], lags: list[fl
         offered_rps=offered, achieved_rps=len(ok) / wall if wall > 0 else 0.0,
         send_lag_p95_ms=summarize(lags, ps=(0.95,))["p95"].value or 0.0, wall_s=wall,
         client_cpu_ms_per_request=cpu_s * 1000 / len(samples) if samples else 0.0,
-        errors_by_class=dict(Counter(s.error_class for s in samples if not s.ok)),
+        errors_by_class=dict(Counter(str(s.error_class) for s in samples if not s.ok)),
     )
 
 

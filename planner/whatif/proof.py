@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import httpx
 import numpy as np
 
-from planner.provenance import Figure, Source
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
+from planner.provenance import Figure, Source
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.stats import Percentile, min_n_for
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
@@ -175,13 +175,13 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     if not ok.any():
         detail = next((f"{s.error_class}: {s.error_detail}" for s in samples if not s.ok), "no sample")
         raise RuntimeError(f"the simulated endpoint answered none of {trace.n} requests ({detail})")
-    measured = np.array([s.ttft_ms * speedup if o else np.nan for s, o in zip(samples, ok)])
+    measured = np.array([s.ttft_ms * speedup if o else np.nan for s, o in zip(samples, ok, strict=True)])
     # The network segment, measured as the product measures it: request → first event, over the requests the
     # replay has warm (a cold endpoint holds every byte until its weights are loaded).
     no_rtt = dataclasses.replace(dep, rtt_ms=Figure.typed(0, "ms"))
     warm = ok & (replay(no_rtt, trace).cold_ms == 0)
     basis = warm if warm.any() else ok
-    first_event_ms = np.array([s.first_event_ms * speedup if b else np.nan for s, b in zip(samples, basis)])
+    first_event_ms = np.array([s.first_event_ms * speedup if b else np.nan for s, b in zip(samples, basis, strict=True)])
     network_ms = float(np.nanmedian(first_event_ms))
     rtt = Figure(network_ms, "ms", Source.RTT, detail="loopback request → first event, warm requests", n=int(basis.sum()))
     predicted = replay(dataclasses.replace(dep, rtt_ms=rtt), trace)
@@ -196,7 +196,7 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     decoding = ok & (trace.output_tokens >= 2) & np.array([s.total_ms is not None for s in samples])
     overrun = None
     if decoding.any():
-        took = np.array([(s.total_ms - s.ttft_ms) * speedup for s, d in zip(samples, decoding) if d])
+        took = np.array([(s.total_ms - s.ttft_ms) * speedup for s, d in zip(samples, decoding, strict=True) if d])
         configured = (trace.output_tokens[decoding] - 1) / dep.decode_tokens_per_s.value * 1000.0
         overrun = float(np.median(took / configured)) - 1.0
     return ProofResult(tuple(rows), trace.n, int((~ok).sum()), network_ms, speedup, wall_s, failures, overrun,

@@ -94,7 +94,7 @@ def service_ms(trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: f
 
 
 def _when(ms: float) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _too_long(name: str, a: float, s: float, max_wait_ms: float) -> CannotKeepUp:

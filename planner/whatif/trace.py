@@ -55,7 +55,7 @@ class Trace:
         """Prompt tokens that pay prefill (prompt − cached, never below 0)."""
         return np.maximum(self.prompt_tokens - self.cached_tokens, 0.0)
 
-    def take(self, mask_or_index: np.ndarray) -> "Trace":
+    def take(self, mask_or_index: np.ndarray) -> Trace:
         """A sub-trace (boolean mask or index array, kept in arrival order)."""
         return Trace(
             self.arrival_ms[mask_or_index], self.prompt_tokens[mask_or_index], self.cached_tokens[mask_or_index],

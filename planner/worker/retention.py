@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner import settings
 from planner.stats import Percentile, nearest_rank_index
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ProbeRollupRow
@@ -41,7 +41,7 @@ __all__ = [
 
 BUCKETS_PER_DECADE = 20
 DEFAULT_RETENTION_DAYS = 90.0
-RETENTION_ENV = "TTFT_PLANNER_RETENTION_DAYS"
+RETENTION_ENV = settings.RETENTION_DAYS.name
 HOUR_MS = 3_600_000
 _MIN_MS = 0.01
 
@@ -51,7 +51,7 @@ _R = ProbeRollupRow.__table__
 
 def retention_days() -> float:
     """$TTFT_PLANNER_RETENTION_DAYS (days of raw samples to keep), default 90; raises ValueError if not > 0."""
-    raw = os.environ.get(RETENTION_ENV)
+    raw = settings.RETENTION_DAYS.raw()
     if not raw:
         return DEFAULT_RETENTION_DAYS
     days = float(raw)

@@ -41,8 +41,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from planner.endpoints import endpoint_problem, list_endpoints
 from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.store.probes import EndpointRow, ProbeSampleRow
-from planner.store.worker import EndpointStatusRow
-from planner.store.worker import WorkerLeaseRow
+from planner.store.worker import EndpointStatusRow, WorkerLeaseRow
 from planner.worker import lease, retention
 from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.requests import RequestHandling

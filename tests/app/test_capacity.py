@@ -212,8 +212,8 @@ def test_the_prefill_tab_reads_the_worksheet(app):
     assert app.number_input(key="cap_pf_q").value == 100 and app.number_input(key="cap_pf_n").value == 40
     assert app.number_input(key="cap_pf_hit_0").value == 0.5
     table = next(d.value for d in app.dataframe if "Interaction type" in d.value.columns)
-    targets = dict(zip(table["Interaction type"], table["Target"]))
-    budgets = dict(zip(table["Interaction type"], table["Prefill budget"]))
+    targets = dict(zip(table["Interaction type"], table["Target"], strict=True))
+    budgets = dict(zip(table["Interaction type"], table["Prefill budget"], strict=True))
     assert targets["Review bot"] == "3,000 ms" and budgets["Review bot"] == f"{3000 - 100 - 0 - 40:,} ms"
     assert budgets["Chat panel / single-file edit"] == f"{800 - 100 - 40:,} ms"
 

@@ -109,7 +109,7 @@ def test_verdicts_use_the_worksheet_pages_inputs_when_it_was_opened(app, seeded)
     assert any("your worksheet “Team plan”" in c.value for c in app.caption)
     decision = app.dataframe[0].value
     assert decision["Targets met (measured p95 ≤ target)"].tolist() == ["1 of 1", "1 of 1"]
-    cells = dict(zip(decision["Endpoint"], decision["Chat (2,000 ms)"]))
+    cells = dict(zip(decision["Endpoint"], decision["Chat (2,000 ms)"], strict=True))
     # fast-a's own cold reading (21,000 − 300 ms) is its cold start; slow-b has none and uses the typed 0 ms.
     assert cells["fast-a"].startswith("Over budget") and "Weight loading" in cells["fast-a"]
     assert cells["slow-b"].startswith("OK")

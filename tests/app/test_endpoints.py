@@ -96,3 +96,29 @@ def test_toml_import_refreshes_the_table_and_says_what_it_did():
     assert any(s.value == "Imported endpoints.toml: added 1, updated 0, rejected 1." for s in at.success)
     assert any("broken" in e.value and "Base URL" in e.value for e in at.error)
     assert at.dataframe[0].value["Name"].tolist() == ["from-git"]  # the table above is not stale
+
+
+def test_catalog_picker_fills_the_form_and_shows_the_key_variable(monkeypatch):
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_RESOURCE", raising=False)
+    monkeypatch.setenv("GROQ_API_KEY", "gsk_value_never_shown")
+    at = _page()
+    at.selectbox(key="cat_provider").set_value("groq").run()
+    assert any("`GROQ_API_KEY`: **present**" in c.value for c in at.caption)
+    at.selectbox(key="cat_provider").set_value("azure-openai").run()
+    assert any("`AZURE_OPENAI_API_KEY`: **missing**" in c.value for c in at.caption)
+    at.selectbox(key="cat_region").set_value("westeurope").run()
+    at.button(key="cat_fill").click().run()
+    assert any("needs {resource}" in e.value for e in at.error)  # no resource name yet: said, nothing filled
+    at.text_input(key="cat_param_azure-openai_resource").set_value("acme-we").run()
+    at.button(key="cat_fill").click().run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="add_base_url").value == (
+        "https://acme-we.openai.azure.com/openai/deployments/gpt-4o-mini?api-version=2024-10-21")
+    assert at.selectbox(key="add_protocol").value == "azure-openai"
+    assert (at.text_input(key="add_key").value, at.text_input(key="add_region").value) == ("AZURE_OPENAI_API_KEY",
+                                                                                           "westeurope")
+    [b for b in at.button if b.label == "Add endpoint"][0].click().run()
+    [e] = list_endpoints(open_store())
+    assert (e.name, e.provider, e.protocol) == ("azure-openai-gpt-4o-mini-westeurope", "Azure OpenAI", "azure-openai")
+    assert not any("gsk_value_never_shown" in str(el.value) for el in [*at.caption, *at.markdown, *at.success])

@@ -137,7 +137,8 @@ def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
     monkeypatch.delenv("PROBES_PAGE_KEY", raising=False)
     eng, ep = _seed(api_key_env="PROBES_PAGE_KEY")
     with eng.begin() as c:
-        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, consecutive_failures, updated_at_ms) "
+        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, "
+                          "consecutive_failures, updated_at_ms) "
                           "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"), {"e": ep.id})
     lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
     at = _page()
@@ -171,7 +172,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
     at = _page()
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
     assert not at.exception, at.exception
     assert any("hourly rollups" in i.value and "upper bound within ~12%" in i.value and "144 ok samples" in i.value

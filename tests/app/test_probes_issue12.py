@@ -95,7 +95,7 @@ def test_one_day_of_data_reads_as_that_day_on_the_heatmap():
     at = _page()
     heat = _chart(at, "by day and hour")
     assert heat["layout"]["yaxis"]["type"] == "category"
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     assert [str(v) for v in plotly_array(heat["data"][0]["y"])] in ([str(today)], [str(today - dt.timedelta(days=1))])
 
 
@@ -132,7 +132,7 @@ def test_the_sample_count_agrees_everywhere_on_the_page():
 def test_the_page_uses_the_sidebars_time_zone_and_has_none_of_its_own():
     eng = open_store()
     ep = _endpoint(eng, "sim")
-    t = int(dt.datetime(2026, 11, 29, 23, 30, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    t = int(dt.datetime(2026, 11, 29, 23, 30, tzinfo=dt.UTC).timestamp() * 1000)
     if t > time.time() * 1000 - HOUR:
         t = _this_hour() - 2 * HOUR
     _samples(eng, ep, t, 3, 300.0)

@@ -1,4 +1,5 @@
-"""AppTest: the Regions view — browser samples injected through session state, server probe, table, map, worksheet hand-off."""
+"""AppTest: the Regions view — browser samples injected through session state, server probe,
+table, map, worksheet hand-off."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
     assert plotly_array(hourly["data"][0]["x"]) == list(range(9, 17))
     segments = chart_spec(app, "wi_segments")
     assert [t["name"] for t in segments["data"]] == ["Queueing", "Cold start", "Prefill", "Network"]
-    prefill = dict(zip(segments["data"][2]["x"], plotly_array(segments["data"][2]["y"])))
+    prefill = dict(zip(segments["data"][2]["x"], plotly_array(segments["data"][2]["y"]), strict=True))
     assert round(prefill["slow"]) == 1333
     cost = chart_spec(app, "wi_cost")
     assert plotly_array(cost["data"][0]["marker"]["symbol"]) == ["star", "circle", "circle"]

@@ -2,9 +2,8 @@
 
 import json
 
-from streamlit.testing.v1 import AppTest
-
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from planner.budget import SEGMENTS, Worksheet
 from planner.provenance import Figure

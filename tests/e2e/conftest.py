@@ -62,8 +62,9 @@ def artifacts_dir() -> Path:
 class StreamlitServer:
     """A `streamlit run app/streamlit_app.py` process with its own data directory."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *, port: int | None = None,
+                 args: tuple[str, ...] = ()) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
         full_env = {**os.environ, "TTFT_PLANNER_DATA_DIR": str(data_dir), **(env or {})}
@@ -72,7 +73,8 @@ class StreamlitServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
              "--server.headless=true", f"--server.port={self.port}", "--server.address=127.0.0.1",
-             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--server.enableStaticServing=true"],
+             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--server.enableStaticServing=true",
+             *args],
             cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60

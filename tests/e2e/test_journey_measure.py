@@ -45,7 +45,8 @@ def _samples(eng, endpoint_id: int) -> list[tuple[int, float]]:
     """(started_at_ms, ttft_ms) of every sample (successful scheduled/manual probe) of an endpoint."""
     with eng.connect() as c:
         return [(int(t), float(v)) for t, v in c.execute(sa.text(
-            "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e AND ok AND ttft_ms IS NOT NULL "
+            "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e "
+            "AND ok AND ttft_ms IS NOT NULL "
             "AND kind IN ('scheduled', 'manual')"), {"e": endpoint_id})]
 
 
@@ -166,7 +167,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     picker = page.get_by_role("combobox", name="Region figure")
     expect(picker).to_be_visible(timeout=60_000)
     rtts = load_samples(eng, region_ids=["local-box"], side="server")
-    ok = [float(v) for v, m, err in zip(rtts["rtt_ms"], rtts["method"], rtts["error_class"])
+    ok = [float(v) for v, m, err in zip(rtts["rtt_ms"], rtts["method"], rtts["error_class"], strict=True)
           if m == "tcp-connect" and (err is None or err != err) and v == v]  # the TCP connects: 1 round trip each
     median = _nearest_rank(ok, 0.5)
     shown = picker.evaluate("el => el.value || el.getAttribute('aria-label') || el.textContent || ''")

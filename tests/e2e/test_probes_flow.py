@@ -104,16 +104,16 @@ def test_add_endpoint_wait_for_samples_and_read_hour_of_day(stack, page: Page, a
         wait_for_app(page)
     assert hod is not None, "the hour-of-day chart never drew"
     assert worker.poll() is None, (server.data_dir / "worker.log").read_text()[-2000:]
-    n_by_hour = dict(zip(hod["p95"]["x"], hod["p95"]["n"]))
+    n_by_hour = dict(zip(hod["p95"]["x"], hod["p95"]["n"], strict=True))
     tz_hour = dt.datetime.now().astimezone().hour  # Chromium and this process share the machine's time zone
     busy = [h for h, n in n_by_hour.items() if n]
     assert busy and set(busy) <= {tz_hour, (tz_hour - 1) % 24}, n_by_hour
     h = busy[-1]
-    p50 = dict(zip(hod["p50"]["x"], hod["p50"]["y"]))[h]
+    p50 = dict(zip(hod["p50"]["x"], hod["p50"]["y"], strict=True))[h]
     assert p50 is not None and 0 < p50 < 800  # a real TTFT from the simulated endpoint, in ms
     # Fewer than 20 samples this hour: the p95 is drawn in the grey "too few samples" trace.
     if n_by_hour[h] < 20:
         grey = [k for k in hod if k.startswith("p95, too few")][0]
-        assert dict(zip(hod[grey]["x"], hod[grey]["y"]))[h] is not None
+        assert dict(zip(hod[grey]["x"], hod[grey]["y"], strict=True))[h] is not None
     expect(page.get_by_text("Samples (n)")).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "probes-page.png"), full_page=True)

@@ -9,8 +9,8 @@ import pytest
 from planner.capacity.measured import measured_slopes
 from planner.capacity.traffic import traffic_from_frame
 from planner.logs import COLUMNS, LogParseResult
-from planner.store.logs import load_upload_frame, save_upload
 from planner.store.engine import session
+from planner.store.logs import load_upload_frame, save_upload
 from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
 
 DAY_MS = 86_400_000

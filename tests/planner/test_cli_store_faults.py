@@ -3,8 +3,8 @@ PostgreSQL); PostgreSQL-only bad records (long fields, NUL) rejected one by one 
 
 from __future__ import annotations
 
-import sqlite3
 import socket
+import sqlite3
 
 import pytest
 import sqlalchemy as sa
@@ -90,7 +90,8 @@ def test_postgres_rejects_bad_records_one_by_one_and_imports_the_rest(pg_url, tm
     toml.write_text(
         '[[endpoint]]\nname = "good"\nbase_url = "https://api.example.com/v1"\nmodel = "m"\n'
         f'[[endpoint]]\nname = "long-model"\nbase_url = "https://api.example.com/v1"\nmodel = "{"m" * 5000}"\n'
-        f'[[endpoint]]\nname = "long-region"\nbase_url = "https://api.example.com/v1"\nmodel = "m"\nregion = "{"r" * 5000}"\n'
+        '[[endpoint]]\nname = "long-region"\nbase_url = "https://api.example.com/v1"\nmodel = "m"\n'
+        f'region = "{"r" * 5000}"\n'
         f'[[endpoint]]\nname = "long-url"\nbase_url = "https://api.example.com/{"p" * 5000}"\nmodel = "m"\n'
         '[[endpoint]]\nname = "nul"\nbase_url = "https://api.example.com/v1"\nmodel = "m\\u0000x"\n'
         '[[endpoint]]\nname = "good-2"\nbase_url = "https://api.example.com/v2"\nmodel = "m"\n',

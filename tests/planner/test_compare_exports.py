@@ -84,7 +84,7 @@ def _parse(text: str) -> _Tables:
 
 def _rows(table):
     header = [c[0] for c in table[0]]
-    return [dict(zip(header, row)) for row in table[1:]]
+    return [dict(zip(header, row, strict=True)) for row in table[1:]]
 
 
 def test_html_report_contains_the_decision_and_the_measured_numbers(cmp):
@@ -120,7 +120,7 @@ def test_html_report_is_self_contained_with_charts_ci_and_method(cmp):
     assert any("slow-b" in d and "is faster" in d for d in diffs)
     method = " ".join(doc.lists["method"])
     assert "nearest-rank" in method and "bootstrap" in method and "fast-a n=240" in method
-    assert dt.datetime.fromtimestamp(SEED_START_MS / 1000, dt.timezone.utc).strftime("%Y-%m-%d") in method
+    assert dt.datetime.fromtimestamp(SEED_START_MS / 1000, dt.UTC).strftime("%Y-%m-%d") in method
     worksheets = _rows(doc.tables["worksheets"])
     assert len(worksheets) == 4 * 3  # four endpoints × three interaction types
     assert {r["verdict"][0] for r in worksheets} <= {"OK", "Prompt too long", "Over budget", "No verdict", "No data"}

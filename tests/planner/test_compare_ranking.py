@@ -124,7 +124,7 @@ def test_cost_uses_typed_price_then_traffic(seeded):
 
 def test_hour_of_day_follows_the_viewers_time_zone(engine):
     seed_endpoint(engine, "tz", median_ms=300, n=5, span_ms=60_000, start_ms=int(dt.datetime(2026, 11, 27, 23, 30,
-                                                                                              tzinfo=dt.timezone.utc).timestamp() * 1000))
+                                                                                              tzinfo=dt.UTC).timestamp() * 1000))
     cmp = compare(engine, ["tz"])
     assert hourly_profile(cmp.samples, "UTC")["hour"].tolist() == [23]
     assert hourly_profile(cmp.samples, "Europe/Berlin")["hour"].tolist() == [0]

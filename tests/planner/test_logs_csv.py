@@ -17,7 +17,7 @@ MODELS = ["gpt-4.1", "gpt-4.1", "claude, sonnet", 'the "big" one', "gpt-4.1"]
 PROMPT = [1200, 2300, 900, 15000, 40]
 CACHED = [800, 0, 512, 14000, 0]
 OUTPUT = [40, 12, 7, 300, 1]
-FIRST_MS = int(dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
+FIRST_MS = int(dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC).timestamp() * 1000)
 
 
 @pytest.mark.parametrize("name", [
@@ -55,8 +55,8 @@ def test_litellm_export_with_quoted_json_metadata_and_a_multi_line_field():
 
 
 def test_invalid_utf8_rejects_only_its_row():
-    data = "timestamp,model,prompt_tokens\n2026-11-20T09:00:00Z,m,10\n".encode() + b"2026-11-20T09:00:01Z,mod\xe8le,10\n" \
-        + "2026-11-20T09:00:02Z,m,10\n".encode()
+    data = b"timestamp,model,prompt_tokens\n2026-11-20T09:00:00Z,m,10\n" + b"2026-11-20T09:00:01Z,mod\xe8le,10\n" \
+        + b"2026-11-20T09:00:02Z,m,10\n"
     res = read_logs([("latin.csv", data)])
     assert len(res.frame) == 2
     assert [(r.line_no, "UTF-8" in r.reason) for r in res.rejected] == [(3, True)]

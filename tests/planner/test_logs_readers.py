@@ -232,7 +232,7 @@ def test_chat_jsonl_on_disk_streams_plain_gzip_and_zstd_past_the_in_memory_cap(t
         seen: list[float] = []
         assert read_chat_jsonl(tmp_path / name) is not None  # the streaming reader takes these
         # The cap is for files read whole; a streamed file is held only as its numbers.
-        res = read_logs([tmp_path / name], max_bytes=1000, progress=lambda f, m: seen.append(f))
+        res = read_logs([tmp_path / name], max_bytes=1000, progress=lambda f, m, seen=seen: seen.append(f))
         assert res.n_rejected == 0
         assert res.frame.drop(columns=["source", "model"]).equals(in_memory.drop(columns=["source", "model"]))
         assert res.frame["model"].tolist() == in_memory["model"].tolist()

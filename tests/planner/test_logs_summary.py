@@ -47,7 +47,7 @@ def test_prompt_percentiles_match_an_independent_computation():
     rng = np.random.default_rng(5)
     n = 5003
     prompts = rng.lognormal(8, 1, n).astype(int)
-    start = dt.datetime(2026, 11, 16, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     times = [start + dt.timedelta(seconds=int(s)) for s in np.sort(rng.uniform(0, 7 * 86400, n))]
     s = summarize_logs(frame_at(times, prompts), tz="UTC")
     for key, p in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
@@ -57,13 +57,13 @@ def test_prompt_percentiles_match_an_independent_computation():
 
 
 def test_working_day_window_is_local_and_weekdays_only():
-    berlin_9_30 = dt.datetime(2026, 11, 16, 8, 30, tzinfo=dt.timezone.utc)  # Mon 09:30 in Berlin (UTC+1)
+    berlin_9_30 = dt.datetime(2026, 11, 16, 8, 30, tzinfo=dt.UTC)  # Mon 09:30 in Berlin (UTC+1)
     times = [
         berlin_9_30,
-        dt.datetime(2026, 11, 16, 7, 30, tzinfo=dt.timezone.utc),   # Mon 08:30 Berlin: before the day
-        dt.datetime(2026, 11, 16, 16, 59, tzinfo=dt.timezone.utc),  # Mon 17:59 Berlin: inside
-        dt.datetime(2026, 11, 16, 17, 0, tzinfo=dt.timezone.utc),   # Mon 18:00 Berlin: the end is exclusive
-        dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc),   # Saturday
+        dt.datetime(2026, 11, 16, 7, 30, tzinfo=dt.UTC),   # Mon 08:30 Berlin: before the day
+        dt.datetime(2026, 11, 16, 16, 59, tzinfo=dt.UTC),  # Mon 17:59 Berlin: inside
+        dt.datetime(2026, 11, 16, 17, 0, tzinfo=dt.UTC),   # Mon 18:00 Berlin: the end is exclusive
+        dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC),   # Saturday
     ]
     s = summarize_logs(frame_at(times, [1, 2, 3, 4, 5]), tz="Europe/Berlin", workday="09:00-18:00")
     assert s.prompt_workday["p50"].n == 2 and s.prompt_workday["max"].value == 3
@@ -75,7 +75,7 @@ def test_working_day_window_is_local_and_weekdays_only():
 
 
 def test_hourly_profile_averages_over_the_days_and_peak_hour_is_the_busiest_clock_hour():
-    start = dt.datetime(2026, 11, 16, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     # Day 1: 360 requests 10:00–10:59 UTC; day 2: 36 requests 10:00–10:59 and one at 23:00.
     times = [start + dt.timedelta(hours=10, seconds=10 * i) for i in range(360)]
     times += [start + dt.timedelta(days=1, hours=10, seconds=100 * i) for i in range(36)]
@@ -96,7 +96,7 @@ def test_hourly_profile_averages_over_the_days_and_peak_hour_is_the_busiest_cloc
 
 
 def test_weekday_profile_and_short_logs():
-    start = dt.datetime(2026, 11, 16, 9, tzinfo=dt.timezone.utc)  # Monday
+    start = dt.datetime(2026, 11, 16, 9, tzinfo=dt.UTC)  # Monday
     times = [start + dt.timedelta(days=d, minutes=m) for d in range(14) for m in range(3 if d % 7 < 5 else 1)]
     wd = weekday_profile(frame_at(times), "UTC")
     assert wd.loc[0, "requests"] == pytest.approx(3) and wd.loc[6, "requests"] == pytest.approx(1)
@@ -106,7 +106,7 @@ def test_weekday_profile_and_short_logs():
 
 
 def test_cached_share_and_per_model():
-    t = dt.datetime(2026, 11, 16, tzinfo=dt.timezone.utc)
+    t = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     f = frame_at([t] * 4, prompts=[1000, 1000, 2000, 4000], cached=[0, 500, 1500, 0], models=["a", "a", "b", "b"])
     share = cached_share(f)
     assert share["token_fraction"] == pytest.approx(2000 / 8000)
@@ -124,7 +124,7 @@ def test_histogram_ecdf_and_hour_percentiles_cover_every_value():
     e = ecdf_points(values, max_points=500)
     assert len(e) <= 500 and e["fraction"].iloc[-1] == 1.0 and e["value"].iloc[-1] == values.max()
     assert e["value"].is_monotonic_increasing
-    t = dt.datetime(2026, 11, 16, tzinfo=dt.timezone.utc)
+    t = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     f = frame_at([t + dt.timedelta(minutes=i) for i in range(120)], prompts=list(range(120)))
     ph = per_hour_percentiles(f, "prompt_tokens", "UTC")
     assert ph.loc[0, "n"] == 60 and ph.loc[1, "p50"] == nearest_rank_reference(range(60, 120), 0.5)
@@ -134,7 +134,7 @@ def test_histogram_ecdf_and_hour_percentiles_cover_every_value():
 def test_summary_of_a_frame_with_ttft_and_to_dict_is_json_ready():
     import json
 
-    t = dt.datetime(2026, 11, 16, 9, tzinfo=dt.timezone.utc)
+    t = dt.datetime(2026, 11, 16, 9, tzinfo=dt.UTC)
     f = frame_at([t + dt.timedelta(minutes=i) for i in range(30)])
     f["ttft_ms"] = np.arange(30, dtype=float) * 10
     s = summarize_logs(f)
@@ -152,7 +152,7 @@ def test_local_hours_across_a_dst_change_and_a_half_hour_zone_match_the_zoneinfo
     from planner.logs.summary import _Clock
 
     # Every 7 minutes across the EU autumn change and Newfoundland's (−03:30, changes at 05:30 UTC).
-    start = int(dt.datetime(2026, 10, 24, 0, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    start = int(dt.datetime(2026, 10, 24, 0, 0, tzinfo=dt.UTC).timestamp() * 1000)
     ts = np.arange(start, start + 10 * 86_400_000, 7 * 60_000, dtype=np.int64)
     frame = pd.DataFrame({"ts_ms": ts})
     for tz in ("Europe/Berlin", "America/St_Johns"):

@@ -54,18 +54,18 @@ def test_csv_traces_are_recognised_and_percentiles_match_an_independent_computat
 
 def test_azure_times_are_absolute_and_burstgpt_times_count_from_a_start_date_that_is_labelled():
     azure = read_logs([SAMPLES / "azure_code_2023.csv"])
-    first = dt.datetime(2023, 11, 16, 18, 17, 3, 979960, tzinfo=dt.timezone.utc)
+    first = dt.datetime(2023, 11, 16, 18, 17, 3, 979960, tzinfo=dt.UTC)
     assert int(azure.frame["ts_ms"].iloc[0]) == round(first.timestamp() * 1000) and azure.notes == []
 
     burst = read_logs([SAMPLES / "burstgpt_synthetic.csv"])
     offsets = [float(r["Timestamp"]) for r in csv.DictReader(open(SAMPLES / "burstgpt_synthetic.csv", newline=""))]
-    day0 = int(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    day0 = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
     assert burst.frame["ts_ms"].tolist() == [day0 + round(o * 1000) for o in offsets]
     assert any("2024-01-01" in n and "default" in n for n in burst.notes)
     failed = sum(1 for r in csv.DictReader(open(SAMPLES / "burstgpt_synthetic.csv", newline="")) if r["Response tokens"] == "0")
     assert failed and any(f"{failed} requests with 0 response tokens" in n for n in burst.notes)
     placed = read_logs([SAMPLES / "burstgpt_synthetic.csv"], start="2025-03-03T08:00", tz="Europe/Berlin")
-    start = int(dt.datetime(2025, 3, 3, 7, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)  # 08:00 CET
+    start = int(dt.datetime(2025, 3, 3, 7, 0, tzinfo=dt.UTC).timestamp() * 1000)  # 08:00 CET
     assert int(placed.frame["ts_ms"].iloc[0]) == start + round(offsets[0] * 1000)
     assert not any("default" in n for n in placed.notes)
 

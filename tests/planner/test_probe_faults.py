@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -168,7 +168,7 @@ def test_429_is_retried_after_retry_after_seconds_then_succeeds():
 
 
 def test_503_with_http_date_retry_after_waits_until_that_date():
-    when = datetime.now(timezone.utc) + timedelta(seconds=5)
+    when = datetime.now(UTC) + timedelta(seconds=5)
     sleep = RecordingSleep()
     with ScriptedServer([error_script(503, **{"Retry-After": format_datetime(when, usegmt=True)}), OK_STREAM]) as srv:
         s = run(srv.url, max_attempts=2, sleep=sleep)
@@ -195,7 +195,7 @@ def test_5xx_without_retry_after_backs_off_exponentially():
 
 
 def test_retry_after_parsing_both_rfc9110_forms():
-    now = datetime(2026, 11, 30, 3, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 3, 0, 0, tzinfo=UTC)
     assert parse_retry_after("17", now) == 17.0
     assert parse_retry_after("Mon, 30 Nov 2026 03:00:30 GMT", now) == 30.0
     assert parse_retry_after("Monday, 30-Nov-26 03:00:10 GMT", now) == 10.0  # obsolete RFC 850 form

@@ -1,4 +1,5 @@
-"""Probe samples in the store: idempotent on the slot key, manual endpoints for `probe --store` (SQLite + PostgreSQL)."""
+"""Probe samples in the store: idempotent on the slot key,
+manual endpoints for `probe --store` (SQLite + PostgreSQL)."""
 
 from __future__ import annotations
 

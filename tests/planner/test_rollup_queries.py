@@ -50,7 +50,8 @@ def _seed(engine, *, step=STEP, low_ms=False, seed=7):
 
 
 def _model(rows, cutoff, p):
-    """What the merge must give: raw values as they are, rolled-up ones at their bucket's upper edge, clamped to the max."""
+    """What the merge must give: raw values as they are,
+    rolled-up ones at their bucket's upper edge, clamped to the max."""
     ok = [r for r in rows if r.ok]
     vals = sorted(r.ttft_ms if r.started_at_ms >= cutoff else bucket_upper_ms(bucket_index(r.ttft_ms)) for r in ok)
     return min(percentile(vals, p).value, max(r.ttft_ms for r in ok))
@@ -99,7 +100,7 @@ def test_whole_range_hour_of_day_agrees_with_the_raw_samples_within_the_bound(en
     zone = ZoneInfo(tz)
 
     def local_hour(ms):
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).astimezone(zone).hour
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).astimezone(zone).hour
 
     by_hour: dict[int, list] = {}
     for r in rows:

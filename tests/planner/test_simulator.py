@@ -15,7 +15,6 @@ from planner.simulator import OFFICE_LOAD_CURVE, SimulatorConfig, parse_load_cur
 from planner.simulator.engine import SimEngine
 
 
-
 async def until_health(client, url: str, key: str, value: int, timeout_s: float = 20.0) -> None:
     """Poll the simulator's /health until `key` reaches `value` (orders arrivals by observation, not by sleeps)."""
     health = url.removesuffix("/v1") + "/health"
@@ -149,7 +148,7 @@ def test_tokens_arrive_one_write_each_at_the_decode_rate():
                 "model": "m", "max_tokens": 30, "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as r:
             for _ in r.iter_raw():
                 times.append(time.perf_counter())
-    gaps_ms = [(b - a) * 1000 for a, b in zip(times[5:], times[6:-3])]
+    gaps_ms = [(b - a) * 1000 for a, b in zip(times[5:], times[6:-3], strict=False)]
     assert statistics.median(gaps_ms) == pytest.approx(20, abs=6)
     assert sum(1 for g in gaps_ms if g < 5) <= len(gaps_ms) // 4
 

@@ -68,7 +68,8 @@ def test_the_tail_breakdown_shows_which_segment_dominates():
     c = compare(trace, [dep]).candidates[0]
     assert c.tail_segments_ms == pytest.approx({"queue_ms": 0, "cold_ms": 20_000, "prefill_ms": 100, "network_ms": 50})
     assert not c.meets_target and c.cold_starts == 24
-    # Warm GPU time: each replica lives from scale-up through the 20 s load, 100 ms prefill + 0.98 s decode, 60 s window.
+    # Warm GPU time: each replica lives from scale-up through the 20 s load, 100 ms prefill + 0.98 s decode,
+    # 60 s window.
     assert c.gpu_hours == pytest.approx(24 * (20 + 0.1 + 49 / 50 + 60) / 3600)
 
 

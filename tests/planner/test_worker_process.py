@@ -97,7 +97,7 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     # Every slot from the first to the last is there exactly once: probed, or recorded as skipped.
     slots = [r["scheduled_at_ms"] for r in after if r["kind"] in ("scheduled", "skipped")]
     assert len(slots) == len(set(slots))
-    steps = {b - a for a, b in zip(slots, slots[1:])}
+    steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
     assert steps == {int(INTERVAL_S * 1000)}
     down = [r for r in after if r["kind"] == "skipped"]
     # The killed worker's last slots are labelled honestly ("lost in a crash"), the rest "not running" — in that order.
@@ -146,5 +146,5 @@ def test_two_workers_of_one_vantage_share_a_lease_and_another_vantage_runs_besid
     assert 0 < b_probes <= after_takeover + 1
     office = [r["scheduled_at_ms"] for r in rows(engine, "vantage = 'office'", "kind IN ('scheduled', 'skipped')")]
     assert len(office) == len(set(office))
-    assert {b - a for a, b in zip(office, office[1:])} == {int(INTERVAL_S * 1000)}
+    assert {b - a for a, b in zip(office, office[1:], strict=False)} == {int(INTERVAL_S * 1000)}
     assert count(engine, "vantage = 'cloud' AND kind = 'scheduled' AND ok") >= 5

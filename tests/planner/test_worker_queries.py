@@ -20,7 +20,7 @@ from planner.store.probes import ProbeSampleRow, insert_samples
 
 HOUR = 3_600_000
 # 2026-10-23 00:00 UTC: the range crosses Europe/Paris' switch from CEST (+2) to CET (+1) on 2026-10-25.
-T0 = int(dt.datetime(2026, 10, 23, tzinfo=dt.timezone.utc).timestamp() * 1000)
+T0 = int(dt.datetime(2026, 10, 23, tzinfo=dt.UTC).timestamp() * 1000)
 
 
 def _ttft(rng: random.Random, utc_hour: int) -> float:

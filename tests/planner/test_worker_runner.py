@@ -163,7 +163,7 @@ def test_locked_database_keeps_rows_in_memory_and_loses_none(sqlite_engine, sim_
     slots = [r["scheduled_at_ms"] for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
                                                       "AND kind IN ('scheduled','skipped') ORDER BY 1", e=e.id)]
     assert len(slots) >= 25
-    assert {b - a for a, b in zip(slots, slots[1:])} == {300}  # every slot stored once, none lost while locked
+    assert {b - a for a, b in zip(slots, slots[1:], strict=False)} == {300}  # every slot stored once, none lost while locked
 
 
 def test_rtt_targets_run_on_the_same_schedule(engine, sim_url):
@@ -197,5 +197,5 @@ def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_
     asyncio.run(main())
     slots = [r["scheduled_at_ms"] for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
                                                       "ORDER BY 1", e=keep.id)]
-    assert len(slots) >= 10 and {b - a for a, b in zip(slots, slots[1:])} == {300}
+    assert len(slots) >= 10 and {b - a for a, b in zip(slots, slots[1:], strict=False)} == {300}
     assert q(engine, "SELECT COUNT(*) AS n FROM probe_sample WHERE endpoint_id <> :e", e=keep.id)[0]["n"] == 0

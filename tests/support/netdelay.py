@@ -99,7 +99,7 @@ class DelayLink:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
         return None
 
-    def __enter__(self) -> "DelayLink":
+    def __enter__(self) -> DelayLink:
         try:
             for ns in self.ns.values():
                 subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)

@@ -85,7 +85,7 @@ class TargetServer:
         self._server = uvicorn.Server(cfg)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def start(self) -> "TargetServer":
+    def start(self) -> TargetServer:
         self._thread.start()
         deadline = time.monotonic() + 15
         while not self._server.started:

@@ -47,7 +47,8 @@ def self_signed_cert(directory, host: str = "localhost") -> tuple[str, str]:
 
 
 class StartClock:
-    """A perf_counter_ns clock for probe_once's `clock_ns` seam that remembers its first reading (the sample's start)."""
+    """A perf_counter_ns clock for probe_once's `clock_ns` seam
+    that remembers its first reading (the sample's start)."""
 
     def __init__(self) -> None:
         self.start_ns: int | None = None
@@ -157,7 +158,7 @@ class ScriptedServer:
             ssl_context.sni_callback = lambda sock, name, ctx: self.sni_names.append(name)
         self._threads: list[threading.Thread] = []
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         t = threading.Thread(target=self._accept_loop, daemon=True)
         t.start()
         self._threads.append(t)

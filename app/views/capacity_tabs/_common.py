@@ -17,6 +17,7 @@ def source_caption(source: str, as_of: str) -> str:
 
 
 def to_worksheet(field: str, figure: Figure) -> None:
-    """Offer `figure` for the worksheet's `field` (e.g. `cold_ms`) and switch to the Worksheet page, which picks it up."""
+    """Offer `figure` for the worksheet's `field` (e.g. `cold_ms`)
+    and switch to the Worksheet page, which picks it up."""
     worksheet_state.offer(field, figure)
     st.switch_page("views/worksheet.py")

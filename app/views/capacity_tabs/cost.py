@@ -69,7 +69,8 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     tpm = st.number_input("Sustained capacity per replica (tokens/min)", min_value=0.0, value=float(claim), step=10_000.0,
                           persist_state="session", bind="query-params", key=f"cap_tpm_{gkey}", help="Measure your own at the target concurrency. " + (claim_src.token_note or ""))
     counts_cached = st.checkbox("The capacity counts cached prompt tokens", value=True, persist_state="session", bind="query-params", key="cap_counts_cached",
-                                help="Off: the capacity counts only uncached prompt + output tokens, and cached tokens are assumed free to serve.")
+                                help="Off: the capacity counts only uncached prompt + output tokens, "
+                                     "and cached tokens are assumed free to serve.")
     c1, c2 = st.columns(2)
     min_rep = c1.number_input("Minimum warm replicas", min_value=0, value=0, step=1, persist_state="session", bind="query-params", key="cap_min_rep")
     max_rep = c2.number_input("Maximum replicas", min_value=1, value=8, step=1, persist_state="session", bind="query-params", key="cap_max_rep")
@@ -117,8 +118,10 @@ def _show_results(inputs: CostInputs) -> None:
         {"Option": f"Dedicated ({summary.replicas_for_peak} × {be.gpus_per_replica} GPU)", "Cost per month": present.usd(summary.dedicated_usd_per_month, 0)},
         {"Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)", "Cost per month": present.usd(summary.hybrid_usd_per_month, 0)},
     ]), hide_index=True)
-    st.caption(f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
-               f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. Cheapest: **{summary.cheapest}**.")
+    st.caption(f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, "
+               f"peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
+               f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. "
+               f"Cheapest: **{summary.cheapest}**.")
     for note in summary.notes:
         st.info(note)
     st.plotly_chart(hybrid_figure(hybrid_by_hour(inputs, summary.hybrid_base_replicas), summary.hybrid_base_replicas), key="cap_hybrid_chart")

@@ -42,7 +42,8 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
             kw = dict(weight_dtype=f_wdtype, kv_dtype=f_kvdtype, context_tokens=int(ctx), concurrent_sequences=int(seqs), usable_fraction=usable)
             one = fit(model, gpu_by_key[fkey], **kw)
             (st.success if one.fits else st.error)(one.message)
-            st.caption(f"KV cache: {one.kv_bytes_per_token / 1024:,.0f} KiB per token = 2 × {model.layers} layers × {model.kv_heads} KV heads × "
+            st.caption(f"KV cache: {one.kv_bytes_per_token / 1024:,.0f} KiB per token = 2 × "
+                       f"{model.layers} layers × {model.kv_heads} KV heads × "
                        f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes.")
             table = fit_table(model, list(gpu_by_key.values()), **kw)
             st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")

@@ -73,7 +73,8 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
                 rate = est.tokens_per_s
                 figure = Figure(rate, "tokens/s", Source.MODEL, detail=est.detail)
                 st.metric("Modelled prefill", f"{est.time_s * 1000:,.0f} ms", help="(2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only")
-                st.caption(f"{est.uncached_tokens:,.0f} uncached tokens → {rate:,.0f} tokens/s; attention is {est.attention_fraction:.0%} of the work. "
+                st.caption(f"{est.uncached_tokens:,.0f} uncached tokens → {rate:,.0f} tokens/s; "
+                           f"attention is {est.attention_fraction:.0%} of the work. "
                            "A measured slope from probes beats this model: prefer it when you have one.")
                 budgets = largest_prompts(worksheet_state.interaction_types(ws), model=pmodel, gpu=pgpu_spec, dtype=pdtype, mfu=mfu, gpus=int(pgpus), **segs)
                 st.plotly_chart(prefill_figure(prefill_curve(pmodel, pgpu_spec, max(prompt_p95, 1.0) * 2, dtype=pdtype, mfu=mfu, gpus=int(pgpus),

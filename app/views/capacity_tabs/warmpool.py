@@ -75,11 +75,13 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
                 trade = keep_warm_tradeoff(node_usd_per_hour=node_usd, warm_ttft_p95_ms=warm_p95, cold_start_ms=cold_s * 1000,
                                            arrival_ms=traffic.arrival_ms, service_ms=float(pd.Series(traffic.service_ms).mean()),
                                            gpus_per_replica=cost_inputs.gpus_per_replica)
-                st.caption(f"Trace-driven from {md_text(traffic.label)}; replica cost ${node_usd:,.2f}/h from the Break-even tab.")
+                st.caption(f"Trace-driven from {md_text(traffic.label)}; "
+                           f"replica cost ${node_usd:,.2f}/h from the Break-even tab.")
             elif arrivals > 0:
                 trade = keep_warm_tradeoff(node_usd_per_hour=node_usd, warm_ttft_p95_ms=warm_p95, cold_start_ms=cold_s * 1000,
                                            arrivals_per_hour=arrivals, service_ms=service_s * 1000, gpus_per_replica=cost_inputs.gpus_per_replica)
-                st.caption(f"Poisson arrivals at {arrivals:,.0f}/h (P(cold) = e^(−λW)); replica cost ${node_usd:,.2f}/h from the Break-even tab.")
+                st.caption(f"Poisson arrivals at {arrivals:,.0f}/h (P(cold) = e^(−λW)); "
+                           f"replica cost ${node_usd:,.2f}/h from the Break-even tab.")
             else:
                 trade = None
                 st.info("No traffic: nothing to keep warm; scale-to-zero costs nothing.")

@@ -63,7 +63,8 @@ def render() -> None:
             r = next(x for x in rates if x.name == pick)
             if st.button("Use this cold start in the worksheet", key="cap_w_use", icon=":material/input:"):
                 to_worksheet("cold_ms", Figure(loads[pick] * 1000.0, "ms", Source.MODEL,
-                                               detail=f"{params_b:g}B {wdtype} = {gb:,.0f} GB at {r.gb_per_s:.2f} GB/s ({r.name}) + {startup_s:g} s start-up",
+                                               detail=f"{params_b:g}B {wdtype} = {gb:,.0f} GB at {r.gb_per_s:.2f} GB/s "
+                                                      f"({r.name}) + {startup_s:g} s start-up",
                                                window="constant-rate estimate"))
         except CapacityError as exc:
             st.error(str(exc))

@@ -7,6 +7,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from app import present
+from app.auth import can, record, require
 from app.charts.worksheet import comparison_figure
 from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.budget import BudgetError, Worksheet
@@ -48,9 +49,11 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
     with left:
         name = st.text_input("Worksheet name", key="save_name", max_chars=200)
         overwrite = st.checkbox("Overwrite if it exists", key="save_overwrite")
-        if st.button("Save worksheet", type="primary", key="save"):
+        if st.button("Save worksheet", type="primary", key="save", disabled=not can("worksheet.save")) \
+                and require("worksheet.save"):
             try:
                 save_worksheet(engine, Worksheet.from_dict({**ws.to_dict(), "name": name}), overwrite=overwrite)
+                record("worksheet.save", name.strip(), "saved" + (" (overwrite)" if overwrite else ""))
                 ss.ws_name = ss._save_name_of = name.strip()
                 st.success(f"Saved “{md_text(name.strip())}”.")
             except (NameTaken, ValueError) as exc:
@@ -77,9 +80,10 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
 
         st.button("Open worksheet", key="open", on_click=_open)
         copy_name = st.text_input("Duplicate as", key="dup_name", placeholder=f"{chosen} (copy)")
-        if st.button("Duplicate", key="duplicate"):
+        if st.button("Duplicate", key="duplicate", disabled=not can("worksheet.save")) and require("worksheet.save"):
             try:
                 copy = duplicate_worksheet(engine, chosen, copy_name or f"{chosen} (copy)")
+                record("worksheet.save", copy.name, f"duplicated from {chosen}")
                 _notice(f"Saved a copy of “{chosen}” as “{copy.name}”.")
                 st.rerun()
             except (NameTaken, WorksheetNotFound, ValueError) as exc:
@@ -87,9 +91,11 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
         sure = st.checkbox(f"Yes, delete “{md_text(chosen)}”", key="delete_confirm", value=False)
-        if st.button("Delete", key="delete", disabled=not sure, help="Tick the box above first: deleting cannot be undone."):
+        if st.button("Delete", key="delete", disabled=not sure or not can("worksheet.delete"),
+                     help="Tick the box above first: deleting cannot be undone.") and require("worksheet.delete"):
             try:
                 delete_worksheet(engine, chosen)
+                record("worksheet.delete", chosen, "deleted")
                 _notice(f"Deleted “{chosen}”.")
                 st.rerun()
             except WorksheetNotFound as exc:

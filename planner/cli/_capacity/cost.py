@@ -44,9 +44,11 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
 
     \b
     Examples:
-      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 1 --capacity-tokens-per-min 720000 --blended-usd-per-mtok 0.212 --json
+      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 1 --capacity-tokens-per-min 720000 \\
+          --blended-usd-per-mtok 0.212 --json
       ttft-planner cost --gpu-price seed-h200 --price fireworks-deepseek-v3 --tokens-per-hour 20e6
-      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 8 --capacity-tokens-per-min 720000 --input-usd-per-mtok 0.56 --cached-usd-per-mtok 0.28 --output-usd-per-mtok 1.68
+      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 8 --capacity-tokens-per-min 720000 \\
+          --input-usd-per-mtok 0.56 --cached-usd-per-mtok 0.28 --output-usd-per-mtok 1.68
     """
     gpu_note = "typed"
     if gpu_price_key:
@@ -101,17 +103,20 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
     if as_json:
         echo_json(out)
         return
-    click.echo(f"node                 {be.gpus_per_replica} GPU(s) × ${inputs.gpu_usd_per_hour:g}/GPU-h = ${be.node_usd_per_hour:,.2f}/h")
+    click.echo(f"node                 {be.gpus_per_replica} GPU(s) × ${inputs.gpu_usd_per_hour:g}/"
+               f"GPU-h = ${be.node_usd_per_hour:,.2f}/h")
     click.echo(f"capacity             {be.capacity_tokens_per_hour / 1e6:,.1f}M tokens/h ({token_definition})")
     click.echo(f"blended price        ${be.blended_usd_per_mtok:.4f} per 1M tokens ({price_note})")
     u = be.break_even_utilisation
     click.echo(f"break-even u*        {'∞' if math.isinf(u) else f'{u:.2f} ({u:.0%})'}")
     click.echo(be.verdict())
     if summary:
-        click.echo(f"your traffic         {summary.monthly_tokens / 1e9:,.2f}B tokens/month on {summary.replicas_for_peak} replica(s), "
+        click.echo(f"your traffic         {summary.monthly_tokens / 1e9:,.2f}B tokens/month "
+                   f"on {summary.replicas_for_peak} replica(s), "
                    f"utilisation {summary.traffic_utilisation:.0%}")
         click.echo(f"serverless           ${summary.serverless_usd_per_month:,.0f}/month")
         click.echo(f"dedicated            ${summary.dedicated_usd_per_month:,.0f}/month")
-        click.echo(f"hybrid ({summary.hybrid_base_replicas} base)      ${summary.hybrid_usd_per_month:,.0f}/month  → cheapest: {summary.cheapest}")
+        click.echo(f"hybrid ({summary.hybrid_base_replicas} base)      ${summary.hybrid_usd_per_month:,.0f}"
+                   f"/month  → cheapest: {summary.cheapest}")
         for n in summary.notes:
             click.echo(f"note: {n}")

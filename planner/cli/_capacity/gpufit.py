@@ -42,6 +42,7 @@ def gpu_fit(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_keys, 
     if as_json:
         echo_json({"model": model.to_dict(), "usable_fraction": frac, "fits": [f.to_dict() for f in fits]})
         return
-    click.echo(f"{model.label}: KV {fits[0].kv_bytes_per_token / 1024:,.0f} KiB/token ({kv_dtype}), usable memory {frac:.0%} of HBM")
+    click.echo(f"{model.label}: KV {fits[0].kv_bytes_per_token / 1024:,.0f} KiB/token ({kv_dtype}), "
+               f"usable memory {frac:.0%} of HBM")
     for f in fits:
         click.echo(f"- {f.message}")

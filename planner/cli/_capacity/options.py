@@ -22,7 +22,8 @@ def usage_error(exc: CapacityError) -> click.UsageError:
 
 
 def by_key(rows, key: str, what: str, option: str):
-    """The preset in `rows` whose key is `key` (case-insensitive); raises click.BadParameter naming `option` and the known keys."""
+    """The preset in `rows` whose key is `key` (case-insensitive); raises click.BadParameter
+    naming `option` and the known keys."""
     for r in rows:
         if r.key.lower() == key.lower():
             return r
@@ -41,7 +42,8 @@ def non_negative(ctx, param, value):
 
 
 def model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, *, need_d_model: bool = False) -> P.ModelSpec:
-    """The model from --model KEY, or from a custom shape; raises click.UsageError / BadParameter when they are mixed or incomplete."""
+    """The model from --model KEY, or from a custom shape; raises click.UsageError / BadParameter
+    when they are mixed or incomplete."""
     custom = (params_b, layers, kv_heads, head_dim)
     if model_key:
         if any(v is not None for v in custom):
@@ -49,7 +51,7 @@ def model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model,
         return by_key(P.models(), model_key, "model preset", "--model")
     if any(v is None for v in custom):
         raise click.UsageError("give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model")
-    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom):
+    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom, strict=True):
         if v <= 0:
             raise click.BadParameter("must be greater than 0", param_hint=name)
     if need_d_model and not d_model:

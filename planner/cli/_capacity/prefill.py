@@ -1,4 +1,5 @@
-"""`ttft-planner prefill`: the prefill rate (FLOPs model or a measured slope) and the largest p95 prompt per interaction type."""
+"""`ttft-planner prefill`: the prefill rate (FLOPs model or a measured slope)
+and the largest p95 prompt per interaction type."""
 
 from __future__ import annotations
 
@@ -75,4 +76,5 @@ def prefill(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_key, g
     for r in out["largest_prompts"]:
         mx = r["max_prompt_tokens_p95"]
         txt = "no budget left" if r["prefill_budget_ms"] <= 0 else ("unlimited (all cached)" if math.isinf(mx) else f"{mx:,.0f} tokens")
-        click.echo(f"{r['interaction']:<32} target {r['target_ms']:>6,.0f} ms  prefill budget {r['prefill_budget_ms']:>6,.0f} ms  largest p95 prompt {txt}")
+        click.echo(f"{r['interaction']:<32} target {r['target_ms']:>6,.0f} ms"
+                   f"  prefill budget {r['prefill_budget_ms']:>6,.0f} ms  largest p95 prompt {txt}")

@@ -34,7 +34,8 @@ def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_r
     Examples:
       ttft-planner warm-pool --arrivals-per-hour 30 --service-s 300 --slots 4 --json     # P(wait) ≈ 0.32
       ttft-planner warm-pool --arrivals-per-hour 1200 --service-s 12 --target-wait-s 0.1 --slots-per-replica 8
-      ttft-planner warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 --warm-p95-ms 400 --replica-usd-per-hour 3.2
+      ttft-planner warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 \\
+          --warm-p95-ms 400 --replica-usd-per-hour 3.2
     """
     if service_s <= 0 or not math.isfinite(service_s):
         raise click.BadParameter(f"must be greater than 0 s, got {service_s:g}", param_hint="--service-s")
@@ -71,7 +72,8 @@ def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_r
     if qw:
         click.echo(qw.message)
     if need is not None:
-        click.echo(f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots = {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)")
+        click.echo(f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots "
+                   f"= {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)")
     if trade is not None:
         click.echo("keep-warm trade-off (one replica):")
         for r in out["tradeoff"]:

@@ -41,7 +41,8 @@ def weights(params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, en
     \b
     Examples:
       ttft-planner weights --params-b 70 --dtype fp8 --load-row s3-streamer-c32 --load-row gp3-safetensors
-      ttft-planner weights --params-b 70 --dtype fp8 --cold-ms 95000 --warm-ms 400 --cold-checkpoint-gb 16 --engine-startup-s 20 --json
+      ttft-planner weights --params-b 70 --dtype fp8 --cold-ms 95000 --warm-ms 400 \\
+          --cold-checkpoint-gb 16 --engine-startup-s 20 --json
       ttft-planner weights --list-rows
     """
     rows = P.loader_rows()

@@ -1,0 +1,149 @@
+"""Alerts: SLO rules over the stored probes, the state of every series they watch, their history and deliveries."""
+
+import os
+import time
+
+import streamlit as st
+
+from app import present
+from app.auth import can, record, require
+from app.cache import engine
+from app.viewer import fmt_ms
+from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
+from planner.alerts.rules import AlertKind, AlertState, Transition, build_rule
+from planner.endpoints import list_endpoints
+from planner.presets import interactions
+from planner.store import alerts as store
+from planner.untrusted import md_text
+
+st.title("Alerts")
+st.caption(
+    "Tell the team when the measured TTFT leaves the budget: a rule watches one endpoint (or all) from every vantage, "
+    "fires only after its breach has held for the for-duration with at least the minimum n in the window, and "
+    "resolves only once the value is back below the threshold by the clear margin. The worker evaluates the rules "
+    "on its housekeeping tick (or run `ttft-planner alerts evaluate`); each transition notifies once per channel, "
+    "and a failed delivery is retried with backoff."
+)
+eng = engine()
+rules = store.load_rules(eng)
+endpoints = {e.id: e.name for e in list_endpoints(eng)}
+
+
+def _when(epoch_ms, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    return "—" if present.is_missing(epoch_ms) else fmt_ms(epoch_ms, fmt=fmt)
+
+
+_STATE_ICON = {str(AlertState.FIRING): "🔴 firing", str(AlertState.PENDING): "🟡 pending", str(AlertState.OK): "🟢 ok"}
+
+# ---- current state
+series = store.series_frame(eng)
+firing = int((series["state"] == str(AlertState.FIRING)).sum()) if not series.empty else 0
+c1, c2, c3 = st.columns(3)
+c1.metric("Rules", present.count(len(rules)))
+c2.metric("Series firing", present.count(firing))
+c3.metric("Series watched", present.count(len(series)))
+if not rules:
+    st.info("No alert rules yet. Add one below, or with `ttft-planner alerts add chat-p95 --interaction chat "
+            "--webhook-env TEAM_SLACK_WEBHOOK`.")
+elif series.empty:
+    st.info("No rule has been evaluated yet: the worker evaluates them on its next tick "
+            "(or run `ttft-planner alerts evaluate`).")
+else:
+    shown = series.assign(
+        state=series["state"].map(_STATE_ICON),
+        value=[format_value(AlertKind(k), v) for k, v in zip(series["kind"], series["value"], strict=True)],
+        threshold=[format_value(AlertKind(k), v) for k, v in zip(series["kind"], series["threshold"], strict=True)],
+        since=[_when(v) for v in series["since_ms"]],
+        evaluated=[_when(v) for v in series["evaluated_at_ms"]],
+    )[["state", "rule", "endpoint", "vantage", "value", "threshold", "n", "since", "evaluated"]]
+    st.dataframe(present.display_frame(shown, {"n": present.count}), hide_index=True, key="alert_series")
+
+# ---- rules
+if rules:
+    st.subheader("Rules")
+    for r in rules:
+        where = endpoints.get(r.endpoint_id, "every endpoint") if r.endpoint_id is not None else "every endpoint"
+        channels = ", ".join(f"{c} {t}" for c, t in channels_of(r)) or "no channel (this page only)"
+        with st.container(border=True):
+            st.markdown(
+                f"**{md_text(r.name)}** — {md_text(str(r.kind))} over {format_value(r.kind, r.threshold)}"
+                + (f" ({md_text(r.interaction)} target)" if r.interaction else "")
+                + f" on {md_text(where)}; window {r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n}, "
+                f"clears {r.clear_margin:.0%} below · {md_text(channels)}")
+            if r.webhook_env:
+                st.caption(f"`{md_text(r.webhook_env)}` is "
+                           + ("present" if os.environ.get(r.webhook_env) else "**missing** on this server"))
+            b1, b2, _ = st.columns([1, 1, 4])
+            if b1.button("Send test", key=f"alert_test_{r.id}", disabled=not channels_of(r) or not can("alert.write")) \
+                    and require("alert.write"):
+                notice = Notice(r, Transition.FIRING, "test-endpoint", "test", r.threshold, r.min_n,
+                                int(time.time() * 1000), test=True)
+                for channel, target in channels_of(r):
+                    try:
+                        send(channel, target, notice)
+                        st.success(f"Test sent by {channel} to {md_text(target)}.")
+                    except RuntimeError as exc:
+                        st.error(f"Test by {channel} failed: {md_text(str(exc))}")
+            confirm = b2.checkbox("Delete…", key=f"alert_del_confirm_{r.id}", disabled=not can("alert.write"))
+            if confirm and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary") \
+                    and require("alert.write"):
+                store.remove_rule(eng, r.name)
+                record("alert.write", r.name, "deleted")
+                st.rerun()
+
+# ---- add a rule
+with st.expander("Add a rule", expanded=not rules):
+    targets = {i.key: i.target_p95_ms for i in interactions()}
+    with st.form("alert_add"):
+        name = st.text_input("Name", placeholder="chat p95")
+        kind = st.selectbox("Kind", [k.value for k in AlertKind], key="alert_kind", format_func={
+            "p95_over": "p95 TTFT over a target (ms)", "error_rate_over": "error rate over (%)",
+            "no_success": "no successful sample for the window", "cold_over": "cold reading over (s)"}.get)
+        ep_choice = st.selectbox("Endpoint", [None, *endpoints], format_func=lambda i: "All endpoints"
+                                 if i is None else endpoints[i], key="alert_endpoint")
+        interaction = st.selectbox("Threshold from an interaction type's p95 target (p95 only)", ["", *targets],
+                                   format_func=lambda k: "— enter a threshold —" if not k
+                                   else f"{k} ({targets[k]:g} ms)", key="alert_interaction")
+        threshold = st.number_input("Threshold (ms, %, or s by kind)", min_value=0.0, value=0.0, key="alert_threshold")
+        c1, c2, c3, c4 = st.columns(4)
+        window_min = c1.number_input("Window (min)", min_value=0.1, value=15.0, key="alert_window")
+        for_min = c2.number_input("For (min)", min_value=0.0, value=5.0, key="alert_for")
+        min_n = c3.number_input("Min n", min_value=1, value=20, step=1, key="alert_min_n")
+        clear_pct = c4.number_input("Clear margin (%)", min_value=0.0, max_value=90.0, value=10.0, key="alert_clear")
+        webhook_env = st.text_input("Webhook URL variable (its NAME; the URL holds a token and is never stored)",
+                                    key="alert_webhook_env")
+        webhook_format = st.selectbox("Webhook body", WEBHOOK_FORMATS, key="alert_webhook_format")
+        email_to = st.text_input("E-mail to (comma-separated; SMTP from the SMTP_* settings)", key="alert_email")
+        if st.form_submit_button("Add rule", disabled=not can("alert.write")) and require("alert.write"):
+            try:
+                rule = build_rule(name, kind, threshold=threshold or None, window_min=window_min, for_min=for_min,
+                                  min_n=int(min_n), clear_margin_pct=clear_pct, endpoint_id=ep_choice,
+                                  interaction=interaction, targets_ms=targets, webhook_env=webhook_env,
+                                  webhook_format=webhook_format, email_to=email_to)
+                store.add_rule(eng, rule, int(time.time() * 1000))
+            except ValueError as exc:
+                st.error(md_text(str(exc)))
+            else:
+                record("alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
+                st.success(f"Added rule {md_text(rule.name)}.")
+                st.rerun()
+
+# ---- history and deliveries
+history = store.alert_history(eng)
+if not history.empty:
+    st.subheader("History")
+    st.dataframe(present.display_frame(
+        history.assign(at=[_when(v, "%Y-%m-%d %H:%M:%S") for v in history["at_ms"]])[
+            ["at", "transition", "rule", "endpoint", "vantage", "message"]]), hide_index=True, key="alert_history")
+deliveries = store.deliveries(eng)
+if not deliveries.empty:
+    failed = deliveries[deliveries["delivered_at_ms"].isna()]
+    st.subheader("Deliveries")
+    if not failed.empty:
+        st.warning(f"{len(failed)} notification(s) not delivered yet; the last error is shown. Retried with backoff "
+                   "up to 5 attempts.")
+    shown = deliveries.assign(
+        delivered=[_when(v, "%H:%M:%S") for v in deliveries["delivered_at_ms"]],
+        next_attempt=[_when(v, "%H:%M:%S") for v in deliveries["next_attempt_at_ms"]],
+    )[["event_id", "channel", "target", "attempts", "delivered", "next_attempt", "last_error"]]
+    st.dataframe(present.display_frame(shown, {"attempts": present.count}), hide_index=True, key="alert_deliveries")

@@ -1,0 +1,120 @@
+"""One evaluation pass: observe every rule's series in the store, step their state machines, store the result with
+one queued delivery per channel for each transition, and send the deliveries that are due.
+
+The worker calls `evaluate_all` on its housekeeping tick; `ttft-planner alerts evaluate` calls the same function,
+so a rule behaves the same whichever runs it. Delivery is at least once: a send that fails is retried with backoff
+(planner.alerts.notify.BACKOFF_S) on later passes until MAX_ATTEMPTS, and its last error stays in the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy.engine import Engine
+
+from planner.alerts.notify import BACKOFF_S, MAX_ATTEMPTS, Notice, channels_of, message, send
+from planner.alerts.rules import AlertKind, Observation, Rule, SeriesStatus, Transition, step
+from planner.store import alerts as store
+from planner.store.probe_queries import SeriesKey, series_keys, summary
+
+__all__ = ["PassResult", "deliver_due", "evaluate_all", "observe"]
+
+
+@dataclass
+class PassResult:
+    """What one pass did: series evaluated, transitions, deliveries sent and failed."""
+
+    series: int = 0
+    transitions: list[tuple[str, str, str]] = field(default_factory=list)  # (rule, endpoint @ vantage, transition)
+    delivered: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+def observe(engine: Engine, rule: Rule, key: SeriesKey, now_ms: int) -> Observation:
+    """The rule's value for one series over [now − window, now)."""
+    start_ms = now_ms - int(rule.window_s * 1000)
+    if rule.kind in (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER):
+        s = summary(engine, key, start_ms, now_ms)
+        if rule.kind is AlertKind.P95_OVER:
+            return Observation(s["p95_ms"], int(s["n"]))
+        return Observation(s["error_rate"], int(s["n"]) + int(s["failed"]))
+    if rule.kind is AlertKind.NO_SUCCESS:
+        last_ok, first_attempt = store.last_success_ms(engine, key.endpoint_id, key.vantage)
+        since = last_ok if last_ok is not None else first_attempt
+        return Observation(None if since is None else (now_ms - since) / 60_000, 1)
+    value = store.newest_cold_s(engine, key.endpoint_id, key.vantage, start_ms)
+    return Observation(value, 0 if value is None else 1)
+
+
+def _threshold_in_window(rule: Rule) -> Rule:
+    """A no-success rule fires when the gap exceeds its window: its threshold is the window, in minutes."""
+    if rule.kind is AlertKind.NO_SUCCESS:
+        return replace(rule, threshold=rule.window_s / 60)
+    return rule
+
+
+def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: str | None = None) -> PassResult:
+    """Evaluate every rule on every series it watches, then (unless `deliver` is False) send what is due.
+
+    `vantage` limits the pass to that vantage's series and their deliveries: each vantage's lease holder evaluates
+    its own, so two workers never both notify one transition."""
+    result = PassResult()
+    rules = store.load_rules(engine)
+    if not rules:
+        return result
+    keys = series_keys(engine)
+    states = store.series_states(engine)
+    for rule in rules:
+        judged = _threshold_in_window(rule)
+        for key in keys:
+            if rule.endpoint_id is not None and key.endpoint_id != rule.endpoint_id:
+                continue
+            if vantage is not None and key.vantage != vantage:
+                continue
+            prev = states.get((int(rule.id or 0), key.endpoint_id, key.vantage), SeriesStatus())
+            obs = observe(engine, judged, key, now_ms)
+            status, transition = step(judged, prev, obs, now_ms)
+            event = None
+            if transition is not None:
+                notice = Notice(judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
+                event = store.AlertEventRow(rule_id=int(rule.id or 0), endpoint_id=key.endpoint_id,
+                                            vantage=key.vantage, transition=str(transition), value=obs.value,
+                                            threshold=judged.threshold, n=obs.n, window_s=rule.window_s,
+                                            message=message(notice)[:1000], at_ms=now_ms)
+                result.transitions.append((rule.name, key.label, str(transition)))
+            store.save_evaluation(engine, rule, key.endpoint_id, key.vantage, status, now_ms, event,
+                                  channels_of(rule) if event is not None else [])
+            result.series += 1
+    if deliver:
+        deliver_due(engine, now_ms, result, vantage=vantage)
+    return result
+
+
+def deliver_due(engine: Engine, now_ms: int, result: PassResult | None = None, *,
+                vantage: str | None = None) -> PassResult:
+    """Send every delivery that is due (of `vantage`'s series when given); a failure is stored with its reason and
+    retried after a backoff."""
+    result = result or PassResult()
+    rules = {r.id: r for r in store.load_rules(engine)}
+    names = {k.endpoint_id: k.endpoint_name for k in series_keys(engine)}
+    for d, e in store.due_deliveries(engine, now_ms):
+        if vantage is not None and e.vantage != vantage:
+            continue
+        rule = rules.get(e.rule_id)
+        if rule is None:
+            continue
+        notice = Notice(_threshold_in_window(rule), Transition(e.transition), names.get(e.endpoint_id, "?"),
+                        e.vantage, e.value, e.n, e.at_ms)
+        try:
+            send(d.channel, d.target, notice)
+        except RuntimeError as exc:
+            attempts = d.attempts + 1
+            retry = attempts < MAX_ATTEMPTS
+            wait_s = BACKOFF_S[min(attempts - 1, len(BACKOFF_S) - 1)]
+            store.record_attempt(engine, int(d.id or 0), now_ms=now_ms, error=str(exc),
+                                 next_attempt_at_ms=now_ms + int(wait_s * 1000) if retry else None)
+            result.failed.append(f"{d.channel} {d.target}: {exc}" + ("" if retry else " (given up)"))
+            continue
+        store.record_attempt(engine, int(d.id or 0), now_ms=now_ms, error="", next_attempt_at_ms=None)
+        result.delivered += 1
+    return result

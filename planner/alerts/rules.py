@@ -1,0 +1,155 @@
+"""SLO alert rules and their state machine: pure data and one pure function, no I/O.
+
+A rule watches one endpoint (or every endpoint) from every vantage it is probed from; each
+(rule, endpoint, vantage) is a *series* with its own state:
+
+    ok ──breach──▶ pending ──breach held for `for_s`──▶ firing ──clear──▶ ok
+     ▲               │                                  (one "firing" notification,
+     └──no breach────┘                                   one "resolved" notification)
+
+Hysteresis, so one slow sample does not page anyone and a value hovering at the threshold does
+not flap:
+- a breach needs at least `min_n` samples in the window (an error-rate rule counts attempts);
+  below it the window says nothing and the state holds (pending falls back to ok);
+- a firing series resolves only when the value is back below the threshold by `clear_margin`
+  (default 10 %: a 500 ms p95 rule that fired resolves at 450 ms or less, with `min_n` samples);
+- pending must hold for `for_s` seconds of evaluations before it fires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+__all__ = ["AlertKind", "AlertState", "Observation", "Rule", "SeriesStatus", "Transition", "build_rule", "step"]
+
+
+class AlertKind(StrEnum):
+    """What a rule measures; the threshold's unit follows from it (see `Rule.unit`)."""
+
+    P95_OVER = "p95_over"  # rolling p95 TTFT over the window, ms
+    ERROR_RATE_OVER = "error_rate_over"  # failed / attempts over the window, a fraction 0..1
+    NO_SUCCESS = "no_success"  # minutes since the last successful sample
+    COLD_OVER = "cold_over"  # the newest cold reading's cold TTFT in the window, s
+
+
+class AlertState(StrEnum):
+    OK = "ok"
+    PENDING = "pending"
+    FIRING = "firing"
+
+
+class Transition(StrEnum):
+    """A change that notifies someone."""
+
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min",
+         AlertKind.COLD_OVER: "s"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One alert rule. `endpoint_id` None watches every endpoint; thresholds are in `unit`."""
+
+    name: str
+    kind: AlertKind
+    threshold: float
+    window_s: float = 900.0
+    for_s: float = 300.0
+    min_n: int = 20
+    clear_margin: float = 0.10
+    endpoint_id: int | None = None
+    interaction: str = ""  # the interaction type whose target set the threshold (shown in messages)
+    webhook_env: str = ""  # NAME of the variable holding the webhook URL (the URL carries a token: never stored)
+    webhook_format: str = "json"  # json | slack | teams
+    email_to: str = ""  # comma-separated addresses
+    id: int | None = None
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.kind]
+
+    @property
+    def clear_below(self) -> float:
+        """The value a firing series must come back under to resolve."""
+        return self.threshold * (1.0 - self.clear_margin)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one evaluation saw over the window: the value (None when there is nothing to judge) and its n."""
+
+    value: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class SeriesStatus:
+    """The state of one (rule, endpoint, vantage) series, as stored between evaluations."""
+
+    state: AlertState = AlertState.OK
+    since_ms: int | None = None  # when the current state began
+    value: float | None = None  # the last value seen
+    n: int = 0
+
+
+def _judgeable(rule: Rule, obs: Observation) -> bool:
+    if obs.value is None:
+        return False
+    return rule.kind in (AlertKind.NO_SUCCESS, AlertKind.COLD_OVER) or obs.n >= rule.min_n
+
+
+def step(rule: Rule, prev: SeriesStatus, obs: Observation, now_ms: int) -> tuple[SeriesStatus, Transition | None]:
+    """The series' next status after seeing `obs` at `now_ms`, and the transition to notify (if any)."""
+    judgeable = _judgeable(rule, obs)
+    breach = judgeable and obs.value is not None and obs.value > rule.threshold
+    clear = judgeable and obs.value is not None and obs.value <= rule.clear_below
+    seen = replace(prev, value=obs.value, n=obs.n)
+    if prev.state is AlertState.FIRING:
+        if clear:
+            return SeriesStatus(AlertState.OK, now_ms, obs.value, obs.n), Transition.RESOLVED
+        return seen, None
+    if not breach:
+        return SeriesStatus(AlertState.OK, prev.since_ms if prev.state is AlertState.OK else now_ms,
+                            obs.value, obs.n), None
+    since = prev.since_ms if prev.state is AlertState.PENDING and prev.since_ms is not None else now_ms
+    if now_ms - since >= rule.for_s * 1000:
+        return SeriesStatus(AlertState.FIRING, now_ms, obs.value, obs.n), Transition.FIRING
+    return SeriesStatus(AlertState.PENDING, since, obs.value, obs.n), None
+
+
+def build_rule(name: str, kind: AlertKind | str, *, threshold: float | None, window_min: float, for_min: float,
+               min_n: int, clear_margin_pct: float = 10.0, endpoint_id: int | None = None, interaction: str = "",
+               targets_ms: dict[str, float] | None = None, webhook_env: str = "", webhook_format: str = "json",
+               email_to: str = "") -> Rule:
+    """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
+    with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction."""
+    kind = AlertKind(kind)
+    name = name.strip()
+    if not name:
+        raise ValueError("the rule needs a name")
+    if interaction:
+        targets_ms = targets_ms or {}
+        if kind is not AlertKind.P95_OVER:
+            raise ValueError("an interaction type sets a p95 target: use it with the p95_over kind")
+        if interaction not in targets_ms:
+            raise ValueError(f"unknown interaction type {interaction!r}; known: {', '.join(targets_ms)}")
+        threshold = threshold if threshold is not None else targets_ms[interaction]
+    if kind is AlertKind.NO_SUCCESS:
+        threshold = window_min
+    if threshold is None or not threshold > 0:
+        raise ValueError(f"threshold: give a number > 0 for {kind.value}"
+                         + (" (or an interaction type)" if kind is AlertKind.P95_OVER else ""))
+    if kind is AlertKind.ERROR_RATE_OVER:
+        if threshold >= 100:
+            raise ValueError(f"threshold {threshold:g} %: an error rate is below 100 %")
+        threshold /= 100.0
+    if webhook_env and not webhook_env.replace("_", "").isalnum():
+        raise ValueError(f"webhook variable {webhook_env!r}: give the NAME of an environment variable, not the URL")
+    return Rule(name=name, kind=kind, threshold=float(threshold), window_s=window_min * 60, for_s=for_min * 60,
+                min_n=int(min_n), clear_margin=clear_margin_pct / 100, endpoint_id=endpoint_id,
+                interaction=interaction, webhook_env=webhook_env.strip(), webhook_format=webhook_format,
+                email_to=email_to.strip())

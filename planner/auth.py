@@ -1,0 +1,127 @@
+"""Roles for a shared deployment: who may read, who may write, who may administer. Pure data, no Streamlit.
+
+Sign-in itself is Streamlit's OpenID Connect (`st.login`, configured by an `[auth]` section in
+`.streamlit/secrets.toml`: Google, Microsoft Entra, Okta, Keycloak, any OIDC provider). It is off by default: with no
+`[auth]` section the dashboard is a single-user laptop tool and whoever opens it may do everything. With it, every
+page needs sign-in and the role of the signed-in user comes from a small roles file (TOML, path in the
+ROLES_FILE setting, default `.streamlit/roles.toml`):
+
+    default_role = "viewer"            # anyone who signs in and matches nothing below ("none" refuses them)
+    [roles]
+    admin = ["lead@example.com"]
+    editor = ["*@platform.example.com"]  # a whole domain
+    [claims]                           # an OIDC claim (e.g. groups from Okta / Entra) → role
+    claim = "groups"
+    ttft-admins = "admin"
+    ttft-editors = "editor"
+
+The highest role that matches wins. Roles nest: an admin may do what an editor may, an editor what a viewer may.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from planner import settings
+
+__all__ = ["ACTIONS", "AuthConfigError", "Role", "RolesConfig", "allowed", "load_roles", "refusal"]
+
+
+
+class Role(StrEnum):
+    VIEWER = "viewer"  # PMs: read every page, download reports
+    EDITOR = "editor"  # leads: worksheets, uploads, probe now, cold readings
+    ADMIN = "admin"  # endpoints, regions, alerts, deleting data
+
+
+_RANK = {Role.VIEWER: 0, Role.EDITOR: 1, Role.ADMIN: 2}
+
+#: Every write the dashboard can make → the least role allowed to make it (checked where the write happens).
+ACTIONS: dict[str, Role] = {
+    "worksheet.save": Role.EDITOR,
+    "worksheet.delete": Role.ADMIN,
+    "logs.upload": Role.EDITOR,
+    "logs.delete": Role.ADMIN,
+    "probe.now": Role.EDITOR,
+    "cold.request": Role.EDITOR,
+    "rtt.measure": Role.EDITOR,
+    "endpoint.write": Role.ADMIN,
+    "region.write": Role.ADMIN,
+    "alert.write": Role.ADMIN,
+    "audit.read": Role.ADMIN,
+}
+
+
+class AuthConfigError(ValueError):
+    """A roles file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class RolesConfig:
+    default_role: Role | None = Role.VIEWER  # None: people who match nothing are refused
+    emails: Mapping[Role, tuple[str, ...]] = field(default_factory=dict)  # patterns, fnmatch-style, lower case
+    claim: str = ""
+    claim_roles: Mapping[str, Role] = field(default_factory=dict)
+
+    def role_for(self, user: Mapping[str, Any]) -> Role | None:
+        """The highest role the signed-in user's email or claim gives, else the default (None: refused)."""
+        found: list[Role] = []
+        email = str(user.get("email") or "").strip().lower()
+        if email and user.get("email_verified", True) is not False:
+            found += [role for role, patterns in self.emails.items()
+                      if any(fnmatch.fnmatchcase(email, p) for p in patterns)]
+        if self.claim:
+            values = user.get(self.claim)
+            values = values if isinstance(values, list | tuple) else [values]
+            found += [self.claim_roles[str(v)] for v in values if str(v) in self.claim_roles]
+        if found:
+            return max(found, key=_RANK.__getitem__)
+        return self.default_role
+
+
+def _role(value: Any, where: str) -> Role:
+    try:
+        return Role(str(value))
+    except ValueError:
+        raise AuthConfigError(f"{where}: {value!r} is not a role (viewer, editor or admin)") from None
+
+
+def load_roles(path: Path | None = None) -> RolesConfig:
+    """The roles file (TTFT_PLANNER_ROLES_FILE, else .streamlit/roles.toml); missing file → everyone a viewer."""
+    path = path or Path(settings.ROLES_FILE.raw() or settings.ROLES_FILE.default)
+    if not path.exists():
+        return RolesConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise AuthConfigError(f"{path}: cannot read the roles file: {exc}") from None
+    default = data.get("default_role", "viewer")
+    emails: dict[Role, tuple[str, ...]] = {}
+    for role, patterns in (data.get("roles") or {}).items():
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise AuthConfigError(f"{path}: [roles] {role} must be a list of e-mail addresses or patterns")
+        emails[_role(role, f"{path}: [roles]")] = tuple(p.strip().lower() for p in patterns)
+    claims = dict(data.get("claims") or {})
+    claim = str(claims.pop("claim", ""))
+    claim_roles = {str(k): _role(v, f"{path}: [claims] {k}") for k, v in claims.items()}
+    return RolesConfig(default_role=None if default == "none" else _role(default, f"{path}: default_role"),
+                       emails=emails, claim=claim, claim_roles=claim_roles)
+
+
+def allowed(role: Role | None, action: str) -> bool:
+    """May `role` make the write `action` (a key of ACTIONS)? Unknown actions are refused."""
+    need = ACTIONS.get(action)
+    return role is not None and need is not None and _RANK[role] >= _RANK[need]
+
+
+def refusal(role: Role | None, action: str) -> str:
+    """The sentence shown when a write is refused."""
+    need = ACTIONS.get(action, Role.ADMIN)
+    who = f"Your role ({role})" if role else "Signing in"
+    return f"{who} does not allow this: it needs the {need} role. Ask an admin of this dashboard."

@@ -1,0 +1,193 @@
+"""`ttft-planner alerts`: SLO alert rules over the stored probes (add, list, test, remove, evaluate, history)."""
+
+from __future__ import annotations
+
+import getpass
+import time
+
+import click
+
+from planner.alerts.evaluate import evaluate_all
+from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
+from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.endpoints import EndpointNotFound, get_endpoint
+from planner.presets import interactions
+from planner.store import alerts as store
+from planner.store import audit
+
+__all__ = ["COMMANDS"]
+
+_KIND_HELP = ("p95_over: rolling p95 TTFT (ms) over the window exceeds --threshold or the --interaction target; "
+              "error_rate_over: failed ÷ attempts (%) exceeds --threshold; no_success: no successful sample for the "
+              "whole window; cold_over: the newest cold reading in the window took longer than --threshold s.")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@click.group()
+def alerts() -> None:
+    """SLO alerts: rules over the stored probe samples, evaluated by the worker, notified by webhook or e-mail.
+
+    A rule fires only after its breach has held for --for-min with at least --min-n samples in the window,
+    and resolves only when the value is back below the threshold by --clear-margin-pct (hysteresis). Each
+    transition notifies once per channel; a failed delivery is retried with backoff and its error is kept.
+    """
+
+
+@alerts.command("add")
+@click.argument("name")
+@click.option("--kind", type=click.Choice([k.value for k in AlertKind]), default=AlertKind.P95_OVER.value,
+              show_default=True, help=_KIND_HELP)
+@click.option("--endpoint", default=None, help="Endpoint name to watch (default: every endpoint).")
+@click.option("--interaction", default=None,
+              help="p95_over: use this interaction type's p95 target as the threshold (inline, chat, agent, …).")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="ms for p95_over, % for error_rate_over, s for cold_over (no_success uses the window).")
+@click.option("--window-min", type=click.FloatRange(0.01, 10_080), default=15.0, show_default=True,
+              help="Rolling window in minutes.")
+@click.option("--for-min", type=click.FloatRange(0, 10_080), default=5.0, show_default=True,
+              help="Minutes the breach must hold before the rule fires.")
+@click.option("--min-n", type=click.IntRange(1, 1_000_000), default=20, show_default=True,
+              help="Fewest samples (attempts for error_rate_over) in the window for a breach to count.")
+@click.option("--clear-margin-pct", type=click.FloatRange(0, 90), default=10.0, show_default=True,
+              help="A firing rule resolves once the value is this far below the threshold.")
+@click.option("--webhook-env", default="", help="NAME of the variable holding the webhook URL (never stored).")
+@click.option("--webhook-format", type=click.Choice(WEBHOOK_FORMATS), default="json", show_default=True,
+              help="Body of the webhook: generic JSON, Slack or Microsoft Teams.")
+@click.option("--email", "email_to", default="", help="Comma-separated addresses (SMTP from the SMTP_* settings).")
+@store_option
+def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, min_n, clear_margin_pct, webhook_env,
+            webhook_format, email_to, database_url) -> None:
+    """Add a rule NAME."""
+    engine = open_engine(database_url)
+    endpoint_id = None
+    if endpoint:
+        try:
+            endpoint_id = get_endpoint(engine, endpoint).id
+        except EndpointNotFound as exc:
+            fail(str(exc.args[0]), 2)
+    try:
+        rule = build_rule(name, kind, threshold=threshold, window_min=window_min, for_min=for_min, min_n=min_n,
+                          clear_margin_pct=clear_margin_pct, endpoint_id=endpoint_id, interaction=interaction or "",
+                          targets_ms={i.key: i.target_p95_ms for i in interactions()}, webhook_env=webhook_env,
+                          webhook_format=webhook_format, email_to=email_to)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    if not rule.webhook_env and not rule.email_to:
+        click.echo("note: no --webhook-env or --email: the rule's state shows on the Alerts page only", err=True)
+    try:
+        store.add_rule(engine, rule, _now_ms())
+    except ValueError as exc:
+        fail(str(exc), 2)
+    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=rule.name,
+                 detail=f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
+    click.echo(f"added alert rule {rule.name!r}")
+
+
+def _rule_dict(rule: Rule, series: dict[tuple[int, int, str], SeriesStatus]) -> dict:
+    states = [{"endpoint_id": e, "vantage": v, "state": str(st.state), "value": st.value, "n": st.n}
+              for (r, e, v), st in sorted(series.items()) if r == rule.id]
+    return {"name": rule.name, "kind": str(rule.kind), "threshold": rule.threshold, "unit": rule.unit,
+            "window_s": rule.window_s, "for_s": rule.for_s, "min_n": rule.min_n, "clear_margin": rule.clear_margin,
+            "endpoint_id": rule.endpoint_id, "interaction": rule.interaction, "webhook_env": rule.webhook_env,
+            "webhook_format": rule.webhook_format, "email_to": rule.email_to, "series": states}
+
+
+@alerts.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per rule, with each series' state.")
+@store_option
+def list_cmd(as_json, database_url) -> None:
+    """Rules and the state of each series they watch."""
+    engine = open_engine(database_url)
+    series = store.series_states(engine)
+    rules = store.load_rules(engine)
+    if as_json:
+        for r in rules:
+            echo_json(_rule_dict(r, series))
+        return
+    if not rules:
+        click.echo("no alert rules (add one with `ttft-planner alerts add`)")
+    for r in rules:
+        d = _rule_dict(r, series)
+        worst = max((AlertState(s["state"]) for s in d["series"]), default=AlertState.OK,
+                    key=[AlertState.OK, AlertState.PENDING, AlertState.FIRING].index)
+        click.echo(f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} over "
+                   f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
+                   f"({len(d['series'])} series) · channels: "
+                   f"{', '.join(f'{c} {t}' for c, t in channels_of(r)) or 'none'}")
+
+
+@alerts.command("test")
+@click.argument("name")
+@store_option
+def test_cmd(name, database_url) -> None:
+    """Send a test notification of rule NAME through each of its channels now; exit 1 if one fails."""
+    engine = open_engine(database_url)
+    rule = store.rule_by_name(engine, name)
+    if rule is None:
+        fail(f"no alert rule named {name!r}", 2)
+    channels = channels_of(rule)
+    if not channels:
+        fail(f"rule {name!r} has no channel: give it --webhook-env or --email", 2)
+    notice = Notice(rule, Transition.FIRING, "test-endpoint", "test", rule.threshold, rule.min_n, _now_ms(), test=True)
+    failed = 0
+    for channel, target in channels:
+        try:
+            send(channel, target, notice)
+            click.echo(f"{channel} {target}: delivered")
+        except RuntimeError as exc:
+            failed += 1
+            click.echo(f"{channel} {target}: failed: {exc}", err=True)
+    if failed:
+        raise SystemExit(1)
+
+
+@alerts.command("remove")
+@click.argument("name")
+@store_option
+def remove_cmd(name, database_url) -> None:
+    """Delete rule NAME with its state and history."""
+    engine = open_engine(database_url)
+    if not store.remove_rule(engine, name):
+        fail(f"no alert rule named {name!r}", 2)
+    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=name,
+                 detail="deleted")
+    click.echo(f"removed alert rule {name!r}")
+
+
+@alerts.command("evaluate")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object with the pass's outcome.")
+@store_option
+def evaluate_cmd(as_json, database_url) -> None:
+    """Evaluate every rule once now and send the notifications that are due (the worker does this on its own)."""
+    engine = open_engine(database_url)
+    now = _now_ms()
+    result = evaluate_all(engine, now)
+    if as_json:
+        echo_json({"series": result.series, "transitions": result.transitions, "delivered": result.delivered,
+                   "failed": result.failed})
+        return
+    click.echo(f"evaluated {result.series} series")
+    for rule, where, transition in result.transitions:
+        click.echo(f"{transition}: {rule} on {where}")
+    click.echo(f"notifications delivered: {result.delivered}")
+    for f in result.failed:
+        click.echo(f"delivery failed (will retry unless given up): {f}", err=True)
+
+
+@alerts.command("history")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@store_option
+def history_cmd(limit, database_url) -> None:
+    """The newest firing and resolved transitions, with their numbers."""
+    df = store.alert_history(open_engine(database_url), limit)
+    if df.empty:
+        click.echo("no alert has fired yet")
+    for row in df.itertuples():
+        click.echo(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(row.at_ms / 1000))} UTC {row.message}")
+
+
+COMMANDS = [alerts]

@@ -1,0 +1,109 @@
+"""Every setting the planner reads from its environment, in one table of (name, default, help).
+
+The planner has no configuration file of its own: a process is configured by these environment variables, by command
+line flags (`ttft-planner CMD --help`) and by Streamlit's own `.streamlit/` files (API keys in `secrets.toml`, read by
+`planner.secrets_file`). Code reads a variable through its `Setting` here, never by spelling the name again, and
+`tests/test_docs.py` fails when a row is missing from the README's settings table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "DATABASE_URL",
+    "DATA_DIR",
+    "METRICS_PORT",
+    "MIN_INTERVAL_S",
+    "PUBLIC_URL",
+    "RETENTION_DAYS",
+    "ROLES_FILE",
+    "SETTINGS",
+    "SMTP_FROM",
+    "SMTP_HOST",
+    "SMTP_PASSWORD",
+    "SMTP_PORT",
+    "SMTP_STARTTLS",
+    "SMTP_USER",
+    "TEST_PG_URL",
+    "VANTAGE",
+    "Setting",
+]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, its default as documented (what applies when it is unset) and its help."""
+
+    name: str
+    default: str
+    help: str
+
+    def raw(self) -> str | None:
+        """The variable's value, or None when it is unset or empty (an empty value means the default)."""
+        return os.environ.get(self.name) or None
+
+
+DATABASE_URL = Setting(
+    "TTFT_PLANNER_DATABASE_URL",
+    "SQLite under the data directory",
+    "SQLAlchemy URL of the store (sqlite:///<data dir>/planner.db by default; postgresql+psycopg://user:…@host/db "
+    "for teams); every CLI command's --database-url overrides it. The password never appears in messages.",
+)
+DATA_DIR = Setting(
+    "TTFT_PLANNER_DATA_DIR",
+    "$XDG_DATA_HOME/ttft-planner",
+    "Directory of the default SQLite file and the files beside it (migration lock, worker state, spool); "
+    "$XDG_DATA_HOME defaults to ~/.local/share.",
+)
+VANTAGE = Setting(
+    "TTFT_PLANNER_VANTAGE",
+    '"": the one default vantage',
+    "Name of where this machine measures from (office, region), stored with every sample of the worker, "
+    "`probe --store`, `sweep --store` and server-side RTT probes; the --vantage flag overrides it.",
+)
+RETENTION_DAYS = Setting(
+    "TTFT_PLANNER_RETENTION_DAYS",
+    "90",
+    "Days of raw probe samples to keep; older ones are rolled up hourly. Must be > 0; `worker --retention-days` "
+    "overrides it.",
+)
+MIN_INTERVAL_S = Setting(
+    "TTFT_PLANNER_MIN_INTERVAL_S",
+    "10",
+    "Smallest accepted probe interval in seconds (never below 0.2). For tests and local simulators only: a real "
+    "provider bills every probe.",
+)
+TEST_PG_URL = Setting(
+    "TTFT_PLANNER_TEST_PG_URL",
+    "a throwaway initdb cluster",
+    "Tests only: a PostgreSQL URL the store tests use instead of starting their own server.",
+)
+
+PUBLIC_URL = Setting(
+    "TTFT_PLANNER_PUBLIC_URL",
+    "http://localhost:8501",
+    "Where the team reaches the dashboard; alert notifications link to its Probes page.",
+)
+ROLES_FILE = Setting(
+    "TTFT_PLANNER_ROLES_FILE",
+    ".streamlit/roles.toml",
+    "With sign-in on: the roles file mapping e-mail addresses, domains or an OIDC claim to viewer/editor/admin.",
+)
+METRICS_PORT = Setting(
+    "TTFT_PLANNER_METRICS_PORT",
+    "off",
+    "Port on which `worker` serves Prometheus /metrics (or --metrics-port); unset: no metrics server.",
+)
+SMTP_HOST = Setting("TTFT_PLANNER_SMTP_HOST", "unset: no e-mail", "SMTP server for alert e-mails.")
+SMTP_PORT = Setting("TTFT_PLANNER_SMTP_PORT", "25", "SMTP port (587 with STARTTLS).")
+SMTP_STARTTLS = Setting("TTFT_PLANNER_SMTP_STARTTLS", "0", "1 to upgrade the SMTP connection with STARTTLS.")
+SMTP_USER = Setting("TTFT_PLANNER_SMTP_USER", "unset: no login", "SMTP login user.")
+SMTP_PASSWORD = Setting("TTFT_PLANNER_SMTP_PASSWORD", "unset", "SMTP login password (read from the environment only).")
+SMTP_FROM = Setting("TTFT_PLANNER_SMTP_FROM", "ttft-planner@localhost", "Sender address of alert e-mails.")
+
+#: Every setting, in the order of the README's table.
+SETTINGS: tuple[Setting, ...] = (DATABASE_URL, DATA_DIR, VANTAGE, RETENTION_DAYS, MIN_INTERVAL_S, TEST_PG_URL,
+                                 PUBLIC_URL, ROLES_FILE, METRICS_PORT, SMTP_HOST, SMTP_PORT, SMTP_STARTTLS, SMTP_USER,
+                                 SMTP_PASSWORD, SMTP_FROM)

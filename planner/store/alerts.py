@@ -1,0 +1,251 @@
+"""Alert tables: rules, the state of each (rule, endpoint, vantage) series, the history of transitions, and the
+delivery outbox.
+
+Never a secret: a webhook is stored as the NAME of the variable that holds its URL (a Slack or Teams webhook URL
+carries its token), and SMTP credentials come from the environment (planner.alerts.notify).
+A delivery row is the outbox: it is written in the same transaction as its event, sent by the evaluation that
+follows, and retried with backoff until it is delivered or out of attempts; its last error stays visible.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel, col, select
+
+from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus
+from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
+from planner.store.engine import session, table_of
+from planner.store.probes import EndpointRow
+from planner.store.worker import ColdReadingRow
+
+__all__ = ["AlertDeliveryRow", "AlertEventRow", "AlertRuleRow", "AlertSeriesRow", "add_rule", "alert_history",
+           "deliveries", "due_deliveries", "last_success_ms", "load_rules", "newest_cold_s", "record_attempt",
+           "remove_rule", "rule_by_name", "save_evaluation", "series_frame", "series_states"]
+
+
+class AlertRuleRow(SQLModel, table=True):
+    __tablename__ = "alert_rule"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=120, unique=True, index=True)
+    kind: str = Field(max_length=30)  # planner.alerts.rules.AlertKind
+    threshold: float
+    window_s: float
+    for_s: float
+    min_n: int
+    clear_margin: float
+    endpoint_id: int | None = Field(default=None, foreign_key="endpoint.id", ondelete="CASCADE")
+    interaction: str = Field(default="", max_length=40)
+    webhook_env: str = Field(default="", max_length=120)
+    webhook_format: str = Field(default="json", max_length=20)
+    email_to: str = Field(default="", max_length=500)
+    created_at_ms: int = Field(sa_type=sa.BigInteger)
+
+
+class AlertSeriesRow(SQLModel, table=True):
+    """The current state of one (rule, endpoint, vantage) series."""
+
+    __tablename__ = "alert_series"
+    __table_args__ = (sa.UniqueConstraint("rule_id", "endpoint_id", "vantage", name="uq_alert_series"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    rule_id: int = Field(foreign_key="alert_rule.id", ondelete="CASCADE")
+    endpoint_id: int = Field(foreign_key="endpoint.id", ondelete="CASCADE")
+    vantage: str = Field(default="", max_length=120)
+    state: str = Field(max_length=20)  # planner.alerts.rules.AlertState
+    since_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    value: float | None = None
+    n: int = 0
+    evaluated_at_ms: int = Field(sa_type=sa.BigInteger)
+
+
+class AlertEventRow(SQLModel, table=True):
+    """One transition that notifies: firing or resolved, with the numbers it was decided on."""
+
+    __tablename__ = "alert_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rule_id: int = Field(foreign_key="alert_rule.id", ondelete="CASCADE", index=True)
+    endpoint_id: int = Field(foreign_key="endpoint.id", ondelete="CASCADE")
+    vantage: str = Field(default="", max_length=120)
+    transition: str = Field(max_length=20)  # planner.alerts.rules.Transition
+    value: float | None = None
+    threshold: float
+    n: int
+    window_s: float
+    message: str = Field(max_length=1000)
+    at_ms: int = Field(sa_type=sa.BigInteger, index=True)
+
+
+class AlertDeliveryRow(SQLModel, table=True):
+    """One notification of one event on one channel (the outbox)."""
+
+    __tablename__ = "alert_delivery"
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: int = Field(foreign_key="alert_event.id", ondelete="CASCADE", index=True)
+    channel: str = Field(max_length=20)  # webhook | email
+    target: str = Field(max_length=500)  # the webhook's variable NAME, or the e-mail addresses
+    attempts: int = 0
+    next_attempt_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)  # None once delivered or given up
+    delivered_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    last_error: str = Field(default="", max_length=500)
+
+
+def _to_rule(r: AlertRuleRow) -> Rule:
+    return Rule(name=r.name, kind=AlertKind(r.kind), threshold=r.threshold, window_s=r.window_s, for_s=r.for_s,
+                min_n=r.min_n, clear_margin=r.clear_margin, endpoint_id=r.endpoint_id, interaction=r.interaction,
+                webhook_env=r.webhook_env, webhook_format=r.webhook_format, email_to=r.email_to, id=r.id)
+
+
+def add_rule(engine: Engine, rule: Rule, now_ms: int) -> int:
+    """Store a new rule; raises ValueError when the name is taken."""
+    with session(engine) as s:
+        if s.exec(select(AlertRuleRow.id).where(AlertRuleRow.name == rule.name)).first() is not None:
+            raise ValueError(f"an alert rule named {rule.name!r} exists already")
+        row = AlertRuleRow(name=rule.name, kind=str(rule.kind), threshold=rule.threshold, window_s=rule.window_s,
+                           for_s=rule.for_s, min_n=rule.min_n, clear_margin=rule.clear_margin,
+                           endpoint_id=rule.endpoint_id, interaction=rule.interaction, webhook_env=rule.webhook_env,
+                           webhook_format=rule.webhook_format, email_to=rule.email_to, created_at_ms=now_ms)
+        s.add(row)
+        s.flush()
+        return int(row.id or 0)
+
+
+def load_rules(engine: Engine) -> list[Rule]:
+    with session(engine) as s:
+        return [_to_rule(r) for r in s.exec(select(AlertRuleRow).order_by(AlertRuleRow.name)).all()]
+
+
+def rule_by_name(engine: Engine, name: str) -> Rule | None:
+    with session(engine) as s:
+        row = s.exec(select(AlertRuleRow).where(AlertRuleRow.name == name)).first()
+        return None if row is None else _to_rule(row)
+
+
+def remove_rule(engine: Engine, name: str) -> bool:
+    """Delete a rule with its series, history and deliveries; False when there is no such rule."""
+    with session(engine) as s:
+        row = s.exec(select(AlertRuleRow).where(AlertRuleRow.name == name)).first()
+        if row is None:
+            return False
+        d, e, a = table_of(AlertDeliveryRow), table_of(AlertEventRow), table_of(AlertSeriesRow)
+        events = sa.select(e.c.id).where(e.c.rule_id == row.id)
+        s.execute(sa.delete(d).where(d.c.event_id.in_(events)))
+        s.execute(sa.delete(e).where(e.c.rule_id == row.id))
+        s.execute(sa.delete(a).where(a.c.rule_id == row.id))
+        s.delete(row)
+        return True
+
+
+def series_states(engine: Engine) -> dict[tuple[int, int, str], SeriesStatus]:
+    """(rule id, endpoint id, vantage) → stored status."""
+    with session(engine) as s:
+        rows = s.exec(select(AlertSeriesRow)).all()
+        return {(r.rule_id, r.endpoint_id, r.vantage): SeriesStatus(AlertState(r.state), r.since_ms, r.value, r.n)
+                for r in rows}
+
+
+def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
+    """Newest transitions first, with the rule and endpoint names."""
+    e, r, ep = table_of(AlertEventRow), table_of(AlertRuleRow), table_of(EndpointRow)
+    q = (sa.select(e.c.id, e.c.at_ms, r.c.name.label("rule"), ep.c.name.label("endpoint"), e.c.vantage,
+                   e.c.transition, e.c.value, e.c.threshold, e.c.n, e.c.window_s, e.c.message)
+         .join(r, r.c.id == e.c.rule_id).join(ep, ep.c.id == e.c.endpoint_id)
+         .order_by(e.c.at_ms.desc(), e.c.id.desc()).limit(limit))
+    with engine.connect() as conn:
+        return pd.DataFrame(conn.execute(q).mappings().all(),
+                            columns=["id", "at_ms", "rule", "endpoint", "vantage", "transition", "value", "threshold",
+                                     "n", "window_s", "message"])
+
+
+def series_frame(engine: Engine) -> pd.DataFrame:
+    """Every watched series with its rule and endpoint names, firing first, then pending, then ok."""
+    a, r, ep = table_of(AlertSeriesRow), table_of(AlertRuleRow), table_of(EndpointRow)
+    q = (sa.select(r.c.name.label("rule"), r.c.kind, r.c.threshold, ep.c.name.label("endpoint"), a.c.vantage,
+                   a.c.state, a.c.value, a.c.n, a.c.since_ms, a.c.evaluated_at_ms)
+         .join(r, r.c.id == a.c.rule_id).join(ep, ep.c.id == a.c.endpoint_id))
+    with engine.connect() as conn:
+        df = pd.DataFrame(conn.execute(q).mappings().all(),
+                          columns=["rule", "kind", "threshold", "endpoint", "vantage", "state", "value", "n",
+                                   "since_ms", "evaluated_at_ms"])
+    order = {str(AlertState.FIRING): 0, str(AlertState.PENDING): 1, str(AlertState.OK): 2}
+    return df.sort_values(["state", "rule", "endpoint"], key=lambda c: c.map(order) if c.name == "state" else c,
+                          ignore_index=True)
+
+
+def deliveries(engine: Engine, limit: int = 200) -> pd.DataFrame:
+    """Newest deliveries first: channel, target, attempts, delivered or the last error."""
+    d = table_of(AlertDeliveryRow)
+    q = sa.select(d).order_by(d.c.id.desc()).limit(limit)
+    with engine.connect() as conn:
+        return pd.DataFrame(conn.execute(q).mappings().all(), columns=[c.name for c in d.columns])
+
+
+def last_success_ms(engine: Engine, endpoint_id: int, vantage: str) -> tuple[int | None, int | None]:
+    """(newest successful sample, oldest attempt) started_at_ms of the series; None when there is none."""
+    where = "endpoint_id = :e AND vantage = :v"
+    with engine.connect() as conn:
+        ok = conn.execute(sa.text(f"SELECT MAX(started_at_ms) FROM probe_sample WHERE {where} AND {SAMPLE_SQL}"),
+                          {"e": endpoint_id, "v": vantage}).scalar()
+        first = conn.execute(sa.text(f"SELECT MIN(started_at_ms) FROM probe_sample WHERE {where} AND {ATTEMPT_SQL}"),
+                             {"e": endpoint_id, "v": vantage}).scalar()
+    return (None if ok is None else int(ok)), (None if first is None else int(first))
+
+
+def newest_cold_s(engine: Engine, endpoint_id: int, vantage: str, since_ms: int) -> float | None:
+    """The cold TTFT (s) of the newest cold reading completed since `since_ms`, or None."""
+    c = table_of(ColdReadingRow)
+    q = (sa.select(c.c.cold_ttft_ms).where(c.c.endpoint_id == endpoint_id, c.c.vantage == vantage,
+                                            c.c.completed_at_ms >= since_ms, c.c.cold_ttft_ms.is_not(None))
+         .order_by(c.c.completed_at_ms.desc()).limit(1))
+    with engine.connect() as conn:
+        v = conn.execute(q).scalar()
+    return None if v is None else float(v) / 1000.0
+
+
+def save_evaluation(engine: Engine, rule: Rule, endpoint_id: int, vantage: str, status: SeriesStatus, now_ms: int,
+                    event: AlertEventRow | None, channels: list[tuple[str, str]]) -> None:
+    """Store the series' new status, and its event with one queued delivery per channel, in one transaction."""
+    with session(engine) as s:
+        row = s.exec(select(AlertSeriesRow).where(AlertSeriesRow.rule_id == rule.id,
+                                                  AlertSeriesRow.endpoint_id == endpoint_id,
+                                                  AlertSeriesRow.vantage == vantage)).first()
+        if row is None:
+            row = AlertSeriesRow(rule_id=int(rule.id or 0), endpoint_id=endpoint_id, vantage=vantage,
+                                 state=str(status.state), evaluated_at_ms=now_ms)
+        row.state, row.since_ms, row.value, row.n = str(status.state), status.since_ms, status.value, status.n
+        row.evaluated_at_ms = now_ms
+        s.add(row)
+        if event is not None:
+            s.add(event)
+            s.flush()
+            for channel, target in channels:
+                s.add(AlertDeliveryRow(event_id=int(event.id or 0), channel=channel, target=target[:500],
+                                       next_attempt_at_ms=now_ms))
+
+
+def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, AlertEventRow]]:
+    """Deliveries whose next attempt is due, oldest first, each with its event."""
+    with session(engine) as s:
+        d = table_of(AlertDeliveryRow)
+        due = sa.select(d.c.id).where(d.c.next_attempt_at_ms.is_not(None), d.c.next_attempt_at_ms <= now_ms)
+        rows = s.exec(select(AlertDeliveryRow, AlertEventRow).join(AlertEventRow)
+                      .where(col(AlertDeliveryRow.id).in_(due)).order_by(col(AlertDeliveryRow.id))).all()
+        return [(d, e) for d, e in rows]
+
+
+def record_attempt(engine: Engine, delivery_id: int, *, now_ms: int, error: str,
+                   next_attempt_at_ms: int | None) -> None:
+    """One send attempt: delivered when `error` is empty, else the error and the next try (None: given up)."""
+    with session(engine) as s:
+        d = s.get(AlertDeliveryRow, delivery_id)
+        if d is None:
+            return
+        d.attempts += 1
+        d.last_error = error[:500]
+        d.delivered_at_ms = None if error else now_ms
+        d.next_attempt_at_ms = next_attempt_at_ms if error else None
+        s.add(d)

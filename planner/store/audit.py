@@ -1,0 +1,45 @@
+"""The audit log: who created, changed or deleted endpoints, worksheets, uploads and alert rules, and when.
+
+Written by the dashboard (the signed-in user's e-mail) and the CLI (`cli:<os user>`); shown on the Admin page.
+Never a secret: the object's name and a short detail only.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from planner.store.engine import session, table_of
+
+__all__ = ["AuditRow", "audit_log", "record"]
+
+
+class AuditRow(SQLModel, table=True):
+    __tablename__ = "audit_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at_ms: int = Field(sa_type=sa.BigInteger, index=True)
+    actor: str = Field(max_length=200)
+    role: str = Field(default="", max_length=20)
+    action: str = Field(max_length=60)  # a key of planner.auth.ACTIONS, e.g. endpoint.write
+    object_name: str = Field(max_length=200)
+    detail: str = Field(default="", max_length=500)
+
+
+def record(engine: Engine, *, actor: str, role: str, action: str, object_name: str, detail: str = "",
+           at_ms: int | None = None) -> None:
+    with session(engine) as s:
+        s.add(AuditRow(at_ms=int(time.time() * 1000) if at_ms is None else at_ms, actor=actor[:200], role=role[:20],
+                       action=action[:60], object_name=object_name[:200], detail=detail[:500]))
+
+
+def audit_log(engine: Engine, limit: int = 500) -> pd.DataFrame:
+    """Newest first."""
+    t = table_of(AuditRow)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(t).order_by(t.c.at_ms.desc(), t.c.id.desc()).limit(limit)).mappings().all()
+    return pd.DataFrame(rows, columns=[c.name for c in t.columns])

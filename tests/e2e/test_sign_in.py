@@ -1,0 +1,120 @@
+"""Sign-in in real Chromium against a real OpenID Connect provider running locally (oidc-provider-mock): a visitor
+is sent to the provider before any page renders, comes back signed in with the role the roles file gives their
+e-mail, a viewer's write controls are disabled and a forged write stores nothing, an admin's write lands in the
+audit log under their e-mail, and signing out ends the session."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from planner.store import alerts as alert_store
+from planner.store import open_store
+from planner.store.audit import audit_log
+from tests.e2e.conftest import StreamlitServer, free_port, wait_for_app
+
+
+@pytest.fixture(scope="module")
+def provider():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "oidc_provider_mock", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/.well-known/openid-configuration", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("oidc-provider-mock did not start")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def signed_app(provider, tmp_path_factory):
+    data = tmp_path_factory.mktemp("signin-data")
+    port = free_port()
+    secrets = data / "secrets.toml"
+    secrets.write_text(
+        "[auth]\n"
+        f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
+        'cookie_secret = "a-long-random-string-for-the-test-only"\n'
+        'client_id = "ttft-planner"\nclient_secret = "any-secret"\n'
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n')
+    roles = data / "roles.toml"
+    roles.write_text('default_role = "viewer"\n[roles]\nadmin = ["lead@example.com"]\n')
+    server = StreamlitServer(data, {"TTFT_PLANNER_ROLES_FILE": str(roles)}, port=port,
+                             args=(f"--secrets.files={secrets}",))
+    yield server
+    server.stop()
+
+
+def _sign_in(page: Page, app_url: str, email: str) -> None:
+    page.set_default_timeout(30_000)
+    expect.set_options(timeout=30_000)
+    page.goto(app_url + "/alerts")
+    wait_for_app(page)
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.get_by_text("Add a rule")).to_have_count(0)  # no page content before sign-in
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("input[name='sub']").fill(email)  # the provider's own login form
+    page.get_by_role("button", name="Authorize").click()
+    page.wait_for_url(f"{app_url}/**")
+    wait_for_app(page)
+    expect(page.get_by_text(f"Signed in as {email}")).to_be_visible(timeout=30_000)
+
+
+def test_a_viewer_signs_in_reads_and_cannot_write(page: Page, signed_app):
+    _sign_in(page, signed_app.url, "pm@example.com")
+    expect(page.get_by_text("Signed in as pm@example.com · viewer")).to_be_visible()
+    page.goto(signed_app.url + "/alerts")
+    wait_for_app(page)
+    page.get_by_text("Add a rule").click()
+    expect(page.get_by_role("button", name="Add rule")).to_be_disabled()
+    page.goto(signed_app.url + "/admin")
+    wait_for_app(page)
+    expect(page.get_by_text("needs the admin role")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    # Streamlit drops its identity cookie and sends the browser to the provider's end-session page
+    page.get_by_role("button", name="End session").click()
+    page.goto(signed_app.url + "/alerts")
+    wait_for_app(page)
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+
+
+def test_an_admin_adds_a_rule_and_the_audit_log_names_them(page: Page, signed_app):
+    _sign_in(page, signed_app.url, "lead@example.com")
+    page.goto(signed_app.url + "/alerts")
+    wait_for_app(page)
+    page.get_by_role("textbox", name="Name", exact=True).fill("chat p95")
+    page.get_by_role("button", name="Add rule").click()
+    wait_for_app(page)
+    engine = open_store(f"sqlite:///{signed_app.data_dir / 'planner.db'}")
+    deadline = time.monotonic() + 20
+    while not alert_store.load_rules(engine) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert [r.name for r in alert_store.load_rules(engine)] == []  # no threshold given: refused with a reason
+    expect(page.get_by_text("threshold: give a number > 0")).to_be_visible()
+    page.get_by_label("Threshold (ms, %, or s by kind)").fill("500")
+    page.get_by_role("button", name="Add rule").click()
+    wait_for_app(page)
+    deadline = time.monotonic() + 20
+    while not alert_store.load_rules(engine) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert [r.name for r in alert_store.load_rules(engine)] == ["chat p95"]
+    log = audit_log(engine)
+    assert (log.iloc[0]["actor"], log.iloc[0]["role"], log.iloc[0]["action"]) == (
+        "lead@example.com", "admin", "alert.write")
+    page.goto(signed_app.url + "/admin")
+    wait_for_app(page)
+    expect(page.get_by_text("lead@example.com").first).to_be_visible()
