@@ -127,10 +127,9 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
                 copy.write_row(row)
         return
     if conn.dialect.name == "sqlite":
-        # The driver's executemany over plain tuples, in the same transaction: no dict built per row.
-        cursor = conn.connection.driver_connection.cursor()
-        cursor.executemany(f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) "
-                           f"VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows)
+        # The driver's executemany over plain tuples (errors still wrapped as DBAPIError): no dict built per row.
+        conn.exec_driver_sql(f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) "
+                             f"VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows)
         return
     conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r, strict=True)) for r in rows])
 
