@@ -12,7 +12,12 @@ Each contender runs in a fresh child process so its peak memory (max RSS) is its
   python bench/bench_logs.py --requests 200000     # smaller file
   python bench/bench_logs.py --repeat 10           # the 10 M run: the 1 M file 10× over (≈ 5.9 GB), no gzip;
                                                    # by hand, takes a while: nice it on a shared machine
-Targets (issue 13): ≤ 1.3× DuckDB on 1 M requests, gzip ≤ 1.5× plain; 10 M: peak ≤ 2 GB and ≤ 1.5× DuckDB.
+  python bench/bench_logs.py --cli --repeat 10     # the commands as users run them, each a fresh `ttft-planner`
+                                                   # process: logs summarize --json, logs import (a temp SQLite),
+                                                   # whatif --json; peak RSS of that process (os.wait4) and wall
+                                                   # time beside DuckDB's in the same run
+Targets (issue 13): ≤ 1.3× DuckDB on 1 M requests, gzip ≤ 1.5× plain; 10 M: peak ≤ 2 GB and ≤ 1.5× DuckDB;
+--cli: every command's peak ≤ 2 GB, with the same n (and summarize the same percentiles) as DuckDB.
 Ratios are printed for wall time and CPU time (CPU is steadier on a busy machine).
 """
 
@@ -24,8 +29,10 @@ import json
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,6 +98,68 @@ def _child(which: str, path: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _measured(argv: list[str]) -> dict:
+    """Run argv as a fresh process; its wall time, peak RSS (MB, of that process alone: os.wait4) and stdout."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the worktree's planner, not an installed copy
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall_s = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv[:3])} … exited {proc.returncode}: {stderr.strip()[-500:]}")
+    return {"total_s": wall_s, "peak_rss_mb": usage.ru_maxrss / 1024, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "stdout": stdout}
+
+
+def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
+    """The three commands a user runs on the file, each a fresh `ttft-planner` process, beside DuckDB's read."""
+    cli = str(Path(sys.executable).with_name("ttft-planner"))
+    print(f"{'':30} {'seconds':>8} {'× DuckDB':>8} {'peak MB':>8} {'CPU s':>7}", flush=True)
+    rows = []
+
+    def show(name: str, r: dict) -> None:  # each as it is measured: a long run is not lost to a later failure
+        rows.append((name, r))
+        print(f"{name:30} {r['total_s']:8.1f} {r['total_s'] / duck['total_s']:8.2f} {r['peak_rss_mb']:8.0f} "
+              f"{r['cpu_s']:7.1f}", flush=True)
+
+    duck = _child("duckdb", path)
+    show("duckdb read_json + quantiles", duck)
+    exact = True
+    if "summarize" in only:
+        summ = _measured([cli, "logs", "summarize", str(path), "--tz", "Europe/Berlin", "--json"])
+        got = json.loads(summ["stdout"])
+        show("logs summarize --json", summ)
+        same_p = all(got["prompt_tokens"][k]["value"] == float(v) for k, v in duck["p"].items())
+        print(f"summarize: n {got['n']:,} (DuckDB {duck['n']:,}), same prompt-token percentiles as DuckDB: {same_p}")
+        exact &= same_p and got["n"] == duck["n"]
+    if "import" in only:
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            db = Path(tmp) / "bench.db"
+            imp = _measured([cli, "logs", "import", str(path), "--database-url", f"sqlite:///{db}"])
+            with sqlite3.connect(db) as con:
+                stored = con.execute("SELECT count(*) FROM log_request").fetchone()[0]
+            imp["db_mb"] = db.stat().st_size / 1e6
+        show("logs import (SQLite)", imp)
+        print(f"import: {stored:,} rows stored (DuckDB counts {duck['n']:,}), database {imp['db_mb']:,.0f} MB")
+        exact &= stored == duck["n"]
+    if "whatif" in only:
+        wi = _measured([cli, "whatif", "--log", str(path), "--deployment", whatif_spec, "--json"])
+        replayed = json.loads(wi["stdout"])
+        show("whatif --json (1 candidate)", wi)
+        cand = replayed["candidates"][0]
+        p95 = f"{cand['p95_ms']:,.0f} ms" if cand["ok"] else cand["message"]
+        print(f"whatif: {replayed['n_requests']:,} requests replayed (DuckDB counts {duck['n']:,}); predicted p95 {p95}")
+        exact &= replayed["n_requests"] == duck["n"]
+    bounded = all(r["peak_rss_mb"] <= 2048 for _, r in rows[1:])
+    verdict = "met" if exact and bounded else "NOT met"
+    print(f"targets (every command's peak ≤ 2 GB, exact n and percentiles): {verdict}")
+
+
 def _repeated(base: Path, times: int) -> Path:
     path = base.with_name(f"{base.stem}-x{times}.jsonl")
     if not path.exists():
@@ -123,6 +192,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="concatenate the file this many times (the 10 M run)")
     ap.add_argument("--file", type=Path, default=None)
     ap.add_argument("--child", choices=["ours", "duckdb"], help=argparse.SUPPRESS)
+    ap.add_argument("--cli", action="store_true", help="measure logs summarize / logs import / whatif as run by users")
+    ap.add_argument("--only", default="summarize,import,whatif",
+                    help="with --cli: which commands to measure (comma-separated), e.g. whatif")
+    ap.add_argument("--whatif-spec", default="dedicated:name=bench,replicas=40,slots=8,prefill=12000,decode=60,"
+                                             "usd_per_gpu_h=3.2,gpus=1,rtt=40",
+                    help="the candidate --cli replays the file against")
     args = ap.parse_args()
     path = args.file or ROOT / "bench" / "out" / f"requests-{args.requests // 1000}k.jsonl"
     if args.child:
@@ -141,6 +216,9 @@ def main() -> None:
         path = _repeated(path, args.repeat)
     size_mb = path.stat().st_size / 1e6
     print(f"file: {path.name}, {size_mb:,.0f} MB, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if args.cli:
+        run_cli(path, args.whatif_spec, set(args.only.split(",")))
+        return
     runs = [("duckdb", "duckdb", path), ("ours", "ours", path)]
     if not big:
         runs.append(("ours .gz", "ours", _gzipped(path)))

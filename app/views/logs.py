@@ -23,6 +23,7 @@ from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.samples import SAMPLE_DIR, samples
+from planner.logs.spool import Spool
 from planner.logs.summary import DEFAULT_WORKDAY, ecdf_points, histogram, parse_workday, summarize_logs
 from planner.logs.traces import DEFAULT_START, guess_table_mapping, start_ms
 from planner.provenance import Figure, Source
@@ -42,6 +43,15 @@ st.caption(
 )
 eng = engine()
 ss = st.session_state
+
+
+def drop_spool() -> None:
+    """Remove the last upload's files from disk (a new upload, a sample or a stored upload replaces it)."""
+    spool = ss.pop("logs_spool", None)
+    if spool is not None:
+        spool.close()
+
+
 tz = viewer.time_zone()  # hours, working day and dates on this page: the one viewer zone
 # Page settings outlive the page (widget state does not): kept here and given back to the widgets on return.
 prefs = ss.setdefault("logs_prefs", {"fmt": "auto", "naive_tz": "UTC", "workday": DEFAULT_WORKDAY, "start": "",
@@ -57,14 +67,14 @@ with right:
                           format_func=lambda k: samples()[k])
     if st.button("Load sample", key="logs_load_sample", icon=":material/science:"):
         ss.logs_source = ("sample", sample)
-        ss.pop("logs_upload_data", None)
+        drop_spool()
     uploads = list_uploads(eng)
     if uploads:
         chosen = st.selectbox("…or open a stored upload", [u.id for u in uploads], key="logs_stored",
                               format_func=lambda i: next(f"{u.name} ({u.n_requests:,} requests)" for u in uploads if u.id == i))
         if st.button("Open stored upload", key="logs_open_stored", icon=":material/folder_open:"):
             ss.logs_source = ("stored", chosen)
-            ss.pop("logs_upload_data", None)
+            drop_spool()
 
 c1, c2, c3 = st.columns(3)
 fmt_names = list(FORMATS)
@@ -106,19 +116,28 @@ if tok_file is not None:
 if files:
     source = ("files", tuple((f.file_id, f.name, f.size) for f in files))
     if ss.get("logs_source") != source:
+        # Copied to disk in chunks, with a bar that moves by bytes: then read out of core like a file on disk.
+        drop_spool()
+        bar = st.progress(0.0, "Receiving the upload…")
+        try:
+            ss.logs_spool = Spool(files, progress=lambda frac, msg: bar.progress(frac, msg))
+        except OSError as exc:
+            st.error(f"The upload could not be saved to a temporary file: {exc.strerror or exc}")
+            st.stop()
+        bar.empty()
         ss.logs_source = source
-        ss.logs_upload_data = [(f.name, f.getvalue()) for f in files]
 source = ss.get("logs_source")
-if source is not None and source[0] == "files" and not ss.get("logs_upload_data"):
+if source is not None and source[0] == "files" and not (ss.get("logs_spool") and ss.logs_spool.alive):
     source = None
 if source is None:
     st.info("Upload a log, load a sample, or open a stored upload to start.")
     st.stop()
 if source[0] == "files" and not files:
     a, b = st.columns([5, 1])
-    a.caption(f"Showing your last upload: {', '.join(n for n, _ in ss.logs_upload_data)}.")
+    a.caption(f"Showing your last upload: {md_text(', '.join(ss.logs_spool.names))}.")
     if b.button("Clear", key="logs_clear", icon=":material/close:"):
-        for k in ("logs_source", "logs_upload_data", "logs_key", "logs_result", "logs_error"):
+        drop_spool()
+        for k in ("logs_source", "logs_key", "logs_result", "logs_error"):
             ss.pop(k, None)
         st.rerun()
 
@@ -145,7 +164,7 @@ if ss.get("logs_key") != key:
         name = next((u.name for u in list_uploads(eng) if u.id == source[1]), str(source[1]))
         ss.logs_result = {"frame": frame, "label": f"stored upload “{name}”", "parsed": None}
     else:
-        inputs = list(ss.logs_upload_data) if source[0] == "files" else [SAMPLE_DIR / source[1]]
+        inputs = list(ss.logs_spool.paths) if source[0] == "files" else [SAMPLE_DIR / source[1]]
         bar = st.progress(0.0, "Reading…")
         try:
             res = read_logs(inputs, fmt=fmt, mapping=mapping, tz=naive_tz, tokenizer=tokenizer,

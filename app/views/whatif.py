@@ -9,6 +9,7 @@ from app.cache import engine
 from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
+from planner.logs.spool import Spool
 from planner.provenance import Figure
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
 from planner.untrusted import md_text
@@ -94,10 +95,19 @@ if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
         if source[0] == "stored":
             frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
         else:
-            inputs = [(f.name, f.getvalue()) for f in files] if source[0] == "files" else [SAMPLE_DIR / source[1]]
-            frame, label = read_logs(inputs, tz=tz).frame, ", ".join(f.name for f in files) if files else source[1]
+            # An upload is copied to disk in chunks and read out of core, with a bar that moves by bytes.
+            bar = st.progress(0.0, "Receiving the upload…")
+            spool = Spool(files, progress=lambda frac, msg: bar.progress(frac, msg)) if source[0] == "files" else None
+            try:
+                inputs = spool.paths if spool else [SAMPLE_DIR / source[1]]
+                frame = read_logs(inputs, tz=tz, progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg)).frame
+            finally:
+                if spool:
+                    spool.close()  # the trace below keeps the numbers it needs
+                bar.empty()
+            label = ", ".join(f.name for f in files) if files else source[1]
         ss.wi_trace, ss.wi_error = trace_from_frame(frame, source=label), None
-    except (LogFormatError, TraceError, UploadNotFound, ValueError) as exc:
+    except (LogFormatError, TraceError, UploadNotFound, ValueError, OSError) as exc:
         ss.wi_trace, ss.wi_error = None, f"This log cannot be replayed: {exc}"
     ss.wi_frame_key = json.dumps([source, tz], default=str)
 if ss.wi_error:

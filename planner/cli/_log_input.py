@@ -6,6 +6,7 @@ is read by columns. --format, --map, --start and --prefix-cache-blocks mean the 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -15,7 +16,8 @@ from planner.logs.inputs import expand_inputs
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.traces import DEFAULT_START, start_ms
 
-__all__ = ["format_option", "input_paths", "map_option", "prefix_option", "start_option"]
+__all__ = ["ByteProgress", "format_option", "input_paths", "map_option", "prefix_option", "progress_bar",
+           "progress_option", "start_option"]
 
 
 def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
@@ -59,3 +61,27 @@ prefix_option = click.option("--prefix-cache-blocks", "cache_blocks", type=click
                              default=DEFAULT_CACHE_BLOCKS, show_default=True,
                              help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "
                                   "from a trace's hash_ids (Mooncake/AIPerf).")
+progress_option = click.option("--progress/--no-progress", "show_progress", default=None,
+                               help="A progress line on stderr that moves by bytes read (default: only on a terminal); "
+                                    "stdout, --json included, is unchanged.")
+
+
+class ByteProgress:
+    """A progress line on stderr, moved by the fraction of input bytes read; close() clears it."""
+
+    def __init__(self) -> None:
+        self.last_pct = -1
+
+    def __call__(self, frac: float, msg: str) -> None:
+        pct = int(frac * 100)
+        if pct != self.last_pct:
+            self.last_pct = pct
+            click.echo(f"\r{pct:3d}% {msg[:60]:<60}", nl=False, err=True)
+
+    def close(self) -> None:
+        click.echo("\r" + " " * 66 + "\r", nl=False, err=True)
+
+
+def progress_bar(show: bool | None) -> ByteProgress | None:
+    """A ByteProgress when asked (--progress), or by default when stderr is a terminal; None otherwise."""
+    return ByteProgress() if (sys.stderr.isatty() if show is None else show) else None

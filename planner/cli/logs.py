@@ -8,9 +8,19 @@ from pathlib import Path
 import click
 
 from planner.cli._common import echo_json, open_engine, store_option
-from planner.cli._log_input import format_option, input_paths, map_option, prefix_option, start_option
+from planner.cli._log_input import (
+    format_option,
+    input_paths,
+    map_option,
+    prefix_option,
+    progress_bar,
+    progress_option,
+    start_option,
+)
 from planner.logs import LogFormatError, TokenCounter, read_logs
+from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
+from planner.logs.normalise import stream_chat_logs
 from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
 
@@ -54,9 +64,9 @@ tokenizer_option = click.option("--tokenizer", type=click.Path(exists=True, dir_
                                      "(default: an estimate of ~4 characters per token, labelled as such).")
 
 
-def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None):
+def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None, show_progress=None):
     paths = input_paths(files, "FILES")
-    bar = _progress_bar(paths)
+    bar = progress_bar(show_progress)
     try:
         kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
         return read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start,
@@ -66,28 +76,6 @@ def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None
     finally:
         if bar is not None:
             bar.close()
-
-
-class _Bar:
-    """A progress line on stderr, moved by bytes read (only on a terminal, so pipes and JSON stay clean)."""
-
-    def __init__(self) -> None:
-        self.last = -1
-
-    def __call__(self, frac: float, msg: str) -> None:
-        pct = int(frac * 100)
-        if pct != self.last:
-            self.last = pct
-            click.echo(f"\r{pct:3d}% {msg[:60]:<60}", nl=False, err=True)
-
-    def close(self) -> None:
-        click.echo("\r" + " " * 66 + "\r", nl=False, err=True)
-
-
-def _progress_bar(paths) -> _Bar | None:
-    import sys
-
-    return _Bar() if sys.stderr.isatty() else None
 
 
 def _fmt(v: float | None) -> str:
@@ -108,15 +96,16 @@ def logs() -> None:
 @start_option
 @prefix_option
 @tokenizer_option
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, as_json) -> None:
+def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, show_progress, as_json) -> None:
     """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories and globs too):
     p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, peak-hour rate and cold-start exposure.
     Public traces (Azure 2023/2024, BurstGPT, Mooncake/AIPerf) are recognised by their columns.
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks)
+    res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress)
     s = summarize_logs(res.frame, tz=tz, workday=workday)
     if as_json:
         echo_json({
@@ -161,13 +150,34 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 @start_option
 @prefix_option
 @click.option("--name", default=None, help="Name of the upload (default: the first file's name).")
+@progress_option
 @store_option
-def import_(files, fmt, mapping, tz, start, cache_blocks, name, database_url) -> None:
-    """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id."""
-    res = _read(files, fmt, mapping, tz, None, start, cache_blocks)
-    engine = open_engine(database_url)
-    from planner.store.logs import save_upload
+def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, database_url) -> None:
+    """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
 
+    OpenAI chat JSON Lines are stored as they are read, a batch at a time, so a log of any size fits
+    in memory; other formats are read first, holding only their numbers.
+    """
+    from planner.store.logs import save_upload, save_upload_frames
+
+    paths = input_paths(files, "FILES")
+    bar = progress_bar(show_progress)
+    frames = None if mapping else stream_chat_logs(paths, fmt, bar)
+    if frames is not None:
+        engine = open_engine(database_url)
+        try:
+            upload_id, n = save_upload_frames(engine, name or paths[0].name, frames,
+                                              formats={p.name: "openai_chat" for p in paths})
+        except Doubt:
+            pass  # nothing was stored (one transaction): the line-by-line reader below names every bad line
+        else:
+            click.echo(f"stored upload {upload_id}: {n:,} requests, 0 rejected")
+            return
+        finally:
+            if bar is not None:
+                bar.close()
+    res = _read(files, fmt, mapping, tz, None, start, cache_blocks, show_progress)
+    engine = open_engine(database_url)
     upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from planner.cli._common import echo_json
-from planner.cli._log_input import format_option, input_paths, map_option, prefix_option, start_option
+from planner.cli._log_input import (
+    format_option,
+    input_paths,
+    map_option,
+    prefix_option,
+    progress_bar,
+    progress_option,
+    start_option,
+)
 from planner.presets import interactions
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
@@ -34,9 +42,10 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 @click.option("--tz", default="UTC", show_default=True, help="Time zone for hour-of-day buckets and --busiest-day (IANA name).")
 @click.option("--interaction", type=click.Choice([i.key for i in interactions()]), default="chat", show_default=True, help="Whose p95 target a candidate must meet (inline 200 ms, chat 500 ms, agent 1000 ms by default).")
 @click.option("--max-wait-s", type=click.FloatRange(0, 1e7, min_open=True), default=3600.0, show_default=True, help="A queue wait past this means the candidate cannot keep up (s).")
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def whatif(log_paths, fmt, mapping, start, cache_blocks, specs, growth, busiest_day, tz, interaction, max_wait_s,
-           as_json) -> None:
+           show_progress, as_json) -> None:
     """Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate deployment.
 
     Each request of the log queues FIFO for a slot, may wait for a cold start, pays prefill for
@@ -54,8 +63,14 @@ def whatif(log_paths, fmt, mapping, start, cache_blocks, specs, growth, busiest_
     if max_wait_s <= 0:
         raise click.BadParameter("must be > 0 s", param_hint="--max-wait-s")
     paths = input_paths(log_paths, "--log")
+    bar = progress_bar(show_progress)
     try:
-        trace = read_trace(paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks)
+        try:
+            trace = read_trace(paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks,
+                               progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
         day = None
         if busiest_day:
             trace, day = pick_busiest_day(trace, tz)

@@ -13,13 +13,13 @@ decompressed) size.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_chat_jsonl", "read_mapped_csv", "sample_head"]
+__all__ = ["Doubt", "iter_chat_frames", "read_chat_jsonl", "read_mapped_csv", "sample_head"]
 
 _BATCH_ROWS = 262_144
 _COLUMNS = ("{object: 'VARCHAR', created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, "
@@ -65,46 +65,77 @@ def _bytes_per_line(path: Path) -> tuple[float, float]:
     return ((head.rfind(b"\n") + 1) / lines if lines else float(len(head) or 1)), max(total_bytes, 1.0)
 
 
-def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
-    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when unsure."""
-    try:
-        import duckdb
-    except ImportError:  # pragma: no cover - a core dependency
-        return None
+class Doubt(Exception):
+    """The file holds something the streamed reader will not vouch for: read it line by line instead."""
+
+
+def _chat_batches(path: Path, names: dict[str, int],
+                  progress: Callable[[float], None] | None) -> Iterator[tuple[np.ndarray, ...]]:
+    """(created s, model codes into `names`, prompt, cached, output) a DuckDB batch at a time, in file order.
+
+    Raises Doubt at the first batch with a null or negative count, a non-chat record, a time that is
+    not epoch seconds, or a line DuckDB cannot parse (so possibly after earlier batches were yielded).
+    """
+    import duckdb
+
     bytes_per_line, total_bytes = _bytes_per_line(path)
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
         rel = con.sql(_SQL, params={"path": str(path), "compression": _compression(path)})
         reader = rel.to_arrow_reader(_BATCH_ROWS)
-        names: dict[str, int] = {}
-        parts: list[tuple[np.ndarray, ...]] = []
         rows = 0
         for batch in reader:
             cols = {n: batch.column(n) for n in ("created", "prompt", "output", "cached", "chat")}
             if cols["created"].null_count or cols["prompt"].null_count or cols["output"].null_count:
-                return None
+                raise Doubt("a record without its time or token counts")
             if not cols["chat"].to_numpy(zero_copy_only=False).all():
-                return None
+                raise Doubt("a record that is not a chat completion")
             created = cols["created"].to_numpy()
             prompt = cols["prompt"].to_numpy()
             output = cols["output"].to_numpy()
             cached = cols["cached"].to_numpy()
             if (prompt < 0).any() or (output < 0).any() or (cached < 0).any() or (cached > prompt).any():
-                return None
-            if (created <= 0).any() or (created >= 100_000_000_000).any():  # not epoch seconds
-                return None
+                raise Doubt("a negative or inconsistent token count")
+            if (created <= 0).any() or (created >= 100_000_000_000).any():
+                raise Doubt("a time that is not epoch seconds")
             model = batch.column("model").fill_null("").dictionary_encode()
             local = [names.setdefault(m, len(names)) for m in model.dictionary.to_pylist()]
             codes = np.asarray(local, dtype=np.int32)[model.indices.to_numpy(zero_copy_only=False)]
-            parts.append((created, codes, prompt, cached, output))
             rows += batch.num_rows
             if progress:
                 progress(min(rows * bytes_per_line / total_bytes, 0.99))
-    except (duckdb.Error, OSError):
-        return None
+            yield created, codes, prompt, cached, output
+    except (duckdb.Error, OSError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     finally:
         con.close()
+
+
+def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
+    """An OpenAI chat JSON Lines file (plain, .gz, .zst) as frames of at most 262,144 requests, in file order.
+
+    Columns ts_ms (UTC epoch ms), model, prompt_tokens, cached_tokens, output_tokens. Only one batch
+    is held at a time, whatever the file's size. Raises Doubt (possibly after some frames) when the
+    file needs the line-by-line reader; a caller storing the frames discards what it stored.
+    """
+    names: dict[str, int] = {}
+    for created, codes, prompt, cached, output in _chat_batches(path, names, progress):
+        by_code = np.asarray(sorted(names, key=names.get), dtype=object)
+        yield pd.DataFrame({
+            "ts_ms": created.astype(np.int64) * 1000, "model": by_code[codes],
+            "prompt_tokens": prompt.astype(np.int64, copy=False), "cached_tokens": cached.astype(np.int64, copy=False),
+            "output_tokens": output.astype(np.int64, copy=False),
+        })
+
+
+def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
+    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when unsure."""
+    names: dict[str, int] = {}
+    try:
+        parts: list[tuple[np.ndarray | None, ...]] = list(_chat_batches(path, names, progress))
+    except Doubt:
+        return None
     if not parts:
         return None
     # One column at a time, freeing its batches as it goes: never two copies of every column at once.

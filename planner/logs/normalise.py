@@ -9,6 +9,7 @@ used at all becomes one RejectedLine with line 0. Only when nothing parses does 
 
 from __future__ import annotations
 
+import ctypes
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import pandas as pd
 
 from planner.logs import otel
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import read_chat_jsonl, sample_head
+from planner.logs.duckpath import iter_chat_frames, read_chat_jsonl, sample_head
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
@@ -32,7 +33,8 @@ from planner.logs.tables import file_size, read_csv, read_large_csv, read_parque
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
 
-__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs"]
+__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs", "return_freed_heap",
+           "stream_chat_logs"]
 
 _DETECT_SAMPLE = 200
 
@@ -108,34 +110,91 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
         out.add(row, name)
 
 
-def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
-    """The out-of-core reader (DuckDB) straight from an OpenAI chat JSON Lines file (plain, .gz, .zst), or None.
-
-    It streams, so the size cap for files read whole does not apply; any doubt sends the file to the
-    line-by-line reader (which is capped).
-    """
+def _chat_jsonl(path: Path, fmt: str) -> bool:
+    """Whether the file's first lines (decompressed) are OpenAI chat JSON Lines (or fmt says so and they are JSON)."""
     try:
         head, _ = sample_head(path)
     except (OSError, EOFError, ValueError):
-        return None
+        return False
     if head[:1] != b"{" or b"\n" not in head:
-        return None
+        return False
     head = head[: head.rfind(b"\n")]
     sample = []
     for line in head.split(b"\n")[:_DETECT_SAMPLE]:
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError):
-            return None
+            return False
         if not isinstance(rec, dict):
-            return None
+            return False
         sample.append(rec)
-    if fmt == "auto" and detect(sample) != "openai_chat":
+    return fmt != "auto" or detect(sample) == "openai_chat"
+
+
+def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
+    """The out-of-core reader (DuckDB) straight from an OpenAI chat JSON Lines file (plain, .gz, .zst), or None.
+
+    It streams, so the size cap for files read whole does not apply; any doubt sends the file to the
+    line-by-line reader (which is capped).
+    """
+    if not _chat_jsonl(path, fmt):
         return None
     frame = read_chat_jsonl(path, tick)
     if frame is None:
         return None
     return _with_source(frame, path.name)
+
+
+def stream_chat_logs(paths: Sequence[Path], fmt: str = "auto",
+                     progress: Progress | None = None) -> Iterator[pd.DataFrame] | None:
+    """Files that are all OpenAI chat JSON Lines on disk, as frames of COLUMNS a batch at a time (file order).
+
+    For storing a log of any size in bounded memory (`logs import`): one batch is held at a time, not
+    the whole log. None when a file is anything else (the caller uses read_logs). The iterator raises
+    planner.logs.duckpath.Doubt, possibly after some frames, when a file needs the line-by-line
+    reader (a malformed line, a bad count): the caller discards what it stored and uses read_logs,
+    which names each rejected line. progress: (fraction of all bytes read 0..1, message).
+    """
+    if fmt not in ("auto", "openai_chat") or not paths:
+        return None
+    for path in paths:
+        try:
+            check_regular(path)
+        except (ValueError, OSError):
+            return None
+        if _is_parquet(path) or not _chat_jsonl(path, fmt):
+            return None
+    sizes = [file_size(p) for p in paths]
+    total = max(sum(sizes), 1)
+
+    def frames() -> Iterator[pd.DataFrame]:
+        done = 0
+        for path, size in zip(paths, sizes, strict=True):
+            tick = None
+            if progress:
+                def tick(frac: float, _done=done, _size=size, _name=path.name) -> None:
+                    progress(min((_done + frac * _size) / total, 1.0), f"reading {_name}")
+            for frame in iter_chat_frames(path, tick):
+                yield _with_source(frame, path.name)[list(COLUMNS)]
+            done += size
+        if progress:
+            progress(1.0, "read")
+
+    return frames()
+
+
+def return_freed_heap() -> None:
+    """Hand the heap pages the readers freed back to the OS (glibc's malloc_trim; elsewhere nothing).
+
+    The streamed batches (a few MB each) sit below glibc's adaptive mmap threshold, so they are carved
+    from the heap, and once freed that memory stays with the process, on top of whatever comes next:
+    the what-if replay's own arrays. At 10 M requests that is about 0.3 GB of the peak.
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _nothing_read(out: Collector) -> str:
@@ -251,10 +310,12 @@ def read_logs(
         columns = sorted({c for cols in res.columns.values() for c in cols})
         raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    frame = frame[list(COLUMNS)]
+    if list(frame.columns) != list(COLUMNS):
+        frame = frame[list(COLUMNS)]  # a copy of every column: only when the order differs (not the fast readers')
     if not isinstance(frame["source"].dtype, pd.CategoricalDtype):  # a few file names shared by every row
         frame["source"] = frame["source"].astype("category")
     if not frame["ts_ms"].is_monotonic_increasing:
         frame = frame.sort_values("ts_ms", kind="stable", ignore_index=True)
     res.frame = frame
+    return_freed_heap()
     return res

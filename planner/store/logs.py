@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "list_uploads",
     "load_upload_frame",
     "save_upload",
+    "save_upload_frames",
 ]
 
 _CHUNK_ROWS = 50_000
@@ -124,7 +126,22 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
             for row in rows:
                 copy.write_row(row)
         return
+    if conn.dialect.name == "sqlite":
+        # The driver's executemany over plain tuples (errors still wrapped as DBAPIError): no dict built per row.
+        conn.exec_driver_sql(f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) "
+                             f"VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows)
+        return
     conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r, strict=True)) for r in rows])
+
+
+_EMPTY = "nothing to store: the log has no readable requests"
+
+
+def _upload_name(name: str) -> str:
+    name = (name or "").strip()[:300]
+    if not name:
+        raise ValueError("an upload needs a name")
+    return name
 
 
 def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
@@ -133,28 +150,48 @@ def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
     All-or-nothing: the upload row and every request row commit together, or nothing is stored
     (the exception propagates). Raises ValueError for an empty name or an empty frame.
     """
-    name = (name or "").strip()[:300]
-    if not name:
-        raise ValueError("an upload needs a name")
-    frame = result.frame
-    if frame.empty:
-        raise ValueError("nothing to store: the log has no readable requests")
-    ts = frame["ts_ms"].to_numpy(dtype=np.int64)
+    name = _upload_name(name)
+    if result.frame.empty:
+        raise ValueError(_EMPTY)
+    return save_upload_frames(engine, name, [result.frame], formats=result.formats, mapping=result.mapping,
+                              n_rejected=result.n_rejected, tokens_estimated=result.tokens_estimated)[0]
+
+
+def save_upload_frames(engine: Engine, name: str, frames: Iterable[pd.DataFrame], *, formats: Mapping[str, str],
+                       mapping: Mapping[str, str] | None = None, n_rejected: int = 0,
+                       tokens_estimated: bool = False) -> tuple[int, int]:
+    """Store a log given as frames of COLUMNS (any number, e.g. a streamed file's batches) as one upload.
+
+    Returns (upload id, requests stored). Only one frame is held at a time, so a log of any size is
+    stored in bounded memory. All-or-nothing, in one transaction: an exception from `frames` (or the
+    database) stores nothing and propagates. Raises ValueError for an empty name or no requests.
+    """
+    name = _upload_name(name)
     with engine.begin() as conn:
         upload_id = conn.execute(_UPLOAD.insert().values(
             name=name,
             uploaded_at_ms=int(time.time() * 1000),
-            n_requests=len(frame),
-            n_rejected=int(result.n_rejected),
-            formats_json=json.dumps(result.formats, sort_keys=True),
-            mapping_json=json.dumps(result.mapping, sort_keys=True),
-            tokens_estimated=bool(result.tokens_estimated),
-            first_ts_ms=int(ts.min()),
-            last_ts_ms=int(ts.max()),
+            n_requests=0,
+            n_rejected=int(n_rejected),
+            formats_json=json.dumps(dict(formats), sort_keys=True),
+            mapping_json=json.dumps(dict(mapping or {}), sort_keys=True),
+            tokens_estimated=bool(tokens_estimated),
         ).returning(_UPLOAD.c.id)).scalar_one()
-        for start in range(0, len(frame), _CHUNK_ROWS):
-            _insert_rows(conn, _records(frame, upload_id, start, start + _CHUNK_ROWS))
-    return int(upload_id)
+        n, first_ms, last_ms = 0, None, None
+        for frame in frames:
+            if frame.empty:
+                continue
+            ts = frame["ts_ms"].to_numpy(dtype=np.int64)
+            first_ms = int(ts.min()) if first_ms is None else min(first_ms, int(ts.min()))
+            last_ms = int(ts.max()) if last_ms is None else max(last_ms, int(ts.max()))
+            for start in range(0, len(frame), _CHUNK_ROWS):
+                _insert_rows(conn, _records(frame, upload_id, start, start + _CHUNK_ROWS))
+            n += len(frame)
+        if not n:
+            raise ValueError(_EMPTY)  # rolls the upload row back
+        conn.execute(_UPLOAD.update().where(_UPLOAD.c.id == upload_id)
+                     .values(n_requests=n, first_ts_ms=first_ms, last_ts_ms=last_ms))
+    return int(upload_id), n
 
 
 def list_uploads(engine: Engine) -> list[UploadInfo]:

@@ -8,7 +8,7 @@ by a growth factor or cut to the busiest day in a time zone.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -90,25 +90,30 @@ def trace_from_frame(frame: pd.DataFrame, source: str = "log") -> Trace:
     prompt = _column(frame, "prompt_tokens", source)
     cached = _column(frame, "cached_tokens", source) if "cached_tokens" in frame else np.zeros_like(prompt)
     output = _column(frame, "output_tokens", source) if "output_tokens" in frame else np.zeros_like(prompt)
-    order = np.argsort(arrival, kind="stable")
-    return Trace(arrival[order], prompt[order], np.minimum(cached[order], prompt[order]), output[order], source)
+    if arrival.size > 1 and (arrival[1:] < arrival[:-1]).any():
+        order = np.argsort(arrival, kind="stable")
+        arrival, prompt, cached, output = arrival[order], prompt[order], cached[order], output[order]
+    # read_logs gives its frame in arrival order already: no index array and no second copy of every column
+    return Trace(arrival, prompt, np.minimum(cached, prompt, out=cached), output, source)
 
 
 def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto",
                mapping: Mapping[str, str] | None = None, start: str | None = None,
-               cache_blocks: int | None = None) -> Trace:
+               cache_blocks: int | None = None, progress: Callable[[float, str], None] | None = None) -> Trace:
     """Read request logs in any format `planner.logs.read_logs` knows (the same --format, --map, start date and
     prefix-cache size as `logs summarize`); `tz` is the zone of naive timestamps and of a relative trace's start.
+    progress: called with (fraction of input bytes read 0..1, message), as read_logs calls it.
 
     Raises TraceError naming the file(s) when nothing in them can be read as requests with arrival times.
     """
     from planner.logs import read_logs
+    from planner.logs.normalise import return_freed_heap
 
     paths = [Path(p) for p in paths]
     label = ", ".join(p.name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
     kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
     try:
-        res = read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, start=start, **kw)
+        res = read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, start=start, progress=progress, **kw)
     except (OSError, ValueError) as exc:
         reason = str(exc).removeprefix("Nothing could be read: ")
         raise TraceError(
@@ -116,7 +121,10 @@ def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto
             f"token counts ({reason})"
         ) from None
     trace = trace_from_frame(res.frame, source=label)
-    return replace(trace, notes=tuple(res.notes))
+    notes = tuple(res.notes)
+    del res  # the request frame: gone before the replay allocates its own arrays
+    return_freed_heap()
+    return replace(trace, notes=notes)
 
 
 def read_trace_file(path: str | Path, tz: str = "UTC") -> Trace:

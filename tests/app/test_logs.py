@@ -154,3 +154,29 @@ def test_a_public_trace_sample_says_its_times_are_placed_from_a_default_start():
     assert not at.exception, at.exception
     assert "Read 300 requests (burstgpt_synthetic.csv → burstgpt)" in at.success[0].value
     assert any("2024-01-01" in i.value and "default" in i.value for i in at.info)
+
+
+def test_a_gzipped_upload_is_spooled_to_disk_and_gives_the_cli_percentiles_on_the_same_file(tmp_path):
+    import gzip
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    data = gzip.compress((SAMPLES / "openai_chat_completions.jsonl").read_bytes())
+    (tmp_path / "agent.jsonl.gz").write_bytes(data)
+    r = CliRunner().invoke(cli, ["logs", "summarize", str(tmp_path / "agent.jsonl.gz"), "--json"])
+    assert r.exit_code == 0, r.output
+    want = json.loads(r.stdout)
+    at = _upload(_page(), ("agent.jsonl.gz", data))
+    assert "Read 400 requests (agent.jsonl.gz → openai_chat)" in at.success[0].value
+    assert at.metric[0].value == f"{want['prompt_tokens_workday']['p95']['value']:,.0f}"
+    assert at.metric[1].value == f"{want['prompt_tokens_workday']['p50']['value']:,.0f}"
+    assert at.metric[2].value == f"{want['cached_share']['token_fraction']:.0%}"
+    spool = at.session_state["logs_spool"]  # the upload lives on disk, not as bytes in the session
+    assert spool.paths[0].read_bytes() == data
+    at.switch_page("views/worksheet.py").run()
+    at.switch_page("views/logs.py").run()
+    at.button(key="logs_clear").click().run()
+    assert not at.exception, at.exception
+    assert not spool.folder.exists()  # cleared: the temporary copy is gone too

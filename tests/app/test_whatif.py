@@ -137,3 +137,27 @@ def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
     assert at.number_input(key="wi_growth").value == 2
     assert at.dataframe[0].value["Candidate"].tolist() == ["sls", "slow"]
     assert any("960 requests from team.jsonl" in c.value for c in at.caption)  # 480 × growth 2
+
+
+def test_a_gzipped_upload_replays_like_the_cli_on_the_same_file(app, tmp_path):
+    import gzip
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    sample = Path(__file__).resolve().parents[2] / "assets" / "sample_logs" / "openai_chat_completions.jsonl"
+    data = gzip.compress(sample.read_bytes())
+    (tmp_path / "agent.jsonl.gz").write_bytes(data)
+    r = CliRunner().invoke(cli, ["whatif", "--log", str(tmp_path / "agent.jsonl.gz"), "--deployment", PRICEY, "--json"])
+    assert r.exit_code == 0, r.output
+    want = json.loads(r.stdout)
+    open_page(app)
+    app.file_uploader(key="wi_files").set_value([("agent.jsonl.gz", data, "application/gzip")])
+    app.text_area(key="wi_specs").set_value(PRICEY).run()
+    assert not app.exception, app.exception
+    assert any(f"{want['n_requests']:,} requests from agent.jsonl.gz" in c.value for c in app.caption)
+    cost = chart_spec(app, "wi_cost")
+    assert plotly_array(cost["data"][0]["x"]) == [want["candidates"][0]["p95_ms"]]

@@ -82,3 +82,71 @@ def test_tokenizer_flag_counts_text_exactly(tmp_path):
     bad.write_text("{}")
     r = run("logs", "summarize", log, "--tokenizer", bad)
     assert r.exit_code == 2 and "not a Hugging Face tokenizer.json" in r.output
+
+
+def test_progress_moves_by_bytes_on_stderr_when_asked_and_json_on_stdout_stays_clean():
+    log = SAMPLES / "openai_chat_completions.jsonl"
+    sls = "serverless:name=sls,window=600,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
+    for args in (["logs", "summarize", log, "--json"], ["whatif", "--log", log, "--deployment", sls, "--json"]):
+        quiet = run(*args)  # not a terminal and no --progress: nothing on stderr
+        assert quiet.exit_code == 0 and quiet.stderr == ""
+        shown = run(*args, "--progress")
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.stdout) == json.loads(quiet.stdout)
+        steps = [s.split("%")[0].strip() for s in shown.stderr.split("\r") if "%" in s]
+        assert steps[0] == "0" and steps[-1] == "100" and "reading openai_chat_completions.jsonl" in shown.stderr
+
+
+def _chat_lines(n: int, bad_line: int | None = None) -> bytes:
+    """n minimal OpenAI chat-completion lines (seconds apart, out of order at the end); line bad_line has a negative
+    prompt count (valid JSON, so the streamed reader meets it only in its batch, after storing the batches before)."""
+    lines = []
+    for i in range(n):
+        created = 1_764_000_000 + (n - i if i >= n - 3 else i)
+        lines.append(json.dumps({"object": "chat.completion", "created": created, "model": f"m{i % 3}",
+                                 "usage": {"prompt_tokens": 1000 + i % 977, "completion_tokens": 1 + i % 50,
+                                           "prompt_tokens_details": {"cached_tokens": i % 500}}},
+                                separators=(",", ":")))
+    if bad_line is not None:
+        lines[bad_line - 1] = lines[bad_line - 1].replace('"prompt_tokens":', '"prompt_tokens":-')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reader(sqlite_url, tmp_path):
+    import gzip
+
+    from planner.logs import read_logs
+    from planner.store import open_store
+    from planner.store.logs import list_uploads, load_upload_frame
+
+    (tmp_path / "a.jsonl").write_bytes(_chat_lines(1000))
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(_chat_lines(500)))
+    r = run("logs", "import", tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", "--database-url", sqlite_url)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "stored upload 1: 1,500 requests, 0 rejected\n"
+    eng = open_store(sqlite_url)
+    [info] = list_uploads(eng)
+    assert (info.name, info.formats) == ("a.jsonl", {"a.jsonl": "openai_chat", "b.jsonl.gz": "openai_chat"})
+    want = read_logs([tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"]).frame
+    assert (info.first_ts_ms, info.last_ts_ms) == (int(want["ts_ms"].min()), int(want["ts_ms"].max()))
+    got = load_upload_frame(eng, 1)
+    for col in ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "source"):
+        assert got[col].astype(str).tolist() == want[col].astype(str).tolist(), col
+
+
+def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(sqlite_url, tmp_path,
+                                                                                     monkeypatch):
+    from planner.logs import duckpath
+    from planner.store import open_store
+    from planner.store.logs import list_uploads
+
+    monkeypatch.setattr(duckpath, "_BATCH_ROWS", 1_000)  # batches of 1,000 rows instead of 262,144: a small file
+    n = 5_000  # batches before the bad line are stored before it is met: they must be rolled back
+    (tmp_path / "big.jsonl").write_bytes(_chat_lines(n, bad_line=n - 10))
+    r = run("logs", "import", tmp_path / "big.jsonl", "--database-url", sqlite_url)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.endswith(f"{n - 1:,} requests, 1 rejected\n")
+    eng = open_store(sqlite_url)
+    assert [u.n_requests for u in list_uploads(eng)] == [n - 1]
+    with eng.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM log_request").scalar() == n - 1
