@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from app import viewer, worksheet_state
+from app.auth import can, record, require
 from app.cache import engine
 from app.charts.logs import (
     cold_curve_figure,
@@ -255,9 +256,11 @@ if b1.button("Use in worksheet", key="logs_use", type="primary", icon=":material
     st.switch_page("views/worksheet.py")
 if parsed is not None:
     name = b3.text_input("Name for this upload", value=result["label"][:300], key="logs_save_name", label_visibility="collapsed")
-    if b2.button("Save upload", key="logs_save", icon=":material/save:"):
+    if b2.button("Save upload", key="logs_save", icon=":material/save:", disabled=not can("logs.upload")) \
+            and require("logs.upload"):
         with st.spinner(f"Storing {len(frame):,} requests…"):
             upload_id = save_upload(eng, name, parsed)
+        record("logs.upload", name, f"stored upload {upload_id}: {len(frame):,} requests")
         st.toast(f"Stored upload {upload_id}: {len(frame):,} requests (numbers only).")
 
 # ---- details
@@ -315,8 +318,10 @@ if uploads:
             a, b = st.columns([5, 1])
             a.write(f"**{md_text(u.name)}** — {u.n_requests:,} requests, {u.n_rejected:,} rejected, "
                     + md_text(", ".join(sorted(set(u.formats.values())))))
-            if b.button("Delete", key=f"logs_delete_{u.id}", icon=":material/delete:"):
+            if b.button("Delete", key=f"logs_delete_{u.id}", icon=":material/delete:",
+                        disabled=not can("logs.delete")) and require("logs.delete"):
                 delete_upload(eng, u.id)
+                record("logs.delete", u.name, f"deleted upload {u.id}")
                 if ss.get("logs_source") == ("stored", u.id):
                     ss.pop("logs_source", None)
                 st.rerun()
