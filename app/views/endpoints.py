@@ -25,10 +25,10 @@ from planner.endpoints import (
     remove_endpoint,
 )
 from planner.store.worker import endpoint_statuses
-from planner.worker import lease
+from planner.store import leases as lease
 from planner.worker.state import worker_report
 from planner.probes.rtt import default_vantage
-from planner.worker.cold import keeps_itself_warm
+from planner.cold_policy import keeps_itself_warm
 
 st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "

@@ -20,9 +20,9 @@ from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.worker import create_request, endpoint_statuses
 from planner.untrusted import md_text
-from planner.worker import lease
+from planner.store import leases as lease
 from planner.worker.state import worker_report
-from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
+from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm
 
 REFRESH_S = 10
 REQUEST_KINDS = {"probe_now": "Probe now", "cold_reading": "Cold reading"}

@@ -19,8 +19,8 @@ from planner.cli.probe import _loop_factory
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store.engine import StoreError
 from planner.store.worker import create_request, get_request
-from planner.worker import lease
-from planner.worker.cold import ColdReadingError, idle_seconds_for
+from planner.store import leases as lease
+from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "demo_simulator_config"]
@@ -120,7 +120,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
         raise click.BadParameter(str(exc), param_hint="--idle") from None
     vantage = ep.vantage if vantage is None else vantage
     now = int(time.time() * 1000)
-    live = [r for r in lease.current(engine) if r["expires_at_ms"] > now and (not vantage or r["vantage"] == vantage)]
+    live = lease.live_leases(lease.current(engine), now, vantage or None)
     if not live:
         click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
                    "the reading starts when one does (ttft-planner worker)", err=True)

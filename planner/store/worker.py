@@ -6,7 +6,7 @@ back through `endpoint_status` and `cold_reading`. `worker_lease` keeps two
 workers of one vantage from probing the same endpoints; its expiry lets a
 successor take over when the holder dies. `probe_rollup` keeps, per endpoint,
 vantage and UTC hour, a log-spaced histogram from which percentiles can still
-be read after the raw samples are gone (planner.worker.retention).
+be read after the raw samples are gone (planner.store.rollups).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class ProbeRollupRow(SQLModel, table=True):
     ttft_min_ms: float | None = None
     ttft_max_ms: float | None = None
     ttft_sum_ms: float = 0.0
-    hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.worker.retention
+    hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.store.rollups
 
 
 def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str = "", idle_s: float | None = None) -> int:

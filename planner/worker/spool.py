@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.store.engine import data_dir, redacted, sqlite_file
-from planner.worker.pids import pid_alive
+from planner.pids import pid_alive
 from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
 
 __all__ = ["replay", "spool_dir", "write"]

@@ -22,7 +22,8 @@ from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.rtt import add_target
-from planner.worker import lease, spool
+from planner.store import leases as lease
+from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
 from planner.worker.state import worker_report, write_state
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow, ProbeRollupRow, WorkerLeaseRow
-from planner.worker import lease
+from planner.store import leases as lease
 
 T = 1_796_000_000_000
 
