@@ -7,7 +7,7 @@ import asyncio
 import pandas as pd
 import pytest
 
-from planner.probes.rtt import run_scheduled_rtt
+from planner.worker.runner import run_scheduled_rtt
 from planner.store.rtt import (
     SampleRecord,
     TargetExists,

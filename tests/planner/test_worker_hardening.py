@@ -242,11 +242,11 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
             c.execute(sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
                       {"t": w.clock.now_ms() + 60_000})
         slot = w.clock.now_ms() - 1000
-        w._buffer = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
+        w.buffer.rows = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
                                     started_at_ms=slot, ok=False, error_class="skipped", error_detail="late"),
                      ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=slot - 300,
                                     started_at_ms=slot - 300, ok=True, ttft_ms=40.0)]
-        await w._flush()
+        await w.flush()
 
     asyncio.run(main())
     assert not w.holds_lease
