@@ -23,10 +23,12 @@ def idle_seconds_for(scale_down_window_s: float | None, idle_s: float | None = N
             raise ColdReadingError(f"idle time must be ≥ 0 s, got {idle_s:g}")
         return float(idle_s)
     if scale_down_window_s is None:
-        raise ColdReadingError("the endpoint has no scale-down window: give an idle time (--idle S) or set scale_down_window_s")
+        raise ColdReadingError("the endpoint has no scale-down window: give an idle time (--idle S) or set "
+                               "scale_down_window_s")
     return float(scale_down_window_s) + max(IDLE_MARGIN_S, 0.1 * scale_down_window_s)
 
 
 def keeps_itself_warm(interval_s: float, scale_down_window_s: float | None) -> bool:
-    """True when probes every interval_s keep a replica with this scale-down window warm (no cold start is ever seen)."""
+    """True when probes every interval_s keep a replica with this scale-down window warm (no cold start is ever
+    seen)."""
     return scale_down_window_s is not None and interval_s < scale_down_window_s

@@ -27,7 +27,7 @@ from planner.store.rtt import (
     TargetExists,
     TargetNotFound,
     add_target,
-    insert_samples,
+    insert_rtt_samples,
     list_targets,
     load_samples,
     remove_target,
@@ -83,7 +83,7 @@ with server_col:
         with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
             results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
                                      concurrency=8)
-            insert_samples(eng, [rec for r in results for rec in r.records()])
+            insert_rtt_samples(eng, [rec for r in results for rec in r.records()])
         failed = [r for r in results if not r.ok]
         st.toast(f"Stored {sum(r.stats.n for r in results)} server samples; {len(failed)} region(s) reported a failure.")
 
@@ -97,7 +97,7 @@ with browser_col:
     run = res.result
     if run and run.get("run_id") not in ss.rtt_stored_runs:
         records, rejected = records_from_browser(run, vantage=run.get("vantage") or vantage)
-        insert_samples(eng, records)
+        insert_rtt_samples(eng, records)
         ss.rtt_stored_runs.append(run.get("run_id"))
         fallback = sum(r.method == "fetch-performance-now" and r.error_class is None for r in records)
         measured = sum(r.error_class is None for r in records)

@@ -34,8 +34,8 @@ class Registered(NamedTuple):
 _C = "planner.cli"
 #: Every command of `ttft-planner`, by name.
 REGISTRY: dict[str, Registered] = {
-    "budget": Registered(f"{_C}.budget", "budget",
-                         "Prefill budget = target − (queueing + cold start + network), and whether the p95 prompt fits."),
+    "budget": Registered(f"{_C}.budget", "budget", "Prefill budget = target − (queueing + cold start + network), "
+                         "and whether the p95 prompt fits."),
     "calibrate": Registered(f"{_C}.calibrate", "calibrate",
                             "Measure prefill (on the server's counted tokens), decode and effective parallelism; "
                             "print a `dedicated:` spec."),

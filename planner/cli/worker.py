@@ -78,7 +78,7 @@ def _worker_options(f):
 def worker(vantage, lease_ttl_s, probe_processes, retention_days, simulator, verbose, database_url) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
-    The only writer of probe rows. Slots it cannot run are stored as skipped, never
+    It writes every probe row of a registered endpoint. Slots it cannot run are stored as skipped, never
     back-filled; a restart after a crash neither loses nor duplicates stored samples.
     """
     _logging(verbose)

@@ -31,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from planner.probes.errors import RTT_ERROR_CLASSES, ErrorClass
+from planner.probes.errors import RTT_ERROR_CLASSES
+from planner.probes.errors import ErrorClass as _E
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
 from planner.store.rtt import SampleRecord
@@ -159,15 +160,15 @@ def _now_ms() -> int:
 
 def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return _Fail(ErrorClass.BLOCKED_PORT, "tcp-connect",
+        return _Fail(_E.BLOCKED_PORT, "tcp-connect",
                      f"no answer to TCP SYN from {where} within {timeout_s:g} s: a firewall drops the port, or the host is down")
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
-        return _Fail(ErrorClass.REFUSED, "tcp-connect", f"{where} refused the connection: nothing listens on that port")
+        return _Fail(_E.REFUSED, "tcp-connect", f"{where} refused the connection: nothing listens on that port")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return _Fail(ErrorClass.BLOCKED_PORT, "tcp-connect", f"a firewall rejected the connection to {where} ({exc.strerror})")
+        return _Fail(_E.BLOCKED_PORT, "tcp-connect", f"a firewall rejected the connection to {where} ({exc.strerror})")
     if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL):
-        return _Fail(ErrorClass.UNREACHABLE, "tcp-connect", f"no route to {where} ({exc.strerror})")
-    return _Fail(ErrorClass.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
+        return _Fail(_E.UNREACHABLE, "tcp-connect", f"no route to {where} ({exc.strerror})")
+    return _Fail(_E.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
 
 def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]:
     """(sockaddr, family, dns_ms); raises _Fail('unresolvable')."""
@@ -175,10 +176,11 @@ def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise _Fail(ErrorClass.UNRESOLVABLE, "dns", f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}") from None
+        raise _Fail(_E.UNRESOLVABLE, "dns",
+                    f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}") from None
     dns_ms = _ms_since(t0)
     if not infos:
-        raise _Fail(ErrorClass.UNRESOLVABLE, "dns", f"{host!r} resolved to no address")
+        raise _Fail(_E.UNRESOLVABLE, "dns", f"{host!r} resolved to no address")
     family, _, _, _, sockaddr = infos[0]
     return sockaddr, family, dns_ms
 
@@ -206,13 +208,14 @@ def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout
                 break
             buf += chunk
     except (socket.timeout, TimeoutError):
-        raise _Fail(ErrorClass.PROXY, "proxy", f"proxy {proxy} did not answer CONNECT within {timeout_s:g} s") from None
+        raise _Fail(_E.PROXY, "proxy", f"proxy {proxy} did not answer CONNECT within {timeout_s:g} s") from None
     except OSError as exc:
-        raise _Fail(ErrorClass.PROXY, "proxy", f"proxy {proxy} failed: {exc}") from None
+        raise _Fail(_E.PROXY, "proxy", f"proxy {proxy} failed: {exc}") from None
     status = buf.split(b"\r\n", 1)[0].decode("latin-1", "replace")
     parts = status.split()
     if len(parts) < 2 or parts[1] != "200":
-        raise _Fail(ErrorClass.PROXY, "proxy", f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}")
+        raise _Fail(_E.PROXY, "proxy",
+                    f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}")
 
 def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s: float) -> tuple[ssl.SSLSocket, float, str]:
     tls = ctx.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
@@ -221,13 +224,15 @@ def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s
         tls.do_handshake()
     except (socket.timeout, TimeoutError):
         tls.close()
-        raise _Fail(ErrorClass.TIMEOUT, "tls", f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
+        raise _Fail(_E.TIMEOUT, "tls",
+                    f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
     except ssl.SSLCertVerificationError as exc:
         tls.close()
-        raise _Fail(ErrorClass.TLS, "tls", f"certificate of {target.host} failed verification: {exc.verify_message or exc}") from None
+        raise _Fail(_E.TLS, "tls",
+                    f"certificate of {target.host} failed verification: {exc.verify_message or exc}") from None
     except (ssl.SSLError, ConnectionError, OSError) as exc:
         tls.close()
-        raise _Fail(ErrorClass.TLS, "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
+        raise _Fail(_E.TLS, "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
     return tls, _ms_since(t0), tls.version() or ""
 
 def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[float, int | None]:
@@ -242,16 +247,16 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
         first = sock.recv(1)
         ttfb = _ms_since(t0)
         if not first:
-            raise _Fail(ErrorClass.HTTP, "https-ttfb", f"{target} closed the connection without answering the request")
+            raise _Fail(_E.HTTP, "https-ttfb", f"{target} closed the connection without answering the request")
         head = first + sock.recv(64)
     except (socket.timeout, TimeoutError):
-        raise _Fail(ErrorClass.TIMEOUT, "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
+        raise _Fail(_E.TIMEOUT, "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
     except ssl.SSLError as exc:
-        raise _Fail(ErrorClass.TLS, "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None
+        raise _Fail(_E.TLS, "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None
     except OSError as exc:
-        raise _Fail(ErrorClass.HTTP, "https-ttfb", f"connection to {target} failed during the request: {exc}") from None
+        raise _Fail(_E.HTTP, "https-ttfb", f"connection to {target} failed during the request: {exc}") from None
     if not head.startswith(b"HTTP/"):
-        raise _Fail(ErrorClass.HTTP, "https-ttfb", f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
+        raise _Fail(_E.HTTP, "https-ttfb", f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
     try:
         status = int(head.split(b" ", 2)[1])
     except (IndexError, ValueError):
@@ -292,7 +297,7 @@ def probe_rtt_target(
     try:
         pt = target if isinstance(target, RttAddress) else parse_target(target)
     except CatalogError as exc:
-        res.error_class, res.error_phase, res.error_detail = ErrorClass.BAD_TARGET, "dns", str(exc)
+        res.error_class, res.error_phase, res.error_detail = _E.BAD_TARGET, "dns", str(exc)
         return res
     res.target = str(pt)
     if proxy is None and any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
@@ -302,7 +307,7 @@ def probe_rtt_target(
             try:
                 phost, pport = _proxy_addr(proxy)
             except CatalogError as exc:
-                raise _Fail(ErrorClass.PROXY, "proxy", str(exc)) from None
+                raise _Fail(_E.PROXY, "proxy", str(exc)) from None
             res.proxy = f"http://{phost}:{pport}"
             res.notes.append(f"TCP connect figures are to the proxy {res.proxy}, not to {pt.host}")
             sockaddr, family, res.dns_ms = _resolve(phost, pport, timeout_s)

@@ -118,7 +118,8 @@ def sample_row(sample: TtftSample, endpoint_id: int, vantage: str, kind: SampleK
         kind = SampleKind(kind)
     except ValueError:
         raise ValueError(f"kind must be one of {', '.join(SAMPLE_KINDS)}, got {kind!r}") from None
-    return ProbeSampleRow(endpoint_id=endpoint_id, vantage=vantage, kind=kind.value, scheduled_at_ms=int(scheduled_at_ms),
+    return ProbeSampleRow(endpoint_id=endpoint_id, vantage=vantage, kind=kind.value,
+                          scheduled_at_ms=int(scheduled_at_ms),
                           idle_gap_ms=idle_gap_ms, **{f.name: getattr(sample, f.name) for f in fields(sample)})
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "TargetNotFound",
     "add_target",
     "get_target",
-    "insert_samples",
+    "insert_rtt_samples",
     "list_targets",
     "load_samples",
     "remove_target",
@@ -238,7 +238,7 @@ def scheduled_rtt_targets(engine: Engine, vantage: str | None = None) -> list[Rt
         return list(s.exec(stmt).all())
 
 
-def insert_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
+def insert_rtt_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
     """Store samples in one transaction; returns how many. Raises ValueError on an unknown side or method."""
     rows = []
     for r in samples:

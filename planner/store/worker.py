@@ -1,6 +1,6 @@
 """Worker tables: per-vantage leases, endpoint status, dashboard→worker requests, cold readings, hourly rollups.
 
-The worker is the only writer of probe rows (DESIGN §2). The dashboard talks to
+The worker writes the probe rows of registered endpoints (DESIGN §2). The dashboard talks to
 it through `probe_request` ("probe now", "cold reading"); the worker reports
 back through `endpoint_status` and `cold_reading`. `worker_lease` keeps two
 workers of one vantage from probing the same endpoints; its expiry lets a
@@ -191,7 +191,8 @@ def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str 
     t = ProbeRequestRow.__table__
     with engine.begin() as conn:
         res = conn.execute(t.insert().values(endpoint_id=endpoint_id, vantage=vantage, kind=str(kind), idle_s=idle_s,
-                                             status=RequestStatus.PENDING.value, requested_at_ms=int(time.time() * 1000)))
+                                             status=RequestStatus.PENDING.value,
+                                             requested_at_ms=int(time.time() * 1000)))
         return int(res.inserted_primary_key[0])
 
 
@@ -252,7 +253,8 @@ def last_slots(engine: Engine, vantage: str) -> dict[int, int]:
     with engine.connect() as conn:
         rows = conn.execute(
             sa.select(_SAMPLE.c.endpoint_id, sa.func.max(_SAMPLE.c.scheduled_at_ms))
-            .where(_SAMPLE.c.vantage == vantage, _SAMPLE.c.kind.in_((SampleKind.SCHEDULED.value, SampleKind.SKIPPED.value)))
+            .where(_SAMPLE.c.vantage == vantage,
+                   _SAMPLE.c.kind.in_((SampleKind.SCHEDULED.value, SampleKind.SKIPPED.value)))
             .group_by(_SAMPLE.c.endpoint_id)
         ).all()
     return {int(e): int(m) for e, m in rows}

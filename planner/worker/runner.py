@@ -43,7 +43,7 @@ from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.samples import SampleKind
 from planner.store import leases
 from planner.store.probes import EndpointRow, ProbeSampleRow, sample_row
-from planner.store.rtt import insert_samples as insert_rtt_samples
+from planner.store.rtt import insert_rtt_samples
 from planner.store.rtt import scheduled_rtt_targets
 from planner.store.worker import EndpointState, check_writable, last_slots
 from planner.worker.buffer import RowBuffer, first_line

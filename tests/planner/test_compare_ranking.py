@@ -14,7 +14,7 @@ from planner.compare.metrics import hourly_profile
 from planner.provenance import Source
 from planner.stats import percentile
 from planner.store import session
-from planner.store.rtt import SampleRecord, insert_samples
+from planner.store.rtt import SampleRecord, insert_rtt_samples
 from planner.store.worker import ColdReadingRow
 from tests.support.compare_seed import DAY_MS, SEED_START_MS, seed_endpoint, seed_three
 
@@ -75,8 +75,9 @@ def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(seeded):
 
 def test_rtt_to_the_endpoints_region_fills_the_network_segment_and_can_decide_the_verdict(engine):
     seed_endpoint(engine, "far", median_ms=250, n=60, region="ap-far")
-    insert_samples(engine, [SampleRecord("ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms, SEED_START_MS + i,
-                                         vantage="office") for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])])
+    insert_rtt_samples(engine, [SampleRecord("ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms,
+                                             SEED_START_MS + i, vantage="office")
+                                for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])])
     m = compare(engine, ["far"], vantage="office").metrics[0]
     assert m.rtt.median_ms == percentile([190.0, 210.0, 230.0, 200.0, 220.0], 0.5).value == 210.0
     inline = next(v for v in m.verdicts if v.interaction == "inline")

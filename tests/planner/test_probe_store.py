@@ -19,7 +19,8 @@ def sample(i: int, ok: bool = True) -> TtftSample:
 
 def test_insert_is_idempotent_on_the_slot_key(engine):
     ep = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat")
-    rows = [sample_row(sample(i, ok=i != 2), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(5)]
+    rows = [sample_row(sample(i, ok=i != 2), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000)
+            for i in range(5)]
     assert insert_samples(engine, rows) == 5
     again = [sample_row(sample(i), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(7)]
     assert insert_samples(engine, again) == 2  # only the two new slots

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from planner.endpoints import add_endpoint
-from planner.probe_analysis import queueing_excess, segment1_figure, segment2_figure
+from planner.segment_figures import queueing_excess, segment1_figure, segment2_figure
 from planner.provenance import Source
 from planner.stats import percentile
 from planner.store import probe_queries as pq
