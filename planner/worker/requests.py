@@ -2,8 +2,9 @@
 
 The dashboard never probes an endpoint (the worker writes the probe rows of registered endpoints): it inserts a
 `probe_request` row; the worker of a matching vantage claims it (planner.store.worker.claim_requests, a conditional
-UPDATE, so exactly one worker runs it), runs it and writes the outcome back. A cold reading follows planner.worker.cold's state
-machine with the endpoint's schedule paused, and stores a `cold_reading` row plus its cold and warm samples.
+UPDATE, so exactly one worker runs it), runs it and writes the outcome back. A cold reading follows
+planner.worker.cold's state machine with the endpoint's schedule paused, and stores a `cold_reading` row plus its
+cold and warm samples.
 """
 
 from __future__ import annotations
