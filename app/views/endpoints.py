@@ -26,7 +26,7 @@ from planner.endpoints import (
 )
 from planner.store.worker import endpoint_statuses
 from planner.store import leases as lease
-from planner.worker.state import worker_report
+from planner.store.worker_state import worker_report
 from planner.probes.rtt import default_vantage
 from planner.cold_policy import keeps_itself_warm
 

@@ -22,7 +22,7 @@ from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.worker import ColdState, EndpointState, RequestKind, create_request, endpoint_statuses
 from planner.untrusted import md_text
-from planner.worker.state import worker_report
+from planner.store.worker_state import worker_report
 
 REFRESH_S = 10
 REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}

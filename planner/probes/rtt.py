@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 from planner.probes.errors import RTT_ERROR_CLASSES
 from planner.probes.errors import ErrorClass as _E
+from planner.probes.rtt_record import SampleRecord
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
-from planner.store.rtt import SampleRecord
 from planner.urls import redact_url
 
 __all__ = [

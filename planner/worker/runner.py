@@ -250,8 +250,8 @@ class Worker:
         self.stats.spooled += self.buffer.spool_rest()
 
     def _publish_state(self, stopped: bool = False) -> None:
-        """Write the state file the dashboard reads (planner.worker.state); never raises."""
-        from planner.worker import state
+        """Write the state file the dashboard reads (planner.store.worker_state); never raises."""
+        from planner.store import worker_state as state
 
         host, pid, _ = (self.config.holder.split(":") + ["", ""])[:3]
         data = {"holder": self.config.holder, "host": host, "pid": int(pid) if pid.isdigit() else os.getpid(),
@@ -411,7 +411,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.config.flush_interval_s)
             await self.flush()
-            if time.monotonic() >= next_state:  # the dashboard's view of this worker (planner.worker.state)
+            if time.monotonic() >= next_state:  # the dashboard's view of this worker (planner.store.worker_state)
                 await asyncio.to_thread(self._publish_state)
                 next_state = time.monotonic() + 2.0
 

@@ -25,7 +25,7 @@ from planner.store.rtt import add_target
 from planner.store import leases as lease
 from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
-from planner.worker.state import worker_report, write_state
+from planner.store.worker_state import worker_report, write_state
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
 
