@@ -4,9 +4,11 @@ worker share (the worker's state machine is planner.worker.cold; the request is 
 
 from __future__ import annotations
 
-__all__ = ["IDLE_MARGIN_S", "ColdReadingError", "idle_seconds_for", "keeps_itself_warm"]
+__all__ = ["IDLE_MARGIN_S", "IDLE_WITHOUT_WINDOW_S", "ColdReadingError", "idle_seconds_for", "keeps_itself_warm",
+           "suggested_idle_s"]
 
 IDLE_MARGIN_S = 30.0
+IDLE_WITHOUT_WINDOW_S = 60.0  # what a form suggests for an endpoint with no scale-down window
 
 
 class ColdReadingError(ValueError):
@@ -32,3 +34,8 @@ def keeps_itself_warm(interval_s: float, scale_down_window_s: float | None) -> b
     """True when probes every interval_s keep a replica with this scale-down window warm (no cold start is ever
     seen)."""
     return scale_down_window_s is not None and interval_s < scale_down_window_s
+
+
+def suggested_idle_s(scale_down_window_s: float | None) -> float:
+    """The idle time a form starts from: idle_seconds_for the window, or IDLE_WITHOUT_WINDOW_S without one."""
+    return idle_seconds_for(scale_down_window_s) if scale_down_window_s else IDLE_WITHOUT_WINDOW_S

@@ -69,7 +69,7 @@ statuses = endpoint_statuses(eng)
 now_ms = time.time() * 1000
 
 all_leases = lease.current(eng)
-leases = [r for r in all_leases if r["expires_at_ms"] > now_ms]
+leases = lease.live_leases(all_leases, now_ms)
 if leases:
     st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
 else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone

@@ -12,7 +12,7 @@ from app.charts import probes as charts
 from app.date_range import date_range_input
 from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from app.viewer import fmt_ms, time_zone
-from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm
+from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
 from planner.segment_figures import queueing_segment, segment1_figure, segment2_figure
@@ -121,7 +121,7 @@ if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled)
         st.toast("Probe requested: the worker runs it within a second or two.")
     except STORE_FAILURES as exc:
         show_store_failure(exc)
-idle_default = ep.scale_down_window_s + max(30.0, 0.1 * ep.scale_down_window_s) if ep.scale_down_window_s else 60.0
+idle_default = suggested_idle_s(ep.scale_down_window_s)
 idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
                        key=f"probes_idle_{ep.id}")
 if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled):
