@@ -47,5 +47,6 @@ def test_endpoint_state_and_sample_kind_store_their_old_spellings(engine):
 
 def test_one_error_vocabulary_covers_ttft_and_rtt_and_reads_old_rows():
     assert set(ERROR_CLASSES) | set(RTT_ERROR_CLASSES) <= set(ErrorClass)
-    assert ErrorClass("read_timeout") is ErrorClass.READ_TIMEOUT and ErrorClass("blocked-port") is ErrorClass.BLOCKED_PORT
+    assert ErrorClass("read_timeout") is ErrorClass.READ_TIMEOUT
+    assert ErrorClass("blocked-port") is ErrorClass.BLOCKED_PORT
     assert EndpointState("key missing") is EndpointState.KEY_MISSING and SampleKind("skipped") is SampleKind.SKIPPED
