@@ -10,15 +10,28 @@ an attempt: it counts in the error rate, never in the percentiles.
 
 from __future__ import annotations
 
-__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL", "is_sample"]
+from enum import StrEnum
 
-MEASURED_KINDS: tuple[str, ...] = ("scheduled", "manual")
+__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL", "SampleKind", "is_sample"]
+
+
+class SampleKind(StrEnum):
+    """What a probe_sample row records (the stored value is the member's value)."""
+
+    SCHEDULED = "scheduled"  # the worker's regular probe
+    MANUAL = "manual"  # `probe --store` or "Probe now"
+    COLD = "cold"  # the first half of a cold reading
+    WARM = "warm"  # its second half, right after
+    SKIPPED = "skipped"  # a slot the worker could not run (error_detail says why)
+
+
+MEASURED_KINDS: tuple[SampleKind, ...] = (SampleKind.SCHEDULED, SampleKind.MANUAL)
 
 DEFINITION = ("A sample is one successful scheduled or manual (“Probe now”) probe with a time to first token; "
               "cold-reading probes are shown apart, skipped slots and deliberately cached series never count, "
               "and failed probes count only in the error rate.")
 
-_KINDS_SQL = ", ".join(f"'{k}'" for k in MEASURED_KINDS)
+_KINDS_SQL = ", ".join(f"'{k.value}'" for k in MEASURED_KINDS)
 #: SQL predicate over probe_sample rows: the row is a sample (enters the percentiles and n).
 SAMPLE_SQL = f"(ok AND ttft_ms IS NOT NULL AND kind IN ({_KINDS_SQL}) AND NOT cached_series)"
 #: SQL predicate: the row is an attempt of a sample kind (a sample or a failure; enters the error rate).

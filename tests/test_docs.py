@@ -45,8 +45,10 @@ def test_every_variable_the_code_reads_is_a_setting() -> None:
 
 
 def _commands(group: click.Group, prefix: str):
-    for name, command in sorted(group.commands.items()):
-        if command.hidden:
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)  # loads a lazily registered command
+        if command is None or command.hidden:
             continue
         yield f"{prefix} {name}", prefix, name
         if isinstance(command, click.Group):

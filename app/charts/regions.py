@@ -30,15 +30,20 @@ def vantage_label(v) -> str:
     return "this server (default vantage)" if not v or (not isinstance(v, str) and pd.isna(v)) else str(v)
 
 RANKED_COLUMNS = [
-    "rank", "region", "region_id", "provider", "city", "side", "vantage", "method", "median_ms", "min_ms", "p90_ms",
-    "p90_reliable", "n", "n_errors", "status", "last_measured", "last_measured_at_ms", "anycast", "lat", "lon", "proxy",
+    "rank", "region", "region_id", "provider", "city", "side", "vantage", "method", "method_code", "median_ms",
+    "min_ms", "p90_ms", "p90_reliable", "n", "n_errors", "status", "last_measured", "last_measured_at_ms", "anycast",
+    "lat", "lon", "proxy",
 ]
 
-METHOD_LABELS = {
+#: What each stored method measured, in words (the network figure's description uses these).
+METHOD_NAMES = {
     "tcp-connect": "TCP connect",
     "resource-timing": "Resource Timing",
-    "fetch-performance-now": "performance.now() around fetch (fallback: no Timing-Allow-Origin)",
+    "fetch-performance-now": "performance.now() around fetch",
 }
+#: The table's Method column: the name, and why the fallback was used.
+METHOD_LABELS = METHOD_NAMES | {"fetch-performance-now": METHOD_NAMES["fetch-performance-now"]
+                                + " (fallback: no Timing-Allow-Origin)"}
 
 
 def _text(v) -> str:
@@ -74,6 +79,7 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
             "region": reg.label if reg else rec["region_id"], "region_id": rec["region_id"],
             "provider": reg.provider if reg else "", "city": reg.city if reg else "",
             "side": rec["side"], "vantage": rec["vantage"], "method": METHOD_LABELS.get(rec["method"], rec["method"]),
+            "method_code": rec["method"],
             "median_ms": None if pd.isna(median) else float(median),
             "min_ms": None if pd.isna(rec["min_ms"]) else float(rec["min_ms"]),
             "p90_ms": None if pd.isna(rec["p90_ms"]) else float(rec["p90_ms"]),

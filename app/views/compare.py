@@ -21,7 +21,7 @@ from planner.compare import (
 )
 from planner.compare.comparison import metrics_table
 from planner.compare.data import load_endpoints
-from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE, decision_levels
 from planner.compare.regions import region_table
 from planner.compare.report import decision_display, segment_cell, summary_table
 from planner.compare.stats import Margin
@@ -116,8 +116,9 @@ if len(picked) < 2 or thin:
 
 st.subheader("Decision")
 decision = decision_display(cmp)
-verdict_cols = [c for c in decision.columns if str(c).endswith(" ms)") and "·" in str(decision[c].iloc[0])]
-styled = decision.style.map(lambda v: LEVEL_CSS.get(str(v).split(" · ")[0], ""), subset=verdict_cols)
+levels = decision_levels(cmp.ranked)  # the level behind each verdict cell, as data (never read back from its text)
+styled = decision.style.apply(lambda col: [LEVEL_CSS.get(LEVEL_LABELS.get(lv, ""), "") for lv in levels[col.name]],
+                              subset=list(levels.columns))
 st.dataframe(styled, hide_index=True, key="cmp_decision")
 st.caption(f"{RANKING_RULE} {TARGETS_RULE}")
 st.caption(f"Equivalence margin: {margin.describe()}.")

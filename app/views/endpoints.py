@@ -10,6 +10,7 @@ from app import viewer
 from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
+from planner.cold_policy import keeps_itself_warm
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -27,11 +28,10 @@ from planner.endpoints import (
 )
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
+from planner.store import leases as lease
 from planner.store.worker import endpoint_statuses
+from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
-from planner.worker import lease
-from planner.worker.cold import keeps_itself_warm
-from planner.worker.state import worker_report
 
 st.title("Endpoints")
 st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
@@ -72,7 +72,7 @@ statuses = endpoint_statuses(eng)
 now_ms = time.time() * 1000
 
 all_leases = lease.current(eng)
-leases = [r for r in all_leases if r["expires_at_ms"] > now_ms]
+leases = lease.live_leases(all_leases, now_ms)
 if leases:
     st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
 else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone

@@ -12,20 +12,20 @@ from app.charts import probes as charts
 from app.date_range import date_range_input
 from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from app.viewer import fmt_ms, time_zone
+from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
 from planner.endpoints import get_endpoint
-from planner.probe_analysis import queueing_segment, segment1_figure, segment2_figure
 from planner.samples import DEFINITION
+from planner.segment_figures import queueing_segment, segment1_figure, segment2_figure
 from planner.store import database_url
+from planner.store import leases as lease
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
-from planner.store.worker import create_request, endpoint_statuses
+from planner.store.worker import ColdState, EndpointState, RequestKind, create_request, endpoint_statuses
+from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
-from planner.worker import lease
-from planner.worker.cold import ColdReadingError, idle_seconds_for, keeps_itself_warm
-from planner.worker.state import worker_report
 
 REFRESH_S = 10
-REQUEST_KINDS = {"probe_now": "Probe now", "cold_reading": "Cold reading"}
+REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}
 
 st.title("Probes")
 st.caption("Scheduled TTFT probes per endpoint and vantage. Queueing shows up as a time-of-day shape your own traffic "
@@ -34,16 +34,48 @@ eng = engine()
 URL = database_url()
 
 
-@st.cache_data(ttl=5, show_spinner=False)
-def _q(name: str, url: str, *args):
-    """One cached Probes query (keyed by database URL and arguments)."""
-    return getattr(pq, name)(engine(), *args)
+# One cached reader per query (5 s, keyed by database URL and arguments), so a search for a query finds this page.
+_cached = st.cache_data(ttl=5, show_spinner=False)
 
 
-@st.cache_data(ttl=5, show_spinner=False)
-def _rq(name: str, url: str, *args):
-    """One cached query over raw samples and hourly rollups (planner.store.rollup_queries)."""
-    return getattr(rq, name)(engine(), *args)
+@_cached
+def _summary(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int) -> dict:
+    return rq.summary(engine(), key, start_ms, end_ms)
+
+
+@_cached
+def _hour_of_day(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int, tz: str):
+    return rq.hour_of_day(engine(), key, start_ms, end_ms, tz)
+
+
+@_cached
+def _time_series(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
+    return pq.time_series(engine(), key, start_ms, end_ms)
+
+
+@_cached
+def _cold_readings(url: str, endpoint_id: int, vantage: str):
+    return pq.cold_readings(engine(), endpoint_id, vantage)
+
+
+@_cached
+def _latest_requests(url: str, endpoint_id: int):
+    return pq.latest_requests(engine(), endpoint_id)
+
+
+@_cached
+def _day_hour_heatmap(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int, tz: str):
+    return pq.day_hour_heatmap(engine(), key, start_ms, end_ms, tz)
+
+
+@_cached
+def _ecdf_points(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
+    return pq.ecdf_points(engine(), key, start_ms, end_ms)
+
+
+@_cached
+def _phase_breakdown(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
+    return pq.phase_breakdown(engine(), key, start_ms, end_ms)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -73,28 +105,29 @@ status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(ke
 worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
 if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running
     st.warning(worker_now.text, icon=":material/pause_circle:")
-if status and status["state"] == "key missing":
+if status and status["state"] == EndpointState.KEY_MISSING:
     st.error(f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set.")
-elif status and status["state"] == "paused":
+elif status and status["state"] == EndpointState.PAUSED:
     st.info(f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
             icon=":material/ac_unit:")
-elif status and status["state"] == "failing":
+elif status and status["state"] == EndpointState.FAILING:
     st.warning(f"Failing ({status['consecutive_failures']} in a row): {md_text(status['detail'])}")
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])
 if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled):
     try:
-        create_request(eng, ep.id, "probe_now", vantage=key.vantage)
+        create_request(eng, ep.id, RequestKind.PROBE_NOW, vantage=key.vantage)
         st.toast("Probe requested: the worker runs it within a second or two.")
     except STORE_FAILURES as exc:
         show_store_failure(exc)
-idle_default = ep.scale_down_window_s + max(30.0, 0.1 * ep.scale_down_window_s) if ep.scale_down_window_s else 60.0
+idle_default = suggested_idle_s(ep.scale_down_window_s)
 idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
                        key=f"probes_idle_{ep.id}")
 if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled):
     try:
-        create_request(eng, ep.id, "cold_reading", vantage=key.vantage, idle_s=idle_seconds_for(ep.scale_down_window_s, idle))
+        create_request(eng, ep.id, RequestKind.COLD_READING, vantage=key.vantage,
+                       idle_s=idle_seconds_for(ep.scale_down_window_s, idle))
         st.toast(f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm.")
     except (ColdReadingError, ValueError) as exc:
         st.error(md_text(exc))
@@ -107,7 +140,7 @@ auto = st.toggle(f"Auto-refresh every {REFRESH_S} s", value=True, key="probes_au
 @st.fragment(run_every=REFRESH_S if auto else None)
 @guarded
 def live_view() -> None:
-    summ = _rq("summary", URL, key, start_ms, end_ms)
+    summ = _summary(URL, key, start_ms, end_ms)
     roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
     if roll:
         def day(ms: int) -> str:
@@ -134,10 +167,10 @@ def live_view() -> None:
         st.caption(f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
                    "(never below the exact value).")
 
-    mode, ts = _q("time_series", URL, key, start_ms, end_ms)
+    mode, ts = _time_series(URL, key, start_ms, end_ms)
     st.plotly_chart(charts.time_series_figure(mode, ts, tz), key="probes_ts")
 
-    hours = _rq("hour_of_day", URL, key, start_ms, end_ms, tz)
+    hours = _hour_of_day(URL, key, start_ms, end_ms, tz)
     st.plotly_chart(charts.hour_of_day_figure(hours, tz), key="probes_hod")
     with st.expander("Hour-of-day table (n, p50, p95, error rate)"):
         cols = ["hour", "n", "p50_ms", "p95_ms", "failed", "error_rate", "skipped"] + (["n_rollup"] if roll else [])
@@ -154,8 +187,8 @@ def live_view() -> None:
                            measured_at_ms=min(end_ms, int(time.time() * 1000)))
     if seg1 is not None and roll:
         seg1 = dataclasses.replace(seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}")
-    readings = _q("cold_readings", URL, key.endpoint_id, key.vantage)
-    done = readings[readings["state"] == "done"] if len(readings) else readings
+    readings = _cold_readings(URL, key.endpoint_id, key.vantage)
+    done = readings[readings["state"] == ColdState.DONE] if len(readings) else readings
     seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None
     def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str, note: str = "") -> None:
         st.subheader(f"Segment {n}: {title}")
@@ -195,7 +228,7 @@ def live_view() -> None:
             "Detail": [present.MISSING if present.is_missing(v) or not str(v) else str(v) for v in readings["detail"]],
         })
         st.dataframe(show, hide_index=True)
-    reqs = _q("latest_requests", URL, key.endpoint_id)
+    reqs = _latest_requests(URL, key.endpoint_id)
     if len(reqs):
         st.caption("Latest requests: " + " · ".join(md_text(
             f"{REQUEST_KINDS.get(r.kind, r.kind)} {r.status}"
@@ -204,10 +237,10 @@ def live_view() -> None:
 
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.heatmap_figure(_q("day_hour_heatmap", URL, key, start_ms, end_ms, tz), tz), key="probes_heat")
+        st.plotly_chart(charts.heatmap_figure(_day_hour_heatmap(URL, key, start_ms, end_ms, tz), tz), key="probes_heat")
     with right:
-        st.plotly_chart(charts.ecdf_figure(_q("ecdf_points", URL, key, start_ms, end_ms)), key="probes_ecdf")
-    st.plotly_chart(charts.phase_figure(_q("phase_breakdown", URL, key, start_ms, end_ms)), key="probes_phases")
+        st.plotly_chart(charts.ecdf_figure(_ecdf_points(URL, key, start_ms, end_ms)), key="probes_ecdf")
+    st.plotly_chart(charts.phase_figure(_phase_breakdown(URL, key, start_ms, end_ms)), key="probes_phases")
 
 
 live_view()

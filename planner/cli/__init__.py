@@ -1,7 +1,10 @@
 """`ttft-planner`: the command line over the planner library.
 
-Each module in this package defines `COMMANDS`, a list of click commands or
-groups; they are collected here, so adding a command means adding a module.
+Every command is listed once, in `REGISTRY` below: its name, the module and attribute that define it, and the one
+line `ttft-planner --help` shows. A command's module is imported only when that command runs (or its own --help is
+asked for), so `ttft-planner --help` imports none of them. Adding a command means adding its module and one line
+here; tests/planner/test_cli_registry.py fails when a module's `COMMANDS` is not listed or a line drifts from the
+command's own help.
 Usage errors (bad flags, bad values, a number that is not finite or out of range) exit with code 2;
 runtime failures exit 1. A database that is locked, full, read-only or unreachable is one line on
 stderr and exit 1 under every command, never a traceback.
@@ -10,24 +13,123 @@ stderr and exit 1 under every command, never a traceback.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from typing import NamedTuple
 
 import click
 
 from planner import __version__
-from planner.cli._common import bound_numeric_options, fail
-from planner.store.faults import describe, is_store_failure
 
-__all__ = ["cli", "main"]
+__all__ = ["REGISTRY", "Registered", "cli", "main"]
+
+
+class Registered(NamedTuple):
+    """Where a command lives and the line the root --help shows for it (`fixed`: shown whole, as its short_help)."""
+
+    module: str
+    attribute: str
+    summary: str
+    fixed: bool = False
+
+
+_C = "planner.cli"
+#: Every command of `ttft-planner`, by name.
+REGISTRY: dict[str, Registered] = {
+    "alerts": Registered(f"{_C}.alerts", "alerts",
+                         "SLO alerts: rules over the stored probe samples, evaluated by the worker, notified by "
+                         "webhook or e-mail."),
+    "budget": Registered(f"{_C}.budget", "budget", "Prefill budget = target − (queueing + cold start + network), "
+                         "and whether the p95 prompt fits."),
+    "calibrate": Registered(f"{_C}.calibrate", "calibrate",
+                            "Measure prefill (on the server's counted tokens), decode and effective parallelism; "
+                            "print a `dedicated:` spec."),
+    "cold-reading": Registered(f"{_C}.worker", "cold_reading",
+                               "Ask the worker for a cold reading of ENDPOINT: pause its probes, idle past the "
+                               "scale-down window, time one cold probe (503s and retries included) then one warm "
+                               "probe."),
+    "cost": Registered(f"{_C}._capacity.cost", "cost",
+                       "Serverless vs dedicated: break-even utilisation u* = dedicated $/h ÷ (blended $/token × "
+                       "capacity tokens/h)."),
+    "endpoints": Registered(f"{_C}.endpoints", "endpoints",
+                            "The endpoints the worker probes (name, URL, model, key env var, interval, …)."),
+    "gpu-fit": Registered(f"{_C}._capacity.gpufit", "gpu_fit",
+                          "Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.", fixed=True),
+    "logs": Registered(f"{_C}.logs", "logs",
+                       "Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."),
+    "prefill": Registered(f"{_C}._capacity.prefill", "prefill",
+                          "Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; "
+                          "or a measured slope."),
+    "probe": Registered(f"{_C}.probe", "probe",
+                        "Measure TTFT of a streaming endpoint: per sample and as p50 / p95 / max with n and failures."),
+    "regions": Registered(f"{_C}.rtt", "regions", "The region catalog (assets/regions.toml) and your own RTT targets."),
+    "report": Registered(f"{_C}.report", "report",
+                         "Compare endpoints side by side and write a report a buyer can forward."),
+    "rtt": Registered(f"{_C}.rtt", "rtt",
+                      "Round-trip time from this machine to regions: DNS (timed once), n TCP connects, TLS, one "
+                      "HTTPS TTFB."),
+    "serve": Registered(f"{_C}.worker", "serve",
+                        "Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them "
+                        "together."),
+    "simulate": Registered(f"{_C}.simulate", "simulate",
+                           "Serve a SIMULATED streaming LLM endpoint (OpenAI chat/completions and Anthropic Messages) "
+                           "for demos and tests."),
+    "sweep": Registered(f"{_C}.sweep", "sweep",
+                        "TTFT p50/p95/p99 of an endpoint at a list of loads, and the knee where p95 leaves a target."),
+    "warm-pool": Registered(f"{_C}._capacity.warmpool", "warm_pool",
+                            "Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for "
+                            "a target."),
+    "weights": Registered(f"{_C}._capacity.weights", "weights",
+                          "Weight-load projection (segment 2 for scale-to-zero): checkpoint GB = params × bytes/param; "
+                          "time = GB ÷ rate."),
+    "whatif": Registered(f"{_C}.whatif", "whatif",
+                         "Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate "
+                         "deployment."),
+    "worker": Registered(f"{_C}.worker", "worker",
+                         "Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT."),
+    "worksheets": Registered(f"{_C}.worksheets", "worksheets",
+                             "Saved worksheets (made on the dashboard's Worksheet page)."),
+}
 
 
 class _Cli(click.Group):
-    """The root group: turns a store failure anywhere below into `error: <one sentence>` and exit 1."""
+    """The root group: commands load from REGISTRY on first use; a store failure anywhere below becomes
+    `error: <one sentence>` and exit 1."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(REGISTRY)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            entry = REGISTRY.get(cmd_name)
+            if entry is None:
+                return None
+            from planner.cli._common import bound_numeric_options
+
+            command = getattr(importlib.import_module(entry.module), entry.attribute)
+            bound_numeric_options(command)
+            self.add_command(command, cmd_name)
+        return self.commands[cmd_name]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from REGISTRY's summaries, laid out as click lays it out, without importing a command."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for n in names:
+            entry = REGISTRY[n]
+            stand_in = click.Command(n, help=entry.summary, short_help=entry.summary if entry.fixed else None)
+            rows.append((n, stand_in.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except Exception as exc:  # noqa: BLE001 - only store failures are handled; the rest re-raise unchanged
+            from planner.cli._common import fail
+            from planner.store.faults import describe, is_store_failure
+
             if not is_store_failure(exc):
                 raise
             fail(describe(exc))
@@ -45,19 +147,6 @@ def cli() -> None:
     The database is SQLite under $TTFT_PLANNER_DATA_DIR by default;
     set TTFT_PLANNER_DATABASE_URL=postgresql+psycopg://… for PostgreSQL.
     """
-
-
-def _register() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-    bound_numeric_options(cli)
-
-
-_register()
 
 
 def main() -> None:

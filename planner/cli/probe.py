@@ -187,13 +187,16 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
     if not any(s.ok for s in samples):
         sys_exit = 1
         if not as_json:
-            click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({ERROR_CLASSES.get(k, '')})"
-                                                                   for k in sorted({str(s.error_class) for s in samples})), err=True)
+            described = {str(c): d for c, d in ERROR_CLASSES.items()}
+            classes = sorted({str(s.error_class) for s in samples})
+            click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({described.get(k, '')})" for k in classes),
+                       err=True)
         raise SystemExit(sys_exit)
 
 
 def _store(engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None) -> int:
-    from planner.store.probes import get_or_create_manual_endpoint, insert_samples
+    from planner.samples import SampleKind
+    from planner.store.probes import get_or_create_manual_endpoint, insert_samples, sample_row
 
     try:
         ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)
@@ -206,7 +209,7 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
             # idle gap: from the end of the previous sample to this one's start (None for the first)
             gap: float | None = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
             prev = s
-            rows.append(s.to_row(ep.id, vantage, "manual", slot, idle_gap_ms=gap))
+            rows.append(sample_row(s, ep.id, vantage, SampleKind.MANUAL, slot, idle_gap_ms=gap))
         return insert_samples(engine, rows)
     except Exception as exc:  # noqa: BLE001 - the measurements were printed; say why they were not stored
         fail(f"samples were measured but not stored: {type(exc).__name__}: {str(exc).splitlines()[0]}")

@@ -15,7 +15,7 @@ from planner.store.rtt import (
     TargetExists,
     TargetNotFound,
     add_target,
-    insert_samples,
+    insert_rtt_samples,
     list_targets,
     remove_target,
 )
@@ -97,7 +97,7 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
     results = probe_rtt_many(list(dict.fromkeys(pairs)), n=n, vantage=vantage, timeout_s=timeout_s, proxy=proxy,
                              concurrency=concurrency)
     if store and engine is not None:
-        insert_samples(engine, [rec for r in results for rec in r.records()])
+        insert_rtt_samples(engine, [rec for r in results for rec in r.records()])
     if as_json:
         echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
                    "error_classes": RTT_ERROR_CLASSES})

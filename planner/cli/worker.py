@@ -17,11 +17,11 @@ import click
 from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli.probe import _loop_factory
+from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
+from planner.store import leases as lease
 from planner.store.engine import StoreError
 from planner.store.worker import create_request, get_request
-from planner.worker import lease
-from planner.worker.cold import ColdReadingError, idle_seconds_for
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "demo_simulator_config"]
@@ -79,7 +79,7 @@ def _worker_options(f):
 def worker(vantage, lease_ttl_s, probe_processes, retention_days, simulator, verbose, database_url) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
-    The only writer of probe rows. Slots it cannot run are stored as skipped, never
+    It writes every probe row of a registered endpoint. Slots it cannot run are stored as skipped, never
     back-filled; a restart after a crash neither loses nor duplicates stored samples.
     """
     _logging(verbose)
@@ -121,7 +121,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
         raise click.BadParameter(str(exc), param_hint="--idle") from None
     vantage = ep.vantage if vantage is None else vantage
     now = int(time.time() * 1000)
-    live = [r for r in lease.current(engine) if r["expires_at_ms"] > now and (not vantage or r["vantage"] == vantage)]
+    live = lease.live_leases(lease.current(engine), now, vantage or None)
     if not live:
         click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
                    "the reading starts when one does (ttft-planner worker)", err=True)

@@ -19,9 +19,9 @@ import pandas as pd
 
 from planner.budget import SEGMENTS, BudgetResult, Worksheet, compute_worksheet, verdict_text
 from planner.compare.data import ColdReading, EndpointInfo, RttFigure
-from planner.probe_analysis import Queueing, queueing_segment
 from planner.provenance import Figure, Source
 from planner.samples import MEASURED_KINDS
+from planner.segment_figures import Queueing, queueing_segment
 from planner.stats import Percentile, percentile, summarize
 
 __all__ = [
@@ -174,7 +174,7 @@ def hourly_profile(df: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
 
 
 def queue_excess_ms(hourly: pd.DataFrame) -> float | None:
-    """Segment 1 for one endpoint's hourly rows (planner.probe_analysis.queueing_segment: the worst hour's p95 −
+    """Segment 1 for one endpoint's hourly rows (planner.segment_figures.queueing_segment: the worst hour's p95 −
     the quietest other hour's p50, over hours with n ≥ 20); None when fewer than two hours have n ≥ 20."""
     return queueing_segment(hourly).value_ms
 

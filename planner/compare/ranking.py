@@ -23,7 +23,8 @@ from planner.compare.metrics import EndpointMetrics
 from planner.compare.stats import Bootstraps, Difference
 from planner.stats import min_n_for
 
-__all__ = ["LEVEL_LABELS", "RANKING_RULE", "Ranked", "TARGETS_RULE", "decision_table", "pairwise", "rank",
+__all__ = ["LEVEL_LABELS", "RANKING_RULE", "Ranked", "TARGETS_RULE", "decision_levels", "decision_table", "pairwise",
+           "rank",
            "verdict_cell"]
 
 RANKING_RULE = (f"Ranked by measured TTFT p95, lower first. An endpoint whose p95 rests on fewer than "
@@ -76,10 +77,27 @@ def pairwise(names: Sequence[str], boots: Bootstraps) -> list[Difference]:
     return [boots.difference(a, b) for a, b in combinations(names, 2)]
 
 
+def verdict_column(label: str, target_ms: float) -> str:
+    """The decision table's column for one interaction type: '<label> (<target> ms)'."""
+    return f"{label} ({target_ms:,.0f} ms)"
+
+
+def cell_level(level: str, goodput_fraction: float | None) -> str:
+    """The level a decision cell shows: the verdict's, or "no data" when there are no samples to judge."""
+    return "no data" if level == "no data" or goodput_fraction is None else level
+
+
+def decision_levels(ranked: Sequence[Ranked]) -> pd.DataFrame:
+    """The level code (a LEVEL_LABELS key) behind each verdict cell of decision_table(ranked): same rows, the
+    verdict columns only — for colouring cells without reading their text back."""
+    return pd.DataFrame([{verdict_column(v.label, v.target_ms): cell_level(v.level, v.goodput_fraction)
+                          for v in r.metrics.verdicts} for r in ranked])
+
+
 def verdict_cell(level: str, goodput_fraction: float | None, deciding_label: str) -> str:
     """'OK · 97% within target · decided by Network / first-token delivery'; 'No data' without samples."""
     head = LEVEL_LABELS.get(level, level)
-    if level == "no data" or goodput_fraction is None:
+    if cell_level(level, goodput_fraction) == "no data":
         return "No data · no samples in this window"
     good = f"{goodput_fraction:.0%} within target"
     return f"{head} · {good}" + (f" · decided by {deciding_label}" if deciding_label else " · a segment is not measured")
@@ -115,7 +133,7 @@ def decision_table(ranked: Sequence[Ranked]) -> pd.DataFrame:
             "targets_met": f"{r.targets_met} of {len(m.verdicts)}" if m.n_ok else None,
         }
         for v in m.verdicts:
-            row[f"{v.label} ({v.target_ms:,.0f} ms)"] = verdict_cell(v.level, v.goodput_fraction, v.deciding_label)
+            row[verdict_column(v.label, v.target_ms)] = verdict_cell(v.level, v.goodput_fraction, v.deciding_label)
         row["monthly_cost_usd"] = m.monthly_cost_usd
         row["vs_leader"] = _vs_leader(r)
         rows.append(row)

@@ -92,7 +92,7 @@ class Difference:
 
     verdict: "<a> is faster", "<b> is faster" (the whole interval beyond ±margin_ms), EQUIVALENT (the whole
     interval inside ±margin_ms), CANNOT_TELL (it straddles the margin), or "too few samples" (either side below
-    the percentile's minimum n).
+    the percentile's minimum n). faster: the name of the faster endpoint when the data tell them apart, else None.
     """
 
     a: str
@@ -106,10 +106,12 @@ class Difference:
     confidence: float
     verdict: str
     margin_ms: float | None = None
+    faster: str | None = None
 
     @property
     def distinguishable(self) -> bool:
-        return self.verdict.endswith(" is faster")
+        """True when the whole interval lies beyond the margin: one endpoint is faster (`faster` names it)."""
+        return self.faster is not None
 
     @property
     def equivalent(self) -> bool:
@@ -210,17 +212,20 @@ def _difference(a: str, b: str, xa: np.ndarray, xb: np.ndarray, boot_a: np.ndarr
     point = pb - pa
     low, high = _ends(boot_b - boot_a, confidence)
     m = margin.of(pa, pb)
+    faster = None
     if min(len(xa), len(xb)) < min_n_for(p):
         verdict = TOO_FEW
     elif -m <= low and high <= m:
         verdict = EQUIVALENT
     elif low > m:
-        verdict = f"{a} is faster"
+        faster = a
     elif high < -m:
-        verdict = f"{b} is faster"
+        faster = b
     else:
         verdict = CANNOT_TELL
-    return Difference(a, b, p, point, low, high, len(xa), len(xb), confidence, verdict, m)
+    if faster is not None:
+        verdict = f"{faster} is faster"
+    return Difference(a, b, p, point, low, high, len(xa), len(xb), confidence, verdict, m, faster)
 
 
 def bootstrap_percentile(

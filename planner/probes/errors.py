@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import email.utils
 from datetime import UTC, datetime
+from enum import StrEnum
 
 from planner.untrusted import mask_secret
 
 __all__ = [
     "ERROR_CLASSES",
+    "RTT_ERROR_CLASSES",
+    "ErrorClass",
     "RETRYABLE_CLASSES",
     "MissingApiKey",
     "ProbeFault",
@@ -29,26 +32,71 @@ __all__ = [
 
 _BACKOFF_BASE_S = 0.5
 
-#: Every error class a sample can carry, with a one-line meaning (used in --help and the UI).
-ERROR_CLASSES: dict[str, str] = {
-    "refused": "could not open a TCP connection (refused or unreachable)",
-    "dns": "the host name did not resolve",
-    "connect_timeout": "no connection within the timeout",
-    "read_timeout": "the server stopped sending (before headers or mid-stream) for longer than the timeout",
-    "tls": "TLS handshake or certificate failure",
-    "auth": "401/403: the key is missing, wrong or not allowed (not retried)",
-    "not_found": "404: wrong URL or unknown model",
-    "rate_limited": "429 after all retries",
-    "server_error": "5xx (after all retries) or an error event inside the stream",
-    "no_content": "the stream ended without a single token",
-    "disconnect": "the connection closed in the middle of the stream",
-    "bad_json": "an SSE event's data was not valid JSON",
-    "not_sse": "the response was not an event stream (streaming ignored or an HTML/JSON body)",
-    "http_error": "any other non-2xx status or HTTP protocol error",
+class ErrorClass(StrEnum):
+    """Why a probe failed: one vocabulary for TTFT samples and RTT results (the stored value is the member's value;
+    the two probes grew different spellings, kept as stored)."""
+
+    REFUSED = "refused"
+    DNS = "dns"
+    CONNECT_TIMEOUT = "connect_timeout"
+    READ_TIMEOUT = "read_timeout"
+    TLS = "tls"
+    AUTH = "auth"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    NO_CONTENT = "no_content"
+    DISCONNECT = "disconnect"
+    BAD_JSON = "bad_json"
+    NOT_SSE = "not_sse"
+    HTTP_ERROR = "http_error"
+    SKIPPED = "skipped"  # a schedule slot the worker did not run (kind='skipped')
+    BAD_TARGET = "bad-target"
+    UNRESOLVABLE = "unresolvable"
+    BLOCKED_PORT = "blocked-port"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    HTTP = "http"
+    PROXY = "proxy"
+    ERROR = "error"
+
+
+_E = ErrorClass
+#: Every error class a TTFT sample can carry, with a one-line meaning (used in --help and the UI).
+ERROR_CLASSES: dict[ErrorClass, str] = {
+    _E.REFUSED: "could not open a TCP connection (refused or unreachable)",
+    _E.DNS: "the host name did not resolve",
+    _E.CONNECT_TIMEOUT: "no connection within the timeout",
+    _E.READ_TIMEOUT: "the server stopped sending (before headers or mid-stream) for longer than the timeout",
+    _E.TLS: "TLS handshake or certificate failure",
+    _E.AUTH: "401/403: the key is missing, wrong or not allowed (not retried)",
+    _E.NOT_FOUND: "404: wrong URL or unknown model",
+    _E.RATE_LIMITED: "429 after all retries",
+    _E.SERVER_ERROR: "5xx (after all retries) or an error event inside the stream",
+    _E.NO_CONTENT: "the stream ended without a single token",
+    _E.DISCONNECT: "the connection closed in the middle of the stream",
+    _E.BAD_JSON: "an SSE event's data was not valid JSON",
+    _E.NOT_SSE: "the response was not an event stream (streaming ignored or an HTML/JSON body)",
+    _E.HTTP_ERROR: "any other non-2xx status or HTTP protocol error",
+}
+
+#: Each failure class an RTT result can carry, with what it means for the user.
+RTT_ERROR_CLASSES: dict[ErrorClass, str] = {
+    _E.BAD_TARGET: "the target is not a valid URL or host:port",
+    _E.UNRESOLVABLE: "the host name did not resolve (DNS)",
+    _E.REFUSED: "the host answered with a TCP reset: nothing listens on that port",
+    _E.BLOCKED_PORT: "no answer to the TCP SYN within the timeout, or a firewall rejected it: the port is filtered or "
+                     "the host is down",
+    _E.UNREACHABLE: "no route to the host or network",
+    _E.TIMEOUT: "connected, but the TLS handshake or the HTTP response did not arrive within the timeout",
+    _E.TLS: "TLS handshake or certificate failure",
+    _E.HTTP: "the server did not answer with HTTP",
+    _E.PROXY: "the proxy refused or failed the CONNECT tunnel",
+    _E.ERROR: "another socket error",
 }
 
 #: Classes worth another attempt (with Retry-After or exponential backoff).
-RETRYABLE_CLASSES = frozenset({"rate_limited", "server_error"})
+RETRYABLE_CLASSES = frozenset({ErrorClass.RATE_LIMITED, ErrorClass.SERVER_ERROR})
 
 
 class MissingApiKey(Exception):
@@ -85,17 +133,17 @@ def scrub(text: str, secret: str | None, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def class_for_status(status: int) -> str:
+def class_for_status(status: int) -> ErrorClass:
     """The error class of an HTTP error status (401/403 auth, 404 not_found, 429 rate_limited, 5xx server_error)."""
     if status in (401, 403):
-        return "auth"
+        return ErrorClass.AUTH
     if status == 404:
-        return "not_found"
+        return ErrorClass.NOT_FOUND
     if status == 429:
-        return "rate_limited"
+        return ErrorClass.RATE_LIMITED
     if status >= 500:
-        return "server_error"
-    return "http_error"
+        return ErrorClass.SERVER_ERROR
+    return ErrorClass.HTTP_ERROR
 
 
 def backoff_s(attempt: int) -> float:

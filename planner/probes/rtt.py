@@ -31,12 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from sqlalchemy.engine import Engine
-
 from planner import settings
+from planner.probes.errors import RTT_ERROR_CLASSES
+from planner.probes.errors import ErrorClass as _E
+from planner.probes.rtt_record import SampleRecord
 from planner.regions import CatalogError, RttAddress, parse_target
 from planner.stats import percentile
-from planner.store.rtt import SampleRecord, insert_samples
 from planner.urls import redact_url
 
 __all__ = [
@@ -48,33 +48,16 @@ __all__ = [
     "probe_rtt",
     "probe_rtt_many",
     "probe_rtt_target",
-    "run_scheduled_rtt",
     "rtt_stats",
 ]
 
-#: Each failure class an RTT result can carry, with what it means for the user.
-RTT_ERROR_CLASSES: dict[str, str] = {
-    "bad-target": "the target is not a valid URL or host:port",
-    "unresolvable": "the host name did not resolve (DNS)",
-    "refused": "the host answered with a TCP reset: nothing listens on that port",
-    "blocked-port": "no answer to the TCP SYN within the timeout, or a firewall rejected it: the port is filtered or the host is down",
-    "unreachable": "no route to the host or network",
-    "timeout": "connected, but the TLS handshake or the HTTP response did not arrive within the timeout",
-    "tls": "TLS handshake or certificate failure",
-    "http": "the server did not answer with HTTP",
-    "proxy": "the proxy refused or failed the CONNECT tunnel",
-    "error": "another socket error",
-}
-
 _USER_AGENT = "ttft-planner-rtt/0.1"
 VANTAGE_ENV = settings.VANTAGE.name
-
 
 def default_vantage() -> str:
     """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else "" — the one default vantage, the same
     the worker uses, so the same server never shows up as two vantages (its host name and "")."""
     return settings.VANTAGE.raw() or ""
-
 
 @dataclass(frozen=True)
 class RttStats:
@@ -95,13 +78,11 @@ class RttStats:
     def p90_reliable(self) -> bool:
         return percentile([0.0] * self.n, 0.9).reliable
 
-
 def rtt_stats(values_ms: Iterable[float]) -> RttStats:
     """min / median / p90 (nearest rank) and n of RTT values in ms (None/NaN dropped)."""
     vals = [float(v) for v in values_ms if v is not None and v == v]
     p50, p90 = percentile(vals, 0.5), percentile(vals, 0.9)
     return RttStats(n=len(vals), min_ms=min(vals) if vals else None, median_ms=p50.value, p90_ms=p90.value)
-
 
 @dataclass
 class RttResult:
@@ -167,33 +148,28 @@ class RttResult:
             "error_detail": self.error_detail, "notes": self.notes, "started_at_ms": self.started_at_ms,
         }
 
-
 class _Fail(Exception):
     def __init__(self, error_class: str, phase: str, detail: str) -> None:
         super().__init__(detail)
         self.error_class, self.phase, self.detail = error_class, phase, detail
 
-
 def _ms_since(t0_ns: int) -> float:
     return (time.perf_counter_ns() - t0_ns) / 1e6
-
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
-
 def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return _Fail("blocked-port", "tcp-connect",
+        return _Fail(_E.BLOCKED_PORT, "tcp-connect",
                      f"no answer to TCP SYN from {where} within {timeout_s:g} s: a firewall drops the port, or the host is down")
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
-        return _Fail("refused", "tcp-connect", f"{where} refused the connection: nothing listens on that port")
+        return _Fail(_E.REFUSED, "tcp-connect", f"{where} refused the connection: nothing listens on that port")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return _Fail("blocked-port", "tcp-connect", f"a firewall rejected the connection to {where} ({exc.strerror})")
+        return _Fail(_E.BLOCKED_PORT, "tcp-connect", f"a firewall rejected the connection to {where} ({exc.strerror})")
     if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL):
-        return _Fail("unreachable", "tcp-connect", f"no route to {where} ({exc.strerror})")
-    return _Fail("error", "tcp-connect", f"connecting to {where}: {exc}")
-
+        return _Fail(_E.UNREACHABLE, "tcp-connect", f"no route to {where} ({exc.strerror})")
+    return _Fail(_E.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
 
 def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]:
     """(sockaddr, family, dns_ms); raises _Fail('unresolvable')."""
@@ -201,13 +177,13 @@ def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise _Fail("unresolvable", "dns", f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}") from None
+        raise _Fail(_E.UNRESOLVABLE, "dns",
+                    f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}") from None
     dns_ms = _ms_since(t0)
     if not infos:
-        raise _Fail("unresolvable", "dns", f"{host!r} resolved to no address")
+        raise _Fail(_E.UNRESOLVABLE, "dns", f"{host!r} resolved to no address")
     family, _, _, _, sockaddr = infos[0]
     return sockaddr, family, dns_ms
-
 
 def _connect(sockaddr: tuple, family: int, timeout_s: float, where: str) -> tuple[socket.socket, float]:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -221,7 +197,6 @@ def _connect(sockaddr: tuple, family: int, timeout_s: float, where: str) -> tupl
         raise _classify_connect(exc, where, timeout_s) from None
     return sock, _ms_since(t0)
 
-
 def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout_s: float) -> None:
     req = (f"CONNECT {target.host}:{target.port} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
            f"User-Agent: {_USER_AGENT}\r\n\r\n").encode()
@@ -234,14 +209,14 @@ def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout
                 break
             buf += chunk
     except TimeoutError:
-        raise _Fail("proxy", "proxy", f"proxy {proxy} did not answer CONNECT within {timeout_s:g} s") from None
+        raise _Fail(_E.PROXY, "proxy", f"proxy {proxy} did not answer CONNECT within {timeout_s:g} s") from None
     except OSError as exc:
-        raise _Fail("proxy", "proxy", f"proxy {proxy} failed: {exc}") from None
+        raise _Fail(_E.PROXY, "proxy", f"proxy {proxy} failed: {exc}") from None
     status = buf.split(b"\r\n", 1)[0].decode("latin-1", "replace")
     parts = status.split()
     if len(parts) < 2 or parts[1] != "200":
-        raise _Fail("proxy", "proxy", f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}")
-
+        raise _Fail(_E.PROXY, "proxy",
+                    f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}")
 
 def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s: float) -> tuple[ssl.SSLSocket, float, str]:
     tls = ctx.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
@@ -250,15 +225,16 @@ def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s
         tls.do_handshake()
     except TimeoutError:
         tls.close()
-        raise _Fail("timeout", "tls", f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
+        raise _Fail(_E.TIMEOUT, "tls",
+                    f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
     except ssl.SSLCertVerificationError as exc:
         tls.close()
-        raise _Fail("tls", "tls", f"certificate of {target.host} failed verification: {exc.verify_message or exc}") from None
+        raise _Fail(_E.TLS, "tls",
+                    f"certificate of {target.host} failed verification: {exc.verify_message or exc}") from None
     except (ssl.SSLError, ConnectionError, OSError) as exc:
         tls.close()
-        raise _Fail("tls", "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
+        raise _Fail(_E.TLS, "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
     return tls, _ms_since(t0), tls.version() or ""
-
 
 def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[float, int | None]:
     host = f"[{target.host}]" if ":" in target.host else target.host
@@ -272,29 +248,27 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
         first = sock.recv(1)
         ttfb = _ms_since(t0)
         if not first:
-            raise _Fail("http", "https-ttfb", f"{target} closed the connection without answering the request")
+            raise _Fail(_E.HTTP, "https-ttfb", f"{target} closed the connection without answering the request")
         head = first + sock.recv(64)
     except TimeoutError:
-        raise _Fail("timeout", "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
+        raise _Fail(_E.TIMEOUT, "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
     except ssl.SSLError as exc:
-        raise _Fail("tls", "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None
+        raise _Fail(_E.TLS, "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None
     except OSError as exc:
-        raise _Fail("http", "https-ttfb", f"connection to {target} failed during the request: {exc}") from None
+        raise _Fail(_E.HTTP, "https-ttfb", f"connection to {target} failed during the request: {exc}") from None
     if not head.startswith(b"HTTP/"):
-        raise _Fail("http", "https-ttfb", f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
+        raise _Fail(_E.HTTP, "https-ttfb", f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
     try:
         status = int(head.split(b" ", 2)[1])
     except (IndexError, ValueError):
         status = None
     return ttfb, status
 
-
 def _proxy_addr(proxy: str) -> tuple[str, int]:
     parts = urlsplit(proxy)
     if parts.scheme != "http" or not parts.hostname:
         raise CatalogError(f"proxy {redact_url(proxy)!r}: give an http://host:port proxy URL (CONNECT tunnels)")
     return parts.hostname, parts.port or 8080
-
 
 def probe_rtt_target(
     target: str | RttAddress,
@@ -324,7 +298,7 @@ def probe_rtt_target(
     try:
         pt = target if isinstance(target, RttAddress) else parse_target(target)
     except CatalogError as exc:
-        res.error_class, res.error_phase, res.error_detail = "bad-target", "dns", str(exc)
+        res.error_class, res.error_phase, res.error_detail = _E.BAD_TARGET, "dns", str(exc)
         return res
     res.target = str(pt)
     if proxy is None and any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
@@ -334,7 +308,7 @@ def probe_rtt_target(
             try:
                 phost, pport = _proxy_addr(proxy)
             except CatalogError as exc:
-                raise _Fail("proxy", "proxy", str(exc)) from None
+                raise _Fail(_E.PROXY, "proxy", str(exc)) from None
             res.proxy = f"http://{phost}:{pport}"
             res.notes.append(f"TCP connect figures are to the proxy {res.proxy}, not to {pt.host}")
             sockaddr, family, res.dns_ms = _resolve(phost, pport, timeout_s)
@@ -368,7 +342,6 @@ def probe_rtt_target(
         res.error_class, res.error_phase, res.error_detail = f.error_class, f.phase, f.detail
     return res
 
-
 def probe_rtt_many(
     targets: Sequence[tuple[str, str]],
     *,
@@ -397,20 +370,6 @@ def probe_rtt_many(
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(targets))), thread_name_prefix="rtt") as pool:
         return list(pool.map(one, targets))
 
-
 async def probe_rtt(target: str, **kwargs) -> RttResult:
     """Async wrapper of probe_rtt_target (runs it in a thread); same arguments and result."""
     return await asyncio.to_thread(probe_rtt_target, target, **kwargs)
-
-
-async def run_scheduled_rtt(engine: Engine, target_row, vantage: str, *, n: int = 10, timeout_s: float = 3.0) -> None:
-    """Measure one stored target (a planner.store.rtt.RttTargetRow) and store its samples with `vantage`.
-
-    Called by the worker for each due row of scheduled_rtt_targets(). Network failures are stored as
-    sample rows with an error class; only database errors propagate.
-    """
-    result = await asyncio.to_thread(
-        probe_rtt_target, target_row.target, region_id=target_row.region_id, n=n, vantage=vantage, timeout_s=timeout_s,
-    )
-    await asyncio.to_thread(insert_samples, engine, result.records())
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from planner.store.rtt import SampleRecord
+from planner.probes.rtt_record import SampleRecord
 
 __all__ = ["BROWSER_METHODS", "records_from_browser"]
 

@@ -27,8 +27,8 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import httpx
 
@@ -54,9 +54,6 @@ from planner.probes.protocols import (
 )
 from planner.probes.sse import SseLineTooLong
 from planner.secrets_file import lookup_key
-
-if TYPE_CHECKING:
-    from planner.store.probes import ProbeSampleRow
 
 __all__ = [
     "MissingApiKey",
@@ -112,7 +109,9 @@ class ProbeTarget:
 
 @dataclass
 class TtftSample:
-    """One probe outcome; field names equal ProbeSampleRow's measurement columns (times in ms)."""
+    """One probe outcome; field names equal ProbeSampleRow's measurement columns (times in ms).
+
+    planner.store.probes.sample_row turns it into a stored row (the probe never imports the store)."""
 
     started_at_ms: int
     ok: bool = False
@@ -146,18 +145,6 @@ class TtftSample:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready)."""
         return asdict(self)
-
-    def to_row(self, endpoint_id: int, vantage: str, kind: str, scheduled_at_ms: int, idle_gap_ms: float | None = None) -> ProbeSampleRow:
-        """A ProbeSampleRow for the store; `kind` is one of SAMPLE_KINDS (scheduled, manual, cold, warm, skipped)."""
-        from planner.store.probes import SAMPLE_KINDS, ProbeSampleRow
-
-        if kind not in SAMPLE_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(SAMPLE_KINDS)}, got {kind!r}")
-        return ProbeSampleRow(
-            endpoint_id=endpoint_id, vantage=vantage, kind=kind, scheduled_at_ms=int(scheduled_at_ms),
-            idle_gap_ms=idle_gap_ms,
-            **{f.name: getattr(self, f.name) for f in fields(self) if f.name in ProbeSampleRow.model_fields},
-        )
 
 
 def resolve_api_key(target: ProbeTarget, secrets: Mapping[str, str] | None = None) -> str | None:

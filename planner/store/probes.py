@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import fields
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,7 +18,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, select
 
+from planner.samples import SampleKind
 from planner.store.engine import session
+
+if TYPE_CHECKING:
+    from planner.probes.ttft import TtftSample
 
 __all__ = [
     "EndpointRow",
@@ -25,11 +31,11 @@ __all__ = [
     "SAMPLE_KINDS",
     "get_or_create_manual_endpoint",
     "insert_samples",
+    "sample_row",
 ]
 
-# scheduled: the worker's regular probe; manual: `probe --store` or "probe now";
-# cold / warm: the two halves of a cold reading; skipped: a slot the worker could not run.
-SAMPLE_KINDS = ("scheduled", "manual", "cold", "warm", "skipped")
+#: The stored values of SampleKind (planner.samples), for messages and checks.
+SAMPLE_KINDS: tuple[str, ...] = tuple(k.value for k in SampleKind)
 
 
 class EndpointRow(SQLModel, table=True):
@@ -100,6 +106,21 @@ class ProbeSampleRow(SQLModel, table=True):
     idle_gap_ms: float | None = None
     buffered: bool = False
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
+
+
+def sample_row(sample: TtftSample, endpoint_id: int, vantage: str, kind: SampleKind | str, scheduled_at_ms: int,
+               idle_gap_ms: float | None = None) -> ProbeSampleRow:
+    """The probe_sample row of one probe outcome (a planner.probes.ttft.TtftSample) for `endpoint_id`.
+
+    Raises ValueError when `kind` is not a SampleKind value.
+    """
+    try:
+        kind = SampleKind(kind)
+    except ValueError:
+        raise ValueError(f"kind must be one of {', '.join(SAMPLE_KINDS)}, got {kind!r}") from None
+    return ProbeSampleRow(endpoint_id=endpoint_id, vantage=vantage, kind=kind.value,
+                          scheduled_at_ms=int(scheduled_at_ms),
+                          idle_gap_ms=idle_gap_ms, **{f.name: getattr(sample, f.name) for f in fields(sample)})
 
 
 #: provider label of the endpoints `probe --store` creates (disabled: the worker never schedules them).

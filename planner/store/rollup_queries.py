@@ -1,6 +1,6 @@
 """Probes-page queries over raw samples AND the hourly rollups that retention leaves behind.
 
-After `planner.worker.retention.apply_retention` a series keeps raw samples for the last
+After `planner.store.rollups.apply_retention` a series keeps raw samples for the last
 `retention_days` only; every older sample lives, exactly once, in a `probe_rollup` row (one per
 endpoint, vantage and UTC hour: counts plus a log-spaced TTFT histogram). A date range that reaches
 back past the oldest raw sample therefore has two parts, and these queries merge them:
@@ -41,8 +41,8 @@ from planner.stats import min_n_for
 from planner.store import probe_queries as pq
 from planner.store.probe_queries import _ATTEMPT, _OK, _RANGE, HOUR_MS, SeriesKey, _offset_sql, _params
 from planner.store.probes import ProbeSampleRow
+from planner.store.rollups import bucket_upper_ms
 from planner.store.worker import ProbeRollupRow
-from planner.worker.retention import bucket_upper_ms
 
 __all__ = [
     "ROLLUP_BOUND",

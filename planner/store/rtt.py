@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 import sqlalchemy as sa
@@ -19,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, select
 
+from planner.probes.rtt_record import SampleRecord
 from planner.regions import check_rtt_interval_s
 from planner.stats import percentile
 from planner.store.engine import session
@@ -35,7 +35,7 @@ __all__ = [
     "TargetNotFound",
     "add_target",
     "get_target",
-    "insert_samples",
+    "insert_rtt_samples",
     "list_targets",
     "load_samples",
     "remove_target",
@@ -104,24 +104,6 @@ class RttSampleRow(SQLModel, table=True):
     remote_ip: str | None = Field(default=None, max_length=64)
     proxy: str | None = Field(default=None, max_length=200)  # set when the figure is to a proxy
     measured_at_ms: int = Field(sa_type=sa.BigInteger)
-
-
-@dataclass(frozen=True)
-class SampleRecord:
-    """A sample before it is stored (what probes and the browser component produce)."""
-
-    region_id: str
-    target: str
-    side: str
-    method: str
-    rtt_ms: float | None
-    measured_at_ms: int
-    vantage: str = ""
-    run_id: str = ""
-    error_class: str | None = None
-    error_detail: str | None = None
-    remote_ip: str | None = None
-    proxy: str | None = None
 
 
 class TargetExists(ValueError):
@@ -238,7 +220,7 @@ def scheduled_rtt_targets(engine: Engine, vantage: str | None = None) -> list[Rt
         return list(s.exec(stmt).all())
 
 
-def insert_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
+def insert_rtt_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
     """Store samples in one transaction; returns how many. Raises ValueError on an unknown side or method."""
     rows = []
     for r in samples:

@@ -1,36 +1,93 @@
 """Worker tables: per-vantage leases, endpoint status, dashboard→worker requests, cold readings, hourly rollups.
 
-The worker is the only writer of probe rows (DESIGN §2). The dashboard talks to
+The worker writes the probe rows of registered endpoints (DESIGN §2). The dashboard talks to
 it through `probe_request` ("probe now", "cold reading"); the worker reports
 back through `endpoint_status` and `cold_reading`. `worker_lease` keeps two
 workers of one vantage from probing the same endpoints; its expiry lets a
 successor take over when the holder dies. `probe_rollup` keeps, per endpoint,
 vantage and UTC hour, a log-spaced histogram from which percentiles can still
-be read after the raw samples are gone (planner.worker.retention).
+be read after the raw samples are gone (planner.store.rollups).
 """
 
 from __future__ import annotations
 
 import time
+from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, SQLModel
+
+from planner.samples import SampleKind
+from planner.store.engine import StoreError, redacted
+from planner.store.probes import EndpointRow, ProbeSampleRow
 
 __all__ = [
     "ColdReadingRow",
+    "ColdState",
+    "EndpointState",
     "EndpointStatusRow",
     "ProbeRequestRow",
     "ProbeRollupRow",
     "REQUEST_KINDS",
+    "RequestKind",
+    "RequestStatus",
     "WorkerLeaseRow",
+    "check_writable",
+    "claim_requests",
     "create_request",
     "endpoint_statuses",
+    "finish_request",
     "get_request",
+    "insert_cold_reading",
+    "last_slots",
+    "missing_endpoints",
+    "update_cold_reading",
+    "upsert_statuses",
+    "wal_checkpoint",
 ]
 
-# probe_now: one manual probe (kind='manual'); cold_reading: the cold-reading state machine.
-REQUEST_KINDS = ("probe_now", "cold_reading")
+
+class RequestKind(StrEnum):
+    """What a probe_request asks the worker for."""
+
+    PROBE_NOW = "probe_now"  # one manual probe (a kind='manual' sample)
+    COLD_READING = "cold_reading"  # the cold-reading state machine (planner.worker.cold)
+
+
+class RequestStatus(StrEnum):
+    """A probe_request's progress: pending → running → done | failed."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class EndpointState(StrEnum):
+    """What the worker of a vantage last knew about an endpoint (endpoint_status.state)."""
+
+    OK = "ok"
+    FAILING = "failing"  # the last probe failed (consecutive_failures counts them)
+    KEY_MISSING = "key missing"  # its API key variable is set nowhere
+    PAUSED = "paused"  # a cold reading is idling it
+    ERROR = "error"  # its stored settings cannot be probed (detail says why)
+
+
+class ColdState(StrEnum):
+    """A cold reading's progress: idle → cold → done | failed (planner.worker.cold)."""
+
+    IDLE = "idle"
+    COLD = "cold"
+    WARM = "warm"
+    DONE = "done"
+    FAILED = "failed"
+
+
+#: The stored values of RequestKind.
+REQUEST_KINDS: tuple[str, ...] = tuple(k.value for k in RequestKind)
 
 
 class WorkerLeaseRow(SQLModel, table=True):
@@ -119,7 +176,7 @@ class ProbeRollupRow(SQLModel, table=True):
     ttft_min_ms: float | None = None
     ttft_max_ms: float | None = None
     ttft_sum_ms: float = 0.0
-    hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.worker.retention
+    hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.store.rollups
 
 
 def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str = "", idle_s: float | None = None) -> int:
@@ -133,8 +190,9 @@ def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str 
         raise ValueError(f"idle time must be ≥ 0 s, got {idle_s:g}")
     t = ProbeRequestRow.__table__
     with engine.begin() as conn:
-        res = conn.execute(t.insert().values(endpoint_id=endpoint_id, vantage=vantage, kind=kind, idle_s=idle_s,
-                                             status="pending", requested_at_ms=int(time.time() * 1000)))
+        res = conn.execute(t.insert().values(endpoint_id=endpoint_id, vantage=vantage, kind=str(kind), idle_s=idle_s,
+                                             status=RequestStatus.PENDING.value,
+                                             requested_at_ms=int(time.time() * 1000)))
         return int(res.inserted_primary_key[0])
 
 
@@ -154,3 +212,119 @@ def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
         for r in conn.execute(sa.select(t).order_by(t.c.vantage)).mappings():
             out.setdefault(r["endpoint_id"], []).append(dict(r))
     return out
+
+
+# ------------------------------------------------------------------ the worker's own reads and writes
+
+_REQ = ProbeRequestRow.__table__
+_COLD = ColdReadingRow.__table__
+_STATUS = EndpointStatusRow.__table__
+_LEASE = WorkerLeaseRow.__table__
+_SAMPLE = ProbeSampleRow.__table__
+_ENDPOINT = EndpointRow.__table__
+
+
+def check_writable(engine: Engine) -> None:
+    """Raise StoreError when the database refuses writes (a read-only file, database or role).
+
+    Any other failure (locked, down) is an outage a worker rides out, so it is not raised.
+    """
+    try:
+        with engine.begin() as conn:
+            # A write that matches no row: refused all the same by a read-only file, database or role.
+            conn.execute(_LEASE.update().where(_LEASE.c.vantage == "\n(write check)\n").values(holder=""))
+    except SQLAlchemyError as exc:
+        text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        low = text.lower().replace("-", "")
+        if "readonly" in low or "read only" in low or "permission denied" in low:
+            raise StoreError(f"database {redacted(str(engine.url))} is read-only ({text}): the worker must "
+                             "write its samples; fix the file's permissions or the role's privileges") from None
+
+
+def missing_endpoints(engine: Engine, ids: set[int]) -> set[int]:
+    """The ids among `ids` that name no endpoint (removed while a probe of theirs was in flight)."""
+    with engine.connect() as conn:
+        present = {r[0] for r in conn.execute(sa.select(_ENDPOINT.c.id).where(_ENDPOINT.c.id.in_(ids)))}
+    return ids - present
+
+
+def last_slots(engine: Engine, vantage: str) -> dict[int, int]:
+    """endpoint id → the latest scheduled or skipped slot (epoch ms) stored for `vantage` (where a restart resumes)."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(_SAMPLE.c.endpoint_id, sa.func.max(_SAMPLE.c.scheduled_at_ms))
+            .where(_SAMPLE.c.vantage == vantage,
+                   _SAMPLE.c.kind.in_((SampleKind.SCHEDULED.value, SampleKind.SKIPPED.value)))
+            .group_by(_SAMPLE.c.endpoint_id)
+        ).all()
+    return {int(e): int(m) for e, m in rows}
+
+
+def upsert_statuses(engine: Engine, vantage: str, statuses: dict[int, dict[str, Any]], now_ms: int) -> None:
+    """Write the endpoint_status rows of `vantage`: endpoint id → state, detail, consecutive_failures,
+    last_probe_at_ms, next_slot_at_ms. An endpoint removed meanwhile is skipped."""
+    with engine.begin() as conn:
+        for eid, st in statuses.items():
+            values = dict(state=str(st["state"]), detail=st.get("detail"),
+                          consecutive_failures=st.get("consecutive_failures", 0),
+                          last_probe_at_ms=st.get("last_probe_at_ms"), next_slot_at_ms=st.get("next_slot_at_ms"),
+                          updated_at_ms=now_ms)
+            key = sa.and_(_STATUS.c.endpoint_id == eid, _STATUS.c.vantage == vantage)
+            if conn.execute(_STATUS.update().where(key).values(**values)).rowcount == 0:
+                if conn.execute(sa.select(_ENDPOINT.c.id).where(_ENDPOINT.c.id == eid)).first():
+                    conn.execute(_STATUS.insert().values(endpoint_id=eid, vantage=vantage, **values))
+
+
+def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder: str, now_ms: int) -> list[dict]:
+    """Claim the pending requests for `endpoint_ids` meant for `vantage` (or any vantage), oldest first.
+
+    Each claim is a conditional UPDATE (pending → running), so of two workers exactly one gets a request.
+    Returns the claimed rows as dicts."""
+    if not endpoint_ids:
+        return []
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(_REQ).where(
+            _REQ.c.status == RequestStatus.PENDING.value, _REQ.c.endpoint_id.in_(endpoint_ids),
+            sa.or_(_REQ.c.vantage == "", _REQ.c.vantage == vantage)).order_by(_REQ.c.id)).mappings().all()
+    claimed = []
+    for r in rows:
+        with engine.begin() as conn:
+            got = conn.execute(_REQ.update().where(_REQ.c.id == r["id"], _REQ.c.status == RequestStatus.PENDING.value)
+                               .values(status=RequestStatus.RUNNING.value, claimed_by=holder, claimed_at_ms=now_ms))
+        if got.rowcount == 1:
+            claimed.append(dict(r))
+    return claimed
+
+
+def finish_request(engine: Engine, request_id: int, status: RequestStatus, detail: str | None, now_ms: int) -> None:
+    """Record a request's outcome (done or failed) with a one-line detail (cut to 500 characters)."""
+    with engine.begin() as conn:
+        conn.execute(_REQ.update().where(_REQ.c.id == request_id).values(
+            status=RequestStatus(status).value, detail=(detail or None) and detail[:500], done_at_ms=now_ms))
+
+
+def insert_cold_reading(engine: Engine, endpoint_id: int, vantage: str, request: dict, idle_s: float,
+                        idle_until_ms: int) -> int:
+    """Start a cold_reading row (state idle) for `request`; returns its id."""
+    with engine.begin() as conn:
+        res = conn.execute(_COLD.insert().values(
+            endpoint_id=endpoint_id, vantage=vantage, request_id=request["id"], state=ColdState.IDLE.value,
+            idle_s=idle_s, requested_at_ms=request["requested_at_ms"], idle_until_ms=idle_until_ms, cold_attempts=0,
+            cold_status_503=0))
+        return int(res.inserted_primary_key[0])
+
+
+def update_cold_reading(engine: Engine, reading_id: int, **values: Any) -> None:
+    """Set columns of one cold_reading row (state, timings, detail)."""
+    if "state" in values:
+        values["state"] = ColdState(values["state"]).value
+    with engine.begin() as conn:
+        conn.execute(_COLD.update().where(_COLD.c.id == reading_id).values(**values))
+
+
+def wal_checkpoint(engine: Engine) -> None:
+    """Fold SQLite's write-ahead log back into the database file (PASSIVE: never waits for readers); no-op elsewhere."""
+    if engine.dialect.name != "sqlite":
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")

@@ -1,7 +1,8 @@
-"""The probe worker: schedule math, the asyncio runner, the vantage lease, cold readings, retention.
+"""The probe worker: schedule math (scheduler), the asyncio runner and its collaborators (buffer, status, requests,
+housekeeping), the cold-reading state machine (cold), probe processes (probe_pool, probe_child), the spool and the
+state file. Its SQL, the vantage lease and retention live in planner.store.
 
-`ttft-planner worker` runs `planner.worker.runner.run_worker`; it is the only
-writer of probe rows. See the modules for each idea.
+`ttft-planner worker` runs `planner.worker.runner.run_worker`; it writes the probe rows of registered endpoints.
 
 The runner is imported lazily, so a probe process (planner.worker.probe_child)
 starts without loading the store.

@@ -11,7 +11,7 @@ retryable failures until the first success (up to `cold_deadline_s`): the cold
 figure is the time from the first attempt's send to that success's first
 token, so replica start-up behind 503s counts. Then one immediate warm probe;
 cold − warm estimates the weight-loading segment. A probe interval shorter than
-the scale-down window keeps the endpoint warm by itself (`keeps_itself_warm`).
+the scale-down window keeps the endpoint warm by itself (planner.cold_policy.keeps_itself_warm).
 """
 
 from __future__ import annotations
@@ -24,38 +24,10 @@ from typing import Any
 
 __all__ = [
     "ColdOutcome",
-    "ColdReadingError",
-    "IDLE_MARGIN_S",
-    "idle_seconds_for",
-    "keeps_itself_warm",
     "measure_cold_then_warm",
 ]
 
-IDLE_MARGIN_S = 30.0
 FATAL_CLASSES = frozenset({"auth", "not_found", "dns", "tls", "not_sse", "bad_json"})
-
-
-class ColdReadingError(ValueError):
-    """A cold reading cannot be planned (e.g. neither --idle nor a scale-down window)."""
-
-
-def idle_seconds_for(scale_down_window_s: float | None, idle_s: float | None = None) -> float:
-    """How long to idle before the cold probe: `idle_s` if given, else the window + max(30 s, 10 %).
-
-    Raises ColdReadingError when neither is known or idle_s is negative.
-    """
-    if idle_s is not None:
-        if idle_s < 0:
-            raise ColdReadingError(f"idle time must be ≥ 0 s, got {idle_s:g}")
-        return float(idle_s)
-    if scale_down_window_s is None:
-        raise ColdReadingError("the endpoint has no scale-down window: give an idle time (--idle S) or set scale_down_window_s")
-    return float(scale_down_window_s) + max(IDLE_MARGIN_S, 0.1 * scale_down_window_s)
-
-
-def keeps_itself_warm(interval_s: float, scale_down_window_s: float | None) -> bool:
-    """True when probes every interval_s keep a replica with this scale-down window warm (no cold start is ever seen)."""
-    return scale_down_window_s is not None and interval_s < scale_down_window_s
 
 
 @dataclass

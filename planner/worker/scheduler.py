@@ -144,8 +144,9 @@ class Action:
     key: str
     slot_ms: int
     action: str
-    reason: str = ""
+    reason: str = ""  # for the reader (stored as a skipped row's error_detail)
     lateness_ms: int = 0
+    cause: str = ""  # a skip's reason without its particulars, for counting skips by cause
 
 
 @dataclass
@@ -217,11 +218,14 @@ class Scheduler:
             fire = latest + jitter_ms(job.key, latest, job.max_jitter_ms)
             lateness = now_ms - fire
             if job.paused:
-                out.append(Action(job.key, latest, "skip", "paused for a cold reading", lateness))
+                out.append(Action(job.key, latest, "skip", "paused for a cold reading", lateness,
+                                  cause="paused for a cold reading"))
             elif job.in_flight:
-                out.append(Action(job.key, latest, "skip", "previous probe still running", lateness))
+                out.append(Action(job.key, latest, "skip", "previous probe still running", lateness,
+                                  cause="previous probe still running"))
             elif lateness > iv // 2:
-                out.append(Action(job.key, latest, "skip", f"late by {lateness} ms (process suspended?)", lateness))
+                out.append(Action(job.key, latest, "skip", f"late by {lateness} ms (process suspended?)", lateness,
+                                  cause="late"))
             else:
                 job.in_flight = True
                 out.append(Action(job.key, latest, "run", "", lateness))
@@ -236,7 +240,7 @@ class Scheduler:
         out = []
         for i in range(shown):
             text = reason + (f" ({count - shown} earlier slots not recorded)" if i == 0 and count > shown else "")
-            out.append(Action(key, start + i * iv, "skip", text))
+            out.append(Action(key, start + i * iv, "skip", text, cause=reason))
         return out
 
     def done(self, key: str) -> None:

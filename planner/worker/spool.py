@@ -20,13 +20,13 @@ import os
 import uuid
 from pathlib import Path
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from planner.pids import pid_alive
 from planner.store.engine import data_dir, redacted, sqlite_file
-from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
-from planner.worker.pids import pid_alive
+from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.worker import missing_endpoints
 
 __all__ = ["replay", "spool_dir", "write"]
 
@@ -81,12 +81,6 @@ def _rows(path: Path) -> list[ProbeSampleRow]:
     return out
 
 
-def _present(engine: Engine, ids: set[int]) -> set[int]:
-    t = EndpointRow.__table__
-    with engine.connect() as conn:
-        return {r[0] for r in conn.execute(sa.select(t.c.id).where(t.c.id.in_(ids)))}
-
-
 def replay(engine: Engine) -> int:
     """Insert every spooled row (idempotently) and delete the spool files; returns rows newly stored.
 
@@ -105,13 +99,13 @@ def replay(engine: Engine) -> int:
         try:
             rows = _rows(claimed)
             if rows:
-                present = _present(engine, {r.endpoint_id for r in rows})
-                rows = [r for r in rows if r.endpoint_id in present]
+                gone = missing_endpoints(engine, {r.endpoint_id for r in rows})
+                rows = [r for r in rows if r.endpoint_id not in gone]
                 try:
                     stored += insert_samples(engine, rows)
                 except IntegrityError:  # an endpoint removed between the check and the insert
-                    present = _present(engine, {r.endpoint_id for r in rows})
-                    stored += insert_samples(engine, [r for r in rows if r.endpoint_id in present])
+                    gone = missing_endpoints(engine, {r.endpoint_id for r in rows})
+                    stored += insert_samples(engine, [r for r in rows if r.endpoint_id not in gone])
         except BaseException:
             claimed.rename(path)
             raise

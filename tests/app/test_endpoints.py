@@ -29,7 +29,8 @@ def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
     monkeypatch.delenv("ACME_KEY_FOR_TEST", raising=False)
     at = _page()
     assert any("No endpoints yet" in i.value for i in at.info)
-    assert any("No worker is probing" in w.value for w in at.warning)  # the worker's own account (planner.worker.state)
+    # the worker's own account (planner.store.worker_state)
+    assert any("No worker is probing" in w.value for w in at.warning)
     _fill(at, name="acme-eu", base_url="https://api.acme.example/v1", model="llama-3.1-8b", key="ACME_KEY_FOR_TEST")
     table = at.dataframe[0].value
     row = table[table["Name"] == "acme-eu"].iloc[0]

@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from planner.endpoints import add_endpoint
+from planner.store import leases as lease
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import ColdReadingRow
-from planner.worker import lease
 from tests.app.conftest import ROUTER, plotly_array
 
 HOUR = 3_600_000
@@ -158,7 +158,7 @@ def test_csv_export_of_the_range():
 def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     import datetime as dt
 
-    from planner.worker.retention import apply_retention
+    from planner.store.rollups import apply_retention
 
     eng = open_store()
     ep = add_endpoint(eng, {"name": "old", "base_url": "http://127.0.0.1:1/v1", "model": "m"})

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.endpoints import add_endpoint
 from planner.store import open_store
-from planner.worker.state import write_state
+from planner.store.worker_state import write_state
 from tests.app.conftest import ROUTER
 
 

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
-from planner.store.rtt import SampleRecord, add_target, insert_samples, load_samples
+from planner.store.rtt import SampleRecord, add_target, insert_rtt_samples, load_samples
 from tests.app.conftest import ROUTER, plotly_array
 from tests.support.rtt_target import serve_in_thread
 
@@ -68,8 +68,9 @@ def test_fallback_without_timing_allow_origin_is_labelled():
 def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
     eng = open_store()
     now = int(time.time() * 1000)
-    insert_samples(eng, [SampleRecord("aws-us-east-1", "x", "server", "tcp-connect", 80.0 + i, now, vantage="srv") for i in range(10)])
-    insert_samples(eng, [SampleRecord("openai-api", "x", "server", "dns", None, now, vantage="srv",
+    insert_rtt_samples(eng, [SampleRecord("aws-us-east-1", "x", "server", "tcp-connect", 80.0 + i, now, vantage="srv")
+                             for i in range(10)])
+    insert_rtt_samples(eng, [SampleRecord("openai-api", "x", "server", "dns", None, now, vantage="srv",
                                       error_class="unresolvable", error_detail="'api.openai.com' did not resolve")])
     at = _page()
     t = _table(at).set_index("region_id")
@@ -127,7 +128,7 @@ def test_bad_custom_target_is_refused_with_the_reason(target, message):
 def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
     eng = open_store()
     now = int(time.time() * 1000)
-    insert_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 0.4, now, vantage="")])
+    insert_rtt_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 0.4, now, vantage="")])
     at = _page()
     chart = next(c for c in at.get("plotly_chart") if "rtt_map" in c.proto.id)
     assert json.loads(chart.proto.config)["topojsonURL"] == "app/static/topojson/"

@@ -9,14 +9,14 @@ from urllib.parse import urlparse
 from playwright.sync_api import Browser
 
 from planner.store import open_store
-from planner.store.rtt import SampleRecord, insert_samples
+from planner.store.rtt import SampleRecord, insert_rtt_samples
 from tests.e2e.conftest import wait_for_app
 
 
 def test_world_map_draws_with_no_network(browser: Browser, app_server, app_url, artifacts_dir):
     eng = open_store(f"sqlite:///{app_server.data_dir / 'planner.db'}")
     now = int(time.time() * 1000)
-    insert_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 20.0 + i, now, vantage="")
+    insert_rtt_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 20.0 + i, now, vantage="")
                          for i in range(10)])
     eng.dispose()
     context = browser.new_context(viewport={"width": 1400, "height": 1100})

@@ -9,8 +9,8 @@ import pandas as pd
 from planner.budget import Worksheet
 from planner.compare import compare, report_html, report_markdown
 from planner.compare.stats import EQUIVALENT, Margin, bootstrap_difference
-from planner.probe_analysis import queueing_segment
 from planner.provenance import Figure, Source
+from planner.segment_figures import queueing_segment
 from planner.stats import percentile
 from planner.store import session
 from planner.store.probes import ProbeSampleRow

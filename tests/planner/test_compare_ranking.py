@@ -11,10 +11,11 @@ from planner.compare.comparison import day_range_ms
 from planner.compare.cost import cost_basis
 from planner.compare.data import load_endpoints
 from planner.compare.metrics import hourly_profile
+from planner.compare.ranking import LEVEL_LABELS, decision_levels
 from planner.provenance import Source
 from planner.stats import percentile
 from planner.store import session
-from planner.store.rtt import SampleRecord, insert_samples
+from planner.store.rtt import SampleRecord, insert_rtt_samples
 from planner.store.worker import ColdReadingRow
 from tests.support.compare_seed import DAY_MS, SEED_START_MS, seed_endpoint, seed_three
 
@@ -34,6 +35,7 @@ def test_ranking_puts_the_clear_winner_first_and_the_clear_loser_last(seeded):
     assert set(order[:2]) == {"fast-a", "twin-c"}
     loser = cmp.ranked[-1]
     assert loser.vs_leader.distinguishable and loser.vs_leader.verdict == f"{order[0]} is faster"
+    assert loser.vs_leader.faster == order[0] and cmp.ranked[1].vs_leader.faster is None
     # The runner-up is drawn from the leader's distribution: the page must not claim it is slower.
     assert cmp.ranked[1].tied_with_leader and cmp.ranked[1].vs_leader.verdict == CANNOT_TELL
     table = cmp.decision
@@ -59,6 +61,16 @@ def test_percentiles_rates_and_goodput_match_the_stored_samples(seeded):
     assert next(v for v in m["fast-a"].verdicts if v.interaction == "agent").p95_meets_target is True
 
 
+def test_each_decision_cells_colour_level_is_the_level_its_text_shows(seeded):
+    engine, _ = seeded
+    cmp = compare(engine, NAMES)
+    table, levels = cmp.decision, decision_levels(cmp.ranked)
+    assert list(levels.columns) and set(levels.columns) < set(table.columns)
+    shown = {(i, c): table.at[i, c].split(" · ")[0] for c in levels.columns for i in table.index}
+    assert shown == {(i, c): LEVEL_LABELS[levels.at[i, c]] for c in levels.columns for i in levels.index}
+    assert len(set(shown.values())) > 1  # the seeds meet some targets and miss others
+
+
 def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(seeded):
     engine, _ = seeded
     fast = compare(engine, ["fast-a"]).metrics[0]
@@ -75,8 +87,9 @@ def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(seeded):
 
 def test_rtt_to_the_endpoints_region_fills_the_network_segment_and_can_decide_the_verdict(engine):
     seed_endpoint(engine, "far", median_ms=250, n=60, region="ap-far")
-    insert_samples(engine, [SampleRecord("ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms, SEED_START_MS + i,
-                                         vantage="office") for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])])
+    insert_rtt_samples(engine, [SampleRecord("ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms,
+                                             SEED_START_MS + i, vantage="office")
+                                for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])])
     m = compare(engine, ["far"], vantage="office").metrics[0]
     assert m.rtt.median_ms == percentile([190.0, 210.0, 230.0, 200.0, 220.0], 0.5).value == 210.0
     inline = next(v for v in m.verdicts if v.interaction == "inline")

@@ -34,7 +34,7 @@ def test_two_endpoints_that_differ_clearly_are_told_apart():
     a, b = _lognormal(300, 150, seed=3), _lognormal(600, 150, seed=4)
     d = bootstrap_difference(a, b, a="fast", b="slow")
     assert d.low_ms > 0 and d.distinguishable
-    assert d.verdict == "fast is faster"
+    assert d.verdict == "fast is faster" and d.faster == "fast"
     assert d.low_ms <= d.point_ms <= d.high_ms
     swapped = bootstrap_difference(b, a, a="slow", b="fast")
     assert swapped.verdict == "fast is faster" and swapped.high_ms < 0
@@ -45,7 +45,7 @@ def test_two_endpoints_from_one_distribution_cannot_yet_be_told_apart():
     a, c = _lognormal(300, 150, seed=5), _lognormal(300, 150, seed=6)
     d = bootstrap_difference(a, c, a="A", b="C")
     assert d.low_ms <= 0 <= d.high_ms
-    assert d.verdict == CANNOT_TELL and not d.distinguishable
+    assert d.verdict == CANNOT_TELL and not d.distinguishable and d.faster is None
     assert "cannot yet tell A and C apart" in d.statement()
 
 

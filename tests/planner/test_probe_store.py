@@ -8,7 +8,7 @@ from sqlmodel import select
 
 from planner.probes.ttft import TtftSample
 from planner.store import session
-from planner.store.probes import EndpointRow, ProbeSampleRow, get_or_create_manual_endpoint, insert_samples
+from planner.store.probes import EndpointRow, ProbeSampleRow, get_or_create_manual_endpoint, insert_samples, sample_row
 
 
 def sample(i: int, ok: bool = True) -> TtftSample:
@@ -20,9 +20,10 @@ def sample(i: int, ok: bool = True) -> TtftSample:
 
 def test_insert_is_idempotent_on_the_slot_key(engine):
     ep = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat")
-    rows = [sample(i, ok=i != 2).to_row(ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(5)]
+    rows = [sample_row(sample(i, ok=i != 2), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000)
+            for i in range(5)]
     assert insert_samples(engine, rows) == 5
-    again = [sample(i).to_row(ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(7)]
+    again = [sample_row(sample(i), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(7)]
     assert insert_samples(engine, again) == 2  # only the two new slots
     assert insert_samples(engine, []) == 0
     with session(engine) as s:
@@ -35,7 +36,7 @@ def test_insert_is_idempotent_on_the_slot_key(engine):
 def test_same_slot_from_another_vantage_or_kind_is_a_new_row(engine):
     ep = get_or_create_manual_endpoint(engine, "http://h/v1", "m", "anthropic")
     base = sample(0)
-    rows = [base.to_row(ep.id, v, k, 1_796_000_000_000) for v in ("a", "b") for k in ("scheduled", "cold")]
+    rows = [sample_row(base, ep.id, v, k, 1_796_000_000_000) for v in ("a", "b") for k in ("scheduled", "cold")]
     assert insert_samples(engine, rows) == 4
 
 
@@ -52,6 +53,6 @@ def test_manual_endpoint_is_created_once_and_never_scheduled(engine):
         assert len(s.exec(select(EndpointRow)).all()) == 3
 
 
-def test_to_row_rejects_an_unknown_kind():
+def test_sample_row_rejects_an_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
-        sample(0).to_row(1, "", "nightly", 0)
+        sample_row(sample(0), 1, "", "nightly", 0)

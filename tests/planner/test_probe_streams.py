@@ -11,6 +11,7 @@ import asyncio
 import json
 
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
+from planner.store.probes import sample_row
 from tests.support.servers import (
     Script,
     ScriptedServer,
@@ -251,7 +252,7 @@ def test_sample_round_trips_to_a_store_row():
     script = Script(steps=[Step(sse(chat_chunk({"content": "x"})) + DONE, content=True)])
     with ScriptedServer(script) as srv:
         s, _ = probe(srv.url)
-    row = s.to_row(endpoint_id=7, vantage="ci", kind="manual", scheduled_at_ms=s.started_at_ms, idle_gap_ms=1500.0)
+    row = sample_row(s, endpoint_id=7, vantage="ci", kind="manual", scheduled_at_ms=s.started_at_ms, idle_gap_ms=1500.0)
     assert row.ttft_ms == s.ttft_ms and row.endpoint_id == 7 and row.idle_gap_ms == 1500.0
     assert json.loads(json.dumps(s.to_dict()))["ok"] is True
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from planner.endpoints import add_endpoint
 from planner.stats import percentile
 from planner.store.probes import ProbeSampleRow, insert_samples
-from planner.worker.retention import (
+from planner.store.rollups import (
     apply_retention,
     bucket_index,
     bucket_upper_ms,

@@ -18,7 +18,7 @@ from planner.stats import percentile
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.probes import ProbeSampleRow, insert_samples
-from planner.worker.retention import apply_retention, bucket_index, bucket_upper_ms
+from planner.store.rollups import apply_retention, bucket_index, bucket_upper_ms
 
 DAY = 86_400_000
 HOUR = 3_600_000

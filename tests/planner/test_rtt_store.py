@@ -7,13 +7,12 @@ import asyncio
 import pandas as pd
 import pytest
 
-from planner.probes.rtt import run_scheduled_rtt
 from planner.store.rtt import (
     SampleRecord,
     TargetExists,
     TargetNotFound,
     add_target,
-    insert_samples,
+    insert_rtt_samples,
     list_targets,
     load_samples,
     remove_target,
@@ -21,6 +20,7 @@ from planner.store.rtt import (
     scheduled_rtt_targets,
     set_target_enabled,
 )
+from planner.worker.runner import run_scheduled_rtt
 from tests.support.rtt_target import serve_in_thread
 
 T0 = 1_796_000_000_000
@@ -60,7 +60,7 @@ def test_summary_per_region_vantage_side_nearest_rank(engine):
     recs += [_rec("aws-us-east-1", 95.0, T0 + 5, vantage="tokyo")]
     recs += [_rec("dead-region", None, T0 + 7, err="unresolvable", method="dns")]
     recs += [_rec("aws-eu-west-1", 3.0, T0 + 8, method="dns")]  # DNS time never counts as RTT
-    assert insert_samples(engine, recs) == len(recs)
+    assert insert_rtt_samples(engine, recs) == len(recs)
 
     s = rtt_summary(engine, vantage="berlin")
     srv = s[(s.region_id == "aws-eu-west-1") & (s.side == "server")].iloc[0]
@@ -80,16 +80,17 @@ def test_summary_per_region_vantage_side_nearest_rank(engine):
 
 
 def test_browser_fallback_is_used_only_without_resource_timing(engine):
-    insert_samples(engine, [_rec("r", v, T0 + i, side="browser", method="fetch-performance-now") for i, v in enumerate([50, 52, 54])])
+    insert_rtt_samples(engine, [_rec("r", v, T0 + i, side="browser", method="fetch-performance-now")
+                                for i, v in enumerate([50, 52, 54])])
     row = rtt_summary(engine).iloc[0]
     assert row.method == "fetch-performance-now" and row.median_ms == 52.0
 
 
 def test_unknown_side_or_method_is_refused(engine):
     with pytest.raises(ValueError, match="side"):
-        insert_samples(engine, [_rec("r", 1.0, T0, side="client")])
+        insert_rtt_samples(engine, [_rec("r", 1.0, T0, side="client")])
     with pytest.raises(ValueError, match="method"):
-        insert_samples(engine, [_rec("r", 1.0, T0, method="icmp")])
+        insert_rtt_samples(engine, [_rec("r", 1.0, T0, method="icmp")])
     assert load_samples(engine).empty
 
 

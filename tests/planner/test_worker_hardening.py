@@ -19,12 +19,13 @@ import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
+from planner.store import leases as lease
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.rtt import add_target
-from planner.worker import lease, spool
+from planner.store.worker_state import worker_report, write_state
+from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
-from planner.worker.state import worker_report, write_state
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
 
@@ -241,11 +242,11 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
             c.execute(sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
                       {"t": w.clock.now_ms() + 60_000})
         slot = w.clock.now_ms() - 1000
-        w._buffer = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
+        w.buffer.rows = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
                                     started_at_ms=slot, ok=False, error_class="skipped", error_detail="late"),
                      ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=slot - 300,
                                     started_at_ms=slot - 300, ok=True, ttft_ms=40.0)]
-        await w._flush()
+        await w.flush()
 
     asyncio.run(main())
     assert not w.holds_lease

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from planner.store import leases as lease
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow, ProbeRollupRow, WorkerLeaseRow
-from planner.worker import lease
 
 T = 1_796_000_000_000
 

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from planner.endpoints import add_endpoint
-from planner.probe_analysis import queueing_excess, segment1_figure, segment2_figure
 from planner.provenance import Source
+from planner.segment_figures import queueing_excess, segment1_figure, segment2_figure
 from planner.stats import percentile
 from planner.store import probe_queries as pq
 from planner.store.probes import ProbeSampleRow, insert_samples

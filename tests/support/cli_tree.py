@@ -43,8 +43,9 @@ def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
 
     def walk(cmd: click.Command, path: list[str]) -> None:
         if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
-                walk(sub, path + [name])
+            ctx = click.Context(cmd)
+            for name in sorted(cmd.list_commands(ctx)):  # get_command loads a lazily registered command
+                walk(cmd.get_command(ctx, name), path + [name])
             return
         for p in cmd.params:
             t = p.type

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from planner.pids import pid_alive
 from planner.store.engine import data_dir, redacted, sqlite_file
-from planner.worker.pids import pid_alive
+from planner.store.leases import live_leases
 
 __all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker_report", "write_state"]
 
@@ -80,7 +81,7 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
 
     `fmt_ms` formats epoch ms for the reader (app.viewer.fmt_ms on the page)."""
     name = repr(vantage or "(default)")
-    live = [r for r in leases if r["vantage"] == vantage and r["expires_at_ms"] > now_ms]
+    live = live_leases(leases, now_ms, vantage)
     st = read_state(engine, vantage)
     fresh = st is not None and now_ms - int(st.get("updated_at_ms", 0)) <= STALE_AFTER_MS
     if st is not None and fresh and st.get("host") == socket.gethostname() and not pid_alive(int(st.get("pid", 0))):

@@ -24,10 +24,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from planner.pids import pid_alive
 from planner.store.worker import WorkerLeaseRow
-from planner.worker.pids import pid_alive
 
-__all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "release"]
+__all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "live_leases", "release"]
 
 DEFAULT_LEASE_TTL_S = 30.0
 
@@ -98,3 +98,11 @@ def current(engine: Engine) -> list[dict]:
     with engine.connect() as conn:
         rows = conn.execute(sa.select(_T).order_by(_T.c.vantage)).mappings().all()
     return [dict(r) for r in rows]
+
+
+def live_leases(leases: list[dict], now_ms: int, vantage: str | None = None) -> list[dict]:
+    """The rows of `leases` (from current()) that have not expired at now_ms; only `vantage`'s when given.
+
+    A released lease has expires_at_ms 0, so it is never live.
+    """
+    return [r for r in leases if r["expires_at_ms"] > now_ms and (vantage is None or r["vantage"] == vantage)]

@@ -1,0 +1,107 @@
+"""Regions › Results: the ranked table, the map and charts, and the network figure handed to the worksheet."""
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from app import worksheet_state
+from app.charts.regions import (
+    MAP_CONFIG,
+    METHOD_NAMES,
+    distribution_figure,
+    history_figure,
+    map_figure,
+    ranked_rows,
+    ranked_table_style,
+    server_vs_browser_figure,
+    vantage_label,
+)
+from planner.regions import ROUND_TRIPS, Region, network_figure
+from planner.store.rtt import load_samples, rtt_summary
+
+__all__ = ["WINDOWS_MS", "render"]
+
+WINDOWS_MS = {"last hour": 3_600_000, "last 24 hours": 86_400_000, "last 7 days": 7 * 86_400_000, "all time": None}
+
+
+def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
+    """Draw the Results section for the chosen vantage and window, and the "Use for worksheet" hand-off."""
+    labels = {r.id: r.label for r in regions}
+    # ---- results
+    st.subheader("Results")
+    summary_all = rtt_summary(eng)
+    vantages = sorted(v for v in summary_all["vantage"].dropna().unique()) if not summary_all.empty else []
+    f1, f2 = st.columns(2)
+    chosen = f1.selectbox("Vantage", ["all vantages", *vantages], key="rtt_vantage_filter",
+                          format_func=lambda v: v if v == "all vantages" else vantage_label(v))
+    window = f2.selectbox("Window", list(WINDOWS_MS), index=1, key="rtt_window")
+    since_ms = None
+    if WINDOWS_MS[window] is not None:
+        since_ms = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000) - WINDOWS_MS[window]
+    vantage_filter = None if chosen == "all vantages" else chosen
+    rows = ranked_rows(rtt_summary(eng, vantage=vantage_filter, since_ms=since_ms), regions)
+
+    if not rows.empty:
+        rows["vantage"] = rows["vantage"].map(vantage_label)
+        rows["last_measured"] = rows["last_measured"].dt.tz_convert(tz)
+    if rows.empty:
+        st.info("No RTT samples in this window yet. Probe from the server or from this browser above, "
+                "or run `ttft-planner rtt --region ID --store`.")
+    else:
+        st.dataframe(
+            ranked_table_style(rows), hide_index=True, key="rtt_table",
+            column_order=["rank", "region", "side", "vantage", "median_ms", "min_ms", "p90_ms", "n", "status",
+                          "last_measured", "method"],
+            column_config={
+                "rank": st.column_config.NumberColumn("Rank", width="small"),
+                "region": st.column_config.TextColumn("Region", width="medium"),
+                "side": st.column_config.TextColumn("Side", width="small"),
+                "vantage": st.column_config.TextColumn("Vantage", width="medium"),
+                "median_ms": st.column_config.NumberColumn("Median (ms)", format="%.1f"),
+                "min_ms": st.column_config.NumberColumn("Min (ms)", format="%.1f", help="≈ the path RTT"),
+                "p90_ms": st.column_config.NumberColumn("p90 (ms)", format="%.1f", help="Greyed below n = 10"),
+                "n": st.column_config.NumberColumn("Samples (n)"),
+                "status": st.column_config.TextColumn("Status", width="large"),
+                "last_measured": st.column_config.DatetimeColumn(f"Last measured ({tz})", format="YYYY-MM-DD HH:mm"),
+                "method": st.column_config.TextColumn("Method", width="large"),
+            },
+        )
+        st.caption("Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round "
+                   "trip); browser rows are Resource Timing, or the labelled performance.now() fallback.")
+        st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map", config=MAP_CONFIG)
+        samples = load_samples(eng, region_ids=rows["region_id"].unique().tolist(), vantage=vantage_filter,
+                               since_ms=since_ms)
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(distribution_figure(samples, labels), key="rtt_distribution")
+        c2.plotly_chart(server_vs_browser_figure(rows), key="rtt_server_vs_browser")
+        st.plotly_chart(history_figure(samples, labels, tz), key="rtt_history")
+
+        # ---- hand the chosen figure to the worksheet
+        st.subheader("Use for worksheet")
+        usable = rows[rows["n"] > 0].reset_index(drop=True)
+        if usable.empty:
+            st.info("No region has a successful sample yet.")
+        else:
+            pick = st.selectbox(
+                "Region figure", usable.index.tolist(), key="rtt_pick",
+                format_func=lambda i: (f"{usable.at[i, 'region']} · {usable.at[i, 'side']} from "
+                                       f"{usable.at[i, 'vantage']} · median {usable.at[i, 'median_ms']:.1f} ms "
+                                       f"(n={usable.at[i, 'n']})"),
+            )
+            trips = st.radio("Round trips the request pays", list(ROUND_TRIPS), format_func=lambda k: ROUND_TRIPS[k],
+                             key="rtt_round_trips")
+            st.caption("A coding agent that keeps its HTTPS connection warm pays one round trip per request; after an "
+                       "idle gap longer than the keep-alive timeout (often 5–60 s) the next request pays the TCP and "
+                       "TLS handshakes again. Inline completions after a pause are often the fresh case.")
+            row = usable.loc[pick]
+            fig = network_figure(region_label=row["region"], vantage=row["vantage"], side=row["side"],
+                                 rtt_ms=float(row["median_ms"]), n=int(row["n"]),
+                                 measured_at_ms=int(row["last_measured_at_ms"]),
+                                 round_trips=int(trips),
+                                 method=METHOD_NAMES.get(row["method_code"], row["method_code"]))
+            st.metric("Network segment", f"{fig.value:,.1f} ms", help=fig.describe())
+            if st.button("Use for worksheet", key="rtt_use", type="primary"):
+                worksheet_state.offer("network_ms", fig)
+                st.switch_page("views/worksheet.py")

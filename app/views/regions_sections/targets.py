@@ -1,0 +1,58 @@
+"""Regions › Your own targets: add a host (optionally probed by the worker on a schedule), list and remove them."""
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from app.store_errors import STORE_FAILURES, show_store_failure
+from planner.regions import CatalogError, parse_target
+from planner.store.rtt import TargetExists, TargetNotFound, add_target, list_targets, remove_target
+from planner.untrusted import md_text
+
+__all__ = ["render"]
+
+
+def render(eng: Engine) -> None:
+    """Draw the expander with the add-target form and the stored targets."""
+    ss = st.session_state
+    # ---- the user's own targets
+    with st.expander("Your own targets (custom hosts and scheduled probes)"):
+        with st.form("rtt_add_target", clear_on_submit=True):
+            a1, a2 = st.columns(2)
+            new_id = a1.text_input("Id", placeholder="acme-eu-west")
+            new_target = a2.text_input("URL or host:port", placeholder="https://eu.api.acme.dev/health")
+            b1, b2, b3, b4 = st.columns(4)
+            new_lat = b1.number_input("Latitude", min_value=-90.0, max_value=90.0, value=None)
+            new_lon = b2.number_input("Longitude", min_value=-180.0, max_value=180.0, value=None)
+            schedule = b3.checkbox("Scheduled by the worker", value=True)
+            interval = b4.number_input("Every (s)", min_value=10, max_value=86_400, value=300)
+            if st.form_submit_button("Add target"):
+                try:
+                    parse_target(new_target)
+                    if (new_lat is None) != (new_lon is None):
+                        raise ValueError("give both latitude and longitude, or neither")
+                    add_target(eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule,
+                               interval_s=float(interval))
+                    then = (f": the worker probes it every {interval:,} s." if schedule
+                            else "; pick it under Regions to measure.")
+                    ss.rtt_flash = f"Added target “{new_id}”{then}"
+                    st.rerun()
+                except (CatalogError, TargetExists, ValueError) as exc:
+                    st.error(f"Target not added: {md_text(exc)}")
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
+        stored = list_targets(eng)
+        if stored:
+            table = pd.DataFrame([{"Id": t.region_id, "Target": t.target, "Scheduled": "yes" if t.enabled else "no",
+                                   "Every (s)": f"{t.interval_s:,.0f}", "Vantage": t.vantage or "any"} for t in stored])
+            st.dataframe(table, hide_index=True, key="rtt_targets_table")
+            gone = st.selectbox("Remove target", [t.region_id for t in stored], key="rtt_remove_pick")
+            if st.button("Remove", key="rtt_remove"):
+                try:
+                    remove_target(eng, gone)
+                    ss.rtt_flash = f"Removed target “{gone}” (its stored samples are kept)."
+                except TargetNotFound as exc:
+                    st.error(md_text(exc))
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
+                st.rerun()
