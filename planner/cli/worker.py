@@ -68,6 +68,12 @@ def _worker_options(f):
     f = click.option("--retention-days", type=click.FloatRange(min=0.01), default=None,
                      help="Days of raw samples to keep (older ones are rolled up hourly). "
                           "Default $TTFT_PLANNER_RETENTION_DAYS or 90.")(f)
+    f = click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, envvar=settings.METRICS_PORT.name,
+                     show_envvar=True, help="Serve Prometheus /metrics on this port (off by default).")(f)
+    f = click.option("--metrics-address", default="127.0.0.1", show_default=True,
+                     help="Address of /metrics (0.0.0.0 for a Prometheus on another machine).")(f)
+    f = click.option("--alerts-every-s", type=click.FloatRange(0.5, 3600), default=30.0, show_default=True,
+                     help="How often the lease holder evaluates this vantage's alert rules.")(f)
     return f
 
 
@@ -76,7 +82,8 @@ def _worker_options(f):
 @click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @store_option
-def worker(vantage, lease_ttl_s, probe_processes, retention_days, simulator, verbose, database_url) -> None:
+def worker(vantage, lease_ttl_s, probe_processes, retention_days, metrics_port, metrics_address, alerts_every_s,
+           simulator, verbose, database_url) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
     It writes every probe row of a registered endpoint. Slots it cannot run are stored as skipped, never
@@ -85,7 +92,8 @@ def worker(vantage, lease_ttl_s, probe_processes, retention_days, simulator, ver
     _logging(verbose)
     engine = open_engine(database_url)
     config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
-                          probe_processes=probe_processes)
+                          probe_processes=probe_processes, metrics_port=metrics_port, metrics_address=metrics_address,
+                          alerts_every_s=alerts_every_s)
     with contextlib.ExitStack() as stack:
         if simulator:
             from planner.simulator import running_simulator
@@ -166,14 +174,20 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Dashboard port.")
 @click.option("--address", default="127.0.0.1", show_default=True, help="Dashboard address (0.0.0.0 to share on a LAN).")
 @click.option("--no-simulator", is_flag=True, help="Do not start the built-in simulated endpoint.")
+@click.option("--no-worker", is_flag=True,
+              help="Serve the dashboard only (a team runs its workers as their own services: docs/deploy.md).")
+@click.option("--secrets-file", type=click.Path(dir_okay=False), default=None,
+              help="Streamlit secrets.toml to use ([auth] turns sign-in on), e.g. /etc/ttft-planner/secrets.toml.")
 @_worker_options
 @store_option
-def serve(port, address, no_simulator, vantage, lease_ttl_s, probe_processes, retention_days, database_url) -> None:
+def serve(port, address, no_simulator, no_worker, secrets_file, vantage, lease_ttl_s, probe_processes, retention_days,
+          metrics_port, metrics_address, alerts_every_s, database_url) -> None:
     """Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together."""
     _logging(False)
     engine = open_engine(database_url)
     config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
-                          probe_processes=probe_processes)
+                          probe_processes=probe_processes, metrics_port=metrics_port, metrics_address=metrics_address,
+                          alerts_every_s=alerts_every_s)
     env = dict(os.environ)
     if database_url:
         env[settings.DATABASE_URL.name] = database_url
@@ -187,11 +201,15 @@ def serve(port, address, no_simulator, vantage, lease_ttl_s, probe_processes, re
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(APP_PATH), f"--server.port={port}",
              f"--server.address={address}", "--server.headless=true", "--browser.gatherUsageStats=false",
-             "--server.enableStaticServing=true"],
+             "--server.enableStaticServing=true", *([f"--secrets.files={secrets_file}"] if secrets_file else [])],
             env=env)
-        click.echo(f"dashboard at http://{address}:{port}  (worker vantage {vantage!r}; Ctrl-C stops everything)", err=True)
+        what = "no worker" if no_worker else f"worker vantage {vantage!r}"
+        click.echo(f"dashboard at http://{address}:{port}  ({what}; Ctrl-C stops everything)", err=True)
         try:
-            _run_loop(_serve(engine, config, proc))
+            if no_worker:
+                proc.wait()
+            else:
+                _run_loop(_serve(engine, config, proc))
         except StoreError as exc:
             fail(str(exc))
         finally:

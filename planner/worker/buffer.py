@@ -32,8 +32,10 @@ def first_line(exc: BaseException) -> str:
 class RowBuffer:
     """Unsaved probe rows of one worker and the flush that stores them (one flush at a time)."""
 
-    def __init__(self, engine: Engine, *, now_ms: Callable[[], int], flush_max_rows: int, max_rows: int) -> None:
+    def __init__(self, engine: Engine, *, now_ms: Callable[[], int], flush_max_rows: int, max_rows: int,
+                 on_stored: Callable[[list[ProbeSampleRow]], None] | None = None) -> None:
         self.engine = engine
+        self._on_stored = on_stored  # told each batch once it is in the store (the worker's /metrics)
         self.rows: list[ProbeSampleRow] = []
         self.unsaved_since_ms: int | None = None  # when the oldest unsaved row arrived
         self.last_error: str | None = None  # the last database error's first line; None after a good flush
@@ -80,6 +82,8 @@ class RowBuffer:
                 return
             del self.rows[: len(batch)]
             self.stored += len(batch)
+            if self._on_stored is not None:
+                self._on_stored(batch)
             self.last_error = None
             if self.rows:
                 self.unsaved_since_ms = self._now_ms()

@@ -1,5 +1,6 @@
 """The worker's housekeeping loop: renew the lease, reload the endpoints, claim requests, write endpoint statuses,
-apply retention (hourly) and checkpoint the SQLite WAL — each on its own period, none blocking a probe.
+apply retention (hourly), evaluate this vantage's alert rules (planner.worker.team) and checkpoint the SQLite WAL —
+each on its own period, none blocking a probe.
 
 A database problem is logged and recorded for the dashboard; the loop keeps going (the worker keeps probing).
 """
@@ -58,6 +59,9 @@ class Housekeeping:
                         log.info("retention: rolled %d samples into %d hourly rollups", res.deleted_samples,
                                  res.rollup_hours)
                     next_retention = mono + cfg.retention_every_s
+                if w.holds_lease:
+                    await asyncio.to_thread(w.team.tick, w.clock.now_ms(), holds_lease=True)
+                w.team.on_buffer(len(w.buffer.rows))
                 if mono >= next_ckpt:
                     await asyncio.to_thread(wal_checkpoint, w.engine)
                     next_ckpt = mono + cfg.checkpoint_every_s

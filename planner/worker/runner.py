@@ -51,6 +51,7 @@ from planner.worker.housekeeping import Housekeeping
 from planner.worker.requests import RequestRunner
 from planner.worker.scheduler import Scheduler, SteadyClock
 from planner.worker.status import EndpointStatuses
+from planner.worker.team import TeamHooks
 
 __all__ = ["Worker", "WorkerConfig", "WorkerStats", "run_scheduled_rtt", "run_worker"]
 
@@ -79,6 +80,9 @@ class WorkerConfig:
     probe_attempts: int = 2
     cold_deadline_s: float = 600.0
     probe_processes: int = 1  # clean probe processes (plus one quarantine); 0 = probe in the worker's own loop
+    metrics_port: int | None = None  # serve Prometheus /metrics on this port (planner.worker.team)
+    metrics_address: str = "127.0.0.1"
+    alerts_every_s: float = 30.0  # how often the lease holder evaluates its vantage's alert rules
     holder: str = field(default_factory=leases.holder_id)
 
 
@@ -124,8 +128,10 @@ class Worker:
         self.scheduler = Scheduler()
         self.stats = WorkerStats()
         self.holds_lease = False
+        self.team = TeamHooks(engine, self.config.vantage, metrics_port=self.config.metrics_port,
+                              metrics_address=self.config.metrics_address, alerts_every_s=self.config.alerts_every_s)
         self.buffer = RowBuffer(engine, now_ms=self.clock.now_ms, flush_max_rows=self.config.flush_max_rows,
-                                max_rows=self.config.max_buffer_rows)
+                                max_rows=self.config.max_buffer_rows, on_stored=self._stored)
         self.statuses = EndpointStatuses(engine, self.config.vantage, now_ms=self.clock.now_ms,
                                          next_slot_ms=self._next_slot_ms)
         self.requests = RequestRunner(self)
@@ -177,6 +183,7 @@ class Worker:
                 log.error("cannot start probe processes (%s): probing in the worker's own loop", exc)
                 await self._pool.close()
                 self._pool = None
+        self.team.start()
         background = [self._supervise("housekeeping", self.housekeeping.run),
                       self._supervise("flusher", self._flush_loop)]
         try:
@@ -203,9 +210,14 @@ class Worker:
                 self.holds_lease = False
             if self._pool is not None:
                 await self._pool.close()
+            self.team.stop()
             self._publish_state(stopped=True)
             log.info("worker stopped: %d probes, %d skipped slots, %d rows stored, %d spooled", self.stats.runs,
                      self.stats.skipped, self.stats.stored, self.stats.spooled)
+
+    def _stored(self, rows: list[ProbeSampleRow]) -> None:
+        self.team.on_stored(rows, {i: ep.name for i, ep in self.endpoints.items()})
+        self.team.on_buffer(len(self.buffer.rows))
 
     def _supervise(self, name: str, body: Callable[[], Awaitable[None]]) -> asyncio.Task:
         """Run `body` forever: if it dies it is logged, recorded for the dashboard and restarted (backoff ≤ 30 s)."""
@@ -300,6 +312,7 @@ class Worker:
             return
         self.stats.runs += 1
         self.stats.lateness_ms.append(float(action.lateness_ms))
+        self.team.on_lateness(float(action.lateness_ms))
         job = self.scheduler.jobs[action.key]
         if kind == "endpoint":
             self.spawn(self.probe_endpoint(job.payload, action.slot_ms, SampleKind.SCHEDULED, action.key))
