@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -59,7 +60,7 @@ class Server:
 
     def __init__(self, port: int, core: int, ctx: int = 4096) -> None:
         self.port, self.url = port, f"http://127.0.0.1:{port}/v1"
-        self.log_path = ENGINE / "server.log"
+        self.log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"  # never inside the engine
         self.log = open(self.log_path, "w")
         cmd = ["taskset", "-c", str(core), str(server_binary()), "-m", str(MODEL), "-t", "1", "-tb", "1",
                "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx), "--parallel", "1"]
@@ -112,6 +113,8 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=8089)
     ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
     ap.add_argument("--runs", type=int, default=5, help="fresh CLI processes for part 1 (default 5)")
+    ap.add_argument("--lengths", default="64,256,512,768",
+                    help="prompt lengths (tokens) for the prefill slope (default 64,256,512,768: ~2 min on one core)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-calibrate", action="store_true", help="skip part 5 (calibration: several minutes on one core)")
     args = ap.parse_args()
@@ -144,7 +147,7 @@ def main() -> int:
 
         # 2. prefill slope: probe fit on counted tokens vs the server's own prompt-eval times
         k = len(srv.prompt_evals())
-        samples, summary, _ = cli_probe(srv.url, "-n", "5", "--prompt-tokens", "128,512,1024,2048", "--max-tokens", "1")
+        samples, summary, _ = cli_probe(srv.url, "-n", "4", "--prompt-tokens", args.lengths, "--max-tokens", "1")
         evals = srv.prompt_evals()[k:]
         server_fit = fit_prefill([(n, ms) for ms, n in evals])
         ours = summary.get("prefill_fit") or {}

@@ -1,10 +1,13 @@
 """What-if vs a real engine: calibrate, then replay one trace slice at three loads, predicted vs measured (issue 14).
 
-1. `calibrate` the endpoint (prefill on counted tokens, decode, effective parallelism) → a `dedicated:` spec.
-2. A slice of `--requests` requests of a trace (`--trace FILE`, any format `whatif --log` reads — meant for the
-   Azure LLM code trace; without it a synthetic production-like trace: bursty Poisson arrivals, log-normal prompt
-   and output lengths, labelled as such) has its tokens scaled to a mean service of `--mean-service` s on the
-   calibrated spec, then its arrival gaps scaled to utilisations 0.3, 0.6 and 0.85 (planner.whatif.levels).
+1. `calibrate` the endpoint (prefill on counted tokens, decode, effective parallelism, the tokens the server
+   prefills on top of each prompt) → a `dedicated:` spec. This is a separate run: the prediction is never fitted on
+   the requests it is judged against.
+2. A slice of `--requests` requests of a trace (default: the Azure LLM code trace rows in
+   assets/sample_logs/azure_code_2023.csv; `--trace FILE` takes any format `whatif --log` reads; `--synthetic` a
+   bursty production-like trace) has its lulls cut to `--max-gap` s (the slice is stitched from separate windows),
+   its tokens scaled by one factor to a mean service of `--mean-service` s on the calibrated spec, then its arrival
+   gaps scaled to utilisations 0.3, 0.6 and 0.85 (planner.whatif.levels).
 3. Each level is replayed by the what-if (predicted TTFT per request) and sent for real to the endpoint in real
    time by the probe engine (planner.whatif.proof.measure_trace); p50/p95 over the same successful requests.
 
@@ -12,13 +15,15 @@
     python bench/bench_engine_whatif.py --base-url URL --model M  # any OpenAI-compatible endpoint
 
 Targets: predicted p95 within 15 % of measured at each level, p50 within 10 %. Each level takes about
-requests × mean service ÷ (slots × ρ) seconds (200 × 0.15 s at ρ = 0.3: 100 s).
+requests × mean service ÷ (slots × ρ) seconds (210 × 0.8 s at ρ = 0.3 on one slot: 560 s; all three ≈ 17 min).
+`--out FILE` writes every request's predicted and measured TTFT (JSON lines) for a look afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
@@ -32,12 +37,13 @@ sys.path.insert(0, str(ROOT))
 from planner.probes.ttft import ProbeTarget  # noqa: E402
 from planner.whatif.calibrate import calibrate  # noqa: E402
 from planner.whatif.deployment import parse_deployment  # noqa: E402
-from planner.whatif.levels import at_utilisation, scale_tokens  # noqa: E402
+from planner.whatif.levels import at_utilisation, cap_gaps, scale_tokens  # noqa: E402
 from planner.whatif.proof import measure_trace  # noqa: E402
 from planner.whatif.replay import replay  # noqa: E402
 from planner.whatif.trace import Trace, read_trace_file  # noqa: E402
 
 LEVELS = (0.3, 0.6, 0.85)
+AZURE_CODE = ROOT / "assets" / "sample_logs" / "azure_code_2023.csv"
 
 
 def synthetic_trace(n: int, seed: int = 0) -> Trace:
@@ -52,11 +58,18 @@ def main() -> int:
     ap.add_argument("--engine", action="store_true", help="start llama.cpp from `make engine` (bench_engine.Server)")
     ap.add_argument("--base-url")
     ap.add_argument("--model", default="gemma")
-    ap.add_argument("--trace", help="a request log / trace file (cached tokens are ignored: prompts are all new)")
-    ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--mean-service", type=float, default=0.15, help="mean slot-holding seconds after token scaling")
-    ap.add_argument("--calibration-step", type=float, default=15.0)
+    ap.add_argument("--trace", default=str(AZURE_CODE),
+                    help="a request log / trace file (cached tokens are ignored: prompts are all new)")
+    ap.add_argument("--synthetic", action="store_true", help="a synthetic production-like trace instead of --trace")
+    ap.add_argument("--requests", type=int, default=210)
+    ap.add_argument("--max-gap", type=float, default=3.0, help="longest arrival gap kept, in trace seconds")
+    ap.add_argument("--mean-service", type=float, default=0.8, help="mean slot-holding seconds after token scaling")
+    ap.add_argument("--levels", default=",".join(map(str, LEVELS)), help="utilisations (default 0.3,0.6,0.85)")
+    ap.add_argument("--calibration-step", type=float, default=15.0, help="seconds per concurrency step")
+    ap.add_argument("--spec", help="a deployment spec from an earlier, separate calibration (skips calibrating)")
+    ap.add_argument("--out", help="write per-request predicted and measured TTFT here (JSON lines)")
     args = ap.parse_args()
+    levels = [float(x) for x in args.levels.split(",")]
     srv = None
     if not args.engine and not args.base_url:  # `make bench` runs every script without arguments
         if not (ROOT / ".engine" / "venv").exists():
@@ -71,33 +84,58 @@ def main() -> int:
     else:
         url = args.base_url
     load0 = os.getloadavg()[0]
+    out = open(args.out, "w") if args.out else None
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}",
+          flush=True)
     try:
-        cal = asyncio.run(calibrate(ProbeTarget(base_url=url, model=args.model, timeout_s=120), lengths=(64, 512), n=3,
-                                    decode_tokens=32, concurrencies=(1, 2), step_duration_s=args.calibration_step))
-        dep = parse_deployment(cal.spec())
-        print(f"calibrated in {cal.wall_s:.0f} s: {cal.spec()} (slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)")
-        base = read_trace_file(args.trace) if args.trace else synthetic_trace(args.requests)
+        if args.spec:
+            spec = args.spec
+            print(f"spec from an earlier calibration: {spec}", flush=True)
+        else:
+            cal = asyncio.run(calibrate(ProbeTarget(base_url=url, model=args.model, timeout_s=120), lengths=(64, 512),
+                                        n=4, decode_tokens=32, concurrencies=(1, 2),
+                                        step_duration_s=args.calibration_step))
+            spec = cal.spec()
+            print(f"calibrated in {cal.wall_s:.0f} s: {spec} (prefill intercept {cal.prefill.intercept_ms:.0f} ms, "
+                  f"r² {cal.prefill.r2:.4f}; slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)", flush=True)
+        dep = parse_deployment(spec)
+        base = synthetic_trace(args.requests) if args.synthetic else read_trace_file(args.trace)
         base = base.take(np.arange(min(args.requests, base.n)))
-        base = Trace(base.arrival_ms, base.prompt_tokens, np.zeros(base.n), base.output_tokens, base.source)
+        base = cap_gaps(Trace(base.arrival_ms, base.prompt_tokens, np.zeros(base.n), base.output_tokens, base.source),
+                        args.max_gap * 1000)
         small = scale_tokens(base, dep, args.mean_service)
-        print(f"trace: {small.source}, {small.n} requests per level")
-        print(f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} {'err':>7} {'wall s':>7}")
-        for rho in LEVELS:
+        print(f"trace: {small.source}, {small.n} requests per level; prompt tokens p50 "
+              f"{np.median(small.prompt_tokens):.0f} (max {small.prompt_tokens.max():.0f}), output tokens p50 "
+              f"{np.median(small.output_tokens):.0f} (max {small.output_tokens.max():.0f})", flush=True)
+        print(f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} "
+              f"{'err':>7} {'wall s':>7}  output tokens measured ÷ asked (median)", flush=True)
+        for rho in levels:
             level = at_utilisation(small, dep, rho)
             predicted = replay(dep, level).ttft_ms
             t = time.monotonic()
-            samples = asyncio.run(measure_trace(level, url, speedup=1.0))
+            samples = asyncio.run(measure_trace(level, url, speedup=1.0, model=args.model))
             wall = time.monotonic() - t
             ok = np.array([s.ok and s.ttft_ms is not None for s in samples])
             meas = np.array([s.ttft_ms for s, o in zip(samples, ok) if o])
             pred = predicted[ok]
             p50p, p95p = np.percentile(pred, 50), np.percentile(pred, 95)
             p50m, p95m = np.percentile(meas, 50), np.percentile(meas, 95)
+            got = [s.output_tokens / a for s, a in zip(samples, level.output_tokens) if s.ok and s.output_tokens]
             print(f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
-                  f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}" + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""))
+                  f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
+                  + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""), flush=True)
+            for i, s in enumerate(samples) if out else ():
+                out.write(json.dumps({"rho": rho, "i": i, "arrival_ms": float(level.arrival_ms[i]),
+                                      "prompt_tokens": int(level.prompt_tokens[i]),
+                                      "output_tokens": int(level.output_tokens[i]), "predicted_ms": float(predicted[i]),
+                                      "measured_ms": s.ttft_ms, "server_prompt_tokens": s.prompt_tokens,
+                                      "server_output_tokens": s.output_tokens, "total_ms": s.total_ms,
+                                      "error": s.error_class}) + "\n")
     finally:
         if srv is not None:
             srv.stop()
+        if out:
+            out.close()
     print(f"targets: p95 within 15 %, p50 within 10 % at each level; load average {load0:.1f} → "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     return 0

@@ -12,8 +12,10 @@ Three measurements, all with the probe engine (fresh connection, nonce-first pro
   parallel slots on one core do).
 
 The result is a `dedicated:` spec (one replica) for planner.whatif.deployment.parse_deployment;
-the fixed part of TTFT (the fit's intercept: admission, template, one decode step, loopback) goes
-in as its `rtt`.
+the fixed part of TTFT (the fit's intercept: admission, one decode step, loopback) goes in as its
+`rtt`. When the server counts prompt tokens, the median of (counted − requested) — the chat
+template and the nonce, which the server prefills on top of every prompt and a request log does
+not count — goes in as `overhead_tokens`: those tokens hold the slot like the prompt does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Calibration:
     throughput_by_concurrency: dict[int, float]  # achieved requests/s
     latency_ms_by_concurrency: dict[int, float]  # median total time of one request
     wall_s: float
+    prompt_overhead_tokens: float = 0.0  # median server-counted − requested prompt tokens (0 when not counted)
 
     @property
     def effective_slots(self) -> int:
@@ -53,11 +56,16 @@ class Calibration:
         return lat[max(lat)] / lat[min(lat)]
 
     def spec(self, name: str = "calibrated") -> str:
+        """The `dedicated:` spec. A negative intercept (fewer tokens prefilled than counted: the server reuses the
+        chat template's first tokens from its cache) comes off the overhead tokens instead of being lost at rtt=0."""
         rate = self.prefill.prefill_tokens_per_s
         if rate is None:
             raise ValueError("the prefill fit has no positive slope: probe longer prompts")
+        icpt = self.prefill.intercept_ms
+        overhead = max(0.0, self.prompt_overhead_tokens + min(0.0, icpt) * rate / 1000.0)
         return (f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
-                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, self.prefill.intercept_ms):.0f}")
+                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt):.0f},"
+                f"overhead_tokens={overhead:.0f}")
 
 
 async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 1024), n: int = 5, decode_tokens: int = 64,
@@ -78,6 +86,9 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
         raise ValueError(f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})")
     points, basis = fit_points(samples)
     fit = fit_prefill(points)
+    overhead = 0.0
+    if basis == "server-counted":
+        overhead = max(0.0, statistics.median(s.prompt_tokens - s.prompt_tokens_requested for s in samples if s.ok))
 
     rates = []
     for _ in range(max(1, n // 2)):
@@ -97,4 +108,4 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
     latency = {int(st.load): st.load / st.achieved_rps * 1000 for st in result.steps}  # Little's law: W = L / λ
     return Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=statistics.median(rates),
                        throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
-                       wall_s=time.monotonic() - t0)
+                       wall_s=time.monotonic() - t0, prompt_overhead_tokens=overhead)

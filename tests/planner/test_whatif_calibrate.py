@@ -8,6 +8,8 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.simulator import SimulatorConfig, running_simulator
+from planner.probes.fit import PrefillFit
+from planner.whatif.calibrate import Calibration
 from planner.whatif.deployment import parse_deployment
 
 
@@ -35,3 +37,23 @@ def test_an_unreachable_endpoint_is_a_clear_error():
     r = CliRunner().invoke(cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2",
                                  "--timeout", "2"])
     assert r.exit_code == 1 and "prefill stage: every request failed (refused" in r.output
+
+
+def _cal(intercept_ms: float, overhead_tokens: float) -> Calibration:
+    fit = PrefillFit(intercept_ms=intercept_ms, slope_ms_per_token=12.5, r2=0.999, slope_se_ms_per_token=0.1, n=8,
+                     lengths=(64, 512))
+    return Calibration(prefill=fit, token_basis="server-counted", decode_tokens_per_s=40.0,
+                       throughput_by_concurrency={1: 1.0, 2: 1.0}, latency_ms_by_concurrency={1: 1000.0, 2: 2000.0},
+                       wall_s=60.0, prompt_overhead_tokens=overhead_tokens)
+
+
+def test_the_template_tokens_the_server_adds_become_overhead_tokens_and_the_intercept_its_rtt():
+    dep = parse_deployment(_cal(intercept_ms=15, overhead_tokens=34).spec())
+    assert dep.prompt_overhead_tokens.value == 34 and dep.rtt_ms.value == 15
+    assert dep.prefill_tokens_per_s.value == 80 and dep.slots_per_replica == 1
+
+
+def test_a_negative_intercept_comes_off_the_overhead_tokens_so_ttft_at_every_length_is_kept():
+    # -50 ms at 12.5 ms per token: four counted tokens were not prefilled (the template head reused from cache)
+    dep = parse_deployment(_cal(intercept_ms=-50, overhead_tokens=34).spec())
+    assert dep.rtt_ms.value == 0 and dep.prompt_overhead_tokens.value == 30
