@@ -232,8 +232,9 @@ def parse_deployment(spec: str, default_name: str | None = None, defaults: Mappi
     Units: window and cold in s, prefill/decode in tokens/s per slot, rtt in ms, prices in USD.
     Optional: `name=…`; `overhead_tokens=N` (tokens prefilled on top of each logged prompt: template,
     system prompt; `ttft-planner calibrate` measures it); serverless `min=`, `gpus=`, `usd_per_gpu_h=`;
-    dedicated `gpus=` and an overflow pool via `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]`
-    (its slots, rates, RTT and overhead tokens default to the dedicated ones).
+    dedicated `gpus=` and an overflow pool via
+    `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]` (its slots, rates, RTT and
+    overhead tokens default to the dedicated ones).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
     (see defaults_from_worksheet); a value in the spec always wins.
     Raises SpecError naming the spec and the offending key.
