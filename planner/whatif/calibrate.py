@@ -16,6 +16,10 @@ the fixed part of TTFT (the fit's intercept: admission, one decode step, loopbac
 `rtt`. When the server counts prompt tokens, the median of (counted − requested) — the chat
 template and the nonce, which the server prefills on top of every prompt and a request log does
 not count — goes in as `overhead_tokens`: those tokens hold the slot like the prompt does.
+When the highest concurrency saturates the slots, each slot's time per request there (slots ÷
+throughput) less the modelled prefill + decode of that request is server work the prefill fit
+shows only as intercept (request set-up, graph rebuilds on a new batch shape): it holds the slot
+too, so it moves from `rtt` into `overhead_tokens` (as tokens at the prefill rate).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from planner.sweep.run import SweepSpec, run_sweep
 
 __all__ = ["Calibration", "calibrate"]
 
+_SWEEP_OUTPUT_TOKENS = 8  # max_tokens of the parallelism stage's requests
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -43,6 +49,7 @@ class Calibration:
     latency_ms_by_concurrency: dict[int, float]  # median total time of one request
     wall_s: float
     prompt_overhead_tokens: float = 0.0  # median server-counted − requested prompt tokens (0 when not counted)
+    fixed_hold_ms: float = 0.0  # per-request server time beyond prefill + decode, seen at saturation (0 if not saturated)
 
     @property
     def effective_slots(self) -> int:
@@ -61,10 +68,11 @@ class Calibration:
         rate = self.prefill.prefill_tokens_per_s
         if rate is None:
             raise ValueError("the prefill fit has no positive slope: probe longer prompts")
-        icpt = self.prefill.intercept_ms
-        overhead = max(0.0, self.prompt_overhead_tokens + min(0.0, icpt) * rate / 1000.0)
+        icpt, fixed = self.prefill.intercept_ms, self.fixed_hold_ms
+        # The fixed server time holds the slot: it moves from rtt into overhead tokens at the prefill rate.
+        overhead = max(0.0, self.prompt_overhead_tokens + (min(0.0, icpt) + fixed) * rate / 1000.0)
         return (f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
-                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt):.0f},"
+                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - fixed):.0f},"
                 f"overhead_tokens={overhead:.0f}")
 
 
@@ -99,13 +107,21 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
     if not rates:
         raise ValueError("calibration, decode stage: no request generated two or more tokens")
 
-    small = replace(target, prompt_tokens=lengths[0], max_tokens=8)
+    small = replace(target, prompt_tokens=lengths[0], max_tokens=_SWEEP_OUTPUT_TOKENS)
     result = await run_sweep(SweepSpec(target=small, mode="concurrency", loads=tuple(float(c) for c in concurrencies),
                                        step_duration_s=step_duration_s))
     if any(st.n_ok == 0 for st in result.steps):
         raise ValueError("calibration, parallelism stage: a concurrency step had no successful request")
     throughput = {int(st.load): st.achieved_rps for st in result.steps}
     latency = {int(st.load): st.load / st.achieved_rps * 1000 for st in result.steps}  # Little's law: W = L / λ
-    return Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=statistics.median(rates),
-                       throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
-                       wall_s=time.monotonic() - t0, prompt_overhead_tokens=overhead)
+    decode = statistics.median(rates)
+    cal = Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=decode,
+                      throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
+                      wall_s=time.monotonic() - t0, prompt_overhead_tokens=overhead)
+    top = max(throughput)
+    if top > cal.effective_slots and fit.prefill_tokens_per_s:  # saturated: every slot busy all the time
+        hold_ms = cal.effective_slots * 1000.0 / throughput[top]
+        modelled_ms = ((lengths[0] + overhead) * 1000.0 / fit.prefill_tokens_per_s
+                       + (_SWEEP_OUTPUT_TOKENS - 1) * 1000.0 / decode)
+        cal = replace(cal, fixed_hold_ms=max(0.0, hold_ms - modelled_ms))
+    return cal

@@ -57,3 +57,12 @@ def test_a_negative_intercept_comes_off_the_overhead_tokens_so_ttft_at_every_len
     # -50 ms at 12.5 ms per token: four counted tokens were not prefilled (the template head reused from cache)
     dep = parse_deployment(_cal(intercept_ms=-50, overhead_tokens=34).spec())
     assert dep.rtt_ms.value == 0 and dep.prompt_overhead_tokens.value == 30
+
+
+def test_server_time_that_holds_the_slot_beyond_prefill_moves_from_rtt_to_overhead_tokens():
+    # 480 ms of intercept, 400 of it seen as slot time at saturation: 80 ms stays rtt, 400 ms = 32 tokens at 80/s
+    cal = _cal(intercept_ms=480, overhead_tokens=25)
+    dep = parse_deployment(Calibration(**{**cal.__dict__, "fixed_hold_ms": 400.0}).spec())
+    assert dep.rtt_ms.value == 80 and dep.prompt_overhead_tokens.value == 25 + 32
+    # a lone request's TTFT is unchanged: rtt + (prompt + overhead) ÷ rate == intercept + (prompt + 25) ÷ rate
+    assert dep.rtt_ms.value + (100 + 57) * 12.5 == 480 + (100 + 25) * 12.5
