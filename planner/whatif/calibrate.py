@@ -49,7 +49,7 @@ class Calibration:
     latency_ms_by_concurrency: dict[int, float]  # median total time of one request
     wall_s: float
     prompt_overhead_tokens: float = 0.0  # median server-counted − requested prompt tokens (0 when not counted)
-    fixed_hold_ms: float = 0.0  # per-request server time beyond prefill + decode, seen at saturation (0 if not saturated)
+    fixed_hold_ms: float = 0.0  # server time per request beyond prefill + decode at saturation (0: not saturated)
 
     @property
     def effective_slots(self) -> int:
