@@ -1,8 +1,9 @@
 """What-if vs a real engine: calibrate, then replay one trace slice at three loads, predicted vs measured (issue 14).
 
 1. `calibrate` the endpoint (prefill on counted tokens, decode, effective parallelism, the tokens the server
-   prefills on top of each prompt) → a `dedicated:` spec. This is a separate run: the prediction is never fitted on
-   the requests it is judged against.
+   prefills on top of each prompt, server time per request at saturation) → a `dedicated:` spec, again before each
+   level (`--no-recalibrate`: once). Calibration is a separate run: the prediction is never fitted on the requests
+   it is judged against.
 2. A slice of `--requests` requests of a trace (default: the Azure LLM code trace rows in
    assets/sample_logs/azure_code_2023.csv; `--trace FILE` takes any format `whatif --log` reads; `--synthetic` a
    bursty production-like trace) has its lulls cut to `--max-gap` s (the slice is stitched from separate windows),
@@ -15,7 +16,8 @@
     python bench/bench_engine_whatif.py --base-url URL --model M  # any OpenAI-compatible endpoint
 
 Targets: predicted p95 within 15 % of measured at each level, p50 within 10 %. Each level takes about
-requests × mean service ÷ (slots × ρ) seconds (210 × 0.8 s at ρ = 0.3 on one slot: 560 s; all three ≈ 17 min).
+requests × mean service ÷ (slots × ρ) seconds (210 × 0.8 s at ρ = 0.3 on one slot: 560 s; all three with their
+calibrations ≈ 21 min).
 `--out FILE` writes every request's predicted and measured TTFT (JSON lines) for a look afterwards.
 """
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.probes.ttft import ProbeTarget  # noqa: E402
 from planner.whatif.calibrate import calibrate  # noqa: E402
-from planner.whatif.deployment import parse_deployment  # noqa: E402
+from planner.whatif.deployment import Deployment, parse_deployment  # noqa: E402
 from planner.whatif.levels import at_utilisation, cap_gaps, scale_tokens  # noqa: E402
 from planner.whatif.proof import measure_trace  # noqa: E402
 from planner.whatif.replay import replay  # noqa: E402
@@ -66,6 +68,9 @@ def main() -> int:
     ap.add_argument("--mean-service", type=float, default=0.8, help="mean slot-holding seconds after token scaling")
     ap.add_argument("--levels", default=",".join(map(str, LEVELS)), help="utilisations (default 0.3,0.6,0.85)")
     ap.add_argument("--calibration-step", type=float, default=15.0, help="seconds per concurrency step")
+    ap.add_argument("--recalibrate", action=argparse.BooleanOptionalAction, default=True,
+                    help="calibrate again (a separate run, ~75 s) before each level: on a shared machine the engine's "
+                         "speed drifts (default on)")
     ap.add_argument("--spec", help="a deployment spec from an earlier, separate calibration (skips calibrating)")
     ap.add_argument("--out", help="write per-request predicted and measured TTFT here (JSON lines)")
     args = ap.parse_args()
@@ -88,17 +93,19 @@ def main() -> int:
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}",
           flush=True)
     try:
-        if args.spec:
-            spec = args.spec
-            print(f"spec from an earlier calibration: {spec}", flush=True)
-        else:
+        def calibrated() -> Deployment:
+            if args.spec:
+                print(f"spec from an earlier calibration: {args.spec}", flush=True)
+                return parse_deployment(args.spec)
             cal = asyncio.run(calibrate(ProbeTarget(base_url=url, model=args.model, timeout_s=120), lengths=(64, 512),
                                         n=4, decode_tokens=32, concurrencies=(1, 2),
                                         step_duration_s=args.calibration_step))
-            spec = cal.spec()
-            print(f"calibrated in {cal.wall_s:.0f} s: {spec} (prefill intercept {cal.prefill.intercept_ms:.0f} ms, "
-                  f"r² {cal.prefill.r2:.4f}; slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)", flush=True)
-        dep = parse_deployment(spec)
+            print(f"calibrated in {cal.wall_s:.0f} s: {cal.spec()} (prefill intercept {cal.prefill.intercept_ms:.0f} "
+                  f"ms, r² {cal.prefill.r2:.4f}; {cal.fixed_hold_ms:.0f} ms of it holds the slot at saturation; "
+                  f"slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)", flush=True)
+            return parse_deployment(cal.spec())
+
+        dep = calibrated()
         base = synthetic_trace(args.requests) if args.synthetic else read_trace_file(args.trace)
         base = base.take(np.arange(min(args.requests, base.n)))
         base = cap_gaps(Trace(base.arrival_ms, base.prompt_tokens, np.zeros(base.n), base.output_tokens, base.source),
@@ -109,7 +116,9 @@ def main() -> int:
               f"{np.median(small.output_tokens):.0f} (max {small.output_tokens.max():.0f})", flush=True)
         print(f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} "
               f"{'err':>7} {'wall s':>7}  output tokens measured ÷ asked (median)", flush=True)
-        for rho in levels:
+        for k, rho in enumerate(levels):
+            if k and args.recalibrate:  # the engine's speed drifts with the machine's load: measure it again
+                dep = calibrated()
             level = at_utilisation(small, dep, rho)
             predicted = replay(dep, level).ttft_ms
             t = time.monotonic()
