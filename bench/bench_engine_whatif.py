@@ -139,7 +139,9 @@ def main() -> int:
                                       "output_tokens": int(level.output_tokens[i]), "predicted_ms": float(predicted[i]),
                                       "measured_ms": s.ttft_ms, "server_prompt_tokens": s.prompt_tokens,
                                       "server_output_tokens": s.output_tokens, "total_ms": s.total_ms,
-                                      "error": s.error_class}) + "\n")
+                                      "error": s.error_class, "error_detail": s.error_detail}) + "\n")
+            if out:
+                out.flush()
     finally:
         if srv is not None:
             srv.stop()
