@@ -55,6 +55,26 @@ def synthetic_trace(n: int, seed: int = 0) -> Trace:
                  np.round(rng.lognormal(3.0, 0.7, n)) + 1, "synthetic production-like trace (Azure code trace not given)")
 
 
+def own_times(evals: list[tuple[float, int]], level: Trace, ok: np.ndarray, meas: np.ndarray, dep: Deployment) -> None:
+    """A diagnostic, not the prediction: the same replay with llama.cpp's own prompt time for each request (from its
+    log; one slot serves in arrival order) instead of the calibrated rate — what is left is the queueing model's
+    error, the rest of the miss is the engine running at another speed than calibrated."""
+    if len(evals) != int(ok.sum()):
+        print(f"      (llama.cpp logged {len(evals)} prompt times for {int(ok.sum())} answered requests: "
+              "no diagnostic)")
+        return
+    rate, over = dep.prefill_tokens_per_s.value, dep.prompt_overhead_tokens.value
+    served = level.take(np.flatnonzero(ok))
+    own_ms = np.array([ms for ms, _ in evals])
+    as_tokens = own_ms * rate / 1000.0 - over  # the replay prefills (prompt + overhead) at `rate`: this gives own_ms
+    own = replay(dep, Trace(served.arrival_ms, as_tokens, np.zeros(served.n), served.output_tokens, "own")).ttft_ms
+    per_token = np.median(own_ms / np.array([n for _, n in evals]))
+    p50o, p95o, p50m, p95m = *np.percentile(own, [50, 95]), *np.percentile(meas, [50, 95])
+    print(f"      with llama.cpp's own prompt times: p50 {p50o:.0f} ({p50o / p50m - 1:+.1%}), p95 {p95o:.0f} "
+          f"({p95o / p95m - 1:+.1%}); engine at {per_token:.1f} ms a token (median; calibrated "
+          f"{1000 / rate:.1f})", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", action="store_true", help="start llama.cpp from `make engine` (bench_engine.Server)")
@@ -121,7 +141,7 @@ def main() -> int:
                 dep = calibrated()
             level = at_utilisation(small, dep, rho)
             predicted = replay(dep, level).ttft_ms
-            t = time.monotonic()
+            t, k_evals = time.monotonic(), len(srv.prompt_evals()) if srv else 0
             samples = asyncio.run(measure_trace(level, url, speedup=1.0, model=args.model))
             wall = time.monotonic() - t
             ok = np.array([s.ok and s.ttft_ms is not None for s in samples])
@@ -133,6 +153,8 @@ def main() -> int:
             print(f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
                   f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
                   + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""), flush=True)
+            if srv is not None:
+                own_times(srv.prompt_evals()[k_evals:], level, ok, meas, dep)
             for i, s in enumerate(samples) if out else ():
                 out.write(json.dumps({"rho": rho, "i": i, "arrival_ms": float(level.arrival_ms[i]),
                                       "prompt_tokens": int(level.prompt_tokens[i]),
