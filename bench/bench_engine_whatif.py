@@ -45,6 +45,7 @@ from planner.whatif.replay import replay  # noqa: E402
 from planner.whatif.trace import Trace, read_trace_file  # noqa: E402
 
 LEVELS = (0.3, 0.6, 0.85)
+_REUSED_TOKENS_MAX = 8
 AZURE_CODE = ROOT / "assets" / "sample_logs" / "azure_code_2023.csv"
 
 
@@ -55,20 +56,30 @@ def synthetic_trace(n: int, seed: int = 0) -> Trace:
                  np.round(rng.lognormal(3.0, 0.7, n)) + 1, "synthetic production-like trace (Azure code trace not given)")
 
 
-def own_times(evals: list[tuple[float, int]], level: Trace, ok: np.ndarray, meas: np.ndarray, dep: Deployment) -> None:
+def own_times(evals: list[tuple[float, int]], level: Trace, samples: list, ok: np.ndarray, meas: np.ndarray,
+              dep: Deployment) -> None:
     """A diagnostic, not the prediction: the same replay with llama.cpp's own prompt time for each request (from its
-    log; one slot serves in arrival order) instead of the calibrated rate — what is left is the queueing model's
-    error, the rest of the miss is the engine running at another speed than calibrated."""
-    if len(evals) != int(ok.sum()):
-        print(f"      (llama.cpp logged {len(evals)} prompt times for {int(ok.sum())} answered requests: "
-              "no diagnostic)")
-        return
+    log) instead of the calibrated rate — what is left is the queueing model's error, the rest of the miss is the
+    engine running at another speed than calibrated. Log lines are matched to requests in arrival order by their
+    evaluated tokens (the server's count, less the few it reuses from cache: the template's head, a nonce's first
+    digits), as requests arriving together may be served in either order."""
+    unused, own_ms = list(range(len(evals))), []
+    for s, o in zip(samples, ok):
+        if not o:
+            continue
+        c = s.prompt_tokens or 0
+        near = [j for j in unused[:20] if c - _REUSED_TOKENS_MAX <= evals[j][1] <= c]
+        j = min(near, key=lambda j: (abs(c - 1 - evals[j][1]), j), default=None)  # most reuse exactly one token
+        if j is None:
+            print(f"      (no llama.cpp prompt time matches a request of {s.prompt_tokens} tokens: no diagnostic)")
+            return
+        unused.remove(j)
+        own_ms.append(evals[j][0])
     rate, over = dep.prefill_tokens_per_s.value, dep.prompt_overhead_tokens.value
     served = level.take(np.flatnonzero(ok))
-    own_ms = np.array([ms for ms, _ in evals])
-    as_tokens = own_ms * rate / 1000.0 - over  # the replay prefills (prompt + overhead) at `rate`: this gives own_ms
+    as_tokens = np.array(own_ms) * rate / 1000.0 - over  # the replay prefills (prompt + overhead) at `rate`
     own = replay(dep, Trace(served.arrival_ms, as_tokens, np.zeros(served.n), served.output_tokens, "own")).ttft_ms
-    per_token = np.median(own_ms / np.array([n for _, n in evals]))
+    per_token = np.median([ms / n for ms, n in evals])
     p50o, p95o, p50m, p95m = *np.percentile(own, [50, 95]), *np.percentile(meas, [50, 95])
     print(f"      with llama.cpp's own prompt times: p50 {p50o:.0f} ({p50o / p50m - 1:+.1%}), p95 {p95o:.0f} "
           f"({p95o / p95m - 1:+.1%}); engine at {per_token:.1f} ms a token (median; calibrated "
@@ -154,7 +165,7 @@ def main() -> int:
                   f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
                   + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""), flush=True)
             if srv is not None:
-                own_times(srv.prompt_evals()[k_evals:], level, ok, meas, dep)
+                own_times(srv.prompt_evals()[k_evals:], level, samples, ok, meas, dep)
             for i, s in enumerate(samples) if out else ():
                 out.write(json.dumps({"rho": rho, "i": i, "arrival_ms": float(level.arrival_ms[i]),
                                       "prompt_tokens": int(level.prompt_tokens[i]),
