@@ -16,10 +16,11 @@ the fixed part of TTFT (the fit's intercept: admission, one decode step, loopbac
 `rtt`. When the server counts prompt tokens, the median of (counted − requested) — the chat
 template and the nonce, which the server prefills on top of every prompt and a request log does
 not count — goes in as `overhead_tokens`: those tokens hold the slot like the prompt does.
-When the highest concurrency saturates the slots, each slot's time per request there (slots ÷
-throughput) less the modelled prefill + decode of that request is server work the prefill fit
-shows only as intercept (request set-up, graph rebuilds on a new batch shape): it holds the slot
-too, so it moves from `rtt` into `overhead_tokens` (as tokens at the prefill rate).
+For an engine of at most 8 effective slots, a saturation stage (twice as many prefill-only requests
+in flight as slots, one step) gives each slot's time per request (slots ÷ throughput); what exceeds
+the modelled prefill of that request is server work the prefill fit shows only as intercept
+(request set-up, tokenising, a new batch shape): it holds the slot too, so it moves from `rtt` into
+`overhead_tokens` (as tokens at the prefill rate).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from planner.sweep.run import SweepSpec, run_sweep
 __all__ = ["Calibration", "calibrate"]
 
 _SWEEP_OUTPUT_TOKENS = 8  # max_tokens of the parallelism stage's requests
+_SATURATE_SLOTS_MAX = 8  # the saturation stage runs for engines with at most this many effective slots
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Calibration:
     latency_ms_by_concurrency: dict[int, float]  # median total time of one request
     wall_s: float
     prompt_overhead_tokens: float = 0.0  # median server-counted − requested prompt tokens (0 when not counted)
-    fixed_hold_ms: float = 0.0  # server time per request beyond prefill + decode at saturation (0: not saturated)
+    fixed_hold_ms: float = 0.0  # slot time per request beyond its prefill at saturation (0: not measured)
 
     @property
     def effective_slots(self) -> int:
@@ -117,11 +119,18 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
     decode = statistics.median(rates)
     cal = Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=decode,
                       throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
-                      wall_s=time.monotonic() - t0, prompt_overhead_tokens=overhead)
-    top = max(throughput)
-    if top > cal.effective_slots and fit.prefill_tokens_per_s:  # saturated: every slot busy all the time
-        hold_ms = cal.effective_slots * 1000.0 / throughput[top]
-        modelled_ms = ((lengths[0] + overhead) * 1000.0 / fit.prefill_tokens_per_s
-                       + (_SWEEP_OUTPUT_TOKENS - 1) * 1000.0 / decode)
-        cal = replace(cal, fixed_hold_ms=max(0.0, hold_ms - modelled_ms))
+                      wall_s=0.0, prompt_overhead_tokens=overhead)
+    rate = fit.prefill_tokens_per_s
+    if rate and cal.effective_slots <= _SATURATE_SLOTS_MAX:
+        # Saturation stage: twice as many prefill-only requests in flight as slots keeps every slot busy, so each
+        # slot's time per request is slots ÷ throughput; beyond the modelled prefill it is server work the fit
+        # shows only as intercept (request set-up, tokenising, a new batch shape), and it holds the slot.
+        busy = await run_sweep(SweepSpec(target=replace(target, prompt_tokens=lengths[0], max_tokens=1),
+                                         mode="concurrency", loads=(2.0 * cal.effective_slots,),
+                                         step_duration_s=step_duration_s))
+        step = busy.steps[0]
+        if step.n_ok and step.achieved_rps > 0:
+            hold_ms = cal.effective_slots * 1000.0 / step.achieved_rps
+            cal = replace(cal, fixed_hold_ms=max(0.0, hold_ms - (lengths[0] + overhead) * 1000.0 / rate))
+    cal = replace(cal, wall_s=time.monotonic() - t0)
     return cal

@@ -66,3 +66,20 @@ def test_server_time_that_holds_the_slot_beyond_prefill_moves_from_rtt_to_overhe
     assert dep.rtt_ms.value == 80 and dep.prompt_overhead_tokens.value == 25 + 32
     # a lone request's TTFT is unchanged: rtt + (prompt + overhead) ÷ rate == intercept + (prompt + 25) ÷ rate
     assert dep.rtt_ms.value + (100 + 57) * 12.5 == 480 + (100 + 25) * 12.5
+
+
+def test_admission_time_that_holds_the_slot_is_measured_at_saturation_and_kept_out_of_rtt():
+    # the simulator spends 200 ms per request in its slot before prefill: a queue behind it waits for that too
+    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=200,
+                          prefix_cache_tokens=0, seed=0)
+    with running_simulator(cfg) as url:
+        r = CliRunner().invoke(cli, ["calibrate", "--base-url", url, "--model", "m", "--prompt-tokens", "100,800",
+                                     "-n", "3", "--decode-tokens", "16", "--concurrency", "1,2", "--step-duration", "3",
+                                     "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    cal = json.loads(r.output)
+    assert 150 <= cal["fixed_hold_ms"] <= 300, cal
+    dep = parse_deployment(cal["spec"])
+    assert dep.rtt_ms.value < 100, cal["spec"]  # the 200 ms moved out of rtt …
+    held_ms = dep.prompt_overhead_tokens.value * 1000 / dep.prefill_tokens_per_s.value
+    assert 150 <= held_ms <= 300, cal["spec"]  # … into slot time
