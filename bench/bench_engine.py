@@ -2,7 +2,8 @@
 
 Set up once with `make engine` (scripts/setup-engine.sh: .engine/, git-ignored), then `make bench-engine`.
 The server runs under `taskset -c 1` with `-t 1 -tb 1` so the client on the other core does not steal its CPU
-(and, as root, at nice -15 so that unpinned processes wandering onto that core do not either); its log (`prompt eval time = X ms / N tokens` per request) is the server-side truth for prefill.
+(and, as root, at nice -15 so that unpinned processes wandering onto that core do not either); its log
+(`prompt eval time = X ms / N tokens` per request) is the server-side truth for prefill.
 
 1. Every sample of fresh `ttft-planner probe` processes, the first included: client TTFT − the server's own prompt
    time (the rest is template + tokenisation + one decode step + loopback, and should be the same for every sample).

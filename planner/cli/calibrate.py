@@ -68,7 +68,7 @@ def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens,
     click.echo(cal.prefill.describe() + f" ({cal.token_basis} tokens)")
     click.echo(f"decode {cal.decode_tokens_per_s:,.1f} tokens/s; the server prefills {cal.prompt_overhead_tokens:,.0f} "
                "tokens more than requested per prompt (template, nonce: overhead_tokens); "
-               f"{cal.fixed_hold_ms:,.0f} ms more server time per request at saturation than prefill + decode")
+               f"{cal.fixed_hold_ms:,.0f} ms of slot time per request at saturation beyond prefill")
     click.echo("throughput by concurrency: " + ", ".join(f"{c}: {r:,.2f} req/s" for c, r in cal.throughput_by_concurrency.items())
                + f"; effective slots {cal.effective_slots}; one request takes {cal.slowdown_at_max:.2f}× as long at "
                f"concurrency {max(cal.latency_ms_by_concurrency)} as alone")
