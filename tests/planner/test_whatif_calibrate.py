@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.simulator import SimulatorConfig, running_simulator
 from planner.probes.fit import PrefillFit
+from planner.simulator import SimulatorConfig, running_simulator
 from planner.whatif.calibrate import Calibration
 from planner.whatif.deployment import parse_deployment
 
