@@ -36,7 +36,8 @@ def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens,
               timeout_s, as_json) -> None:
     """Measure prefill (on the server's counted tokens), decode and effective parallelism; print a `dedicated:` spec.
 
-    Feed the spec to `ttft-planner whatif --deployment …` (one replica; the fit's intercept is its rtt).
+    Feed the spec to `ttft-planner whatif --deployment …` (one replica; the fit's intercept is its rtt, the tokens
+    the server counts beyond the requested ones — chat template, nonce — its overhead_tokens).
     A slowdown near the concurrency means the slots share one compute budget (llama.cpp's parallel slots
     on one core do), which the FIFO-slot model does not represent: use slots=1 there.
 
@@ -60,10 +61,14 @@ def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens,
                    "intercept_ms": cal.prefill.intercept_ms, "r2": cal.prefill.r2, "decode_tokens_per_s": cal.decode_tokens_per_s,
                    "throughput_by_concurrency": cal.throughput_by_concurrency,
                    "latency_ms_by_concurrency": cal.latency_ms_by_concurrency, "effective_slots": cal.effective_slots,
-                   "slowdown_at_max": cal.slowdown_at_max, "wall_s": cal.wall_s})
+                   "slowdown_at_max": cal.slowdown_at_max, "prompt_overhead_tokens": cal.prompt_overhead_tokens,
+                   "fixed_hold_ms": cal.fixed_hold_ms,
+                   "wall_s": cal.wall_s})
         return
     click.echo(cal.prefill.describe() + f" ({cal.token_basis} tokens)")
-    click.echo(f"decode {cal.decode_tokens_per_s:,.1f} tokens/s")
+    click.echo(f"decode {cal.decode_tokens_per_s:,.1f} tokens/s; the server prefills {cal.prompt_overhead_tokens:,.0f} "
+               "tokens more than requested per prompt (template, nonce: overhead_tokens); "
+               f"{cal.fixed_hold_ms:,.0f} ms of slot time per request at saturation beyond prefill")
     click.echo("throughput by concurrency: " + ", ".join(f"{c}: {r:,.2f} req/s" for c, r in cal.throughput_by_concurrency.items())
                + f"; effective slots {cal.effective_slots}; one request takes {cal.slowdown_at_max:.2f}× as long at "
                f"concurrency {max(cal.latency_ms_by_concurrency)} as alone")

@@ -12,8 +12,15 @@ Three measurements, all with the probe engine (fresh connection, nonce-first pro
   parallel slots on one core do).
 
 The result is a `dedicated:` spec (one replica) for planner.whatif.deployment.parse_deployment;
-the fixed part of TTFT (the fit's intercept: admission, template, one decode step, loopback) goes
-in as its `rtt`.
+the fixed part of TTFT (the fit's intercept: admission, one decode step, loopback) goes in as its
+`rtt`. When the server counts prompt tokens, the median of (counted − requested) — the chat
+template and the nonce, which the server prefills on top of every prompt and a request log does
+not count — goes in as `overhead_tokens`: those tokens hold the slot like the prompt does.
+For an engine of at most 8 effective slots, a saturation stage (twice as many prefill-only requests
+in flight as slots, one step) gives each slot's time per request (slots ÷ throughput); what exceeds
+the modelled prefill of that request is server work the prefill fit shows only as intercept
+(request set-up, tokenising, a new batch shape): it holds the slot too, so it moves from `rtt` into
+`overhead_tokens` (as tokens at the prefill rate).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from planner.sweep.run import SweepSpec, run_sweep
 
 __all__ = ["Calibration", "calibrate"]
 
+_SWEEP_OUTPUT_TOKENS = 8  # max_tokens of the parallelism stage's requests
+_SATURATE_SLOTS_MAX = 8  # the saturation stage runs for engines with at most this many effective slots
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -40,6 +50,8 @@ class Calibration:
     throughput_by_concurrency: dict[int, float]  # achieved requests/s
     latency_ms_by_concurrency: dict[int, float]  # median total time of one request
     wall_s: float
+    prompt_overhead_tokens: float = 0.0  # median server-counted − requested prompt tokens (0 when not counted)
+    fixed_hold_ms: float = 0.0  # slot time per request beyond its prefill at saturation (0: not measured)
 
     @property
     def effective_slots(self) -> int:
@@ -53,11 +65,17 @@ class Calibration:
         return lat[max(lat)] / lat[min(lat)]
 
     def spec(self, name: str = "calibrated") -> str:
+        """The `dedicated:` spec. A negative intercept (fewer tokens prefilled than counted: the server reuses the
+        chat template's first tokens from its cache) comes off the overhead tokens instead of being lost at rtt=0."""
         rate = self.prefill.prefill_tokens_per_s
         if rate is None:
             raise ValueError("the prefill fit has no positive slope: probe longer prompts")
+        icpt, fixed = self.prefill.intercept_ms, self.fixed_hold_ms
+        # The fixed server time holds the slot: it moves from rtt into overhead tokens at the prefill rate.
+        overhead = max(0.0, self.prompt_overhead_tokens + (min(0.0, icpt) + fixed) * rate / 1000.0)
         return (f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
-                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, self.prefill.intercept_ms):.0f}")
+                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - fixed):.0f},"
+                f"overhead_tokens={overhead:.0f}")
 
 
 async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 1024), n: int = 5, decode_tokens: int = 64,
@@ -78,6 +96,9 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
         raise ValueError(f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})")
     points, basis = fit_points(samples)
     fit = fit_prefill(points)
+    overhead = 0.0
+    if basis == "server-counted":
+        overhead = max(0.0, statistics.median(s.prompt_tokens - s.prompt_tokens_requested for s in samples if s.ok))
 
     rates = []
     for _ in range(max(1, n // 2)):
@@ -88,13 +109,28 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
     if not rates:
         raise ValueError("calibration, decode stage: no request generated two or more tokens")
 
-    small = replace(target, prompt_tokens=lengths[0], max_tokens=8)
+    small = replace(target, prompt_tokens=lengths[0], max_tokens=_SWEEP_OUTPUT_TOKENS)
     result = await run_sweep(SweepSpec(target=small, mode="concurrency", loads=tuple(float(c) for c in concurrencies),
                                        step_duration_s=step_duration_s))
     if any(st.n_ok == 0 for st in result.steps):
         raise ValueError("calibration, parallelism stage: a concurrency step had no successful request")
     throughput = {int(st.load): st.achieved_rps for st in result.steps}
     latency = {int(st.load): st.load / st.achieved_rps * 1000 for st in result.steps}  # Little's law: W = L / λ
-    return Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=statistics.median(rates),
-                       throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
-                       wall_s=time.monotonic() - t0)
+    decode = statistics.median(rates)
+    cal = Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=decode,
+                      throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
+                      wall_s=0.0, prompt_overhead_tokens=overhead)
+    rate = fit.prefill_tokens_per_s
+    if rate and cal.effective_slots <= _SATURATE_SLOTS_MAX:
+        # Saturation stage: twice as many prefill-only requests in flight as slots keeps every slot busy, so each
+        # slot's time per request is slots ÷ throughput; beyond the modelled prefill it is server work the fit
+        # shows only as intercept (request set-up, tokenising, a new batch shape), and it holds the slot.
+        busy = await run_sweep(SweepSpec(target=replace(target, prompt_tokens=lengths[0], max_tokens=1),
+                                         mode="concurrency", loads=(2.0 * cal.effective_slots,),
+                                         step_duration_s=step_duration_s))
+        step = busy.steps[0]
+        if step.n_ok and step.achieved_rps > 0:
+            hold_ms = cal.effective_slots * 1000.0 / step.achieved_rps
+            cal = replace(cal, fixed_hold_ms=max(0.0, hold_ms - (lengths[0] + overhead) * 1000.0 / rate))
+    cal = replace(cal, wall_s=time.monotonic() - t0)
+    return cal

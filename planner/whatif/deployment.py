@@ -47,6 +47,8 @@ class Serverless:
     cold_start_s: seconds from a scale-up decision until the replica serves (s).
     prefill_tokens_per_s / decode_tokens_per_s: per-slot rates (tokens/s).
     rtt_ms: network round trip added once to every TTFT (ms).
+    prompt_overhead_tokens: tokens the server prefills on top of each logged prompt (chat template, system
+        prompt, a probe's nonce): they hold the slot like the prompt does (tokens; 0 = none).
     price_usd_per_mtok: price per million tokens billed (prompt incl. cached + output).
     usd_per_gpu_h: price per warm GPU-hour (billed per GPU-second), 0 when priced per token.
     """
@@ -63,6 +65,7 @@ class Serverless:
     min_replicas: int = 0
     gpus_per_replica: int = 1
     usd_per_gpu_h: Figure = field(default_factory=lambda: Figure.typed(0, "USD/GPU-h"))
+    prompt_overhead_tokens: Figure = field(default_factory=lambda: Figure.typed(0, "tokens"))
 
     kind = "serverless"
 
@@ -74,6 +77,7 @@ class Serverless:
         _check_non_negative(
             self.name, window=self.scale_down_window_s, cold=self.cold_start_s, rtt=self.rtt_ms,
             usd_per_mtok=self.price_usd_per_mtok, usd_per_gpu_h=self.usd_per_gpu_h,
+            overhead_tokens=self.prompt_overhead_tokens,
         )
 
     @property
@@ -88,6 +92,7 @@ class Dedicated:
 
     usd_per_gpu_h × gpus_per_replica × replicas is the hourly bill (USD/h), whatever the load.
     overflow: requests that find every dedicated slot busy on arrival go there instead of queueing.
+    prompt_overhead_tokens: as for Serverless (tokens the server prefills on top of each logged prompt).
     """
 
     name: str
@@ -99,13 +104,15 @@ class Dedicated:
     gpus_per_replica: int = 1
     rtt_ms: Figure = field(default_factory=lambda: Figure.typed(0, "ms"))
     overflow: Serverless | None = None
+    prompt_overhead_tokens: Figure = field(default_factory=lambda: Figure.typed(0, "tokens"))
 
     kind = "dedicated"
 
     def __post_init__(self) -> None:
         _check_counts(self.name, replicas=self.replicas, slots=self.slots_per_replica, gpus=self.gpus_per_replica)
         _check_rates(self.name, prefill=self.prefill_tokens_per_s, decode=self.decode_tokens_per_s)
-        _check_non_negative(self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms)
+        _check_non_negative(self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms,
+                            overhead_tokens=self.prompt_overhead_tokens)
 
     @property
     def max_slots(self) -> int:
@@ -150,6 +157,7 @@ SERVERLESS_KEYS: dict[str, tuple[str, str | None]] = {
     "prefill": ("prefill_tokens_per_s", "tokens/s"),
     "decode": ("decode_tokens_per_s", "tokens/s"),
     "rtt": ("rtt_ms", "ms"),
+    "overhead_tokens": ("prompt_overhead_tokens", "tokens"),
     "usd_per_mtok": ("price_usd_per_mtok", "USD/Mtok"),
     "usd_per_gpu_h": ("usd_per_gpu_h", "USD/GPU-h"),
     "gpus": ("gpus_per_replica", None),
@@ -162,6 +170,7 @@ DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
     "usd_per_gpu_h": ("usd_per_gpu_h", "USD/GPU-h"),
     "gpus": ("gpus_per_replica", None),
     "rtt": ("rtt_ms", "ms"),
+    "overhead_tokens": ("prompt_overhead_tokens", "tokens"),
 }
 _REQUIRED = {
     "serverless": ("window", "cold", "slots", "max", "prefill", "decode"),
@@ -221,9 +230,11 @@ def parse_deployment(spec: str, default_name: str | None = None, defaults: Mappi
     or `dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40`.
 
     Units: window and cold in s, prefill/decode in tokens/s per slot, rtt in ms, prices in USD.
-    Optional: `name=…`; serverless `min=`, `gpus=`, `usd_per_gpu_h=`; dedicated `gpus=` and an
-    overflow pool via `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]`
-    (its slots, rates and RTT default to the dedicated ones).
+    Optional: `name=…`; `overhead_tokens=N` (tokens prefilled on top of each logged prompt: template,
+    system prompt; `ttft-planner calibrate` measures it); serverless `min=`, `gpus=`, `usd_per_gpu_h=`;
+    dedicated `gpus=` and an overflow pool via
+    `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]` (its slots, rates, RTT and
+    overhead tokens default to the dedicated ones).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
     (see defaults_from_worksheet); a value in the spec always wins.
     Raises SpecError naming the spec and the offending key.
@@ -264,7 +275,8 @@ def parse_deployment(spec: str, default_name: str | None = None, defaults: Mappi
         lacking = [_OVERFLOW_PREFIX + k for k in ("max", "cold", "window") if k not in overflow_pairs]
         if lacking:
             raise SpecError(f"deployment {spec!r}: an overflow pool needs {', '.join(lacking)}")
-        inherited_figs = {k: getattr(dedicated, DEDICATED_KEYS[k][0]) for k in ("prefill", "decode", "rtt")}
+        inherited_figs = {k: getattr(dedicated, DEDICATED_KEYS[k][0])
+                          for k in ("prefill", "decode", "rtt", "overhead_tokens")}
         overflow = Serverless(name=f"{name} overflow",
                               **_fields(spec, overflow_pairs, SERVERLESS_KEYS, "serverless", {**defaults, **inherited_figs}))
         return replace(dedicated, overflow=overflow)

@@ -6,7 +6,9 @@ tokens by one factor (so the mix of long and short requests is kept) to reach a 
 service time on the calibrated deployment; `at_utilisation` then stretches or compresses the
 arrival times (keeping their pattern: bursts stay bursts) so that the slice's work fills the
 deployment's slots to a chosen utilisation ρ = Σ slot-holding time ÷ (slots × span). Token counts
-and time are thus scaled together, and each level keeps the slice's n requests.
+and time are thus scaled together, and each level keeps the slice's n requests. A slice stitched
+from separate windows has lulls of minutes between them; `cap_gaps` shortens those first, or ρ
+would mostly measure the lull and the busy part would run far above it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from planner.whatif.deployment import Deployment
 from planner.whatif.replay import service_ms
 from planner.whatif.trace import Trace
 
-__all__ = ["at_utilisation", "scale_tokens", "utilisation"]
+__all__ = ["at_utilisation", "cap_gaps", "scale_tokens", "utilisation"]
 
 _MIN_PROMPT_TOKENS = 8
 
 
 def _hold_ms(trace: Trace, dep: Deployment) -> np.ndarray:
-    return service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value)[1]
+    return service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value,
+                      dep.prompt_overhead_tokens.value)[1]
 
 
 def utilisation(trace: Trace, dep: Deployment) -> float:
@@ -60,3 +63,16 @@ def at_utilisation(trace: Trace, dep: Deployment, rho: float) -> Trace:
     arrival = trace.arrival_ms[0] + (trace.arrival_ms - trace.arrival_ms[0]) * factor
     return Trace(arrival, trace.prompt_tokens, trace.cached_tokens, trace.output_tokens,
                  f"{trace.source} (time ×{factor:.3g}, ρ={rho:g})")
+
+
+def cap_gaps(trace: Trace, max_gap_ms: float) -> Trace:
+    """The trace with every arrival gap longer than `max_gap_ms` shortened to it (the order and the other gaps kept)."""
+    if not max_gap_ms > 0:
+        raise ValueError(f"the longest gap must be > 0 ms, got {max_gap_ms}")
+    if trace.n < 2:
+        return trace
+    gaps = np.minimum(np.diff(trace.arrival_ms), max_gap_ms)
+    arrival = trace.arrival_ms[0] + np.concatenate(([0.0], np.cumsum(gaps)))
+    capped = int((np.diff(trace.arrival_ms) > max_gap_ms).sum())
+    return Trace(arrival, trace.prompt_tokens, trace.cached_tokens, trace.output_tokens,
+                 f"{trace.source} ({capped} gaps over {max_gap_ms / 1000:g} s cut to it)" if capped else trace.source)

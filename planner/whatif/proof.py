@@ -109,6 +109,9 @@ def simulator_config_for(dep: Deployment, speedup: float, max_output_tokens: int
         base_overhead_ms=0.0, network_delay_ms=0.0, prefix_cache_tokens=0, load_curve=None, rate_429=0.0,
         rate_5xx=0.0, ping_interval_s=0.0, max_output_tokens=max_output_tokens, speedup=speedup, seed=0,
     )
+    if dep.prompt_overhead_tokens.value > 0:
+        raise ValueError(f"{dep.name}: the simulated endpoint prefills only the prompt; use overhead_tokens=0 "
+                         "for a proof")
     if isinstance(dep, Serverless):
         if dep.max_replicas != 1 or dep.min_replicas != 0:
             raise ValueError(f"{dep.name}: the simulated endpoint is one replica; use max=1 and min=0 for a proof")
@@ -119,7 +122,8 @@ def simulator_config_for(dep: Deployment, speedup: float, max_output_tokens: int
     raise ValueError(f"{dep.name}: a dedicated deployment with overflow cannot be simulated by one endpoint")
 
 
-async def measure_trace(trace: Trace, base_url: str, speedup: float, timeout_s: float = 120.0) -> list[TtftSample]:
+async def measure_trace(trace: Trace, base_url: str, speedup: float, timeout_s: float = 120.0,
+                        model: str = "sim-model") -> list[TtftSample]:
     """Send every trace request at (arrival − first arrival) ÷ speedup from now; returns the samples in trace order.
 
     Each request is a fresh connection with a nonce-first prompt of its prompt tokens (at least 8) and
@@ -135,7 +139,7 @@ async def measure_trace(trace: Trace, base_url: str, speedup: float, timeout_s: 
 
         async def one(i: int) -> TtftSample:
             await asyncio.sleep(max(0.0, t0 + offsets_s[i] - loop.time()))
-            target = ProbeTarget(base_url=base_url, model="sim-model", prompt_tokens=prompts[i], max_tokens=outputs[i],
+            target = ProbeTarget(base_url=base_url, model=model, prompt_tokens=prompts[i], max_tokens=outputs[i],
                                  timeout_s=timeout_s)
             return await probe_once(target, client=client, max_attempts=1)
 

@@ -82,13 +82,15 @@ class Replay:
         return len(self.ttft_ms)
 
 
-def service_ms(trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: float) -> tuple[np.ndarray, np.ndarray]:
+def service_ms(trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: float,
+               prompt_overhead_tokens: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(prefill_ms, slot-holding ms) per request.
 
-    Prefill: uncached prompt tokens / prefill rate; the first token comes out of prefill, so the slot is
-    then held for the other output_tokens − 1 at the decode rate (as the simulated endpoint does).
+    Prefill: (uncached prompt tokens + the deployment's prompt overhead tokens: template, system prompt)
+    / prefill rate; the first token comes out of prefill, so the slot is then held for the other
+    output_tokens − 1 at the decode rate (as the simulated endpoint does).
     """
-    prefill = trace.uncached_tokens * (1000.0 / prefill_tokens_per_s)
+    prefill = (trace.uncached_tokens + prompt_overhead_tokens) * (1000.0 / prefill_tokens_per_s)
     decode = np.maximum(trace.output_tokens - 1.0, 0.0) * (1000.0 / decode_tokens_per_s)
     return prefill, prefill + decode
 
@@ -251,7 +253,8 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
     """
     n = trace.n
     max_wait_ms = max_wait_s * 1000.0
-    prefill, hold = service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value)
+    prefill, hold = service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value,
+                               dep.prompt_overhead_tokens.value)
     _check_capacity(dep, trace, hold, max_wait_ms)
     arr_np = trace.arrival_ms
     t0 = float(arr_np[0])
@@ -280,7 +283,8 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
         start = arr_np.copy()
         idx = np.flatnonzero(overflow)
         if idx.size:
-            o_pre, o_hold = service_ms(trace.take(idx), sl_pool.prefill_tokens_per_s.value, sl_pool.decode_tokens_per_s.value)
+            o_pre, o_hold = service_ms(trace.take(idx), sl_pool.prefill_tokens_per_s.value,
+                                       sl_pool.decode_tokens_per_s.value, sl_pool.prompt_overhead_tokens.value)
             prefill[idx] = o_pre
             hold[idx] = o_hold
             network[idx] = sl_pool.rtt_ms.value

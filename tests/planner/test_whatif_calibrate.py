@@ -7,7 +7,9 @@ import json
 from click.testing import CliRunner
 
 from planner.cli import cli
+from planner.probes.fit import PrefillFit
 from planner.simulator import SimulatorConfig, running_simulator
+from planner.whatif.calibrate import Calibration
 from planner.whatif.deployment import parse_deployment
 
 
@@ -35,3 +37,49 @@ def test_an_unreachable_endpoint_is_a_clear_error():
     r = CliRunner().invoke(cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2",
                                  "--timeout", "2"])
     assert r.exit_code == 1 and "prefill stage: every request failed (refused" in r.output
+
+
+def _cal(intercept_ms: float, overhead_tokens: float) -> Calibration:
+    fit = PrefillFit(intercept_ms=intercept_ms, slope_ms_per_token=12.5, r2=0.999, slope_se_ms_per_token=0.1, n=8,
+                     lengths=(64, 512))
+    return Calibration(prefill=fit, token_basis="server-counted", decode_tokens_per_s=40.0,
+                       throughput_by_concurrency={1: 1.0, 2: 1.0}, latency_ms_by_concurrency={1: 1000.0, 2: 2000.0},
+                       wall_s=60.0, prompt_overhead_tokens=overhead_tokens)
+
+
+def test_the_template_tokens_the_server_adds_become_overhead_tokens_and_the_intercept_its_rtt():
+    dep = parse_deployment(_cal(intercept_ms=15, overhead_tokens=34).spec())
+    assert dep.prompt_overhead_tokens.value == 34 and dep.rtt_ms.value == 15
+    assert dep.prefill_tokens_per_s.value == 80 and dep.slots_per_replica == 1
+
+
+def test_a_negative_intercept_comes_off_the_overhead_tokens_so_ttft_at_every_length_is_kept():
+    # -50 ms at 12.5 ms per token: four counted tokens were not prefilled (the template head reused from cache)
+    dep = parse_deployment(_cal(intercept_ms=-50, overhead_tokens=34).spec())
+    assert dep.rtt_ms.value == 0 and dep.prompt_overhead_tokens.value == 30
+
+
+def test_server_time_that_holds_the_slot_beyond_prefill_moves_from_rtt_to_overhead_tokens():
+    # 480 ms of intercept, 400 of it seen as slot time at saturation: 80 ms stays rtt, 400 ms = 32 tokens at 80/s
+    cal = _cal(intercept_ms=480, overhead_tokens=25)
+    dep = parse_deployment(Calibration(**{**cal.__dict__, "fixed_hold_ms": 400.0}).spec())
+    assert dep.rtt_ms.value == 80 and dep.prompt_overhead_tokens.value == 25 + 32
+    # a lone request's TTFT is unchanged: rtt + (prompt + overhead) ÷ rate == intercept + (prompt + 25) ÷ rate
+    assert dep.rtt_ms.value + (100 + 57) * 12.5 == 480 + (100 + 25) * 12.5
+
+
+def test_admission_time_that_holds_the_slot_is_measured_at_saturation_and_kept_out_of_rtt():
+    # the simulator spends 200 ms per request in its slot before prefill: a queue behind it waits for that too
+    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=200,
+                          prefix_cache_tokens=0, seed=0)
+    with running_simulator(cfg) as url:
+        r = CliRunner().invoke(cli, ["calibrate", "--base-url", url, "--model", "m", "--prompt-tokens", "100,800",
+                                     "-n", "3", "--decode-tokens", "16", "--concurrency", "1,2", "--step-duration", "3",
+                                     "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    cal = json.loads(r.output)
+    assert 150 <= cal["fixed_hold_ms"] <= 300, cal
+    dep = parse_deployment(cal["spec"])
+    assert dep.rtt_ms.value < 100, cal["spec"]  # the 200 ms moved out of rtt …
+    held_ms = dep.prompt_overhead_tokens.value * 1000 / dep.prefill_tokens_per_s.value
+    assert 150 <= held_ms <= 300, cal["spec"]  # … into slot time

@@ -48,6 +48,8 @@ def test_dedicated_spec_with_overflow_inherits_slots_and_rates():
         ("dedicated:replicas=1,slots=8,prefill=1,decode=1,usd_per_gpu_h=3,overflow_max=2", "needs overflow_cold, overflow_window"),
         ("dedicated:replicas=1,replicas=2", "replicas given twice"),
         ("dedicated:replicas", "'replicas' is not key=value"),
+        ("dedicated:replicas=1,slots=1,prefill=1,decode=1,usd_per_gpu_h=3,overhead_tokens=-5",
+         "overhead_tokens must be a finite number ≥ 0"),
     ],
 )
 def test_bad_specs_name_the_spec_and_the_key(spec, message):

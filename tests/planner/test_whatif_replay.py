@@ -50,6 +50,15 @@ def test_two_overlapping_requests_on_one_slot_queue_fifo():
     assert r.ttft_ms.tolist() == [40 + 1000, 40 + 1500 + 300]
 
 
+def test_prompt_overhead_tokens_are_prefilled_and_hold_the_slot_for_the_next_request():
+    # 30 template tokens on top of each prompt: A prefills 1030 tokens and holds the slot 0..2030 ms.
+    dep = parse_deployment(ONE_SLOT + ",overhead_tokens=30")
+    r = replay(dep, trace([0, 500], [1000, 300], output=[101, 10]))
+    assert r.prefill_ms.tolist() == [1030, 330]
+    assert r.queue_ms.tolist() == [0, 1530]
+    assert r.ttft_ms.tolist() == [40 + 1030, 40 + 1530 + 330]
+
+
 def test_two_overlapping_requests_on_two_slots_do_not_wait():
     dep = parse_deployment(ONE_SLOT.replace("slots=1", "slots=2"))
     r = replay(dep, trace([0, 500], [1000, 300], output=[101, 10]))
