@@ -64,7 +64,7 @@ def own_times(evals: list[tuple[float, int]], level: Trace, samples: list, ok: n
     evaluated tokens (the server's count, less the few it reuses from cache: the template's head, a nonce's first
     digits), as requests arriving together may be served in either order."""
     unused, own_ms = list(range(len(evals))), []
-    for s, o in zip(samples, ok):
+    for s, o in zip(samples, ok, strict=True):
         if not o:
             continue
         c = s.prompt_tokens or 0
@@ -160,7 +160,7 @@ def main() -> int:
             pred = predicted[ok]
             p50p, p95p = np.percentile(pred, 50), np.percentile(pred, 95)
             p50m, p95m = np.percentile(meas, 50), np.percentile(meas, 95)
-            got = [s.output_tokens / a for s, a in zip(samples, level.output_tokens) if s.ok and s.output_tokens]
+            got = [s.output_tokens / a for s, a in zip(samples, level.output_tokens, strict=True) if s.ok and s.output_tokens]
             print(f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
                   f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
                   + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""), flush=True)
