@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import present, viewer, worksheet_state
+from app.auth import can, require
 from app.cache import engine
 from app.charts import probes as charts
 from app.date_range import date_range_input
@@ -115,7 +116,8 @@ elif status and status["state"] == EndpointState.FAILING:
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])
-if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled):
+if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled or not can("probe.now")) \
+        and require("probe.now"):
     try:
         create_request(eng, ep.id, RequestKind.PROBE_NOW, vantage=key.vantage)
         st.toast("Probe requested: the worker runs it within a second or two.")
@@ -124,7 +126,8 @@ if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled)
 idle_default = suggested_idle_s(ep.scale_down_window_s)
 idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
                        key=f"probes_idle_{ep.id}")
-if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled):
+if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled or not can("cold.request")) \
+        and require("cold.request"):
     try:
         create_request(eng, ep.id, RequestKind.COLD_READING, vantage=key.vantage,
                        idle_s=idle_seconds_for(ep.scale_down_window_s, idle))

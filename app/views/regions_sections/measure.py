@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from app.auth import can, require
 from app.charts.regions import vantage_label
 from app.components.browser_rtt import browser_rtt
 from planner.probes.rtt import default_vantage, probe_rtt_many
@@ -54,7 +55,8 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
     with server_col:
         st.markdown(f"**From the server** ({md_text(vantage_label(server_vantage))}): TCP connects, TLS handshake, "
                     "one HTTPS request.")
-        if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected):
+        if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected or not can("rtt.measure")) \
+                and require("rtt.measure"):
             with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
                 results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
                                          concurrency=8)
@@ -71,6 +73,9 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
             ss.rtt_vantage_pending = res.remembered_vantage
             st.rerun()
         run = res.result
+        if run and run.get("run_id") not in ss.rtt_stored_runs and not can("rtt.measure"):
+            st.info("Measured in your browser, but your role does not store measurements (an editor's does).")
+            ss.rtt_stored_runs.append(run.get("run_id"))
         if run and run.get("run_id") not in ss.rtt_stored_runs:
             records, rejected = records_from_browser(run, vantage=run.get("vantage") or vantage)
             insert_rtt_samples(eng, records)

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from app.auth import can, record, require
 from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.regions import CatalogError, parse_target
 from planner.store.rtt import TargetExists, TargetNotFound, add_target, list_targets, remove_target
@@ -26,13 +27,14 @@ def render(eng: Engine) -> None:
             new_lon = b2.number_input("Longitude", min_value=-180.0, max_value=180.0, value=None)
             schedule = b3.checkbox("Scheduled by the worker", value=True)
             interval = b4.number_input("Every (s)", min_value=10, max_value=86_400, value=300)
-            if st.form_submit_button("Add target"):
+            if st.form_submit_button("Add target", disabled=not can("region.write")) and require("region.write"):
                 try:
                     parse_target(new_target)
                     if (new_lat is None) != (new_lon is None):
                         raise ValueError("give both latitude and longitude, or neither")
                     add_target(eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule,
                                interval_s=float(interval))
+                    record("region.write", new_id, f"added RTT target {new_target}")
                     then = (f": the worker probes it every {interval:,} s." if schedule
                             else "; pick it under Regions to measure.")
                     ss.rtt_flash = f"Added target “{new_id}”{then}"
@@ -47,9 +49,10 @@ def render(eng: Engine) -> None:
                                    "Every (s)": f"{t.interval_s:,.0f}", "Vantage": t.vantage or "any"} for t in stored])
             st.dataframe(table, hide_index=True, key="rtt_targets_table")
             gone = st.selectbox("Remove target", [t.region_id for t in stored], key="rtt_remove_pick")
-            if st.button("Remove", key="rtt_remove"):
+            if st.button("Remove", key="rtt_remove", disabled=not can("region.write")) and require("region.write"):
                 try:
                     remove_target(eng, gone)
+                    record("region.write", gone, "removed RTT target")
                     ss.rtt_flash = f"Removed target “{gone}” (its stored samples are kept)."
                 except TargetNotFound as exc:
                     st.error(md_text(exc))
