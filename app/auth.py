@@ -28,8 +28,10 @@ def auth_enabled() -> bool:
         return "auth" in st.secrets
     broken = [p for p in config.get_option("secrets.files") if Path(p).is_file()]
     if broken:
-        raise AuthConfigError(f"{broken[0]} exists but cannot be read as TOML, so whether sign-in is on is unknown; "
-                              "fix the file (the dashboard stays closed until then)")
+        raise AuthConfigError(
+            f"{broken[0]} exists but cannot be read as TOML, so whether sign-in is on is unknown; "
+            "fix the file (the dashboard stays closed until then)"
+        )
     return False
 
 

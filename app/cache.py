@@ -27,7 +27,9 @@ def engine() -> Engine:
     try:
         return _engine(url)
     except StoreError as exc:
-        st.error(md_text("T" + describe(exc, consequence="this page needs it")[1:] + "."), icon=":material/database_off:")
+        st.error(
+            md_text("T" + describe(exc, consequence="this page needs it")[1:] + "."), icon=":material/database_off:"
+        )
         st.caption(f"Database URL in use: `{redacted(url)}`. Set TTFT_PLANNER_DATABASE_URL to change it.")
         st.stop()
 

@@ -43,10 +43,13 @@ def date_range_input(container, key: str) -> DateRange | None:
     """Draw the date-range picker in `container`; None while only one end is picked."""
     tz = time_zone()
     today = dt.datetime.now(ZoneInfo(tz)).date()
-    picked = container.date_input(f"Date range ({tz})", value=(today - dt.timedelta(days=DEFAULT_DAYS - 1), today),
-                                  max_value=today, key=key,
-                                  help=f"Whole days in {tz} (the sidebar's time zone); default the last "
-                                       f"{DEFAULT_DAYS} days.")
+    picked = container.date_input(
+        f"Date range ({tz})",
+        value=(today - dt.timedelta(days=DEFAULT_DAYS - 1), today),
+        max_value=today,
+        key=key,
+        help=f"Whole days in {tz} (the sidebar's time zone); default the last {DEFAULT_DAYS} days.",
+    )
     if isinstance(picked, (tuple, list)):
         if len(picked) != 2:
             return None

@@ -15,8 +15,21 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["LABELS", "MISSING", "display_frame", "is_missing", "label", "ms", "count", "tokens", "usd", "pct",
-           "rate", "seconds", "signed_ms"]
+__all__ = [
+    "LABELS",
+    "MISSING",
+    "display_frame",
+    "is_missing",
+    "label",
+    "ms",
+    "count",
+    "tokens",
+    "usd",
+    "pct",
+    "rate",
+    "seconds",
+    "signed_ms",
+]
 
 MISSING = "—"
 
@@ -48,13 +61,30 @@ LABELS: dict[str, str] = {
     "p95_reliable": "p95 reliable (n ≥ 20)",
     "cached_token_fraction": "Cached share of prompt tokens",
     # Alerts page
-    "state": "State", "rule": "Rule", "value": "Value", "threshold": "Threshold", "since": "Since",
-    "evaluated": "Evaluated", "at": "At", "transition": "Transition", "message": "Message", "event_id": "Event",
-    "channel": "Channel", "target": "Sent to", "attempts": "Attempts", "delivered": "Delivered",
-    "next_attempt": "Next attempt", "last_error": "Last error",
+    "state": "State",
+    "rule": "Rule",
+    "value": "Value",
+    "threshold": "Threshold",
+    "since": "Since",
+    "evaluated": "Evaluated",
+    "at": "At",
+    "transition": "Transition",
+    "message": "Message",
+    "event_id": "Event",
+    "channel": "Channel",
+    "target": "Sent to",
+    "attempts": "Attempts",
+    "delivered": "Delivered",
+    "next_attempt": "Next attempt",
+    "last_error": "Last error",
     # Admin page
-    "actor": "Who", "role": "Role", "action": "Action", "object_name": "What", "detail": "Detail",
-    "least_role": "Least role", "you": "You may",
+    "actor": "Who",
+    "role": "Role",
+    "action": "Action",
+    "object_name": "What",
+    "detail": "Detail",
+    "least_role": "Least role",
+    "you": "You may",
 }
 
 _SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")

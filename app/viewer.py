@@ -39,9 +39,12 @@ def sidebar_time_zone() -> str:
     current = time_zone()
     # A widget key of its own, copied into KEY: session-state values of widgets vanish when a page does not draw them.
     st.session_state.setdefault("_viewer_tz_widget", current)
-    picked = st.sidebar.selectbox("Time zone", zones(), key="_viewer_tz_widget",
-                                  help="Every timestamp and hour of day on every page is shown in this zone "
-                                       "(default: your browser's).")
+    picked = st.sidebar.selectbox(
+        "Time zone",
+        zones(),
+        key="_viewer_tz_widget",
+        help="Every timestamp and hour of day on every page is shown in this zone (default: your browser's).",
+    )
     st.session_state[KEY] = picked
     return picked
 

@@ -99,16 +99,19 @@ def get() -> Worksheet:
     if interaction not in targets:
         # older sessions (and tests) keep the choice under the widget key only
         interaction = ss.get("interaction") if ss.get("interaction") in targets else next(iter(targets))
-    return Worksheet(name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=targets,
-                     target_labels=labels, **figures)
+    return Worksheet(
+        name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=targets, target_labels=labels, **figures
+    )
 
 
 def interaction_types(ws: Worksheet | None = None) -> list[Interaction]:
     """The worksheet's interaction types with *its* targets (custom ones included), in the worksheet's order."""
     ws = ws or get()
     helps = {i.key: i.help for i in interactions()}
-    return [Interaction(key=k, label=ws.target_labels.get(k, k), target_p95_ms=float(t), help=helps.get(k, ""))
-            for k, t in ws.targets_ms.items()]
+    return [
+        Interaction(key=k, label=ws.target_labels.get(k, k), target_p95_ms=float(t), help=helps.get(k, ""))
+        for k, t in ws.targets_ms.items()
+    ]
 
 
 def sync_url(ws: Worksheet | None = None) -> None:

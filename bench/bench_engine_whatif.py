@@ -52,12 +52,18 @@ AZURE_CODE = ROOT / "assets" / "sample_logs" / "azure_code_2023.csv"
 def synthetic_trace(n: int, seed: int = 0) -> Trace:
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1000, n) * rng.choice([0.2, 1.0, 3.0], n, p=[0.4, 0.4, 0.2])  # bursts and lulls
-    return Trace(1_764_460_800_000 + np.cumsum(gaps), np.round(rng.lognormal(7.6, 0.9, n)), np.zeros(n),
-                 np.round(rng.lognormal(3.0, 0.7, n)) + 1, "synthetic production-like trace (Azure code trace not given)")
+    return Trace(
+        1_764_460_800_000 + np.cumsum(gaps),
+        np.round(rng.lognormal(7.6, 0.9, n)),
+        np.zeros(n),
+        np.round(rng.lognormal(3.0, 0.7, n)) + 1,
+        "synthetic production-like trace (Azure code trace not given)",
+    )
 
 
-def own_times(evals: list[tuple[float, int]], level: Trace, samples: list, ok: np.ndarray, meas: np.ndarray,
-              dep: Deployment) -> None:
+def own_times(
+    evals: list[tuple[float, int]], level: Trace, samples: list, ok: np.ndarray, meas: np.ndarray, dep: Deployment
+) -> None:
     """A diagnostic, not the prediction: the same replay with llama.cpp's own prompt time for each request (from its
     log) instead of the calibrated rate — what is left is the queueing model's error, the rest of the miss is the
     engine running at another speed than calibrated. Log lines are matched to requests in arrival order by their
@@ -81,9 +87,12 @@ def own_times(evals: list[tuple[float, int]], level: Trace, samples: list, ok: n
     own = replay(dep, Trace(served.arrival_ms, as_tokens, np.zeros(served.n), served.output_tokens, "own")).ttft_ms
     per_token = np.median([ms / n for ms, n in evals])
     p50o, p95o, p50m, p95m = *np.percentile(own, [50, 95]), *np.percentile(meas, [50, 95])
-    print(f"      with llama.cpp's own prompt times: p50 {p50o:.0f} ({p50o / p50m - 1:+.1%}), p95 {p95o:.0f} "
-          f"({p95o / p95m - 1:+.1%}); engine at {per_token:.1f} ms a token (median; calibrated "
-          f"{1000 / rate:.1f})", flush=True)
+    print(
+        f"      with llama.cpp's own prompt times: p50 {p50o:.0f} ({p50o / p50m - 1:+.1%}), p95 {p95o:.0f} "
+        f"({p95o / p95m - 1:+.1%}); engine at {per_token:.1f} ms a token (median; calibrated "
+        f"{1000 / rate:.1f})",
+        flush=True,
+    )
 
 
 def main() -> int:
@@ -91,17 +100,24 @@ def main() -> int:
     ap.add_argument("--engine", action="store_true", help="start llama.cpp from `make engine` (bench_engine.Server)")
     ap.add_argument("--base-url")
     ap.add_argument("--model", default="gemma")
-    ap.add_argument("--trace", default=str(AZURE_CODE),
-                    help="a request log / trace file (cached tokens are ignored: prompts are all new)")
+    ap.add_argument(
+        "--trace",
+        default=str(AZURE_CODE),
+        help="a request log / trace file (cached tokens are ignored: prompts are all new)",
+    )
     ap.add_argument("--synthetic", action="store_true", help="a synthetic production-like trace instead of --trace")
     ap.add_argument("--requests", type=int, default=210)
     ap.add_argument("--max-gap", type=float, default=3.0, help="longest arrival gap kept, in trace seconds")
     ap.add_argument("--mean-service", type=float, default=0.8, help="mean slot-holding seconds after token scaling")
     ap.add_argument("--levels", default=",".join(map(str, LEVELS)), help="utilisations (default 0.3,0.6,0.85)")
     ap.add_argument("--calibration-step", type=float, default=15.0, help="seconds per concurrency step")
-    ap.add_argument("--recalibrate", action=argparse.BooleanOptionalAction, default=True,
-                    help="calibrate again (a separate run, ~75 s) before each level: on a shared machine the engine's "
-                         "speed drifts (default on)")
+    ap.add_argument(
+        "--recalibrate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="calibrate again (a separate run, ~75 s) before each level: on a shared machine the engine's "
+        "speed drifts (default on)",
+    )
     ap.add_argument("--spec", help="a deployment spec from an earlier, separate calibration (skips calibrating)")
     ap.add_argument("--out", help="write per-request predicted and measured TTFT here (JSON lines)")
     args = ap.parse_args()
@@ -121,32 +137,53 @@ def main() -> int:
         url = args.base_url
     load0 = os.getloadavg()[0]
     out = open(args.out, "w") if args.out else None
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}",
-          flush=True)
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}",
+        flush=True,
+    )
     try:
+
         def calibrated() -> Deployment:
             if args.spec:
                 print(f"spec from an earlier calibration: {args.spec}", flush=True)
                 return parse_deployment(args.spec)
-            cal = asyncio.run(calibrate(ProbeTarget(base_url=url, model=args.model, timeout_s=120), lengths=(64, 512),
-                                        n=4, decode_tokens=32, concurrencies=(1, 2),
-                                        step_duration_s=args.calibration_step))
-            print(f"calibrated in {cal.wall_s:.0f} s: {cal.spec()} (prefill intercept {cal.prefill.intercept_ms:.0f} "
-                  f"ms, r² {cal.prefill.r2:.4f}; {cal.fixed_hold_ms:.0f} ms of it holds the slot at saturation; "
-                  f"slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)", flush=True)
+            cal = asyncio.run(
+                calibrate(
+                    ProbeTarget(base_url=url, model=args.model, timeout_s=120),
+                    lengths=(64, 512),
+                    n=4,
+                    decode_tokens=32,
+                    concurrencies=(1, 2),
+                    step_duration_s=args.calibration_step,
+                )
+            )
+            print(
+                f"calibrated in {cal.wall_s:.0f} s: {cal.spec()} (prefill intercept {cal.prefill.intercept_ms:.0f} "
+                f"ms, r² {cal.prefill.r2:.4f}; {cal.fixed_hold_ms:.0f} ms of it holds the slot at saturation; "
+                f"slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)",
+                flush=True,
+            )
             return parse_deployment(cal.spec())
 
         dep = calibrated()
         base = synthetic_trace(args.requests) if args.synthetic else read_trace_file(args.trace)
         base = base.take(np.arange(min(args.requests, base.n)))
-        base = cap_gaps(Trace(base.arrival_ms, base.prompt_tokens, np.zeros(base.n), base.output_tokens, base.source),
-                        args.max_gap * 1000)
+        base = cap_gaps(
+            Trace(base.arrival_ms, base.prompt_tokens, np.zeros(base.n), base.output_tokens, base.source),
+            args.max_gap * 1000,
+        )
         small = scale_tokens(base, dep, args.mean_service)
-        print(f"trace: {small.source}, {small.n} requests per level; prompt tokens p50 "
-              f"{np.median(small.prompt_tokens):.0f} (max {small.prompt_tokens.max():.0f}), output tokens p50 "
-              f"{np.median(small.output_tokens):.0f} (max {small.output_tokens.max():.0f})", flush=True)
-        print(f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} "
-              f"{'err':>7} {'wall s':>7}  output tokens measured ÷ asked (median)", flush=True)
+        print(
+            f"trace: {small.source}, {small.n} requests per level; prompt tokens p50 "
+            f"{np.median(small.prompt_tokens):.0f} (max {small.prompt_tokens.max():.0f}), output tokens p50 "
+            f"{np.median(small.output_tokens):.0f} (max {small.output_tokens.max():.0f})",
+            flush=True,
+        )
+        print(
+            f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} "
+            f"{'err':>7} {'wall s':>7}  output tokens measured ÷ asked (median)",
+            flush=True,
+        )
         for k, rho in enumerate(levels):
             if k and args.recalibrate:  # the engine's speed drifts with the machine's load: measure it again
                 dep = calibrated()
@@ -160,19 +197,39 @@ def main() -> int:
             pred = predicted[ok]
             p50p, p95p = np.percentile(pred, 50), np.percentile(pred, 95)
             p50m, p95m = np.percentile(meas, 50), np.percentile(meas, 95)
-            got = [s.output_tokens / a for s, a in zip(samples, level.output_tokens, strict=True) if s.ok and s.output_tokens]
-            print(f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
-                  f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
-                  + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""), flush=True)
+            got = [
+                s.output_tokens / a
+                for s, a in zip(samples, level.output_tokens, strict=True)
+                if s.ok and s.output_tokens
+            ]
+            print(
+                f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
+                f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
+                + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""),
+                flush=True,
+            )
             if srv is not None:
                 own_times(srv.prompt_evals()[k_evals:], level, samples, ok, meas, dep)
             for i, s in enumerate(samples) if out else ():
-                out.write(json.dumps({"rho": rho, "i": i, "arrival_ms": float(level.arrival_ms[i]),
-                                      "prompt_tokens": int(level.prompt_tokens[i]),
-                                      "output_tokens": int(level.output_tokens[i]), "predicted_ms": float(predicted[i]),
-                                      "measured_ms": s.ttft_ms, "server_prompt_tokens": s.prompt_tokens,
-                                      "server_output_tokens": s.output_tokens, "total_ms": s.total_ms,
-                                      "error": s.error_class, "error_detail": s.error_detail}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "rho": rho,
+                            "i": i,
+                            "arrival_ms": float(level.arrival_ms[i]),
+                            "prompt_tokens": int(level.prompt_tokens[i]),
+                            "output_tokens": int(level.output_tokens[i]),
+                            "predicted_ms": float(predicted[i]),
+                            "measured_ms": s.ttft_ms,
+                            "server_prompt_tokens": s.prompt_tokens,
+                            "server_output_tokens": s.output_tokens,
+                            "total_ms": s.total_ms,
+                            "error": s.error_class,
+                            "error_detail": s.error_detail,
+                        }
+                    )
+                    + "\n"
+                )
             if out:
                 out.flush()
     finally:
@@ -180,8 +237,10 @@ def main() -> int:
             srv.stop()
         if out:
             out.close()
-    print(f"targets: p95 within 15 %, p50 within 10 % at each level; load average {load0:.1f} → "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"targets: p95 within 15 %, p50 within 10 % at each level; load average {load0:.1f} → "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     return 0
 
 

@@ -51,10 +51,15 @@ def run_ours(path: Path) -> dict:
     t1 = time.perf_counter()
     s = summarize_logs(res.frame, tz="Europe/Berlin")
     t2 = time.perf_counter()
-    return {"n": s.n, "parse_s": t1 - t0, "summary_s": t2 - t1, "total_s": t2 - t0,
-            "p": {k: s.prompt[k].value for k in ("p50", "p90", "p95", "p99")},
-            "p_workday": {k: s.prompt_workday[k].value for k in ("p50", "p90", "p95", "p99")},
-            "cached_token_fraction": s.cached["token_fraction"]}
+    return {
+        "n": s.n,
+        "parse_s": t1 - t0,
+        "summary_s": t2 - t1,
+        "total_s": t2 - t0,
+        "p": {k: s.prompt[k].value for k in ("p50", "p90", "p95", "p99")},
+        "p_workday": {k: s.prompt_workday[k].value for k in ("p50", "p90", "p95", "p99")},
+        "cached_token_fraction": s.cached["token_fraction"],
+    }
 
 
 def run_duckdb(path: Path) -> dict:
@@ -80,21 +85,29 @@ def run_duckdb(path: Path) -> dict:
     row = con.execute(sql).fetchone()
     t1 = time.perf_counter()
     keys = ("p50", "p90", "p95", "p99")
-    return {"n": row[0], "total_s": t1 - t0, "p": dict(zip(keys, row[1:5], strict=True)), "p_workday": dict(zip(keys, row[5], strict=False)),
-            "cached_token_fraction": float(row[6])}
+    return {
+        "n": row[0],
+        "total_s": t1 - t0,
+        "p": dict(zip(keys, row[1:5], strict=True)),
+        "p_workday": dict(zip(keys, row[5], strict=False)),
+        "cached_token_fraction": float(row[6]),
+    }
 
 
 def child(which: str, path: Path) -> None:
     out = run_ours(path) if which == "ours" else run_duckdb(path)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out["peak_rss_mb"] = usage.ru_maxrss / 1024
-    out["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole child, start-up included; steadier than wall time on a busy machine
+    out["cpu_s"] = (
+        usage.ru_utime + usage.ru_stime
+    )  # the whole child, start-up included; steadier than wall time on a busy machine
     print(json.dumps(out))
 
 
 def _child(which: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", which, "--file", str(path)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", which, "--file", str(path)], capture_output=True, text=True, check=True
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -112,8 +125,12 @@ def _measured(argv: list[str]) -> dict:
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode:
         raise SystemExit(f"{' '.join(argv[:3])} … exited {proc.returncode}: {stderr.strip()[-500:]}")
-    return {"total_s": wall_s, "peak_rss_mb": usage.ru_maxrss / 1024, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "stdout": stdout}
+    return {
+        "total_s": wall_s,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "stdout": stdout,
+    }
 
 
 def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
@@ -124,8 +141,11 @@ def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
 
     def show(name: str, r: dict) -> None:  # each as it is measured: a long run is not lost to a later failure
         rows.append((name, r))
-        print(f"{name:30} {r['total_s']:8.1f} {r['total_s'] / duck['total_s']:8.2f} {r['peak_rss_mb']:8.0f} "
-              f"{r['cpu_s']:7.1f}", flush=True)
+        print(
+            f"{name:30} {r['total_s']:8.1f} {r['total_s'] / duck['total_s']:8.2f} {r['peak_rss_mb']:8.0f} "
+            f"{r['cpu_s']:7.1f}",
+            flush=True,
+        )
 
     duck = _child("duckdb", path)
     show("duckdb read_json + quantiles", duck)
@@ -153,7 +173,9 @@ def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
         show("whatif --json (1 candidate)", wi)
         cand = replayed["candidates"][0]
         p95 = f"{cand['p95_ms']:,.0f} ms" if cand["ok"] else cand["message"]
-        print(f"whatif: {replayed['n_requests']:,} requests replayed (DuckDB counts {duck['n']:,}); predicted p95 {p95}")
+        print(
+            f"whatif: {replayed['n_requests']:,} requests replayed (DuckDB counts {duck['n']:,}); predicted p95 {p95}"
+        )
         exact &= replayed["n_requests"] == duck["n"]
     bounded = all(r["peak_rss_mb"] <= 2048 for _, r in rows[1:])
     verdict = "met" if exact and bounded else "NOT met"
@@ -193,11 +215,16 @@ def main() -> None:
     ap.add_argument("--file", type=Path, default=None)
     ap.add_argument("--child", choices=["ours", "duckdb"], help=argparse.SUPPRESS)
     ap.add_argument("--cli", action="store_true", help="measure logs summarize / logs import / whatif as run by users")
-    ap.add_argument("--only", default="summarize,import,whatif",
-                    help="with --cli: which commands to measure (comma-separated), e.g. whatif")
-    ap.add_argument("--whatif-spec", default="dedicated:name=bench,replicas=40,slots=8,prefill=12000,decode=60,"
-                                             "usd_per_gpu_h=3.2,gpus=1,rtt=40",
-                    help="the candidate --cli replays the file against")
+    ap.add_argument(
+        "--only",
+        default="summarize,import,whatif",
+        help="with --cli: which commands to measure (comma-separated), e.g. whatif",
+    )
+    ap.add_argument(
+        "--whatif-spec",
+        default="dedicated:name=bench,replicas=40,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40",
+        help="the candidate --cli replays the file against",
+    )
     args = ap.parse_args()
     path = args.file or ROOT / "bench" / "out" / f"requests-{args.requests // 1000}k.jsonl"
     if args.child:
@@ -226,13 +253,20 @@ def main() -> None:
     ours, duck = results["ours"], results["duckdb"]
     print(f"{'':9} {'seconds':>8} {'peak MB':>8} {'CPU s':>7}  p50 / p95 prompt tokens (all; working day)")
     for name, r in results.items():
-        print(f"{name:9} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s']:7.2f}  {r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
-              f"{r['p_workday']['p50']:.0f} / {r['p_workday']['p95']:.0f}")
+        print(
+            f"{name:9} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s']:7.2f}  {r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
+            f"{r['p_workday']['p50']:.0f} / {r['p_workday']['p95']:.0f}"
+        )
     wall, cpu = ours["total_s"] / duck["total_s"], ours["cpu_s"] / duck["cpu_s"]
-    print(f"ours: parse {ours['parse_s']:.2f} s + summary {ours['summary_s']:.2f} s; "
-          f"ratio to DuckDB {wall:.2f}× wall, {cpu:.2f}× CPU")
-    same = all(r["p"] == {k: float(v) for k, v in duck["p"].items()} and r["n"] == duck["n"]
-               for k, r in results.items() if k != "duckdb")
+    print(
+        f"ours: parse {ours['parse_s']:.2f} s + summary {ours['summary_s']:.2f} s; "
+        f"ratio to DuckDB {wall:.2f}× wall, {cpu:.2f}× CPU"
+    )
+    same = all(
+        r["p"] == {k: float(v) for k, v in duck["p"].items()} and r["n"] == duck["n"]
+        for k, r in results.items()
+        if k != "duckdb"
+    )
     print(f"same n and whole-log percentiles as DuckDB: {same}")
     if big:
         ok = min(wall, cpu) <= 1.5 and ours["peak_rss_mb"] <= 2048

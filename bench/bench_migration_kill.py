@@ -38,8 +38,10 @@ def main() -> None:
         totals[rev] = statement_count(f"sqlite:///{tmp / 'count.db'}")
     plan = [(rev, rng.randint(1, totals[rev])) for rev in rng.choices(["0001", "0004"], k=args.rounds)]
     head = head_revision()
-    print(f"{args.rounds} kills at random statements (upgrade from 0001: {totals['0001']} statements, "
-          f"from 0004: {totals['0004']}); head {head}")
+    print(
+        f"{args.rounds} kills at random statements (upgrade from 0001: {totals['0001']} statements, "
+        f"from 0004: {totals['0004']}); head {head}"
+    )
     print(f"{'upgrade':<10} {'killed':>6} {'opens old':>9} {'opens new':>9} {'broken':>6} {'rows lost':>9}")
     for legacy in (True, False):
         killed = old = new = broken = lost = 0

@@ -44,8 +44,10 @@ TOKENS = 8
 
 
 def _script() -> Script:
-    steps = [Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-             Step(sse(chat_chunk({"content": "w0"})), delay_s=FIRST_CONTENT_DELAY_S, content=True)]
+    steps = [
+        Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+        Step(sse(chat_chunk({"content": "w0"})), delay_s=FIRST_CONTENT_DELAY_S, content=True),
+    ]
     steps += [Step(sse(chat_chunk({"content": f" w{i}"})), delay_s=0.002) for i in range(1, TOKENS)]
     steps += [Step(sse(chat_chunk({}, finish="length")) + b"data: [DONE]\n\n")]
     return Script(steps=steps)
@@ -119,8 +121,9 @@ class OpenAIClient:
 
     def first_token_ns(self) -> int | None:
         first = None
-        stream = self.client.chat.completions.create(model="m", max_tokens=TOKENS, stream=True,
-                                                     messages=[{"role": "user", "content": "hi"}])
+        stream = self.client.chat.completions.create(
+            model="m", max_tokens=TOKENS, stream=True, messages=[{"role": "user", "content": "hi"}]
+        )
         for chunk in stream:
             t = time.perf_counter_ns()
             if first is None and chunk.choices and chunk.choices[0].delta.content:
@@ -131,9 +134,32 @@ class OpenAIClient:
 def _fresh_cli_run(url: str, n: int) -> list[float | None]:
     """TTFT (ms) of each sample of one fresh `ttft-planner probe` process (None when a sample failed)."""
     code = "from planner.cli import main; main()"
-    out = subprocess.run([sys.executable, "-c", code, "probe", "--base-url", url, "--model", "m", "-n", str(n),
-                          "--interval", "0.1", "--prompt-tokens", "50", "--max-tokens", str(TOKENS), "--json"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "probe",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "-n",
+            str(n),
+            "--interval",
+            "0.1",
+            "--prompt-tokens",
+            "50",
+            "--max-tokens",
+            str(TOKENS),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     samples = [json.loads(line) for line in out.stdout.splitlines() if line.startswith('{"type": "sample"')]
     return [s["ttft_ms"] if s["ok"] else None for s in samples]
 
@@ -155,8 +181,13 @@ def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[
 
 def _abs_summary(errs: list[float]) -> dict:
     s = summarize([abs(e) for e in errs], ps=(0.5, 0.99))
-    return {"n": len(errs), "median_abs_error_ms": s["p50"].value, "p99_abs_error_ms": s["p99"].value,
-            "max_abs_error_ms": s["max"].value, "mean_signed_error_ms": sum(errs) / len(errs) if errs else None}
+    return {
+        "n": len(errs),
+        "median_abs_error_ms": s["p50"].value,
+        "p99_abs_error_ms": s["p99"].value,
+        "max_abs_error_ms": s["max"].value,
+        "mean_signed_error_ms": sum(errs) / len(errs) if errs else None,
+    }
 
 
 def main() -> int:
@@ -181,7 +212,7 @@ def main() -> int:
     detected: dict[str, list[tuple[int, int | None]]] = {c.name: [] for c in clients}
     request_no = len(clients)
     for i in range(args.samples):
-        order = clients[i % 3:] + clients[:i % 3]
+        order = clients[i % 3 :] + clients[: i % 3]
         for c in order:
             detected[c.name].append((request_no, c.first_token_ns()))
             request_no += 1
@@ -195,37 +226,65 @@ def main() -> int:
         errs = [(t - truth[i]) / 1e6 for i, t in detected[c.name] if t is not None and truth[i] is not None]
         abs_errs = [abs(e) for e in errs]
         s = summarize(abs_errs, ps=(0.5, 0.99))
-        results[c.name] = {"n": len(errs), "failed": args.samples - len(errs), "median_abs_error_ms": s["p50"].value,
-                           "p99_abs_error_ms": s["p99"].value, "max_abs_error_ms": s["max"].value,
-                           "mean_signed_error_ms": sum(errs) / len(errs) if errs else None}
+        results[c.name] = {
+            "n": len(errs),
+            "failed": args.samples - len(errs),
+            "median_abs_error_ms": s["p50"].value,
+            "p99_abs_error_ms": s["p99"].value,
+            "max_abs_error_ms": s["max"].value,
+            "mean_signed_error_ms": sum(errs) / len(errs) if errs else None,
+        }
     cli = {"first sample": _abs_summary(firsts), "other samples": _abs_summary(rest)} if firsts else {}
     load = os.getloadavg()[0]
     if args.json:
-        print(json.dumps({"samples_per_client": args.samples, "load_avg_1m": load, "cpus": os.cpu_count(), "results": results,
-                          "fresh_cli": {"runs": args.cli_runs, "samples_per_run": args.cli_samples, **cli}}))
+        print(
+            json.dumps(
+                {
+                    "samples_per_client": args.samples,
+                    "load_avg_1m": load,
+                    "cpus": os.cpu_count(),
+                    "results": results,
+                    "fresh_cli": {"runs": args.cli_runs, "samples_per_run": args.cli_samples, **cli},
+                }
+            )
+        )
     else:
-        print(f"TTFT error vs server ground truth, loopback, {args.samples} samples per client "
-              f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles)")
-        print(f"{'client':<40} {'n':>4} {'median |err| ms':>16} {'p99 |err| ms':>13} {'max ms':>8} {'mean signed ms':>15}")
+        print(
+            f"TTFT error vs server ground truth, loopback, {args.samples} samples per client "
+            f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles)"
+        )
+        print(
+            f"{'client':<40} {'n':>4} {'median |err| ms':>16} {'p99 |err| ms':>13} {'max ms':>8} {'mean signed ms':>15}"
+        )
         for name, r in results.items():
-            print(f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
-                  f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}")
+            print(
+                f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
+                f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}"
+            )
         for peer, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm")):
             state = "installed: not driven by this script yet" if shutil.which(cmd) else "skipped (not installed)"
             print(f"{peer:<40} {state}")
         ours = results[clients[0].name]
         verdict = ours["median_abs_error_ms"] <= 0.5 and ours["p99_abs_error_ms"] <= 2.0
-        print(f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}"
-              f"{'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}")
+        print(
+            f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}"
+            f"{'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}"
+        )
         if cli:
-            print(f"\nfresh `ttft-planner probe` processes ({args.cli_runs} runs × {args.cli_samples} samples; "
-                  "truth: server accept() → first content write)")
+            print(
+                f"\nfresh `ttft-planner probe` processes ({args.cli_runs} runs × {args.cli_samples} samples; "
+                "truth: server accept() → first content write)"
+            )
             for name, r in cli.items():
-                print(f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
-                      f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}")
+                print(
+                    f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
+                    f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}"
+                )
             worst = max(abs(e) for e in firsts + rest)
-            print(f"target every sample (first included) within 3 ms: {'met' if worst <= 3.0 else 'NOT met'} "
-                  f"(worst {worst:.2f} ms){'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}")
+            print(
+                f"target every sample (first included) within 3 ms: {'met' if worst <= 3.0 else 'NOT met'} "
+                f"(worst {worst:.2f} ms){'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}"
+            )
     return 0
 
 

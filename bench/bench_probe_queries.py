@@ -42,13 +42,18 @@ def build(path: Path, rows: int) -> None:
     con.execute("PRAGMA synchronous=OFF")
     t = int(time.time() * 1000)
     for e in range(1, ENDPOINTS + 1):
-        con.execute("INSERT INTO endpoint (id, name, provider, region, protocol, base_url, model, api_key_env, interval_s,"
-                    " timeout_s, prompt_tokens, max_tokens, connection_policy, enabled, vantage, simulated, created_at_ms,"
-                    " updated_at_ms) VALUES (?, ?, '', '', 'openai-chat', 'http://127.0.0.1:1/v1', 'm', '', 60, 30, 1000,"
-                    " 64, 'fresh', 0, '', 0, ?, ?)", (e, f"bench-{e}", t, t))
-    cols = ("endpoint_id, vantage, kind, scheduled_at_ms, started_at_ms, ok, error_class, attempts, retry_wait_ms, "
-            "conn_reused, buffered, cached_series, dns_ms, connect_ms, "
-            "headers_ms, first_event_ms, ttft_ms, first_content_ms, total_ms")
+        con.execute(
+            "INSERT INTO endpoint (id, name, provider, region, protocol, base_url, model, api_key_env, interval_s,"
+            " timeout_s, prompt_tokens, max_tokens, connection_policy, enabled, vantage, simulated, created_at_ms,"
+            " updated_at_ms) VALUES (?, ?, '', '', 'openai-chat', 'http://127.0.0.1:1/v1', 'm', '', 60, 30, 1000,"
+            " 64, 'fresh', 0, '', 0, ?, ?)",
+            (e, f"bench-{e}", t, t),
+        )
+    cols = (
+        "endpoint_id, vantage, kind, scheduled_at_ms, started_at_ms, ok, error_class, attempts, retry_wait_ms, "
+        "conn_reused, buffered, cached_series, dns_ms, connect_ms, "
+        "headers_ms, first_event_ms, ttft_ms, first_content_ms, total_ms"
+    )
     sql = f"INSERT INTO probe_sample ({cols}) VALUES ({', '.join('?' * 19)})"
     rng = random.Random(1)
     for e in range(1, ENDPOINTS + 1):
@@ -57,11 +62,56 @@ def build(path: Path, rows: int) -> None:
             ts = start + k * 60_000 + (e * 997) % 60_000
             hour = (ts // 3_600_000) % 24
             if rng.random() < 0.02:
-                batch.append((e, "", "scheduled", ts, ts, 0, "server_error", 1, 0.0, 0, 0, 0, None, None, None, None, None, None, 50.0))
+                batch.append(
+                    (
+                        e,
+                        "",
+                        "scheduled",
+                        ts,
+                        ts,
+                        0,
+                        "server_error",
+                        1,
+                        0.0,
+                        0,
+                        0,
+                        0,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        50.0,
+                    )
+                )
                 continue
-            ttft = 180 + rng.expovariate(1 / 40) + (350 * math.sin(math.pi * (hour - 12) / 8) if 12 <= hour <= 20 else 0)
-            batch.append((e, "", "scheduled", ts, ts, 1, None, 1, 0.0, 0, 0, 0, 2.0, 1.0, ttft - 30, ttft - 10, ttft,
-                          ttft + 2, ttft + 300))
+            ttft = (
+                180 + rng.expovariate(1 / 40) + (350 * math.sin(math.pi * (hour - 12) / 8) if 12 <= hour <= 20 else 0)
+            )
+            batch.append(
+                (
+                    e,
+                    "",
+                    "scheduled",
+                    ts,
+                    ts,
+                    1,
+                    None,
+                    1,
+                    0.0,
+                    0,
+                    0,
+                    0,
+                    2.0,
+                    1.0,
+                    ttft - 30,
+                    ttft - 10,
+                    ttft,
+                    ttft + 2,
+                    ttft + 300,
+                )
+            )
         con.executemany(sql, batch)
         con.commit()
     con.execute("ANALYZE")
@@ -129,7 +179,9 @@ def main() -> None:
         "phase_breakdown": lambda a, b: pq.phase_breakdown(engine, key, a, b),
         "cold_readings": lambda a, b: pq.cold_readings(engine, key.endpoint_id, key.vantage),
     }
-    print(f"{n:,} samples in SQLite; one series = {n // ENDPOINTS:,} samples; load: {os.getloadavg()[0]:.1f} (1-min avg)")
+    print(
+        f"{n:,} samples in SQLite; one series = {n // ENDPOINTS:,} samples; load: {os.getloadavg()[0]:.1f} (1-min avg)"
+    )
     print(f"{'query':<28}{'7 days med/max ms':>20}{'87 days med/max ms':>22}   target < {TARGET_QUERY_MS:.0f} ms")
     worst = 0.0
     for name, fn in queries.items():
@@ -137,11 +189,15 @@ def main() -> None:
         a_med, a_max = timed(lambda fn=fn: fn(lo, hi))
         worst = max(worst, w_med, a_med)
         print(f"{name:<28}{w_med:>10.1f} / {w_max:<8.1f}{a_med:>12.1f} / {a_max:<8.1f}")
-    print(f"worst median query: {worst:.1f} ms ({'OK' if worst < TARGET_QUERY_MS else 'OVER'} "
-          f"target {TARGET_QUERY_MS:.0f} ms)")
+    print(
+        f"worst median query: {worst:.1f} ms ({'OK' if worst < TARGET_QUERY_MS else 'OVER'} "
+        f"target {TARGET_QUERY_MS:.0f} ms)"
+    )
     r_med, r_max = render_ms(data_dir)
-    print(f"Probes page server-side render (AppTest, default 7-day range, cold cache): median {r_med:.0f} ms, "
-          f"max {r_max:.0f} ms ({'OK' if r_med < TARGET_RENDER_MS else 'OVER'} target {TARGET_RENDER_MS:.0f} ms)")
+    print(
+        f"Probes page server-side render (AppTest, default 7-day range, cold cache): median {r_med:.0f} ms, "
+        f"max {r_max:.0f} ms ({'OK' if r_med < TARGET_RENDER_MS else 'OVER'} target {TARGET_RENDER_MS:.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,14 @@ from tests.support.servers import (
 )
 
 GAP_S = 0.002
-_CREDS = {"AWS_ACCESS_KEY_ID": "AKIDBENCH", "AWS_SECRET_ACCESS_KEY": "bench-secret", "AWS_REGION": "eu-central-1",
-          "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+_CREDS = {
+    "AWS_ACCESS_KEY_ID": "AKIDBENCH",
+    "AWS_SECRET_ACCESS_KEY": "bench-secret",
+    "AWS_REGION": "eu-central-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
 
 
 def _steps(lead: list[bytes], token, tail: bytes) -> list[Step]:
@@ -57,19 +63,33 @@ def _steps(lead: list[bytes], token, tail: bytes) -> list[Step]:
 
 def _script(path: str) -> Script:
     if path.endswith("/responses"):
-        return Script(steps=_steps(
-            [responses_event("response.created", response={"id": "r"}), responses_event("response.in_progress")],
-            lambda i: responses_event("response.output_text.delta", output_index=0, delta=f" w{i}"),
-            responses_event("response.completed", response={"usage": {"input_tokens": 50, "output_tokens": TOKENS}})))
+        return Script(
+            steps=_steps(
+                [responses_event("response.created", response={"id": "r"}), responses_event("response.in_progress")],
+                lambda i: responses_event("response.output_text.delta", output_index=0, delta=f" w{i}"),
+                responses_event(
+                    "response.completed", response={"usage": {"input_tokens": 50, "output_tokens": TOKENS}}
+                ),
+            )
+        )
     if ":streamGenerateContent" in path:
-        return Script(steps=_steps([gemini_chunk(None, usage={"promptTokenCount": 50})],
-                                   lambda i: gemini_chunk([{"text": f" w{i}"}]), gemini_chunk([], finish="STOP")))
+        return Script(
+            steps=_steps(
+                [gemini_chunk(None, usage={"promptTokenCount": 50})],
+                lambda i: gemini_chunk([{"text": f" w{i}"}]),
+                gemini_chunk([], finish="STOP"),
+            )
+        )
     if path.endswith("/converse-stream"):
-        return Script(headers={"Content-Type": "application/vnd.amazon.eventstream"}, steps=_steps(
-            [bedrock_event("messageStart", role="assistant")],
-            lambda i: bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": f" w{i}"}),
-            bedrock_event("messageStop", stopReason="max_tokens")
-            + bedrock_event("metadata", metrics={"latencyMs": 9})))
+        return Script(
+            headers={"Content-Type": "application/vnd.amazon.eventstream"},
+            steps=_steps(
+                [bedrock_event("messageStart", role="assistant")],
+                lambda i: bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": f" w{i}"}),
+                bedrock_event("messageStop", stopReason="max_tokens")
+                + bedrock_event("metadata", metrics={"latencyMs": 9}),
+            ),
+        )
     lead = [sse(chat_chunk({"role": "assistant", "content": ""}))]
     if "/openai/" in path:  # Azure's metadata-only first chunk
         lead.insert(0, sse({"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}))
@@ -123,7 +143,7 @@ def main() -> int:
     names = list(targets)
     request_no = len(names)
     for i in range(args.samples):
-        for name in names[i % len(names):] + names[:i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             detected[name].append((request_no, one(targets[name])))
             request_no += 1
     parent.send("truth")
@@ -138,17 +158,23 @@ def main() -> int:
     if args.json:
         print(json.dumps({"samples_per_protocol": args.samples, "load_avg_1m": load, "results": results}))
         return 0
-    print(f"TTFT error vs server ground truth per protocol, loopback, {args.samples} samples each "
-          f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles)")
+    print(
+        f"TTFT error vs server ground truth per protocol, loopback, {args.samples} samples each "
+        f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles)"
+    )
     print(f"{'protocol':<26} {'n':>4} {'fail':>4} {'median |err| ms':>16} {'p99 |err| ms':>13} {'max ms':>8}")
     for name, r in results.items():
-        print(f"{name:<26} {r['n']:>4} {r['failed']:>4} {r['median_abs_error_ms']:>16.3f} "
-              f"{r['p99_abs_error_ms']:>13.3f} {r['max_abs_error_ms']:>8.3f}")
+        print(
+            f"{name:<26} {r['n']:>4} {r['failed']:>4} {r['median_abs_error_ms']:>16.3f} "
+            f"{r['p99_abs_error_ms']:>13.3f} {r['max_abs_error_ms']:>8.3f}"
+        )
     base = results[names[0]]["p99_abs_error_ms"]
     ok = all(r["failed"] == 0 and r["p99_abs_error_ms"] <= max(3.0, base + 1.0) for r in results.values())
     loaded = "" if load < (os.cpu_count() or 1) else " (machine loaded: re-run when idle)"
-    print(f"target every protocol p99 within 3 ms (or the baseline's + 1 ms on a loaded machine): "
-          f"{'met' if ok else 'NOT met'}{loaded}")
+    print(
+        f"target every protocol p99 within 3 ms (or the baseline's + 1 ms on a loaded machine): "
+        f"{'met' if ok else 'NOT met'}{loaded}"
+    )
     return 0
 
 

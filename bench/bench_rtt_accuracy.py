@@ -26,8 +26,15 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.netdelay import ADDR_B, DelayLink  # noqa: E402
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 TARGET_PORT, PAGE_PORT = 8080, 8090
 
 
@@ -40,7 +47,9 @@ def _browser_part(page_url: str, target_url: str, n: int) -> None:
         page = browser.new_page()
         page.goto(page_url)
         page.wait_for_function("window.ready === true", timeout=30_000)
-        samples = page.evaluate("([url, n]) => window.measureTargets([{region_id: 'b', url}], n, 5000)", [target_url, n])
+        samples = page.evaluate(
+            "([url, n]) => window.measureTargets([{region_id: 'b', url}], n, 5000)", [target_url, n]
+        )
         browser.close()
     print(json.dumps(samples))
 
@@ -67,20 +76,44 @@ def measure(rtt_ms: float, n: int) -> dict:
         target = f"http://{ADDR_B}:{TARGET_PORT}/ping"
         _wait_http(link, target)
         _wait_http(link, f"http://127.0.0.1:{PAGE_PORT}/ping")
-        srv = link.run_in("a", [cli, "rtt", "--url", target, "-n", str(n), "--json", "--vantage", "bench"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+        srv = link.run_in(
+            "a",
+            [cli, "rtt", "--url", target, "-n", str(n), "--json", "--vantage", "bench"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         if srv.returncode != 0:
             raise RuntimeError(f"server probe failed: {srv.stderr or srv.stdout}")
         tcp = json.loads(srv.stdout)["results"][0]["tcp_connect_ms"]
-        br = link.run_in("a", [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=180)
+        br = link.run_in(
+            "a",
+            [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=180,
+        )
         if br.returncode != 0:
             raise RuntimeError(f"browser probe failed: {br.stderr[-2000:]}")
         samples = json.loads(br.stdout.strip().splitlines()[-1])
         # a target with no CORS and no Timing-Allow-Origin headers: no-cors fetch, the labelled fallback (issue 14)
-        nc = link.run_in("a", [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page",
-                               f"http://{ADDR_B}:{TARGET_PORT}/ping-no-cors", str(n)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=180)
+        nc = link.run_in(
+            "a",
+            [
+                sys.executable,
+                __file__,
+                "--browser-part",
+                f"http://127.0.0.1:{PAGE_PORT}/page",
+                f"http://{ADDR_B}:{TARGET_PORT}/ping-no-cors",
+                str(n),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=180,
+        )
         if nc.returncode != 0:
             raise RuntimeError(f"browser probe (no CORS) failed: {nc.stderr[-2000:]}")
         no_cors = json.loads(nc.stdout.strip().splitlines()[-1])
@@ -88,10 +121,14 @@ def measure(rtt_ms: float, n: int) -> dict:
     nc_ok = [s for s in no_cors if s["error_class"] is None]
     return {
         "rtt_ms": rtt_ms,
-        "server_median": tcp["median"], "server_min": tcp["min"], "server_n": tcp["n"],
+        "server_median": tcp["median"],
+        "server_min": tcp["min"],
+        "server_n": tcp["n"],
         "browser_methods": sorted({s["method"] for s in ok}),
-        "browser": [s["rtt_ms"] for s in ok], "naive": [s["wall_ms"] for s in ok],
-        "no_cors": [s["rtt_ms"] for s in nc_ok], "no_cors_failed": len(no_cors) - len(nc_ok),
+        "browser": [s["rtt_ms"] for s in ok],
+        "naive": [s["wall_ms"] for s in ok],
+        "no_cors": [s["rtt_ms"] for s in nc_ok],
+        "no_cors_failed": len(no_cors) - len(nc_ok),
         "no_cors_methods": sorted({s["method"] for s in nc_ok}),
     }
 
@@ -110,18 +147,26 @@ def main() -> int:
         return 0
     print(f"RTT accuracy, n={args.n} per probe; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print("ms; in brackets the error = measured − true RTT")
-    print(f"{'link RTT':>8} | {'server TCP median':>17} | {'server TCP min':>15} | {'browser Resource Timing':>23} | "
-          f"{'naive performance.now()':>23} | {'no CORS/TAO (fallback)':>22}")
+    print(
+        f"{'link RTT':>8} | {'server TCP median':>17} | {'server TCP min':>15} | {'browser Resource Timing':>23} | "
+        f"{'naive performance.now()':>23} | {'no CORS/TAO (fallback)':>22}"
+    )
     for rtt in (40.0, 80.0):
         r = measure(rtt, args.n)
         assert r["browser_methods"] == ["resource-timing"], r["browser_methods"]
-        print(f"{rtt:8.0f} | {_stats([r['server_median']], rtt):>17} | {_stats([r['server_min']], rtt):>15} | "
-              f"{_stats(r['browser'], rtt):>23} | {_stats(r['naive'], rtt):>23} | "
-              f"{_stats(r['no_cors'], rtt) if r['no_cors'] else 'all ' + str(r['no_cors_failed']) + ' failed':>22}")
-    print("Browser columns are medians of the same fetches (first dropped): "
-          "Resource Timing vs performance.now() around fetch;")
-    print("the last column is a target without CORS or Timing-Allow-Origin headers "
-          "(no-cors fetch, labelled fallback; target: within 10 ms).")
+        print(
+            f"{rtt:8.0f} | {_stats([r['server_median']], rtt):>17} | {_stats([r['server_min']], rtt):>15} | "
+            f"{_stats(r['browser'], rtt):>23} | {_stats(r['naive'], rtt):>23} | "
+            f"{_stats(r['no_cors'], rtt) if r['no_cors'] else 'all ' + str(r['no_cors_failed']) + ' failed':>22}"
+        )
+    print(
+        "Browser columns are medians of the same fetches (first dropped): "
+        "Resource Timing vs performance.now() around fetch;"
+    )
+    print(
+        "the last column is a target without CORS or Timing-Allow-Origin headers "
+        "(no-cors fetch, labelled fallback; target: within 10 ms)."
+    )
     return 0
 
 

@@ -62,8 +62,10 @@ def speed(n: int) -> None:
     trace = million_day(n)
     print(f"== Part 1: replay speed, {trace.n:,} requests in one day (target ≤ {TARGET_S:.0f} s per candidate)")
     print(f"   machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared; figures are noisy)")
-    print(f"{'candidate':<34} {'replay s':>9} {'+results s':>11} {'p50 ms':>8}"
-          f" {'p95 ms':>8} {'p99 ms':>8} {'cold starts':>12} {'cost $':>10}  target")
+    print(
+        f"{'candidate':<34} {'replay s':>9} {'+results s':>11} {'p50 ms':>8}"
+        f" {'p95 ms':>8} {'p99 ms':>8} {'cold starts':>12} {'cost $':>10}  target"
+    )
     for spec in CANDIDATES:
         dep = parse_deployment(spec)
         t0 = time.perf_counter()
@@ -77,8 +79,10 @@ def speed(n: int) -> None:
             continue
         p = c.overall
         verdict = "ok" if t_all <= TARGET_S else "SLOW"
-        print(f"{dep.name:<34} {t_replay:>9.2f} {t_all:>11.2f} {p['p50'].value:>8,.0f} {p['p95'].value:>8,.0f} "
-              f"{p['p99'].value:>8,.0f} {c.cold_starts:>12,} {c.cost_usd:>10,.2f}  {verdict}")
+        print(
+            f"{dep.name:<34} {t_replay:>9.2f} {t_all:>11.2f} {p['p50'].value:>8,.0f} {p['p95'].value:>8,.0f} "
+            f"{p['p99'].value:>8,.0f} {c.cold_starts:>12,} {c.cost_usd:>10,.2f}  {verdict}"
+        )
 
 
 def proof_trace(hours: int, seed: int = 11) -> Trace:
@@ -93,31 +97,46 @@ def proof_trace(hours: int, seed: int = 11) -> Trace:
             parts.append(start + np.sort(rng.uniform(0, H_MS, 250)))
     arrival = np.concatenate(parts)
     n = len(arrival)
-    return Trace(arrival, rng.integers(300, 3000, n).astype(float), np.zeros(n), rng.integers(1, 4, n).astype(float),
-                 source="proof trace")
+    return Trace(
+        arrival,
+        rng.integers(300, 3000, n).astype(float),
+        np.zeros(n),
+        rng.integers(1, 4, n).astype(float),
+        source="proof trace",
+    )
 
 
 def proof(hours: int, speedup: float) -> None:
     spec = "serverless:name=proof,window=600,cold=30,slots=2,max=1,prefill=100,decode=1,usd_per_mtok=0.3"
     trace = proof_trace(hours)
-    print(f"\n== Part 2: prediction vs measurement, {trace.n:,} requests over {hours} virtual hours at {speedup:g}× "
-          f"(≈{hours * 3600 / speedup:,.0f} s real)")
+    print(
+        f"\n== Part 2: prediction vs measurement, {trace.n:,} requests over {hours} virtual hours at {speedup:g}× "
+        f"(≈{hours * 3600 / speedup:,.0f} s real)"
+    )
     print(f"   candidate: {spec}")
     print(f"   load average {os.getloadavg()[0]:.2f} before the run")
     r = prove(parse_deployment(spec), trace, speedup=speedup)
-    print(f"   sent {r.n_sent:,}, failed {r.n_failed}, wall {r.wall_s:,.1f} s, network segment measured "
-          f"{r.network_ms:,.0f} ms (simulated) = {r.network_ms / speedup:.2f} ms real")
+    print(
+        f"   sent {r.n_sent:,}, failed {r.n_failed}, wall {r.wall_s:,.1f} s, network segment measured "
+        f"{r.network_ms:,.0f} ms (simulated) = {r.network_ms / speedup:.2f} ms real"
+    )
     print(f"   cold starts: predicted {r.predicted_cold_starts}, endpoint reports {r.endpoint_cold_starts}")
     if r.decode_overrun is not None:
-        print(f"   the endpoint's decode ran {r.decode_overrun:+.1%} against its configured rate "
-              "(timer lateness on this machine; it stretches slot holds and so queueing)")
+        print(
+            f"   the endpoint's decode ran {r.decode_overrun:+.1%} against its configured rate "
+            "(timer lateness on this machine; it stretches slot holds and so queueing)"
+        )
     print(f"{'hour':>4} {'n':>5} {'pred p50':>9} {'meas p50':>9} {'pred p95':>9} {'meas p95':>9} {'p95 err':>8}")
     for h in r.hours:
         flag = "" if h.enough else "  (n < 20)"
-        print(f"{h.hour:>4} {h.n:>5} {h.predicted_p50.value:>9,.0f} {h.measured_p50.value:>9,.0f} "
-              f"{h.predicted_p95.value:>9,.0f} {h.measured_p95.value:>9,.0f} {h.p95_error_fraction:>+8.1%}{flag}")
-    print(f"worst |p95 error| over hours with n ≥ 20: {r.worst_p95_error():.1%} — target ≤ 10%: "
-          f"{'met' if r.within(0.10) else 'NOT met'}")
+        print(
+            f"{h.hour:>4} {h.n:>5} {h.predicted_p50.value:>9,.0f} {h.measured_p50.value:>9,.0f} "
+            f"{h.predicted_p95.value:>9,.0f} {h.measured_p95.value:>9,.0f} {h.p95_error_fraction:>+8.1%}{flag}"
+        )
+    print(
+        f"worst |p95 error| over hours with n ≥ 20: {r.worst_p95_error():.1%} — target ≤ 10%: "
+        f"{'met' if r.within(0.10) else 'NOT met'}"
+    )
 
 
 def main() -> None:

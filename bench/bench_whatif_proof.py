@@ -35,12 +35,20 @@ PROOF_SPEC = "serverless:name=proof,window=600,cold=30,slots=2,max=1,prefill=100
 
 def two_hour_trace(seed: int = 3) -> Trace:
     rng = np.random.default_rng(seed)
-    minutes = np.concatenate([
-        np.sort(rng.uniform(0, 40, 60)), np.sort(rng.uniform(55, 60, 10)), np.sort(rng.uniform(60, 120, 140)),
-    ])
+    minutes = np.concatenate(
+        [
+            np.sort(rng.uniform(0, 40, 60)),
+            np.sort(rng.uniform(55, 60, 10)),
+            np.sort(rng.uniform(60, 120, 140)),
+        ]
+    )
     n = len(minutes)
-    return Trace(DAY0_MS + minutes * 60_000, rng.integers(300, 3000, n).astype(float), np.zeros(n),
-                 rng.integers(1, 4, n).astype(float))
+    return Trace(
+        DAY0_MS + minutes * 60_000,
+        rng.integers(300, 3000, n).astype(float),
+        np.zeros(n),
+        rng.integers(1, 4, n).astype(float),
+    )
 
 
 def main() -> int:
@@ -49,19 +57,27 @@ def main() -> int:
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     r = prove(parse_deployment(PROOF_SPEC), two_hour_trace(), speedup=args.speedup)
-    print(f"what-if quick proof at {args.speedup:g}× (load average {load0:.1f} → {os.getloadavg()[0]:.1f} on "
-          f"{os.cpu_count()} CPUs), {r.n_sent} sent, {r.n_failed} failed, wall {r.wall_s:.0f} s")
+    print(
+        f"what-if quick proof at {args.speedup:g}× (load average {load0:.1f} → {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs), {r.n_sent} sent, {r.n_failed} failed, wall {r.wall_s:.0f} s"
+    )
     print(f"{'hour':>4} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'pred p95':>9} {'meas p95':>9} {'p95 err':>8}")
     ok = r.n_failed == 0
     for h in r.hours:
         p50_err = (h.predicted_p50.value - h.measured_p50.value) / h.measured_p50.value
         ok &= abs(h.p95_error_fraction) <= 0.10 and abs(p50_err) <= 0.10
-        print(f"{h.hour:>4} {h.n:>4} {h.predicted_p50.value:>9,.0f} {h.measured_p50.value:>9,.0f} "
-              f"{h.predicted_p95.value:>9,.0f} {h.measured_p95.value:>9,.0f} {h.p95_error_fraction:>+8.1%}")
-    print(f"cold starts: predicted {r.predicted_cold_starts}, endpoint {r.endpoint_cold_starts}; "
-          f"decode overrun {r.decode_overrun if r.decode_overrun is None else f'{r.decode_overrun:+.1%}'}")
-    print(f"target p50 and p95 within 10% at every hour: {'met' if ok else 'NOT met'}"
-          + ("" if load0 < os.cpu_count() else " (machine loaded: timers run late at this compression; re-run when idle)"))
+        print(
+            f"{h.hour:>4} {h.n:>4} {h.predicted_p50.value:>9,.0f} {h.measured_p50.value:>9,.0f} "
+            f"{h.predicted_p95.value:>9,.0f} {h.measured_p95.value:>9,.0f} {h.p95_error_fraction:>+8.1%}"
+        )
+    print(
+        f"cold starts: predicted {r.predicted_cold_starts}, endpoint {r.endpoint_cold_starts}; "
+        f"decode overrun {r.decode_overrun if r.decode_overrun is None else f'{r.decode_overrun:+.1%}'}"
+    )
+    print(
+        f"target p50 and p95 within 10% at every hour: {'met' if ok else 'NOT met'}"
+        + ("" if load0 < os.cpu_count() else " (machine loaded: timers run late at this compression; re-run when idle)")
+    )
     return 0
 
 

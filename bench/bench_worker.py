@@ -48,9 +48,11 @@ def free_port() -> int:
 
 
 def start_simulator(port: int) -> subprocess.Popen:
-    code = ("from planner.simulator import SimulatorConfig, serve_forever; "
-            f"serve_forever(SimulatorConfig(prefill_tokens_per_s=50000, decode_tokens_per_s=2000, "
-            f"slots=256, seed=1), port={port})")
+    code = (
+        "from planner.simulator import SimulatorConfig, serve_forever; "
+        f"serve_forever(SimulatorConfig(prefill_tokens_per_s=50000, decode_tokens_per_s=2000, "
+        f"slots=256, seed=1), port={port})"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(proc.pid, {sorted(os.sched_getaffinity(0))[-1]})
@@ -81,12 +83,32 @@ def main() -> None:
     engine = open_store(f"sqlite:///{tmp / 'planner.db'}")
     now = int(time.time() * 1000)
     with engine.begin() as c:
-        c.execute(sa.insert(EndpointRow.__table__), [dict(
-            name=f"ep-{i:03d}", provider="bench", region="local", protocol="openai-chat",
-            base_url=f"http://127.0.0.1:{port}/v1", model="sim", api_key_env="", interval_s=args.interval_s,
-            timeout_s=min(30.0, args.interval_s * 0.8), prompt_tokens=200, max_tokens=8, connection_policy="fresh",
-            scale_down_window_s=None, enabled=True, vantage="", simulated=True, created_at_ms=now, updated_at_ms=now,
-        ) for i in range(args.endpoints)])
+        c.execute(
+            sa.insert(EndpointRow.__table__),
+            [
+                dict(
+                    name=f"ep-{i:03d}",
+                    provider="bench",
+                    region="local",
+                    protocol="openai-chat",
+                    base_url=f"http://127.0.0.1:{port}/v1",
+                    model="sim",
+                    api_key_env="",
+                    interval_s=args.interval_s,
+                    timeout_s=min(30.0, args.interval_s * 0.8),
+                    prompt_tokens=200,
+                    max_tokens=8,
+                    connection_policy="fresh",
+                    scale_down_window_s=None,
+                    enabled=True,
+                    vantage="",
+                    simulated=True,
+                    created_at_ms=now,
+                    updated_at_ms=now,
+                )
+                for i in range(args.endpoints)
+            ],
+        )
     w = Worker(engine, WorkerConfig(lease_ttl_s=30))
 
     async def run() -> None:
@@ -110,29 +132,43 @@ def main() -> None:
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     with engine.connect() as c:
-        rows = c.execute(sa.text("SELECT endpoint_id, kind, ok, scheduled_at_ms, started_at_ms, ttft_ms FROM probe_sample")).all()
+        rows = c.execute(
+            sa.text("SELECT endpoint_id, kind, ok, scheduled_at_ms, started_at_ms, ttft_ms FROM probe_sample")
+        ).all()
     iv = int(args.interval_s * 1000)
-    e2e = [r.started_at_ms - (r.scheduled_at_ms + jitter_ms(f"endpoint:{r.endpoint_id}", r.scheduled_at_ms, max_jitter_ms_for(iv)))
-           for r in rows if r.kind == "scheduled"]
+    e2e = [
+        r.started_at_ms
+        - (r.scheduled_at_ms + jitter_ms(f"endpoint:{r.endpoint_id}", r.scheduled_at_ms, max_jitter_ms_for(iv)))
+        for r in rows
+        if r.kind == "scheduled"
+    ]
     sched = w.stats.lateness_ms
     skipped = sum(1 for r in rows if r.kind == "skipped")
     failed = sum(1 for r in rows if r.kind == "scheduled" and not r.ok)
-    print(f"{args.endpoints} endpoints every {args.interval_s:g} s for {args.duration_s:g} s "
-          f"({'real time' if args.interval_s >= 60 else f'{60 / args.interval_s:g}x time-compressed'}), "
-          "worker on 1 core; "
-          f"load {os.getloadavg()[0]:.1f} (1-min avg)")
-    print(f"probes run {w.stats.runs}, stored {sum(1 for r in rows if r.kind == 'scheduled')}, failed {failed}, "
-          f"skipped slots {skipped} (target 0)")
+    print(
+        f"{args.endpoints} endpoints every {args.interval_s:g} s for {args.duration_s:g} s "
+        f"({'real time' if args.interval_s >= 60 else f'{60 / args.interval_s:g}x time-compressed'}), "
+        "worker on 1 core; "
+        f"load {os.getloadavg()[0]:.1f} (1-min avg)"
+    )
+    print(
+        f"probes run {w.stats.runs}, stored {sum(1 for r in rows if r.kind == 'scheduled')}, failed {failed}, "
+        f"skipped slots {skipped} (target 0)"
+    )
     for name, vals in (("scheduler wake-up", sched), ("end to end (send time)", e2e)):
         p50, p99 = percentile(vals, 0.5), percentile(vals, 0.99)
         mx = max(vals) if vals else float("nan")
         print(f"lateness {name:<24} p50 {p50.value:7.1f} ms  p99 {p99.value:7.1f} ms  max {mx:7.1f} ms  (n={p99.n})")
     worst = percentile(e2e, 0.99).value
-    print(f"worker CPU {cpu:.1f} s over {wall:.0f} s wall = {100 * cpu / wall:.1f} % of one core, "
-          f"plus its probe processes {kids:.1f} s = {100 * kids / wall:.1f} %")
+    print(
+        f"worker CPU {cpu:.1f} s over {wall:.0f} s wall = {100 * cpu / wall:.1f} % of one core, "
+        f"plus its probe processes {kids:.1f} s = {100 * kids / wall:.1f} %"
+    )
     ok = worst is not None and worst < TARGET_P99_MS and skipped == 0
-    print(f"{'OK' if ok else 'OVER'}: lateness p99 {worst:.1f} ms (target < {TARGET_P99_MS:.0f} ms), "
-          f"skipped {skipped} (target 0)")
+    print(
+        f"{'OK' if ok else 'OVER'}: lateness p99 {worst:.1f} ms (target < {TARGET_P99_MS:.0f} ms), "
+        f"skipped {skipped} (target 0)"
+    )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,10 @@ def free_port() -> int:
 
 def start_server(nice: int = 0) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("hostile_server.py")), str(port)],
-                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("hostile_server.py")), str(port)],
+        preexec_fn=(lambda: os.nice(nice)) if nice else None,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -62,17 +64,46 @@ def start_server(nice: int = 0) -> tuple[subprocess.Popen, int]:
     raise RuntimeError("server did not start")
 
 
-def run(db_dir: Path, name: str, healthy_port: int, hostile_port: int | None, n_healthy: int, interval_s: float,
-        duration_s: float, probe_processes: int) -> dict:
+def run(
+    db_dir: Path,
+    name: str,
+    healthy_port: int,
+    hostile_port: int | None,
+    n_healthy: int,
+    interval_s: float,
+    duration_s: float,
+    probe_processes: int,
+) -> dict:
     eng = open_store(f"sqlite:///{db_dir / (name + '.db')}")
-    healthy = [add_endpoint(eng, {"name": f"healthy-{i}", "base_url": f"http://127.0.0.1:{healthy_port}/healthy/v1",
-                                  "model": "m", "interval_s": interval_s, "timeout_s": interval_s * 0.8,
-                                  "prompt_tokens": 50, "max_tokens": 8}).id for i in range(n_healthy)]
+    healthy = [
+        add_endpoint(
+            eng,
+            {
+                "name": f"healthy-{i}",
+                "base_url": f"http://127.0.0.1:{healthy_port}/healthy/v1",
+                "model": "m",
+                "interval_s": interval_s,
+                "timeout_s": interval_s * 0.8,
+                "prompt_tokens": 50,
+                "max_tokens": 8,
+            },
+        ).id
+        for i in range(n_healthy)
+    ]
     if hostile_port is not None:
         for kind in KINDS:
-            add_endpoint(eng, {"name": kind, "base_url": f"http://127.0.0.1:{hostile_port}/{kind}/v1", "model": "m",
-                               "interval_s": interval_s, "timeout_s": interval_s * 0.8, "prompt_tokens": 50,
-                               "max_tokens": 8})
+            add_endpoint(
+                eng,
+                {
+                    "name": kind,
+                    "base_url": f"http://127.0.0.1:{hostile_port}/{kind}/v1",
+                    "model": "m",
+                    "interval_s": interval_s,
+                    "timeout_s": interval_s * 0.8,
+                    "prompt_tokens": 50,
+                    "max_tokens": 8,
+                },
+            )
     w = Worker(eng, WorkerConfig(lease_ttl_s=30, probe_processes=probe_processes))
 
     async def main() -> float:
@@ -87,17 +118,26 @@ def run(db_dir: Path, name: str, healthy_port: int, hostile_port: int | None, n_
 
     start_ms = asyncio.run(main())
     with eng.connect() as c:
-        rows = c.execute(sa.text(
-            "SELECT endpoint_id, kind, ok, ttft_ms, error_class FROM probe_sample WHERE endpoint_id IN "
-            f"({','.join(map(str, healthy))}) AND scheduled_at_ms >= :s"), {"s": start_ms + interval_s * 1000}).all()
-        hostile_rows = c.execute(sa.text(
-            f"SELECT error_class, count(*) FROM probe_sample "
-            f"WHERE endpoint_id NOT IN ({','.join(map(str, healthy))}) "
-            "GROUP BY error_class")).all()
+        rows = c.execute(
+            sa.text(
+                "SELECT endpoint_id, kind, ok, ttft_ms, error_class FROM probe_sample WHERE endpoint_id IN "
+                f"({','.join(map(str, healthy))}) AND scheduled_at_ms >= :s"
+            ),
+            {"s": start_ms + interval_s * 1000},
+        ).all()
+        hostile_rows = c.execute(
+            sa.text(
+                f"SELECT error_class, count(*) FROM probe_sample "
+                f"WHERE endpoint_id NOT IN ({','.join(map(str, healthy))}) "
+                "GROUP BY error_class"
+            )
+        ).all()
     eng.dispose()
     ttft = [r.ttft_ms for r in rows if r.kind == "scheduled" and r.ok]
     return {
-        "name": name, "slots": len(rows), "ok": len(ttft),
+        "name": name,
+        "slots": len(rows),
+        "ok": len(ttft),
         "skipped": sum(r.kind == "skipped" for r in rows),
         "failed": sum(r.kind == "scheduled" and not r.ok for r in rows),
         "p50": percentile(ttft, 0.50).value if ttft else float("nan"),
@@ -121,24 +161,50 @@ def main() -> None:
     hostile_srv, hostile_port = start_server(nice=19)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            runs = [run(Path(tmp), "clean", healthy_port, None, args.healthy, args.interval_s, args.duration_s, 1),
-                    run(Path(tmp), "hostile-pool", healthy_port, hostile_port, args.healthy, args.interval_s,
-                        args.duration_s, 1)]
+            runs = [
+                run(Path(tmp), "clean", healthy_port, None, args.healthy, args.interval_s, args.duration_s, 1),
+                run(
+                    Path(tmp),
+                    "hostile-pool",
+                    healthy_port,
+                    hostile_port,
+                    args.healthy,
+                    args.interval_s,
+                    args.duration_s,
+                    1,
+                ),
+            ]
             if not args.skip_inline:
-                runs.append(run(Path(tmp), "hostile-inline", healthy_port, hostile_port, args.healthy,
-                                args.interval_s, args.duration_s, 0))
+                runs.append(
+                    run(
+                        Path(tmp),
+                        "hostile-inline",
+                        healthy_port,
+                        hostile_port,
+                        args.healthy,
+                        args.interval_s,
+                        args.duration_s,
+                        0,
+                    )
+                )
     finally:
         for p in (healthy_srv, hostile_srv):
             p.terminate()
             p.wait(10)
     clean = runs[0]
-    print(f"{args.healthy} healthy endpoints (true TTFT {TRUTH_TTFT_MS:g} ms) + 11 hostile, every {args.interval_s:g} s, "
-          f"{args.duration_s:g} s per run; cpus={len(os.sched_getaffinity(0))} load={os.getloadavg()[0]:.1f}")
-    print(f"{'run':<16} {'slots':>5} {'ok':>4} {'skipped':>7} {'failed':>6} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
-          f"{'p95 - clean':>11}")
+    print(
+        f"{args.healthy} healthy endpoints (true TTFT {TRUTH_TTFT_MS:g} ms) + 11 hostile, every {args.interval_s:g} s, "
+        f"{args.duration_s:g} s per run; cpus={len(os.sched_getaffinity(0))} load={os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'run':<16} {'slots':>5} {'ok':>4} {'skipped':>7} {'failed':>6} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} "
+        f"{'p95 - clean':>11}"
+    )
     for r in runs:
-        print(f"{r['name']:<16} {r['slots']:>5} {r['ok']:>4} {r['skipped']:>7} {r['failed']:>6} {r['p50']:>7.1f} "
-              f"{r['p95']:>7.1f} {r['max']:>7.1f} {r['p95'] - clean['p95']:>+11.1f}")
+        print(
+            f"{r['name']:<16} {r['slots']:>5} {r['ok']:>4} {r['skipped']:>7} {r['failed']:>6} {r['p50']:>7.1f} "
+            f"{r['p95']:>7.1f} {r['max']:>7.1f} {r['p95'] - clean['p95']:>+11.1f}"
+        )
     for r in runs[1:]:
         print(f"  {r['name']} hostile outcomes: {r['hostile']}")
     pool = runs[1]

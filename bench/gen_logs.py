@@ -72,8 +72,15 @@ def requests(n: int, seed: int = 7):
                     output = max(1, int(rng.lognormvariate(5.0, 0.9)))
                     ttft = 180 + (prompt - cached) * 0.04 + rng.expovariate(1 / 60)
                     duration = ttft + output * rng.uniform(8, 14)
-                    yield {"ts_ms": ts, "model": model, "prompt_tokens": prompt, "cached_tokens": cached,
-                           "output_tokens": output, "ttft_ms": round(ttft, 1), "duration_ms": round(duration, 1)}
+                    yield {
+                        "ts_ms": ts,
+                        "model": model,
+                        "prompt_tokens": prompt,
+                        "cached_tokens": cached,
+                        "output_tokens": output,
+                        "ttft_ms": round(ttft, 1),
+                        "duration_ms": round(duration, 1),
+                    }
                     produced += 1
                     ts += int(duration) + int(rng.lognormvariate(8.0, 1.0))  # tool execution between calls
                 ts += int(rng.lognormvariate(10.5, 0.8))  # the developer reads and types
@@ -85,16 +92,32 @@ def _iso(ms: int) -> str:
 
 def openai_chat(r: dict, rng: random.Random) -> dict:
     return {
-        "id": f"chatcmpl-{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}", "object": "chat.completion",
-        "created": r["ts_ms"] // 1000, "model": r["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": rng.choice(REPLIES), "refusal": None},
-                     "logprobs": None, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": r["prompt_tokens"], "completion_tokens": r["output_tokens"],
-                  "total_tokens": r["prompt_tokens"] + r["output_tokens"],
-                  "prompt_tokens_details": {"cached_tokens": r["cached_tokens"], "audio_tokens": 0},
-                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}},
-        "service_tier": "default", "system_fingerprint": "fp_6b68a8204b",
+        "id": f"chatcmpl-{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}",
+        "object": "chat.completion",
+        "created": r["ts_ms"] // 1000,
+        "model": r["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": rng.choice(REPLIES), "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": r["prompt_tokens"],
+            "completion_tokens": r["output_tokens"],
+            "total_tokens": r["prompt_tokens"] + r["output_tokens"],
+            "prompt_tokens_details": {"cached_tokens": r["cached_tokens"], "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_6b68a8204b",
     }
 
 
@@ -120,38 +143,83 @@ def write_samples(folder: Path, seed: int = 11) -> None:
 
     with open(folder / "openai_batch_output.jsonl", "w") as fh:
         for i, r in enumerate(rows[:150]):
-            line = {"id": f"batch_req_{i:06d}", "custom_id": f"task-{i}",
-                    "response": {"status_code": 200, "request_id": f"req_{i:06d}", "body": openai_chat(r, rng)}, "error": None}
+            line = {
+                "id": f"batch_req_{i:06d}",
+                "custom_id": f"task-{i}",
+                "response": {"status_code": 200, "request_id": f"req_{i:06d}", "body": openai_chat(r, rng)},
+                "error": None,
+            }
             if i == 37:
-                line = {"id": f"batch_req_{i:06d}", "custom_id": f"task-{i}", "response": None,
-                        "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}}
+                line = {
+                    "id": f"batch_req_{i:06d}",
+                    "custom_id": f"task-{i}",
+                    "response": None,
+                    "error": {
+                        "code": "batch_expired",
+                        "message": "This request could not be executed before the completion window expired.",
+                    },
+                }
             fh.write(json.dumps(line) + "\n")
 
     with open(folder / "anthropic_messages.jsonl", "w") as fh:
         for r in rows:
             read = r["cached_tokens"]
             creation = 0 if read else min(r["prompt_tokens"], 2048)
-            msg = {"id": f"msg_{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}", "type": "message", "role": "assistant",
-                   "model": "claude-sonnet-4-5-20250929", "content": [{"type": "text", "text": rng.choice(REPLIES)}],
-                   "stop_reason": "end_turn", "stop_sequence": None,
-                   "usage": {"input_tokens": r["prompt_tokens"] - read - creation, "cache_creation_input_tokens": creation,
-                             "cache_read_input_tokens": read, "output_tokens": r["output_tokens"], "service_tier": "standard"}}
+            msg = {
+                "id": f"msg_{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": rng.choice(REPLIES)}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": r["prompt_tokens"] - read - creation,
+                    "cache_creation_input_tokens": creation,
+                    "cache_read_input_tokens": read,
+                    "output_tokens": r["output_tokens"],
+                    "service_tier": "standard",
+                },
+            }
             fh.write(json.dumps({"timestamp": _iso(r["ts_ms"]), "response": msg}) + "\n")
 
     spend = []
     for i, r in enumerate(rows[:250]):
         start = r["ts_ms"]
-        spend.append({
-            "request_id": f"chatcmpl-{i:08x}", "call_type": "acompletion", "api_key": "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b",
-            "spend": round(r["prompt_tokens"] * 2e-6 + r["output_tokens"] * 8e-6, 6), "total_tokens": r["prompt_tokens"] + r["output_tokens"],
-            "prompt_tokens": r["prompt_tokens"], "completion_tokens": r["output_tokens"],
-            "startTime": _iso(start), "endTime": _iso(start + int(r["duration_ms"])), "completionStartTime": _iso(start + int(r["ttft_ms"])),
-            "model": r["model"], "model_id": "model-1", "model_group": r["model"], "custom_llm_provider": "openai",
-            "api_base": "https://api.openai.com/v1", "user": "dev-team", "status": "success",
-            "metadata": {"user_api_key_alias": "agent", "additional_usage_values": {"prompt_tokens_details": {"cached_tokens": r["cached_tokens"]}}},
-            "cache_hit": "False", "cache_key": "Cache OFF", "request_tags": ["coding-agent"], "team_id": None, "end_user": "",
-            "requester_ip_address": "", "messages": {}, "response": {}, "session_id": None,
-        })
+        spend.append(
+            {
+                "request_id": f"chatcmpl-{i:08x}",
+                "call_type": "acompletion",
+                "api_key": "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b",
+                "spend": round(r["prompt_tokens"] * 2e-6 + r["output_tokens"] * 8e-6, 6),
+                "total_tokens": r["prompt_tokens"] + r["output_tokens"],
+                "prompt_tokens": r["prompt_tokens"],
+                "completion_tokens": r["output_tokens"],
+                "startTime": _iso(start),
+                "endTime": _iso(start + int(r["duration_ms"])),
+                "completionStartTime": _iso(start + int(r["ttft_ms"])),
+                "model": r["model"],
+                "model_id": "model-1",
+                "model_group": r["model"],
+                "custom_llm_provider": "openai",
+                "api_base": "https://api.openai.com/v1",
+                "user": "dev-team",
+                "status": "success",
+                "metadata": {
+                    "user_api_key_alias": "agent",
+                    "additional_usage_values": {"prompt_tokens_details": {"cached_tokens": r["cached_tokens"]}},
+                },
+                "cache_hit": "False",
+                "cache_key": "Cache OFF",
+                "request_tags": ["coding-agent"],
+                "team_id": None,
+                "end_user": "",
+                "requester_ip_address": "",
+                "messages": {},
+                "response": {},
+                "session_id": None,
+            }
+        )
     (folder / "litellm_spend_logs.json").write_text(json.dumps(spend, indent=1))
 
     observations = []
@@ -159,18 +227,52 @@ def write_samples(folder: Path, seed: int = 11) -> None:
         start = r["ts_ms"]
         trace = f"trace-{i // 6:05d}"
         if i % 6 == 0:
-            observations.append({"id": f"span-{i}", "traceId": trace, "type": "SPAN", "name": "agent-turn",
-                                 "startTime": _iso(start - 5), "endTime": _iso(start + int(r["duration_ms"]) + 50)})
-        observations.append({
-            "id": f"gen-{i}", "traceId": trace, "type": "GENERATION", "name": "chat", "startTime": _iso(start),
-            "endTime": _iso(start + int(r["duration_ms"])), "completionStartTime": _iso(start + int(r["ttft_ms"])),
-            "model": r["model"], "modelParameters": {"temperature": 0.2}, "input": [{"role": "user", "content": rng.choice(SNIPPETS)}],
-            "output": {"role": "assistant", "content": rng.choice(REPLIES)}, "level": "DEFAULT",
-            "usageDetails": {"input": r["prompt_tokens"] - r["cached_tokens"], "input_cached_tokens": r["cached_tokens"],
-                             "output": r["output_tokens"], "total": r["prompt_tokens"] + r["output_tokens"]},
-            "usage": {"input": r["prompt_tokens"] - r["cached_tokens"], "output": r["output_tokens"], "unit": "TOKENS"},
-        })
-    (folder / "langfuse_observations.json").write_text(json.dumps({"data": observations, "meta": {"page": 1, "limit": 1000, "totalItems": len(observations), "totalPages": 1}}, indent=1))
+            observations.append(
+                {
+                    "id": f"span-{i}",
+                    "traceId": trace,
+                    "type": "SPAN",
+                    "name": "agent-turn",
+                    "startTime": _iso(start - 5),
+                    "endTime": _iso(start + int(r["duration_ms"]) + 50),
+                }
+            )
+        observations.append(
+            {
+                "id": f"gen-{i}",
+                "traceId": trace,
+                "type": "GENERATION",
+                "name": "chat",
+                "startTime": _iso(start),
+                "endTime": _iso(start + int(r["duration_ms"])),
+                "completionStartTime": _iso(start + int(r["ttft_ms"])),
+                "model": r["model"],
+                "modelParameters": {"temperature": 0.2},
+                "input": [{"role": "user", "content": rng.choice(SNIPPETS)}],
+                "output": {"role": "assistant", "content": rng.choice(REPLIES)},
+                "level": "DEFAULT",
+                "usageDetails": {
+                    "input": r["prompt_tokens"] - r["cached_tokens"],
+                    "input_cached_tokens": r["cached_tokens"],
+                    "output": r["output_tokens"],
+                    "total": r["prompt_tokens"] + r["output_tokens"],
+                },
+                "usage": {
+                    "input": r["prompt_tokens"] - r["cached_tokens"],
+                    "output": r["output_tokens"],
+                    "unit": "TOKENS",
+                },
+            }
+        )
+    (folder / "langfuse_observations.json").write_text(
+        json.dumps(
+            {
+                "data": observations,
+                "meta": {"page": 1, "limit": 1000, "totalItems": len(observations), "totalPages": 1},
+            },
+            indent=1,
+        )
+    )
 
     with open(folder / "otel_genai_spans.jsonl", "w") as fh:
         batch: list = []
@@ -180,42 +282,100 @@ def write_samples(folder: Path, seed: int = 11) -> None:
                 {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
                 {"key": "gen_ai.system", "value": {"stringValue": "openai"}},
                 {"key": "gen_ai.request.model", "value": {"stringValue": r["model"]}},
-                {"key": "gen_ai.response.model", "value": {"stringValue": r["model"] + "-2025-04-14" if r["model"].startswith("gpt") else r["model"]}},
+                {
+                    "key": "gen_ai.response.model",
+                    "value": {
+                        "stringValue": r["model"] + "-2025-04-14" if r["model"].startswith("gpt") else r["model"]
+                    },
+                },
                 {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(r["prompt_tokens"])}},
                 {"key": "gen_ai.usage.output_tokens", "value": {"intValue": str(r["output_tokens"])}},
                 {"key": "gen_ai.usage.cache_read.input_tokens", "value": {"intValue": str(r["cached_tokens"])}},
             ]
-            batch.append({"traceId": uuid.UUID(int=rng.getrandbits(128)).hex, "spanId": uuid.UUID(int=rng.getrandbits(128)).hex[:16],
-                          "name": f"chat {r['model']}", "kind": 3, "startTimeUnixNano": str(start_ns),
-                          "endTimeUnixNano": str(start_ns + int(r["duration_ms"] * 1e6)), "attributes": attrs,
-                          "events": [{"timeUnixNano": str(start_ns + int(r["ttft_ms"] * 1e6)), "name": "gen_ai.first_token"}],
-                          "status": {}})
-            batch.append({"traceId": batch[-1]["traceId"], "spanId": uuid.UUID(int=rng.getrandbits(128)).hex[:16],
-                          "name": "POST", "kind": 3, "startTimeUnixNano": str(start_ns + 1000),
-                          "endTimeUnixNano": str(start_ns + int(r["duration_ms"] * 1e6)),
-                          "attributes": [{"key": "http.request.method", "value": {"stringValue": "POST"}}]})
+            batch.append(
+                {
+                    "traceId": uuid.UUID(int=rng.getrandbits(128)).hex,
+                    "spanId": uuid.UUID(int=rng.getrandbits(128)).hex[:16],
+                    "name": f"chat {r['model']}",
+                    "kind": 3,
+                    "startTimeUnixNano": str(start_ns),
+                    "endTimeUnixNano": str(start_ns + int(r["duration_ms"] * 1e6)),
+                    "attributes": attrs,
+                    "events": [{"timeUnixNano": str(start_ns + int(r["ttft_ms"] * 1e6)), "name": "gen_ai.first_token"}],
+                    "status": {},
+                }
+            )
+            batch.append(
+                {
+                    "traceId": batch[-1]["traceId"],
+                    "spanId": uuid.UUID(int=rng.getrandbits(128)).hex[:16],
+                    "name": "POST",
+                    "kind": 3,
+                    "startTimeUnixNano": str(start_ns + 1000),
+                    "endTimeUnixNano": str(start_ns + int(r["duration_ms"] * 1e6)),
+                    "attributes": [{"key": "http.request.method", "value": {"stringValue": "POST"}}],
+                }
+            )
             if len(batch) >= 40:
-                fh.write(json.dumps({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "coding-agent"}}]},
-                                                        "scopeSpans": [{"scope": {"name": "opentelemetry.instrumentation.openai_v2", "version": "2.1b0"}, "spans": batch}]}]}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "resourceSpans": [
+                                {
+                                    "resource": {
+                                        "attributes": [
+                                            {"key": "service.name", "value": {"stringValue": "coding-agent"}}
+                                        ]
+                                    },
+                                    "scopeSpans": [
+                                        {
+                                            "scope": {
+                                                "name": "opentelemetry.instrumentation.openai_v2",
+                                                "version": "2.1b0",
+                                            },
+                                            "spans": batch,
+                                        }
+                                    ],
+                                }
+                            ]
+                        }
+                    )
+                    + "\n"
+                )
                 batch = []
 
     with open(folder / "requests.csv", "w") as fh:
         fh.write("timestamp,model,prompt_tokens,cached_tokens,completion_tokens,ttft_ms\n")
         for r in rows:
-            fh.write(f"{_iso(r['ts_ms'])},{r['model']},{r['prompt_tokens']},{r['cached_tokens']},{r['output_tokens']},{r['ttft_ms']}\n")
+            fh.write(
+                f"{_iso(r['ts_ms'])},{r['model']},{r['prompt_tokens']},{r['cached_tokens']},{r['output_tokens']},{r['ttft_ms']}\n"
+            )
 
     with open(folder / "gateway_custom_columns.csv", "w") as fh:
         fh.write("started;llm;tok_in_total;tok_in_hit;tok_out;first_byte_s\n")
         for r in rows[:200]:
             local = dt.datetime.fromtimestamp(r["ts_ms"] / 1000, dt.UTC) + dt.timedelta(hours=BERLIN_OFFSET_H)
-            fh.write(f"{local.strftime('%Y-%m-%d %H:%M:%S')};{r['model']};{r['prompt_tokens']};{r['cached_tokens']};{r['output_tokens']};{r['ttft_ms'] / 1000:.3f}\n")
+            fh.write(
+                f"{local.strftime('%Y-%m-%d %H:%M:%S')};{r['model']};{r['prompt_tokens']};{r['cached_tokens']};{r['output_tokens']};{r['ttft_ms'] / 1000:.3f}\n"
+            )
 
     with open(folder / "prompts_without_counts.jsonl", "w") as fh:
         for r in rows[:120]:
             words = " ".join(rng.choice(SNIPPETS) for _ in range(max(1, r["prompt_tokens"] // 200)))
-            fh.write(json.dumps({"timestamp": _iso(r["ts_ms"]), "model": r["model"],
-                                 "messages": [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": words}],
-                                 "completion": rng.choice(REPLIES)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "timestamp": _iso(r["ts_ms"]),
+                        "model": r["model"],
+                        "messages": [
+                            {"role": "system", "content": "You are a coding agent."},
+                            {"role": "user", "content": words},
+                        ],
+                        "completion": rng.choice(REPLIES),
+                    }
+                )
+                + "\n"
+            )
 
 
 def write_trace_samples(folder: Path, seed: int = 13) -> None:
@@ -236,7 +396,9 @@ def write_trace_samples(folder: Path, seed: int = 13) -> None:
             t += round(rng.expovariate(1 / 40.0))
             model = rng.choices(["ChatGPT", "GPT-4"], weights=[4, 1])[0]
             req = max(1, int(rng.lognormvariate(6.3, 1.1)))
-            resp = 0 if rng.random() < 0.03 else max(1, int(rng.lognormvariate(5.4, 1.0)))  # failures: 0 response tokens
+            resp = (
+                0 if rng.random() < 0.03 else max(1, int(rng.lognormvariate(5.4, 1.0)))
+            )  # failures: 0 response tokens
             w.writerow([f"{t:.0f}", model, req, resp, req + resp, rng.choice(["Conversation log", "API log"])])
     # Azure LLM inference trace 2024: TIMESTAMP, ContextTokens, GeneratedTokens (May 2024).
     with open(folder / "azure_2024_synthetic.csv", "w", newline="") as fh:
@@ -245,23 +407,62 @@ def write_trace_samples(folder: Path, seed: int = 13) -> None:
         t = dt.datetime(2024, 5, 10, 0, 0, tzinfo=dt.UTC)
         for _ in range(300):
             t += dt.timedelta(seconds=rng.expovariate(1 / 2.0))
-            w.writerow([t.strftime("%Y-%m-%d %H:%M:%S.%f") + "0+00:00", max(1, int(rng.lognormvariate(7.2, 1.0))),
-                        max(1, int(rng.lognormvariate(4.5, 1.0)))])
+            w.writerow(
+                [
+                    t.strftime("%Y-%m-%d %H:%M:%S.%f") + "0+00:00",
+                    max(1, int(rng.lognormvariate(7.2, 1.0))),
+                    max(1, int(rng.lognormvariate(4.5, 1.0))),
+                ]
+            )
     # A LiteLLM spend-log export as CSV: metadata as quoted JSON (doubled quotes), a message with a line break.
     rows = list(requests(120, seed))
     with open(folder / "litellm_spend_logs.csv", "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\r\n")
-        w.writerow(["request_id", "call_type", "spend", "total_tokens", "prompt_tokens", "completion_tokens", "startTime",
-                    "endTime", "completionStartTime", "model", "user", "status", "metadata", "cache_hit", "messages"])
+        w.writerow(
+            [
+                "request_id",
+                "call_type",
+                "spend",
+                "total_tokens",
+                "prompt_tokens",
+                "completion_tokens",
+                "startTime",
+                "endTime",
+                "completionStartTime",
+                "model",
+                "user",
+                "status",
+                "metadata",
+                "cache_hit",
+                "messages",
+            ]
+        )
         for i, r in enumerate(rows):
             start = r["ts_ms"]
-            meta = {"user_api_key_alias": "agent, team A", "additional_usage_values":
-                    {"prompt_tokens_details": {"cached_tokens": r["cached_tokens"]}}}
-            msg = "Fix the failing test,\nthen run \"make check\"" if i % 7 == 0 else ""
-            w.writerow([f"chatcmpl-{i:08x}", "acompletion", round(r["prompt_tokens"] * 2e-6, 6),
-                        r["prompt_tokens"] + r["output_tokens"], r["prompt_tokens"], r["output_tokens"], _iso(start),
-                        _iso(start + int(r["duration_ms"])), _iso(start + int(r["ttft_ms"])), r["model"], "dev-team",
-                        "success", json.dumps(meta), "False", msg])
+            meta = {
+                "user_api_key_alias": "agent, team A",
+                "additional_usage_values": {"prompt_tokens_details": {"cached_tokens": r["cached_tokens"]}},
+            }
+            msg = 'Fix the failing test,\nthen run "make check"' if i % 7 == 0 else ""
+            w.writerow(
+                [
+                    f"chatcmpl-{i:08x}",
+                    "acompletion",
+                    round(r["prompt_tokens"] * 2e-6, 6),
+                    r["prompt_tokens"] + r["output_tokens"],
+                    r["prompt_tokens"],
+                    r["output_tokens"],
+                    _iso(start),
+                    _iso(start + int(r["duration_ms"])),
+                    _iso(start + int(r["ttft_ms"])),
+                    r["model"],
+                    "dev-team",
+                    "success",
+                    json.dumps(meta),
+                    "False",
+                    msg,
+                ]
+            )
 
 
 def main() -> None:

@@ -17,8 +17,9 @@ import sys
 TRUTH_TTFT_MS = 50.0
 JUNK_BYTES = 100 * 1024 * 1024
 
-_SSE_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-             b"connection: close\r\n\r\n")
+_SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+)
 
 
 def _token(text: str) -> bytes:

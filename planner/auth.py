@@ -33,7 +33,6 @@ from planner import settings
 __all__ = ["ACTIONS", "AuthConfigError", "Role", "RolesConfig", "allowed", "load_roles", "refusal"]
 
 
-
 class Role(StrEnum):
     VIEWER = "viewer"  # PMs: read every page, download reports
     EDITOR = "editor"  # leads: worksheets, uploads, probe now, cold readings
@@ -74,8 +73,9 @@ class RolesConfig:
         found: list[Role] = []
         email = str(user.get("email") or "").strip().lower()
         if email and user.get("email_verified", True) is not False:
-            found += [role for role, patterns in self.emails.items()
-                      if any(fnmatch.fnmatchcase(email, p) for p in patterns)]
+            found += [
+                role for role, patterns in self.emails.items() if any(fnmatch.fnmatchcase(email, p) for p in patterns)
+            ]
         if self.claim:
             values = user.get(self.claim)
             values = values if isinstance(values, list | tuple) else [values]
@@ -110,8 +110,12 @@ def load_roles(path: Path | None = None) -> RolesConfig:
     claims = dict(data.get("claims") or {})
     claim = str(claims.pop("claim", ""))
     claim_roles = {str(k): _role(v, f"{path}: [claims] {k}") for k, v in claims.items()}
-    return RolesConfig(default_role=None if default == "none" else _role(default, f"{path}: default_role"),
-                       emails=emails, claim=claim, claim_roles=claim_roles)
+    return RolesConfig(
+        default_role=None if default == "none" else _role(default, f"{path}: default_role"),
+        emails=emails,
+        claim=claim,
+        claim_roles=claim_roles,
+    )
 
 
 def allowed(role: Role | None, action: str) -> bool:

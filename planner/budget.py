@@ -67,7 +67,9 @@ class Worksheet:
         try:
             return self.targets_ms[self.interaction]
         except KeyError:
-            raise BudgetError(f"unknown interaction type {self.interaction!r}; known: {', '.join(self.targets_ms)}") from None
+            raise BudgetError(
+                f"unknown interaction type {self.interaction!r}; known: {', '.join(self.targets_ms)}"
+            ) from None
 
     def segment(self, key: str) -> Figure:
         """The Figure for one of SEGMENTS' keys."""
@@ -107,7 +109,14 @@ class Worksheet:
                 "target_labels": {str(k): str(v) for k, v in d.get("target_labels", base.target_labels).items()},
                 "notes": str(d.get("notes", "")),
             }
-            for key in ("queue_ms", "cold_ms", "network_ms", "prefill_tokens_per_s", "prompt_tokens_p95", "cache_hit_fraction"):
+            for key in (
+                "queue_ms",
+                "cold_ms",
+                "network_ms",
+                "prefill_tokens_per_s",
+                "prompt_tokens_p95",
+                "cache_hit_fraction",
+            ):
                 kwargs[key] = Figure.from_dict(d[key]) if key in d else getattr(base, key)
         except (AttributeError, TypeError, ValueError) as exc:
             raise BudgetError(f"worksheet record is malformed: {exc}") from exc
@@ -187,7 +196,9 @@ def compute(
     culprit = max(segments, key=segments.__getitem__) if budget_ms < 0 else None
 
     if prefill_tokens_per_s is None or prompt_tokens_p95 is None:
-        return BudgetResult(target_ms, queue_ms, cold_ms, network_ms, budget_ms, culprit, math.nan, math.nan, math.nan, budget_ms >= 0)
+        return BudgetResult(
+            target_ms, queue_ms, cold_ms, network_ms, budget_ms, culprit, math.nan, math.nan, math.nan, budget_ms >= 0
+        )
     if prefill_tokens_per_s <= 0 or math.isnan(prefill_tokens_per_s):
         raise BudgetError(f"prefill rate must be greater than 0 tokens/s, got {prefill_tokens_per_s:g}")
     if prompt_tokens_p95 < 0 or math.isnan(prompt_tokens_p95):
@@ -201,8 +212,19 @@ def compute(
     else:
         max_tokens = budget_ms / 1000.0 * prefill_tokens_per_s / (1.0 - cache_hit_fraction)
     fits = budget_ms >= 0 and needed_ms <= budget_ms
-    return BudgetResult(target_ms, queue_ms, cold_ms, network_ms, budget_ms, culprit, uncached, needed_ms, max_tokens, fits,
-                        cache_hit_fraction)
+    return BudgetResult(
+        target_ms,
+        queue_ms,
+        cold_ms,
+        network_ms,
+        budget_ms,
+        culprit,
+        uncached,
+        needed_ms,
+        max_tokens,
+        fits,
+        cache_hit_fraction,
+    )
 
 
 def compute_worksheet(ws: Worksheet) -> BudgetResult:
@@ -216,7 +238,6 @@ def compute_worksheet(ws: Worksheet) -> BudgetResult:
         ws.prompt_tokens_p95.value,
         ws.cache_hit_fraction.value,
     )
-
 
 
 def verdict_text(r: BudgetResult) -> tuple[str, str]:
@@ -238,8 +259,10 @@ def verdict_text(r: BudgetResult) -> tuple[str, str]:
             f"({r.prefill_headroom_ms:,.0f} ms headroom).",
         )
     if r.cache_hit_fraction > 0:
-        shrink = (f"Shrink the uncached part of the p95 prompt to {r.max_uncached_prompt_tokens:,.0f} tokens "
-                  f"(a {r.max_prompt_tokens_p95:,.0f}-token p95 prompt at a {r.cache_hit_fraction:.0%} cache-hit rate)")
+        shrink = (
+            f"Shrink the uncached part of the p95 prompt to {r.max_uncached_prompt_tokens:,.0f} tokens "
+            f"(a {r.max_prompt_tokens_p95:,.0f}-token p95 prompt at a {r.cache_hit_fraction:.0%} cache-hit rate)"
+        )
     else:
         shrink = f"Shrink the p95 prompt to {r.max_prompt_tokens_p95:,.0f} tokens (none of it is cached)"
     return (

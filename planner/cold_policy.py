@@ -4,8 +4,14 @@ worker share (the worker's state machine is planner.worker.cold; the request is 
 
 from __future__ import annotations
 
-__all__ = ["IDLE_MARGIN_S", "IDLE_WITHOUT_WINDOW_S", "ColdReadingError", "idle_seconds_for", "keeps_itself_warm",
-           "suggested_idle_s"]
+__all__ = [
+    "IDLE_MARGIN_S",
+    "IDLE_WITHOUT_WINDOW_S",
+    "ColdReadingError",
+    "idle_seconds_for",
+    "keeps_itself_warm",
+    "suggested_idle_s",
+]
 
 IDLE_MARGIN_S = 30.0
 IDLE_WITHOUT_WINDOW_S = 60.0  # what a form suggests for an endpoint with no scale-down window
@@ -25,8 +31,9 @@ def idle_seconds_for(scale_down_window_s: float | None, idle_s: float | None = N
             raise ColdReadingError(f"idle time must be ≥ 0 s, got {idle_s:g}")
         return float(idle_s)
     if scale_down_window_s is None:
-        raise ColdReadingError("the endpoint has no scale-down window: give an idle time (--idle S) or set "
-                               "scale_down_window_s")
+        raise ColdReadingError(
+            "the endpoint has no scale-down window: give an idle time (--idle S) or set scale_down_window_s"
+        )
     return float(scale_down_window_s) + max(IDLE_MARGIN_S, 0.1 * scale_down_window_s)
 
 

@@ -183,7 +183,9 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         if not out[name]:
             raise EndpointError(f"{name} is required", name)
     for name, value in out.items():
-        problem = text_problem(EndpointRow.__table__, name, value) if isinstance(value, str) and name != "base_url" else None
+        problem = (
+            text_problem(EndpointRow.__table__, name, value) if isinstance(value, str) and name != "base_url" else None
+        )
         if problem:  # base_url: the URL validator below
             raise EndpointError(problem, name)
     try:
@@ -193,7 +195,10 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
     if out["protocol"] not in PROTOCOLS:
         raise EndpointError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {out['protocol']!r}", "protocol")
     if out["connection_policy"] not in CONNECTION_POLICIES:
-        raise EndpointError(f"connection_policy must be one of {', '.join(CONNECTION_POLICIES)}, got {out['connection_policy']!r}", "connection_policy")
+        raise EndpointError(
+            f"connection_policy must be one of {', '.join(CONNECTION_POLICIES)}, got {out['connection_policy']!r}",
+            "connection_policy",
+        )
     low = min_interval_s()
     if out["interval_s"] < low:
         raise EndpointError(f"interval_s must be at least {low:g} s, got {out['interval_s']:g}", "interval_s")
@@ -206,9 +211,14 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
             bound = f"≥ {lo:g}" if value < lo else f"at most {hi:,.0f}"
             raise EndpointError(f"{name} must be {bound}, got {shown}", name)
     if out["timeout_s"] >= out["interval_s"]:
-        raise EndpointError(f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s")
+        raise EndpointError(
+            f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s"
+        )
     if out["api_key_env"] and not _ENV_NAME.match(out["api_key_env"]):
-        raise EndpointError(f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; never paste the key itself", "api_key_env")
+        raise EndpointError(
+            f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; never paste the key itself",
+            "api_key_env",
+        )
     return out
 
 
@@ -285,7 +295,10 @@ def edit_endpoint(engine: Engine, name: str, changes: Mapping[str, Any]) -> Endp
             row = s.get(EndpointRow, current.id)
             if row is None:
                 raise EndpointNotFound(f"no endpoint named {name!r}")
-            if clean["name"] != name and s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first():
+            if (
+                clean["name"] != name
+                and s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first()
+            ):
                 raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name")
             for f, v in clean.items():
                 setattr(row, f, v)
@@ -382,8 +395,19 @@ def ensure_simulated_endpoint(engine: Engine, base_url: str, *, model: str = "si
             return row
         if s.exec(select(EndpointRow.id)).first() is not None:
             return None
-    return add_endpoint(engine, {
-        "name": SIMULATED_NAME, "provider": "built-in simulator", "region": "local", "base_url": base_url,
-        "model": model, "interval_s": max(60.0, min_interval_s()), "timeout_s": 30.0, "prompt_tokens": 1000,
-        "max_tokens": 32, "scale_down_window_s": 300.0,
-    }, simulated=True)
+    return add_endpoint(
+        engine,
+        {
+            "name": SIMULATED_NAME,
+            "provider": "built-in simulator",
+            "region": "local",
+            "base_url": base_url,
+            "model": model,
+            "interval_s": max(60.0, min_interval_s()),
+            "timeout_s": 30.0,
+            "prompt_tokens": 1000,
+            "max_tokens": 32,
+            "scale_down_window_s": 300.0,
+        },
+        simulated=True,
+    )

@@ -27,11 +27,36 @@ from planner.samples import is_sample
 __all__ = ["PHASE_COLUMNS", "TTFT_BUCKETS_S", "WorkerMetrics"]
 
 #: Upper bounds (s): every interaction target (0.2, 0.5, 1.0 s) is a bucket edge, with resolution around each.
-TTFT_BUCKETS_S = (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0,
-                  10.0, 30.0)
+TTFT_BUCKETS_S = (
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.4,
+    0.5,
+    0.6,
+    0.75,
+    1.0,
+    1.25,
+    1.5,
+    2.0,
+    3.0,
+    5.0,
+    10.0,
+    30.0,
+)
 LATENESS_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
-PHASE_COLUMNS = {"dns": "dns_ms", "connect": "connect_ms", "tls": "tls_ms", "headers": "headers_ms",
-                 "first_event": "first_event_ms"}
+PHASE_COLUMNS = {
+    "dns": "dns_ms",
+    "connect": "connect_ms",
+    "tls": "tls_ms",
+    "headers": "headers_ms",
+    "first_event": "first_event_ms",
+}
 ALERT_STATE_VALUE = {"ok": 0, "pending": 1, "firing": 2}
 
 
@@ -41,18 +66,42 @@ class WorkerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.ttft = Histogram("ttft_planner_ttft_seconds", "Time to first token of stored samples.",
-                              ["endpoint", "vantage"], buckets=TTFT_BUCKETS_S, registry=r)
-        self.phase = Histogram("ttft_planner_phase_seconds", "Phase timings of stored samples, from request start.",
-                               ["endpoint", "vantage", "phase"], buckets=TTFT_BUCKETS_S, registry=r)
-        self.outcomes = Counter("ttft_planner_probe_outcomes", "Stored probe rows by kind and outcome.",
-                                ["endpoint", "vantage", "kind", "outcome"], registry=r)
-        self.lateness = Histogram("ttft_planner_schedule_lateness_seconds", "Schedule lateness of started probes.",
-                                  ["vantage"], buckets=LATENESS_BUCKETS_S, registry=r)
-        self.buffer_rows = Gauge("ttft_planner_buffer_rows", "Rows waiting to be written to the store.",
-                                 ["vantage"], registry=r)
-        self.alert_state = Gauge("ttft_planner_alert_state", "Alert series state: 0 ok, 1 pending, 2 firing.",
-                                 ["rule", "endpoint", "vantage"], registry=r)
+        self.ttft = Histogram(
+            "ttft_planner_ttft_seconds",
+            "Time to first token of stored samples.",
+            ["endpoint", "vantage"],
+            buckets=TTFT_BUCKETS_S,
+            registry=r,
+        )
+        self.phase = Histogram(
+            "ttft_planner_phase_seconds",
+            "Phase timings of stored samples, from request start.",
+            ["endpoint", "vantage", "phase"],
+            buckets=TTFT_BUCKETS_S,
+            registry=r,
+        )
+        self.outcomes = Counter(
+            "ttft_planner_probe_outcomes",
+            "Stored probe rows by kind and outcome.",
+            ["endpoint", "vantage", "kind", "outcome"],
+            registry=r,
+        )
+        self.lateness = Histogram(
+            "ttft_planner_schedule_lateness_seconds",
+            "Schedule lateness of started probes.",
+            ["vantage"],
+            buckets=LATENESS_BUCKETS_S,
+            registry=r,
+        )
+        self.buffer_rows = Gauge(
+            "ttft_planner_buffer_rows", "Rows waiting to be written to the store.", ["vantage"], registry=r
+        )
+        self.alert_state = Gauge(
+            "ttft_planner_alert_state",
+            "Alert series state: 0 ok, 1 pending, 2 firing.",
+            ["rule", "endpoint", "vantage"],
+            registry=r,
+        )
 
     def serve(self, port: int, address: str = "127.0.0.1"):
         """Serve /metrics on address:port in a background thread; returns (server, thread)."""
@@ -62,8 +111,11 @@ class WorkerMetrics:
         """Count rows that were just stored (ProbeSampleRow-like objects)."""
         for row in rows:
             endpoint = endpoint_names.get(row.endpoint_id, str(row.endpoint_id))
-            outcome = ("ok" if row.ok else (row.error_class if row.error_class in ERROR_CLASSES or
-                                            row.error_class == "skipped" else "other"))
+            outcome = (
+                "ok"
+                if row.ok
+                else (row.error_class if row.error_class in ERROR_CLASSES or row.error_class == "skipped" else "other")
+            )
             self.outcomes.labels(endpoint, row.vantage, row.kind, outcome).inc()
             if not is_sample(ok=row.ok, ttft_ms=row.ttft_ms, kind=row.kind, cached_series=row.cached_series):
                 continue

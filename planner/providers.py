@@ -79,8 +79,9 @@ class ProviderEntry:
 
 
 def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> ProviderEntry:
-    where = f"assets/providers.toml provider #{i + 1}" + (f" ({e.get('key')!r})" if isinstance(e, Mapping) and
-                                                         e.get("key") else "")
+    where = f"assets/providers.toml provider #{i + 1}" + (
+        f" ({e.get('key')!r})" if isinstance(e, Mapping) and e.get("key") else ""
+    )
     if not isinstance(e, Mapping):
         raise CatalogError(f"{where}: expected a table, got {type(e).__name__}")
     for name in _REQUIRED:
@@ -98,7 +99,7 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
         raise CatalogError(f"{where}: front_door must be one of {', '.join(FRONT_DOORS)}, got {e['front_door']!r}")
     key_env = e.get("key_env", "")
     if not isinstance(key_env, str) or (key_env and not _ENV_RE.match(key_env)):
-        raise CatalogError(f"{where}: key_env must be an environment variable name or \"\", got {key_env!r}")
+        raise CatalogError(f'{where}: key_env must be an environment variable name or "", got {key_env!r}')
     models = e.get("models")
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m.strip() for m in models):
         raise CatalogError(f"{where}: models must be a non-empty list of model ids")
@@ -109,8 +110,9 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
         raise CatalogError(f"{where}: [provider.regions] is empty (only self-hosted rows may have none)")
     for name, rid in regions.items():
         if rid not in region_ids:
-            raise CatalogError(f"{where}: region {name!r} names catalog region {rid!r}, which assets/regions.toml "
-                               "does not have")
+            raise CatalogError(
+                f"{where}: region {name!r} names catalog region {rid!r}, which assets/regions.toml does not have"
+            )
     default_region = e.get("default_region", "")
     if regions and default_region not in regions:
         raise CatalogError(f"{where}: default_region {default_region!r} is not one of its regions")
@@ -121,8 +123,9 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
         if model not in models:
             raise CatalogError(f"{where}: price row for {model!r}, which is not in its models")
         if pkey not in price_keys:
-            raise CatalogError(f"{where}: price key {pkey!r} for {model!r} is not a [[serverless]] row of "
-                               "assets/prices.toml")
+            raise CatalogError(
+                f"{where}: price key {pkey!r} for {model!r} is not a [[serverless]] row of assets/prices.toml"
+            )
     raw_params = e.get("params", {})
     if not isinstance(raw_params, Mapping):
         raise CatalogError(f"{where}: [provider.params] must be a table")
@@ -130,21 +133,33 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
     for name, spec in raw_params.items():
         if not isinstance(spec, Mapping) or not (spec.get("env") or spec.get("default")):
             raise CatalogError(f"{where}: param {name!r} needs an env variable or a default")
-        params.append(ProviderParam(name, str(spec.get("env", "")), str(spec.get("default", "")),
-                                    str(spec.get("help", ""))))
+        params.append(
+            ProviderParam(name, str(spec.get("env", "")), str(spec.get("default", "")), str(spec.get("help", "")))
+        )
     unknown = set(_PLACEHOLDER.findall(e["base_url"])) - {"region", "model"} - {p.name for p in params}
     if unknown:
         raise CatalogError(f"{where}: base_url uses {{{min(unknown)}}}, which no [provider.params] defines")
     return ProviderEntry(
-        key=e["key"], provider=e["provider"], protocol=e["protocol"], base_url=e["base_url"], key_env=key_env,
-        models=tuple(models), default_region=default_region, front_door=e["front_door"],
-        scale_to_zero=e["scale_to_zero"], source=e["source"], as_of=e["as_of"], regions=dict(regions),
-        prices=dict(prices), params=tuple(params),
+        key=e["key"],
+        provider=e["provider"],
+        protocol=e["protocol"],
+        base_url=e["base_url"],
+        key_env=key_env,
+        models=tuple(models),
+        default_region=default_region,
+        front_door=e["front_door"],
+        scale_to_zero=e["scale_to_zero"],
+        source=e["source"],
+        as_of=e["as_of"],
+        regions=dict(regions),
+        prices=dict(prices),
+        params=tuple(params),
     )
 
 
-def parse_catalog(data: Mapping[str, Any], region_ids: Iterable[str],
-                  price_keys: Iterable[str]) -> tuple[ProviderEntry, ...]:
+def parse_catalog(
+    data: Mapping[str, Any], region_ids: Iterable[str], price_keys: Iterable[str]
+) -> tuple[ProviderEntry, ...]:
     """Validate a parsed providers TOML document ({"provider": [...]}) against the region ids and price keys
     that exist; raises CatalogError naming the row and field (missing source/as-of, an unknown region or price
     reference, an unknown protocol, a template name nothing defines, a duplicate key)."""
@@ -167,8 +182,9 @@ def catalog() -> tuple[ProviderEntry, ...]:
     from planner.capacity.presets import serverless_prices
     from planner.regions import catalog as region_catalog
 
-    return parse_catalog(load_asset("providers.toml"), (r.id for r in region_catalog()),
-                         (p.key for p in serverless_prices()))
+    return parse_catalog(
+        load_asset("providers.toml"), (r.id for r in region_catalog()), (p.key for p in serverless_prices())
+    )
 
 
 def find_provider(key: str, entries: Iterable[ProviderEntry] | None = None) -> ProviderEntry:
@@ -185,8 +201,9 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     (Bedrock ids do) and the region is after the last '@'. Raises CatalogError for a malformed spec."""
     key, sep, rest = spec.strip().partition(":")
     if not sep or not key or not rest:
-        raise CatalogError(f"--from {spec!r}: expected PROVIDER:MODEL[@REGION], e.g. bedrock:amazon.nova-lite-v1:0"
-                           "@eu-central-1")
+        raise CatalogError(
+            f"--from {spec!r}: expected PROVIDER:MODEL[@REGION], e.g. bedrock:amazon.nova-lite-v1:0@eu-central-1"
+        )
     model, at, region = rest.rpartition("@") if "@" in rest else (rest, "", "")
     if at and not region:
         raise CatalogError(f"--from {spec!r}: nothing after '@' (give a region or leave '@' out)")
@@ -199,8 +216,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-")
 
 
-def endpoint_fields(entry: ProviderEntry, model: str, region: str | None = None,
-                    params: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+def endpoint_fields(
+    entry: ProviderEntry,
+    model: str,
+    region: str | None = None,
+    params: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Fields for planner.endpoints.add_endpoint: name, provider, region, protocol, base_url, model, api_key_env.
 
     `region` is the provider's region name (default_region when None); template names come from `params`, else
@@ -215,17 +237,27 @@ def endpoint_fields(entry: ProviderEntry, model: str, region: str | None = None,
         value = (params or {}).get(p.name) or (env.get(p.env) if p.env else "") or p.default
         if not value:
             hint = f" or set {p.env}" if p.env else ""
-            raise CatalogError(f"{entry.key} needs {{{p.name}}} ({p.help or 'a template value'}): pass --param "
-                               f"{p.name}=VALUE{hint}")
+            raise CatalogError(
+                f"{entry.key} needs {{{p.name}}} ({p.help or 'a template value'}): pass --param {p.name}=VALUE{hint}"
+            )
         values[p.name] = value
     unknown = set(params or {}) - {p.name for p in entry.params}
     if unknown:
-        raise CatalogError(f"{entry.key} has no parameter {min(unknown)!r}; its parameters: "
-                           f"{', '.join(p.name for p in entry.params) or 'none'}")
+        raise CatalogError(
+            f"{entry.key} has no parameter {min(unknown)!r}; its parameters: "
+            f"{', '.join(p.name for p in entry.params) or 'none'}"
+        )
     base_url = _PLACEHOLDER.sub(lambda m: values[m.group(1)], entry.base_url)
     name = "-".join(s for s in (entry.key, _slug(model.rsplit("/", 1)[-1]), _slug(region or "")) if s)[:120]
-    return {"name": name, "provider": entry.provider, "region": region or "", "protocol": entry.protocol,
-            "base_url": base_url, "model": model, "api_key_env": entry.key_env}
+    return {
+        "name": name,
+        "provider": entry.provider,
+        "region": region or "",
+        "protocol": entry.protocol,
+        "base_url": base_url,
+        "model": model,
+        "api_key_env": entry.key_env,
+    }
 
 
 def catalog_region(provider: str, region: str, entries: Iterable[ProviderEntry] | None = None) -> str | None:

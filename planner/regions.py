@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
-_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)*\.?$")
+_HOSTNAME_RE = re.compile(
+    r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)*\.?$"
+)
 
 
 class CatalogError(ValueError):
@@ -61,7 +63,9 @@ def check_rtt_interval_s(region_id: str, interval_s: object) -> float:
     if value < lo:
         raise ValueError(f"interval for {region_id!r} must be at least {lo:g} s, got {value:g}")
     if not value <= hi:  # NaN fails the comparison too
-        raise ValueError(f"interval for {region_id!r} must be a finite number of seconds, at most {hi:g}, got {value:g}")
+        raise ValueError(
+            f"interval for {region_id!r} must be a finite number of seconds, at most {hi:g}, got {value:g}"
+        )
     return value
 
 
@@ -199,9 +203,17 @@ def _entry(i: int, e: Mapping[str, Any]) -> Region:
         if not isinstance(lon, (int, float)) or not -180 <= lon <= 180:
             raise CatalogError(f"{where}: lon must be a number in −180..180, got {lon!r}")
     return Region(
-        id=e["id"], provider=e["provider"], name=e["name"], probe_url=e["probe_url"], city=str(e.get("city", "")),
-        lat=None if lat is None else float(lat), lon=None if lon is None else float(lon), anycast=anycast,
-        source=e["source"], as_of=str(e["as_of"]), note=str(e.get("note", "")),
+        id=e["id"],
+        provider=e["provider"],
+        name=e["name"],
+        probe_url=e["probe_url"],
+        city=str(e.get("city", "")),
+        lat=None if lat is None else float(lat),
+        lon=None if lon is None else float(lon),
+        anycast=anycast,
+        source=e["source"],
+        as_of=str(e["as_of"]),
+        note=str(e.get("note", "")),
     )
 
 
@@ -251,11 +263,21 @@ def merge_custom(regions: Iterable[Region], rows: Iterable[Any]) -> tuple[Region
     for row in rows:
         if row.region_id in known:
             continue
-        out.append(Region(
-            id=row.region_id, provider=row.provider or "custom", name=row.name or row.region_id,
-            probe_url=row.target, city=row.city or "", lat=row.lat, lon=row.lon, anycast=bool(row.anycast),
-            source="added by a user", as_of="", custom=True,
-        ))
+        out.append(
+            Region(
+                id=row.region_id,
+                provider=row.provider or "custom",
+                name=row.name or row.region_id,
+                probe_url=row.target,
+                city=row.city or "",
+                lat=row.lat,
+                lon=row.lon,
+                anycast=bool(row.anycast),
+                source="added by a user",
+                as_of="",
+                custom=True,
+            )
+        )
         known.add(row.region_id)
     return tuple(out)
 
@@ -269,8 +291,15 @@ ROUND_TRIPS: dict[int, str] = {
 
 
 def network_figure(
-    *, region_label: str, vantage: str, side: str, rtt_ms: float, n: int, measured_at_ms: int | None,
-    round_trips: int = 1, method: str = "",
+    *,
+    region_label: str,
+    vantage: str,
+    side: str,
+    rtt_ms: float,
+    n: int,
+    measured_at_ms: int | None,
+    round_trips: int = 1,
+    method: str = "",
 ) -> Figure:
     """The worksheet's network segment (ms) for a region: RTT × round trips, with provenance.
 
@@ -283,5 +312,11 @@ def network_figure(
         raise ValueError(f"RTT must be ≥ 0 ms, got {rtt_ms}")
     how = f"{side} {method}".strip()
     detail = f"{region_label} from {vantage or 'unlabelled vantage'} ({how}, median × {round_trips} RTT)"
-    return Figure(value=round(rtt_ms * round_trips, 1), unit="ms", source=Source.RTT, detail=detail, n=n,
-                  measured_at_ms=measured_at_ms)
+    return Figure(
+        value=round(rtt_ms * round_trips, 1),
+        unit="ms",
+        source=Source.RTT,
+        detail=detail,
+        n=n,
+        measured_at_ms=measured_at_ms,
+    )

@@ -27,9 +27,11 @@ class SampleKind(StrEnum):
 
 MEASURED_KINDS: tuple[SampleKind, ...] = (SampleKind.SCHEDULED, SampleKind.MANUAL)
 
-DEFINITION = ("A sample is one successful scheduled or manual (“Probe now”) probe with a time to first token; "
-              "cold-reading probes are shown apart, skipped slots and deliberately cached series never count, "
-              "and failed probes count only in the error rate.")
+DEFINITION = (
+    "A sample is one successful scheduled or manual (“Probe now”) probe with a time to first token; "
+    "cold-reading probes are shown apart, skipped slots and deliberately cached series never count, "
+    "and failed probes count only in the error rate."
+)
 
 _KINDS_SQL = ", ".join(f"'{k.value}'" for k in MEASURED_KINDS)
 #: SQL predicate over probe_sample rows: the row is a sample (enters the percentiles and n).

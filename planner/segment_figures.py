@@ -56,17 +56,28 @@ def queueing_segment(hours: pd.DataFrame) -> Queueing:
     rel = _reliable(hours)
     if len(rel) < MIN_HOURS:
         have = "no hour has" if rel.empty else f"only {int(rel['hour'].iloc[0]):02d}:00 has"
-        return Queueing(None, n=int(rel["n"].sum()), reason=(
-            f"Needs at least {MIN_HOURS} different hours of day "
-            f"with {need} or more samples each (a busy hour and a "
-            f"quiet hour); {have} that many in this range. Keep the worker running: at a 60 s interval a day of "
-            "probing gives 60 samples in every hour."))
+        return Queueing(
+            None,
+            n=int(rel["n"].sum()),
+            reason=(
+                f"Needs at least {MIN_HOURS} different hours of day "
+                f"with {need} or more samples each (a busy hour and a "
+                f"quiet hour); {have} that many in this range. Keep the worker running: at a 60 s interval a day of "
+                "probing gives 60 samples in every hour."
+            ),
+        )
     quiet = rel.loc[rel["p50_ms"].astype(float).idxmin()]
     others = rel[rel["hour"] != quiet["hour"]]
     worst = others.loc[others["p95_ms"].astype(float).idxmax()]
     value = max(0.0, float(worst["p95_ms"]) - float(quiet["p50_ms"]))
-    return Queueing(round(value, 1), int(worst["hour"]), float(worst["p95_ms"]), int(quiet["hour"]),
-                    float(quiet["p50_ms"]), int(rel["n"].sum()))
+    return Queueing(
+        round(value, 1),
+        int(worst["hour"]),
+        float(worst["p95_ms"]),
+        int(quiet["hour"]),
+        float(quiet["p50_ms"]),
+        int(rel["n"].sum()),
+    )
 
 
 def queueing_excess(hours: pd.DataFrame) -> tuple[pd.DataFrame, int | None]:
@@ -87,8 +98,9 @@ def queueing_excess(hours: pd.DataFrame) -> tuple[pd.DataFrame, int | None]:
     return df, int(quiet["hour"])
 
 
-def segment1_figure(hours: pd.DataFrame, *, series: str, tz: str, window: str,
-                    measured_at_ms: int | None = None) -> Figure | None:
+def segment1_figure(
+    hours: pd.DataFrame, *, series: str, tz: str, window: str, measured_at_ms: int | None = None
+) -> Figure | None:
     """Segment 1 (queueing, ms) as a PROBE figure (see queueing_segment); None when it cannot be computed.
 
     `series` names the endpoint and vantage, `window` the date range, `tz` the zone the hours are in.
@@ -96,10 +108,19 @@ def segment1_figure(hours: pd.DataFrame, *, series: str, tz: str, window: str,
     q = queueing_segment(hours)
     if q.value_ms is None:
         return None
-    detail = (f"{series} · worst hour {q.worst_hour:02d}:00 p95 {q.worst_p95_ms:,.0f} ms − "
-              f"quietest {q.quiet_hour:02d}:00 p50 {q.quiet_p50_ms:,.0f} ms ({tz})")
-    return Figure(value=q.value_ms, unit="ms", source=Source.PROBE, detail=detail, n=q.n,
-                  window=window, measured_at_ms=measured_at_ms)
+    detail = (
+        f"{series} · worst hour {q.worst_hour:02d}:00 p95 {q.worst_p95_ms:,.0f} ms − "
+        f"quietest {q.quiet_hour:02d}:00 p50 {q.quiet_p50_ms:,.0f} ms ({tz})"
+    )
+    return Figure(
+        value=q.value_ms,
+        unit="ms",
+        source=Source.PROBE,
+        detail=detail,
+        n=q.n,
+        window=window,
+        measured_at_ms=measured_at_ms,
+    )
 
 
 def segment2_figure(reading: Mapping[str, Any], *, series: str) -> Figure | None:
@@ -110,9 +131,17 @@ def segment2_figure(reading: Mapping[str, Any], *, series: str) -> Figure | None
     diff = reading.get("cold_minus_warm_ms")
     if reading.get("state") != "done" or diff is None or pd.isna(diff):
         return None
-    detail = (f"{series} · cold {float(reading['cold_ttft_ms']):,.0f} ms − warm {float(reading['warm_ttft_ms']):,.0f} ms"
-              f" after {float(reading['idle_s']):g} s idle · {int(reading.get('cold_attempts') or 1)} attempt(s),"
-              f" {int(reading.get('cold_status_503') or 0)} × 503")
-    return Figure(value=round(max(0.0, float(diff)), 1), unit="ms", source=Source.COLD_READING, detail=detail, n=1,
-                  window="one cold reading", measured_at_ms=None if reading.get("completed_at_ms") is None
-                  else int(reading["completed_at_ms"]))
+    detail = (
+        f"{series} · cold {float(reading['cold_ttft_ms']):,.0f} ms − warm {float(reading['warm_ttft_ms']):,.0f} ms"
+        f" after {float(reading['idle_s']):g} s idle · {int(reading.get('cold_attempts') or 1)} attempt(s),"
+        f" {int(reading.get('cold_status_503') or 0)} × 503"
+    )
+    return Figure(
+        value=round(max(0.0, float(diff)), 1),
+        unit="ms",
+        source=Source.COLD_READING,
+        detail=detail,
+        n=1,
+        window="one cold reading",
+        measured_at_ms=None if reading.get("completed_at_ms") is None else int(reading["completed_at_ms"]),
+    )

@@ -104,6 +104,20 @@ SMTP_PASSWORD = Setting("TTFT_PLANNER_SMTP_PASSWORD", "unset", "SMTP login passw
 SMTP_FROM = Setting("TTFT_PLANNER_SMTP_FROM", "ttft-planner@localhost", "Sender address of alert e-mails.")
 
 #: Every setting, in the order of the README's table.
-SETTINGS: tuple[Setting, ...] = (DATABASE_URL, DATA_DIR, VANTAGE, RETENTION_DAYS, MIN_INTERVAL_S, TEST_PG_URL,
-                                 PUBLIC_URL, ROLES_FILE, METRICS_PORT, SMTP_HOST, SMTP_PORT, SMTP_STARTTLS, SMTP_USER,
-                                 SMTP_PASSWORD, SMTP_FROM)
+SETTINGS: tuple[Setting, ...] = (
+    DATABASE_URL,
+    DATA_DIR,
+    VANTAGE,
+    RETENTION_DAYS,
+    MIN_INTERVAL_S,
+    TEST_PG_URL,
+    PUBLIC_URL,
+    ROLES_FILE,
+    METRICS_PORT,
+    SMTP_HOST,
+    SMTP_PORT,
+    SMTP_STARTTLS,
+    SMTP_USER,
+    SMTP_PASSWORD,
+    SMTP_FROM,
+)

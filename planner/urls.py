@@ -24,7 +24,9 @@ _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 _HOST = re.compile(r"^[\w-]+(\.[\w-]+)*\.?$")  # letters (any script), digits, - and _; dots between labels
 _SECRET_PARAM = re.compile(
     r"^(api[-_]?key|apikey|key|token|access[-_]?token|auth|authorization|bearer|secret|client[-_]?secret|password|passwd|"
-    r"pwd|sig|signature|x[-_]api[-_]key)$|[-_](key|token|secret|password)$", re.IGNORECASE)
+    r"pwd|sig|signature|x[-_]api[-_]key)$|[-_](key|token|secret|password)$",
+    re.IGNORECASE,
+)
 
 
 class UrlError(ValueError):
@@ -52,8 +54,14 @@ def _shown(url: str) -> str:
     return repr(text if len(text) <= 120 else text[:119] + "…")
 
 
-def check_url(url: str, *, what: str = "URL", schemes: tuple[str, ...] = ("http", "https"),
-              allow_credentials: bool = False, max_chars: int = MAX_URL_CHARS) -> str:
+def check_url(
+    url: str,
+    *,
+    what: str = "URL",
+    schemes: tuple[str, ...] = ("http", "https"),
+    allow_credentials: bool = False,
+    max_chars: int = MAX_URL_CHARS,
+) -> str:
     """The URL (surrounding spaces removed) when it is safe to store and request; raises UrlError otherwise.
 
     `what` names the field in the message (e.g. 'base_url', '--proxy').
@@ -65,9 +73,11 @@ def check_url(url: str, *, what: str = "URL", schemes: tuple[str, ...] = ("http"
         raise UrlError(f"{what} is empty: give e.g. https://api.example.com/v1")
     bad = _CONTROL.search(url)
     if bad:
-        kind = {"\n": "a line break", "\r": "a line break", "\t": "a tab", " ": "a space"}.get(bad.group(), "a control character")
+        kind = {"\n": "a line break", "\r": "a line break", "\t": "a tab", " ": "a space"}.get(
+            bad.group(), "a control character"
+        )
         after_scheme = url.find("://") + 3
-        in_host = after_scheme >= 3 and bad.start() >= after_scheme and "/" not in url[after_scheme:bad.start()]
+        in_host = after_scheme >= 3 and bad.start() >= after_scheme and "/" not in url[after_scheme : bad.start()]
         where = "its host name contains" if in_host else "contains"
         raise UrlError(f"{what} {_shown(url)}: {where} {kind}; a URL is one line without spaces")
     if len(url) > max_chars:
@@ -94,10 +104,14 @@ def check_url(url: str, *, what: str = "URL", schemes: tuple[str, ...] = ("http"
     elif not _HOST.match(host):
         raise UrlError(f"{what} {_shown(url)}: {host!r} is not a host name")
     if (user or password) and not allow_credentials:
-        raise UrlError(f"{what} must not contain credentials (user:password@): they would be stored and shown; "
-                       "put an API key in an environment variable and name it instead")
+        raise UrlError(
+            f"{what} must not contain credentials (user:password@): they would be stored and shown; "
+            "put an API key in an environment variable and name it instead"
+        )
     secrets = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
     if secrets:
-        raise UrlError(f"{what} carries a secret in its query ({', '.join(sorted(set(secrets)))}=…): it would be stored "
-                       "and shown; put the key in an environment variable and name it instead")
+        raise UrlError(
+            f"{what} carries a secret in its query ({', '.join(sorted(set(secrets)))}=…): it would be stored "
+            "and shown; put the key in an environment variable and name it instead"
+        )
     return url

@@ -52,17 +52,26 @@ def per_interaction_rows(ws: Worksheet) -> list[dict]:
         try:
             r = compute_worksheet(Worksheet.from_dict({**ws.to_dict(), "interaction": key}))
         except BudgetError as exc:
-            rows.append({"interaction": ws.target_labels.get(key, key), "target_ms": target, "verdict": "error", "note": str(exc)})
+            rows.append(
+                {
+                    "interaction": ws.target_labels.get(key, key),
+                    "target_ms": target,
+                    "verdict": "error",
+                    "note": str(exc),
+                }
+            )
             continue
         level, _ = verdict_text(r)
-        rows.append({
-            "interaction": ws.target_labels.get(key, key),
-            "target_ms": r.target_ms,
-            "prefill_budget_ms": r.prefill_budget_ms,
-            "prefill_needed_ms": r.prefill_needed_ms,
-            "max_prompt_tokens_p95": r.max_prompt_tokens_p95,
-            "verdict": level,
-        })
+        rows.append(
+            {
+                "interaction": ws.target_labels.get(key, key),
+                "target_ms": r.target_ms,
+                "prefill_budget_ms": r.prefill_budget_ms,
+                "prefill_needed_ms": r.prefill_needed_ms,
+                "max_prompt_tokens_p95": r.max_prompt_tokens_p95,
+                "verdict": level,
+            }
+        )
     return rows
 
 
@@ -117,16 +126,18 @@ def comparison_rows(worksheets: Sequence[Worksheet]) -> list[dict]:
     for ws in worksheets:
         r: BudgetResult = compute_worksheet(ws)
         level, _ = verdict_text(r)
-        rows.append({
-            "worksheet": ws.name,
-            "interaction": ws.target_labels.get(ws.interaction, ws.interaction),
-            "target_ms": r.target_ms,
-            "queue_ms": r.queue_ms,
-            "cold_ms": r.cold_ms,
-            "network_ms": r.network_ms,
-            "prefill_budget_ms": r.prefill_budget_ms,
-            "prefill_needed_ms": r.prefill_needed_ms,
-            "max_prompt_tokens_p95": r.max_prompt_tokens_p95,
-            "verdict": level,
-        })
+        rows.append(
+            {
+                "worksheet": ws.name,
+                "interaction": ws.target_labels.get(ws.interaction, ws.interaction),
+                "target_ms": r.target_ms,
+                "queue_ms": r.queue_ms,
+                "cold_ms": r.cold_ms,
+                "network_ms": r.network_ms,
+                "prefill_budget_ms": r.prefill_budget_ms,
+                "prefill_needed_ms": r.prefill_needed_ms,
+                "max_prompt_tokens_p95": r.max_prompt_tokens_p95,
+                "verdict": level,
+            }
+        )
     return rows

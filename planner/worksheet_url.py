@@ -26,8 +26,18 @@ from urllib.parse import urlencode
 from planner.budget import Worksheet
 from planner.provenance import Figure, Source
 
-__all__ = ["PARAMS", "Param", "custom_key", "format_custom", "format_value", "parse_custom", "provenance_param",
-           "query_dict", "query_for", "worksheet_from_query"]
+__all__ = [
+    "PARAMS",
+    "Param",
+    "custom_key",
+    "format_custom",
+    "format_value",
+    "parse_custom",
+    "provenance_param",
+    "query_dict",
+    "query_for",
+    "worksheet_from_query",
+]
 
 
 @dataclass(frozen=True)
@@ -65,8 +75,17 @@ def provenance_param(key: str) -> str:
 
 
 def _encode_provenance(fig: Figure) -> str:
-    record = {"v": fig.value, "s": str(fig.source), "d": fig.detail, "n": fig.n, "w": fig.window, "t": fig.measured_at_ms}
-    raw = json.dumps({k: v for k, v in record.items() if v not in (None, "")}, separators=(",", ":"), ensure_ascii=False)
+    record = {
+        "v": fig.value,
+        "s": str(fig.source),
+        "d": fig.detail,
+        "n": fig.n,
+        "w": fig.window,
+        "t": fig.measured_at_ms,
+    }
+    raw = json.dumps(
+        {k: v for k, v in record.items() if v not in (None, "")}, separators=(",", ":"), ensure_ascii=False
+    )
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
@@ -77,8 +96,17 @@ def _decode_provenance(text: str, value: float, unit: str) -> Figure | None:
         d = json.loads(raw.decode())
         if not isinstance(d, dict) or float(d["v"]) != value:
             return None
-        return Figure.from_dict({"value": value, "unit": unit, "source": d.get("s", "typed"), "detail": d.get("d", ""),
-                                 "n": d.get("n"), "window": d.get("w", ""), "measured_at_ms": d.get("t")})
+        return Figure.from_dict(
+            {
+                "value": value,
+                "unit": unit,
+                "source": d.get("s", "typed"),
+                "detail": d.get("d", ""),
+                "n": d.get("n"),
+                "window": d.get("w", ""),
+                "measured_at_ms": d.get("t"),
+            }
+        )
     except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, KeyError):
         return None
 
@@ -111,8 +139,10 @@ def custom_key(label: str) -> str:
 def query_dict(ws: Worksheet, builtin: set[str]) -> dict[str, str]:
     """The query parameters that reproduce `ws` (inputs and provenance) on the worksheet page."""
     # The interaction travels by its label (what a reader of the URL recognises); the key works too.
-    params: dict[str, str] = {INTERACTION_PARAM: ws.target_labels.get(ws.interaction, ws.interaction),
-                              "target_ms": format_value(ws.target_ms)}
+    params: dict[str, str] = {
+        INTERACTION_PARAM: ws.target_labels.get(ws.interaction, ws.interaction),
+        "target_ms": format_value(ws.target_ms),
+    }
     for p in PARAMS[1:]:
         fig: Figure = getattr(ws, p.field)
         params[p.key] = format_value(fig.value)
@@ -122,8 +152,11 @@ def query_dict(ws: Worksheet, builtin: set[str]) -> dict[str, str]:
     if custom:
         params[CUSTOM_PARAM] = custom
     preset = Worksheet().targets_ms
-    changed = [f"{k}:{format_value(t)}" for k, t in ws.targets_ms.items()
-               if k in builtin and k != ws.interaction and k in preset and t != preset[k]]
+    changed = [
+        f"{k}:{format_value(t)}"
+        for k, t in ws.targets_ms.items()
+        if k in builtin and k != ws.interaction and k in preset and t != preset[k]
+    ]
     if changed:
         params[TARGETS_PARAM] = "|".join(changed)
     return params
@@ -167,6 +200,10 @@ def worksheet_from_query(query: dict[str, str], base: Worksheet | None = None) -
         if p.field == "target":
             d["targets_ms"][d["interaction"]] = value
             continue
-        fig = _decode_provenance(query.get(provenance_param(p.key), ""), value, p.unit) if provenance_param(p.key) in query else None
+        fig = (
+            _decode_provenance(query.get(provenance_param(p.key), ""), value, p.unit)
+            if provenance_param(p.key) in query
+            else None
+        )
         d[p.field] = (fig or Figure.typed(value, p.unit)).to_dict()
     return Worksheet.from_dict(d)

@@ -42,8 +42,21 @@ def installed(tmp_path_factory) -> Path:
             shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(ROOT / name, src / name)
-    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                  "-w", str(tmp / "dist"), str(src)], cwd=tmp)
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
+        ],
+        cwd=tmp,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = (tmp / "dist").glob("ttft_planner-*.whl")
 
@@ -51,11 +64,26 @@ def installed(tmp_path_factory) -> Path:
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp)
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                     cwd=tmp).stdout.strip())
+    site = Path(
+        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
+    )
     # --force-reinstall: pip runs from the current venv, sees its editable ttft-planner and would skip the wheel.
-    done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-                 "--force-reinstall", str(wheel)], cwd=tmp)
+    done = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--force-reinstall",
+            str(wheel),
+        ],
+        cwd=tmp,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (site / "deps-of-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv / "bin"
@@ -71,8 +99,15 @@ def elsewhere(tmp_path) -> tuple[Path, dict[str, str]]:
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewhere):
     cwd, env = elsewhere
-    r = _run([str(installed / "python"), "-c", "import planner.presets as p, app; print(p.assets_dir()); "
-              "print(app.__file__)"], cwd=cwd, env=env)
+    r = _run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import planner.presets as p, app; print(p.assets_dir()); print(app.__file__)",
+        ],
+        cwd=cwd,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assets, app_init = (Path(line) for line in r.stdout.split())
     venv = installed.parent
@@ -83,8 +118,27 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewher
 def test_probe_from_the_wheel_measures_and_stores(installed, elsewhere):
     cwd, env = elsewhere
     with running_simulator(SimulatorConfig(prefill_tokens_per_s=20_000, decode_tokens_per_s=2000)) as url:
-        r = _run([str(installed / "ttft-planner"), "probe", "--base-url", url, "--model", "sim-model", "-n", "2",
-                  "--interval", "0", "--max-tokens", "2", "--json", "--store"], cwd=cwd, env=env, timeout_s=120)
+        r = _run(
+            [
+                str(installed / "ttft-planner"),
+                "probe",
+                "--base-url",
+                url,
+                "--model",
+                "sim-model",
+                "-n",
+                "2",
+                "--interval",
+                "0",
+                "--max-tokens",
+                "2",
+                "--json",
+                "--store",
+            ],
+            cwd=cwd,
+            env=env,
+            timeout_s=120,
+        )
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.strip().splitlines()]
     assert [x["type"] for x in lines] == ["sample", "sample", "summary"]
@@ -94,8 +148,7 @@ def test_probe_from_the_wheel_measures_and_stores(installed, elsewhere):
 
 def test_commands_that_read_shipped_assets_work_from_the_wheel(installed, elsewhere):
     cwd, env = elsewhere
-    r = _run([str(installed / "ttft-planner"), "gpu-fit", "--model", "llama-3.1-8b", "--gpu", "H100"],
-             cwd=cwd, env=env)
+    r = _run([str(installed / "ttft-planner"), "gpu-fit", "--model", "llama-3.1-8b", "--gpu", "H100"], cwd=cwd, env=env)
     assert r.returncode == 0, r.stderr
     assert "H100" in r.stdout
 
@@ -103,8 +156,14 @@ def test_commands_that_read_shipped_assets_work_from_the_wheel(installed, elsewh
 def test_serve_from_the_wheel_answers_health_and_serves_the_app_static_files(installed, elsewhere):
     cwd, env = elsewhere
     port = free_port()
-    proc = subprocess.Popen([str(installed / "ttft-planner"), "serve", "--port", str(port)], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(installed / "ttft-planner"), "serve", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         health = None

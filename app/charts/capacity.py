@@ -20,34 +20,63 @@ __all__ = [
 ]
 
 
-def break_even_figure(curve: pd.DataFrame, be: BreakEven, token_definition: str, traffic_utilisation: float | None = None) -> go.Figure:
+def break_even_figure(
+    curve: pd.DataFrame, be: BreakEven, token_definition: str, traffic_utilisation: float | None = None
+) -> go.Figure:
     """Monthly cost of one replica vs serverless for the same tokens, over utilisation, with u* marked.
 
     The title states the node size (GPUs per replica, $/h) and what counts as a token.
     """
     x = [u * 100 for u in curve["utilisation"]]
     fig = go.Figure()
-    fig.add_scatter(x=x, y=curve["serverless_usd_per_month"], mode="lines", name=f"Serverless (${be.blended_usd_per_mtok:.3f}/1M blended)",
-                    hovertemplate="%{x:.0f}% busy: $%{y:,.0f}/month<extra>serverless</extra>")
-    fig.add_scatter(x=x, y=curve["dedicated_usd_per_month"], mode="lines", name=f"Dedicated ({be.gpus_per_replica} GPU, ${be.node_usd_per_hour:,.2f}/h)",
-                    hovertemplate="$%{y:,.0f}/month whatever the load<extra>dedicated</extra>")
+    fig.add_scatter(
+        x=x,
+        y=curve["serverless_usd_per_month"],
+        mode="lines",
+        name=f"Serverless (${be.blended_usd_per_mtok:.3f}/1M blended)",
+        hovertemplate="%{x:.0f}% busy: $%{y:,.0f}/month<extra>serverless</extra>",
+    )
+    fig.add_scatter(
+        x=x,
+        y=curve["dedicated_usd_per_month"],
+        mode="lines",
+        name=f"Dedicated ({be.gpus_per_replica} GPU, ${be.node_usd_per_hour:,.2f}/h)",
+        hovertemplate="$%{y:,.0f}/month whatever the load<extra>dedicated</extra>",
+    )
     u = be.break_even_utilisation
     if math.isfinite(u) and u <= 1:
-        fig.add_vline(x=u * 100, line_dash="dash", annotation_text=f"break-even u* = {u:.0%}", annotation_position="top left")
+        fig.add_vline(
+            x=u * 100, line_dash="dash", annotation_text=f"break-even u* = {u:.0%}", annotation_position="top left"
+        )
     else:
-        fig.add_annotation(x=50, y=float(curve["dedicated_usd_per_month"].iloc[0]), yshift=18, showarrow=False,
-                           text="serverless is cheaper at any utilisation" + ("" if math.isinf(u) else f" (u* = {u:.2f})"),
-                           font={"color": SEMANTIC["warn"]})
+        fig.add_annotation(
+            x=50,
+            y=float(curve["dedicated_usd_per_month"].iloc[0]),
+            yshift=18,
+            showarrow=False,
+            text="serverless is cheaper at any utilisation" + ("" if math.isinf(u) else f" (u* = {u:.2f})"),
+            font={"color": SEMANTIC["warn"]},
+        )
     if traffic_utilisation is not None and 0 < traffic_utilisation <= 1:
         y = traffic_utilisation * be.capacity_tokens_per_hour * 730 / 1e6 * be.blended_usd_per_mtok
-        fig.add_scatter(x=[traffic_utilisation * 100], y=[y], mode="markers+text", name="Your traffic", text=["your traffic"],
-                        textposition="bottom right", marker={"size": 12, "symbol": "diamond"},
-                        hovertemplate="your traffic: %{x:.0f}% of one replica<extra></extra>")
+        fig.add_scatter(
+            x=[traffic_utilisation * 100],
+            y=[y],
+            mode="markers+text",
+            name="Your traffic",
+            text=["your traffic"],
+            textposition="bottom right",
+            marker={"size": 12, "symbol": "diamond"},
+            hovertemplate="your traffic: %{x:.0f}% of one replica<extra></extra>",
+        )
     fig.update_layout(
         title=f"Per {be.gpus_per_replica}-GPU replica (node), {be.capacity_tokens_per_hour / 1e6:,.1f}"
-              f"M tokens/h capacity<br><sup>{token_definition}</sup>",
-        xaxis_title="utilisation of one replica (%)", yaxis_title="USD per month", height=460,
-        legend={"orientation": "h", "y": -0.25}, margin={"t": 80, "b": 100},
+        f"M tokens/h capacity<br><sup>{token_definition}</sup>",
+        xaxis_title="utilisation of one replica (%)",
+        yaxis_title="USD per month",
+        height=460,
+        legend={"orientation": "h", "y": -0.25},
+        margin={"t": 80, "b": 100},
     )
     return fig
 
@@ -55,14 +84,29 @@ def break_even_figure(curve: pd.DataFrame, be: BreakEven, token_definition: str,
 def hybrid_figure(hourly: pd.DataFrame, base_replicas: int) -> go.Figure:
     """Tokens per hour of day, split into the dedicated base and the serverless overflow."""
     fig = go.Figure()
-    fig.add_bar(x=hourly["hour"], y=hourly["dedicated_tokens"] / 1e6, name=f"Dedicated base ({base_replicas} replica(s))",
-                hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>dedicated</extra>")
-    fig.add_bar(x=hourly["hour"], y=hourly["overflow_tokens"] / 1e6, name="Serverless overflow",
-                hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>serverless</extra>")
-    fig.update_layout(barmode="stack", title="Hybrid: dedicated base + serverless overflow per hour of day",
-                      xaxis_title="hour of day", yaxis_title="M tokens per hour", height=400,
-                      yaxis={"rangemode": "nonnegative"}, xaxis={"dtick": 3},
-                      legend={"orientation": "h", "y": -0.25}, margin={"b": 100})
+    fig.add_bar(
+        x=hourly["hour"],
+        y=hourly["dedicated_tokens"] / 1e6,
+        name=f"Dedicated base ({base_replicas} replica(s))",
+        hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>dedicated</extra>",
+    )
+    fig.add_bar(
+        x=hourly["hour"],
+        y=hourly["overflow_tokens"] / 1e6,
+        name="Serverless overflow",
+        hovertemplate="%{x}:00 %{y:,.1f}M tokens<extra>serverless</extra>",
+    )
+    fig.update_layout(
+        barmode="stack",
+        title="Hybrid: dedicated base + serverless overflow per hour of day",
+        xaxis_title="hour of day",
+        yaxis_title="M tokens per hour",
+        height=400,
+        yaxis={"rangemode": "nonnegative"},
+        xaxis={"dtick": 3},
+        legend={"orientation": "h", "y": -0.25},
+        margin={"b": 100},
+    )
     return fig
 
 
@@ -70,52 +114,106 @@ def projection_figure(table: pd.DataFrame) -> go.Figure:
     """Projected weight-load seconds vs checkpoint size, one line per rate (log axes; constant-rate estimate)."""
     fig = go.Figure()
     for col in table.columns[2:]:
-        fig.add_scatter(x=table["checkpoint_gb"], y=table[col], mode="lines+markers", name=col,
-                        hovertemplate="%{x:,.0f} GB → %{y:,.0f} s<extra></extra>")
-    fig.update_layout(title="Weight-load time vs checkpoint size (constant-rate estimate)", xaxis_title="checkpoint (GB)",
-                      yaxis_title="seconds", xaxis_type="log", yaxis_type="log", height=460,
-                      legend={"orientation": "h", "y": -0.25}, margin={"b": 110})
+        fig.add_scatter(
+            x=table["checkpoint_gb"],
+            y=table[col],
+            mode="lines+markers",
+            name=col,
+            hovertemplate="%{x:,.0f} GB → %{y:,.0f} s<extra></extra>",
+        )
+    fig.update_layout(
+        title="Weight-load time vs checkpoint size (constant-rate estimate)",
+        xaxis_title="checkpoint (GB)",
+        yaxis_title="seconds",
+        xaxis_type="log",
+        yaxis_type="log",
+        height=460,
+        legend={"orientation": "h", "y": -0.25},
+        margin={"b": 110},
+    )
     return fig
 
 
 def gpu_fit_figure(table: pd.DataFrame) -> go.Figure:
     """GPUs needed per GPU type (weights + KV); types that fit on no single 8-GPU node are marked."""
     colors = [SEMANTIC["ok"] if f else SEMANTIC["error"] for f in table["fits"]]
-    labels = [f"{int(t)} GPU(s)" if f else f"≥ {int(m)} GPUs: no single node" for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"], strict=True)]
-    fig = go.Figure(go.Bar(x=table["gpu"], y=table["min_gpus"], marker_color=colors, text=labels, textposition="outside",
-                           hovertemplate="%{x}: %{text}<extra></extra>"))
-    fig.update_layout(title="GPUs needed for weights + KV cache", yaxis_title="GPUs (minimum)", height=380, showlegend=False)
+    labels = [
+        f"{int(t)} GPU(s)" if f else f"≥ {int(m)} GPUs: no single node"
+        for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=table["gpu"],
+            y=table["min_gpus"],
+            marker_color=colors,
+            text=labels,
+            textposition="outside",
+            hovertemplate="%{x}: %{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="GPUs needed for weights + KV cache", yaxis_title="GPUs (minimum)", height=380, showlegend=False
+    )
     return fig
 
 
 def prefill_figure(curve: pd.DataFrame, budgets: pd.DataFrame) -> go.Figure:
     """Modelled prefill time vs prompt length, with each interaction type's prefill budget as a line."""
     fig = go.Figure()
-    fig.add_scatter(x=curve["prompt_tokens"], y=curve["prefill_ms"], mode="lines", name="modelled prefill time",
-                    hovertemplate="%{x:,.0f} tokens → %{y:,.0f} ms<extra></extra>")
+    fig.add_scatter(
+        x=curve["prompt_tokens"],
+        y=curve["prefill_ms"],
+        mode="lines",
+        name="modelled prefill time",
+        hovertemplate="%{x:,.0f} tokens → %{y:,.0f} ms<extra></extra>",
+    )
     x_max = float(curve["prompt_tokens"].max()) if len(curve) else 1.0
     for _, row in budgets.iterrows():
-        if row["prefill_budget_ms"] > 0:  # one dotted line per budget, named in the legend (labels on the lines collide)
-            fig.add_scatter(x=[0, x_max], y=[row["prefill_budget_ms"]] * 2, mode="lines", line={"dash": "dot"},
-                            name=f"{row['interaction']} budget: {row['prefill_budget_ms']:,.0f} ms",
-                            hovertemplate=f"{row['interaction']}: {row['prefill_budget_ms']:,.0f} ms<extra></extra>")
-    fig.update_layout(title="Prefill time vs p95 prompt length", xaxis_title="prompt tokens", yaxis_title="ms", height=440,
-                      legend={"orientation": "h", "y": -0.25}, margin={"b": 110}, yaxis={"rangemode": "nonnegative"})
+        if (
+            row["prefill_budget_ms"] > 0
+        ):  # one dotted line per budget, named in the legend (labels on the lines collide)
+            fig.add_scatter(
+                x=[0, x_max],
+                y=[row["prefill_budget_ms"]] * 2,
+                mode="lines",
+                line={"dash": "dot"},
+                name=f"{row['interaction']} budget: {row['prefill_budget_ms']:,.0f} ms",
+                hovertemplate=f"{row['interaction']}: {row['prefill_budget_ms']:,.0f} ms<extra></extra>",
+            )
+    fig.update_layout(
+        title="Prefill time vs p95 prompt length",
+        xaxis_title="prompt tokens",
+        yaxis_title="ms",
+        height=440,
+        legend={"orientation": "h", "y": -0.25},
+        margin={"b": 110},
+        yaxis={"rangemode": "nonnegative"},
+    )
     return fig
 
 
 def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
     """Keep-warm cost per month vs p95 TTFT with cold starts, one point per scale-down window (and always-warm)."""
     colors = [SEMANTIC["error"] if c else SEMANTIC["ok"] for c in table["cold_in_p95"]]
-    fig = go.Figure(go.Scatter(
-        x=table["keep_warm_usd_per_month"], y=table["p95_ttft_ms"], mode="markers+text",
-        text=["always warm" if math.isinf(w) else f"{w:g} s" for w in table["window_s"]],
-        textposition=["top center" if i % 2 else "bottom center" for i in range(len(table))], marker={"size": 10, "color": colors},
-        customdata=list(zip(table["option"], table["cold_fraction"] * 100, strict=True)),
-        hovertemplate="%{customdata[0]}<br>$%{x:,.0f}/month"
-                      ", p95 %{y:,.0f} ms, %{customdata[1]:.1f}% cold<extra></extra>",
-    ))
-    fig.update_layout(title="Keep-warm cost vs p95 TTFT, per scale-down window W"
-                            "<br><sup>red: more than 5% of requests are cold, so the cold start is in the p95</sup>",
-                      xaxis_title="USD per month (warm GPU time)", yaxis_title="p95 TTFT (ms)", height=440, showlegend=False)
+    fig = go.Figure(
+        go.Scatter(
+            x=table["keep_warm_usd_per_month"],
+            y=table["p95_ttft_ms"],
+            mode="markers+text",
+            text=["always warm" if math.isinf(w) else f"{w:g} s" for w in table["window_s"]],
+            textposition=["top center" if i % 2 else "bottom center" for i in range(len(table))],
+            marker={"size": 10, "color": colors},
+            customdata=list(zip(table["option"], table["cold_fraction"] * 100, strict=True)),
+            hovertemplate="%{customdata[0]}<br>$%{x:,.0f}/month"
+            ", p95 %{y:,.0f} ms, %{customdata[1]:.1f}% cold<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Keep-warm cost vs p95 TTFT, per scale-down window W"
+        "<br><sup>red: more than 5% of requests are cold, so the cold start is in the p95</sup>",
+        xaxis_title="USD per month (warm GPU time)",
+        yaxis_title="p95 TTFT (ms)",
+        height=440,
+        showlegend=False,
+    )
     return fig

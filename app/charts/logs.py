@@ -27,8 +27,14 @@ __all__ = [
 
 
 def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(xaxis_title=x, yaxis_title=y, margin=dict(l=10, r=10, t=40, b=10), height=320,
-                      legend=dict(orientation="h", y=-0.25), **kw)
+    fig.update_layout(
+        xaxis_title=x,
+        yaxis_title=y,
+        margin=dict(l=10, r=10, t=40, b=10),
+        height=320,
+        legend=dict(orientation="h", y=-0.25),
+        **kw,
+    )
     return fig
 
 
@@ -37,13 +43,15 @@ def percentile_rows(groups: dict[str, dict[str, Percentile]], unit: str) -> pd.D
     rows = []
     for what, pcs in groups.items():
         for key, pc in pcs.items():
-            rows.append({"what": what, "percentile": key, "value": pc.value, "n": pc.n,
-                         "reliable": pc.reliable, "unit": unit})
+            rows.append(
+                {"what": what, "percentile": key, "value": pc.value, "n": pc.n, "reliable": pc.reliable, "unit": unit}
+            )
     return pd.DataFrame(rows, columns=["what", "percentile", "value", "n", "reliable", "unit"])
 
 
 def percentile_table_style(rows: pd.DataFrame):
     """Styler: values with n too small for their percentile in the muted colour."""
+
     def grey(col: pd.Series) -> list[str]:
         return ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["reliable"]]
 
@@ -56,24 +64,48 @@ def _marks(fig: go.Figure, marks: dict[str, Percentile]) -> None:
     for i, (key, pc) in enumerate(sorted(shown, key=lambda kv: kv[1].value)):
         colour = None if pc.reliable else SEMANTIC["muted"]
         fig.add_vline(x=pc.value, line_dash="dash", line_color=colour)
-        fig.add_annotation(x=pc.value, xref="x", y=1.0 - 0.09 * (i % 2), yref="paper", yanchor="bottom",
-                           xanchor="right" if i % 2 == 0 else "left", text=f"{key} {pc.value:,.0f}", showarrow=False,
-                           font=dict(color=colour) if colour else None, bgcolor="rgba(255,255,255,0.8)")
+        fig.add_annotation(
+            x=pc.value,
+            xref="x",
+            y=1.0 - 0.09 * (i % 2),
+            yref="paper",
+            yanchor="bottom",
+            xanchor="right" if i % 2 == 0 else "left",
+            text=f"{key} {pc.value:,.0f}",
+            showarrow=False,
+            font=dict(color=colour) if colour else None,
+            bgcolor="rgba(255,255,255,0.8)",
+        )
 
 
 def histogram_figure(hist: pd.DataFrame, marks: dict[str, Percentile], what: str = "prompt tokens") -> go.Figure:
     """Bars of requests per token bin (from summary.histogram) with p50/p95 lines."""
-    fig = go.Figure(go.Bar(x=(hist["left"] + hist["right"]) / 2, y=hist["count"], width=(hist["right"] - hist["left"]),
-                           name="requests", customdata=hist[["left", "right"]].to_numpy(),
-                           hovertemplate="%{customdata[0]:,.0f}–%{customdata[1]:,.0f}: %{y} requests<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=(hist["left"] + hist["right"]) / 2,
+            y=hist["count"],
+            width=(hist["right"] - hist["left"]),
+            name="requests",
+            customdata=hist[["left", "right"]].to_numpy(),
+            hovertemplate="%{customdata[0]:,.0f}–%{customdata[1]:,.0f}: %{y} requests<extra></extra>",
+        )
+    )
     _marks(fig, marks)
     return _layout(fig, what, "requests", title=f"Distribution of {what}")
 
 
 def ecdf_figure(points: pd.DataFrame, marks: dict[str, Percentile], what: str = "prompt tokens") -> go.Figure:
     """Step line of the empirical CDF (summary.ecdf_points) with p50/p95 lines."""
-    fig = go.Figure(go.Scatter(x=points["value"], y=points["fraction"], mode="lines", line_shape="hv", name="ECDF",
-                               hovertemplate="%{x:,.0f}: %{y:.1%} of requests at or below<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=points["value"],
+            y=points["fraction"],
+            mode="lines",
+            line_shape="hv",
+            name="ECDF",
+            hovertemplate="%{x:,.0f}: %{y:.1%} of requests at or below<extra></extra>",
+        )
+    )
     _marks(fig, marks)
     fig.update_yaxes(tickformat=".0%", range=[0, 1.02])
     return _layout(fig, what, "share of requests ≤ x", title=f"ECDF of {what}")
@@ -82,12 +114,28 @@ def ecdf_figure(points: pd.DataFrame, marks: dict[str, Percentile], what: str = 
 def hour_percentiles_figure(by_hour: pd.DataFrame, what: str, tz: str) -> go.Figure:
     """p50 and p95 per local hour (summary.per_hour_percentiles); hours with n < 20 have muted p95 markers."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=by_hour["hour"], y=by_hour["p50"], mode="lines+markers", name="p50",
-                             customdata=by_hour["n"], hovertemplate="%{x}:00 p50 %{y:,.0f} (n=%{customdata})<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=by_hour["hour"],
+            y=by_hour["p50"],
+            mode="lines+markers",
+            name="p50",
+            customdata=by_hour["n"],
+            hovertemplate="%{x}:00 p50 %{y:,.0f} (n=%{customdata})<extra></extra>",
+        )
+    )
     colours = [None if ok else SEMANTIC["muted"] for ok in by_hour["p95_reliable"]]
-    fig.add_trace(go.Scatter(x=by_hour["hour"], y=by_hour["p95"], mode="lines+markers", name="p95",
-                             marker=dict(color=[c or "#f08c00" for c in colours]), customdata=by_hour["n"],
-                             hovertemplate="%{x}:00 p95 %{y:,.0f} (n=%{customdata})<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=by_hour["hour"],
+            y=by_hour["p95"],
+            mode="lines+markers",
+            name="p95",
+            marker=dict(color=[c or "#f08c00" for c in colours]),
+            customdata=by_hour["n"],
+            hovertemplate="%{x}:00 p95 %{y:,.0f} (n=%{customdata})<extra></extra>",
+        )
+    )
     fig.update_xaxes(dtick=2, range=[-0.5, 23.5])
     return _layout(fig, f"hour of day ({tz})", what, title=f"{what} by hour of day (grey p95: fewer than 20 requests)")
 
@@ -95,51 +143,112 @@ def hour_percentiles_figure(by_hour: pd.DataFrame, what: str, tz: str) -> go.Fig
 def traffic_figure(hourly: pd.DataFrame, tz: str) -> go.Figure:
     """Requests per hour of day (bars) and tokens per hour (line, right axis), averaged over the log's days."""
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=hourly["hour"], y=hourly["requests"], name="requests / hour",
-                         hovertemplate="%{x}:00 %{y:,.1f} requests<extra></extra>"))
-    fig.add_trace(go.Scatter(x=hourly["hour"], y=hourly["tokens_per_hour"], name="tokens / hour (prompt + output)",
-                             yaxis="y2", mode="lines+markers", hovertemplate="%{x}:00 %{y:,.0f} tokens<extra></extra>"))
-    fig.update_layout(yaxis2=dict(overlaying="y", side="right", title="tokens / hour", showgrid=False, rangemode="tozero"),
-                      yaxis=dict(rangemode="tozero"))
+    fig.add_trace(
+        go.Bar(
+            x=hourly["hour"],
+            y=hourly["requests"],
+            name="requests / hour",
+            hovertemplate="%{x}:00 %{y:,.1f} requests<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hourly["hour"],
+            y=hourly["tokens_per_hour"],
+            name="tokens / hour (prompt + output)",
+            yaxis="y2",
+            mode="lines+markers",
+            hovertemplate="%{x}:00 %{y:,.0f} tokens<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        yaxis2=dict(overlaying="y", side="right", title="tokens / hour", showgrid=False, rangemode="tozero"),
+        yaxis=dict(rangemode="tozero"),
+    )
     fig.update_xaxes(dtick=2)
     return _layout(fig, f"hour of day ({tz})", "requests / hour", title="Traffic by hour of day (average day)")
 
 
 def weekday_figure(weekdays: pd.DataFrame) -> go.Figure:
     """Requests per weekday (average over the weeks in the log)."""
-    fig = go.Figure(go.Bar(x=weekdays["name"], y=weekdays["requests"], name="requests / day",
-                           hovertemplate="%{x}: %{y:,.0f} requests<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=weekdays["name"],
+            y=weekdays["requests"],
+            name="requests / day",
+            hovertemplate="%{x}: %{y:,.0f} requests<extra></extra>",
+        )
+    )
     return _layout(fig, "weekday", "requests / day", title="Traffic by weekday")
 
 
 def cold_curve_figure(cold: pd.DataFrame) -> go.Figure:
     """Cold fraction over the scale-down window: trace-driven and Poisson e^(−λW), with the 5% (p95) line."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=cold["window_s"], y=cold["trace_cold_fraction"], mode="lines+markers",
-                             name="your trace (one scale-to-zero replica)",
-                             hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>"))
-    fig.add_trace(go.Scatter(x=cold["window_s"], y=cold["poisson_cold_fraction"], mode="lines", line_dash="dot",
-                             name="Poisson e^(−λW) at the mean rate",
-                             hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>"))
-    fig.add_hline(y=P95_COLD_THRESHOLD, line_color=SEMANTIC["warn"], line_dash="dash",
-                  annotation_text="5%: above this, cold starts are in the p95")
+    fig.add_trace(
+        go.Scatter(
+            x=cold["window_s"],
+            y=cold["trace_cold_fraction"],
+            mode="lines+markers",
+            name="your trace (one scale-to-zero replica)",
+            hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=cold["window_s"],
+            y=cold["poisson_cold_fraction"],
+            mode="lines",
+            line_dash="dot",
+            name="Poisson e^(−λW) at the mean rate",
+            hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>",
+        )
+    )
+    fig.add_hline(
+        y=P95_COLD_THRESHOLD,
+        line_color=SEMANTIC["warn"],
+        line_dash="dash",
+        annotation_text="5%: above this, cold starts are in the p95",
+    )
     fig.update_xaxes(type="log")
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
-    return _layout(fig, "scale-down window W (s, log scale)", "requests that start cold",
-                   title="Cold-start exposure by scale-down window")
+    return _layout(
+        fig,
+        "scale-down window W (s, log scale)",
+        "requests that start cold",
+        title="Cold-start exposure by scale-down window",
+    )
 
 
-def ttft_vs_probes_figure(production: pd.DataFrame, probes: pd.DataFrame | None, probe_label: str, tz: str) -> go.Figure:
+def ttft_vs_probes_figure(
+    production: pd.DataFrame, probes: pd.DataFrame | None, probe_label: str, tz: str
+) -> go.Figure:
     """Production TTFT p50/p95 per local hour (summary.per_hour_percentiles of ttft_ms) beside a probe
     series' p50_ms/p95_ms per hour (planner.store.probe_queries.hour_of_day), when one is chosen."""
     fig = hour_percentiles_figure(production, "TTFT (ms)", tz)
     fig.data[0].name, fig.data[1].name = "users waited, p50", "users waited, p95"
     if probes is not None and not probes.empty:
-        fig.add_trace(go.Scatter(x=probes["hour"], y=probes["p50_ms"], mode="lines", line_dash="dot",
-                                 name=f"probe p50 ({probe_label})", customdata=probes["n"],
-                                 hovertemplate="%{x}:00 probe p50 %{y:,.0f} ms (n=%{customdata})<extra></extra>"))
-        fig.add_trace(go.Scatter(x=probes["hour"], y=probes["p95_ms"], mode="lines", line_dash="dot",
-                                 name=f"probe p95 ({probe_label})", customdata=probes["n"],
-                                 hovertemplate="%{x}:00 probe p95 %{y:,.0f} ms (n=%{customdata})<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=probes["hour"],
+                y=probes["p50_ms"],
+                mode="lines",
+                line_dash="dot",
+                name=f"probe p50 ({probe_label})",
+                customdata=probes["n"],
+                hovertemplate="%{x}:00 probe p50 %{y:,.0f} ms (n=%{customdata})<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=probes["hour"],
+                y=probes["p95_ms"],
+                mode="lines",
+                line_dash="dot",
+                name=f"probe p95 ({probe_label})",
+                customdata=probes["n"],
+                hovertemplate="%{x}:00 probe p95 %{y:,.0f} ms (n=%{customdata})<extra></extra>",
+            )
+        )
     fig.update_layout(title="TTFT by hour of day: what users waited vs what the probes measured")
     return fig

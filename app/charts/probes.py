@@ -17,8 +17,15 @@ from planner.samples import MEASURED_KINDS
 
 __all__ = ["ecdf_figure", "heatmap_figure", "hour_of_day_figure", "phase_figure", "time_series_figure"]
 
-PHASE_LABELS = {"dns_ms": "DNS", "connect_ms": "connect", "tls_ms": "TLS", "headers_ms": "headers",
-                "first_event_ms": "first event", "ttft_ms": "first token", "first_content_ms": "first content"}
+PHASE_LABELS = {
+    "dns_ms": "DNS",
+    "connect_ms": "connect",
+    "tls_ms": "TLS",
+    "headers_ms": "headers",
+    "first_event_ms": "first event",
+    "ttft_ms": "first token",
+    "first_content_ms": "first content",
+}
 
 
 def _local(ms: pd.Series, tz: str) -> pd.Series:
@@ -27,9 +34,14 @@ def _local(ms: pd.Series, tz: str) -> pd.Series:
 
 def _layout(fig: go.Figure, title: str, y: str = "TTFT (ms)", x: str | None = None) -> go.Figure:
     # The legend sits above the plot, right-aligned under the title, so it never covers the x-axis title.
-    fig.update_layout(title=title, yaxis_title=y, xaxis_title=x, margin=dict(l=10, r=10, t=80, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
-                      hovermode="closest")
+    fig.update_layout(
+        title=title,
+        yaxis_title=y,
+        xaxis_title=x,
+        margin=dict(l=10, r=10, t=80, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
+        hovermode="closest",
+    )
     return fig
 
 
@@ -44,21 +56,44 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
         bad = df[counted & ~df["ok"]]
         skipped = df[df["kind"] == "skipped"]
         cold = df[df["kind"].isin(("cold", "warm")) & df["ok"] & df["ttft_ms"].notna()]
-        fig.add_scatter(x=_local(ok["started_at_ms"], tz), y=ok["ttft_ms"], mode="markers", name="TTFT",
-                        marker=dict(size=5), customdata=ok[["kind"]], hovertemplate="%{y:.0f} ms · %{customdata[0]}<extra></extra>")
+        fig.add_scatter(
+            x=_local(ok["started_at_ms"], tz),
+            y=ok["ttft_ms"],
+            mode="markers",
+            name="TTFT",
+            marker=dict(size=5),
+            customdata=ok[["kind"]],
+            hovertemplate="%{y:.0f} ms · %{customdata[0]}<extra></extra>",
+        )
         base = float(ok["ttft_ms"].min()) if len(ok) else 0.0
-        fig.add_scatter(x=_local(bad["started_at_ms"], tz), y=[base] * len(bad), mode="markers", name="failed",
-                        marker=dict(symbol="x", size=9, color=SEMANTIC["error"]), customdata=bad[["error_class"]],
-                        hovertemplate="failed: %{customdata[0]}<extra></extra>")
+        fig.add_scatter(
+            x=_local(bad["started_at_ms"], tz),
+            y=[base] * len(bad),
+            mode="markers",
+            name="failed",
+            marker=dict(symbol="x", size=9, color=SEMANTIC["error"]),
+            customdata=bad[["error_class"]],
+            hovertemplate="failed: %{customdata[0]}<extra></extra>",
+        )
         if len(skipped):
-            fig.add_scatter(x=_local(skipped["started_at_ms"], tz), y=[base] * len(skipped), mode="markers",
-                            name="skipped slot", marker=dict(symbol="line-ns-open", size=10, color=SEMANTIC["muted"]),
-                            hovertemplate="skipped slot<extra></extra>")
+            fig.add_scatter(
+                x=_local(skipped["started_at_ms"], tz),
+                y=[base] * len(skipped),
+                mode="markers",
+                name="skipped slot",
+                marker=dict(symbol="line-ns-open", size=10, color=SEMANTIC["muted"]),
+                hovertemplate="skipped slot<extra></extra>",
+            )
         if len(cold):
-            fig.add_scatter(x=_local(cold["started_at_ms"], tz), y=cold["ttft_ms"], mode="markers",
-                            name="cold reading (not a sample)", marker=dict(symbol="diamond", size=8, color=SEMANTIC["muted"]),
-                            customdata=cold[["kind"]], hovertemplate="%{y:,.0f} ms · %{customdata[0]} probe of a cold reading"
-                                                                      "<extra></extra>")
+            fig.add_scatter(
+                x=_local(cold["started_at_ms"], tz),
+                y=cold["ttft_ms"],
+                mode="markers",
+                name="cold reading (not a sample)",
+                marker=dict(symbol="diamond", size=8, color=SEMANTIC["muted"]),
+                customdata=cold[["kind"]],
+                hovertemplate="%{y:,.0f} ms · %{customdata[0]} probe of a cold reading<extra></extra>",
+            )
         if ok.empty and bad.empty:
             mark_empty(fig)
         return _layout(fig, f"TTFT per sample ({len(ok):,} samples, {len(bad):,} failed)", x=f"time ({tz})")
@@ -66,12 +101,24 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
     hover = "%{y:.0f} ms · n=%{customdata[0]} · failed %{customdata[1]}<extra></extra>"
     cd = df[["n", "failed"]]
     fig.add_scatter(x=x, y=df["p50_ms"], mode="lines", name="p50", customdata=cd, hovertemplate="p50 " + hover)
-    fig.add_scatter(x=x, y=df["p95_ms"].where(df["n"] >= 20), mode="lines", name="p95 (n ≥ 20)", customdata=cd,
-                    hovertemplate="p95 " + hover)
+    fig.add_scatter(
+        x=x,
+        y=df["p95_ms"].where(df["n"] >= 20),
+        mode="lines",
+        name="p95 (n ≥ 20)",
+        customdata=cd,
+        hovertemplate="p95 " + hover,
+    )
     bad = df[df["failed"] > 0]
-    fig.add_scatter(x=_local(bad["t_ms"], tz), y=bad["p50_ms"].fillna(0), mode="markers", name="bucket with failures",
-                    marker=dict(symbol="x", size=8, color=SEMANTIC["error"]), customdata=bad[["failed"]],
-                    hovertemplate="%{customdata[0]} failed<extra></extra>")
+    fig.add_scatter(
+        x=_local(bad["t_ms"], tz),
+        y=bad["p50_ms"].fillna(0),
+        mode="markers",
+        name="bucket with failures",
+        marker=dict(symbol="x", size=8, color=SEMANTIC["error"]),
+        customdata=bad[["failed"]],
+        hovertemplate="%{customdata[0]} failed<extra></extra>",
+    )
     minutes = int(df["bucket_ms"].iloc[0] // 60_000)
     return _layout(fig, f"TTFT p50/p95 per {minutes}-minute bucket", x=f"time ({tz})")
 
@@ -92,18 +139,32 @@ def hour_of_day_figure(hours: pd.DataFrame, tz: str) -> go.Figure:
     hover = "%{x}:00 p95 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%" + extra + "<extra></extra>"
     fig = go.Figure()
     fig.add_bar(x=hours["hour"], y=hours["p95_ms"].where(rel), name="p95", customdata=cd, hovertemplate=hover)
-    fig.add_bar(x=hours["hour"], y=hours["p95_ms"].where(~rel), name="p95, too few samples (n < 20)", customdata=cd,
-                marker=dict(color=SEMANTIC["muted"], opacity=0.5), hovertemplate=hover)
-    fig.add_scatter(x=hours["hour"], y=hours["p50_ms"].where(hours["reliable_p50"].astype(bool)), name="p50",
-                    mode="lines+markers", customdata=cd,
-                    hovertemplate="%{x}:00 p50 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%" + extra
-                    + "<extra></extra>")
+    fig.add_bar(
+        x=hours["hour"],
+        y=hours["p95_ms"].where(~rel),
+        name="p95, too few samples (n < 20)",
+        customdata=cd,
+        marker=dict(color=SEMANTIC["muted"], opacity=0.5),
+        hovertemplate=hover,
+    )
+    fig.add_scatter(
+        x=hours["hour"],
+        y=hours["p50_ms"].where(hours["reliable_p50"].astype(bool)),
+        name="p50",
+        mode="lines+markers",
+        customdata=cd,
+        hovertemplate="%{x}:00 p50 %{y:.0f} ms · n=%{customdata[0]} · errors %{customdata[1]}%"
+        + extra
+        + "<extra></extra>",
+    )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(tickmode="array", tickvals=list(range(24)), ticktext=[f"{h:02d}" for h in range(24)])
     title = f"TTFT by hour of day ({tz}) — n per hour in the hover"
     if rolled:
-        title += (f"<br><sup>{int(hours['n_rollup'].sum()):,} of {int(hours['n'].sum()):,} samples from hourly rollups: "
-                  "percentiles are an upper bound within ~12%</sup>")
+        title += (
+            f"<br><sup>{int(hours['n_rollup'].sum()):,} of {int(hours['n'].sum()):,} samples from hourly rollups: "
+            "percentiles are an upper bound within ~12%</sup>"
+        )
     return _layout(fig, title, x=f"hour of day ({tz})")
 
 
@@ -112,22 +173,41 @@ def heatmap_figure(heat: pd.DataFrame, tz: str) -> go.Figure:
     if heat.empty:
         return mark_empty(_layout(go.Figure(), f"p50 TTFT by day and hour ({tz})", y="day"))
     z = heat.pivot_table(index="day", columns="hour", values="p50_ms", aggfunc="first").reindex(columns=range(24))
-    n = heat.pivot_table(index="day", columns="hour", values="n", aggfunc="first").reindex(index=z.index, columns=range(24))
-    fig = go.Figure(go.Heatmap(z=z.values, x=[f"{h:02d}" for h in range(24)], y=[str(d) for d in z.index],
-                               customdata=n.values, colorbar=dict(title="p50 ms"),
-                               hovertemplate="%{y} %{x}:00 · p50 %{z:.0f} ms · n=%{customdata}<extra></extra>"))
+    n = heat.pivot_table(index="day", columns="hour", values="n", aggfunc="first").reindex(
+        index=z.index, columns=range(24)
+    )
+    fig = go.Figure(
+        go.Heatmap(
+            z=z.values,
+            x=[f"{h:02d}" for h in range(24)],
+            y=[str(d) for d in z.index],
+            customdata=n.values,
+            colorbar=dict(title="p50 ms"),
+            hovertemplate="%{y} %{x}:00 · p50 %{z:.0f} ms · n=%{customdata}<extra></extra>",
+        )
+    )
     # Days are categories: one day of data must read "2026-11-29", never a continuous date axis around it.
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(d) for d in z.index])
-    return _layout(fig, f"p50 TTFT by day and hour ({tz}; up to the last 31 days of the range)", y=f"day ({tz})",
-                   x=f"hour of day ({tz})")
+    return _layout(
+        fig,
+        f"p50 TTFT by day and hour ({tz}; up to the last 31 days of the range)",
+        y=f"day ({tz})",
+        x=f"hour of day ({tz})",
+    )
 
 
 def ecdf_figure(points: pd.DataFrame) -> go.Figure:
     """Empirical CDF of TTFT."""
     fig = go.Figure()
     if len(points):
-        fig.add_scatter(x=points["ttft_ms"], y=points["fraction"], mode="lines", line_shape="hv", name="ECDF",
-                        hovertemplate="%{x:.0f} ms: %{y:.1%} of samples at or below<extra></extra>")
+        fig.add_scatter(
+            x=points["ttft_ms"],
+            y=points["fraction"],
+            mode="lines",
+            line_shape="hv",
+            name="ECDF",
+            hovertemplate="%{x:.0f} ms: %{y:.1%} of samples at or below<extra></extra>",
+        )
         n = int(points["n"].iloc[0])
     else:
         n = 0
@@ -148,8 +228,13 @@ def phase_figure(phases: pd.DataFrame) -> go.Figure:
     prev = 0.0
     for label, edge in edges:
         width = max(0.0, edge - prev)
-        fig.add_bar(y=["p50"], x=[width], name=label, orientation="h",
-                    hovertemplate=f"{label}: {width:.1f} ms (ends at {edge:.1f} ms)<extra></extra>")
+        fig.add_bar(
+            y=["p50"],
+            x=[width],
+            name=label,
+            orientation="h",
+            hovertemplate=f"{label}: {width:.1f} ms (ends at {edge:.1f} ms)<extra></extra>",
+        )
         prev = max(prev, edge)
     n = int(phases.loc[phases["phase"] == "ttft_ms", "n"].iloc[0]) if (phases["phase"] == "ttft_ms").any() else 0
     fig.update_layout(barmode="stack", height=260)

@@ -15,8 +15,15 @@ from planner.regions import Region
 from planner.stats import min_n_for, percentile
 
 __all__ = [
-    "MAP_CONFIG", "TOPOJSON_URL", "distribution_figure", "history_figure", "map_figure", "ranked_rows",
-    "ranked_table_style", "server_vs_browser_figure", "vantage_label",
+    "MAP_CONFIG",
+    "TOPOJSON_URL",
+    "distribution_figure",
+    "history_figure",
+    "map_figure",
+    "ranked_rows",
+    "ranked_table_style",
+    "server_vs_browser_figure",
+    "vantage_label",
 ]
 
 #: Where Plotly's geo traces read their world shapes: app/static/topojson/ served by Streamlit (relative to the
@@ -29,10 +36,30 @@ def vantage_label(v) -> str:
     """'' (the one default vantage: the server the worker and the page run on) reads as words."""
     return "this server (default vantage)" if not v or (not isinstance(v, str) and pd.isna(v)) else str(v)
 
+
 RANKED_COLUMNS = [
-    "rank", "region", "region_id", "provider", "city", "side", "vantage", "method", "method_code", "median_ms",
-    "min_ms", "p90_ms", "p90_reliable", "n", "n_errors", "status", "last_measured", "last_measured_at_ms", "anycast",
-    "lat", "lon", "proxy",
+    "rank",
+    "region",
+    "region_id",
+    "provider",
+    "city",
+    "side",
+    "vantage",
+    "method",
+    "method_code",
+    "median_ms",
+    "min_ms",
+    "p90_ms",
+    "p90_reliable",
+    "n",
+    "n_errors",
+    "status",
+    "last_measured",
+    "last_measured_at_ms",
+    "anycast",
+    "lat",
+    "lon",
+    "proxy",
 ]
 
 #: What each stored method measured, in words (the network figure's description uses these).
@@ -42,8 +69,9 @@ METHOD_NAMES = {
     "fetch-performance-now": "performance.now() around fetch",
 }
 #: The table's Method column: the name, and why the fallback was used.
-METHOD_LABELS = METHOD_NAMES | {"fetch-performance-now": METHOD_NAMES["fetch-performance-now"]
-                                + " (fallback: no Timing-Allow-Origin)"}
+METHOD_LABELS = METHOD_NAMES | {
+    "fetch-performance-now": METHOD_NAMES["fetch-performance-now"] + " (fallback: no Timing-Allow-Origin)"
+}
 
 
 def _text(v) -> str:
@@ -75,20 +103,31 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
         if notes:
             status = f"{status} ({'; '.join(notes)})"
         median = rec["median_ms"]
-        rows.append({
-            "region": reg.label if reg else rec["region_id"], "region_id": rec["region_id"],
-            "provider": reg.provider if reg else "", "city": reg.city if reg else "",
-            "side": rec["side"], "vantage": rec["vantage"], "method": METHOD_LABELS.get(rec["method"], rec["method"]),
-            "method_code": rec["method"],
-            "median_ms": None if pd.isna(median) else float(median),
-            "min_ms": None if pd.isna(rec["min_ms"]) else float(rec["min_ms"]),
-            "p90_ms": None if pd.isna(rec["p90_ms"]) else float(rec["p90_ms"]),
-            "p90_reliable": int(rec["n"]) >= min_n_for(0.9), "n": int(rec["n"]), "n_errors": int(rec["n_errors"]),
-            "status": status, "last_measured_at_ms": int(rec["last_measured_at_ms"]),
-            "last_measured": pd.to_datetime(int(rec["last_measured_at_ms"]), unit="ms", utc=True),
-            "anycast": bool(reg.anycast) if reg else False,
-            "lat": reg.lat if reg else None, "lon": reg.lon if reg else None, "proxy": proxy or None,
-        })
+        rows.append(
+            {
+                "region": reg.label if reg else rec["region_id"],
+                "region_id": rec["region_id"],
+                "provider": reg.provider if reg else "",
+                "city": reg.city if reg else "",
+                "side": rec["side"],
+                "vantage": rec["vantage"],
+                "method": METHOD_LABELS.get(rec["method"], rec["method"]),
+                "method_code": rec["method"],
+                "median_ms": None if pd.isna(median) else float(median),
+                "min_ms": None if pd.isna(rec["min_ms"]) else float(rec["min_ms"]),
+                "p90_ms": None if pd.isna(rec["p90_ms"]) else float(rec["p90_ms"]),
+                "p90_reliable": int(rec["n"]) >= min_n_for(0.9),
+                "n": int(rec["n"]),
+                "n_errors": int(rec["n_errors"]),
+                "status": status,
+                "last_measured_at_ms": int(rec["last_measured_at_ms"]),
+                "last_measured": pd.to_datetime(int(rec["last_measured_at_ms"]), unit="ms", utc=True),
+                "anycast": bool(reg.anycast) if reg else False,
+                "lat": reg.lat if reg else None,
+                "lon": reg.lon if reg else None,
+                "proxy": proxy or None,
+            }
+        )
     df = pd.DataFrame(rows, columns=[c for c in RANKED_COLUMNS if c != "rank"])
     if df.empty:
         return pd.DataFrame(columns=RANKED_COLUMNS)
@@ -99,6 +138,7 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
 
 def ranked_table_style(rows: pd.DataFrame):
     """The ranked rows as a pandas Styler: p90 greyed where n is too small for it, failures in the error colour."""
+
     def grey_p90(col: pd.Series) -> list[str]:
         return ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["p90_reliable"]]
 
@@ -115,40 +155,79 @@ def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:
     seen = set(measured["region_id"]) if not measured.empty else set()
     idle = [r for r in regions if r.lat is not None and r.id not in seen]
     if idle:
-        fig.add_trace(go.Scattergeo(
-            lat=[r.lat for r in idle], lon=[r.lon for r in idle], text=[r.label for r in idle], name="not measured",
-            mode="markers", marker=dict(size=5, color=SEMANTIC["muted"], opacity=0.6), hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Scattergeo(
+                lat=[r.lat for r in idle],
+                lon=[r.lon for r in idle],
+                text=[r.label for r in idle],
+                name="not measured",
+                mode="markers",
+                marker=dict(size=5, color=SEMANTIC["muted"], opacity=0.6),
+                hoverinfo="text",
+            )
+        )
     if not measured.empty:
-        fig.add_trace(go.Scattergeo(
-            lat=measured["lat"].tolist(), lon=measured["lon"].tolist(), name="median RTT",
-            text=[f"{r.region}<br>{r.side} from {vantage_label(r.vantage)}: median {r.median_ms:.1f} ms (n={r.n})"
-                  for r in measured.itertuples()],
-            mode="markers", hoverinfo="text",
-            # The scale starts at 0 ms: one measured region must not get a −0.4…0.4 ms scale around itself.
-            marker=dict(size=11, color=measured["median_ms"].tolist(), colorscale="RdYlGn", reversescale=True,
-                        cmin=0.0, cmax=max(1.0, float(measured["median_ms"].max())),
-                        colorbar=dict(title="median RTT (ms)"), line=dict(width=0.5, color="#333")),
-        ))
-    fig.update_geos(projection_type="natural earth", resolution=110, showcountries=True, showland=True,
-                    landcolor="#f3f3f3")
-    fig.update_layout(margin=dict(l=0, r=0, t=30, b=0), height=420, title="Median RTT by region",
-                      legend=dict(orientation="h", y=-0.05))
+        fig.add_trace(
+            go.Scattergeo(
+                lat=measured["lat"].tolist(),
+                lon=measured["lon"].tolist(),
+                name="median RTT",
+                text=[
+                    f"{r.region}<br>{r.side} from {vantage_label(r.vantage)}: median {r.median_ms:.1f} ms (n={r.n})"
+                    for r in measured.itertuples()
+                ],
+                mode="markers",
+                hoverinfo="text",
+                # The scale starts at 0 ms: one measured region must not get a −0.4…0.4 ms scale around itself.
+                marker=dict(
+                    size=11,
+                    color=measured["median_ms"].tolist(),
+                    colorscale="RdYlGn",
+                    reversescale=True,
+                    cmin=0.0,
+                    cmax=max(1.0, float(measured["median_ms"].max())),
+                    colorbar=dict(title="median RTT (ms)"),
+                    line=dict(width=0.5, color="#333"),
+                ),
+            )
+        )
+    fig.update_geos(
+        projection_type="natural earth", resolution=110, showcountries=True, showland=True, landcolor="#f3f3f3"
+    )
+    fig.update_layout(
+        margin=dict(l=0, r=0, t=30, b=0),
+        height=420,
+        title="Median RTT by region",
+        legend=dict(orientation="h", y=-0.05),
+    )
     return fig
 
 
 def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
     """Box plot of RTT samples per region (server TCP connects and browser samples side by side), ms."""
     fig = go.Figure()
-    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna()
-                 & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])]
+    ok = samples[
+        samples["rtt_ms"].notna()
+        & samples["error_class"].isna()
+        & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])
+    ]
     for (side, method), g in ok.groupby(["side", "method"], sort=True):
-        fig.add_trace(go.Box(
-            x=[labels.get(r, r) for r in g["region_id"]], y=g["rtt_ms"].tolist(),
-            name=f"{side} · {METHOD_LABELS.get(method, method)}", boxpoints="outliers",
-        ))
-    fig.update_layout(boxmode="group", yaxis_title="RTT (ms)", height=380, margin=dict(t=30),
-                      title="RTT distribution per region", legend=dict(orientation="h", y=-0.3))
+        fig.add_trace(
+            go.Box(
+                x=[labels.get(r, r) for r in g["region_id"]],
+                y=g["rtt_ms"].tolist(),
+                name=f"{side} · {METHOD_LABELS.get(method, method)}",
+                boxpoints="outliers",
+            )
+        )
+    fig.update_layout(
+        boxmode="group",
+        yaxis_title="RTT (ms)",
+        height=380,
+        margin=dict(t=30),
+        title="RTT distribution per region",
+        legend=dict(orientation="h", y=-0.3),
+    )
     return fig
 
 
@@ -159,32 +238,57 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
         g = rows[(rows["side"] == side) & rows["median_ms"].notna()] if not rows.empty else rows
         if g.empty:
             continue
-        fig.add_trace(go.Bar(
-            x=g["region"].tolist(), y=g["median_ms"].tolist(), name=side,
-            hovertext=[f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}" for v, m, n in zip(g["vantage"], g["median_ms"], g["n"], strict=True)],
-        ))
-    fig.update_layout(barmode="group", yaxis_title="median RTT (ms)", height=360, margin=dict(t=30),
-                      title="Server vs browser", legend=dict(orientation="h", y=-0.3))
+        fig.add_trace(
+            go.Bar(
+                x=g["region"].tolist(),
+                y=g["median_ms"].tolist(),
+                name=side,
+                hovertext=[
+                    f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}"
+                    for v, m, n in zip(g["vantage"], g["median_ms"], g["n"], strict=True)
+                ],
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis_title="median RTT (ms)",
+        height=360,
+        margin=dict(t=30),
+        title="Server vs browser",
+        legend=dict(orientation="h", y=-0.3),
+    )
     return fig
 
 
 def history_figure(samples: pd.DataFrame, labels: dict[str, str], tz: str = "UTC") -> go.Figure:
     """Median RTT of each probe run over time, one line per region and side (times in the viewer's zone `tz`)."""
     fig = go.Figure()
-    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna()
-                 & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])]
+    ok = samples[
+        samples["rtt_ms"].notna()
+        & samples["error_class"].isna()
+        & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])
+    ]
     for (region_id, side), g in ok.groupby(["region_id", "side"], sort=True):
         runs = []
         for _, run in g.groupby("run_id", sort=False):
             p = percentile(run["rtt_ms"].tolist(), 0.5)
             runs.append((int(run["measured_at_ms"].max()), p.value, p.n))
         runs.sort()
-        fig.add_trace(go.Scatter(
-            x=pd.to_datetime([r[0] for r in runs], unit="ms", utc=True).tz_convert(tz).tz_localize(None),
-            y=[r[1] for r in runs],
-            mode="lines+markers", name=f"{labels.get(region_id, region_id)} · {side}",
-            hovertext=[f"median {v:.1f} ms (n={n})" for _, v, n in runs],
-        ))
-    fig.update_layout(yaxis_title="median RTT per run (ms)", xaxis_title=f"measured ({tz})", height=360,
-                      margin=dict(t=30), title="History", legend=dict(orientation="h", y=-0.35))
+        fig.add_trace(
+            go.Scatter(
+                x=pd.to_datetime([r[0] for r in runs], unit="ms", utc=True).tz_convert(tz).tz_localize(None),
+                y=[r[1] for r in runs],
+                mode="lines+markers",
+                name=f"{labels.get(region_id, region_id)} · {side}",
+                hovertext=[f"median {v:.1f} ms (n={n})" for _, v, n in runs],
+            )
+        )
+    fig.update_layout(
+        yaxis_title="median RTT per run (ms)",
+        xaxis_title=f"measured ({tz})",
+        height=360,
+        margin=dict(t=30),
+        title="History",
+        legend=dict(orientation="h", y=-0.35),
+    )
     return fig

@@ -29,8 +29,14 @@ def _wide(values: pd.Series) -> bool:
 
 
 def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(xaxis_title=x, yaxis_title=y, margin=dict(l=10, r=10, t=40, b=10), height=340,
-                      legend=dict(orientation="h", y=-0.25), **kw)
+    fig.update_layout(
+        xaxis_title=x,
+        yaxis_title=y,
+        margin=dict(l=10, r=10, t=40, b=10),
+        height=340,
+        legend=dict(orientation="h", y=-0.25),
+        **kw,
+    )
     return fig
 
 
@@ -40,18 +46,34 @@ def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str) -> go.Fig
     fig = go.Figure()
     for name, g in hourly.groupby("candidate", sort=False):
         g = g.sort_values("hour")
-        fig.add_trace(go.Scatter(
-            x=g["hour"], y=g["p95_ms"], name=str(name), mode="lines+markers",
-            marker=dict(symbol=["circle" if ok else "circle-open" for ok in g["p95_reliable"]], size=8),
-            customdata=g[["n"]].to_numpy(), hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata[0]}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=g["hour"],
+                y=g["p95_ms"],
+                name=str(name),
+                mode="lines+markers",
+                marker=dict(symbol=["circle" if ok else "circle-open" for ok in g["p95_reliable"]], size=8),
+                customdata=g[["n"]].to_numpy(),
+                hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata[0]}<extra></extra>",
+            )
+        )
     # A trace, not add_hline: its label survives a log axis and shows in the legend.
-    fig.add_trace(go.Scatter(x=[-0.5, 23.5], y=[target_ms, target_ms], mode="lines", name=f"target {target_ms:,.0f} ms",
-                             line=dict(dash="dash", color=SEMANTIC["error"]), hoverinfo="skip"))
+    fig.add_trace(
+        go.Scatter(
+            x=[-0.5, 23.5],
+            y=[target_ms, target_ms],
+            mode="lines",
+            name=f"target {target_ms:,.0f} ms",
+            line=dict(dash="dash", color=SEMANTIC["error"]),
+            hoverinfo="skip",
+        )
+    )
     fig.update_xaxes(range=[-0.5, 23.5], dtick=2)
     if _wide(pd.concat([hourly["p95_ms"], pd.Series([target_ms])])):
         fig.update_yaxes(type="log", dtick=1)
-    return _layout(fig, f"hour of day ({tz})", "predicted p95 TTFT (ms)", title="Predicted p95 by hour (hollow: n < 20)")
+    return _layout(
+        fig, f"hour of day ({tz})", "predicted p95 TTFT (ms)", title="Predicted p95 by hour (hollow: n < 20)"
+    )
 
 
 def segments_figure(segments: pd.DataFrame) -> go.Figure:
@@ -59,8 +81,9 @@ def segments_figure(segments: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for key, label in SEGMENT_LABELS.items():
         g = segments[segments["segment"] == key]
-        fig.add_trace(go.Bar(x=g["candidate"], y=g["ms"], name=label,
-                             hovertemplate=f"{label}: %{{y:,.0f}} ms<extra></extra>"))
+        fig.add_trace(
+            go.Bar(x=g["candidate"], y=g["ms"], name=label, hovertemplate=f"{label}: %{{y:,.0f}} ms<extra></extra>")
+        )
     fig.update_layout(barmode="stack")
     return _layout(fig, "candidate", "mean over requests ≥ p95 (ms)", title="What the slowest 5% wait for")
 
@@ -69,17 +92,31 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
     """Cost (USD/day) against predicted p95 (ms), one point per candidate that keeps up;
     the cheapest meeting the target starred."""
     ok = table.dropna(subset=["p95_ms"])
-    fig = go.Figure(go.Scatter(
-        x=ok["p95_ms"], y=ok["usd_per_day"], mode="markers+text", text=ok["candidate"], textposition="top center",
-        marker=dict(size=[18 if c else 11 for c in ok["cheapest"]], symbol=["star" if c else "circle" for c in ok["cheapest"]],
-                    color=[SEMANTIC["ok"] if m else SEMANTIC["warn"] for m in ok["meets_target"]]),
-        hovertemplate="%{text}: p95 %{x:,.0f} ms · $%{y:,.2f}/day<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Scatter(
+            x=ok["p95_ms"],
+            y=ok["usd_per_day"],
+            mode="markers+text",
+            text=ok["candidate"],
+            textposition="top center",
+            marker=dict(
+                size=[18 if c else 11 for c in ok["cheapest"]],
+                symbol=["star" if c else "circle" for c in ok["cheapest"]],
+                color=[SEMANTIC["ok"] if m else SEMANTIC["warn"] for m in ok["meets_target"]],
+            ),
+            hovertemplate="%{text}: p95 %{x:,.0f} ms · $%{y:,.2f}/day<extra></extra>",
+        )
+    )
     fig.add_vline(x=target_ms, line_dash="dash", line_color=SEMANTIC["error"])
     if _wide(pd.concat([ok["p95_ms"], pd.Series([target_ms])])):
         fig.update_xaxes(type="log", dtick=1)
-    return _layout(fig, "predicted p95 TTFT (ms) · dashed: target", "cost (USD/day)", title="Cost vs p95 (★ cheapest meeting the target)",
-                   showlegend=False)
+    return _layout(
+        fig,
+        "predicted p95 TTFT (ms) · dashed: target",
+        "cost (USD/day)",
+        title="Cost vs p95 (★ cheapest meeting the target)",
+        showlegend=False,
+    )
 
 
 def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
@@ -89,21 +126,25 @@ def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
     share_col = next((c for c in table.columns if c.startswith("share_within_")), None)
     rows = []
     for r in table.to_dict(orient="records"):
-        rows.append({
-            "Candidate": r["candidate"],
-            "Kind": r["kind"],
-            "TTFT p50": present.ms(r["p50_ms"]),
-            "TTFT p95": present.ms(r["p95_ms"]),
-            "TTFT p99": present.ms(r["p99_ms"]),
-            "Worst hourly p95": present.ms(r["worst_hour_p95_ms"]),
-            f"Requests within the {target_label} target": present.pct(r[share_col]) if share_col else present.MISSING,
-            "Meets the target": "yes" if r["meets_target"] else "no",
-            "GPU-hours": present.MISSING if present.is_missing(r["gpu_hours"]) else f"{r['gpu_hours']:,.1f}",
-            "Cost of the period": present.usd(r["cost_usd"]),
-            "Cost per day": present.usd(r["usd_per_day"]),
-            "Cheapest meeting the target": "★" if r["cheapest"] else "",
-            "Note": r["note"] or "",
-        })
+        rows.append(
+            {
+                "Candidate": r["candidate"],
+                "Kind": r["kind"],
+                "TTFT p50": present.ms(r["p50_ms"]),
+                "TTFT p95": present.ms(r["p95_ms"]),
+                "TTFT p99": present.ms(r["p99_ms"]),
+                "Worst hourly p95": present.ms(r["worst_hour_p95_ms"]),
+                f"Requests within the {target_label} target": present.pct(r[share_col])
+                if share_col
+                else present.MISSING,
+                "Meets the target": "yes" if r["meets_target"] else "no",
+                "GPU-hours": present.MISSING if present.is_missing(r["gpu_hours"]) else f"{r['gpu_hours']:,.1f}",
+                "Cost of the period": present.usd(r["cost_usd"]),
+                "Cost per day": present.usd(r["usd_per_day"]),
+                "Cheapest meeting the target": "★" if r["cheapest"] else "",
+                "Note": r["note"] or "",
+            }
+        )
     return pd.DataFrame(rows)
 
 

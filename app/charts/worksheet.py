@@ -42,9 +42,14 @@ def waterfall_figure(r: BudgetResult, interaction_label: str) -> go.Figure:
     fig.add_hline(y=0, line_width=1)
     if not math.isnan(r.prefill_needed_ms):
         # A dashed line across the bars, named in the legend below the chart rather than written over the bars.
-        fig.add_scatter(x=[names[0], names[-1]], y=[r.prefill_needed_ms] * 2, mode="lines", line={"dash": "dash", "color": "#555"},
-                        name=f"Prefill needed for the p95 prompt: {present.ms(r.prefill_needed_ms)}",
-                        hovertemplate=f"prefill needed: {present.ms(r.prefill_needed_ms)}<extra></extra>")
+        fig.add_scatter(
+            x=[names[0], names[-1]],
+            y=[r.prefill_needed_ms] * 2,
+            mode="lines",
+            line={"dash": "dash", "color": "#555"},
+            name=f"Prefill needed for the p95 prompt: {present.ms(r.prefill_needed_ms)}",
+            hovertemplate=f"prefill needed: {present.ms(r.prefill_needed_ms)}<extra></extra>",
+        )
     fig.update_layout(
         title=f"p95 TTFT budget: {interaction_label}",
         xaxis={"tickangle": 0},
@@ -63,6 +68,13 @@ def comparison_figure(rows: Sequence[dict]) -> go.Figure:
     fig = go.Figure()
     names = [row["worksheet"] for row in rows]
     for key, label in series.items():
-        fig.add_bar(name=label, x=names, y=[row[key] for row in rows], hovertemplate=f"{label}: %{{y:,.0f}} ms<extra>%{{x}}</extra>")
-    fig.update_layout(barmode="group", yaxis_title="ms", title="Saved worksheets side by side", height=420, legend_orientation="h")
+        fig.add_bar(
+            name=label,
+            x=names,
+            y=[row[key] for row in rows],
+            hovertemplate=f"{label}: %{{y:,.0f}} ms<extra>%{{x}}</extra>",
+        )
+    fig.update_layout(
+        barmode="group", yaxis_title="ms", title="Saved worksheets side by side", height=420, legend_orientation="h"
+    )
     return fig

@@ -51,5 +51,7 @@ def browser_rtt(targets: list[dict[str, str]], *, vantage: str, n: int = 10, tim
     )
     result = getattr(res, "result", None)
     remembered = getattr(res, "remembered_vantage", None)
-    return BrowserRtt(result=result if isinstance(result, dict) else None,
-                      remembered_vantage=remembered if isinstance(remembered, str) and remembered else None)
+    return BrowserRtt(
+        result=result if isinstance(result, dict) else None,
+        remembered_vantage=remembered if isinstance(remembered, str) and remembered else None,
+    )

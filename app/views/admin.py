@@ -12,9 +12,11 @@ from planner.store.audit import audit_log
 
 st.title("Admin")
 if not auth_enabled():
-    st.info("Sign-in is off: this is a single-user install and every change is recorded as the local user. "
-            "To share the dashboard with a team, add an `[auth]` section to `.streamlit/secrets.toml` and a roles "
-            "file (see docs/deploy.md).")
+    st.info(
+        "Sign-in is off: this is a single-user install and every change is recorded as the local user. "
+        "To share the dashboard with a team, add an `[auth]` section to `.streamlit/secrets.toml` and a roles "
+        "file (see docs/deploy.md)."
+    )
 if require("audit.read"):
     log = audit_log(engine())
     st.subheader("Audit log")
@@ -22,11 +24,13 @@ if require("audit.read"):
         st.caption("No change recorded yet.")
     else:
         shown = log.assign(at=[fmt_ms(v, fmt="%Y-%m-%d %H:%M:%S") for v in log["at_ms"]])[
-            ["at", "actor", "role", "action", "object_name", "detail"]]
+            ["at", "actor", "role", "action", "object_name", "detail"]
+        ]
         st.dataframe(present.display_frame(shown), hide_index=True, key="audit_log")
 st.subheader("Who may do what")
 role = current_role()
 st.caption(f"Your role: **{role or 'none'}**." if auth_enabled() else "Everyone is an admin while sign-in is off.")
-actions = pd.DataFrame([{"action": a, "least_role": str(r), "you": "yes" if can(a) else "no"}
-                        for a, r in ACTIONS.items()])
+actions = pd.DataFrame(
+    [{"action": a, "least_role": str(r), "you": "yes" if can(a) else "no"} for a, r in ACTIONS.items()]
+)
 st.dataframe(present.display_frame(actions), hide_index=True, key="auth_actions")

@@ -43,11 +43,15 @@ c1.metric("Rules", present.count(len(rules)))
 c2.metric("Series firing", present.count(firing))
 c3.metric("Series watched", present.count(len(series)))
 if not rules:
-    st.info("No alert rules yet. Add one below, or with `ttft-planner alerts add chat-p95 --interaction chat "
-            "--webhook-env TEAM_SLACK_WEBHOOK`.")
+    st.info(
+        "No alert rules yet. Add one below, or with `ttft-planner alerts add chat-p95 --interaction chat "
+        "--webhook-env TEAM_SLACK_WEBHOOK`."
+    )
 elif series.empty:
-    st.info("No rule has been evaluated yet: the worker evaluates them on its next tick "
-            "(or run `ttft-planner alerts evaluate`).")
+    st.info(
+        "No rule has been evaluated yet: the worker evaluates them on its next tick "
+        "(or run `ttft-planner alerts evaluate`)."
+    )
 else:
     shown = series.assign(
         state=series["state"].map(_STATE_ICON),
@@ -69,15 +73,27 @@ if rules:
                 f"**{md_text(r.name)}** — {md_text(str(r.kind))} over {format_value(r.kind, r.threshold)}"
                 + (f" ({md_text(r.interaction)} target)" if r.interaction else "")
                 + f" on {md_text(where)}; window {r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n}, "
-                f"clears {r.clear_margin:.0%} below · {md_text(channels)}")
+                f"clears {r.clear_margin:.0%} below · {md_text(channels)}"
+            )
             if r.webhook_env:
-                st.caption(f"`{md_text(r.webhook_env)}` is "
-                           + ("present" if os.environ.get(r.webhook_env) else "**missing** on this server"))
+                st.caption(
+                    f"`{md_text(r.webhook_env)}` is "
+                    + ("present" if os.environ.get(r.webhook_env) else "**missing** on this server")
+                )
             b1, b2, _ = st.columns([1, 1, 4])
-            if b1.button("Send test", key=f"alert_test_{r.id}", disabled=not channels_of(r) or not can("alert.write")) \
-                    and require("alert.write"):
-                notice = Notice(r, Transition.FIRING, "test-endpoint", "test", r.threshold, r.min_n,
-                                int(time.time() * 1000), test=True)
+            if b1.button(
+                "Send test", key=f"alert_test_{r.id}", disabled=not channels_of(r) or not can("alert.write")
+            ) and require("alert.write"):
+                notice = Notice(
+                    r,
+                    Transition.FIRING,
+                    "test-endpoint",
+                    "test",
+                    r.threshold,
+                    r.min_n,
+                    int(time.time() * 1000),
+                    test=True,
+                )
                 for channel, target in channels_of(r):
                     try:
                         send(channel, target, notice)
@@ -85,8 +101,11 @@ if rules:
                     except RuntimeError as exc:
                         st.error(f"Test by {channel} failed: {md_text(str(exc))}")
             confirm = b2.checkbox("Delete…", key=f"alert_del_confirm_{r.id}", disabled=not can("alert.write"))
-            if confirm and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary") \
-                    and require("alert.write"):
+            if (
+                confirm
+                and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary")
+                and require("alert.write")
+            ):
                 store.remove_rule(eng, r.name)
                 record("alert.write", r.name, "deleted")
                 st.rerun()
@@ -96,30 +115,57 @@ with st.expander("Add a rule", expanded=not rules):
     targets = {i.key: i.target_p95_ms for i in interactions()}
     with st.form("alert_add"):
         name = st.text_input("Name", placeholder="chat p95")
-        kind = st.selectbox("Kind", [k.value for k in AlertKind], key="alert_kind", format_func={
-            "p95_over": "p95 TTFT over a target (ms)", "error_rate_over": "error rate over (%)",
-            "no_success": "no successful sample for the window", "cold_over": "cold reading over (s)"}.get)
-        ep_choice = st.selectbox("Endpoint", [None, *endpoints], format_func=lambda i: "All endpoints"
-                                 if i is None else endpoints[i], key="alert_endpoint")
-        interaction = st.selectbox("Threshold from an interaction type's p95 target (p95 only)", ["", *targets],
-                                   format_func=lambda k: "— enter a threshold —" if not k
-                                   else f"{k} ({targets[k]:g} ms)", key="alert_interaction")
+        kind = st.selectbox(
+            "Kind",
+            [k.value for k in AlertKind],
+            key="alert_kind",
+            format_func={
+                "p95_over": "p95 TTFT over a target (ms)",
+                "error_rate_over": "error rate over (%)",
+                "no_success": "no successful sample for the window",
+                "cold_over": "cold reading over (s)",
+            }.get,
+        )
+        ep_choice = st.selectbox(
+            "Endpoint",
+            [None, *endpoints],
+            format_func=lambda i: "All endpoints" if i is None else endpoints[i],
+            key="alert_endpoint",
+        )
+        interaction = st.selectbox(
+            "Threshold from an interaction type's p95 target (p95 only)",
+            ["", *targets],
+            format_func=lambda k: "— enter a threshold —" if not k else f"{k} ({targets[k]:g} ms)",
+            key="alert_interaction",
+        )
         threshold = st.number_input("Threshold (ms, %, or s by kind)", min_value=0.0, value=0.0, key="alert_threshold")
         c1, c2, c3, c4 = st.columns(4)
         window_min = c1.number_input("Window (min)", min_value=0.1, value=15.0, key="alert_window")
         for_min = c2.number_input("For (min)", min_value=0.0, value=5.0, key="alert_for")
         min_n = c3.number_input("Min n", min_value=1, value=20, step=1, key="alert_min_n")
         clear_pct = c4.number_input("Clear margin (%)", min_value=0.0, max_value=90.0, value=10.0, key="alert_clear")
-        webhook_env = st.text_input("Webhook URL variable (its NAME; the URL holds a token and is never stored)",
-                                    key="alert_webhook_env")
+        webhook_env = st.text_input(
+            "Webhook URL variable (its NAME; the URL holds a token and is never stored)", key="alert_webhook_env"
+        )
         webhook_format = st.selectbox("Webhook body", WEBHOOK_FORMATS, key="alert_webhook_format")
         email_to = st.text_input("E-mail to (comma-separated; SMTP from the SMTP_* settings)", key="alert_email")
         if st.form_submit_button("Add rule", disabled=not can("alert.write")) and require("alert.write"):
             try:
-                rule = build_rule(name, kind, threshold=threshold or None, window_min=window_min, for_min=for_min,
-                                  min_n=int(min_n), clear_margin_pct=clear_pct, endpoint_id=ep_choice,
-                                  interaction=interaction, targets_ms=targets, webhook_env=webhook_env,
-                                  webhook_format=webhook_format, email_to=email_to)
+                rule = build_rule(
+                    name,
+                    kind,
+                    threshold=threshold or None,
+                    window_min=window_min,
+                    for_min=for_min,
+                    min_n=int(min_n),
+                    clear_margin_pct=clear_pct,
+                    endpoint_id=ep_choice,
+                    interaction=interaction,
+                    targets_ms=targets,
+                    webhook_env=webhook_env,
+                    webhook_format=webhook_format,
+                    email_to=email_to,
+                )
                 store.add_rule(eng, rule, int(time.time() * 1000))
             except ValueError as exc:
                 st.error(md_text(str(exc)))
@@ -132,16 +178,24 @@ with st.expander("Add a rule", expanded=not rules):
 history = store.alert_history(eng)
 if not history.empty:
     st.subheader("History")
-    st.dataframe(present.display_frame(
-        history.assign(at=[_when(v, "%Y-%m-%d %H:%M:%S") for v in history["at_ms"]])[
-            ["at", "transition", "rule", "endpoint", "vantage", "message"]]), hide_index=True, key="alert_history")
+    st.dataframe(
+        present.display_frame(
+            history.assign(at=[_when(v, "%Y-%m-%d %H:%M:%S") for v in history["at_ms"]])[
+                ["at", "transition", "rule", "endpoint", "vantage", "message"]
+            ]
+        ),
+        hide_index=True,
+        key="alert_history",
+    )
 deliveries = store.deliveries(eng)
 if not deliveries.empty:
     failed = deliveries[deliveries["delivered_at_ms"].isna()]
     st.subheader("Deliveries")
     if not failed.empty:
-        st.warning(f"{len(failed)} notification(s) not delivered yet; the last error is shown. Retried with backoff "
-                   "up to 5 attempts.")
+        st.warning(
+            f"{len(failed)} notification(s) not delivered yet; the last error is shown. Retried with backoff "
+            "up to 5 attempts."
+        )
     shown = deliveries.assign(
         delivered=[_when(v, "%H:%M:%S") for v in deliveries["delivered_at_ms"]],
         next_attempt=[_when(v, "%H:%M:%S") for v in deliveries["next_attempt_at_ms"]],

@@ -45,26 +45,40 @@ choices = {0: "Typed numbers"} | {u.id: f"{u.name} ({u.n_requests:,} requests)" 
 if st.session_state.get("cap_traffic") not in choices:  # first visit, or the kept choice was deleted
     st.session_state.pop("cap_traffic", None)
     st.session_state.cap_traffic = page_state.selected_log() if page_state.selected_log() in choices else 0
-traffic_id = st.selectbox("Token mix and traffic from", list(choices), format_func=choices.get, persist_state="session", bind="query-params", key="cap_traffic",
-                          help="Pick a request log uploaded on the Logs page, or type the numbers. Kept when you leave the page.")
+traffic_id = st.selectbox(
+    "Token mix and traffic from",
+    list(choices),
+    format_func=choices.get,
+    persist_state="session",
+    bind="query-params",
+    key="cap_traffic",
+    help="Pick a request log uploaded on the Logs page, or type the numbers. Kept when you leave the page.",
+)
 page_state.select_log(traffic_id)
 traffic = None
 if traffic_id:
     tz = viewer.time_zone()
     try:
         traffic = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz)
-        st.caption(f"From the log: {present.count(traffic.n_requests)} "
-                   f"requests over {present.count(traffic.covered_hours)} clock hours, "
-                   f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
-                   f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
-                   f"peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
-                   f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar).")
+        st.caption(
+            f"From the log: {present.count(traffic.n_requests)} "
+            f"requests over {present.count(traffic.covered_hours)} clock hours, "
+            f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
+            f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
+            f"peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
+            f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar)."
+        )
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")
 elif not uploads:
-    st.caption("No request log uploaded yet (Logs page): the typed numbers below stand in." + (f" Database: {db_error}" if db_error else ""))
+    st.caption(
+        "No request log uploaded yet (Logs page): the typed numbers below stand in."
+        + (f" Database: {db_error}" if db_error else "")
+    )
 
-tab_cost, tab_weights, tab_fit, tab_prefill, tab_pool = st.tabs(["Break-even", "Weight loading", "GPU fit", "Prefill", "Warm pool"])
+tab_cost, tab_weights, tab_fit, tab_prefill, tab_pool = st.tabs(
+    ["Break-even", "Weight loading", "GPU fit", "Prefill", "Warm pool"]
+)
 with tab_cost:
     cost_inputs = cost.render(traffic)
 with tab_weights:

@@ -34,8 +34,10 @@ from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
 
 st.title("Endpoints")
-st.caption("Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
-           "from every vantage that runs a worker. API keys are named by environment variable, never stored.")
+st.caption(
+    "Each endpoint is probed by the worker (`ttft-planner worker`, started by `ttft-planner serve`) every interval, "
+    "from every vantage that runs a worker. API keys are named by environment variable, never stored."
+)
 eng = engine()
 ss = st.session_state
 if "endpoints_flash" in ss:  # what the last action did (shown after the rerun that refreshed the table)
@@ -44,11 +46,23 @@ for line in ss.pop("endpoints_flash_errors", []):
     st.error(line)
 
 # The form's labels: a message names the field the way the form does, never the internal name.
-FIELD_LABELS = {"name": "Name", "provider": "Provider", "region": "Region", "base_url": "Base URL", "model": "Model",
-                "api_key_env": "API key env var", "protocol": "Protocol", "interval_s": "Probe interval",
-                "timeout_s": "Timeout", "prompt_tokens": "Prompt tokens", "max_tokens": "Max tokens",
-                "connection_policy": "Connection", "scale_down_window_s": "Scale-down window", "vantage": "Vantage",
-                "enabled": "Enabled"}
+FIELD_LABELS = {
+    "name": "Name",
+    "provider": "Provider",
+    "region": "Region",
+    "base_url": "Base URL",
+    "model": "Model",
+    "api_key_env": "API key env var",
+    "protocol": "Protocol",
+    "interval_s": "Probe interval",
+    "timeout_s": "Timeout",
+    "prompt_tokens": "Prompt tokens",
+    "max_tokens": "Max tokens",
+    "connection_policy": "Connection",
+    "scale_down_window_s": "Scale-down window",
+    "vantage": "Vantage",
+    "enabled": "Enabled",
+}
 
 
 def _message(exc: Exception) -> str:
@@ -74,7 +88,13 @@ now_ms = time.time() * 1000
 all_leases = lease.current(eng)
 leases = lease.live_leases(all_leases, now_ms)
 if leases:
-    st.caption("Workers running: " + ", ".join(f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}" for r in leases))
+    st.caption(
+        "Workers running: "
+        + ", ".join(
+            f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}"
+            for r in leases
+        )
+    )
 else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone
     report = worker_report(eng, default_vantage(), all_leases, int(now_ms), fmt_ms=viewer.fmt_ms)
     if report.level != "ok":
@@ -92,63 +112,128 @@ def _state(ep) -> str:
 
 
 if rows:
-    table = pd.DataFrame([{
-        "Name": e.name, "Status": _state(e), "Provider": e.provider or "—", "Region": e.region or "—",
-        "Protocol": e.protocol, "Base URL": e.base_url, "Model": e.model, "Key env var": e.api_key_env or "—",
-        "Interval (s)": f"{e.interval_s:,.0f}", "Timeout (s)": f"{e.timeout_s:,.0f}",
-        "Prompt tokens": f"{e.prompt_tokens:,}", "Max tokens": f"{e.max_tokens:,}", "Connection": e.connection_policy,
-        "Scale-down window (s)": "—" if e.scale_down_window_s is None else f"{e.scale_down_window_s:,.0f}",
-        "Enabled": "yes" if e.enabled else "no", "Vantage": e.vantage or "every worker",
-        "Simulated": "yes" if e.simulated else "no",
-    } for e in rows])
+    table = pd.DataFrame(
+        [
+            {
+                "Name": e.name,
+                "Status": _state(e),
+                "Provider": e.provider or "—",
+                "Region": e.region or "—",
+                "Protocol": e.protocol,
+                "Base URL": e.base_url,
+                "Model": e.model,
+                "Key env var": e.api_key_env or "—",
+                "Interval (s)": f"{e.interval_s:,.0f}",
+                "Timeout (s)": f"{e.timeout_s:,.0f}",
+                "Prompt tokens": f"{e.prompt_tokens:,}",
+                "Max tokens": f"{e.max_tokens:,}",
+                "Connection": e.connection_policy,
+                "Scale-down window (s)": "—" if e.scale_down_window_s is None else f"{e.scale_down_window_s:,.0f}",
+                "Enabled": "yes" if e.enabled else "no",
+                "Vantage": e.vantage or "every worker",
+                "Simulated": "yes" if e.simulated else "no",
+            }
+            for e in rows
+        ]
+    )
     wide = st.column_config.TextColumn(width="medium")
-    st.dataframe(table, hide_index=True, key="endpoints_table",
-                 column_config={"Name": st.column_config.TextColumn(width="medium", pinned=True), "Status": wide,
-                                "Base URL": wide, "Model": wide})
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="endpoints_table",
+        column_config={
+            "Name": st.column_config.TextColumn(width="medium", pinned=True),
+            "Status": wide,
+            "Base URL": wide,
+            "Model": wide,
+        },
+    )
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
-        st.info(f"Probed more often than their scale-down window, so the probes keep them warm: {md_text(', '.join(warm))}. "
-                "Use a cold reading (Probes page) to measure their cold start.", icon=":material/local_fire_department:")
+        st.info(
+            f"Probed more often than their scale-down window, so the probes keep them warm: {md_text(', '.join(warm))}. "
+            "Use a cold reading (Probes page) to measure their cold start.",
+            icon=":material/local_fire_department:",
+        )
     for e in rows:
         for s in statuses.get(e.id, []):
             if s["state"] == "failing" and s["consecutive_failures"] >= 3:
-                st.warning(md_text(f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
-                                   f"in a row — {s['detail']}"))
+                st.warning(
+                    md_text(
+                        f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
+                        f"in a row — {s['detail']}"
+                    )
+                )
 else:
     st.info("No endpoints yet. Add one below, or import a TOML file.")
 
 
 def _form(prefix: str, e=None) -> dict:
     """The endpoint fields as widgets (prefilled from `e`); returns their values."""
-    g = (lambda f, d: getattr(e, f) if e is not None else d)
+    g = lambda f, d: getattr(e, f) if e is not None else d
     c = st.columns(3)
     out = {
         "name": c[0].text_input("Name", g("name", ""), key=f"{prefix}_name"),
         "provider": c[1].text_input("Provider", g("provider", ""), key=f"{prefix}_provider"),
         "region": c[2].text_input("Region", g("region", ""), key=f"{prefix}_region"),
-        "base_url": c[0].text_input("Base URL", g("base_url", ""), key=f"{prefix}_base_url",
-                                    placeholder="https://api.example.com/v1", help="http:// or https:// only."),
+        "base_url": c[0].text_input(
+            "Base URL",
+            g("base_url", ""),
+            key=f"{prefix}_base_url",
+            placeholder="https://api.example.com/v1",
+            help="http:// or https:// only.",
+        ),
         "model": c[1].text_input("Model", g("model", ""), key=f"{prefix}_model"),
-        "api_key_env": c[2].text_input("API key env var (name, not the key)", g("api_key_env", ""), key=f"{prefix}_key",
-                                       placeholder="OPENAI_API_KEY"),
-        "protocol": c[0].selectbox("Protocol", PROTOCOLS, index=PROTOCOLS.index(g("protocol", "openai-chat")), key=f"{prefix}_protocol"),
-        "interval_s": c[1].number_input("Probe interval (s)", min_value=0.0, value=float(g("interval_s", 60.0)), key=f"{prefix}_interval",
-                                        help=f"At least {min_interval_s():g} s."),
-        "timeout_s": c[2].number_input("Timeout (s)", min_value=0.0, value=float(g("timeout_s", 30.0)), key=f"{prefix}_timeout"),
-        "prompt_tokens": c[0].number_input("Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"),
+        "api_key_env": c[2].text_input(
+            "API key env var (name, not the key)",
+            g("api_key_env", ""),
+            key=f"{prefix}_key",
+            placeholder="OPENAI_API_KEY",
+        ),
+        "protocol": c[0].selectbox(
+            "Protocol", PROTOCOLS, index=PROTOCOLS.index(g("protocol", "openai-chat")), key=f"{prefix}_protocol"
+        ),
+        "interval_s": c[1].number_input(
+            "Probe interval (s)",
+            min_value=0.0,
+            value=float(g("interval_s", 60.0)),
+            key=f"{prefix}_interval",
+            help=f"At least {min_interval_s():g} s.",
+        ),
+        "timeout_s": c[2].number_input(
+            "Timeout (s)", min_value=0.0, value=float(g("timeout_s", 30.0)), key=f"{prefix}_timeout"
+        ),
+        "prompt_tokens": c[0].number_input(
+            "Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"
+        ),
         "max_tokens": c[1].number_input("Max tokens", min_value=1, value=int(g("max_tokens", 64)), key=f"{prefix}_max"),
-        "connection_policy": c[2].selectbox("Connection", CONNECTION_POLICIES,
-                                            index=CONNECTION_POLICIES.index(g("connection_policy", "fresh")), key=f"{prefix}_conn"),
-        "scale_down_window_s": c[0].number_input("Scale-down window (s), if known", min_value=0.0, value=g("scale_down_window_s", None),
-                                                 key=f"{prefix}_window"),
+        "connection_policy": c[2].selectbox(
+            "Connection",
+            CONNECTION_POLICIES,
+            index=CONNECTION_POLICIES.index(g("connection_policy", "fresh")),
+            key=f"{prefix}_conn",
+        ),
+        "scale_down_window_s": c[0].number_input(
+            "Scale-down window (s), if known",
+            min_value=0.0,
+            value=g("scale_down_window_s", None),
+            key=f"{prefix}_window",
+        ),
         "vantage": c[1].text_input("Vantage (empty = every worker)", g("vantage", ""), key=f"{prefix}_vantage"),
         "enabled": c[2].checkbox("Enabled", value=bool(g("enabled", True)), key=f"{prefix}_enabled"),
     }
     return out
 
 
-_FORM_KEYS = {"name": "add_name", "provider": "add_provider", "region": "add_region", "base_url": "add_base_url",
-              "model": "add_model", "api_key_env": "add_key", "protocol": "add_protocol"}
+_FORM_KEYS = {
+    "name": "add_name",
+    "provider": "add_provider",
+    "region": "add_region",
+    "base_url": "add_base_url",
+    "model": "add_model",
+    "api_key_env": "add_key",
+    "protocol": "add_protocol",
+}
 
 
 def _fill_from_catalog() -> None:
@@ -170,25 +255,33 @@ def _catalog_picker() -> None:
     """Pick provider, model and region from assets/providers.toml; the key variable shows present/missing at once."""
     entries = {p.key: p for p in catalog()}
     c = st.columns(3)
-    key = c[0].selectbox("From the provider catalog", list(entries), key="cat_provider",
-                         format_func=lambda k: entries[k].provider)
+    key = c[0].selectbox(
+        "From the provider catalog", list(entries), key="cat_provider", format_func=lambda k: entries[k].provider
+    )
     entry = entries[key]
-    c[1].selectbox("Model", entry.models, key="cat_model",
-                   help="The catalog's model ids; edit the form to use another.")
+    c[1].selectbox(
+        "Model", entry.models, key="cat_model", help="The catalog's model ids; edit the form to use another."
+    )
     if entry.regions:
-        c[2].selectbox("Region", list(entry.regions), key="cat_region",
-                       index=list(entry.regions).index(entry.default_region))
+        c[2].selectbox(
+            "Region", list(entry.regions), key="cat_region", index=list(entry.regions).index(entry.default_region)
+        )
     else:
         ss.cat_region = ""
     for p in entry.params:
-        st.text_input(p.help or p.name, key=f"cat_param_{entry.key}_{p.name}",
-                      placeholder=f"from ${p.env}" if p.env else p.default,
-                      help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""))
+        st.text_input(
+            p.help or p.name,
+            key=f"cat_param_{entry.key}_{p.name}",
+            placeholder=f"from ${p.env}" if p.env else p.default,
+            help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""),
+        )
     status = key_status_for(entry.key_env, entry.protocol)
     shown = {"key set": "present", "key missing": "missing"}.get(status, status)
     key_line = f"Key variable `{entry.key_env}`: **{shown}**" if entry.key_env else f"Credentials: {shown}"
-    st.caption(f"{key_line} · {entry.front_door} front door · {md_text(entry.scale_to_zero)} "
-               f"· source: {md_text(entry.source)}, as of {entry.as_of}")
+    st.caption(
+        f"{key_line} · {entry.front_door} front door · {md_text(entry.scale_to_zero)} "
+        f"· source: {md_text(entry.source)}, as of {entry.as_of}"
+    )
     st.button("Fill the form", key="cat_fill", on_click=_fill_from_catalog, icon=":material/input:")
     if "cat_error" in ss:
         st.error(md_text(ss.pop("cat_error")))
@@ -198,13 +291,15 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
     _catalog_picker()
     with st.form("add_endpoint", clear_on_submit=False):
         values = _form("add")
-        if st.form_submit_button("Add endpoint", type="primary", disabled=not can("endpoint.write")) \
-                and require("endpoint.write"):
+        if st.form_submit_button("Add endpoint", type="primary", disabled=not can("endpoint.write")) and require(
+            "endpoint.write"
+        ):
             try:
                 row = add_endpoint(eng, values)
                 record("endpoint.write", row.name, f"created: {row.protocol} {row.model}")
-                ss.endpoints_flash = (f"Added {md_text(row.name)}: the worker starts probing it within a few seconds "
-                                      f"({key_status(row)}).")
+                ss.endpoints_flash = (
+                    f"Added {md_text(row.name)}: the worker starts probing it within a few seconds ({key_status(row)})."
+                )
                 _reset_form("add")
                 st.rerun()
             except EndpointError as exc:
@@ -220,8 +315,9 @@ if rows:
             values = _form(f"edit{current.id}", current)
             save, remove = st.columns(2)
             sure = remove.checkbox(f"Yes, remove {name} and all its samples", key=f"edit{current.id}_sure")
-            if save.form_submit_button("Save changes", type="primary", disabled=not can("endpoint.write")) \
-                    and require("endpoint.write"):
+            if save.form_submit_button("Save changes", type="primary", disabled=not can("endpoint.write")) and require(
+                "endpoint.write"
+            ):
                 try:
                     edit_endpoint(eng, name, values)
                     record("endpoint.write", name, "changed")
@@ -231,10 +327,13 @@ if rows:
                     st.error(md_text(_message(exc)))
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
-            if remove.form_submit_button("Remove endpoint and its samples", disabled=not can("endpoint.write")) \
-                    and require("endpoint.write"):
+            if remove.form_submit_button(
+                "Remove endpoint and its samples", disabled=not can("endpoint.write")
+            ) and require("endpoint.write"):
                 if not sure:
-                    st.warning(f"Tick “Yes, remove {md_text(name)} and all its samples” first: removing cannot be undone.")
+                    st.warning(
+                        f"Tick “Yes, remove {md_text(name)} and all its samples” first: removing cannot be undone."
+                    )
                 else:
                     try:
                         remove_endpoint(eng, name)
@@ -245,18 +344,30 @@ if rows:
                         show_store_failure(exc)
 
 with st.expander("Import / export (TOML, for keeping the list in git)", icon=":material/swap_vert:"):
-    st.download_button("Export endpoints.toml", export_toml(eng), file_name="endpoints.toml", mime="application/toml",
-                       on_click="ignore")
+    st.download_button(
+        "Export endpoints.toml",
+        export_toml(eng),
+        file_name="endpoints.toml",
+        mime="application/toml",
+        on_click="ignore",
+    )
     up = st.file_uploader("Import a TOML file of [[endpoint]] tables", type=["toml"], key="endpoints_import")
-    if up is not None and st.button("Import", key="endpoints_do_import", disabled=not can("endpoint.write")) \
-            and require("endpoint.write"):
+    if (
+        up is not None
+        and st.button("Import", key="endpoints_do_import", disabled=not can("endpoint.write"))
+        and require("endpoint.write")
+    ):
         try:
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
             record("endpoint.write", up.name, f"imported: added {len(res.added)}, updated {len(res.updated)}")
-            rejected = [md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected]
+            rejected = [
+                md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected
+            ]
             if res.added or res.updated:
-                ss.endpoints_flash = (f"Imported {md_text(up.name)}: added {len(res.added)}, updated {len(res.updated)}, "
-                                      f"rejected {len(res.rejected)}.")
+                ss.endpoints_flash = (
+                    f"Imported {md_text(up.name)}: added {len(res.added)}, updated {len(res.updated)}, "
+                    f"rejected {len(res.rejected)}."
+                )
                 ss.endpoints_flash_errors = rejected
                 st.rerun()  # the table above shows the imported endpoints
             st.info(f"Imported nothing from {md_text(up.name)}: rejected {len(res.rejected)}.")

@@ -29,8 +29,10 @@ REFRESH_S = 10
 REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}
 
 st.title("Probes")
-st.caption("Scheduled TTFT probes per endpoint and vantage. Queueing shows up as a time-of-day shape your own traffic "
-           "does not explain (segment 1); a cold reading times the weight load after a scale-down (segment 2).")
+st.caption(
+    "Scheduled TTFT probes per endpoint and vantage. Queueing shows up as a time-of-day shape your own traffic "
+    "does not explain (segment 1); a cold reading times the weight load after a scale-down (segment 2)."
+)
 eng = engine()
 URL = database_url()
 
@@ -86,8 +88,10 @@ def _keys(url: str) -> list[pq.SeriesKey]:
 
 keys = _keys(URL)
 if not keys:
-    st.info("No endpoints yet. Add one on the Endpoints page (or run `ttft-planner serve`, which registers the "
-            "built-in simulated endpoint).")
+    st.info(
+        "No endpoints yet. Add one on the Endpoints page (or run `ttft-planner serve`, which registers the "
+        "built-in simulated endpoint)."
+    )
     st.page_link("views/endpoints.py", label="Endpoints", icon=":material/dns:")
     st.stop()
 
@@ -107,31 +111,45 @@ worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time()
 if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running
     st.warning(worker_now.text, icon=":material/pause_circle:")
 if status and status["state"] == EndpointState.KEY_MISSING:
-    st.error(f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set.")
+    st.error(
+        f"Key missing: {md_text(status['detail'])}. The worker does not probe this endpoint until the variable is set."
+    )
 elif status and status["state"] == EndpointState.PAUSED:
-    st.info(f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
-            icon=":material/ac_unit:")
+    st.info(
+        f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
+        icon=":material/ac_unit:",
+    )
 elif status and status["state"] == EndpointState.FAILING:
     st.warning(f"Failing ({status['consecutive_failures']} in a row): {md_text(status['detail'])}")
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])
-if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled or not can("probe.now")) \
-        and require("probe.now"):
+if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled or not can("probe.now")) and require(
+    "probe.now"
+):
     try:
         create_request(eng, ep.id, RequestKind.PROBE_NOW, vantage=key.vantage)
         st.toast("Probe requested: the worker runs it within a second or two.")
     except STORE_FAILURES as exc:
         show_store_failure(exc)
 idle_default = suggested_idle_s(ep.scale_down_window_s)
-idle = b2.number_input("Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0,
-                       key=f"probes_idle_{ep.id}")
-if b3.button("Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled or not can("cold.request")) \
-        and require("cold.request"):
+idle = b2.number_input(
+    "Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0, key=f"probes_idle_{ep.id}"
+)
+if b3.button(
+    "Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled or not can("cold.request")
+) and require("cold.request"):
     try:
-        create_request(eng, ep.id, RequestKind.COLD_READING, vantage=key.vantage,
-                       idle_s=idle_seconds_for(ep.scale_down_window_s, idle))
-        st.toast(f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm.")
+        create_request(
+            eng,
+            ep.id,
+            RequestKind.COLD_READING,
+            vantage=key.vantage,
+            idle_s=idle_seconds_for(ep.scale_down_window_s, idle),
+        )
+        st.toast(
+            f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm."
+        )
     except (ColdReadingError, ValueError) as exc:
         st.error(md_text(exc))
     except STORE_FAILURES as exc:
@@ -146,29 +164,41 @@ def live_view() -> None:
     summ = _summary(URL, key, start_ms, end_ms)
     roll = summ["rollup"]  # None unless part of the range is only left as hourly rollups (older than retention)
     if roll:
+
         def day(ms: int) -> str:
             return fmt_ms(ms, tz)
 
-        raw_from = "no raw samples left" if roll["raw_first_ms"] is None else f"raw samples from {day(roll['raw_first_ms'])}"
-        st.info(f"**Part of this range is older than the raw-sample retention** and comes from hourly rollups: "
-                f"{roll['n_ok']:,} ok samples, {roll['n_failed']:,} failed, {roll['n_skipped']:,} skipped "
-                f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). Percentiles that include them "
-                f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
-                f"and CSV show raw samples only ({raw_from}).", icon=":material/history:")
+        raw_from = (
+            "no raw samples left" if roll["raw_first_ms"] is None else f"raw samples from {day(roll['raw_first_ms'])}"
+        )
+        st.info(
+            f"**Part of this range is older than the raw-sample retention** and comes from hourly rollups: "
+            f"{roll['n_ok']:,} ok samples, {roll['n_failed']:,} failed, {roll['n_skipped']:,} skipped "
+            f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). Percentiles that include them "
+            f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
+            f"and CSV show raw samples only ({raw_from}).",
+            icon=":material/history:",
+        )
     m = st.columns(6)
     m[0].metric("Samples (n)", present.count(summ["n"]), help=DEFINITION)
     for col, p in zip(m[1:5], (50, 90, 95, 99), strict=True):
         v = summ[f"p{p}_ms"]
         reliable = summ["reliable"].get(f"p{p}", False)
-        col.metric(f"p{p} TTFT" + ("" if reliable else " (too few)"), "—" if v is None else f"{v:,.0f} ms",
-                   help=f"nearest rank over n={summ['n']:,}" + ("" if reliable else "; not enough samples to trust it")
-                   + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""))
+        col.metric(
+            f"p{p} TTFT" + ("" if reliable else " (too few)"),
+            "—" if v is None else f"{v:,.0f} ms",
+            help=f"nearest rank over n={summ['n']:,}"
+            + ("" if reliable else "; not enough samples to trust it")
+            + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""),
+        )
     rate = summ["error_rate"]
     m[5].metric("error rate", present.pct(rate), help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
     st.caption(f"{DEFINITION} {window}.")
     if summ["n_rollup"]:
-        st.caption(f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
-                   "(never below the exact value).")
+        st.caption(
+            f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
+            "(never below the exact value)."
+        )
 
     mode, ts = _time_series(URL, key, start_ms, end_ms)
     st.plotly_chart(charts.time_series_figure(mode, ts, tz), key="probes_ts")
@@ -179,20 +209,35 @@ def live_view() -> None:
         cols = ["hour", "n", "p50_ms", "p95_ms", "failed", "error_rate", "skipped"] + (["n_rollup"] if roll else [])
         table = hours[cols].copy()
         table["hour"] = [f"{h:02d}:00" for h in table["hour"]]
-        st.dataframe(present.display_frame(table.rename(columns={"hour": f"Hour ({tz})", "n_rollup": "n from rollups",
-                                                                 "failed": "Failed", "skipped": "Skipped slots",
-                                                                 "p50_ms": "TTFT p50 (ms)", "p95_ms": "TTFT p95 (ms)"}),
-                                           {"error_rate": present.pct, "TTFT p50 (ms)": present.ms,
-                                            "TTFT p95 (ms)": present.ms}), hide_index=True)
+        st.dataframe(
+            present.display_frame(
+                table.rename(
+                    columns={
+                        "hour": f"Hour ({tz})",
+                        "n_rollup": "n from rollups",
+                        "failed": "Failed",
+                        "skipped": "Skipped slots",
+                        "p50_ms": "TTFT p50 (ms)",
+                        "p95_ms": "TTFT p95 (ms)",
+                    }
+                ),
+                {"error_rate": present.pct, "TTFT p50 (ms)": present.ms, "TTFT p95 (ms)": present.ms},
+            ),
+            hide_index=True,
+        )
 
     queue = queueing_segment(hours)
-    seg1 = segment1_figure(hours, series=key.label, tz=tz, window=window,
-                           measured_at_ms=min(end_ms, int(time.time() * 1000)))
+    seg1 = segment1_figure(
+        hours, series=key.label, tz=tz, window=window, measured_at_ms=min(end_ms, int(time.time() * 1000))
+    )
     if seg1 is not None and roll:
-        seg1 = dataclasses.replace(seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}")
+        seg1 = dataclasses.replace(
+            seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}"
+        )
     readings = _cold_readings(URL, key.endpoint_id, key.vantage)
     done = readings[readings["state"] == ColdState.DONE] if len(readings) else readings
     seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None
+
     def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str, note: str = "") -> None:
         st.subheader(f"Segment {n}: {title}")
         if note:
@@ -208,35 +253,64 @@ def live_view() -> None:
 
     s1, s2 = st.columns(2)
     with s1:
-        segment_card(1, "queueing", "queue_ms", seg1, "worst-hour p95 − quietest-hour p50",
-                     queue.reason or "Cannot be computed from this range.",
-                     "Worst hour's p95 − the quietest other hour's p50, over hours with n ≥ 20; cold-reading probes "
-                     "and skipped slots never enter.")
+        segment_card(
+            1,
+            "queueing",
+            "queue_ms",
+            seg1,
+            "worst-hour p95 − quietest-hour p50",
+            queue.reason or "Cannot be computed from this range.",
+            "Worst hour's p95 − the quietest other hour's p50, over hours with n ≥ 20; cold-reading probes "
+            "and skipped slots never enter.",
+        )
     with s2:
-        warm_note = (f"The probe interval ({ep.interval_s:g} s) is shorter than the scale-down window "
-                     f"({ep.scale_down_window_s:g} s), so scheduled probes keep this endpoint warm and never see a cold "
-                     "start: a cold reading measures it.") if self_warm else ""
-        segment_card(2, "cold start", "cold_ms", seg2, "latest cold − warm", "No completed cold reading yet: take one above.",
-                     warm_note)
+        warm_note = (
+            (
+                f"The probe interval ({ep.interval_s:g} s) is shorter than the scale-down window "
+                f"({ep.scale_down_window_s:g} s), so scheduled probes keep this endpoint warm and never see a cold "
+                "start: a cold reading measures it."
+            )
+            if self_warm
+            else ""
+        )
+        segment_card(
+            2,
+            "cold start",
+            "cold_ms",
+            seg2,
+            "latest cold − warm",
+            "No completed cold reading yet: take one above.",
+            warm_note,
+        )
     if len(readings):
-        show = pd.DataFrame({
-            f"Requested ({tz})": [fmt_ms(v, tz) for v in readings["requested_at_ms"]],
-            "State": readings["state"].astype(str).str.capitalize(),
-            "Idle before (s)": [present.seconds(v, 0) for v in readings["idle_s"]],
-            "Cold TTFT (ms)": [present.ms(v) for v in readings["cold_ttft_ms"]],
-            "Warm TTFT (ms)": [present.ms(v) for v in readings["warm_ttft_ms"]],
-            "Cold − warm (ms)": [present.ms(v) for v in readings["cold_minus_warm_ms"]],
-            "Attempts": [present.count(v) for v in readings["cold_attempts"]],
-            "503 answers": [present.count(v) for v in readings["cold_status_503"]],
-            "Detail": [present.MISSING if present.is_missing(v) or not str(v) else str(v) for v in readings["detail"]],
-        })
+        show = pd.DataFrame(
+            {
+                f"Requested ({tz})": [fmt_ms(v, tz) for v in readings["requested_at_ms"]],
+                "State": readings["state"].astype(str).str.capitalize(),
+                "Idle before (s)": [present.seconds(v, 0) for v in readings["idle_s"]],
+                "Cold TTFT (ms)": [present.ms(v) for v in readings["cold_ttft_ms"]],
+                "Warm TTFT (ms)": [present.ms(v) for v in readings["warm_ttft_ms"]],
+                "Cold − warm (ms)": [present.ms(v) for v in readings["cold_minus_warm_ms"]],
+                "Attempts": [present.count(v) for v in readings["cold_attempts"]],
+                "503 answers": [present.count(v) for v in readings["cold_status_503"]],
+                "Detail": [
+                    present.MISSING if present.is_missing(v) or not str(v) else str(v) for v in readings["detail"]
+                ],
+            }
+        )
         st.dataframe(show, hide_index=True)
     reqs = _latest_requests(URL, key.endpoint_id)
     if len(reqs):
-        st.caption("Latest requests: " + " · ".join(md_text(
-            f"{REQUEST_KINDS.get(r.kind, r.kind)} {r.status}"
-            + ("" if present.is_missing(r.detail) or not str(r.detail) else f": {r.detail}"))
-            for r in reqs.itertuples()))
+        st.caption(
+            "Latest requests: "
+            + " · ".join(
+                md_text(
+                    f"{REQUEST_KINDS.get(r.kind, r.kind)} {r.status}"
+                    + ("" if present.is_missing(r.detail) or not str(r.detail) else f": {r.detail}")
+                )
+                for r in reqs.itertuples()
+            )
+        )
 
     left, right = st.columns(2)
     with left:
@@ -255,7 +329,12 @@ if st.button("Prepare CSV of the raw samples", icon=":material/download:"):
 prepared = st.session_state.get("probes_csv")
 if prepared is not None and prepared[0] == csv_for:
     vantage_part = f"-{key.vantage}" if key.vantage else ""
-    st.download_button("Download CSV", prepared[1], file_name=f"probes-{key.endpoint_name}{vantage_part}-{start_d}-{end_d}.csv",
-                       mime="text/csv", on_click="ignore")
+    st.download_button(
+        "Download CSV",
+        prepared[1],
+        file_name=f"probes-{key.endpoint_name}{vantage_part}-{start_d}-{end_d}.csv",
+        mime="text/csv",
+        on_click="ignore",
+    )
 elif prepared is not None:
     st.caption("The CSV prepared earlier was for another endpoint or range: prepare it again for this one.")

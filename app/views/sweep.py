@@ -20,15 +20,24 @@ st.caption(
 eng = engine()
 runs = load_sweep_runs(eng)
 if runs.empty:
-    st.info("No sweeps stored yet. Run `ttft-planner sweep … --store` against an endpoint (or the built-in simulator: "
-            "`ttft-planner simulate`), then come back.")
+    st.info(
+        "No sweeps stored yet. Run `ttft-planner sweep … --store` against an endpoint (or the built-in simulator: "
+        "`ttft-planner simulate`), then come back."
+    )
     st.stop()
 
 
 def _run_label(r) -> str:
     unit = "concurrent" if r.mode == "concurrency" else "req/s"
-    knee = "no target" if r.target_p95_ms is None else (
-        f"knee {r.knee_load:g} {unit}" if r.knee_load == r.knee_load and r.knee_load is not None else "over the target at once")
+    knee = (
+        "no target"
+        if r.target_p95_ms is None
+        else (
+            f"knee {r.knee_load:g} {unit}"
+            if r.knee_load == r.knee_load and r.knee_load is not None
+            else "over the target at once"
+        )
+    )
     return f"#{r.id} · {r.model} at {r.base_url} · {r.mode} · {knee} · {fmt_ms(r.started_at_ms)} {zone_label()}"
 
 
@@ -41,24 +50,53 @@ knee = None if present.is_missing(run["knee_load"]) else float(run["knee_load"])
 target = None if present.is_missing(run["target_p95_ms"]) else float(run["target_p95_ms"])
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Knee", "—" if knee is None else f"{knee:g} {unit}",
-          help="The last load whose p95 TTFT stayed within the target.")
+c1.metric(
+    "Knee", "—" if knee is None else f"{knee:g} {unit}", help="The last load whose p95 TTFT stayed within the target."
+)
 c2.metric("p95 target", present.ms(target))
 c3.metric("Steps", present.count(len(steps)))
-c4.metric("Client CPU per request", present.ms(run["client_cpu_ms_per_request"], 2),
-          help="CPU time of the sweeping process per request: how light the load generator is.")
+c4.metric(
+    "Client CPU per request",
+    present.ms(run["client_cpu_ms_per_request"], 2),
+    help="CPU time of the sweeping process per request: how light the load generator is.",
+)
 if target is not None and knee is None:
     st.warning("p95 was over the target already at the first step: start the sweep at a lower load.")
 st.plotly_chart(sweep_figure(steps, unit=unit, target_p95_ms=target, knee_load=knee), key="sweep_curve")
 
-table = steps[["load", "n_sent", "n_ok", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "error_rate", "offered_rps",
-               "achieved_rps", "send_lag_p95_ms", "client_cpu_ms_per_request"]]
-st.dataframe(present.display_frame(table, {
-    "ttft_p50_ms": present.ms, "ttft_p95_ms": present.ms, "ttft_p99_ms": present.ms, "error_rate": present.pct,
-    "offered_rps": lambda v: present.rate(v, "req/s", 2), "achieved_rps": lambda v: present.rate(v, "req/s", 2),
-    "send_lag_p95_ms": lambda v: present.ms(v, 1), "client_cpu_ms_per_request": lambda v: present.ms(v, 2),
-    "n_sent": present.count, "n_ok": present.count,
-}), hide_index=True)
+table = steps[
+    [
+        "load",
+        "n_sent",
+        "n_ok",
+        "ttft_p50_ms",
+        "ttft_p95_ms",
+        "ttft_p99_ms",
+        "error_rate",
+        "offered_rps",
+        "achieved_rps",
+        "send_lag_p95_ms",
+        "client_cpu_ms_per_request",
+    ]
+]
+st.dataframe(
+    present.display_frame(
+        table,
+        {
+            "ttft_p50_ms": present.ms,
+            "ttft_p95_ms": present.ms,
+            "ttft_p99_ms": present.ms,
+            "error_rate": present.pct,
+            "offered_rps": lambda v: present.rate(v, "req/s", 2),
+            "achieved_rps": lambda v: present.rate(v, "req/s", 2),
+            "send_lag_p95_ms": lambda v: present.ms(v, 1),
+            "client_cpu_ms_per_request": lambda v: present.ms(v, 2),
+            "n_sent": present.count,
+            "n_ok": present.count,
+        },
+    ),
+    hide_index=True,
+)
 errors = {k: v for e in steps["errors_json"] for k, v in json.loads(e or "{}").items()}
 if errors:
     st.caption("Failures by class: " + ", ".join(f"{k} {v}" for k, v in errors.items()))
@@ -67,7 +105,8 @@ st.caption(
     f"max {run['max_tokens']} output "
     f"tokens, {present.seconds(run['step_duration_s'])} per step, seed {run['seed']}, measured from "
     f"“{run['vantage']}” with ttft-planner {run['tool_version']}"
-    + (f", key from ${run['api_key_env']}" if run["api_key_env"] else "") + ". Percentiles are nearest-rank over "
+    + (f", key from ${run['api_key_env']}" if run["api_key_env"] else "")
+    + ". Percentiles are nearest-rank over "
     "successful requests; a p95 from fewer than 20 requests is the largest value. Send lag above a few ms means the "
     "client, not the endpoint, was the bottleneck."
 )
@@ -78,14 +117,22 @@ ok_steps = steps[steps["ttft_p95_ms"].notna()]
 if len(ok_steps) >= 2:
     lo, hi = float(ok_steps["load"].min()), float(ok_steps["load"].max())
     at_load = st.slider(f"Your expected load ({unit})", min_value=lo, max_value=hi, value=lo, key="sweep_at_load")
-    fig = queueing_p95_ms(list(ok_steps["load"]), list(ok_steps["ttft_p95_ms"]), at_load,
-                          detail=f"sweep #{run_id} ({run['model']}): p95 at {at_load:g} {unit} minus p95 at {lo:g}",
-                          n=int(ok_steps["n_ok"].sum()), measured_at_ms=int(run["finished_at_ms"]))
-    st.metric("Queueing p95", present.ms(fig.value), help="What the load adds to p95 TTFT on this endpoint, "
-              "interpolated between the swept steps (never extrapolated).")
+    fig = queueing_p95_ms(
+        list(ok_steps["load"]),
+        list(ok_steps["ttft_p95_ms"]),
+        at_load,
+        detail=f"sweep #{run_id} ({run['model']}): p95 at {at_load:g} {unit} minus p95 at {lo:g}",
+        n=int(ok_steps["n_ok"].sum()),
+        measured_at_ms=int(run["finished_at_ms"]),
+    )
+    st.metric(
+        "Queueing p95",
+        present.ms(fig.value),
+        help="What the load adds to p95 TTFT on this endpoint, "
+        "interpolated between the swept steps (never extrapolated).",
+    )
     if st.button("Use for worksheet", key="sweep_use", type="primary"):
         worksheet_state.offer("queue_ms", fig)
         st.switch_page("views/worksheet.py")
 else:
     st.caption("A queueing figure needs two or more steps with a p95.")
-

@@ -28,7 +28,12 @@ DEFAULT_SPECS = (
     "dedicated:name=dedicated 1×8,replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40"
 )
 
-_RATE_LABELS = {"prefill_tokens_per_s": "prefill", "decode_tokens_per_s": "decode", "rtt_ms": "network RTT", "cold_start_s": "cold start"}
+_RATE_LABELS = {
+    "prefill_tokens_per_s": "prefill",
+    "decode_tokens_per_s": "decode",
+    "rtt_ms": "network RTT",
+    "cold_start_s": "cold start",
+}
 
 
 def _fmt(f: Figure) -> str:
@@ -48,8 +53,7 @@ ss = st.session_state
 
 # ---- the traffic: an upload, a stored upload or a sample
 left, right = st.columns([3, 2])
-files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files",
-                           type=list(UPLOAD_EXTENSIONS))
+files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
 with right:
     options = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
@@ -57,8 +61,16 @@ with right:
     labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
     if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
         ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
-    picked = st.selectbox("…or a stored upload / sample", options, key="wi_source", format_func=lambda o: labels[o],
-                          index=None, placeholder="choose a log", persist_state="session", bind="query-params")
+    picked = st.selectbox(
+        "…or a stored upload / sample",
+        options,
+        key="wi_source",
+        format_func=lambda o: labels[o],
+        index=None,
+        placeholder="choose a log",
+        persist_state="session",
+        bind="query-params",
+    )
     if picked and picked[0] == "stored":
         page_state.select_log(picked[1])
 source = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
@@ -69,21 +81,51 @@ targets = {i.key: i for i in worksheet_state.interaction_types(worksheet)}
 if ss.get("wi_interaction") not in targets:
     ss.wi_interaction = worksheet.interaction
 c2, c3, c4 = st.columns([2, 1, 1])
-interaction = c2.selectbox("Target", list(targets), key="wi_interaction",
-                           format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
-                           help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.")
-growth = c3.number_input("Growth ×", min_value=0.05, max_value=100.0, value=1.0, step=0.25, key="wi_growth", persist_state="session", bind="query-params",
-                         help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).")
-only_busiest = c4.checkbox("Busiest day only", key="wi_busiest", persist_state="session", bind="query-params",
-                           help=f"Replay the calendar day ({tz}) with the most requests.")
+interaction = c2.selectbox(
+    "Target",
+    list(targets),
+    key="wi_interaction",
+    format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
+    help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.",
+)
+growth = c3.number_input(
+    "Growth ×",
+    min_value=0.05,
+    max_value=100.0,
+    value=1.0,
+    step=0.25,
+    key="wi_growth",
+    persist_state="session",
+    bind="query-params",
+    help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).",
+)
+only_busiest = c4.checkbox(
+    "Busiest day only",
+    key="wi_busiest",
+    persist_state="session",
+    bind="query-params",
+    help=f"Replay the calendar day ({tz}) with the most requests.",
+)
 
-specs_text = st.text_area("Candidates (one per line)", DEFAULT_SPECS, height=110, key="wi_specs", persist_state="session", bind="query-params",
-                          help="serverless: " + ", ".join(SERVERLESS_KEYS) + " · dedicated: " + ", ".join(DEDICATED_KEYS)
-                          + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.")
+specs_text = st.text_area(
+    "Candidates (one per line)",
+    DEFAULT_SPECS,
+    height=110,
+    key="wi_specs",
+    persist_state="session",
+    bind="query-params",
+    help="serverless: "
+    + ", ".join(SERVERLESS_KEYS)
+    + " · dedicated: "
+    + ", ".join(DEDICATED_KEYS)
+    + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.",
+)
 defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
 if defaults:
-    st.caption(f"Keys a candidate leaves out come from your worksheet “{worksheet.name}”: "
-               + " · ".join(f"{k} = {_fmt(f)} ({f.describe(tz)})" for k, f in defaults.items()))
+    st.caption(
+        f"Keys a candidate leaves out come from your worksheet “{worksheet.name}”: "
+        + " · ".join(f"{k} = {_fmt(f)} ({f.describe(tz)})" for k, f in defaults.items())
+    )
 
 if source is None:
     st.info("Upload a request log, or pick a stored upload (Logs page) or a sample, to start.")
@@ -117,7 +159,9 @@ if ss.wi_error:
 deployments, problems = [], []
 for i, line in enumerate(l for l in specs_text.splitlines() if l.strip()):
     try:
-        deployments.append(parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults))
+        deployments.append(
+            parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults)
+        )
     except SpecError as exc:
         problems.append(str(exc))
 names = [d.name for d in deployments]
@@ -143,13 +187,21 @@ with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidate
 target = result.interaction
 scope = f", busiest day {day}" if day else ""
 period_h = max((c.period_h for c in result.candidates if c.ok), default=0.0)
-st.caption(f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
-           f"percentiles nearest-rank; hours with n < 20 are hollow in the chart.")
+st.caption(
+    f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
+    f"percentiles nearest-rank; hours with n < 20 are hollow in the chart."
+)
 if result.cheapest:
-    st.success(f"Cheapest candidate meeting the {target.label} target (p95 ≤ {target.target_p95_ms:,.0f} ms at every hour): "
-               f"**{md_text(result.cheapest)}**", icon=":material/verified:")
+    st.success(
+        f"Cheapest candidate meeting the {target.label} target (p95 ≤ {target.target_p95_ms:,.0f} ms at every hour): "
+        f"**{md_text(result.cheapest)}**",
+        icon=":material/verified:",
+    )
 else:
-    st.warning(f"No candidate meets the {target.label} target of {target.target_p95_ms:,.0f} ms at p95.", icon=":material/warning:")
+    st.warning(
+        f"No candidate meets the {target.label} target of {target.target_p95_ms:,.0f} ms at p95.",
+        icon=":material/warning:",
+    )
 for c in result.candidates:
     if not c.ok:
         st.error(f"**{md_text(c.name)}** {md_text(c.message)}", icon=":material/block:")
@@ -161,7 +213,16 @@ g2.plotly_chart(segments_figure(result.segments_frame()), key="wi_segments")
 st.plotly_chart(cost_vs_p95_figure(table, target.target_p95_ms), key="wi_cost")
 with st.expander("Where each candidate's rates come from", icon=":material/info:"):
     for d in deployments:
-        figs = {k: getattr(d, k) for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "rtt_ms", "cold_start_s") if hasattr(d, k)}
-        st.markdown(f"**{md_text(d.name)}** — " + md_text(" · ".join(f"{_RATE_LABELS[k]} {_fmt(f)} ({f.describe(tz)})" for k, f in figs.items())))
-    st.caption("The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
-               "no decode interference): see docs/whatif-model.md.")
+        figs = {
+            k: getattr(d, k)
+            for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "rtt_ms", "cold_start_s")
+            if hasattr(d, k)
+        }
+        st.markdown(
+            f"**{md_text(d.name)}** — "
+            + md_text(" · ".join(f"{_RATE_LABELS[k]} {_fmt(f)} ({f.describe(tz)})" for k, f in figs.items()))
+        )
+    st.caption(
+        "The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
+        "no decode interference): see docs/whatif-model.md."
+    )

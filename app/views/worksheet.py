@@ -70,11 +70,20 @@ _VERDICT = {"ok": "fits", "warn": "prompt too long", "error": "over budget"}
 def _row(r: dict) -> dict:
     """One per-interaction row as the page shows it: labelled columns, formatted numbers with units."""
     mx = r.get("max_prompt_tokens_p95")
-    return {"Interaction": r["interaction"], "Target": present.ms(r.get("target_ms")),
-            "Prefill budget": present.ms(r.get("prefill_budget_ms")), "Needed": present.ms(r.get("prefill_needed_ms")),
-            "Max p95 prompt": ("no budget" if (r.get("prefill_budget_ms") or 0) <= 0 else
-                                   "unlimited" if mx is not None and math.isinf(mx) else present.tokens(mx)),
-            "Verdict": _VERDICT.get(r["verdict"], r["verdict"])}
+    return {
+        "Interaction": r["interaction"],
+        "Target": present.ms(r.get("target_ms")),
+        "Prefill budget": present.ms(r.get("prefill_budget_ms")),
+        "Needed": present.ms(r.get("prefill_needed_ms")),
+        "Max p95 prompt": (
+            "no budget"
+            if (r.get("prefill_budget_ms") or 0) <= 0
+            else "unlimited"
+            if mx is not None and math.isinf(mx)
+            else present.tokens(mx)
+        ),
+        "Verdict": _VERDICT.get(r["verdict"], r["verdict"]),
+    }
 
 
 st.title("TTFT worksheet")
@@ -91,14 +100,28 @@ with inputs:
     labels = dict(ss.ws_labels)
     if ss.get("interaction") not in options:
         ss.interaction = ss.ws_interaction if ss.ws_interaction in options else options[0]
-    st.selectbox("Interaction type", options, format_func=lambda k: labels.get(k, k), key="interaction",
-                 persist_state="session", on_change=_on_interaction, help="Each interaction type has its own p95 target.")
+    st.selectbox(
+        "Interaction type",
+        options,
+        format_func=lambda k: labels.get(k, k),
+        key="interaction",
+        persist_state="session",
+        on_change=_on_interaction,
+        help="Each interaction type has its own p95 target.",
+    )
     interaction = ss.interaction
     ss.ws_interaction = interaction
     if "target_ms" not in ss:
         ss.target_ms = ss.ws_targets[interaction]
-    target_ms = st.number_input("p95 TTFT target (ms)", min_value=0.0, step=50.0, format="%.0f", key="target_ms", persist_state="session",
-                                help=HELP_OF["target_ms"])
+    target_ms = st.number_input(
+        "p95 TTFT target (ms)",
+        min_value=0.0,
+        step=50.0,
+        format="%.0f",
+        key="target_ms",
+        persist_state="session",
+        help=HELP_OF["target_ms"],
+    )
     ss.ws_targets[interaction] = target_ms
 
     def figure_input(field: str, label: str, **kwargs) -> float:
@@ -114,11 +137,18 @@ with inputs:
         return value
 
     st.subheader("Segments you cannot choose away")
-    seg_ms = {field: figure_input(field, f"{label} (ms)", min_value=0.0, step=10.0, format="%.0f") for field, label in SEGMENTS.items()}
+    seg_ms = {
+        field: figure_input(field, f"{label} (ms)", min_value=0.0, step=10.0, format="%.0f")
+        for field, label in SEGMENTS.items()
+    }
     st.subheader("Prefill")
-    prefill_tps = figure_input("prefill_tokens_per_s", "Prefill rate (uncached prompt tokens/s)", min_value=0.0, step=500.0, format="%.0f")
+    prefill_tps = figure_input(
+        "prefill_tokens_per_s", "Prefill rate (uncached prompt tokens/s)", min_value=0.0, step=500.0, format="%.0f"
+    )
     prompt_p95 = figure_input("prompt_tokens_p95", "p95 prompt (tokens)", min_value=0.0, step=250.0, format="%.0f")
-    cache_hit = figure_input("cache_hit_fraction", "Prefix-cache hit rate (0–1)", min_value=0.0, max_value=1.0, step=0.05, format="%.2f")
+    cache_hit = figure_input(
+        "cache_hit_fraction", "Prefix-cache hit rate (0–1)", min_value=0.0, max_value=1.0, step=0.05, format="%.2f"
+    )
 
     with st.expander("Add an interaction type", expanded=bool(ss.get("add_interaction_error"))):
         st.text_input("Name", key="new_interaction_label", placeholder="e.g. Code review bot")
@@ -151,11 +181,17 @@ with results:
         m1, m2 = st.columns(2)
         m3, _ = st.columns(2)
         m1.metric("Prefill budget", present.ms(result.prefill_budget_ms))
-        m2.metric("Prefill needed", present.ms(result.prefill_needed_ms),
-                  help="For the uncached part of the p95 prompt: p95 prompt × (1 − cache-hit rate) ÷ prefill rate.")
+        m2.metric(
+            "Prefill needed",
+            present.ms(result.prefill_needed_ms),
+            help="For the uncached part of the p95 prompt: p95 prompt × (1 − cache-hit rate) ÷ prefill rate.",
+        )
         mx = result.max_prompt_tokens_p95
-        m3.metric("Largest p95 prompt", "no budget" if result.prefill_budget_ms <= 0 else "unlimited" if math.isinf(mx) else present.tokens(mx),
-                  help="The longest p95 prompt (cached and uncached tokens) whose uncached part fits the prefill budget.")
+        m3.metric(
+            "Largest p95 prompt",
+            "no budget" if result.prefill_budget_ms <= 0 else "unlimited" if math.isinf(mx) else present.tokens(mx),
+            help="The longest p95 prompt (cached and uncached tokens) whose uncached part fits the prefill budget.",
+        )
         st.plotly_chart(waterfall_figure(result, ss.ws_labels.get(interaction, interaction)), key="waterfall")
         if not problem:
             st.markdown("**The same segments against every interaction type**")

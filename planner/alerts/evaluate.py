@@ -77,21 +77,38 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
             event = None
             if transition is not None:
                 notice = Notice(judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
-                event = store.AlertEventRow(rule_id=int(rule.id or 0), endpoint_id=key.endpoint_id,
-                                            vantage=key.vantage, transition=str(transition), value=obs.value,
-                                            threshold=judged.threshold, n=obs.n, window_s=rule.window_s,
-                                            message=message(notice)[:1000], at_ms=now_ms)
+                event = store.AlertEventRow(
+                    rule_id=int(rule.id or 0),
+                    endpoint_id=key.endpoint_id,
+                    vantage=key.vantage,
+                    transition=str(transition),
+                    value=obs.value,
+                    threshold=judged.threshold,
+                    n=obs.n,
+                    window_s=rule.window_s,
+                    message=message(notice)[:1000],
+                    at_ms=now_ms,
+                )
                 result.transitions.append((rule.name, key.label, str(transition)))
-            store.save_evaluation(engine, rule, key.endpoint_id, key.vantage, status, now_ms, event,
-                                  channels_of(rule) if event is not None else [])
+            store.save_evaluation(
+                engine,
+                rule,
+                key.endpoint_id,
+                key.vantage,
+                status,
+                now_ms,
+                event,
+                channels_of(rule) if event is not None else [],
+            )
             result.series += 1
     if deliver:
         deliver_due(engine, now_ms, result, vantage=vantage)
     return result
 
 
-def deliver_due(engine: Engine, now_ms: int, result: PassResult | None = None, *,
-                vantage: str | None = None) -> PassResult:
+def deliver_due(
+    engine: Engine, now_ms: int, result: PassResult | None = None, *, vantage: str | None = None
+) -> PassResult:
     """Send every delivery that is due (of `vantage`'s series when given); a failure is stored with its reason and
     retried after a backoff."""
     result = result or PassResult()
@@ -103,16 +120,28 @@ def deliver_due(engine: Engine, now_ms: int, result: PassResult | None = None, *
         rule = rules.get(e.rule_id)
         if rule is None:
             continue
-        notice = Notice(_threshold_in_window(rule), Transition(e.transition), names.get(e.endpoint_id, "?"),
-                        e.vantage, e.value, e.n, e.at_ms)
+        notice = Notice(
+            _threshold_in_window(rule),
+            Transition(e.transition),
+            names.get(e.endpoint_id, "?"),
+            e.vantage,
+            e.value,
+            e.n,
+            e.at_ms,
+        )
         try:
             send(d.channel, d.target, notice)
         except RuntimeError as exc:
             attempts = d.attempts + 1
             retry = attempts < MAX_ATTEMPTS
             wait_s = BACKOFF_S[min(attempts - 1, len(BACKOFF_S) - 1)]
-            store.record_attempt(engine, int(d.id or 0), now_ms=now_ms, error=str(exc),
-                                 next_attempt_at_ms=now_ms + int(wait_s * 1000) if retry else None)
+            store.record_attempt(
+                engine,
+                int(d.id or 0),
+                now_ms=now_ms,
+                error=str(exc),
+                next_attempt_at_ms=now_ms + int(wait_s * 1000) if retry else None,
+            )
             result.failed.append(f"{d.channel} {d.target}: {exc}" + ("" if retry else " (given up)"))
             continue
         store.record_attempt(engine, int(d.id or 0), now_ms=now_ms, error="", next_attempt_at_ms=None)

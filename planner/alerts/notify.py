@@ -18,8 +18,7 @@ import httpx
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
 
-__all__ = ["BACKOFF_S", "MAX_ATTEMPTS", "Notice", "WEBHOOK_FORMATS", "channels_of", "format_value", "message",
-           "send"]
+__all__ = ["BACKOFF_S", "MAX_ATTEMPTS", "Notice", "WEBHOOK_FORMATS", "channels_of", "format_value", "message", "send"]
 
 
 WEBHOOK_FORMATS = ("json", "slack", "teams")
@@ -58,8 +57,12 @@ def format_value(kind: AlertKind, v: float | None) -> str:
     return f"{v:,.1f} {'min' if kind is AlertKind.NO_SUCCESS else 's'}"
 
 
-_WHAT = {AlertKind.P95_OVER: "p95 TTFT", AlertKind.ERROR_RATE_OVER: "error rate",
-         AlertKind.NO_SUCCESS: "time since the last successful sample", AlertKind.COLD_OVER: "cold-start TTFT"}
+_WHAT = {
+    AlertKind.P95_OVER: "p95 TTFT",
+    AlertKind.ERROR_RATE_OVER: "error rate",
+    AlertKind.NO_SUCCESS: "time since the last successful sample",
+    AlertKind.COLD_OVER: "cold-start TTFT",
+}
 
 
 def message(n: Notice) -> str:
@@ -69,11 +72,16 @@ def message(n: Notice) -> str:
     where = f"{n.endpoint} @ {n.vantage or 'default vantage'}"
     target = f" ({r.interaction} target)" if r.interaction else ""
     shown = format_value(r.kind, r.threshold)
-    cmp = (f"is over {shown}{target}" if n.transition is Transition.FIRING
-           else f"is back under {format_value(r.kind, r.clear_below)} (threshold {shown})")
+    cmp = (
+        f"is over {shown}{target}"
+        if n.transition is Transition.FIRING
+        else f"is back under {format_value(r.kind, r.clear_below)} (threshold {shown})"
+    )
     sample = f", n={n.n}" if r.kind in (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER) else ""
-    return (f"[{head}] {r.name}: {_WHAT[r.kind]} on {where} {cmp}: {format_value(r.kind, n.value)}{sample} "
-            f"over the last {r.window_s / 60:g} min. {n.link}")
+    return (
+        f"[{head}] {r.name}: {_WHAT[r.kind]} on {where} {cmp}: {format_value(r.kind, n.value)}{sample} "
+        f"over the last {r.window_s / 60:g} min. {n.link}"
+    )
 
 
 def webhook_body(fmt: str, n: Notice) -> dict:
@@ -81,12 +89,29 @@ def webhook_body(fmt: str, n: Notice) -> dict:
     if fmt == "slack":
         return {"text": text}
     if fmt == "teams":  # an Office 365 connector card (also accepted by Teams workflow webhooks)
-        return {"@type": "MessageCard", "@context": "https://schema.org/extensions", "summary": text[:120],
-                "themeColor": "D70000" if n.transition is Transition.FIRING else "2EB886", "text": text}
+        return {
+            "@type": "MessageCard",
+            "@context": "https://schema.org/extensions",
+            "summary": text[:120],
+            "themeColor": "D70000" if n.transition is Transition.FIRING else "2EB886",
+            "text": text,
+        }
     r = n.rule
-    return {"status": str(n.transition), "rule": r.name, "kind": str(r.kind), "endpoint": n.endpoint,
-            "vantage": n.vantage, "value": n.value, "threshold": r.threshold, "unit": r.unit, "n": n.n,
-            "window_s": r.window_s, "at_ms": n.at_ms, "url": n.link, "text": text}
+    return {
+        "status": str(n.transition),
+        "rule": r.name,
+        "kind": str(r.kind),
+        "endpoint": n.endpoint,
+        "vantage": n.vantage,
+        "value": n.value,
+        "threshold": r.threshold,
+        "unit": r.unit,
+        "n": n.n,
+        "window_s": r.window_s,
+        "at_ms": n.at_ms,
+        "url": n.link,
+        "text": text,
+    }
 
 
 def channels_of(rule: Rule) -> list[tuple[str, str]]:

@@ -46,8 +46,7 @@ class Transition(StrEnum):
     RESOLVED = "resolved"
 
 
-UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min",
-         AlertKind.COLD_OVER: "s"}
+UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min", AlertKind.COLD_OVER: "s"}
 
 
 @dataclass(frozen=True)
@@ -113,18 +112,31 @@ def step(rule: Rule, prev: SeriesStatus, obs: Observation, now_ms: int) -> tuple
             return SeriesStatus(AlertState.OK, now_ms, obs.value, obs.n), Transition.RESOLVED
         return seen, None
     if not breach:
-        return SeriesStatus(AlertState.OK, prev.since_ms if prev.state is AlertState.OK else now_ms,
-                            obs.value, obs.n), None
+        return SeriesStatus(
+            AlertState.OK, prev.since_ms if prev.state is AlertState.OK else now_ms, obs.value, obs.n
+        ), None
     since = prev.since_ms if prev.state is AlertState.PENDING and prev.since_ms is not None else now_ms
     if now_ms - since >= rule.for_s * 1000:
         return SeriesStatus(AlertState.FIRING, now_ms, obs.value, obs.n), Transition.FIRING
     return SeriesStatus(AlertState.PENDING, since, obs.value, obs.n), None
 
 
-def build_rule(name: str, kind: AlertKind | str, *, threshold: float | None, window_min: float, for_min: float,
-               min_n: int, clear_margin_pct: float = 10.0, endpoint_id: int | None = None, interaction: str = "",
-               targets_ms: dict[str, float] | None = None, webhook_env: str = "", webhook_format: str = "json",
-               email_to: str = "") -> Rule:
+def build_rule(
+    name: str,
+    kind: AlertKind | str,
+    *,
+    threshold: float | None,
+    window_min: float,
+    for_min: float,
+    min_n: int,
+    clear_margin_pct: float = 10.0,
+    endpoint_id: int | None = None,
+    interaction: str = "",
+    targets_ms: dict[str, float] | None = None,
+    webhook_env: str = "",
+    webhook_format: str = "json",
+    email_to: str = "",
+) -> Rule:
     """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
     with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction."""
     kind = AlertKind(kind)
@@ -141,15 +153,27 @@ def build_rule(name: str, kind: AlertKind | str, *, threshold: float | None, win
     if kind is AlertKind.NO_SUCCESS:
         threshold = window_min
     if threshold is None or not threshold > 0:
-        raise ValueError(f"threshold: give a number > 0 for {kind.value}"
-                         + (" (or an interaction type)" if kind is AlertKind.P95_OVER else ""))
+        raise ValueError(
+            f"threshold: give a number > 0 for {kind.value}"
+            + (" (or an interaction type)" if kind is AlertKind.P95_OVER else "")
+        )
     if kind is AlertKind.ERROR_RATE_OVER:
         if threshold >= 100:
             raise ValueError(f"threshold {threshold:g} %: an error rate is below 100 %")
         threshold /= 100.0
     if webhook_env and not webhook_env.replace("_", "").isalnum():
         raise ValueError(f"webhook variable {webhook_env!r}: give the NAME of an environment variable, not the URL")
-    return Rule(name=name, kind=kind, threshold=float(threshold), window_s=window_min * 60, for_s=for_min * 60,
-                min_n=int(min_n), clear_margin=clear_margin_pct / 100, endpoint_id=endpoint_id,
-                interaction=interaction, webhook_env=webhook_env.strip(), webhook_format=webhook_format,
-                email_to=email_to.strip())
+    return Rule(
+        name=name,
+        kind=kind,
+        threshold=float(threshold),
+        window_s=window_min * 60,
+        for_s=for_min * 60,
+        min_n=int(min_n),
+        clear_margin=clear_margin_pct / 100,
+        endpoint_id=endpoint_id,
+        interaction=interaction,
+        webhook_env=webhook_env.strip(),
+        webhook_format=webhook_format,
+        email_to=email_to.strip(),
+    )

@@ -58,7 +58,9 @@ def _num(name: str, value: Any, *, positive: bool = False) -> float:
     return v
 
 
-def blended_usd_per_mtok(mix: TokenMix, input_usd_per_mtok: float, cached_input_usd_per_mtok: float, output_usd_per_mtok: float) -> float:
+def blended_usd_per_mtok(
+    mix: TokenMix, input_usd_per_mtok: float, cached_input_usd_per_mtok: float, output_usd_per_mtok: float
+) -> float:
     """Blended serverless price (USD per 1M tokens of any kind) for a token mix.
 
     Raises CapacityError for negative prices or an empty mix (no tokens at all).
@@ -66,7 +68,11 @@ def blended_usd_per_mtok(mix: TokenMix, input_usd_per_mtok: float, cached_input_
     p_in = _num("input price ($/1M tokens)", input_usd_per_mtok)
     p_cached = _num("cached-input price ($/1M tokens)", cached_input_usd_per_mtok)
     p_out = _num("output price ($/1M tokens)", output_usd_per_mtok)
-    for name, v in (("uncached prompt tokens", mix.uncached_input_tokens), ("cached prompt tokens", mix.cached_input_tokens), ("output tokens", mix.output_tokens)):
+    for name, v in (
+        ("uncached prompt tokens", mix.uncached_input_tokens),
+        ("cached prompt tokens", mix.cached_input_tokens),
+        ("output tokens", mix.output_tokens),
+    ):
         _num(f"token mix: {name}", v)
     total = mix.total_tokens
     if total <= 0:
@@ -74,7 +80,9 @@ def blended_usd_per_mtok(mix: TokenMix, input_usd_per_mtok: float, cached_input_
     return (mix.uncached_input_tokens * p_in + mix.cached_input_tokens * p_cached + mix.output_tokens * p_out) / total
 
 
-def capacity_tokens_per_hour(capacity_tokens_per_min: float, *, counts_cached: bool = True, mix: TokenMix | None = None) -> float:
+def capacity_tokens_per_hour(
+    capacity_tokens_per_min: float, *, counts_cached: bool = True, mix: TokenMix | None = None
+) -> float:
     """Sustained replica capacity in billed tokens per hour (TPM × 60).
 
     With counts_cached=False the TPM counts only computed tokens (uncached prompt + output) and is
@@ -89,11 +97,15 @@ def capacity_tokens_per_hour(capacity_tokens_per_min: float, *, counts_cached: b
         raise CapacityError("a capacity that excludes cached tokens needs a token mix to convert it")
     computed = mix.uncached_input_tokens + mix.output_tokens
     if computed <= 0:
-        raise CapacityError("the token mix has no uncached or output tokens, so a capacity in computed tokens cannot be converted")
+        raise CapacityError(
+            "the token mix has no uncached or output tokens, so a capacity in computed tokens cannot be converted"
+        )
     return per_hour * mix.total_tokens / computed
 
 
-def break_even_utilisation(node_usd_per_hour: float, blended_usd_per_mtok_: float, capacity_tokens_per_hour_: float) -> float:
+def break_even_utilisation(
+    node_usd_per_hour: float, blended_usd_per_mtok_: float, capacity_tokens_per_hour_: float
+) -> float:
     """u* = H / (P × C/1e6): the busy fraction at which a dedicated replica costs the same as serverless.
 
     Returns math.inf when the serverless price is 0 (dedicated never breaks even).
@@ -123,7 +135,9 @@ def cost_per_mtok_at(node_usd_per_hour: float, capacity_tokens_per_hour_: float,
     c = _num("capacity (tokens/h)", capacity_tokens_per_hour_, positive=True)
     u = _num("utilisation", utilisation)
     if u == 0:
-        raise CapacityError(f"no traffic: an idle replica still costs ${h:,.2f}/h, so a dedicated token has no finite price")
+        raise CapacityError(
+            f"no traffic: an idle replica still costs ${h:,.2f}/h, so a dedicated token has no finite price"
+        )
     if u > 1:
         raise CapacityError(f"utilisation must be at most 1 (100%), got {u:g}")
     return h / (u * c / 1e6)
@@ -183,14 +197,18 @@ class CostInputs:
         if int(self.gpus_per_replica) != self.gpus_per_replica or self.gpus_per_replica < 1:
             raise CapacityError(f"GPUs per replica must be a whole number ≥ 1, got {self.gpus_per_replica!r}")
         if self.min_replicas < 0 or self.max_replicas < 1 or self.min_replicas > self.max_replicas:
-            raise CapacityError(f"replicas: need 0 ≤ minimum ≤ maximum and maximum ≥ 1, got {self.min_replicas}..{self.max_replicas}")
+            raise CapacityError(
+                f"replicas: need 0 ≤ minimum ≤ maximum and maximum ≥ 1, got {self.min_replicas}..{self.max_replicas}"
+            )
         if len(self.hourly_tokens) != 24:
             raise CapacityError(f"the traffic profile needs 24 hourly values, got {len(self.hourly_tokens)}")
         for i, t in enumerate(self.hourly_tokens):
             _num(f"traffic at hour {i} (tokens/h)", t)
         _num("growth factor", self.growth_factor)
         capacity_tokens_per_hour(self.capacity_tokens_per_min, counts_cached=self.capacity_counts_cached, mix=self.mix)
-        blended_usd_per_mtok(self.mix, self.input_usd_per_mtok, self.cached_input_usd_per_mtok, self.output_usd_per_mtok)
+        blended_usd_per_mtok(
+            self.mix, self.input_usd_per_mtok, self.cached_input_usd_per_mtok, self.output_usd_per_mtok
+        )
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -239,16 +257,22 @@ class BreakEven:
         if math.isinf(u):
             return f"Serverless costs nothing at this price, so {article} {node} never breaks even."
         if math.isclose(u, 1.0, rel_tol=1e-9, abs_tol=1e-12):
-            return (f"Break-even only at 100% utilisation: {article} {node} "
-                    f"matches serverless (${self.blended_usd_per_mtok:.3f}/1M) "
-                    "only if it is never idle, so in practice serverless is cheaper.")
+            return (
+                f"Break-even only at 100% utilisation: {article} {node} "
+                f"matches serverless (${self.blended_usd_per_mtok:.3f}/1M) "
+                "only if it is never idle, so in practice serverless is cheaper."
+            )
         if u > 1:
-            return (f"Serverless is cheaper at any utilisation: even 100% busy, {article} {node} costs "
-                    f"${self.dedicated_usd_per_mtok_at_full_load:.3f}/1M tokens vs ${self.blended_usd_per_mtok:.3f}"
-                    f"/1M serverless (u* = {u:.2f}).")
-        return (f"Dedicated is cheaper above {u:.0%} utilisation of {article} {node} "
-                f"(≥ {self.break_even_tokens_per_month / 1e9:,.2f}B tokens/month "
-                f"per replica at ${self.blended_usd_per_mtok:.3f}/1M).")
+            return (
+                f"Serverless is cheaper at any utilisation: even 100% busy, {article} {node} costs "
+                f"${self.dedicated_usd_per_mtok_at_full_load:.3f}/1M tokens vs ${self.blended_usd_per_mtok:.3f}"
+                f"/1M serverless (u* = {u:.2f})."
+            )
+        return (
+            f"Dedicated is cheaper above {u:.0%} utilisation of {article} {node} "
+            f"(≥ {self.break_even_tokens_per_month / 1e9:,.2f}B tokens/month "
+            f"per replica at ${self.blended_usd_per_mtok:.3f}/1M)."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -260,8 +284,12 @@ class BreakEven:
 def break_even(inputs: CostInputs) -> BreakEven:
     """Break-even of one replica of `inputs`. Raises CapacityError naming the bad input."""
     inputs.validate()
-    p = blended_usd_per_mtok(inputs.mix, inputs.input_usd_per_mtok, inputs.cached_input_usd_per_mtok, inputs.output_usd_per_mtok)
-    c = capacity_tokens_per_hour(inputs.capacity_tokens_per_min, counts_cached=inputs.capacity_counts_cached, mix=inputs.mix)
+    p = blended_usd_per_mtok(
+        inputs.mix, inputs.input_usd_per_mtok, inputs.cached_input_usd_per_mtok, inputs.output_usd_per_mtok
+    )
+    c = capacity_tokens_per_hour(
+        inputs.capacity_tokens_per_min, counts_cached=inputs.capacity_counts_cached, mix=inputs.mix
+    )
     h = inputs.node_usd_per_hour
     return BreakEven(
         node_usd_per_hour=h,
@@ -283,12 +311,14 @@ def monthly_cost_curve(inputs: CostInputs, points: int = 101) -> pd.DataFrame:
     be = break_even(inputs)
     us = [i / (points - 1) for i in range(points)]
     tokens = [u * be.capacity_tokens_per_hour * HOURS_PER_MONTH for u in us]
-    return pd.DataFrame({
-        "utilisation": us,
-        "tokens_per_month": tokens,
-        "serverless_usd_per_month": [t / 1e6 * be.blended_usd_per_mtok for t in tokens],
-        "dedicated_usd_per_month": [be.node_usd_per_hour * HOURS_PER_MONTH] * points,
-    })
+    return pd.DataFrame(
+        {
+            "utilisation": us,
+            "tokens_per_month": tokens,
+            "serverless_usd_per_month": [t / 1e6 * be.blended_usd_per_mtok for t in tokens],
+            "dedicated_usd_per_month": [be.node_usd_per_hour * HOURS_PER_MONTH] * points,
+        }
+    )
 
 
 def hybrid_by_hour(inputs: CostInputs, base_replicas: int) -> pd.DataFrame:
@@ -308,7 +338,18 @@ def hybrid_by_hour(inputs: CostInputs, base_replicas: int) -> pd.DataFrame:
         ded = base_replicas * be.node_usd_per_hour
         srv = overflow / 1e6 * be.blended_usd_per_mtok
         rows.append((hour, t, served, overflow, ded, srv, ded + srv))
-    return pd.DataFrame(rows, columns=["hour", "tokens_per_hour", "dedicated_tokens", "overflow_tokens", "dedicated_usd", "serverless_usd", "total_usd"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "hour",
+            "tokens_per_hour",
+            "dedicated_tokens",
+            "overflow_tokens",
+            "dedicated_usd",
+            "serverless_usd",
+            "total_usd",
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -318,20 +359,23 @@ class CostSummary:
     break_even: BreakEven
     monthly_tokens: float
     peak_tokens_per_hour: float
-    replicas_for_peak: int           # replicas to serve the peak hour dedicated-only (≥ min_replicas)
-    replicas_capped: bool            # the peak needs more than max_replicas
-    traffic_utilisation: float       # mean traffic / (replicas_for_peak × capacity); 0 with no traffic
+    replicas_for_peak: int  # replicas to serve the peak hour dedicated-only (≥ min_replicas)
+    replicas_capped: bool  # the peak needs more than max_replicas
+    traffic_utilisation: float  # mean traffic / (replicas_for_peak × capacity); 0 with no traffic
     serverless_usd_per_month: float
-    dedicated_usd_per_month: float   # replicas_for_peak (capped at max) kept up all month
-    dedicated_usd_per_mtok: float | None   # None with no traffic
+    dedicated_usd_per_month: float  # replicas_for_peak (capped at max) kept up all month
+    dedicated_usd_per_mtok: float | None  # None with no traffic
     hybrid_base_replicas: int
     hybrid_usd_per_month: float
     notes: tuple[str, ...]
 
     @property
     def cheapest(self) -> str:
-        options = {"serverless": self.serverless_usd_per_month, "dedicated": self.dedicated_usd_per_month,
-                   "hybrid": self.hybrid_usd_per_month}
+        options = {
+            "serverless": self.serverless_usd_per_month,
+            "dedicated": self.dedicated_usd_per_month,
+            "hybrid": self.hybrid_usd_per_month,
+        }
         return min(options, key=options.__getitem__)
 
     def to_dict(self) -> dict[str, Any]:
@@ -352,12 +396,18 @@ def summarize(inputs: CostInputs) -> CostSummary:
     monthly = inputs.monthly_tokens
     peak = max(traffic)
     notes: list[str] = []
-    need = max(inputs.min_replicas, math.ceil(peak / be.capacity_tokens_per_hour - 1e-12)) if peak > 0 else inputs.min_replicas
+    need = (
+        max(inputs.min_replicas, math.ceil(peak / be.capacity_tokens_per_hour - 1e-12))
+        if peak > 0
+        else inputs.min_replicas
+    )
     capped = need > inputs.max_replicas
     replicas = min(need, inputs.max_replicas)
     if capped:
-        notes.append(f"The peak hour needs {need} replicas but the maximum is {inputs.max_replicas}"
-                     f": dedicated-only would queue or drop the excess.")
+        notes.append(
+            f"The peak hour needs {need} replicas but the maximum is {inputs.max_replicas}"
+            f": dedicated-only would queue or drop the excess."
+        )
     mean = sum(traffic) / 24.0
     util = mean / (replicas * be.capacity_tokens_per_hour) if replicas and mean > 0 else 0.0
     serverless = monthly / 1e6 * be.blended_usd_per_mtok
@@ -373,4 +423,6 @@ def summarize(inputs: CostInputs) -> CostSummary:
         usd = float(hybrid_by_hour(inputs, n)["total_usd"].sum()) * HOURS_PER_MONTH / 24.0
         if usd < best_usd - 1e-9:
             best_n, best_usd = n, usd
-    return CostSummary(be, monthly, peak, replicas, capped, util, serverless, dedicated, per_mtok, best_n, best_usd, tuple(notes))
+    return CostSummary(
+        be, monthly, peak, replicas, capped, util, serverless, dedicated, per_mtok, best_n, best_usd, tuple(notes)
+    )

@@ -45,10 +45,10 @@ class GpuFit:
     kv_gb: float
     total_gb: float
     usable_gb_per_gpu: float
-    min_gpus: int                  # ceil(total / usable per GPU), ignoring TP constraints
-    tp_gpus: int | None            # smallest TP degree in TP_DEGREES that fits; None = not on one node
-    headroom_gb: float | None      # free usable memory on tp_gpus GPUs
-    max_sequences: int | None      # concurrent sequences at this context that fit on tp_gpus
+    min_gpus: int  # ceil(total / usable per GPU), ignoring TP constraints
+    tp_gpus: int | None  # smallest TP degree in TP_DEGREES that fits; None = not on one node
+    headroom_gb: float | None  # free usable memory on tp_gpus GPUs
+    max_sequences: int | None  # concurrent sequences at this context that fit on tp_gpus
     message: str
 
     @property
@@ -61,8 +61,16 @@ class GpuFit:
         return d
 
 
-def fit(model: ModelSpec, gpu: GpuSpec, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16", context_tokens: int = 32_768,
-        concurrent_sequences: int = 1, usable_fraction: float = 0.9) -> GpuFit:
+def fit(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    *,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    context_tokens: int = 32_768,
+    concurrent_sequences: int = 1,
+    usable_fraction: float = 0.9,
+) -> GpuFit:
     """Fit `model` on `gpu`: weights (params × bytes) + KV (bytes/token × context × sequences) vs usable HBM.
 
     Raises CapacityError for a context or sequence count < 1, a usable fraction outside (0, 1], or a GPU
@@ -82,19 +90,45 @@ def fit(model: ModelSpec, gpu: GpuSpec, *, weight_dtype: str = "bf16", kv_dtype:
     usable = gpu.hbm_gb * usable_fraction
     min_gpus = max(1, math.ceil(total / usable - 1e-12))
     tp = next((n for n in TP_DEGREES if n >= min_gpus), None)
-    what = (f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + "
-            f"KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)")
+    what = (
+        f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + "
+        f"KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)"
+    )
     if tp is None:
         node = TP_DEGREES[-1]
-        return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, None, None, None,
-                      f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
-                      f"it needs at least {min_gpus} GPUs across nodes. "
-                      f"Quantise the weights, shorten the context or serve fewer sequences.")
+        return GpuFit(
+            model.label,
+            gpu.label,
+            weights,
+            kv_tok,
+            kv,
+            total,
+            usable,
+            min_gpus,
+            None,
+            None,
+            None,
+            f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
+            f"it needs at least {min_gpus} GPUs across nodes. "
+            f"Quantise the weights, shorten the context or serve fewer sequences.",
+        )
     headroom = tp * usable - total
     max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
-    return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, tp, headroom, max_seq,
-                  f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
-                  f"(room for {max_seq:,} sequences of {context_tokens:,} tokens).")
+    return GpuFit(
+        model.label,
+        gpu.label,
+        weights,
+        kv_tok,
+        kv,
+        total,
+        usable,
+        min_gpus,
+        tp,
+        headroom,
+        max_seq,
+        f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
+        f"(room for {max_seq:,} sequences of {context_tokens:,} tokens).",
+    )
 
 
 def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Any) -> pd.DataFrame:
@@ -102,6 +136,16 @@ def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Any) -> pd.Da
     rows = []
     for g in gpus:
         f = fit(model, g, **kwargs)
-        rows.append({"gpu": g.label, "hbm_gb": g.hbm_gb, "total_gb": f.total_gb, "min_gpus": f.min_gpus, "tp_gpus": f.tp_gpus,
-                     "headroom_gb": f.headroom_gb, "max_sequences": f.max_sequences, "fits": f.fits})
+        rows.append(
+            {
+                "gpu": g.label,
+                "hbm_gb": g.hbm_gb,
+                "total_gb": f.total_gb,
+                "min_gpus": f.min_gpus,
+                "tp_gpus": f.tp_gpus,
+                "headroom_gb": f.headroom_gb,
+                "max_sequences": f.max_sequences,
+                "fits": f.fits,
+            }
+        )
     return pd.DataFrame(rows)

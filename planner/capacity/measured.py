@@ -34,9 +34,13 @@ def measured_slopes(engine: Engine, since_ms: int | None = None) -> list[Measure
     Endpoints whose fit has no positive slope are left out (they measured no prefill cost).
     """
     s, e = ProbeSampleRow.__table__, EndpointRow.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit it
-    q = (sa.select(e.c.name, s.c.prompt_tokens, s.c.cached_tokens, s.c.prompt_tokens_requested, s.c.ttft_ms, s.c.started_at_ms)
-         .join(e, e.c.id == s.c.endpoint_id)
-         .where(s.c.ok.is_(True), s.c.cached_series.is_(False), s.c.kind != "cold", s.c.ttft_ms.is_not(None)))
+    q = (
+        sa.select(
+            e.c.name, s.c.prompt_tokens, s.c.cached_tokens, s.c.prompt_tokens_requested, s.c.ttft_ms, s.c.started_at_ms
+        )
+        .join(e, e.c.id == s.c.endpoint_id)
+        .where(s.c.ok.is_(True), s.c.cached_series.is_(False), s.c.kind != "cold", s.c.ttft_ms.is_not(None))
+    )
     if since_ms is not None:
         q = q.where(s.c.started_at_ms >= since_ms)
     points: dict[str, list[tuple[float, float]]] = defaultdict(list)

@@ -67,16 +67,24 @@ class PrefillEstimate:
     prompt_tokens: float
     uncached_tokens: float
     time_s: float
-    tokens_per_s: float           # uncached tokens / time (0 when nothing is computed)
-    attention_fraction: float     # attention FLOPs / all FLOPs
+    tokens_per_s: float  # uncached tokens / time (0 when nothing is computed)
+    attention_fraction: float  # attention FLOPs / all FLOPs
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def estimate(model: ModelSpec, gpu: GpuSpec, prompt_tokens: float, *, dtype: str = "bf16", mfu: float = 0.5, gpus: int = 1,
-             cache_hit_fraction: float = 0.0) -> PrefillEstimate:
+def estimate(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    prompt_tokens: float,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 0.5,
+    gpus: int = 1,
+    cache_hit_fraction: float = 0.0,
+) -> PrefillEstimate:
     """Model-based prefill time for one prompt (8B, 8K tokens, H100 BF16, MFU 0.5 → ≈ 0.30 s).
 
     Raises CapacityError for a bad MFU, GPU count, cache-hit rate, or a dtype the GPU lacks (FP8 on A100).
@@ -99,8 +107,16 @@ def rate_from_slope(ms_per_1k_tokens: float) -> float:
     return 1e6 / ms_per_1k_tokens
 
 
-def max_prompt_tokens(model: ModelSpec, gpu: GpuSpec, budget_ms: float, *, dtype: str = "bf16", mfu: float = 0.5, gpus: int = 1,
-                      cache_hit_fraction: float = 0.0) -> float:
+def max_prompt_tokens(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    budget_ms: float,
+    *,
+    dtype: str = "bf16",
+    mfu: float = 0.5,
+    gpus: int = 1,
+    cache_hit_fraction: float = 0.0,
+) -> float:
     """Largest prompt (tokens, cached share included) whose modelled prefill fits in `budget_ms`.
 
     0 for a budget ≤ 0; math.inf when every token is cached. Solves a·L² + b·L = budget × effective FLOPS.
@@ -117,10 +133,20 @@ def max_prompt_tokens(model: ModelSpec, gpu: GpuSpec, budget_ms: float, *, dtype
     return (-b + math.sqrt(b * b + 4.0 * a * x)) / (2.0 * a) if a > 0 else x / b
 
 
-def largest_prompts(interactions: Sequence[Interaction], *, queue_ms: float, cold_ms: float, network_ms: float,
-                    cache_hit_fraction: float = 0.0, rate_tokens_per_s: float | None = None,
-                    model: ModelSpec | None = None, gpu: GpuSpec | None = None, dtype: str = "bf16", mfu: float = 0.5,
-                    gpus: int = 1) -> pd.DataFrame:
+def largest_prompts(
+    interactions: Sequence[Interaction],
+    *,
+    queue_ms: float,
+    cold_ms: float,
+    network_ms: float,
+    cache_hit_fraction: float = 0.0,
+    rate_tokens_per_s: float | None = None,
+    model: ModelSpec | None = None,
+    gpu: GpuSpec | None = None,
+    dtype: str = "bf16",
+    mfu: float = 0.5,
+    gpus: int = 1,
+) -> pd.DataFrame:
     """Per interaction type: prefill budget (target − queue − cold − network) and the largest p95 prompt that fits.
 
     Uses a fixed rate (measured or typed, tokens/s) when given, else the FLOPs model of `model` on `gpu`.
@@ -132,24 +158,53 @@ def largest_prompts(interactions: Sequence[Interaction], *, queue_ms: float, col
     rows = []
     for it in interactions:
         try:
-            r = compute(it.target_p95_ms, queue_ms, cold_ms, network_ms, rate_tokens_per_s, 0.0 if rate_tokens_per_s else None, cache_hit_fraction)
+            r = compute(
+                it.target_p95_ms,
+                queue_ms,
+                cold_ms,
+                network_ms,
+                rate_tokens_per_s,
+                0.0 if rate_tokens_per_s else None,
+                cache_hit_fraction,
+            )
         except BudgetError as exc:
             raise CapacityError(str(exc)) from None
         if rate_tokens_per_s is not None:
             mx = r.max_prompt_tokens_p95
         else:
             assert model is not None and gpu is not None  # checked above
-            mx = max_prompt_tokens(model, gpu, r.prefill_budget_ms, dtype=dtype, mfu=mfu, gpus=gpus, cache_hit_fraction=cache_hit_fraction)
-        rows.append({"interaction": it.label, "target_ms": it.target_p95_ms, "prefill_budget_ms": r.prefill_budget_ms,
-                     "max_prompt_tokens_p95": mx, "fits": r.prefill_budget_ms > 0})
+            mx = max_prompt_tokens(
+                model, gpu, r.prefill_budget_ms, dtype=dtype, mfu=mfu, gpus=gpus, cache_hit_fraction=cache_hit_fraction
+            )
+        rows.append(
+            {
+                "interaction": it.label,
+                "target_ms": it.target_p95_ms,
+                "prefill_budget_ms": r.prefill_budget_ms,
+                "max_prompt_tokens_p95": mx,
+                "fits": r.prefill_budget_ms > 0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def prefill_curve(model: ModelSpec, gpu: GpuSpec, max_prompt_tokens_: float, *, points: int = 50, dtype: str = "bf16", mfu: float = 0.5,
-                  gpus: int = 1, cache_hit_fraction: float = 0.0) -> pd.DataFrame:
+def prefill_curve(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    max_prompt_tokens_: float,
+    *,
+    points: int = 50,
+    dtype: str = "bf16",
+    mfu: float = 0.5,
+    gpus: int = 1,
+    cache_hit_fraction: float = 0.0,
+) -> pd.DataFrame:
     """Modelled prefill time over prompt lengths 0..max: columns prompt_tokens, prefill_ms."""
     if not math.isfinite(max_prompt_tokens_) or max_prompt_tokens_ <= 0:
         raise CapacityError(f"the largest prompt length must be greater than 0 tokens, got {max_prompt_tokens_!r}")
     xs = [max_prompt_tokens_ * i / (points - 1) for i in range(points)]
-    ms = [estimate(model, gpu, x, dtype=dtype, mfu=mfu, gpus=gpus, cache_hit_fraction=cache_hit_fraction).time_s * 1000 for x in xs]
+    ms = [
+        estimate(model, gpu, x, dtype=dtype, mfu=mfu, gpus=gpus, cache_hit_fraction=cache_hit_fraction).time_s * 1000
+        for x in xs
+    ]
     return pd.DataFrame({"prompt_tokens": xs, "prefill_ms": ms})

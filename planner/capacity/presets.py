@@ -164,8 +164,10 @@ class TokenMix:
         if min(prompt_tokens, cached_tokens, output_tokens) < 0:
             raise CapacityError("token counts cannot be negative")
         if cached_tokens > prompt_tokens:
-            raise CapacityError(f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f})"
-                                f"; cached tokens are part of the prompt")
+            raise CapacityError(
+                f"cached tokens ({cached_tokens:,.0f}) exceed prompt tokens ({prompt_tokens:,.0f})"
+                f"; cached tokens are part of the prompt"
+            )
         return cls(prompt_tokens - cached_tokens, cached_tokens, output_tokens, **meta)
 
     @classmethod
@@ -229,8 +231,12 @@ def default_mix() -> TokenMix:
     """The default token mix (the Copilot coding-agent trace) from assets/prices.toml."""
     m = load_asset("prices.toml")["mix"]
     return TokenMix.from_totals(
-        float(m["prompt_tokens"]), float(m["cached_tokens"]), float(m["output_tokens"]),
-        label=m["label"], source=m["source"], as_of=m["as_of"],
+        float(m["prompt_tokens"]),
+        float(m["cached_tokens"]),
+        float(m["output_tokens"]),
+        label=m["label"],
+        source=m["source"],
+        as_of=m["as_of"],
     )
 
 
@@ -282,7 +288,9 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 def gpu_from_record(d: dict[str, Any]) -> GpuSpec:
     """A GpuSpec from an edited table row (empty cells allowed for fp8); CapacityError naming the row otherwise."""
     d = _clean(d)
-    gpu = _row("GPU", d, GpuSpec, fp8_dense_tflops=None if d.get("fp8_dense_tflops") is None else float(d["fp8_dense_tflops"]))
+    gpu = _row(
+        "GPU", d, GpuSpec, fp8_dense_tflops=None if d.get("fp8_dense_tflops") is None else float(d["fp8_dense_tflops"])
+    )
     for name in ("hbm_gb", "bandwidth_tb_per_s", "bf16_dense_tflops"):
         v = getattr(gpu, name)
         if v is None or not float(v) > 0:

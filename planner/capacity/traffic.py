@@ -52,16 +52,16 @@ class LogTraffic:
     label: str
     n_requests: int
     mix: TokenMix
-    hourly_tokens: tuple[float, ...]       # 24 values, tokens/h averaged over the clock hours the log covers
-    peak_arrivals_per_hour: float          # busiest actual clock hour
-    mean_service_s: float | None           # mean logged request duration (s), None when not logged
-    arrival_ms: np.ndarray                 # UTC epoch ms, sorted
-    service_ms: np.ndarray                 # per request, NaN → 0
-    tz: str = "UTC"                        # the zone the hours of day are in
-    covered_hours: int = 0                 # clock hours from the first request's hour to the last's
-    n_durations: int = 0                   # requests with a logged duration (behind mean_service_s)
-    mean_output_tokens: float = 0.0        # per request
-    mean_ttft_s: float | None = None       # mean logged TTFT (s), None when not logged
+    hourly_tokens: tuple[float, ...]  # 24 values, tokens/h averaged over the clock hours the log covers
+    peak_arrivals_per_hour: float  # busiest actual clock hour
+    mean_service_s: float | None  # mean logged request duration (s), None when not logged
+    arrival_ms: np.ndarray  # UTC epoch ms, sorted
+    service_ms: np.ndarray  # per request, NaN → 0
+    tz: str = "UTC"  # the zone the hours of day are in
+    covered_hours: int = 0  # clock hours from the first request's hour to the last's
+    n_durations: int = 0  # requests with a logged duration (behind mean_service_s)
+    mean_output_tokens: float = 0.0  # per request
+    mean_ttft_s: float | None = None  # mean logged TTFT (s), None when not logged
 
 
 def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogTraffic:
@@ -85,7 +85,18 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
     order = np.argsort(frame["ts_ms"].to_numpy(dtype=np.float64), kind="stable")
     service = np.nan_to_num(durations[order], nan=0.0)
     peak = peak_hour_rate_per_s(frame, tz) * 3600.0
-    return LogTraffic(label, len(frame), mix, hourly, float(peak) if math.isfinite(peak) else 0.0, mean_s, arrival, service,
-                      tz=tz, covered_hours=int(sum(covered)), n_durations=int(known.size),
-                      mean_output_tokens=output / len(frame),
-                      mean_ttft_s=float(ttft_known.mean()) / 1000.0 if ttft_known.size else None)
+    return LogTraffic(
+        label,
+        len(frame),
+        mix,
+        hourly,
+        float(peak) if math.isfinite(peak) else 0.0,
+        mean_s,
+        arrival,
+        service,
+        tz=tz,
+        covered_hours=int(sum(covered)),
+        n_durations=int(known.size),
+        mean_output_tokens=output / len(frame),
+        mean_ttft_s=float(ttft_known.mean()) / 1000.0 if ttft_known.size else None,
+    )

@@ -37,6 +37,7 @@ __all__ = [
     "wait_exceeds_probability",
 ]
 
+
 def _rates(arrivals_per_s: float, service_s: float) -> tuple[float, float]:
     if arrivals_per_s is None or not math.isfinite(arrivals_per_s) or arrivals_per_s < 0:
         raise CapacityError(f"arrival rate must be a number ≥ 0, got {arrivals_per_s!r}")
@@ -99,9 +100,9 @@ class QueueWait:
     utilisation: float
     stable: bool
     wait_probability: float
-    wait_p: float                 # the percentile fraction, e.g. 0.95
-    wait_quantile_s: float        # inf when unstable
-    mean_wait_s: float            # inf when unstable
+    wait_p: float  # the percentile fraction, e.g. 0.95
+    wait_quantile_s: float  # inf when unstable
+    mean_wait_s: float  # inf when unstable
     message: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,17 +126,22 @@ def queue_wait(arrivals_per_hour: float, service_s: float, slots: int, p: float 
     if lam == 0:
         msg = "No traffic: nobody waits; every warm slot is idle cost."
     elif not stable:
-        msg = (f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), "
-               f"so the queue grows without bound. "
-               f"You need more than {math.floor(a)} slots.")
+        msg = (
+            f"Overloaded: {a:.2f} Erlangs of work on {slots} slots (ρ = {a / slots:.2f} ≥ 1), "
+            f"so the queue grows without bound. "
+            f"You need more than {math.floor(a)} slots."
+        )
     else:
-        msg = (f"{c:.1%} of requests wait for a slot; queue-wait {label} {q:,.1f} s, mean {mean:,.1f} s "
-               f"({slots} slots, {a:.2f} Erlangs, ρ = {a / slots:.2f}).")
+        msg = (
+            f"{c:.1%} of requests wait for a slot; queue-wait {label} {q:,.1f} s, mean {mean:,.1f} s "
+            f"({slots} slots, {a:.2f} Erlangs, ρ = {a / slots:.2f})."
+        )
     return QueueWait(float(arrivals_per_hour), float(service_s), int(slots), a, a / slots, stable, c, p, q, mean, msg)
 
 
-def min_slots_for_target(arrivals_per_hour: float, service_s: float, target_wait_s: float, p: float = 0.95,
-                         max_slots: int = 100_000) -> int:
+def min_slots_for_target(
+    arrivals_per_hour: float, service_s: float, target_wait_s: float, p: float = 0.95, max_slots: int = 100_000
+) -> int:
     """Fewest slots whose queue-wait p-quantile is ≤ target_wait_s (0 with no traffic).
 
     Raises CapacityError for a negative target or when even max_slots does not meet it.
@@ -174,7 +180,9 @@ def trace_idle_seconds(arrival_ms: Sequence[float], window_s: float, service_ms:
     return idle_ms / 1000.0 + window_s
 
 
-def _cold_fraction(window_s: float, *, arrival_ms: Sequence[float] | None, rate_per_s: float | None, service_ms: float) -> float:
+def _cold_fraction(
+    window_s: float, *, arrival_ms: Sequence[float] | None, rate_per_s: float | None, service_ms: float
+) -> float:
     try:
         if arrival_ms is not None:
             return trace_cold_fraction(np.asarray(arrival_ms, dtype=float), window_s, service_ms=service_ms)
@@ -184,9 +192,17 @@ def _cold_fraction(window_s: float, *, arrival_ms: Sequence[float] | None, rate_
         raise CapacityError(f"cold-start exposure: {exc}") from None
 
 
-def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, cold_start_ms: float,
-                       arrivals_per_hour: float | None = None, arrival_ms: Sequence[float] | None = None,
-                       service_ms: float = 0.0, windows_s: Sequence[float] = DEFAULT_WINDOWS_S, gpus_per_replica: int = 1) -> pd.DataFrame:
+def keep_warm_tradeoff(
+    *,
+    node_usd_per_hour: float,
+    warm_ttft_p95_ms: float,
+    cold_start_ms: float,
+    arrivals_per_hour: float | None = None,
+    arrival_ms: Sequence[float] | None = None,
+    service_ms: float = 0.0,
+    windows_s: Sequence[float] = DEFAULT_WINDOWS_S,
+    gpus_per_replica: int = 1,
+) -> pd.DataFrame:
     """Cost of keeping one replica warm vs the p95 TTFT with cold starts, per scale-down window.
 
     Traffic is a request trace (arrival_ms, UTC epoch ms: trace-driven) or a Poisson rate (arrivals_per_hour).
@@ -196,7 +212,11 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
     """
     if (arrival_ms is None) == (arrivals_per_hour is None):
         raise CapacityError("give either a request trace or an arrival rate, not both")
-    for name, v in (("replica cost ($/h)", node_usd_per_hour), ("warm p95 TTFT (ms)", warm_ttft_p95_ms), ("cold start (ms)", cold_start_ms)):
+    for name, v in (
+        ("replica cost ($/h)", node_usd_per_hour),
+        ("warm p95 TTFT (ms)", warm_ttft_p95_ms),
+        ("cold start (ms)", cold_start_ms),
+    ):
         if v is None or not math.isfinite(v) or v < 0:
             raise CapacityError(f"{name} must be a number ≥ 0, got {v!r}")
     rows = []
@@ -211,7 +231,9 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
         for w in windows_s:
             cold = _cold_fraction(w, arrival_ms=times, rate_per_s=None, service_ms=service_ms)
             warm_s = min(span_s + w, busy_s + trace_idle_seconds(times, w, service_ms))
-            rows.append((f"scale to zero, W = {w:g} s", w, cold, 24.0 * warm_s / (span_s + w), 24.0 * busy_s / (span_s + w)))
+            rows.append(
+                (f"scale to zero, W = {w:g} s", w, cold, 24.0 * warm_s / (span_s + w), 24.0 * busy_s / (span_s + w))
+            )
     else:
         assert arrivals_per_hour is not None  # exactly one of the two, checked above
         lam = arrivals_per_hour / 3600.0
@@ -229,12 +251,29 @@ def keep_warm_tradeoff(*, node_usd_per_hour: float, warm_ttft_p95_ms: float, col
     out = []
     for option, w, cold, warm_h, busy_h in rows:
         in_p95 = cold_in_p95(cold)
-        out.append({"option": option, "window_s": w, "cold_fraction": cold, "warm_hours_per_day": warm_h,
-                    "idle_gpu_hours_per_day": max(0.0, warm_h - busy_h) * gpus_per_replica,
-                    "keep_warm_usd_per_month": warm_h / 24.0 * node_usd_per_hour * HOURS_PER_MONTH,
-                    "p95_ttft_ms": warm_ttft_p95_ms + (cold_start_ms if in_p95 else 0.0), "cold_in_p95": in_p95})
+        out.append(
+            {
+                "option": option,
+                "window_s": w,
+                "cold_fraction": cold,
+                "warm_hours_per_day": warm_h,
+                "idle_gpu_hours_per_day": max(0.0, warm_h - busy_h) * gpus_per_replica,
+                "keep_warm_usd_per_month": warm_h / 24.0 * node_usd_per_hour * HOURS_PER_MONTH,
+                "p95_ttft_ms": warm_ttft_p95_ms + (cold_start_ms if in_p95 else 0.0),
+                "cold_in_p95": in_p95,
+            }
+        )
     busy_always = rows[0][4] if rows else 0.0
-    out.append({"option": "always warm (1 replica)", "window_s": math.inf, "cold_fraction": 0.0, "warm_hours_per_day": 24.0,
-                "idle_gpu_hours_per_day": (24.0 - busy_always) * gpus_per_replica,
-                "keep_warm_usd_per_month": node_usd_per_hour * HOURS_PER_MONTH, "p95_ttft_ms": warm_ttft_p95_ms, "cold_in_p95": False})
+    out.append(
+        {
+            "option": "always warm (1 replica)",
+            "window_s": math.inf,
+            "cold_fraction": 0.0,
+            "warm_hours_per_day": 24.0,
+            "idle_gpu_hours_per_day": (24.0 - busy_always) * gpus_per_replica,
+            "keep_warm_usd_per_month": node_usd_per_hour * HOURS_PER_MONTH,
+            "p95_ttft_ms": warm_ttft_p95_ms,
+            "cold_in_p95": False,
+        }
+    )
     return pd.DataFrame(out)

@@ -37,8 +37,10 @@ BYTES_PER_PARAM: dict[str, float] = {"fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16
 # Checkpoint sizes coding agents use, in billions of parameters (8B to 1T).
 PROJECTION_PARAMS_B: tuple[float, ...] = (8, 14, 32, 70, 120, 235, 405, 671, 1000)
 
-PROJECTION_LABEL = ("constant-rate estimate: bytes ÷ one published (or measured) effective rate; "
-                    "real stacks differ by storage tier and read concurrency")
+PROJECTION_LABEL = (
+    "constant-rate estimate: bytes ÷ one published (or measured) effective rate; "
+    "real stacks differ by storage tier and read concurrency"
+)
 
 
 def bytes_per_param(dtype: str) -> float:
@@ -61,10 +63,10 @@ class LoadRate:
     """An effective checkpoint load rate (GB/s) and where it came from."""
 
     gb_per_s: float
-    source: str                     # "published row" or "cold reading"
-    name: str                       # short label for a table column
+    source: str  # "published row" or "cold reading"
+    name: str  # short label for a table column
     detail: str
-    engine_startup_s: float | None = None   # the overhead the source itself reports, if any
+    engine_startup_s: float | None = None  # the overhead the source itself reports, if any
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,10 +76,18 @@ def rate_from_row(row: LoaderRow) -> LoadRate:
     """The effective rate of a published loader row: checkpoint GB / load seconds."""
     if row.load_s <= 0 or row.checkpoint_gb <= 0:
         raise CapacityError(f"loader row {row.key!r} needs a positive size and time")
-    return LoadRate(row.gb_per_s, "published row", f"{row.storage} · {row.loader} c{row.concurrency}", f"{row.label} ({row.source}, {row.as_of})", row.engine_startup_s)
+    return LoadRate(
+        row.gb_per_s,
+        "published row",
+        f"{row.storage} · {row.loader} c{row.concurrency}",
+        f"{row.label} ({row.source}, {row.as_of})",
+        row.engine_startup_s,
+    )
 
 
-def rate_from_cold_reading(checkpoint_gb_: float, cold_ms: float, warm_ms: float = 0.0, engine_startup_s: float = 0.0) -> LoadRate:
+def rate_from_cold_reading(
+    checkpoint_gb_: float, cold_ms: float, warm_ms: float = 0.0, engine_startup_s: float = 0.0
+) -> LoadRate:
     """Effective rate from one cold reading: GB / (cold − warm − engine start-up) seconds.
 
     cold_ms/warm_ms are TTFT readings in ms (cold reading and the warm p50 right after it).
@@ -89,9 +99,15 @@ def rate_from_cold_reading(checkpoint_gb_: float, cold_ms: float, warm_ms: float
     if load_s <= 0:
         raise CapacityError(
             f"the cold reading ({cold_ms:,.0f} ms) minus the warm TTFT ({warm_ms:,.0f} ms) and engine start-up "
-            f"({engine_startup_s:g} s) leaves no time for loading weights; lower the start-up figure")
-    return LoadRate(checkpoint_gb_ / load_s, "cold reading", "team cold reading", f"{checkpoint_gb_:g} GB in {load_s:.1f} s "
-                                                                                  f"(cold {cold_ms:,.0f} ms − warm {warm_ms:,.0f} ms − start-up {engine_startup_s:g} s)")
+            f"({engine_startup_s:g} s) leaves no time for loading weights; lower the start-up figure"
+        )
+    return LoadRate(
+        checkpoint_gb_ / load_s,
+        "cold reading",
+        "team cold reading",
+        f"{checkpoint_gb_:g} GB in {load_s:.1f} s "
+        f"(cold {cold_ms:,.0f} ms − warm {warm_ms:,.0f} ms − start-up {engine_startup_s:g} s)",
+    )
 
 
 def load_time_s(checkpoint_gb_: float, rate: LoadRate | float, engine_startup_s: float = 0.0) -> float:
@@ -104,15 +120,22 @@ def load_time_s(checkpoint_gb_: float, rate: LoadRate | float, engine_startup_s:
     return checkpoint_gb_ / gbps + engine_startup_s
 
 
-def projection_table(rates: Sequence[LoadRate], dtype: str = "fp8", params_b: Sequence[float] = PROJECTION_PARAMS_B,
-                     engine_startup_s: float = 0.0) -> pd.DataFrame:
+def projection_table(
+    rates: Sequence[LoadRate],
+    dtype: str = "fp8",
+    params_b: Sequence[float] = PROJECTION_PARAMS_B,
+    engine_startup_s: float = 0.0,
+) -> pd.DataFrame:
     """Projected load seconds per checkpoint size (rows) and rate (columns), a constant-rate estimate.
 
     Columns: params_b, checkpoint_gb, then one "<name> (<rate> GB/s)" column of seconds per rate.
     """
     if not rates:
         raise CapacityError("pick at least one load rate (a published row or a cold reading)")
-    out: dict[str, list[Any]] = {"params_b": list(params_b), "checkpoint_gb": [checkpoint_gb(p, dtype) for p in params_b]}
+    out: dict[str, list[Any]] = {
+        "params_b": list(params_b),
+        "checkpoint_gb": [checkpoint_gb(p, dtype) for p in params_b],
+    }
     for r in rates:
         out[f"{r.name} ({r.gb_per_s:.2f} GB/s)"] = [load_time_s(gb, r, engine_startup_s) for gb in out["checkpoint_gb"]]
     return pd.DataFrame(out)

@@ -34,59 +34,105 @@ class Registered(NamedTuple):
 _C = "planner.cli"
 #: Every command of `ttft-planner`, by name.
 REGISTRY: dict[str, Registered] = {
-    "alerts": Registered(f"{_C}.alerts", "alerts",
-                         "SLO alerts: rules over the stored probe samples, evaluated by the worker, notified by "
-                         "webhook or e-mail."),
-    "budget": Registered(f"{_C}.budget", "budget", "Prefill budget = target − (queueing + cold start + network), "
-                         "and whether the p95 prompt fits."),
-    "calibrate": Registered(f"{_C}.calibrate", "calibrate",
-                            "Measure prefill (on the server's counted tokens), decode and effective parallelism; "
-                            "print a `dedicated:` spec."),
-    "cold-reading": Registered(f"{_C}.worker", "cold_reading",
-                               "Ask the worker for a cold reading of ENDPOINT: pause its probes, idle past the "
-                               "scale-down window, time one cold probe (503s and retries included) then one warm "
-                               "probe."),
-    "cost": Registered(f"{_C}._capacity.cost", "cost",
-                       "Serverless vs dedicated: break-even utilisation u* = dedicated $/h ÷ (blended $/token × "
-                       "capacity tokens/h)."),
-    "endpoints": Registered(f"{_C}.endpoints", "endpoints",
-                            "The endpoints the worker probes (name, URL, model, key env var, interval, …)."),
-    "gpu-fit": Registered(f"{_C}._capacity.gpufit", "gpu_fit",
-                          "Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.", fixed=True),
-    "logs": Registered(f"{_C}.logs", "logs",
-                       "Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."),
-    "prefill": Registered(f"{_C}._capacity.prefill", "prefill",
-                          "Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; "
-                          "or a measured slope."),
-    "probe": Registered(f"{_C}.probe", "probe",
-                        "Measure TTFT of a streaming endpoint: per sample and as p50 / p95 / max with n and failures."),
+    "alerts": Registered(
+        f"{_C}.alerts",
+        "alerts",
+        "SLO alerts: rules over the stored probe samples, evaluated by the worker, notified by webhook or e-mail.",
+    ),
+    "budget": Registered(
+        f"{_C}.budget",
+        "budget",
+        "Prefill budget = target − (queueing + cold start + network), and whether the p95 prompt fits.",
+    ),
+    "calibrate": Registered(
+        f"{_C}.calibrate",
+        "calibrate",
+        "Measure prefill (on the server's counted tokens), decode and effective parallelism; "
+        "print a `dedicated:` spec.",
+    ),
+    "cold-reading": Registered(
+        f"{_C}.worker",
+        "cold_reading",
+        "Ask the worker for a cold reading of ENDPOINT: pause its probes, idle past the "
+        "scale-down window, time one cold probe (503s and retries included) then one warm "
+        "probe.",
+    ),
+    "cost": Registered(
+        f"{_C}._capacity.cost",
+        "cost",
+        "Serverless vs dedicated: break-even utilisation u* = dedicated $/h ÷ (blended $/token × capacity tokens/h).",
+    ),
+    "endpoints": Registered(
+        f"{_C}.endpoints", "endpoints", "The endpoints the worker probes (name, URL, model, key env var, interval, …)."
+    ),
+    "gpu-fit": Registered(
+        f"{_C}._capacity.gpufit",
+        "gpu_fit",
+        "Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.",
+        fixed=True,
+    ),
+    "logs": Registered(
+        f"{_C}.logs", "logs", "Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."
+    ),
+    "prefill": Registered(
+        f"{_C}._capacity.prefill",
+        "prefill",
+        "Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; "
+        "or a measured slope.",
+    ),
+    "probe": Registered(
+        f"{_C}.probe",
+        "probe",
+        "Measure TTFT of a streaming endpoint: per sample and as p50 / p95 / max with n and failures.",
+    ),
     "regions": Registered(f"{_C}.rtt", "regions", "The region catalog (assets/regions.toml) and your own RTT targets."),
-    "report": Registered(f"{_C}.report", "report",
-                         "Compare endpoints side by side and write a report a buyer can forward."),
-    "rtt": Registered(f"{_C}.rtt", "rtt",
-                      "Round-trip time from this machine to regions: DNS (timed once), n TCP connects, TLS, one "
-                      "HTTPS TTFB."),
-    "serve": Registered(f"{_C}.worker", "serve",
-                        "Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them "
-                        "together."),
-    "simulate": Registered(f"{_C}.simulate", "simulate",
-                           "Serve a SIMULATED streaming LLM endpoint (OpenAI chat/completions and Anthropic Messages) "
-                           "for demos and tests."),
-    "sweep": Registered(f"{_C}.sweep", "sweep",
-                        "TTFT p50/p95/p99 of an endpoint at a list of loads, and the knee where p95 leaves a target."),
-    "warm-pool": Registered(f"{_C}._capacity.warmpool", "warm_pool",
-                            "Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for "
-                            "a target."),
-    "weights": Registered(f"{_C}._capacity.weights", "weights",
-                          "Weight-load projection (segment 2 for scale-to-zero): checkpoint GB = params × bytes/param; "
-                          "time = GB ÷ rate."),
-    "whatif": Registered(f"{_C}.whatif", "whatif",
-                         "Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate "
-                         "deployment."),
-    "worker": Registered(f"{_C}.worker", "worker",
-                         "Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT."),
-    "worksheets": Registered(f"{_C}.worksheets", "worksheets",
-                             "Saved worksheets (made on the dashboard's Worksheet page)."),
+    "report": Registered(
+        f"{_C}.report", "report", "Compare endpoints side by side and write a report a buyer can forward."
+    ),
+    "rtt": Registered(
+        f"{_C}.rtt",
+        "rtt",
+        "Round-trip time from this machine to regions: DNS (timed once), n TCP connects, TLS, one HTTPS TTFB.",
+    ),
+    "serve": Registered(
+        f"{_C}.worker",
+        "serve",
+        "Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together.",
+    ),
+    "simulate": Registered(
+        f"{_C}.simulate",
+        "simulate",
+        "Serve a SIMULATED streaming LLM endpoint (OpenAI chat/completions and Anthropic Messages) "
+        "for demos and tests.",
+    ),
+    "sweep": Registered(
+        f"{_C}.sweep",
+        "sweep",
+        "TTFT p50/p95/p99 of an endpoint at a list of loads, and the knee where p95 leaves a target.",
+    ),
+    "warm-pool": Registered(
+        f"{_C}._capacity.warmpool",
+        "warm_pool",
+        "Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for a target.",
+    ),
+    "weights": Registered(
+        f"{_C}._capacity.weights",
+        "weights",
+        "Weight-load projection (segment 2 for scale-to-zero): checkpoint GB = params × bytes/param; time = GB ÷ rate.",
+    ),
+    "whatif": Registered(
+        f"{_C}.whatif",
+        "whatif",
+        "Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate deployment.",
+    ),
+    "worker": Registered(
+        f"{_C}.worker",
+        "worker",
+        "Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.",
+    ),
+    "worksheets": Registered(
+        f"{_C}.worksheets", "worksheets", "Saved worksheets (made on the dashboard's Worksheet page)."
+    ),
 }
 
 

@@ -97,7 +97,9 @@ class BoundedFloat(click.FloatRange):
         if abs(x) > MAX_MAGNITUDE:
             self.fail(f"{value} is out of range: at most {MAX_MAGNITUDE:g} in size", param, ctx)
         if x != 0 and abs(x) < MIN_MAGNITUDE:
-            self.fail(f"{value} is too small to mean anything: use 0 or a size of at least {MIN_MAGNITUDE:g}", param, ctx)
+            self.fail(
+                f"{value} is too small to mean anything: use 0 or a size of at least {MIN_MAGNITUDE:g}", param, ctx
+            )
         return x
 
     def _describe_range(self) -> str:
@@ -122,8 +124,13 @@ class BoundedInt(click.IntRange):
 def _bounded(t: click.ParamType) -> click.ParamType | None:
     if isinstance(t, (BoundedFloat, BoundedInt)):
         return None
-    rng: dict[str, Any] = dict(min=getattr(t, "min", None), max=getattr(t, "max", None), min_open=getattr(t, "min_open", False),
-               max_open=getattr(t, "max_open", False), clamp=getattr(t, "clamp", False))
+    rng: dict[str, Any] = dict(
+        min=getattr(t, "min", None),
+        max=getattr(t, "max", None),
+        min_open=getattr(t, "min_open", False),
+        max_open=getattr(t, "max_open", False),
+        clamp=getattr(t, "clamp", False),
+    )
     if isinstance(t, click.types.FloatParamType):
         return BoundedFloat(**rng)
     if isinstance(t, click.types.IntParamType):

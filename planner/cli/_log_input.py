@@ -16,8 +16,16 @@ from planner.logs.inputs import expand_inputs
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.traces import DEFAULT_START, start_ms
 
-__all__ = ["ByteProgress", "format_option", "input_paths", "map_option", "prefix_option", "progress_bar",
-           "progress_option", "start_option"]
+__all__ = [
+    "ByteProgress",
+    "format_option",
+    "input_paths",
+    "map_option",
+    "prefix_option",
+    "progress_bar",
+    "progress_option",
+    "start_option",
+]
 
 
 def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
@@ -48,22 +56,48 @@ def input_paths(items: tuple[str, ...], hint: str) -> list[Path]:
         raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
-format_option = click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="auto", show_default=True,
-                             help="Log format; auto detects it from the content (public traces by their columns).")
-map_option = click.option("--map", "mapping", multiple=True, callback=_mapping, metavar="FIELD=COLUMN",
-                          help="Map a column (CSV, Parquet) or dotted path (JSON) to a field: ts, ts_relative_s, "
-                               "ts_relative_ms, prompt_tokens, cached_tokens, output_tokens, model, ttft_ms, hash_ids, … "
-                               "Repeatable.")
-start_option = click.option("--start", default=None, callback=_start, metavar="DATE",
-                            help=f"Start date (YYYY-MM-DD[THH:MM], in --tz) for traces whose times count from their "
-                                 f"start (BurstGPT, Mooncake); default {DEFAULT_START}, and the output says so.")
-prefix_option = click.option("--prefix-cache-blocks", "cache_blocks", type=click.IntRange(min=1),
-                             default=DEFAULT_CACHE_BLOCKS, show_default=True,
-                             help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "
-                                  "from a trace's hash_ids (Mooncake/AIPerf).")
-progress_option = click.option("--progress/--no-progress", "show_progress", default=None,
-                               help="A progress line on stderr that moves by bytes read (default: only on a terminal); "
-                                    "stdout, --json included, is unchanged.")
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    default="auto",
+    show_default=True,
+    help="Log format; auto detects it from the content (public traces by their columns).",
+)
+map_option = click.option(
+    "--map",
+    "mapping",
+    multiple=True,
+    callback=_mapping,
+    metavar="FIELD=COLUMN",
+    help="Map a column (CSV, Parquet) or dotted path (JSON) to a field: ts, ts_relative_s, "
+    "ts_relative_ms, prompt_tokens, cached_tokens, output_tokens, model, ttft_ms, hash_ids, … "
+    "Repeatable.",
+)
+start_option = click.option(
+    "--start",
+    default=None,
+    callback=_start,
+    metavar="DATE",
+    help=f"Start date (YYYY-MM-DD[THH:MM], in --tz) for traces whose times count from their "
+    f"start (BurstGPT, Mooncake); default {DEFAULT_START}, and the output says so.",
+)
+prefix_option = click.option(
+    "--prefix-cache-blocks",
+    "cache_blocks",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CACHE_BLOCKS,
+    show_default=True,
+    help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "
+    "from a trace's hash_ids (Mooncake/AIPerf).",
+)
+progress_option = click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=None,
+    help="A progress line on stderr that moves by bytes read (default: only on a terminal); "
+    "stdout, --json included, is unchanged.",
+)
 
 
 class ByteProgress:

@@ -18,9 +18,11 @@ from planner.store import audit
 
 __all__ = ["COMMANDS"]
 
-_KIND_HELP = ("p95_over: rolling p95 TTFT (ms) over the window exceeds --threshold or the --interaction target; "
-              "error_rate_over: failed ÷ attempts (%) exceeds --threshold; no_success: no successful sample for the "
-              "whole window; cold_over: the newest cold reading in the window took longer than --threshold s.")
+_KIND_HELP = (
+    "p95_over: rolling p95 TTFT (ms) over the window exceeds --threshold or the --interaction target; "
+    "error_rate_over: failed ÷ attempts (%) exceeds --threshold; no_success: no successful sample for the "
+    "whole window; cold_over: the newest cold reading in the window took longer than --threshold s."
+)
 
 
 def _now_ms() -> int:
@@ -39,28 +41,78 @@ def alerts() -> None:
 
 @alerts.command("add")
 @click.argument("name")
-@click.option("--kind", type=click.Choice([k.value for k in AlertKind]), default=AlertKind.P95_OVER.value,
-              show_default=True, help=_KIND_HELP)
+@click.option(
+    "--kind",
+    type=click.Choice([k.value for k in AlertKind]),
+    default=AlertKind.P95_OVER.value,
+    show_default=True,
+    help=_KIND_HELP,
+)
 @click.option("--endpoint", default=None, help="Endpoint name to watch (default: every endpoint).")
-@click.option("--interaction", default=None,
-              help="p95_over: use this interaction type's p95 target as the threshold (inline, chat, agent, …).")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="ms for p95_over, % for error_rate_over, s for cold_over (no_success uses the window).")
-@click.option("--window-min", type=click.FloatRange(0.01, 10_080), default=15.0, show_default=True,
-              help="Rolling window in minutes.")
-@click.option("--for-min", type=click.FloatRange(0, 10_080), default=5.0, show_default=True,
-              help="Minutes the breach must hold before the rule fires.")
-@click.option("--min-n", type=click.IntRange(1, 1_000_000), default=20, show_default=True,
-              help="Fewest samples (attempts for error_rate_over) in the window for a breach to count.")
-@click.option("--clear-margin-pct", type=click.FloatRange(0, 90), default=10.0, show_default=True,
-              help="A firing rule resolves once the value is this far below the threshold.")
+@click.option(
+    "--interaction",
+    default=None,
+    help="p95_over: use this interaction type's p95 target as the threshold (inline, chat, agent, …).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="ms for p95_over, % for error_rate_over, s for cold_over (no_success uses the window).",
+)
+@click.option(
+    "--window-min",
+    type=click.FloatRange(0.01, 10_080),
+    default=15.0,
+    show_default=True,
+    help="Rolling window in minutes.",
+)
+@click.option(
+    "--for-min",
+    type=click.FloatRange(0, 10_080),
+    default=5.0,
+    show_default=True,
+    help="Minutes the breach must hold before the rule fires.",
+)
+@click.option(
+    "--min-n",
+    type=click.IntRange(1, 1_000_000),
+    default=20,
+    show_default=True,
+    help="Fewest samples (attempts for error_rate_over) in the window for a breach to count.",
+)
+@click.option(
+    "--clear-margin-pct",
+    type=click.FloatRange(0, 90),
+    default=10.0,
+    show_default=True,
+    help="A firing rule resolves once the value is this far below the threshold.",
+)
 @click.option("--webhook-env", default="", help="NAME of the variable holding the webhook URL (never stored).")
-@click.option("--webhook-format", type=click.Choice(WEBHOOK_FORMATS), default="json", show_default=True,
-              help="Body of the webhook: generic JSON, Slack or Microsoft Teams.")
+@click.option(
+    "--webhook-format",
+    type=click.Choice(WEBHOOK_FORMATS),
+    default="json",
+    show_default=True,
+    help="Body of the webhook: generic JSON, Slack or Microsoft Teams.",
+)
 @click.option("--email", "email_to", default="", help="Comma-separated addresses (SMTP from the SMTP_* settings).")
 @store_option
-def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, min_n, clear_margin_pct, webhook_env,
-            webhook_format, email_to, database_url) -> None:
+def add_cmd(
+    name,
+    kind,
+    endpoint,
+    interaction,
+    threshold,
+    window_min,
+    for_min,
+    min_n,
+    clear_margin_pct,
+    webhook_env,
+    webhook_format,
+    email_to,
+    database_url,
+) -> None:
     """Add a rule NAME."""
     engine = open_engine(database_url)
     endpoint_id = None
@@ -70,10 +122,21 @@ def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, m
         except EndpointNotFound as exc:
             fail(str(exc.args[0]), 2)
     try:
-        rule = build_rule(name, kind, threshold=threshold, window_min=window_min, for_min=for_min, min_n=min_n,
-                          clear_margin_pct=clear_margin_pct, endpoint_id=endpoint_id, interaction=interaction or "",
-                          targets_ms={i.key: i.target_p95_ms for i in interactions()}, webhook_env=webhook_env,
-                          webhook_format=webhook_format, email_to=email_to)
+        rule = build_rule(
+            name,
+            kind,
+            threshold=threshold,
+            window_min=window_min,
+            for_min=for_min,
+            min_n=min_n,
+            clear_margin_pct=clear_margin_pct,
+            endpoint_id=endpoint_id,
+            interaction=interaction or "",
+            targets_ms={i.key: i.target_p95_ms for i in interactions()},
+            webhook_env=webhook_env,
+            webhook_format=webhook_format,
+            email_to=email_to,
+        )
     except ValueError as exc:
         fail(str(exc), 2)
     if not rule.webhook_env and not rule.email_to:
@@ -82,18 +145,39 @@ def add_cmd(name, kind, endpoint, interaction, threshold, window_min, for_min, m
         store.add_rule(engine, rule, _now_ms())
     except ValueError as exc:
         fail(str(exc), 2)
-    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=rule.name,
-                 detail=f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
+    audit.record(
+        engine,
+        actor=f"cli:{getpass.getuser()}",
+        role="",
+        action="alert.write",
+        object_name=rule.name,
+        detail=f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}",
+    )
     click.echo(f"added alert rule {rule.name!r}")
 
 
 def _rule_dict(rule: Rule, series: dict[tuple[int, int, str], SeriesStatus]) -> dict:
-    states = [{"endpoint_id": e, "vantage": v, "state": str(st.state), "value": st.value, "n": st.n}
-              for (r, e, v), st in sorted(series.items()) if r == rule.id]
-    return {"name": rule.name, "kind": str(rule.kind), "threshold": rule.threshold, "unit": rule.unit,
-            "window_s": rule.window_s, "for_s": rule.for_s, "min_n": rule.min_n, "clear_margin": rule.clear_margin,
-            "endpoint_id": rule.endpoint_id, "interaction": rule.interaction, "webhook_env": rule.webhook_env,
-            "webhook_format": rule.webhook_format, "email_to": rule.email_to, "series": states}
+    states = [
+        {"endpoint_id": e, "vantage": v, "state": str(st.state), "value": st.value, "n": st.n}
+        for (r, e, v), st in sorted(series.items())
+        if r == rule.id
+    ]
+    return {
+        "name": rule.name,
+        "kind": str(rule.kind),
+        "threshold": rule.threshold,
+        "unit": rule.unit,
+        "window_s": rule.window_s,
+        "for_s": rule.for_s,
+        "min_n": rule.min_n,
+        "clear_margin": rule.clear_margin,
+        "endpoint_id": rule.endpoint_id,
+        "interaction": rule.interaction,
+        "webhook_env": rule.webhook_env,
+        "webhook_format": rule.webhook_format,
+        "email_to": rule.email_to,
+        "series": states,
+    }
 
 
 @alerts.command("list")
@@ -112,12 +196,17 @@ def list_cmd(as_json, database_url) -> None:
         click.echo("no alert rules (add one with `ttft-planner alerts add`)")
     for r in rules:
         d = _rule_dict(r, series)
-        worst = max((AlertState(s["state"]) for s in d["series"]), default=AlertState.OK,
-                    key=[AlertState.OK, AlertState.PENDING, AlertState.FIRING].index)
-        click.echo(f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} over "
-                   f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
-                   f"({len(d['series'])} series) · channels: "
-                   f"{', '.join(f'{c} {t}' for c, t in channels_of(r)) or 'none'}")
+        worst = max(
+            (AlertState(s["state"]) for s in d["series"]),
+            default=AlertState.OK,
+            key=[AlertState.OK, AlertState.PENDING, AlertState.FIRING].index,
+        )
+        click.echo(
+            f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} over "
+            f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
+            f"({len(d['series'])} series) · channels: "
+            f"{', '.join(f'{c} {t}' for c, t in channels_of(r)) or 'none'}"
+        )
 
 
 @alerts.command("test")
@@ -153,8 +242,9 @@ def remove_cmd(name, database_url) -> None:
     engine = open_engine(database_url)
     if not store.remove_rule(engine, name):
         fail(f"no alert rule named {name!r}", 2)
-    audit.record(engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=name,
-                 detail="deleted")
+    audit.record(
+        engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=name, detail="deleted"
+    )
     click.echo(f"removed alert rule {name!r}")
 
 
@@ -167,8 +257,14 @@ def evaluate_cmd(as_json, database_url) -> None:
     now = _now_ms()
     result = evaluate_all(engine, now)
     if as_json:
-        echo_json({"series": result.series, "transitions": result.transitions, "delivered": result.delivered,
-                   "failed": result.failed})
+        echo_json(
+            {
+                "series": result.series,
+                "transitions": result.transitions,
+                "delivered": result.delivered,
+                "failed": result.failed,
+            }
+        )
         return
     click.echo(f"evaluated {result.series} series")
     for rule, where, transition in result.transitions:

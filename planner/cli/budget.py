@@ -19,15 +19,54 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 
 
 @click.command()
-@click.option("--target-ms", type=float, required=True, callback=_non_negative, help="p95 TTFT target (ms), e.g. 200 inline, 500 chat, 1000 agent loop.")
-@click.option("--queue-ms", type=float, default=0.0, show_default=True, callback=_non_negative, help="Segment 1: admission/queueing (ms).")
-@click.option("--cold-ms", type=float, default=0.0, show_default=True, callback=_non_negative, help="Segment 2: weight loading / cold start in the p95 (ms).")
-@click.option("--network-ms", type=float, default=0.0, show_default=True, callback=_non_negative, help="Segment 4: network / first-token delivery (ms).")
-@click.option("--prefill-tokens-per-s", type=float, default=None, help="Prefill rate (uncached prompt tokens per second).")
-@click.option("--prompt-tokens-p95", type=float, default=None, callback=_non_negative, help="p95 prompt length (tokens).")
-@click.option("--cache-hit", type=float, default=0.0, show_default=True, help="Prefix-cache hit rate 0..1; only uncached tokens cost prefill.")
+@click.option(
+    "--target-ms",
+    type=float,
+    required=True,
+    callback=_non_negative,
+    help="p95 TTFT target (ms), e.g. 200 inline, 500 chat, 1000 agent loop.",
+)
+@click.option(
+    "--queue-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=_non_negative,
+    help="Segment 1: admission/queueing (ms).",
+)
+@click.option(
+    "--cold-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=_non_negative,
+    help="Segment 2: weight loading / cold start in the p95 (ms).",
+)
+@click.option(
+    "--network-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=_non_negative,
+    help="Segment 4: network / first-token delivery (ms).",
+)
+@click.option(
+    "--prefill-tokens-per-s", type=float, default=None, help="Prefill rate (uncached prompt tokens per second)."
+)
+@click.option(
+    "--prompt-tokens-p95", type=float, default=None, callback=_non_negative, help="p95 prompt length (tokens)."
+)
+@click.option(
+    "--cache-hit",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Prefix-cache hit rate 0..1; only uncached tokens cost prefill.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def budget(target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, prompt_tokens_p95, cache_hit, as_json) -> None:
+def budget(
+    target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, prompt_tokens_p95, cache_hit, as_json
+) -> None:
     """Prefill budget = target − (queueing + cold start + network), and whether the p95 prompt fits.
 
     Example: ttft-planner budget --target-ms 500 --queue-ms 60 --cold-ms 0 --network-ms 80
@@ -38,7 +77,9 @@ def budget(target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, promp
     if target_ms == 0:
         raise click.BadParameter("must be greater than 0", param_hint="--target-ms")
     if prefill_tokens_per_s is not None and prefill_tokens_per_s <= 0:
-        raise click.BadParameter(f"must be greater than 0 tokens/s, got {prefill_tokens_per_s:g}", param_hint="--prefill-tokens-per-s")
+        raise click.BadParameter(
+            f"must be greater than 0 tokens/s, got {prefill_tokens_per_s:g}", param_hint="--prefill-tokens-per-s"
+        )
     if not 0 <= cache_hit <= 1:
         raise click.BadParameter(f"must be between 0 and 1, got {cache_hit:g}", param_hint="--cache-hit")
     try:
@@ -68,8 +109,14 @@ def budget(target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, promp
         click.echo(f"− {label:<30} {getattr(r, key):>8,.0f} ms")
     click.echo(f"= prefill budget    {r.prefill_budget_ms:>10,.0f} ms")
     if not math.isnan(r.prefill_needed_ms):
-        click.echo(f"prefill needed      {r.prefill_needed_ms:>10,.0f} ms  ({r.uncached_prompt_tokens:,.0f} uncached tokens)")
-        mx = "unlimited (all cached)" if math.isinf(r.max_prompt_tokens_p95) else f"{r.max_prompt_tokens_p95:,.0f} tokens"
+        click.echo(
+            f"prefill needed      {r.prefill_needed_ms:>10,.0f} ms  ({r.uncached_prompt_tokens:,.0f} uncached tokens)"
+        )
+        mx = (
+            "unlimited (all cached)"
+            if math.isinf(r.max_prompt_tokens_p95)
+            else f"{r.max_prompt_tokens_p95:,.0f} tokens"
+        )
         click.echo(f"largest p95 prompt  {mx:>10}")
     click.echo(f"verdict: {level.upper()} — {sentence}")
 

@@ -20,20 +20,51 @@ __all__ = ["COMMANDS"]
 @click.command()
 @click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8089/v1.")
 @click.option("--model", required=True, help="Model name to request.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol.")
+@click.option(
+    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
+)
 @click.option("--api-key-env", default="", help="NAME of the environment variable holding the API key.")
-@click.option("--prompt-tokens", "lengths", default="128,1024", show_default=True, help="Prompt lengths of the prefill fit.")
-@click.option("-n", "--samples", "n", type=click.IntRange(2, 1000), default=5, show_default=True, help="Samples per length.")
-@click.option("--decode-tokens", type=click.IntRange(2, 100_000), default=64, show_default=True,
-              help="Output tokens of the decode measurement.")
-@click.option("--concurrency", default="1,2,4", show_default=True, help="Closed-loop steps of the parallelism measurement.")
-@click.option("--step-duration", "step_duration_s", type=click.FloatRange(0.5, 600), default=20.0, show_default=True,
-              help="Seconds per concurrency step.")
+@click.option(
+    "--prompt-tokens", "lengths", default="128,1024", show_default=True, help="Prompt lengths of the prefill fit."
+)
+@click.option(
+    "-n", "--samples", "n", type=click.IntRange(2, 1000), default=5, show_default=True, help="Samples per length."
+)
+@click.option(
+    "--decode-tokens",
+    type=click.IntRange(2, 100_000),
+    default=64,
+    show_default=True,
+    help="Output tokens of the decode measurement.",
+)
+@click.option(
+    "--concurrency", default="1,2,4", show_default=True, help="Closed-loop steps of the parallelism measurement."
+)
+@click.option(
+    "--step-duration",
+    "step_duration_s",
+    type=click.FloatRange(0.5, 600),
+    default=20.0,
+    show_default=True,
+    help="Seconds per concurrency step.",
+)
 @click.option("--name", default="calibrated", show_default=True, help="Name of the printed deployment.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=120.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
-def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens, concurrency, step_duration_s, name,
-              timeout_s, as_json) -> None:
+def calibrate(
+    base_url,
+    model,
+    protocol,
+    api_key_env,
+    lengths,
+    n,
+    decode_tokens,
+    concurrency,
+    step_duration_s,
+    name,
+    timeout_s,
+    as_json,
+) -> None:
     """Measure prefill (on the server's counted tokens), decode and effective parallelism; print a `dedicated:` spec.
 
     Feed the spec to `ttft-planner whatif --deployment …` (one replica; the fit's intercept is its rtt, the tokens
@@ -43,7 +74,9 @@ def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens,
 
     Example: ttft-planner calibrate --base-url http://127.0.0.1:8089/v1 --model gemma --step-duration 30
     """
-    target = ProbeTarget(base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, timeout_s=timeout_s)
+    target = ProbeTarget(
+        base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, timeout_s=timeout_s
+    )
     try:
         resolve_api_key(target)
     except MissingApiKey as exc:
@@ -51,27 +84,50 @@ def calibrate(base_url, model, protocol, api_key_env, lengths, n, decode_tokens,
     conc = tuple(int(c) for c in parse_loads(concurrency, "--concurrency", True))
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         try:
-            cal = runner.run(run_calibration(target, lengths=tuple(parse_prompt_tokens(lengths)), n=n,
-                                             decode_tokens=decode_tokens, concurrencies=conc, step_duration_s=step_duration_s))
+            cal = runner.run(
+                run_calibration(
+                    target,
+                    lengths=tuple(parse_prompt_tokens(lengths)),
+                    n=n,
+                    decode_tokens=decode_tokens,
+                    concurrencies=conc,
+                    step_duration_s=step_duration_s,
+                )
+            )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     spec = cal.spec(name)
     if as_json:
-        echo_json({"spec": spec, "prefill_tokens_per_s": cal.prefill.prefill_tokens_per_s, "token_basis": cal.token_basis,
-                   "intercept_ms": cal.prefill.intercept_ms, "r2": cal.prefill.r2, "decode_tokens_per_s": cal.decode_tokens_per_s,
-                   "throughput_by_concurrency": cal.throughput_by_concurrency,
-                   "latency_ms_by_concurrency": cal.latency_ms_by_concurrency, "effective_slots": cal.effective_slots,
-                   "slowdown_at_max": cal.slowdown_at_max, "prompt_overhead_tokens": cal.prompt_overhead_tokens,
-                   "fixed_hold_ms": cal.fixed_hold_ms,
-                   "wall_s": cal.wall_s})
+        echo_json(
+            {
+                "spec": spec,
+                "prefill_tokens_per_s": cal.prefill.prefill_tokens_per_s,
+                "token_basis": cal.token_basis,
+                "intercept_ms": cal.prefill.intercept_ms,
+                "r2": cal.prefill.r2,
+                "decode_tokens_per_s": cal.decode_tokens_per_s,
+                "throughput_by_concurrency": cal.throughput_by_concurrency,
+                "latency_ms_by_concurrency": cal.latency_ms_by_concurrency,
+                "effective_slots": cal.effective_slots,
+                "slowdown_at_max": cal.slowdown_at_max,
+                "prompt_overhead_tokens": cal.prompt_overhead_tokens,
+                "fixed_hold_ms": cal.fixed_hold_ms,
+                "wall_s": cal.wall_s,
+            }
+        )
         return
     click.echo(cal.prefill.describe() + f" ({cal.token_basis} tokens)")
-    click.echo(f"decode {cal.decode_tokens_per_s:,.1f} tokens/s; the server prefills {cal.prompt_overhead_tokens:,.0f} "
-               "tokens more than requested per prompt (template, nonce: overhead_tokens); "
-               f"{cal.fixed_hold_ms:,.0f} ms of slot time per request at saturation beyond prefill")
-    click.echo("throughput by concurrency: " + ", ".join(f"{c}: {r:,.2f} req/s" for c, r in cal.throughput_by_concurrency.items())
-               + f"; effective slots {cal.effective_slots}; one request takes {cal.slowdown_at_max:.2f}× as long at "
-               f"concurrency {max(cal.latency_ms_by_concurrency)} as alone")
+    click.echo(
+        f"decode {cal.decode_tokens_per_s:,.1f} tokens/s; the server prefills {cal.prompt_overhead_tokens:,.0f} "
+        "tokens more than requested per prompt (template, nonce: overhead_tokens); "
+        f"{cal.fixed_hold_ms:,.0f} ms of slot time per request at saturation beyond prefill"
+    )
+    click.echo(
+        "throughput by concurrency: "
+        + ", ".join(f"{c}: {r:,.2f} req/s" for c, r in cal.throughput_by_concurrency.items())
+        + f"; effective slots {cal.effective_slots}; one request takes {cal.slowdown_at_max:.2f}× as long at "
+        f"concurrency {max(cal.latency_ms_by_concurrency)} as alone"
+    )
     click.echo(f"measured in {cal.wall_s:,.0f} s")
     click.echo(spec)
 

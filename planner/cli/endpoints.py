@@ -35,14 +35,21 @@ __all__ = ["COMMANDS"]
 def _field_options(required: bool):
     """Click options for every editable field (--base-url, --interval-s, …)."""
     helps = {
-        "name": "Unique name.", "provider": "Provider label.", "region": "Region label.",
-        "protocol": " | ".join(PROTOCOLS) + ".", "base_url": "http(s) base URL, e.g. https://api.example.com/v1.",
-        "model": "Model name sent in requests.", "api_key_env": "NAME of the env var holding the API key (never the key).",
+        "name": "Unique name.",
+        "provider": "Provider label.",
+        "region": "Region label.",
+        "protocol": " | ".join(PROTOCOLS) + ".",
+        "base_url": "http(s) base URL, e.g. https://api.example.com/v1.",
+        "model": "Model name sent in requests.",
+        "api_key_env": "NAME of the env var holding the API key (never the key).",
         "interval_s": "Probe interval (s); minimum 10 s ($TTFT_PLANNER_MIN_INTERVAL_S lowers it for tests).",
-        "timeout_s": "Probe timeout (s), shorter than the interval.", "prompt_tokens": "Prompt length (tokens).",
-        "max_tokens": "max_tokens of each probe.", "connection_policy": "fresh | keep-alive.",
+        "timeout_s": "Probe timeout (s), shorter than the interval.",
+        "prompt_tokens": "Prompt length (tokens).",
+        "max_tokens": "max_tokens of each probe.",
+        "connection_policy": "fresh | keep-alive.",
         "scale_down_window_s": "The provider's idle scale-down window (s), if known.",
-        "enabled": "Probe it (true/false).", "vantage": "Only workers with this --vantage probe it ('' = any).",
+        "enabled": "Probe it (true/false).",
+        "vantage": "Only workers with this --vantage probe it ('' = any).",
     }
 
     def deco(f):
@@ -52,15 +59,25 @@ def _field_options(required: bool):
             typ = EDITABLE_FIELDS[name][0]
             flag = "--" + name.replace("_", "-")
             ctype = {bool: click.BOOL, float: click.FLOAT, int: click.INT}.get(typ, click.STRING)
-            f = click.option(flag, name, type=ctype, default=None, required=required and name in ("base_url", "model"),
-                             help=helps[name])(f)
+            f = click.option(
+                flag,
+                name,
+                type=ctype,
+                default=None,
+                required=required and name in ("base_url", "model"),
+                help=helps[name],
+            )(f)
         return f
 
     return deco
 
 
 def _raise_bad(exc: EndpointError) -> None:
-    hint = "--" + exc.field.replace("_", "-") if exc.field and exc.field != "name" else ("NAME" if exc.field == "name" else None)
+    hint = (
+        "--" + exc.field.replace("_", "-")
+        if exc.field and exc.field != "name"
+        else ("NAME" if exc.field == "name" else None)
+    )
     raise click.BadParameter(str(exc), param_hint=hint)
 
 
@@ -86,11 +103,21 @@ def _from_catalog(spec: str, params: tuple[str, ...]) -> dict[str, str]:
 
 @endpoints.command("add")
 @click.argument("name", required=False)
-@click.option("--from", "from_spec", metavar="PROVIDER:MODEL[@REGION]", default=None,
-              help="Fill every field from assets/providers.toml (e.g. bedrock:amazon.nova-lite-v1:0@eu-central-1); "
-                   "other options override it. `endpoints catalog` lists the rows.")
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="A catalog base-URL value (Vertex project, Azure resource, self-hosted host); repeatable.")
+@click.option(
+    "--from",
+    "from_spec",
+    metavar="PROVIDER:MODEL[@REGION]",
+    default=None,
+    help="Fill every field from assets/providers.toml (e.g. bedrock:amazon.nova-lite-v1:0@eu-central-1); "
+    "other options override it. `endpoints catalog` lists the rows.",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A catalog base-URL value (Vertex project, Azure resource, self-hosted host); repeatable.",
+)
 @_field_options(required=False)
 @store_option
 def add_cmd(name, from_spec, params, database_url, **fields) -> None:
@@ -115,7 +142,9 @@ def add_cmd(name, from_spec, params, database_url, **fields) -> None:
         row = add_endpoint(engine, {"name": name, **given})
     except EndpointError as exc:
         _raise_bad(exc)
-    click.echo(f"added {row.name} ({row.base_url}, model {row.model}, every {row.interval_s:g} s); key: {key_status(row)}")
+    click.echo(
+        f"added {row.name} ({row.base_url}, model {row.model}, every {row.interval_s:g} s); key: {key_status(row)}"
+    )
 
 
 @endpoints.command("edit")
@@ -169,14 +198,18 @@ def list_cmd(as_json, database_url) -> None:
             echo_json(rec)
         else:
             state = "enabled" if r.enabled else "disabled"
-            click.echo(f"{r.name:<24} {r.base_url:<40} {r.model:<20} every {r.interval_s:g} s  {state}  {rec['key']}"
-                       + (f"  vantage={r.vantage}" if r.vantage else ""))
+            click.echo(
+                f"{r.name:<24} {r.base_url:<40} {r.model:<20} every {r.interval_s:g} s  {state}  {rec['key']}"
+                + (f"  vantage={r.vantage}" if r.vantage else "")
+            )
     if not rows and not as_json:
         click.echo("no endpoints yet: ttft-planner endpoints add NAME --base-url URL --model MODEL")
 
 
 @endpoints.command("export")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", help="File (default stdout).")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", help="File (default stdout)."
+)
 @store_option
 def export_cmd(output, database_url) -> None:
     """Write every endpoint as TOML ([[endpoint]] tables) — keep the list in git. Env var names only, never keys."""
@@ -202,8 +235,10 @@ def import_cmd(path, no_update, database_url) -> None:
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="PATH") from None
     except UnicodeDecodeError as exc:
-        raise click.BadParameter(f"{path} is not UTF-8 text (byte {exc.start:,} is {data[exc.start]:#04x}): is it a binary file?",
-                                 param_hint="PATH") from None
+        raise click.BadParameter(
+            f"{path} is not UTF-8 text (byte {exc.start:,} is {data[exc.start]:#04x}): is it a binary file?",
+            param_hint="PATH",
+        ) from None
     try:
         res = import_toml(engine, text, update=not no_update)
     except EndpointError as exc:
@@ -223,14 +258,26 @@ def catalog_cmd(as_json) -> None:
     for p in catalog():
         key = key_status_for(p.key_env, p.protocol)
         if as_json:
-            echo_json({"key": p.key, "provider": p.provider, "protocol": p.protocol, "key_env": p.key_env,
-                       "key_status": key, "models": list(p.models), "regions": dict(p.regions),
-                       "front_door": p.front_door, "scale_to_zero": p.scale_to_zero, "source": p.source,
-                       "as_of": p.as_of})
+            echo_json(
+                {
+                    "key": p.key,
+                    "provider": p.provider,
+                    "protocol": p.protocol,
+                    "key_env": p.key_env,
+                    "key_status": key,
+                    "models": list(p.models),
+                    "regions": dict(p.regions),
+                    "front_door": p.front_door,
+                    "scale_to_zero": p.scale_to_zero,
+                    "source": p.source,
+                    "as_of": p.as_of,
+                }
+            )
         else:
             where = f"{len(p.regions)} region(s)" if p.front_door == "regional" else p.front_door
-            click.echo(f"{p.key:<18} {p.protocol:<18} {p.key_env or '-':<22} {key:<31} {where:<14} "
-                       f"{', '.join(p.models[:2])}")
+            click.echo(
+                f"{p.key:<18} {p.protocol:<18} {p.key_env or '-':<22} {key:<31} {where:<14} {', '.join(p.models[:2])}"
+            )
 
 
 COMMANDS = [endpoints]

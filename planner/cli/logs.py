@@ -46,8 +46,13 @@ def _tz(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 file_args = click.argument("files", nargs=-1, required=True, metavar="FILE|DIR|GLOB...")
-tz_option = click.option("--tz", default="UTC", show_default=True, callback=_tz,
-                         help="Time zone for hours of day, the working day and times written without a zone.")
+tz_option = click.option(
+    "--tz",
+    default="UTC",
+    show_default=True,
+    callback=_tz,
+    help="Time zone for hours of day, the working day and times written without a zone.",
+)
 
 
 def _tokenizer(ctx: click.Context, param: click.Parameter, value: Path | None) -> TokenCounter | None:
@@ -59,9 +64,13 @@ def _tokenizer(ctx: click.Context, param: click.Parameter, value: Path | None) -
         raise click.BadParameter(str(exc)) from None
 
 
-tokenizer_option = click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=_tokenizer,
-                                help="A Hugging Face tokenizer.json to count tokens in logs that have text but no counts "
-                                     "(default: an estimate of ~4 characters per token, labelled as such).")
+tokenizer_option = click.option(
+    "--tokenizer",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    callback=_tokenizer,
+    help="A Hugging Face tokenizer.json to count tokens in logs that have text but no counts "
+    "(default: an estimate of ~4 characters per token, labelled as such).",
+)
 
 
 def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None, show_progress=None):
@@ -69,8 +78,7 @@ def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None
     bar = progress_bar(show_progress)
     try:
         kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
-        return read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start,
-                         progress=bar, **kw)
+        return read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start, progress=bar, **kw)
     except LogFormatError as exc:
         raise click.BadParameter(str(exc), param_hint="FILES") from None
     finally:
@@ -91,7 +99,13 @@ def logs() -> None:
 @file_args
 @format_option
 @map_option
-@click.option("--workday", default=DEFAULT_WORKDAY, show_default=True, callback=_workday, help="Local working-day window (Mon–Fri).")
+@click.option(
+    "--workday",
+    default=DEFAULT_WORKDAY,
+    show_default=True,
+    callback=_workday,
+    help="Local working-day window (Mon–Fri).",
+)
 @tz_option
 @start_option
 @prefix_option
@@ -108,33 +122,47 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
     res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress)
     s = summarize_logs(res.frame, tz=tz, workday=workday)
     if as_json:
-        echo_json({
-            **s.to_dict(),
-            "formats": res.formats, "mapping": res.mapping, "n_rejected": res.n_rejected, "n_skipped": res.n_skipped,
-            "rejected": [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in res.rejected[:20]],
-            "tokens_estimated": res.tokens_estimated, "token_counter": res.token_counter, "notes": res.notes,
-        })
+        echo_json(
+            {
+                **s.to_dict(),
+                "formats": res.formats,
+                "mapping": res.mapping,
+                "n_rejected": res.n_rejected,
+                "n_skipped": res.n_skipped,
+                "rejected": [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in res.rejected[:20]],
+                "tokens_estimated": res.tokens_estimated,
+                "token_counter": res.token_counter,
+                "notes": res.notes,
+            }
+        )
         return
     fmt_list = ", ".join(f"{k} ({v})" for k, v in res.formats.items())
     click.echo(f"{s.n:,} requests from {fmt_list}")
     if res.n_rejected:
-        click.echo(f"{res.n_rejected:,} line{'' if res.n_rejected == 1 else 's'} rejected, first: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
+        click.echo(
+            f"{res.n_rejected:,} line{'' if res.n_rejected == 1 else 's'} rejected, first: "
+            + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS])
+        )
     if res.tokens_estimated:
         click.echo(f"token counts are an {res.token_counter}")
     for note in res.notes:
         click.echo(f"note: {note}")
     when = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
     click.echo(f"span: {when(s.first_ts_ms)} → {when(s.last_ts_ms)}; times in {tz}")
-    for title, pcs in ((f"prompt tokens (all, n={s.prompt['p50'].n})", s.prompt),
-                       (f"prompt tokens (working day {workday} Mon–Fri, n={s.prompt_workday['p50'].n})", s.prompt_workday),
-                       (f"output tokens (n={s.output['p50'].n})", s.output)):
+    for title, pcs in (
+        (f"prompt tokens (all, n={s.prompt['p50'].n})", s.prompt),
+        (f"prompt tokens (working day {workday} Mon–Fri, n={s.prompt_workday['p50'].n})", s.prompt_workday),
+        (f"output tokens (n={s.output['p50'].n})", s.output),
+    ):
         cells = "  ".join(f"{k} {_fmt(v.value)}{'' if v.reliable else ' (n too small)'}" for k, v in pcs.items())
         click.echo(f"{title}: {cells}")
     if s.ttft["p50"].n:
         cells = "  ".join(f"{k} {_fmt(v.value)}" for k, v in s.ttft.items())
         click.echo(f"production TTFT ms (n={s.ttft['p50'].n}): {cells}")
-    click.echo(f"cached share: {s.cached['token_fraction']:.1%} of prompt tokens, "
-               f"{s.cached['request_fraction']:.1%} of requests had a cache hit")
+    click.echo(
+        f"cached share: {s.cached['token_fraction']:.1%} of prompt tokens, "
+        f"{s.cached['request_fraction']:.1%} of requests had a cache hit"
+    )
     click.echo(f"arrival rate: mean {s.mean_rate_per_s:.4f}/s, peak hour {s.peak_hour_rate_per_s:.4f}/s")
     click.echo("cold-start exposure (one scale-to-zero replica): window → trace / Poisson e^(−λW)")
     for r in s.cold.itertuples():
@@ -166,8 +194,9 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
     if frames is not None:
         engine = open_engine(database_url)
         try:
-            upload_id, n = save_upload_frames(engine, name or paths[0].name, frames,
-                                              formats={p.name: "openai_chat" for p in paths})
+            upload_id, n = save_upload_frames(
+                engine, name or paths[0].name, frames, formats={p.name: "openai_chat" for p in paths}
+            )
         except Doubt:
             pass  # nothing was stored (one transaction): the line-by-line reader below names every bad line
         else:
@@ -194,7 +223,9 @@ def list_(database_url, as_json) -> None:
         echo_json({"uploads": uploads})
         return
     for u in uploads:
-        click.echo(f"{u.id}\t{u.name}\t{u.n_requests:,} requests\t{u.n_rejected:,} rejected\t{', '.join(set(u.formats.values()))}")
+        click.echo(
+            f"{u.id}\t{u.name}\t{u.n_requests:,} requests\t{u.n_rejected:,} rejected\t{', '.join(set(u.formats.values()))}"
+        )
 
 
 @logs.command()

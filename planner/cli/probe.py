@@ -22,6 +22,7 @@ from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
 
+
 def _loop_factory():
     """uvloop when available: fewer wake-up hops between a socket read and the probe's timestamp."""
     try:
@@ -39,8 +40,9 @@ def parse_prompt_tokens(text: str) -> list[int]:
         try:
             n = int(item)
         except ValueError:
-            raise click.BadParameter(f"{item!r} is not a whole number of tokens (use e.g. 1000 or 256,4096)",
-                                     param_hint="--prompt-tokens") from None
+            raise click.BadParameter(
+                f"{item!r} is not a whole number of tokens (use e.g. 1000 or 256,4096)", param_hint="--prompt-tokens"
+            ) from None
         if not 1 <= n <= 2_000_000:
             raise click.BadParameter(f"{n} is out of range (1 … 2,000,000 tokens)", param_hint="--prompt-tokens")
         out.append(n)
@@ -76,7 +78,11 @@ def _line(i: int, s: TtftSample) -> str:
     counted = f" (server {s.prompt_tokens})" if s.prompt_tokens is not None else ""
     head = f"#{i:<3} {s.prompt_tokens_requested:>6} tok{counted}  "
     if not s.ok:
-        return head + f"FAILED {s.error_class}: {s.error_detail}" + (f"  (attempts {s.attempts})" if s.attempts > 1 else "")
+        return (
+            head
+            + f"FAILED {s.error_class}: {s.error_detail}"
+            + (f"  (attempts {s.attempts})" if s.attempts > 1 else "")
+        )
     extra = []
     if s.attempts > 1:
         extra.append(f"attempts {s.attempts}, waited {s.retry_wait_ms / 1000:.1f} s")
@@ -86,12 +92,17 @@ def _line(i: int, s: TtftSample) -> str:
         extra.append("reused connection")
     if s.cached_tokens:
         extra.append(f"{s.cached_tokens} cached")
-    return (head + f"ttft {_fmt(s.ttft_ms):>8} ms  (dns {_fmt(s.dns_ms)}, connect {_fmt(s.connect_ms)}, tls {_fmt(s.tls_ms)}, "
-            f"headers {_fmt(s.headers_ms)}, first event {_fmt(s.first_event_ms)}, content {_fmt(s.first_content_ms)}, "
-            f"end {_fmt(s.total_ms)})  {s.output_tokens} out" + (f"  [{'; '.join(extra)}]" if extra else ""))
+    return (
+        head
+        + f"ttft {_fmt(s.ttft_ms):>8} ms  (dns {_fmt(s.dns_ms)}, connect {_fmt(s.connect_ms)}, tls {_fmt(s.tls_ms)}, "
+        f"headers {_fmt(s.headers_ms)}, first event {_fmt(s.first_event_ms)}, content {_fmt(s.first_content_ms)}, "
+        f"end {_fmt(s.total_ms)})  {s.output_tokens} out" + (f"  [{'; '.join(extra)}]" if extra else "")
+    )
 
 
-async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: str | None, max_attempts: int, on_sample) -> None:
+async def _run(
+    targets: list[ProbeTarget], n: int, interval_s: float, api_key: str | None, max_attempts: int, on_sample
+) -> None:
     keep_alive = targets[0].keep_alive
     # Pay the first request's lazy imports and thread-pool start on a local canned stream, not in sample #1.
     await warm_up(targets[0].protocol, keep_alive=keep_alive)
@@ -118,34 +129,100 @@ async def _run(targets: list[ProbeTarget], n: int, interval_s: float, api_key: s
 
 
 @click.command()
-@click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8765/v1 or https://api.openai.com/v1 "
-                                                "(Anthropic: https://api.anthropic.com).")
+@click.option(
+    "--base-url",
+    required=True,
+    help="API base URL, e.g. http://127.0.0.1:8765/v1 or https://api.openai.com/v1 "
+    "(Anthropic: https://api.anthropic.com).",
+)
 @click.option("--model", required=True, help="Model name to request.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol.")
-@click.option("--api-key-env", default="", help="NAME of the environment variable holding the API key (the key itself is "
-                                                 "never printed or stored). Default: no key.")
-@click.option("-n", "--samples", "n", type=click.IntRange(1, 100_000), default=20, show_default=True,
-              help="Samples per prompt length.")
-@click.option("--interval", "interval_s", type=click.FloatRange(0, 86_400), default=1.0, show_default=True,
-              help="Seconds from one sample's start to the next.")
-@click.option("--prompt-tokens", "prompt_tokens", default="1000", show_default=True,
-              help="Prompt length(s) in tokens (words of a 1-token vocabulary, nonce first). Two or more, e.g. "
-                   "256,4096, fit TTFT = a + b·tokens and report b, the measured prefill cost (on the server's "
-                   "own token count when it reports usage).")
-@click.option("--max-tokens", type=click.IntRange(1, 100_000), default=64, show_default=True, help="max_tokens of each request.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
-              help="Seconds per attempt before a connect/read timeout (a stall mid-stream counts).")
-@click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True,
-              help="Attempts per sample on 429/5xx (Retry-After honoured, capped at 30 s).")
-@click.option("--cached", is_flag=True, help="Repeat one identical prompt (no nonce): deliberately measures the prefix cache.")
-@click.option("--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample).")
+@click.option(
+    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
+)
+@click.option(
+    "--api-key-env",
+    default="",
+    help="NAME of the environment variable holding the API key (the key itself is "
+    "never printed or stored). Default: no key.",
+)
+@click.option(
+    "-n",
+    "--samples",
+    "n",
+    type=click.IntRange(1, 100_000),
+    default=20,
+    show_default=True,
+    help="Samples per prompt length.",
+)
+@click.option(
+    "--interval",
+    "interval_s",
+    type=click.FloatRange(0, 86_400),
+    default=1.0,
+    show_default=True,
+    help="Seconds from one sample's start to the next.",
+)
+@click.option(
+    "--prompt-tokens",
+    "prompt_tokens",
+    default="1000",
+    show_default=True,
+    help="Prompt length(s) in tokens (words of a 1-token vocabulary, nonce first). Two or more, e.g. "
+    "256,4096, fit TTFT = a + b·tokens and report b, the measured prefill cost (on the server's "
+    "own token count when it reports usage).",
+)
+@click.option(
+    "--max-tokens", type=click.IntRange(1, 100_000), default=64, show_default=True, help="max_tokens of each request."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(0.1, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds per attempt before a connect/read timeout (a stall mid-stream counts).",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="Attempts per sample on 429/5xx (Retry-After honoured, capped at 30 s).",
+)
+@click.option(
+    "--cached", is_flag=True, help="Repeat one identical prompt (no nonce): deliberately measures the prefix cache."
+)
+@click.option(
+    "--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample)."
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
 @click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
-@click.option("--vantage", default=None, envvar=settings.VANTAGE.name, show_envvar=True,
-              help="Label of the machine measuring, stored with --store (default: none — the default vantage, as the worker's).")
+@click.option(
+    "--vantage",
+    default=None,
+    envvar=settings.VANTAGE.name,
+    show_envvar=True,
+    help="Label of the machine measuring, stored with --store (default: none — the default vantage, as the worker's).",
+)
 @store_option
-def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, max_tokens, timeout_s, max_attempts,
-          cached, keep_alive, as_json, store, vantage, database_url) -> None:
+def probe(
+    base_url,
+    model,
+    protocol,
+    api_key_env,
+    n,
+    interval_s,
+    prompt_tokens,
+    max_tokens,
+    timeout_s,
+    max_attempts,
+    cached,
+    keep_alive,
+    as_json,
+    store,
+    vantage,
+    database_url,
+) -> None:
     """Measure TTFT of a streaming endpoint: per sample and as p50 / p95 / max with n and failures.
 
     Each sample times DNS, connect, TLS, response headers, first SSE event, first token (content,
@@ -160,8 +237,20 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
         base_url = check_url(base_url, what="--base-url")
     except UrlError as exc:
         raise click.BadParameter(str(exc), param_hint="--base-url") from None
-    targets = [ProbeTarget(base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, prompt_tokens=L,
-                           max_tokens=max_tokens, timeout_s=timeout_s, cached=cached, keep_alive=keep_alive) for L in lengths]
+    targets = [
+        ProbeTarget(
+            base_url=base_url,
+            model=model,
+            protocol=protocol,
+            api_key_env=api_key_env,
+            prompt_tokens=L,
+            max_tokens=max_tokens,
+            timeout_s=timeout_s,
+            cached=cached,
+            keep_alive=keep_alive,
+        )
+        for L in lengths
+    ]
     try:
         api_key = resolve_api_key(targets[0])
     except MissingApiKey as exc:
@@ -189,12 +278,15 @@ def probe(base_url, model, protocol, api_key_env, n, interval_s, prompt_tokens, 
         if not as_json:
             described = {str(c): d for c, d in ERROR_CLASSES.items()}
             classes = sorted({str(s.error_class) for s in samples})
-            click.echo("no sample succeeded; classes: " + ", ".join(f"{k} ({described.get(k, '')})" for k in classes),
-                       err=True)
+            click.echo(
+                "no sample succeeded; classes: " + ", ".join(f"{k} ({described.get(k, '')})" for k in classes), err=True
+            )
         raise SystemExit(sys_exit)
 
 
-def _store(engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None) -> int:
+def _store(
+    engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None
+) -> int:
     from planner.samples import SampleKind
     from planner.store.probes import get_or_create_manual_endpoint, insert_samples, sample_row
 
@@ -207,7 +299,9 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
             slot = max(s.started_at_ms, last + 1)  # the slot key must be unique within a run
             last = slot
             # idle gap: from the end of the previous sample to this one's start (None for the first)
-            gap: float | None = None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
+            gap: float | None = (
+                None if prev is None else max(0.0, s.started_at_ms - (prev.started_at_ms + (prev.total_ms or 0.0)))
+            )
             prev = s
             rows.append(sample_row(s, ep.id, vantage, SampleKind.MANUAL, slot, idle_gap_ms=gap))
         return insert_samples(engine, rows)
@@ -215,7 +309,9 @@ def _store(engine, samples: list[TtftSample], base_url: str, model: str, protoco
         fail(f"samples were measured but not stored: {type(exc).__name__}: {str(exc).splitlines()[0]}")
 
 
-def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored: int | None, interrupted: bool) -> None:
+def _report(
+    samples: list[TtftSample], lengths: list[int], as_json: bool, stored: int | None, interrupted: bool
+) -> None:
     per_length = {L: summary_of([s for s in samples if s.prompt_tokens_requested == L]) for L in lengths}
     fit = None
     ok_points, basis = fit_points(samples)
@@ -225,29 +321,52 @@ def _report(samples: list[TtftSample], lengths: list[int], as_json: bool, stored
         except ValueError:
             fit = None
     if as_json:
-        out = {"type": "summary", **summary_of(samples), "by_prompt_tokens": {str(k): v for k, v in per_length.items()},
-               "interrupted": interrupted, "stored": stored}
+        out = {
+            "type": "summary",
+            **summary_of(samples),
+            "by_prompt_tokens": {str(k): v for k, v in per_length.items()},
+            "interrupted": interrupted,
+            "stored": stored,
+        }
         if fit is not None:
-            out["prefill_fit"] = {"intercept_ms": fit.intercept_ms, "ms_per_1k_tokens": fit.ms_per_1k_tokens,
-                                  "prefill_tokens_per_s": fit.prefill_tokens_per_s, "r2": fit.r2,
-                                  "slope_se_ms_per_1k_tokens": None if fit.slope_se_ms_per_token is None
-                                  else fit.slope_se_ms_per_token * 1000, "n": fit.n, "quality": fit.quality,
-                                  "tokens": basis, "lengths": list(fit.lengths)}
+            out["prefill_fit"] = {
+                "intercept_ms": fit.intercept_ms,
+                "ms_per_1k_tokens": fit.ms_per_1k_tokens,
+                "prefill_tokens_per_s": fit.prefill_tokens_per_s,
+                "r2": fit.r2,
+                "slope_se_ms_per_1k_tokens": None
+                if fit.slope_se_ms_per_token is None
+                else fit.slope_se_ms_per_token * 1000,
+                "n": fit.n,
+                "quality": fit.quality,
+                "tokens": basis,
+                "lengths": list(fit.lengths),
+            }
         echo_json(out)
         return
     click.echo("")
     for L, s in per_length.items():
         grey = "" if s["ttft_p95_reliable"] else "  (p95 needs n ≥ 20: it is just the largest value)"
         fails = ", ".join(f"{k} {v}" for k, v in s["failures_by_class"].items())
-        click.echo(f"{L:>6} prompt tokens: TTFT p50 {_fmt(s['ttft_p50_ms'])} ms · p95 {_fmt(s['ttft_p95_ms'])} ms · "
-                   f"max {_fmt(s['ttft_max_ms'])} ms · n={s['n']} · failures {s['failures']}"
-                   + (f" ({fails})" if fails else "") + grey)
-        click.echo(f"{'':>6} first event p50 {_fmt(s['first_event_p50_ms'])} ms · headers p50 {_fmt(s['headers_p50_ms'])} ms"
-                   + (f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
-                      if s["buffered"] else ""))
+        click.echo(
+            f"{L:>6} prompt tokens: TTFT p50 {_fmt(s['ttft_p50_ms'])} ms · p95 {_fmt(s['ttft_p95_ms'])} ms · "
+            f"max {_fmt(s['ttft_max_ms'])} ms · n={s['n']} · failures {s['failures']}"
+            + (f" ({fails})" if fails else "")
+            + grey
+        )
+        click.echo(
+            f"{'':>6} first event p50 {_fmt(s['first_event_p50_ms'])} ms · headers p50 {_fmt(s['headers_p50_ms'])} ms"
+            + (
+                f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
+                if s["buffered"]
+                else ""
+            )
+        )
         if s["server_prompt_tokens_p50"] is not None:
-            click.echo(f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} "
-                       f"prompt tokens (p50) for {L:,} requested")
+            click.echo(
+                f"{'':>6} the server counted {s['server_prompt_tokens_p50']:,.0f} "
+                f"prompt tokens (p50) for {L:,} requested"
+            )
     if fit is not None:
         click.echo(fit.describe() + f" ({basis} tokens)")
     elif len(lengths) >= 2:

@@ -40,7 +40,9 @@ def parse_when(text: str, now_ms: int) -> int:
         try:
             when = dt.datetime.fromisoformat(text.strip())
         except ValueError:
-            raise ValueError(f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m") from None
+            raise ValueError(
+                f"{text!r} is not a date: use YYYY-MM-DD, an ISO date-time, or an age like 3d, 12h, 90m"
+            ) from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
         ms = when.timestamp() * 1000
@@ -67,41 +69,101 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
             if not sep or not name.strip() or not 0 <= out[name.strip()] <= _MAX_USD_PER_MTOK:  # NaN fails too
                 raise ValueError
         except ValueError:
-            raise click.BadParameter(f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price from 0 to {_MAX_USD_PER_MTOK:,.0f}, "
-                                     "e.g. fast-a=0.35",
-                                     param_hint="--price") from None
+            raise click.BadParameter(
+                f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price from 0 to {_MAX_USD_PER_MTOK:,.0f}, e.g. fast-a=0.35",
+                param_hint="--price",
+            ) from None
     return out
 
 
 @click.command()
-@click.option("--endpoints", "endpoint_args", required=True, multiple=True, metavar="NAMES",
-              help="Endpoint names, comma-separated (fast-a,slow-b) or one per repeated option (--endpoints 'eu, fast' "
-                   "--endpoints slow-b); a value that is exactly a stored name is taken whole. 2–5 is typical.")
+@click.option(
+    "--endpoints",
+    "endpoint_args",
+    required=True,
+    multiple=True,
+    metavar="NAMES",
+    help="Endpoint names, comma-separated (fast-a,slow-b) or one per repeated option (--endpoints 'eu, fast' "
+    "--endpoints slow-b); a value that is exactly a stored name is taken whole. 2–5 is typical.",
+)
 @click.option("--since", default=None, help="Start of the window: YYYY-MM-DD, ISO date-time (UTC), or an age like 3d.")
 @click.option("--until", default=None, help="End of the window (exclusive), same forms as --since. Default: now.")
 @click.option("--vantage", default=None, help="Only samples from this vantage (default: all vantages).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the self-contained HTML report.")
-@click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the tables as Markdown.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the decision table and per-endpoint figures as CSV.")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the self-contained HTML report.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the tables as Markdown.",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the decision table and per-endpoint figures as CSV.",
+)
 @click.option("--tz", default="UTC", show_default=True, help="Time zone for the hour-of-day curves (IANA name).")
-@click.option("--worksheet", "worksheet_name", default=None,
-              help="Saved worksheet whose targets, prefill rate, prompt and cache hit to use (default: built-in defaults).")
-@click.option("--price", "prices", multiple=True, metavar="ENDPOINT=USD_PER_MTOK",
-              help="Blended price for an endpoint (repeatable); else a matching preset.")
-@click.option("--tokens-per-month", type=click.FloatRange(min=0), default=None,
-              help="The team's traffic (all tokens a month) for the cost column (default: 1e9).")
-@click.option("--margin-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              help="Practical-equivalence margin, at least this many ms: two p95s whose whole 95% interval of the "
-                   "difference lies within ±margin are 'practically equivalent'; one is 'faster' only beyond it.")
-@click.option("--margin-pct", type=click.FloatRange(min=0, max=100), default=3.0, show_default=True,
-              help="…or this percentage of the faster p95, whichever is larger.")
+@click.option(
+    "--worksheet",
+    "worksheet_name",
+    default=None,
+    help="Saved worksheet whose targets, prefill rate, prompt and cache hit to use (default: built-in defaults).",
+)
+@click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    metavar="ENDPOINT=USD_PER_MTOK",
+    help="Blended price for an endpoint (repeatable); else a matching preset.",
+)
+@click.option(
+    "--tokens-per-month",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="The team's traffic (all tokens a month) for the cost column (default: 1e9).",
+)
+@click.option(
+    "--margin-ms",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Practical-equivalence margin, at least this many ms: two p95s whose whole 95% interval of the "
+    "difference lies within ±margin are 'practically equivalent'; one is 'faster' only beyond it.",
+)
+@click.option(
+    "--margin-pct",
+    type=click.FloatRange(min=0, max=100),
+    default=3.0,
+    show_default=True,
+    help="…or this percentage of the faster p95, whichever is larger.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary instead of text.")
 @store_option
-def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz, worksheet_name, prices,
-           tokens_per_month, margin_ms, margin_pct, as_json, database_url) -> None:
+def report(
+    endpoint_args,
+    since,
+    until,
+    vantage,
+    out_path,
+    md_path,
+    csv_path,
+    tz,
+    worksheet_name,
+    prices,
+    tokens_per_month,
+    margin_ms,
+    margin_pct,
+    as_json,
+    database_url,
+) -> None:
     """Compare endpoints side by side and write a report a buyer can forward.
 
     The HTML file embeds its interactive charts and plotly.js (no network needed to open it) with the
@@ -123,7 +185,9 @@ def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
-        raise click.BadParameter(f"unknown time zone {tz!r} (use an IANA name like Europe/Berlin)", param_hint="--tz") from None
+        raise click.BadParameter(
+            f"unknown time zone {tz!r} (use an IANA name like Europe/Berlin)", param_hint="--tz"
+        ) from None
     typed_prices = _prices(prices)
     engine = open_engine(database_url)
     names = endpoint_names(endpoint_args, {e.name for e in list_endpoints(engine)})
@@ -134,9 +198,18 @@ def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz
         worksheet = load_worksheet(engine, worksheet_name) if worksheet_name else None
         infos = load_endpoints(engine, names)
         cost = cost_basis(infos, None, typed_prices, tokens_per_month=tokens_per_month)
-        cmp = compare(engine, names, since_ms=since_ms, until_ms=until_ms, vantage=vantage, tz=tz,
-                      worksheet=worksheet, cost=cost, now_ms=now_ms,
-                      margin=Margin(abs_ms=margin_ms, fraction=margin_pct / 100))
+        cmp = compare(
+            engine,
+            names,
+            since_ms=since_ms,
+            until_ms=until_ms,
+            vantage=vantage,
+            tz=tz,
+            worksheet=worksheet,
+            cost=cost,
+            now_ms=now_ms,
+            margin=Margin(abs_ms=margin_ms, fraction=margin_pct / 100),
+        )
     except UnknownEndpoint as exc:
         raise click.BadParameter(str(exc), param_hint="--endpoints") from None
     except WorksheetNotFound as exc:
@@ -147,8 +220,11 @@ def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz
         engine.dispose()
     written = []
     try:
-        for path, text in ((out_path, report_html(cmp)), (md_path, report_markdown(cmp) if md_path else None),
-                           (csv_path, report_csv(cmp) if csv_path else None)):
+        for path, text in (
+            (out_path, report_html(cmp)),
+            (md_path, report_markdown(cmp) if md_path else None),
+            (csv_path, report_csv(cmp) if csv_path else None),
+        ):
             if path is not None:
                 path.write_text(text, encoding="utf-8")
                 written.append(str(path))
@@ -157,9 +233,16 @@ def report(endpoint_args, since, until, vantage, out_path, md_path, csv_path, tz
     summary: dict[str, Any] = {
         "files": written,
         "window": cmp.window,
-        "ranking": [{"rank": r.rank, "endpoint": r.metrics.name, "ttft_p95_ms": r.metrics.ttft["p95"].value,
-                     "n": r.metrics.n_ok, "vs_leader": None if r.vs_leader is None else r.vs_leader.verdict}
-                    for r in cmp.ranked],
+        "ranking": [
+            {
+                "rank": r.rank,
+                "endpoint": r.metrics.name,
+                "ttft_p95_ms": r.metrics.ttft["p95"].value,
+                "n": r.metrics.n_ok,
+                "vs_leader": None if r.vs_leader is None else r.vs_leader.verdict,
+            }
+            for r in cmp.ranked
+        ],
         "differences": [d.statement() for d in cmp.differences],
     }
     if as_json:

@@ -24,7 +24,6 @@ from planner.urls import UrlError, check_url, redact_url
 __all__ = ["COMMANDS"]
 
 
-
 def _fmt(v: float | None, digits: int = 1) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.{digits}f}"
 
@@ -39,8 +38,10 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
             note = (note + "; " if note else "") + f"TCP figures are to the proxy {r.proxy}"
         if r.region_id in anycast_ids:
             note = (note + "; " if note else "") + "anycast front door: measures the nearest edge"
-        click.echo(f"{r.region_id[:30]:<30} {_fmt(s.min_ms):>7} {_fmt(s.median_ms):>7} {_fmt(s.p90_ms):>7} {s.n:>3} "
-                   f"{_fmt(r.dns_ms):>6} {_fmt(r.tls_ms):>7} {_fmt(r.ttfb_ms):>7}  {note}")
+        click.echo(
+            f"{r.region_id[:30]:<30} {_fmt(s.min_ms):>7} {_fmt(s.median_ms):>7} {_fmt(s.p90_ms):>7} {s.n:>3} "
+            f"{_fmt(r.dns_ms):>6} {_fmt(r.tls_ms):>7} {_fmt(r.ttfb_ms):>7}  {note}"
+        )
     click.echo("ms; min ≈ path RTT (TCP connect = 1 round trip, first connect dropped); p90 needs n ≥ 10.")
     notes = sorted({n for r in results for n in r.notes if not n.startswith("TCP connect figures are to the proxy")})
     for n in notes:
@@ -48,15 +49,55 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
 
 
 @click.command()
-@click.option("--region", "region_ids", multiple=True, metavar="ID", help="Catalog or custom region id (repeatable); see `ttft-planner regions list`.")
-@click.option("--url", "urls", multiple=True, metavar="URL", help="A URL (https://host/path) or host:port to probe (repeatable).")
+@click.option(
+    "--region",
+    "region_ids",
+    multiple=True,
+    metavar="ID",
+    help="Catalog or custom region id (repeatable); see `ttft-planner regions list`.",
+)
+@click.option(
+    "--url", "urls", multiple=True, metavar="URL", help="A URL (https://host/path) or host:port to probe (repeatable)."
+)
 @click.option("--all", "all_catalog", is_flag=True, help="Every catalog region plus custom targets.")
-@click.option("-n", "n", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="TCP connects kept per target (one more is made and dropped).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.05, max=120), default=3.0, show_default=True, help="Per socket operation (s).")
-@click.option("--proxy", default=None, metavar="URL", help="Measure through this http://host:port CONNECT proxy (default: direct; HTTPS_PROXY is ignored).")
-@click.option("--vantage", default=None, envvar=VANTAGE_ENV, show_envvar=True, help="Label of the machine measuring (default: none — the default vantage, as the worker's).")
-@click.option("--concurrency", type=click.IntRange(min=1, max=32), default=4, show_default=True, help="Targets probed at once.")
-@click.option("--store/--no-store", "store", default=False, help="Store the samples in the database (the Regions page shows them).")
+@click.option(
+    "-n",
+    "n",
+    type=click.IntRange(min=1, max=1000),
+    default=10,
+    show_default=True,
+    help="TCP connects kept per target (one more is made and dropped).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0.05, max=120),
+    default=3.0,
+    show_default=True,
+    help="Per socket operation (s).",
+)
+@click.option(
+    "--proxy",
+    default=None,
+    metavar="URL",
+    help="Measure through this http://host:port CONNECT proxy (default: direct; HTTPS_PROXY is ignored).",
+)
+@click.option(
+    "--vantage",
+    default=None,
+    envvar=VANTAGE_ENV,
+    show_envvar=True,
+    help="Label of the machine measuring (default: none — the default vantage, as the worker's).",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(min=1, max=32), default=4, show_default=True, help="Targets probed at once."
+)
+@click.option(
+    "--store/--no-store",
+    "store",
+    default=False,
+    help="Store the samples in the database (the Regions page shows them).",
+)
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency, store, database_url, as_json) -> None:
@@ -75,7 +116,9 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         try:  # a proxy may need user:password@ — accepted, never printed (redact_url)
             proxy = check_url(proxy, what="--proxy", schemes=("http",), allow_credentials=True)
         except UrlError as exc:
-            raise click.BadParameter(f"{exc} (give an http://host:port CONNECT proxy URL)", param_hint="--proxy") from None
+            raise click.BadParameter(
+                f"{exc} (give an http://host:port CONNECT proxy URL)", param_hint="--proxy"
+            ) from None
     vantage = vantage or default_vantage()
     engine = open_engine(database_url) if (store or region_ids or all_catalog) else None
     regions = merge_custom(catalog(), list_targets(engine)) if engine is not None else catalog()
@@ -94,13 +137,21 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         except CatalogError as exc:
             raise click.BadParameter(str(exc), param_hint="--url") from None
         pairs.append((t.host if t.scheme != "tcp" else str(t), u))
-    results = probe_rtt_many(list(dict.fromkeys(pairs)), n=n, vantage=vantage, timeout_s=timeout_s, proxy=proxy,
-                             concurrency=concurrency)
+    results = probe_rtt_many(
+        list(dict.fromkeys(pairs)), n=n, vantage=vantage, timeout_s=timeout_s, proxy=proxy, concurrency=concurrency
+    )
     if store and engine is not None:
         insert_rtt_samples(engine, [rec for r in results for rec in r.records()])
     if as_json:
-        echo_json({"vantage": vantage, "n": n, "stored": bool(store), "results": [r.to_dict() for r in results],
-                   "error_classes": RTT_ERROR_CLASSES})
+        echo_json(
+            {
+                "vantage": vantage,
+                "n": n,
+                "stored": bool(store),
+                "results": [r.to_dict() for r in results],
+                "error_classes": RTT_ERROR_CLASSES,
+            }
+        )
     else:
         route = "direct" if proxy is None else "via proxy " + redact_url(proxy)
         click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({route}):")
@@ -128,16 +179,36 @@ def regions_list(provider, database_url, as_json) -> None:
     out: list[dict[str, Any]] = []
     for r in items:
         row = rows.get(r.id)
-        out.append({"id": r.id, "provider": r.provider, "name": r.name, "city": r.city, "lat": r.lat, "lon": r.lon,
-                    "probe_url": row.target if row else r.probe_url, "anycast": r.anycast, "custom": r.custom,
-                    "scheduled": bool(row and row.enabled), "interval_s": row.interval_s if row else None,
-                    "source": r.source, "as_of": r.as_of})
+        out.append(
+            {
+                "id": r.id,
+                "provider": r.provider,
+                "name": r.name,
+                "city": r.city,
+                "lat": r.lat,
+                "lon": r.lon,
+                "probe_url": row.target if row else r.probe_url,
+                "anycast": r.anycast,
+                "custom": r.custom,
+                "scheduled": bool(row and row.enabled),
+                "interval_s": row.interval_s if row else None,
+                "source": r.source,
+                "as_of": r.as_of,
+            }
+        )
     if as_json:
         echo_json({"regions": out})
         return
     for d in out:
-        flags = " ".join(f for f, on in (("anycast", d["anycast"]), ("custom", d["custom"]),
-                                          (f"every {d['interval_s']:g}s" if d["scheduled"] else "", d["scheduled"])) if on)
+        flags = " ".join(
+            f
+            for f, on in (
+                ("anycast", d["anycast"]),
+                ("custom", d["custom"]),
+                (f"every {d['interval_s']:g}s" if d["scheduled"] else "", d["scheduled"]),
+            )
+            if on
+        )
         click.echo(f"{d['id']:<36} {d['provider']:<14} {d['name'][:34]:<34} {d['probe_url']}  {flags}".rstrip())
     click.echo(f"{len(out)} regions. Anycast entries measure the nearest edge, not the serving region.")
 
@@ -151,11 +222,22 @@ def regions_list(provider, database_url, as_json) -> None:
 @click.option("--lat", type=click.FloatRange(-90, 90), default=None, help="Latitude (degrees) for the map.")
 @click.option("--lon", type=click.FloatRange(-180, 180), default=None, help="Longitude (degrees) for the map.")
 @click.option("--anycast", is_flag=True, help="The host is a global front door (measures the edge).")
-@click.option("--interval", "interval_s", type=click.FloatRange(min=10, max=7 * 86400), default=300, show_default=True, help="Seconds between scheduled probes.")
-@click.option("--schedule/--no-schedule", default=True, show_default=True, help="Let the worker probe it every --interval.")
+@click.option(
+    "--interval",
+    "interval_s",
+    type=click.FloatRange(min=10, max=7 * 86400),
+    default=300,
+    show_default=True,
+    help="Seconds between scheduled probes.",
+)
+@click.option(
+    "--schedule/--no-schedule", default=True, show_default=True, help="Let the worker probe it every --interval."
+)
 @click.option("--vantage", default="", help="Only the worker with this vantage probes it (default: every worker).")
 @store_option
-def regions_add(region_id, target, name, provider, city, lat, lon, anycast, interval_s, schedule, vantage, database_url) -> None:
+def regions_add(
+    region_id, target, name, provider, city, lat, lon, anycast, interval_s, schedule, vantage, database_url
+) -> None:
     """Add a custom target (ID plus URL or host:port), or schedule a catalog region (ID alone).
 
     Examples: ttft-planner regions add acme-eu https://eu.api.acme.dev/health --lat 50.1 --lon 8.7
@@ -167,17 +249,39 @@ def regions_add(region_id, target, name, provider, city, lat, lon, anycast, inte
     known = {r.id: r for r in catalog()}
     if target is None:
         if region_id not in known:
-            raise click.UsageError(f"{region_id!r} is not a catalog region: give a TARGET (URL or host:port) for a custom one")
+            raise click.UsageError(
+                f"{region_id!r} is not a catalog region: give a TARGET (URL or host:port) for a custom one"
+            )
         r = known[region_id]
-        target, name, provider, city, lat, lon, anycast = r.probe_url, r.name, r.provider, r.city, r.lat, r.lon, r.anycast
+        target, name, provider, city, lat, lon, anycast = (
+            r.probe_url,
+            r.name,
+            r.provider,
+            r.city,
+            r.lat,
+            r.lon,
+            r.anycast,
+        )
     try:
         parse_target(target)
     except CatalogError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
     engine = open_engine(database_url)
     try:
-        row = add_target(engine, region_id, target, name=name, provider=provider, city=city, lat=lat, lon=lon,
-                         anycast=anycast, interval_s=interval_s, enabled=schedule, vantage=vantage)
+        row = add_target(
+            engine,
+            region_id,
+            target,
+            name=name,
+            provider=provider,
+            city=city,
+            lat=lat,
+            lon=lon,
+            anycast=anycast,
+            interval_s=interval_s,
+            enabled=schedule,
+            vantage=vantage,
+        )
     except (TargetExists, ValueError) as exc:
         raise click.BadParameter(str(exc), param_hint="REGION_ID") from None
     when = f"probed by the worker every {row.interval_s:g} s" if row.enabled else "not scheduled"

@@ -43,53 +43,153 @@ _D = SimulatorConfig()
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port to listen on (0 = any free port).")
-@click.option("--prefill-tokens-per-s", type=float, default=_D.prefill_tokens_per_s, show_default=True,
-              help="Prefill speed: uncached prompt tokens per second (prefill time = uncached tokens / rate).")
-@click.option("--decode-tokens-per-s", type=float, default=_D.decode_tokens_per_s, show_default=True,
-              help="Decode speed: output tokens per second after the first.")
-@click.option("--slots", type=int, default=_D.slots, show_default=True,
-              help="Requests served at once; more wait in a first-in-first-out queue.")
-@click.option("--base-overhead-ms", type=float, default=_D.base_overhead_ms, show_default=True,
-              help="Fixed admission/scheduling time before prefill (ms).")
-@click.option("--network-delay-ms", type=float, default=_D.network_delay_ms, show_default=True,
-              help="Extra delay before the response headers (ms), standing in for distance.")
-@click.option("--prefix-cache-tokens", type=int, default=_D.prefix_cache_tokens, show_default=True,
-              help="Tokens of recent prompts kept for prefix reuse (0 = no prefix cache); --cached probes hit it.")
-@click.option("--scale-down-window-s", type=float, default=None,
-              help="Unload the model after this many idle seconds (default: never); the next request pays a cold start.")
-@click.option("--cold-start-s", type=float, default=0.0, show_default=True,
-              help="Cold start (weight loading) in seconds; 0 with --checkpoint-gb and --load-gb-per-s = their ratio.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port to listen on (0 = any free port).",
+)
+@click.option(
+    "--prefill-tokens-per-s",
+    type=float,
+    default=_D.prefill_tokens_per_s,
+    show_default=True,
+    help="Prefill speed: uncached prompt tokens per second (prefill time = uncached tokens / rate).",
+)
+@click.option(
+    "--decode-tokens-per-s",
+    type=float,
+    default=_D.decode_tokens_per_s,
+    show_default=True,
+    help="Decode speed: output tokens per second after the first.",
+)
+@click.option(
+    "--slots",
+    type=int,
+    default=_D.slots,
+    show_default=True,
+    help="Requests served at once; more wait in a first-in-first-out queue.",
+)
+@click.option(
+    "--base-overhead-ms",
+    type=float,
+    default=_D.base_overhead_ms,
+    show_default=True,
+    help="Fixed admission/scheduling time before prefill (ms).",
+)
+@click.option(
+    "--network-delay-ms",
+    type=float,
+    default=_D.network_delay_ms,
+    show_default=True,
+    help="Extra delay before the response headers (ms), standing in for distance.",
+)
+@click.option(
+    "--prefix-cache-tokens",
+    type=int,
+    default=_D.prefix_cache_tokens,
+    show_default=True,
+    help="Tokens of recent prompts kept for prefix reuse (0 = no prefix cache); --cached probes hit it.",
+)
+@click.option(
+    "--scale-down-window-s",
+    type=float,
+    default=None,
+    help="Unload the model after this many idle seconds (default: never); the next request pays a cold start.",
+)
+@click.option(
+    "--cold-start-s",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Cold start (weight loading) in seconds; 0 with --checkpoint-gb and --load-gb-per-s = their ratio.",
+)
 @click.option("--checkpoint-gb", type=float, default=None, help="Checkpoint size (GB) for a projected cold start.")
-@click.option("--load-gb-per-s", type=float, default=None, help="Weight loading rate (GB/s) for a projected cold start.")
-@click.option("--cold-503", is_flag=True, help="While loading, answer 503 with Retry-After instead of holding the request.")
+@click.option(
+    "--load-gb-per-s", type=float, default=None, help="Weight loading rate (GB/s) for a projected cold start."
+)
+@click.option(
+    "--cold-503", is_flag=True, help="While loading, answer 503 with Retry-After instead of holding the request."
+)
 @click.option("--start-cold", is_flag=True, help="Start unloaded: the first request pays the cold start.")
-@click.option("--rate-429", type=float, default=0.0, show_default=True,
-              help="Fraction of requests answered 429 Too Many Requests (with Retry-After).")
+@click.option(
+    "--rate-429",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Fraction of requests answered 429 Too Many Requests (with Retry-After).",
+)
 @click.option("--rate-5xx", type=float, default=0.0, show_default=True, help="Fraction of requests answered 500.")
-@click.option("--retry-after-s", type=int, default=_D.retry_after_s, show_default=True,
-              help="Retry-After (seconds) sent with simulated 429s.")
-@click.option("--load-curve", default="none", show_default=True,
-              help="Background load by UTC hour: 'office' (quiet nights, busy working day), 'none', or 24 "
-                   "comma-separated utilisations 0..0.95. A request waits behind it with probability ρ.")
-@click.option("--load-service-ms", type=float, default=_D.load_service_ms, show_default=True,
-              help="Mean service time (ms) of background requests; queue wait ≈ this × ρ/(1−ρ).")
-@click.option("--max-output-tokens", type=int, default=_D.max_output_tokens, show_default=True,
-              help="Cap on generated tokens (the request's max_tokens applies below it).")
-@click.option("--role-chunk-early/--role-chunk-late", "role_chunk_early", default=True, show_default=True,
-              help="Send the OpenAI role-only chunk (Anthropic message_start) on admission, before prefill, so the first "
-                   "event is not the first token; --role-chunk-late sends it with the first token.")
-@click.option("--ping-interval-s", type=float, default=_D.ping_interval_s, show_default=True,
-              help="During a long prefill, send an SSE ': ping' comment this often (0 = never).")
-@click.option("--speedup", type=float, default=1.0, show_default=True,
-              help="Divide every simulated duration by this (time-compressed replays).")
-@click.option("--model", "models", multiple=True,
-              help="Accepted model name (repeatable); other names get 404. Default: any name is accepted.")
-@click.option("--require-key-env", default="",
-              help="Name of an environment variable holding a key that requests must send (else 401). Default: no key.")
+@click.option(
+    "--retry-after-s",
+    type=int,
+    default=_D.retry_after_s,
+    show_default=True,
+    help="Retry-After (seconds) sent with simulated 429s.",
+)
+@click.option(
+    "--load-curve",
+    default="none",
+    show_default=True,
+    help="Background load by UTC hour: 'office' (quiet nights, busy working day), 'none', or 24 "
+    "comma-separated utilisations 0..0.95. A request waits behind it with probability ρ.",
+)
+@click.option(
+    "--load-service-ms",
+    type=float,
+    default=_D.load_service_ms,
+    show_default=True,
+    help="Mean service time (ms) of background requests; queue wait ≈ this × ρ/(1−ρ).",
+)
+@click.option(
+    "--max-output-tokens",
+    type=int,
+    default=_D.max_output_tokens,
+    show_default=True,
+    help="Cap on generated tokens (the request's max_tokens applies below it).",
+)
+@click.option(
+    "--role-chunk-early/--role-chunk-late",
+    "role_chunk_early",
+    default=True,
+    show_default=True,
+    help="Send the OpenAI role-only chunk (Anthropic message_start) on admission, before prefill, so the first "
+    "event is not the first token; --role-chunk-late sends it with the first token.",
+)
+@click.option(
+    "--ping-interval-s",
+    type=float,
+    default=_D.ping_interval_s,
+    show_default=True,
+    help="During a long prefill, send an SSE ': ping' comment this often (0 = never).",
+)
+@click.option(
+    "--speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Divide every simulated duration by this (time-compressed replays).",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Accepted model name (repeatable); other names get 404. Default: any name is accepted.",
+)
+@click.option(
+    "--require-key-env",
+    default="",
+    help="Name of an environment variable holding a key that requests must send (else 401). Default: no key.",
+)
 @click.option("--seed", type=int, default=None, help="Random seed for injected errors and background load.")
-@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="warning",
-              show_default=True, help="uvicorn log level (info shows each request).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+    help="uvicorn log level (info shows each request).",
+)
 def simulate(host, port, load_curve, models, require_key_env, log_level, **fields) -> None:
     """Serve a SIMULATED streaming LLM endpoint (OpenAI chat/completions and Anthropic Messages) for demos and tests.
 
@@ -109,7 +209,9 @@ def simulate(host, port, load_curve, models, require_key_env, log_level, **field
     if require_key_env:
         api_key = os.environ.get(require_key_env)
         if not api_key:
-            raise click.BadParameter(f"environment variable {require_key_env} is not set", param_hint="--require-key-env")
+            raise click.BadParameter(
+                f"environment variable {require_key_env} is not set", param_hint="--require-key-env"
+            )
     try:
         config = SimulatorConfig(load_curve=curve, models=tuple(models) or None, api_key=api_key, **fields)
     except ValueError as exc:

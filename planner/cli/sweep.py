@@ -30,7 +30,9 @@ def parse_loads(text: str, param: str, whole: bool) -> tuple[float, ...]:
         except ValueError:
             raise click.BadParameter(f"{item!r} is not a number (use e.g. 1,2,4)", param_hint=param) from None
         if not v > 0 or (whole and v != int(v)):
-            raise click.BadParameter(f"{item!r} must be a {'whole number' if whole else 'number'} > 0", param_hint=param)
+            raise click.BadParameter(
+                f"{item!r} must be a {'whole number' if whole else 'number'} > 0", param_hint=param
+            )
         out.append(v)
     return tuple(sorted(set(out)))
 
@@ -45,10 +47,12 @@ def _unit(mode: str) -> str:
 
 def _step_line(mode: str, s: SweepStep) -> str:
     errors = ", ".join(f"{k} {v}" for k, v in s.errors_by_class.items())
-    return (f"{s.load:>8g} {_unit(mode):<10} n={s.n_ok:<5} TTFT p50 {_fmt(s.ttft_p50_ms):>8} · p95 "
-            f"{_fmt(s.ttft_p95_ms, s.p95_reliable):>9} · p99 {_fmt(s.ttft_p99_ms, s.p99_reliable):>9} ms · errors "
-            f"{s.error_rate:.1%}{f' ({errors})' if errors else ''} · achieved {s.achieved_rps:,.2f} req/s · "
-            f"send lag p95 {s.send_lag_p95_ms:,.1f} ms · client CPU {s.client_cpu_ms_per_request:,.2f} ms/request")
+    return (
+        f"{s.load:>8g} {_unit(mode):<10} n={s.n_ok:<5} TTFT p50 {_fmt(s.ttft_p50_ms):>8} · p95 "
+        f"{_fmt(s.ttft_p95_ms, s.p95_reliable):>9} · p99 {_fmt(s.ttft_p99_ms, s.p99_reliable):>9} ms · errors "
+        f"{s.error_rate:.1%}{f' ({errors})' if errors else ''} · achieved {s.achieved_rps:,.2f} req/s · "
+        f"send lag p95 {s.send_lag_p95_ms:,.1f} ms · client CPU {s.client_cpu_ms_per_request:,.2f} ms/request"
+    )
 
 
 def _knee_line(r: SweepResult) -> str:
@@ -60,37 +64,96 @@ def _knee_line(r: SweepResult) -> str:
         return f"knee: p95 is over {spec.target_p95_ms:g} ms already at {r.over_load:g} {u}"
     if r.over_load is None:
         return f"knee: not reached: p95 stays within {spec.target_p95_ms:g} ms up to {r.knee_load:g} {u}"
-    return (f"knee: p95 stays within {spec.target_p95_ms:g} ms up to {r.knee_load:g} {u} and leaves it at "
-            f"{r.over_load:g} {u}")
+    return (
+        f"knee: p95 stays within {spec.target_p95_ms:g} ms up to {r.knee_load:g} {u} and leaves it at "
+        f"{r.over_load:g} {u}"
+    )
 
 
 @click.command()
 @click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8765/v1.")
 @click.option("--model", required=True, help="Model name to request.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol.")
-@click.option("--api-key-env", default="", help="NAME of the environment variable holding the API key (never printed or stored).")
+@click.option(
+    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
+)
+@click.option(
+    "--api-key-env", default="", help="NAME of the environment variable holding the API key (never printed or stored)."
+)
 @click.option("--rates", default=None, help="Open loop: arrival rates in requests/s, e.g. 0.5,1,2,4 (one step each).")
 @click.option("--concurrency", default=None, help="Closed loop instead: concurrent requests per step, e.g. 1,2,4,8.")
-@click.option("--arrivals", type=click.Choice(ARRIVAL_KINDS), default="poisson", show_default=True,
-              help="Open-loop arrival process: Poisson (exponential gaps) or constant spacing.")
-@click.option("--step-duration", "step_duration_s", type=click.FloatRange(0.1, 86_400), default=30.0, show_default=True,
-              help="Seconds of arrivals per step (the step then waits for its requests to finish).")
-@click.option("--target-p95-ms", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="p95 TTFT target: the knee is the last load within it; the sweep stops after the first step over it.")
+@click.option(
+    "--arrivals",
+    type=click.Choice(ARRIVAL_KINDS),
+    default="poisson",
+    show_default=True,
+    help="Open-loop arrival process: Poisson (exponential gaps) or constant spacing.",
+)
+@click.option(
+    "--step-duration",
+    "step_duration_s",
+    type=click.FloatRange(0.1, 86_400),
+    default=30.0,
+    show_default=True,
+    help="Seconds of arrivals per step (the step then waits for its requests to finish).",
+)
+@click.option(
+    "--target-p95-ms",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="p95 TTFT target: the knee is the last load within it; the sweep stops after the first step over it.",
+)
 @click.option("--all-steps", is_flag=True, help="Run every step even after p95 has left the target.")
-@click.option("--prompt-tokens", type=click.IntRange(1, 2_000_000), default=1000, show_default=True,
-              help="Prompt length of every request (nonce first, never cached).")
-@click.option("--max-tokens", type=click.IntRange(1, 100_000), default=16, show_default=True, help="max_tokens of each request.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=60.0, show_default=True,
-              help="Seconds per request before it counts as a timeout error.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson schedules (same seed, same arrivals).")
+@click.option(
+    "--prompt-tokens",
+    type=click.IntRange(1, 2_000_000),
+    default=1000,
+    show_default=True,
+    help="Prompt length of every request (nonce first, never cached).",
+)
+@click.option(
+    "--max-tokens", type=click.IntRange(1, 100_000), default=16, show_default=True, help="max_tokens of each request."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(0.1, 3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds per request before it counts as a timeout error.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the Poisson schedules (same seed, same arrivals)."
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per step, then a summary object.")
 @click.option("--store", is_flag=True, help="Also store the run and its steps (Sweep page).")
-@click.option("--vantage", default=None, envvar=settings.VANTAGE.name, show_envvar=True,
-              help="Label of the machine measuring, stored with --store (default: host name).")
+@click.option(
+    "--vantage",
+    default=None,
+    envvar=settings.VANTAGE.name,
+    show_envvar=True,
+    help="Label of the machine measuring, stored with --store (default: host name).",
+)
 @store_option
-def sweep(base_url, model, protocol, api_key_env, rates, concurrency, arrivals, step_duration_s, target_p95_ms, all_steps,
-          prompt_tokens, max_tokens, timeout_s, seed, as_json, store, vantage, database_url) -> None:
+def sweep(
+    base_url,
+    model,
+    protocol,
+    api_key_env,
+    rates,
+    concurrency,
+    arrivals,
+    step_duration_s,
+    target_p95_ms,
+    all_steps,
+    prompt_tokens,
+    max_tokens,
+    timeout_s,
+    seed,
+    as_json,
+    store,
+    vantage,
+    database_url,
+) -> None:
     """TTFT p50/p95/p99 of an endpoint at a list of loads, and the knee where p95 leaves a target.
 
     Open loop (--rates): requests leave at Poisson (or constant) arrival times whatever the endpoint
@@ -106,15 +169,33 @@ def sweep(base_url, model, protocol, api_key_env, rates, concurrency, arrivals, 
     if not base_url.startswith(("http://", "https://")):
         raise click.BadParameter(f"{base_url!r} must start with http:// or https://", param_hint="--base-url")
     mode = "concurrency" if concurrency is not None else arrivals
-    loads = parse_loads(concurrency, "--concurrency", True) if concurrency is not None else parse_loads(rates, "--rates", False)
-    target = ProbeTarget(base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, prompt_tokens=prompt_tokens,
-                         max_tokens=max_tokens, timeout_s=timeout_s)
+    loads = (
+        parse_loads(concurrency, "--concurrency", True)
+        if concurrency is not None
+        else parse_loads(rates, "--rates", False)
+    )
+    target = ProbeTarget(
+        base_url=base_url,
+        model=model,
+        protocol=protocol,
+        api_key_env=api_key_env,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+    )
     try:
         resolve_api_key(target)
     except MissingApiKey as exc:
         raise click.UsageError(str(exc)) from None
-    spec = SweepSpec(target=target, mode=mode, loads=loads, step_duration_s=step_duration_s, target_p95_ms=target_p95_ms,
-                     seed=seed, stop_after_knee=not all_steps)
+    spec = SweepSpec(
+        target=target,
+        mode=mode,
+        loads=loads,
+        step_duration_s=step_duration_s,
+        target_p95_ms=target_p95_ms,
+        seed=seed,
+        stop_after_knee=not all_steps,
+    )
     engine = open_engine(database_url) if store else None
 
     def on_step(s: SweepStep) -> None:
@@ -139,9 +220,17 @@ def sweep(base_url, model, protocol, api_key_env, rates, concurrency, arrivals, 
         except Exception as exc:  # noqa: BLE001 - the figures were printed; say why they were not stored
             fail(f"the sweep ran but was not stored: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     if as_json:
-        echo_json({"type": "summary", "mode": mode, "knee_load": result.knee_load, "over_load": result.over_load,
-                   "target_p95_ms": target_p95_ms, "client_cpu_ms_per_request": result.client_cpu_ms_per_request,
-                   "stored_run_id": stored})
+        echo_json(
+            {
+                "type": "summary",
+                "mode": mode,
+                "knee_load": result.knee_load,
+                "over_load": result.over_load,
+                "target_p95_ms": target_p95_ms,
+                "client_cpu_ms_per_request": result.client_cpu_ms_per_request,
+                "stored_run_id": stored,
+            }
+        )
         return
     click.echo(_knee_line(result))
     click.echo(f"client CPU: {result.client_cpu_ms_per_request:,.2f} ms per request (this process)")

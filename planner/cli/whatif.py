@@ -31,21 +31,68 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 
 
 @click.command()
-@click.option("--log", "log_paths", required=True, multiple=True, metavar="FILE|DIR|GLOB", help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, public traces), a directory or a glob.")
+@click.option(
+    "--log",
+    "log_paths",
+    required=True,
+    multiple=True,
+    metavar="FILE|DIR|GLOB",
+    help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, public traces), a directory or a glob.",
+)
 @format_option
 @map_option
 @start_option
 @prefix_option
-@click.option("--deployment", "specs", required=True, multiple=True, metavar="SPEC", help="A candidate, repeatable: 'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or 'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).")
-@click.option("--growth", type=click.FloatRange(0, 100, min_open=True), default=1.0, show_default=True, help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).")
+@click.option(
+    "--deployment",
+    "specs",
+    required=True,
+    multiple=True,
+    metavar="SPEC",
+    help="A candidate, repeatable: 'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or 'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).",
+)
+@click.option(
+    "--growth",
+    type=click.FloatRange(0, 100, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).",
+)
 @click.option("--busiest-day", is_flag=True, help="Replay only the calendar day (in --tz) with the most requests.")
-@click.option("--tz", default="UTC", show_default=True, help="Time zone for hour-of-day buckets and --busiest-day (IANA name).")
-@click.option("--interaction", type=click.Choice([i.key for i in interactions()]), default="chat", show_default=True, help="Whose p95 target a candidate must meet (inline 200 ms, chat 500 ms, agent 1000 ms by default).")
-@click.option("--max-wait-s", type=click.FloatRange(0, 1e7, min_open=True), default=3600.0, show_default=True, help="A queue wait past this means the candidate cannot keep up (s).")
+@click.option(
+    "--tz", default="UTC", show_default=True, help="Time zone for hour-of-day buckets and --busiest-day (IANA name)."
+)
+@click.option(
+    "--interaction",
+    type=click.Choice([i.key for i in interactions()]),
+    default="chat",
+    show_default=True,
+    help="Whose p95 target a candidate must meet (inline 200 ms, chat 500 ms, agent 1000 ms by default).",
+)
+@click.option(
+    "--max-wait-s",
+    type=click.FloatRange(0, 1e7, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="A queue wait past this means the candidate cannot keep up (s).",
+)
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def whatif(log_paths, fmt, mapping, start, cache_blocks, specs, growth, busiest_day, tz, interaction, max_wait_s,
-           show_progress, as_json) -> None:
+def whatif(
+    log_paths,
+    fmt,
+    mapping,
+    start,
+    cache_blocks,
+    specs,
+    growth,
+    busiest_day,
+    tz,
+    interaction,
+    max_wait_s,
+    show_progress,
+    as_json,
+) -> None:
     """Predict TTFT p50/p95/p99 (overall and per hour of day) and cost for each candidate deployment.
 
     Each request of the log queues FIFO for a slot, may wait for a cold start, pays prefill for
@@ -66,8 +113,9 @@ def whatif(log_paths, fmt, mapping, start, cache_blocks, specs, growth, busiest_
     bar = progress_bar(show_progress)
     try:
         try:
-            trace = read_trace(paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks,
-                               progress=bar)
+            trace = read_trace(
+                paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks, progress=bar
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -79,15 +127,26 @@ def whatif(log_paths, fmt, mapping, start, cache_blocks, specs, growth, busiest_
     except TraceError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
-        echo_json({**result.to_dict(), "log": [str(p) for p in paths], "growth": growth, "busiest_day": day,
-                   "notes": list(trace.notes)})
+        echo_json(
+            {
+                **result.to_dict(),
+                "log": [str(p) for p in paths],
+                "growth": growth,
+                "busiest_day": day,
+                "notes": list(trace.notes),
+            }
+        )
         return
     for note in trace.notes:
         click.echo(f"note: {note}")
     it = result.interaction
     scope = f" · busiest day {day}" if day else ""
-    click.echo(f"{result.n_requests:,} requests{scope} · growth ×{growth:g} · target: {it.label} p95 ≤ {it.target_p95_ms:,.0f} ms · hours in {tz}")
-    click.echo(f"{'candidate':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'worst h p95':>12} {'within':>7} {'GPU-h':>8} {'cost $':>10}  verdict")
+    click.echo(
+        f"{result.n_requests:,} requests{scope} · growth ×{growth:g} · target: {it.label} p95 ≤ {it.target_p95_ms:,.0f} ms · hours in {tz}"
+    )
+    click.echo(
+        f"{'candidate':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'worst h p95':>12} {'within':>7} {'GPU-h':>8} {'cost $':>10}  verdict"
+    )
     for c in result.candidates:
         if not c.ok:
             click.echo(f"{c.name:<24} {'—':>8} {'—':>8} {'—':>8} {'—':>12} {'—':>7} {'—':>8} {'—':>10}  {c.message}")

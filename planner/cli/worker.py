@@ -30,8 +30,11 @@ APP_PATH = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     for noisy in ("httpx", "httpcore", "uvicorn", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -57,23 +60,58 @@ def demo_simulator_config():
 
 
 def _worker_options(f):
-    f = click.option("--vantage", default="", show_default=True, envvar=settings.VANTAGE.name, show_envvar=True,
-                     help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
-                          "different vantages probe side by side.")(f)
-    f = click.option("--lease-ttl-s", type=click.FloatRange(min=1.0), default=lease.DEFAULT_LEASE_TTL_S, show_default=True,
-                     help="A dead worker's lease expires after this long; a standby of the same vantage then takes over.")(f)
-    f = click.option("--probe-processes", type=click.IntRange(0, 64), default=1, show_default=True,
-                     help="Clean probe processes, plus one quarantine process for new and failing endpoints, so a "
-                          "hostile endpoint's CPU cannot delay another's timestamps; 0 probes in the worker's own loop.")(f)
-    f = click.option("--retention-days", type=click.FloatRange(min=0.01), default=None,
-                     help="Days of raw samples to keep (older ones are rolled up hourly). "
-                          "Default $TTFT_PLANNER_RETENTION_DAYS or 90.")(f)
-    f = click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, envvar=settings.METRICS_PORT.name,
-                     show_envvar=True, help="Serve Prometheus /metrics on this port (off by default).")(f)
-    f = click.option("--metrics-address", default="127.0.0.1", show_default=True,
-                     help="Address of /metrics (0.0.0.0 for a Prometheus on another machine).")(f)
-    f = click.option("--alerts-every-s", type=click.FloatRange(0.5, 3600), default=30.0, show_default=True,
-                     help="How often the lease holder evaluates this vantage's alert rules.")(f)
+    f = click.option(
+        "--vantage",
+        default="",
+        show_default=True,
+        envvar=settings.VANTAGE.name,
+        show_envvar=True,
+        help="Name of where this worker measures from (office, region). Workers of one vantage share a lease; "
+        "different vantages probe side by side.",
+    )(f)
+    f = click.option(
+        "--lease-ttl-s",
+        type=click.FloatRange(min=1.0),
+        default=lease.DEFAULT_LEASE_TTL_S,
+        show_default=True,
+        help="A dead worker's lease expires after this long; a standby of the same vantage then takes over.",
+    )(f)
+    f = click.option(
+        "--probe-processes",
+        type=click.IntRange(0, 64),
+        default=1,
+        show_default=True,
+        help="Clean probe processes, plus one quarantine process for new and failing endpoints, so a "
+        "hostile endpoint's CPU cannot delay another's timestamps; 0 probes in the worker's own loop.",
+    )(f)
+    f = click.option(
+        "--retention-days",
+        type=click.FloatRange(min=0.01),
+        default=None,
+        help="Days of raw samples to keep (older ones are rolled up hourly). "
+        "Default $TTFT_PLANNER_RETENTION_DAYS or 90.",
+    )(f)
+    f = click.option(
+        "--metrics-port",
+        type=click.IntRange(1, 65535),
+        default=None,
+        envvar=settings.METRICS_PORT.name,
+        show_envvar=True,
+        help="Serve Prometheus /metrics on this port (off by default).",
+    )(f)
+    f = click.option(
+        "--metrics-address",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address of /metrics (0.0.0.0 for a Prometheus on another machine).",
+    )(f)
+    f = click.option(
+        "--alerts-every-s",
+        type=click.FloatRange(0.5, 3600),
+        default=30.0,
+        show_default=True,
+        help="How often the lease holder evaluates this vantage's alert rules.",
+    )(f)
     return f
 
 
@@ -82,8 +120,18 @@ def _worker_options(f):
 @click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @store_option
-def worker(vantage, lease_ttl_s, probe_processes, retention_days, metrics_port, metrics_address, alerts_every_s,
-           simulator, verbose, database_url) -> None:
+def worker(
+    vantage,
+    lease_ttl_s,
+    probe_processes,
+    retention_days,
+    metrics_port,
+    metrics_address,
+    alerts_every_s,
+    simulator,
+    verbose,
+    database_url,
+) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
     It writes every probe row of a registered endpoint. Slots it cannot run are stored as skipped, never
@@ -91,9 +139,15 @@ def worker(vantage, lease_ttl_s, probe_processes, retention_days, metrics_port, 
     """
     _logging(verbose)
     engine = open_engine(database_url)
-    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
-                          probe_processes=probe_processes, metrics_port=metrics_port, metrics_address=metrics_address,
-                          alerts_every_s=alerts_every_s)
+    config = WorkerConfig(
+        vantage=vantage,
+        lease_ttl_s=lease_ttl_s,
+        retention_days=retention_days,
+        probe_processes=probe_processes,
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
+        alerts_every_s=alerts_every_s,
+    )
     with contextlib.ExitStack() as stack:
         if simulator:
             from planner.simulator import running_simulator
@@ -109,8 +163,13 @@ def worker(vantage, lease_ttl_s, probe_processes, retention_days, metrics_port, 
 
 @click.command("cold-reading")
 @click.argument("endpoint")
-@click.option("--idle", "idle_s", type=float, default=None,
-              help="Seconds to idle before the cold probe (default: the endpoint's scale-down window + max(30 s, 10 %)).")
+@click.option(
+    "--idle",
+    "idle_s",
+    type=float,
+    default=None,
+    help="Seconds to idle before the cold probe (default: the endpoint's scale-down window + max(30 s, 10 %)).",
+)
 @click.option("--vantage", default=None, help="Which vantage's worker runs it (default: the endpoint's, else any).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the result.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
@@ -131,8 +190,11 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
     now = int(time.time() * 1000)
     live = lease.live_leases(lease.current(engine), now, vantage or None)
     if not live:
-        click.echo(f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
-                   "the reading starts when one does (ttft-planner worker)", err=True)
+        click.echo(
+            f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
+            "the reading starts when one does (ttft-planner worker)",
+            err=True,
+        )
     assert ep.id is not None  # a stored endpoint has an id
     req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
     if not wait:
@@ -160,7 +222,9 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
     async def watch() -> None:
         while proc.poll() is None:
             await asyncio.sleep(0.5)
-        logging.getLogger("planner.worker").warning("the dashboard exited (code %s): stopping the worker", proc.returncode)
+        logging.getLogger("planner.worker").warning(
+            "the dashboard exited (code %s): stopping the worker", proc.returncode
+        )
         w.request_stop()
 
     watcher = asyncio.create_task(watch())
@@ -172,22 +236,50 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
 
 @click.command()
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Dashboard port.")
-@click.option("--address", default="127.0.0.1", show_default=True, help="Dashboard address (0.0.0.0 to share on a LAN).")
+@click.option(
+    "--address", default="127.0.0.1", show_default=True, help="Dashboard address (0.0.0.0 to share on a LAN)."
+)
 @click.option("--no-simulator", is_flag=True, help="Do not start the built-in simulated endpoint.")
-@click.option("--no-worker", is_flag=True,
-              help="Serve the dashboard only (a team runs its workers as their own services: docs/deploy.md).")
-@click.option("--secrets-file", type=click.Path(dir_okay=False), default=None,
-              help="Streamlit secrets.toml to use ([auth] turns sign-in on), e.g. /etc/ttft-planner/secrets.toml.")
+@click.option(
+    "--no-worker",
+    is_flag=True,
+    help="Serve the dashboard only (a team runs its workers as their own services: docs/deploy.md).",
+)
+@click.option(
+    "--secrets-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Streamlit secrets.toml to use ([auth] turns sign-in on), e.g. /etc/ttft-planner/secrets.toml.",
+)
 @_worker_options
 @store_option
-def serve(port, address, no_simulator, no_worker, secrets_file, vantage, lease_ttl_s, probe_processes, retention_days,
-          metrics_port, metrics_address, alerts_every_s, database_url) -> None:
+def serve(
+    port,
+    address,
+    no_simulator,
+    no_worker,
+    secrets_file,
+    vantage,
+    lease_ttl_s,
+    probe_processes,
+    retention_days,
+    metrics_port,
+    metrics_address,
+    alerts_every_s,
+    database_url,
+) -> None:
     """Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together."""
     _logging(False)
     engine = open_engine(database_url)
-    config = WorkerConfig(vantage=vantage, lease_ttl_s=lease_ttl_s, retention_days=retention_days,
-                          probe_processes=probe_processes, metrics_port=metrics_port, metrics_address=metrics_address,
-                          alerts_every_s=alerts_every_s)
+    config = WorkerConfig(
+        vantage=vantage,
+        lease_ttl_s=lease_ttl_s,
+        retention_days=retention_days,
+        probe_processes=probe_processes,
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
+        alerts_every_s=alerts_every_s,
+    )
     env = dict(os.environ)
     if database_url:
         env[settings.DATABASE_URL.name] = database_url
@@ -199,10 +291,21 @@ def serve(port, address, no_simulator, no_worker, secrets_file, vantage, lease_t
             ensure_simulated_endpoint(engine, url)
             click.echo(f"simulated endpoint at {url}", err=True)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(APP_PATH), f"--server.port={port}",
-             f"--server.address={address}", "--server.headless=true", "--browser.gatherUsageStats=false",
-             "--server.enableStaticServing=true", *([f"--secrets.files={secrets_file}"] if secrets_file else [])],
-            env=env)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(APP_PATH),
+                f"--server.port={port}",
+                f"--server.address={address}",
+                "--server.headless=true",
+                "--browser.gatherUsageStats=false",
+                "--server.enableStaticServing=true",
+                *([f"--secrets.files={secrets_file}"] if secrets_file else []),
+            ],
+            env=env,
+        )
         what = "no worker" if no_worker else f"worker vantage {vantage!r}"
         click.echo(f"dashboard at http://{address}:{port}  ({what}; Ctrl-C stops everything)", err=True)
         try:

@@ -44,21 +44,40 @@ def hourly_p95_figure(hourly: pd.DataFrame, tz: str = "UTC", order: Sequence[str
     for endpoint in _ordered(list(dict.fromkeys(hourly["endpoint"])), order):
         grp = hourly[hourly["endpoint"] == endpoint].sort_values("hour")
         rel = grp[grp["reliable"]]
-        fig.add_trace(go.Scatter(
-            x=rel["hour"].tolist(), y=rel["p95_ms"].tolist(), mode="lines+markers", name=str(endpoint),
-            legendgroup=str(endpoint), customdata=rel["n"].tolist(),
-            hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata}<extra>" + str(endpoint) + "</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=rel["hour"].tolist(),
+                y=rel["p95_ms"].tolist(),
+                mode="lines+markers",
+                name=str(endpoint),
+                legendgroup=str(endpoint),
+                customdata=rel["n"].tolist(),
+                hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata}<extra>" + str(endpoint) + "</extra>",
+            )
+        )
         few = grp[~grp["reliable"] & grp["p95_ms"].notna()]
         if not few.empty:
-            fig.add_trace(go.Scatter(
-                x=few["hour"].tolist(), y=few["p95_ms"].tolist(), mode="markers", name=f"{endpoint} (n < 20)",
-                legendgroup=str(endpoint), marker={"symbol": "circle-open"}, opacity=0.5, customdata=few["n"].tolist(),
-                hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata} (too few)<extra>" + str(endpoint) + "</extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=few["hour"].tolist(),
+                    y=few["p95_ms"].tolist(),
+                    mode="markers",
+                    name=f"{endpoint} (n < 20)",
+                    legendgroup=str(endpoint),
+                    marker={"symbol": "circle-open"},
+                    opacity=0.5,
+                    customdata=few["n"].tolist(),
+                    hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata} (too few)<extra>"
+                    + str(endpoint)
+                    + "</extra>",
+                )
+            )
     fig.update_layout(
-        title="TTFT p95 by hour of day", xaxis_title=f"hour of day ({tz})", yaxis_title="TTFT p95 (ms)",
-        xaxis={"range": [-0.5, 23.5], "dtick": 2}, legend_title_text="endpoint",
+        title="TTFT p95 by hour of day",
+        xaxis_title=f"hour of day ({tz})",
+        yaxis_title="TTFT p95 (ms)",
+        xaxis={"range": [-0.5, 23.5], "dtick": 2},
+        legend_title_text="endpoint",
     )
     return fig if fig.data else mark_empty(fig)
 
@@ -67,16 +86,29 @@ def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] 
     """Each endpoint's TTFT p95 with its bootstrap interval as error bars (ms); faded when n < 20."""
     names = [k for k in _ordered(list(intervals), order) if intervals[k].point_ms is not None]
     pts = [intervals[k] for k in names]
-    fig = go.Figure(go.Scatter(
-        x=[p.point_ms for p in pts], y=names, mode="markers", name="p95",
-        marker={"size": 10, "opacity": [1.0 if p.reliable else 0.35 for p in pts]},
-        error_x={"type": "data", "symmetric": False,
-                 "array": [p.high_ms - p.point_ms for p in pts], "arrayminus": [p.point_ms - p.low_ms for p in pts]},
-        customdata=[[p.n, p.low_ms, p.high_ms] for p in pts],
-        hovertemplate="p95 %{x:,.0f} ms (95% CI %{customdata[1]:,.0f}–%{customdata[2]:,.0f}) · n=%{customdata[0]}<extra>%{y}</extra>",
-    ))
-    fig.update_layout(title="TTFT p95 with 95% bootstrap interval", xaxis_title="TTFT p95 (ms)",
-                      yaxis={"autorange": "reversed"}, showlegend=False)
+    fig = go.Figure(
+        go.Scatter(
+            x=[p.point_ms for p in pts],
+            y=names,
+            mode="markers",
+            name="p95",
+            marker={"size": 10, "opacity": [1.0 if p.reliable else 0.35 for p in pts]},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [p.high_ms - p.point_ms for p in pts],
+                "arrayminus": [p.point_ms - p.low_ms for p in pts],
+            },
+            customdata=[[p.n, p.low_ms, p.high_ms] for p in pts],
+            hovertemplate="p95 %{x:,.0f} ms (95% CI %{customdata[1]:,.0f}–%{customdata[2]:,.0f}) · n=%{customdata[0]}<extra>%{y}</extra>",
+        )
+    )
+    fig.update_layout(
+        title="TTFT p95 with 95% bootstrap interval",
+        xaxis_title="TTFT p95 (ms)",
+        yaxis={"autorange": "reversed"},
+        showlegend=False,
+    )
     return fig if names else mark_empty(fig)
 
 
@@ -90,7 +122,11 @@ def phases_figure(table: pd.DataFrame) -> go.Figure:
     for _, row in table.iterrows():
         ys = [row.get(f"{col.removesuffix('_ms')}_p50_ms") for col in PHASES]
         fig.add_trace(go.Bar(x=labels, y=[None if pd.isna(y) else y for y in ys], name=str(row["endpoint"])))
-    fig.update_layout(title="Phase breakdown (median ms from send)", barmode="group", yaxis_title="ms from send",
-                      legend_title_text="endpoint")
+    fig.update_layout(
+        title="Phase breakdown (median ms from send)",
+        barmode="group",
+        yaxis_title="ms from send",
+        legend_title_text="endpoint",
+    )
     has_data = any(y is not None for t in fig.data for y in (t.y or ()))
     return fig if has_data else mark_empty(fig)

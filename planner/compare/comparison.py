@@ -92,8 +92,9 @@ def day_range_ms(first: dt.date, last: dt.date, tz: str = "UTC") -> tuple[int, i
     return int(start.timestamp() * 1000), int(end.timestamp() * 1000)
 
 
-def format_window(since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None,
-                  tz: str = "UTC") -> str:
+def format_window(
+    since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None, tz: str = "UTC"
+) -> str:
     """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC' (in time zone `tz`), using the samples' span for an open end."""
     lo, hi = since_ms, until_ms
     if samples is not None and not samples.empty:
@@ -139,9 +140,16 @@ def compare(
     rtt = rtt_to_regions(engine, [s.region_id for s in serving.values()], vantage=vantage)
     window = format_window(since_ms, until_ms, samples, tz)
     metrics = [
-        endpoint_metrics(e, samples[samples["endpoint"] == e.name], hourly[hourly["endpoint"] == e.name],
-                         worksheet=worksheet, cold=cold.get(e.name), rtt=rtt.get(serving[e.name].region_id), cost=cost,
-                         window=window)
+        endpoint_metrics(
+            e,
+            samples[samples["endpoint"] == e.name],
+            hourly[hourly["endpoint"] == e.name],
+            worksheet=worksheet,
+            cold=cold.get(e.name),
+            rtt=rtt.get(serving[e.name].region_id),
+            cost=cost,
+            window=window,
+        )
         for e in endpoints
     ]
     ok = measured(samples)
@@ -150,9 +158,27 @@ def compare(
     ranked = rank(metrics, boots)
     diffs = pairwise([r.metrics.name for r in ranked], boots)
     intervals = {name: boots.interval(name) for name in ttft}
-    return Comparison(endpoints, samples, hourly, metrics, ranked, diffs, since_ms, until_ms, vantage, tz, worksheet,
-                      cost, now_ms if now_ms is not None else int(time.time() * 1000), n_boot, seed, ttft, intervals,
-                      margin, serving)
+    return Comparison(
+        endpoints,
+        samples,
+        hourly,
+        metrics,
+        ranked,
+        diffs,
+        since_ms,
+        until_ms,
+        vantage,
+        tz,
+        worksheet,
+        cost,
+        now_ms if now_ms is not None else int(time.time() * 1000),
+        n_boot,
+        seed,
+        ttft,
+        intervals,
+        margin,
+        serving,
+    )
 
 
 def metrics_table(cmp: Comparison) -> pd.DataFrame:
@@ -186,7 +212,11 @@ def method_lines(cmp: Comparison) -> list[str]:
     """The method section: what was measured, how, from where, n, dates, percentile method."""
     n_total = int(sum(m.n_ok for m in cmp.metrics))
     per = ", ".join(f"{m.name} n={m.n_ok} ({m.n_attempted} attempted)" for m in cmp.metrics)
-    vantage = "all vantages" if cmp.vantage is None else (f"vantage “{cmp.vantage}”" if cmp.vantage else "the unlabelled vantage")
+    vantage = (
+        "all vantages"
+        if cmp.vantage is None
+        else (f"vantage “{cmp.vantage}”" if cmp.vantage else "the unlabelled vantage")
+    )
     return [
         "What: time to first token (TTFT) of one streaming request per sample — the first token of any kind "
         "(content, reasoning or tool call) — plus the time to first visible content, each in ms from just before "

@@ -27,8 +27,9 @@ DEFAULT_TOKENS_PER_MONTH = 1e9  # a typed default: one billion tokens a month (i
 def _preset_price(e: EndpointInfo, mix: TokenMix) -> float | None:
     for row in serverless_prices():
         if row.provider.lower() == e.provider.lower() and row.model.lower() == e.model.lower():
-            return blended_usd_per_mtok(mix, row.input_usd_per_mtok, row.effective_cached_usd_per_mtok,
-                                        row.output_usd_per_mtok)
+            return blended_usd_per_mtok(
+                mix, row.input_usd_per_mtok, row.effective_cached_usd_per_mtok, row.output_usd_per_mtok
+            )
     return None
 
 
@@ -53,8 +54,9 @@ def cost_basis(
     mix = inputs.mix if inputs is not None else default_mix()
     page_price = None
     if inputs is not None:
-        page_price = blended_usd_per_mtok(mix, inputs.input_usd_per_mtok, inputs.cached_input_usd_per_mtok,
-                                          inputs.output_usd_per_mtok)
+        page_price = blended_usd_per_mtok(
+            mix, inputs.input_usd_per_mtok, inputs.cached_input_usd_per_mtok, inputs.output_usd_per_mtok
+        )
     prices: dict[str, float] = {}
     for e in endpoints:
         price = typed.get(e.name)
@@ -71,5 +73,9 @@ def cost_basis(
     else:
         tokens, traffic = DEFAULT_TOKENS_PER_MONTH, "typed default traffic"
     mix_src = f"Capacity page mix ({inputs.mix.label})" if inputs is not None else f"default mix ({mix.label})"
-    return CostBasis(tokens, prices, f"{traffic}; {mix_src}; prices typed per endpoint, else matching presets, "
-                                     "else the Capacity page's serverless price")
+    return CostBasis(
+        tokens,
+        prices,
+        f"{traffic}; {mix_src}; prices typed per endpoint, else matching presets, "
+        "else the Capacity page's serverless price",
+    )

@@ -37,9 +37,23 @@ __all__ = [
 ]
 
 SAMPLE_COLUMNS = (
-    "endpoint", "vantage", "kind", "started_at_ms", "ok", "error_class", "attempts", "retry_wait_ms",
-    "dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
-    "total_ms", "cached_series",
+    "endpoint",
+    "vantage",
+    "kind",
+    "started_at_ms",
+    "ok",
+    "error_class",
+    "attempts",
+    "retry_wait_ms",
+    "dns_ms",
+    "connect_ms",
+    "tls_ms",
+    "headers_ms",
+    "first_event_ms",
+    "ttft_ms",
+    "first_content_ms",
+    "total_ms",
+    "cached_series",
 )
 
 
@@ -131,7 +145,8 @@ def sample_span(engine: Engine, endpoints: Sequence[EndpointInfo]) -> tuple[int,
     """(first, last) started_at_ms over the endpoints' samples (UTC epoch ms), None when there are none."""
     t = ProbeSampleRow.__table__
     q = sa.select(sa.func.min(t.c.started_at_ms), sa.func.max(t.c.started_at_ms)).where(
-        t.c.endpoint_id.in_([e.id for e in endpoints]))
+        t.c.endpoint_id.in_([e.id for e in endpoints])
+    )
     with engine.connect() as conn:
         lo, hi = conn.execute(q).one()
     return None if lo is None else (int(lo), int(hi))
@@ -164,15 +179,26 @@ def load_samples(
         rows = conn.execute(q).all()
     df = pd.DataFrame(rows, columns=["endpoint_id", *[c.name for c in cols]])
     df.insert(0, "endpoint", df.pop("endpoint_id").map(by_id))
-    for c in ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
-              "total_ms", "retry_wait_ms"):
+    for c in (
+        "dns_ms",
+        "connect_ms",
+        "tls_ms",
+        "headers_ms",
+        "first_event_ms",
+        "ttft_ms",
+        "first_content_ms",
+        "total_ms",
+        "retry_wait_ms",
+    ):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["ok"] = df["ok"].astype(bool)
     df["cached_series"] = df["cached_series"].astype(bool)
     return df[list(SAMPLE_COLUMNS)]
 
 
-def latest_cold_readings(engine: Engine, endpoints: Sequence[EndpointInfo], *, vantage: str | None = None) -> dict[str, ColdReading]:
+def latest_cold_readings(
+    engine: Engine, endpoints: Sequence[EndpointInfo], *, vantage: str | None = None
+) -> dict[str, ColdReading]:
     """The latest cold reading per endpoint name (endpoints without one are absent).
 
     Uses the worker's cold-reading table (completed readings) when the store has
@@ -183,16 +209,19 @@ def latest_cold_readings(engine: Engine, endpoints: Sequence[EndpointInfo], *, v
     out: dict[str, ColdReading] = {}
     c = ColdReadingRow.__table__.c
     q = sa.select(c.endpoint_id, c.completed_at_ms, c.cold_ttft_ms, c.warm_ttft_ms).where(
-        c.endpoint_id.in_(list(ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None))
+        c.endpoint_id.in_(list(ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None)
+    )
     if vantage is not None:
         q = q.where(c.vantage == vantage)
     with engine.connect() as conn:
         for endpoint_id, at_ms, cold_ms, warm_ms in conn.execute(q.order_by(c.completed_at_ms)).all():
-            out[ids[endpoint_id]] = ColdReading(float(cold_ms), None if warm_ms is None else float(warm_ms),
-                                                int(at_ms), "cold reading")
+            out[ids[endpoint_id]] = ColdReading(
+                float(cold_ms), None if warm_ms is None else float(warm_ms), int(at_ms), "cold reading"
+            )
     t = ProbeSampleRow.__table__
     q = sa.select(t.c.endpoint_id, t.c.kind, t.c.started_at_ms, t.c.ttft_ms).where(
-        t.c.endpoint_id.in_(list(ids)), t.c.kind.in_(("cold", "warm")), t.c.ok.is_(True))
+        t.c.endpoint_id.in_(list(ids)), t.c.kind.in_(("cold", "warm")), t.c.ok.is_(True)
+    )
     if vantage is not None:
         q = q.where(t.c.vantage == vantage)
     with engine.connect() as conn:
@@ -228,7 +257,12 @@ def rtt_to_regions(engine: Engine, regions: Sequence[str], *, vantage: str | Non
         best = grp.iloc[0]
         at = best["last_measured_at_ms"]
         out[str(region)] = RttFigure(
-            str(region), str(best["vantage"]), float(best["median_ms"]),
-            None if pd.isna(best["min_ms"]) else float(best["min_ms"]), int(best["n"]),
-            None if pd.isna(at) else int(at), str(best["side"]))
+            str(region),
+            str(best["vantage"]),
+            float(best["median_ms"]),
+            None if pd.isna(best["min_ms"]) else float(best["min_ms"]),
+            int(best["n"]),
+            None if pd.isna(at) else int(at),
+            str(best["side"]),
+        )
     return out

@@ -28,7 +28,7 @@ __all__ = [
     "CostBasis",
     "EndpointMetrics",
     "InteractionVerdict",
-        "PHASES",
+    "PHASES",
     "attempted",
     "endpoint_metrics",
     "hourly_profile",
@@ -166,10 +166,17 @@ def hourly_profile(df: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
     for (endpoint, hour), grp in att.groupby(["endpoint", "hour"], sort=True):
         ok = measured(grp)["ttft_ms"]
         p50, p95 = percentile(ok, 0.5), percentile(ok, 0.95)
-        rows.append({
-            "endpoint": endpoint, "hour": int(hour), "p50_ms": p50.value, "p95_ms": p95.value, "n": p95.n,
-            "error_rate": float((~grp["ok"]).mean()), "reliable": p95.n >= HOUR_MIN_N,
-        })
+        rows.append(
+            {
+                "endpoint": endpoint,
+                "hour": int(hour),
+                "p50_ms": p50.value,
+                "p95_ms": p95.value,
+                "n": p95.n,
+                "error_rate": float((~grp["ok"]).mean()),
+                "reliable": p95.n >= HOUR_MIN_N,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -190,22 +197,41 @@ def _deciding_segment(r: BudgetResult) -> str:
     return max(shares, key=shares.__getitem__)
 
 
-def own_segments(info: EndpointInfo, queue: Queueing, cold: ColdReading | None, rtt: RttFigure | None,
-                 window: str) -> dict[str, Figure]:
+def own_segments(
+    info: EndpointInfo, queue: Queueing, cold: ColdReading | None, rtt: RttFigure | None, window: str
+) -> dict[str, Figure]:
     """The segments this endpoint measured itself (SEGMENTS key → Figure): queueing from its own hours, cold start
     from its own cold reading (cold − warm), network from the RTT to its own region. Absent when not measured."""
     out: dict[str, Figure] = {}
     if queue.value_ms is not None:
-        out["queue_ms"] = Figure(queue.value_ms, "ms", Source.PROBE,
-                                 f"{info.name} · worst hour {queue.worst_hour:02d}:00 p95 − quietest "
-                                 f"{queue.quiet_hour:02d}:00 p50", queue.n, window)
+        out["queue_ms"] = Figure(
+            queue.value_ms,
+            "ms",
+            Source.PROBE,
+            f"{info.name} · worst hour {queue.worst_hour:02d}:00 p95 − quietest {queue.quiet_hour:02d}:00 p50",
+            queue.n,
+            window,
+        )
     if cold is not None and cold.segment_ms is not None:
-        out["cold_ms"] = Figure(round(cold.segment_ms, 1), "ms", Source.COLD_READING,
-                                f"{info.name} · cold {cold.cold_ms:,.0f} ms − warm {cold.warm_ms:,.0f} ms", 1,
-                                "latest" if cold.source == "cold reading" else cold.source, cold.measured_at_ms)
+        out["cold_ms"] = Figure(
+            round(cold.segment_ms, 1),
+            "ms",
+            Source.COLD_READING,
+            f"{info.name} · cold {cold.cold_ms:,.0f} ms − warm {cold.warm_ms:,.0f} ms",
+            1,
+            "latest" if cold.source == "cold reading" else cold.source,
+            cold.measured_at_ms,
+        )
     if rtt is not None:
-        out["network_ms"] = Figure(rtt.median_ms, "ms", Source.RTT, f"{rtt.vantage or 'server'} → {rtt.region}",
-                                   rtt.n, "median", rtt.measured_at_ms)
+        out["network_ms"] = Figure(
+            rtt.median_ms,
+            "ms",
+            Source.RTT,
+            f"{rtt.vantage or 'server'} → {rtt.region}",
+            rtt.n,
+            "median",
+            rtt.measured_at_ms,
+        )
     return out
 
 
@@ -225,8 +251,9 @@ def filled_worksheet(base: Worksheet, own: Mapping[str, Figure]) -> tuple[Worksh
     return ws, missing
 
 
-def _verdict(key: str, target_ms: float, base: Worksheet, own: Mapping[str, Figure], att: pd.DataFrame,
-             ttft_ms: list[float]) -> InteractionVerdict:
+def _verdict(
+    key: str, target_ms: float, base: Worksheet, own: Mapping[str, Figure], att: pd.DataFrame, ttft_ms: list[float]
+) -> InteractionVerdict:
     label = base.target_labels.get(key, key)
     ws, missing = filled_worksheet(replace_interaction(base, key), own)
     n_att = len(att)
@@ -234,15 +261,36 @@ def _verdict(key: str, target_ms: float, base: Worksheet, own: Mapping[str, Figu
     p95 = percentile(ttft_ms, 0.95)
     meets = None if p95.value is None else p95.value <= target_ms
     if not ttft_ms:
-        return InteractionVerdict(key, label, target_ms, "no data", "No samples in this window: nothing to judge.",
-                                  "", good, meets, None, ws, missing)
+        return InteractionVerdict(
+            key,
+            label,
+            target_ms,
+            "no data",
+            "No samples in this window: nothing to judge.",
+            "",
+            good,
+            meets,
+            None,
+            ws,
+            missing,
+        )
     if missing:
         names = ", ".join(SEGMENTS[k].lower() for k in missing)
         return InteractionVerdict(
-            key, label, target_ms, "missing",
+            key,
+            label,
+            target_ms,
+            "missing",
             f"No verdict: {names} not measured for this endpoint (the worksheet's figure was measured elsewhere and "
             "is not borrowed). Measure it here — a cold reading, a day of probing, the RTT to its region — or type "
-            "a value on the Worksheet page.", "", good, meets, None, ws, missing)
+            "a value on the Worksheet page.",
+            "",
+            good,
+            meets,
+            None,
+            ws,
+            missing,
+        )
     r = compute_worksheet(ws)
     level, sentence = verdict_text(r)
     return InteractionVerdict(key, label, target_ms, level, sentence, _deciding_segment(r), good, meets, r, ws, [])
@@ -271,7 +319,9 @@ def endpoint_metrics(
     n_att = len(att)
     queue = queueing_segment(hourly) if not hourly.empty else Queueing(None, reason="no samples")
     own = own_segments(info, queue, cold, rtt, window)
-    verdicts = [_verdict(key, target_ms, worksheet, own, att, ttft_ms) for key, target_ms in worksheet.targets_ms.items()]
+    verdicts = [
+        _verdict(key, target_ms, worksheet, own, att, ttft_ms) for key, target_ms in worksheet.targets_ms.items()
+    ]
     phases = {}
     for col in PHASES:
         v = percentile(ok[col].tolist(), 0.5)
@@ -301,4 +351,3 @@ def endpoint_metrics(
 def replace_interaction(ws: Worksheet, key: str) -> Worksheet:
     """The worksheet with `key` as the interaction in force."""
     return replace(ws, interaction=key)
-

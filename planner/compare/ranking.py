@@ -23,21 +23,38 @@ from planner.compare.metrics import EndpointMetrics
 from planner.compare.stats import Bootstraps, Difference
 from planner.stats import min_n_for
 
-__all__ = ["LEVEL_LABELS", "RANKING_RULE", "Ranked", "TARGETS_RULE", "decision_levels", "decision_table", "pairwise",
-           "rank",
-           "verdict_cell"]
+__all__ = [
+    "LEVEL_LABELS",
+    "RANKING_RULE",
+    "Ranked",
+    "TARGETS_RULE",
+    "decision_levels",
+    "decision_table",
+    "pairwise",
+    "rank",
+    "verdict_cell",
+]
 
-RANKING_RULE = (f"Ranked by measured TTFT p95, lower first. An endpoint whose p95 rests on fewer than "
-                f"{min_n_for(0.95)} samples ranks after every endpoint with enough samples, whatever its p95 "
-                "(a p95 from fewer is only the largest value seen); an endpoint without samples comes last; equal "
-                "p95s go to the lower monthly cost.")
-TARGETS_RULE = ("“Targets met” counts the interaction types whose measured TTFT p95 is at or below their target. "
-                "The verdict cells answer a different question: does the worksheet’s budget (target − queueing − "
-                "cold start − network, the rest left for prefill) fit, with this endpoint’s own measured segments.")
+RANKING_RULE = (
+    f"Ranked by measured TTFT p95, lower first. An endpoint whose p95 rests on fewer than "
+    f"{min_n_for(0.95)} samples ranks after every endpoint with enough samples, whatever its p95 "
+    "(a p95 from fewer is only the largest value seen); an endpoint without samples comes last; equal "
+    "p95s go to the lower monthly cost."
+)
+TARGETS_RULE = (
+    "“Targets met” counts the interaction types whose measured TTFT p95 is at or below their target. "
+    "The verdict cells answer a different question: does the worksheet’s budget (target − queueing − "
+    "cold start − network, the rest left for prefill) fit, with this endpoint’s own measured segments."
+)
 
 #: What a verdict level reads as (the page, the report and the CSV never show the raw codes).
-LEVEL_LABELS = {"ok": "OK", "warn": "Prompt too long", "error": "Over budget", "missing": "No verdict",
-                "no data": "No data"}
+LEVEL_LABELS = {
+    "ok": "OK",
+    "warn": "Prompt too long",
+    "error": "Over budget",
+    "missing": "No verdict",
+    "no data": "No data",
+}
 
 
 @dataclass(frozen=True)
@@ -57,8 +74,13 @@ class Ranked:
 def _key(m: EndpointMetrics) -> tuple:
     p95 = m.ttft["p95"].value
     cost = m.monthly_cost_usd
-    return (p95 is None, not m.p95_reliable, math.inf if p95 is None else p95, math.inf if cost is None else cost,
-            m.name)
+    return (
+        p95 is None,
+        not m.p95_reliable,
+        math.inf if p95 is None else p95,
+        math.inf if cost is None else cost,
+        m.name,
+    )
 
 
 def rank(metrics: Sequence[EndpointMetrics], boots: Bootstraps) -> list[Ranked]:
@@ -90,8 +112,12 @@ def cell_level(level: str, goodput_fraction: float | None) -> str:
 def decision_levels(ranked: Sequence[Ranked]) -> pd.DataFrame:
     """The level code (a LEVEL_LABELS key) behind each verdict cell of decision_table(ranked): same rows, the
     verdict columns only — for colouring cells without reading their text back."""
-    return pd.DataFrame([{verdict_column(v.label, v.target_ms): cell_level(v.level, v.goodput_fraction)
-                          for v in r.metrics.verdicts} for r in ranked])
+    return pd.DataFrame(
+        [
+            {verdict_column(v.label, v.target_ms): cell_level(v.level, v.goodput_fraction) for v in r.metrics.verdicts}
+            for r in ranked
+        ]
+    )
 
 
 def verdict_cell(level: str, goodput_fraction: float | None, deciding_label: str) -> str:
@@ -100,7 +126,9 @@ def verdict_cell(level: str, goodput_fraction: float | None, deciding_label: str
     if cell_level(level, goodput_fraction) == "no data":
         return "No data · no samples in this window"
     good = f"{goodput_fraction:.0%} within target"
-    return f"{head} · {good}" + (f" · decided by {deciding_label}" if deciding_label else " · a segment is not measured")
+    return f"{head} · {good}" + (
+        f" · decided by {deciding_label}" if deciding_label else " · a segment is not measured"
+    )
 
 
 def _vs_leader(r: Ranked) -> str:

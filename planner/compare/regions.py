@@ -43,8 +43,12 @@ def serving_regions(endpoints: Iterable[EndpointInfo]) -> dict[str, ServingRegio
     return out
 
 
-def region_table(endpoints: Iterable[EndpointInfo], serving: Mapping[str, ServingRegion],
-                 rtt: Mapping[str, RttFigure | None], vantage: str | None) -> pd.DataFrame:
+def region_table(
+    endpoints: Iterable[EndpointInfo],
+    serving: Mapping[str, ServingRegion],
+    rtt: Mapping[str, RttFigure | None],
+    vantage: str | None,
+) -> pd.DataFrame:
     """One row per endpoint: provider, its region, the catalog region it serves from, front door, and the RTT
     median (ms) from `vantage` to that region with its n — or why there is none."""
     rows = []
@@ -54,17 +58,23 @@ def region_table(endpoints: Iterable[EndpointInfo], serving: Mapping[str, Servin
         if not s.region_id:
             why = "region unknown: add it from the provider catalog or set a catalog region id"
         elif fig is None:
-            why = f"not measured from {'any vantage' if vantage is None else repr(vantage or 'default')}: " \
-                  f"enable {s.region_id} on the Regions page"
+            why = (
+                f"not measured from {'any vantage' if vantage is None else repr(vantage or 'default')}: "
+                f"enable {s.region_id} on the Regions page"
+            )
         else:
             why = ""
-        rows.append({
-            "Endpoint": e.name, "Provider": e.provider or "—", "Region": e.region or "—",
-            "Serves from (catalog region)": s.label or s.region_id or "—",
-            "Front door": "anycast edge" if s.anycast else ("regional" if s.region_id else "—"),
-            "RTT median (ms)": None if fig is None else round(fig.median_ms, 1),
-            "RTT n": None if fig is None else fig.n,
-            "Measured from": "—" if fig is None else (fig.vantage or "default vantage") + f" ({fig.side})",
-            "Note": why,
-        })
+        rows.append(
+            {
+                "Endpoint": e.name,
+                "Provider": e.provider or "—",
+                "Region": e.region or "—",
+                "Serves from (catalog region)": s.label or s.region_id or "—",
+                "Front door": "anycast edge" if s.anycast else ("regional" if s.region_id else "—"),
+                "RTT median (ms)": None if fig is None else round(fig.median_ms, 1),
+                "RTT n": None if fig is None else fig.n,
+                "Measured from": "—" if fig is None else (fig.vantage or "default vantage") + f" ({fig.side})",
+                "Note": why,
+            }
+        )
     return pd.DataFrame(rows)

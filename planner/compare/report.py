@@ -22,8 +22,16 @@ from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
 from planner.untrusted import csv_text, md_text
 
-__all__ = ["decision_display", "figures", "report_csv", "report_html", "report_markdown", "segment_cell", "summary_table",
-           "worksheet_frame"]
+__all__ = [
+    "decision_display",
+    "figures",
+    "report_csv",
+    "report_html",
+    "report_markdown",
+    "segment_cell",
+    "summary_table",
+    "worksheet_frame",
+]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
@@ -50,9 +58,15 @@ def _pct(v) -> str:
 
 
 #: Decision-table columns as a reader sees them (the verdict columns already read as words).
-DECISION_LABELS = {"rank": "Rank", "endpoint": "Endpoint", "ttft_p95_ms": "TTFT p95 (ms)", "n": "Samples (n)",
-                   "targets_met": "Targets met (measured p95 ≤ target)", "monthly_cost_usd": "Monthly cost ($)",
-                   "vs_leader": "Compared with the leader"}
+DECISION_LABELS = {
+    "rank": "Rank",
+    "endpoint": "Endpoint",
+    "ttft_p95_ms": "TTFT p95 (ms)",
+    "n": "Samples (n)",
+    "targets_met": "Targets met (measured p95 ≤ target)",
+    "monthly_cost_usd": "Monthly cost ($)",
+    "vs_leader": "Compared with the leader",
+}
 
 
 def segment_cell(v, key: str, tz: str = "UTC") -> str:
@@ -69,22 +83,26 @@ def summary_table(cmp: Comparison) -> pd.DataFrame:
     t = metrics_table(cmp)
     rows = []
     for _, r in t.iterrows():
-        rows.append({
-            "Endpoint": r["endpoint"],
-            "TTFT p50 (ms)": _fmt(r["ttft_p50_ms"]),
-            "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
-            "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
-            "Samples (n)": int(r["n"]),
-            "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
-            "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
-            "error rate": _pct(r["error_rate"]),
-            "retry rate": _pct(r["retry_rate"]),
-            "queueing excess (ms)": _fmt(r["queue_excess_ms"]),
-            "latest cold TTFT (ms)": _fmt(r["cold_ttft_ms"]) if pd.notna(r["cold_ttft_ms"]) else "missing — no cold reading",
-            "cold − warm (ms)": _fmt(r["cold_minus_warm_ms"]) if pd.notna(r["cold_minus_warm_ms"]) else "missing",
-            "RTT to region (ms)": _fmt(r["rtt_median_ms"], digits=1),
-            "monthly cost (USD)": _fmt(r["monthly_cost_usd"]),
-        })
+        rows.append(
+            {
+                "Endpoint": r["endpoint"],
+                "TTFT p50 (ms)": _fmt(r["ttft_p50_ms"]),
+                "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
+                "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
+                "Samples (n)": int(r["n"]),
+                "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
+                "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
+                "error rate": _pct(r["error_rate"]),
+                "retry rate": _pct(r["retry_rate"]),
+                "queueing excess (ms)": _fmt(r["queue_excess_ms"]),
+                "latest cold TTFT (ms)": _fmt(r["cold_ttft_ms"])
+                if pd.notna(r["cold_ttft_ms"])
+                else "missing — no cold reading",
+                "cold − warm (ms)": _fmt(r["cold_minus_warm_ms"]) if pd.notna(r["cold_minus_warm_ms"]) else "missing",
+                "RTT to region (ms)": _fmt(r["rtt_median_ms"], digits=1),
+                "monthly cost (USD)": _fmt(r["monthly_cost_usd"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -115,14 +133,20 @@ def worksheet_frame(cmp: Comparison) -> pd.DataFrame:
     for m in cmp.metrics:
         for v in m.verdicts:
             r = v.result
-            rows.append({
-                "Endpoint": m.name, "interaction": v.label, "target (ms)": _fmt(v.target_ms),
-                **{f"{SEGMENTS[k]}": segment_cell(v, k, cmp.tz) for k in SEGMENTS},
-                "prefill budget (ms)": "—" if r is None else _signed_ms(r.prefill_budget_ms),
-                "prefill needed (ms)": "—" if r is None else _fmt(r.prefill_needed_ms),
-                "verdict": LEVEL_LABELS.get(v.level, v.level), "decided by": v.deciding_label or "—",
-                "goodput": _pct(v.goodput_fraction), "what it means": v.sentence,
-            })
+            rows.append(
+                {
+                    "Endpoint": m.name,
+                    "interaction": v.label,
+                    "target (ms)": _fmt(v.target_ms),
+                    **{f"{SEGMENTS[k]}": segment_cell(v, k, cmp.tz) for k in SEGMENTS},
+                    "prefill budget (ms)": "—" if r is None else _signed_ms(r.prefill_budget_ms),
+                    "prefill needed (ms)": "—" if r is None else _fmt(r.prefill_needed_ms),
+                    "verdict": LEVEL_LABELS.get(v.level, v.level),
+                    "decided by": v.deciding_label or "—",
+                    "goodput": _pct(v.goodput_fraction),
+                    "what it means": v.sentence,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -161,8 +185,11 @@ def _html_table(df: pd.DataFrame, table_id: str, grey: dict[tuple[str, str], boo
 def figures(cmp: Comparison) -> list[go.Figure]:
     """The report's charts: hour-of-day p95 overlay, p95 with intervals, phase breakdown."""
     order = [r.metrics.name for r in cmp.ranked]
-    return [hourly_p95_figure(cmp.hourly, cmp.tz, order), p95_interval_figure(cmp.p95_intervals, order),
-            phases_figure(metrics_table(cmp))]
+    return [
+        hourly_p95_figure(cmp.hourly, cmp.tz, order),
+        p95_interval_figure(cmp.p95_intervals, order),
+        phases_figure(metrics_table(cmp)),
+    ]
 
 
 def _title(cmp: Comparison) -> str:
@@ -180,18 +207,23 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         for i, fig in enumerate(charts)
     ]
     leader = cmp.ranked[0].metrics.name if cmp.ranked else "—"
-    statements = "".join(f"<li>{html.escape(d.statement())}</li>" for d in cmp.differences) or "<li>Only one endpoint.</li>"
+    statements = (
+        "".join(f"<li>{html.escape(d.statement())}</li>" for d in cmp.differences) or "<li>Only one endpoint.</li>"
+    )
     method = "".join(f"<li>{html.escape(line)}</li>" for line in method_lines(cmp))
-    endpoints = pd.DataFrame([{"Endpoint": e.name, "provider": e.provider, "region": e.region, "model": e.model}
-                              for e in cmp.endpoints])
+    endpoints = pd.DataFrame(
+        [{"Endpoint": e.name, "provider": e.provider, "region": e.region, "model": e.model} for e in cmp.endpoints]
+    )
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(_title(cmp))}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(_title(cmp))}</h1>",
         f'<p class="note">Window {html.escape(cmp.window)} · '
-        f'{html.escape("all vantages" if cmp.vantage is None else "vantage " + (cmp.vantage or "(unlabelled)"))} · '
+        f"{html.escape('all vantages' if cmp.vantage is None else 'vantage ' + (cmp.vantage or '(unlabelled)'))} · "
         f"ranked first: <strong>{html.escape(leader)}</strong></p>",
-        "<h2>Decision</h2>", _html_table(decision_display(cmp), "decision"),
+        "<h2>Decision</h2>",
+        _html_table(decision_display(cmp), "decision"),
         f'<p class="note" id="rules">{html.escape(RANKING_RULE)} {html.escape(TARGETS_RULE)}</p>',
         "<h3>Can the data tell them apart?</h3>",
         f'<p class="note">Equivalence margin: {html.escape(cmp.margin.describe())}.</p>',
@@ -199,10 +231,14 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         "<h2>Per endpoint</h2>",
         '<p class="note">Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).</p>',
         _html_table(summary_table(cmp), "metrics", _greyed(cmp)),
-        "<h2>Charts</h2>", *[f'<div class="chart">{c}</div>' for c in chart_html],
-        "<h2>Worksheets</h2>", _html_table(worksheet_frame(cmp), "worksheets"),
-        "<h2>Endpoints</h2>", _html_table(endpoints, "endpoints"),
-        "<h2>Method</h2>", f'<ul id="method">{method}</ul>',
+        "<h2>Charts</h2>",
+        *[f'<div class="chart">{c}</div>' for c in chart_html],
+        "<h2>Worksheets</h2>",
+        _html_table(worksheet_frame(cmp), "worksheets"),
+        "<h2>Endpoints</h2>",
+        _html_table(endpoints, "endpoints"),
+        "<h2>Method</h2>",
+        f'<ul id="method">{method}</ul>',
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -220,13 +256,25 @@ def _md_table(df: pd.DataFrame) -> str:
 
 def report_markdown(cmp: Comparison) -> str:
     """The decision table, per-endpoint figures, CI statements, worksheets and method as Markdown."""
-    out = [f"# {md_text(_title(cmp))}\n", f"Window {md_text(cmp.window)}.\n", "## Decision\n", _md_table(decision_display(cmp)),
-           f"{RANKING_RULE} {TARGETS_RULE}\n",
-           "## Can the data tell them apart?\n", f"Equivalence margin: {cmp.margin.describe()}.\n",
-           *[f"- {md_text(d.statement())}" for d in cmp.differences], "",
-           "## Per endpoint\n", "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
-           _md_table(summary_table(cmp)), "## Worksheets\n", _md_table(worksheet_frame(cmp)), "## Method\n",
-           *[f"- {md_text(line)}" for line in method_lines(cmp)], ""]
+    out = [
+        f"# {md_text(_title(cmp))}\n",
+        f"Window {md_text(cmp.window)}.\n",
+        "## Decision\n",
+        _md_table(decision_display(cmp)),
+        f"{RANKING_RULE} {TARGETS_RULE}\n",
+        "## Can the data tell them apart?\n",
+        f"Equivalence margin: {cmp.margin.describe()}.\n",
+        *[f"- {md_text(d.statement())}" for d in cmp.differences],
+        "",
+        "## Per endpoint\n",
+        "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
+        _md_table(summary_table(cmp)),
+        "## Worksheets\n",
+        _md_table(worksheet_frame(cmp)),
+        "## Method\n",
+        *[f"- {md_text(line)}" for line in method_lines(cmp)],
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -234,5 +282,11 @@ def report_csv(cmp: Comparison) -> str:
     """One row per endpoint, best first: rank, the decision columns and every per-endpoint figure (raw numbers)."""
     d = cmp.decision
     t = metrics_table(cmp)
-    merged = d.merge(t.drop(columns=["ttft_p95_ms", "ttft_p95_reliable", "n", "monthly_cost_usd"]), on="endpoint", how="left") if not d.empty else t
+    merged = (
+        d.merge(
+            t.drop(columns=["ttft_p95_ms", "ttft_p95_reliable", "n", "monthly_cost_usd"]), on="endpoint", how="left"
+        )
+        if not d.empty
+        else t
+    )
     return csv_text(merged)  # cells from outside (names, regions) cannot run as spreadsheet formulas

@@ -130,12 +130,16 @@ class Difference:
             need = min_n_for(self.p)
             return f"{diff}: too few samples for a {label} (need n ≥ {need} each); cannot yet tell apart."
         if self.verdict == EQUIVALENT:
-            return (f"{diff}: the whole interval lies within the ±{m} ms equivalence margin, so {self.a} and "
-                    f"{self.b} are practically equivalent.")
+            return (
+                f"{diff}: the whole interval lies within the ±{m} ms equivalence margin, so {self.a} and "
+                f"{self.b} are practically equivalent."
+            )
         if self.verdict == CANNOT_TELL:
             where = "spans 0" if self.low_ms <= 0 <= self.high_ms else f"reaches inside the ±{m} ms equivalence margin"
-            return (f"{diff}: the interval {where} and is not wholly inside ±{m} ms, so the data cannot yet tell "
-                    f"{self.a} and {self.b} apart.")
+            return (
+                f"{diff}: the interval {where} and is not wholly inside ±{m} ms, so the data cannot yet tell "
+                f"{self.a} and {self.b} apart."
+            )
         return f"{diff}: {self.verdict} (the whole interval lies beyond the ±{m} ms equivalence margin)."
 
 
@@ -180,7 +184,7 @@ def resampled_percentiles(
     for start in range(0, n_boot, chunk):
         rows = min(chunk, n_boot - start)
         sample = x[rng.integers(0, n, size=(rows, n))]
-        out[start:start + rows] = np.partition(sample, k, axis=1)[:, k]
+        out[start : start + rows] = np.partition(sample, k, axis=1)[:, k]
     return out
 
 
@@ -204,8 +208,17 @@ def _interval(x: np.ndarray, boot: np.ndarray, p: float, confidence: float, n_bo
     return Interval(p, float(nearest_rank(np.sort(x), p)), low, high, len(x), confidence, n_boot)
 
 
-def _difference(a: str, b: str, xa: np.ndarray, xb: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray,
-                p: float, confidence: float, margin: Margin = DEFAULT_MARGIN) -> Difference:
+def _difference(
+    a: str,
+    b: str,
+    xa: np.ndarray,
+    xb: np.ndarray,
+    boot_a: np.ndarray,
+    boot_b: np.ndarray,
+    p: float,
+    confidence: float,
+    margin: Margin = DEFAULT_MARGIN,
+) -> Difference:
     if len(xa) == 0 or len(xb) == 0:
         return Difference(a, b, p, None, None, None, len(xa), len(xb), confidence, TOO_FEW)
     pa, pb = float(nearest_rank(np.sort(xa), p)), float(nearest_rank(np.sort(xb), p))
@@ -277,9 +290,16 @@ class Bootstraps:
     stream=name) and bootstrap_difference(…, a=, b=) give, without resampling an endpoint twice.
     """
 
-    def __init__(self, values_by_name: Mapping[str, Sequence[float] | np.ndarray], p: float = 0.95, *,
-                 n_boot: int = DEFAULT_N_BOOT, confidence: float = 0.95, seed: int = DEFAULT_SEED,
-                 margin: Margin = DEFAULT_MARGIN) -> None:
+    def __init__(
+        self,
+        values_by_name: Mapping[str, Sequence[float] | np.ndarray],
+        p: float = 0.95,
+        *,
+        n_boot: int = DEFAULT_N_BOOT,
+        confidence: float = 0.95,
+        seed: int = DEFAULT_SEED,
+        margin: Margin = DEFAULT_MARGIN,
+    ) -> None:
         _check(confidence, n_boot)
         self.p, self.n_boot, self.confidence, self.seed, self.margin = p, n_boot, confidence, seed, margin
         self._x = {k: _clean(v) for k, v in values_by_name.items()}

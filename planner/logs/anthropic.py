@@ -35,7 +35,11 @@ def looks_like(rec: dict) -> bool:
     if msg is not None:
         return True
     usage = rec.get("usage")
-    return isinstance(usage, dict) and "input_tokens" in usage and ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage)
+    return (
+        isinstance(usage, dict)
+        and "input_tokens" in usage
+        and ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage)
+    )
 
 
 def extract(rec: dict, tz: str = "UTC") -> Row:

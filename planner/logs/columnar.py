@@ -16,8 +16,17 @@ import pandas as pd
 
 __all__ = ["batch_frame"]
 
-_SIMPLE = {"ts", "ts_relative_s", "ts_relative_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens",
-           "ttft_ms", "duration_ms"}
+_SIMPLE = {
+    "ts",
+    "ts_relative_s",
+    "ts_relative_ms",
+    "model",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "ttft_ms",
+    "duration_ms",
+}
 
 
 def _epoch_ms(col, tz: str) -> np.ndarray | None:
@@ -36,7 +45,9 @@ def _epoch_ms(col, tz: str) -> np.ndarray | None:
         v = col.to_numpy(zero_copy_only=False).astype(np.float64)
         if not np.isfinite(v).all() or (v <= 0).any():
             return None
-        out = np.where(v < 1e11, np.round(v * 1000), np.where(v < 1e14, np.round(v), np.where(v < 1e17, v // 1000, v // 1e6)))
+        out = np.where(
+            v < 1e11, np.round(v * 1000), np.where(v < 1e14, np.round(v), np.where(v < 1e17, v // 1000, v // 1e6))
+        )
         return out.astype(np.int64)
     return None
 
@@ -95,9 +106,20 @@ def batch_frame(batch, mapping: Mapping[str, str], tz: str, start_ms: int, sourc
         if timings[field] is None:
             return None
     model = col("model")
-    names = np.full(n, "", dtype=object) if model is None else np.asarray(
-        model.cast("string").fill_null("").to_pylist(), dtype=object)
-    return pd.DataFrame({
-        "ts_ms": ts, "model": names, "prompt_tokens": prompt, "cached_tokens": cached, "output_tokens": output,
-        "ttft_ms": timings["ttft_ms"], "duration_ms": timings["duration_ms"], "source": source,
-    })
+    names = (
+        np.full(n, "", dtype=object)
+        if model is None
+        else np.asarray(model.cast("string").fill_null("").to_pylist(), dtype=object)
+    )
+    return pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": names,
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "output_tokens": output,
+            "ttft_ms": timings["ttft_ms"],
+            "duration_ms": timings["duration_ms"],
+            "source": source,
+        }
+    )

@@ -33,8 +33,9 @@ class ReadContext:
 
     def start_ms(self) -> int:
         ms, defaulted = start_ms(self.start, self.tz)
-        note = (f"times are relative to the trace's start, placed from {self.start or DEFAULT_START} ({self.tz})"
-                + (" — a default; set the start date" if defaulted else ""))
+        note = f"times are relative to the trace's start, placed from {self.start or DEFAULT_START} ({self.tz})" + (
+            " — a default; set the start date" if defaulted else ""
+        )
         if note not in self.res.notes:
             self.res.notes.append(note)
         return ms

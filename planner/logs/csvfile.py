@@ -43,7 +43,9 @@ def delimiter_of(text: str) -> str:
 _BAD_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
 
 
-def read_rows(data: bytes, tick: Callable[[float], None] | None = None) -> tuple[list[str], Iterator[tuple[int, list[str] | str]]]:
+def read_rows(
+    data: bytes, tick: Callable[[float], None] | None = None
+) -> tuple[list[str], Iterator[tuple[int, list[str] | str]]]:
     """(header, iterator of (first line number of the row, its fields — or a reason string when unusable)).
 
     tick: called now and then with the fraction of lines read. Header cells are stripped of surrounding spaces. Blank lines are skipped. Line numbers are
@@ -56,8 +58,14 @@ def read_rows(data: bytes, tick: Callable[[float], None] | None = None) -> tuple
     delim = delimiter_of(text)
     if csv.field_size_limit() < _FIELD_LIMIT:
         csv.field_size_limit(_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, quotechar='"', doublequote=True,
-                        skipinitialspace=False, strict=False)
+    reader = csv.reader(
+        io.StringIO(text, newline=""),
+        delimiter=delim,
+        quotechar='"',
+        doublequote=True,
+        skipinitialspace=False,
+        strict=False,
+    )
     header: list[str] = []
     prev = 0
     for values in reader:

@@ -22,8 +22,10 @@ import pandas as pd
 __all__ = ["Doubt", "iter_chat_frames", "read_chat_jsonl", "read_mapped_csv", "sample_head"]
 
 _BATCH_ROWS = 262_144
-_COLUMNS = ("{object: 'VARCHAR', created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, "
-            "completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT))'}")
+_COLUMNS = (
+    "{object: 'VARCHAR', created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, "
+    "completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT))'}"
+)
 _SQL = f"""
 SELECT created, model, usage.prompt_tokens AS prompt, usage.completion_tokens AS output,
        coalesce(usage.prompt_tokens_details.cached_tokens, 0) AS cached,
@@ -69,8 +71,9 @@ class Doubt(Exception):
     """The file holds something the streamed reader will not vouch for: read it line by line instead."""
 
 
-def _chat_batches(path: Path, names: dict[str, int],
-                  progress: Callable[[float], None] | None) -> Iterator[tuple[np.ndarray, ...]]:
+def _chat_batches(
+    path: Path, names: dict[str, int], progress: Callable[[float], None] | None
+) -> Iterator[tuple[np.ndarray, ...]]:
     """(created s, model codes into `names`, prompt, cached, output) a DuckDB batch at a time, in file order.
 
     Raises Doubt at the first batch with a null or negative count, a non-chat record, a time that is
@@ -122,11 +125,15 @@ def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None
     names: dict[str, int] = {}
     for created, codes, prompt, cached, output in _chat_batches(path, names, progress):
         by_code = np.asarray(sorted(names, key=names.get), dtype=object)
-        yield pd.DataFrame({
-            "ts_ms": created.astype(np.int64) * 1000, "model": by_code[codes],
-            "prompt_tokens": prompt.astype(np.int64, copy=False), "cached_tokens": cached.astype(np.int64, copy=False),
-            "output_tokens": output.astype(np.int64, copy=False),
-        })
+        yield pd.DataFrame(
+            {
+                "ts_ms": created.astype(np.int64) * 1000,
+                "model": by_code[codes],
+                "prompt_tokens": prompt.astype(np.int64, copy=False),
+                "cached_tokens": cached.astype(np.int64, copy=False),
+                "output_tokens": output.astype(np.int64, copy=False),
+            }
+        )
 
 
 def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
@@ -143,7 +150,7 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     for k in range(5):
         columns.append(np.concatenate([p[k] for p in parts]))
         for i, p in enumerate(parts):
-            parts[i] = (*p[:k], None, *p[k + 1:])
+            parts[i] = (*p[:k], None, *p[k + 1 :])
     del parts
     ts_ms = columns[0].astype(np.int64, copy=False)
     ts_ms *= 1000
@@ -157,17 +164,28 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     del columns
     # Categorical: a few model names shared by millions of rows, grouped without hashing strings.
     by_name = sorted(names, key=names.get)
-    return pd.DataFrame({
-        "ts_ms": ts_ms,
-        "model": pd.Categorical.from_codes(codes, categories=pd.Index(by_name, dtype=object)),
-        "prompt_tokens": prompt.astype(np.int64, copy=False),
-        "cached_tokens": cached.astype(np.int64, copy=False),
-        "output_tokens": output.astype(np.int64, copy=False),
-    }, copy=False)
+    return pd.DataFrame(
+        {
+            "ts_ms": ts_ms,
+            "model": pd.Categorical.from_codes(codes, categories=pd.Index(by_name, dtype=object)),
+            "prompt_tokens": prompt.astype(np.int64, copy=False),
+            "cached_tokens": cached.astype(np.int64, copy=False),
+            "output_tokens": output.astype(np.int64, copy=False),
+        },
+        copy=False,
+    )
 
 
-def read_mapped_csv(path: Path, header: list[str], delimiter: str, mapping: dict[str, str], tz: str, start_ms: int,
-                    source: str, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
+def read_mapped_csv(
+    path: Path,
+    header: list[str],
+    delimiter: str,
+    mapping: dict[str, str],
+    tz: str,
+    start_ms: int,
+    source: str,
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame | None:
     """A large CSV (plain, .gz, .zst) under a plain column mapping, streamed through DuckDB's CSV reader.
 
     All or nothing: any row DuckDB cannot type, or any batch planner.logs.columnar will not take
@@ -206,4 +224,3 @@ def read_mapped_csv(path: Path, header: list[str], delimiter: str, mapping: dict
     finally:
         con.close()
     return pd.concat(frames, ignore_index=True) if frames else None
-

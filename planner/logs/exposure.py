@@ -86,8 +86,9 @@ def mean_rate_per_s(arrival_ms: np.ndarray) -> float:
     return float((arrival.size - 1) / span_s) if span_s > 0 else math.nan
 
 
-def cold_fraction_curve(arrival_ms: np.ndarray, windows_s: Sequence[float] = DEFAULT_WINDOWS_S,
-                        service_ms: np.ndarray | float = 0.0) -> pd.DataFrame:
+def cold_fraction_curve(
+    arrival_ms: np.ndarray, windows_s: Sequence[float] = DEFAULT_WINDOWS_S, service_ms: np.ndarray | float = 0.0
+) -> pd.DataFrame:
     """Trace-driven and Poisson cold fractions for each scale-down window.
 
     Columns: window_s, trace_cold_fraction, poisson_cold_fraction (e^(−λW) at the trace's mean rate;

@@ -38,16 +38,23 @@ def _valid_utf8(buf: Any) -> bool:
 def _schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([
-        ("object", pa.string()),
-        ("created", pa.int64()),
-        ("model", pa.string()),
-        ("usage", pa.struct([
-            ("prompt_tokens", pa.int64()),
-            ("completion_tokens", pa.int64()),
-            ("prompt_tokens_details", pa.struct([("cached_tokens", pa.int64())])),
-        ])),
-    ])
+    return pa.schema(
+        [
+            ("object", pa.string()),
+            ("created", pa.int64()),
+            ("model", pa.string()),
+            (
+                "usage",
+                pa.struct(
+                    [
+                        ("prompt_tokens", pa.int64()),
+                        ("completion_tokens", pa.int64()),
+                        ("prompt_tokens_details", pa.struct([("cached_tokens", pa.int64())])),
+                    ]
+                ),
+            ),
+        ]
+    )
 
 
 def _parse(body: Any) -> Any:
@@ -116,10 +123,13 @@ def read_openai_jsonl(data: bytes) -> pd.DataFrame | None:
         order = np.argsort(ts_ms, kind="stable")
         ts_ms, codes = ts_ms[order], codes[order]
         prompt_np, cached_np, output_np = prompt_np[order], cached_np[order], output_np[order]
-    return pd.DataFrame({
-        "ts_ms": ts_ms,
-        "model": pd.Series(names[codes], dtype=object, copy=False),
-        "prompt_tokens": prompt_np.astype(np.int64),
-        "cached_tokens": cached_np.astype(np.int64),
-        "output_tokens": output_np.astype(np.int64),
-    }, copy=False)  # every array above is a fresh copy (not pyarrow's memory): no second copy into blocks
+    return pd.DataFrame(
+        {
+            "ts_ms": ts_ms,
+            "model": pd.Series(names[codes], dtype=object, copy=False),
+            "prompt_tokens": prompt_np.astype(np.int64),
+            "cached_tokens": cached_np.astype(np.int64),
+            "output_tokens": output_np.astype(np.int64),
+        },
+        copy=False,
+    )  # every array above is a fresh copy (not pyarrow's memory): no second copy into blocks

@@ -35,11 +35,17 @@ class Skip(Reject):
 
 
 def looks_like_litellm(rec: dict) -> bool:
-    return "startTime" in rec and ("prompt_tokens" in rec or "spend" in rec) and ("request_id" in rec or "call_type" in rec or "spend" in rec)
+    return (
+        "startTime" in rec
+        and ("prompt_tokens" in rec or "spend" in rec)
+        and ("request_id" in rec or "call_type" in rec or "spend" in rec)
+    )
 
 
 def looks_like_langfuse(rec: dict) -> bool:
-    return "startTime" in rec and ("usageDetails" in rec or "traceId" in rec or "promptTokens" in rec or rec.get("type") == "GENERATION")
+    return "startTime" in rec and (
+        "usageDetails" in rec or "traceId" in rec or "promptTokens" in rec or rec.get("type") == "GENERATION"
+    )
 
 
 def _timings(rec: dict, tz: str) -> tuple[int, float, float]:

@@ -84,7 +84,9 @@ def _unzstd(data: bytes, name: str, max_bytes: int) -> bytes:
                 if total > max_bytes:
                     raise TooLarge(f"{name} decompresses to more than {_mb(max_bytes)}, the size limit")
                 if total > _RATIO_CHECK_AFTER_BYTES and total > MAX_GZIP_RATIO * len(data):
-                    raise TooLarge(f"{name} inflates more than {MAX_GZIP_RATIO}×: refused as a likely decompression bomb")
+                    raise TooLarge(
+                        f"{name} inflates more than {MAX_GZIP_RATIO}×: refused as a likely decompression bomb"
+                    )
                 out.append(chunk)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ValueError(f"{name} is not a valid zstd file ({exc})") from None

@@ -28,22 +28,83 @@ from planner.logs.tokenize import TokenCounter, message_text
 __all__ = ["FIELDS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
 
 FIELDS = (
-    "ts", "ts_relative_s", "ts_relative_ms", "model", "prompt_tokens", "prompt_tokens_uncached", "prompt_text", "cached_tokens", "output_tokens",
-    "output_text", "ttft_ms", "ttft_s", "duration_ms", "duration_s", "first_token_time", "end_time", "hash_ids",
+    "ts",
+    "ts_relative_s",
+    "ts_relative_ms",
+    "model",
+    "prompt_tokens",
+    "prompt_tokens_uncached",
+    "prompt_text",
+    "cached_tokens",
+    "output_tokens",
+    "output_text",
+    "ttft_ms",
+    "ttft_s",
+    "duration_ms",
+    "duration_s",
+    "first_token_time",
+    "end_time",
+    "hash_ids",
 )
 REQUIRED_HELP = "a time column (ts, or ts_relative_s / ts_relative_ms) and a prompt-token column (prompt_tokens, prompt_tokens_uncached or prompt_text)"
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
-    "ts": ("timestamp", "ts", "tsms", "time", "created", "createdat", "starttime", "requesttime", "datetime", "date",
-           "requeststart", "startedat", "requestedat", "starttimeutc", "eventtime", "started"),
+    "ts": (
+        "timestamp",
+        "ts",
+        "tsms",
+        "time",
+        "created",
+        "createdat",
+        "starttime",
+        "requesttime",
+        "datetime",
+        "date",
+        "requeststart",
+        "startedat",
+        "requestedat",
+        "starttimeutc",
+        "eventtime",
+        "started",
+    ),
     "model": ("model", "modelname", "modelid", "modelgroup", "deployment"),
-    "prompt_tokens": ("prompttokens", "usageprompttokens", "totalinputtokens", "tokensin", "inputtokencount",
-                      "prompttokencount", "inputtokens", "promptlength", "ntokensprompt", "contexttokens",
-                      "requesttokens", "inputlength", "numprompttokens", "inputtokenscount"),
-    "cached_tokens": ("cachedtokens", "cachedprompttokens", "cachereadinputtokens", "cachehittokens", "inputcachedtokens",
-                      "cachetokens", "prompttokensdetailscachedtokens"),
-    "output_tokens": ("completiontokens", "outputtokens", "tokensout", "outputtokencount", "completiontokencount",
-                      "generatedtokens", "responsetokens", "outputlength", "numcompletiontokens", "generationtokens"),
+    "prompt_tokens": (
+        "prompttokens",
+        "usageprompttokens",
+        "totalinputtokens",
+        "tokensin",
+        "inputtokencount",
+        "prompttokencount",
+        "inputtokens",
+        "promptlength",
+        "ntokensprompt",
+        "contexttokens",
+        "requesttokens",
+        "inputlength",
+        "numprompttokens",
+        "inputtokenscount",
+    ),
+    "cached_tokens": (
+        "cachedtokens",
+        "cachedprompttokens",
+        "cachereadinputtokens",
+        "cachehittokens",
+        "inputcachedtokens",
+        "cachetokens",
+        "prompttokensdetailscachedtokens",
+    ),
+    "output_tokens": (
+        "completiontokens",
+        "outputtokens",
+        "tokensout",
+        "outputtokencount",
+        "completiontokencount",
+        "generatedtokens",
+        "responsetokens",
+        "outputlength",
+        "numcompletiontokens",
+        "generationtokens",
+    ),
     "ttft_ms": ("ttftms", "timetofirsttokenms", "firsttokenms", "ttft"),
     "ttft_s": ("ttfts", "timetofirsttoken", "timetofirsttokens"),
     "duration_ms": ("durationms", "latencyms", "totalms", "elapsedms"),
@@ -114,6 +175,7 @@ def extract_mapped(
     start_ms: UTC epoch ms that relative times (ts_relative_s / ts_relative_ms) count from.
     prefix: the LRU cache that derives cached tokens from hash_ids (when mapped and no cached column is).
     """
+
     def val(field: str) -> Any:
         col = mapping.get(field)
         if not col:

@@ -33,8 +33,15 @@ from planner.logs.tables import file_size, read_csv, read_large_csv, read_parque
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
 
-__all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "empty_frame", "read_logs", "return_freed_heap",
-           "stream_chat_logs"]
+__all__ = [
+    "COLUMNS",
+    "LogFormatError",
+    "LogParseResult",
+    "empty_frame",
+    "read_logs",
+    "return_freed_heap",
+    "stream_chat_logs",
+]
 
 _DETECT_SAMPLE = 200
 
@@ -145,8 +152,9 @@ def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) 
     return _with_source(frame, path.name)
 
 
-def stream_chat_logs(paths: Sequence[Path], fmt: str = "auto",
-                     progress: Progress | None = None) -> Iterator[pd.DataFrame] | None:
+def stream_chat_logs(
+    paths: Sequence[Path], fmt: str = "auto", progress: Progress | None = None
+) -> Iterator[pd.DataFrame] | None:
     """Files that are all OpenAI chat JSON Lines on disk, as frames of COLUMNS a batch at a time (file order).
 
     For storing a log of any size in bounded memory (`logs import`): one batch is held at a time, not
@@ -172,8 +180,10 @@ def stream_chat_logs(paths: Sequence[Path], fmt: str = "auto",
         for path, size in zip(paths, sizes, strict=True):
             tick = None
             if progress:
+
                 def tick(frac: float, _done=done, _size=size, _name=path.name) -> None:
                     progress(min((_done + frac * _size) / total, 1.0), f"reading {_name}")
+
             for frame in iter_chat_frames(path, tick):
                 yield _with_source(frame, path.name)[list(COLUMNS)]
             done += size
@@ -203,7 +213,9 @@ def _nothing_read(out: Collector) -> str:
     if whole and len(whole) == len(out.rejected):
         return "Nothing could be read: " + "; ".join(str(r) for r in whole[:3]) + "."
     first = "; ".join(str(r) for r in out.rejected[:3]) or "the files hold no records"
-    return f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
+    return (
+        f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
+    )
 
 
 def _is_parquet(path: Path) -> bool:
@@ -257,6 +269,7 @@ def read_logs(
         label = source[0] if isinstance(source, tuple) else Path(source).name
         tick = None
         if progress:
+
             def tick(frac: float, _done=done, _size=size, _label=label) -> None:
                 progress(min((_done + frac * _size) / total, 1.0), f"reading {_label}")
 
@@ -267,7 +280,9 @@ def read_logs(
             try:
                 check_regular(Path(source))
             except (ValueError, OSError) as exc:
-                out.reject(str(label), 0, str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}")
+                out.reject(
+                    str(label), 0, str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
+                )
                 continue
             if _is_parquet(Path(source)):
                 read_parquet(Path(source).name, Path(source), ctx)
@@ -286,7 +301,9 @@ def read_logs(
         try:
             name, data = load_source(source, max_bytes)
         except (TooLarge, ValueError, OSError) as exc:
-            out.reject(str(label), 0, str(exc) if not isinstance(exc, OSError) else f"cannot read: {exc.strerror or exc}")
+            out.reject(
+                str(label), 0, str(exc) if not isinstance(exc, OSError) else f"cannot read: {exc.strerror or exc}"
+            )
             continue
         data = decode_bom(data)
         if not data or data.isspace():

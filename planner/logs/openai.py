@@ -44,12 +44,18 @@ def extract_chat(rec: dict, tz: str = "UTC", outer: dict | None = None) -> Row:
         raise Reject("no usage object (was the request streamed without stream_options.include_usage?)")
     if rec.get("object") == "response":
         prompt = token_count(usage.get("input_tokens"), "usage.input_tokens")
-        cached = token_count(dig(usage, "input_tokens_details.cached_tokens"), "usage.input_tokens_details.cached_tokens", required=False)
+        cached = token_count(
+            dig(usage, "input_tokens_details.cached_tokens"), "usage.input_tokens_details.cached_tokens", required=False
+        )
         output = token_count(usage.get("output_tokens"), "usage.output_tokens")
         ts_value, ts_field = rec.get("created_at"), "created_at"
     else:
         prompt = token_count(usage.get("prompt_tokens"), "usage.prompt_tokens")
-        cached = token_count(dig(usage, "prompt_tokens_details.cached_tokens"), "usage.prompt_tokens_details.cached_tokens", required=False)
+        cached = token_count(
+            dig(usage, "prompt_tokens_details.cached_tokens"),
+            "usage.prompt_tokens_details.cached_tokens",
+            required=False,
+        )
         output = token_count(usage.get("completion_tokens"), "usage.completion_tokens")
         ts_value, ts_field = rec.get("created"), "created"
     if ts_value is None:

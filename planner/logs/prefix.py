@@ -49,5 +49,7 @@ class PrefixCache:
         return min(self.hit_blocks(hashes) * self.block_tokens, int(prompt_tokens))
 
     def label(self) -> str:
-        return (f"cached tokens derived from hash_ids: leading blocks already seen, under an LRU cache of "
-                f"{self.capacity_blocks:,} blocks × {self.block_tokens} tokens")
+        return (
+            f"cached tokens derived from hash_ids: leading blocks already seen, under an LRU cache of "
+            f"{self.capacity_blocks:,} blocks × {self.block_tokens} tokens"
+        )

@@ -55,13 +55,15 @@ def rows_frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
         arr = {c: [] for c in Row._fields}
     else:
         arr = dict(zip(Row._fields, zip(*rows, strict=True), strict=True))
-    return pd.DataFrame({
-        "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),
-        "model": pd.array(list(arr["model"]), dtype=object),
-        "prompt_tokens": np.asarray(arr["prompt_tokens"], dtype=np.int64),
-        "cached_tokens": np.asarray(arr["cached_tokens"], dtype=np.int64),
-        "output_tokens": np.asarray(arr["output_tokens"], dtype=np.int64),
-        "ttft_ms": np.asarray(arr["ttft_ms"], dtype=np.float64),
-        "duration_ms": np.asarray(arr["duration_ms"], dtype=np.float64),
-        "source": pd.array(sources, dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),
+            "model": pd.array(list(arr["model"]), dtype=object),
+            "prompt_tokens": np.asarray(arr["prompt_tokens"], dtype=np.int64),
+            "cached_tokens": np.asarray(arr["cached_tokens"], dtype=np.int64),
+            "output_tokens": np.asarray(arr["output_tokens"], dtype=np.int64),
+            "ttft_ms": np.asarray(arr["ttft_ms"], dtype=np.float64),
+            "duration_ms": np.asarray(arr["duration_ms"], dtype=np.float64),
+            "source": pd.array(sources, dtype=object),
+        }
+    )

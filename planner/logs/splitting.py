@@ -89,7 +89,7 @@ def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator
     """('jsonl' | 'json', iterator of (line or record number, dict)); None when the content is not JSON."""
     head = data[:4096]
     start = len(head) - len(head.lstrip()) if head.strip() else len(data) - len(data.lstrip())
-    lead = data[start:start + 1]
+    lead = data[start : start + 1]
     if lead == b"[":
         try:
             doc = json.loads(data)
@@ -100,7 +100,7 @@ def split_records(data: bytes, name: str, out: Collector) -> tuple[str, Iterator
     if lead != b"{":
         return None
     nl = data.find(b"\n", start)
-    first_line = data[start:nl if nl >= 0 else len(data)]
+    first_line = data[start : nl if nl >= 0 else len(data)]
     try:
         json.loads(first_line)
         one_per_line = True
@@ -159,7 +159,9 @@ def peek(it: Iterator[tuple[int, dict]], n: int) -> tuple[list[tuple[int, dict]]
         head.append(item)
         if len(head) >= n:
             break
+
     def chained() -> Iterator[tuple[int, dict]]:
         yield from head
         yield from it
+
     return head, chained()

@@ -49,13 +49,15 @@ class Spool:
     Raises OSError when the disk cannot take a file (the folder is removed first).
     """
 
-    def __init__(self, files: Sequence[Upload | tuple[str, BinaryIO]],
-                 progress: Callable[[float, str], None] | None = None) -> None:
+    def __init__(
+        self, files: Sequence[Upload | tuple[str, BinaryIO]], progress: Callable[[float, str], None] | None = None
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="ttft-planner-upload-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.paths: list[Path] = []
         uploads: list[tuple[str, Upload | BinaryIO]] = [
-            (f[0], f[1]) if isinstance(f, tuple) else (f.name, f) for f in files]
+            (f[0], f[1]) if isinstance(f, tuple) else (f.name, f) for f in files
+        ]
         total_bytes = max(sum(_size(fh) for _, fh in uploads), 1)
         done_bytes = 0
         try:
@@ -68,8 +70,10 @@ class Spool:
                         out.write(chunk)
                         done_bytes += len(chunk)
                         if progress:
-                            progress(min(done_bytes / total_bytes, 1.0),
-                                     f"saving {path.name}: {done_bytes / 1e6:,.1f} of {total_bytes / 1e6:,.1f} MB")
+                            progress(
+                                min(done_bytes / total_bytes, 1.0),
+                                f"saving {path.name}: {done_bytes / 1e6:,.1f} of {total_bytes / 1e6:,.1f} MB",
+                            )
                 self.paths.append(path)
         except OSError:
             self.close()

@@ -142,7 +142,9 @@ def _clock(frame: pd.DataFrame, tz: str, clock: _Clock | None) -> _Clock:
     return clock if clock is not None else _Clock(frame, tz)
 
 
-def workday_mask(frame: pd.DataFrame, tz: str = "UTC", workday: str = DEFAULT_WORKDAY, *, clock: _Clock | None = None) -> np.ndarray:
+def workday_mask(
+    frame: pd.DataFrame, tz: str = "UTC", workday: str = DEFAULT_WORKDAY, *, clock: _Clock | None = None
+) -> np.ndarray:
     """Boolean mask of requests that arrived Monday–Friday inside the local working-day window."""
     start, end = parse_workday(workday)
     c = _clock(frame, tz, clock)
@@ -233,25 +235,38 @@ def per_model(frame: pd.DataFrame) -> pd.DataFrame:
     output = frame["output_tokens"].to_numpy(dtype=np.int64)
     order, bounds = _groups(codes, len(models))
     for i, model in enumerate(models):
-        sel = order[bounds[i]:bounds[i + 1]]
+        sel = order[bounds[i] : bounds[i + 1]]
         p_sel = prompt[sel]
         pc = percentiles(p_sel, (0.5, 0.95))
         p_sum = int(p_sel.sum())
-        rows.append({
-            "model": model or "(unnamed)",
-            "n": int(sel.size),
-            "prompt_tokens_p50": pc["p50"].value,
-            "prompt_tokens_p95": pc["p95"].value,
-            "p95_reliable": pc["p95"].reliable,
-            "cached_token_fraction": int(cached[sel].sum()) / p_sum if p_sum else 0.0,
-            "output_tokens_mean": float(output[sel].mean()),
-        })
-    return pd.DataFrame(rows, columns=["model", "n", "prompt_tokens_p50", "prompt_tokens_p95", "p95_reliable",
-                                       "cached_token_fraction", "output_tokens_mean"])
+        rows.append(
+            {
+                "model": model or "(unnamed)",
+                "n": int(sel.size),
+                "prompt_tokens_p50": pc["p50"].value,
+                "prompt_tokens_p95": pc["p95"].value,
+                "p95_reliable": pc["p95"].reliable,
+                "cached_token_fraction": int(cached[sel].sum()) / p_sum if p_sum else 0.0,
+                "output_tokens_mean": float(output[sel].mean()),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "n",
+            "prompt_tokens_p50",
+            "prompt_tokens_p95",
+            "p95_reliable",
+            "cached_token_fraction",
+            "output_tokens_mean",
+        ],
+    )
 
 
-def per_hour_percentiles(frame: pd.DataFrame, column: str = "prompt_tokens", tz: str = "UTC", *,
-                         clock: _Clock | None = None) -> pd.DataFrame:
+def per_hour_percentiles(
+    frame: pd.DataFrame, column: str = "prompt_tokens", tz: str = "UTC", *, clock: _Clock | None = None
+) -> pd.DataFrame:
     """Per local hour of day (0..23): n, p50, p95 of `column` (nearest-rank), p95_reliable (n ≥ 20)."""
     hours = _clock(frame, tz, clock).hour
     col = frame[column]
@@ -259,9 +274,16 @@ def per_hour_percentiles(frame: pd.DataFrame, column: str = "prompt_tokens", tz:
     order, bounds = _groups(hours, 24)
     rows = []
     for h in range(24):
-        pc = percentiles(values[order[bounds[h]:bounds[h + 1]]], (0.5, 0.95))
-        rows.append({"hour": h, "n": pc["p50"].n, "p50": pc["p50"].value, "p95": pc["p95"].value,
-                     "p95_reliable": pc["p95"].reliable})
+        pc = percentiles(values[order[bounds[h] : bounds[h + 1]]], (0.5, 0.95))
+        rows.append(
+            {
+                "hour": h,
+                "n": pc["p50"].n,
+                "p50": pc["p50"].value,
+                "p95": pc["p95"].value,
+                "p95_reliable": pc["p95"].reliable,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -311,6 +333,7 @@ class LogSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: percentiles as {value, n, reliable}, tables as lists of records."""
+
         def pcs(d: dict[str, Percentile]) -> dict[str, Any]:
             return {k: {"value": v.value, "n": v.n, "reliable": v.reliable} for k, v in d.items()}
 
@@ -318,12 +341,23 @@ class LogSummary:
             return json_records(df)
 
         return {
-            "n": self.n, "first_ts_ms": self.first_ts_ms, "last_ts_ms": self.last_ts_ms, "tz": self.tz,
-            "workday": self.workday, "prompt_tokens": pcs(self.prompt), "prompt_tokens_workday": pcs(self.prompt_workday),
-            "output_tokens": pcs(self.output), "ttft_ms": pcs(self.ttft), "cached_share": self.cached,
-            "mean_rate_per_s": self.mean_rate_per_s, "peak_hour_rate_per_s": self.peak_hour_rate_per_s,
-            "models": table(self.models), "hourly": table(self.hourly), "weekdays": table(self.weekdays),
-            "prompt_tokens_by_hour": table(self.prompt_by_hour), "ttft_ms_by_hour": table(self.ttft_by_hour),
+            "n": self.n,
+            "first_ts_ms": self.first_ts_ms,
+            "last_ts_ms": self.last_ts_ms,
+            "tz": self.tz,
+            "workday": self.workday,
+            "prompt_tokens": pcs(self.prompt),
+            "prompt_tokens_workday": pcs(self.prompt_workday),
+            "output_tokens": pcs(self.output),
+            "ttft_ms": pcs(self.ttft),
+            "cached_share": self.cached,
+            "mean_rate_per_s": self.mean_rate_per_s,
+            "peak_hour_rate_per_s": self.peak_hour_rate_per_s,
+            "models": table(self.models),
+            "hourly": table(self.hourly),
+            "weekdays": table(self.weekdays),
+            "prompt_tokens_by_hour": table(self.prompt_by_hour),
+            "ttft_ms_by_hour": table(self.ttft_by_hour),
             "cold_exposure": table(self.cold),
         }
 
@@ -343,8 +377,12 @@ def json_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def summarize_logs(frame: pd.DataFrame, tz: str = "UTC", workday: str = DEFAULT_WORKDAY,
-                   windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S) -> LogSummary:
+def summarize_logs(
+    frame: pd.DataFrame,
+    tz: str = "UTC",
+    workday: str = DEFAULT_WORKDAY,
+    windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S,
+) -> LogSummary:
     """The whole summary of a normalised frame (see planner.logs.COLUMNS).
 
     Raises ValueError for a bad working-day window or time zone.

@@ -92,8 +92,10 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
         no_output += row.output_tokens == 0
         out.add(row, name)
     if fmt_name == "burstgpt" and no_output:
-        res.notes.append(f"{name}: {no_output:,} request{'' if no_output == 1 else 's'} with 0 response tokens "
-                         "(failed, in BurstGPT's convention) are kept as arrivals")
+        res.notes.append(
+            f"{name}: {no_output:,} request{'' if no_output == 1 else 's'} with 0 response tokens "
+            "(failed, in BurstGPT's convention) are kept as arrivals"
+        )
 
 
 LARGE_CSV_BYTES = 32 << 20  # CSV files from this size on disk are first tried through DuckDB (streamed, columnar)
@@ -119,8 +121,9 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     if not mapping_complete(used) or any(c not in header for c in used.values()) or used.get("hash_ids"):
         return False
     ts0 = ctx.start_ms() if relative_times(used) else 0
-    frame = read_mapped_csv(path, header, delimiter_of(head.decode("utf-8", "replace")), used, ctx.tz, ts0,
-                            path.name, ctx.out.tick)
+    frame = read_mapped_csv(
+        path, header, delimiter_of(head.decode("utf-8", "replace")), used, ctx.tz, ts0, path.name, ctx.out.tick
+    )
     if frame is None:
         return False
     ctx.out.frames.append(frame)
@@ -128,8 +131,10 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     ctx.res.mapping = used
     ctx.res.formats[path.name] = "csv" if fmt_name == "mapped" else fmt_name
     if fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
-        ctx.res.notes.append(f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
-                             "(failed, in BurstGPT's convention) are kept as arrivals")
+        ctx.res.notes.append(
+            f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
+            "(failed, in BurstGPT's convention) are kept as arrivals"
+        )
     return True
 
 

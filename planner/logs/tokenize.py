@@ -50,8 +50,10 @@ class TokenCounter:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise RuntimeError("exact token counts need the 'tokenizers' package: pip install 'ttft-planner[tokenizers]'; "
-                               "token counts will be estimated") from None
+            raise RuntimeError(
+                "exact token counts need the 'tokenizers' package: pip install 'ttft-planner[tokenizers]'; "
+                "token counts will be estimated"
+            ) from None
         try:
             tok = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own Exception type

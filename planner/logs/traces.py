@@ -28,17 +28,34 @@ class TraceProfile:
 
 
 PROFILES: tuple[TraceProfile, ...] = (
-    TraceProfile("mooncake", "Mooncake / AIPerf trace (JSONL, ms since start, hash_ids)",
-                 ("timestamp", "input_length", "output_length"),
-                 {"ts_relative_ms": "timestamp", "prompt_tokens": "input_length", "output_tokens": "output_length",
-                  "hash_ids": "hash_ids"}),
-    TraceProfile("burstgpt", "BurstGPT (s since start; failed requests have 0 response tokens)",
-                 ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"),
-                 {"ts_relative_s": "Timestamp", "model": "Model", "prompt_tokens": "Request tokens",
-                  "output_tokens": "Response tokens"}),
-    TraceProfile("azure", "Azure LLM inference trace 2023/2024",
-                 ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
-                 {"ts": "TIMESTAMP", "prompt_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"}),
+    TraceProfile(
+        "mooncake",
+        "Mooncake / AIPerf trace (JSONL, ms since start, hash_ids)",
+        ("timestamp", "input_length", "output_length"),
+        {
+            "ts_relative_ms": "timestamp",
+            "prompt_tokens": "input_length",
+            "output_tokens": "output_length",
+            "hash_ids": "hash_ids",
+        },
+    ),
+    TraceProfile(
+        "burstgpt",
+        "BurstGPT (s since start; failed requests have 0 response tokens)",
+        ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"),
+        {
+            "ts_relative_s": "Timestamp",
+            "model": "Model",
+            "prompt_tokens": "Request tokens",
+            "output_tokens": "Response tokens",
+        },
+    ),
+    TraceProfile(
+        "azure",
+        "Azure LLM inference trace 2023/2024",
+        ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+        {"ts": "TIMESTAMP", "prompt_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"},
+    ),
 )
 
 

@@ -41,8 +41,12 @@ __all__ = [
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 SERVICE = "bedrock"
 _HOST_REGION = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
-_RETRYABLE = {"throttlingException": "rate_limited", "serviceUnavailableException": "server_error",
-              "internalServerException": "server_error", "modelStreamErrorException": "server_error"}
+_RETRYABLE = {
+    "throttlingException": "rate_limited",
+    "serviceUnavailableException": "server_error",
+    "internalServerException": "server_error",
+    "modelStreamErrorException": "server_error",
+}
 
 
 class MissingAwsCredentials(MissingApiKey):
@@ -50,8 +54,11 @@ class MissingAwsCredentials(MissingApiKey):
 
     def __init__(self, why: str) -> None:
         self.env_name = ""
-        Exception.__init__(self, f"no AWS credentials: {why} (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
-                                 "AWS_PROFILE, or name a Bedrock API key variable)")
+        Exception.__init__(
+            self,
+            f"no AWS credentials: {why} (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
+            "AWS_PROFILE, or name a Bedrock API key variable)",
+        )
 
 
 def preload() -> None:
@@ -66,8 +73,10 @@ def request_url(base_url: str, model: str) -> str:
 
 
 def build_body(prompt: str, max_tokens: int) -> dict:
-    return {"messages": [{"role": "user", "content": [{"text": prompt}]}],
-            "inferenceConfig": {"maxTokens": max_tokens, "temperature": 0}}
+    return {
+        "messages": [{"role": "user", "content": [{"text": prompt}]}],
+        "inferenceConfig": {"maxTokens": max_tokens, "temperature": 0},
+    }
 
 
 def signing_region(url: str, session=None) -> str:
@@ -128,16 +137,18 @@ class EventStreamDecoder:
         try:
             return list(self._buf)
         except ParserError as exc:
-            raise ProbeFault("bad_json", f"a corrupt event-stream frame after {self.bytes_seen} bytes: "
-                                         f"{type(exc).__name__}") from None
+            raise ProbeFault(
+                "bad_json", f"a corrupt event-stream frame after {self.bytes_seen} bytes: {type(exc).__name__}"
+            ) from None
 
 
 def _payload(msg) -> dict:
     try:
         obj = json.loads(msg.payload) if msg.payload else {}
     except ValueError:
-        raise ProbeFault("bad_json", f"an event-stream frame's payload is not valid JSON: "
-                                     f"{msg.payload[:80]!r}") from None
+        raise ProbeFault(
+            "bad_json", f"an event-stream frame's payload is not valid JSON: {msg.payload[:80]!r}"
+        ) from None
     if not isinstance(obj, dict):
         raise ProbeFault("bad_json", f"an event-stream frame's payload is JSON but not an object: {msg.payload[:80]!r}")
     return obj
@@ -152,8 +163,10 @@ def interpret_message(msg, info) -> None:
         detail = _payload(msg).get("message", "")
         raise ProbeFault(_RETRYABLE.get(kind, "server_error"), f"{kind} in the stream: {detail}".strip())
     if mtype == "error":
-        raise ProbeFault("server_error", f"{headers.get(':error-code', 'error')} in the stream: "
-                                         f"{headers.get(':error-message', '')}".strip())
+        raise ProbeFault(
+            "server_error",
+            f"{headers.get(':error-code', 'error')} in the stream: {headers.get(':error-message', '')}".strip(),
+        )
     kind = headers.get(":event-type", "")
     if kind == "contentBlockStart":
         info.is_first_event = True

@@ -32,6 +32,7 @@ __all__ = [
 
 _BACKOFF_BASE_S = 0.5
 
+
 class ErrorClass(StrEnum):
     """Why a probe failed: one vocabulary for TTFT samples and RTT results (the stored value is the member's value;
     the two probes grew different spellings, kept as stored)."""
@@ -86,7 +87,7 @@ RTT_ERROR_CLASSES: dict[ErrorClass, str] = {
     _E.UNRESOLVABLE: "the host name did not resolve (DNS)",
     _E.REFUSED: "the host answered with a TCP reset: nothing listens on that port",
     _E.BLOCKED_PORT: "no answer to the TCP SYN within the timeout, or a firewall rejected it: the port is filtered or "
-                     "the host is down",
+    "the host is down",
     _E.UNREACHABLE: "no route to the host or network",
     _E.TIMEOUT: "connected, but the TLS handshake or the HTTP response did not arrive within the timeout",
     _E.TLS: "TLS handshake or certificate failure",
@@ -107,13 +108,17 @@ class MissingApiKey(Exception):
 
     def __init__(self, env_name: str) -> None:
         self.env_name = env_name
-        super().__init__(f"API key variable {env_name} is not set (export {env_name}=... or add it to Streamlit secrets)")
+        super().__init__(
+            f"API key variable {env_name} is not set (export {env_name}=... or add it to Streamlit secrets)"
+        )
 
 
 class ProbeFault(Exception):
     """Internal: one attempt ended in `error_class` with a human-readable detail."""
 
-    def __init__(self, error_class: str, detail: str, *, status_code: int | None = None, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, error_class: str, detail: str, *, status_code: int | None = None, retry_after_s: float | None = None
+    ) -> None:
         assert error_class in ERROR_CLASSES, error_class
         super().__init__(detail)
         self.error_class = error_class

@@ -73,17 +73,26 @@ class PrefillFit:
         rate = self.prefill_tokens_per_s
         se = "" if self.slope_se_ms_per_token is None else f" ± {self.slope_se_ms_per_token * 1000:,.1f}"
         rate_txt = f", {rate:,.0f} tokens/s" if rate else ""
-        return (f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; "
-                f"intercept {self.intercept_ms:,.1f} ms; "
-                f"r²={self.r2:.3f}; n={self.n} at {', '.join(str(x) for x in self.lengths)} tokens: {self.quality}")
+        return (
+            f"prefill {self.ms_per_1k_tokens:,.1f}{se} ms per 1K tokens{rate_txt}; "
+            f"intercept {self.intercept_ms:,.1f} ms; "
+            f"r²={self.r2:.3f}; n={self.n} at {', '.join(str(x) for x in self.lengths)} tokens: {self.quality}"
+        )
 
     def to_figure(self, detail: str = "", measured_at_ms: int | None = None) -> Figure:
         """The prefill rate as a worksheet figure (tokens/s, source probe); raises ValueError when unusable."""
         rate = self.prefill_tokens_per_s
         if rate is None:
             raise ValueError("the fitted prefill slope is not positive: no prefill rate to hand on")
-        return Figure(value=rate, unit="tokens/s", source=Source.PROBE, detail=detail or f"prefill slope fit ({self.quality})",
-                      n=self.n, window=f"prompt lengths {', '.join(str(x) for x in self.lengths)}", measured_at_ms=measured_at_ms)
+        return Figure(
+            value=rate,
+            unit="tokens/s",
+            source=Source.PROBE,
+            detail=detail or f"prefill slope fit ({self.quality})",
+            n=self.n,
+            window=f"prompt lengths {', '.join(str(x) for x in self.lengths)}",
+            measured_at_ms=measured_at_ms,
+        )
 
 
 def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
@@ -96,7 +105,9 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
         raise ValueError("prefill fit points must be finite numbers")
     lengths = tuple(sorted({int(x) for x, _ in pts}))
     if len(lengths) < 2:
-        raise ValueError("a prefill slope needs successful probes at two or more prompt lengths (e.g. --prompt-tokens 256,4096)")
+        raise ValueError(
+            "a prefill slope needs successful probes at two or more prompt lengths (e.g. --prompt-tokens 256,4096)"
+        )
     n = len(pts)
     mx = sum(x for x, _ in pts) / n
     my = sum(y for _, y in pts) / n
@@ -108,7 +119,9 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
     sse = sum((y - (a + b * x)) ** 2 for x, y in pts)
     r2 = 1.0 - sse / syy if syy > 0 else 1.0
     se = math.sqrt(sse / (n - 2) / sxx) if n > 2 else None
-    return PrefillFit(intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths)
+    return PrefillFit(
+        intercept_ms=a, slope_ms_per_token=b, r2=max(0.0, r2), slope_se_ms_per_token=se, n=n, lengths=lengths
+    )
 
 
 def fit_points(samples: Iterable[TtftSample]) -> tuple[list[tuple[int, float]], str]:
@@ -121,5 +134,8 @@ def fit_points(samples: Iterable[TtftSample]) -> tuple[list[tuple[int, float]], 
     ok = [s for s in samples if s.ok]
     if ok and all(s.prompt_tokens for s in ok):
         return [(s.prompt_tokens, s.ttft_ms) for s in ok if s.prompt_tokens and s.ttft_ms is not None], "server-counted"
-    return [(s.prompt_tokens_requested, s.ttft_ms) for s in ok
-            if s.prompt_tokens_requested is not None and s.ttft_ms is not None], "requested"
+    return [
+        (s.prompt_tokens_requested, s.ttft_ms)
+        for s in ok
+        if s.prompt_tokens_requested is not None and s.ttft_ms is not None
+    ], "requested"

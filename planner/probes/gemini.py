@@ -29,9 +29,12 @@ class MissingGoogleCredentials(MissingApiKey):
 
     def __init__(self) -> None:
         self.env_name = ""
-        Exception.__init__(self, "no Google credentials: name a variable holding an access token "
-                                 "(gcloud auth print-access-token), or install google-auth and run "
-                                 "gcloud auth application-default login")
+        Exception.__init__(
+            self,
+            "no Google credentials: name a variable holding an access token "
+            "(gcloud auth print-access-token), or install google-auth and run "
+            "gcloud auth application-default login",
+        )
 
 
 def request_url(base_url: str, model: str) -> str:
@@ -41,8 +44,10 @@ def request_url(base_url: str, model: str) -> str:
 
 
 def build_body(prompt: str, max_tokens: int) -> dict:
-    return {"contents": [{"role": "user", "parts": [{"text": prompt}]}],
-            "generationConfig": {"maxOutputTokens": max_tokens, "temperature": 0}}
+    return {
+        "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+        "generationConfig": {"maxOutputTokens": max_tokens, "temperature": 0},
+    }
 
 
 _adc: list = []  # the process's Application Default Credentials once found (refreshed when expired)

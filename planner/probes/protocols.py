@@ -42,8 +42,16 @@ __all__ = [
     "stream_content_type",
 ]
 
-PROTOCOLS = ("openai-chat", "openai-completions", "anthropic", "openai-responses", "azure-openai", "gemini", "vertex",
-             "bedrock")
+PROTOCOLS = (
+    "openai-chat",
+    "openai-completions",
+    "anthropic",
+    "openai-responses",
+    "azure-openai",
+    "gemini",
+    "vertex",
+    "bedrock",
+)
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -82,7 +90,9 @@ def request_url(protocol: str, base_url: str, model: str = "") -> str:
     raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
 
 
-def build_request(protocol: str, model: str, prompt: str, max_tokens: int, api_key: str | None) -> tuple[dict[str, str], dict]:
+def build_request(
+    protocol: str, model: str, prompt: str, max_tokens: int, api_key: str | None
+) -> tuple[dict[str, str], dict]:
     """(headers, JSON body) of a streaming request; the key goes only into the auth header."""
     headers = {
         "Accept": "text/event-stream",
@@ -94,7 +104,12 @@ def build_request(protocol: str, model: str, prompt: str, max_tokens: int, api_k
         headers["anthropic-version"] = ANTHROPIC_VERSION
         if api_key:
             headers["x-api-key"] = api_key
-        body = {"model": model, "max_tokens": max_tokens, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+        body = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "stream": True,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         return headers, body
     if protocol in ("gemini", "vertex", "bedrock"):
         if protocol == "bedrock":
@@ -111,7 +126,13 @@ def build_request(protocol: str, model: str, prompt: str, max_tokens: int, api_k
         headers["Authorization"] = f"Bearer {api_key}"
     if protocol == "openai-responses":
         return headers, responses.build_body(model, prompt, max_tokens)
-    body = {"model": model, "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}, "temperature": 0}
+    body = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0,
+    }
     if protocol in ("openai-chat", "azure-openai"):
         body["messages"] = [{"role": "user", "content": prompt}]
     elif protocol == "openai-completions":

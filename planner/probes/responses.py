@@ -26,14 +26,20 @@ TOKEN_EVENTS = VISIBLE_EVENTS | {
     "response.custom_tool_call_input.delta",
     "response.mcp_call_arguments.delta",
 }
-_FIRST_EVENTS = frozenset({"response.output_item.added", "response.content_part.added",
-                           "response.reasoning_summary_part.added"})
+_FIRST_EVENTS = frozenset(
+    {"response.output_item.added", "response.content_part.added", "response.reasoning_summary_part.added"}
+)
 
 
 def build_body(model: str, prompt: str, max_tokens: int) -> dict:
     """The JSON body: `store: false`, so probe prompts are not kept as the account's stored responses."""
-    return {"model": model, "input": prompt, "max_output_tokens": max(MIN_OUTPUT_TOKENS, max_tokens),
-            "stream": True, "store": False}
+    return {
+        "model": model,
+        "input": prompt,
+        "max_output_tokens": max(MIN_OUTPUT_TOKENS, max_tokens),
+        "stream": True,
+        "store": False,
+    }
 
 
 def _fault(kind: str, code: object, message: object) -> ProbeFault:

@@ -54,10 +54,12 @@ __all__ = [
 _USER_AGENT = "ttft-planner-rtt/0.1"
 VANTAGE_ENV = settings.VANTAGE.name
 
+
 def default_vantage() -> str:
     """The label server-side samples carry: $TTFT_PLANNER_VANTAGE, else "" — the one default vantage, the same
     the worker uses, so the same server never shows up as two vantages (its host name and "")."""
     return settings.VANTAGE.raw() or ""
+
 
 @dataclass(frozen=True)
 class RttStats:
@@ -78,11 +80,13 @@ class RttStats:
     def p90_reliable(self) -> bool:
         return percentile([0.0] * self.n, 0.9).reliable
 
+
 def rtt_stats(values_ms: Iterable[float]) -> RttStats:
     """min / median / p90 (nearest rank) and n of RTT values in ms (None/NaN dropped)."""
     vals = [float(v) for v in values_ms if v is not None and v == v]
     p50, p90 = percentile(vals, 0.5), percentile(vals, 0.9)
     return RttStats(n=len(vals), min_ms=min(vals) if vals else None, median_ms=p50.value, p90_ms=p90.value)
+
 
 @dataclass
 class RttResult:
@@ -118,8 +122,15 @@ class RttResult:
 
     def records(self) -> list[SampleRecord]:
         """The result as raw sample rows (side='server'): dns, each kept connect, tls, ttfb, and any failure."""
-        common = dict(region_id=self.region_id, target=self.target, side="server", vantage=self.vantage,
-                      run_id=self.run_id, remote_ip=self.remote_ip, proxy=self.proxy)
+        common = dict(
+            region_id=self.region_id,
+            target=self.target,
+            side="server",
+            vantage=self.vantage,
+            run_id=self.run_id,
+            remote_ip=self.remote_ip,
+            proxy=self.proxy,
+        )
         out: list[SampleRecord] = []
         if self.dns_ms is not None:
             out.append(SampleRecord(method="dns", rtt_ms=self.dns_ms, measured_at_ms=self.started_at_ms, **common))
@@ -131,38 +142,72 @@ class RttResult:
         if self.ttfb_ms is not None:
             out.append(SampleRecord(method="https-ttfb", rtt_ms=self.ttfb_ms, measured_at_ms=end_ms, **common))
         if self.error_class is not None:
-            method = {"dns": "dns", "proxy": "tcp-connect"}.get(self.error_phase or "", self.error_phase or "tcp-connect")
-            out.append(SampleRecord(method=method, rtt_ms=None, measured_at_ms=end_ms, error_class=self.error_class,
-                                    error_detail=self.error_detail, **common))
+            method = {"dns": "dns", "proxy": "tcp-connect"}.get(
+                self.error_phase or "", self.error_phase or "tcp-connect"
+            )
+            out.append(
+                SampleRecord(
+                    method=method,
+                    rtt_ms=None,
+                    measured_at_ms=end_ms,
+                    error_class=self.error_class,
+                    error_detail=self.error_detail,
+                    **common,
+                )
+            )
         return out
 
     def to_dict(self) -> dict:
         s = self.stats
         return {
-            "region_id": self.region_id, "target": self.target, "vantage": self.vantage, "remote_ip": self.remote_ip,
-            "proxy": self.proxy, "dns_ms": self.dns_ms, "tcp_connect_ms": {
-                "n": s.n, "min": s.min_ms, "median": s.median_ms, "p90": s.p90_ms, "spread": s.spread_ms,
-                "dropped_first": self.dropped_first_ms, "samples": self.connect_ms},
-            "tls_ms": self.tls_ms, "tls_version": self.tls_version, "ttfb_ms": self.ttfb_ms,
-            "http_status": self.http_status, "error_class": self.error_class, "error_phase": self.error_phase,
-            "error_detail": self.error_detail, "notes": self.notes, "started_at_ms": self.started_at_ms,
+            "region_id": self.region_id,
+            "target": self.target,
+            "vantage": self.vantage,
+            "remote_ip": self.remote_ip,
+            "proxy": self.proxy,
+            "dns_ms": self.dns_ms,
+            "tcp_connect_ms": {
+                "n": s.n,
+                "min": s.min_ms,
+                "median": s.median_ms,
+                "p90": s.p90_ms,
+                "spread": s.spread_ms,
+                "dropped_first": self.dropped_first_ms,
+                "samples": self.connect_ms,
+            },
+            "tls_ms": self.tls_ms,
+            "tls_version": self.tls_version,
+            "ttfb_ms": self.ttfb_ms,
+            "http_status": self.http_status,
+            "error_class": self.error_class,
+            "error_phase": self.error_phase,
+            "error_detail": self.error_detail,
+            "notes": self.notes,
+            "started_at_ms": self.started_at_ms,
         }
+
 
 class _Fail(Exception):
     def __init__(self, error_class: str, phase: str, detail: str) -> None:
         super().__init__(detail)
         self.error_class, self.phase, self.detail = error_class, phase, detail
 
+
 def _ms_since(t0_ns: int) -> float:
     return (time.perf_counter_ns() - t0_ns) / 1e6
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
+
 def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return _Fail(_E.BLOCKED_PORT, "tcp-connect",
-                     f"no answer to TCP SYN from {where} within {timeout_s:g} s: a firewall drops the port, or the host is down")
+        return _Fail(
+            _E.BLOCKED_PORT,
+            "tcp-connect",
+            f"no answer to TCP SYN from {where} within {timeout_s:g} s: a firewall drops the port, or the host is down",
+        )
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
         return _Fail(_E.REFUSED, "tcp-connect", f"{where} refused the connection: nothing listens on that port")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -171,19 +216,22 @@ def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
         return _Fail(_E.UNREACHABLE, "tcp-connect", f"no route to {where} ({exc.strerror})")
     return _Fail(_E.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
 
+
 def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]:
     """(sockaddr, family, dns_ms); raises _Fail('unresolvable')."""
     t0 = time.perf_counter_ns()
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise _Fail(_E.UNRESOLVABLE, "dns",
-                    f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}") from None
+        raise _Fail(
+            _E.UNRESOLVABLE, "dns", f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     dns_ms = _ms_since(t0)
     if not infos:
         raise _Fail(_E.UNRESOLVABLE, "dns", f"{host!r} resolved to no address")
     family, _, _, _, sockaddr = infos[0]
     return sockaddr, family, dns_ms
+
 
 def _connect(sockaddr: tuple, family: int, timeout_s: float, where: str) -> tuple[socket.socket, float]:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -197,9 +245,12 @@ def _connect(sockaddr: tuple, family: int, timeout_s: float, where: str) -> tupl
         raise _classify_connect(exc, where, timeout_s) from None
     return sock, _ms_since(t0)
 
+
 def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout_s: float) -> None:
-    req = (f"CONNECT {target.host}:{target.port} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
-           f"User-Agent: {_USER_AGENT}\r\n\r\n").encode()
+    req = (
+        f"CONNECT {target.host}:{target.port} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
+        f"User-Agent: {_USER_AGENT}\r\n\r\n"
+    ).encode()
     try:
         sock.sendall(req)
         buf = b""
@@ -215,33 +266,42 @@ def _connect_tunnel(sock: socket.socket, target: RttAddress, proxy: str, timeout
     status = buf.split(b"\r\n", 1)[0].decode("latin-1", "replace")
     parts = status.split()
     if len(parts) < 2 or parts[1] != "200":
-        raise _Fail(_E.PROXY, "proxy",
-                    f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}")
+        raise _Fail(
+            _E.PROXY, "proxy", f"proxy {proxy} refused CONNECT to {target.host}:{target.port}: {status or 'no answer'}"
+        )
 
-def _tls(sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s: float) -> tuple[ssl.SSLSocket, float, str]:
+
+def _tls(
+    sock: socket.socket, target: RttAddress, ctx: ssl.SSLContext, timeout_s: float
+) -> tuple[ssl.SSLSocket, float, str]:
     tls = ctx.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
     t0 = time.perf_counter_ns()
     try:
         tls.do_handshake()
     except TimeoutError:
         tls.close()
-        raise _Fail(_E.TIMEOUT, "tls",
-                    f"TLS handshake with {target.host} did not finish within {timeout_s:g} s") from None
+        raise _Fail(
+            _E.TIMEOUT, "tls", f"TLS handshake with {target.host} did not finish within {timeout_s:g} s"
+        ) from None
     except ssl.SSLCertVerificationError as exc:
         tls.close()
-        raise _Fail(_E.TLS, "tls",
-                    f"certificate of {target.host} failed verification: {exc.verify_message or exc}") from None
+        raise _Fail(
+            _E.TLS, "tls", f"certificate of {target.host} failed verification: {exc.verify_message or exc}"
+        ) from None
     except (ssl.SSLError, ConnectionError, OSError) as exc:
         tls.close()
         raise _Fail(_E.TLS, "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
     return tls, _ms_since(t0), tls.version() or ""
 
+
 def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[float, int | None]:
     host = f"[{target.host}]" if ":" in target.host else target.host
     default = 443 if target.is_tls else 80
     host_hdr = host if target.port == default else f"{host}:{target.port}"
-    req = (f"GET {target.path} HTTP/1.1\r\nHost: {host_hdr}\r\nUser-Agent: {_USER_AGENT}\r\n"
-           f"Accept: */*\r\nAccept-Encoding: identity\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n").encode()
+    req = (
+        f"GET {target.path} HTTP/1.1\r\nHost: {host_hdr}\r\nUser-Agent: {_USER_AGENT}\r\n"
+        f"Accept: */*\r\nAccept-Encoding: identity\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
+    ).encode()
     try:
         t0 = time.perf_counter_ns()
         sock.sendall(req)
@@ -264,11 +324,13 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
         status = None
     return ttfb, status
 
+
 def _proxy_addr(proxy: str) -> tuple[str, int]:
     parts = urlsplit(proxy)
     if parts.scheme != "http" or not parts.hostname:
         raise CatalogError(f"proxy {redact_url(proxy)!r}: give an http://host:port proxy URL (CONNECT tunnels)")
     return parts.hostname, parts.port or 8080
+
 
 def probe_rtt_target(
     target: str | RttAddress,
@@ -302,7 +364,9 @@ def probe_rtt_target(
         return res
     res.target = str(pt)
     if proxy is None and any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        res.notes.append("direct path: the HTTPS_PROXY/ALL_PROXY environment variables are ignored unless --proxy is given")
+        res.notes.append(
+            "direct path: the HTTPS_PROXY/ALL_PROXY environment variables are ignored unless --proxy is given"
+        )
     try:
         if proxy:
             try:
@@ -342,6 +406,7 @@ def probe_rtt_target(
         res.error_class, res.error_phase, res.error_detail = f.error_class, f.phase, f.detail
     return res
 
+
 def probe_rtt_many(
     targets: Sequence[tuple[str, str]],
     *,
@@ -358,9 +423,11 @@ def probe_rtt_many(
     Each target's own connects stay sequential (one in flight per target). A failing target
     yields a result with its error class; it never stops the others.
     """
+
     def one(pair: tuple[str, str]) -> RttResult:
-        r = probe_rtt_target(pair[1], region_id=pair[0], n=n, vantage=vantage, timeout_s=timeout_s,
-                             proxy=proxy, ssl_context=ssl_context)
+        r = probe_rtt_target(
+            pair[1], region_id=pair[0], n=n, vantage=vantage, timeout_s=timeout_s, proxy=proxy, ssl_context=ssl_context
+        )
         if on_result is not None:
             on_result(r)
         return r
@@ -369,6 +436,7 @@ def probe_rtt_many(
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(targets))), thread_name_prefix="rtt") as pool:
         return list(pool.map(one, targets))
+
 
 async def probe_rtt(target: str, **kwargs) -> RttResult:
     """Async wrapper of probe_rtt_target (runs it in a thread); same arguments and result."""

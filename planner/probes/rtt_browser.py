@@ -40,13 +40,20 @@ def records_from_browser(payload: dict, vantage: str) -> tuple[list[SampleRecord
             err = s.get("error_class")
             if err is None and (rtt is None or not 0 <= float(rtt) < 600_000):
                 raise ValueError(f"rtt_ms {rtt!r} is not a duration in ms")
-            records.append(SampleRecord(
-                region_id=str(s["region_id"])[:120], target=str(s.get("url") or "")[:500], side="browser",
-                method=method, rtt_ms=None if rtt is None else float(rtt),
-                measured_at_ms=int(s.get("measured_at_ms") or _now_ms()), vantage=vantage, run_id=run_id,
-                error_class=None if err is None else str(err)[:40],
-                error_detail=None if s.get("error_detail") is None else str(s["error_detail"])[:500],
-            ))
+            records.append(
+                SampleRecord(
+                    region_id=str(s["region_id"])[:120],
+                    target=str(s.get("url") or "")[:500],
+                    side="browser",
+                    method=method,
+                    rtt_ms=None if rtt is None else float(rtt),
+                    measured_at_ms=int(s.get("measured_at_ms") or _now_ms()),
+                    vantage=vantage,
+                    run_id=run_id,
+                    error_class=None if err is None else str(err)[:40],
+                    error_detail=None if s.get("error_detail") is None else str(s["error_detail"])[:500],
+                )
+            )
         except (KeyError, TypeError, ValueError) as exc:
             rejected.append(f"browser sample #{i + 1}: {exc}")
     return records, rejected

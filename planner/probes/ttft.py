@@ -170,7 +170,9 @@ def _shared_ssl_context() -> ssl.SSLContext:
     # Building a context loads the CA bundle (tens of ms of CPU): do it once, not per sample.
     global _ssl_context
     if _ssl_context is None:
-        _ssl_context = httpx.create_ssl_context() if hasattr(httpx, "create_ssl_context") else ssl.create_default_context()
+        _ssl_context = (
+            httpx.create_ssl_context() if hasattr(httpx, "create_ssl_context") else ssl.create_default_context()
+        )
     return _ssl_context
 
 
@@ -229,8 +231,15 @@ class _Attempt:
 
 
 async def _run_attempt(
-    sample: TtftSample, target: ProbeTarget, client: httpx.AsyncClient, url: str, prompt: str,
-    api_key: str | None, proxy: str | None, att: _Attempt, signer: Callable | None = None,
+    sample: TtftSample,
+    target: ProbeTarget,
+    client: httpx.AsyncClient,
+    url: str,
+    prompt: str,
+    api_key: str | None,
+    proxy: str | None,
+    att: _Attempt,
+    signer: Callable | None = None,
 ) -> None:
     """Send one request and fill `sample`; raises ProbeFault on any failure."""
     clock_ns = att.clock_ns
@@ -273,7 +282,9 @@ async def _run_attempt(
         text = str(exc)
         if isinstance(exc.__cause__, ssl.SSLError) or "SSL" in text or "certificate" in text.lower():
             raise ProbeFault("tls", f"TLS failure with {parsed.host}: {text}") from None
-        raise ProbeFault("refused", f"cannot connect to {parsed.host}:{parsed.port or ''}: {text}".replace(":: ", ": ")) from None
+        raise ProbeFault(
+            "refused", f"cannot connect to {parsed.host}:{parsed.port or ''}: {text}".replace(":: ", ": ")
+        ) from None
     except httpx.ReadTimeout:
         raise ProbeFault("read_timeout", f"no response headers within {target.timeout_s:g} s") from None
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -288,17 +299,24 @@ async def _run_attempt(
 
 def _fill_connection(sample: TtftSample, att: _Attempt) -> None:
     """Connection facts from the trace: also for an attempt that failed before any response."""
-    sample.conn_reused = "connection.connect_tcp.started" not in att.events and "http11.send_request_headers.started" in att.events
+    sample.conn_reused = (
+        "connection.connect_tcp.started" not in att.events and "http11.send_request_headers.started" in att.events
+    )
     sample.connect_ms = att.span_ms("connection.connect_tcp.started", "connection.connect_tcp.complete")
     sample.tls_ms = att.span_ms("connection.start_tls.started", "connection.start_tls.complete")
     if sample.remote_ip is None and att.server_addr:
         sample.remote_ip = att.server_addr
 
 
-async def _read_response(sample: TtftSample, target: ProbeTarget, response: httpx.Response, att: _Attempt, url: str) -> None:
+async def _read_response(
+    sample: TtftSample, target: ProbeTarget, response: httpx.Response, att: _Attempt, url: str
+) -> None:
     clock_ns = att.clock_ns
-    t_headers = att.events.get("http11.receive_response_headers.complete") or att.events.get(
-        "http2.receive_response_headers.complete") or clock_ns()
+    t_headers = (
+        att.events.get("http11.receive_response_headers.complete")
+        or att.events.get("http2.receive_response_headers.complete")
+        or clock_ns()
+    )
     sample.headers_ms = att.ms(t_headers)
     sample.status_code = response.status_code
     sample.http_version = response.http_version
@@ -313,13 +331,21 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
     if status >= 400:
         snippet = await _body_snippet(response)
         cls = class_for_status(status)
-        raise ProbeFault(cls, f"HTTP {status} from {url}: {snippet}", status_code=status,
-                         retry_after_s=retry_after_s(target.protocol, response.headers, snippet))
+        raise ProbeFault(
+            cls,
+            f"HTTP {status} from {url}: {snippet}",
+            status_code=status,
+            retry_after_s=retry_after_s(target.protocol, response.headers, snippet),
+        )
     ctype = response.headers.get("content-type", "")
     if stream_content_type(target.protocol) not in ctype.lower():
         snippet = await _body_snippet(response)
-        raise ProbeFault("not_sse", f"HTTP {status} with content-type {ctype or '(none)'!r}, not an event stream "
-                                    f"(did the server ignore stream=true?): {snippet}", status_code=status)
+        raise ProbeFault(
+            "not_sse",
+            f"HTTP {status} with content-type {ctype or '(none)'!r}, not an event stream "
+            f"(did the server ignore stream=true?): {snippet}",
+            status_code=status,
+        )
     parser = new_decoder(target.protocol)
     token_events = 0
     token_reads: set[int] = set()
@@ -334,18 +360,27 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                 parsed = parser.feed(chunk)
             except SseLineTooLong as exc:
                 if first_token_ns is None:
-                    raise ProbeFault("no_content", f"no token before {exc}; stopped reading", status_code=status) from None
+                    raise ProbeFault(
+                        "no_content", f"no token before {exc}; stopped reading", status_code=status
+                    ) from None
                 break
             for ev in parsed:
                 events += 1
                 if first_token_ns is None and events > MAX_EVENTS_BEFORE_TOKEN:
-                    raise ProbeFault("no_content", f"no token in the first {MAX_EVENTS_BEFORE_TOKEN} events "
-                                                   f"({parser.bytes_seen} bytes); stopped reading", status_code=status)
+                    raise ProbeFault(
+                        "no_content",
+                        f"no token in the first {MAX_EVENTS_BEFORE_TOKEN} events "
+                        f"({parser.bytes_seen} bytes); stopped reading",
+                        status_code=status,
+                    )
                 try:
                     info = interpret(target.protocol, ev)
                 except RecursionError:  # JSON nested thousands deep: a broken or hostile server, not a crash
-                    raise ProbeFault("bad_json", f"an event's JSON is nested too deeply ({len(ev.data)} bytes); "
-                                                 "stopped reading", status_code=status) from None
+                    raise ProbeFault(
+                        "bad_json",
+                        f"an event's JSON is nested too deeply ({len(ev.data)} bytes); stopped reading",
+                        status_code=status,
+                    ) from None
                 if info.prompt_tokens is not None:
                     usage_prompt = info.prompt_tokens
                 if info.output_tokens is not None:
@@ -366,21 +401,29 @@ async def _read_response(sample: TtftSample, target: ProbeTarget, response: http
                 if info.is_visible and sample.first_content_ms is None:
                     sample.first_content_ms = att.ms(t)
             if first_token_ns is None and parser.bytes_seen > MAX_BYTES_BEFORE_TOKEN:
-                raise ProbeFault("no_content", f"no token in the first {parser.bytes_seen} bytes "
-                                               f"(cap {MAX_BYTES_BEFORE_TOKEN}); stopped reading", status_code=status)
+                raise ProbeFault(
+                    "no_content",
+                    f"no token in the first {parser.bytes_seen} bytes (cap {MAX_BYTES_BEFORE_TOKEN}); stopped reading",
+                    status_code=status,
+                )
             if first_token_ns is not None and (parser.bytes_seen > cap_bytes or events > cap_events):
                 break  # the sample is decided: more bytes than max_tokens explains are not read
     except httpx.ReadTimeout:
         where = "mid-stream" if sample.ttft_ms is not None else "before the first token"
         raise ProbeFault("read_timeout", f"the stream stalled {where} for more than {target.timeout_s:g} s") from None
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        raise ProbeFault("disconnect", f"the connection closed mid-stream after {token_events} token events: {exc}") from None
+        raise ProbeFault(
+            "disconnect", f"the connection closed mid-stream after {token_events} token events: {exc}"
+        ) from None
     sample.total_ms = att.ms(clock_ns())
     sample.prompt_tokens, sample.cached_tokens = usage_prompt, usage_cached
     sample.output_tokens = usage_output if usage_output is not None else token_events
     if first_token_ns is None:
-        raise ProbeFault("no_content", f"the stream ended after {parser.bytes_seen} bytes without a content, "
-                                       "reasoning or tool-call token", status_code=status)
+        raise ProbeFault(
+            "no_content",
+            f"the stream ended after {parser.bytes_seen} bytes without a content, reasoning or tool-call token",
+            status_code=status,
+        )
     # Buffered: a proxy or server that holds the stream delivers every token in one read,
     # or the tokens' spread is a sliver of the time it took to get the first one.
     if token_events >= 4 and last_token_ns is not None:
@@ -432,8 +475,12 @@ async def probe_once(
         api_key = resolve_api_key(target)
     url = request_url(target.protocol, target.base_url, target.model)
     proxy = _proxy_for(url)
-    sample = TtftSample(started_at_ms=int(time.time() * 1000), prompt_tokens_requested=target.prompt_tokens,
-                        cached_series=target.cached, proxy=_redact_proxy(proxy) if proxy else None)
+    sample = TtftSample(
+        started_at_ms=int(time.time() * 1000),
+        prompt_tokens_requested=target.prompt_tokens,
+        cached_series=target.cached,
+        proxy=_redact_proxy(proxy) if proxy else None,
+    )
     try:  # a cloud's default credentials (Vertex ADC, the AWS chain), looked up before the clock starts
         api_key, signer = default_auth(target.protocol, url, api_key)
     except MissingApiKey as exc:
@@ -443,15 +490,33 @@ async def probe_once(
     own = client is None
     if client is None:
         timeout = httpx.Timeout(target.timeout_s)
-        client = httpx.AsyncClient(trust_env=False, proxy=proxy, timeout=timeout, verify=_shared_ssl_context(),
-                                   limits=httpx.Limits(max_keepalive_connections=0))
+        client = httpx.AsyncClient(
+            trust_env=False,
+            proxy=proxy,
+            timeout=timeout,
+            verify=_shared_ssl_context(),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
     try:
         t0 = clock_ns()
         for attempt in range(1, max(1, max_attempts) + 1):
             sample.attempts = attempt
-            for name in ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms",
-                         "total_ms", "output_tokens", "prompt_tokens", "cached_tokens", "status_code", "remote_ip",
-                         "server_latency_ms"):
+            for name in (
+                "dns_ms",
+                "connect_ms",
+                "tls_ms",
+                "headers_ms",
+                "first_event_ms",
+                "ttft_ms",
+                "first_content_ms",
+                "total_ms",
+                "output_tokens",
+                "prompt_tokens",
+                "cached_tokens",
+                "status_code",
+                "remote_ip",
+                "server_latency_ms",
+            ):
                 setattr(sample, name, None)
             att = _Attempt(t0, clock_ns)
             try:
@@ -462,9 +527,11 @@ async def probe_once(
                     _fill_connection(sample, att)
             except TimeoutError:
                 connected = "connection.connect_tcp.complete" in att.events or sample.headers_ms is not None
-                fault = ProbeFault("read_timeout" if connected else "connect_timeout",
-                                   f"no complete response within {target.timeout_s:g} s"
-                                   + (" (stalled mid-stream)" if sample.ttft_ms is not None else ""))
+                fault = ProbeFault(
+                    "read_timeout" if connected else "connect_timeout",
+                    f"no complete response within {target.timeout_s:g} s"
+                    + (" (stalled mid-stream)" if sample.ttft_ms is not None else ""),
+                )
             except ProbeFault as exc:
                 fault = exc
             except (httpx.HTTPError, OSError) as exc:  # anything the transport raised outside the cases above

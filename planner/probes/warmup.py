@@ -27,27 +27,47 @@ def _canned_stream(protocol: str) -> bytes:
     if protocol == "anthropic":
         events = [
             ("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 0}}}),
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b"}}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b"}},
+            ),
             ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 2}}),
             ("message_stop", {"type": "message_stop"}),
         ]
         body = "".join(f"event: {k}\ndata: {json.dumps(v)}\n\n" for k, v in events)
     else:
+
         def chunk(delta: dict, text: str | None = None) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": None}
             if text is not None:
                 choice["text"] = text
             return "data: " + json.dumps({"choices": [choice]}) + "\n\n"
 
-        usage = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2,
-                                          "prompt_tokens_details": {"cached_tokens": 0}}}
-        body = (chunk({"role": "assistant", "content": ""}) + chunk({"content": "a"}, "a") + chunk({"content": "b"}, "b")
-                + "data: " + json.dumps(usage) + "\n\ndata: [DONE]\n\n")
+        usage = {
+            "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 0}},
+        }
+        body = (
+            chunk({"role": "assistant", "content": ""})
+            + chunk({"content": "a"}, "a")
+            + chunk({"content": "b"}, "b")
+            + "data: "
+            + json.dumps(usage)
+            + "\n\ndata: [DONE]\n\n"
+        )
     data = body.encode()
-    head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode()
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n"
+    ).encode()
     return head + data
 
 
@@ -83,16 +103,33 @@ async def warm_up(protocol: str = "openai-chat", keep_alive: bool = False) -> bo
         return False
     port = server.sockets[0].getsockname()[1]
     try:
-        target = ProbeTarget(base_url=f"http://localhost:{port}/v1", model="warm-up", protocol=protocol,
-                             prompt_tokens=16, max_tokens=2, timeout_s=5.0, keep_alive=False)
+        target = ProbeTarget(
+            base_url=f"http://localhost:{port}/v1",
+            model="warm-up",
+            protocol=protocol,
+            prompt_tokens=16,
+            max_tokens=2,
+            timeout_s=5.0,
+            keep_alive=False,
+        )
         sample = await probe_once(target, max_attempts=1)
         if keep_alive:  # the pooled-client path the CLI uses with --keep-alive
             import httpx
 
             async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(5.0)) as client:
-                await probe_once(ProbeTarget(base_url=f"http://127.0.0.1:{port}/v1", model="warm-up", protocol=protocol,
-                                             prompt_tokens=16, max_tokens=2, timeout_s=5.0, keep_alive=True),
-                                 client=client, max_attempts=1)
+                await probe_once(
+                    ProbeTarget(
+                        base_url=f"http://127.0.0.1:{port}/v1",
+                        model="warm-up",
+                        protocol=protocol,
+                        prompt_tokens=16,
+                        max_tokens=2,
+                        timeout_s=5.0,
+                        keep_alive=True,
+                    ),
+                    client=client,
+                    max_attempts=1,
+                )
         return sample.ok
     finally:
         server.close()

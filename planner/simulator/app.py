@@ -56,15 +56,21 @@ def _error(protocol: str, status: int, message: str, retry_after_s: int | None =
     if retry_after_s is not None:
         headers["retry-after"] = str(retry_after_s)
     if protocol == "anthropic":
-        kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error",
-                503: "overloaded_error"}.get(status, "api_error" if status >= 500 else "invalid_request_error")
+        kind = {
+            401: "authentication_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            503: "overloaded_error",
+        }.get(status, "api_error" if status >= 500 else "invalid_request_error")
         body = {"type": "error", "error": {"type": kind, "message": message}}
     else:
         body = {"error": {"message": message, "type": "simulated_error", "code": status}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _timeline(engine: SimEngine, tokens: tuple[str, ...], max_tokens: int, stats: dict) -> AsyncIterator[tuple[str, str]]:
+async def _timeline(
+    engine: SimEngine, tokens: tuple[str, ...], max_tokens: int, stats: dict
+) -> AsyncIterator[tuple[str, str]]:
     """("role"|"ping"|"token"|"done", text) items at the simulated times; keeps the engine's books."""
     cfg = engine.config
     engine.begin()
@@ -101,8 +107,14 @@ async def _timeline(engine: SimEngine, tokens: tuple[str, ...], max_tokens: int,
         engine.end()
 
 
-async def _frames(protocol: str, model: str, include_usage: bool, prompt_tokens: int, timeline: AsyncIterator[tuple[str, str]],
-                  stats: dict) -> AsyncIterator[bytes]:
+async def _frames(
+    protocol: str,
+    model: str,
+    include_usage: bool,
+    prompt_tokens: int,
+    timeline: AsyncIterator[tuple[str, str]],
+    stats: dict,
+) -> AsyncIterator[bytes]:
     rid = uuid.uuid4().hex[:16]
     created = int(time.time())
     if protocol == "anthropic":
@@ -110,29 +122,59 @@ async def _frames(protocol: str, model: str, include_usage: bool, prompt_tokens:
         async for kind, text in timeline:
             if kind == "role":
                 cached = stats.get("cached_tokens", 0)
-                yield _sse({"type": "message_start", "message": {
-                    "id": f"msg_sim_{rid}", "type": "message", "role": "assistant", "model": model, "content": [],
-                    "stop_reason": None, "stop_sequence": None,
-                    "usage": {"input_tokens": prompt_tokens - cached, "cache_read_input_tokens": cached, "output_tokens": 1}}},
-                    "message_start")
+                yield _sse(
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": f"msg_sim_{rid}",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [],
+                            "stop_reason": None,
+                            "stop_sequence": None,
+                            "usage": {
+                                "input_tokens": prompt_tokens - cached,
+                                "cache_read_input_tokens": cached,
+                                "output_tokens": 1,
+                            },
+                        },
+                    },
+                    "message_start",
+                )
             elif kind == "ping":
                 yield _sse({"type": "ping"}, "ping")
             elif kind == "token":
                 if not started:
                     started = True
-                    yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                               "content_block_start")
-                yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
-                           "content_block_delta")
+                    yield _sse(
+                        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                        "content_block_start",
+                    )
+                yield _sse(
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                    "content_block_delta",
+                )
             elif kind == "done":
                 yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-                yield _sse({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
-                            "usage": {"output_tokens": stats.get("output_tokens", 0)}}, "message_delta")
+                yield _sse(
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
+                        "usage": {"output_tokens": stats.get("output_tokens", 0)},
+                    },
+                    "message_delta",
+                )
                 yield _sse({"type": "message_stop"}, "message_stop")
         return
     chat = protocol == "openai-chat"
-    base = {"id": f"{'chatcmpl' if chat else 'cmpl'}-sim{rid}", "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": created, "model": model, "system_fingerprint": "simulated"}
+    base = {
+        "id": f"{'chatcmpl' if chat else 'cmpl'}-sim{rid}",
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": created,
+        "model": model,
+        "system_fingerprint": "simulated",
+    }
 
     def chunk(payload: dict, finish: str | None = None) -> bytes:
         choice = {"index": 0, **payload, "finish_reason": finish}
@@ -151,9 +193,18 @@ async def _frames(protocol: str, model: str, include_usage: bool, prompt_tokens:
             if include_usage:
                 cached = stats.get("cached_tokens", 0)
                 out = stats.get("output_tokens", 0)
-                yield _sse({**base, "choices": [], "usage": {
-                    "prompt_tokens": prompt_tokens, "completion_tokens": out, "total_tokens": prompt_tokens + out,
-                    "prompt_tokens_details": {"cached_tokens": cached}}})
+                yield _sse(
+                    {
+                        **base,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": out,
+                            "total_tokens": prompt_tokens + out,
+                            "prompt_tokens_details": {"cached_tokens": cached},
+                        },
+                    }
+                )
             yield b"data: [DONE]\n\n"
 
 
@@ -168,14 +219,19 @@ def _endpoint(protocol: str):
         except ValueError:
             return _error(protocol, 400, "request body must be a JSON object")
         if cfg.api_key:
-            given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            given = (
+                request.headers.get("x-api-key")
+                or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            )
             if given != cfg.api_key:
                 return _error(protocol, 401, "missing or invalid API key (simulated endpoint)")
         model = body.get("model")
         if not isinstance(model, str) or not model:
             return _error(protocol, 400, "'model' is required")
         if cfg.models is not None and model not in cfg.models:
-            return _error(protocol, 404, f"model {model!r} not found (simulated endpoint serves {', '.join(cfg.models)})")
+            return _error(
+                protocol, 404, f"model {model!r} not found (simulated endpoint serves {', '.join(cfg.models)})"
+            )
         try:
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         except (TypeError, ValueError):
@@ -185,7 +241,9 @@ def _endpoint(protocol: str):
         injected = engine.inject_error() or engine.admit_cold()
         if injected is not None:
             return _error(protocol, injected.status, injected.message, injected.retry_after_s)
-        await engine.wait_until_loaded()  # without cold_503 the request is held, before any byte, while the weights load
+        await (
+            engine.wait_until_loaded()
+        )  # without cold_503 the request is held, before any byte, while the weights load
         await engine.sleep(cfg.network_delay_ms / 1000.0)
         text = _prompt_text(body, protocol)
         tokens = tuple(text.split())
@@ -199,17 +257,34 @@ def _endpoint(protocol: str):
         out = "".join([t async for kind, t in timeline if kind == "token"])
         n_prompt, cached, n_out = len(tokens), stats.get("cached_tokens", 0), stats.get("output_tokens", 0)
         if protocol == "anthropic":
-            payload = {"id": f"msg_sim_{uuid.uuid4().hex[:16]}", "type": "message", "role": "assistant", "model": echo,
-                       "content": [{"type": "text", "text": out}], "stop_reason": "max_tokens",
-                       "usage": {"input_tokens": n_prompt - cached, "cache_read_input_tokens": cached, "output_tokens": n_out}}
+            payload = {
+                "id": f"msg_sim_{uuid.uuid4().hex[:16]}",
+                "type": "message",
+                "role": "assistant",
+                "model": echo,
+                "content": [{"type": "text", "text": out}],
+                "stop_reason": "max_tokens",
+                "usage": {"input_tokens": n_prompt - cached, "cache_read_input_tokens": cached, "output_tokens": n_out},
+            }
         else:
             choice = {"index": 0, "finish_reason": "length"}
-            choice.update({"message": {"role": "assistant", "content": out}} if protocol == "openai-chat" else {"text": out})
-            payload = {"id": f"sim-{uuid.uuid4().hex[:16]}", "object": "chat.completion" if protocol == "openai-chat"
-                       else "text_completion", "created": int(time.time()), "model": echo, "system_fingerprint": "simulated",
-                       "choices": [choice], "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out,
-                                                      "total_tokens": n_prompt + n_out,
-                                                      "prompt_tokens_details": {"cached_tokens": cached}}}
+            choice.update(
+                {"message": {"role": "assistant", "content": out}} if protocol == "openai-chat" else {"text": out}
+            )
+            payload = {
+                "id": f"sim-{uuid.uuid4().hex[:16]}",
+                "object": "chat.completion" if protocol == "openai-chat" else "text_completion",
+                "created": int(time.time()),
+                "model": echo,
+                "system_fingerprint": "simulated",
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": n_prompt,
+                    "completion_tokens": n_out,
+                    "total_tokens": n_prompt + n_out,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                },
+            }
         return JSONResponse(payload, headers=SIMULATED_HEADERS)
 
     return handle
@@ -218,8 +293,10 @@ def _endpoint(protocol: str):
 async def _models(request: Request) -> Response:
     cfg: SimulatorConfig = request.app.state.engine.config
     names = cfg.models or ("sim-model",)
-    return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "simulated"} for m in names]},
-                        headers=SIMULATED_HEADERS)
+    return JSONResponse(
+        {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "simulated"} for m in names]},
+        headers=SIMULATED_HEADERS,
+    )
 
 
 async def _health(request: Request) -> Response:
@@ -231,12 +308,14 @@ def build_app(config: SimulatorConfig | None = None) -> Starlette:
 
     State (slots, queue, prefix cache, warm/cold) lives on `app.state.engine`.
     """
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", _endpoint("openai-chat"), methods=["POST"]),
-        Route("/v1/completions", _endpoint("openai-completions"), methods=["POST"]),
-        Route("/v1/messages", _endpoint("anthropic"), methods=["POST"]),
-        Route("/v1/models", _models, methods=["GET"]),
-        Route("/health", _health, methods=["GET"]),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", _endpoint("openai-chat"), methods=["POST"]),
+            Route("/v1/completions", _endpoint("openai-completions"), methods=["POST"]),
+            Route("/v1/messages", _endpoint("anthropic"), methods=["POST"]),
+            Route("/v1/models", _models, methods=["GET"]),
+            Route("/health", _health, methods=["GET"]),
+        ]
+    )
     app.state.engine = SimEngine(config or SimulatorConfig())
     return app

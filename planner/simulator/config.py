@@ -14,8 +14,30 @@ __all__ = ["OFFICE_LOAD_CURVE", "SimulatorConfig", "parse_load_curve"]
 
 #: Background load (slot utilisation 0..1) per UTC hour: quiet nights, a working-day hump.
 OFFICE_LOAD_CURVE: tuple[float, ...] = (
-    0.05, 0.05, 0.05, 0.05, 0.05, 0.08, 0.15, 0.3, 0.5, 0.7, 0.8, 0.85,
-    0.8, 0.8, 0.85, 0.8, 0.7, 0.5, 0.35, 0.25, 0.15, 0.1, 0.08, 0.05,
+    0.05,
+    0.05,
+    0.05,
+    0.05,
+    0.05,
+    0.08,
+    0.15,
+    0.3,
+    0.5,
+    0.7,
+    0.8,
+    0.85,
+    0.8,
+    0.8,
+    0.85,
+    0.8,
+    0.7,
+    0.5,
+    0.35,
+    0.25,
+    0.15,
+    0.1,
+    0.08,
+    0.05,
 )
 
 
@@ -84,8 +106,15 @@ class SimulatorConfig:
 
         for name in ("prefill_tokens_per_s", "decode_tokens_per_s", "speedup", "load_service_ms"):
             positive(name)
-        for name in ("base_overhead_ms", "network_delay_ms", "scale_down_window_s", "cold_start_s", "ping_interval_s",
-                     "checkpoint_gb", "retry_after_s"):
+        for name in (
+            "base_overhead_ms",
+            "network_delay_ms",
+            "scale_down_window_s",
+            "cold_start_s",
+            "ping_interval_s",
+            "checkpoint_gb",
+            "retry_after_s",
+        ):
             non_negative(name)
         if self.load_gb_per_s is not None:
             positive("load_gb_per_s")

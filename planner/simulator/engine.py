@@ -39,8 +39,13 @@ class Admission:
 class SimEngine:
     """Shared state of one simulated endpoint (one per app; lives on the server's event loop)."""
 
-    def __init__(self, config: SimulatorConfig, *, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: SimulatorConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.config = config
         self._clock = clock
         self._wall_clock = wall_clock
@@ -223,6 +228,14 @@ class SimEngine:
 
     def stats(self) -> dict[str, object]:
         """State for /health (JSON-ready)."""
-        return {"simulated": True, "warm": self.warm, "busy_slots": self._busy, "queued": self.queued,
-                "slots": self.config.slots, "requests": self.requests, "cold_starts": self.cold_starts,
-                "cached_prompts": len(self._cache), "load_waiters": len(self._load_waiters)}
+        return {
+            "simulated": True,
+            "warm": self.warm,
+            "busy_slots": self._busy,
+            "queued": self.queued,
+            "slots": self.config.slots,
+            "requests": self.requests,
+            "cold_starts": self.cold_starts,
+            "cached_prompts": len(self._cache),
+            "load_waiters": len(self._load_waiters),
+        }

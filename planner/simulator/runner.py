@@ -34,8 +34,17 @@ def running_simulator(config: SimulatorConfig | None = None, host: str = "127.0.
     SimulatorStartError if it is not listening within 15 s.
     """
     app = build_app(config or SimulatorConfig())
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                           lifespan="off", timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+    )
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -62,6 +71,8 @@ def running_simulator(config: SimulatorConfig | None = None, host: str = "127.0.
         thread.join(timeout=10)
 
 
-def serve_forever(config: SimulatorConfig, host: str = "127.0.0.1", port: int = 8765, log_level: str = "warning") -> None:
+def serve_forever(
+    config: SimulatorConfig, host: str = "127.0.0.1", port: int = 8765, log_level: str = "warning"
+) -> None:
     """Serve the simulated endpoint in the foreground until interrupted (Ctrl-C)."""
     uvicorn.run(build_app(config), host=host, port=port, log_level=log_level, lifespan="off")

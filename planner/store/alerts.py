@@ -20,9 +20,25 @@ from planner.store.engine import session, table_of
 from planner.store.probes import EndpointRow
 from planner.store.worker import ColdReadingRow
 
-__all__ = ["AlertDeliveryRow", "AlertEventRow", "AlertRuleRow", "AlertSeriesRow", "add_rule", "alert_history",
-           "deliveries", "due_deliveries", "last_success_ms", "load_rules", "newest_cold_s", "record_attempt",
-           "remove_rule", "rule_by_name", "save_evaluation", "series_frame", "series_states"]
+__all__ = [
+    "AlertDeliveryRow",
+    "AlertEventRow",
+    "AlertRuleRow",
+    "AlertSeriesRow",
+    "add_rule",
+    "alert_history",
+    "deliveries",
+    "due_deliveries",
+    "last_success_ms",
+    "load_rules",
+    "newest_cold_s",
+    "record_attempt",
+    "remove_rule",
+    "rule_by_name",
+    "save_evaluation",
+    "series_frame",
+    "series_states",
+]
 
 
 class AlertRuleRow(SQLModel, table=True):
@@ -95,9 +111,21 @@ class AlertDeliveryRow(SQLModel, table=True):
 
 
 def _to_rule(r: AlertRuleRow) -> Rule:
-    return Rule(name=r.name, kind=AlertKind(r.kind), threshold=r.threshold, window_s=r.window_s, for_s=r.for_s,
-                min_n=r.min_n, clear_margin=r.clear_margin, endpoint_id=r.endpoint_id, interaction=r.interaction,
-                webhook_env=r.webhook_env, webhook_format=r.webhook_format, email_to=r.email_to, id=r.id)
+    return Rule(
+        name=r.name,
+        kind=AlertKind(r.kind),
+        threshold=r.threshold,
+        window_s=r.window_s,
+        for_s=r.for_s,
+        min_n=r.min_n,
+        clear_margin=r.clear_margin,
+        endpoint_id=r.endpoint_id,
+        interaction=r.interaction,
+        webhook_env=r.webhook_env,
+        webhook_format=r.webhook_format,
+        email_to=r.email_to,
+        id=r.id,
+    )
 
 
 def add_rule(engine: Engine, rule: Rule, now_ms: int) -> int:
@@ -105,10 +133,21 @@ def add_rule(engine: Engine, rule: Rule, now_ms: int) -> int:
     with session(engine) as s:
         if s.exec(select(AlertRuleRow.id).where(AlertRuleRow.name == rule.name)).first() is not None:
             raise ValueError(f"an alert rule named {rule.name!r} exists already")
-        row = AlertRuleRow(name=rule.name, kind=str(rule.kind), threshold=rule.threshold, window_s=rule.window_s,
-                           for_s=rule.for_s, min_n=rule.min_n, clear_margin=rule.clear_margin,
-                           endpoint_id=rule.endpoint_id, interaction=rule.interaction, webhook_env=rule.webhook_env,
-                           webhook_format=rule.webhook_format, email_to=rule.email_to, created_at_ms=now_ms)
+        row = AlertRuleRow(
+            name=rule.name,
+            kind=str(rule.kind),
+            threshold=rule.threshold,
+            window_s=rule.window_s,
+            for_s=rule.for_s,
+            min_n=rule.min_n,
+            clear_margin=rule.clear_margin,
+            endpoint_id=rule.endpoint_id,
+            interaction=rule.interaction,
+            webhook_env=rule.webhook_env,
+            webhook_format=rule.webhook_format,
+            email_to=rule.email_to,
+            created_at_ms=now_ms,
+        )
         s.add(row)
         s.flush()
         return int(row.id or 0)
@@ -144,36 +183,92 @@ def series_states(engine: Engine) -> dict[tuple[int, int, str], SeriesStatus]:
     """(rule id, endpoint id, vantage) → stored status."""
     with session(engine) as s:
         rows = s.exec(select(AlertSeriesRow)).all()
-        return {(r.rule_id, r.endpoint_id, r.vantage): SeriesStatus(AlertState(r.state), r.since_ms, r.value, r.n)
-                for r in rows}
+        return {
+            (r.rule_id, r.endpoint_id, r.vantage): SeriesStatus(AlertState(r.state), r.since_ms, r.value, r.n)
+            for r in rows
+        }
 
 
 def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest transitions first, with the rule and endpoint names."""
     e, r, ep = table_of(AlertEventRow), table_of(AlertRuleRow), table_of(EndpointRow)
-    q = (sa.select(e.c.id, e.c.at_ms, r.c.name.label("rule"), ep.c.name.label("endpoint"), e.c.vantage,
-                   e.c.transition, e.c.value, e.c.threshold, e.c.n, e.c.window_s, e.c.message)
-         .join(r, r.c.id == e.c.rule_id).join(ep, ep.c.id == e.c.endpoint_id)
-         .order_by(e.c.at_ms.desc(), e.c.id.desc()).limit(limit))
+    q = (
+        sa.select(
+            e.c.id,
+            e.c.at_ms,
+            r.c.name.label("rule"),
+            ep.c.name.label("endpoint"),
+            e.c.vantage,
+            e.c.transition,
+            e.c.value,
+            e.c.threshold,
+            e.c.n,
+            e.c.window_s,
+            e.c.message,
+        )
+        .join(r, r.c.id == e.c.rule_id)
+        .join(ep, ep.c.id == e.c.endpoint_id)
+        .order_by(e.c.at_ms.desc(), e.c.id.desc())
+        .limit(limit)
+    )
     with engine.connect() as conn:
-        return pd.DataFrame(conn.execute(q).mappings().all(),
-                            columns=["id", "at_ms", "rule", "endpoint", "vantage", "transition", "value", "threshold",
-                                     "n", "window_s", "message"])
+        return pd.DataFrame(
+            conn.execute(q).mappings().all(),
+            columns=[
+                "id",
+                "at_ms",
+                "rule",
+                "endpoint",
+                "vantage",
+                "transition",
+                "value",
+                "threshold",
+                "n",
+                "window_s",
+                "message",
+            ],
+        )
 
 
 def series_frame(engine: Engine) -> pd.DataFrame:
     """Every watched series with its rule and endpoint names, firing first, then pending, then ok."""
     a, r, ep = table_of(AlertSeriesRow), table_of(AlertRuleRow), table_of(EndpointRow)
-    q = (sa.select(r.c.name.label("rule"), r.c.kind, r.c.threshold, ep.c.name.label("endpoint"), a.c.vantage,
-                   a.c.state, a.c.value, a.c.n, a.c.since_ms, a.c.evaluated_at_ms)
-         .join(r, r.c.id == a.c.rule_id).join(ep, ep.c.id == a.c.endpoint_id))
+    q = (
+        sa.select(
+            r.c.name.label("rule"),
+            r.c.kind,
+            r.c.threshold,
+            ep.c.name.label("endpoint"),
+            a.c.vantage,
+            a.c.state,
+            a.c.value,
+            a.c.n,
+            a.c.since_ms,
+            a.c.evaluated_at_ms,
+        )
+        .join(r, r.c.id == a.c.rule_id)
+        .join(ep, ep.c.id == a.c.endpoint_id)
+    )
     with engine.connect() as conn:
-        df = pd.DataFrame(conn.execute(q).mappings().all(),
-                          columns=["rule", "kind", "threshold", "endpoint", "vantage", "state", "value", "n",
-                                   "since_ms", "evaluated_at_ms"])
+        df = pd.DataFrame(
+            conn.execute(q).mappings().all(),
+            columns=[
+                "rule",
+                "kind",
+                "threshold",
+                "endpoint",
+                "vantage",
+                "state",
+                "value",
+                "n",
+                "since_ms",
+                "evaluated_at_ms",
+            ],
+        )
     order = {str(AlertState.FIRING): 0, str(AlertState.PENDING): 1, str(AlertState.OK): 2}
-    return df.sort_values(["state", "rule", "endpoint"], key=lambda c: c.map(order) if c.name == "state" else c,
-                          ignore_index=True)
+    return df.sort_values(
+        ["state", "rule", "endpoint"], key=lambda c: c.map(order) if c.name == "state" else c, ignore_index=True
+    )
 
 
 def deliveries(engine: Engine, limit: int = 200) -> pd.DataFrame:
@@ -188,34 +283,63 @@ def last_success_ms(engine: Engine, endpoint_id: int, vantage: str) -> tuple[int
     """(newest successful sample, oldest attempt) started_at_ms of the series; None when there is none."""
     where = "endpoint_id = :e AND vantage = :v"
     with engine.connect() as conn:
-        ok = conn.execute(sa.text(f"SELECT MAX(started_at_ms) FROM probe_sample WHERE {where} AND {SAMPLE_SQL}"),
-                          {"e": endpoint_id, "v": vantage}).scalar()
-        first = conn.execute(sa.text(f"SELECT MIN(started_at_ms) FROM probe_sample WHERE {where} AND {ATTEMPT_SQL}"),
-                             {"e": endpoint_id, "v": vantage}).scalar()
+        ok = conn.execute(
+            sa.text(f"SELECT MAX(started_at_ms) FROM probe_sample WHERE {where} AND {SAMPLE_SQL}"),
+            {"e": endpoint_id, "v": vantage},
+        ).scalar()
+        first = conn.execute(
+            sa.text(f"SELECT MIN(started_at_ms) FROM probe_sample WHERE {where} AND {ATTEMPT_SQL}"),
+            {"e": endpoint_id, "v": vantage},
+        ).scalar()
     return (None if ok is None else int(ok)), (None if first is None else int(first))
 
 
 def newest_cold_s(engine: Engine, endpoint_id: int, vantage: str, since_ms: int) -> float | None:
     """The cold TTFT (s) of the newest cold reading completed since `since_ms`, or None."""
     c = table_of(ColdReadingRow)
-    q = (sa.select(c.c.cold_ttft_ms).where(c.c.endpoint_id == endpoint_id, c.c.vantage == vantage,
-                                            c.c.completed_at_ms >= since_ms, c.c.cold_ttft_ms.is_not(None))
-         .order_by(c.c.completed_at_ms.desc()).limit(1))
+    q = (
+        sa.select(c.c.cold_ttft_ms)
+        .where(
+            c.c.endpoint_id == endpoint_id,
+            c.c.vantage == vantage,
+            c.c.completed_at_ms >= since_ms,
+            c.c.cold_ttft_ms.is_not(None),
+        )
+        .order_by(c.c.completed_at_ms.desc())
+        .limit(1)
+    )
     with engine.connect() as conn:
         v = conn.execute(q).scalar()
     return None if v is None else float(v) / 1000.0
 
 
-def save_evaluation(engine: Engine, rule: Rule, endpoint_id: int, vantage: str, status: SeriesStatus, now_ms: int,
-                    event: AlertEventRow | None, channels: list[tuple[str, str]]) -> None:
+def save_evaluation(
+    engine: Engine,
+    rule: Rule,
+    endpoint_id: int,
+    vantage: str,
+    status: SeriesStatus,
+    now_ms: int,
+    event: AlertEventRow | None,
+    channels: list[tuple[str, str]],
+) -> None:
     """Store the series' new status, and its event with one queued delivery per channel, in one transaction."""
     with session(engine) as s:
-        row = s.exec(select(AlertSeriesRow).where(AlertSeriesRow.rule_id == rule.id,
-                                                  AlertSeriesRow.endpoint_id == endpoint_id,
-                                                  AlertSeriesRow.vantage == vantage)).first()
+        row = s.exec(
+            select(AlertSeriesRow).where(
+                AlertSeriesRow.rule_id == rule.id,
+                AlertSeriesRow.endpoint_id == endpoint_id,
+                AlertSeriesRow.vantage == vantage,
+            )
+        ).first()
         if row is None:
-            row = AlertSeriesRow(rule_id=int(rule.id or 0), endpoint_id=endpoint_id, vantage=vantage,
-                                 state=str(status.state), evaluated_at_ms=now_ms)
+            row = AlertSeriesRow(
+                rule_id=int(rule.id or 0),
+                endpoint_id=endpoint_id,
+                vantage=vantage,
+                state=str(status.state),
+                evaluated_at_ms=now_ms,
+            )
         row.state, row.since_ms, row.value, row.n = str(status.state), status.since_ms, status.value, status.n
         row.evaluated_at_ms = now_ms
         s.add(row)
@@ -223,8 +347,11 @@ def save_evaluation(engine: Engine, rule: Rule, endpoint_id: int, vantage: str, 
             s.add(event)
             s.flush()
             for channel, target in channels:
-                s.add(AlertDeliveryRow(event_id=int(event.id or 0), channel=channel, target=target[:500],
-                                       next_attempt_at_ms=now_ms))
+                s.add(
+                    AlertDeliveryRow(
+                        event_id=int(event.id or 0), channel=channel, target=target[:500], next_attempt_at_ms=now_ms
+                    )
+                )
 
 
 def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, AlertEventRow]]:
@@ -232,13 +359,18 @@ def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, 
     with session(engine) as s:
         d = table_of(AlertDeliveryRow)
         due = sa.select(d.c.id).where(d.c.next_attempt_at_ms.is_not(None), d.c.next_attempt_at_ms <= now_ms)
-        rows = s.exec(select(AlertDeliveryRow, AlertEventRow).join(AlertEventRow)
-                      .where(col(AlertDeliveryRow.id).in_(due)).order_by(col(AlertDeliveryRow.id))).all()
+        rows = s.exec(
+            select(AlertDeliveryRow, AlertEventRow)
+            .join(AlertEventRow)
+            .where(col(AlertDeliveryRow.id).in_(due))
+            .order_by(col(AlertDeliveryRow.id))
+        ).all()
         return [(d, e) for d, e in rows]
 
 
-def record_attempt(engine: Engine, delivery_id: int, *, now_ms: int, error: str,
-                   next_attempt_at_ms: int | None) -> None:
+def record_attempt(
+    engine: Engine, delivery_id: int, *, now_ms: int, error: str, next_attempt_at_ms: int | None
+) -> None:
     """One send attempt: delivered when `error` is empty, else the error and the next try (None: given up)."""
     with session(engine) as s:
         d = s.get(AlertDeliveryRow, delivery_id)

@@ -30,11 +30,20 @@ class AuditRow(SQLModel, table=True):
     detail: str = Field(default="", max_length=500)
 
 
-def record(engine: Engine, *, actor: str, role: str, action: str, object_name: str, detail: str = "",
-           at_ms: int | None = None) -> None:
+def record(
+    engine: Engine, *, actor: str, role: str, action: str, object_name: str, detail: str = "", at_ms: int | None = None
+) -> None:
     with session(engine) as s:
-        s.add(AuditRow(at_ms=int(time.time() * 1000) if at_ms is None else at_ms, actor=actor[:200], role=role[:20],
-                       action=action[:60], object_name=object_name[:200], detail=detail[:500]))
+        s.add(
+            AuditRow(
+                at_ms=int(time.time() * 1000) if at_ms is None else at_ms,
+                actor=actor[:200],
+                role=role[:20],
+                action=action[:60],
+                object_name=object_name[:200],
+                detail=detail[:500],
+            )
+        )
 
 
 def audit_log(engine: Engine, limit: int = 500) -> pd.DataFrame:

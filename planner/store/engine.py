@@ -77,7 +77,7 @@ def sqlite_file(url) -> Path | None:
         return None
     db = parsed.database
     if db.startswith("file:"):
-        db = db[len("file:"):].split("?", 1)[0]
+        db = db[len("file:") :].split("?", 1)[0]
         if not db or db == ":memory:" or "mode=memory" in parsed.database:
             return None
     return Path(db).expanduser()

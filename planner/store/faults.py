@@ -20,17 +20,50 @@ _REASON_CHARS = 240
 
 # (what the message contains, lower case) → the sentence's head. First match wins.
 _BY_MESSAGE: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("database is locked", "database table is locked", "database is busy", "lock timeout", "could not obtain lock",
-      "deadlock detected"), "the database is locked (another program is writing to it)"),
-    (("disk is full", "no space left", "could not extend file", "disk full", "diskfull"), "the database's disk is full"),
+    (
+        (
+            "database is locked",
+            "database table is locked",
+            "database is busy",
+            "lock timeout",
+            "could not obtain lock",
+            "deadlock detected",
+        ),
+        "the database is locked (another program is writing to it)",
+    ),
+    (
+        ("disk is full", "no space left", "could not extend file", "disk full", "diskfull"),
+        "the database's disk is full",
+    ),
     (("readonly", "read-only", "read only"), "the database is read-only"),
-    (("could not connect", "connection refused", "connection timed out", "timeout expired", "server closed the connection",
-      "terminating connection", "connection is closed", "the database system is", "unable to open database file",
-      "no such host", "name or service not known", "could not translate host name", "connection to server",
-      "consuming input failed", "ssl connection has been closed"), "the database is unreachable"),
-    (("disk i/o error", "malformed", "not a database", "file is encrypted"), "the database file is damaged or unreadable"),
-    (("value too long", "nul (0x00)", "0x00", "invalid byte sequence", "out of range", "numeric field overflow"),
-     "the database refused a value"),
+    (
+        (
+            "could not connect",
+            "connection refused",
+            "connection timed out",
+            "timeout expired",
+            "server closed the connection",
+            "terminating connection",
+            "connection is closed",
+            "the database system is",
+            "unable to open database file",
+            "no such host",
+            "name or service not known",
+            "could not translate host name",
+            "connection to server",
+            "consuming input failed",
+            "ssl connection has been closed",
+        ),
+        "the database is unreachable",
+    ),
+    (
+        ("disk i/o error", "malformed", "not a database", "file is encrypted"),
+        "the database file is damaged or unreadable",
+    ),
+    (
+        ("value too long", "nul (0x00)", "0x00", "invalid byte sequence", "out of range", "numeric field overflow"),
+        "the database refused a value",
+    ),
 )
 
 try:  # psycopg is optional (PostgreSQL only)
@@ -42,8 +75,13 @@ except ImportError:  # pragma: no cover - SQLite-only installs
 
 
 # Failures of the database itself (not of the caller's logic), for `except STORE_FAILURES as exc:`.
-STORE_FAILURES: tuple[type[BaseException], ...] = (StoreError, sa_exc.DBAPIError, sa_exc.TimeoutError,
-                                                    sa_exc.DisconnectionError, *_DRIVER_ERRORS)
+STORE_FAILURES: tuple[type[BaseException], ...] = (
+    StoreError,
+    sa_exc.DBAPIError,
+    sa_exc.TimeoutError,
+    sa_exc.DisconnectionError,
+    *_DRIVER_ERRORS,
+)
 
 
 def is_store_failure(exc: BaseException) -> bool:

@@ -63,15 +63,21 @@ def acquire(engine: Engine, vantage: str, holder: str, now_ms: int, ttl_s: float
         row = conn.execute(sa.select(_T.c.holder).where(_T.c.vantage == vantage)).first()
         if row is not None and holder_is_dead(row[0]):
             # A worker of this host that died (kill -9, OOM): nobody will renew it; do not wait out its TTL.
-            res = conn.execute(_T.update().where(_T.c.vantage == vantage, _T.c.holder == row[0]).values(
-                holder=holder, expires_at_ms=expires, renewed_at_ms=now_ms, acquired_at_ms=now_ms))
+            res = conn.execute(
+                _T.update()
+                .where(_T.c.vantage == vantage, _T.c.holder == row[0])
+                .values(holder=holder, expires_at_ms=expires, renewed_at_ms=now_ms, acquired_at_ms=now_ms)
+            )
             return res.rowcount == 1
     if row is not None:
         return False
     try:
         with engine.begin() as conn:
-            conn.execute(_T.insert().values(vantage=vantage, holder=holder, acquired_at_ms=now_ms,
-                                            renewed_at_ms=now_ms, expires_at_ms=expires))
+            conn.execute(
+                _T.insert().values(
+                    vantage=vantage, holder=holder, acquired_at_ms=now_ms, renewed_at_ms=now_ms, expires_at_ms=expires
+                )
+            )
         return True
     except IntegrityError:  # another worker inserted it first
         return False

@@ -115,7 +115,17 @@ def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | No
     return [(upload_id, *vals) for vals in zip(*cols, strict=True)]
 
 
-_INSERT_COLS = ("upload_id", "source", "ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
+_INSERT_COLS = (
+    "upload_id",
+    "source",
+    "ts_ms",
+    "model",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "ttft_ms",
+    "duration_ms",
+)
 
 
 def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
@@ -128,8 +138,9 @@ def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
         return
     if conn.dialect.name == "sqlite":
         # The driver's executemany over plain tuples (errors still wrapped as DBAPIError): no dict built per row.
-        conn.exec_driver_sql(f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) "
-                             f"VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows)
+        conn.exec_driver_sql(
+            f"INSERT INTO log_request ({', '.join(_INSERT_COLS)}) VALUES ({', '.join('?' * len(_INSERT_COLS))})", rows
+        )
         return
     conn.execute(_REQUEST.insert(), [dict(zip(_INSERT_COLS, r, strict=True)) for r in rows])
 
@@ -153,13 +164,27 @@ def save_upload(engine: Engine, name: str, result: LogParseResult) -> int:
     name = _upload_name(name)
     if result.frame.empty:
         raise ValueError(_EMPTY)
-    return save_upload_frames(engine, name, [result.frame], formats=result.formats, mapping=result.mapping,
-                              n_rejected=result.n_rejected, tokens_estimated=result.tokens_estimated)[0]
+    return save_upload_frames(
+        engine,
+        name,
+        [result.frame],
+        formats=result.formats,
+        mapping=result.mapping,
+        n_rejected=result.n_rejected,
+        tokens_estimated=result.tokens_estimated,
+    )[0]
 
 
-def save_upload_frames(engine: Engine, name: str, frames: Iterable[pd.DataFrame], *, formats: Mapping[str, str],
-                       mapping: Mapping[str, str] | None = None, n_rejected: int = 0,
-                       tokens_estimated: bool = False) -> tuple[int, int]:
+def save_upload_frames(
+    engine: Engine,
+    name: str,
+    frames: Iterable[pd.DataFrame],
+    *,
+    formats: Mapping[str, str],
+    mapping: Mapping[str, str] | None = None,
+    n_rejected: int = 0,
+    tokens_estimated: bool = False,
+) -> tuple[int, int]:
     """Store a log given as frames of COLUMNS (any number, e.g. a streamed file's batches) as one upload.
 
     Returns (upload id, requests stored). Only one frame is held at a time, so a log of any size is
@@ -168,15 +193,19 @@ def save_upload_frames(engine: Engine, name: str, frames: Iterable[pd.DataFrame]
     """
     name = _upload_name(name)
     with engine.begin() as conn:
-        upload_id = conn.execute(_UPLOAD.insert().values(
-            name=name,
-            uploaded_at_ms=int(time.time() * 1000),
-            n_requests=0,
-            n_rejected=int(n_rejected),
-            formats_json=json.dumps(dict(formats), sort_keys=True),
-            mapping_json=json.dumps(dict(mapping or {}), sort_keys=True),
-            tokens_estimated=bool(tokens_estimated),
-        ).returning(_UPLOAD.c.id)).scalar_one()
+        upload_id = conn.execute(
+            _UPLOAD.insert()
+            .values(
+                name=name,
+                uploaded_at_ms=int(time.time() * 1000),
+                n_requests=0,
+                n_rejected=int(n_rejected),
+                formats_json=json.dumps(dict(formats), sort_keys=True),
+                mapping_json=json.dumps(dict(mapping or {}), sort_keys=True),
+                tokens_estimated=bool(tokens_estimated),
+            )
+            .returning(_UPLOAD.c.id)
+        ).scalar_one()
         n, first_ms, last_ms = 0, None, None
         for frame in frames:
             if frame.empty:
@@ -189,8 +218,11 @@ def save_upload_frames(engine: Engine, name: str, frames: Iterable[pd.DataFrame]
             n += len(frame)
         if not n:
             raise ValueError(_EMPTY)  # rolls the upload row back
-        conn.execute(_UPLOAD.update().where(_UPLOAD.c.id == upload_id)
-                     .values(n_requests=n, first_ts_ms=first_ms, last_ts_ms=last_ms))
+        conn.execute(
+            _UPLOAD.update()
+            .where(_UPLOAD.c.id == upload_id)
+            .values(n_requests=n, first_ts_ms=first_ms, last_ts_ms=last_ms)
+        )
     return int(upload_id), n
 
 
@@ -200,9 +232,15 @@ def list_uploads(engine: Engine) -> list[UploadInfo]:
         rows = conn.execute(sa.select(_UPLOAD).order_by(_UPLOAD.c.uploaded_at_ms.desc(), _UPLOAD.c.id.desc())).all()
     return [
         UploadInfo(
-            id=r.id, name=r.name, uploaded_at_ms=r.uploaded_at_ms, n_requests=r.n_requests, n_rejected=r.n_rejected,
-            formats=json.loads(r.formats_json or "{}"), tokens_estimated=bool(r.tokens_estimated),
-            first_ts_ms=r.first_ts_ms, last_ts_ms=r.last_ts_ms,
+            id=r.id,
+            name=r.name,
+            uploaded_at_ms=r.uploaded_at_ms,
+            n_requests=r.n_requests,
+            n_rejected=r.n_rejected,
+            formats=json.loads(r.formats_json or "{}"),
+            tokens_estimated=bool(r.tokens_estimated),
+            first_ts_ms=r.first_ts_ms,
+            last_ts_ms=r.last_ts_ms,
         )
         for r in rows
     ]
@@ -233,16 +271,20 @@ def load_upload_frame(engine: Engine, upload_id: int) -> pd.DataFrame:
                 parts[c].append(np.array([shared.setdefault(v, v) for v in cols[c]], dtype=object))
     if not parts["ts_ms"]:
         return empty_frame()
-    return pd.DataFrame({
-        "ts_ms": np.concatenate(parts["ts_ms"]),
-        "model": pd.array(np.concatenate(parts["model"]), dtype=object),
-        "prompt_tokens": np.concatenate(parts["prompt_tokens"]),
-        "cached_tokens": np.concatenate(parts["cached_tokens"]),
-        "output_tokens": np.concatenate(parts["output_tokens"]),
-        "ttft_ms": np.concatenate(parts["ttft_ms"]),
-        "duration_ms": np.concatenate(parts["duration_ms"]),
-        "source": pd.Series(np.concatenate(parts["source"]), dtype=object).astype("category"),  # as read_logs gives it
-    })[list(COLUMNS)]
+    return pd.DataFrame(
+        {
+            "ts_ms": np.concatenate(parts["ts_ms"]),
+            "model": pd.array(np.concatenate(parts["model"]), dtype=object),
+            "prompt_tokens": np.concatenate(parts["prompt_tokens"]),
+            "cached_tokens": np.concatenate(parts["cached_tokens"]),
+            "output_tokens": np.concatenate(parts["output_tokens"]),
+            "ttft_ms": np.concatenate(parts["ttft_ms"]),
+            "duration_ms": np.concatenate(parts["duration_ms"]),
+            "source": pd.Series(np.concatenate(parts["source"]), dtype=object).astype(
+                "category"
+            ),  # as read_logs gives it
+        }
+    )[list(COLUMNS)]
 
 
 def delete_upload(engine: Engine, upload_id: int) -> None:

@@ -62,8 +62,9 @@ def _sqlite_migration_engine(engine: Engine) -> Engine:
     """A one-connection engine on the same SQLite file whose transactions cover DDL (see the module doc)."""
     from planner.store.engine import SQLITE_BUSY_TIMEOUT_MS
 
-    mig = create_engine(engine.url, poolclass=NullPool,
-                        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None})
+    mig = create_engine(
+        engine.url, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None}
+    )
 
     @event.listens_for(mig, "connect")
     def _pragmas(dbapi_conn, _record) -> None:  # outside any transaction: PRAGMAs that must be

@@ -139,8 +139,9 @@ def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
     return f"(started_at_ms + CASE {' '.join(whens)} ELSE {int(prev)} END)"
 
 
-def _two_pass_percentiles(conn, key_sql: str, params: dict, ps: tuple[int, ...],
-                          width_ms: float = 1.0) -> tuple[list[dict], list[dict]]:
+def _two_pass_percentiles(
+    conn, key_sql: str, params: dict, ps: tuple[int, ...], width_ms: float = 1.0
+) -> tuple[list[dict], list[dict]]:
     """Exact nearest-rank percentiles per group `k` without a window sort over every row.
 
     Pass 1 counts successful samples per (k, ttft bucket of `width_ms`) — a GROUP BY, which
@@ -152,12 +153,16 @@ def _two_pass_percentiles(conn, key_sql: str, params: dict, ps: tuple[int, ...],
     """
     bucket = "CAST(ttft_ms AS INTEGER)" if width_ms == 1 else f"CAST(ttft_ms / {float(width_ms)!r} AS INTEGER)"
     # One scan serves the counts too: failed and skipped rows land in the cell b = NULL of their group.
-    counts = conn.execute(sa.text(
-        f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
-        f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN {bucket} END AS b, ttft_ms,"
-        f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
-        f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
-        f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"), params).all()
+    counts = conn.execute(
+        sa.text(
+            f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
+            f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN {bucket} END AS b, ttft_ms,"
+            f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
+            f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
+            f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"
+        ),
+        params,
+    ).all()
     by_k: dict = {}
     tallies: dict = {}
     for k, b, c, lo, hi, failed, skipped in counts:
@@ -192,17 +197,29 @@ def _two_pass_percentiles(conn, key_sql: str, params: dict, ps: tuple[int, ...],
 def _cell_values(conn, key_sql: str, bucket_sql: str, params: dict, cells) -> dict[tuple[int, int], list[float]]:
     """Pass 2 of the two-pass percentiles: the successful ttft_ms values of the given (k, bucket) cells only."""
     listed = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(cells))
-    rows = conn.execute(sa.text(
-        f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket_sql} AS b, ttft_ms FROM probe_sample "
-        f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {listed})"), params).all()
+    rows = conn.execute(
+        sa.text(
+            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket_sql} AS b, ttft_ms FROM probe_sample "
+            f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {listed})"
+        ),
+        params,
+    ).all()
     values: dict[tuple[int, int], list[float]] = {(int(k), int(b)): [] for k, b in cells}
     for k, b, v in rows:
         values[(int(k), int(b))].append(float(v))
     return values
 
 
-def _grouped(engine: Engine, key_sql: str, key: SeriesKey, start_ms: int, end_ms: int,
-             ps: tuple[int, ...] = (50, 95), *, two_pass_width_ms: float | None = None) -> pd.DataFrame:
+def _grouped(
+    engine: Engine,
+    key_sql: str,
+    key: SeriesKey,
+    start_ms: int,
+    end_ms: int,
+    ps: tuple[int, ...] = (50, 95),
+    *,
+    two_pass_width_ms: float | None = None,
+) -> pd.DataFrame:
     """Per group `k`: n (ok samples), failed, skipped, nearest-rank percentiles p<P>_ms, min/max.
 
     Two statements over the same index range: a plain GROUP BY for the counts, and one window
@@ -248,8 +265,14 @@ def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
     """n, failed, skipped, error_rate, p50/p90/p95/p99 (ms, nearest rank) and which are reliable (n big enough)."""
     df = _grouped(engine, "(started_at_ms * 0)", key, start_ms, end_ms, ps=(50, 90, 95, 99), two_pass_width_ms=1)
     if df.empty:
-        return {"n": 0, "failed": 0, "skipped": 0, "error_rate": None,
-                **{f"p{p}_ms": None for p in (50, 90, 95, 99)}, "reliable": {}}
+        return {
+            "n": 0,
+            "failed": 0,
+            "skipped": 0,
+            "error_rate": None,
+            **{f"p{p}_ms": None for p in (50, 90, 95, 99)},
+            "reliable": {},
+        }
     row = df.iloc[0].to_dict()
     row.pop("k")
     for c in ("n", "failed", "skipped"):
@@ -259,17 +282,26 @@ def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
     return {k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in row.items()}
 
 
-def time_series(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, *, max_raw: int = 3000,
-                buckets: int = 400) -> tuple[str, pd.DataFrame]:
+def time_series(
+    engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, *, max_raw: int = 3000, buckets: int = 400
+) -> tuple[str, pd.DataFrame]:
     """The TTFT time series: ('raw', one row per sample) when the range holds ≤ max_raw rows, else
     ('bucketed', per time bucket p50/p95 with n and failures). Raw columns: started_at_ms, ttft_ms,
     ok, kind, error_class, cached_series; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
     s = ProbeSampleRow.__table__
-    where = sa.and_(s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
-                    s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms)
+    where = sa.and_(
+        s.c.vantage == key.vantage,
+        s.c.endpoint_id == key.endpoint_id,
+        s.c.started_at_ms >= start_ms,
+        s.c.started_at_ms < end_ms,
+    )
     with engine.connect() as conn:
-        raw = conn.execute(sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class, s.c.cached_series)
-                           .where(where).order_by(s.c.started_at_ms).limit(max_raw + 1)).all()
+        raw = conn.execute(
+            sa.select(s.c.started_at_ms, s.c.ttft_ms, s.c.ok, s.c.kind, s.c.error_class, s.c.cached_series)
+            .where(where)
+            .order_by(s.c.started_at_ms)
+            .limit(max_raw + 1)
+        ).all()
     if len(raw) <= max_raw:
         df = pd.DataFrame(raw, columns=["started_at_ms", "ttft_ms", "ok", "kind", "error_class", "cached_series"])
         df["ok"] = df["ok"].astype(bool)
@@ -298,8 +330,9 @@ def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: 
     return full
 
 
-def day_hour_heatmap(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC",
-                     max_days: int = 31) -> pd.DataFrame:
+def day_hour_heatmap(
+    engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC", max_days: int = 31
+) -> pd.DataFrame:
     """One row per (local day, hour) with samples: day (datetime.date), hour, n, failed, p50_ms, p95_ms.
 
     Covers at most the last `max_days` days of the range (a taller grid is unreadable, and it keeps
@@ -344,8 +377,10 @@ def phase_breakdown(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, 
                 SELECT {col} AS v, ROW_NUMBER() OVER (ORDER BY {col}) AS rn, COUNT(*) OVER () AS n
                 FROM latest WHERE {col} IS NOT NULL
             ) AS x_{col}""")
-    sql = (f"WITH latest AS (SELECT {cols} FROM probe_sample WHERE {_RANGE} AND {_OK} "
-           f"ORDER BY started_at_ms DESC LIMIT {int(latest)}) " + " UNION ALL ".join(parts))
+    sql = (
+        f"WITH latest AS (SELECT {cols} FROM probe_sample WHERE {_RANGE} AND {_OK} "
+        f"ORDER BY started_at_ms DESC LIMIT {int(latest)}) " + " UNION ALL ".join(parts)
+    )
     with engine.connect() as conn:
         rows = conn.execute(sa.text(sql), _params(key, start_ms, end_ms)).all()
     df = pd.DataFrame(rows, columns=["phase", "p50_ms", "n"])
@@ -369,8 +404,11 @@ def latest_requests(engine: Engine, endpoint_id: int, limit: int = 5) -> pd.Data
     """The newest probe-now / cold-reading requests of an endpoint with their status."""
     r = ProbeRequestRow.__table__
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(r).where(r.c.endpoint_id == endpoint_id)
-                            .order_by(r.c.id.desc()).limit(limit)).mappings().all()
+        rows = (
+            conn.execute(sa.select(r).where(r.c.endpoint_id == endpoint_id).order_by(r.c.id.desc()).limit(limit))
+            .mappings()
+            .all()
+        )
     return pd.DataFrame([dict(x) for x in rows], columns=[col.name for col in r.columns])
 
 
@@ -379,8 +417,17 @@ def export_csv(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> st
     s = ProbeSampleRow.__table__
     cols = [c for c in s.columns]
     with engine.connect() as conn:
-        result = conn.execute(sa.select(*cols).where(
-            s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id,
-            s.c.started_at_ms >= start_ms, s.c.started_at_ms < end_ms).order_by(s.c.started_at_ms))
+        result = conn.execute(
+            sa.select(*cols)
+            .where(
+                s.c.vantage == key.vantage,
+                s.c.endpoint_id == key.endpoint_id,
+                s.c.started_at_ms >= start_ms,
+                s.c.started_at_ms < end_ms,
+            )
+            .order_by(s.c.started_at_ms)
+        )
         # names and error details come from outside: csv_text keeps a spreadsheet from running them as formulas
-        return csv_text(([key.endpoint_name, *row] for row in result), header=["endpoint_name", *[c.name for c in cols]])
+        return csv_text(
+            ([key.endpoint_name, *row] for row in result), header=["endpoint_name", *[c.name for c in cols]]
+        )

@@ -108,8 +108,14 @@ class ProbeSampleRow(SQLModel, table=True):
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
 
 
-def sample_row(sample: TtftSample, endpoint_id: int, vantage: str, kind: SampleKind | str, scheduled_at_ms: int,
-               idle_gap_ms: float | None = None) -> ProbeSampleRow:
+def sample_row(
+    sample: TtftSample,
+    endpoint_id: int,
+    vantage: str,
+    kind: SampleKind | str,
+    scheduled_at_ms: int,
+    idle_gap_ms: float | None = None,
+) -> ProbeSampleRow:
     """The probe_sample row of one probe outcome (a planner.probes.ttft.TtftSample) for `endpoint_id`.
 
     Raises ValueError when `kind` is not a SampleKind value.
@@ -118,9 +124,14 @@ def sample_row(sample: TtftSample, endpoint_id: int, vantage: str, kind: SampleK
         kind = SampleKind(kind)
     except ValueError:
         raise ValueError(f"kind must be one of {', '.join(SAMPLE_KINDS)}, got {kind!r}") from None
-    return ProbeSampleRow(endpoint_id=endpoint_id, vantage=vantage, kind=kind.value,
-                          scheduled_at_ms=int(scheduled_at_ms),
-                          idle_gap_ms=idle_gap_ms, **{f.name: getattr(sample, f.name) for f in fields(sample)})
+    return ProbeSampleRow(
+        endpoint_id=endpoint_id,
+        vantage=vantage,
+        kind=kind.value,
+        scheduled_at_ms=int(scheduled_at_ms),
+        idle_gap_ms=idle_gap_ms,
+        **{f.name: getattr(sample, f.name) for f in fields(sample)},
+    )
 
 
 #: provider label of the endpoints `probe --store` creates (disabled: the worker never schedules them).
@@ -140,7 +151,9 @@ def _probed_slots(conn, table, skipped: list[ProbeSampleRow]) -> set[tuple[int, 
     for i in range(0, len(skipped), _INSERT_BATCH_ROWS):
         keys = [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in skipped[i : i + _INSERT_BATCH_ROWS]]
         q = sa.select(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).where(
-            table.c.kind == "scheduled", sa.tuple_(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(keys))
+            table.c.kind == "scheduled",
+            sa.tuple_(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(keys),
+        )
         out |= {(int(a), str(b), int(c)) for a, b, c in conn.execute(q)}
     return out
 
@@ -180,13 +193,20 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
         skipped = [r for r in rows if r.kind == "skipped"]
         if skipped:  # a slot that was probed (by any worker of the vantage) is not also "skipped"
             probed = _probed_slots(conn, table, skipped)
-            rows = [r for r in rows if r.kind != "skipped" or (r.endpoint_id, r.vantage, r.scheduled_at_ms) not in probed]
+            rows = [
+                r for r in rows if r.kind != "skipped" or (r.endpoint_id, r.vantage, r.scheduled_at_ms) not in probed
+            ]
         scheduled = [r for r in rows if r.kind == "scheduled"]
         for i in range(0, len(scheduled), _INSERT_BATCH_ROWS):  # and a probe replaces a skip stored earlier
             part = scheduled[i : i + _INSERT_BATCH_ROWS]
-            conn.execute(table.delete().where(table.c.kind == "skipped", sa.tuple_(
-                table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(
-                [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in part])))
+            conn.execute(
+                table.delete().where(
+                    table.c.kind == "skipped",
+                    sa.tuple_(table.c.endpoint_id, table.c.vantage, table.c.scheduled_at_ms).in_(
+                        [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in part]
+                    ),
+                )
+            )
         for i in range(0, len(rows), _INSERT_BATCH_ROWS):
             values = [{c: getattr(r, c) for c in cols} for r in rows[i : i + _INSERT_BATCH_ROWS]]
             stmt = make_insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))
@@ -203,8 +223,9 @@ def _manual_name(base_url: str, model: str, protocol: str) -> str:
     return name[:108] + "… " + digest
 
 
-def get_or_create_manual_endpoint(engine: Engine, base_url: str, model: str, protocol: str, *,
-                                  simulated: bool = False, api_key_env: str = "") -> EndpointRow:
+def get_or_create_manual_endpoint(
+    engine: Engine, base_url: str, model: str, protocol: str, *, simulated: bool = False, api_key_env: str = ""
+) -> EndpointRow:
     """The endpoint row that `probe --store` files manual samples under, created on first use.
 
     One row per (base_url, model, protocol), named "manual: <model> @ <base_url> (<protocol>)",
@@ -220,9 +241,18 @@ def get_or_create_manual_endpoint(engine: Engine, base_url: str, model: str, pro
         now = int(time.time() * 1000)
         try:
             with session(engine) as s:
-                row = EndpointRow(name=name, provider=MANUAL_PROVIDER, protocol=protocol, base_url=base_url, model=model,
-                                  api_key_env=api_key_env, enabled=False, simulated=simulated,
-                                  created_at_ms=now, updated_at_ms=now)
+                row = EndpointRow(
+                    name=name,
+                    provider=MANUAL_PROVIDER,
+                    protocol=protocol,
+                    base_url=base_url,
+                    model=model,
+                    api_key_env=api_key_env,
+                    enabled=False,
+                    simulated=simulated,
+                    created_at_ms=now,
+                    updated_at_ms=now,
+                )
                 s.add(row)
                 s.flush()
                 s.refresh(row)

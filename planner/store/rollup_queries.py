@@ -61,10 +61,22 @@ _R = ProbeRollupRow.__table__
 
 def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
     """The rollup rows of the series whose hour starts in [start_ms, end_ms) (unique index seek)."""
-    return conn.execute(sa.select(_R.c.hour_start_ms, _R.c.n_ok, _R.c.n_failed, _R.c.n_skipped, _R.c.ttft_min_ms,
-                                  _R.c.ttft_max_ms, _R.c.hist_json).where(
-        _R.c.endpoint_id == key.endpoint_id, _R.c.vantage == key.vantage,
-        _R.c.hour_start_ms >= int(start_ms), _R.c.hour_start_ms < int(end_ms))).all()
+    return conn.execute(
+        sa.select(
+            _R.c.hour_start_ms,
+            _R.c.n_ok,
+            _R.c.n_failed,
+            _R.c.n_skipped,
+            _R.c.ttft_min_ms,
+            _R.c.ttft_max_ms,
+            _R.c.hist_json,
+        ).where(
+            _R.c.endpoint_id == key.endpoint_id,
+            _R.c.vantage == key.vantage,
+            _R.c.hour_start_ms >= int(start_ms),
+            _R.c.hour_start_ms < int(end_ms),
+        )
+    ).all()
 
 
 def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
@@ -73,29 +85,51 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
     (the series' oldest raw sample, None when it has none)."""
     s = ProbeSampleRow.__table__
     with engine.connect() as conn:
-        agg = conn.execute(sa.select(sa.func.count(), sa.func.sum(_R.c.n_ok), sa.func.sum(_R.c.n_failed),
-                                     sa.func.sum(_R.c.n_skipped), sa.func.min(_R.c.hour_start_ms),
-                                     sa.func.max(_R.c.hour_start_ms)).where(
-            _R.c.endpoint_id == key.endpoint_id, _R.c.vantage == key.vantage,
-            _R.c.hour_start_ms >= int(start_ms), _R.c.hour_start_ms < int(end_ms))).one()
-        raw_first = conn.execute(sa.select(sa.func.min(s.c.started_at_ms)).where(
-            s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id)).scalar()
+        agg = conn.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.sum(_R.c.n_ok),
+                sa.func.sum(_R.c.n_failed),
+                sa.func.sum(_R.c.n_skipped),
+                sa.func.min(_R.c.hour_start_ms),
+                sa.func.max(_R.c.hour_start_ms),
+            ).where(
+                _R.c.endpoint_id == key.endpoint_id,
+                _R.c.vantage == key.vantage,
+                _R.c.hour_start_ms >= int(start_ms),
+                _R.c.hour_start_ms < int(end_ms),
+            )
+        ).one()
+        raw_first = conn.execute(
+            sa.select(sa.func.min(s.c.started_at_ms)).where(
+                s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id
+            )
+        ).scalar()
     hours, ok, failed, skipped, first, last = agg
-    return {"hours": int(hours or 0), "n_ok": int(ok or 0), "n_failed": int(failed or 0), "n_skipped": int(skipped or 0),
-            "first_ms": None if first is None else int(first),
-            "end_ms": None if last is None else int(last) + HOUR_MS,
-            "raw_first_ms": None if raw_first is None else int(raw_first)}
+    return {
+        "hours": int(hours or 0),
+        "n_ok": int(ok or 0),
+        "n_failed": int(failed or 0),
+        "n_skipped": int(skipped or 0),
+        "first_ms": None if first is None else int(first),
+        "end_ms": None if last is None else int(last) + HOUR_MS,
+        "raw_first_ms": None if raw_first is None else int(raw_first),
+    }
 
 
 def _raw_cells(conn, key_sql: str, params: dict) -> tuple[dict, dict]:
     """Pass 1 of probe_queries' two-pass percentiles: per group k, the 1 ms TTFT cells (b, count, min, max)
     of successful samples, and the failed / skipped tallies."""
-    rows = conn.execute(sa.text(
-        f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
-        f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN CAST(ttft_ms AS INTEGER) END AS b, ttft_ms,"
-        f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
-        f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
-        f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"), params).all()
+    rows = conn.execute(
+        sa.text(
+            f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
+            f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN CAST(ttft_ms AS INTEGER) END AS b, ttft_ms,"
+            f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
+            f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
+            f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"
+        ),
+        params,
+    ).all()
     cells: dict = defaultdict(list)
     tallies: dict = defaultdict(lambda: [0, 0])
     for k, b, c, lo, hi, failed, skipped in rows:
@@ -138,8 +172,15 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
         mins = [v for v in ([kcells[0][0]] if kcells else []) + [r["min"]] if v is not None]
         maxs = [v for v in ([max(hi for _, hi, _, _ in kcells)] if kcells else []) + [r["max"]] if v is not None]
         t = tallies.get(k, [0, 0])
-        row = {"k": k, "n": n, "n_rollup": n - n_raw, "failed": t[0] + r["failed"], "skipped": t[1] + r["skipped"],
-               "min_ms": min(mins) if mins else None, "max_ms": max(maxs) if maxs else None}
+        row = {
+            "k": k,
+            "n": n,
+            "n_rollup": n - n_raw,
+            "failed": t[0] + r["failed"],
+            "skipped": t[1] + r["skipped"],
+            "min_ms": min(mins) if mins else None,
+            "max_ms": max(maxs) if maxs else None,
+        }
         out[k] = row
         if n == 0:
             continue
@@ -191,12 +232,18 @@ def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
         merged = _merged(conn, "(started_at_ms * 0)", _params(key, start_ms, end_ms), rollups, lambda _: 0, _SUMMARY_PS)
     row = merged.get(0, {"n": 0, "n_rollup": 0, "failed": 0, "skipped": 0, "min_ms": None, "max_ms": None})
     attempts = row["n"] + row["failed"]
-    out = {"n": row["n"], "failed": row["failed"], "skipped": row["skipped"],
-           "error_rate": row["failed"] / attempts if attempts else None,
-           **{f"p{p}_ms": row.get(f"p{p}_ms") for p in _SUMMARY_PS},
-           "min_ms": row["min_ms"], "max_ms": row["max_ms"],
-           "reliable": {f"p{p}": row["n"] >= min_n_for(p / 100) for p in _SUMMARY_PS},
-           "n_rollup": row["n_rollup"], "rollup": rollup_coverage(engine, key, start_ms, end_ms)}
+    out = {
+        "n": row["n"],
+        "failed": row["failed"],
+        "skipped": row["skipped"],
+        "error_rate": row["failed"] / attempts if attempts else None,
+        **{f"p{p}_ms": row.get(f"p{p}_ms") for p in _SUMMARY_PS},
+        "min_ms": row["min_ms"],
+        "max_ms": row["max_ms"],
+        "reliable": {f"p{p}": row["n"] >= min_n_for(p / 100) for p in _SUMMARY_PS},
+        "n_rollup": row["n_rollup"],
+        "rollup": rollup_coverage(engine, key, start_ms, end_ms),
+    }
     return out
 
 
@@ -221,8 +268,9 @@ def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: 
         return df
     local = _offset_sql(tz, start_ms, end_ms)
     with engine.connect() as conn:
-        merged = _merged(conn, f"(({local} / {HOUR_MS}) % 24)", _params(key, start_ms, end_ms), rollups,
-                         _local_hour_fn(tz), (50, 95))
+        merged = _merged(
+            conn, f"(({local} / {HOUR_MS}) % 24)", _params(key, start_ms, end_ms), rollups, _local_hour_fn(tz), (50, 95)
+        )
     cols = ["n", "failed", "skipped", "p50_ms", "p95_ms", "min_ms", "max_ms", "n_rollup"]
     df = pd.DataFrame([{"hour": h, **{c: merged.get(h, {}).get(c) for c in cols}} for h in range(24)])
     for c in ("n", "failed", "skipped", "n_rollup"):
@@ -233,5 +281,19 @@ def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: 
     df["error_rate"] = (df["failed"] / attempts.where(attempts > 0)).astype("float64")
     df["reliable_p50"] = df["n"] >= min_n_for(0.5)
     df["reliable_p95"] = df["n"] >= min_n_for(0.95)
-    return df[["hour", "n", "failed", "skipped", "p50_ms", "p95_ms", "min_ms", "max_ms", "error_rate",
-               "reliable_p50", "reliable_p95", "n_rollup"]]
+    return df[
+        [
+            "hour",
+            "n",
+            "failed",
+            "skipped",
+            "p50_ms",
+            "p95_ms",
+            "min_ms",
+            "max_ms",
+            "error_rate",
+            "reliable_p50",
+            "reliable_p95",
+            "n_rollup",
+        ]
+    ]

@@ -99,8 +99,9 @@ def _merge_hist(old_json: str | None, new: Counter) -> str:
     return json.dumps({str(k): merged[k] for k in sorted(merged)})
 
 
-def apply_retention(engine: Engine, now_ms: int, days: float | None = None, *, vantage: str | None = None,
-                    chunk_hours: int = 24) -> RetentionResult:
+def apply_retention(
+    engine: Engine, now_ms: int, days: float | None = None, *, vantage: str | None = None, chunk_hours: int = 24
+) -> RetentionResult:
     """Roll up and delete raw samples older than `days` (default retention_days()), whole UTC hours only.
 
     With `vantage`, only that vantage's samples. Each chunk (one endpoint, up to
@@ -114,7 +115,8 @@ def apply_retention(engine: Engine, now_ms: int, days: float | None = None, *, v
         base = sa.and_(base, _S.c.vantage == vantage)
     with engine.connect() as conn:
         groups = conn.execute(
-            sa.select(_S.c.endpoint_id, _S.c.vantage, sa.func.min(_S.c.started_at_ms)).where(base)
+            sa.select(_S.c.endpoint_id, _S.c.vantage, sa.func.min(_S.c.started_at_ms))
+            .where(base)
             .group_by(_S.c.endpoint_id, _S.c.vantage)
         ).all()
     for endpoint_id, vt, first_ms in groups:
@@ -127,13 +129,18 @@ def apply_retention(engine: Engine, now_ms: int, days: float | None = None, *, v
 
 
 def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end: int, result: RetentionResult) -> int:
-    where = sa.and_(_S.c.endpoint_id == endpoint_id, _S.c.vantage == vantage,
-                    _S.c.started_at_ms >= start, _S.c.started_at_ms < end)
+    where = sa.and_(
+        _S.c.endpoint_id == endpoint_id, _S.c.vantage == vantage, _S.c.started_at_ms >= start, _S.c.started_at_ms < end
+    )
     hours: dict[int, dict] = {}
     with engine.begin() as conn:
-        for started, ok, kind, ttft in conn.execute(sa.select(_S.c.started_at_ms, _S.c.ok, _S.c.kind, _S.c.ttft_ms).where(where)):
-            h = hours.setdefault((started // HOUR_MS) * HOUR_MS, {"ok": 0, "failed": 0, "skipped": 0, "hist": Counter(),
-                                                                     "min": None, "max": None, "sum": 0.0})
+        for started, ok, kind, ttft in conn.execute(
+            sa.select(_S.c.started_at_ms, _S.c.ok, _S.c.kind, _S.c.ttft_ms).where(where)
+        ):
+            h = hours.setdefault(
+                (started // HOUR_MS) * HOUR_MS,
+                {"ok": 0, "failed": 0, "skipped": 0, "hist": Counter(), "min": None, "max": None, "sum": 0.0},
+            )
             if kind in ("cold", "warm"):
                 continue  # cold readings keep their figures in cold_reading; the series percentiles never held them
             if kind == "skipped":
@@ -150,31 +157,56 @@ def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end:
             key = sa.and_(_R.c.endpoint_id == endpoint_id, _R.c.vantage == vantage, _R.c.hour_start_ms == hour)
             old = conn.execute(sa.select(_R).where(key)).mappings().first()
             if old is None:
-                conn.execute(_R.insert().values(
-                    endpoint_id=endpoint_id, vantage=vantage, hour_start_ms=hour, n_ok=h["ok"], n_failed=h["failed"],
-                    n_skipped=h["skipped"], ttft_min_ms=h["min"], ttft_max_ms=h["max"], ttft_sum_ms=h["sum"],
-                    hist_json=_merge_hist(None, h["hist"])))
+                conn.execute(
+                    _R.insert().values(
+                        endpoint_id=endpoint_id,
+                        vantage=vantage,
+                        hour_start_ms=hour,
+                        n_ok=h["ok"],
+                        n_failed=h["failed"],
+                        n_skipped=h["skipped"],
+                        ttft_min_ms=h["min"],
+                        ttft_max_ms=h["max"],
+                        ttft_sum_ms=h["sum"],
+                        hist_json=_merge_hist(None, h["hist"]),
+                    )
+                )
             else:
                 mins = [v for v in (old["ttft_min_ms"], h["min"]) if v is not None]
                 maxs = [v for v in (old["ttft_max_ms"], h["max"]) if v is not None]
-                conn.execute(_R.update().where(key).values(
-                    n_ok=old["n_ok"] + h["ok"], n_failed=old["n_failed"] + h["failed"],
-                    n_skipped=old["n_skipped"] + h["skipped"], ttft_min_ms=min(mins) if mins else None,
-                    ttft_max_ms=max(maxs) if maxs else None, ttft_sum_ms=old["ttft_sum_ms"] + h["sum"],
-                    hist_json=_merge_hist(old["hist_json"], h["hist"])))
+                conn.execute(
+                    _R.update()
+                    .where(key)
+                    .values(
+                        n_ok=old["n_ok"] + h["ok"],
+                        n_failed=old["n_failed"] + h["failed"],
+                        n_skipped=old["n_skipped"] + h["skipped"],
+                        ttft_min_ms=min(mins) if mins else None,
+                        ttft_max_ms=max(maxs) if maxs else None,
+                        ttft_sum_ms=old["ttft_sum_ms"] + h["sum"],
+                        hist_json=_merge_hist(old["hist_json"], h["hist"]),
+                    )
+                )
         deleted = conn.execute(_S.delete().where(where)).rowcount
     result.deleted_samples += deleted or 0
     return len(hours)
 
 
-def merged_histogram(engine: Engine, endpoint_id: int, vantage: str, start_ms: int, end_ms: int) -> tuple[dict[int, int], int, int]:
+def merged_histogram(
+    engine: Engine, endpoint_id: int, vantage: str, start_ms: int, end_ms: int
+) -> tuple[dict[int, int], int, int]:
     """(histogram, n_ok, n_failed) of the rollups of one endpoint and vantage whose hour starts in [start_ms, end_ms)."""
     hist: Counter = Counter()
     n_ok = n_failed = 0
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(_R.c.hist_json, _R.c.n_ok, _R.c.n_failed).where(
-            _R.c.endpoint_id == endpoint_id, _R.c.vantage == vantage,
-            _R.c.hour_start_ms >= start_ms, _R.c.hour_start_ms < end_ms)).all()
+        rows = conn.execute(
+            sa.select(_R.c.hist_json, _R.c.n_ok, _R.c.n_failed).where(
+                _R.c.endpoint_id == endpoint_id,
+                _R.c.vantage == vantage,
+                _R.c.hour_start_ms >= start_ms,
+                _R.c.hour_start_ms < end_ms,
+            )
+        ).all()
     for hj, ok, failed in rows:
         hist.update({int(k): v for k, v in json.loads(hj).items()})
         n_ok += ok

@@ -145,21 +145,39 @@ def add_target(
     if not target:
         raise ValueError(f"RTT target {region_id!r} needs a URL or host:port")
     interval_s = check_rtt_interval_s(region_id, interval_s)
-    for field, value in (("region_id", region_id), ("name", name), ("provider", provider), ("target", target),
-                         ("city", city), ("vantage", vantage)):
+    for field, value in (
+        ("region_id", region_id),
+        ("name", name),
+        ("provider", provider),
+        ("target", target),
+        ("city", city),
+        ("vantage", vantage),
+    ):
         problem = text_problem(RttTargetRow.__table__, field, value or "")
         if problem:
             raise ValueError(f"RTT target {region_id[:40]!r}: {problem}")
     now = _now_ms()
     row = RttTargetRow(
-        region_id=region_id, name=name or region_id, provider=provider, target=target, city=city, lat=lat, lon=lon,
-        anycast=anycast, interval_s=float(interval_s), enabled=enabled, vantage=vantage,
-        created_at_ms=now, updated_at_ms=now,
+        region_id=region_id,
+        name=name or region_id,
+        provider=provider,
+        target=target,
+        city=city,
+        lat=lat,
+        lon=lon,
+        anycast=anycast,
+        interval_s=float(interval_s),
+        enabled=enabled,
+        vantage=vantage,
+        created_at_ms=now,
+        updated_at_ms=now,
     )
     try:
         with session(engine) as s:
             if s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first() is not None:
-                raise TargetExists(f"an RTT target with id {region_id!r} already exists; remove it first or pick another id")
+                raise TargetExists(
+                    f"an RTT target with id {region_id!r} already exists; remove it first or pick another id"
+                )
             s.add(row)
             s.flush()
             s.refresh(row)
@@ -228,12 +246,22 @@ def insert_rtt_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
             raise ValueError(f"RTT sample side must be one of {SIDES}, got {r.side!r}")
         if r.method not in METHODS:
             raise ValueError(f"RTT sample method must be one of {METHODS}, got {r.method!r}")
-        rows.append(RttSampleRow(
-            region_id=r.region_id[:120], target=r.target[:500], vantage=(r.vantage or "")[:120], side=r.side,
-            method=r.method, run_id=r.run_id[:40], rtt_ms=None if r.rtt_ms is None else float(r.rtt_ms),
-            error_class=r.error_class, error_detail=(r.error_detail or None) and r.error_detail[:500],
-            remote_ip=r.remote_ip, proxy=r.proxy, measured_at_ms=int(r.measured_at_ms),
-        ))
+        rows.append(
+            RttSampleRow(
+                region_id=r.region_id[:120],
+                target=r.target[:500],
+                vantage=(r.vantage or "")[:120],
+                side=r.side,
+                method=r.method,
+                run_id=r.run_id[:40],
+                rtt_ms=None if r.rtt_ms is None else float(r.rtt_ms),
+                error_class=r.error_class,
+                error_detail=(r.error_detail or None) and r.error_detail[:500],
+                remote_ip=r.remote_ip,
+                proxy=r.proxy,
+                measured_at_ms=int(r.measured_at_ms),
+            )
+        )
     if rows:
         with session(engine) as s:
             s.add_all(rows)
@@ -271,8 +299,19 @@ def load_samples(
 
 
 SUMMARY_COLUMNS = [
-    "region_id", "vantage", "side", "method", "median_ms", "min_ms", "p90_ms", "n",
-    "n_errors", "last_error_class", "last_error_detail", "last_measured_at_ms", "proxy",
+    "region_id",
+    "vantage",
+    "side",
+    "method",
+    "median_ms",
+    "min_ms",
+    "p90_ms",
+    "n",
+    "n_errors",
+    "last_error_class",
+    "last_error_detail",
+    "last_measured_at_ms",
+    "proxy",
 ]
 
 
@@ -298,15 +337,23 @@ def rtt_summary(engine: Engine, vantage: str | None = None, since_ms: int | None
             failed_last = newest["error_class"] is not None and not pd.isna(newest["error_class"])
             p50, p90 = percentile(values, 0.5), percentile(values, 0.9)
             proxies = g["proxy"].dropna()
-            out.append({
-                "region_id": region_id, "vantage": vant, "side": side, "method": method,
-                "median_ms": p50.value, "min_ms": min(values) if values else None, "p90_ms": p90.value,
-                "n": len(values), "n_errors": len(errors),
-                "last_error_class": newest["error_class"] if failed_last else None,
-                "last_error_detail": newest["error_detail"] if failed_last else None,
-                "last_measured_at_ms": int(g["measured_at_ms"].max()),
-                "proxy": proxies.iloc[-1] if len(proxies) else None,
-            })
+            out.append(
+                {
+                    "region_id": region_id,
+                    "vantage": vant,
+                    "side": side,
+                    "method": method,
+                    "median_ms": p50.value,
+                    "min_ms": min(values) if values else None,
+                    "p90_ms": p90.value,
+                    "n": len(values),
+                    "n_errors": len(errors),
+                    "last_error_class": newest["error_class"] if failed_last else None,
+                    "last_error_detail": newest["error_detail"] if failed_last else None,
+                    "last_measured_at_ms": int(g["measured_at_ms"].max()),
+                    "proxy": proxies.iloc[-1] if len(proxies) else None,
+                }
+            )
     res = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     for col in ("last_error_class", "last_error_detail", "proxy"):  # missing text is None, not NaN
         res[col] = pd.Series([None if pd.isna(v) else v for v in res[col]], index=res.index, dtype=object)

@@ -71,23 +71,49 @@ class SweepStepRow(SQLModel, table=True):
 def store_sweep(engine: Engine, result, *, vantage: str, tool_version: str, note: str = "") -> int:
     """Store a planner.sweep.SweepResult (run + steps in one transaction); returns the run id."""
     spec, t = result.spec, result.spec.target
-    run = SweepRunRow(base_url=t.base_url, model=t.model, protocol=t.protocol, api_key_env=t.api_key_env, mode=spec.mode,
-                      prompt_tokens=t.prompt_tokens, max_tokens=t.max_tokens, step_duration_s=spec.step_duration_s,
-                      target_p95_ms=spec.target_p95_ms, knee_load=result.knee_load, over_load=result.over_load,
-                      seed=spec.seed, vantage=vantage[:120], tool_version=tool_version[:40],
-                      client_cpu_ms_per_request=result.client_cpu_ms_per_request, note=note[:500],
-                      started_at_ms=result.started_at_ms, finished_at_ms=result.finished_at_ms)
+    run = SweepRunRow(
+        base_url=t.base_url,
+        model=t.model,
+        protocol=t.protocol,
+        api_key_env=t.api_key_env,
+        mode=spec.mode,
+        prompt_tokens=t.prompt_tokens,
+        max_tokens=t.max_tokens,
+        step_duration_s=spec.step_duration_s,
+        target_p95_ms=spec.target_p95_ms,
+        knee_load=result.knee_load,
+        over_load=result.over_load,
+        seed=spec.seed,
+        vantage=vantage[:120],
+        tool_version=tool_version[:40],
+        client_cpu_ms_per_request=result.client_cpu_ms_per_request,
+        note=note[:500],
+        started_at_ms=result.started_at_ms,
+        finished_at_ms=result.finished_at_ms,
+    )
     with session(engine) as s:
         s.add(run)
         s.flush()
         assert run.id is not None  # assigned by the flush
         for st in result.steps:
-            s.add(SweepStepRow(run_id=run.id, step_index=st.index, load=st.load, n_sent=st.n_sent, n_ok=st.n_ok,
-                               ttft_p50_ms=st.ttft_p50_ms, ttft_p95_ms=st.ttft_p95_ms, ttft_p99_ms=st.ttft_p99_ms,
-                               offered_rps=st.offered_rps, achieved_rps=st.achieved_rps,
-                               send_lag_p95_ms=st.send_lag_p95_ms, wall_s=st.wall_s,
-                               client_cpu_ms_per_request=st.client_cpu_ms_per_request,
-                               errors_json=json.dumps(st.errors_by_class)[:2000]))
+            s.add(
+                SweepStepRow(
+                    run_id=run.id,
+                    step_index=st.index,
+                    load=st.load,
+                    n_sent=st.n_sent,
+                    n_ok=st.n_ok,
+                    ttft_p50_ms=st.ttft_p50_ms,
+                    ttft_p95_ms=st.ttft_p95_ms,
+                    ttft_p99_ms=st.ttft_p99_ms,
+                    offered_rps=st.offered_rps,
+                    achieved_rps=st.achieved_rps,
+                    send_lag_p95_ms=st.send_lag_p95_ms,
+                    wall_s=st.wall_s,
+                    client_cpu_ms_per_request=st.client_cpu_ms_per_request,
+                    errors_json=json.dumps(st.errors_by_class)[:2000],
+                )
+            )
         run_id: int = run.id
     return run_id
 
@@ -102,7 +128,11 @@ def load_sweep_runs(engine: Engine) -> pd.DataFrame:
 def load_sweep_steps(engine: Engine, run_id: int) -> pd.DataFrame:
     """The steps of one run in load order, with error_rate (failed ÷ sent) added."""
     with session(engine) as s:
-        rows = s.exec(select(SweepStepRow).where(SweepStepRow.run_id == run_id).order_by(col(SweepStepRow.step_index))).all()
+        rows = s.exec(
+            select(SweepStepRow).where(SweepStepRow.run_id == run_id).order_by(col(SweepStepRow.step_index))
+        ).all()
         df = pd.DataFrame([r.model_dump() for r in rows], columns=list(SweepStepRow.model_fields))
-    df["error_rate"] = ((df["n_sent"] - df["n_ok"]) / df["n_sent"].where(df["n_sent"] > 0)).fillna(0.0) if len(df) else []
+    df["error_rate"] = (
+        ((df["n_sent"] - df["n_ok"]) / df["n_sent"].where(df["n_sent"] > 0)).fillna(0.0) if len(df) else []
+    )
     return df

@@ -179,7 +179,9 @@ class ProbeRollupRow(SQLModel, table=True):
     hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.store.rollups
 
 
-def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str = "", idle_s: float | None = None) -> int:
+def create_request(
+    engine: Engine, endpoint_id: int, kind: str, *, vantage: str = "", idle_s: float | None = None
+) -> int:
     """Queue a request for the worker ("probe_now" or "cold_reading"); returns its id.
 
     Raises ValueError for an unknown kind or a negative idle time.
@@ -190,9 +192,16 @@ def create_request(engine: Engine, endpoint_id: int, kind: str, *, vantage: str 
         raise ValueError(f"idle time must be ≥ 0 s, got {idle_s:g}")
     t = ProbeRequestRow.__table__
     with engine.begin() as conn:
-        res = conn.execute(t.insert().values(endpoint_id=endpoint_id, vantage=vantage, kind=str(kind), idle_s=idle_s,
-                                             status=RequestStatus.PENDING.value,
-                                             requested_at_ms=int(time.time() * 1000)))
+        res = conn.execute(
+            t.insert().values(
+                endpoint_id=endpoint_id,
+                vantage=vantage,
+                kind=str(kind),
+                idle_s=idle_s,
+                status=RequestStatus.PENDING.value,
+                requested_at_ms=int(time.time() * 1000),
+            )
+        )
         return int(res.inserted_primary_key[0])
 
 
@@ -237,8 +246,10 @@ def check_writable(engine: Engine) -> None:
         text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
         low = text.lower().replace("-", "")
         if "readonly" in low or "read only" in low or "permission denied" in low:
-            raise StoreError(f"database {redacted(str(engine.url))} is read-only ({text}): the worker must "
-                             "write its samples; fix the file's permissions or the role's privileges") from None
+            raise StoreError(
+                f"database {redacted(str(engine.url))} is read-only ({text}): the worker must "
+                "write its samples; fix the file's permissions or the role's privileges"
+            ) from None
 
 
 def missing_endpoints(engine: Engine, ids: set[int]) -> set[int]:
@@ -253,8 +264,9 @@ def last_slots(engine: Engine, vantage: str) -> dict[int, int]:
     with engine.connect() as conn:
         rows = conn.execute(
             sa.select(_SAMPLE.c.endpoint_id, sa.func.max(_SAMPLE.c.scheduled_at_ms))
-            .where(_SAMPLE.c.vantage == vantage,
-                   _SAMPLE.c.kind.in_((SampleKind.SCHEDULED.value, SampleKind.SKIPPED.value)))
+            .where(
+                _SAMPLE.c.vantage == vantage, _SAMPLE.c.kind.in_((SampleKind.SCHEDULED.value, SampleKind.SKIPPED.value))
+            )
             .group_by(_SAMPLE.c.endpoint_id)
         ).all()
     return {int(e): int(m) for e, m in rows}
@@ -265,10 +277,14 @@ def upsert_statuses(engine: Engine, vantage: str, statuses: dict[int, dict[str, 
     last_probe_at_ms, next_slot_at_ms. An endpoint removed meanwhile is skipped."""
     with engine.begin() as conn:
         for eid, st in statuses.items():
-            values = dict(state=str(st["state"]), detail=st.get("detail"),
-                          consecutive_failures=st.get("consecutive_failures", 0),
-                          last_probe_at_ms=st.get("last_probe_at_ms"), next_slot_at_ms=st.get("next_slot_at_ms"),
-                          updated_at_ms=now_ms)
+            values = dict(
+                state=str(st["state"]),
+                detail=st.get("detail"),
+                consecutive_failures=st.get("consecutive_failures", 0),
+                last_probe_at_ms=st.get("last_probe_at_ms"),
+                next_slot_at_ms=st.get("next_slot_at_ms"),
+                updated_at_ms=now_ms,
+            )
             key = sa.and_(_STATUS.c.endpoint_id == eid, _STATUS.c.vantage == vantage)
             if conn.execute(_STATUS.update().where(key).values(**values)).rowcount == 0:
                 if conn.execute(sa.select(_ENDPOINT.c.id).where(_ENDPOINT.c.id == eid)).first():
@@ -283,14 +299,27 @@ def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder
     if not endpoint_ids:
         return []
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(_REQ).where(
-            _REQ.c.status == RequestStatus.PENDING.value, _REQ.c.endpoint_id.in_(endpoint_ids),
-            sa.or_(_REQ.c.vantage == "", _REQ.c.vantage == vantage)).order_by(_REQ.c.id)).mappings().all()
+        rows = (
+            conn.execute(
+                sa.select(_REQ)
+                .where(
+                    _REQ.c.status == RequestStatus.PENDING.value,
+                    _REQ.c.endpoint_id.in_(endpoint_ids),
+                    sa.or_(_REQ.c.vantage == "", _REQ.c.vantage == vantage),
+                )
+                .order_by(_REQ.c.id)
+            )
+            .mappings()
+            .all()
+        )
     claimed = []
     for r in rows:
         with engine.begin() as conn:
-            got = conn.execute(_REQ.update().where(_REQ.c.id == r["id"], _REQ.c.status == RequestStatus.PENDING.value)
-                               .values(status=RequestStatus.RUNNING.value, claimed_by=holder, claimed_at_ms=now_ms))
+            got = conn.execute(
+                _REQ.update()
+                .where(_REQ.c.id == r["id"], _REQ.c.status == RequestStatus.PENDING.value)
+                .values(status=RequestStatus.RUNNING.value, claimed_by=holder, claimed_at_ms=now_ms)
+            )
         if got.rowcount == 1:
             claimed.append(dict(r))
     return claimed
@@ -299,18 +328,31 @@ def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder
 def finish_request(engine: Engine, request_id: int, status: RequestStatus, detail: str | None, now_ms: int) -> None:
     """Record a request's outcome (done or failed) with a one-line detail (cut to 500 characters)."""
     with engine.begin() as conn:
-        conn.execute(_REQ.update().where(_REQ.c.id == request_id).values(
-            status=RequestStatus(status).value, detail=(detail or None) and detail[:500], done_at_ms=now_ms))
+        conn.execute(
+            _REQ.update()
+            .where(_REQ.c.id == request_id)
+            .values(status=RequestStatus(status).value, detail=(detail or None) and detail[:500], done_at_ms=now_ms)
+        )
 
 
-def insert_cold_reading(engine: Engine, endpoint_id: int, vantage: str, request: dict, idle_s: float,
-                        idle_until_ms: int) -> int:
+def insert_cold_reading(
+    engine: Engine, endpoint_id: int, vantage: str, request: dict, idle_s: float, idle_until_ms: int
+) -> int:
     """Start a cold_reading row (state idle) for `request`; returns its id."""
     with engine.begin() as conn:
-        res = conn.execute(_COLD.insert().values(
-            endpoint_id=endpoint_id, vantage=vantage, request_id=request["id"], state=ColdState.IDLE.value,
-            idle_s=idle_s, requested_at_ms=request["requested_at_ms"], idle_until_ms=idle_until_ms, cold_attempts=0,
-            cold_status_503=0))
+        res = conn.execute(
+            _COLD.insert().values(
+                endpoint_id=endpoint_id,
+                vantage=vantage,
+                request_id=request["id"],
+                state=ColdState.IDLE.value,
+                idle_s=idle_s,
+                requested_at_ms=request["requested_at_ms"],
+                idle_until_ms=idle_until_ms,
+                cold_attempts=0,
+                cold_status_503=0,
+            )
+        )
         return int(res.inserted_primary_key[0])
 
 

@@ -89,23 +89,38 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
     notes = []
     if fresh:
         for f in st.get("task_failures", [])[-3:]:
-            notes.append(f"its {f['task']} task died at {_clock(int(f['at_ms']), fmt_ms)} ({f['error']}) and was restarted")
+            notes.append(
+                f"its {f['task']} task died at {_clock(int(f['at_ms']), fmt_ms)} ({f['error']}) and was restarted"
+            )
         if st.get("spooled_rows"):
             notes.append(f"{st['spooled_rows']} rows wait in its local spool for the database")
     tail = ("; " + "; ".join(notes)) if notes else ""
     if fresh and st.get("unsaved_rows") and st.get("unsaved_since_ms"):
         why = st.get("last_error") or "the database refused the write"
-        return WorkerReport("warning", f"The worker for vantage {name} is running but cannot write to the database: "
-                            f"buffering {st['unsaved_rows']} rows since {_clock(int(st['unsaved_since_ms']), fmt_ms)} "
-                            f"({why}); they are stored when the database recovers{tail}.", True)
+        return WorkerReport(
+            "warning",
+            f"The worker for vantage {name} is running but cannot write to the database: "
+            f"buffering {st['unsaved_rows']} rows since {_clock(int(st['unsaved_since_ms']), fmt_ms)} "
+            f"({why}); they are stored when the database recovers{tail}.",
+            True,
+        )
     if live:
         level = "warning" if notes else "ok"
         return WorkerReport(level, f"A worker is probing for vantage {name}{tail}.", True)
     if fresh and not st.get("holds_lease"):
         why = st.get("last_error")
-        return WorkerReport("warning", f"A worker for vantage {name} is running but does not hold the lease"
-                            + (f" ({why})" if why else " (another worker holds it, or it is starting)") + f"{tail}.", True)
+        return WorkerReport(
+            "warning",
+            f"A worker for vantage {name} is running but does not hold the lease"
+            + (f" ({why})" if why else " (another worker holds it, or it is starting)")
+            + f"{tail}.",
+            True,
+        )
     if fresh:
         return WorkerReport("warning", f"The worker for vantage {name} is running but its lease lapsed{tail}.", True)
-    return WorkerReport("warning", f"No worker is probing for vantage {name} right now: run `ttft-planner serve` "
-                        f"or `ttft-planner worker{' --vantage ' + vantage if vantage else ''}`.", False)
+    return WorkerReport(
+        "warning",
+        f"No worker is probing for vantage {name} right now: run `ttft-planner serve` "
+        f"or `ttft-planner worker{' --vantage ' + vantage if vantage else ''}`.",
+        False,
+    )

@@ -92,7 +92,9 @@ def load_worksheet(engine: Engine, name: str) -> Worksheet:
 def list_worksheets(engine: Engine) -> list[tuple[str, int]]:
     """(name, updated_at_ms) of every saved worksheet, newest first."""
     with session(engine) as s:
-        rows = s.exec(select(WorksheetRow.name, WorksheetRow.updated_at_ms).order_by(col(WorksheetRow.updated_at_ms).desc())).all()
+        rows = s.exec(
+            select(WorksheetRow.name, WorksheetRow.updated_at_ms).order_by(col(WorksheetRow.updated_at_ms).desc())
+        ).all()
     return [(r[0], r[1]) for r in rows]
 
 

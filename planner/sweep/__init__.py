@@ -10,4 +10,13 @@ from planner.sweep.curve import queueing_p95_ms
 from planner.sweep.knee import knee_of
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
 
-__all__ = ["ARRIVAL_KINDS", "SweepResult", "SweepSpec", "SweepStep", "arrival_offsets_s", "knee_of", "queueing_p95_ms", "run_sweep"]
+__all__ = [
+    "ARRIVAL_KINDS",
+    "SweepResult",
+    "SweepSpec",
+    "SweepStep",
+    "arrival_offsets_s",
+    "knee_of",
+    "queueing_p95_ms",
+    "run_sweep",
+]

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 __all__ = ["knee_of"]
 
 
-def knee_of(loads: Sequence[float], p95_ms: Sequence[float | None], target_p95_ms: float) -> tuple[float | None, float | None]:
+def knee_of(
+    loads: Sequence[float], p95_ms: Sequence[float | None], target_p95_ms: float
+) -> tuple[float | None, float | None]:
     """(knee, first load over the target) over steps in ascending load.
 
     knee: the last load before p95 first leaves the target (None when even the first step is over

@@ -112,8 +112,12 @@ class SweepResult:
 
 def _new_client(timeout_s: float) -> httpx.AsyncClient:
     # No pool limit (open loop must never queue in the client) and no kept connections (fresh per request).
-    return httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(timeout_s), verify=_shared_ssl_context(),
-                             limits=httpx.Limits(max_connections=None, max_keepalive_connections=0))
+    return httpx.AsyncClient(
+        trust_env=False,
+        timeout=httpx.Timeout(timeout_s),
+        verify=_shared_ssl_context(),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+    )
 
 
 async def _one(target: ProbeTarget, client: httpx.AsyncClient, done_at: list[float]) -> TtftSample:
@@ -153,17 +157,33 @@ async def _closed_loop(spec: SweepSpec, client: httpx.AsyncClient, concurrency: 
     return samples, [0.0], start, done_at, len(samples) / wall if wall > 0 else 0.0
 
 
-def _summarise(index: int, load: float, samples: list[TtftSample], lags: list[float], start: float,
-               done_at: list[float], offered: float, cpu_s: float) -> SweepStep:
+def _summarise(
+    index: int,
+    load: float,
+    samples: list[TtftSample],
+    lags: list[float],
+    start: float,
+    done_at: list[float],
+    offered: float,
+    cpu_s: float,
+) -> SweepStep:
     ok = [s for s in samples if s.ok]
     q = summarize([s.ttft_ms for s in ok], ps=(0.5, 0.95, 0.99))
     wall = (max(done_at) - start) if done_at else 0.0
     return SweepStep(
-        index=index, load=float(load), n_sent=len(samples), n_ok=len(ok),
-        ttft_p50_ms=q["p50"].value, ttft_p95_ms=q["p95"].value, ttft_p99_ms=q["p99"].value,
-        p95_reliable=q["p95"].reliable, p99_reliable=q["p99"].reliable,
-        offered_rps=offered, achieved_rps=len(ok) / wall if wall > 0 else 0.0,
-        send_lag_p95_ms=summarize(lags, ps=(0.95,))["p95"].value or 0.0, wall_s=wall,
+        index=index,
+        load=float(load),
+        n_sent=len(samples),
+        n_ok=len(ok),
+        ttft_p50_ms=q["p50"].value,
+        ttft_p95_ms=q["p95"].value,
+        ttft_p99_ms=q["p99"].value,
+        p95_reliable=q["p95"].reliable,
+        p99_reliable=q["p99"].reliable,
+        offered_rps=offered,
+        achieved_rps=len(ok) / wall if wall > 0 else 0.0,
+        send_lag_p95_ms=summarize(lags, ps=(0.95,))["p95"].value or 0.0,
+        wall_s=wall,
         client_cpu_ms_per_request=cpu_s * 1000 / len(samples) if samples else 0.0,
         errors_by_class=dict(Counter(str(s.error_class) for s in samples if not s.ok)),
     )
@@ -186,13 +206,22 @@ async def run_sweep(spec: SweepSpec, on_step: Callable[[SweepStep], None] | None
             steps.append(step)
             if on_step is not None:
                 on_step(step)
-            if spec.stop_after_knee and spec.target_p95_ms is not None and (
-                    step.ttft_p95_ms is None or step.ttft_p95_ms > spec.target_p95_ms):
+            if (
+                spec.stop_after_knee
+                and spec.target_p95_ms is not None
+                and (step.ttft_p95_ms is None or step.ttft_p95_ms > spec.target_p95_ms)
+            ):
                 break
     finally:
         await client.aclose()
     knee, over = (None, None)
     if spec.target_p95_ms is not None:
         knee, over = knee_of([s.load for s in steps], [s.ttft_p95_ms for s in steps], spec.target_p95_ms)
-    return SweepResult(spec=spec, steps=tuple(steps), started_at_ms=started, finished_at_ms=int(time.time() * 1000),
-                       knee_load=knee, over_load=over)
+    return SweepResult(
+        spec=spec,
+        steps=tuple(steps),
+        started_at_ms=started,
+        finished_at_ms=int(time.time() * 1000),
+        knee_load=knee,
+        over_load=over,
+    )

@@ -73,13 +73,22 @@ class Calibration:
         icpt, fixed = self.prefill.intercept_ms, self.fixed_hold_ms
         # The fixed server time holds the slot: it moves from rtt into overhead tokens at the prefill rate.
         overhead = max(0.0, self.prompt_overhead_tokens + (min(0.0, icpt) + fixed) * rate / 1000.0)
-        return (f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
-                f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - fixed):.0f},"
-                f"overhead_tokens={overhead:.0f}")
+        return (
+            f"dedicated:name={name},replicas=1,slots={self.effective_slots},prefill={rate:.0f},"
+            f"decode={self.decode_tokens_per_s:.1f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - fixed):.0f},"
+            f"overhead_tokens={overhead:.0f}"
+        )
 
 
-async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 1024), n: int = 5, decode_tokens: int = 64,
-                    concurrencies: tuple[int, ...] = (1, 2, 4), step_duration_s: float = 10.0) -> Calibration:
+async def calibrate(
+    target: ProbeTarget,
+    *,
+    lengths: tuple[int, ...] = (128, 1024),
+    n: int = 5,
+    decode_tokens: int = 64,
+    concurrencies: tuple[int, ...] = (1, 2, 4),
+    step_duration_s: float = 10.0,
+) -> Calibration:
     """Measure prefill, decode and parallelism of `target` (its prompt_tokens/max_tokens are ignored).
 
     Raises ValueError when a stage has no successful request (naming the stage and the first failure).
@@ -89,11 +98,12 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
     samples = []
     for _ in range(n):
         for length in lengths:
-            samples.append(await probe_once(replace(target, prompt_tokens=length, max_tokens=1),
-                                            max_attempts=1))
+            samples.append(await probe_once(replace(target, prompt_tokens=length, max_tokens=1), max_attempts=1))
     failed = [s for s in samples if not s.ok]
     if len(failed) == len(samples):
-        raise ValueError(f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})")
+        raise ValueError(
+            f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})"
+        )
     points, basis = fit_points(samples)
     fit = fit_prefill(points)
     overhead = 0.0
@@ -102,32 +112,48 @@ async def calibrate(target: ProbeTarget, *, lengths: tuple[int, ...] = (128, 102
 
     rates = []
     for _ in range(max(1, n // 2)):
-        s = await probe_once(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens),
-                             max_attempts=1)
+        s = await probe_once(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens), max_attempts=1)
         if s.ok and s.output_tokens and s.output_tokens > 1 and s.total_ms > s.ttft_ms:
             rates.append((s.output_tokens - 1) / ((s.total_ms - s.ttft_ms) / 1000))
     if not rates:
         raise ValueError("calibration, decode stage: no request generated two or more tokens")
 
     small = replace(target, prompt_tokens=lengths[0], max_tokens=_SWEEP_OUTPUT_TOKENS)
-    result = await run_sweep(SweepSpec(target=small, mode="concurrency", loads=tuple(float(c) for c in concurrencies),
-                                       step_duration_s=step_duration_s))
+    result = await run_sweep(
+        SweepSpec(
+            target=small,
+            mode="concurrency",
+            loads=tuple(float(c) for c in concurrencies),
+            step_duration_s=step_duration_s,
+        )
+    )
     if any(st.n_ok == 0 for st in result.steps):
         raise ValueError("calibration, parallelism stage: a concurrency step had no successful request")
     throughput = {int(st.load): st.achieved_rps for st in result.steps}
     latency = {int(st.load): st.load / st.achieved_rps * 1000 for st in result.steps}  # Little's law: W = L / λ
     decode = statistics.median(rates)
-    cal = Calibration(prefill=fit, token_basis=basis, decode_tokens_per_s=decode,
-                      throughput_by_concurrency=throughput, latency_ms_by_concurrency=latency,
-                      wall_s=0.0, prompt_overhead_tokens=overhead)
+    cal = Calibration(
+        prefill=fit,
+        token_basis=basis,
+        decode_tokens_per_s=decode,
+        throughput_by_concurrency=throughput,
+        latency_ms_by_concurrency=latency,
+        wall_s=0.0,
+        prompt_overhead_tokens=overhead,
+    )
     rate = fit.prefill_tokens_per_s
     if rate and cal.effective_slots <= _SATURATE_SLOTS_MAX:
         # Saturation stage: twice as many prefill-only requests in flight as slots keeps every slot busy, so each
         # slot's time per request is slots ÷ throughput; beyond the modelled prefill it is server work the fit
         # shows only as intercept (request set-up, tokenising, a new batch shape), and it holds the slot.
-        busy = await run_sweep(SweepSpec(target=replace(target, prompt_tokens=lengths[0], max_tokens=1),
-                                         mode="concurrency", loads=(2.0 * cal.effective_slots,),
-                                         step_duration_s=step_duration_s))
+        busy = await run_sweep(
+            SweepSpec(
+                target=replace(target, prompt_tokens=lengths[0], max_tokens=1),
+                mode="concurrency",
+                loads=(2.0 * cal.effective_slots,),
+                step_duration_s=step_duration_s,
+            )
+        )
         step = busy.steps[0]
         if step.n_ok and step.achieved_rps > 0:
             hold_ms = cal.effective_slots * 1000.0 / step.achieved_rps

@@ -72,11 +72,17 @@ class Serverless:
     def __post_init__(self) -> None:
         _check_counts(self.name, slots=self.slots_per_replica, max=self.max_replicas, gpus=self.gpus_per_replica)
         if not 0 <= self.min_replicas <= self.max_replicas:
-            raise SpecError(f"{self.name}: min replicas must be between 0 and max ({self.max_replicas}), got {self.min_replicas}")
+            raise SpecError(
+                f"{self.name}: min replicas must be between 0 and max ({self.max_replicas}), got {self.min_replicas}"
+            )
         _check_rates(self.name, prefill=self.prefill_tokens_per_s, decode=self.decode_tokens_per_s)
         _check_non_negative(
-            self.name, window=self.scale_down_window_s, cold=self.cold_start_s, rtt=self.rtt_ms,
-            usd_per_mtok=self.price_usd_per_mtok, usd_per_gpu_h=self.usd_per_gpu_h,
+            self.name,
+            window=self.scale_down_window_s,
+            cold=self.cold_start_s,
+            rtt=self.rtt_ms,
+            usd_per_mtok=self.price_usd_per_mtok,
+            usd_per_gpu_h=self.usd_per_gpu_h,
             overhead_tokens=self.prompt_overhead_tokens,
         )
 
@@ -111,8 +117,9 @@ class Dedicated:
     def __post_init__(self) -> None:
         _check_counts(self.name, replicas=self.replicas, slots=self.slots_per_replica, gpus=self.gpus_per_replica)
         _check_rates(self.name, prefill=self.prefill_tokens_per_s, decode=self.decode_tokens_per_s)
-        _check_non_negative(self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms,
-                            overhead_tokens=self.prompt_overhead_tokens)
+        _check_non_negative(
+            self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms, overhead_tokens=self.prompt_overhead_tokens
+        )
 
     @property
     def max_slots(self) -> int:
@@ -195,12 +202,15 @@ def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int:
     return Figure.typed(value, unit)
 
 
-def _fields(spec: str, pairs: dict[str, str], keys: dict[str, tuple[str, str | None]], kind: str,
-            defaults: Mapping[str, Figure]) -> dict:
+def _fields(
+    spec: str, pairs: dict[str, str], keys: dict[str, tuple[str, str | None]], kind: str, defaults: Mapping[str, Figure]
+) -> dict:
     usable = {k: f for k, f in defaults.items() if k in keys and k not in pairs and keys[k][1] == f.unit}
     missing = [k for k in _REQUIRED[kind] if k not in pairs and k not in usable]
     if missing:
-        raise SpecError(f"deployment {spec!r}: missing {', '.join(missing)} (a {kind} spec needs {', '.join(_REQUIRED[kind])})")
+        raise SpecError(
+            f"deployment {spec!r}: missing {', '.join(missing)} (a {kind} spec needs {', '.join(_REQUIRED[kind])})"
+        )
     out = {keys[k][0]: f for k, f in usable.items()}
     out.update({keys[k][0]: _convert(spec, k, v, keys[k][1]) for k, v in pairs.items()})
     return out
@@ -225,7 +235,9 @@ def defaults_from_worksheet(figures: Mapping[str, Figure]) -> dict[str, Figure]:
     return out
 
 
-def parse_deployment(spec: str, default_name: str | None = None, defaults: Mapping[str, Figure] | None = None) -> Deployment:
+def parse_deployment(
+    spec: str, default_name: str | None = None, defaults: Mapping[str, Figure] | None = None
+) -> Deployment:
     """Parse `serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3`
     or `dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40`.
 
@@ -255,7 +267,7 @@ def parse_deployment(spec: str, default_name: str | None = None, defaults: Mappi
         pairs[key] = value.strip()
     name = pairs.pop("name", None) or default_name or spec
     keys = SERVERLESS_KEYS if kind == "serverless" else DEDICATED_KEYS
-    overflow_pairs = {k[len(_OVERFLOW_PREFIX):]: v for k, v in pairs.items() if k.startswith(_OVERFLOW_PREFIX)}
+    overflow_pairs = {k[len(_OVERFLOW_PREFIX) :]: v for k, v in pairs.items() if k.startswith(_OVERFLOW_PREFIX)}
     unknown = [k for k in pairs if k not in keys and not (kind == "dedicated" and k.startswith(_OVERFLOW_PREFIX))]
     unknown += [_OVERFLOW_PREFIX + k for k in overflow_pairs if k not in SERVERLESS_KEYS]
     if unknown:
@@ -275,10 +287,13 @@ def parse_deployment(spec: str, default_name: str | None = None, defaults: Mappi
         lacking = [_OVERFLOW_PREFIX + k for k in ("max", "cold", "window") if k not in overflow_pairs]
         if lacking:
             raise SpecError(f"deployment {spec!r}: an overflow pool needs {', '.join(lacking)}")
-        inherited_figs = {k: getattr(dedicated, DEDICATED_KEYS[k][0])
-                          for k in ("prefill", "decode", "rtt", "overhead_tokens")}
-        overflow = Serverless(name=f"{name} overflow",
-                              **_fields(spec, overflow_pairs, SERVERLESS_KEYS, "serverless", {**defaults, **inherited_figs}))
+        inherited_figs = {
+            k: getattr(dedicated, DEDICATED_KEYS[k][0]) for k in ("prefill", "decode", "rtt", "overhead_tokens")
+        }
+        overflow = Serverless(
+            name=f"{name} overflow",
+            **_fields(spec, overflow_pairs, SERVERLESS_KEYS, "serverless", {**defaults, **inherited_figs}),
+        )
         return replace(dedicated, overflow=overflow)
     except SpecError as exc:
         if str(exc).startswith("deployment "):

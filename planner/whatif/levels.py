@@ -25,8 +25,9 @@ _MIN_PROMPT_TOKENS = 8
 
 
 def _hold_ms(trace: Trace, dep: Deployment) -> np.ndarray:
-    return service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value,
-                      dep.prompt_overhead_tokens.value)[1]
+    return service_ms(
+        trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value, dep.prompt_overhead_tokens.value
+    )[1]
 
 
 def utilisation(trace: Trace, dep: Deployment) -> float:
@@ -41,6 +42,7 @@ def scale_tokens(trace: Trace, dep: Deployment, mean_service_s: float) -> Trace:
     on `dep` is about `mean_service_s` (prompts at least 8 tokens, outputs at least 1, whole numbers)."""
     if not mean_service_s > 0:
         raise ValueError(f"mean service time must be > 0 s, got {mean_service_s}")
+
     def scaled(k: float) -> Trace:
         prompt = np.maximum(np.round(trace.prompt_tokens * k), _MIN_PROMPT_TOKENS)
         cached = np.minimum(np.round(trace.cached_tokens * k), prompt)
@@ -61,8 +63,13 @@ def at_utilisation(trace: Trace, dep: Deployment, rho: float) -> Trace:
         raise ValueError(f"utilisation must be > 0, got {rho}")
     factor = utilisation(trace, dep) / rho
     arrival = trace.arrival_ms[0] + (trace.arrival_ms - trace.arrival_ms[0]) * factor
-    return Trace(arrival, trace.prompt_tokens, trace.cached_tokens, trace.output_tokens,
-                 f"{trace.source} (time ×{factor:.3g}, ρ={rho:g})")
+    return Trace(
+        arrival,
+        trace.prompt_tokens,
+        trace.cached_tokens,
+        trace.output_tokens,
+        f"{trace.source} (time ×{factor:.3g}, ρ={rho:g})",
+    )
 
 
 def cap_gaps(trace: Trace, max_gap_ms: float) -> Trace:
@@ -74,5 +81,10 @@ def cap_gaps(trace: Trace, max_gap_ms: float) -> Trace:
     gaps = np.minimum(np.diff(trace.arrival_ms), max_gap_ms)
     arrival = trace.arrival_ms[0] + np.concatenate(([0.0], np.cumsum(gaps)))
     capped = int((np.diff(trace.arrival_ms) > max_gap_ms).sum())
-    return Trace(arrival, trace.prompt_tokens, trace.cached_tokens, trace.output_tokens,
-                 f"{trace.source} ({capped} gaps over {max_gap_ms / 1000:g} s cut to it)" if capped else trace.source)
+    return Trace(
+        arrival,
+        trace.prompt_tokens,
+        trace.cached_tokens,
+        trace.output_tokens,
+        f"{trace.source} ({capped} gaps over {max_gap_ms / 1000:g} s cut to it)" if capped else trace.source,
+    )

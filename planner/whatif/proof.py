@@ -91,9 +91,16 @@ class ProofResult:
 
     def table(self) -> list[dict]:
         return [
-            {"hour": h.hour, "n": h.n, "predicted_p50_ms": h.predicted_p50.value, "measured_p50_ms": h.measured_p50.value,
-             "predicted_p95_ms": h.predicted_p95.value, "measured_p95_ms": h.measured_p95.value,
-             "p95_error": h.p95_error_fraction, "enough": h.enough}
+            {
+                "hour": h.hour,
+                "n": h.n,
+                "predicted_p50_ms": h.predicted_p50.value,
+                "measured_p50_ms": h.measured_p50.value,
+                "predicted_p95_ms": h.predicted_p95.value,
+                "measured_p95_ms": h.measured_p95.value,
+                "p95_error": h.p95_error_fraction,
+                "enough": h.enough,
+            }
             for h in self.hours
         ]
 
@@ -105,25 +112,41 @@ def simulator_config_for(dep: Deployment, speedup: float, max_output_tokens: int
     min replicas, an overflow pool).
     """
     common = dict(
-        prefill_tokens_per_s=dep.prefill_tokens_per_s.value, decode_tokens_per_s=dep.decode_tokens_per_s.value,
-        base_overhead_ms=0.0, network_delay_ms=0.0, prefix_cache_tokens=0, load_curve=None, rate_429=0.0,
-        rate_5xx=0.0, ping_interval_s=0.0, max_output_tokens=max_output_tokens, speedup=speedup, seed=0,
+        prefill_tokens_per_s=dep.prefill_tokens_per_s.value,
+        decode_tokens_per_s=dep.decode_tokens_per_s.value,
+        base_overhead_ms=0.0,
+        network_delay_ms=0.0,
+        prefix_cache_tokens=0,
+        load_curve=None,
+        rate_429=0.0,
+        rate_5xx=0.0,
+        ping_interval_s=0.0,
+        max_output_tokens=max_output_tokens,
+        speedup=speedup,
+        seed=0,
     )
     if dep.prompt_overhead_tokens.value > 0:
-        raise ValueError(f"{dep.name}: the simulated endpoint prefills only the prompt; use overhead_tokens=0 "
-                         "for a proof")
+        raise ValueError(
+            f"{dep.name}: the simulated endpoint prefills only the prompt; use overhead_tokens=0 for a proof"
+        )
     if isinstance(dep, Serverless):
         if dep.max_replicas != 1 or dep.min_replicas != 0:
             raise ValueError(f"{dep.name}: the simulated endpoint is one replica; use max=1 and min=0 for a proof")
-        return SimulatorConfig(slots=dep.slots_per_replica, scale_down_window_s=dep.scale_down_window_s.value,
-                               cold_start_s=dep.cold_start_s.value, start_cold=True, **common)
+        return SimulatorConfig(
+            slots=dep.slots_per_replica,
+            scale_down_window_s=dep.scale_down_window_s.value,
+            cold_start_s=dep.cold_start_s.value,
+            start_cold=True,
+            **common,
+        )
     if isinstance(dep, Dedicated) and dep.overflow is None:
         return SimulatorConfig(slots=dep.replicas * dep.slots_per_replica, scale_down_window_s=None, **common)
     raise ValueError(f"{dep.name}: a dedicated deployment with overflow cannot be simulated by one endpoint")
 
 
-async def measure_trace(trace: Trace, base_url: str, speedup: float, timeout_s: float = 120.0,
-                        model: str = "sim-model") -> list[TtftSample]:
+async def measure_trace(
+    trace: Trace, base_url: str, speedup: float, timeout_s: float = 120.0, model: str = "sim-model"
+) -> list[TtftSample]:
     """Send every trace request at (arrival − first arrival) ÷ speedup from now; returns the samples in trace order.
 
     Each request is a fresh connection with a nonce-first prompt of its prompt tokens (at least 8) and
@@ -139,8 +162,9 @@ async def measure_trace(trace: Trace, base_url: str, speedup: float, timeout_s: 
 
         async def one(i: int) -> TtftSample:
             await asyncio.sleep(max(0.0, t0 + offsets_s[i] - loop.time()))
-            target = ProbeTarget(base_url=base_url, model=model, prompt_tokens=prompts[i], max_tokens=outputs[i],
-                                 timeout_s=timeout_s)
+            target = ProbeTarget(
+                base_url=base_url, model=model, prompt_tokens=prompts[i], max_tokens=outputs[i], timeout_s=timeout_s
+            )
             return await probe_once(target, client=client, max_attempts=1)
 
         return list(await asyncio.gather(*(one(i) for i in range(trace.n))))
@@ -163,8 +187,13 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     """
     if float(trace.cached_tokens.sum()) > 0:
         raise ValueError("the proof sends all-new prompts (nonce first): use a trace with cached_tokens = 0")
-    trace = Trace(trace.arrival_ms, np.maximum(trace.prompt_tokens, _MIN_PROMPT_TOKENS).round(),
-                  trace.cached_tokens, np.maximum(trace.output_tokens, 1).round(), trace.source)
+    trace = Trace(
+        trace.arrival_ms,
+        np.maximum(trace.prompt_tokens, _MIN_PROMPT_TOKENS).round(),
+        trace.cached_tokens,
+        np.maximum(trace.output_tokens, 1).round(),
+        trace.source,
+    )
     config = simulator_config_for(dep, speedup, max_output_tokens=int(trace.output_tokens.max()))
     loop = asyncio.new_event_loop()
     try:
@@ -185,9 +214,13 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     no_rtt = dataclasses.replace(dep, rtt_ms=Figure.typed(0, "ms"))
     warm = ok & (replay(no_rtt, trace).cold_ms == 0)
     basis = warm if warm.any() else ok
-    first_event_ms = np.array([s.first_event_ms * speedup if b else np.nan for s, b in zip(samples, basis, strict=True)])
+    first_event_ms = np.array(
+        [s.first_event_ms * speedup if b else np.nan for s, b in zip(samples, basis, strict=True)]
+    )
     network_ms = float(np.nanmedian(first_event_ms))
-    rtt = Figure(network_ms, "ms", Source.RTT, detail="loopback request → first event, warm requests", n=int(basis.sum()))
+    rtt = Figure(
+        network_ms, "ms", Source.RTT, detail="loopback request → first event, warm requests", n=int(basis.sum())
+    )
     predicted = replay(dataclasses.replace(dep, rtt_ms=rtt), trace)
     hours = hour_of_day(trace.arrival_ms, tz)
     rows = []
@@ -203,5 +236,15 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
         took = np.array([(s.total_ms - s.ttft_ms) * speedup for s, d in zip(samples, decoding, strict=True) if d])
         configured = (trace.output_tokens[decoding] - 1) / dep.decode_tokens_per_s.value * 1000.0
         overrun = float(np.median(took / configured)) - 1.0
-    return ProofResult(tuple(rows), trace.n, int((~ok).sum()), network_ms, speedup, wall_s, failures, overrun,
-                       predicted.cold_starts, endpoint_cold_starts)
+    return ProofResult(
+        tuple(rows),
+        trace.n,
+        int((~ok).sum()),
+        network_ms,
+        speedup,
+        wall_s,
+        failures,
+        overrun,
+        predicted.cold_starts,
+        endpoint_cold_starts,
+    )

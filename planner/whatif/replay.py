@@ -82,8 +82,9 @@ class Replay:
         return len(self.ttft_ms)
 
 
-def service_ms(trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: float,
-               prompt_overhead_tokens: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def service_ms(
+    trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: float, prompt_overhead_tokens: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """(prefill_ms, slot-holding ms) per request.
 
     Prefill: (uncached prompt tokens + the deployment's prompt overhead tokens: template, system prompt)
@@ -253,8 +254,9 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
     """
     n = trace.n
     max_wait_ms = max_wait_s * 1000.0
-    prefill, hold = service_ms(trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value,
-                               dep.prompt_overhead_tokens.value)
+    prefill, hold = service_ms(
+        trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value, dep.prompt_overhead_tokens.value
+    )
     _check_capacity(dep, trace, hold, max_wait_ms)
     arr_np = trace.arrival_ms
     t0 = float(arr_np[0])
@@ -283,12 +285,18 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
         start = arr_np.copy()
         idx = np.flatnonzero(overflow)
         if idx.size:
-            o_pre, o_hold = service_ms(trace.take(idx), sl_pool.prefill_tokens_per_s.value,
-                                       sl_pool.decode_tokens_per_s.value, sl_pool.prompt_overhead_tokens.value)
+            o_pre, o_hold = service_ms(
+                trace.take(idx),
+                sl_pool.prefill_tokens_per_s.value,
+                sl_pool.decode_tokens_per_s.value,
+                sl_pool.prompt_overhead_tokens.value,
+            )
             prefill[idx] = o_pre
             hold[idx] = o_hold
             network[idx] = sl_pool.rtt_ms.value
-            s, r, dyn_gpu_ms, pinned, cold_starts, o_peak = _pool(sl_pool, arr_np[idx].tolist(), o_hold.tolist(), t0, max_wait_ms)
+            s, r, dyn_gpu_ms, pinned, cold_starts, o_peak = _pool(
+                sl_pool, arr_np[idx].tolist(), o_hold.tolist(), t0, max_wait_ms
+            )
             start[idx] = s
             ready[idx] = r
             peak = o_peak

@@ -103,8 +103,14 @@ class CandidateResult:
             "n": self.n,
             **{f"{k}_ms": v.value for k, v in self.overall.items()},
             "hourly": [
-                {"hour": h.hour, "n": h.n, "p50_ms": h.p50.value, "p95_ms": h.p95.value, "p99_ms": h.p99.value,
-                 "p95_reliable": h.p95.reliable}
+                {
+                    "hour": h.hour,
+                    "n": h.n,
+                    "p50_ms": h.p50.value,
+                    "p95_ms": h.p95.value,
+                    "p99_ms": h.p99.value,
+                    "p95_reliable": h.p95.reliable,
+                }
                 for h in self.hourly
             ],
             "overall": {k: pc(v) for k, v in self.overall.items()},
@@ -148,29 +154,39 @@ class Comparison:
         rows = []
         for c in self.candidates:
             worst = max((h.p95.value for h in c.hourly if h.p95.reliable), default=None)
-            rows.append({
-                "candidate": c.name,
-                "kind": c.kind,
-                "p50_ms": c.overall["p50"].value if c.ok else None,
-                "p95_ms": c.overall["p95"].value if c.ok else None,
-                "p99_ms": c.overall["p99"].value if c.ok else None,
-                "worst_hour_p95_ms": worst,
-                f"share_within_{key}_target": c.share_meeting.get(key) if c.ok else None,
-                "meets_target": c.meets_target,
-                "gpu_hours": c.gpu_hours if c.ok else None,
-                "cost_usd": c.cost_usd if c.ok else None,
-                "usd_per_day": c.usd_per_day if c.ok else None,
-                "cheapest": c.name == self.cheapest,
-                "note": c.message,
-            })
+            rows.append(
+                {
+                    "candidate": c.name,
+                    "kind": c.kind,
+                    "p50_ms": c.overall["p50"].value if c.ok else None,
+                    "p95_ms": c.overall["p95"].value if c.ok else None,
+                    "p99_ms": c.overall["p99"].value if c.ok else None,
+                    "worst_hour_p95_ms": worst,
+                    f"share_within_{key}_target": c.share_meeting.get(key) if c.ok else None,
+                    "meets_target": c.meets_target,
+                    "gpu_hours": c.gpu_hours if c.ok else None,
+                    "cost_usd": c.cost_usd if c.ok else None,
+                    "usd_per_day": c.usd_per_day if c.ok else None,
+                    "cheapest": c.name == self.cheapest,
+                    "note": c.message,
+                }
+            )
         return pd.DataFrame(rows)
 
     def hourly_frame(self) -> pd.DataFrame:
         """Long frame: candidate, hour, n, p50_ms, p95_ms, p95_reliable (one row per candidate-hour)."""
         rows = [
-            {"candidate": c.name, "hour": h.hour, "n": h.n, "p50_ms": h.p50.value, "p95_ms": h.p95.value,
-             "p95_reliable": h.p95.reliable}
-            for c in self.candidates if c.ok for h in c.hourly
+            {
+                "candidate": c.name,
+                "hour": h.hour,
+                "n": h.n,
+                "p50_ms": h.p50.value,
+                "p95_ms": h.p95.value,
+                "p95_reliable": h.p95.reliable,
+            }
+            for c in self.candidates
+            if c.ok
+            for h in c.hourly
         ]
         return pd.DataFrame(rows, columns=["candidate", "hour", "n", "p50_ms", "p95_ms", "p95_reliable"])
 
@@ -178,7 +194,9 @@ class Comparison:
         """Long frame: candidate, segment, ms (mean over the candidate's p95 tail)."""
         rows = [
             {"candidate": c.name, "segment": s, "ms": c.tail_segments_ms[s]}
-            for c in self.candidates if c.ok for s in SEGMENT_KEYS
+            for c in self.candidates
+            if c.ok
+            for s in SEGMENT_KEYS
         ]
         return pd.DataFrame(rows, columns=["candidate", "segment", "ms"])
 
@@ -204,7 +222,7 @@ def _hourly(rep: Replay, tz: str) -> tuple[HourStat, ...]:
     out = []
     bounds = np.searchsorted(hs, np.arange(25))
     for h in range(24):
-        chunk = vals[bounds[h]:bounds[h + 1]]
+        chunk = vals[bounds[h] : bounds[h + 1]]
         if len(chunk):
             pc = percentiles_sorted(chunk)
             out.append(HourStat(h, len(chunk), pc["p50"], pc["p95"], pc["p99"]))
@@ -219,7 +237,8 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
     tail = rep.ttft_ms >= p95
     tail_segments = {k: float(getattr(rep, k)[tail].mean()) for k in SEGMENT_KEYS}
     share = {
-        it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n for it in (*interactions(), interaction)
+        it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n
+        for it in (*interactions(), interaction)
     }
     hourly = _hourly(rep, tz)
     reliable = [h for h in hourly if h.p95.reliable]

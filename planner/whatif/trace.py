@@ -16,8 +16,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "TraceError", "busiest_day", "grow", "hour_of_day", "read_trace", "read_trace_file",
-           "trace_from_frame"]
+__all__ = [
+    "Trace",
+    "TraceError",
+    "busiest_day",
+    "grow",
+    "hour_of_day",
+    "read_trace",
+    "read_trace_file",
+    "trace_from_frame",
+]
 
 _REQUIRED = ("ts_ms", "prompt_tokens")
 
@@ -58,8 +66,12 @@ class Trace:
     def take(self, mask_or_index: np.ndarray) -> Trace:
         """A sub-trace (boolean mask or index array, kept in arrival order)."""
         return Trace(
-            self.arrival_ms[mask_or_index], self.prompt_tokens[mask_or_index], self.cached_tokens[mask_or_index],
-            self.output_tokens[mask_or_index], self.source, self.notes,
+            self.arrival_ms[mask_or_index],
+            self.prompt_tokens[mask_or_index],
+            self.cached_tokens[mask_or_index],
+            self.output_tokens[mask_or_index],
+            self.source,
+            self.notes,
         )
 
 
@@ -97,9 +109,16 @@ def trace_from_frame(frame: pd.DataFrame, source: str = "log") -> Trace:
     return Trace(arrival, prompt, np.minimum(cached, prompt, out=cached), output, source)
 
 
-def read_trace(paths: Sequence[str | Path], tz: str = "UTC", *, fmt: str = "auto",
-               mapping: Mapping[str, str] | None = None, start: str | None = None,
-               cache_blocks: int | None = None, progress: Callable[[float, str], None] | None = None) -> Trace:
+def read_trace(
+    paths: Sequence[str | Path],
+    tz: str = "UTC",
+    *,
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    start: str | None = None,
+    cache_blocks: int | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> Trace:
     """Read request logs in any format `planner.logs.read_logs` knows (the same --format, --map, start date and
     prefix-cache size as `logs summarize`); `tz` is the zone of naive timestamps and of a relative trace's start.
     progress: called with (fraction of input bytes read 0..1, message), as read_logs calls it.
@@ -181,5 +200,11 @@ def grow(trace: Trace, growth: float, seed: int = 0, jitter_ms: float = 60_000.0
     arrival = np.clip(trace.arrival_ms[index] + shift, lo, hi)
     order = np.argsort(arrival, kind="stable")
     idx = index[order]
-    return Trace(arrival[order], trace.prompt_tokens[idx], trace.cached_tokens[idx], trace.output_tokens[idx], trace.source,
-                 trace.notes)
+    return Trace(
+        arrival[order],
+        trace.prompt_tokens[idx],
+        trace.cached_tokens[idx],
+        trace.output_tokens[idx],
+        trace.source,
+        trace.notes,
+    )

@@ -32,8 +32,15 @@ def first_line(exc: BaseException) -> str:
 class RowBuffer:
     """Unsaved probe rows of one worker and the flush that stores them (one flush at a time)."""
 
-    def __init__(self, engine: Engine, *, now_ms: Callable[[], int], flush_max_rows: int, max_rows: int,
-                 on_stored: Callable[[list[ProbeSampleRow]], None] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        now_ms: Callable[[], int],
+        flush_max_rows: int,
+        max_rows: int,
+        on_stored: Callable[[list[ProbeSampleRow]], None] | None = None,
+    ) -> None:
         self.engine = engine
         self._on_stored = on_stored  # told each batch once it is in the store (the worker's /metrics)
         self.rows: list[ProbeSampleRow] = []
@@ -77,8 +84,9 @@ class RowBuffer:
             except (SQLAlchemyError, OSError) as exc:
                 self.failed_flushes += 1
                 self.last_error = first_line(exc)[:300]
-                log.warning("could not store %d probe rows (kept in memory, will retry): %s", len(batch),
-                            self.last_error)
+                log.warning(
+                    "could not store %d probe rows (kept in memory, will retry): %s", len(batch), self.last_error
+                )
                 return
             del self.rows[: len(batch)]
             self.stored += len(batch)

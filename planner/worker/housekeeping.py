@@ -53,11 +53,13 @@ class Housekeeping:
                     next_req = mono + cfg.request_poll_s
                 await w.statuses.write()
                 if w.holds_lease and mono >= next_retention:
-                    res = await asyncio.to_thread(apply_retention, w.engine, w.clock.now_ms(), cfg.retention_days,
-                                                  vantage=cfg.vantage)
+                    res = await asyncio.to_thread(
+                        apply_retention, w.engine, w.clock.now_ms(), cfg.retention_days, vantage=cfg.vantage
+                    )
                     if res.deleted_samples:
-                        log.info("retention: rolled %d samples into %d hourly rollups", res.deleted_samples,
-                                 res.rollup_hours)
+                        log.info(
+                            "retention: rolled %d samples into %d hourly rollups", res.deleted_samples, res.rollup_hours
+                        )
                     next_retention = mono + cfg.retention_every_s
                 if w.holds_lease:
                     await asyncio.to_thread(w.team.tick, w.clock.now_ms(), holds_lease=True)

@@ -32,9 +32,12 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
     async def run_one(rid: int, msg: dict) -> None:
         try:
-            sample = await probe_once(ProbeTarget(**msg["target"]), api_key=msg.get("api_key"),
-                                      max_attempts=int(msg.get("max_attempts", 2)),
-                                      max_retry_wait_s=float(msg.get("max_retry_wait_s", 5.0)))
+            sample = await probe_once(
+                ProbeTarget(**msg["target"]),
+                api_key=msg.get("api_key"),
+                max_attempts=int(msg.get("max_attempts", 2)),
+                max_retry_wait_s=float(msg.get("max_retry_wait_s", 5.0)),
+            )
             out = {"id": rid, "sample": sample.to_dict()}
         except asyncio.CancelledError:
             return
@@ -100,8 +103,9 @@ def main() -> None:
             os.nice(int(sys.argv[sys.argv.index("--nice") + 1]))
         except (OSError, ValueError, IndexError):
             pass
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     gc.collect()
     gc.freeze()  # as the worker does: no full collection over start-up objects inside a timed probe
     try:  # as planner.cli.probe: uvloop has fewer wake-up hops between a read and its timestamp

@@ -17,7 +17,7 @@ it succeeds; healthy endpoints are measured in loops that only well-behaved
 streams share. (A new hostile endpoint, or one that turns hostile after a
 success, costs one probe's worth of capped reading — planner.probes.ttft's
 caps — in a clean lane before it moves.) The quarantine process runs at a lower CPU priority
-(nice 10), so on a machine short of cores the kernel serves the clean lanes first. 
+(nice 10), so on a machine short of cores the kernel serves the clean lanes first.
 
 A lane whose process dies fails its in-flight probes (the worker stores them as
 internal errors), is logged, and is restarted on its next probe.
@@ -86,8 +86,9 @@ class ProbePool:
         """Probe processes restarted after dying (for the log and the dashboard)."""
         return sum(lane.restarts for lane in self._lanes)
 
-    async def probe(self, target: Any, *, api_key: str | None, max_attempts: int, max_retry_wait_s: float,
-                    lane: int = 0) -> Any:
+    async def probe(
+        self, target: Any, *, api_key: str | None, max_attempts: int, max_retry_wait_s: float, lane: int = 0
+    ) -> Any:
         """A TtftSample for `target`, measured in lane `lane`'s process. Raises ProbeProcessError."""
         from planner.probes.ttft import TtftSample
 
@@ -97,8 +98,13 @@ class ProbePool:
         rid = next(self._ids)
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         ln.pending[rid] = fut
-        msg = {"id": rid, "target": dataclasses.asdict(target), "api_key": api_key,
-               "max_attempts": max_attempts, "max_retry_wait_s": max_retry_wait_s}
+        msg = {
+            "id": rid,
+            "target": dataclasses.asdict(target),
+            "api_key": api_key,
+            "max_attempts": max_attempts,
+            "max_retry_wait_s": max_retry_wait_s,
+        }
         try:
             ln.proc.stdin.write(json.dumps(msg).encode() + b"\n")
             await ln.proc.stdin.drain()
@@ -138,9 +144,15 @@ class ProbePool:
             env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
             try:
                 ln.proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "planner.worker.probe_child", *(["--nice", str(QUARANTINE_NICE)] if ln.index == 0 else []),
+                    sys.executable,
+                    "-m",
+                    "planner.worker.probe_child",
+                    *(["--nice", str(QUARANTINE_NICE)] if ln.index == 0 else []),
                     stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE, env=env, limit=1 << 20)
+                    stdout=asyncio.subprocess.PIPE,
+                    env=env,
+                    limit=1 << 20,
+                )
             except OSError as exc:
                 ln.proc = None
                 raise ProbeProcessError(f"cannot start a probe process: {exc}") from None

@@ -55,8 +55,9 @@ class RequestRunner:
         """Claim pending requests and start each as a task of the worker."""
         w = self.w
         mine = [e for e in w.endpoints if f"endpoint:{e}" in w.scheduler.jobs]
-        claimed = await asyncio.to_thread(claim_requests, w.engine, mine, w.config.vantage, w.config.holder,
-                                          w.clock.now_ms())
+        claimed = await asyncio.to_thread(
+            claim_requests, w.engine, mine, w.config.vantage, w.config.holder, w.clock.now_ms()
+        )
         for req in claimed:
             ep = w.endpoints.get(req["endpoint_id"])
             if ep is None:  # removed after the claim: say so instead of leaving it running
@@ -108,8 +109,9 @@ class RequestRunner:
             await self._wait_idle(key)
             last_end = w.last_probe_end_ms.get(ep.id, w.clock.now_ms())
             idle_until = last_end + int(idle_s * 1000)
-            reading_id = await asyncio.to_thread(insert_cold_reading, w.engine, ep.id, w.config.vantage, req, idle_s,
-                                                 idle_until)
+            reading_id = await asyncio.to_thread(
+                insert_cold_reading, w.engine, ep.id, w.config.vantage, req, idle_s, idle_until
+            )
             while w.clock.now_ms() < idle_until:
                 if w.stopping:
                     raise asyncio.CancelledError
@@ -124,29 +126,50 @@ class RequestRunner:
                 return s
 
             window = ep.scale_down_window_s
-            out = await cold.measure_cold_then_warm(one, cold_deadline_s=w.config.cold_deadline_s,
-                                                    max_backoff_s=min(5.0, window / 2) if window else 5.0,
-                                                    wall_ms=w.clock.now_ms)
+            out = await cold.measure_cold_then_warm(
+                one,
+                cold_deadline_s=w.config.cold_deadline_s,
+                max_backoff_s=min(5.0, window / 2) if window else 5.0,
+                wall_ms=w.clock.now_ms,
+            )
             rows = []
             gap = float((out.cold_started_at_ms or idle_until) - last_end)
             if out.cold_sample is not None:
-                row = sample_row(out.cold_sample, ep.id, w.config.vantage, SampleKind.COLD, out.cold_started_at_ms,
-                                 idle_gap_ms=gap)
+                row = sample_row(
+                    out.cold_sample, ep.id, w.config.vantage, SampleKind.COLD, out.cold_started_at_ms, idle_gap_ms=gap
+                )
                 row.attempts = out.attempts
                 if out.cold_ttft_ms is not None:
                     row.ttft_ms = out.cold_ttft_ms
                 rows.append(row)
             if out.warm_sample is not None:
-                rows.append(sample_row(out.warm_sample, ep.id, w.config.vantage, SampleKind.WARM,
-                                       out.warm_sample.started_at_ms, idle_gap_ms=0.0))
+                rows.append(
+                    sample_row(
+                        out.warm_sample,
+                        ep.id,
+                        w.config.vantage,
+                        SampleKind.WARM,
+                        out.warm_sample.started_at_ms,
+                        idle_gap_ms=0.0,
+                    )
+                )
             w.buffer.add(rows)
             await w.flush()
             warm = out.warm_sample.ttft_ms if out.warm_sample is not None else None
-            await asyncio.to_thread(update_cold_reading, w.engine, reading_id, state=out.state,
-                                    detail=out.detail or None, cold_started_at_ms=out.cold_started_at_ms,
-                                    cold_ttft_ms=out.cold_ttft_ms, cold_attempts=out.attempts,
-                                    cold_status_503=out.status_503, warm_ttft_ms=warm,
-                                    cold_minus_warm_ms=out.cold_minus_warm_ms, completed_at_ms=w.clock.now_ms())
+            await asyncio.to_thread(
+                update_cold_reading,
+                w.engine,
+                reading_id,
+                state=out.state,
+                detail=out.detail or None,
+                cold_started_at_ms=out.cold_started_at_ms,
+                cold_ttft_ms=out.cold_ttft_ms,
+                cold_attempts=out.attempts,
+                cold_status_503=out.status_503,
+                warm_ttft_ms=warm,
+                cold_minus_warm_ms=out.cold_minus_warm_ms,
+                completed_at_ms=w.clock.now_ms(),
+            )
             done = out.state == ColdState.DONE
             summary = f"cold {out.cold_ttft_ms:.0f} ms, warm {warm:.0f} ms" if done else out.detail
             await self._finish(req["id"], RequestStatus.DONE if done else RequestStatus.FAILED, summary)
@@ -155,8 +178,14 @@ class RequestRunner:
             detail = "the worker stopped during the cold reading" if stopped else str(exc)
             with contextlib.suppress(SQLAlchemyError):
                 if reading_id is not None:
-                    await asyncio.to_thread(update_cold_reading, w.engine, reading_id, state=ColdState.FAILED,
-                                            detail=detail, completed_at_ms=w.clock.now_ms())
+                    await asyncio.to_thread(
+                        update_cold_reading,
+                        w.engine,
+                        reading_id,
+                        state=ColdState.FAILED,
+                        detail=detail,
+                        completed_at_ms=w.clock.now_ms(),
+                    )
                 await self._finish(req["id"], RequestStatus.FAILED, detail)
         finally:
             w.cold_active.discard(ep.id)

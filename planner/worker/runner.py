@@ -101,15 +101,29 @@ class WorkerStats:
 
 def _target_for(ep: EndpointRow) -> ProbeTarget:
     timeout = min(ep.timeout_s, ep.interval_s * 0.9)
-    return ProbeTarget(base_url=ep.base_url, model=ep.model, protocol=ep.protocol, api_key_env=ep.api_key_env,
-                       prompt_tokens=ep.prompt_tokens, max_tokens=ep.max_tokens, timeout_s=timeout,
-                       keep_alive=ep.connection_policy == "keep-alive")
+    return ProbeTarget(
+        base_url=ep.base_url,
+        model=ep.model,
+        protocol=ep.protocol,
+        api_key_env=ep.api_key_env,
+        prompt_tokens=ep.prompt_tokens,
+        max_tokens=ep.max_tokens,
+        timeout_s=timeout,
+        keep_alive=ep.connection_policy == "keep-alive",
+    )
 
 
 def _skip_row(endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason: str) -> ProbeSampleRow:
-    return ProbeSampleRow(endpoint_id=endpoint_id, vantage=vantage, kind=SampleKind.SKIPPED.value,
-                          scheduled_at_ms=slot_ms, started_at_ms=now_ms, ok=False, error_class=ErrorClass.SKIPPED.value,
-                          error_detail=reason[:500])
+    return ProbeSampleRow(
+        endpoint_id=endpoint_id,
+        vantage=vantage,
+        kind=SampleKind.SKIPPED.value,
+        scheduled_at_ms=slot_ms,
+        started_at_ms=now_ms,
+        ok=False,
+        error_class=ErrorClass.SKIPPED.value,
+        error_detail=reason[:500],
+    )
 
 
 class Worker:
@@ -119,8 +133,14 @@ class Worker:
     (RowBuffer), `statuses` (EndpointStatuses), `requests` (RequestRunner), `housekeeping` (Housekeeping).
     """
 
-    def __init__(self, engine: Engine, config: WorkerConfig | None = None, *, clock: SteadyClock | None = None,
-                 probe: ProbeFn | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        config: WorkerConfig | None = None,
+        *,
+        clock: SteadyClock | None = None,
+        probe: ProbeFn | None = None,
+    ) -> None:
         self.engine = engine
         self.config = config or WorkerConfig()
         self.clock = clock or SteadyClock()
@@ -128,12 +148,23 @@ class Worker:
         self.scheduler = Scheduler()
         self.stats = WorkerStats()
         self.holds_lease = False
-        self.team = TeamHooks(engine, self.config.vantage, metrics_port=self.config.metrics_port,
-                              metrics_address=self.config.metrics_address, alerts_every_s=self.config.alerts_every_s)
-        self.buffer = RowBuffer(engine, now_ms=self.clock.now_ms, flush_max_rows=self.config.flush_max_rows,
-                                max_rows=self.config.max_buffer_rows, on_stored=self._stored)
-        self.statuses = EndpointStatuses(engine, self.config.vantage, now_ms=self.clock.now_ms,
-                                         next_slot_ms=self._next_slot_ms)
+        self.team = TeamHooks(
+            engine,
+            self.config.vantage,
+            metrics_port=self.config.metrics_port,
+            metrics_address=self.config.metrics_address,
+            alerts_every_s=self.config.alerts_every_s,
+        )
+        self.buffer = RowBuffer(
+            engine,
+            now_ms=self.clock.now_ms,
+            flush_max_rows=self.config.flush_max_rows,
+            max_rows=self.config.max_buffer_rows,
+            on_stored=self._stored,
+        )
+        self.statuses = EndpointStatuses(
+            engine, self.config.vantage, now_ms=self.clock.now_ms, next_slot_ms=self._next_slot_ms
+        )
         self.requests = RequestRunner(self)
         self.housekeeping = Housekeeping(self)
         self.endpoints: dict[int, EndpointRow] = {}
@@ -184,8 +215,10 @@ class Worker:
                 await self._pool.close()
                 self._pool = None
         self.team.start()
-        background = [self._supervise("housekeeping", self.housekeeping.run),
-                      self._supervise("flusher", self._flush_loop)]
+        background = [
+            self._supervise("housekeeping", self.housekeeping.run),
+            self._supervise("flusher", self._flush_loop),
+        ]
         try:
             await self._schedule_loop()
         finally:
@@ -205,15 +238,22 @@ class Worker:
                 await asyncio.wait_for(self.statuses.write(), timeout=left())
             if self.holds_lease:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.to_thread(leases.release, self.engine, self.config.vantage,
-                                                             self.config.holder), timeout=left())
+                    await asyncio.wait_for(
+                        asyncio.to_thread(leases.release, self.engine, self.config.vantage, self.config.holder),
+                        timeout=left(),
+                    )
                 self.holds_lease = False
             if self._pool is not None:
                 await self._pool.close()
             self.team.stop()
             self._publish_state(stopped=True)
-            log.info("worker stopped: %d probes, %d skipped slots, %d rows stored, %d spooled", self.stats.runs,
-                     self.stats.skipped, self.stats.stored, self.stats.spooled)
+            log.info(
+                "worker stopped: %d probes, %d skipped slots, %d rows stored, %d spooled",
+                self.stats.runs,
+                self.stats.skipped,
+                self.stats.stored,
+                self.stats.spooled,
+            )
 
     def _stored(self, rows: list[ProbeSampleRow]) -> None:
         self.team.on_stored(rows, {i: ep.name for i, ep in self.endpoints.items()})
@@ -232,8 +272,9 @@ class Worker:
                     raise
                 except Exception as exc:  # noqa: BLE001 - any bug: log, show, restart
                     log.exception("background task %s died: restarting it in %g s", name, backoff_s)
-                    self.task_failures.append({"task": name, "at_ms": self.clock.now_ms(),
-                                               "error": f"{type(exc).__name__}: {exc}"[:300]})
+                    self.task_failures.append(
+                        {"task": name, "at_ms": self.clock.now_ms(), "error": f"{type(exc).__name__}: {exc}"[:300]}
+                    )
                     del self.task_failures[:-10]
                     self._publish_state()
                     await asyncio.sleep(backoff_s)
@@ -265,12 +306,19 @@ class Worker:
         from planner.store import worker_state as state
 
         host, pid, _ = (self.config.holder.split(":") + ["", ""])[:3]
-        data = {"holder": self.config.holder, "host": host, "pid": int(pid) if pid.isdigit() else os.getpid(),
-                "vantage": self.config.vantage, "updated_at_ms": 0 if stopped else self.clock.now_ms(),
-                "holds_lease": self.holds_lease, "unsaved_rows": len(self.buffer.rows),
-                "unsaved_since_ms": self.buffer.unsaved_since_ms if self.buffer.rows else None,
-                "last_error": self.buffer.last_error, "spooled_rows": self.stats.spooled,
-                "task_failures": self.task_failures}
+        data = {
+            "holder": self.config.holder,
+            "host": host,
+            "pid": int(pid) if pid.isdigit() else os.getpid(),
+            "vantage": self.config.vantage,
+            "updated_at_ms": 0 if stopped else self.clock.now_ms(),
+            "holds_lease": self.holds_lease,
+            "unsaved_rows": len(self.buffer.rows),
+            "unsaved_since_ms": self.buffer.unsaved_since_ms if self.buffer.rows else None,
+            "last_error": self.buffer.last_error,
+            "spooled_rows": self.stats.spooled,
+            "task_failures": self.task_failures,
+        }
         try:
             state.write_state(self.engine, self.config.vantage, data)
         except OSError as exc:
@@ -332,8 +380,9 @@ class Worker:
 
     # --------------------------------------------------------------- probing
 
-    async def probe_sample(self, ep: EndpointRow, *, attempts: int | None = None,
-                           timeout_s: float | None = None) -> TtftSample | None:
+    async def probe_sample(
+        self, ep: EndpointRow, *, attempts: int | None = None, timeout_s: float | None = None
+    ) -> TtftSample | None:
         """One TtftSample for `ep`, or None (status set) when its API key is missing."""
         target = _target_for(ep)
         if timeout_s is not None:
@@ -351,8 +400,9 @@ class Worker:
         probe = self._probe or probe_once
         return await probe(target, api_key=api_key, max_attempts=n, max_retry_wait_s=wait_s)
 
-    async def probe_endpoint(self, ep: EndpointRow, slot_ms: int, kind: SampleKind,
-                             job_key: str | None) -> ProbeSampleRow | None:
+    async def probe_endpoint(
+        self, ep: EndpointRow, slot_ms: int, kind: SampleKind, job_key: str | None
+    ) -> ProbeSampleRow | None:
         """Probe `ep` for one slot and buffer its row; returns that row, or None when it was not probed
         (its API key is missing: the endpoint's status says so). Never raises."""
         try:
@@ -364,10 +414,17 @@ class Worker:
                 # Belt and braces: a probe never outlives its interval, whatever its retries do.
                 sample = await asyncio.wait_for(self.probe_sample(ep), timeout=max(ep.interval_s * 0.95, ep.timeout_s))
             except TimeoutError:
-                row = ProbeSampleRow(endpoint_id=ep.id, vantage=self.config.vantage, kind=kind.value,
-                                     scheduled_at_ms=slot_ms, started_at_ms=now, ok=False,
-                                     error_class=ErrorClass.READ_TIMEOUT.value, idle_gap_ms=gap,
-                                     error_detail=f"probe exceeded its slot deadline ({ep.interval_s:g} s)")
+                row = ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage=self.config.vantage,
+                    kind=kind.value,
+                    scheduled_at_ms=slot_ms,
+                    started_at_ms=now,
+                    ok=False,
+                    error_class=ErrorClass.READ_TIMEOUT.value,
+                    idle_gap_ms=gap,
+                    error_detail=f"probe exceeded its slot deadline ({ep.interval_s:g} s)",
+                )
             else:
                 if sample is None:
                     return None
@@ -378,10 +435,16 @@ class Worker:
             return row
         except Exception as exc:  # a bug in a probe must not kill the worker or stop the other endpoints
             log.exception("probe of endpoint %s failed unexpectedly", ep.name)
-            row = ProbeSampleRow(endpoint_id=ep.id, vantage=self.config.vantage, kind=kind.value,
-                                 scheduled_at_ms=slot_ms, started_at_ms=self.clock.now_ms(), ok=False,
-                                 error_class=ErrorClass.HTTP_ERROR.value,
-                                 error_detail=f"internal error: {type(exc).__name__}: {exc}"[:500])
+            row = ProbeSampleRow(
+                endpoint_id=ep.id,
+                vantage=self.config.vantage,
+                kind=kind.value,
+                scheduled_at_ms=slot_ms,
+                started_at_ms=self.clock.now_ms(),
+                ok=False,
+                error_class=ErrorClass.HTTP_ERROR.value,
+                error_detail=f"internal error: {type(exc).__name__}: {exc}"[:500],
+            )
             self.buffer.add([row])
             return row
         finally:
@@ -410,11 +473,16 @@ class Worker:
                 if not self.holds_lease:
                     # Measured samples are kept (a slot's probe wins over a skip).
                     before = len(self.buffer.rows)
-                    self.buffer.rows = [r for r in self.buffer.rows
-                                        if not (r.kind == SampleKind.SKIPPED and r.scheduled_at_ms > confirmed_ms)]
+                    self.buffer.rows = [
+                        r
+                        for r in self.buffer.rows
+                        if not (r.kind == SampleKind.SKIPPED and r.scheduled_at_ms > confirmed_ms)
+                    ]
                     if before != len(self.buffer.rows):
-                        log.warning("lost the lease while paused: dropped %d skipped-slot rows of the new holder's "
-                                    "slots", before - len(self.buffer.rows))
+                        log.warning(
+                            "lost the lease while paused: dropped %d skipped-slot rows of the new holder's slots",
+                            before - len(self.buffer.rows),
+                        )
             await self.buffer.flush_locked(final)
             self.stats.stored, self.stats.failed_flushes = self.buffer.stored, self.buffer.failed_flushes
 
@@ -433,21 +501,39 @@ class Worker:
         """Take or renew this vantage's lease; on taking it, load the schedule; on losing it, stand by."""
         prev = None
         if not self.holds_lease:
-            prev = next((r for r in await asyncio.to_thread(leases.current, self.engine)
-                         if r["vantage"] == self.config.vantage), None)
-        got = await asyncio.to_thread(leases.acquire, self.engine, self.config.vantage, self.config.holder,
-                                      self.clock.now_ms(), self.config.lease_ttl_s)
+            prev = next(
+                (
+                    r
+                    for r in await asyncio.to_thread(leases.current, self.engine)
+                    if r["vantage"] == self.config.vantage
+                ),
+                None,
+            )
+        got = await asyncio.to_thread(
+            leases.acquire,
+            self.engine,
+            self.config.vantage,
+            self.config.holder,
+            self.clock.now_ms(),
+            self.config.lease_ttl_s,
+        )
         if got and prev is not None and prev["holder"] != self.config.holder and prev["expires_at_ms"] != 0:
             # The previous holder never released its lease: it was killed. What it probed in its last moments
             # never reached the database; those slots are labelled as lost in a crash, not "not running".
             from planner.worker import state
 
             last = state.read_state(self.engine, self.config.vantage) or {}
-            alive_ms = max(int(prev["renewed_at_ms"]),
-                           int(last.get("updated_at_ms") or 0) if last.get("holder") == prev["holder"] else 0)
+            alive_ms = max(
+                int(prev["renewed_at_ms"]),
+                int(last.get("updated_at_ms") or 0) if last.get("holder") == prev["holder"] else 0,
+            )
             self._crashed_until_ms = alive_ms + int(self.config.lease_ttl_s * 1000 / 3)
-            log.warning("the previous worker of vantage %r (%s) did not stop cleanly; its last slots are "
-                        "labelled lost in a crash", self.config.vantage, prev["holder"])
+            log.warning(
+                "the previous worker of vantage %r (%s) did not stop cleanly; its last slots are "
+                "labelled lost in a crash",
+                self.config.vantage,
+                prev["holder"],
+            )
         if got:
             self._lease_checked_ms = self.clock.now_ms()
             self._woke_from_pause = False
@@ -482,9 +568,14 @@ class Worker:
                 continue
             keep.add(key)
             self.endpoints[ep.id] = ep
-            job = self.scheduler.add(key, int(round(ep.interval_s * 1000)), now, payload=ep,
-                                     last_slot_ms=last.get(ep.id) if initial else None,
-                                     crashed_until_ms=self._crashed_until_ms if initial else None)
+            job = self.scheduler.add(
+                key,
+                int(round(ep.interval_s * 1000)),
+                now,
+                payload=ep,
+                last_slot_ms=last.get(ep.id) if initial else None,
+                crashed_until_ms=self._crashed_until_ms if initial else None,
+            )
             if ep.id in self.cold_active:
                 job.paused = True
             if ep.id not in self.statuses.by_endpoint:
@@ -494,8 +585,12 @@ class Worker:
             interval_s = float(t.interval_s)
             if not 0 < interval_s <= RTT_INTERVAL_BOUNDS_S[1]:  # inf / NaN / huge from an older row: never scheduled
                 if key not in self._bad_rtt:
-                    log.error("RTT target %s is not probed: its interval %r s is not a finite number of seconds "
-                              "up to %g", t.region_id, t.interval_s, RTT_INTERVAL_BOUNDS_S[1])
+                    log.error(
+                        "RTT target %s is not probed: its interval %r s is not a finite number of seconds up to %g",
+                        t.region_id,
+                        t.interval_s,
+                        RTT_INTERVAL_BOUNDS_S[1],
+                    )
                     self._bad_rtt.add(key)
                 continue
             keep.add(key)
@@ -516,20 +611,23 @@ class Worker:
                 await asyncio.wait(pending, timeout=2.0)
 
 
-async def run_scheduled_rtt(engine: Engine, target_row: Any, vantage: str, *, n: int = 10,
-                            timeout_s: float = 3.0) -> None:
+async def run_scheduled_rtt(
+    engine: Engine, target_row: Any, vantage: str, *, n: int = 10, timeout_s: float = 3.0
+) -> None:
     """Measure one stored target (a planner.store.rtt.RttTargetRow) and store its samples with `vantage`.
 
     Called for each due row of scheduled_rtt_targets(). Network failures are stored as sample rows with an error
     class; only database errors propagate.
     """
-    result = await asyncio.to_thread(probe_rtt_target, target_row.target, region_id=target_row.region_id, n=n,
-                                     vantage=vantage, timeout_s=timeout_s)
+    result = await asyncio.to_thread(
+        probe_rtt_target, target_row.target, region_id=target_row.region_id, n=n, vantage=vantage, timeout_s=timeout_s
+    )
     await asyncio.to_thread(insert_rtt_samples, engine, result.records())
 
 
-async def run_worker(engine: Engine, config: WorkerConfig | None = None, *, install_signals: bool = True,
-                     worker: Worker | None = None) -> Worker:
+async def run_worker(
+    engine: Engine, config: WorkerConfig | None = None, *, install_signals: bool = True, worker: Worker | None = None
+) -> Worker:
     """Run a Worker until SIGTERM/SIGINT (or worker.request_stop()); returns it (with its stats)."""
     worker = worker or Worker(engine, config)
     loop = asyncio.get_running_loop()

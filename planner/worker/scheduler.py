@@ -156,8 +156,17 @@ class Scheduler:
     max_skips_per_gap: int = 1440
     jobs: dict[str, Job] = field(default_factory=dict)
 
-    def add(self, key: str, interval_ms: int, now_ms: int, *, last_slot_ms: int | None = None,
-            payload: object = None, jitter: bool = True, crashed_until_ms: int | None = None) -> Job:
+    def add(
+        self,
+        key: str,
+        interval_ms: int,
+        now_ms: int,
+        *,
+        last_slot_ms: int | None = None,
+        payload: object = None,
+        jitter: bool = True,
+        crashed_until_ms: int | None = None,
+    ) -> Job:
         """Add (or re-time) a job. With `last_slot_ms` (the newest slot already stored), the slots
         since then are reported as skipped by the next `due()`; without it the job starts at the
         first slot from now. `crashed_until_ms`: the previous worker died without stopping (kill -9)
@@ -165,9 +174,14 @@ class Scheduler:
         Raises ValueError for interval_ms ≤ 0."""
         offset = phase_offset_ms(key, interval_ms)
         old = self.jobs.get(key)
-        job = Job(key=key, interval_ms=interval_ms, offset_ms=offset,
-                  max_jitter_ms=max_jitter_ms_for(interval_ms) if jitter else 0,
-                  next_slot_ms=slot_at_or_after(now_ms, interval_ms, offset), payload=payload)
+        job = Job(
+            key=key,
+            interval_ms=interval_ms,
+            offset_ms=offset,
+            max_jitter_ms=max_jitter_ms_for(interval_ms) if jitter else 0,
+            next_slot_ms=slot_at_or_after(now_ms, interval_ms, offset),
+            payload=payload,
+        )
         if last_slot_ms is not None and last_slot_ms < now_ms:
             # Slots between the newest stored one and now passed while no worker ran: skipped, not late.
             first = slot_at_or_after(last_slot_ms + 1, interval_ms, offset)
@@ -202,8 +216,11 @@ class Scheduler:
                 if job.crashed_until_ms is not None and job.crashed_until_ms >= first:
                     crashed = min(count, (job.crashed_until_ms - first) // iv + 1)
                     out.extend(self._skips(job.key, first, crashed, iv, CRASH_REASON))
-                out.extend(self._skips(job.key, first + crashed * iv, count - crashed, iv,
-                                       "missed: the worker was not running"))
+                out.extend(
+                    self._skips(
+                        job.key, first + crashed * iv, count - crashed, iv, "missed: the worker was not running"
+                    )
+                )
             if job.fire_at_ms() > now_ms:
                 continue
             iv = job.interval_ms
@@ -213,19 +230,41 @@ class Scheduler:
                 latest -= iv
             passed_over = (latest - job.next_slot_ms) // iv
             if passed_over > 0:
-                out.extend(self._skips(job.key, job.next_slot_ms, passed_over, iv,
-                                       "missed: the worker was suspended or overloaded"))
+                out.extend(
+                    self._skips(
+                        job.key, job.next_slot_ms, passed_over, iv, "missed: the worker was suspended or overloaded"
+                    )
+                )
             fire = latest + jitter_ms(job.key, latest, job.max_jitter_ms)
             lateness = now_ms - fire
             if job.paused:
-                out.append(Action(job.key, latest, "skip", "paused for a cold reading", lateness,
-                                  cause="paused for a cold reading"))
+                out.append(
+                    Action(
+                        job.key,
+                        latest,
+                        "skip",
+                        "paused for a cold reading",
+                        lateness,
+                        cause="paused for a cold reading",
+                    )
+                )
             elif job.in_flight:
-                out.append(Action(job.key, latest, "skip", "previous probe still running", lateness,
-                                  cause="previous probe still running"))
+                out.append(
+                    Action(
+                        job.key,
+                        latest,
+                        "skip",
+                        "previous probe still running",
+                        lateness,
+                        cause="previous probe still running",
+                    )
+                )
             elif lateness > iv // 2:
-                out.append(Action(job.key, latest, "skip", f"late by {lateness} ms (process suspended?)", lateness,
-                                  cause="late"))
+                out.append(
+                    Action(
+                        job.key, latest, "skip", f"late by {lateness} ms (process suspended?)", lateness, cause="late"
+                    )
+                )
             else:
                 job.in_flight = True
                 out.append(Action(job.key, latest, "run", "", lateness))

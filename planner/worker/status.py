@@ -22,8 +22,9 @@ __all__ = ["EndpointStatuses"]
 class EndpointStatuses:
     """Endpoint id → its latest status for one vantage; `next_slot_ms(id)` supplies the schedule's next slot."""
 
-    def __init__(self, engine: Engine, vantage: str, *, now_ms: Callable[[], int],
-                 next_slot_ms: Callable[[int], int | None]) -> None:
+    def __init__(
+        self, engine: Engine, vantage: str, *, now_ms: Callable[[], int], next_slot_ms: Callable[[int], int | None]
+    ) -> None:
         self.engine = engine
         self.vantage = vantage
         self.by_endpoint: dict[int, dict[str, Any]] = {}
@@ -47,8 +48,13 @@ class EndpointStatuses:
         if row.ok:
             self.set(endpoint_id, EndpointState.OK, None, consecutive_failures=0, last_probe_at_ms=row.started_at_ms)
         else:
-            self.set(endpoint_id, EndpointState.FAILING, f"{row.error_class}: {row.error_detail or ''}"[:500],
-                     consecutive_failures=fails, last_probe_at_ms=row.started_at_ms)
+            self.set(
+                endpoint_id,
+                EndpointState.FAILING,
+                f"{row.error_class}: {row.error_detail or ''}"[:500],
+                consecutive_failures=fails,
+                last_probe_at_ms=row.started_at_ms,
+            )
 
     async def write(self) -> None:
         """Store the changed statuses; raises the database's error (they stay marked for the next write)."""

@@ -23,8 +23,15 @@ log = logging.getLogger("planner.worker")
 
 
 class TeamHooks:
-    def __init__(self, engine: Engine, vantage: str, *, metrics_port: int | None = None,
-                 metrics_address: str = "127.0.0.1", alerts_every_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        vantage: str,
+        *,
+        metrics_port: int | None = None,
+        metrics_address: str = "127.0.0.1",
+        alerts_every_s: float = 30.0,
+    ) -> None:
         self.engine = engine
         self.vantage = vantage
         self.metrics = WorkerMetrics() if metrics_port else None
@@ -73,5 +80,6 @@ class TeamHooks:
         if self.metrics is not None:
             frame = alert_store.series_frame(self.engine)
             frame = frame[frame["vantage"] == self.vantage]
-            self.metrics.set_alert_states(zip(frame["rule"], frame["endpoint"], frame["vantage"], frame["state"],
-                                              strict=True))
+            self.metrics.set_alert_states(
+                zip(frame["rule"], frame["endpoint"], frame["vantage"], frame["state"], strict=True)
+            )

@@ -28,8 +28,20 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery(monkeypat
     eng = open_store()
     now_ms = int(time.time() * 1000)
     seed_endpoint(eng, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-    store.add_rule(eng, Rule(name="chat p95", kind=AlertKind.P95_OVER, threshold=500, window_s=900, for_s=0,
-                             min_n=20, interaction="chat", webhook_env="NOT_SET_HOOK"), now_ms)
+    store.add_rule(
+        eng,
+        Rule(
+            name="chat p95",
+            kind=AlertKind.P95_OVER,
+            threshold=500,
+            window_s=900,
+            for_s=0,
+            min_n=20,
+            interaction="chat",
+            webhook_env="NOT_SET_HOOK",
+        ),
+        now_ms,
+    )
     evaluate_all(eng, now_ms)
     eng.dispose()
     at = _page()

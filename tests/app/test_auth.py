@@ -12,9 +12,13 @@ from planner.store import open_store
 from planner.store.audit import audit_log
 from tests.app.conftest import ROUTER
 
-AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "test-cookie-secret",
-        "client_id": "ttft-planner", "client_secret": "test-secret",
-        "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"}
+AUTH = {
+    "redirect_uri": "http://localhost:8501/oauth2callback",
+    "cookie_secret": "test-cookie-secret",
+    "client_id": "ttft-planner",
+    "client_secret": "test-secret",
+    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +72,10 @@ def test_an_admin_writes_and_the_audit_log_names_them():
     assert [r.name for r in store.load_rules(open_store())] == ["inline p95"]
     log = audit_log(open_store())
     assert (log.iloc[0]["actor"], log.iloc[0]["role"], log.iloc[0]["action"]) == (
-        "lead@example.com", "admin", "alert.write")
+        "lead@example.com",
+        "admin",
+        "alert.write",
+    )
     at.switch_page("views/admin.py").run()
     assert at.dataframe[0].value.iloc[0]["Who"] == "lead@example.com"
 
@@ -80,7 +87,10 @@ def test_an_editor_saves_a_worksheet_but_cannot_delete_it_or_add_an_endpoint():
     assert not at.exception and not at.error
     log = audit_log(open_store())
     assert (log.iloc[0]["actor"], log.iloc[0]["action"], log.iloc[0]["object_name"]) == (
-        "dev@example.com", "worksheet.save", "Team plan")
+        "dev@example.com",
+        "worksheet.save",
+        "Team plan",
+    )
     at.checkbox(key="delete_confirm").check().run()
     assert at.button(key="delete").disabled  # deleting is for admins
     at.switch_page("views/endpoints.py").run()

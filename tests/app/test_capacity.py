@@ -1,6 +1,5 @@
 """AppTest: the Capacity & cost page — break-even, weight loading, GPU fit, prefill, warm pool, worksheet hand-off."""
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -107,9 +106,18 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
     # 40 requests in the 09:00 UTC hour, 2 at 15:00: the peak clock hour has 40
     ts = [day + 9 * 3_600_000 + i * 30_000 for i in range(40)] + [day + 15 * 3_600_000, day + 15 * 3_600_000 + 60_000]
     n = len(ts)
-    frame = pd.DataFrame({"ts_ms": np.array(ts, dtype=np.int64), "model": ["m"] * n, "prompt_tokens": [2000] * n,
-                          "cached_tokens": [1500] * n, "output_tokens": [20] * n, "ttft_ms": [300.0] * n,
-                          "duration_ms": [5000.0] * n, "source": ["t"] * n})[list(COLUMNS)]
+    frame = pd.DataFrame(
+        {
+            "ts_ms": np.array(ts, dtype=np.int64),
+            "model": ["m"] * n,
+            "prompt_tokens": [2000] * n,
+            "cached_tokens": [1500] * n,
+            "output_tokens": [20] * n,
+            "ttft_ms": [300.0] * n,
+            "duration_ms": [5000.0] * n,
+            "source": ["t"] * n,
+        }
+    )[list(COLUMNS)]
     eng = open_store(database_url())
     upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
     eng.dispose()
@@ -133,14 +141,28 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     now = int(time.time() * 1000)
     eng = open_store(database_url())
     with session(eng) as s:
-        ep = EndpointRow(name="sim-local", base_url="http://127.0.0.1:9", model="m", created_at_ms=now, updated_at_ms=now)
+        ep = EndpointRow(
+            name="sim-local", base_url="http://127.0.0.1:9", model="m", created_at_ms=now, updated_at_ms=now
+        )
         s.add(ep)
         s.flush()
         ep_id = ep.id
     # 25 ms per 1K uncached tokens → 40,000 tokens/s
-    insert_samples(eng, [ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + i, started_at_ms=now + i, ok=True,
-                                        prompt_tokens=t, cached_tokens=0, ttft_ms=50 + 0.025 * t)
-                         for i, t in enumerate([256, 2048, 8192, 256, 2048, 8192])])
+    insert_samples(
+        eng,
+        [
+            ProbeSampleRow(
+                endpoint_id=ep_id,
+                scheduled_at_ms=now + i,
+                started_at_ms=now + i,
+                ok=True,
+                prompt_tokens=t,
+                cached_tokens=0,
+                ttft_ms=50 + 0.025 * t,
+            )
+            for i, t in enumerate([256, 2048, 8192, 256, 2048, 8192])
+        ],
+    )
     eng.dispose()
     open_page(app)
     assert "measured: sim-local" in app.radio(key="cap_pf_mode").options
@@ -154,9 +176,18 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
 
 def _seed_log(name: str, ts: list[int], tokens: int = 1000, duration_ms: float | None = None) -> int:
     n = len(ts)
-    frame = pd.DataFrame({"ts_ms": np.array(ts, dtype=np.int64), "model": ["m"] * n, "prompt_tokens": [tokens - 10] * n,
-                          "cached_tokens": [0] * n, "output_tokens": [10] * n, "ttft_ms": [np.nan] * n,
-                          "duration_ms": [np.nan if duration_ms is None else duration_ms] * n, "source": ["t"] * n})[list(COLUMNS)]
+    frame = pd.DataFrame(
+        {
+            "ts_ms": np.array(ts, dtype=np.int64),
+            "model": ["m"] * n,
+            "prompt_tokens": [tokens - 10] * n,
+            "cached_tokens": [0] * n,
+            "output_tokens": [10] * n,
+            "ttft_ms": [np.nan] * n,
+            "duration_ms": [np.nan if duration_ms is None else duration_ms] * n,
+            "source": ["t"] * n,
+        }
+    )[list(COLUMNS)]
     eng = open_store(database_url())
     upload_id = save_upload(eng, name, LogParseResult(frame=frame))
     eng.dispose()

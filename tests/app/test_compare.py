@@ -39,12 +39,16 @@ def test_decision_table_ranks_and_states_what_the_data_can_tell(app, seeded):
     _open(app, ["fast-a", "slow-b", "twin-c"])
     decision = app.dataframe[0].value
     assert decision["Endpoint"].tolist()[-1] == "slow-b"
-    assert decision["Compared with the leader"].iloc[1].startswith(("cannot yet tell apart from",
-                                                                    "practically equivalent to"))
+    assert (
+        decision["Compared with the leader"]
+        .iloc[1]
+        .startswith(("cannot yet tell apart from", "practically equivalent to"))
+    )
     assert any("decided by" in str(v) for v in decision.iloc[0])
     infos = [i.value for i in app.info]
-    assert any(("cannot yet tell" in m or "practically equivalent" in m) and "fast-a" in m and "twin-c" in m
-               for m in infos)
+    assert any(
+        ("cannot yet tell" in m or "practically equivalent" in m) and "fast-a" in m and "twin-c" in m for m in infos
+    )
     successes = [s.value for s in app.success]
     assert any("slow-b − fast-a" in m and "fast-a is faster" in m for m in successes)
 
@@ -88,10 +92,18 @@ def test_vantage_without_samples_shows_zero_n_not_a_winner(app, seeded):
 
 
 def test_cost_uses_the_capacity_page_inputs_when_present(app, seeded):
-    inputs = CostInputs(input_usd_per_mtok=1.0, cached_input_usd_per_mtok=1.0, output_usd_per_mtok=1.0,
-                        mix_uncached_input_tokens=1, mix_cached_input_tokens=0, mix_output_tokens=1,
-                        gpu_usd_per_hour=3.2, capacity_tokens_per_min=720_000, hourly_tokens=(1e6,) * 24,
-                        traffic_label="flat 1M/h")
+    inputs = CostInputs(
+        input_usd_per_mtok=1.0,
+        cached_input_usd_per_mtok=1.0,
+        output_usd_per_mtok=1.0,
+        mix_uncached_input_tokens=1,
+        mix_cached_input_tokens=0,
+        mix_output_tokens=1,
+        gpu_usd_per_hour=3.2,
+        capacity_tokens_per_min=720_000,
+        hourly_tokens=(1e6,) * 24,
+        traffic_label="flat 1M/h",
+    )
     app.session_state["cost_inputs"] = inputs.to_dict()
     _open(app, ["fast-a", "slow-b"])
     assert any("Capacity & cost page's inputs" in c.value for c in app.caption)

@@ -19,7 +19,9 @@ def _page() -> AppTest:
 
 def _fill(at, **values):
     for k, v in values.items():
-        widget = {"interval": at.number_input, "timeout": at.number_input, "window": at.number_input}.get(k, at.text_input)
+        widget = {"interval": at.number_input, "timeout": at.number_input, "window": at.number_input}.get(
+            k, at.text_input
+        )
         widget(key=f"add_{k}").set_value(v)
     [b for b in at.button if b.label == "Add endpoint"][0].click().run()
     assert not at.exception, at.exception
@@ -63,8 +65,10 @@ def test_duplicate_name_is_refused():
 
 
 def test_probing_faster_than_the_scale_down_window_is_flagged():
-    add_endpoint(open_store(), {"name": "hf", "base_url": "https://hf.example/v1", "model": "m", "interval_s": 60,
-                                "scale_down_window_s": 900})
+    add_endpoint(
+        open_store(),
+        {"name": "hf", "base_url": "https://hf.example/v1", "model": "m", "interval_s": 60, "scale_down_window_s": 900},
+    )
     at = _page()
     assert any("keep them warm" in i.value and "hf" in i.value for i in at.info)
 
@@ -89,8 +93,10 @@ def test_edit_and_remove():
 
 def test_toml_import_refreshes_the_table_and_says_what_it_did():
     at = _page()
-    toml = (b'[[endpoint]]\nname = "from-git"\nbase_url = "https://git.example/v1"\nmodel = "m"\n\n'
-            b'[[endpoint]]\nname = "broken"\nbase_url = "ftp://x.example"\nmodel = "m"\n')
+    toml = (
+        b'[[endpoint]]\nname = "from-git"\nbase_url = "https://git.example/v1"\nmodel = "m"\n\n'
+        b'[[endpoint]]\nname = "broken"\nbase_url = "ftp://x.example"\nmodel = "m"\n'
+    )
     at.file_uploader(key="endpoints_import").set_value([("endpoints.toml", toml, "application/toml")]).run()
     at.button(key="endpoints_do_import").click().run()
     assert not at.exception, at.exception
@@ -115,10 +121,13 @@ def test_catalog_picker_fills_the_form_and_shows_the_key_variable(monkeypatch):
     at.button(key="cat_fill").click().run()
     assert not at.exception, at.exception
     assert at.text_input(key="add_base_url").value == (
-        "https://acme-we.openai.azure.com/openai/deployments/gpt-4o-mini?api-version=2024-10-21")
+        "https://acme-we.openai.azure.com/openai/deployments/gpt-4o-mini?api-version=2024-10-21"
+    )
     assert at.selectbox(key="add_protocol").value == "azure-openai"
-    assert (at.text_input(key="add_key").value, at.text_input(key="add_region").value) == ("AZURE_OPENAI_API_KEY",
-                                                                                           "westeurope")
+    assert (at.text_input(key="add_key").value, at.text_input(key="add_region").value) == (
+        "AZURE_OPENAI_API_KEY",
+        "westeurope",
+    )
     [b for b in at.button if b.label == "Add endpoint"][0].click().run()
     [e] = list_endpoints(open_store())
     assert (e.name, e.provider, e.protocol) == ("azure-openai-gpt-4o-mini-westeurope", "Azure OpenAI", "azure-openai")

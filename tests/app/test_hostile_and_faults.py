@@ -30,7 +30,18 @@ SCRIPT = "<script>alert(1)</script>"
 FORMULA = '=HYPERLINK("http://attacker.invalid","x")'
 NAMES = [f"img {IMAGE}", f"js {SCRIPT}", FORMULA, "@SUM(A1:A9)"]
 UNESCAPED = re.compile(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|(?<!\\)<\s*(script|img)", re.IGNORECASE)
-MARKDOWN_ELEMENTS = ("markdown", "caption", "warning", "error", "info", "success", "title", "header", "subheader", "toast")
+MARKDOWN_ELEMENTS = (
+    "markdown",
+    "caption",
+    "warning",
+    "error",
+    "info",
+    "success",
+    "title",
+    "header",
+    "subheader",
+    "toast",
+)
 
 
 def _seed(url: str) -> None:
@@ -41,9 +52,16 @@ def _seed(url: str) -> None:
         for name in NAMES:
             eid = s.exec(sa.text("SELECT id FROM endpoint WHERE name = :n").bindparams(n=name)).scalar()
             for vantage in ("", "office"):
-                s.add(EndpointStatusRow(endpoint_id=eid, vantage=vantage, state="failing", consecutive_failures=5,
-                                        detail=f"HTTP 401 from https://api.example.com/v1: {IMAGE} {SCRIPT}",
-                                        updated_at_ms=int(time.time() * 1000)))
+                s.add(
+                    EndpointStatusRow(
+                        endpoint_id=eid,
+                        vantage=vantage,
+                        state="failing",
+                        consecutive_failures=5,
+                        detail=f"HTTP 401 from https://api.example.com/v1: {IMAGE} {SCRIPT}",
+                        updated_at_ms=int(time.time() * 1000),
+                    )
+                )
     eng.dispose()
 
 
@@ -82,8 +100,21 @@ def test_pages_show_hostile_names_and_bodies_as_text(hostile_store):
 def test_exports_carry_no_formula_script_or_image(hostile_store, tmp_path):
     out = tmp_path / "r.html"
     md, csv_path = tmp_path / "r.md", tmp_path / "r.csv"
-    args = ["report", "--out", str(out), "--markdown", str(md), "--csv", str(csv_path), "--database-url", hostile_store,
-            "--since", "2026-11-26", "--until", "2026-12-01"]
+    args = [
+        "report",
+        "--out",
+        str(out),
+        "--markdown",
+        str(md),
+        "--csv",
+        str(csv_path),
+        "--database-url",
+        hostile_store,
+        "--since",
+        "2026-11-26",
+        "--until",
+        "2026-12-01",
+    ]
     for name in NAMES:  # one --endpoints per name: names with commas and quotes pass whole
         args += ["--endpoints", name]
     res = CliRunner().invoke(cli, args)
@@ -145,13 +176,18 @@ def test_pages_with_postgres_down_are_one_sentence(pg_url, monkeypatch):
     admin = sa.create_engine(pg_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:  # the server goes away for this database: no new connections, old ones cut
         conn.execute(sa.text(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS false'))
-        conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db").bindparams(db=db))
+        conn.execute(
+            sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db").bindparams(db=db)
+        )
     try:
         for page in ("endpoints", "probes", "compare", "worksheet"):
             at.switch_page(f"views/{page}.py").run()
             assert not at.exception, (page, at.exception)
             errors = [e.value for e in at.error if "database" in e.value]
-            assert errors and ("unreachable" in errors[0] or "not available" in errors[0]), (page, [e.value for e in at.error])
+            assert errors and ("unreachable" in errors[0] or "not available" in errors[0]), (
+                page,
+                [e.value for e in at.error],
+            )
     finally:
         with admin.connect() as conn:
             conn.execute(sa.text(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS true'))

@@ -35,8 +35,11 @@ def _working_day_p95(lines: list[dict], tz: str = "UTC") -> int:
     import datetime as dt
     from zoneinfo import ZoneInfo
 
-    vals = sorted(r["usage"]["prompt_tokens"] for r in lines
-                  if (t := dt.datetime.fromtimestamp(r["created"], ZoneInfo(tz))).weekday() < 5 and 9 <= t.hour < 18)
+    vals = sorted(
+        r["usage"]["prompt_tokens"]
+        for r in lines
+        if (t := dt.datetime.fromtimestamp(r["created"], ZoneInfo(tz))).weekday() < 5 and 9 <= t.hour < 18
+    )
     return int(np.percentile(vals, 95, method="inverted_cdf"))
 
 

@@ -13,8 +13,7 @@ from planner.store import open_store
 from tests.app.conftest import ROUTER
 from tests.support.store_states import STATES, seed_state
 
-PAGES = ("worksheet", "probes", "endpoints", "regions", "logs", "capacity", "compare", "whatif", "alerts",
-         "admin")
+PAGES = ("worksheet", "probes", "endpoints", "regions", "logs", "capacity", "compare", "whatif", "alerts", "admin")
 BAD_WORD = re.compile(r"(?<![\w.])(nan|NaN|None|NaT)(?![\w])")
 SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
 # Known failures on pages of other work streams (fixed at merge); (page, state) pairs.

@@ -38,8 +38,17 @@ def _chart(at, title_part: str) -> dict:
 
 def _seed(interval_s=60.0, window_s=None, api_key_env=""):
     eng = open_store()
-    ep = add_endpoint(eng, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m", "interval_s": interval_s,
-                            "scale_down_window_s": window_s, "api_key_env": api_key_env})
+    ep = add_endpoint(
+        eng,
+        {
+            "name": "sim",
+            "base_url": "http://127.0.0.1:1/v1",
+            "model": "m",
+            "interval_s": interval_s,
+            "scale_down_window_s": window_s,
+            "api_key_env": api_key_env,
+        },
+    )
     now = int(time.time() * 1000) // HOUR * HOUR
     start = now - 24 * HOUR
     rows = []
@@ -47,12 +56,33 @@ def _seed(interval_s=60.0, window_s=None, api_key_env=""):
         t = start + k * 120_000
         hour = (t // HOUR) % 24
         ttft = 200.0 + (500.0 if hour == 14 else 0.0) + (k % 7)
-        rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                   ok=True, ttft_ms=ttft, headers_ms=ttft - 20, dns_ms=1.0, connect_ms=0.4))
+        rows.append(
+            ProbeSampleRow(
+                endpoint_id=ep.id,
+                vantage="",
+                kind="scheduled",
+                scheduled_at_ms=t,
+                started_at_ms=t,
+                ok=True,
+                ttft_ms=ttft,
+                headers_ms=ttft - 20,
+                dns_ms=1.0,
+                connect_ms=0.4,
+            )
+        )
     # 3 o'clock UTC is thin: only 5 samples (not enough for a p95).
     rows = [r for r in rows if not ((r.started_at_ms // HOUR) % 24 == 3 and (r.started_at_ms // 120_000) % 30 >= 5)]
-    rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=now - 1000,
-                               started_at_ms=now - 1000, ok=False, error_class="server_error"))
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=ep.id,
+            vantage="",
+            kind="scheduled",
+            scheduled_at_ms=now - 1000,
+            started_at_ms=now - 1000,
+            ok=False,
+            error_class="server_error",
+        )
+    )
     insert_samples(eng, rows)
     return eng, ep
 
@@ -105,10 +135,21 @@ def test_cold_reading_shows_and_feeds_segment_2():
     eng, ep = _seed(window_s=300.0)
     now = int(time.time() * 1000)
     with eng.begin() as c:
-        c.execute(sa.insert(ColdReadingRow.__table__).values(
-            endpoint_id=ep.id, vantage="", state="done", idle_s=330.0, requested_at_ms=now - 400_000,
-            cold_ttft_ms=21_400.0, warm_ttft_ms=250.0, cold_minus_warm_ms=21_150.0, cold_attempts=4, cold_status_503=3,
-            completed_at_ms=now))
+        c.execute(
+            sa.insert(ColdReadingRow.__table__).values(
+                endpoint_id=ep.id,
+                vantage="",
+                state="done",
+                idle_s=330.0,
+                requested_at_ms=now - 400_000,
+                cold_ttft_ms=21_400.0,
+                warm_ttft_ms=250.0,
+                cold_minus_warm_ms=21_150.0,
+                cold_attempts=4,
+                cold_status_503=3,
+                completed_at_ms=now,
+            )
+        )
     at = _page()
     # 60 s probes keep a 300 s scale-down window warm: the page says so, beside segment 2 (not as a warning first).
     assert any("keep this endpoint warm" in c.value for c in at.caption)
@@ -137,9 +178,14 @@ def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
     monkeypatch.delenv("PROBES_PAGE_KEY", raising=False)
     eng, ep = _seed(api_key_env="PROBES_PAGE_KEY")
     with eng.begin() as c:
-        c.execute(sa.text("INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, "
-                          "consecutive_failures, updated_at_ms) "
-                          "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"), {"e": ep.id})
+        c.execute(
+            sa.text(
+                "INSERT INTO endpoint_status (endpoint_id, vantage, state, detail, "
+                "consecutive_failures, updated_at_ms) "
+                "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"
+            ),
+            {"e": ep.id},
+        )
     lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
     at = _page()
     assert any("Key missing" in e.value and "PROBES_PAGE_KEY" in e.value for e in at.error)
@@ -167,16 +213,27 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     for start in (now - 95 * 24 * HOUR, now - 24 * HOUR):  # one day long gone (rolled up), one day of raw samples
         for k in range(24 * 6):  # every 10 minutes
             t = start + k * 600_000
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                       ok=True, ttft_ms=300.0 + k % 13))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    ttft_ms=300.0 + k % 13,
+                )
+            )
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
     at = _page()
     today = dt.datetime.now(dt.UTC).date()
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
     assert not at.exception, at.exception
-    assert any("hourly rollups" in i.value and "upper bound within ~12%" in i.value and "144 ok samples" in i.value
-               for i in at.info)
+    assert any(
+        "hourly rollups" in i.value and "upper bound within ~12%" in i.value and "144 ok samples" in i.value
+        for i in at.info
+    )
     assert any("from hourly histograms: upper bound within ~12%" in c.value for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Samples (n)"] == "288"  # n stays exact: 144 rolled up + 144 raw

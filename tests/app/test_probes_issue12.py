@@ -20,13 +20,27 @@ HOUR = 3_600_000
 
 
 def _endpoint(eng, name: str):
-    return add_endpoint(eng, {"name": name, "base_url": f"http://127.0.0.1:1/{name}/v1", "model": "m", "interval_s": 60})
+    return add_endpoint(
+        eng, {"name": name, "base_url": f"http://127.0.0.1:1/{name}/v1", "model": "m", "interval_s": 60}
+    )
 
 
 def _samples(eng, ep, start_ms: int, n: int, ttft_ms: float, step_ms: int = 60_000, kind: str = "scheduled"):
-    insert_samples(eng, [ProbeSampleRow(endpoint_id=ep.id, vantage="", kind=kind, scheduled_at_ms=start_ms + i * step_ms,
-                                        started_at_ms=start_ms + i * step_ms, ok=True, ttft_ms=ttft_ms + i % 5)
-                         for i in range(n)])
+    insert_samples(
+        eng,
+        [
+            ProbeSampleRow(
+                endpoint_id=ep.id,
+                vantage="",
+                kind=kind,
+                scheduled_at_ms=start_ms + i * step_ms,
+                started_at_ms=start_ms + i * step_ms,
+                ok=True,
+                ttft_ms=ttft_ms + i % 5,
+            )
+            for i in range(n)
+        ],
+    )
 
 
 def _this_hour() -> int:
@@ -41,9 +55,21 @@ def test_a_finished_cold_reading_with_no_detail_reads_cleanly_after_refresh():
     req = create_request(eng, ep.id, "cold_reading", idle_s=60)
     with eng.begin() as c:
         c.execute(sa.text("UPDATE probe_request SET status = 'done', detail = NULL WHERE id = :i"), {"i": req})
-        c.execute(sa.insert(ColdReadingRow.__table__).values(
-            endpoint_id=ep.id, vantage="", state="done", idle_s=60.0, requested_at_ms=now - 90_000, cold_ttft_ms=9_200.0,
-            warm_ttft_ms=200.0, cold_minus_warm_ms=9_000.0, cold_attempts=1, cold_status_503=0, completed_at_ms=now))
+        c.execute(
+            sa.insert(ColdReadingRow.__table__).values(
+                endpoint_id=ep.id,
+                vantage="",
+                state="done",
+                idle_s=60.0,
+                requested_at_ms=now - 90_000,
+                cold_ttft_ms=9_200.0,
+                warm_ttft_ms=200.0,
+                cold_minus_warm_ms=9_000.0,
+                cold_attempts=1,
+                cold_status_503=0,
+                completed_at_ms=now,
+            )
+        )
     at = _page()
     at.run()  # the next auto-refresh
     assert not at.exception, at.exception
@@ -60,12 +86,14 @@ def test_the_csv_download_belongs_to_the_endpoint_it_was_prepared_for():
     _samples(eng, a, _this_hour(), 4, 100.0)
     _samples(eng, b, _this_hour(), 7, 900.0)
     at = _page()
-    at.selectbox(key="probes_series").set_value(next(k for k in at.selectbox(key="probes_series").options
-                                                     if k.startswith("alpha"))).run()
+    at.selectbox(key="probes_series").set_value(
+        next(k for k in at.selectbox(key="probes_series").options if k.startswith("alpha"))
+    ).run()
     [x for x in at.button if x.label.startswith("Prepare CSV")][0].click().run()
     assert [d.label for d in at.get("download_button")] == ["Download CSV"]
-    at.selectbox(key="probes_series").set_value(next(k for k in at.selectbox(key="probes_series").options
-                                                     if k.startswith("beta"))).run()
+    at.selectbox(key="probes_series").set_value(
+        next(k for k in at.selectbox(key="probes_series").options if k.startswith("beta"))
+    ).run()
     assert not at.get("download_button")  # alpha's rows are never offered under beta's name
     assert any("prepare it again" in c.value for c in at.caption)
     [x for x in at.button if x.label.startswith("Prepare CSV")][0].click().run()
@@ -79,8 +107,20 @@ def test_segment_1_from_one_hour_says_why_and_offers_no_hand_off():
     ep = _endpoint(eng, "sim")
     start = _this_hour() - 2 * HOUR
     _samples(eng, ep, start, 60, 200.0)  # one full hour
-    insert_samples(eng, [ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="cold", scheduled_at_ms=start + 1,
-                                        started_at_ms=start + 1, ok=True, ttft_ms=9_000.0)])
+    insert_samples(
+        eng,
+        [
+            ProbeSampleRow(
+                endpoint_id=ep.id,
+                vantage="",
+                kind="cold",
+                scheduled_at_ms=start + 1,
+                started_at_ms=start + 1,
+                ok=True,
+                ttft_ms=9_000.0,
+            )
+        ],
+    )
     at = _page()
     assert not at.exception, at.exception
     assert any("at least 2 different hours of day" in i.value and "only" in i.value for i in at.info)
@@ -143,6 +183,9 @@ def test_the_page_uses_the_sidebars_time_zone_and_has_none_of_its_own():
     hod = _chart(at, "hour of day")
     assert "(Asia/Kolkata)" in hod["layout"]["title"]["text"]
     local_hour = dt.datetime.fromtimestamp(t / 1000, dt.timezone(dt.timedelta(hours=5, minutes=30))).hour
-    n = [row[0] for row in plotly_array(next(tr for tr in hod["data"] if tr["name"].startswith("p95, too few"))["customdata"])]
+    n = [
+        row[0]
+        for row in plotly_array(next(tr for tr in hod["data"] if tr["name"].startswith("p95, too few"))["customdata"])
+    ]
     assert n[local_hour] == 3
     assert any("Date range (Asia/Kolkata)" == d.label for d in at.date_input)

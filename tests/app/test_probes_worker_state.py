@@ -20,10 +20,23 @@ def test_a_buffering_worker_is_shown_as_running_and_buffering():
     add_endpoint(eng, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
     now = int(time.time() * 1000)
     # What the worker writes while its lease cannot be renewed (the database is full): no live lease row.
-    write_state(eng, "", {"holder": f"{socket.gethostname()}:{os.getpid()}:x", "host": socket.gethostname(),
-                          "pid": os.getpid(), "vantage": "", "updated_at_ms": now, "holds_lease": True,
-                          "unsaved_rows": 42, "unsaved_since_ms": now - 120_000,
-                          "last_error": "database or disk is full", "spooled_rows": 0, "task_failures": []})
+    write_state(
+        eng,
+        "",
+        {
+            "holder": f"{socket.gethostname()}:{os.getpid()}:x",
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "vantage": "",
+            "updated_at_ms": now,
+            "holds_lease": True,
+            "unsaved_rows": 42,
+            "unsaved_since_ms": now - 120_000,
+            "last_error": "database or disk is full",
+            "spooled_rows": 0,
+            "task_failures": [],
+        },
+    )
     at = AppTest.from_file(ROUTER, default_timeout=60)
     at.run()
     at.switch_page("views/probes.py").run()

@@ -25,9 +25,24 @@ def _page() -> AppTest:
 
 def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-timing", vantage="Berlin office"):
     now = int(time.time() * 1000)
-    return {"result": {"run_id": run_id, "vantage": vantage, "samples": [
-        {"region_id": region, "url": "https://dynamodb.eu-west-1.amazonaws.com/ping", "method": method, "rtt_ms": v,
-         "error_class": None, "error_detail": None, "measured_at_ms": now} for v in values]}}
+    return {
+        "result": {
+            "run_id": run_id,
+            "vantage": vantage,
+            "samples": [
+                {
+                    "region_id": region,
+                    "url": "https://dynamodb.eu-west-1.amazonaws.com/ping",
+                    "method": method,
+                    "rtt_ms": v,
+                    "error_class": None,
+                    "error_detail": None,
+                    "measured_at_ms": now,
+                }
+                for v in values
+            ],
+        }
+    }
 
 
 def _table(at):
@@ -68,10 +83,26 @@ def test_fallback_without_timing_allow_origin_is_labelled():
 def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
     eng = open_store()
     now = int(time.time() * 1000)
-    insert_rtt_samples(eng, [SampleRecord("aws-us-east-1", "x", "server", "tcp-connect", 80.0 + i, now, vantage="srv")
-                             for i in range(10)])
-    insert_rtt_samples(eng, [SampleRecord("openai-api", "x", "server", "dns", None, now, vantage="srv",
-                                      error_class="unresolvable", error_detail="'api.openai.com' did not resolve")])
+    insert_rtt_samples(
+        eng,
+        [SampleRecord("aws-us-east-1", "x", "server", "tcp-connect", 80.0 + i, now, vantage="srv") for i in range(10)],
+    )
+    insert_rtt_samples(
+        eng,
+        [
+            SampleRecord(
+                "openai-api",
+                "x",
+                "server",
+                "dns",
+                None,
+                now,
+                vantage="srv",
+                error_class="unresolvable",
+                error_detail="'api.openai.com' did not resolve",
+            )
+        ],
+    )
     at = _page()
     t = _table(at).set_index("region_id")
     assert t.loc["aws-us-east-1", "median_ms"] == 84.0 and t.loc["aws-us-east-1", "status"] == "ok"
@@ -134,7 +165,9 @@ def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
     assert json.loads(chart.proto.config)["topojsonURL"] == "app/static/topojson/"
     from pathlib import Path
 
-    assert (Path(__file__).resolve().parents[2] / "app" / "static" / "topojson" / "world_110m.json").stat().st_size > 100_000
+    assert (
+        Path(__file__).resolve().parents[2] / "app" / "static" / "topojson" / "world_110m.json"
+    ).stat().st_size > 100_000
     marker = next(t for t in json.loads(chart.proto.spec)["data"] if t.get("name") == "median RTT")["marker"]
     assert marker["cmin"] == 0.0 and marker["cmax"] >= 1.0  # never a −0.4…0.4 ms scale around one value
     # The server's own samples carry the one default vantage, shown in words.

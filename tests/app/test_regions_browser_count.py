@@ -12,9 +12,15 @@ from tests.app.conftest import ROUTER
 
 
 def _sample(region: str, rtt: float | None, error: str | None = None) -> dict:
-    return {"region_id": region, "url": f"https://{region}.example/ping", "method": "fetch-performance-now", "rtt_ms": rtt,
-            "error_class": error, "error_detail": None if error is None else "the browser blocked the request",
-            "measured_at_ms": int(time.time() * 1000)}
+    return {
+        "region_id": region,
+        "url": f"https://{region}.example/ping",
+        "method": "fetch-performance-now",
+        "rtt_ms": rtt,
+        "error_class": error,
+        "error_detail": None if error is None else "the browser blocked the request",
+        "measured_at_ms": int(time.time() * 1000),
+    }
 
 
 def _run(samples: list[dict]) -> AppTest:

@@ -29,11 +29,18 @@ def test_empty_store_says_how_to_run_a_sweep():
 
 
 def test_a_stored_sweep_shows_its_knee_curve_and_steps():
-    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=1000, base_overhead_ms=0,
-                          prefix_cache_tokens=0, seed=0)
+    cfg = SimulatorConfig(
+        slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=1000, base_overhead_ms=0, prefix_cache_tokens=0, seed=0
+    )
     with running_simulator(cfg) as url:
-        spec = SweepSpec(target=ProbeTarget(base_url=url, model="sim", prompt_tokens=400, max_tokens=2), mode="poisson",
-                         loads=(2.0, 15.0), step_duration_s=1.5, target_p95_ms=500, stop_after_knee=False)
+        spec = SweepSpec(
+            target=ProbeTarget(base_url=url, model="sim", prompt_tokens=400, max_tokens=2),
+            mode="poisson",
+            loads=(2.0, 15.0),
+            step_duration_s=1.5,
+            target_p95_ms=500,
+            stop_after_knee=False,
+        )
         result = asyncio.run(run_sweep(spec))
     eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
     store_sweep(eng, result, vantage="ci", tool_version="test")
@@ -56,4 +63,6 @@ def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     assert queue == f"{expected:,.0f} ms"
     at.button(key="sweep_use").click().run()
     assert not at.exception, at.exception
-    assert any("sweep #" in c.value.replace("\\", "") for c in at.caption), "\n".join(c.value for c in at.caption)  # on the worksheet, with provenance
+    assert any("sweep #" in c.value.replace("\\", "") for c in at.caption), "\n".join(
+        c.value for c in at.caption
+    )  # on the worksheet, with provenance

@@ -1,6 +1,5 @@
 """AppTest: the What-if page — pick a stored log, define candidates, see the table, the charts and the cheapest pick."""
 
-
 import numpy as np
 import pandas as pd
 
@@ -20,9 +19,18 @@ def store_log() -> int:
     rng = np.random.default_rng(1)
     ts = np.sort(DAY0_MS + rng.uniform(9, 17, 480) * 3_600_000).astype(np.int64)
     n = len(ts)
-    frame = pd.DataFrame({"ts_ms": ts, "model": ["m"] * n, "prompt_tokens": [4000] * n, "cached_tokens": [2000] * n,
-                          "output_tokens": [30] * n, "ttft_ms": [np.nan] * n, "duration_ms": [np.nan] * n,
-                          "source": ["team.jsonl"] * n})[list(COLUMNS)]
+    frame = pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": ["m"] * n,
+            "prompt_tokens": [4000] * n,
+            "cached_tokens": [2000] * n,
+            "output_tokens": [30] * n,
+            "ttft_ms": [np.nan] * n,
+            "duration_ms": [np.nan] * n,
+            "source": ["team.jsonl"] * n,
+        }
+    )[list(COLUMNS)]
     eng = open_store(database_url())
     upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
     eng.dispose()
@@ -97,7 +105,10 @@ def test_targets_come_from_the_worksheet_custom_types_included(app):
     open_page(app)
     target = app.selectbox(key="wi_interaction")
     assert target.value == "custom-review-bot"  # the worksheet's interaction in force
-    assert "Review bot · p95 ≤ 1,200 ms" in target.options and "Chat panel / single-file edit · p95 ≤ 800 ms" in target.options
+    assert (
+        "Review bot · p95 ≤ 1,200 ms" in target.options
+        and "Chat panel / single-file edit · p95 ≤ 800 ms" in target.options
+    )
     # the worksheet's network segment fills the RTT a candidate leaves out
     assert any("rtt = 25 ms (entered by hand)" in c.value for c in app.caption)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
@@ -131,7 +142,9 @@ def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
 
     store_log()
     at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.query_params.update({"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"})
+    at.query_params.update(
+        {"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"}
+    )
     at.switch_page("views/whatif.py").run()
     assert not at.exception
     assert at.number_input(key="wi_growth").value == 2

@@ -80,11 +80,14 @@ def test_compare_saved_worksheets_table_and_grouped_chart(app):
 
 def test_a_shared_url_reproduces_the_inputs():
     ws = Worksheet(interaction="inline", targets_ms={"inline": 250, "chat": 500, "agent": 1000})
-    ws = ws.with_figure("queue_ms", Figure.typed(35, "ms")).with_figure("cache_hit_fraction", Figure.typed(0.8, "fraction"))
+    ws = ws.with_figure("queue_ms", Figure.typed(35, "ms")).with_figure(
+        "cache_hit_fraction", Figure.typed(0.8, "fraction")
+    )
     at = AppTest.from_file(ROUTER, default_timeout=60)
     for part in query_for(ws, {"inline", "chat", "agent"}).split("&"):
         k, v = part.split("=")
         from urllib.parse import unquote_plus
+
         at.query_params[k] = unquote_plus(v)
     at.run()
     assert at.selectbox(key="interaction").value == "inline"
@@ -252,8 +255,13 @@ def test_the_per_type_table_reads_in_words_and_units(app):
     table = app.dataframe[0].value
     rows = table.set_index("Interaction").to_dict(orient="index")
     # 4,000 tokens × (1 − 0.5) at 12,000 tokens/s = 167 ms; inline: 200 − 60 − 0 − 80 = 60 ms
-    assert rows["Review bot"] == {"Target": "3,000 ms", "Prefill budget": "2,860 ms", "Needed": "167 ms",
-                                  "Max p95 prompt": "68,640 tokens", "Verdict": "fits"}
+    assert rows["Review bot"] == {
+        "Target": "3,000 ms",
+        "Prefill budget": "2,860 ms",
+        "Needed": "167 ms",
+        "Max p95 prompt": "68,640 tokens",
+        "Verdict": "fits",
+    }
     assert rows["Inline completion"]["Verdict"] == "prompt too long"
     assert "nan" not in table.to_string() and "None" not in table.to_string()
 

@@ -62,8 +62,9 @@ def artifacts_dir() -> Path:
 class StreamlitServer:
     """A `streamlit run app/streamlit_app.py` process with its own data directory."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *, port: int | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, data_dir: Path, env: dict[str, str] | None = None, *, port: int | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
@@ -71,11 +72,24 @@ class StreamlitServer:
         full_env.pop("TTFT_PLANNER_DATABASE_URL", None) if "TTFT_PLANNER_DATABASE_URL" not in (env or {}) else None
         self.log = open(data_dir / "streamlit.log", "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-             "--server.headless=true", f"--server.port={self.port}", "--server.address=127.0.0.1",
-             "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", "--server.enableStaticServing=true",
-             *args],
-            cwd=ROOT, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(ROOT / "app" / "streamlit_app.py"),
+                "--server.headless=true",
+                f"--server.port={self.port}",
+                "--server.address=127.0.0.1",
+                "--browser.gatherUsageStats=false",
+                "--server.fileWatcherType=none",
+                "--server.enableStaticServing=true",
+                *args,
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -111,4 +125,6 @@ def app_url(app_server) -> str:
 
 def wait_for_app(page) -> None:
     """Wait until the Streamlit script run has finished."""
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached", timeout=30_000)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
+        state="attached", timeout=30_000
+    )

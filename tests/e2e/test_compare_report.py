@@ -52,7 +52,9 @@ def _open_offline(browser: Browser, path: Path, shot: Path) -> list[str]:
     return tried
 
 
-def test_report_file_opens_with_no_network_and_its_charts_draw(browser: Browser, seeded_server, tmp_path, artifacts_dir):
+def test_report_file_opens_with_no_network_and_its_charts_draw(
+    browser: Browser, seeded_server, tmp_path, artifacts_dir
+):
     eng = open_store(f"sqlite:///{seeded_server.data_dir / 'planner.db'}")
     try:
         path = tmp_path / "report.html"
@@ -88,7 +90,11 @@ def test_download_button_gives_the_report(page: Page, browser: Browser, seeded_s
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{seeded_server.url}/compare")
     wait_for_app(page)
-    expect(page.get_by_text(re.compile("(cannot yet tell fast-a and twin-c apart|fast-a and twin-c are practically equivalent)")).first).to_be_visible(timeout=30_000)
+    expect(
+        page.get_by_text(
+            re.compile("(cannot yet tell fast-a and twin-c apart|fast-a and twin-c are practically equivalent)")
+        ).first
+    ).to_be_visible(timeout=30_000)
     page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
     page.screenshot(path=str(artifacts_dir / "compare.png"), full_page=True)
     with page.expect_download(timeout=30_000) as info:

@@ -11,8 +11,9 @@ from tests.e2e.test_journey_budget import pick
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = StreamlitServer(tmp_path_factory.mktemp("e2e-catalog"),
-                          env={"GROQ_API_KEY": "gsk_e2e_never_shown", "MISTRAL_API_KEY": ""})
+    srv = StreamlitServer(
+        tmp_path_factory.mktemp("e2e-catalog"), env={"GROQ_API_KEY": "gsk_e2e_never_shown", "MISTRAL_API_KEY": ""}
+    )
     yield srv
     srv.stop()
 
@@ -30,7 +31,8 @@ def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(server, page: Page, a
     page.get_by_role("button", name="Fill the form").click()
     wait_for_app(page)
     expect(page.get_by_role("textbox", name="Base URL", exact=True)).to_have_value(
-        "https://bedrock-runtime.eu-central-1.amazonaws.com")
+        "https://bedrock-runtime.eu-central-1.amazonaws.com"
+    )
     expect(page.get_by_role("textbox", name="Region", exact=True)).to_have_value("eu-central-1")
     page.get_by_role("button", name="Add endpoint").click()
     wait_for_app(page)

@@ -16,7 +16,9 @@ def _pages():
     raise AssertionError("PAGES not found in the router")
 
 
-@pytest.mark.parametrize("file, title, icon, url_path", _pages(), ids=lambda v: v if isinstance(v, str) and v.isidentifier() else None)
+@pytest.mark.parametrize(
+    "file, title, icon, url_path", _pages(), ids=lambda v: v if isinstance(v, str) and v.isidentifier() else None
+)
 def test_page_opens_by_deep_link(page: Page, app_url, artifacts_dir, file, title, icon, url_path):
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/{url_path}")

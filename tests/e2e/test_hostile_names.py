@@ -53,9 +53,16 @@ def hostile_url(attacker, tmp_path_factory):
     with session(eng) as s:
         for eid in s.exec(sa.text("SELECT id FROM endpoint")).scalars():
             for vantage in ("", "office"):
-                s.add(EndpointStatusRow(endpoint_id=eid, vantage=vantage, state="failing", consecutive_failures=5,
-                                        detail=f"HTTP 401 from https://api.example.com/v1: {image} <script>alert(1)</script>",
-                                        updated_at_ms=int(time.time() * 1000)))
+                s.add(
+                    EndpointStatusRow(
+                        endpoint_id=eid,
+                        vantage=vantage,
+                        state="failing",
+                        consecutive_failures=5,
+                        detail=f"HTTP 401 from https://api.example.com/v1: {image} <script>alert(1)</script>",
+                        updated_at_ms=int(time.time() * 1000),
+                    )
+                )
     eng.dispose()
     server = StreamlitServer(data)
     yield server.url
@@ -71,10 +78,15 @@ def test_outside_markup_is_text_and_never_fetched(page: Page, hostile_url, attac
     assert page.locator("[data-testid='stException']").count() == 0
     page.wait_for_timeout(1000)
     imgs = page.locator(f"img[src^='{attacker}']")
-    assert imgs.count() == 0, [imgs.nth(i).evaluate("e => { let p = e; for (let k = 0; k < 6 && p.parentElement; k++) p = p.parentElement;"
-                                                    " return p.outerHTML.slice(0, 600)"
-                                                    " + ' TESTID ' + (e.closest('[data-testid]') || {}).outerHTML?.slice(0, 80) + "
-                                                    "(e.closest('[data-testid]')||{getAttribute:()=>''}).getAttribute('data-testid') }") for i in range(imgs.count())]
+    assert imgs.count() == 0, [
+        imgs.nth(i).evaluate(
+            "e => { let p = e; for (let k = 0; k < 6 && p.parentElement; k++) p = p.parentElement;"
+            " return p.outerHTML.slice(0, 600)"
+            " + ' TESTID ' + (e.closest('[data-testid]') || {}).outerHTML?.slice(0, 80) + "
+            "(e.closest('[data-testid]')||{getAttribute:()=>''}).getAttribute('data-testid') }"
+        )
+        for i in range(imgs.count())
+    ]
     assert page.locator("script:has-text('alert(1)')").count() == 0
     if url_path != "compare":
         expect(page.locator("[data-testid='stAlert']").filter(has_text="![status](").first).to_be_visible()

@@ -136,10 +136,12 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     uncached = prompt * (1 - hit)
     needed_ms = uncached / rate * 1000
     max_uncached = budget_ms / 1000 * rate
-    plan_b = (f"{budget_ms:,} ms remain for prefill, but the p95 prompt's {uncached:,.0f} "
-              f"uncached tokens need {needed_ms:,.0f} ms. "
-              f"Shrink the uncached part of the p95 prompt to {max_uncached:,.0f} tokens "
-              f"(a {max_uncached / (1 - hit):,.0f}-token p95 prompt at a 50% cache-hit rate)")
+    plan_b = (
+        f"{budget_ms:,} ms remain for prefill, but the p95 prompt's {uncached:,.0f} "
+        f"uncached tokens need {needed_ms:,.0f} ms. "
+        f"Shrink the uncached part of the p95 prompt to {max_uncached:,.0f} tokens "
+        f"(a {max_uncached / (1 - hit):,.0f}-token p95 prompt at a 50% cache-hit rate)"
+    )
     expect(page.get_by_text(plan_b)).to_be_visible()
 
     # 6. open Plan A: its inputs, its provenance and its name come back

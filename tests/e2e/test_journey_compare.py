@@ -37,17 +37,30 @@ def two_endpoints(tmp_path_factory):
     now = int(time.time() * 1000)
     start = now - DAY_MS  # a day of probing, inside the page's default range (the last 7 days)
     values = {
-        "acme-sim-eu": seed_endpoint(eng, "acme-sim-eu", median_ms=300, n=24 * 40, seed=5, start_ms=start,
-                                     span_ms=DAY_MS - 60_000, vantage=""),
-        "simulated": seed_endpoint(eng, "simulated", median_ms=420, n=24 * 30, seed=6, start_ms=start,
-                                   span_ms=DAY_MS - 60_000, vantage=""),
+        "acme-sim-eu": seed_endpoint(
+            eng, "acme-sim-eu", median_ms=300, n=24 * 40, seed=5, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
+        ),
+        "simulated": seed_endpoint(
+            eng, "simulated", median_ms=420, n=24 * 30, seed=6, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
+        ),
     }
     with eng.begin() as c:
         eid = c.execute(sa.text("SELECT id FROM endpoint WHERE name = 'acme-sim-eu'")).scalar()
-        c.execute(sa.insert(ColdReadingRow.__table__).values(
-            endpoint_id=eid, vantage="", state="done", idle_s=330.0, requested_at_ms=now - 600_000, cold_ttft_ms=9_300.0,
-            warm_ttft_ms=300.0, cold_minus_warm_ms=9_000.0, cold_attempts=2, cold_status_503=1,
-            completed_at_ms=now - 200_000))
+        c.execute(
+            sa.insert(ColdReadingRow.__table__).values(
+                endpoint_id=eid,
+                vantage="",
+                state="done",
+                idle_s=330.0,
+                requested_at_ms=now - 600_000,
+                cold_ttft_ms=9_300.0,
+                warm_ttft_ms=300.0,
+                cold_minus_warm_ms=9_000.0,
+                cold_attempts=2,
+                cold_status_503=1,
+                completed_at_ms=now - 200_000,
+            )
+        )
     eng.dispose()
     server = StreamlitServer(data)
     yield server, values
@@ -72,8 +85,9 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     n = {k: len(v) for k, v in values.items()}
     p95 = {k: _nearest_rank(v, 0.95) for k, v in values.items()}
     # The difference sentence names each n beside its own endpoint.
-    expect(page.get_by_text(re.compile(rf"n={n['simulated']} for simulated, n={n['acme-sim-eu']} for acme-sim-eu"))
-           ).to_be_visible(timeout=60_000)
+    expect(
+        page.get_by_text(re.compile(rf"n={n['simulated']} for simulated, n={n['acme-sim-eu']} for acme-sim-eu"))
+    ).to_be_visible(timeout=60_000)
     expect(page.get_by_text(re.compile("Ranked by measured TTFT p95, lower first"))).to_be_visible()
     # simulated's worksheet: cold start missing, no verdict; acme's cold reading never appears under its name.
     sim = page.locator("[data-testid='stExpander']").filter(has_text="simulated: ")
@@ -102,8 +116,11 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     assert metrics["simulated"]["latest cold TTFT (ms)"][0] == "missing — no cold reading"
     assert metrics["simulated"]["TTFT p50 (ms)"][0] == f"{_nearest_rank(values['simulated'], 0.5):,.0f}"
     sheets = [r for r in _rows(doc.tables["worksheets"]) if r["Endpoint"][0] == "simulated"]
-    assert sheets and all(r["Weight loading (cold start)"][0] == "missing — not measured for this endpoint"
-                          and r["verdict"][0] == "No verdict" for r in sheets)
+    assert sheets and all(
+        r["Weight loading (cold start)"][0] == "missing — not measured for this endpoint"
+        and r["verdict"][0] == "No verdict"
+        for r in sheets
+    )
     assert not any("acme-sim-eu" in cell[0] for r in sheets for cell in r.values())
     diffs = doc.lists["differences"]
     assert any(f"n={n['simulated']} for simulated, n={n['acme-sim-eu']} for acme-sim-eu" in d for d in diffs)

@@ -44,10 +44,17 @@ def _nearest_rank(values: list[float], p: float) -> float:
 def _samples(eng, endpoint_id: int) -> list[tuple[int, float]]:
     """(started_at_ms, ttft_ms) of every sample (successful scheduled/manual probe) of an endpoint."""
     with eng.connect() as c:
-        return [(int(t), float(v)) for t, v in c.execute(sa.text(
-            "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e "
-            "AND ok AND ttft_ms IS NOT NULL "
-            "AND kind IN ('scheduled', 'manual')"), {"e": endpoint_id})]
+        return [
+            (int(t), float(v))
+            for t, v in c.execute(
+                sa.text(
+                    "SELECT started_at_ms, ttft_ms FROM probe_sample WHERE endpoint_id = :e "
+                    "AND ok AND ttft_ms IS NOT NULL "
+                    "AND kind IN ('scheduled', 'manual')"
+                ),
+                {"e": endpoint_id},
+            )
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +66,40 @@ def measured(tmp_path_factory):
     slow_cfg = SimulatorConfig(prefill_tokens_per_s=1e7, decode_tokens_per_s=2000, base_overhead_ms=SLOW_MS, seed=2)
     with running_simulator(fast_cfg) as fast_url, running_simulator(slow_cfg) as slow_url:
         eng = open_store(f"sqlite:///{data / 'planner.db'}")
-        fast = add_endpoint(eng, {"name": "fast-local", "base_url": fast_url, "model": "sim", "interval_s": 1,
-                                  "timeout_s": 0.9, "prompt_tokens": 50, "max_tokens": 4})
-        slow = add_endpoint(eng, {"name": "slow-local", "base_url": slow_url, "model": "sim", "interval_s": 1,
-                                  "timeout_s": 0.9, "prompt_tokens": 50, "max_tokens": 4})
+        fast = add_endpoint(
+            eng,
+            {
+                "name": "fast-local",
+                "base_url": fast_url,
+                "model": "sim",
+                "interval_s": 1,
+                "timeout_s": 0.9,
+                "prompt_tokens": 50,
+                "max_tokens": 4,
+            },
+        )
+        slow = add_endpoint(
+            eng,
+            {
+                "name": "slow-local",
+                "base_url": slow_url,
+                "model": "sim",
+                "interval_s": 1,
+                "timeout_s": 0.9,
+                "prompt_tokens": 50,
+                "max_tokens": 4,
+            },
+        )
         env = {**os.environ, **ENV, "TTFT_PLANNER_DATA_DIR": str(data)}
         env.pop("TTFT_PLANNER_DATABASE_URL", None)
         env.pop("TTFT_PLANNER_VANTAGE", None)
         with open(data / "worker.log", "w") as log:
-            worker = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker"],
-                                      env=env, stdout=log, stderr=subprocess.STDOUT)
+            worker = subprocess.Popen(
+                [sys.executable, "-c", "from planner.cli import main; main()", "worker"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             try:
                 deadline = time.monotonic() + 90
                 while time.monotonic() < deadline:
@@ -78,7 +109,9 @@ def measured(tmp_path_factory):
             finally:
                 worker.send_signal(signal.SIGTERM)
                 worker.wait(20)
-        assert min(len(_samples(eng, fast.id)), len(_samples(eng, slow.id))) >= 8, (data / "worker.log").read_text()[-2000:]
+        assert min(len(_samples(eng, fast.id)), len(_samples(eng, slow.id))) >= 8, (data / "worker.log").read_text()[
+            -2000:
+        ]
         # Two earlier hours of fast-local (3 days ago, hours far from now in the browser's zone): a quiet one at
         # ~60 ms and a busy one at ~500 ms, 25 samples each — enough for a p95 in both.
         now = dt.datetime.now().astimezone()
@@ -87,15 +120,36 @@ def measured(tmp_path_factory):
         rows = []
         for at, level in ((quiet_at, 60.0), (busy_at, 500.0)):
             t0 = int(at.timestamp() * 1000)
-            rows += [ProbeSampleRow(endpoint_id=fast.id, vantage="", kind="scheduled", scheduled_at_ms=t0 + i * 60_000,
-                                    started_at_ms=t0 + i * 60_000, ok=True, ttft_ms=level + 2 * i) for i in range(25)]
+            rows += [
+                ProbeSampleRow(
+                    endpoint_id=fast.id,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t0 + i * 60_000,
+                    started_at_ms=t0 + i * 60_000,
+                    ok=True,
+                    ttft_ms=level + 2 * i,
+                )
+                for i in range(25)
+            ]
         insert_samples(eng, rows)
         done = int(time.time() * 1000)
         with eng.begin() as c:
-            c.execute(sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=fast.id, vantage="", state="done", idle_s=90.0, requested_at_ms=done - 120_000,
-                cold_ttft_ms=7_540.0, warm_ttft_ms=41.0, cold_minus_warm_ms=7_499.0, cold_attempts=1,
-                cold_status_503=0, completed_at_ms=done))
+            c.execute(
+                sa.insert(ColdReadingRow.__table__).values(
+                    endpoint_id=fast.id,
+                    vantage="",
+                    state="done",
+                    idle_s=90.0,
+                    requested_at_ms=done - 120_000,
+                    cold_ttft_ms=7_540.0,
+                    warm_ttft_ms=41.0,
+                    cold_minus_warm_ms=7_499.0,
+                    cold_attempts=1,
+                    cold_status_503=0,
+                    completed_at_ms=done,
+                )
+            )
         target = serve_in_thread()
         add_target(eng, "local-box", f"{target.base_url}/ping", name="Local box", lat=52.5, lon=13.4, enabled=False)
         server = StreamlitServer(data, env=ENV)
@@ -142,7 +196,9 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     busy = [500.0 + 2 * i for i in range(25)]
     seg1 = _nearest_rank(busy, 0.95) - _nearest_rank(quiet, 0.5)
     assert _metric(page, "worst-hour p95 − quietest-hour p50") == f"{seg1:,.0f} ms"
-    expect(page.get_by_text(re.compile(rf"worst hour {busy_h:02d}:00 p95 .* quietest {quiet_h:02d}:00 p50"))).to_be_visible()
+    expect(
+        page.get_by_text(re.compile(rf"worst hour {busy_h:02d}:00 p95 .* quietest {quiet_h:02d}:00 p50"))
+    ).to_be_visible()
     assert _metric(page, "latest cold − warm") == "7,499 ms"
     page.get_by_role("button", name="Use in worksheet (segment 1)").click()
     wait_for_app(page)
@@ -167,8 +223,11 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     picker = page.get_by_role("combobox", name="Region figure")
     expect(picker).to_be_visible(timeout=60_000)
     rtts = load_samples(eng, region_ids=["local-box"], side="server")
-    ok = [float(v) for v, m, err in zip(rtts["rtt_ms"], rtts["method"], rtts["error_class"], strict=True)
-          if m == "tcp-connect" and (err is None or err != err) and v == v]  # the TCP connects: 1 round trip each
+    ok = [
+        float(v)
+        for v, m, err in zip(rtts["rtt_ms"], rtts["method"], rtts["error_class"], strict=True)
+        if m == "tcp-connect" and (err is None or err != err) and v == v
+    ]  # the TCP connects: 1 round trip each
     median = _nearest_rank(ok, 0.5)
     shown = picker.evaluate("el => el.value || el.getAttribute('aria-label') || el.textContent || ''")
     shown += " " + page.locator("[data-testid='stSelectbox']").filter(has=picker).inner_text()

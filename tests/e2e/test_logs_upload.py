@@ -39,11 +39,15 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
 def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app_url, artifacts_dir):
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/logs")
-    expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible(
+        timeout=60_000
+    )
     wait_for_app(page)
     chip = page.get_by_role("button", name="Remove litellm_spend_logs.csv")  # the uploaded file's chip
     for _ in range(3):  # a rerun right after the first load (the browser's time zone arriving) can redraw the uploader
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(SAMPLES / "litellm_spend_logs.csv"))
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
+            str(SAMPLES / "litellm_spend_logs.csv")
+        )
         try:
             expect(chip).to_be_visible(timeout=10_000)
             break

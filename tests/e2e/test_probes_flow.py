@@ -27,8 +27,12 @@ def stack(tmp_path_factory):
         env = {**os.environ, **ENV, "TTFT_PLANNER_DATA_DIR": str(data)}
         env.pop("TTFT_PLANNER_DATABASE_URL", None)
         log = open(data / "worker.log", "w")
-        worker = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker"],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [sys.executable, "-c", "from planner.cli import main; main()", "worker"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             yield server, sim_url, worker
         finally:

@@ -28,7 +28,9 @@ def targets(app_server):
     eng.dispose()
 
 
-def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(page: Page, app_url, targets, artifacts_dir):
+def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(
+    page: Page, app_url, targets, artifacts_dir
+):
     page.set_viewport_size({"width": 1400, "height": 1100})
     page.goto(f"{app_url}/regions?vantage=E2E+lab&regions=local-tao,local-no-tao")
     wait_for_app(page)

@@ -16,8 +16,9 @@ from tests.e2e.conftest import wait_for_app
 def test_world_map_draws_with_no_network(browser: Browser, app_server, app_url, artifacts_dir):
     eng = open_store(f"sqlite:///{app_server.data_dir / 'planner.db'}")
     now = int(time.time() * 1000)
-    insert_rtt_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 20.0 + i, now, vantage="")
-                         for i in range(10)])
+    insert_rtt_samples(
+        eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 20.0 + i, now, vantage="") for i in range(10)]
+    )
     eng.dispose()
     context = browser.new_context(viewport={"width": 1400, "height": 1100})
     own = urlparse(app_url).netloc

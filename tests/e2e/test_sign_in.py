@@ -22,8 +22,11 @@ from tests.e2e.conftest import StreamlitServer, free_port, wait_for_app
 @pytest.fixture(scope="module")
 def provider():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "oidc_provider_mock", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oidc_provider_mock", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -50,11 +53,13 @@ def signed_app(provider, tmp_path_factory):
         f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
         'cookie_secret = "a-long-random-string-for-the-test-only"\n'
         'client_id = "ttft-planner"\nclient_secret = "any-secret"\n'
-        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n')
+        f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
+    )
     roles = data / "roles.toml"
     roles.write_text('default_role = "viewer"\n[roles]\nadmin = ["lead@example.com"]\n')
-    server = StreamlitServer(data, {"TTFT_PLANNER_ROLES_FILE": str(roles)}, port=port,
-                             args=(f"--secrets.files={secrets}",))
+    server = StreamlitServer(
+        data, {"TTFT_PLANNER_ROLES_FILE": str(roles)}, port=port, args=(f"--secrets.files={secrets}",)
+    )
     yield server
     server.stop()
 
@@ -114,7 +119,10 @@ def test_an_admin_adds_a_rule_and_the_audit_log_names_them(page: Page, signed_ap
     assert [r.name for r in alert_store.load_rules(engine)] == ["chat p95"]
     log = audit_log(engine)
     assert (log.iloc[0]["actor"], log.iloc[0]["role"], log.iloc[0]["action"]) == (
-        "lead@example.com", "admin", "alert.write")
+        "lead@example.com",
+        "admin",
+        "alert.write",
+    )
     page.goto(signed_app.url + "/admin")
     wait_for_app(page)
     expect(page.get_by_text("lead@example.com").first).to_be_visible()

@@ -82,15 +82,25 @@ def receivers(monkeypatch):
 
 
 def _script(delay_s: float) -> Script:
-    return Script(steps=[Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-                         Step(sse(chat_chunk({"content": "w0"})), delay_s=delay_s, content=True),
-                         Step(sse(usage_chunk(60, 1)) + b"data: [DONE]\n\n")])
+    return Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+            Step(sse(chat_chunk({"content": "w0"})), delay_s=delay_s, content=True),
+            Step(sse(usage_chunk(60, 1)) + b"data: [DONE]\n\n"),
+        ]
+    )
 
 
 def _cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url}
-    out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", *args], capture_output=True,
-                         text=True, timeout=120, env=env, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", "from planner.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     return out
 
@@ -101,14 +111,47 @@ def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(tmp_pat
     engine = open_store(db_url)
     delay = {"s": 0.01}
     window_s = 6.0
-    _cli(db_url, "alerts", "add", "chat-p95", "--threshold", "200", "--window-min", str(window_s / 60),
-         "--for-min", str(1 / 60), "--min-n", "3", "--webhook-env", "TEAM_HOOK", "--webhook-format", "slack",
-         "--email", "oncall@example.com")
+    _cli(
+        db_url,
+        "alerts",
+        "add",
+        "chat-p95",
+        "--threshold",
+        "200",
+        "--window-min",
+        str(window_s / 60),
+        "--for-min",
+        str(1 / 60),
+        "--min-n",
+        "3",
+        "--webhook-env",
+        "TEAM_HOOK",
+        "--webhook-format",
+        "slack",
+        "--email",
+        "oncall@example.com",
+    )
 
     with ScriptedServer(lambda i, req: _script(delay["s"])) as srv:
+
         def probe(n: int) -> None:
-            _cli(db_url, "probe", "--base-url", srv.url, "--model", "m", "-n", str(n), "--interval", "0.05",
-                 "--prompt-tokens", "40", "--max-tokens", "1", "--store")
+            _cli(
+                db_url,
+                "probe",
+                "--base-url",
+                srv.url,
+                "--model",
+                "m",
+                "-n",
+                str(n),
+                "--interval",
+                "0.05",
+                "--prompt-tokens",
+                "40",
+                "--max-tokens",
+                "1",
+                "--store",
+            )
 
         def evaluate() -> list[tuple[str, str, str]]:
             return evaluate_all(engine, int(time.time() * 1000)).transitions
@@ -153,8 +196,19 @@ def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(tmp_path, monke
         engine = open_store(f"sqlite:///{tmp_path / 'retry.db'}")
         now_ms = int(time.time() * 1000)
         seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-        store.add_rule(engine, Rule(name="p95", kind=AlertKind.P95_OVER, threshold=500, window_s=900, for_s=0,
-                                    min_n=20, webhook_env="TEAM_HOOK"), now_ms)
+        store.add_rule(
+            engine,
+            Rule(
+                name="p95",
+                kind=AlertKind.P95_OVER,
+                threshold=500,
+                window_s=900,
+                for_s=0,
+                min_n=20,
+                webhook_env="TEAM_HOOK",
+            ),
+            now_ms,
+        )
         first = evaluate_all(engine, now_ms)
         assert [t for _, _, t in first.transitions] == ["firing"]
         assert first.delivered == 0 and "answered HTTP 500" in first.failed[0]
@@ -177,8 +231,19 @@ def test_each_vantage_evaluates_only_its_own_series(tmp_path, monkeypatch):
         engine = open_store(f"sqlite:///{tmp_path / 'vantage.db'}")
         now_ms = int(time.time() * 1000)
         seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-        store.add_rule(engine, Rule(name="p95", kind=AlertKind.P95_OVER, threshold=500, window_s=900, for_s=0,
-                                    min_n=20, webhook_env="TEAM_HOOK"), now_ms)
+        store.add_rule(
+            engine,
+            Rule(
+                name="p95",
+                kind=AlertKind.P95_OVER,
+                threshold=500,
+                window_s=900,
+                for_s=0,
+                min_n=20,
+                webhook_env="TEAM_HOOK",
+            ),
+            now_ms,
+        )
         other = evaluate_all(engine, now_ms, vantage="eu-central")  # another vantage's worker: not its series
         assert (other.series, other.transitions, hook.posts) == (0, [], 0)
         own = evaluate_all(engine, now_ms, vantage="")

@@ -42,12 +42,15 @@ def test_default_none_refuses_and_writes_follow_the_role(tmp_path):
     assert not allowed(None, "worksheet.save") and not allowed(Role.ADMIN, "no.such.action")
 
 
-@pytest.mark.parametrize("text, named", [
-    ('[roles]\nowner = ["a@b.c"]\n', "owner"),
-    ('[roles]\nadmin = "a@b.c"\n', "[roles] admin"),
-    ('default_role = "boss"\n', "default_role"),
-    ("[roles\n", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ('[roles]\nowner = ["a@b.c"]\n', "owner"),
+        ('[roles]\nadmin = "a@b.c"\n', "[roles] admin"),
+        ('default_role = "boss"\n', "default_role"),
+        ("[roles\n", "cannot read"),
+    ],
+)
 def test_a_bad_roles_file_names_the_file_and_key(tmp_path, text, named):
     path = tmp_path / "roles.toml"
     path.write_text(text)

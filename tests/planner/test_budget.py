@@ -86,7 +86,17 @@ def test_negative_budget_leaves_room_for_no_prompt():
         ({"target_ms": "abc", "queue_ms": 0, "cold_ms": 0, "network_ms": 0}, "target must be a number"),
         ({"target_ms": 500, "queue_ms": float("nan"), "cold_ms": 0, "network_ms": 0}, "queueing must be a number"),
         ({"target_ms": 500, "queue_ms": 0, "cold_ms": -1, "network_ms": 0}, "weight loading cannot be negative"),
-        ({"target_ms": 500, "queue_ms": 0, "cold_ms": 0, "network_ms": 0, "prefill_tokens_per_s": 0, "prompt_tokens_p95": 10}, "prefill rate must be greater than 0"),
+        (
+            {
+                "target_ms": 500,
+                "queue_ms": 0,
+                "cold_ms": 0,
+                "network_ms": 0,
+                "prefill_tokens_per_s": 0,
+                "prompt_tokens_p95": 10,
+            },
+            "prefill rate must be greater than 0",
+        ),
         ({"target_ms": 500, "queue_ms": 0, "cold_ms": 0, "network_ms": 0, "cache_hit_fraction": 1.5}, "cache-hit rate"),
     ],
 )
@@ -105,7 +115,9 @@ def test_seed_article_streaming_numbers():
 
 
 def test_worksheet_round_trips_through_a_dict_with_provenance():
-    measured = Figure(42.0, "ms", Source.RTT, detail="aws:eu-central-1 from Berlin", n=30, measured_at_ms=1_700_000_000_000)
+    measured = Figure(
+        42.0, "ms", Source.RTT, detail="aws:eu-central-1 from Berlin", n=30, measured_at_ms=1_700_000_000_000
+    )
     ws = Worksheet(name="Berlin → Frankfurt", interaction="inline").with_figure("network_ms", measured)
     again = Worksheet.from_dict(ws.to_dict())
     assert again == ws

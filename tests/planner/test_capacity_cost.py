@@ -24,9 +24,16 @@ SEED_TPM = 720_000
 
 
 def _inputs(**kw) -> CostInputs:
-    base = dict(input_usd_per_mtok=0.212, cached_input_usd_per_mtok=0.212, output_usd_per_mtok=0.212,
-                mix_uncached_input_tokens=1.0, mix_cached_input_tokens=0.0, mix_output_tokens=0.0,
-                gpu_usd_per_hour=3.20, capacity_tokens_per_min=SEED_TPM)
+    base = dict(
+        input_usd_per_mtok=0.212,
+        cached_input_usd_per_mtok=0.212,
+        output_usd_per_mtok=0.212,
+        mix_uncached_input_tokens=1.0,
+        mix_cached_input_tokens=0.0,
+        mix_output_tokens=0.0,
+        gpu_usd_per_hour=3.20,
+        capacity_tokens_per_min=SEED_TPM,
+    )
     base.update(kw)
     return CostInputs(**base)
 
@@ -40,7 +47,9 @@ def test_seed_claim_one_gpu_breaks_even_at_35_percent():
 
 def test_seed_claim_eight_gpu_node_needs_169_per_million():
     # The implied price P = H / (0.35 × 43.2M tokens/h): $25.60/h → $1.69/M
-    be = break_even(_inputs(gpus_per_replica=8, input_usd_per_mtok=1.69, cached_input_usd_per_mtok=1.69, output_usd_per_mtok=1.69))
+    be = break_even(
+        _inputs(gpus_per_replica=8, input_usd_per_mtok=1.69, cached_input_usd_per_mtok=1.69, output_usd_per_mtok=1.69)
+    )
     assert be.node_usd_per_hour == pytest.approx(25.60)
     assert round(be.break_even_utilisation, 2) == 0.35
     assert 25.60 / (0.35 * 43.2) == pytest.approx(1.693, abs=1e-3)
@@ -51,8 +60,13 @@ def test_copilot_mix_blended_prices_match_the_anchor_table():
     assert mix.cache_hit_fraction == pytest.approx(0.857, abs=1e-3)
     assert mix.input_output_ratio == pytest.approx(129, abs=0.5)
     by_key = {p.key: p for p in serverless_prices()}
-    expected = {"fireworks-deepseek-v3": 0.33, "deepinfra-llama-3.1-70b": 0.23, "fireworks-glm-5.1": 0.45,
-                "fireworks-gpt-oss-120b": 0.04, "deepseek-v4-pro": 0.07}
+    expected = {
+        "fireworks-deepseek-v3": 0.33,
+        "deepinfra-llama-3.1-70b": 0.23,
+        "fireworks-glm-5.1": 0.45,
+        "fireworks-gpt-oss-120b": 0.04,
+        "deepseek-v4-pro": 0.07,
+    }
     for key, usd in expected.items():
         p = by_key[key]
         got = blended_usd_per_mtok(mix, p.input_usd_per_mtok, p.effective_cached_usd_per_mtok, p.output_usd_per_mtok)
@@ -68,9 +82,15 @@ def test_blended_price_by_hand():
 def test_at_fireworks_deepseek_price_an_8_gpu_node_never_breaks_even():
     p = next(x for x in serverless_prices() if x.key == "fireworks-deepseek-v3")
     mix = default_mix()
-    inputs = _inputs(gpus_per_replica=8, input_usd_per_mtok=p.input_usd_per_mtok, cached_input_usd_per_mtok=p.effective_cached_usd_per_mtok,
-                     output_usd_per_mtok=p.output_usd_per_mtok, mix_uncached_input_tokens=mix.uncached_input_tokens,
-                     mix_cached_input_tokens=mix.cached_input_tokens, mix_output_tokens=mix.output_tokens)
+    inputs = _inputs(
+        gpus_per_replica=8,
+        input_usd_per_mtok=p.input_usd_per_mtok,
+        cached_input_usd_per_mtok=p.effective_cached_usd_per_mtok,
+        output_usd_per_mtok=p.output_usd_per_mtok,
+        mix_uncached_input_tokens=mix.uncached_input_tokens,
+        mix_cached_input_tokens=mix.cached_input_tokens,
+        mix_output_tokens=mix.output_tokens,
+    )
     be = break_even(inputs)
     assert be.break_even_utilisation == pytest.approx(1.79, abs=0.01)
     assert be.serverless_always_cheaper
@@ -83,7 +103,11 @@ def test_capacity_excluding_cached_tokens_scales_to_billed_tokens():
     # 1,000 computed tokens/min → 60K/h computed → ×(100/20) = 300K billed tokens/h
     assert capacity_tokens_per_hour(1000, counts_cached=False, mix=mix) == pytest.approx(300_000)
     be_in = break_even(_inputs(mix_uncached_input_tokens=10, mix_cached_input_tokens=80, mix_output_tokens=10))
-    be_out = break_even(_inputs(mix_uncached_input_tokens=10, mix_cached_input_tokens=80, mix_output_tokens=10, capacity_counts_cached=False))
+    be_out = break_even(
+        _inputs(
+            mix_uncached_input_tokens=10, mix_cached_input_tokens=80, mix_output_tokens=10, capacity_counts_cached=False
+        )
+    )
     assert be_out.break_even_utilisation == pytest.approx(be_in.break_even_utilisation / 5)
 
 
@@ -133,7 +157,9 @@ def test_zero_traffic_is_a_clear_result_not_nan():
 
 def test_break_even_exactly_one_says_serverless_wins_in_practice():
     # H = P × C/1e6 exactly: $4.32/h, $0.1/M, 43.2M tokens/h
-    be = break_even(_inputs(gpu_usd_per_hour=4.32, input_usd_per_mtok=0.1, cached_input_usd_per_mtok=0.1, output_usd_per_mtok=0.1))
+    be = break_even(
+        _inputs(gpu_usd_per_hour=4.32, input_usd_per_mtok=0.1, cached_input_usd_per_mtok=0.1, output_usd_per_mtok=0.1)
+    )
     assert be.break_even_utilisation == pytest.approx(1.0)
     assert be.serverless_always_cheaper
     assert "only at 100% utilisation" in be.verdict()

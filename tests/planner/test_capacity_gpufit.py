@@ -19,12 +19,19 @@ def test_kv_bytes_per_token_llama3():
 
 
 def test_70b_fp8_with_8_long_sequences_by_hand():
-    f = fit(M["llama-3.1-70b"], G["H100"], weight_dtype="fp8", context_tokens=32_768, concurrent_sequences=8, usable_fraction=0.9)
+    f = fit(
+        M["llama-3.1-70b"],
+        G["H100"],
+        weight_dtype="fp8",
+        context_tokens=32_768,
+        concurrent_sequences=8,
+        usable_fraction=0.9,
+    )
     kv_gb = 327_680 * 32_768 * 8 / 1e9  # 85.9 GB
     assert f.weights_gb == pytest.approx(70.6)
     assert f.kv_gb == pytest.approx(kv_gb)
-    assert f.min_gpus == 3            # 156.5 GB / 72 GB usable per H100
-    assert f.tp_gpus == 4             # tensor parallel over a power of two
+    assert f.min_gpus == 3  # 156.5 GB / 72 GB usable per H100
+    assert f.tp_gpus == 4  # tensor parallel over a power of two
     assert f.headroom_gb == pytest.approx(4 * 72 - (70.6 + kv_gb))
     assert f.fits and "fits on 4× H100" in f.message
 

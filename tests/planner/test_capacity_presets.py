@@ -7,8 +7,16 @@ from planner.capacity.errors import CapacityError
 from planner.presets import load_asset
 
 
-@pytest.mark.parametrize("asset,table", [("gpus.toml", "gpu"), ("models.toml", "model"), ("prices.toml", "serverless"),
-                                         ("prices.toml", "gpu_hour"), ("loaders.toml", "row")])
+@pytest.mark.parametrize(
+    "asset,table",
+    [
+        ("gpus.toml", "gpu"),
+        ("models.toml", "model"),
+        ("prices.toml", "serverless"),
+        ("prices.toml", "gpu_hour"),
+        ("loaders.toml", "row"),
+    ],
+)
 def test_every_preset_row_has_source_and_as_of(asset, table):
     rows = load_asset(asset)[table]
     assert rows
@@ -18,7 +26,11 @@ def test_every_preset_row_has_source_and_as_of(asset, table):
 
 
 def test_mix_and_defaults_have_sources():
-    for section in (load_asset("prices.toml")["mix"], load_asset("loaders.toml")["defaults"], load_asset("gpus.toml")["defaults"]):
+    for section in (
+        load_asset("prices.toml")["mix"],
+        load_asset("loaders.toml")["defaults"],
+        load_asset("gpus.toml")["defaults"],
+    ):
         assert section.get("as_of") and any(k.endswith("source") for k in section)
 
 
@@ -47,7 +59,16 @@ def test_edited_table_rows_become_specs_or_clear_messages():
     m = P.model_from_record(row)
     assert m.key == "my 8B" and m.layers == 32 and isinstance(m.layers, int) and m.active_params_b is None
     with pytest.raises(CapacityError, match="'half-typed': fill kv_heads"):
-        P.model_from_record({"label": "half-typed", "params_b": 7, "layers": 28, "kv_heads": float("nan"), "head_dim": 128, "d_model": 3584})
+        P.model_from_record(
+            {
+                "label": "half-typed",
+                "params_b": 7,
+                "layers": 28,
+                "kv_heads": float("nan"),
+                "head_dim": 128,
+                "d_model": 3584,
+            }
+        )
     a100 = next(g for g in P.gpus() if g.key == "A100-80GB").to_dict()
     assert P.gpu_from_record({**a100, "fp8_dense_tflops": float("nan")}).fp8_dense_tflops is None
     with pytest.raises(CapacityError, match="hbm_gb must be greater than 0"):

@@ -21,9 +21,18 @@ def _frame() -> pd.DataFrame:
     # one day: 10 requests at 09:xx UTC, 2 at 15:xx; 1,000 prompt (800 cached) + 10 output tokens each, 4 s long
     ts = [T0 + 9 * 3_600_000 + i * 60_000 for i in range(10)] + [T0 + 15 * 3_600_000 + i * 60_000 for i in range(2)]
     n = len(ts)
-    return pd.DataFrame({"ts_ms": np.array(ts, dtype=np.int64), "model": ["m"] * n, "prompt_tokens": [1000] * n,
-                         "cached_tokens": [800] * n, "output_tokens": [10] * n, "ttft_ms": [300.0] * n,
-                         "duration_ms": [4000.0] * n, "source": ["test"] * n})[list(COLUMNS)]
+    return pd.DataFrame(
+        {
+            "ts_ms": np.array(ts, dtype=np.int64),
+            "model": ["m"] * n,
+            "prompt_tokens": [1000] * n,
+            "cached_tokens": [800] * n,
+            "output_tokens": [10] * n,
+            "ttft_ms": [300.0] * n,
+            "duration_ms": [4000.0] * n,
+            "source": ["test"] * n,
+        }
+    )[list(COLUMNS)]
 
 
 def test_traffic_from_a_stored_log(engine):
@@ -42,7 +51,9 @@ def test_measured_slope_per_endpoint(engine):
     now = int(time.time() * 1000)
     with session(engine) as s:
         ep = EndpointRow(name="sim", base_url="http://127.0.0.1:1", model="m", created_at_ms=now, updated_at_ms=now)
-        flat = EndpointRow(name="one-length", base_url="http://127.0.0.1:2", model="m", created_at_ms=now, updated_at_ms=now)
+        flat = EndpointRow(
+            name="one-length", base_url="http://127.0.0.1:2", model="m", created_at_ms=now, updated_at_ms=now
+        )
         s.add(ep)
         s.add(flat)
         s.flush()
@@ -50,15 +61,55 @@ def test_measured_slope_per_endpoint(engine):
     rows = []
     # TTFT = 40 ms + 0.05 ms per uncached token (50 ms per 1K → 20,000 tokens/s)
     for i, (tokens, cached) in enumerate([(256, 0), (4096, 0), (8192, 0), (8192, 4096), (1024, 0)]):
-        rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + i, started_at_ms=now + i, ok=True,
-                                   prompt_tokens=tokens, cached_tokens=cached, ttft_ms=40 + 0.05 * (tokens - cached)))
+        rows.append(
+            ProbeSampleRow(
+                endpoint_id=ep_id,
+                scheduled_at_ms=now + i,
+                started_at_ms=now + i,
+                ok=True,
+                prompt_tokens=tokens,
+                cached_tokens=cached,
+                ttft_ms=40 + 0.05 * (tokens - cached),
+            )
+        )
     # left out: a failure, a deliberate cached series, a cold reading
-    rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + 10, started_at_ms=now + 10, ok=False, ttft_ms=None, prompt_tokens=512))
-    rows.append(ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=now + 11, started_at_ms=now + 11, ok=True, prompt_tokens=512,
-                               cached_series=True, ttft_ms=5000))
-    rows.append(ProbeSampleRow(endpoint_id=ep_id, kind="cold", scheduled_at_ms=now + 12, started_at_ms=now + 12, ok=True,
-                               prompt_tokens=512, ttft_ms=60_000))
-    rows.append(ProbeSampleRow(endpoint_id=flat_id, scheduled_at_ms=now, started_at_ms=now, ok=True, prompt_tokens=1000, ttft_ms=90))
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=ep_id,
+            scheduled_at_ms=now + 10,
+            started_at_ms=now + 10,
+            ok=False,
+            ttft_ms=None,
+            prompt_tokens=512,
+        )
+    )
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=ep_id,
+            scheduled_at_ms=now + 11,
+            started_at_ms=now + 11,
+            ok=True,
+            prompt_tokens=512,
+            cached_series=True,
+            ttft_ms=5000,
+        )
+    )
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=ep_id,
+            kind="cold",
+            scheduled_at_ms=now + 12,
+            started_at_ms=now + 12,
+            ok=True,
+            prompt_tokens=512,
+            ttft_ms=60_000,
+        )
+    )
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=flat_id, scheduled_at_ms=now, started_at_ms=now, ok=True, prompt_tokens=1000, ttft_ms=90
+        )
+    )
     insert_samples(engine, rows)
     slopes = measured_slopes(engine)
     assert [s.endpoint for s in slopes] == ["sim"]
@@ -73,9 +124,18 @@ def test_measured_slope_per_endpoint(engine):
 def _uniform_log(start_ms: int, hours: float, every_s: int = 300, tokens: int = 1000) -> pd.DataFrame:
     ts = np.arange(start_ms, start_ms + int(hours * 3_600_000) + 1, every_s * 1000, dtype=np.int64)
     n = len(ts)
-    return pd.DataFrame({"ts_ms": ts, "model": ["m"] * n, "prompt_tokens": [tokens - 10] * n, "cached_tokens": [0] * n,
-                         "output_tokens": [10] * n, "ttft_ms": [np.nan] * n, "duration_ms": [np.nan] * n,
-                         "source": ["test"] * n})[list(COLUMNS)]
+    return pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": ["m"] * n,
+            "prompt_tokens": [tokens - 10] * n,
+            "cached_tokens": [0] * n,
+            "output_tokens": [10] * n,
+            "ttft_ms": [np.nan] * n,
+            "duration_ms": [np.nan] * n,
+            "source": ["test"] * n,
+        }
+    )[list(COLUMNS)]
 
 
 def test_tokens_per_hour_average_over_the_hours_the_log_covers_not_the_calendar_days():

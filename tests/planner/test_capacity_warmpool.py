@@ -28,7 +28,7 @@ def test_erlang_c_closed_form_by_hand():
     # c = 2, a = 1: C = (a²/2! · 2/(2−1)) / (1 + a + a²/2! · 2) = 1/3
     assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
     assert erlang_c(1, 0.5) == pytest.approx(0.5)  # M/M/1: C = ρ
-    assert 0 < erlang_c(2000, 1900.0) < 1        # large pools stay finite
+    assert 0 < erlang_c(2000, 1900.0) < 1  # large pools stay finite
 
 
 def test_queue_wait_quantile_by_hand():
@@ -75,8 +75,14 @@ def test_trace_idle_seconds_by_hand():
 
 def test_poisson_tradeoff_matches_closed_forms():
     # 1 request/min, W = 60 s → e^(−1) = 37% cold: in the p95; W = 300 s → 0.7%: not
-    t = keep_warm_tradeoff(node_usd_per_hour=3.20, warm_ttft_p95_ms=400, cold_start_ms=45_000, arrivals_per_hour=60,
-                           windows_s=(60, 300), gpus_per_replica=1)
+    t = keep_warm_tradeoff(
+        node_usd_per_hour=3.20,
+        warm_ttft_p95_ms=400,
+        cold_start_ms=45_000,
+        arrivals_per_hour=60,
+        windows_s=(60, 300),
+        gpus_per_replica=1,
+    )
     w60, w300, always = t.iloc[0], t.iloc[1], t.iloc[2]
     assert w60["cold_fraction"] == pytest.approx(math.exp(-1))
     assert w60["cold_in_p95"] and w60["p95_ttft_ms"] == 45_400
@@ -91,7 +97,9 @@ def test_poisson_tradeoff_matches_closed_forms():
 def test_trace_tradeoff_uses_the_logs_trace_function():
     # requests every 120 s for a day: W = 60 s → every request cold; W = 300 s → only the first
     arrivals = np.arange(0, 86_400_000, 120_000, dtype=float)
-    t = keep_warm_tradeoff(node_usd_per_hour=2.0, warm_ttft_p95_ms=300, cold_start_ms=30_000, arrival_ms=arrivals, windows_s=(60, 300))
+    t = keep_warm_tradeoff(
+        node_usd_per_hour=2.0, warm_ttft_p95_ms=300, cold_start_ms=30_000, arrival_ms=arrivals, windows_s=(60, 300)
+    )
     assert t.iloc[0]["cold_fraction"] == 1.0 and t.iloc[0]["cold_in_p95"]
     assert t.iloc[1]["cold_fraction"] == pytest.approx(1 / len(arrivals))
     # warm 60 s of every 120 s with W = 60 → about 12 h a day; always warm with W = 300

@@ -15,8 +15,24 @@ def run(*args):
 
 
 def test_budget_json_matches_the_worksheet_arithmetic():
-    out = run("budget", "--target-ms", "500", "--queue-ms", "60", "--cold-ms", "0", "--network-ms", "80",
-              "--prefill-tokens-per-s", "12000", "--prompt-tokens-p95", "4000", "--cache-hit", "0.5", "--json")
+    out = run(
+        "budget",
+        "--target-ms",
+        "500",
+        "--queue-ms",
+        "60",
+        "--cold-ms",
+        "0",
+        "--network-ms",
+        "80",
+        "--prefill-tokens-per-s",
+        "12000",
+        "--prompt-tokens-p95",
+        "4000",
+        "--cache-hit",
+        "0.5",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["prefill_budget_ms"] == 360
@@ -78,7 +94,11 @@ def test_worksheets_export_prints_what_the_page_saved(tmp_path):
     listed = run("worksheets", "list", "--database-url", url)
     assert "Oregon" in listed.stdout
     md = run("worksheets", "export", "Oregon", "--database-url", url)
-    assert md.returncode == 0 and "# TTFT worksheet: Oregon" in md.stdout and "| **Prefill budget (what remains)** | **360** |" in md.stdout
+    assert (
+        md.returncode == 0
+        and "# TTFT worksheet: Oregon" in md.stdout
+        and "| **Prefill budget (what remains)** | **360** |" in md.stdout
+    )
     js = json.loads(run("worksheets", "export", "Oregon", "--format", "json", "--database-url", url).stdout)
     assert js["result"]["prefill_budget_ms"] == 360 and js["worksheet"]["queue_ms"]["source"] == "typed"
     missing = run("worksheets", "export", "Nope", "--database-url", url)

@@ -23,12 +23,32 @@ from tests.support.cli_tree import BASE_ARGS, NO_RUN, PARSE_ARGS, numeric_option
 
 OPTIONS = numeric_options()
 # The attacks of the issue, then the edges of every range.
-SPECIAL = ["nan", "NaN", "inf", "-inf", "+inf", "1e308", "-1e308", "1e-320", "9223372036854775807", "1e12", "1e13",
-           "-1", "0", "1", "0.5", "abc", "", "1e3", "0x10", "1_000"]
+SPECIAL = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "+inf",
+    "1e308",
+    "-1e308",
+    "1e-320",
+    "9223372036854775807",
+    "1e12",
+    "1e13",
+    "-1",
+    "0",
+    "1",
+    "0.5",
+    "abc",
+    "",
+    "1e3",
+    "0x10",
+    "1_000",
+]
 values = st.one_of(
     st.sampled_from(SPECIAL),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(min_value=-(2 ** 70), max_value=2 ** 70).map(str),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
 )
 _NON_FINITE = re.compile(r"(?<![\w])(nan|-?inf|infinity)(?![\w])|\$inf", re.IGNORECASE)
 

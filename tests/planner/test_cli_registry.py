@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _root_help(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -27,8 +33,7 @@ def _root_help(code: str) -> str:
 def test_root_help_lists_every_command_with_the_line_click_would_print_from_its_own_help():
     lazy = _root_help("import sys; sys.argv = ['ttft-planner', '--help']\nfrom planner.cli import main; main()")
     # The same page with every command imported and laid out by click itself (no registry summaries).
-    eager = click.Group(name="ttft-planner", help=cli.help, context_settings=cli.context_settings,
-                        params=cli.params)
+    eager = click.Group(name="ttft-planner", help=cli.help, context_settings=cli.context_settings, params=cli.params)
     ctx = click.Context(cli)
     for name in cli.list_commands(ctx):
         eager.add_command(cli.get_command(ctx, name), name)
@@ -37,10 +42,12 @@ def test_root_help_lists_every_command_with_the_line_click_would_print_from_its_
 
 
 def test_root_help_imports_no_command_module():
-    loaded = _root_help("import contextlib, io, sys; sys.argv = ['ttft-planner', '--help']\n"
-                        "from planner.cli import main\n"
-                        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main()\n"
-                        "print('\\n'.join(sorted(sys.modules)))").split()
+    loaded = _root_help(
+        "import contextlib, io, sys; sys.argv = ['ttft-planner', '--help']\n"
+        "from planner.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main()\n"
+        "print('\\n'.join(sorted(sys.modules)))"
+    ).split()
     assert not {e.module for e in REGISTRY.values()} & set(loaded)
     assert "pandas" not in loaded and "httpx" not in loaded
 

@@ -37,16 +37,21 @@ def test_writes_on_a_locked_sqlite_database_are_one_line(tmp_path):
     holder = sqlite3.connect(tmp_path / "planner.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another program holds the write lock past the 5 s busy timeout
     try:
-        res = _invoke("endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m",
-                      "--database-url", url)
+        res = _invoke(
+            "endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", url
+        )
         _one_line_error(res, "locked", "your changes were not saved")
         res = _invoke("regions", "add", "acme-eu", "https://eu.api.acme.dev/health", "--database-url", url)
         _one_line_error(res, "locked")
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert _invoke("endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m",
-                   "--database-url", url).exit_code == 0
+    assert (
+        _invoke(
+            "endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", url
+        ).exit_code
+        == 0
+    )
 
 
 def test_writes_on_a_read_only_sqlite_database_are_one_line(tmp_path, monkeypatch):
@@ -55,9 +60,11 @@ def test_writes_on_a_read_only_sqlite_database_are_one_line(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # SQLite URI form: the engine makes the (odd) parent folder "file:" here
     url = f"sqlite:///file:{db}?mode=ro&uri=true"
     log = write_tiny_log(tmp_path / "log.jsonl")
-    for args in (["endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m"],
-                 ["regions", "add", "acme-eu", "https://eu.api.acme.dev/health"],
-                 ["logs", "import", str(log)]):
+    for args in (
+        ["endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m"],
+        ["regions", "add", "acme-eu", "https://eu.api.acme.dev/health"],
+        ["logs", "import", str(log)],
+    ):
         _one_line_error(_invoke(*args, "--database-url", url), "read-only")
 
 
@@ -69,7 +76,9 @@ def test_writes_on_a_read_only_postgres_database_are_one_line(pg_url):
         dbname = conn.execute(sa.text("SELECT current_database()")).scalar()
         conn.execute(sa.text(f'ALTER DATABASE "{dbname}" SET default_transaction_read_only = on'))
     eng.dispose()
-    res = _invoke("endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", pg_url)
+    res = _invoke(
+        "endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", pg_url
+    )
     _one_line_error(res, "read-only", "your changes were not saved")
 
 
@@ -78,7 +87,9 @@ def test_an_unreachable_database_is_one_line():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"postgresql+psycopg://planner:secret-pw@127.0.0.1:{port}/planner"
-    res = _invoke("endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", url)
+    res = _invoke(
+        "endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m", "--database-url", url
+    )
     _one_line_error(res, "not available", "Connection refused", "nothing was read or changed")
     assert "secret-pw" not in res.output
 
@@ -95,12 +106,17 @@ def test_postgres_rejects_bad_records_one_by_one_and_imports_the_rest(pg_url, tm
         f'[[endpoint]]\nname = "long-url"\nbase_url = "https://api.example.com/{"p" * 5000}"\nmodel = "m"\n'
         '[[endpoint]]\nname = "nul"\nbase_url = "https://api.example.com/v1"\nmodel = "m\\u0000x"\n'
         '[[endpoint]]\nname = "good-2"\nbase_url = "https://api.example.com/v2"\nmodel = "m"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     res = _invoke("endpoints", "import", str(toml), "--database-url", pg_url)
     assert res.exit_code == 1 and res.exception is None or isinstance(res.exception, SystemExit), res.output
     assert "added 2, updated 0, rejected 4" in res.stdout
-    for name, why in (("long-model", "model can have at most 200"), ("long-region", "region can have at most 120"),
-                      ("long-url", "base_url is"), ("nul", "control character")):
+    for name, why in (
+        ("long-model", "model can have at most 200"),
+        ("long-region", "region can have at most 120"),
+        ("long-url", "base_url is"),
+        ("nul", "control character"),
+    ):
         assert any(name in line and why in line for line in res.stderr.splitlines()), (name, res.stderr)
     eng = open_store(pg_url)
     assert [e.name for e in list_endpoints(eng)] == ["good", "good-2"]
@@ -114,16 +130,30 @@ def test_binary_or_deeply_nested_toml_is_a_clear_error(content, tmp_path, db_url
     res = _invoke("endpoints", "import", str(path), "--database-url", db_url)
     assert res.exit_code == 2 and res.exception is None or isinstance(res.exception, SystemExit), res.output
     assert "Traceback" not in res.output
-    assert ("not UTF-8 text" in res.stderr) or ("nested too deeply" in res.stderr) or ("not valid TOML" in res.stderr), res.stderr
+    assert (
+        ("not UTF-8 text" in res.stderr) or ("nested too deeply" in res.stderr) or ("not valid TOML" in res.stderr)
+    ), res.stderr
 
 
-@pytest.mark.parametrize("args,field", [
-    (["regions", "add", "r" * 500, "https://eu.api.acme.dev/health"], "region_id can have at most 120"),
-    (["regions", "add", "acme", "https://eu.api.acme.dev/health", "--city", "c" * 500], "city can have at most 120"),
-    (["regions", "add", "acme\x00x", "https://eu.api.acme.dev/health"], "control character"),
-    (["endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m" * 5000], "model can have at most 200"),
-    (["endpoints", "add", "eu\x00", "--base-url", "https://api.example.com/v1", "--model", "m"], "control character"),
-])
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["regions", "add", "r" * 500, "https://eu.api.acme.dev/health"], "region_id can have at most 120"),
+        (
+            ["regions", "add", "acme", "https://eu.api.acme.dev/health", "--city", "c" * 500],
+            "city can have at most 120",
+        ),
+        (["regions", "add", "acme\x00x", "https://eu.api.acme.dev/health"], "control character"),
+        (
+            ["endpoints", "add", "eu", "--base-url", "https://api.example.com/v1", "--model", "m" * 5000],
+            "model can have at most 200",
+        ),
+        (
+            ["endpoints", "add", "eu\x00", "--base-url", "https://api.example.com/v1", "--model", "m"],
+            "control character",
+        ),
+    ],
+)
 def test_long_or_nul_fields_are_refused_naming_the_field(args, field, db_url):
     res = _invoke(*args, "--database-url", db_url)
     assert res.exit_code == 2 and field in res.output, res.output

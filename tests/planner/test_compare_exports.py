@@ -154,30 +154,51 @@ def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
     seed_three(eng, n=120)
     eng.dispose()
     out, md, csv_path = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.csv"
-    res = CliRunner().invoke(cli, ["report", "--endpoints", "fast-a,slow-b", "--database-url", sqlite_url,
-                                   "--out", str(out), "--markdown", str(md), "--csv", str(csv_path),
-                                   "--price", "fast-a=0.5", "--tokens-per-month", "1e9"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--endpoints",
+            "fast-a,slow-b",
+            "--database-url",
+            sqlite_url,
+            "--out",
+            str(out),
+            "--markdown",
+            str(md),
+            "--csv",
+            str(csv_path),
+            "--price",
+            "fast-a=0.5",
+            "--tokens-per-month",
+            "1e9",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "1. fast-a" in res.output and "fast-a is faster" in res.output
     assert _parse(out.read_text()).tables["decision"][1][1][0] == "fast-a"
     assert "| 1 | fast-a |" in md.read_text()
     rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert float(rows[0]["monthly_cost_usd"]) == 500.0
-    res = CliRunner().invoke(cli, ["report", "--endpoints", "slow-b,fast-a", "--database-url", sqlite_url,
-                                   "--out", str(out), "--json"])
+    res = CliRunner().invoke(
+        cli, ["report", "--endpoints", "slow-b,fast-a", "--database-url", sqlite_url, "--out", str(out), "--json"]
+    )
     summary = json.loads(res.output)
     assert [r["endpoint"] for r in summary["ranking"]] == ["fast-a", "slow-b"]
     assert summary["ranking"][1]["vs_leader"] == "fast-a is faster" and summary["files"] == [str(out)]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--endpoints", "fast-a,nope"], "unknown endpoint(s): nope"),
-    (["--endpoints", "fast-a", "--since", "yesterday"], "is not a date"),
-    (["--endpoints", "fast-a", "--since", "2026-11-29", "--until", "2026-11-28"], "--since must be before --until"),
-    (["--endpoints", "fast-a", "--price", "fast-a"], "ENDPOINT=USD_PER_MTOK"),
-    (["--endpoints", "fast-a", "--tz", "Mars/Olympus"], "unknown time zone"),
-    (["--endpoints", "fast-a", "--worksheet", "missing"], "no worksheet named 'missing'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--endpoints", "fast-a,nope"], "unknown endpoint(s): nope"),
+        (["--endpoints", "fast-a", "--since", "yesterday"], "is not a date"),
+        (["--endpoints", "fast-a", "--since", "2026-11-29", "--until", "2026-11-28"], "--since must be before --until"),
+        (["--endpoints", "fast-a", "--price", "fast-a"], "ENDPOINT=USD_PER_MTOK"),
+        (["--endpoints", "fast-a", "--tz", "Mars/Olympus"], "unknown time zone"),
+        (["--endpoints", "fast-a", "--worksheet", "missing"], "no worksheet named 'missing'"),
+    ],
+)
 def test_cli_bad_input_exits_2_naming_the_problem(sqlite_url, tmp_path, args, message):
     from planner.store import open_store
 

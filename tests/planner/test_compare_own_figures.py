@@ -42,8 +42,11 @@ def test_a_segment_an_endpoint_lacks_is_missing_never_borrowed(sqlite_engine):
     assert "acme-sim-eu" not in text  # the borrowed figures appear nowhere
     md = report_markdown(cmp)
     bare_rows = [line for line in md.splitlines() if line.startswith("| bare |")]
-    assert bare_rows and all("missing — not measured for this endpoint" in line and "No verdict" in line
-                             for line in bare_rows if "Chat" in line)
+    assert bare_rows and all(
+        "missing — not measured for this endpoint" in line and "No verdict" in line
+        for line in bare_rows
+        if "Chat" in line
+    )
 
 
 def test_a_typed_worksheet_segment_is_used_and_labelled_as_typed(sqlite_engine):
@@ -102,10 +105,29 @@ def test_compare_counts_the_same_samples_as_the_probes_page(sqlite_engine):
     values = seed_endpoint(sqlite_engine, "one", median_ms=300, n=27, seed=1, cold_ms=9_000.0)
     [info] = [e for e in pq.series_keys(sqlite_engine) if e.endpoint_name == "one"]
     with session(sqlite_engine) as s:  # a manual probe counts on both pages; a deliberately cached series on neither
-        s.add(ProbeSampleRow(endpoint_id=info.endpoint_id, vantage="office", kind="manual", scheduled_at_ms=SEED_START_MS + 5,
-                             started_at_ms=SEED_START_MS + 5, ok=True, ttft_ms=310.0))
-        s.add(ProbeSampleRow(endpoint_id=info.endpoint_id, vantage="office", kind="manual", scheduled_at_ms=SEED_START_MS + 6,
-                             started_at_ms=SEED_START_MS + 6, ok=True, ttft_ms=5.0, cached_series=True))
+        s.add(
+            ProbeSampleRow(
+                endpoint_id=info.endpoint_id,
+                vantage="office",
+                kind="manual",
+                scheduled_at_ms=SEED_START_MS + 5,
+                started_at_ms=SEED_START_MS + 5,
+                ok=True,
+                ttft_ms=310.0,
+            )
+        )
+        s.add(
+            ProbeSampleRow(
+                endpoint_id=info.endpoint_id,
+                vantage="office",
+                kind="manual",
+                scheduled_at_ms=SEED_START_MS + 6,
+                started_at_ms=SEED_START_MS + 6,
+                ok=True,
+                ttft_ms=5.0,
+                cached_series=True,
+            )
+        )
     cmp = compare(sqlite_engine, ["one"], vantage="office")
     key = pq.SeriesKey(info.endpoint_id, "one", "office")
     probes = pq.summary(sqlite_engine, key, SEED_START_MS - 1, SEED_START_MS + 4 * 86_400_000)
@@ -114,8 +136,9 @@ def test_compare_counts_the_same_samples_as_the_probes_page(sqlite_engine):
 
 
 def test_segment1_needs_two_distinct_hours_and_says_why():
-    one = pd.DataFrame({"hour": range(24), "n": [60] + [0] * 23, "p50_ms": [100.0] + [None] * 23,
-                        "p95_ms": [9_000.0] + [None] * 23})
+    one = pd.DataFrame(
+        {"hour": range(24), "n": [60] + [0] * 23, "p50_ms": [100.0] + [None] * 23, "p95_ms": [9_000.0] + [None] * 23}
+    )
     q = queueing_segment(one)
     assert q.value_ms is None and "only 00:00 has" in q.reason and "2 different hours" in q.reason
     two = pd.DataFrame({"hour": [3, 14], "n": [25, 25], "p50_ms": [100.0, 300.0], "p95_ms": [5_000.0, 700.0]})

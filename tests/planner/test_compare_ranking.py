@@ -78,18 +78,34 @@ def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(seeded):
     assert fast.cold.segment_ms == 20_700.0
     [info] = load_endpoints(engine, ["fast-a"])
     with session(engine) as s:
-        s.add(ColdReadingRow(endpoint_id=info.id, vantage="office", state="done", idle_s=900,
-                             requested_at_ms=SEED_START_MS, cold_ttft_ms=45_000.0, warm_ttft_ms=350.0,
-                             cold_minus_warm_ms=44_650.0, completed_at_ms=SEED_START_MS + 1000))
+        s.add(
+            ColdReadingRow(
+                endpoint_id=info.id,
+                vantage="office",
+                state="done",
+                idle_s=900,
+                requested_at_ms=SEED_START_MS,
+                cold_ttft_ms=45_000.0,
+                warm_ttft_ms=350.0,
+                cold_minus_warm_ms=44_650.0,
+                completed_at_ms=SEED_START_MS + 1000,
+            )
+        )
     fast = compare(engine, ["fast-a"]).metrics[0]
     assert (fast.cold.cold_ms, fast.cold.segment_ms, fast.cold.source) == (45_000.0, 44_650.0, "cold reading")
 
 
 def test_rtt_to_the_endpoints_region_fills_the_network_segment_and_can_decide_the_verdict(engine):
     seed_endpoint(engine, "far", median_ms=250, n=60, region="ap-far")
-    insert_rtt_samples(engine, [SampleRecord("ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms,
-                                             SEED_START_MS + i, vantage="office")
-                                for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])])
+    insert_rtt_samples(
+        engine,
+        [
+            SampleRecord(
+                "ap-far", "ap-far.invalid:443", "server", "tcp-connect", ms, SEED_START_MS + i, vantage="office"
+            )
+            for i, ms in enumerate([190.0, 210.0, 230.0, 200.0, 220.0])
+        ],
+    )
     m = compare(engine, ["far"], vantage="office").metrics[0]
     assert m.rtt.median_ms == percentile([190.0, 210.0, 230.0, 200.0, 220.0], 0.5).value == 210.0
     inline = next(v for v in m.verdicts if v.interaction == "inline")
@@ -136,8 +152,14 @@ def test_cost_uses_typed_price_then_traffic(seeded):
 
 
 def test_hour_of_day_follows_the_viewers_time_zone(engine):
-    seed_endpoint(engine, "tz", median_ms=300, n=5, span_ms=60_000, start_ms=int(dt.datetime(2026, 11, 27, 23, 30,
-                                                                                              tzinfo=dt.UTC).timestamp() * 1000))
+    seed_endpoint(
+        engine,
+        "tz",
+        median_ms=300,
+        n=5,
+        span_ms=60_000,
+        start_ms=int(dt.datetime(2026, 11, 27, 23, 30, tzinfo=dt.UTC).timestamp() * 1000),
+    )
     cmp = compare(engine, ["tz"])
     assert hourly_profile(cmp.samples, "UTC")["hour"].tolist() == [23]
     assert hourly_profile(cmp.samples, "Europe/Berlin")["hour"].tolist() == [0]
@@ -149,5 +171,10 @@ def test_worksheet_targets_drive_the_verdicts(seeded):
     engine, _ = seeded
     ws = Worksheet(targets_ms={"fast": 2000.0}, target_labels={"fast": "Batch"})
     [v] = compare(engine, ["slow-b"], worksheet=ws).metrics[0].verdicts
-    assert (v.label, v.target_ms, v.p95_meets_target, v.goodput_fraction) == ("Batch", 2000.0, True, pytest.approx(240 / 250))
+    assert (v.label, v.target_ms, v.p95_meets_target, v.goodput_fraction) == (
+        "Batch",
+        2000.0,
+        True,
+        pytest.approx(240 / 250),
+    )
     assert np.isfinite(v.result.prefill_budget_ms)

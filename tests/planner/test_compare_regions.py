@@ -15,22 +15,33 @@ NOW_MS = int(time.time() * 1000)
 
 
 def _rtt(engine, region_id: str, vantage: str, values_ms: list[float]) -> None:
-    insert_samples(engine, [SampleRecord(region_id, "host:443", "server", "tcp-connect", v, NOW_MS - i * 1000, vantage)
-                            for i, v in enumerate(values_ms)])
+    insert_samples(
+        engine,
+        [
+            SampleRecord(region_id, "host:443", "server", "tcp-connect", v, NOW_MS - i * 1000, vantage)
+            for i, v in enumerate(values_ms)
+        ],
+    )
 
 
 def test_each_endpoint_gets_the_rtt_to_its_catalog_region_from_the_chosen_vantage(engine):
-    for key, model, region, params in [("bedrock", "amazon.nova-lite-v1:0", "eu-central-1", {}),
-                                       ("azure-openai", "gpt-4o-mini", "westeurope", {"resource": "acme"}),
-                                       ("together", "meta-llama/Llama-3.3-70B-Instruct-Turbo", None, {})]:
+    for key, model, region, params in [
+        ("bedrock", "amazon.nova-lite-v1:0", "eu-central-1", {}),
+        ("azure-openai", "gpt-4o-mini", "westeurope", {"resource": "acme"}),
+        ("together", "meta-llama/Llama-3.3-70B-Instruct-Turbo", None, {}),
+    ]:
         add_endpoint(engine, endpoint_fields(find_provider(key), model, region, params))
     add_endpoint(engine, {"name": "typed-by-hand", "base_url": "https://x.example/v1", "model": "m", "region": "mars"})
     _rtt(engine, "bedrock-eu-central-1", "berlin", [11.0, 12.0, 13.0])
     _rtt(engine, "bedrock-eu-central-1", "virginia", [91.0, 92.0, 93.0])
     _rtt(engine, "azure-westeurope", "berlin", [17.0, 19.0, 18.0])
     _rtt(engine, "together-api", "berlin", [4.0, 5.0, 6.0])
-    names = ["bedrock-amazon.nova-lite-v1-0-eu-central-1", "azure-openai-gpt-4o-mini-westeurope",
-             "together-llama-3.3-70b-instruct-turbo-global", "typed-by-hand"]
+    names = [
+        "bedrock-amazon.nova-lite-v1-0-eu-central-1",
+        "azure-openai-gpt-4o-mini-westeurope",
+        "together-llama-3.3-70b-instruct-turbo-global",
+        "typed-by-hand",
+    ]
     cmp = compare(engine, names, vantage="berlin")
     table = region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, cmp.vantage)
     rows = table.set_index("Endpoint")

@@ -25,14 +25,21 @@ def _imports(package: str) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize(("layer", "must_not_reach"), [
-    ("planner.probes", ("planner.store", "planner.worker", "app", "streamlit")),  # a probe returns a value
-    ("planner.store", ("planner.worker", "app", "streamlit")),  # the store serves the worker, never the reverse
-    ("app", ("planner.worker",)),  # pages read the store (and the worker's state file through it)
-])
+@pytest.mark.parametrize(
+    ("layer", "must_not_reach"),
+    [
+        ("planner.probes", ("planner.store", "planner.worker", "app", "streamlit")),  # a probe returns a value
+        ("planner.store", ("planner.worker", "app", "streamlit")),  # the store serves the worker, never the reverse
+        ("app", ("planner.worker",)),  # pages read the store (and the worker's state file through it)
+    ],
+)
 def test_no_layer_imports_a_layer_above_it(layer, must_not_reach):
-    back_steps = sorted(f"{f} imports {n}" for f, names in _imports(layer).items() for n in names
-                        if any(n == p or n.startswith(p + ".") for p in must_not_reach))
+    back_steps = sorted(
+        f"{f} imports {n}"
+        for f, names in _imports(layer).items()
+        for n in names
+        if any(n == p or n.startswith(p + ".") for p in must_not_reach)
+    )
     assert back_steps == []
 
 

@@ -23,18 +23,21 @@ from planner.endpoints import (
 OK = {"name": "acme", "base_url": "https://api.acme.example/v1", "model": "m"}
 
 
-@pytest.mark.parametrize("changes, field, words", [
-    ({"base_url": "ftp://x.example/v1"}, "base_url", "http://"),
-    ({"base_url": "https:///v1"}, "base_url", "no host"),
-    ({"base_url": "https://user:pw@x.example/v1"}, "base_url", "credentials"),
-    ({"interval_s": 5}, "interval_s", "at least 10"),
-    ({"interval_s": 60, "timeout_s": 60}, "timeout_s", "shorter than"),
-    ({"api_key_env": "sk-live-1234"}, "api_key_env", "NAME"),
-    ({"protocol": "grpc"}, "protocol", "openai-chat"),
-    ({"prompt_tokens": 0}, "prompt_tokens", "≥ 1"),
-    ({"colour": "red"}, "colour", "unknown field"),
-    ({"model": ""}, "model", "required"),
-])
+@pytest.mark.parametrize(
+    "changes, field, words",
+    [
+        ({"base_url": "ftp://x.example/v1"}, "base_url", "http://"),
+        ({"base_url": "https:///v1"}, "base_url", "no host"),
+        ({"base_url": "https://user:pw@x.example/v1"}, "base_url", "credentials"),
+        ({"interval_s": 5}, "interval_s", "at least 10"),
+        ({"interval_s": 60, "timeout_s": 60}, "timeout_s", "shorter than"),
+        ({"api_key_env": "sk-live-1234"}, "api_key_env", "NAME"),
+        ({"protocol": "grpc"}, "protocol", "openai-chat"),
+        ({"prompt_tokens": 0}, "prompt_tokens", "≥ 1"),
+        ({"colour": "red"}, "colour", "unknown field"),
+        ({"model": ""}, "model", "required"),
+    ],
+)
 def test_bad_input_names_the_field(engine, changes, field, words):
     with pytest.raises(EndpointError) as err:
         add_endpoint(engine, OK | changes)
@@ -106,8 +109,25 @@ def test_cli_add_list_edit_export_import_remove(sqlite_url, tmp_path, monkeypatc
     monkeypatch.delenv("ACME_CLI_KEY", raising=False)
     r = CliRunner()
     db = ["--database-url", sqlite_url]
-    out = r.invoke(cli, ["endpoints", "add", "acme", "--base-url", "https://api.acme.example/v1", "--model", "m",
-                         "--api-key-env", "ACME_CLI_KEY", "--interval-s", "30", "--timeout-s", "10", *db])
+    out = r.invoke(
+        cli,
+        [
+            "endpoints",
+            "add",
+            "acme",
+            "--base-url",
+            "https://api.acme.example/v1",
+            "--model",
+            "m",
+            "--api-key-env",
+            "ACME_CLI_KEY",
+            "--interval-s",
+            "30",
+            "--timeout-s",
+            "10",
+            *db,
+        ],
+    )
     assert out.exit_code == 0 and "key missing" in out.output
     bad = r.invoke(cli, ["endpoints", "add", "x", "--base-url", "ftp://x", "--model", "m", *db])
     assert bad.exit_code == 2 and "--base-url" in bad.output and "http://" in bad.output

@@ -34,12 +34,14 @@ def test_md_text_leaves_no_markdown_structure(text):
 
 
 def test_md_text_keeps_ordinary_text_readable():
-    assert md_text("HTTP 401 from https://api.example.com/v1: invalid key (see docs).") == \
-        "HTTP 401 from https://api.example.com/v1: invalid key (see docs)."
+    assert (
+        md_text("HTTP 401 from https://api.example.com/v1: invalid key (see docs).")
+        == "HTTP 401 from https://api.example.com/v1: invalid key (see docs)."
+    )
     assert md_text(None) == ""
 
 
-@pytest.mark.parametrize("cell", ["=HYPERLINK(\"http://x\",\"y\")", "@SUM(A1:A9)", "+1+2", "-2+3", "\tx", "\r=1"])
+@pytest.mark.parametrize("cell", ['=HYPERLINK("http://x","y")', "@SUM(A1:A9)", "+1+2", "-2+3", "\tx", "\r=1"])
 def test_csv_cell_neutralises_formulas(cell):
     assert csv_cell(cell) == "'" + cell
 
@@ -82,8 +84,12 @@ def test_the_worksheet_markdown_export_escapes_names_and_notes():
     from planner.budget import Worksheet
     from planner.worksheet_report import to_markdown
 
-    ws = Worksheet.from_dict({"name": "plan ![i](http://attacker.invalid/p.png) <script>alert(1)</script>",
-                              "notes": "see ![i](http://attacker.invalid/q.png)\n<img src=x>"})
+    ws = Worksheet.from_dict(
+        {
+            "name": "plan ![i](http://attacker.invalid/p.png) <script>alert(1)</script>",
+            "notes": "see ![i](http://attacker.invalid/q.png)\n<img src=x>",
+        }
+    )
     text = to_markdown(ws)
     assert "attacker.invalid/p.png" in text and "attacker.invalid/q.png" in text
     assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|(?<!\\)<\s*(script|img)", text)
@@ -96,8 +102,12 @@ def test_every_csv_we_write_goes_through_csv_text():
 
     root = Path(__file__).resolve().parents[2]
     writers = re.compile(r"\.to_csv\(|csv\.writer\(|csv\.DictWriter\(")
-    offenders = [str(p.relative_to(root)) for d in ("planner", "app") for p in (root / d).rglob("*.py")
-                 if p.name != "untrusted.py" and writers.search(p.read_text(encoding="utf-8"))]
+    offenders = [
+        str(p.relative_to(root))
+        for d in ("planner", "app")
+        for p in (root / d).rglob("*.py")
+        if p.name != "untrusted.py" and writers.search(p.read_text(encoding="utf-8"))
+    ]
     assert offenders == [], f"write CSV with planner.untrusted.csv_text instead: {offenders}"
 
 
@@ -110,10 +120,12 @@ def test_a_401_body_padded_to_cut_the_key_leaks_none_of_it(pad):
     from tests.support.servers import Script, ScriptedServer, Step
 
     body = (" " * pad + "invalid key " + KEY).encode()
-    script = Script(status=401, reason="Unauthorized", headers={"Content-Type": "text/plain"}, steps=[Step(body)],
-                    chunked=False)
+    script = Script(
+        status=401, reason="Unauthorized", headers={"Content-Type": "text/plain"}, steps=[Step(body)], chunked=False
+    )
     with ScriptedServer(script) as server:
-        sample = asyncio.run(probe_once(ProbeTarget(base_url=server.url, model="m", prompt_tokens=20), api_key=KEY,
-                                        max_attempts=1))
+        sample = asyncio.run(
+            probe_once(ProbeTarget(base_url=server.url, model="m", prompt_tokens=20), api_key=KEY, max_attempts=1)
+        )
     assert sample.error_class == "auth" and "invalid key" in sample.error_detail
     assert not any(KEY[:n] in sample.error_detail for n in range(4, len(KEY) + 1)), sample.error_detail

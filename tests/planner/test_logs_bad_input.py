@@ -15,8 +15,16 @@ SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
 
 def chat(i: int, prompt=1000, cached=0, output=10, created=None) -> dict:
-    return {"object": "chat.completion", "created": 1764000000 + i if created is None else created, "model": "m",
-            "usage": {"prompt_tokens": prompt, "completion_tokens": output, "prompt_tokens_details": {"cached_tokens": cached}}}
+    return {
+        "object": "chat.completion",
+        "created": 1764000000 + i if created is None else created,
+        "model": "m",
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
 
 
 def jsonl(records) -> bytes:
@@ -38,10 +46,15 @@ def test_malformed_lines_are_rejected_with_line_numbers_and_the_rest_is_read():
 
 
 def test_missing_negative_and_inconsistent_counts():
-    lines = [chat(0), chat(1, prompt=-5), chat(2), chat(3, cached=2000),
-             {"object": "chat.completion", "created": 1764000004, "model": "m", "usage": {"completion_tokens": 3}},
-             {"object": "chat.completion", "created": 1764000005, "model": "m"},
-             chat(6, prompt="12x")]
+    lines = [
+        chat(0),
+        chat(1, prompt=-5),
+        chat(2),
+        chat(3, cached=2000),
+        {"object": "chat.completion", "created": 1764000004, "model": "m", "usage": {"completion_tokens": 3}},
+        {"object": "chat.completion", "created": 1764000005, "model": "m"},
+        chat(6, prompt="12x"),
+    ]
     res = read_logs([("a.jsonl", jsonl(lines))])
     assert len(res.frame) == 2
     got = reasons(res)
@@ -62,12 +75,14 @@ def test_unparseable_timestamps():
 
 
 def test_csv_rows_with_bad_fields():
-    text = ("timestamp,model,prompt_tokens,completion_tokens\n"
-            "2026-11-20T09:00:00Z,m,100,5\n"
-            "2026-11-20T09:00:01Z,m,-1,5\n"
-            "2026-11-20T09:00:02Z,m,100\n"
-            "32/13/2026,m,100,5\n"
-            "2026-11-20T09:00:04Z,m,100,5\n")
+    text = (
+        "timestamp,model,prompt_tokens,completion_tokens\n"
+        "2026-11-20T09:00:00Z,m,100,5\n"
+        "2026-11-20T09:00:01Z,m,-1,5\n"
+        "2026-11-20T09:00:02Z,m,100\n"
+        "32/13/2026,m,100,5\n"
+        "2026-11-20T09:00:04Z,m,100,5\n"
+    )
     res = read_logs([("r.csv", text.encode())])
     assert len(res.frame) == 2
     got = reasons(res)
@@ -88,8 +103,12 @@ def test_wrong_encodings():
 
 
 def test_mixed_formats_in_one_file_name_the_intruder():
-    anth = {"timestamp": "2026-11-20T09:00:00Z", "type": "message", "model": "c",
-            "usage": {"input_tokens": 5, "output_tokens": 1}}
+    anth = {
+        "timestamp": "2026-11-20T09:00:00Z",
+        "type": "message",
+        "model": "c",
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
     lines = [chat(i) for i in range(6)] + [anth]
     res = read_logs([("mixed.jsonl", jsonl(lines))])
     assert res.formats == {"mixed.jsonl": "openai_chat"}
@@ -120,7 +139,11 @@ def test_file_over_the_size_limit_is_refused_and_others_still_read():
     big = jsonl([chat(i) for i in range(200)])
     res = read_logs([("big.jsonl", big), ("small.jsonl", jsonl([chat(0)]))], max_bytes=len(big) - 1)
     assert len(res.frame) == 1
-    assert res.rejected[0].source == "big.jsonl" and "over the" in res.rejected[0].reason and "size limit" in res.rejected[0].reason
+    assert (
+        res.rejected[0].source == "big.jsonl"
+        and "over the" in res.rejected[0].reason
+        and "size limit" in res.rejected[0].reason
+    )
 
 
 def test_gzip_bomb_is_refused_without_inflating_it(tmp_path):

@@ -26,7 +26,15 @@ def test_summarize_text_output():
 
 
 def test_summarize_json_has_the_figures_other_tools_need():
-    r = run("logs", "summarize", SAMPLES / "requests.csv", SAMPLES / "litellm_spend_logs.json", "--json", "--workday", "08:00-17:00")
+    r = run(
+        "logs",
+        "summarize",
+        SAMPLES / "requests.csv",
+        SAMPLES / "litellm_spend_logs.json",
+        "--json",
+        "--workday",
+        "08:00-17:00",
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["n"] == 650 and d["workday"] == "08:00-17:00"
@@ -37,8 +45,20 @@ def test_summarize_json_has_the_figures_other_tools_need():
 
 
 def test_mapping_flag_reads_custom_csv():
-    r = run("logs", "summarize", SAMPLES / "gateway_custom_columns.csv", "--json", "--tz", "Europe/Berlin",
-            "--map", "ts=started", "--map", "prompt_tokens=tok_in_total", "--map", "cached_tokens=tok_in_hit")
+    r = run(
+        "logs",
+        "summarize",
+        SAMPLES / "gateway_custom_columns.csv",
+        "--json",
+        "--tz",
+        "Europe/Berlin",
+        "--map",
+        "ts=started",
+        "--map",
+        "prompt_tokens=tok_in_total",
+        "--map",
+        "cached_tokens=tok_in_hit",
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["n"] == 200
 
@@ -103,10 +123,21 @@ def _chat_lines(n: int, bad_line: int | None = None) -> bytes:
     lines = []
     for i in range(n):
         created = 1_764_000_000 + (n - i if i >= n - 3 else i)
-        lines.append(json.dumps({"object": "chat.completion", "created": created, "model": f"m{i % 3}",
-                                 "usage": {"prompt_tokens": 1000 + i % 977, "completion_tokens": 1 + i % 50,
-                                           "prompt_tokens_details": {"cached_tokens": i % 500}}},
-                                separators=(",", ":")))
+        lines.append(
+            json.dumps(
+                {
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": f"m{i % 3}",
+                    "usage": {
+                        "prompt_tokens": 1000 + i % 977,
+                        "completion_tokens": 1 + i % 50,
+                        "prompt_tokens_details": {"cached_tokens": i % 500},
+                    },
+                },
+                separators=(",", ":"),
+            )
+        )
     if bad_line is not None:
         lines[bad_line - 1] = lines[bad_line - 1].replace('"prompt_tokens":', '"prompt_tokens":-')
     return ("\n".join(lines) + "\n").encode()
@@ -134,8 +165,7 @@ def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reade
         assert got[col].astype(str).tolist() == want[col].astype(str).tolist(), col
 
 
-def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(sqlite_url, tmp_path,
-                                                                                     monkeypatch):
+def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(sqlite_url, tmp_path, monkeypatch):
     from planner.logs import duckpath
     from planner.store import open_store
     from planner.store.logs import list_uploads

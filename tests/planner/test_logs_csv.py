@@ -20,10 +20,19 @@ OUTPUT = [40, 12, 7, 300, 1]
 FIRST_MS = int(dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC).timestamp() * 1000)
 
 
-@pytest.mark.parametrize("name", [
-    "quoted_delimiters_and_doubled_quotes.csv", "quoted_line_breaks.csv", "utf8_bom.csv", "crlf.csv",
-    "semicolons.csv", "tabs.tsv", "pipes.csv", "header_spaces_and_capitals.csv",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "quoted_delimiters_and_doubled_quotes.csv",
+        "quoted_line_breaks.csv",
+        "utf8_bom.csv",
+        "crlf.csv",
+        "semicolons.csv",
+        "tabs.tsv",
+        "pipes.csv",
+        "header_spaces_and_capitals.csv",
+    ],
+)
 def test_each_quirk_reads_every_request_exactly(name):
     res = read_logs([QUIRKS / name])
     f = res.frame
@@ -55,8 +64,11 @@ def test_litellm_export_with_quoted_json_metadata_and_a_multi_line_field():
 
 
 def test_invalid_utf8_rejects_only_its_row():
-    data = b"timestamp,model,prompt_tokens\n2026-11-20T09:00:00Z,m,10\n" + b"2026-11-20T09:00:01Z,mod\xe8le,10\n" \
+    data = (
+        b"timestamp,model,prompt_tokens\n2026-11-20T09:00:00Z,m,10\n"
+        + b"2026-11-20T09:00:01Z,mod\xe8le,10\n"
         + b"2026-11-20T09:00:02Z,m,10\n"
+    )
     res = read_logs([("latin.csv", data)])
     assert len(res.frame) == 2
     assert [(r.line_no, "UTF-8" in r.reason) for r in res.rejected] == [(3, True)]

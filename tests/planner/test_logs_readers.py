@@ -19,15 +19,18 @@ def one(rec: dict, name: str = "x.jsonl", **kw):
     return read_logs([(name, json.dumps(rec).encode())], **kw)
 
 
-@pytest.mark.parametrize("file,fmt,n,has_ttft", [
-    ("openai_chat_completions.jsonl", "openai_chat", 400, False),
-    ("openai_batch_output.jsonl", "openai_batch", 149, False),
-    ("anthropic_messages.jsonl", "anthropic", 400, False),
-    ("litellm_spend_logs.json", "litellm", 250, True),
-    ("langfuse_observations.json", "langfuse", 250, True),
-    ("otel_genai_spans.jsonl", "otel", 200, True),
-    ("requests.csv", "csv", 400, True),
-])
+@pytest.mark.parametrize(
+    "file,fmt,n,has_ttft",
+    [
+        ("openai_chat_completions.jsonl", "openai_chat", 400, False),
+        ("openai_batch_output.jsonl", "openai_batch", 149, False),
+        ("anthropic_messages.jsonl", "anthropic", 400, False),
+        ("litellm_spend_logs.json", "litellm", 250, True),
+        ("langfuse_observations.json", "langfuse", 250, True),
+        ("otel_genai_spans.jsonl", "otel", 200, True),
+        ("requests.csv", "csv", 400, True),
+    ],
+)
 def test_every_sample_is_detected_and_read(file, fmt, n, has_ttft):
     res = read_logs([SAMPLES / file])
     assert res.formats == {file: fmt}
@@ -58,25 +61,57 @@ def test_the_same_traffic_gives_the_same_numbers_in_every_format():
 
 
 def test_openai_chat_counts_include_cached_tokens():
-    res = one({"object": "chat.completion", "created": 1764000000, "model": "gpt-4.1",
-               "usage": {"prompt_tokens": 2006, "completion_tokens": 300,
-                         "prompt_tokens_details": {"cached_tokens": 1920}}})
+    res = one(
+        {
+            "object": "chat.completion",
+            "created": 1764000000,
+            "model": "gpt-4.1",
+            "usage": {
+                "prompt_tokens": 2006,
+                "completion_tokens": 300,
+                "prompt_tokens_details": {"cached_tokens": 1920},
+            },
+        }
+    )
     row = res.frame.iloc[0]
     assert (row.ts_ms, row.model, row.prompt_tokens, row.cached_tokens, row.output_tokens) == (
-        1764000000000, "gpt-4.1", 2006, 1920, 300)
+        1764000000000,
+        "gpt-4.1",
+        2006,
+        1920,
+        300,
+    )
 
 
 def test_openai_responses_api_object():
-    res = one({"object": "response", "created_at": 1764000000, "model": "gpt-5",
-               "usage": {"input_tokens": 500, "input_tokens_details": {"cached_tokens": 100}, "output_tokens": 20}})
+    res = one(
+        {
+            "object": "response",
+            "created_at": 1764000000,
+            "model": "gpt-5",
+            "usage": {"input_tokens": 500, "input_tokens_details": {"cached_tokens": 100}, "output_tokens": 20},
+        }
+    )
     row = res.frame.iloc[0]
     assert (row.prompt_tokens, row.cached_tokens, row.output_tokens) == (500, 100, 20)
 
 
 def test_anthropic_whole_prompt_adds_cache_reads_and_writes():
-    res = one({"timestamp": "2026-11-20T09:00:00Z", "response": {
-        "type": "message", "model": "claude-sonnet-4-5",
-        "usage": {"input_tokens": 50, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 200, "output_tokens": 7}}})
+    res = one(
+        {
+            "timestamp": "2026-11-20T09:00:00Z",
+            "response": {
+                "type": "message",
+                "model": "claude-sonnet-4-5",
+                "usage": {
+                    "input_tokens": 50,
+                    "cache_read_input_tokens": 1000,
+                    "cache_creation_input_tokens": 200,
+                    "output_tokens": 7,
+                },
+            },
+        }
+    )
     row = res.frame.iloc[0]
     assert (row.prompt_tokens, row.cached_tokens, row.output_tokens) == (1250, 1000, 7)
 
@@ -87,10 +122,20 @@ def test_anthropic_without_a_timestamp_says_why():
 
 
 def test_litellm_ttft_is_completion_start_minus_start():
-    res = one({"request_id": "r1", "call_type": "acompletion", "spend": 0.01, "model": "gpt-4.1",
-               "startTime": "2026-11-20T09:00:00.000+00:00", "completionStartTime": "2026-11-20T09:00:00.412+00:00",
-               "endTime": "2026-11-20T09:00:02.000+00:00", "prompt_tokens": 900, "completion_tokens": 40,
-               "metadata": json.dumps({"additional_usage_values": {"prompt_tokens_details": {"cached_tokens": 512}}})})
+    res = one(
+        {
+            "request_id": "r1",
+            "call_type": "acompletion",
+            "spend": 0.01,
+            "model": "gpt-4.1",
+            "startTime": "2026-11-20T09:00:00.000+00:00",
+            "completionStartTime": "2026-11-20T09:00:00.412+00:00",
+            "endTime": "2026-11-20T09:00:02.000+00:00",
+            "prompt_tokens": 900,
+            "completion_tokens": 40,
+            "metadata": json.dumps({"additional_usage_values": {"prompt_tokens_details": {"cached_tokens": 512}}}),
+        }
+    )
     row = res.frame.iloc[0]
     assert (row.ttft_ms, row.duration_ms, row.cached_tokens) == (412.0, 2000.0, 512)
 
@@ -101,11 +146,17 @@ def test_langfuse_spans_are_skipped_not_rejected():
 
 
 def test_otel_http_spans_are_not_requests_and_first_token_event_gives_ttft():
-    span = {"name": "chat m", "startTimeUnixNano": "1764000000000000000", "endTimeUnixNano": "1764000001500000000",
-            "attributes": [{"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
-                           {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "800"}},
-                           {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 12}}],
-            "events": [{"name": "gen_ai.first_token", "timeUnixNano": "1764000000250000000"}]}
+    span = {
+        "name": "chat m",
+        "startTimeUnixNano": "1764000000000000000",
+        "endTimeUnixNano": "1764000001500000000",
+        "attributes": [
+            {"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "800"}},
+            {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 12}},
+        ],
+        "events": [{"name": "gen_ai.first_token", "timeUnixNano": "1764000000250000000"}],
+    }
     http = {"name": "POST", "startTimeUnixNano": "1764000000000000000", "attributes": []}
     res = one({"resourceSpans": [{"scopeSpans": [{"spans": [span, http]}]}]})
     assert len(res.frame) == 1 and res.n_rejected == 0
@@ -118,8 +169,14 @@ def test_csv_with_custom_columns_needs_a_mapping_and_then_reads_local_times():
     with pytest.raises(LogFormatError) as err:
         read_logs([path])
     assert "tok_in_total" in err.value.columns  # the page offers these in its mapping form
-    mapping = {"ts": "started", "model": "llm", "prompt_tokens": "tok_in_total", "cached_tokens": "tok_in_hit",
-               "output_tokens": "tok_out", "ttft_s": "first_byte_s"}
+    mapping = {
+        "ts": "started",
+        "model": "llm",
+        "prompt_tokens": "tok_in_total",
+        "cached_tokens": "tok_in_hit",
+        "output_tokens": "tok_out",
+        "ttft_s": "first_byte_s",
+    }
     res = read_logs([path], mapping=mapping, tz="Europe/Berlin")
     assert len(res.frame) == 200 and res.mapping == mapping
     ref = read_logs([SAMPLES / "requests.csv"]).frame.iloc[:200]
@@ -130,8 +187,16 @@ def test_csv_with_custom_columns_needs_a_mapping_and_then_reads_local_times():
 
 def test_json_mapping_uses_dotted_paths():
     rec = {"when": 1764000000123, "llm": {"name": "qwen"}, "stats": {"in": 70, "hit": 10, "out": 3}}
-    res = one(rec, mapping={"ts": "when", "model": "llm.name", "prompt_tokens": "stats.in",
-                            "cached_tokens": "stats.hit", "output_tokens": "stats.out"})
+    res = one(
+        rec,
+        mapping={
+            "ts": "when",
+            "model": "llm.name",
+            "prompt_tokens": "stats.in",
+            "cached_tokens": "stats.hit",
+            "output_tokens": "stats.out",
+        },
+    )
     row = res.frame.iloc[0]
     assert res.formats == {"x.jsonl": "mapped"}
     assert (row.ts_ms, row.model, row.prompt_tokens, row.cached_tokens) == (1764000000123, "qwen", 70, 10)
@@ -208,7 +273,10 @@ def test_a_large_file_on_disk_is_streamed_and_still_explains_bad_lines(tmp_path)
     good = tmp_path / "good.jsonl"
     good.write_bytes(data)
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(data + b'{"object": "chat.completion", "created": 1764000000, "model": "m", "usage": {"prompt_tokens": -1, "completion_tokens": 1}}\n')
+    bad.write_bytes(
+        data
+        + b'{"object": "chat.completion", "created": 1764000000, "model": "m", "usage": {"prompt_tokens": -1, "completion_tokens": 1}}\n'
+    )
     from_disk = read_logs([good]).frame
     in_memory = read_logs([("good.jsonl", data)]).frame
     assert from_disk.drop(columns="model").equals(in_memory.drop(columns="model"))
@@ -243,8 +311,12 @@ def test_every_sample_offered_on_the_page_reads_without_a_mapping_except_the_cus
     from planner.logs.samples import samples
 
     offered = samples()
-    assert {"azure_code_2023.csv", "burstgpt_synthetic.csv", "mooncake_conversation.jsonl",
-            "litellm_spend_logs.csv"} <= set(offered)
+    assert {
+        "azure_code_2023.csv",
+        "burstgpt_synthetic.csv",
+        "mooncake_conversation.jsonl",
+        "litellm_spend_logs.csv",
+    } <= set(offered)
     for name in offered:
         if name == "gateway_custom_columns.csv":  # the sample that shows the mapping form
             with pytest.raises(LogFormatError):

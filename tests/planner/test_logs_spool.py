@@ -17,8 +17,10 @@ SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 def test_an_upload_is_copied_whole_in_chunks_with_a_bar_that_moves_by_bytes_and_removed_on_close():
     body = os.urandom(2 * CHUNK_BYTES + 123)
     ticks = []
-    spool = Spool([("big.jsonl.gz", io.BytesIO(body)), ("small.csv", io.BytesIO(b"a,b\n1,2\n"))],
-                  progress=lambda frac, msg: ticks.append((frac, msg)))
+    spool = Spool(
+        [("big.jsonl.gz", io.BytesIO(body)), ("small.csv", io.BytesIO(b"a,b\n1,2\n"))],
+        progress=lambda frac, msg: ticks.append((frac, msg)),
+    )
     assert [p.read_bytes() for p in spool.paths] == [body, b"a,b\n1,2\n"]
     assert spool.names == ["big.jsonl.gz", "small.csv"]  # the ending picks the decompressor; results name the file
     fracs = [f for f, _ in ticks]
@@ -32,8 +34,13 @@ def test_an_upload_is_copied_whole_in_chunks_with_a_bar_that_moves_by_bytes_and_
 
 
 def test_an_upload_name_cannot_leave_the_spool_folder_and_two_files_may_share_a_name():
-    spool = Spool([("../../etc/passwd.csv", io.BytesIO(b"x")), ("C:\\logs\\passwd.csv", io.BytesIO(b"y")),
-                   ("\x00..", io.BytesIO(b"z"))])
+    spool = Spool(
+        [
+            ("../../etc/passwd.csv", io.BytesIO(b"x")),
+            ("C:\\logs\\passwd.csv", io.BytesIO(b"y")),
+            ("\x00..", io.BytesIO(b"z")),
+        ]
+    )
     try:
         assert all(p.resolve().is_relative_to(spool.folder.resolve()) for p in spool.paths)
         assert spool.names == ["passwd.csv", "passwd.csv", "upload"]

@@ -39,7 +39,9 @@ def test_no_text_reaches_the_database(engine):
     res = read_logs([SAMPLES / "langfuse_observations.json"])
     save_upload(engine, "lf", res)
     with engine.connect() as conn:
-        dump = " ".join(str(row) for t in ("log_upload", "log_request") for row in conn.execute(sa.text(f"SELECT * FROM {t}")))
+        dump = " ".join(
+            str(row) for t in ("log_upload", "log_request") for row in conn.execute(sa.text(f"SELECT * FROM {t}"))
+        )
     assert "Refactor" not in dump and "Here is the change" not in dump and "coding agent" not in dump
 
 
@@ -64,8 +66,12 @@ def test_saving_is_all_or_nothing(engine):
     else:  # SQLite stores any integer, so a trigger makes the last row fail instead
         res.frame.loc[399, "prompt_tokens"] = 424242
         with engine.begin() as conn:
-            conn.execute(sa.text("CREATE TRIGGER boom BEFORE INSERT ON log_request WHEN NEW.prompt_tokens = 424242 "
-                                 "BEGIN SELECT RAISE(ABORT, 'disk full'); END"))
+            conn.execute(
+                sa.text(
+                    "CREATE TRIGGER boom BEFORE INSERT ON log_request WHEN NEW.prompt_tokens = 424242 "
+                    "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+                )
+            )
     with pytest.raises((sa.exc.DBAPIError, psycopg.Error)):  # SQLAlchemy's, or psycopg's own from COPY
         save_upload(engine, "broken", res)
     assert list_uploads(engine) == []
@@ -93,7 +99,8 @@ def test_table_definitions_match_the_migration(engine):
             assert bool(m["nullable"]) == bool(col.nullable) or col.primary_key, (table.name, col.name)
             assert type(m["type"]).__name__.upper().startswith(
                 {"BigInteger": "BIGINT", "Integer": "INTEGER", "Float": ("FLOAT", "DOUBLE", "REAL")}.get(
-                    type(col.type).__name__, type(m["type"]).__name__.upper())
+                    type(col.type).__name__, type(m["type"]).__name__.upper()
+                )
             ) or isinstance(col.type, (sa.String, sa.Text, sa.Boolean, sa.Float)), (table.name, col.name, m["type"])
     fks = inspector.get_foreign_keys("log_request")
     assert fks[0]["referred_table"] == "log_upload" and fks[0]["options"].get("ondelete") == "CASCADE"

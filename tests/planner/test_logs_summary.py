@@ -60,10 +60,10 @@ def test_working_day_window_is_local_and_weekdays_only():
     berlin_9_30 = dt.datetime(2026, 11, 16, 8, 30, tzinfo=dt.UTC)  # Mon 09:30 in Berlin (UTC+1)
     times = [
         berlin_9_30,
-        dt.datetime(2026, 11, 16, 7, 30, tzinfo=dt.UTC),   # Mon 08:30 Berlin: before the day
+        dt.datetime(2026, 11, 16, 7, 30, tzinfo=dt.UTC),  # Mon 08:30 Berlin: before the day
         dt.datetime(2026, 11, 16, 16, 59, tzinfo=dt.UTC),  # Mon 17:59 Berlin: inside
-        dt.datetime(2026, 11, 16, 17, 0, tzinfo=dt.UTC),   # Mon 18:00 Berlin: the end is exclusive
-        dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC),   # Saturday
+        dt.datetime(2026, 11, 16, 17, 0, tzinfo=dt.UTC),  # Mon 18:00 Berlin: the end is exclusive
+        dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC),  # Saturday
     ]
     s = summarize_logs(frame_at(times, [1, 2, 3, 4, 5]), tz="Europe/Berlin", workday="09:00-18:00")
     assert s.prompt_workday["p50"].n == 2 and s.prompt_workday["max"].value == 3
@@ -82,8 +82,15 @@ def test_hourly_profile_averages_over_the_days_and_peak_hour_is_the_busiest_cloc
     times += [start + dt.timedelta(days=1, hours=23)]
     f = frame_at(times)
     prof = hourly_profile(f, "UTC")
-    assert list(prof.columns) == ["hour", "requests", "requests_per_s", "prompt_tokens", "cached_tokens",
-                                  "output_tokens", "tokens_per_hour"]
+    assert list(prof.columns) == [
+        "hour",
+        "requests",
+        "requests_per_s",
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "tokens_per_hour",
+    ]
     assert len(prof) == 24
     assert prof.loc[10, "requests"] == pytest.approx((360 + 36) / 2)
     assert prof.loc[10, "requests_per_s"] == pytest.approx(198 / 3600)

@@ -35,11 +35,14 @@ def csv_column(path: Path, column: str) -> list[int]:
         return [int(r[column]) for r in csv.DictReader(fh)]
 
 
-@pytest.mark.parametrize("file, fmt, prompt_col, output_col", [
-    ("azure_code_2023.csv", "azure", "ContextTokens", "GeneratedTokens"),
-    ("azure_2024_synthetic.csv", "azure", "ContextTokens", "GeneratedTokens"),
-    ("burstgpt_synthetic.csv", "burstgpt", "Request tokens", "Response tokens"),
-])
+@pytest.mark.parametrize(
+    "file, fmt, prompt_col, output_col",
+    [
+        ("azure_code_2023.csv", "azure", "ContextTokens", "GeneratedTokens"),
+        ("azure_2024_synthetic.csv", "azure", "ContextTokens", "GeneratedTokens"),
+        ("burstgpt_synthetic.csv", "burstgpt", "Request tokens", "Response tokens"),
+    ],
+)
 def test_csv_traces_are_recognised_and_percentiles_match_an_independent_computation(file, fmt, prompt_col, output_col):
     res = read_logs([SAMPLES / file])
     assert res.formats == {file: fmt} and res.n_rejected == 0
@@ -62,7 +65,9 @@ def test_azure_times_are_absolute_and_burstgpt_times_count_from_a_start_date_tha
     day0 = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
     assert burst.frame["ts_ms"].tolist() == [day0 + round(o * 1000) for o in offsets]
     assert any("2024-01-01" in n and "default" in n for n in burst.notes)
-    failed = sum(1 for r in csv.DictReader(open(SAMPLES / "burstgpt_synthetic.csv", newline="")) if r["Response tokens"] == "0")
+    failed = sum(
+        1 for r in csv.DictReader(open(SAMPLES / "burstgpt_synthetic.csv", newline="")) if r["Response tokens"] == "0"
+    )
     assert failed and any(f"{failed} requests with 0 response tokens" in n for n in burst.notes)
     placed = read_logs([SAMPLES / "burstgpt_synthetic.csv"], start="2025-03-03T08:00", tz="Europe/Berlin")
     start = int(dt.datetime(2025, 3, 3, 7, 0, tzinfo=dt.UTC).timestamp() * 1000)  # 08:00 CET
@@ -102,12 +107,16 @@ def test_prefix_share_from_hash_ids_on_a_hand_built_trace_under_a_small_lru():
 
 def test_parquet_round_trip_keeps_every_number(tmp_path):
     src = read_logs([SAMPLES / "requests.csv"]).frame
-    table = pa.table({
-        "created_at": pa.array(src["ts_ms"].to_numpy(), pa.timestamp("ms", tz="UTC")),
-        "model": src["model"].tolist(), "input_tokens": src["prompt_tokens"].to_numpy(),
-        "cached_tokens": src["cached_tokens"].to_numpy(), "output_tokens": src["output_tokens"].to_numpy(),
-        "prompt_text": ["secret"] * len(src),
-    })
+    table = pa.table(
+        {
+            "created_at": pa.array(src["ts_ms"].to_numpy(), pa.timestamp("ms", tz="UTC")),
+            "model": src["model"].tolist(),
+            "input_tokens": src["prompt_tokens"].to_numpy(),
+            "cached_tokens": src["cached_tokens"].to_numpy(),
+            "output_tokens": src["output_tokens"].to_numpy(),
+            "prompt_text": ["secret"] * len(src),
+        }
+    )
     pq.write_table(table, tmp_path / "reqs.parquet")
     res = read_logs([tmp_path / "reqs.parquet"])
     assert res.formats == {"reqs.parquet": "parquet"} and res.n_rejected == 0
@@ -119,11 +128,15 @@ def test_parquet_round_trip_keeps_every_number(tmp_path):
 
 
 def test_bad_traces_give_one_line_naming_the_file_and_the_column_wanted(tmp_path):
-    pq.write_table(pa.table({"timestamp": [1_764_000_000, 1_764_000_001], "model": ["a", "b"]}), tmp_path / "no-tokens.parquet")
+    pq.write_table(
+        pa.table({"timestamp": [1_764_000_000, 1_764_000_001], "model": ["a", "b"]}), tmp_path / "no-tokens.parquet"
+    )
     with pytest.raises(LogFormatError) as err:
         read_logs([tmp_path / "no-tokens.parquet"])
     msg = str(err.value)
-    assert "\n" not in msg and "no-tokens.parquet" in msg and "no prompt-token column" in msg and "timestamp, model" in msg
+    assert (
+        "\n" not in msg and "no-tokens.parquet" in msg and "no prompt-token column" in msg and "timestamp, model" in msg
+    )
     (tmp_path / "no-times.csv").write_text("ContextTokens,GeneratedTokens\n100,5\n")
     with pytest.raises(LogFormatError) as err:
         read_logs([tmp_path / "no-times.csv"])
@@ -146,8 +159,9 @@ def test_directories_globs_gzip_and_zstd_are_one_reader(tmp_path):
         assert out["n"] == 2 * 224 and out["formats"] == {"a.csv.gz": "azure", "b.csv.zst": "azure"}
 
 
-@pytest.mark.parametrize("file", ["azure_code_2023.csv", "azure_2024_synthetic.csv", "burstgpt_synthetic.csv",
-                                  "mooncake_conversation.jsonl"])
+@pytest.mark.parametrize(
+    "file", ["azure_code_2023.csv", "azure_2024_synthetic.csv", "burstgpt_synthetic.csv", "mooncake_conversation.jsonl"]
+)
 def test_whatif_replays_each_public_format(file):
     sls = "serverless:name=sls,window=600,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
     r = CliRunner().invoke(cli, ["whatif", "--log", str(SAMPLES / file), "--deployment", sls, "--json"])
@@ -162,8 +176,9 @@ def test_whatif_replays_each_public_format(file):
 def test_whatif_takes_the_same_mapping_as_summarize(tmp_path):
     sls = "serverless:name=sls,window=600,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
     args = ["--map", "ts=started", "--map", "prompt_tokens=tok_in_total", "--map", "cached_tokens=tok_in_hit"]
-    r = CliRunner().invoke(cli, ["whatif", "--log", str(SAMPLES / "gateway_custom_columns.csv"), *args,
-                                 "--deployment", sls, "--json"])
+    r = CliRunner().invoke(
+        cli, ["whatif", "--log", str(SAMPLES / "gateway_custom_columns.csv"), *args, "--deployment", sls, "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["n_requests"] == 200
 
@@ -174,10 +189,18 @@ def test_devices_and_fifos_are_refused_not_read(tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     # No writer: opening the FIFO would block forever; the reader must refuse it without opening it.
-    code = ("from planner.logs import read_logs, LogFormatError\n"
-            f"try:\n    read_logs([{str(fifo)!r}])\nexcept LogFormatError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
-                         cwd=Path(__file__).resolve().parents[2], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    code = (
+        "from planner.logs import read_logs, LogFormatError\n"
+        f"try:\n    read_logs([{str(fifo)!r}])\nexcept LogFormatError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert "pipe.jsonl: not a regular file" in out.stdout
 
 
@@ -195,11 +218,31 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
 
     n = 1000
     ts = [1_764_000_000_123_456 + i * 1_001_500 for i in range(n)]  # µs, sub-ms parts round like the row path
-    good = pa.table({"ts": pa.array(ts, pa.timestamp("us", tz="UTC")), "prompt_tokens": list(range(100, 100 + n)),
-                     "cached_tokens": [i % 50 for i in range(n)], "output_tokens": [7] * n, "model": ["m"] * n})
-    assert batch_frame(good.to_batches()[0], {"ts": "ts", "prompt_tokens": "prompt_tokens", "cached_tokens":
-                                              "cached_tokens", "output_tokens": "output_tokens", "model": "model"},
-                       "UTC", 0, "x") is not None
+    good = pa.table(
+        {
+            "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+            "prompt_tokens": list(range(100, 100 + n)),
+            "cached_tokens": [i % 50 for i in range(n)],
+            "output_tokens": [7] * n,
+            "model": ["m"] * n,
+        }
+    )
+    assert (
+        batch_frame(
+            good.to_batches()[0],
+            {
+                "ts": "ts",
+                "prompt_tokens": "prompt_tokens",
+                "cached_tokens": "cached_tokens",
+                "output_tokens": "output_tokens",
+                "model": "model",
+            },
+            "UTC",
+            0,
+            "x",
+        )
+        is not None
+    )
     bad = good.set_column(1, "prompt_tokens", pa.array([None if i == 500 else 100 + i for i in range(n)], pa.int64()))
     pq.write_table(good, tmp_path / "good.parquet")
     pq.write_table(bad, tmp_path / "bad.parquet")
@@ -211,8 +254,17 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
         assert slow.frame[col].tolist() == keep[col].tolist()
 
 
-@pytest.mark.parametrize("file", ["azure_code_2023.csv", "azure_2024_synthetic.csv", "burstgpt_synthetic.csv",
-                                  "requests.csv", "csv_quirks/semicolons.csv", "csv_quirks/quoted_line_breaks.csv"])
+@pytest.mark.parametrize(
+    "file",
+    [
+        "azure_code_2023.csv",
+        "azure_2024_synthetic.csv",
+        "burstgpt_synthetic.csv",
+        "requests.csv",
+        "csv_quirks/semicolons.csv",
+        "csv_quirks/quoted_line_breaks.csv",
+    ],
+)
 def test_large_csv_files_stream_through_duckdb_with_the_same_numbers_as_the_row_reader(file, tmp_path, monkeypatch):
     import planner.logs.tables as tables
 

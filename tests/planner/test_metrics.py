@@ -31,10 +31,21 @@ def _scrape(port: int) -> dict[tuple[str, tuple], float]:
 def test_histogram_counts_equal_the_stored_samples(tmp_path):
     engine = open_store(f"sqlite:///{tmp_path / 'm.db'}")
     now_ms = int(time.time() * 1000)
-    seed_endpoint(engine, "fast-a", median_ms=300, n=120, errors=7, seed=1, start_ms=now_ms - 3_600_000,
-                  span_ms=3_500_000, vantage="office", cold_ms=4200)
-    seed_endpoint(engine, "slow-b", median_ms=700, n=80, seed=2, start_ms=now_ms - 3_600_000, span_ms=3_500_000,
-                  vantage="office")
+    seed_endpoint(
+        engine,
+        "fast-a",
+        median_ms=300,
+        n=120,
+        errors=7,
+        seed=1,
+        start_ms=now_ms - 3_600_000,
+        span_ms=3_500_000,
+        vantage="office",
+        cold_ms=4200,
+    )
+    seed_endpoint(
+        engine, "slow-b", median_ms=700, n=80, seed=2, start_ms=now_ms - 3_600_000, span_ms=3_500_000, vantage="office"
+    )
     with engine.connect() as conn:
         names = dict(conn.execute(sa.select(EndpointRow.__table__.c.id, EndpointRow.__table__.c.name)).all())
         rows = [ProbeSampleRow(**dict(r)) for r in conn.execute(sa.select(ProbeSampleRow.__table__)).mappings()]
@@ -48,9 +59,14 @@ def test_histogram_counts_equal_the_stored_samples(tmp_path):
         server.shutdown()
     for endpoint_id, name in names.items():
         with engine.connect() as conn:
-            ttfts = np.array(conn.execute(sa.text(
-                f"SELECT ttft_ms FROM probe_sample WHERE endpoint_id = :e AND {SAMPLE_SQL}"), {"e": endpoint_id}
-            ).scalars().all())
+            ttfts = np.array(
+                conn.execute(
+                    sa.text(f"SELECT ttft_ms FROM probe_sample WHERE endpoint_id = :e AND {SAMPLE_SQL}"),
+                    {"e": endpoint_id},
+                )
+                .scalars()
+                .all()
+            )
         labels = (("endpoint", name), ("vantage", "office"))
         assert scraped[("ttft_planner_ttft_seconds_count", labels)] == len(ttfts) > 0
         for le_s in (0.2, 0.5, 1.0):
@@ -88,8 +104,21 @@ def test_the_sample_grafana_dashboard_queries_only_metrics_the_worker_exports():
     used = {m for e in exprs for m in re.findall(r"\b(ttft_planner_[a-z_]+)", e)}
     metrics = WorkerMetrics()
     metrics.observe_lateness("office", 3.0)
-    metrics.observe_stored([ProbeSampleRow(endpoint_id=1, vantage="office", kind="scheduled", scheduled_at_ms=0,
-                                           started_at_ms=0, ok=True, ttft_ms=250.0, dns_ms=1.0)], {1: "a"})
+    metrics.observe_stored(
+        [
+            ProbeSampleRow(
+                endpoint_id=1,
+                vantage="office",
+                kind="scheduled",
+                scheduled_at_ms=0,
+                started_at_ms=0,
+                ok=True,
+                ttft_ms=250.0,
+                dns_ms=1.0,
+            )
+        ],
+        {1: "a"},
+    )
     exported = {s.name for family in metrics.registry.collect() for s in family.samples}
     exported |= {f.name for f in metrics.registry.collect()}
     assert used and used <= exported, used - exported

@@ -13,15 +13,18 @@ from planner.store.rtt import add_target, list_targets, set_target_enabled
 BASE = ["endpoints", "add", "e1", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
 
 
-@pytest.mark.parametrize("option, value, field", [
-    ("--prompt-tokens", "9223372036854775807", "prompt_tokens"),
-    ("--max-tokens", "1e308", "max_tokens"),
-    ("--interval-s", "inf", "interval_s"),
-    ("--interval-s", "nan", "interval_s"),
-    ("--interval-s", "1e12", "interval_s"),
-    ("--timeout-s", "-inf", "timeout_s"),
-    ("--scale-down-window-s", "1e300", "scale_down_window_s"),
-])
+@pytest.mark.parametrize(
+    "option, value, field",
+    [
+        ("--prompt-tokens", "9223372036854775807", "prompt_tokens"),
+        ("--max-tokens", "1e308", "max_tokens"),
+        ("--interval-s", "inf", "interval_s"),
+        ("--interval-s", "nan", "interval_s"),
+        ("--interval-s", "1e12", "interval_s"),
+        ("--timeout-s", "-inf", "timeout_s"),
+        ("--scale-down-window-s", "1e300", "scale_down_window_s"),
+    ],
+)
 def test_cli_refuses_out_of_range_and_non_finite_endpoint_numbers(sqlite_url, option, value, field):
     res = CliRunner().invoke(cli, [*BASE, option, value, "--database-url", sqlite_url])
     assert res.exit_code == 2, res.output
@@ -49,7 +52,10 @@ model = "m"
 """
     res = import_toml(engine, doc)
     assert res.added == ["fine"]
-    assert [(n, "prompt_tokens" in why or "interval_s" in why) for _, n, why in res.rejected] == [("huge", True), ("forever", True)]
+    assert [(n, "prompt_tokens" in why or "interval_s" in why) for _, n, why in res.rejected] == [
+        ("huge", True),
+        ("forever", True),
+    ]
     assert [e.name for e in list_endpoints(engine)] == ["fine"]
 
 
@@ -61,8 +67,9 @@ def test_registry_api_refuses_a_prompt_that_would_be_built_in_memory(engine):
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1e9"])
 def test_regions_add_refuses_a_non_finite_or_huge_interval(sqlite_url, value):
-    res = CliRunner().invoke(cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval", value,
-                                   "--database-url", sqlite_url])
+    res = CliRunner().invoke(
+        cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval", value, "--database-url", sqlite_url]
+    )
     assert res.exit_code == 2, res.output
     assert "interval" in res.output.lower() and "Traceback" not in res.output
 

@@ -27,8 +27,21 @@ def invoke(*args: str, env: dict | None = None):
 
 
 def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
-    r = invoke("probe", "--base-url", sim_url, "--model", "sim-model", "-n", "3", "--interval", "0",
-               "--prompt-tokens", "200", "--max-tokens", "4")
+    r = invoke(
+        "probe",
+        "--base-url",
+        sim_url,
+        "--model",
+        "sim-model",
+        "-n",
+        "3",
+        "--interval",
+        "0",
+        "--prompt-tokens",
+        "200",
+        "--max-tokens",
+        "4",
+    )
     assert r.exit_code == 0, r.output
     assert r.output.count("ttft") >= 3
     assert "TTFT p50" in r.output and "p95" in r.output and "max" in r.output and "n=3" in r.output
@@ -37,8 +50,24 @@ def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
 
 
 def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):
-    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "2", "--interval", "0", "--json",
-               "--protocol", "anthropic", "--prompt-tokens", "100", "--max-tokens", "3")
+    r = invoke(
+        "probe",
+        "--base-url",
+        sim_url,
+        "--model",
+        "m",
+        "-n",
+        "2",
+        "--interval",
+        "0",
+        "--json",
+        "--protocol",
+        "anthropic",
+        "--prompt-tokens",
+        "100",
+        "--max-tokens",
+        "3",
+    )
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.output.strip().splitlines()]
     assert [x["type"] for x in lines] == ["sample", "sample", "summary"]
@@ -49,8 +78,22 @@ def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):
 
 
 def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
-    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "3", "--interval", "0", "--json",
-               "--prompt-tokens", "256,6000", "--max-tokens", "2")
+    r = invoke(
+        "probe",
+        "--base-url",
+        sim_url,
+        "--model",
+        "m",
+        "-n",
+        "3",
+        "--interval",
+        "0",
+        "--json",
+        "--prompt-tokens",
+        "256,6000",
+        "--max-tokens",
+        "2",
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output.strip().splitlines()[-1])
     fit = summary["prefill_fit"]
@@ -59,8 +102,23 @@ def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
 
 
 def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
-    r = invoke("probe", "--base-url", sim_url, "--model", "m", "-n", "3", "--interval", "0", "--json", "--keep-alive",
-               "--prompt-tokens", "50", "--max-tokens", "2")
+    r = invoke(
+        "probe",
+        "--base-url",
+        sim_url,
+        "--model",
+        "m",
+        "-n",
+        "3",
+        "--interval",
+        "0",
+        "--json",
+        "--keep-alive",
+        "--prompt-tokens",
+        "50",
+        "--max-tokens",
+        "2",
+    )
     samples = [json.loads(line) for line in r.output.strip().splitlines()[:-1]]
     assert [s["conn_reused"] for s in samples] == [False, True, True]
     assert samples[1]["connect_ms"] is None
@@ -68,8 +126,26 @@ def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
 
 def test_store_writes_a_manual_run(sim_url, tmp_path):
     db = f"sqlite:///{tmp_path / 'p.db'}"
-    r = invoke("probe", "--base-url", sim_url, "--model", "sim-model", "-n", "3", "--interval", "0", "--store",
-               "--database-url", db, "--vantage", "laptop", "--prompt-tokens", "50", "--max-tokens", "2")
+    r = invoke(
+        "probe",
+        "--base-url",
+        sim_url,
+        "--model",
+        "sim-model",
+        "-n",
+        "3",
+        "--interval",
+        "0",
+        "--store",
+        "--database-url",
+        db,
+        "--vantage",
+        "laptop",
+        "--prompt-tokens",
+        "50",
+        "--max-tokens",
+        "2",
+    )
     assert r.exit_code == 0, r.output
     assert "stored 3 sample(s)" in r.output
     engine = open_store(db)
@@ -91,24 +167,27 @@ def test_bad_input_exits_2_naming_the_flag():
 
 def test_missing_key_variable_exits_2_naming_it(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env",
-                                 "NO_SUCH_KEY_VAR"])
+    r = CliRunner().invoke(
+        cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key-env", "NO_SUCH_KEY_VAR"]
+    )
     assert r.exit_code == 2 and "NO_SUCH_KEY_VAR" in r.output
 
 
 def test_key_never_printed_even_when_the_server_echoes_it(monkeypatch):
     monkeypatch.setenv("SIM_KEY_FOR_TEST", "sk-live-abcdefSECRET")
     with running_simulator(SimulatorConfig(api_key="the-right-key")) as url:
-        r = CliRunner().invoke(cli, ["probe", "--base-url", url, "--model", "m", "-n", "1", "--api-key-env",
-                                     "SIM_KEY_FOR_TEST", "--json"])
+        r = CliRunner().invoke(
+            cli, ["probe", "--base-url", url, "--model", "m", "-n", "1", "--api-key-env", "SIM_KEY_FOR_TEST", "--json"]
+        )
     assert r.exit_code == 1  # every sample failed
     assert "sk-live-abcdefSECRET" not in r.output
     assert json.loads(r.output.splitlines()[0])["error_class"] == "auth"
 
 
 def test_all_failed_exits_1_with_the_classes():
-    r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2",
-                                 "--interval", "0"])
+    r = CliRunner().invoke(
+        cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--interval", "0"]
+    )
     assert r.exit_code == 1
     assert "FAILED refused" in r.output and "n=0" in r.output and "failures 2" in r.output
 
@@ -139,9 +218,23 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "simulate", "--port", str(port), "--model", "demo",
-                             "--prefill-tokens-per-s", "50000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONPATH": "."})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from planner.cli import main; main()",
+            "simulate",
+            "--port",
+            str(port),
+            "--model",
+            "demo",
+            "--prefill-tokens-per-s",
+            "50000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": "."},
+    )
     try:
         url = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + 30
@@ -152,8 +245,22 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None, "simulate did not start"
                 time.sleep(0.1)
-        ok = invoke("probe", "--base-url", url, "--model", "demo", "-n", "2", "--interval", "0", "--json",
-                    "--prompt-tokens", "100", "--max-tokens", "2")
+        ok = invoke(
+            "probe",
+            "--base-url",
+            url,
+            "--model",
+            "demo",
+            "-n",
+            "2",
+            "--interval",
+            "0",
+            "--json",
+            "--prompt-tokens",
+            "100",
+            "--max-tokens",
+            "2",
+        )
         wrong = invoke("probe", "--base-url", url, "--model", "other", "-n", "1", "--json")
     finally:
         proc.terminate()
@@ -171,14 +278,45 @@ def test_the_servers_prompt_token_count_is_shown_and_the_prefill_fit_uses_it():
 
     def script(i, req) -> Script:
         counted = len(req.json()["messages"][0]["content"].split()) + template_tokens
-        return Script(steps=[Step(sse(chat_chunk({"content": "x"})), delay_s=counted * ms_per_token / 1000, content=True),
-                             Step(sse(usage_chunk(counted, 1)) + b"data: [DONE]\n\n")])
+        return Script(
+            steps=[
+                Step(sse(chat_chunk({"content": "x"})), delay_s=counted * ms_per_token / 1000, content=True),
+                Step(sse(usage_chunk(counted, 1)) + b"data: [DONE]\n\n"),
+            ]
+        )
 
     with ScriptedServer(script) as srv:
-        r = invoke("probe", "--base-url", srv.url, "--model", "m", "-n", "3", "--interval", "0", "--json",
-                   "--prompt-tokens", "100,1000", "--max-tokens", "1")
-        text = invoke("probe", "--base-url", srv.url, "--model", "m", "-n", "1", "--interval", "0",
-                      "--prompt-tokens", "100", "--max-tokens", "1")
+        r = invoke(
+            "probe",
+            "--base-url",
+            srv.url,
+            "--model",
+            "m",
+            "-n",
+            "3",
+            "--interval",
+            "0",
+            "--json",
+            "--prompt-tokens",
+            "100,1000",
+            "--max-tokens",
+            "1",
+        )
+        text = invoke(
+            "probe",
+            "--base-url",
+            srv.url,
+            "--model",
+            "m",
+            "-n",
+            "1",
+            "--interval",
+            "0",
+            "--prompt-tokens",
+            "100",
+            "--max-tokens",
+            "1",
+        )
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.output.strip().splitlines()]
     samples, summary = lines[:-1], lines[-1]

@@ -52,9 +52,11 @@ def assert_on_server_clock(s: TtftSample, srv: ScriptedServer, t0: int, i: int =
 
 # ---- OpenAI Responses -------------------------------------------------------------------------------------------
 
+
 def _created() -> bytes:
-    return (responses_event("response.created", response={"id": "resp_1", "status": "in_progress"})
-            + responses_event("response.in_progress", response={"id": "resp_1", "status": "in_progress"}))
+    return responses_event("response.created", response={"id": "resp_1", "status": "in_progress"}) + responses_event(
+        "response.in_progress", response={"id": "resp_1", "status": "in_progress"}
+    )
 
 
 def _completed(inp: int, out: int, cached: int) -> bytes:
@@ -63,13 +65,21 @@ def _completed(inp: int, out: int, cached: int) -> bytes:
 
 
 def test_responses_created_and_in_progress_are_not_tokens_and_usage_comes_at_the_end():
-    script = Script(steps=[
-        Step(_created()),
-        Step(responses_event("response.output_item.added", output_index=0, item={"type": "message"}), delay_s=GAP_S),
-        Step(responses_event("response.output_text.delta", output_index=0, delta="Hello"), delay_s=GAP_S, content=True),
-        Step(responses_event("response.output_text.delta", output_index=0, delta=" there")),
-        Step(_completed(41, 2, 32)),
-    ])
+    script = Script(
+        steps=[
+            Step(_created()),
+            Step(
+                responses_event("response.output_item.added", output_index=0, item={"type": "message"}), delay_s=GAP_S
+            ),
+            Step(
+                responses_event("response.output_text.delta", output_index=0, delta="Hello"),
+                delay_s=GAP_S,
+                content=True,
+            ),
+            Step(responses_event("response.output_text.delta", output_index=0, delta=" there")),
+            Step(_completed(41, 2, 32)),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url, "openai-responses", max_tokens=4)
     assert s.ok, s.error_detail
@@ -88,12 +98,14 @@ def test_responses_created_and_in_progress_are_not_tokens_and_usage_comes_at_the
 
 @pytest.mark.parametrize("kind", ["response.reasoning_summary_text.delta", "response.function_call_arguments.delta"])
 def test_responses_reasoning_or_tool_call_first_is_the_first_token_but_not_visible(kind):
-    script = Script(steps=[
-        Step(_created()),
-        Step(responses_event(kind, output_index=0, delta="{\"ci"), delay_s=GAP_S, content=True),
-        Step(responses_event("response.output_text.delta", output_index=1, delta="Hi"), delay_s=GAP_S),
-        Step(_completed(10, 3, 0)),
-    ])
+    script = Script(
+        steps=[
+            Step(_created()),
+            Step(responses_event(kind, output_index=0, delta='{"ci'), delay_s=GAP_S, content=True),
+            Step(responses_event("response.output_text.delta", output_index=1, delta="Hi"), delay_s=GAP_S),
+            Step(_completed(10, 3, 0)),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url, "openai-responses")
     assert s.ok
@@ -113,17 +125,25 @@ def test_responses_stream_without_a_delta_is_no_content_and_an_error_event_is_ra
 
 # ---- Azure OpenAI -----------------------------------------------------------------------------------------------
 
-AZURE_FILTER_CHUNK = {"id": "", "object": "", "created": 0, "model": "", "choices": [],
-                      "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]}
+AZURE_FILTER_CHUNK = {
+    "id": "",
+    "object": "",
+    "created": 0,
+    "model": "",
+    "choices": [],
+    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
+}
 
 
 def _azure_stream() -> Script:
-    return Script(steps=[
-        Step(sse(AZURE_FILTER_CHUNK)),  # metadata-only first event
-        Step(sse(chat_chunk({"role": "assistant", "content": ""})), delay_s=GAP_S),  # role-only first delta
-        Step(sse(chat_chunk({"content": "Hi"})), delay_s=GAP_S, content=True),
-        Step(sse(chat_chunk({}, finish="stop")) + sse(usage_chunk(30, 1)) + b"data: [DONE]\n\n"),
-    ])
+    return Script(
+        steps=[
+            Step(sse(AZURE_FILTER_CHUNK)),  # metadata-only first event
+            Step(sse(chat_chunk({"role": "assistant", "content": ""})), delay_s=GAP_S),  # role-only first delta
+            Step(sse(chat_chunk({"content": "Hi"})), delay_s=GAP_S, content=True),
+            Step(sse(chat_chunk({}, finish="stop")) + sse(usage_chunk(30, 1)) + b"data: [DONE]\n\n"),
+        ]
+    )
 
 
 def test_azure_deployment_url_api_version_and_api_key_header(monkeypatch):
@@ -155,9 +175,13 @@ def test_azure_entra_token_is_a_bearer_and_base_api_version_is_kept(monkeypatch)
 
 
 def test_azure_429_waits_retry_after_ms_then_succeeds():
-    busy = Script(status=429, reason="Too Many Requests", chunked=False,
-                  headers={"Content-Type": "application/json", "retry-after-ms": "250", "retry-after": "1"},
-                  steps=[Step(json.dumps({"error": {"code": "429", "message": "Requests are throttled"}}).encode())])
+    busy = Script(
+        status=429,
+        reason="Too Many Requests",
+        chunked=False,
+        headers={"Content-Type": "application/json", "retry-after-ms": "250", "retry-after": "1"},
+        steps=[Step(json.dumps({"error": {"code": "429", "message": "Requests are throttled"}}).encode())],
+    )
     with ScriptedServer([busy, _azure_stream()]) as srv:
         s, t0 = probe(f"http://127.0.0.1:{srv.port}/openai/v1", "azure-openai", max_attempts=3)
     assert s.ok and s.attempts == 2
@@ -168,22 +192,30 @@ def test_azure_429_waits_retry_after_ms_then_succeeds():
 
 # ---- Gemini / Vertex --------------------------------------------------------------------------------------------
 
-GEMINI_USAGE = {"promptTokenCount": 44, "candidatesTokenCount": 3, "thoughtsTokenCount": 5,
-                "cachedContentTokenCount": 32, "totalTokenCount": 52}
+GEMINI_USAGE = {
+    "promptTokenCount": 44,
+    "candidatesTokenCount": 3,
+    "thoughtsTokenCount": 5,
+    "cachedContentTokenCount": 32,
+    "totalTokenCount": 52,
+}
 
 
 def test_gemini_metadata_first_thought_then_text_with_usage_at_the_end(monkeypatch):
     monkeypatch.setenv("GEMINI_KEY_T", "AIza-test-key")
-    script = Script(steps=[
-        Step(gemini_chunk(None, usage={"promptTokenCount": 44})),  # metadata only
-        Step(gemini_chunk([]), delay_s=GAP_S),  # role-only candidate, no parts
-        Step(gemini_chunk([{"text": "Let me think", "thought": True}]), delay_s=GAP_S, content=True),
-        Step(gemini_chunk([{"text": "Hello"}]), delay_s=GAP_S),
-        Step(gemini_chunk([{"text": "!"}], finish="STOP", usage=GEMINI_USAGE)),
-    ])
+    script = Script(
+        steps=[
+            Step(gemini_chunk(None, usage={"promptTokenCount": 44})),  # metadata only
+            Step(gemini_chunk([]), delay_s=GAP_S),  # role-only candidate, no parts
+            Step(gemini_chunk([{"text": "Let me think", "thought": True}]), delay_s=GAP_S, content=True),
+            Step(gemini_chunk([{"text": "Hello"}]), delay_s=GAP_S),
+            Step(gemini_chunk([{"text": "!"}], finish="STOP", usage=GEMINI_USAGE)),
+        ]
+    )
     with ScriptedServer(script) as srv:
-        s, t0 = probe(f"http://127.0.0.1:{srv.port}/v1beta", "gemini", model="gemini-2.5-flash",
-                      api_key_env="GEMINI_KEY_T")
+        s, t0 = probe(
+            f"http://127.0.0.1:{srv.port}/v1beta", "gemini", model="gemini-2.5-flash", api_key_env="GEMINI_KEY_T"
+        )
     assert s.ok, s.error_detail
     assert s.first_event_ms == s.ttft_ms  # neither the metadata chunk nor the empty candidate was an event
     assert_on_server_clock(s, srv, t0)
@@ -197,11 +229,16 @@ def test_gemini_metadata_first_thought_then_text_with_usage_at_the_end(monkeypat
 
 
 def test_gemini_function_call_first_is_a_token():
-    script = Script(steps=[
-        Step(gemini_chunk([{"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}]), delay_s=GAP_S,
-             content=True),
-        Step(gemini_chunk([], finish="STOP", usage=GEMINI_USAGE)),
-    ])
+    script = Script(
+        steps=[
+            Step(
+                gemini_chunk([{"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}]),
+                delay_s=GAP_S,
+                content=True,
+            ),
+            Step(gemini_chunk([], finish="STOP", usage=GEMINI_USAGE)),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(f"http://127.0.0.1:{srv.port}/v1beta", "gemini")
     assert s.ok and s.first_content_ms is None
@@ -209,13 +246,24 @@ def test_gemini_function_call_first_is_a_token():
 
 
 def test_gemini_429_resource_exhausted_waits_its_retry_delay_then_succeeds():
-    err = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
-                     "status": "RESOURCE_EXHAUSTED",
-                     "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.2s"}]}}
-    busy = Script(status=429, reason="Too Many Requests", chunked=False, headers={"Content-Type": "application/json"},
-                  steps=[Step(json.dumps(err).encode())])
-    ok = Script(steps=[Step(gemini_chunk([{"text": "Hi"}], finish="STOP", usage=GEMINI_USAGE), delay_s=0.05,
-                            content=True)])
+    err = {
+        "error": {
+            "code": 429,
+            "message": "Resource has been exhausted (e.g. check quota).",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.2s"}],
+        }
+    }
+    busy = Script(
+        status=429,
+        reason="Too Many Requests",
+        chunked=False,
+        headers={"Content-Type": "application/json"},
+        steps=[Step(json.dumps(err).encode())],
+    )
+    ok = Script(
+        steps=[Step(gemini_chunk([{"text": "Hi"}], finish="STOP", usage=GEMINI_USAGE), delay_s=0.05, content=True)]
+    )
     with ScriptedServer([busy, ok]) as srv:
         s, t0 = probe(f"http://127.0.0.1:{srv.port}/v1beta", "gemini", max_attempts=3)
     assert s.ok and s.attempts == 2 and s.retry_wait_ms == pytest.approx(200.0)
@@ -226,8 +274,9 @@ def test_vertex_sends_the_token_variable_as_a_bearer(monkeypatch):
     monkeypatch.setenv("VERTEX_TOKEN_T", "ya29.test-token")
     base = "/v1/projects/p1/locations/europe-west4/publishers/google"
     with ScriptedServer(Script(steps=[Step(gemini_chunk([{"text": "Hi"}]), content=True)])) as srv:
-        s, _ = probe(f"http://127.0.0.1:{srv.port}{base}", "vertex", model="gemini-2.5-pro",
-                     api_key_env="VERTEX_TOKEN_T")
+        s, _ = probe(
+            f"http://127.0.0.1:{srv.port}{base}", "vertex", model="gemini-2.5-pro", api_key_env="VERTEX_TOKEN_T"
+        )
     assert s.ok
     assert srv.requests[0].path == base + "/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     assert srv.requests[0].headers["authorization"] == "Bearer ya29.test-token"
@@ -263,15 +312,23 @@ def aws_env(monkeypatch, tmp_path):
 
 
 def _converse(first: bytes, *, gap_s: float = GAP_S) -> Script:
-    return Script(headers=EVENTSTREAM, steps=[
-        Step(bedrock_event("messageStart", role="assistant")),  # role only: not the first event
-        Step(first, delay_s=gap_s, content=True),
-        Step(bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": " world"})),
-        Step(bedrock_event("contentBlockStop", contentBlockIndex=0)),
-        Step(bedrock_event("messageStop", stopReason="end_turn")),
-        Step(bedrock_event("metadata", usage={"inputTokens": 12, "outputTokens": 2, "totalTokens": 46,
-                                              "cacheReadInputTokens": 32}, metrics={"latencyMs": 187})),
-    ])
+    return Script(
+        headers=EVENTSTREAM,
+        steps=[
+            Step(bedrock_event("messageStart", role="assistant")),  # role only: not the first event
+            Step(first, delay_s=gap_s, content=True),
+            Step(bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": " world"})),
+            Step(bedrock_event("contentBlockStop", contentBlockIndex=0)),
+            Step(bedrock_event("messageStop", stopReason="end_turn")),
+            Step(
+                bedrock_event(
+                    "metadata",
+                    usage={"inputTokens": 12, "outputTokens": 2, "totalTokens": 46, "cacheReadInputTokens": 32},
+                    metrics={"latencyMs": 187},
+                )
+            ),
+        ],
+    )
 
 
 def test_bedrock_sigv4_verified_server_side_message_start_is_not_a_token_and_metadata_is_kept(aws_env):
@@ -292,10 +349,14 @@ def test_bedrock_sigv4_verified_server_side_message_start_is_not_a_token_and_met
     assert s.to_row(1, "", "manual", 0).ttft_ms == s.ttft_ms  # the extra figure does not break the store row
 
 
-@pytest.mark.parametrize("first", [
-    bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"reasoningContent": {"text": "Hmm"}}),
-    bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"toolUse": {"input": "{\"city\""}}),
-], ids=["reasoning", "tool-input"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"reasoningContent": {"text": "Hmm"}}),
+        bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"toolUse": {"input": '{"city"'}}),
+    ],
+    ids=["reasoning", "tool-input"],
+)
 def test_bedrock_reasoning_or_tool_input_first_is_the_token_but_not_visible(aws_env, first):
     with ScriptedServer(_converse(first)) as srv:
         s, t0 = probe(f"http://127.0.0.1:{srv.port}", "bedrock", model=BEDROCK_MODEL)
@@ -305,13 +366,20 @@ def test_bedrock_reasoning_or_tool_input_first_is_the_token_but_not_visible(aws_
 
 
 def test_bedrock_throttling_in_stream_and_as_429_is_retried(aws_env):
-    in_stream = Script(headers=EVENTSTREAM, steps=[
-        Step(bedrock_event("messageStart", role="assistant")),
-        Step(bedrock_exception("throttlingException", "Too many requests, please wait before trying again.")),
-    ])
-    as_429 = Script(status=429, reason="Too Many Requests", chunked=False,
-                    headers={"Content-Type": "application/json", "x-amzn-ErrorType": "ThrottlingException"},
-                    steps=[Step(b'{"message":"Too many requests, please wait before trying again."}')])
+    in_stream = Script(
+        headers=EVENTSTREAM,
+        steps=[
+            Step(bedrock_event("messageStart", role="assistant")),
+            Step(bedrock_exception("throttlingException", "Too many requests, please wait before trying again.")),
+        ],
+    )
+    as_429 = Script(
+        status=429,
+        reason="Too Many Requests",
+        chunked=False,
+        headers={"Content-Type": "application/json", "x-amzn-ErrorType": "ThrottlingException"},
+        steps=[Step(b'{"message":"Too many requests, please wait before trying again."}')],
+    )
     first = bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": "Hi"})
     with ScriptedServer([in_stream, as_429, _converse(first, gap_s=0.03)]) as srv:
         s, t0 = probe(f"http://127.0.0.1:{srv.port}", "bedrock", model=BEDROCK_MODEL, max_attempts=3)

@@ -34,13 +34,25 @@ class RecordingSleep:
 
 def run(url: str, *, sleep=None, max_attempts: int = 1, max_retry_wait_s: float = 30.0, **kw) -> TtftSample:
     target = ProbeTarget(base_url=url, model="m", prompt_tokens=kw.pop("prompt_tokens", 20), **kw)
-    return asyncio.run(probe_once(target, api_key=kw.get("api_key"), max_attempts=max_attempts,
-                                  max_retry_wait_s=max_retry_wait_s, sleep=sleep or RecordingSleep()))
+    return asyncio.run(
+        probe_once(
+            target,
+            api_key=kw.get("api_key"),
+            max_attempts=max_attempts,
+            max_retry_wait_s=max_retry_wait_s,
+            sleep=sleep or RecordingSleep(),
+        )
+    )
 
 
 def error_script(status: int, body: bytes = b'{"error":{"message":"nope"}}', **headers) -> Script:
-    return Script(status=status, reason="X", headers={"Content-Type": "application/json", **headers},
-                  steps=[Step(body)], chunked=False)
+    return Script(
+        status=status,
+        reason="X",
+        headers={"Content-Type": "application/json", **headers},
+        steps=[Step(body)],
+        chunked=False,
+    )
 
 
 def assert_failed(s: TtftSample, cls: str) -> None:
@@ -204,8 +216,13 @@ def test_retry_after_parsing_both_rfc9110_forms():
 
 
 def test_disconnect_mid_stream():
-    script = Script(steps=[Step(sse(chat_chunk({"content": "x"})), content=True),
-                           Step(b'data: {"choices":[{"delta":{"con', delay_s=0.02)], end="disconnect")
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"content": "x"})), content=True),
+            Step(b'data: {"choices":[{"delta":{"con', delay_s=0.02),
+        ],
+        end="disconnect",
+    )
     with ScriptedServer(script) as srv:
         s = run(srv.url)
     assert_failed(s, "disconnect")
@@ -236,8 +253,12 @@ def test_other_4xx_is_an_http_error():
 
 
 def test_error_event_inside_the_stream_is_a_server_error():
-    script = Script(steps=[Step(anthropic_event("message_start", message={"usage": {"input_tokens": 5}})),
-                           Step(anthropic_event("error", error={"type": "overloaded_error", "message": "Overloaded"}))])
+    script = Script(
+        steps=[
+            Step(anthropic_event("message_start", message={"usage": {"input_tokens": 5}})),
+            Step(anthropic_event("error", error={"type": "overloaded_error", "message": "Overloaded"})),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s = run(srv.url, protocol="anthropic")
     assert_failed(s, "server_error")

@@ -19,20 +19,45 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script() -> Script:
-    return Script(steps=[
-        Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-        Step(sse(chat_chunk({"content": "w0"})), delay_s=0.020, content=True),
-        Step(sse(chat_chunk({"content": " w1"})), delay_s=0.002),
-        Step(sse(usage_chunk(60, 2)) + b"data: [DONE]\n\n"),
-    ])
+    return Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+            Step(sse(chat_chunk({"content": "w0"})), delay_s=0.020, content=True),
+            Step(sse(chat_chunk({"content": " w1"})), delay_s=0.002),
+            Step(sse(usage_chunk(60, 2)) + b"data: [DONE]\n\n"),
+        ]
+    )
 
 
 def _fresh_cli_errors(srv: ScriptedServer, n: int) -> list[float]:
     """Client TTFT − server TTFT (ms) for each sample of one fresh CLI process, in order."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "probe", "--base-url", srv.url, "--model", "m",
-                          "-n", str(n), "--interval", "0.05", "--prompt-tokens", "50", "--max-tokens", "2", "--json"],
-                         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from planner.cli import main; main()",
+            "probe",
+            "--base-url",
+            srv.url,
+            "--model",
+            "m",
+            "-n",
+            str(n),
+            "--interval",
+            "0.05",
+            "--prompt-tokens",
+            "50",
+            "--max-tokens",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     samples = [json.loads(line) for line in out.stdout.splitlines() if '"type": "sample"' in line]
     assert len(samples) == n and all(s["ok"] for s in samples), samples

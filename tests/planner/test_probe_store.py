@@ -12,16 +12,27 @@ from planner.store.probes import EndpointRow, ProbeSampleRow, get_or_create_manu
 
 
 def sample(i: int, ok: bool = True) -> TtftSample:
-    return TtftSample(started_at_ms=1_796_000_000_000 + i * 1000, ok=ok, error_class=None if ok else "rate_limited",
-                      error_detail=None if ok else "HTTP 429", status_code=200 if ok else 429, attempts=1 if ok else 3,
-                      ttft_ms=100.0 + i if ok else None, headers_ms=3.0, total_ms=900.0, output_tokens=64,
-                      prompt_tokens_requested=1000)
+    return TtftSample(
+        started_at_ms=1_796_000_000_000 + i * 1000,
+        ok=ok,
+        error_class=None if ok else "rate_limited",
+        error_detail=None if ok else "HTTP 429",
+        status_code=200 if ok else 429,
+        attempts=1 if ok else 3,
+        ttft_ms=100.0 + i if ok else None,
+        headers_ms=3.0,
+        total_ms=900.0,
+        output_tokens=64,
+        prompt_tokens_requested=1000,
+    )
 
 
 def test_insert_is_idempotent_on_the_slot_key(engine):
     ep = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat")
-    rows = [sample_row(sample(i, ok=i != 2), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000)
-            for i in range(5)]
+    rows = [
+        sample_row(sample(i, ok=i != 2), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000)
+        for i in range(5)
+    ]
     assert insert_samples(engine, rows) == 5
     again = [sample_row(sample(i), ep.id, "office-a", "scheduled", 1_796_000_000_000 + i * 60_000) for i in range(7)]
     assert insert_samples(engine, again) == 2  # only the two new slots
@@ -41,7 +52,9 @@ def test_same_slot_from_another_vantage_or_kind_is_a_new_row(engine):
 
 
 def test_manual_endpoint_is_created_once_and_never_scheduled(engine):
-    a = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat", api_key_env="SIM_KEY")
+    a = get_or_create_manual_endpoint(
+        engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat", api_key_env="SIM_KEY"
+    )
     b = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat")
     c = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "anthropic")
     assert a.id == b.id != c.id

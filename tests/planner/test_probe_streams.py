@@ -41,11 +41,13 @@ def truth_ms(server: ScriptedServer, t0: int, i: int = 0) -> float:
 
 
 def test_role_only_first_chunk_is_the_first_event_not_the_first_token():
-    script = Script(steps=[
-        Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-        Step(sse(chat_chunk({"content": "Hello"})), delay_s=GAP_S, content=True),
-        Step(sse(chat_chunk({}, finish="stop")) + DONE),
-    ])
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+            Step(sse(chat_chunk({"content": "Hello"})), delay_s=GAP_S, content=True),
+            Step(sse(chat_chunk({}, finish="stop")) + DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url)
     assert s.ok and s.error_class is None
@@ -58,12 +60,14 @@ def test_role_only_first_chunk_is_the_first_event_not_the_first_token():
 
 
 def test_ping_comments_and_data_without_space_are_handled():
-    script = Script(steps=[
-        Step(b": ping\n\n"),
-        Step(b": ping - 2025-01-01\n\n", delay_s=0.05),
-        Step(sse(chat_chunk({"content": "x"}), space=False), delay_s=GAP_S, content=True),
-        Step(b"data:[DONE]\n\n"),
-    ])
+    script = Script(
+        steps=[
+            Step(b": ping\n\n"),
+            Step(b": ping - 2025-01-01\n\n", delay_s=0.05),
+            Step(sse(chat_chunk({"content": "x"}), space=False), delay_s=GAP_S, content=True),
+            Step(b"data:[DONE]\n\n"),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url)
     assert s.ok
@@ -91,13 +95,15 @@ def test_several_events_in_one_write():
 
 
 def test_reasoning_before_content_counts_as_first_token_but_not_visible():
-    script = Script(steps=[
-        Step(sse(chat_chunk({"role": "assistant"}))),
-        Step(sse(chat_chunk({"reasoning_content": "thinking"})), delay_s=0.05, content=True),
-        Step(sse(chat_chunk({"reasoning": "more"})), delay_s=0.01),
-        Step(sse(chat_chunk({"content": "answer"})), delay_s=GAP_S),
-        Step(DONE),
-    ])
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant"}))),
+            Step(sse(chat_chunk({"reasoning_content": "thinking"})), delay_s=0.05, content=True),
+            Step(sse(chat_chunk({"reasoning": "more"})), delay_s=0.01),
+            Step(sse(chat_chunk({"content": "answer"})), delay_s=GAP_S),
+            Step(DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url)
     assert s.ok
@@ -106,14 +112,19 @@ def test_reasoning_before_content_counts_as_first_token_but_not_visible():
 
 
 def test_tool_call_first_is_a_token_with_no_visible_content():
-    tool = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                            "function": {"name": "read_file", "arguments": ""}}]}
-    script = Script(steps=[
-        Step(sse(chat_chunk({"role": "assistant", "content": None}))),
-        Step(sse(chat_chunk(tool)), delay_s=GAP_S, content=True),
-        Step(sse(chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}))),
-        Step(sse(chat_chunk({}, finish="tool_calls")) + DONE),
-    ])
+    tool = {
+        "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ""}}
+        ]
+    }
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant", "content": None}))),
+            Step(sse(chat_chunk(tool)), delay_s=GAP_S, content=True),
+            Step(sse(chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}))),
+            Step(sse(chat_chunk({}, finish="tool_calls")) + DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url)
     assert s.ok
@@ -122,13 +133,15 @@ def test_tool_call_first_is_a_token_with_no_visible_content():
 
 
 def test_usage_only_final_chunk_fills_token_counts():
-    script = Script(steps=[
-        Step(sse(chat_chunk({"content": "a"})), content=True),
-        Step(sse(chat_chunk({"content": "b"}))),
-        Step(sse(chat_chunk({}, finish="length"))),
-        Step(sse(usage_chunk(prompt=1203, completion=64, cached=1024))),
-        Step(DONE),
-    ])
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"content": "a"})), content=True),
+            Step(sse(chat_chunk({"content": "b"}))),
+            Step(sse(chat_chunk({}, finish="length"))),
+            Step(sse(usage_chunk(prompt=1203, completion=64, cached=1024))),
+            Step(DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, _ = probe(srv.url)
     assert s.ok
@@ -136,8 +149,13 @@ def test_usage_only_final_chunk_fills_token_counts():
 
 
 def test_done_without_content_is_a_no_content_failure():
-    script = Script(steps=[Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-                           Step(sse(chat_chunk({}, finish="stop"))), Step(DONE)])
+    script = Script(
+        steps=[
+            Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+            Step(sse(chat_chunk({}, finish="stop"))),
+            Step(DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, _ = probe(srv.url)
     assert not s.ok and s.error_class == "no_content"
@@ -145,22 +163,42 @@ def test_done_without_content_is_a_no_content_failure():
 
 
 def test_anthropic_event_sequence_with_ping_and_message_delta_usage():
-    script = Script(steps=[
-        Step(anthropic_event("message_start", message={
-            "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m",
-            "usage": {"input_tokens": 40, "cache_read_input_tokens": 960, "output_tokens": 1}})),
-        Step(anthropic_event("ping")),
-        Step(anthropic_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
-             delay_s=0.05),
-        Step(anthropic_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "hm"}),
-             delay_s=GAP_S, content=True),
-        Step(anthropic_event("content_block_stop", index=0)),
-        Step(anthropic_event("content_block_start", index=1, content_block={"type": "text", "text": ""})),
-        Step(anthropic_event("content_block_delta", index=1, delta={"type": "text_delta", "text": "Hi"}), delay_s=GAP_S),
-        Step(anthropic_event("content_block_stop", index=1)),
-        Step(anthropic_event("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 17})),
-        Step(anthropic_event("message_stop")),
-    ])
+    script = Script(
+        steps=[
+            Step(
+                anthropic_event(
+                    "message_start",
+                    message={
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "model": "m",
+                        "usage": {"input_tokens": 40, "cache_read_input_tokens": 960, "output_tokens": 1},
+                    },
+                )
+            ),
+            Step(anthropic_event("ping")),
+            Step(
+                anthropic_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
+                delay_s=0.05,
+            ),
+            Step(
+                anthropic_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "hm"}),
+                delay_s=GAP_S,
+                content=True,
+            ),
+            Step(anthropic_event("content_block_stop", index=0)),
+            Step(anthropic_event("content_block_start", index=1, content_block={"type": "text", "text": ""})),
+            Step(
+                anthropic_event("content_block_delta", index=1, delta={"type": "text_delta", "text": "Hi"}),
+                delay_s=GAP_S,
+            ),
+            Step(anthropic_event("content_block_stop", index=1)),
+            Step(anthropic_event("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 17})),
+            Step(anthropic_event("message_stop")),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url, protocol="anthropic", api_key_env="")
         req = srv.requests[0]
@@ -174,8 +212,13 @@ def test_anthropic_event_sequence_with_ping_and_message_delta_usage():
 
 
 def test_legacy_completions_text_chunks():
-    script = Script(steps=[Step(sse(completion_chunk("")), delay_s=0.01),
-                           Step(sse(completion_chunk(" hello")), delay_s=GAP_S, content=True), Step(DONE)])
+    script = Script(
+        steps=[
+            Step(sse(completion_chunk("")), delay_s=0.01),
+            Step(sse(completion_chunk(" hello")), delay_s=GAP_S, content=True),
+            Step(DONE),
+        ]
+    )
     with ScriptedServer(script) as srv:
         s, t0 = probe(srv.url, protocol="openai-completions")
         req = srv.requests[0]

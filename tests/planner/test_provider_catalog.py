@@ -23,8 +23,23 @@ from planner.providers import (
 )
 from planner.regions import catalog as region_catalog
 
-REQUIRED = {"openai", "anthropic", "google-ai-studio", "vertex", "bedrock", "azure-openai", "mistral", "groq",
-            "together", "fireworks", "deepinfra", "cerebras", "vllm", "sglang", "llama-cpp"}
+REQUIRED = {
+    "openai",
+    "anthropic",
+    "google-ai-studio",
+    "vertex",
+    "bedrock",
+    "azure-openai",
+    "mistral",
+    "groq",
+    "together",
+    "fireworks",
+    "deepinfra",
+    "cerebras",
+    "vllm",
+    "sglang",
+    "llama-cpp",
+}
 
 
 def _raw() -> dict:
@@ -49,14 +64,18 @@ def test_every_region_and_price_reference_exists():
     assert len(find_provider("bedrock").regions) >= 10 and len(find_provider("vertex").regions) >= 10
 
 
-@pytest.mark.parametrize(("edit", "words"), [
-    (lambda r: r.pop("source"), ["provider #1", "'source'"]),
-    (lambda r: r.update(as_of="last year"), ["as_of must be a date"]),
-    (lambda r: r["regions"].update(mars="aws-mars-1"), ["'aws-mars-1'", "assets/regions.toml"]),
-    (lambda r: r.update(prices={"gpt-4.1-mini": "no-such-price"}), ["'no-such-price'", "assets/prices.toml"]),
-    (lambda r: r.update(base_url="https://{tenant}.example.com"), ["{tenant}"]),
-    (lambda r: r.update(protocol="grpc"), ["protocol must be one of"]),
-], ids=["no-source", "bad-as-of", "unknown-region", "unknown-price", "unknown-template-name", "unknown-protocol"])
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda r: r.pop("source"), ["provider #1", "'source'"]),
+        (lambda r: r.update(as_of="last year"), ["as_of must be a date"]),
+        (lambda r: r["regions"].update(mars="aws-mars-1"), ["'aws-mars-1'", "assets/regions.toml"]),
+        (lambda r: r.update(prices={"gpt-4.1-mini": "no-such-price"}), ["'no-such-price'", "assets/prices.toml"]),
+        (lambda r: r.update(base_url="https://{tenant}.example.com"), ["{tenant}"]),
+        (lambda r: r.update(protocol="grpc"), ["protocol must be one of"]),
+    ],
+    ids=["no-source", "bad-as-of", "unknown-region", "unknown-price", "unknown-template-name", "unknown-protocol"],
+)
 def test_a_bad_row_is_refused_naming_the_row_and_field(edit, words):
     data = _raw()
     edit(data["provider"][0])
@@ -67,11 +86,15 @@ def test_a_bad_row_is_refused_naming_the_row_and_field(edit, words):
 
 def test_spec_keeps_colons_in_bedrock_model_ids_and_fields_fill_the_region_template():
     assert parse_spec("bedrock:anthropic.claude-3-5-haiku-20241022-v1:0@eu-central-1") == (
-        "bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0", "eu-central-1")
+        "bedrock",
+        "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "eu-central-1",
+    )
     assert parse_spec("openai:gpt-4o-mini") == ("openai", "gpt-4o-mini", None)
     f = endpoint_fields(find_provider("vertex"), "gemini-2.5-flash", "europe-west4", env={"GOOGLE_CLOUD_PROJECT": "p9"})
-    assert f["base_url"] == ("https://europe-west4-aiplatform.googleapis.com/v1/projects/p9/locations/europe-west4"
-                             "/publishers/google")
+    assert f["base_url"] == (
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/p9/locations/europe-west4/publishers/google"
+    )
     assert catalog_region(f["provider"], f["region"]) == "gcp-europe-west4"
     with pytest.raises(CatalogError, match="--param project=VALUE or set GOOGLE_CLOUD_PROJECT"):
         endpoint_fields(find_provider("vertex"), "gemini-2.5-flash", "europe-west4", env={})
@@ -82,15 +105,33 @@ def test_cli_add_from_catalog_fills_every_field(sqlite_url):
     db = ["--database-url", sqlite_url]
     res = r.invoke(cli, ["endpoints", "add", "--from", "bedrock:amazon.nova-lite-v1:0@eu-central-1", *db])
     assert res.exit_code == 0, res.output
-    res = r.invoke(cli, ["endpoints", "add", "--from", "azure-openai:gpt-4o-mini@westeurope",
-                         "--param", "resource=acme-we", "--interval-s", "120", *db])
+    res = r.invoke(
+        cli,
+        [
+            "endpoints",
+            "add",
+            "--from",
+            "azure-openai:gpt-4o-mini@westeurope",
+            "--param",
+            "resource=acme-we",
+            "--interval-s",
+            "120",
+            *db,
+        ],
+    )
     assert res.exit_code == 0, res.output
     listed = r.invoke(cli, ["endpoints", "list", "--json", *db]).output
     rows = {d["name"]: d for d in map(json.loads, listed.splitlines())}
     bedrock = rows["bedrock-amazon.nova-lite-v1-0-eu-central-1"]
     assert bedrock | {"key": None} == bedrock | {
-        "provider": "AWS Bedrock", "region": "eu-central-1", "protocol": "bedrock", "model": "amazon.nova-lite-v1:0",
-        "base_url": "https://bedrock-runtime.eu-central-1.amazonaws.com", "api_key_env": "", "key": None}
+        "provider": "AWS Bedrock",
+        "region": "eu-central-1",
+        "protocol": "bedrock",
+        "model": "amazon.nova-lite-v1:0",
+        "base_url": "https://bedrock-runtime.eu-central-1.amazonaws.com",
+        "api_key_env": "",
+        "key": None,
+    }
     assert bedrock["key"] == "AWS credential chain"
     azure = rows["azure-openai-gpt-4o-mini-westeurope"]
     assert azure["base_url"] == "https://acme-we.openai.azure.com/openai/deployments/gpt-4o-mini?api-version=2024-10-21"
@@ -98,12 +139,15 @@ def test_cli_add_from_catalog_fills_every_field(sqlite_url):
     assert azure["protocol"] == "azure-openai"
 
 
-@pytest.mark.parametrize(("spec", "words"), [
-    ("nosuch:m", ["no provider 'nosuch'", "bedrock"]),
-    ("bedrock:amazon.nova-lite-v1:0@mars-1", ["does not serve region 'mars-1'", "eu-central-1"]),
-    ("bedrock", ["expected PROVIDER:MODEL[@REGION]"]),
-    ("vertex:gemini-2.5-flash@us-central1", ["--param project=VALUE"]),
-])
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("nosuch:m", ["no provider 'nosuch'", "bedrock"]),
+        ("bedrock:amazon.nova-lite-v1:0@mars-1", ["does not serve region 'mars-1'", "eu-central-1"]),
+        ("bedrock", ["expected PROVIDER:MODEL[@REGION]"]),
+        ("vertex:gemini-2.5-flash@us-central1", ["--param project=VALUE"]),
+    ],
+)
 def test_cli_add_from_a_bad_spec_is_one_line_naming_it(sqlite_url, monkeypatch, spec, words):
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     res = CliRunner().invoke(cli, ["endpoints", "add", "--from", spec, "--database-url", sqlite_url])

@@ -33,43 +33,60 @@ def test_unknown_region_suggests_close_ids():
         find_region("us-east-1")
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("https://api.example.com/v1/models", ("https", "api.example.com", 443, "/v1/models")),
-    ("http://10.0.0.1:8080/ping?x=1", ("http", "10.0.0.1", 8080, "/ping?x=1")),
-    ("api.example.com:443", ("tcp", "api.example.com", 443, "/")),
-    ("[2001:db8::1]:8443", ("tcp", "2001:db8::1", 8443, "/")),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("https://api.example.com/v1/models", ("https", "api.example.com", 443, "/v1/models")),
+        ("http://10.0.0.1:8080/ping?x=1", ("http", "10.0.0.1", 8080, "/ping?x=1")),
+        ("api.example.com:443", ("tcp", "api.example.com", 443, "/")),
+        ("[2001:db8::1]:8443", ("tcp", "2001:db8::1", 8443, "/")),
+    ],
+)
 def test_targets_parse(text, expected):
     t = parse_target(text)
     assert (t.scheme, t.host, t.port, t.path) == expected
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "URL"),
-    ("api.example.com", "host:port"),
-    ("ftp://example.com/", "scheme"),
-    ("example.com:70000", "1–65535"),
-    ("https://exa mple.com/", "host name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "URL"),
+        ("api.example.com", "host:port"),
+        ("ftp://example.com/", "scheme"),
+        ("example.com:70000", "1–65535"),
+        ("https://exa mple.com/", "host name"),
+    ],
+)
 def test_bad_targets_say_what_is_wrong(text, message):
     with pytest.raises(CatalogError, match=message):
         parse_target(text)
 
 
 def _doc(**overrides):
-    base = {"id": "x-1", "provider": "P", "name": "N", "probe_url": "https://x.example/ping", "lat": 1.0, "lon": 2.0,
-            "source": "docs", "as_of": "2026-01-01"}
+    base = {
+        "id": "x-1",
+        "provider": "P",
+        "name": "N",
+        "probe_url": "https://x.example/ping",
+        "lat": 1.0,
+        "lon": 2.0,
+        "source": "docs",
+        "as_of": "2026-01-01",
+    }
     return {"region": [{**base, **overrides}]}
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"source": ""}, "'source' is missing"),
-    ({"as_of": "last year"}, "as_of"),
-    ({"probe_url": "nonsense"}, "probe_url"),
-    ({"lat": 123.0}, "lat"),
-    ({"lat": None, "lon": None}, "needs lat and lon"),
-    ({"id": "Bad Id"}, "id must be"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"source": ""}, "'source' is missing"),
+        ({"as_of": "last year"}, "as_of"),
+        ({"probe_url": "nonsense"}, "probe_url"),
+        ({"lat": 123.0}, "lat"),
+        ({"lat": None, "lon": None}, "needs lat and lon"),
+        ({"id": "Bad Id"}, "id must be"),
+    ],
+)
 def test_malformed_entries_are_named(overrides, message):
     doc = _doc(**overrides)
     doc["region"][0] = {k: v for k, v in doc["region"][0].items() if v is not None}
@@ -103,8 +120,16 @@ def test_custom_rows_join_the_catalog_once():
 def test_network_figure_is_rtt_times_round_trips_with_provenance():
     from planner.regions import ROUND_TRIPS, network_figure
 
-    f = network_figure(region_label="AWS · Europe (Ireland)", vantage="Berlin office", side="browser", rtt_ms=24.0,
-                       n=10, measured_at_ms=1_796_000_000_000, round_trips=3, method="Resource Timing")
+    f = network_figure(
+        region_label="AWS · Europe (Ireland)",
+        vantage="Berlin office",
+        side="browser",
+        rtt_ms=24.0,
+        n=10,
+        measured_at_ms=1_796_000_000_000,
+        round_trips=3,
+        method="Resource Timing",
+    )
     assert (f.value, f.unit, str(f.source), f.n) == (72.0, "ms", "rtt", 10)
     assert "AWS · Europe (Ireland) from Berlin office" in f.detail and "× 3 RTT" in f.detail
     assert set(ROUND_TRIPS) == {1, 3, 4}

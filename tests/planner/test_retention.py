@@ -30,13 +30,31 @@ def _rows(eid: int, start: int, hours: int, rng: random.Random) -> list[ProbeSam
     for k in range(hours * 60):  # one a minute
         t = start + k * 60_000
         if k % 40 == 0:
-            out.append(ProbeSampleRow(endpoint_id=eid, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                      ok=False, error_class="server_error"))
+            out.append(
+                ProbeSampleRow(
+                    endpoint_id=eid,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=False,
+                    error_class="server_error",
+                )
+            )
         elif k % 61 == 0:
             out.append(ProbeSampleRow(endpoint_id=eid, vantage="", kind="skipped", scheduled_at_ms=t, started_at_ms=t))
         else:
-            out.append(ProbeSampleRow(endpoint_id=eid, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                      ok=True, ttft_ms=150 + rng.expovariate(1 / 80)))
+            out.append(
+                ProbeSampleRow(
+                    endpoint_id=eid,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    ttft_ms=150 + rng.expovariate(1 / 80),
+                )
+            )
     return out
 
 
@@ -60,8 +78,18 @@ def test_old_samples_roll_up_and_are_deleted_recent_ones_stay(engine):
     old_start = NOW - 100 * DAY
     old = _rows(e.id, old_start, 6, rng)
     # a cold reading's pair: kept in cold_reading, never part of the series' percentiles, raw or rolled up
-    cold_pair = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind=k, scheduled_at_ms=old_start + 90_001, started_at_ms=old_start + 90_001,
-                                ok=True, ttft_ms=ms) for k, ms in (("cold", 45_000.0), ("warm", 180.0))]
+    cold_pair = [
+        ProbeSampleRow(
+            endpoint_id=e.id,
+            vantage="",
+            kind=k,
+            scheduled_at_ms=old_start + 90_001,
+            started_at_ms=old_start + 90_001,
+            ok=True,
+            ttft_ms=ms,
+        )
+        for k, ms in (("cold", 45_000.0), ("warm", 180.0))
+    ]
     recent = _rows(e.id, NOW - 2 * HOUR, 2, rng)
     insert_samples(engine, old + cold_pair + recent)
     res = apply_retention(engine, NOW, 90)

@@ -36,15 +36,39 @@ def _seed(engine, *, step=STEP, low_ms=False, seed=7):
         t = START + k * step
         hour = (t // HOUR) % 24
         if k % 37 == 0:
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                       ok=False, error_class="server_error"))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=False,
+                    error_class="server_error",
+                )
+            )
         elif k % 53 == 0:
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="skipped", scheduled_at_ms=t, started_at_ms=t))
+            rows.append(
+                ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="skipped", scheduled_at_ms=t, started_at_ms=t)
+            )
         else:
             # a time-of-day shape (busy 13–16 UTC) with a long tail; low_ms: 1–40 ms, where 1 ms cells hold many buckets
-            ttft = (1 + rng.expovariate(1 / 6)) if low_ms else (180 + (400 if 13 <= hour <= 16 else 0) + rng.lognormvariate(4, 0.9))
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="manual" if k % 11 == 0 else "scheduled",
-                                       scheduled_at_ms=t, started_at_ms=t, ok=True, ttft_ms=round(ttft, 3)))
+            ttft = (
+                (1 + rng.expovariate(1 / 6))
+                if low_ms
+                else (180 + (400 if 13 <= hour <= 16 else 0) + rng.lognormvariate(4, 0.9))
+            )
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage="",
+                    kind="manual" if k % 11 == 0 else "scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    ttft_ms=round(ttft, 3),
+                )
+            )
     insert_samples(engine, rows)
     return key, rows
 

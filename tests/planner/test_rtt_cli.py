@@ -49,13 +49,16 @@ def test_all_failing_exits_1(runner):
     assert res.exit_code == 1 and "refused" in res.output
 
 
-@pytest.mark.parametrize("args, message", [
-    ([], "--region ID, --url URL or --all"),
-    (["--url", "nonsense"], "host:port"),
-    (["--region", "no-such-region"], "no region with id"),
-    (["--url", "x.example:443", "-n", "0"], "-n"),
-    (["--url", "x.example:443", "--proxy", "socks5://p:1"], "http://host:port"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "--region ID, --url URL or --all"),
+        (["--url", "nonsense"], "host:port"),
+        (["--region", "no-such-region"], "no region with id"),
+        (["--url", "x.example:443", "-n", "0"], "-n"),
+        (["--url", "x.example:443", "--proxy", "socks5://p:1"], "http://host:port"),
+    ],
+)
 def test_bad_input_exits_2_naming_the_option(runner, args, message):
     res = runner.invoke(cli, ["rtt", *args])
     assert res.exit_code == 2
@@ -63,8 +66,21 @@ def test_bad_input_exits_2_naming_the_option(runner, args, message):
 
 
 def test_regions_add_schedule_list_store_remove(runner, target):
-    res = runner.invoke(cli, ["regions", "add", "local-box", f"{target.base_url}/ping", "--lat", "52.5", "--lon", "13.4",
-                              "--interval", "60"])
+    res = runner.invoke(
+        cli,
+        [
+            "regions",
+            "add",
+            "local-box",
+            f"{target.base_url}/ping",
+            "--lat",
+            "52.5",
+            "--lon",
+            "13.4",
+            "--interval",
+            "60",
+        ],
+    )
     assert res.exit_code == 0 and "every 60 s" in res.output
     assert runner.invoke(cli, ["regions", "add", "aws-eu-west-1", "--no-schedule"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["regions", "list", "--json"]).output)["regions"]
@@ -75,6 +91,7 @@ def test_regions_add_schedule_list_store_remove(runner, target):
     assert res.exit_code == 0, res.output
     from planner.store import open_store
     from planner.store.rtt import rtt_summary
+
     s = rtt_summary(open_store(), vantage="ci")
     assert s.iloc[0].region_id == "local-box" and s.iloc[0].n == 5
     assert runner.invoke(cli, ["regions", "add", "local-box", "x.example:443"]).exit_code == 2

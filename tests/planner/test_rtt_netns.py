@@ -30,14 +30,23 @@ def test_server_probe_median_is_within_2ms_of_the_link_rtt(rtt_ms):
         url = f"http://{ADDR_B}:8080/ping"
         deadline = time.monotonic() + 20
         while True:  # wait for the server inside B, polling from inside A
-            r = link.run_in("a", [sys.executable, "-c", f"import urllib.request; urllib.request.urlopen({url!r}, timeout=2)"],
-                            capture_output=True)
+            r = link.run_in(
+                "a",
+                [sys.executable, "-c", f"import urllib.request; urllib.request.urlopen({url!r}, timeout=2)"],
+                capture_output=True,
+            )
             if r.returncode == 0:
                 break
             assert time.monotonic() < deadline, "target in namespace B did not start"
             time.sleep(0.3)
-        res = link.run_in("a", [cli, "rtt", "--url", url, "-n", "10", "--json", "--vantage", "netns-a"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+        res = link.run_in(
+            "a",
+            [cli, "rtt", "--url", url, "-n", "10", "--json", "--vantage", "netns-a"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
     assert res.returncode == 0, res.stderr
     r = json.loads(res.stdout)["results"][0]
     tcp = r["tcp_connect_ms"]

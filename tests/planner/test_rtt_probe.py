@@ -25,9 +25,28 @@ def target():
 def tls_target(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
     cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = serve_in_thread(certfile=str(cert), keyfile=str(key))
     yield server, cert
     server.stop()
@@ -143,8 +162,11 @@ def test_https_to_a_plain_http_port_is_a_tls_failure(target):
 
 
 def test_one_failing_target_does_not_stop_the_table(target):
-    results = probe_rtt_many([("bad", "https://no-such-host.invalid/"), ("good", f"{target.base_url}/ping"),
-                              ("junk", "not a target")], n=3, concurrency=3)
+    results = probe_rtt_many(
+        [("bad", "https://no-such-host.invalid/"), ("good", f"{target.base_url}/ping"), ("junk", "not a target")],
+        n=3,
+        concurrency=3,
+    )
     by_id = {r.region_id: r for r in results}
     assert [r.region_id for r in results] == ["bad", "good", "junk"]
     assert by_id["bad"].error_class == "unresolvable"
@@ -212,16 +234,35 @@ def test_proxy_figures_say_they_are_to_the_proxy(target):
 def test_browser_payload_becomes_browser_rows_and_junk_is_rejected_with_reasons():
     from planner.probes.rtt_browser import records_from_browser
 
-    payload = {"run_id": "r1", "samples": [
-        {"region_id": "a", "url": "https://a/ping", "method": "resource-timing", "rtt_ms": 21.5, "error_class": None, "measured_at_ms": 5},
-        {"region_id": "b", "url": "https://b/ping", "method": "fetch-performance-now", "rtt_ms": None,
-         "error_class": "blocked", "error_detail": "mixed content", "measured_at_ms": 6},
-        {"region_id": "c", "method": "eval", "rtt_ms": 1},
-        {"region_id": "d", "method": "resource-timing", "rtt_ms": -3},
-        {"method": "resource-timing", "rtt_ms": 3},
-    ]}
+    payload = {
+        "run_id": "r1",
+        "samples": [
+            {
+                "region_id": "a",
+                "url": "https://a/ping",
+                "method": "resource-timing",
+                "rtt_ms": 21.5,
+                "error_class": None,
+                "measured_at_ms": 5,
+            },
+            {
+                "region_id": "b",
+                "url": "https://b/ping",
+                "method": "fetch-performance-now",
+                "rtt_ms": None,
+                "error_class": "blocked",
+                "error_detail": "mixed content",
+                "measured_at_ms": 6,
+            },
+            {"region_id": "c", "method": "eval", "rtt_ms": 1},
+            {"region_id": "d", "method": "resource-timing", "rtt_ms": -3},
+            {"method": "resource-timing", "rtt_ms": 3},
+        ],
+    }
     records, rejected = records_from_browser(payload, vantage="Berlin office")
     assert [(r.region_id, r.side, r.vantage, r.run_id) for r in records] == [
-        ("a", "browser", "Berlin office", "r1"), ("b", "browser", "Berlin office", "r1")]
+        ("a", "browser", "Berlin office", "r1"),
+        ("b", "browser", "Berlin office", "r1"),
+    ]
     assert records[1].error_class == "blocked" and records[1].rtt_ms is None
     assert len(rejected) == 3 and "#3" in rejected[0] and "not a browser method" in rejected[0]

@@ -27,9 +27,17 @@ T0 = 1_796_000_000_000
 
 
 def _rec(region, v, at, *, side="server", method="tcp-connect", vantage="berlin", err=None):
-    return SampleRecord(region_id=region, target=f"https://{region}.example/ping", side=side, method=method,
-                        rtt_ms=v, measured_at_ms=at, vantage=vantage, error_class=err,
-                        error_detail=f"{err} detail" if err else None)
+    return SampleRecord(
+        region_id=region,
+        target=f"https://{region}.example/ping",
+        side=side,
+        method=method,
+        rtt_ms=v,
+        measured_at_ms=at,
+        vantage=vantage,
+        error_class=err,
+        error_detail=f"{err} detail" if err else None,
+    )
 
 
 def test_targets_add_list_schedule_remove(engine):
@@ -80,8 +88,10 @@ def test_summary_per_region_vantage_side_nearest_rank(engine):
 
 
 def test_browser_fallback_is_used_only_without_resource_timing(engine):
-    insert_rtt_samples(engine, [_rec("r", v, T0 + i, side="browser", method="fetch-performance-now")
-                                for i, v in enumerate([50, 52, 54])])
+    insert_rtt_samples(
+        engine,
+        [_rec("r", v, T0 + i, side="browser", method="fetch-performance-now") for i, v in enumerate([50, 52, 54])],
+    )
     row = rtt_summary(engine).iloc[0]
     assert row.method == "fetch-performance-now" and row.median_ms == 52.0
 

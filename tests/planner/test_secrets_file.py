@@ -20,7 +20,9 @@ def project(tmp_path, monkeypatch):
 def test_a_key_in_the_project_secrets_file_is_found(project):
     (project / ".streamlit" / "secrets.toml").write_text('ACME_KEY = "sk-from-file"\n')
     assert resolve_api_key(ProbeTarget(base_url="http://x/v1", model="m", api_key_env="ACME_KEY")) == "sk-from-file"
-    row = EndpointRow(name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0)
+    row = EndpointRow(
+        name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0
+    )
     assert key_status(row) == "key set"
 
 
@@ -35,11 +37,15 @@ def test_missing_everywhere_names_the_variable_not_a_value(project):
     with pytest.raises(MissingApiKey) as info:
         resolve_api_key(ProbeTarget(base_url="http://x/v1", model="m", api_key_env="ACME_KEY"))
     assert "ACME_KEY" in str(info.value) and "sk-secret-value" not in str(info.value)
-    row = EndpointRow(name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0)
+    row = EndpointRow(
+        name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0
+    )
     assert key_status(row) == "key missing"
 
 
 def test_a_broken_secrets_file_reads_as_no_key(project):
     (project / ".streamlit" / "secrets.toml").write_text("ACME_KEY = [unclosed\n")
-    row = EndpointRow(name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0)
+    row = EndpointRow(
+        name="a", base_url="http://x/v1", model="m", api_key_env="ACME_KEY", created_at_ms=0, updated_at_ms=0
+    )
     assert key_status(row) == "key missing"

@@ -24,6 +24,7 @@ async def until_health(client, url: str, key: str, value: int, timeout_s: float 
             raise AssertionError(f"/health {key} never reached {value}")
         await asyncio.sleep(0.002)
 
+
 def probe(url: str, **kw):
     kw.setdefault("prompt_tokens", 64)
     kw.setdefault("max_tokens", 4)
@@ -42,8 +43,10 @@ def test_each_protocol_streams_tokens_with_usage(protocol):
 
 def test_responses_are_labelled_simulated():
     with running_simulator() as url:
-        r = httpx.post(url + "/chat/completions", json={"model": "gpt-x", "max_tokens": 2,
-                                                        "messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(
+            url + "/chat/completions",
+            json={"model": "gpt-x", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
+        )
         health = httpx.get(url.removesuffix("/v1") + "/health").json()
     assert r.headers["x-simulated"] == "1"
     assert r.json()["model"] == "simulated/gpt-x"
@@ -78,8 +81,13 @@ def test_requests_beyond_the_slots_queue_first_in_first_out():
         tasks = []
         async with httpx.AsyncClient(timeout=30) as client:
             for i in range(3):
-                tasks.append(asyncio.create_task(probe_once(ProbeTarget(base_url=url, model="m", prompt_tokens=400, max_tokens=2),
-                                                            max_attempts=1)))
+                tasks.append(
+                    asyncio.create_task(
+                        probe_once(
+                            ProbeTarget(base_url=url, model="m", prompt_tokens=400, max_tokens=2), max_attempts=1
+                        )
+                    )
+                )
                 await until_health(client, url, "requests", i + 1)  # a known arrival order: the server has it
         return await asyncio.gather(*tasks)
 
@@ -134,7 +142,9 @@ def test_unknown_model_and_missing_key():
     with running_simulator(SimulatorConfig(models=("sim-model",), api_key="k")) as url:
         wrong_model = asyncio.run(probe_once(ProbeTarget(base_url=url, model="other", prompt_tokens=8), api_key="k"))
         no_key = probe(url)
-        ok = asyncio.run(probe_once(ProbeTarget(base_url=url, model="sim-model", prompt_tokens=8, max_tokens=2), api_key="k"))
+        ok = asyncio.run(
+            probe_once(ProbeTarget(base_url=url, model="sim-model", prompt_tokens=8, max_tokens=2), api_key="k")
+        )
     assert wrong_model.error_class == "not_found"
     assert no_key.error_class == "auth"
     assert ok.ok
@@ -144,8 +154,14 @@ def test_tokens_arrive_one_write_each_at_the_decode_rate():
     """Each token is its own write, paced by decode_tokens_per_s (not batched, not bunched in pairs)."""
     with running_simulator(SimulatorConfig(decode_tokens_per_s=50)) as url:
         times: list[float] = []
-        with httpx.Client(trust_env=False) as c, c.stream("POST", url + "/chat/completions", json={
-                "model": "m", "max_tokens": 30, "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as r:
+        with (
+            httpx.Client(trust_env=False) as c,
+            c.stream(
+                "POST",
+                url + "/chat/completions",
+                json={"model": "m", "max_tokens": 30, "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+            ) as r,
+        ):
             for _ in r.iter_raw():
                 times.append(time.perf_counter())
     gaps_ms = [(b - a) * 1000 for a, b in zip(times[5:], times[6:-3], strict=False)]
@@ -178,8 +194,15 @@ def test_config_rejects_nonsense_with_the_field_name():
 def test_long_prefill_sends_ping_comments_that_the_probe_ignores():
     cfg = SimulatorConfig(prefill_tokens_per_s=10_000, ping_interval_s=0.05)
     with running_simulator(cfg) as url:
-        body = httpx.post(url + "/chat/completions", json={
-            "model": "m", "max_tokens": 2, "stream": True, "messages": [{"role": "user", "content": "w " * 3000}]}).content
+        body = httpx.post(
+            url + "/chat/completions",
+            json={
+                "model": "m",
+                "max_tokens": 2,
+                "stream": True,
+                "messages": [{"role": "user", "content": "w " * 3000}],
+            },
+        ).content
         s = probe(url, prompt_tokens=3000)
     assert body.count(b": ping\n\n") >= 4
     assert s.ok and s.output_tokens == 4 and s.ttft_ms >= 300
@@ -201,12 +224,25 @@ def test_two_requests_waiting_on_one_load_cause_one_cold_start():
 
 def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
     """After the load, the waiters reach the single slot first come first served (as the what-if replay models)."""
-    cfg = SimulatorConfig(start_cold=True, cold_start_s=2.0, speedup=5.0, slots=1, prefill_tokens_per_s=1000,
-                          decode_tokens_per_s=1000, base_overhead_ms=0, prefix_cache_tokens=0, ping_interval_s=0)
+    cfg = SimulatorConfig(
+        start_cold=True,
+        cold_start_s=2.0,
+        speedup=5.0,
+        slots=1,
+        prefill_tokens_per_s=1000,
+        decode_tokens_per_s=1000,
+        base_overhead_ms=0,
+        prefix_cache_tokens=0,
+        ping_interval_s=0,
+    )
 
     async def first_token_at(client, url):
-        body = {"model": "m", "stream": True, "max_tokens": 1,
-                "messages": [{"role": "user", "content": " ".join(["word"] * 400)}]}
+        body = {
+            "model": "m",
+            "stream": True,
+            "max_tokens": 1,
+            "messages": [{"role": "user", "content": " ".join(["word"] * 400)}],
+        }
         async with client.stream("POST", url + "/chat/completions", json=body) as r:
             async for chunk in r.aiter_text():
                 if '"content":" ' in chunk:

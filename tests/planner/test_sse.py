@@ -75,11 +75,12 @@ def test_blank_line_without_data_dispatches_nothing():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))
 def test_any_split_of_a_stream_yields_the_same_events(cuts):
-    stream = (b": ping\n\n" + b"".join(f'data:{{"i":{i}}}\r\n\r\n'.encode() for i in range(5))
-              + b"event: x\ndata: [DONE]\n\n")
+    stream = (
+        b": ping\n\n" + b"".join(f'data:{{"i":{i}}}\r\n\r\n'.encode() for i in range(5)) + b"event: x\ndata: [DONE]\n\n"
+    )
     chunks, pos = [], 0
     for c in cuts:
-        chunks.append(stream[pos:pos + c])
+        chunks.append(stream[pos : pos + c])
         pos += c
     chunks.append(stream[pos:])
     events = feed_all(SseParser(), *chunks)

@@ -34,8 +34,10 @@ def test_summarize_has_max_and_labels():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=1, max_size=300),
-       st.sampled_from([0.5, 0.9, 0.95, 0.99, 0.25]))
+@given(
+    st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=1, max_size=300),
+    st.sampled_from([0.5, 0.9, 0.95, 0.99, 0.25]),
+)
 def test_matches_numpy_inverted_cdf(values, p):
     assert percentile(values, p).value == pytest.approx(float(np.percentile(values, p * 100, method="inverted_cdf")))
 

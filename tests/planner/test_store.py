@@ -28,7 +28,8 @@ from planner.store.worksheets import (
 
 def test_save_reopen_duplicate_delete(engine):
     ws = Worksheet(name="Provider A · eu", interaction="inline").with_figure(
-        "network_ms", Figure(38.0, "ms", Source.RTT, detail="eu-central-1", n=30))
+        "network_ms", Figure(38.0, "ms", Source.RTT, detail="eu-central-1", n=30)
+    )
     save_worksheet(engine, ws)
     assert load_worksheet(engine, "Provider A · eu") == ws
     duplicate_worksheet(engine, "Provider A · eu", "Provider B · eu")
@@ -79,7 +80,11 @@ def test_migrated_schema_matches_the_models(db_url):
     eng = open_store(db_url)
     with eng.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": False})
-        diff = [d for d in compare_metadata(ctx, SQLModel.metadata) if not (d[0] == "remove_table" and d[1].name == "alembic_version")]
+        diff = [
+            d
+            for d in compare_metadata(ctx, SQLModel.metadata)
+            if not (d[0] == "remove_table" and d[1].name == "alembic_version")
+        ]
     eng.dispose()
     assert diff == []
 
@@ -119,4 +124,6 @@ def test_data_dir_setting_places_the_default_database(tmp_path, monkeypatch):
     eng = open_store()
     save_worksheet(eng, Worksheet(name="x"))
     eng.dispose()
-    assert sqlite3.connect(tmp_path / "data" / "planner.db").execute("select name from worksheet").fetchall() == [("x",)]
+    assert sqlite3.connect(tmp_path / "data" / "planner.db").execute("select name from worksheet").fetchall() == [
+        ("x",)
+    ]

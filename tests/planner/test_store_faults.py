@@ -17,6 +17,7 @@ def _write(eng, sql: str):
     def run():
         with eng.begin() as conn:
             conn.execute(sa.text(sql))
+
     return run
 
 
@@ -87,10 +88,15 @@ def test_postgres_refuses_a_value(pg_url):
     eng = open_store(pg_url)
     with pytest.raises(SQLAlchemyError) as info:
         with eng.begin() as conn:  # below the validation: what an older writer could send
-            conn.execute(sa.text("INSERT INTO endpoint (name, provider, region, protocol, base_url, model, api_key_env, "
-                                 "interval_s, timeout_s, prompt_tokens, max_tokens, connection_policy, enabled, vantage, "
-                                 "simulated, created_at_ms, updated_at_ms) VALUES (:n, '', '', 'openai-chat', 'http://x', "
-                                 ":m, '', 60, 30, 1000, 64, 'fresh', true, '', false, 0, 0)"), {"n": "x", "m": "m" * 5000})
+            conn.execute(
+                sa.text(
+                    "INSERT INTO endpoint (name, provider, region, protocol, base_url, model, api_key_env, "
+                    "interval_s, timeout_s, prompt_tokens, max_tokens, connection_policy, enabled, vantage, "
+                    "simulated, created_at_ms, updated_at_ms) VALUES (:n, '', '', 'openai-chat', 'http://x', "
+                    ":m, '', 60, 30, 1000, 64, 'fresh', true, '', false, 0, 0)"
+                ),
+                {"n": "x", "m": "m" * 5000},
+            )
     eng.dispose()
     assert is_store_failure(info.value)
     assert describe(info.value).startswith("the database refused a value")

@@ -29,7 +29,9 @@ def test_killed_upgrade_leaves_the_old_or_the_new_revision(db_url, tmp_path, pg_
         db_url = pg_server_or_none.fresh_database(f"mk_count_{base_rev}")
     total = statement_count(_fresh(db_url, tmp_path, 0, base_rev))
     assert total >= 3
-    points = list(range(1, total + 1)) if base_rev == "0004" else sorted(random.Random(7).sample(range(1, total + 1), 3))
+    points = (
+        list(range(1, total + 1)) if base_rev == "0004" else sorted(random.Random(7).sample(range(1, total + 1), 3))
+    )
     if not db_url.startswith("sqlite"):
         points = points[:3]
     for i, k in enumerate(points, start=1):

@@ -18,9 +18,30 @@ SERVICE = dict(prefill_tokens_per_s=4000, decode_tokens_per_s=1000, base_overhea
 
 
 def _sweep(url: str, *extra: str) -> list[dict]:
-    r = CliRunner().invoke(cli, ["sweep", "--base-url", url, "--model", "m", "--rates", "2,15", "--step-duration", "2",
-                                 "--prompt-tokens", "400", "--max-tokens", "2", "--target-p95-ms", "500", "--all-steps",
-                                 "--json", *extra], catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--rates",
+            "2,15",
+            "--step-duration",
+            "2",
+            "--prompt-tokens",
+            "400",
+            "--max-tokens",
+            "2",
+            "--target-p95-ms",
+            "500",
+            "--all-steps",
+            "--json",
+            *extra,
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     return [json.loads(line) for line in r.output.strip().splitlines()]
 
@@ -67,11 +88,14 @@ def test_schedules_and_knee():
         queueing_p95_ms([1, 3], [100, 300], 4)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--rates", "1,x"], "'x' is not a number"),
-    (["--concurrency", "1.5"], "must be a whole number"),
-    (["--rates", "1", "--concurrency", "2"], "exactly one of --rates"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--rates", "1,x"], "'x' is not a number"),
+        (["--concurrency", "1.5"], "must be a whole number"),
+        (["--rates", "1", "--concurrency", "2"], "exactly one of --rates"),
+    ],
+)
 def test_bad_loads_are_named(args, message):
     r = CliRunner().invoke(cli, ["sweep", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", *args])
     assert r.exit_code == 2 and message in r.output
@@ -79,8 +103,26 @@ def test_bad_loads_are_named(args, message):
 
 def test_closed_loop_concurrency_queues_behind_one_slot():
     with running_simulator(SimulatorConfig(slots=1, **SERVICE)) as url:
-        r = CliRunner().invoke(cli, ["sweep", "--base-url", url, "--model", "m", "--concurrency", "1,4", "--step-duration",
-                                     "1.5", "--prompt-tokens", "400", "--max-tokens", "2", "--json"], catch_exceptions=False)
+        r = CliRunner().invoke(
+            cli,
+            [
+                "sweep",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--concurrency",
+                "1,4",
+                "--step-duration",
+                "1.5",
+                "--prompt-tokens",
+                "400",
+                "--max-tokens",
+                "2",
+                "--json",
+            ],
+            catch_exceptions=False,
+        )
     assert r.exit_code == 0, r.output
     one, four = [json.loads(line) for line in r.output.strip().splitlines()][:2]
     assert one["load"] == 1 and four["load"] == 4 and one["error_rate"] == four["error_rate"] == 0

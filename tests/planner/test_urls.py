@@ -8,7 +8,12 @@ from planner.endpoints import EndpointError, validate
 from planner.regions import CatalogError, parse_target
 from planner.urls import UrlError, check_url, redact_url
 
-GOOD = ["https://api.example.com/v1", "http://127.0.0.1:8765/v1", "http://[::1]:8080/v1", "https://eu.api.acme.dev/health?x=1"]
+GOOD = [
+    "https://api.example.com/v1",
+    "http://127.0.0.1:8765/v1",
+    "http://[::1]:8080/v1",
+    "https://eu.api.acme.dev/health?x=1",
+]
 BAD = {
     "http://[::1/v1": "not a valid URL",
     "https://api.example.com/v1\nX-Injected: 1": "line break",

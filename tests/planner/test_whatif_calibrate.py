@@ -14,12 +14,32 @@ from planner.whatif.deployment import parse_deployment
 
 
 def test_calibration_reads_back_the_simulators_slots_prefill_and_decode():
-    cfg = SimulatorConfig(slots=2, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=0,
-                          prefix_cache_tokens=0, seed=0)
+    cfg = SimulatorConfig(
+        slots=2, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=0, prefix_cache_tokens=0, seed=0
+    )
     with running_simulator(cfg) as url:
-        r = CliRunner().invoke(cli, ["calibrate", "--base-url", url, "--model", "m", "--prompt-tokens", "100,800", "-n", "4",
-                                     "--decode-tokens", "16", "--concurrency", "1,2,4", "--step-duration", "2", "--json"],
-                               catch_exceptions=False)
+        r = CliRunner().invoke(
+            cli,
+            [
+                "calibrate",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--prompt-tokens",
+                "100,800",
+                "-n",
+                "4",
+                "--decode-tokens",
+                "16",
+                "--concurrency",
+                "1,2,4",
+                "--step-duration",
+                "2",
+                "--json",
+            ],
+            catch_exceptions=False,
+        )
     assert r.exit_code == 0, r.output
     cal = json.loads(r.output)
     assert cal["token_basis"] == "server-counted"  # the simulator reports usage
@@ -34,17 +54,25 @@ def test_calibration_reads_back_the_simulators_slots_prefill_and_decode():
 
 
 def test_an_unreachable_endpoint_is_a_clear_error():
-    r = CliRunner().invoke(cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2",
-                                 "--timeout", "2"])
+    r = CliRunner().invoke(
+        cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--timeout", "2"]
+    )
     assert r.exit_code == 1 and "prefill stage: every request failed (refused" in r.output
 
 
 def _cal(intercept_ms: float, overhead_tokens: float) -> Calibration:
-    fit = PrefillFit(intercept_ms=intercept_ms, slope_ms_per_token=12.5, r2=0.999, slope_se_ms_per_token=0.1, n=8,
-                     lengths=(64, 512))
-    return Calibration(prefill=fit, token_basis="server-counted", decode_tokens_per_s=40.0,
-                       throughput_by_concurrency={1: 1.0, 2: 1.0}, latency_ms_by_concurrency={1: 1000.0, 2: 2000.0},
-                       wall_s=60.0, prompt_overhead_tokens=overhead_tokens)
+    fit = PrefillFit(
+        intercept_ms=intercept_ms, slope_ms_per_token=12.5, r2=0.999, slope_se_ms_per_token=0.1, n=8, lengths=(64, 512)
+    )
+    return Calibration(
+        prefill=fit,
+        token_basis="server-counted",
+        decode_tokens_per_s=40.0,
+        throughput_by_concurrency={1: 1.0, 2: 1.0},
+        latency_ms_by_concurrency={1: 1000.0, 2: 2000.0},
+        wall_s=60.0,
+        prompt_overhead_tokens=overhead_tokens,
+    )
 
 
 def test_the_template_tokens_the_server_adds_become_overhead_tokens_and_the_intercept_its_rtt():
@@ -70,12 +98,32 @@ def test_server_time_that_holds_the_slot_beyond_prefill_moves_from_rtt_to_overhe
 
 def test_admission_time_that_holds_the_slot_is_measured_at_saturation_and_kept_out_of_rtt():
     # the simulator spends 200 ms per request in its slot before prefill: a queue behind it waits for that too
-    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=200,
-                          prefix_cache_tokens=0, seed=0)
+    cfg = SimulatorConfig(
+        slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=200, prefix_cache_tokens=0, seed=0
+    )
     with running_simulator(cfg) as url:
-        r = CliRunner().invoke(cli, ["calibrate", "--base-url", url, "--model", "m", "--prompt-tokens", "100,800",
-                                     "-n", "3", "--decode-tokens", "16", "--concurrency", "1,2", "--step-duration", "3",
-                                     "--json"], catch_exceptions=False)
+        r = CliRunner().invoke(
+            cli,
+            [
+                "calibrate",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--prompt-tokens",
+                "100,800",
+                "-n",
+                "3",
+                "--decode-tokens",
+                "16",
+                "--concurrency",
+                "1,2",
+                "--step-duration",
+                "3",
+                "--json",
+            ],
+            catch_exceptions=False,
+        )
     assert r.exit_code == 0, r.output
     cal = json.loads(r.output)
     assert 150 <= cal["fixed_hold_ms"] <= 300, cal

@@ -21,8 +21,17 @@ def write_log(path, days: int = 2) -> None:
         k = 300 * (d + 1)  # the last day is the busiest
         for t in np.sort(rng.uniform(8, 18, k)):
             p = int(rng.integers(500, 6000))
-            lines.append(json.dumps({"ts_ms": int(DAY0_MS + d * 86_400_000 + t * 3_600_000), "model": "m",
-                                     "prompt_tokens": p, "cached_tokens": p // 2, "output_tokens": 40}))
+            lines.append(
+                json.dumps(
+                    {
+                        "ts_ms": int(DAY0_MS + d * 86_400_000 + t * 3_600_000),
+                        "model": "m",
+                        "prompt_tokens": p,
+                        "cached_tokens": p // 2,
+                        "output_tokens": 40,
+                    }
+                )
+            )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -43,7 +52,9 @@ def test_json_output_has_every_candidate_and_the_cheapest(tmp_path):
 def test_busiest_day_and_growth_change_what_is_replayed(tmp_path):
     log = tmp_path / "team.jsonl"
     write_log(log)
-    res = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", SLS, "--busiest-day", "--growth", "2", "--json"])
+    res = CliRunner().invoke(
+        cli, ["whatif", "--log", str(log), "--deployment", SLS, "--busiest-day", "--growth", "2", "--json"]
+    )
     out = json.loads(res.output)
     assert out["busiest_day"] == "2025-12-01"
     assert out["n_requests"] == 1200  # 600 requests that day, doubled
@@ -64,7 +75,9 @@ def test_a_log_without_timestamps_exits_2_and_says_so(tmp_path):
     log.write_text('{"prompt_tokens": 100, "output_tokens": 5}\n')
     res = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", SLS])
     assert res.exit_code == 2
-    assert "no-times.jsonl: cannot read the log as a request trace: each request needs an arrival timestamp" in res.output
+    assert (
+        "no-times.jsonl: cannot read the log as a request trace: each request needs an arrival timestamp" in res.output
+    )
     assert "no time column" in res.output and "(output_tokens, prompt_tokens)" in res.output
 
 

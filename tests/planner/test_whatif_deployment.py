@@ -38,18 +38,32 @@ def test_dedicated_spec_with_overflow_inherits_slots_and_rates():
         ("serverless", "start with 'serverless:' or 'dedicated:'"),
         ("gpu:replicas=1", "start with 'serverless:' or 'dedicated:'"),
         ("serverless:window=300,cold=20,slots=8,max=4,prefill=12000", "missing decode"),
-        ("serverless:window=300,cold=20,slots=8,max=4,prefill=fast,decode=60", "prefill must be a number (tokens/s), got 'fast'"),
-        ("serverless:window=300,cold=20,slots=8.5,max=4,prefill=1,decode=60", "slots must be a whole number, got '8.5'"),
+        (
+            "serverless:window=300,cold=20,slots=8,max=4,prefill=fast,decode=60",
+            "prefill must be a number (tokens/s), got 'fast'",
+        ),
+        (
+            "serverless:window=300,cold=20,slots=8.5,max=4,prefill=1,decode=60",
+            "slots must be a whole number, got '8.5'",
+        ),
         ("serverless:window=300,cold=20,slots=8,max=4,prefill=0,decode=60", "prefill must be a rate > 0 tokens/s"),
         ("serverless:window=300,cold=-1,slots=8,max=4,prefill=1,decode=60", "cold must be a finite number ≥ 0"),
-        ("serverless:window=300,cold=20,slots=8,max=4,min=5,prefill=1,decode=60", "min replicas must be between 0 and max (4)"),
+        (
+            "serverless:window=300,cold=20,slots=8,max=4,min=5,prefill=1,decode=60",
+            "min replicas must be between 0 and max (4)",
+        ),
         ("serverless:window=300,cold=20,slots=8,max=4,prefill=1,decode=60,colour=blue", "unknown key colour"),
         ("dedicated:replicas=0,slots=8,prefill=1,decode=1,usd_per_gpu_h=3", "replicas must be a whole number ≥ 1"),
-        ("dedicated:replicas=1,slots=8,prefill=1,decode=1,usd_per_gpu_h=3,overflow_max=2", "needs overflow_cold, overflow_window"),
+        (
+            "dedicated:replicas=1,slots=8,prefill=1,decode=1,usd_per_gpu_h=3,overflow_max=2",
+            "needs overflow_cold, overflow_window",
+        ),
         ("dedicated:replicas=1,replicas=2", "replicas given twice"),
         ("dedicated:replicas", "'replicas' is not key=value"),
-        ("dedicated:replicas=1,slots=1,prefill=1,decode=1,usd_per_gpu_h=3,overhead_tokens=-5",
-         "overhead_tokens must be a finite number ≥ 0"),
+        (
+            "dedicated:replicas=1,slots=1,prefill=1,decode=1,usd_per_gpu_h=3,overhead_tokens=-5",
+            "overhead_tokens must be a finite number ≥ 0",
+        ),
     ],
 )
 def test_bad_specs_name_the_spec_and_the_key(spec, message):
@@ -69,7 +83,9 @@ def test_figures_from_other_pages_fill_missing_keys_with_their_provenance_and_th
         "cold_ms": Figure(18_000, "ms", Source.COLD_READING, detail="sim-local"),
     }
     defaults = defaults_from_worksheet(figures)
-    assert defaults["cold"].value == 18 and defaults["cold"].unit == "s" and defaults["cold"].source == Source.COLD_READING
+    assert (
+        defaults["cold"].value == 18 and defaults["cold"].unit == "s" and defaults["cold"].source == Source.COLD_READING
+    )
     d = parse_deployment("serverless:window=300,slots=8,max=2,decode=60,rtt=80", defaults=defaults)
     assert d.prefill_tokens_per_s.describe() == "probe · sim-local slope · n=240"
     assert d.cold_start_s.value == 18

@@ -22,7 +22,7 @@ def _trace(n: int = 300, seed: int = 1) -> Trace:
 def test_tokens_shrink_by_one_factor_to_the_wanted_mean_service():
     t = _trace()
     small = scale_tokens(t, DEP, mean_service_s=0.3)
-    hold = (np.maximum(small.prompt_tokens, 0) / 1000 + (small.output_tokens - 1) / 50)
+    hold = np.maximum(small.prompt_tokens, 0) / 1000 + (small.output_tokens - 1) / 50
     assert hold.mean() == pytest.approx(0.3, rel=0.05)
     assert small.n == t.n and (small.prompt_tokens >= 8).all() and (small.output_tokens >= 1).all()
     big = t.prompt_tokens > 5000
@@ -54,10 +54,11 @@ def test_lulls_between_stitched_windows_are_cut_and_bursts_kept():
 
 
 def test_prompt_overhead_tokens_count_in_the_service_time_that_sets_a_level():
-    with_overhead = parse_deployment("dedicated:replicas=1,slots=2,prefill=1000,decode=50,usd_per_gpu_h=0,"
-                                     "overhead_tokens=100")
+    with_overhead = parse_deployment(
+        "dedicated:replicas=1,slots=2,prefill=1000,decode=50,usd_per_gpu_h=0,overhead_tokens=100"
+    )
     t = _trace()
     assert utilisation(t, with_overhead) > utilisation(t, DEP)
     small = scale_tokens(t, with_overhead, mean_service_s=0.3)
-    hold = ((small.prompt_tokens + 100) / 1000 + (small.output_tokens - 1) / 50)
+    hold = (small.prompt_tokens + 100) / 1000 + (small.output_tokens - 1) / 50
     assert hold.mean() == pytest.approx(0.3, rel=0.05)

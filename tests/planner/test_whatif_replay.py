@@ -132,7 +132,7 @@ def test_long_poisson_trace_with_exponential_service_agrees_with_erlang_c():
     output = 1 + rng.exponential(mean_service_s * 1000, n)
     dep = parse_deployment(f"dedicated:replicas=1,slots={c},prefill=1000,decode=1000,usd_per_gpu_h=1")
     r = replay(dep, Trace(arrival_ms, np.zeros(n), np.zeros(n), output))
-    wait_s = r.queue_ms[n // 10:] / 1000  # drop the warm-up from an empty system
+    wait_s = r.queue_ms[n // 10 :] / 1000  # drop the warm-up from an empty system
     a = lam_per_s * mean_service_s
     cw = _erlang_c(c, a)
     drain = c / mean_service_s - lam_per_s

@@ -29,8 +29,9 @@ SERVERLESS = "serverless:name=sls,window=3600,cold=20,slots=4,max=2,prefill=1000
 def test_cheapest_candidate_meeting_the_target_is_picked_and_the_misses_say_why():
     trace = steady_trace({9: 120, 10: 120, 11: 120})
     tiny = "dedicated:name=tiny,replicas=1,slots=1,prefill=100,decode=1,usd_per_gpu_h=0.1"
-    result = compare(trace, [parse_deployment(s) for s in (FAST_DEDICATED, SLOW_DEDICATED, SERVERLESS, tiny)],
-                     interaction="chat")
+    result = compare(
+        trace, [parse_deployment(s) for s in (FAST_DEDICATED, SLOW_DEDICATED, SERVERLESS, tiny)], interaction="chat"
+    )
     fast, slow, sls, bad = result.candidates
     # fast: 50 ms RTT + 1000 uncached tokens at 10k/s = 150 ms; slow: 50 + 1000 ms.
     assert fast.overall["p95"].value == pytest.approx(150)
@@ -64,7 +65,9 @@ def test_hours_are_local_to_the_chosen_zone_and_greyed_below_twenty_requests():
 def test_the_tail_breakdown_shows_which_segment_dominates():
     # Hourly single requests on a scale-to-zero pool with a 60 s window: every request is cold.
     trace = steady_trace({h: 1 for h in range(24)})
-    dep = parse_deployment("serverless:name=cold,window=60,cold=20,slots=1,max=1,prefill=10000,decode=50,rtt=50,usd_per_mtok=1")
+    dep = parse_deployment(
+        "serverless:name=cold,window=60,cold=20,slots=1,max=1,prefill=10000,decode=50,rtt=50,usd_per_mtok=1"
+    )
     c = compare(trace, [dep]).candidates[0]
     assert c.tail_segments_ms == pytest.approx({"queue_ms": 0, "cold_ms": 20_000, "prefill_ms": 100, "network_ms": 50})
     assert not c.meets_target and c.cold_starts == 24

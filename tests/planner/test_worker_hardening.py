@@ -47,15 +47,27 @@ def q(engine, sql: str, **params):
 
 
 def ep(engine, name, url, **kw):
-    return add_endpoint(engine, {"name": name, "base_url": url, "model": "m", "interval_s": 0.3, "timeout_s": 0.25,
-                                 "prompt_tokens": 20, "max_tokens": 4} | kw)
+    return add_endpoint(
+        engine,
+        {
+            "name": name,
+            "base_url": url,
+            "model": "m",
+            "interval_s": 0.3,
+            "timeout_s": 0.25,
+            "prompt_tokens": 20,
+            "max_tokens": 4,
+        }
+        | kw,
+    )
 
 
 def run_worker_for(engine, seconds: float, during=None, **cfg) -> Worker:
     """Run an in-process worker (probes in its own loop) for `seconds` after it holds the lease;
     `during(worker)` (sync, run in a thread) is called half-way."""
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, reload_interval_s=0.3,
-                                    **({"probe_processes": 0} | cfg)))
+    w = Worker(
+        engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, reload_interval_s=0.3, **({"probe_processes": 0} | cfg))
+    )
 
     async def main():
         task = asyncio.create_task(w.run())
@@ -91,7 +103,10 @@ def test_out_of_range_rows_from_an_older_version_are_reported_and_the_rest_keeps
 
     w = run_worker_for(engine, 4.0, during=add_late)
     late = w.during
-    counts = {r["endpoint_id"]: r["n"] for r in q(engine, "SELECT endpoint_id, count(*) AS n FROM probe_sample GROUP BY endpoint_id")}
+    counts = {
+        r["endpoint_id"]: r["n"]
+        for r in q(engine, "SELECT endpoint_id, count(*) AS n FROM probe_sample GROUP BY endpoint_id")
+    }
     assert counts.get(good.id, 0) >= 3
     assert counts.get(late, 0) >= 2  # housekeeping kept reloading: the new endpoint was picked up
     assert huge.id not in counts and inf.id not in counts
@@ -136,8 +151,12 @@ def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_u
 
 def _spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": db_url, "TTFT_PLANNER_MIN_INTERVAL_S": "0.2"}
-    return subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
-                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait(pred, timeout_s=60.0, what="condition"):
@@ -185,8 +204,19 @@ def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_sto
 
 def test_spool_replay_is_idempotent_and_drops_rows_of_removed_endpoints(engine, sim_url):
     a, b = ep(engine, "a", sim_url), ep(engine, "b", sim_url)
-    rows = [ProbeSampleRow(endpoint_id=x.id, vantage="", kind="scheduled", scheduled_at_ms=1000 * i, started_at_ms=1000 * i,
-                           ok=True, ttft_ms=50.0) for x in (a, b) for i in range(1, 4)]
+    rows = [
+        ProbeSampleRow(
+            endpoint_id=x.id,
+            vantage="",
+            kind="scheduled",
+            scheduled_at_ms=1000 * i,
+            started_at_ms=1000 * i,
+            ok=True,
+            ttft_ms=50.0,
+        )
+        for x in (a, b)
+        for i in range(1, 4)
+    ]
     insert_samples(engine, rows[:2])  # some reached the database before the outage
     spool.write(engine, rows)
     with engine.begin() as c:
@@ -219,13 +249,23 @@ def test_a_slot_has_exactly_one_outcome(engine, sim_url):
     e = ep(engine, "a", sim_url)
 
     def row(kind, slot):
-        return ProbeSampleRow(endpoint_id=e.id, vantage="", kind=kind, scheduled_at_ms=slot, started_at_ms=slot,
-                              ok=kind == "scheduled", error_class=None if kind == "scheduled" else "skipped")
+        return ProbeSampleRow(
+            endpoint_id=e.id,
+            vantage="",
+            kind=kind,
+            scheduled_at_ms=slot,
+            started_at_ms=slot,
+            ok=kind == "scheduled",
+            error_class=None if kind == "scheduled" else "skipped",
+        )
 
     insert_samples(engine, [row("skipped", 1000), row("skipped", 2000)])  # the paused worker's view
     insert_samples(engine, [row("scheduled", 1000), row("skipped", 3000), row("scheduled", 3000)])  # the other's
     insert_samples(engine, [row("skipped", 1000)])  # the paused one, late
-    got = [(r["kind"], r["scheduled_at_ms"]) for r in q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample ORDER BY 2")]
+    got = [
+        (r["kind"], r["scheduled_at_ms"])
+        for r in q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample ORDER BY 2")
+    ]
     assert got == [("scheduled", 1000), ("skipped", 2000), ("scheduled", 3000)]
 
 
@@ -239,13 +279,32 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
         w._lease_checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago:
         w._woke_from_pause = True  # the loop saw it sat still that long (SIGSTOP), as _schedule_loop detects
         with engine.begin() as c:  # meanwhile the lease expired and another worker took it
-            c.execute(sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
-                      {"t": w.clock.now_ms() + 60_000})
+            c.execute(
+                sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),
+                {"t": w.clock.now_ms() + 60_000},
+            )
         slot = w.clock.now_ms() - 1000
-        w.buffer.rows = [ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=slot,
-                                    started_at_ms=slot, ok=False, error_class="skipped", error_detail="late"),
-                     ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=slot - 300,
-                                    started_at_ms=slot - 300, ok=True, ttft_ms=40.0)]
+        w.buffer.rows = [
+            ProbeSampleRow(
+                endpoint_id=e.id,
+                vantage="",
+                kind="skipped",
+                scheduled_at_ms=slot,
+                started_at_ms=slot,
+                ok=False,
+                error_class="skipped",
+                error_detail="late",
+            ),
+            ProbeSampleRow(
+                endpoint_id=e.id,
+                vantage="",
+                kind="scheduled",
+                scheduled_at_ms=slot - 300,
+                started_at_ms=slot - 300,
+                ok=True,
+                ttft_ms=40.0,
+            ),
+        ]
         await w.flush()
 
     asyncio.run(main())
@@ -263,8 +322,13 @@ def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
     eng.dispose()
     url = f"sqlite:///file:{path}?mode=ro&uri=true"
     env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": url}
-    proc = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
@@ -277,18 +341,40 @@ def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
 
 def test_the_report_says_buffering_n_rows_since_t_and_why(sqlite_engine):
     now = int(time.time() * 1000)
-    write_state(sqlite_engine, "", {"holder": f"{socket.gethostname()}:{os.getpid()}:x", "host": socket.gethostname(),
-                                    "pid": os.getpid(), "vantage": "", "updated_at_ms": now, "holds_lease": False,
-                                    "unsaved_rows": 17, "unsaved_since_ms": now - 60_000,
-                                    "last_error": "database or disk is full", "spooled_rows": 0, "task_failures": []})
+    write_state(
+        sqlite_engine,
+        "",
+        {
+            "holder": f"{socket.gethostname()}:{os.getpid()}:x",
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "vantage": "",
+            "updated_at_ms": now,
+            "holds_lease": False,
+            "unsaved_rows": 17,
+            "unsaved_since_ms": now - 60_000,
+            "last_error": "database or disk is full",
+            "spooled_rows": 0,
+            "task_failures": [],
+        },
+    )
     r = worker_report(sqlite_engine, "", [], now, fmt_ms=lambda ms: f"<{ms}>")
     assert r.running and r.level == "warning"
     assert f"buffering 17 rows since <{now - 60_000}>" in r.text and "disk is full" in r.text
     # A state file whose process is gone is not a running worker.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    write_state(sqlite_engine, "", {"host": socket.gethostname(), "pid": dead.pid, "updated_at_ms": now,
-                                    "unsaved_rows": 17, "unsaved_since_ms": now})
+    write_state(
+        sqlite_engine,
+        "",
+        {
+            "host": socket.gethostname(),
+            "pid": dead.pid,
+            "updated_at_ms": now,
+            "unsaved_rows": 17,
+            "unsaved_since_ms": now,
+        },
+    )
     r = worker_report(sqlite_engine, "", [], now)
     assert not r.running and "No worker is probing" in r.text
 
@@ -307,8 +393,9 @@ def _postgres_pids(pg_server) -> list[int]:
 
 
 @pytest.mark.postgres
-def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(pg_server, pg_url, sim_url, tmp_path,
-                                                                              monkeypatch):
+def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(
+    pg_server, pg_url, sim_url, tmp_path, monkeypatch
+):
     if pg_server._dir is None:
         pytest.skip("an external PostgreSQL (TTFT_PLANNER_TEST_PG_URL) cannot be frozen here")
     monkeypatch.setenv("TTFT_PLANNER_DATA_DIR", str(tmp_path / "data"))  # the PostgreSQL spool lives under it
@@ -353,8 +440,13 @@ def test_a_read_only_postgresql_database_fails_fast_with_one_message(pg_url, sim
         c.commit()
     eng.dispose()
     env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": pg_url}
-    proc = subprocess.run([sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]

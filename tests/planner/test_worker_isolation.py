@@ -51,7 +51,6 @@ def hostile_url():
     proc.wait(10)
 
 
-
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_hostile_kind_is_a_failed_sample_after_bounded_reading(hostile_url, kind):
     target = ProbeTarget(base_url=f"{hostile_url}/{kind}/v1", model="m", prompt_tokens=10, max_tokens=8, timeout_s=3.0)
@@ -61,7 +60,15 @@ def test_each_hostile_kind_is_a_failed_sample_after_bounded_reading(hostile_url,
         return
     assert not sample.ok, sample
     assert sample.error_class in QUARANTINE_CLASSES | {"server_error"}, (sample.error_class, sample.error_detail)
-    if kind in ("flood-empty", "flood-comments", "long-line", "invalid-utf8", "huge-event", "crlf-flood", "nested-json"):
+    if kind in (
+        "flood-empty",
+        "flood-comments",
+        "long-line",
+        "invalid-utf8",
+        "huge-event",
+        "crlf-flood",
+        "nested-json",
+    ):
         # stopped at a cap, or at the first event that is not JSON: either way not read to the end
         assert sample.error_class == "bad_json" or "stopped reading" in sample.error_detail, sample.error_detail
 
@@ -95,10 +102,13 @@ def _run(engine, seconds: float, **cfg) -> Worker:
 def test_hostile_endpoints_are_quarantined_and_healthy_ones_all_measured(engine, hostile_url, monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
     common = {"model": "m", "interval_s": 1.0, "timeout_s": 0.8, "prompt_tokens": 10, "max_tokens": 8}
-    healthy = [add_endpoint(engine, {"name": f"h{i}", "base_url": f"{hostile_url}/healthy/v1"} | common).id
-               for i in range(2)]
-    hostile = [add_endpoint(engine, {"name": k, "base_url": f"{hostile_url}/{k}/v1"} | common).id
-               for k in ("flood-empty", "long-line", "invalid-utf8", "trickle")]
+    healthy = [
+        add_endpoint(engine, {"name": f"h{i}", "base_url": f"{hostile_url}/healthy/v1"} | common).id for i in range(2)
+    ]
+    hostile = [
+        add_endpoint(engine, {"name": k, "base_url": f"{hostile_url}/{k}/v1"} | common).id
+        for k in ("flood-empty", "long-line", "invalid-utf8", "trickle")
+    ]
     w = _run(engine, 6.0, probe_processes=1)
     assert all(w.lanes[e] == 0 for e in hostile), w.lanes  # quarantine
     assert all(w.lanes[e] != 0 for e in healthy), w.lanes  # a clean lane

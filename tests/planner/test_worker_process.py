@@ -29,8 +29,12 @@ def sim_url():
 
 def spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": db_url, "TTFT_PLANNER_MIN_INTERVAL_S": "0.2"}
-    return subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
-                            env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_for(pred, timeout_s: float = 30.0, what: str = "condition"):
@@ -58,8 +62,18 @@ def count(engine, where: str = "kind = 'scheduled'") -> int:
 def setup(db_url, sim_url, tmp_path, monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
     engine = open_store(db_url)
-    ep = add_endpoint(engine, {"name": "sim", "base_url": sim_url, "model": "m", "interval_s": INTERVAL_S,
-                               "timeout_s": 0.25, "prompt_tokens": 50, "max_tokens": 4})
+    ep = add_endpoint(
+        engine,
+        {
+            "name": "sim",
+            "base_url": sim_url,
+            "model": "m",
+            "interval_s": INTERVAL_S,
+            "timeout_s": 0.25,
+            "prompt_tokens": 50,
+            "max_tokens": 4,
+        },
+    )
     procs: list[subprocess.Popen] = []
     yield engine, ep, procs, tmp_path
     for p in procs:
@@ -135,8 +149,11 @@ def test_two_workers_of_one_vantage_share_a_lease_and_another_vantage_runs_besid
     a.send_signal(signal.SIGKILL)  # the holder dies: its lease expires and b takes over
     a.wait(5)
     killed_at_ms = int(time.time() * 1000)
-    wait_for(lambda: count(engine, f"vantage = 'office' AND started_at_ms > {killed_at_ms + 2500}") >= 5,
-             timeout_s=30, what="the standby taking over")
+    wait_for(
+        lambda: count(engine, f"vantage = 'office' AND started_at_ms > {killed_at_ms + 2500}") >= 5,
+        timeout_s=30,
+        what="the standby taking over",
+    )
     for p in (b, c):
         p.send_signal(signal.SIGTERM)
     assert b.wait(15) == 0 and c.wait(15) == 0

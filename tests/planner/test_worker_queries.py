@@ -37,19 +37,59 @@ def series(engine):
         t = T0 + k * 120_000
         utc_hour = (t // HOUR) % 24
         if k % 50 == 0:
-            rows.append(ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                       ok=False, error_class="server_error"))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=e.id,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=False,
+                    error_class="server_error",
+                )
+            )
         elif k % 97 == 0:
-            rows.append(ProbeSampleRow(endpoint_id=e.id, vantage="", kind="skipped", scheduled_at_ms=t, started_at_ms=t,
-                                       ok=False, error_class="skipped"))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=e.id,
+                    vantage="",
+                    kind="skipped",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=False,
+                    error_class="skipped",
+                )
+            )
         else:
             v = _ttft(rng, utc_hour)
-            rows.append(ProbeSampleRow(endpoint_id=e.id, vantage="", kind="scheduled", scheduled_at_ms=t, started_at_ms=t,
-                                       ok=True, ttft_ms=v, headers_ms=v - 20, dns_ms=1.0, connect_ms=0.5, first_event_ms=v - 5,
-                                       first_content_ms=v + 1))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=e.id,
+                    vantage="",
+                    kind="scheduled",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    ttft_ms=v,
+                    headers_ms=v - 20,
+                    dns_ms=1.0,
+                    connect_ms=0.5,
+                    first_event_ms=v - 5,
+                    first_content_ms=v + 1,
+                )
+            )
     # Another vantage's samples must never leak into this series.
-    rows.append(ProbeSampleRow(endpoint_id=e.id, vantage="elsewhere", kind="scheduled", scheduled_at_ms=T0, started_at_ms=T0,
-                               ok=True, ttft_ms=99_999.0))
+    rows.append(
+        ProbeSampleRow(
+            endpoint_id=e.id,
+            vantage="elsewhere",
+            kind="scheduled",
+            scheduled_at_ms=T0,
+            started_at_ms=T0,
+            ok=True,
+            ttft_ms=99_999.0,
+        )
+    )
     insert_samples(engine, rows)
     key = pq.SeriesKey(e.id, "sim", "")
     return engine, key, rows
@@ -89,7 +129,9 @@ def test_summary_time_series_heatmap_ecdf_and_phases(series):
     mode, ts = pq.time_series(engine, key, T0, end, max_raw=100)
     assert mode == "bucketed" and ts["n"].sum() == len(ok) and ts["failed"].sum() == s["failed"]
     for b in ts.sort_values("n").iloc[[0, len(ts) // 2, -1]].itertuples():  # exact nearest rank per bucket
-        vals = [r.ttft_ms for r in rows if r.ok and r.vantage == "" and b.t_ms <= r.started_at_ms < b.t_ms + b.bucket_ms]
+        vals = [
+            r.ttft_ms for r in rows if r.ok and r.vantage == "" and b.t_ms <= r.started_at_ms < b.t_ms + b.bucket_ms
+        ]
         assert (b.p50_ms, b.p95_ms) == (percentile(vals, 0.5).value, percentile(vals, 0.95).value)
     mode, raw = pq.time_series(engine, key, T0, T0 + HOUR)
     assert mode == "raw" and len(raw) == 30 and (~raw["ok"]).sum() >= 1
@@ -97,7 +139,11 @@ def test_summary_time_series_heatmap_ecdf_and_phases(series):
     heat = pq.day_hour_heatmap(engine, key, T0, end, "UTC")
     assert len(heat) == 96 and heat["n"].sum() == len(ok)
     cell = heat[(heat["day"] == dt.date(2026, 10, 24)) & (heat["hour"] == 14)].iloc[0]
-    vals = [r.ttft_ms for r in rows if r.ok and r.vantage == "" and T0 + 24 * HOUR + 14 * HOUR <= r.started_at_ms < T0 + 24 * HOUR + 15 * HOUR]
+    vals = [
+        r.ttft_ms
+        for r in rows
+        if r.ok and r.vantage == "" and T0 + 24 * HOUR + 14 * HOUR <= r.started_at_ms < T0 + 24 * HOUR + 15 * HOUR
+    ]
     assert cell["p50_ms"] == percentile(vals, 0.5).value
 
     ecdf = pq.ecdf_points(engine, key, T0, end, max_points=100)
@@ -105,7 +151,9 @@ def test_summary_time_series_heatmap_ecdf_and_phases(series):
     assert ecdf["ttft_ms"].iloc[-1] == max(ok) and len(ecdf) <= 110
 
     phases = pq.phase_breakdown(engine, key, T0, end, latest=500).set_index("phase")
-    newest = [r.ttft_ms for r in sorted((r for r in rows if r.ok and r.vantage == ""), key=lambda r: r.started_at_ms)[-500:]]
+    newest = [
+        r.ttft_ms for r in sorted((r for r in rows if r.ok and r.vantage == ""), key=lambda r: r.started_at_ms)[-500:]
+    ]
     assert phases.loc["ttft_ms", "p50_ms"] == percentile(newest, 0.5).value and phases.loc["ttft_ms", "n"] == 500
     assert phases.loc["tls_ms", "n"] == 0  # plain http: no TLS phase
 
@@ -135,8 +183,19 @@ def test_segment1_needs_hours_with_twenty_samples():
 
 
 def test_segment2_from_a_cold_reading():
-    fig = segment2_figure({"state": "done", "cold_ttft_ms": 21_500.0, "warm_ttft_ms": 300.0, "cold_minus_warm_ms": 21_200.0,
-                           "idle_s": 330.0, "cold_attempts": 5, "cold_status_503": 4, "completed_at_ms": T0}, series="sim")
+    fig = segment2_figure(
+        {
+            "state": "done",
+            "cold_ttft_ms": 21_500.0,
+            "warm_ttft_ms": 300.0,
+            "cold_minus_warm_ms": 21_200.0,
+            "idle_s": 330.0,
+            "cold_attempts": 5,
+            "cold_status_503": 4,
+            "completed_at_ms": T0,
+        },
+        series="sim",
+    )
     assert fig.value == 21_200.0 and fig.source == Source.COLD_READING and fig.measured_at_ms == T0
     assert "4 × 503" in fig.detail
     assert segment2_figure({"state": "failed", "cold_minus_warm_ms": None}, series="sim") is None

@@ -54,19 +54,30 @@ def q(engine, sql: str, **params):
 
 
 def ep(engine, name, url, **kw):
-    fields = {"name": name, "base_url": url, "model": "m", "interval_s": 0.3, "timeout_s": 0.25,
-              "prompt_tokens": 50, "max_tokens": 4} | kw
+    fields = {
+        "name": name,
+        "base_url": url,
+        "model": "m",
+        "interval_s": 0.3,
+        "timeout_s": 0.25,
+        "prompt_tokens": 50,
+        "max_tokens": 4,
+    } | kw
     return add_endpoint(engine, fields)
 
 
 def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, sim_url):
     good = ep(engine, "good", sim_url)
     down = ep(engine, "down", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
-    with running_simulator(SimulatorConfig(start_cold=True, cold_start_s=60, seed=3)) as hang_url:  # never answers in time
+    with running_simulator(
+        SimulatorConfig(start_cold=True, cold_start_s=60, seed=3)
+    ) as hang_url:  # never answers in time
         hang = ep(engine, "hang", hang_url)
         run_for(engine, 3.0)
-    by = {e.id: q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=e.id)
-          for e in (good, down, hang)}
+    by = {
+        e.id: q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=e.id)
+        for e in (good, down, hang)
+    }
     assert len(by[good.id]) >= 7
     assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id])  # no skipped slot, no failure
     assert len(by[down.id]) >= 7 and {r["error_class"] for r in by[down.id]} == {"refused"}
@@ -105,8 +116,15 @@ def test_probe_now_request_runs_one_manual_probe(engine, sim_url):
 
 
 def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(engine):
-    cfg = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, scale_down_window_s=0.6,
-                          cold_start_s=1.5, cold_503=True, retry_after_s=1, seed=4)
+    cfg = SimulatorConfig(
+        prefill_tokens_per_s=200_000,
+        decode_tokens_per_s=5000,
+        scale_down_window_s=0.6,
+        cold_start_s=1.5,
+        cold_503=True,
+        retry_after_s=1,
+        seed=4,
+    )
     with running_simulator(cfg) as url:
         e = ep(engine, "coldish", url, scale_down_window_s=0.6)
         rid = create_request(engine, e.id, "cold_reading", idle_s=1.0)
@@ -124,9 +142,14 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
     paused = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'skipped'", e=e.id)
     assert all("cold reading" in r["error_detail"] for r in paused)
     # No scheduled probe ran between the request and the cold probe: the idle gap was real.
-    inside = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'scheduled' "
-               "AND started_at_ms > :a AND started_at_ms < :b", e=e.id, a=reading["idle_until_ms"] - 1000,
-               b=reading["cold_started_at_ms"])
+    inside = q(
+        engine,
+        "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'scheduled' "
+        "AND started_at_ms > :a AND started_at_ms < :b",
+        e=e.id,
+        a=reading["idle_until_ms"] - 1000,
+        b=reading["cold_started_at_ms"],
+    )
     assert inside == []
 
 
@@ -160,10 +183,19 @@ def test_locked_database_keeps_rows_in_memory_and_loses_none(sqlite_engine, sim_
     failed = asyncio.run(main())
     holder.join()
     assert failed >= 1
-    slots = [r["scheduled_at_ms"] for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
-                                                      "AND kind IN ('scheduled','skipped') ORDER BY 1", e=e.id)]
+    slots = [
+        r["scheduled_at_ms"]
+        for r in q(
+            engine,
+            "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
+            "AND kind IN ('scheduled','skipped') ORDER BY 1",
+            e=e.id,
+        )
+    ]
     assert len(slots) >= 25
-    assert {b - a for a, b in zip(slots, slots[1:], strict=False)} == {300}  # every slot stored once, none lost while locked
+    assert {b - a for a, b in zip(slots, slots[1:], strict=False)} == {
+        300
+    }  # every slot stored once, none lost while locked
 
 
 def test_rtt_targets_run_on_the_same_schedule(engine, sim_url):
@@ -173,7 +205,11 @@ def test_rtt_targets_run_on_the_same_schedule(engine, sim_url):
     t = add_target(engine, "local-sim", host_port, interval_s=10, enabled=True, vantage="")
     with engine.begin() as c:  # the product minimum is 10 s; compress it for the test
         c.execute(sa.text("UPDATE rtt_target SET interval_s = 0.5 WHERE id = :i"), {"i": t.id})
-    run_for(engine, 10.0, until=lambda: q(engine, "SELECT COUNT(*) AS n FROM rtt_sample WHERE region_id = 'local-sim'")[0]["n"] >= 10)
+    run_for(
+        engine,
+        10.0,
+        until=lambda: q(engine, "SELECT COUNT(*) AS n FROM rtt_sample WHERE region_id = 'local-sim'")[0]["n"] >= 10,
+    )
     rtts = q(engine, "SELECT * FROM rtt_sample WHERE region_id = 'local-sim'")
     assert len(rtts) >= 10
     assert any(r["rtt_ms"] is not None and r["rtt_ms"] >= 0 for r in rtts)
@@ -195,7 +231,9 @@ def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_
         await task
 
     asyncio.run(main())
-    slots = [r["scheduled_at_ms"] for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
-                                                      "ORDER BY 1", e=keep.id)]
+    slots = [
+        r["scheduled_at_ms"]
+        for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e ORDER BY 1", e=keep.id)
+    ]
     assert len(slots) >= 10 and {b - a for a, b in zip(slots, slots[1:], strict=False)} == {300}
     assert q(engine, "SELECT COUNT(*) AS n FROM probe_sample WHERE endpoint_id <> :e", e=keep.id)[0]["n"] == 0

@@ -116,7 +116,9 @@ def test_restart_reports_slots_lost_while_down_as_skipped():
     skipped = [a.slot_ms for a in acts if a.action == "skip"]
     assert skipped[:4] == [last + k * MIN for k in range(1, 5)]
     assert all("not running" in a.reason for a in acts if a.action == "skip")
-    assert all(a.lateness_ms < 1000 for a in acts if a.action == "run")  # the first run is the next slot, not a late one
+    assert all(
+        a.lateness_ms < 1000 for a in acts if a.action == "run"
+    )  # the first run is the next slot, not a late one
     assert last not in {a.slot_ms for a in acts}  # the stored slot is not redone
 
 

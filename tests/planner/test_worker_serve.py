@@ -51,8 +51,12 @@ def _serve(tmp_path):
     env = {**os.environ, "TTFT_PLANNER_DATA_DIR": str(tmp_path)}
     env.pop("TTFT_PLANNER_DATABASE_URL", None)
     log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "serve", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from planner.cli import main; main()", "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while not _healthy(port):
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-2000:]
@@ -84,7 +88,10 @@ def test_serve_starts_everything_and_sigterm_stops_everything(tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         assert not _healthy(port)
-        assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z" for pid in everything)
+        assert all(
+            not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+            for pid in everything
+        )
         assert not _lease_live(engine)  # released on the way out
     finally:
         if proc.poll() is None:

@@ -25,9 +25,13 @@ from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOW = Script(steps=[Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
-                     Step(sse(chat_chunk({"content": "w"})), delay_s=0.12, content=True),
-                     Step(sse(usage_chunk(40, 1)) + b"data: [DONE]\n\n")])
+SLOW = Script(
+    steps=[
+        Step(sse(chat_chunk({"role": "assistant", "content": ""}))),
+        Step(sse(chat_chunk({"content": "w"})), delay_s=0.12, content=True),
+        Step(sse(usage_chunk(40, 1)) + b"data: [DONE]\n\n"),
+    ]
+)
 
 
 def _ttft_count(port: int) -> float | None:
@@ -54,16 +58,56 @@ def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(tmp_path
     hook = Receiver()
     port = free_port()
     with ScriptedServer(SLOW) as srv:
-        add_endpoint(engine, {"name": "slow-a", "base_url": srv.url, "model": "m", "interval_s": 0.3,
-                              "timeout_s": 0.25, "prompt_tokens": 40, "max_tokens": 1})
-        alert_store.add_rule(engine, Rule(name="inline p95", kind=AlertKind.P95_OVER, threshold=100.0, window_s=600,
-                                          for_s=0, min_n=5, webhook_env="TEAM_HOOK"), int(time.time() * 1000))
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url,
-               "TTFT_PLANNER_MIN_INTERVAL_S": "0.2", "TEAM_HOOK": hook.url}
+        add_endpoint(
+            engine,
+            {
+                "name": "slow-a",
+                "base_url": srv.url,
+                "model": "m",
+                "interval_s": 0.3,
+                "timeout_s": 0.25,
+                "prompt_tokens": 40,
+                "max_tokens": 1,
+            },
+        )
+        alert_store.add_rule(
+            engine,
+            Rule(
+                name="inline p95",
+                kind=AlertKind.P95_OVER,
+                threshold=100.0,
+                window_s=600,
+                for_s=0,
+                min_n=5,
+                webhook_env="TEAM_HOOK",
+            ),
+            int(time.time() * 1000),
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TTFT_PLANNER_DATABASE_URL": db_url,
+            "TTFT_PLANNER_MIN_INTERVAL_S": "0.2",
+            "TEAM_HOOK": hook.url,
+        }
         log = open(tmp_path / "worker.log", "w")
-        proc = subprocess.Popen([sys.executable, "-c", "from planner.cli import main; main()", "worker",
-                                 "--metrics-port", str(port), "--alerts-every-s", "1", "--probe-processes", "0"],
-                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from planner.cli import main; main()",
+                "worker",
+                "--metrics-port",
+                str(port),
+                "--alerts-every-s",
+                "1",
+                "--probe-processes",
+                "0",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline and not hook.bodies:

@@ -11,10 +11,21 @@ BUILTIN = {"inline", "chat", "agent"}
 
 def _measured() -> Worksheet:
     ws = Worksheet(interaction="chat")
-    ws = ws.with_figure("queue_ms", Figure(823.4567, "ms", Source.PROBE, detail="acme-eu · worst hour p95 − quietest p50",
-                                           n=240, window="2026-11-29 00:00 – 2026-11-30 00:00 Europe/Berlin",
-                                           measured_at_ms=1_764_500_000_000))
-    ws = ws.with_figure("cache_hit_fraction", Figure(0.4071, "fraction", Source.LOG, detail="team.jsonl | 12,000 requests"))
+    ws = ws.with_figure(
+        "queue_ms",
+        Figure(
+            823.4567,
+            "ms",
+            Source.PROBE,
+            detail="acme-eu · worst hour p95 − quietest p50",
+            n=240,
+            window="2026-11-29 00:00 – 2026-11-30 00:00 Europe/Berlin",
+            measured_at_ms=1_764_500_000_000,
+        ),
+    )
+    ws = ws.with_figure(
+        "cache_hit_fraction", Figure(0.4071, "fraction", Source.LOG, detail="team.jsonl | 12,000 requests")
+    )
     targets = {**ws.targets_ms, "chat": 800.0, "custom-review-bot": 3000.0}
     labels = {**ws.target_labels, "custom-review-bot": "Review bot"}
     return Worksheet.from_dict({**ws.to_dict(), "targets_ms": targets, "target_labels": labels})
@@ -50,8 +61,15 @@ def test_a_value_edited_by_hand_in_the_url_opens_as_typed():
 
 
 def test_malformed_provenance_falls_back_to_typed_and_old_links_still_open():
-    ws = worksheet_from_query({"queue_ms": "35", "queue_ms_from": "not-base64!!", "cold_ms": "oops", "target_ms": "250",
-                               "interaction": "Inline completion"})
+    ws = worksheet_from_query(
+        {
+            "queue_ms": "35",
+            "queue_ms_from": "not-base64!!",
+            "cold_ms": "oops",
+            "target_ms": "250",
+            "interaction": "Inline completion",
+        }
+    )
     assert ws.queue_ms == Figure.typed(35, "ms")
     assert ws.cold_ms == Worksheet().cold_ms  # unreadable value: the default stays
     assert ws.interaction == "inline" and ws.target_ms == 250

@@ -17,8 +17,16 @@ SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decod
 # Command path → arguments that make it run to completion on its own ({db} and {log} are filled in).
 BASE_ARGS: dict[str, list[str]] = {
     "budget": ["--target-ms", "500", "--prefill-tokens-per-s", "5000", "--prompt-tokens-p95", "4000"],
-    "cost": ["--gpu-usd-per-hour", "3.2", "--capacity-tokens-per-min", "720000", "--blended-usd-per-mtok", "0.2",
-             "--tokens-per-hour", "2e7"],
+    "cost": [
+        "--gpu-usd-per-hour",
+        "3.2",
+        "--capacity-tokens-per-min",
+        "720000",
+        "--blended-usd-per-mtok",
+        "0.2",
+        "--tokens-per-hour",
+        "2e7",
+    ],
     "prefill": ["--model", "llama-3.1-8b", "--prompt-tokens", "4000"],
     "gpu-fit": ["--model", "llama-3.1-8b", "--gpu", "H100"],
     "warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2"],
@@ -33,8 +41,9 @@ BASE_ARGS: dict[str, list[str]] = {
 # Commands that serve, probe the network or run until stopped: only their parsing is fuzzed.
 NO_RUN = {"probe", "rtt", "serve", "simulate", "worker", "cold-reading", "sweep", "calibrate"}
 # What those need to parse at all (parsing only: nothing is contacted).
-PARSE_ARGS: dict[str, list[str]] = {name: ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
-                                    for name in ("probe", "sweep", "calibrate")}
+PARSE_ARGS: dict[str, list[str]] = {
+    name: ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"] for name in ("probe", "sweep", "calibrate")
+}
 
 
 def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
@@ -50,8 +59,11 @@ def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
         for p in cmd.params:
             t = p.type
             inner = t.types if isinstance(t, click.Tuple) else [t]
-            if any(getattr(x, "name", "") in ("float", "integer") or isinstance(x, (click.types.FloatParamType,
-                                                                                    click.types.IntParamType)) for x in inner):
+            if any(
+                getattr(x, "name", "") in ("float", "integer")
+                or isinstance(x, (click.types.FloatParamType, click.types.IntParamType))
+                for x in inner
+            ):
                 out.append((" ".join(path), cmd, p))
 
     walk(cli, [])
@@ -61,7 +73,17 @@ def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
 def write_tiny_log(path: Path) -> Path:
     """A 40-request JSONL log over one morning."""
     day0 = 1_764_460_800_000
-    lines = [json.dumps({"ts_ms": day0 + 9 * 3_600_000 + i * 60_000, "model": "m", "prompt_tokens": 1000 + i,
-                         "cached_tokens": 500, "output_tokens": 40}) for i in range(40)]
+    lines = [
+        json.dumps(
+            {
+                "ts_ms": day0 + 9 * 3_600_000 + i * 60_000,
+                "model": "m",
+                "prompt_tokens": 1000 + i,
+                "cached_tokens": 500,
+                "output_tokens": 40,
+            }
+        )
+        for i in range(40)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -16,16 +16,16 @@ import zlib
 
 from tests.support.servers import RecordedRequest, sse
 
-__all__ = ["bedrock_event", "bedrock_exception", "eventstream_frame", "gemini_chunk", "responses_event",
-           "verify_sigv4"]
+__all__ = ["bedrock_event", "bedrock_exception", "eventstream_frame", "gemini_chunk", "responses_event", "verify_sigv4"]
 
 
 def responses_event(kind: str, **payload) -> bytes:
     return sse({"type": kind, **payload}, event=kind)
 
 
-def gemini_chunk(parts: list[dict] | None = None, *, usage: dict | None = None, finish: str | None = None,
-                 role: str = "model") -> bytes:
+def gemini_chunk(
+    parts: list[dict] | None = None, *, usage: dict | None = None, finish: str | None = None, role: str = "model"
+) -> bytes:
     """A chunk with one candidate holding `parts` (None: no candidates at all), and optional usageMetadata."""
     obj: dict = {"modelVersion": "gemini-test", "responseId": "r-1"}
     if parts is not None:
@@ -55,13 +55,17 @@ def eventstream_frame(headers: dict[str, str], payload: bytes) -> bytes:
 
 def bedrock_event(kind: str, **payload) -> bytes:
     """A ConverseStream event frame (`:event-type` kind, JSON payload)."""
-    return eventstream_frame({":event-type": kind, ":content-type": "application/json", ":message-type": "event"},
-                             json.dumps({**payload, "p": "abcd"}).encode())
+    return eventstream_frame(
+        {":event-type": kind, ":content-type": "application/json", ":message-type": "event"},
+        json.dumps({**payload, "p": "abcd"}).encode(),
+    )
 
 
 def bedrock_exception(kind: str, message: str) -> bytes:
-    return eventstream_frame({":exception-type": kind, ":content-type": "application/json",
-                              ":message-type": "exception"}, json.dumps({"message": message}).encode())
+    return eventstream_frame(
+        {":exception-type": kind, ":content-type": "application/json", ":message-type": "exception"},
+        json.dumps({"message": message}).encode(),
+    )
 
 
 def verify_sigv4(req: RecordedRequest, access_key: str, secret_key: str, region: str, service: str = "bedrock") -> bool:
@@ -74,7 +78,7 @@ def verify_sigv4(req: RecordedRequest, access_key: str, secret_key: str, region:
     auth = req.headers.get("authorization", "")
     if not auth.startswith("AWS4-HMAC-SHA256 "):
         return False
-    fields = dict(part.strip().split("=", 1) for part in auth[len("AWS4-HMAC-SHA256 "):].split(","))
+    fields = dict(part.strip().split("=", 1) for part in auth[len("AWS4-HMAC-SHA256 ") :].split(","))
     key_id, _date, scope_region, scope_service, _ = fields["Credential"].split("/")
     if (key_id, scope_region, scope_service) != (access_key, region, service):
         return False

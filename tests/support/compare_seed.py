@@ -46,29 +46,81 @@ def seed_endpoint(
     ttft = np.round(median_ms * np.exp(rng.normal(0.0, sigma, n)), 1)
     times = start_ms + np.sort(rng.choice(span_ms, n + errors, replace=False))  # distinct slots
     with session(engine) as s:
-        ep = EndpointRow(name=name, provider=f"{name}-provider", region=region, base_url=f"https://{name}.invalid/v1",
-                         model="coder-32b", api_key_env="SECRET_KEY_ENV_NAME", created_at_ms=start_ms,
-                         updated_at_ms=start_ms, scale_down_window_s=300)
+        ep = EndpointRow(
+            name=name,
+            provider=f"{name}-provider",
+            region=region,
+            base_url=f"https://{name}.invalid/v1",
+            model="coder-32b",
+            api_key_env="SECRET_KEY_ENV_NAME",
+            created_at_ms=start_ms,
+            updated_at_ms=start_ms,
+            scale_down_window_s=300,
+        )
         s.add(ep)
         s.flush()
         rows = []
         for i, t in enumerate(times[:n]):
             v = float(ttft[i])
-            rows.append(ProbeSampleRow(
-                endpoint_id=ep.id, vantage=vantage, kind="scheduled", scheduled_at_ms=int(t), started_at_ms=int(t),
-                ok=True, attempts=2 if i < retries else 1, dns_ms=2.0, connect_ms=20.0, tls_ms=45.0,
-                headers_ms=v * 0.6, first_event_ms=v * 0.9, ttft_ms=v, first_content_ms=v + 15.0, total_ms=v + 900))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage=vantage,
+                    kind="scheduled",
+                    scheduled_at_ms=int(t),
+                    started_at_ms=int(t),
+                    ok=True,
+                    attempts=2 if i < retries else 1,
+                    dns_ms=2.0,
+                    connect_ms=20.0,
+                    tls_ms=45.0,
+                    headers_ms=v * 0.6,
+                    first_event_ms=v * 0.9,
+                    ttft_ms=v,
+                    first_content_ms=v + 15.0,
+                    total_ms=v + 900,
+                )
+            )
         for t in times[n:]:
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="scheduled", scheduled_at_ms=int(t),
-                                       started_at_ms=int(t), ok=False, error_class="http_503", status_code=503,
-                                       attempts=3))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage=vantage,
+                    kind="scheduled",
+                    scheduled_at_ms=int(t),
+                    started_at_ms=int(t),
+                    ok=False,
+                    error_class="http_503",
+                    status_code=503,
+                    attempts=3,
+                )
+            )
         if cold_ms is not None:
             t = int(start_ms + span_ms - 60_000)
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="cold", scheduled_at_ms=t,
-                                       started_at_ms=t, ok=True, ttft_ms=cold_ms, first_content_ms=cold_ms + 10))
-            rows.append(ProbeSampleRow(endpoint_id=ep.id, vantage=vantage, kind="warm", scheduled_at_ms=t + 1,
-                                       started_at_ms=t + 30_000, ok=True, ttft_ms=median_ms,
-                                       first_content_ms=median_ms + 10))
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage=vantage,
+                    kind="cold",
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    ttft_ms=cold_ms,
+                    first_content_ms=cold_ms + 10,
+                )
+            )
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep.id,
+                    vantage=vantage,
+                    kind="warm",
+                    scheduled_at_ms=t + 1,
+                    started_at_ms=t + 30_000,
+                    ok=True,
+                    ttft_ms=median_ms,
+                    first_content_ms=median_ms + 10,
+                )
+            )
         s.add_all(rows)
     return ttft
 

@@ -45,8 +45,13 @@ def run_upgrade(url: str, kill_at_statement: int = 0, *, legacy: bool = False) -
 
     legacy=True runs the upgrade as versions before issue 15 did (the baseline of the benchmark)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, url, str(kill_at_statement), "legacy" if legacy else "atomic"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, url, str(kill_at_statement), "legacy" if legacy else "atomic"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -63,8 +68,9 @@ def seed(url: str, revision: str) -> None:
 
     eng = open_store(url, revision=revision)
     with eng.begin() as c:
-        c.execute(sa.text("INSERT INTO worksheet (name, data_json, created_at_ms, updated_at_ms) "
-                          "VALUES ('kept', '{}', 1, 1)"))
+        c.execute(
+            sa.text("INSERT INTO worksheet (name, data_json, created_at_ms, updated_at_ms) VALUES ('kept', '{}', 1, 1)")
+        )
     eng.dispose()
 
 

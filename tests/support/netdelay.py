@@ -104,8 +104,15 @@ class DelayLink:
             for ns in self.ns.values():
                 subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
                 subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
-            cmd = [sys.executable, "-m", "tests.support.netdelay", self.ns["a"], self.ns["b"],
-                   str(self.delay_ab_ms), str(self.delay_ba_ms)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "tests.support.netdelay",
+                self.ns["a"],
+                self.ns["b"],
+                str(self.delay_ab_ms),
+                str(self.delay_ba_ms),
+            ]
             if shutil.which("chrt"):  # real-time priority removes most scheduling tails (feasibility §1)
                 cmd = ["chrt", "-f", "50", *cmd]
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

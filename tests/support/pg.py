@@ -23,7 +23,10 @@ __all__ = ["PostgresServer", "find_pg_bin"]
 
 def find_pg_bin() -> Path | None:
     """Directory holding initdb/pg_ctl (Debian puts them under /usr/lib/postgresql/<v>/bin)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     for tool in ("initdb", "pg_ctl", "createdb"):
@@ -66,10 +69,20 @@ class PostgresServer:
             shutil.chown(self._dir, "postgres", "postgres")
         data = self._dir / "data"
         port = _free_port()
-        self._run(str(self._bin / "initdb"), "-D", str(data), "-U", "planner", "--auth=trust", "-E", "UTF8", "--no-sync")
         self._run(
-            str(self._bin / "pg_ctl"), "-D", str(data), "-l", str(self._dir / "log"), "-w", "-t", "60",
-            "-o", f"-p {port} -k {self._dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            str(self._bin / "initdb"), "-D", str(data), "-U", "planner", "--auth=trust", "-E", "UTF8", "--no-sync"
+        )
+        self._run(
+            str(self._bin / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(self._dir / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port} -k {self._dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
             "start",
         )
         self._run(str(self._bin / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "planner", "planner")

@@ -32,8 +32,9 @@ _JS = Path(__file__).resolve().parents[2] / "app" / "components" / "browser_rtt.
 
 
 async def _ping(request):
-    return PlainTextResponse("ok", headers={
-        "Cache-Control": "no-store", "Access-Control-Allow-Origin": "*", "Timing-Allow-Origin": "*"})
+    return PlainTextResponse(
+        "ok", headers={"Cache-Control": "no-store", "Access-Control-Allow-Origin": "*", "Timing-Allow-Origin": "*"}
+    )
 
 
 async def _ping_no_tao(request):
@@ -46,8 +47,9 @@ async def _ping_no_cors(request):
 
 async def _redirect_no_cors(request):
     query = request.url.query
-    return RedirectResponse("/ping-no-cors" + (f"?{query}" if query else ""), status_code=302,
-                            headers={"Cache-Control": "no-store"})
+    return RedirectResponse(
+        "/ping-no-cors" + (f"?{query}" if query else ""), status_code=302, headers={"Cache-Control": "no-store"}
+    )
 
 
 async def _page(request):
@@ -62,9 +64,16 @@ async def _js(request):
     return PlainTextResponse(_JS.read_text(), media_type="text/javascript")
 
 
-app = Starlette(routes=[Route("/ping", _ping), Route("/ping-no-tao", _ping_no_tao), Route("/ping-no-cors", _ping_no_cors),
-                        Route("/redirect-no-cors", _redirect_no_cors), Route("/page", _page),
-                        Route("/browser_rtt.js", _js)])
+app = Starlette(
+    routes=[
+        Route("/ping", _ping),
+        Route("/ping-no-tao", _ping_no_tao),
+        Route("/ping-no-cors", _ping_no_cors),
+        Route("/redirect-no-cors", _redirect_no_cors),
+        Route("/page", _page),
+        Route("/browser_rtt.js", _js),
+    ]
+)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -76,12 +85,26 @@ def free_port(host: str = "127.0.0.1") -> int:
 class TargetServer:
     """uvicorn in a daemon thread; `stop()` shuts it down."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None, *, certfile: str | None = None,
-                 keyfile: str | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        *,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+    ) -> None:
         self.host, self.port = host, port or free_port(host)
         self.base_url = f"{'https' if certfile else 'http'}://{host}:{self.port}"
-        cfg = uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False, lifespan="off",
-                             ssl_certfile=certfile, ssl_keyfile=keyfile)
+        cfg = uvicorn.Config(
+            app,
+            host=host,
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ssl_certfile=certfile,
+            ssl_keyfile=keyfile,
+        )
         self._server = uvicorn.Server(cfg)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 

@@ -40,9 +40,29 @@ __all__ = [
 def self_signed_cert(directory, host: str = "localhost") -> tuple[str, str]:
     """(cert.pem, key.pem) of a one-day self-signed certificate for `host`, made with the openssl CLI."""
     cert, key = f"{directory}/cert.pem", f"{directory}/key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={host}",
-                    "-addext", f"subjectAltName=DNS:{host}", "-keyout", key, "-out", cert],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={host}",
+            "-addext",
+            f"subjectAltName=DNS:{host}",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 
@@ -69,13 +89,22 @@ def sse(obj: object, *, space: bool = True, event: str | None = None) -> bytes:
 
 def chat_chunk(delta: dict | None = None, finish: str | None = None, **extra) -> dict:
     """An OpenAI chat.completion.chunk with one choice."""
-    return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "test",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}], **extra}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "model": "test",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+        **extra,
+    }
 
 
 def completion_chunk(text: str, finish: str | None = None) -> dict:
-    return {"id": "cmpl-test", "object": "text_completion", "model": "test",
-            "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+    return {
+        "id": "cmpl-test",
+        "object": "text_completion",
+        "model": "test",
+        "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+    }
 
 
 def usage_chunk(prompt: int, completion: int, cached: int | None = None) -> dict:
@@ -137,8 +166,11 @@ class ScriptedServer:
     one repeating), or a function (request index, RecordedRequest) → Script.
     """
 
-    def __init__(self, scripts: Script | list[Script] | Callable[[int, RecordedRequest], Script],
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        scripts: Script | list[Script] | Callable[[int, RecordedRequest], Script],
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._scripts = scripts
         self._ssl = ssl_context
         self.sni_names: list[str | None] = []  # server name each TLS client asked for

@@ -23,30 +23,73 @@ __all__ = ["STATES", "seed_state"]
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 SAMPLE_LOG = Path(__file__).resolve().parents[2] / "assets" / "sample_logs" / "openai_chat_completions.jsonl"
-STATES = ("empty", "one endpoint, 3 samples", "two endpoints, a day, one cold reading", "an uploaded log",
-          "a saved worksheet")
+STATES = (
+    "empty",
+    "one endpoint, 3 samples",
+    "two endpoints, a day, one cold reading",
+    "an uploaded log",
+    "a saved worksheet",
+)
 
 
 def _three_samples(engine: Engine) -> None:
     ep = add_endpoint(engine, {"name": "solo", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
     now = int(time.time() * 1000)
-    insert_samples(engine, [ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="scheduled", scheduled_at_ms=now - i * 60_000,
-                                           started_at_ms=now - i * 60_000, ok=True, ttft_ms=250.0 + i,
-                                           headers_ms=200.0, dns_ms=1.0, connect_ms=0.5) for i in range(3)])
+    insert_samples(
+        engine,
+        [
+            ProbeSampleRow(
+                endpoint_id=ep.id,
+                vantage="",
+                kind="scheduled",
+                scheduled_at_ms=now - i * 60_000,
+                started_at_ms=now - i * 60_000,
+                ok=True,
+                ttft_ms=250.0 + i,
+                headers_ms=200.0,
+                dns_ms=1.0,
+                connect_ms=0.5,
+            )
+            for i in range(3)
+        ],
+    )
 
 
 def _two_endpoints_a_day(engine: Engine) -> None:
     now = int(time.time() * 1000)
     start = now - DAY_MS
-    seed_endpoint(engine, "acme-sim-eu", median_ms=300, n=24 * 30, seed=1, start_ms=start, span_ms=DAY_MS - 60_000,
-                  vantage="", region="aws-eu-west-1", errors=5)
-    seed_endpoint(engine, "simulated", median_ms=450, n=24 * 30, seed=2, start_ms=start, span_ms=DAY_MS - 60_000,
-                  vantage="")
+    seed_endpoint(
+        engine,
+        "acme-sim-eu",
+        median_ms=300,
+        n=24 * 30,
+        seed=1,
+        start_ms=start,
+        span_ms=DAY_MS - 60_000,
+        vantage="",
+        region="aws-eu-west-1",
+        errors=5,
+    )
+    seed_endpoint(
+        engine, "simulated", median_ms=450, n=24 * 30, seed=2, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
+    )
     with engine.begin() as c:
         eid = c.execute(sa.text("SELECT id FROM endpoint WHERE name = 'acme-sim-eu'")).scalar()
-        c.execute(sa.insert(ColdReadingRow.__table__).values(
-            endpoint_id=eid, vantage="", state="done", idle_s=330.0, requested_at_ms=now - 600_000, cold_ttft_ms=9_300.0,
-            warm_ttft_ms=300.0, cold_minus_warm_ms=9_000.0, cold_attempts=2, cold_status_503=1, completed_at_ms=now - 200_000))
+        c.execute(
+            sa.insert(ColdReadingRow.__table__).values(
+                endpoint_id=eid,
+                vantage="",
+                state="done",
+                idle_s=330.0,
+                requested_at_ms=now - 600_000,
+                cold_ttft_ms=9_300.0,
+                warm_ttft_ms=300.0,
+                cold_minus_warm_ms=9_000.0,
+                cold_attempts=2,
+                cold_status_503=1,
+                completed_at_ms=now - 200_000,
+            )
+        )
 
 
 def _uploaded_log(engine: Engine) -> None:
@@ -64,5 +107,10 @@ def _saved_worksheet(engine: Engine) -> None:
 
 def seed_state(engine: Engine, state: str) -> None:
     """Write `state` (one of STATES) into the store."""
-    {"empty": lambda e: None, STATES[1]: _three_samples, STATES[2]: _two_endpoints_a_day, STATES[3]: _uploaded_log,
-     STATES[4]: _saved_worksheet}[state](engine)
+    {
+        "empty": lambda e: None,
+        STATES[1]: _three_samples,
+        STATES[2]: _two_endpoints_a_day,
+        STATES[3]: _uploaded_log,
+        STATES[4]: _saved_worksheet,
+    }[state](engine)

@@ -34,14 +34,51 @@ def render(traffic: LogTraffic | None) -> CostInputs:
 def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.subheader("Serverless price")
     prices = {p.key: p for p in P.serverless_prices()}
-    pkey = st.selectbox("Price preset", list(prices), format_func=lambda k: prices[k].label, persist_state="session", bind="query-params", key="cap_price")
+    pkey = st.selectbox(
+        "Price preset",
+        list(prices),
+        format_func=lambda k: prices[k].label,
+        persist_state="session",
+        bind="query-params",
+        key="cap_price",
+    )
     sp = prices[pkey]
-    st.caption(source_caption(sp.source, sp.as_of)
-               + ("" if sp.cached_input_usd_per_mtok is not None else " · no cached-input price published: billed at the input price"))
+    st.caption(
+        source_caption(sp.source, sp.as_of)
+        + (
+            ""
+            if sp.cached_input_usd_per_mtok is not None
+            else " · no cached-input price published: billed at the input price"
+        )
+    )
     c1, c2, c3 = st.columns(3)
-    p_in = c1.number_input("Input $/1M", min_value=0.0, value=sp.input_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pin_{pkey}")
-    p_cached = c2.number_input("Cached $/1M", min_value=0.0, value=sp.effective_cached_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pc_{pkey}")
-    p_out = c3.number_input("Output $/1M", min_value=0.0, value=sp.output_usd_per_mtok, format="%.4f", persist_state="session", bind="query-params", key=f"cap_pout_{pkey}")
+    p_in = c1.number_input(
+        "Input $/1M",
+        min_value=0.0,
+        value=sp.input_usd_per_mtok,
+        format="%.4f",
+        persist_state="session",
+        bind="query-params",
+        key=f"cap_pin_{pkey}",
+    )
+    p_cached = c2.number_input(
+        "Cached $/1M",
+        min_value=0.0,
+        value=sp.effective_cached_usd_per_mtok,
+        format="%.4f",
+        persist_state="session",
+        bind="query-params",
+        key=f"cap_pc_{pkey}",
+    )
+    p_out = c3.number_input(
+        "Output $/1M",
+        min_value=0.0,
+        value=sp.output_usd_per_mtok,
+        format="%.4f",
+        persist_state="session",
+        bind="query-params",
+        key=f"cap_pout_{pkey}",
+    )
 
     st.subheader("Token mix")
     if traffic is not None:
@@ -50,47 +87,148 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)
-        hit = c1.number_input("Prompt tokens cached (0–1)", 0.0, 1.0, round(dm.cache_hit_fraction, 4), format="%.4f", persist_state="session", bind="query-params", key="cap_mix_hit")
-        ratio = c2.number_input("Input : output ratio", min_value=0.0, value=round(dm.input_output_ratio, 1), persist_state="session", bind="query-params", key="cap_mix_ratio")
+        hit = c1.number_input(
+            "Prompt tokens cached (0–1)",
+            0.0,
+            1.0,
+            round(dm.cache_hit_fraction, 4),
+            format="%.4f",
+            persist_state="session",
+            bind="query-params",
+            key="cap_mix_hit",
+        )
+        ratio = c2.number_input(
+            "Input : output ratio",
+            min_value=0.0,
+            value=round(dm.input_output_ratio, 1),
+            persist_state="session",
+            bind="query-params",
+            key="cap_mix_ratio",
+        )
         mix = P.TokenMix.from_fractions(hit, ratio, label=dm.label)
         st.caption(source_caption(f"{dm.label}, {dm.source}", dm.as_of))
 
     st.subheader("Dedicated")
     gprices = {g.key: g for g in P.gpu_hour_prices()}
-    gkey = st.selectbox("GPU-hour preset", list(gprices), format_func=lambda k: gprices[k].label, persist_state="session", bind="query-params", key="cap_gpu_price")
+    gkey = st.selectbox(
+        "GPU-hour preset",
+        list(gprices),
+        format_func=lambda k: gprices[k].label,
+        persist_state="session",
+        bind="query-params",
+        key="cap_gpu_price",
+    )
     gp = gprices[gkey]
     st.caption(source_caption(gp.source, gp.as_of))
     # A preset without a capacity claim borrows the first one that has one (and its note); none at all: 0.
-    claim_src = gp if gp.capacity_tokens_per_min else next((g for g in gprices.values() if g.capacity_tokens_per_min), gp)
+    claim_src = (
+        gp if gp.capacity_tokens_per_min else next((g for g in gprices.values() if g.capacity_tokens_per_min), gp)
+    )
     claim = claim_src.capacity_tokens_per_min or 0.0
     c1, c2 = st.columns(2)
-    gpu_usd = c1.number_input("$ per GPU-hour", min_value=0.0, value=gp.usd_per_gpu_hour, format="%.4f", persist_state="session", bind="query-params", key=f"cap_gusd_{gkey}")
-    gpus_per_replica = c2.number_input("GPUs per replica (node size)", min_value=1, value=1, step=1, persist_state="session", bind="query-params", key="cap_gpr")
-    tpm = st.number_input("Sustained capacity per replica (tokens/min)", min_value=0.0, value=float(claim), step=10_000.0,
-                          persist_state="session", bind="query-params", key=f"cap_tpm_{gkey}", help="Measure your own at the target concurrency. " + (claim_src.token_note or ""))
-    counts_cached = st.checkbox("The capacity counts cached prompt tokens", value=True, persist_state="session", bind="query-params", key="cap_counts_cached",
-                                help="Off: the capacity counts only uncached prompt + output tokens, "
-                                     "and cached tokens are assumed free to serve.")
+    gpu_usd = c1.number_input(
+        "$ per GPU-hour",
+        min_value=0.0,
+        value=gp.usd_per_gpu_hour,
+        format="%.4f",
+        persist_state="session",
+        bind="query-params",
+        key=f"cap_gusd_{gkey}",
+    )
+    gpus_per_replica = c2.number_input(
+        "GPUs per replica (node size)",
+        min_value=1,
+        value=1,
+        step=1,
+        persist_state="session",
+        bind="query-params",
+        key="cap_gpr",
+    )
+    tpm = st.number_input(
+        "Sustained capacity per replica (tokens/min)",
+        min_value=0.0,
+        value=float(claim),
+        step=10_000.0,
+        persist_state="session",
+        bind="query-params",
+        key=f"cap_tpm_{gkey}",
+        help="Measure your own at the target concurrency. " + (claim_src.token_note or ""),
+    )
+    counts_cached = st.checkbox(
+        "The capacity counts cached prompt tokens",
+        value=True,
+        persist_state="session",
+        bind="query-params",
+        key="cap_counts_cached",
+        help="Off: the capacity counts only uncached prompt + output tokens, "
+        "and cached tokens are assumed free to serve.",
+    )
     c1, c2 = st.columns(2)
-    min_rep = c1.number_input("Minimum warm replicas", min_value=0, value=0, step=1, persist_state="session", bind="query-params", key="cap_min_rep")
-    max_rep = c2.number_input("Maximum replicas", min_value=1, value=8, step=1, persist_state="session", bind="query-params", key="cap_max_rep")
+    min_rep = c1.number_input(
+        "Minimum warm replicas",
+        min_value=0,
+        value=0,
+        step=1,
+        persist_state="session",
+        bind="query-params",
+        key="cap_min_rep",
+    )
+    max_rep = c2.number_input(
+        "Maximum replicas",
+        min_value=1,
+        value=8,
+        step=1,
+        persist_state="session",
+        bind="query-params",
+        key="cap_max_rep",
+    )
 
     st.subheader("Traffic")
-    growth = st.number_input("Growth factor", min_value=0.0, value=1.0, step=0.25, persist_state="session", bind="query-params", key="cap_growth")
+    growth = st.number_input(
+        "Growth factor",
+        min_value=0.0,
+        value=1.0,
+        step=0.25,
+        persist_state="session",
+        bind="query-params",
+        key="cap_growth",
+    )
     if traffic is not None:
         hourly = traffic.hourly_tokens
-        st.caption(f"Tokens per hour of day from the log (prompt incl. cached + output), averaged over the "
-                   f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor.")
+        st.caption(
+            f"Tokens per hour of day from the log (prompt incl. cached + output), averaged over the "
+            f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor."
+        )
     else:
-        flat = st.number_input("Tokens per hour (flat)", min_value=0.0, value=20e6, step=1e6, format="%.0f", persist_state="session", bind="query-params", key="cap_flat_tph")
+        flat = st.number_input(
+            "Tokens per hour (flat)",
+            min_value=0.0,
+            value=20e6,
+            step=1e6,
+            format="%.0f",
+            persist_state="session",
+            bind="query-params",
+            key="cap_flat_tph",
+        )
         hourly = (flat,) * 24
 
     return CostInputs(
-        input_usd_per_mtok=p_in, cached_input_usd_per_mtok=p_cached, output_usd_per_mtok=p_out,
-        mix_uncached_input_tokens=mix.uncached_input_tokens, mix_cached_input_tokens=mix.cached_input_tokens,
-        mix_output_tokens=mix.output_tokens, gpu_usd_per_hour=gpu_usd, capacity_tokens_per_min=tpm,
-        gpus_per_replica=int(gpus_per_replica), capacity_counts_cached=counts_cached, min_replicas=int(min_rep),
-        max_replicas=int(max_rep), hourly_tokens=tuple(hourly), growth_factor=growth, price_label=sp.label, gpu_label=gp.label,
+        input_usd_per_mtok=p_in,
+        cached_input_usd_per_mtok=p_cached,
+        output_usd_per_mtok=p_out,
+        mix_uncached_input_tokens=mix.uncached_input_tokens,
+        mix_cached_input_tokens=mix.cached_input_tokens,
+        mix_output_tokens=mix.output_tokens,
+        gpu_usd_per_hour=gpu_usd,
+        capacity_tokens_per_min=tpm,
+        gpus_per_replica=int(gpus_per_replica),
+        capacity_counts_cached=counts_cached,
+        min_replicas=int(min_rep),
+        max_replicas=int(max_rep),
+        hourly_tokens=tuple(hourly),
+        growth_factor=growth,
+        price_label=sp.label,
+        gpu_label=gp.label,
         traffic_label=traffic.label if traffic is not None else "typed",
     )
 
@@ -101,27 +239,64 @@ def _show_results(inputs: CostInputs) -> None:
     except CapacityError as exc:
         st.error(str(exc))
         return
-    token_def = ("tokens = every billed token, cached prompt tokens included" if inputs.capacity_counts_cached
-                 else "tokens = uncached prompt + output (cached served free)")
+    token_def = (
+        "tokens = every billed token, cached prompt tokens included"
+        if inputs.capacity_counts_cached
+        else "tokens = uncached prompt + output (cached served free)"
+    )
     be = summary.break_even
     u = be.break_even_utilisation
     m1, m2, m3 = st.columns(3)
-    m1.metric("Break-even u*", "never" if math.isinf(u) else f"{u:.0%}", help="Break-even utilisation u* = dedicated $/h ÷ (blended $/token × capacity tokens/h)")
-    m2.metric("Serverless $/1M", f"${be.blended_usd_per_mtok:.3f}", help="Blended: uncached, cached and output prices weighted by the token mix.")
-    m3.metric("Dedicated $/1M", "—" if summary.dedicated_usd_per_mtok is None else f"${summary.dedicated_usd_per_mtok:.3f}",
-              help="At your traffic: the dedicated replicas' monthly cost over the tokens they serve.")
+    m1.metric(
+        "Break-even u*",
+        "never" if math.isinf(u) else f"{u:.0%}",
+        help="Break-even utilisation u* = dedicated $/h ÷ (blended $/token × capacity tokens/h)",
+    )
+    m2.metric(
+        "Serverless $/1M",
+        f"${be.blended_usd_per_mtok:.3f}",
+        help="Blended: uncached, cached and output prices weighted by the token mix.",
+    )
+    m3.metric(
+        "Dedicated $/1M",
+        "—" if summary.dedicated_usd_per_mtok is None else f"${summary.dedicated_usd_per_mtok:.3f}",
+        help="At your traffic: the dedicated replicas' monthly cost over the tokens they serve.",
+    )
     (st.warning if be.serverless_always_cheaper else st.success)(be.verdict())
-    st.plotly_chart(break_even_figure(monthly_cost_curve(inputs), be, token_def, summary.traffic_utilisation if summary.replicas_for_peak == 1 else None),
-                    key="cap_be_chart")
-    st.dataframe(pd.DataFrame([
-        {"Option": "Serverless", "Cost per month": present.usd(summary.serverless_usd_per_month, 0)},
-        {"Option": f"Dedicated ({summary.replicas_for_peak} × {be.gpus_per_replica} GPU)", "Cost per month": present.usd(summary.dedicated_usd_per_month, 0)},
-        {"Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)", "Cost per month": present.usd(summary.hybrid_usd_per_month, 0)},
-    ]), hide_index=True)
-    st.caption(f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, "
-               f"peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
-               f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. "
-               f"Cheapest: **{summary.cheapest}**.")
+    st.plotly_chart(
+        break_even_figure(
+            monthly_cost_curve(inputs),
+            be,
+            token_def,
+            summary.traffic_utilisation if summary.replicas_for_peak == 1 else None,
+        ),
+        key="cap_be_chart",
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"Option": "Serverless", "Cost per month": present.usd(summary.serverless_usd_per_month, 0)},
+                {
+                    "Option": f"Dedicated ({summary.replicas_for_peak} × {be.gpus_per_replica} GPU)",
+                    "Cost per month": present.usd(summary.dedicated_usd_per_month, 0),
+                },
+                {
+                    "Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)",
+                    "Cost per month": present.usd(summary.hybrid_usd_per_month, 0),
+                },
+            ]
+        ),
+        hide_index=True,
+    )
+    st.caption(
+        f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, "
+        f"peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
+        f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. "
+        f"Cheapest: **{summary.cheapest}**."
+    )
     for note in summary.notes:
         st.info(note)
-    st.plotly_chart(hybrid_figure(hybrid_by_hour(inputs, summary.hybrid_base_replicas), summary.hybrid_base_replicas), key="cap_hybrid_chart")
+    st.plotly_chart(
+        hybrid_figure(hybrid_by_hour(inputs, summary.hybrid_base_replicas), summary.hybrid_base_replicas),
+        key="cap_hybrid_chart",
+    )

@@ -26,25 +26,85 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
     left, right = st.columns([2, 3], gap="large")
     gdef = P.gpu_defaults()
     with left:
-        mkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_fit_model")
+        mkey = st.selectbox(
+            "Model",
+            list(models),
+            format_func=lambda k: models[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_model",
+        )
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
         c1, c2 = st.columns(2)
-        f_wdtype = c1.selectbox("Weights", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_wdtype")
-        f_kvdtype = c2.selectbox("KV cache", DTYPES, index=DTYPES.index("bf16"), persist_state="session", bind="query-params", key="cap_fit_kvdtype")
-        ctx = st.number_input("Context length (tokens in flight per sequence)", min_value=1, value=32_768, step=1024, persist_state="session", bind="query-params", key="cap_fit_ctx")
-        seqs = st.number_input("Concurrent sequences", min_value=1, value=8, persist_state="session", bind="query-params", key="cap_fit_seqs")
-        usable = st.slider("Usable share of HBM", 0.5, 1.0, float(gdef["usable_memory_fraction"]), 0.01, persist_state="session", bind="query-params", key="cap_fit_usable",
-                           help=gdef["usable_memory_source"])
-        fkey = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_fit_gpu")
+        f_wdtype = c1.selectbox(
+            "Weights",
+            DTYPES,
+            index=DTYPES.index("bf16"),
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_wdtype",
+        )
+        f_kvdtype = c2.selectbox(
+            "KV cache",
+            DTYPES,
+            index=DTYPES.index("bf16"),
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_kvdtype",
+        )
+        ctx = st.number_input(
+            "Context length (tokens in flight per sequence)",
+            min_value=1,
+            value=32_768,
+            step=1024,
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_ctx",
+        )
+        seqs = st.number_input(
+            "Concurrent sequences",
+            min_value=1,
+            value=8,
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_seqs",
+        )
+        usable = st.slider(
+            "Usable share of HBM",
+            0.5,
+            1.0,
+            float(gdef["usable_memory_fraction"]),
+            0.01,
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_usable",
+            help=gdef["usable_memory_source"],
+        )
+        fkey = st.selectbox(
+            "GPU",
+            list(gpu_by_key),
+            format_func=lambda k: gpu_by_key[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_fit_gpu",
+        )
     with right:
         try:
-            kw = dict(weight_dtype=f_wdtype, kv_dtype=f_kvdtype, context_tokens=int(ctx), concurrent_sequences=int(seqs), usable_fraction=usable)
+            kw = dict(
+                weight_dtype=f_wdtype,
+                kv_dtype=f_kvdtype,
+                context_tokens=int(ctx),
+                concurrent_sequences=int(seqs),
+                usable_fraction=usable,
+            )
             one = fit(model, gpu_by_key[fkey], **kw)
             (st.success if one.fits else st.error)(one.message)
-            st.caption(f"KV cache: {one.kv_bytes_per_token / 1024:,.0f} KiB per token = 2 × "
-                       f"{model.layers} layers × {model.kv_heads} KV heads × "
-                       f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes.")
+            st.caption(
+                f"KV cache: {one.kv_bytes_per_token / 1024:,.0f} KiB per token = 2 × "
+                f"{model.layers} layers × {model.kv_heads} KV heads × "
+                f"{model.head_dim} head dim × {BYTES_PER_PARAM[f_kvdtype]:g} bytes."
+            )
             table = fit_table(model, list(gpu_by_key.values()), **kw)
             st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")
             st.dataframe(_fit_table(table), hide_index=True)
@@ -54,11 +114,29 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
 
 
 # Preset fields → the column headers the editors show (renamed back before parsing a row).
-_GPU_COLUMNS = {"key": "Key", "label": "GPU", "hbm_gb": "HBM (GB)", "bandwidth_tb_per_s": "Bandwidth (TB/s)",
-                "bf16_dense_tflops": "BF16 dense TFLOPS", "fp8_dense_tflops": "FP8 dense TFLOPS", "source": "Source", "as_of": "As of"}
-_MODEL_COLUMNS = {"key": "Key", "label": "Model", "params_b": "Parameters (B)", "layers": "Layers", "kv_heads": "KV heads",
-                  "head_dim": "Head dim", "d_model": "Model width", "attention_heads": "Attention heads",
-                  "active_params_b": "Active parameters (B, MoE)", "source": "Source", "as_of": "As of"}
+_GPU_COLUMNS = {
+    "key": "Key",
+    "label": "GPU",
+    "hbm_gb": "HBM (GB)",
+    "bandwidth_tb_per_s": "Bandwidth (TB/s)",
+    "bf16_dense_tflops": "BF16 dense TFLOPS",
+    "fp8_dense_tflops": "FP8 dense TFLOPS",
+    "source": "Source",
+    "as_of": "As of",
+}
+_MODEL_COLUMNS = {
+    "key": "Key",
+    "label": "Model",
+    "params_b": "Parameters (B)",
+    "layers": "Layers",
+    "kv_heads": "KV heads",
+    "head_dim": "Head dim",
+    "d_model": "Model width",
+    "attention_heads": "Attention heads",
+    "active_params_b": "Active parameters (B, MoE)",
+    "source": "Source",
+    "as_of": "As of",
+}
 
 
 def _edit(df: pd.DataFrame, columns: dict[str, str], **kwargs) -> pd.DataFrame:
@@ -101,11 +179,21 @@ def _gb(v) -> str:
 
 def _fit_table(table: pd.DataFrame) -> list[dict]:
     """fit_table() rows as the user reads them: labelled columns with units, "does not fit" in words."""
-    return [{"GPU": r["gpu"], "HBM per GPU": _gb(r["hbm_gb"]), "Weights + KV cache": _gb(r["total_gb"]),
-             "GPUs needed": present.count(r["min_gpus"]),
-             "Tensor-parallel GPUs": "no single node" if present.is_missing(r["tp_gpus"]) else present.count(r["tp_gpus"]),
-             "Headroom": _gb(r["headroom_gb"]),
-             "Max concurrent sequences": present.MISSING if present.is_missing(r["max_sequences"]) or
-             (isinstance(r["max_sequences"], float) and math.isinf(r["max_sequences"])) else present.count(r["max_sequences"]),
-             "Fits": "yes" if r["fits"] else "no"}
-            for r in table.to_dict(orient="records")]
+    return [
+        {
+            "GPU": r["gpu"],
+            "HBM per GPU": _gb(r["hbm_gb"]),
+            "Weights + KV cache": _gb(r["total_gb"]),
+            "GPUs needed": present.count(r["min_gpus"]),
+            "Tensor-parallel GPUs": "no single node"
+            if present.is_missing(r["tp_gpus"])
+            else present.count(r["tp_gpus"]),
+            "Headroom": _gb(r["headroom_gb"]),
+            "Max concurrent sequences": present.MISSING
+            if present.is_missing(r["max_sequences"])
+            or (isinstance(r["max_sequences"], float) and math.isinf(r["max_sequences"]))
+            else present.count(r["max_sequences"]),
+            "Fits": "yes" if r["fits"] else "no",
+        }
+        for r in table.to_dict(orient="records")
+    ]

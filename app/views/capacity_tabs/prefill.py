@@ -31,7 +31,9 @@ def _slopes(db_url: str):  # db_url: part of the cache key
         return []
 
 
-def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> None:
+def render(
+    traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]
+) -> None:
     """Draw the Prefill tab; its button hands the prefill rate (tokens/s) to the worksheet.
 
     `traffic_id` (the page's traffic choice, 0 for typed numbers) keys the cache-hit input, so picking another
@@ -43,23 +45,90 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
     slopes = _slopes(database_url())
     with left:
         modes = ["model"] + [f"measured: {s.endpoint}" for s in slopes] + ["typed slope"]
-        mode = st.radio("Prefill rate from", modes, persist_state="session", bind="query-params", key="cap_pf_mode", horizontal=True,
-                        help="A measured slope (probes at two or more prompt lengths, Probes page) is preferred over the model.")
+        mode = st.radio(
+            "Prefill rate from",
+            modes,
+            persist_state="session",
+            bind="query-params",
+            key="cap_pf_mode",
+            horizontal=True,
+            help="A measured slope (probes at two or more prompt lengths, Probes page) is preferred over the model.",
+        )
         if len(modes) == 2:
-            st.caption("No endpoint has probes at two prompt lengths yet: the FLOPs model (or a typed slope) stands in.")
-        pkey = st.selectbox("Model", list(models), format_func=lambda k: models[k].label, persist_state="session", bind="query-params", key="cap_pf_model")
-        pgpu = st.selectbox("GPU", list(gpu_by_key), format_func=lambda k: gpu_by_key[k].label, persist_state="session", bind="query-params", key="cap_pf_gpu")
+            st.caption(
+                "No endpoint has probes at two prompt lengths yet: the FLOPs model (or a typed slope) stands in."
+            )
+        pkey = st.selectbox(
+            "Model",
+            list(models),
+            format_func=lambda k: models[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_pf_model",
+        )
+        pgpu = st.selectbox(
+            "GPU",
+            list(gpu_by_key),
+            format_func=lambda k: gpu_by_key[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_pf_gpu",
+        )
         c1, c2 = st.columns(2)
-        pdtype = c1.selectbox("Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype")
-        pgpus = c2.number_input("GPUs (tensor parallel)", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_pf_gpus")
-        mfu = st.slider("MFU", 0.05, 1.0, float(gdef["mfu"]), 0.05, persist_state="session", bind="query-params", key="cap_pf_mfu", help=gdef["mfu_source"])
-        prompt_p95 = st.number_input("p95 prompt tokens", min_value=1.0, value=float(ws.prompt_tokens_p95.value), step=500.0, format="%.0f", key="cap_pf_prompt")
-        hit = st.number_input("Prefix-cache hit rate (0–1)", 0.0, 1.0,
-                              float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value), key=f"cap_pf_hit_{traffic_id}")
-        slope_typed = st.number_input("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, persist_state="session", bind="query-params", key="cap_pf_slope") if mode == "typed slope" else 0.0
-        st.caption(f"From your worksheet “{ws.name}” (edit it there to keep a change): p95 prompt, "
-                   + ("cache-hit rate from the log, " if traffic is not None else "cache-hit rate, ")
-                   + "the other segments and every interaction type's target. Other segments:")
+        pdtype = c1.selectbox(
+            "Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype"
+        )
+        pgpus = c2.number_input(
+            "GPUs (tensor parallel)",
+            min_value=1,
+            value=1,
+            persist_state="session",
+            bind="query-params",
+            key="cap_pf_gpus",
+        )
+        mfu = st.slider(
+            "MFU",
+            0.05,
+            1.0,
+            float(gdef["mfu"]),
+            0.05,
+            persist_state="session",
+            bind="query-params",
+            key="cap_pf_mfu",
+            help=gdef["mfu_source"],
+        )
+        prompt_p95 = st.number_input(
+            "p95 prompt tokens",
+            min_value=1.0,
+            value=float(ws.prompt_tokens_p95.value),
+            step=500.0,
+            format="%.0f",
+            key="cap_pf_prompt",
+        )
+        hit = st.number_input(
+            "Prefix-cache hit rate (0–1)",
+            0.0,
+            1.0,
+            float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value),
+            key=f"cap_pf_hit_{traffic_id}",
+        )
+        slope_typed = (
+            st.number_input(
+                "Typed slope (ms per 1K uncached tokens)",
+                min_value=0.0,
+                value=0.0,
+                persist_state="session",
+                bind="query-params",
+                key="cap_pf_slope",
+            )
+            if mode == "typed slope"
+            else 0.0
+        )
+        st.caption(
+            f"From your worksheet “{ws.name}” (edit it there to keep a change): p95 prompt, "
+            + ("cache-hit rate from the log, " if traffic is not None else "cache-hit rate, ")
+            + "the other segments and every interaction type's target. Other segments:"
+        )
         c1, c2, c3 = st.columns(3)
         q_ms = c1.number_input("Queue ms", min_value=0.0, value=float(ws.queue_ms.value), key="cap_pf_q")
         c_ms = c2.number_input("Cold ms", min_value=0.0, value=float(ws.cold_ms.value), key="cap_pf_c")
@@ -69,16 +138,45 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
             pmodel, pgpu_spec = models[pkey], gpu_by_key[pgpu]
             segs = dict(queue_ms=q_ms, cold_ms=c_ms, network_ms=n_ms, cache_hit_fraction=hit)
             if mode == "model":
-                est = estimate(pmodel, pgpu_spec, prompt_p95, dtype=pdtype, mfu=mfu, gpus=int(pgpus), cache_hit_fraction=hit)
+                est = estimate(
+                    pmodel, pgpu_spec, prompt_p95, dtype=pdtype, mfu=mfu, gpus=int(pgpus), cache_hit_fraction=hit
+                )
                 rate = est.tokens_per_s
                 figure = Figure(rate, "tokens/s", Source.MODEL, detail=est.detail)
-                st.metric("Modelled prefill", f"{est.time_s * 1000:,.0f} ms", help="(2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only")
-                st.caption(f"{est.uncached_tokens:,.0f} uncached tokens → {rate:,.0f} tokens/s; "
-                           f"attention is {est.attention_fraction:.0%} of the work. "
-                           "A measured slope from probes beats this model: prefer it when you have one.")
-                budgets = largest_prompts(worksheet_state.interaction_types(ws), model=pmodel, gpu=pgpu_spec, dtype=pdtype, mfu=mfu, gpus=int(pgpus), **segs)
-                st.plotly_chart(prefill_figure(prefill_curve(pmodel, pgpu_spec, max(prompt_p95, 1.0) * 2, dtype=pdtype, mfu=mfu, gpus=int(pgpus),
-                                                             cache_hit_fraction=hit), budgets), key="cap_pf_chart")
+                st.metric(
+                    "Modelled prefill",
+                    f"{est.time_s * 1000:,.0f} ms",
+                    help="(2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only",
+                )
+                st.caption(
+                    f"{est.uncached_tokens:,.0f} uncached tokens → {rate:,.0f} tokens/s; "
+                    f"attention is {est.attention_fraction:.0%} of the work. "
+                    "A measured slope from probes beats this model: prefer it when you have one."
+                )
+                budgets = largest_prompts(
+                    worksheet_state.interaction_types(ws),
+                    model=pmodel,
+                    gpu=pgpu_spec,
+                    dtype=pdtype,
+                    mfu=mfu,
+                    gpus=int(pgpus),
+                    **segs,
+                )
+                st.plotly_chart(
+                    prefill_figure(
+                        prefill_curve(
+                            pmodel,
+                            pgpu_spec,
+                            max(prompt_p95, 1.0) * 2,
+                            dtype=pdtype,
+                            mfu=mfu,
+                            gpus=int(pgpus),
+                            cache_hit_fraction=hit,
+                        ),
+                        budgets,
+                    ),
+                    key="cap_pf_chart",
+                )
             else:
                 if mode == "typed slope":
                     rate = rate_from_slope(slope_typed) if slope_typed > 0 else None
@@ -87,7 +185,9 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
                 else:
                     ms = slopes[modes.index(mode) - 1]
                     rate = ms.fit.prefill_tokens_per_s
-                    figure = ms.fit.to_figure(detail=f"{ms.endpoint}: prefill slope fit ({ms.fit.quality})", measured_at_ms=ms.newest_at_ms)
+                    figure = ms.fit.to_figure(
+                        detail=f"{ms.endpoint}: prefill slope fit ({ms.fit.quality})", measured_at_ms=ms.newest_at_ms
+                    )
                     label = f"measured · {ms.fit.describe()}"
                 if rate is None:
                     st.info("Type a slope greater than 0 ms per 1K tokens.")
@@ -99,7 +199,9 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
             if budgets is not None:
                 st.subheader("Largest p95 prompt per interaction type")
                 st.dataframe(_budget_table(budgets), hide_index=True)
-            if figure is not None and st.button("Use this prefill rate in the worksheet", key="cap_pf_use", icon=":material/input:"):
+            if figure is not None and st.button(
+                "Use this prefill rate in the worksheet", key="cap_pf_use", icon=":material/input:"
+            ):
                 to_worksheet("prefill_tokens_per_s", figure)
         except CapacityError as exc:
             st.error(str(exc))
@@ -107,8 +209,18 @@ def render(traffic: LogTraffic | None, traffic_id: int, models: dict[str, P.Mode
 
 def _budget_table(budgets) -> list[dict]:
     """largest_prompts() rows as the user reads them: labelled columns, numbers with units, no budget said in words."""
-    return [{"Interaction type": r["interaction"], "Target": present.ms(r["target_ms"]),
-             "Prefill budget": present.ms(r["prefill_budget_ms"]),
-             "Largest p95 prompt": ("no budget" if r["prefill_budget_ms"] <= 0 else
-                                    "unlimited" if math.isinf(r["max_prompt_tokens_p95"]) else present.tokens(r["max_prompt_tokens_p95"]))}
-            for r in budgets.to_dict(orient="records")]
+    return [
+        {
+            "Interaction type": r["interaction"],
+            "Target": present.ms(r["target_ms"]),
+            "Prefill budget": present.ms(r["prefill_budget_ms"]),
+            "Largest p95 prompt": (
+                "no budget"
+                if r["prefill_budget_ms"] <= 0
+                else "unlimited"
+                if math.isinf(r["max_prompt_tokens_p95"])
+                else present.tokens(r["max_prompt_tokens_p95"])
+            ),
+        }
+        for r in budgets.to_dict(orient="records")
+    ]

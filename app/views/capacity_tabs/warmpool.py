@@ -23,16 +23,21 @@ DEFAULT_DECODE_TOKENS_PER_S = 60.0
 def _default_service_s(traffic: LogTraffic | None) -> tuple[float, str]:
     """The slot-holding time the tab starts from, and where it comes from (said under the input)."""
     if traffic is not None and traffic.mean_service_s:
-        return traffic.mean_service_s, (f"the log's mean request duration, {present.seconds(traffic.mean_service_s)} over "
-                                        f"{present.count(traffic.n_durations)} requests with a logged duration")
+        return traffic.mean_service_s, (
+            f"the log's mean request duration, {present.seconds(traffic.mean_service_s)} over "
+            f"{present.count(traffic.n_durations)} requests with a logged duration"
+        )
     if traffic is not None:
         ttft_s = traffic.mean_ttft_s or 0.0
         decode_s = traffic.mean_output_tokens / DEFAULT_DECODE_TOKENS_PER_S
         return max(ttft_s + decode_s, 0.001), (
             f"the log has no durations: its mean TTFT ({present.seconds(ttft_s)}) + its mean output "
-            f"({present.tokens(traffic.mean_output_tokens)}) at {DEFAULT_DECODE_TOKENS_PER_S:g} tokens/s decode")
-    return DEFAULT_SERVICE_S, (f"{present.seconds(DEFAULT_SERVICE_S, 0)}, a typical chat turn (about 1 s TTFT + 1,700 output tokens "
-                               f"at {DEFAULT_DECODE_TOKENS_PER_S:g} tokens/s); pick a log on top of the page to derive it")
+            f"({present.tokens(traffic.mean_output_tokens)}) at {DEFAULT_DECODE_TOKENS_PER_S:g} tokens/s decode"
+        )
+    return DEFAULT_SERVICE_S, (
+        f"{present.seconds(DEFAULT_SERVICE_S, 0)}, a typical chat turn (about 1 s TTFT + 1,700 output tokens "
+        f"at {DEFAULT_DECODE_TOKENS_PER_S:g} tokens/s); pick a log on top of the page to derive it"
+    )
 
 
 def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs) -> None:
@@ -44,44 +49,104 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
     left, right = st.columns([2, 3], gap="large")
     with left:
         default_rate = traffic.peak_arrivals_per_hour if traffic is not None else 30.0
-        arrivals = st.number_input("Arrivals per hour (peak hour)", min_value=0.0, value=float(default_rate), persist_state="session", bind="query-params", key=f"cap_wp_rate_{traffic_id}",
-                                   help="From the log's busiest clock hour when a log is picked.")
+        arrivals = st.number_input(
+            "Arrivals per hour (peak hour)",
+            min_value=0.0,
+            value=float(default_rate),
+            persist_state="session",
+            bind="query-params",
+            key=f"cap_wp_rate_{traffic_id}",
+            help="From the log's busiest clock hour when a log is picked.",
+        )
         default_service, service_source = _default_service_s(traffic)
-        service_s = st.number_input("Mean time a request holds a slot (s)", min_value=0.001, value=float(default_service),
-                                    persist_state="session", bind="query-params", key=f"cap_wp_service_{traffic_id}",
-                                    help="TTFT + decode at the target concurrency.")
+        service_s = st.number_input(
+            "Mean time a request holds a slot (s)",
+            min_value=0.001,
+            value=float(default_service),
+            persist_state="session",
+            bind="query-params",
+            key=f"cap_wp_service_{traffic_id}",
+            help="TTFT + decode at the target concurrency.",
+        )
         st.caption(f"Default: {service_source}.")
         c1, c2 = st.columns(2)
-        slots_per_rep = c1.number_input("Slots per replica", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_wp_spr")
-        replicas = c2.number_input("Warm replicas", min_value=1, value=4, persist_state="session", bind="query-params", key="cap_wp_reps")
-        target_wait = st.number_input("Queue-wait p95 target (s)", min_value=0.0, value=1.0, persist_state="session", bind="query-params", key="cap_wp_target")
+        slots_per_rep = c1.number_input(
+            "Slots per replica", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_wp_spr"
+        )
+        replicas = c2.number_input(
+            "Warm replicas", min_value=1, value=4, persist_state="session", bind="query-params", key="cap_wp_reps"
+        )
+        target_wait = st.number_input(
+            "Queue-wait p95 target (s)",
+            min_value=0.0,
+            value=1.0,
+            persist_state="session",
+            bind="query-params",
+            key="cap_wp_target",
+        )
         st.caption("Scale-to-zero trade-off")
-        cold_s = st.number_input("Cold start (s)", min_value=0.0, value=60.0, persist_state="session", bind="query-params", key="cap_wp_cold",
-                                 help="A cold reading from the Probes page, or the Weight loading projection.")
-        warm_p95 = st.number_input("Warm p95 TTFT (ms)", min_value=0.0, value=500.0, persist_state="session", bind="query-params", key="cap_wp_warm")
+        cold_s = st.number_input(
+            "Cold start (s)",
+            min_value=0.0,
+            value=60.0,
+            persist_state="session",
+            bind="query-params",
+            key="cap_wp_cold",
+            help="A cold reading from the Probes page, or the Weight loading projection.",
+        )
+        warm_p95 = st.number_input(
+            "Warm p95 TTFT (ms)",
+            min_value=0.0,
+            value=500.0,
+            persist_state="session",
+            bind="query-params",
+            key="cap_wp_warm",
+        )
     with right:
         try:
             slots = int(replicas * slots_per_rep)
             qw = queue_wait(arrivals, service_s, slots)
             m1, m2, m3 = st.columns(3)
             m1.metric("P(wait)", f"{qw.wait_probability:.1%}")
-            m2.metric("Queue-wait p95", "∞" if math.isinf(qw.wait_quantile_s) else f"{qw.wait_quantile_s:,.1f} s",
-                      help="∞: the pool is overloaded, the queue grows without bound.")
+            m2.metric(
+                "Queue-wait p95",
+                "∞" if math.isinf(qw.wait_quantile_s) else f"{qw.wait_quantile_s:,.1f} s",
+                help="∞: the pool is overloaded, the queue grows without bound.",
+            )
             need = min_slots_for_target(arrivals, service_s, target_wait)
-            m3.metric("Minimum warm replicas", f"{math.ceil(need / slots_per_rep)}", help=f"{need} slots for a queue-wait p95 ≤ {target_wait:g} s")
+            m3.metric(
+                "Minimum warm replicas",
+                f"{math.ceil(need / slots_per_rep)}",
+                help=f"{need} slots for a queue-wait p95 ≤ {target_wait:g} s",
+            )
             (st.success if qw.stable else st.error)(qw.message)
             node_usd = cost_inputs.node_usd_per_hour
             if traffic is not None and traffic.n_requests >= 2:
-                trade = keep_warm_tradeoff(node_usd_per_hour=node_usd, warm_ttft_p95_ms=warm_p95, cold_start_ms=cold_s * 1000,
-                                           arrival_ms=traffic.arrival_ms, service_ms=float(pd.Series(traffic.service_ms).mean()),
-                                           gpus_per_replica=cost_inputs.gpus_per_replica)
-                st.caption(f"Trace-driven from {md_text(traffic.label)}; "
-                           f"replica cost ${node_usd:,.2f}/h from the Break-even tab.")
+                trade = keep_warm_tradeoff(
+                    node_usd_per_hour=node_usd,
+                    warm_ttft_p95_ms=warm_p95,
+                    cold_start_ms=cold_s * 1000,
+                    arrival_ms=traffic.arrival_ms,
+                    service_ms=float(pd.Series(traffic.service_ms).mean()),
+                    gpus_per_replica=cost_inputs.gpus_per_replica,
+                )
+                st.caption(
+                    f"Trace-driven from {md_text(traffic.label)}; "
+                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
+                )
             elif arrivals > 0:
-                trade = keep_warm_tradeoff(node_usd_per_hour=node_usd, warm_ttft_p95_ms=warm_p95, cold_start_ms=cold_s * 1000,
-                                           arrivals_per_hour=arrivals, service_ms=service_s * 1000, gpus_per_replica=cost_inputs.gpus_per_replica)
-                st.caption(f"Poisson arrivals at {arrivals:,.0f}/h (P(cold) = e^(−λW)); "
-                           f"replica cost ${node_usd:,.2f}/h from the Break-even tab.")
+                trade = keep_warm_tradeoff(
+                    node_usd_per_hour=node_usd,
+                    warm_ttft_p95_ms=warm_p95,
+                    cold_start_ms=cold_s * 1000,
+                    arrivals_per_hour=arrivals,
+                    service_ms=service_s * 1000,
+                    gpus_per_replica=cost_inputs.gpus_per_replica,
+                )
+                st.caption(
+                    f"Poisson arrivals at {arrivals:,.0f}/h (P(cold) = e^(−λW)); "
+                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
+                )
             else:
                 trade = None
                 st.info("No traffic: nothing to keep warm; scale-to-zero costs nothing.")
@@ -94,9 +159,16 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
 
 def _tradeoff_table(trade: pd.DataFrame) -> list[dict]:
     """keep_warm_tradeoff() rows as the user reads them: labelled columns, units, no raw flags."""
-    return [{"Option": r["option"], "Scale-down window": "always warm" if math.isinf(r["window_s"]) else present.seconds(r["window_s"], 0),
-             "Cold requests": present.pct(r["cold_fraction"]), "Warm hours per day": f"{r['warm_hours_per_day']:,.1f} h",
-             "Idle GPU-hours per day": f"{r['idle_gpu_hours_per_day']:,.1f} h",
-             "Keep-warm cost per month": present.usd(r["keep_warm_usd_per_month"], 0), "p95 TTFT": present.ms(r["p95_ttft_ms"]),
-             "Cold start in the p95": "yes" if r["cold_in_p95"] else "no"}
-            for r in trade.to_dict(orient="records")]
+    return [
+        {
+            "Option": r["option"],
+            "Scale-down window": "always warm" if math.isinf(r["window_s"]) else present.seconds(r["window_s"], 0),
+            "Cold requests": present.pct(r["cold_fraction"]),
+            "Warm hours per day": f"{r['warm_hours_per_day']:,.1f} h",
+            "Idle GPU-hours per day": f"{r['idle_gpu_hours_per_day']:,.1f} h",
+            "Keep-warm cost per month": present.usd(r["keep_warm_usd_per_month"], 0),
+            "p95 TTFT": present.ms(r["p95_ttft_ms"]),
+            "Cold start in the p95": "yes" if r["cold_in_p95"] else "no",
+        }
+        for r in trade.to_dict(orient="records")
+    ]

@@ -17,8 +17,16 @@ from planner.untrusted import md_text
 
 __all__ = ["DEFAULT_REGIONS", "render"]
 
-DEFAULT_REGIONS = ["aws-us-east-1", "aws-us-west-2", "aws-eu-west-1", "aws-ap-northeast-1", "gcp-us-central1",
-                   "azure-westeurope", "openai-api", "anthropic-api"]
+DEFAULT_REGIONS = [
+    "aws-us-east-1",
+    "aws-us-west-2",
+    "aws-eu-west-1",
+    "aws-ap-northeast-1",
+    "gcp-us-central1",
+    "azure-westeurope",
+    "openai-api",
+    "anthropic-api",
+]
 
 
 def render(eng: Engine, regions: Sequence[Region]) -> None:
@@ -37,33 +45,50 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
     left, right = st.columns([2, 1])
     linked = [i for i in st.query_params.get("regions", "").split(",") if i in by_id]  # deep link: ?regions=a,b
     selected = left.multiselect(
-        "Regions to measure", options=[r.id for r in regions], format_func=lambda i: labels.get(i, i),
-        default=linked or [i for i in DEFAULT_REGIONS if i in by_id], key="rtt_regions",
+        "Regions to measure",
+        options=[r.id for r in regions],
+        format_func=lambda i: labels.get(i, i),
+        default=linked or [i for i in DEFAULT_REGIONS if i in by_id],
+        key="rtt_regions",
         help="Catalog regions (assets/regions.toml) and your own targets. Anycast entries measure the nearest edge.",
     )
-    n = right.number_input("Samples per region", min_value=3, max_value=100, value=10, step=1, key="rtt_n",
-                           help="Kept samples; one more is made first and dropped (it pays DNS, TCP and TLS set-up).")
-    vantage = st.text_input("Your location / office", key="rtt_vantage",
-                            placeholder="e.g. Berlin office, home (Lisbon)",
-                            help="Browser samples are stored with this label. It is remembered in this browser and in "
-                                 "the page URL.")
+    n = right.number_input(
+        "Samples per region",
+        min_value=3,
+        max_value=100,
+        value=10,
+        step=1,
+        key="rtt_n",
+        help="Kept samples; one more is made first and dropped (it pays DNS, TCP and TLS set-up).",
+    )
+    vantage = st.text_input(
+        "Your location / office",
+        key="rtt_vantage",
+        placeholder="e.g. Berlin office, home (Lisbon)",
+        help="Browser samples are stored with this label. It is remembered in this browser and in the page URL.",
+    )
     if vantage:
         st.query_params["vantage"] = vantage
 
     server_col, browser_col = st.columns(2)
     server_vantage = default_vantage()
     with server_col:
-        st.markdown(f"**From the server** ({md_text(vantage_label(server_vantage))}): TCP connects, TLS handshake, "
-                    "one HTTPS request.")
-        if st.button("Probe from the server", key="rtt_probe_server", disabled=not selected or not can("rtt.measure")) \
-                and require("rtt.measure"):
+        st.markdown(
+            f"**From the server** ({md_text(vantage_label(server_vantage))}): TCP connects, TLS handshake, "
+            "one HTTPS request."
+        )
+        if st.button(
+            "Probe from the server", key="rtt_probe_server", disabled=not selected or not can("rtt.measure")
+        ) and require("rtt.measure"):
             with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
-                results = probe_rtt_many([(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage,
-                                         concurrency=8)
+                results = probe_rtt_many(
+                    [(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage, concurrency=8
+                )
                 insert_rtt_samples(eng, [rec for r in results for rec in r.records()])
             failed = [r for r in results if not r.ok]
-            st.toast(f"Stored {sum(r.stats.n for r in results)} server samples; {len(failed)} region(s) reported a "
-                     "failure.")
+            st.toast(
+                f"Stored {sum(r.stats.n for r in results)} server samples; {len(failed)} region(s) reported a failure."
+            )
 
     with browser_col:
         st.markdown("**From this browser**: Resource Timing (`responseStart − requestStart`), first sample dropped.")
@@ -86,10 +111,13 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
             failures = "; ".join(f"{k} ×{v}" for k, v in failed.items())
             (st.success if measured else st.error)(
                 f"Stored {measured} browser samples as “{md_text(run.get('vantage') or vantage)}”"
-                + (f"; {sum(failed.values())} target(s) failed ({md_text(failures)})." if failed else "."))
+                + (f"; {sum(failed.values())} target(s) failed ({md_text(failures)})." if failed else ".")
+            )
             if fallback:
-                st.warning(f"{fallback} sample(s) used the fallback timing: those targets do not send "
-                           "Timing-Allow-Origin, so the figure is the whole fetch (Resource Timing responseEnd − "
-                           "fetchStart, or performance.now() around it), not one request round trip.")
+                st.warning(
+                    f"{fallback} sample(s) used the fallback timing: those targets do not send "
+                    "Timing-Allow-Origin, so the figure is the whole fetch (Resource Timing responseEnd − "
+                    "fetchStart, or performance.now() around it), not one request round trip."
+                )
             for line in rejected:
                 st.warning(md_text(line))

@@ -34,8 +34,12 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
     summary_all = rtt_summary(eng)
     vantages = sorted(v for v in summary_all["vantage"].dropna().unique()) if not summary_all.empty else []
     f1, f2 = st.columns(2)
-    chosen = f1.selectbox("Vantage", ["all vantages", *vantages], key="rtt_vantage_filter",
-                          format_func=lambda v: v if v == "all vantages" else vantage_label(v))
+    chosen = f1.selectbox(
+        "Vantage",
+        ["all vantages", *vantages],
+        key="rtt_vantage_filter",
+        format_func=lambda v: v if v == "all vantages" else vantage_label(v),
+    )
     window = f2.selectbox("Window", list(WINDOWS_MS), index=1, key="rtt_window")
     since_ms = None
     if WINDOWS_MS[window] is not None:
@@ -47,13 +51,28 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
         rows["vantage"] = rows["vantage"].map(vantage_label)
         rows["last_measured"] = rows["last_measured"].dt.tz_convert(tz)
     if rows.empty:
-        st.info("No RTT samples in this window yet. Probe from the server or from this browser above, "
-                "or run `ttft-planner rtt --region ID --store`.")
+        st.info(
+            "No RTT samples in this window yet. Probe from the server or from this browser above, "
+            "or run `ttft-planner rtt --region ID --store`."
+        )
     else:
         st.dataframe(
-            ranked_table_style(rows), hide_index=True, key="rtt_table",
-            column_order=["rank", "region", "side", "vantage", "median_ms", "min_ms", "p90_ms", "n", "status",
-                          "last_measured", "method"],
+            ranked_table_style(rows),
+            hide_index=True,
+            key="rtt_table",
+            column_order=[
+                "rank",
+                "region",
+                "side",
+                "vantage",
+                "median_ms",
+                "min_ms",
+                "p90_ms",
+                "n",
+                "status",
+                "last_measured",
+                "method",
+            ],
             column_config={
                 "rank": st.column_config.NumberColumn("Rank", width="small"),
                 "region": st.column_config.TextColumn("Region", width="medium"),
@@ -68,11 +87,14 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
                 "method": st.column_config.TextColumn("Method", width="large"),
             },
         )
-        st.caption("Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round "
-                   "trip); browser rows are Resource Timing, or the labelled performance.now() fallback.")
+        st.caption(
+            "Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round "
+            "trip); browser rows are Resource Timing, or the labelled performance.now() fallback."
+        )
         st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map", config=MAP_CONFIG)
-        samples = load_samples(eng, region_ids=rows["region_id"].unique().tolist(), vantage=vantage_filter,
-                               since_ms=since_ms)
+        samples = load_samples(
+            eng, region_ids=rows["region_id"].unique().tolist(), vantage=vantage_filter, since_ms=since_ms
+        )
         c1, c2 = st.columns(2)
         c1.plotly_chart(distribution_figure(samples, labels), key="rtt_distribution")
         c2.plotly_chart(server_vs_browser_figure(rows), key="rtt_server_vs_browser")
@@ -85,22 +107,37 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
             st.info("No region has a successful sample yet.")
         else:
             pick = st.selectbox(
-                "Region figure", usable.index.tolist(), key="rtt_pick",
-                format_func=lambda i: (f"{usable.at[i, 'region']} · {usable.at[i, 'side']} from "
-                                       f"{usable.at[i, 'vantage']} · median {usable.at[i, 'median_ms']:.1f} ms "
-                                       f"(n={usable.at[i, 'n']})"),
+                "Region figure",
+                usable.index.tolist(),
+                key="rtt_pick",
+                format_func=lambda i: (
+                    f"{usable.at[i, 'region']} · {usable.at[i, 'side']} from "
+                    f"{usable.at[i, 'vantage']} · median {usable.at[i, 'median_ms']:.1f} ms "
+                    f"(n={usable.at[i, 'n']})"
+                ),
             )
-            trips = st.radio("Round trips the request pays", list(ROUND_TRIPS), format_func=lambda k: ROUND_TRIPS[k],
-                             key="rtt_round_trips")
-            st.caption("A coding agent that keeps its HTTPS connection warm pays one round trip per request; after an "
-                       "idle gap longer than the keep-alive timeout (often 5–60 s) the next request pays the TCP and "
-                       "TLS handshakes again. Inline completions after a pause are often the fresh case.")
+            trips = st.radio(
+                "Round trips the request pays",
+                list(ROUND_TRIPS),
+                format_func=lambda k: ROUND_TRIPS[k],
+                key="rtt_round_trips",
+            )
+            st.caption(
+                "A coding agent that keeps its HTTPS connection warm pays one round trip per request; after an "
+                "idle gap longer than the keep-alive timeout (often 5–60 s) the next request pays the TCP and "
+                "TLS handshakes again. Inline completions after a pause are often the fresh case."
+            )
             row = usable.loc[pick]
-            fig = network_figure(region_label=row["region"], vantage=row["vantage"], side=row["side"],
-                                 rtt_ms=float(row["median_ms"]), n=int(row["n"]),
-                                 measured_at_ms=int(row["last_measured_at_ms"]),
-                                 round_trips=int(trips),
-                                 method=METHOD_NAMES.get(row["method_code"], row["method_code"]))
+            fig = network_figure(
+                region_label=row["region"],
+                vantage=row["vantage"],
+                side=row["side"],
+                rtt_ms=float(row["median_ms"]),
+                n=int(row["n"]),
+                measured_at_ms=int(row["last_measured_at_ms"]),
+                round_trips=int(trips),
+                method=METHOD_NAMES.get(row["method_code"], row["method_code"]),
+            )
             st.metric("Network segment", f"{fig.value:,.1f} ms", help=fig.describe())
             if st.button("Use for worksheet", key="rtt_use", type="primary"):
                 worksheet_state.offer("network_ms", fig)

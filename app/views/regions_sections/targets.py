@@ -32,11 +32,15 @@ def render(eng: Engine) -> None:
                     parse_target(new_target)
                     if (new_lat is None) != (new_lon is None):
                         raise ValueError("give both latitude and longitude, or neither")
-                    add_target(eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule,
-                               interval_s=float(interval))
+                    add_target(
+                        eng, new_id, new_target, lat=new_lat, lon=new_lon, enabled=schedule, interval_s=float(interval)
+                    )
                     record("region.write", new_id, f"added RTT target {new_target}")
-                    then = (f": the worker probes it every {interval:,} s." if schedule
-                            else "; pick it under Regions to measure.")
+                    then = (
+                        f": the worker probes it every {interval:,} s."
+                        if schedule
+                        else "; pick it under Regions to measure."
+                    )
                     ss.rtt_flash = f"Added target “{new_id}”{then}"
                     st.rerun()
                 except (CatalogError, TargetExists, ValueError) as exc:
@@ -45,8 +49,18 @@ def render(eng: Engine) -> None:
                     show_store_failure(exc)
         stored = list_targets(eng)
         if stored:
-            table = pd.DataFrame([{"Id": t.region_id, "Target": t.target, "Scheduled": "yes" if t.enabled else "no",
-                                   "Every (s)": f"{t.interval_s:,.0f}", "Vantage": t.vantage or "any"} for t in stored])
+            table = pd.DataFrame(
+                [
+                    {
+                        "Id": t.region_id,
+                        "Target": t.target,
+                        "Scheduled": "yes" if t.enabled else "no",
+                        "Every (s)": f"{t.interval_s:,.0f}",
+                        "Vantage": t.vantage or "any",
+                    }
+                    for t in stored
+                ]
+            )
             st.dataframe(table, hide_index=True, key="rtt_targets_table")
             gone = st.selectbox("Remove target", [t.region_id for t in stored], key="rtt_remove_pick")
             if st.button("Remove", key="rtt_remove", disabled=not can("region.write")) and require("region.write"):

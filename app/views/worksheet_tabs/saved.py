@@ -31,7 +31,9 @@ def _notice(text: str) -> None:
     st.session_state.ws_saved_notice = text
 
 
-def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet, apply: Callable[[Worksheet], None]) -> None:
+def render_save(
+    engine: Engine | None, store_problem: str | None, ws: Worksheet, apply: Callable[[Worksheet], None]
+) -> None:
     """Save under a name (refusing an existing one unless asked), open, duplicate, delete (after a confirmation).
 
     The name field always shows the worksheet in front of you: opening a saved worksheet puts its name there, so
@@ -49,8 +51,9 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
     with left:
         name = st.text_input("Worksheet name", key="save_name", max_chars=200)
         overwrite = st.checkbox("Overwrite if it exists", key="save_overwrite")
-        if st.button("Save worksheet", type="primary", key="save", disabled=not can("worksheet.save")) \
-                and require("worksheet.save"):
+        if st.button("Save worksheet", type="primary", key="save", disabled=not can("worksheet.save")) and require(
+            "worksheet.save"
+        ):
             try:
                 save_worksheet(engine, Worksheet.from_dict({**ws.to_dict(), "name": name}), overwrite=overwrite)
                 record("worksheet.save", name.strip(), "saved" + (" (overwrite)" if overwrite else ""))
@@ -91,8 +94,12 @@ def render_save(engine: Engine | None, store_problem: str | None, ws: Worksheet,
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
         sure = st.checkbox(f"Yes, delete “{md_text(chosen)}”", key="delete_confirm", value=False)
-        if st.button("Delete", key="delete", disabled=not sure or not can("worksheet.delete"),
-                     help="Tick the box above first: deleting cannot be undone.") and require("worksheet.delete"):
+        if st.button(
+            "Delete",
+            key="delete",
+            disabled=not sure or not can("worksheet.delete"),
+            help="Tick the box above first: deleting cannot be undone.",
+        ) and require("worksheet.delete"):
             try:
                 delete_worksheet(engine, chosen)
                 record("worksheet.delete", chosen, "deleted")

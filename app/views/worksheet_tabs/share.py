@@ -18,5 +18,19 @@ def render_share(ws: Worksheet, builtin: set[str], problem: str | None) -> None:
     if problem:
         st.info("Fix the inputs above to export the worksheet.")
         return
-    st.download_button("Markdown", to_markdown(ws), file_name=f"{slug}.md", mime="text/markdown", key="dl_md", icon=":material/description:")
-    st.download_button("JSON", to_json(ws), file_name=f"{slug}.json", mime="application/json", key="dl_json", icon=":material/data_object:")
+    st.download_button(
+        "Markdown",
+        to_markdown(ws),
+        file_name=f"{slug}.md",
+        mime="text/markdown",
+        key="dl_md",
+        icon=":material/description:",
+    )
+    st.download_button(
+        "JSON",
+        to_json(ws),
+        file_name=f"{slug}.json",
+        mime="application/json",
+        key="dl_json",
+        icon=":material/data_object:",
+    )

@@ -16,27 +16,106 @@ __all__ = ["cost"]
 
 
 @click.command()
-@click.option("--gpu-usd-per-hour", type=float, callback=non_negative, help="Dedicated price per GPU-hour (USD). Or --gpu-price.")
-@click.option("--gpu-price", "gpu_price_key", help="A GPU-hour preset key from assets/prices.toml (e.g. seed-h200, modal-h100).")
-@click.option("--gpus-per-replica", type=click.IntRange(1, 1024), default=1, show_default=True, help="GPUs in one replica/node (node size).")
-@click.option("--overhead-usd-per-hour", type=float, default=0.0, show_default=True, callback=non_negative, help="Extra cost per replica-hour (storage, egress, ops).")
-@click.option("--capacity-tokens-per-min", type=float, callback=non_negative, help="Sustained capacity of one replica (tokens/min). Or the preset's claim.")
-@click.option("--capacity-excludes-cached", is_flag=True, help="The capacity counts only uncached prompt + output tokens (cached are free to serve).")
-@click.option("--blended-usd-per-mtok", type=float, callback=non_negative, help="Blended serverless price per 1M tokens; skips the token mix.")
+@click.option(
+    "--gpu-usd-per-hour", type=float, callback=non_negative, help="Dedicated price per GPU-hour (USD). Or --gpu-price."
+)
+@click.option(
+    "--gpu-price", "gpu_price_key", help="A GPU-hour preset key from assets/prices.toml (e.g. seed-h200, modal-h100)."
+)
+@click.option(
+    "--gpus-per-replica",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="GPUs in one replica/node (node size).",
+)
+@click.option(
+    "--overhead-usd-per-hour",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="Extra cost per replica-hour (storage, egress, ops).",
+)
+@click.option(
+    "--capacity-tokens-per-min",
+    type=float,
+    callback=non_negative,
+    help="Sustained capacity of one replica (tokens/min). Or the preset's claim.",
+)
+@click.option(
+    "--capacity-excludes-cached",
+    is_flag=True,
+    help="The capacity counts only uncached prompt + output tokens (cached are free to serve).",
+)
+@click.option(
+    "--blended-usd-per-mtok",
+    type=float,
+    callback=non_negative,
+    help="Blended serverless price per 1M tokens; skips the token mix.",
+)
 @click.option("--price", "price_key", help="A serverless price preset key (e.g. fireworks-deepseek-v3).")
-@click.option("--input-usd-per-mtok", type=float, callback=non_negative, help="Serverless uncached input price per 1M tokens.")
-@click.option("--cached-usd-per-mtok", type=float, callback=non_negative, help="Serverless cached input price per 1M tokens (default: the input price).")
+@click.option(
+    "--input-usd-per-mtok", type=float, callback=non_negative, help="Serverless uncached input price per 1M tokens."
+)
+@click.option(
+    "--cached-usd-per-mtok",
+    type=float,
+    callback=non_negative,
+    help="Serverless cached input price per 1M tokens (default: the input price).",
+)
 @click.option("--output-usd-per-mtok", type=float, callback=non_negative, help="Serverless output price per 1M tokens.")
-@click.option("--mix", "mix_tokens", type=float, nargs=3, callback=non_negative, metavar="PROMPT CACHED OUTPUT",
-              help="Token mix as totals (prompt includes cached). Default: the Copilot coding-agent trace, 129:1, 85.7% cached.")
-@click.option("--tokens-per-hour", type=float, callback=non_negative, help="Your traffic as a flat rate (tokens/h), to place it on the curve.")
-@click.option("--growth", type=float, default=1.0, show_default=True, callback=non_negative, help="Growth factor applied to the traffic.")
-@click.option("--min-replicas", type=click.IntRange(0, 1000), default=0, show_default=True, help="Minimum warm replicas (hybrid base lower bound).")
+@click.option(
+    "--mix",
+    "mix_tokens",
+    type=float,
+    nargs=3,
+    callback=non_negative,
+    metavar="PROMPT CACHED OUTPUT",
+    help="Token mix as totals (prompt includes cached). Default: the Copilot coding-agent trace, 129:1, 85.7% cached.",
+)
+@click.option(
+    "--tokens-per-hour",
+    type=float,
+    callback=non_negative,
+    help="Your traffic as a flat rate (tokens/h), to place it on the curve.",
+)
+@click.option(
+    "--growth",
+    type=float,
+    default=1.0,
+    show_default=True,
+    callback=non_negative,
+    help="Growth factor applied to the traffic.",
+)
+@click.option(
+    "--min-replicas",
+    type=click.IntRange(0, 1000),
+    default=0,
+    show_default=True,
+    help="Minimum warm replicas (hybrid base lower bound).",
+)
 @click.option("--max-replicas", type=click.IntRange(0, 1000), default=8, show_default=True, help="Maximum replicas.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hour, capacity_tokens_per_min, capacity_excludes_cached,
-         blended_usd_per_mtok, price_key, input_usd_per_mtok, cached_usd_per_mtok, output_usd_per_mtok, mix_tokens,
-         tokens_per_hour, growth, min_replicas, max_replicas, as_json) -> None:
+def cost(
+    gpu_usd_per_hour,
+    gpu_price_key,
+    gpus_per_replica,
+    overhead_usd_per_hour,
+    capacity_tokens_per_min,
+    capacity_excludes_cached,
+    blended_usd_per_mtok,
+    price_key,
+    input_usd_per_mtok,
+    cached_usd_per_mtok,
+    output_usd_per_mtok,
+    mix_tokens,
+    tokens_per_hour,
+    growth,
+    min_replicas,
+    max_replicas,
+    as_json,
+) -> None:
     """Serverless vs dedicated: break-even utilisation u* = dedicated $/h ÷ (blended $/token × capacity tokens/h).
 
     u* ≥ 1 means serverless is cheaper at any utilisation. The node size (GPUs per replica) and whether the
@@ -54,7 +133,9 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
     if gpu_price_key:
         g = by_key(P.gpu_hour_prices(), gpu_price_key, "GPU-hour preset", "--gpu-price")
         gpu_usd_per_hour = g.usd_per_gpu_hour if gpu_usd_per_hour is None else gpu_usd_per_hour
-        capacity_tokens_per_min = g.capacity_tokens_per_min if capacity_tokens_per_min is None else capacity_tokens_per_min
+        capacity_tokens_per_min = (
+            g.capacity_tokens_per_min if capacity_tokens_per_min is None else capacity_tokens_per_min
+        )
         gpu_note = f"{g.label} ({g.source}, {g.as_of})"
     if gpu_usd_per_hour is None:
         raise click.UsageError("give --gpu-usd-per-hour or --gpu-price")
@@ -67,7 +148,9 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
     price_note = "typed"
     if blended_usd_per_mtok is not None:
         if price_key or input_usd_per_mtok is not None:
-            raise click.UsageError("give --blended-usd-per-mtok OR per-kind prices (--price / --input-usd-per-mtok …), not both")
+            raise click.UsageError(
+                "give --blended-usd-per-mtok OR per-kind prices (--price / --input-usd-per-mtok …), not both"
+            )
         p_in = p_cached = p_out = blended_usd_per_mtok
         price_note = "blended (typed)"
     else:
@@ -77,7 +160,9 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
             price_note = f"{sp.label} ({sp.source}, {sp.as_of})"
         else:
             if input_usd_per_mtok is None or output_usd_per_mtok is None:
-                raise click.UsageError("give --blended-usd-per-mtok, --price, or --input-usd-per-mtok and --output-usd-per-mtok")
+                raise click.UsageError(
+                    "give --blended-usd-per-mtok, --price, or --input-usd-per-mtok and --output-usd-per-mtok"
+                )
             p_in, p_out = input_usd_per_mtok, output_usd_per_mtok
             p_cached = input_usd_per_mtok
         p_in = input_usd_per_mtok if input_usd_per_mtok is not None else p_in
@@ -85,38 +170,65 @@ def cost(gpu_usd_per_hour, gpu_price_key, gpus_per_replica, overhead_usd_per_hou
         p_out = output_usd_per_mtok if output_usd_per_mtok is not None else p_out
     try:
         inputs = CostInputs(
-            input_usd_per_mtok=p_in, cached_input_usd_per_mtok=p_cached, output_usd_per_mtok=p_out,
-            mix_uncached_input_tokens=mix.uncached_input_tokens, mix_cached_input_tokens=mix.cached_input_tokens,
-            mix_output_tokens=mix.output_tokens, gpu_usd_per_hour=gpu_usd_per_hour, capacity_tokens_per_min=capacity_tokens_per_min,
-            gpus_per_replica=gpus_per_replica, overhead_usd_per_replica_hour=overhead_usd_per_hour,
-            capacity_counts_cached=not capacity_excludes_cached, min_replicas=min_replicas, max_replicas=max_replicas,
-            hourly_tokens=(tokens_per_hour or 0.0,) * 24, growth_factor=growth, price_label=price_note, gpu_label=gpu_note,
+            input_usd_per_mtok=p_in,
+            cached_input_usd_per_mtok=p_cached,
+            output_usd_per_mtok=p_out,
+            mix_uncached_input_tokens=mix.uncached_input_tokens,
+            mix_cached_input_tokens=mix.cached_input_tokens,
+            mix_output_tokens=mix.output_tokens,
+            gpu_usd_per_hour=gpu_usd_per_hour,
+            capacity_tokens_per_min=capacity_tokens_per_min,
+            gpus_per_replica=gpus_per_replica,
+            overhead_usd_per_replica_hour=overhead_usd_per_hour,
+            capacity_counts_cached=not capacity_excludes_cached,
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            hourly_tokens=(tokens_per_hour or 0.0,) * 24,
+            growth_factor=growth,
+            price_label=price_note,
+            gpu_label=gpu_note,
         )
         be = break_even(inputs)
         summary = summarize(inputs) if tokens_per_hour else None
     except CapacityError as exc:
         raise usage_error(exc) from None
-    token_definition = ("capacity counts every billed token, cached prompt tokens included" if inputs.capacity_counts_cached
-                        else "capacity counts uncached prompt + output tokens; cached prompt tokens assumed free to serve")
-    out = {**be.to_dict(), "token_definition": token_definition, "price": price_note, "gpu_price": gpu_note,
-           "mix": mix.to_dict(), "inputs": inputs.to_dict(), "traffic": summary.to_dict() if summary else None}
+    token_definition = (
+        "capacity counts every billed token, cached prompt tokens included"
+        if inputs.capacity_counts_cached
+        else "capacity counts uncached prompt + output tokens; cached prompt tokens assumed free to serve"
+    )
+    out = {
+        **be.to_dict(),
+        "token_definition": token_definition,
+        "price": price_note,
+        "gpu_price": gpu_note,
+        "mix": mix.to_dict(),
+        "inputs": inputs.to_dict(),
+        "traffic": summary.to_dict() if summary else None,
+    }
     if as_json:
         echo_json(out)
         return
-    click.echo(f"node                 {be.gpus_per_replica} GPU(s) × ${inputs.gpu_usd_per_hour:g}/"
-               f"GPU-h = ${be.node_usd_per_hour:,.2f}/h")
+    click.echo(
+        f"node                 {be.gpus_per_replica} GPU(s) × ${inputs.gpu_usd_per_hour:g}/"
+        f"GPU-h = ${be.node_usd_per_hour:,.2f}/h"
+    )
     click.echo(f"capacity             {be.capacity_tokens_per_hour / 1e6:,.1f}M tokens/h ({token_definition})")
     click.echo(f"blended price        ${be.blended_usd_per_mtok:.4f} per 1M tokens ({price_note})")
     u = be.break_even_utilisation
     click.echo(f"break-even u*        {'∞' if math.isinf(u) else f'{u:.2f} ({u:.0%})'}")
     click.echo(be.verdict())
     if summary:
-        click.echo(f"your traffic         {summary.monthly_tokens / 1e9:,.2f}B tokens/month "
-                   f"on {summary.replicas_for_peak} replica(s), "
-                   f"utilisation {summary.traffic_utilisation:.0%}")
+        click.echo(
+            f"your traffic         {summary.monthly_tokens / 1e9:,.2f}B tokens/month "
+            f"on {summary.replicas_for_peak} replica(s), "
+            f"utilisation {summary.traffic_utilisation:.0%}"
+        )
         click.echo(f"serverless           ${summary.serverless_usd_per_month:,.0f}/month")
         click.echo(f"dedicated            ${summary.dedicated_usd_per_month:,.0f}/month")
-        click.echo(f"hybrid ({summary.hybrid_base_replicas} base)      ${summary.hybrid_usd_per_month:,.0f}"
-                   f"/month  → cheapest: {summary.cheapest}")
+        click.echo(
+            f"hybrid ({summary.hybrid_base_replicas} base)      ${summary.hybrid_usd_per_month:,.0f}"
+            f"/month  → cheapest: {summary.cheapest}"
+        )
         for n in summary.notes:
             click.echo(f"note: {n}")

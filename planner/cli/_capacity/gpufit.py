@@ -15,15 +15,38 @@ __all__ = ["gpu_fit"]
 
 @click.command("gpu-fit", short_help="Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.")
 @with_model_options
-@click.option("--gpu", "gpu_keys", multiple=True, help="GPU preset key (repeatable; default: every preset): H100, H200, B200, A100-80GB, L40S, A10G, L4.")
+@click.option(
+    "--gpu",
+    "gpu_keys",
+    multiple=True,
+    help="GPU preset key (repeatable; default: every preset): H100, H200, B200, A100-80GB, L40S, A10G, L4.",
+)
 @click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
 @click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
 @click.option("--context-tokens", type=int, default=32_768, show_default=True, help="Tokens in flight per sequence.")
 @click.option("--sequences", type=int, default=1, show_default=True, help="Concurrent sequences.")
-@click.option("--usable-fraction", type=float, default=None, help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).")
+@click.option(
+    "--usable-fraction",
+    type=float,
+    default=None,
+    help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def gpu_fit(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_keys, weight_dtype, kv_dtype, context_tokens, sequences,
-            usable_fraction, as_json) -> None:
+def gpu_fit(
+    model_key,
+    params_b,
+    layers,
+    kv_heads,
+    head_dim,
+    d_model,
+    gpu_keys,
+    weight_dtype,
+    kv_dtype,
+    context_tokens,
+    sequences,
+    usable_fraction,
+    as_json,
+) -> None:
     """GPU fit: weights + KV cache (2·layers·kv_heads·head_dim·bytes per token × tokens in flight) vs HBM.
 
     \b
@@ -35,14 +58,26 @@ def gpu_fit(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_keys, 
     gpus = [by_key(P.gpus(), k, "GPU preset", "--gpu") for k in gpu_keys] or list(P.gpus())
     frac = usable_fraction if usable_fraction is not None else float(P.gpu_defaults()["usable_memory_fraction"])
     try:
-        fits = [fit(model, g, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context_tokens=context_tokens,
-                    concurrent_sequences=sequences, usable_fraction=frac) for g in gpus]
+        fits = [
+            fit(
+                model,
+                g,
+                weight_dtype=weight_dtype,
+                kv_dtype=kv_dtype,
+                context_tokens=context_tokens,
+                concurrent_sequences=sequences,
+                usable_fraction=frac,
+            )
+            for g in gpus
+        ]
     except CapacityError as exc:
         raise usage_error(exc) from None
     if as_json:
         echo_json({"model": model.to_dict(), "usable_fraction": frac, "fits": [f.to_dict() for f in fits]})
         return
-    click.echo(f"{model.label}: KV {fits[0].kv_bytes_per_token / 1024:,.0f} KiB/token ({kv_dtype}), "
-               f"usable memory {frac:.0%} of HBM")
+    click.echo(
+        f"{model.label}: KV {fits[0].kv_bytes_per_token / 1024:,.0f} KiB/token ({kv_dtype}), "
+        f"usable memory {frac:.0%} of HBM"
+    )
     for f in fits:
         click.echo(f"- {f.message}")

@@ -41,16 +41,22 @@ def non_negative(ctx, param, value):
     return value
 
 
-def model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, *, need_d_model: bool = False) -> P.ModelSpec:
+def model_from_options(
+    model_key, params_b, layers, kv_heads, head_dim, d_model, *, need_d_model: bool = False
+) -> P.ModelSpec:
     """The model from --model KEY, or from a custom shape; raises click.UsageError / BadParameter
     when they are mixed or incomplete."""
     custom = (params_b, layers, kv_heads, head_dim)
     if model_key:
         if any(v is not None for v in custom):
-            raise click.UsageError("give --model OR a custom shape (--params-b --layers --kv-heads --head-dim), not both")
+            raise click.UsageError(
+                "give --model OR a custom shape (--params-b --layers --kv-heads --head-dim), not both"
+            )
         return by_key(P.models(), model_key, "model preset", "--model")
     if any(v is None for v in custom):
-        raise click.UsageError("give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model")
+        raise click.UsageError(
+            "give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model"
+        )
     for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom, strict=True):
         if v <= 0:
             raise click.BadParameter("must be greater than 0", param_hint=name)

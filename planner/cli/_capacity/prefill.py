@@ -20,18 +20,70 @@ __all__ = ["prefill"]
 @click.command()
 @with_model_options
 @click.option("--gpu", "gpu_key", default="H100", show_default=True, help="GPU preset key.")
-@click.option("--gpus", "gpu_count", type=int, default=1, show_default=True, help="GPUs working on one prompt (tensor parallel).")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"], case_sensitive=False), default="bf16", show_default=True, help="Compute format (dense peak).")
+@click.option(
+    "--gpus", "gpu_count", type=int, default=1, show_default=True, help="GPUs working on one prompt (tensor parallel)."
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(["bf16", "fp16", "fp8"], case_sensitive=False),
+    default="bf16",
+    show_default=True,
+    help="Compute format (dense peak).",
+)
 @click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation (default from assets/gpus.toml: 0.5).")
-@click.option("--prompt-tokens", type=float, default=8192, show_default=True, callback=non_negative, help="Prompt length (e.g. your p95).")
-@click.option("--cache-hit", type=float, default=0.0, show_default=True, help="Prefix-cache hit rate 0..1; only uncached tokens are computed.")
-@click.option("--slope-ms-per-1k", type=float, default=None, help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.")
-@click.option("--queue-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 1, for the largest prompt per interaction.")
-@click.option("--cold-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 2 in the p95.")
+@click.option(
+    "--prompt-tokens",
+    type=float,
+    default=8192,
+    show_default=True,
+    callback=non_negative,
+    help="Prompt length (e.g. your p95).",
+)
+@click.option(
+    "--cache-hit",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Prefix-cache hit rate 0..1; only uncached tokens are computed.",
+)
+@click.option(
+    "--slope-ms-per-1k",
+    type=float,
+    default=None,
+    help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
+)
+@click.option(
+    "--queue-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="Segment 1, for the largest prompt per interaction.",
+)
+@click.option(
+    "--cold-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 2 in the p95."
+)
 @click.option("--network-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 4.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def prefill(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_key, gpu_count, dtype, mfu, prompt_tokens, cache_hit,
-            slope_ms_per_1k, queue_ms, cold_ms, network_ms, as_json) -> None:
+def prefill(
+    model_key,
+    params_b,
+    layers,
+    kv_heads,
+    head_dim,
+    d_model,
+    gpu_key,
+    gpu_count,
+    dtype,
+    mfu,
+    prompt_tokens,
+    cache_hit,
+    slope_ms_per_1k,
+    queue_ms,
+    cold_ms,
+    network_ms,
+    as_json,
+) -> None:
     """Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; or a measured slope.
 
     Also prints the largest p95 prompt that fits each interaction type's prefill budget
@@ -50,31 +102,61 @@ def prefill(model_key, params_b, layers, kv_heads, head_dim, d_model, gpu_key, g
         if slope_ms_per_1k is not None:
             rate = rate_from_slope(slope_ms_per_1k)
             est = None
-            table = largest_prompts(interactions(), queue_ms=queue_ms, cold_ms=cold_ms, network_ms=network_ms,
-                                    cache_hit_fraction=cache_hit, rate_tokens_per_s=rate)
+            table = largest_prompts(
+                interactions(),
+                queue_ms=queue_ms,
+                cold_ms=cold_ms,
+                network_ms=network_ms,
+                cache_hit_fraction=cache_hit,
+                rate_tokens_per_s=rate,
+            )
             source = f"slope {slope_ms_per_1k:g} ms per 1K uncached tokens"
         else:
             model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, need_d_model=True)
             gpu = by_key(P.gpus(), gpu_key, "GPU preset", "--gpu")
-            est = estimate(model, gpu, prompt_tokens, dtype=dtype, mfu=mfu, gpus=gpu_count, cache_hit_fraction=cache_hit)
+            est = estimate(
+                model, gpu, prompt_tokens, dtype=dtype, mfu=mfu, gpus=gpu_count, cache_hit_fraction=cache_hit
+            )
             rate = est.tokens_per_s
-            table = largest_prompts(interactions(), queue_ms=queue_ms, cold_ms=cold_ms, network_ms=network_ms,
-                                    cache_hit_fraction=cache_hit, model=model, gpu=gpu, dtype=dtype, mfu=mfu, gpus=gpu_count)
+            table = largest_prompts(
+                interactions(),
+                queue_ms=queue_ms,
+                cold_ms=cold_ms,
+                network_ms=network_ms,
+                cache_hit_fraction=cache_hit,
+                model=model,
+                gpu=gpu,
+                dtype=dtype,
+                mfu=mfu,
+                gpus=gpu_count,
+            )
             source = f"model: {est.detail}"
     except CapacityError as exc:
         raise usage_error(exc) from None
-    out = {"source": source, "prefill_tokens_per_s": rate, "estimate": est.to_dict() if est else None,
-           "largest_prompts": table.to_dict(orient="records")}
+    out = {
+        "source": source,
+        "prefill_tokens_per_s": rate,
+        "estimate": est.to_dict() if est else None,
+        "largest_prompts": table.to_dict(orient="records"),
+    }
     if as_json:
         echo_json(out)
         return
     if est:
-        click.echo(f"{est.detail}: {est.time_s:,.3f} s for {est.uncached_tokens:,.0f} uncached tokens "
-                   f"→ {rate:,.0f} tokens/s (attention {est.attention_fraction:.0%} of the work)")
+        click.echo(
+            f"{est.detail}: {est.time_s:,.3f} s for {est.uncached_tokens:,.0f} uncached tokens "
+            f"→ {rate:,.0f} tokens/s (attention {est.attention_fraction:.0%} of the work)"
+        )
     else:
         click.echo(f"{source} → {rate:,.0f} tokens/s")
     for r in out["largest_prompts"]:
         mx = r["max_prompt_tokens_p95"]
-        txt = "no budget left" if r["prefill_budget_ms"] <= 0 else ("unlimited (all cached)" if math.isinf(mx) else f"{mx:,.0f} tokens")
-        click.echo(f"{r['interaction']:<32} target {r['target_ms']:>6,.0f} ms"
-                   f"  prefill budget {r['prefill_budget_ms']:>6,.0f} ms  largest p95 prompt {txt}")
+        txt = (
+            "no budget left"
+            if r["prefill_budget_ms"] <= 0
+            else ("unlimited (all cached)" if math.isinf(mx) else f"{mx:,.0f} tokens")
+        )
+        click.echo(
+            f"{r['interaction']:<32} target {r['target_ms']:>6,.0f} ms"
+            f"  prefill budget {r['prefill_budget_ms']:>6,.0f} ms  largest p95 prompt {txt}"
+        )

@@ -15,17 +15,76 @@ __all__ = ["warm_pool"]
 
 
 @click.command("warm-pool")
-@click.option("--arrivals-per-hour", type=float, required=True, callback=non_negative, help="Arrival rate at the peak hour (requests/h).")
-@click.option("--service-s", type=float, required=True, help="Mean time one request holds a slot (s): TTFT + decode at the target concurrency.")
-@click.option("--slots", type=click.IntRange(max=100_000), default=None, help="Request slots in the pool (replicas × slots per replica).")
+@click.option(
+    "--arrivals-per-hour",
+    type=float,
+    required=True,
+    callback=non_negative,
+    help="Arrival rate at the peak hour (requests/h).",
+)
+@click.option(
+    "--service-s",
+    type=float,
+    required=True,
+    help="Mean time one request holds a slot (s): TTFT + decode at the target concurrency.",
+)
+@click.option(
+    "--slots",
+    type=click.IntRange(max=100_000),
+    default=None,
+    help="Request slots in the pool (replicas × slots per replica).",
+)
 @click.option("--p", "p", type=float, default=0.95, show_default=True, help="Queue-wait percentile.")
-@click.option("--target-wait-s", type=float, default=None, callback=non_negative, help="Queue-wait target (s) at --p: prints the minimum slots.")
-@click.option("--slots-per-replica", type=click.IntRange(max=100_000), default=1, show_default=True, help="Concurrent request slots per replica.")
-@click.option("--cold-start-s", type=float, default=None, callback=non_negative, help="Cold start (s): adds the keep-warm vs scale-to-zero trade-off.")
-@click.option("--warm-p95-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Warm p95 TTFT (ms) for the trade-off.")
-@click.option("--replica-usd-per-hour", type=float, default=0.0, show_default=True, callback=non_negative, help="One replica's cost per hour, for the trade-off.")
+@click.option(
+    "--target-wait-s",
+    type=float,
+    default=None,
+    callback=non_negative,
+    help="Queue-wait target (s) at --p: prints the minimum slots.",
+)
+@click.option(
+    "--slots-per-replica",
+    type=click.IntRange(max=100_000),
+    default=1,
+    show_default=True,
+    help="Concurrent request slots per replica.",
+)
+@click.option(
+    "--cold-start-s",
+    type=float,
+    default=None,
+    callback=non_negative,
+    help="Cold start (s): adds the keep-warm vs scale-to-zero trade-off.",
+)
+@click.option(
+    "--warm-p95-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="Warm p95 TTFT (ms) for the trade-off.",
+)
+@click.option(
+    "--replica-usd-per-hour",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="One replica's cost per hour, for the trade-off.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_replica, cold_start_s, warm_p95_ms, replica_usd_per_hour, as_json) -> None:
+def warm_pool(
+    arrivals_per_hour,
+    service_s,
+    slots,
+    p,
+    target_wait_s,
+    slots_per_replica,
+    cold_start_s,
+    warm_p95_ms,
+    replica_usd_per_hour,
+    as_json,
+) -> None:
     """Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for a target.
 
     P(W_q > t) = C(c, a)·e^(−(cμ−λ)t) with c slots, a = λ·E[S] Erlangs.
@@ -49,20 +108,30 @@ def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_r
         raise click.BadParameter("must be at least 1", param_hint="--slots")
     try:
         qw = queue_wait(arrivals_per_hour, service_s, slots, p) if slots is not None else None
-        need = min_slots_for_target(arrivals_per_hour, service_s, target_wait_s, p) if target_wait_s is not None else None
+        need = (
+            min_slots_for_target(arrivals_per_hour, service_s, target_wait_s, p) if target_wait_s is not None else None
+        )
         trade = None
         if cold_start_s is not None:
-            trade = keep_warm_tradeoff(node_usd_per_hour=replica_usd_per_hour, warm_ttft_p95_ms=warm_p95_ms, cold_start_ms=cold_start_s * 1000,
-                                       arrivals_per_hour=arrivals_per_hour, service_ms=service_s * 1000)
+            trade = keep_warm_tradeoff(
+                node_usd_per_hour=replica_usd_per_hour,
+                warm_ttft_p95_ms=warm_p95_ms,
+                cold_start_ms=cold_start_s * 1000,
+                arrivals_per_hour=arrivals_per_hour,
+                service_ms=service_s * 1000,
+            )
     except CapacityError as exc:
         raise usage_error(exc) from None
     label = f"p{p * 100:g}"
     out = {
-        "arrivals_per_hour": arrivals_per_hour, "service_s": service_s, "p": p,
+        "arrivals_per_hour": arrivals_per_hour,
+        "service_s": service_s,
+        "p": p,
         "queue": qw.to_dict() if qw else None,
         "wait_probability": qw.wait_probability if qw else None,
         f"queue_wait_{label}_s": qw.wait_quantile_s if qw else None,
-        "target_wait_s": target_wait_s, "min_slots": need,
+        "target_wait_s": target_wait_s,
+        "min_slots": need,
         "min_replicas": math.ceil(need / slots_per_replica) if need is not None else None,
         "tradeoff": trade.to_dict(orient="records") if trade is not None else None,
     }
@@ -72,10 +141,14 @@ def warm_pool(arrivals_per_hour, service_s, slots, p, target_wait_s, slots_per_r
     if qw:
         click.echo(qw.message)
     if need is not None:
-        click.echo(f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots "
-                   f"= {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)")
+        click.echo(
+            f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots "
+            f"= {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)"
+        )
     if trade is not None:
         click.echo("keep-warm trade-off (one replica):")
         for r in out["tradeoff"]:
-            click.echo(f"  {r['option']:<28} cold {r['cold_fraction']:6.1%}  warm {r['warm_hours_per_day']:5.1f} h/day  "
-                       f"${r['keep_warm_usd_per_month']:>8,.0f}/month  p95 {r['p95_ttft_ms']:>8,.0f} ms")
+            click.echo(
+                f"  {r['option']:<28} cold {r['cold_fraction']:6.1%}  warm {r['warm_hours_per_day']:5.1f} h/day  "
+                f"${r['keep_warm_usd_per_month']:>8,.0f}/month  p95 {r['p95_ttft_ms']:>8,.0f} ms"
+            )

@@ -22,17 +22,56 @@ __all__ = ["weights"]
 
 
 @click.command()
-@click.option("--params-b", type=float, multiple=True, callback=non_negative, help="Parameters in billions (repeatable). Default: the 8B–1T projection.")
-@click.option("--dtype", type=DTYPES, default="bf16", show_default=True, help="Weight format: fp8/int8 1 byte, bf16/fp16 2, int4/fp4 0.5.")
-@click.option("--load-row", "load_rows", multiple=True, help="Published loader row key (repeatable; see --list-rows). Default: all rows.")
-@click.option("--cold-ms", type=float, callback=non_negative, help="Your cold reading (ms), to derive your own load rate.")
-@click.option("--warm-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Warm TTFT right after the cold reading (ms).")
-@click.option("--cold-checkpoint-gb", type=float, callback=non_negative, help="Checkpoint size (GB) of the endpoint behind --cold-ms.")
-@click.option("--engine-startup-s", type=float, default=0.0, show_default=True, callback=non_negative,
-              help="Engine start-up on top of the transfer (s); the published rows show 16–21 s for vLLM.")
+@click.option(
+    "--params-b",
+    type=float,
+    multiple=True,
+    callback=non_negative,
+    help="Parameters in billions (repeatable). Default: the 8B–1T projection.",
+)
+@click.option(
+    "--dtype",
+    type=DTYPES,
+    default="bf16",
+    show_default=True,
+    help="Weight format: fp8/int8 1 byte, bf16/fp16 2, int4/fp4 0.5.",
+)
+@click.option(
+    "--load-row",
+    "load_rows",
+    multiple=True,
+    help="Published loader row key (repeatable; see --list-rows). Default: all rows.",
+)
+@click.option(
+    "--cold-ms", type=float, callback=non_negative, help="Your cold reading (ms), to derive your own load rate."
+)
+@click.option(
+    "--warm-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="Warm TTFT right after the cold reading (ms).",
+)
+@click.option(
+    "--cold-checkpoint-gb",
+    type=float,
+    callback=non_negative,
+    help="Checkpoint size (GB) of the endpoint behind --cold-ms.",
+)
+@click.option(
+    "--engine-startup-s",
+    type=float,
+    default=0.0,
+    show_default=True,
+    callback=non_negative,
+    help="Engine start-up on top of the transfer (s); the published rows show 16–21 s for vLLM.",
+)
 @click.option("--list-rows", is_flag=True, help="List the published loader rows and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def weights(params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, engine_startup_s, list_rows, as_json) -> None:
+def weights(
+    params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, engine_startup_s, list_rows, as_json
+) -> None:
     """Weight-load projection (segment 2 for scale-to-zero): checkpoint GB = params × bytes/param; time = GB ÷ rate.
 
     The rate comes from a published row (Run:ai Model Streamer table, Llama 3 8B, ~15 GB) or from your own
@@ -47,7 +86,17 @@ def weights(params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, en
     """
     rows = P.loader_rows()
     if list_rows:
-        data = [{"key": r.key, "label": r.label, "gb_per_s": r.gb_per_s, "ready_s": r.ready_s, "source": r.source, "as_of": r.as_of} for r in rows]
+        data = [
+            {
+                "key": r.key,
+                "label": r.label,
+                "gb_per_s": r.gb_per_s,
+                "ready_s": r.ready_s,
+                "source": r.source,
+                "as_of": r.as_of,
+            }
+            for r in rows
+        ]
         if as_json:
             echo_json({"rows": data})
         else:
@@ -58,7 +107,9 @@ def weights(params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, en
         rates = [rate_from_row(by_key(rows, k, "loader row", "--load-row")) for k in load_rows]
         if cold_ms is not None:
             if not cold_checkpoint_gb:
-                raise click.UsageError("--cold-ms needs --cold-checkpoint-gb (the size of the checkpoint that cold reading loaded)")
+                raise click.UsageError(
+                    "--cold-ms needs --cold-checkpoint-gb (the size of the checkpoint that cold reading loaded)"
+                )
             rates.append(rate_from_cold_reading(cold_checkpoint_gb, cold_ms, warm_ms, engine_startup_s))
         if not rates:
             rates = [rate_from_row(r) for r in rows]
@@ -66,11 +117,16 @@ def weights(params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, en
     except CapacityError as exc:
         raise usage_error(exc) from None
     out = {
-        "dtype": dtype, "engine_startup_s": engine_startup_s, "label": PROJECTION_LABEL,
+        "dtype": dtype,
+        "engine_startup_s": engine_startup_s,
+        "label": PROJECTION_LABEL,
         "rates": [r.to_dict() for r in rates],
         "projection": [
-            {"params_b": p, "checkpoint_gb": checkpoint_gb(p, dtype),
-             "load_s": {r.name: load_time_s(checkpoint_gb(p, dtype), r, engine_startup_s) for r in rates}}
+            {
+                "params_b": p,
+                "checkpoint_gb": checkpoint_gb(p, dtype),
+                "load_s": {r.name: load_time_s(checkpoint_gb(p, dtype), r, engine_startup_s) for r in rates},
+            }
             for p in table["params_b"]
         ],
     }

@@ -3,6 +3,7 @@
 Revision ID: 0002
 Revises: 0001
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -54,17 +55,32 @@ def upgrade() -> None:
         sa.Column("conn_reused", sa.Boolean(), nullable=False),
         sa.Column("remote_ip", sa.String(64), nullable=True),
         sa.Column("proxy", sa.String(200), nullable=True),
-        *[sa.Column(c, sa.Float(), nullable=True) for c in (
-            "dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms", "total_ms")],
-        *[sa.Column(c, sa.Integer(), nullable=True) for c in (
-            "output_tokens", "prompt_tokens", "cached_tokens", "prompt_tokens_requested")],
+        *[
+            sa.Column(c, sa.Float(), nullable=True)
+            for c in (
+                "dns_ms",
+                "connect_ms",
+                "tls_ms",
+                "headers_ms",
+                "first_event_ms",
+                "ttft_ms",
+                "first_content_ms",
+                "total_ms",
+            )
+        ],
+        *[
+            sa.Column(c, sa.Integer(), nullable=True)
+            for c in ("output_tokens", "prompt_tokens", "cached_tokens", "prompt_tokens_requested")
+        ],
         sa.Column("idle_gap_ms", sa.Float(), nullable=True),
         sa.Column("buffered", sa.Boolean(), nullable=False),
         sa.Column("cached_series", sa.Boolean(), nullable=False),
         sa.UniqueConstraint("endpoint_id", "vantage", "kind", "scheduled_at_ms", name="uq_probe_sample_slot"),
     )
     op.create_index("ix_probe_sample_endpoint_started", "probe_sample", ["endpoint_id", "started_at_ms"])
-    op.create_index("ix_probe_sample_vantage_endpoint_started", "probe_sample", ["vantage", "endpoint_id", "started_at_ms"])
+    op.create_index(
+        "ix_probe_sample_vantage_endpoint_started", "probe_sample", ["vantage", "endpoint_id", "started_at_ms"]
+    )
 
 
 def downgrade() -> None:

@@ -3,6 +3,7 @@
 Revision ID: 0006_i14_sweeps
 Revises: 0005
 """
+
 import sqlalchemy as sa
 from alembic import op
 

@@ -3,6 +3,7 @@
 Revision ID: 0007_i17_alerts
 Revises: 0006_i14_sweeps
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -75,8 +76,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for index, table in (("ix_alert_delivery_event_id", "alert_delivery"), ("ix_alert_event_at_ms", "alert_event"),
-                         ("ix_alert_event_rule_id", "alert_event")):
+    for index, table in (
+        ("ix_alert_delivery_event_id", "alert_delivery"),
+        ("ix_alert_event_at_ms", "alert_event"),
+        ("ix_alert_event_rule_id", "alert_event"),
+    ):
         op.drop_index(index, table_name=table)
     for table in ("alert_delivery", "alert_event", "alert_series"):
         op.drop_table(table)

@@ -3,6 +3,7 @@
 Revision ID: 0008_i17_audit
 Revises: 0007_i17_alerts
 """
+
 import sqlalchemy as sa
 from alembic import op
 
