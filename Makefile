@@ -28,6 +28,7 @@ run: venv
 ## line length) on the whole tree and mypy on planner/, both configured in pyproject.toml. Never rewrites a file.
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 ## Install everything, then lint, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, browser).

@@ -201,7 +201,8 @@ def main() -> int:
             f"load average {load0[0]:.1f} at start"
         )
         say(
-            f"1. client TTFT − server prompt time: first samples {', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
+            "1. client TTFT − server prompt time: first samples "
+            f"{', '.join(f'{x:.1f}' for x in c['first_samples'])} ms; "
             f"other samples median {c['other_median']:.1f} ms; first-sample excess {c['first_excess_ms']:+.1f} ms "
             "(target ≤ 3)"
         )
@@ -226,7 +227,8 @@ def main() -> int:
         }
         p = report["prefill"]
         say(
-            f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) vs llama.cpp's own "
+            f"2. prefill slope: probe {p['probe_ms_per_1k']:.1f} ms per 1K ({p['probe_tokens']} tokens) "
+            "vs llama.cpp's own "
             f"{p['server_ms_per_1k']:.1f} ms per 1K: {p['difference']:+.2%} (target within 2 %); server counted "
             f"{p['counted_minus_requested']} tokens more than requested"
         )
@@ -244,7 +246,8 @@ def main() -> int:
         report["peers"] = peers()
         for label, v in report["cache"].items():
             say(
-                f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} (server count {v['server_prompt_tokens']})"
+                f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} "
+                f"(server count {v['server_prompt_tokens']})"
             )
         say(
             f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up "

@@ -254,7 +254,8 @@ def main() -> None:
     print(f"{'':9} {'seconds':>8} {'peak MB':>8} {'CPU s':>7}  p50 / p95 prompt tokens (all; working day)")
     for name, r in results.items():
         print(
-            f"{name:9} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s']:7.2f}  {r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
+            f"{name:9} {r['total_s']:8.2f} {r['peak_rss_mb']:8.0f} {r['cpu_s']:7.2f}  "
+            f"{r['p']['p50']:.0f} / {r['p']['p95']:.0f}; "
             f"{r['p_workday']['p50']:.0f} / {r['p_workday']['p95']:.0f}"
         )
     wall, cpu = ours["total_s"] / duck["total_s"], ours["cpu_s"] / duck["cpu_s"]

@@ -356,7 +356,8 @@ def write_samples(folder: Path, seed: int = 11) -> None:
         for r in rows[:200]:
             local = dt.datetime.fromtimestamp(r["ts_ms"] / 1000, dt.UTC) + dt.timedelta(hours=BERLIN_OFFSET_H)
             fh.write(
-                f"{local.strftime('%Y-%m-%d %H:%M:%S')};{r['model']};{r['prompt_tokens']};{r['cached_tokens']};{r['output_tokens']};{r['ttft_ms'] / 1000:.3f}\n"
+                f"{local.strftime('%Y-%m-%d %H:%M:%S')};{r['model']};{r['prompt_tokens']};{r['cached_tokens']};"
+                f"{r['output_tokens']};{r['ttft_ms'] / 1000:.3f}\n"
             )
 
     with open(folder / "prompts_without_counts.jsonl", "w") as fh:
@@ -379,7 +380,8 @@ def write_samples(folder: Path, seed: int = 11) -> None:
 
 
 def write_trace_samples(folder: Path, seed: int = 13) -> None:
-    """The synthetic public-trace samples (in the published column formats, labelled synthetic) and a LiteLLM CSV export.
+    """The synthetic public-trace samples (in the published column formats, labelled synthetic) and a LiteLLM CSV
+    export.
 
     Real rows of the Azure 2023 and Mooncake traces are copied into assets/sample_logs by hand (see its README);
     BurstGPT's and Azure 2024's rows could not be fetched, so these follow their published formats only.

@@ -216,7 +216,8 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         )
     if out["api_key_env"] and not _ENV_NAME.match(out["api_key_env"]):
         raise EndpointError(
-            f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; never paste the key itself",
+            f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; "
+            "never paste the key itself",
             "api_key_env",
         )
     return out

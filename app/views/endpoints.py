@@ -151,7 +151,8 @@ if rows:
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
         st.info(
-            f"Probed more often than their scale-down window, so the probes keep them warm: {md_text(', '.join(warm))}. "
+            "Probed more often than their scale-down window, so the probes keep them warm: "
+            f"{md_text(', '.join(warm))}. "
             "Use a cold reading (Probes page) to measure their cold start.",
             icon=":material/local_fire_department:",
         )

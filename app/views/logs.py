@@ -1,4 +1,6 @@
-"""Logs: how long are our prompts, how cached, when do they arrive? (p95 prompt tokens, cache-hit rate, cold exposure)"""
+"""Logs: how long are our prompts, how cached, when do they arrive?
+
+(p95 prompt tokens, cache-hit rate, cold exposure)"""
 
 import json
 

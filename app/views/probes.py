@@ -174,7 +174,8 @@ def live_view() -> None:
         st.info(
             f"**Part of this range is older than the raw-sample retention** and comes from hourly rollups: "
             f"{roll['n_ok']:,} ok samples, {roll['n_failed']:,} failed, {roll['n_skipped']:,} skipped "
-            f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). Percentiles that include them "
+            f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). "
+            "Percentiles that include them "
             f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
             f"and CSV show raw samples only ({raw_from}).",
             icon=":material/history:",

@@ -188,7 +188,8 @@ target = result.interaction
 scope = f", busiest day {day}" if day else ""
 period_h = max((c.period_h for c in result.candidates if c.ok), default=0.0)
 st.caption(
-    f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · hours in {tz} · "
+    f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · "
+    f"hours in {tz} · "
     f"percentiles nearest-rank; hours with n < 20 are hollow in the chart."
 )
 if result.cheapest:

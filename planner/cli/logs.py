@@ -224,7 +224,8 @@ def list_(database_url, as_json) -> None:
         return
     for u in uploads:
         click.echo(
-            f"{u.id}\t{u.name}\t{u.n_requests:,} requests\t{u.n_rejected:,} rejected\t{', '.join(set(u.formats.values()))}"
+            f"{u.id}\t{u.name}\t{u.n_requests:,} requests\t{u.n_rejected:,} rejected\t"
+            f"{', '.join(set(u.formats.values()))}"
         )
 
 

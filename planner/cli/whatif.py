@@ -37,7 +37,8 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     required=True,
     multiple=True,
     metavar="FILE|DIR|GLOB",
-    help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, public traces), a directory or a glob.",
+    help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, "
+    "public traces), a directory or a glob.",
 )
 @format_option
 @map_option
@@ -49,7 +50,9 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     required=True,
     multiple=True,
     metavar="SPEC",
-    help="A candidate, repeatable: 'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or 'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).",
+    help="A candidate, repeatable: "
+    "'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or "
+    "'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).",
 )
 @click.option(
     "--growth",
@@ -142,10 +145,12 @@ def whatif(
     it = result.interaction
     scope = f" · busiest day {day}" if day else ""
     click.echo(
-        f"{result.n_requests:,} requests{scope} · growth ×{growth:g} · target: {it.label} p95 ≤ {it.target_p95_ms:,.0f} ms · hours in {tz}"
+        f"{result.n_requests:,} requests{scope} · growth ×{growth:g} · target: {it.label} p95 ≤ "
+        f"{it.target_p95_ms:,.0f} ms · hours in {tz}"
     )
     click.echo(
-        f"{'candidate':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'worst h p95':>12} {'within':>7} {'GPU-h':>8} {'cost $':>10}  verdict"
+        f"{'candidate':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'worst h p95':>12} {'within':>7} "
+        f"{'GPU-h':>8} {'cost $':>10}  verdict"
     )
     for c in result.candidates:
         if not c.ok:

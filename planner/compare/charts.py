@@ -100,7 +100,8 @@ def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] 
                 "arrayminus": [p.point_ms - p.low_ms for p in pts],
             },
             customdata=[[p.n, p.low_ms, p.high_ms] for p in pts],
-            hovertemplate="p95 %{x:,.0f} ms (95% CI %{customdata[1]:,.0f}–%{customdata[2]:,.0f}) · n=%{customdata[0]}<extra>%{y}</extra>",
+            hovertemplate="p95 %{x:,.0f} ms (95% CI %{customdata[1]:,.0f}–%{customdata[2]:,.0f}) · "
+            "n=%{customdata[0]}<extra>%{y}</extra>",
         )
     )
     fig.update_layout(

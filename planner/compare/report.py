@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;
+padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem;font-size:0.9rem}
 th,td{border:1px solid #ccc;padding:0.3rem 0.5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}

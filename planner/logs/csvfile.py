@@ -48,8 +48,9 @@ def read_rows(
 ) -> tuple[list[str], Iterator[tuple[int, list[str] | str]]]:
     """(header, iterator of (first line number of the row, its fields — or a reason string when unusable)).
 
-    tick: called now and then with the fraction of lines read. Header cells are stripped of surrounding spaces. Blank lines are skipped. Line numbers are
-    1-based physical lines, so a row with a quoted line break is named by the line it starts on.
+    tick: called now and then with the fraction of lines read. Header cells are stripped of surrounding spaces.
+    Blank lines are skipped. Line numbers are 1-based physical lines, so a row with a quoted line break is named by
+    the line it starts on.
     """
     try:
         text, clean = data.decode("utf-8"), True

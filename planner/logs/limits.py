@@ -94,7 +94,8 @@ def _unzstd(data: bytes, name: str, max_bytes: int) -> bytes:
 
 
 def check_regular(path: Path) -> int:
-    """The size of a regular file; raises ValueError for a device, FIFO, socket or directory (they have no size to cap)."""
+    """The size of a regular file; raises ValueError for a device, FIFO, socket or directory (they have no size to
+    cap)."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, pipe or socket)"

@@ -46,7 +46,10 @@ FIELDS = (
     "end_time",
     "hash_ids",
 )
-REQUIRED_HELP = "a time column (ts, or ts_relative_s / ts_relative_ms) and a prompt-token column (prompt_tokens, prompt_tokens_uncached or prompt_text)"
+REQUIRED_HELP = (
+    "a time column (ts, or ts_relative_s / ts_relative_ms) and a prompt-token column (prompt_tokens, "
+    "prompt_tokens_uncached or prompt_text)"
+)
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "ts": (

@@ -18,7 +18,8 @@ DEFAULT_CACHE_BLOCKS = 16_384  # ≈ 8.4 M tokens of KV cache at 512 tokens a bl
 
 
 class PrefixCache:
-    """An LRU set of block hashes; `hit_blocks` counts a request's leading blocks already cached, then caches all of them."""
+    """An LRU set of block hashes; `hit_blocks` counts a request's leading blocks already cached, then caches all
+    of them."""
 
     def __init__(self, capacity_blocks: int = DEFAULT_CACHE_BLOCKS, block_tokens: int = DEFAULT_BLOCK_TOKENS) -> None:
         if capacity_blocks < 1 or block_tokens < 1:

@@ -207,7 +207,8 @@ def peak_hour_rate_per_s(frame: pd.DataFrame, tz: str = "UTC", *, clock: _Clock 
 
 
 def cached_share(frame: pd.DataFrame) -> dict[str, float]:
-    """token_fraction: cached ÷ prompt tokens (what prefill skips); request_fraction: share of requests with any cache hit."""
+    """token_fraction: cached ÷ prompt tokens (what prefill skips); request_fraction: share of requests with any
+    cache hit."""
     prompt = float(frame["prompt_tokens"].sum())
     cached = float(frame["cached_tokens"].sum())
     n = len(frame)

@@ -155,7 +155,8 @@ def _two_pass_percentiles(
     # One scan serves the counts too: failed and skipped rows land in the cell b = NULL of their group.
     counts = conn.execute(
         sa.text(
-            f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
+            "SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, "
+            "SUM(sk) AS skipped FROM ("
             f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN {bucket} END AS b, ttft_ms,"
             f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
             f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
@@ -413,7 +414,8 @@ def latest_requests(engine: Engine, endpoint_id: int, limit: int = 5) -> pd.Data
 
 
 def export_csv(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> str:
-    """Every raw sample of the series in the range as CSV (header row first), oldest first. No secrets: rows hold none."""
+    """Every raw sample of the series in the range as CSV (header row first), oldest first. No secrets: rows hold
+    none."""
     s = ProbeSampleRow.__table__
     cols = [c for c in s.columns]
     with engine.connect() as conn:

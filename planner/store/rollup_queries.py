@@ -122,7 +122,8 @@ def _raw_cells(conn, key_sql: str, params: dict) -> tuple[dict, dict]:
     of successful samples, and the failed / skipped tallies."""
     rows = conn.execute(
         sa.text(
-            f"SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, SUM(sk) AS skipped FROM ("
+            "SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, "
+            "SUM(sk) AS skipped FROM ("
             f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN CAST(ttft_ms AS INTEGER) END AS b, ttft_ms,"
             f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
             f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"

@@ -195,7 +195,8 @@ def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end:
 def merged_histogram(
     engine: Engine, endpoint_id: int, vantage: str, start_ms: int, end_ms: int
 ) -> tuple[dict[int, int], int, int]:
-    """(histogram, n_ok, n_failed) of the rollups of one endpoint and vantage whose hour starts in [start_ms, end_ms)."""
+    """(histogram, n_ok, n_failed) of the rollups of one endpoint and vantage whose hour starts in
+    [start_ms, end_ms)."""
     hist: Counter = Counter()
     n_ok = n_failed = 0
     with engine.connect() as conn:

@@ -9,8 +9,8 @@ times), so a day of traffic replays in seconds. Each TTFT is split into the four
     prefill_ms  uncached prompt tokens / prefill rate
     network_ms  the deployment's RTT
 
-A slot is held for prefill plus (output_tokens − 1) / decode rate (the first token ends prefill). Serverless replicas follow the
-trace-driven pool of anchors §5: each replica keeps its slots' free times and the end of its
+A slot is held for prefill plus (output_tokens − 1) / decode rate (the first token ends prefill). Serverless
+replicas follow the trace-driven pool of anchors §5: each replica keeps its slots' free times and the end of its
 last request; it is released once idle longer than the scale-down window; a request that
 finds no free slot (and no starting replica with an unclaimed slot) starts a new replica if
 the pool is below its max, and takes whichever comes first, a slot freeing up or the new
@@ -138,7 +138,8 @@ def _admit(arr: list[float], svc: list[float], slots: int) -> list[bool]:
 def _pool(
     pool_spec: Serverless, arr: list[float], svc: list[float], t0: float, max_wait_ms: float
 ) -> tuple[list[float], list[float], float, list[float], int, int]:
-    """Serverless pool replay: (start, ready-at of a fresh replica taken (else -inf), dynamic GPU-ms, pinned count, cold starts, peak)."""
+    """Serverless pool replay: (start, ready-at of a fresh replica taken (else -inf), dynamic GPU-ms, pinned count,
+    cold starts, peak)."""
     name = pool_spec.name
     slots = pool_spec.slots_per_replica
     max_r = pool_spec.max_replicas

@@ -7,8 +7,8 @@ stdin carries requests, one JSON object a line::
     {"cancel": 7}
 
 stdout carries results: ``{"id": 7, "sample": {...TtftSample fields}}`` or
-``{"id": 7, "error": "..."}``; the first line, once imports are done, is ``{"ready": true}``. Timestamps are taken here, in this process's own
-event loop, so CPU another process spends on a hostile stream cannot delay them.
+``{"id": 7, "error": "..."}``; the first line, once imports are done, is ``{"ready": true}``. Timestamps are
+taken here, in this process's own event loop, so CPU another process spends on a hostile stream cannot delay them.
 The process exits when stdin closes (the worker stopped or died). Logging goes
 to stderr; nothing but result lines is written to stdout. The API key travels
 over the pipe only and is never logged.

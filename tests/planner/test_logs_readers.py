@@ -274,8 +274,8 @@ def test_a_large_file_on_disk_is_streamed_and_still_explains_bad_lines(tmp_path)
     good.write_bytes(data)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(
-        data
-        + b'{"object": "chat.completion", "created": 1764000000, "model": "m", "usage": {"prompt_tokens": -1, "completion_tokens": 1}}\n'
+        data + b'{"object": "chat.completion", "created": 1764000000, "model": "m", '
+        b'"usage": {"prompt_tokens": -1, "completion_tokens": 1}}\n'
     )
     from_disk = read_logs([good]).frame
     in_memory = read_logs([("good.jsonl", data)]).frame
