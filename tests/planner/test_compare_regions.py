@@ -8,14 +8,15 @@ import time
 from planner.compare import compare
 from planner.compare.regions import region_table
 from planner.endpoints import add_endpoint
+from planner.probes.rtt_record import SampleRecord
 from planner.providers import endpoint_fields, find_provider
-from planner.store.rtt import SampleRecord, insert_samples
+from planner.store.rtt import insert_rtt_samples
 
 NOW_MS = int(time.time() * 1000)
 
 
 def _rtt(engine, region_id: str, vantage: str, values_ms: list[float]) -> None:
-    insert_samples(
+    insert_rtt_samples(
         engine,
         [
             SampleRecord(region_id, "host:443", "server", "tcp-connect", v, NOW_MS - i * 1000, vantage)

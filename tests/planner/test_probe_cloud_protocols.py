@@ -11,6 +11,7 @@ import json
 import pytest
 
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
+from planner.store.probes import sample_row
 from tests.support.cloud_streams import (
     bedrock_event,
     bedrock_exception,
@@ -346,7 +347,7 @@ def test_bedrock_sigv4_verified_server_side_message_start_is_not_a_token_and_met
     assert verify_sigv4(req, AKID, SECRET, "eu-central-1")
     assert not verify_sigv4(req, AKID, SECRET + "x", "eu-central-1")
     assert req.json()["inferenceConfig"]["maxTokens"] == 64
-    assert s.to_row(1, "", "manual", 0).ttft_ms == s.ttft_ms  # the extra figure does not break the store row
+    assert sample_row(s, 1, "", "manual", 0).ttft_ms == s.ttft_ms  # the extra figure does not break the store row
 
 
 @pytest.mark.parametrize(
