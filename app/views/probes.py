@@ -318,7 +318,17 @@ def live_view() -> None:
         st.plotly_chart(charts.heatmap_figure(_day_hour_heatmap(URL, key, start_ms, end_ms, tz), tz), key="probes_heat")
     with right:
         st.plotly_chart(charts.ecdf_figure(_ecdf_points(URL, key, start_ms, end_ms)), key="probes_ecdf")
-    st.plotly_chart(charts.phase_figure(_phase_breakdown(URL, key, start_ms, end_ms)), key="probes_phases")
+    phases = _phase_breakdown(URL, key, start_ms, end_ms)
+    st.plotly_chart(charts.phase_figure(phases), key="probes_phases")
+    by_phase = phases.set_index("phase")
+    if "server_latency_ms" in by_phase.index and by_phase.loc["server_latency_ms", "n"] > 0:
+        server, ours = by_phase.loc["server_latency_ms"], by_phase.loc["ttft_ms"]
+        st.caption(
+            f"The endpoint's own latency figure (Bedrock `metadata.metrics.latencyMs`, whole response): p50 "
+            f"{present.ms(server['p50_ms'])} over {present.count(server['n'])} samples, beside our TTFT p50 "
+            f"{present.ms(ours['p50_ms'])}. The gap between them is network, queueing before the server's clock "
+            "starts, and — since the server's figure ends at the last token — generation."
+        )
 
 
 live_view()

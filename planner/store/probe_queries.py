@@ -57,7 +57,16 @@ __all__ = [
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-PHASES = ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms")
+PHASES = (
+    "dns_ms",
+    "connect_ms",
+    "tls_ms",
+    "headers_ms",
+    "first_event_ms",
+    "ttft_ms",
+    "first_content_ms",
+    "server_latency_ms",  # not a phase of ours: the endpoint's own figure where it reports one (Bedrock)
+)
 _OK = SAMPLE_SQL
 _ATTEMPT = ATTEMPT_SQL
 _RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"

@@ -106,6 +106,7 @@ class ProbeSampleRow(SQLModel, table=True):
     idle_gap_ms: float | None = None
     buffered: bool = False
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
+    server_latency_ms: float | None = None  # the endpoint's own latency figure, where it reports one (Bedrock)
 
 
 def sample_row(
@@ -137,7 +138,7 @@ def sample_row(
 #: provider label of the endpoints `probe --store` creates (disabled: the worker never schedules them).
 MANUAL_PROVIDER = "manual"
 _SLOT_KEY = ("endpoint_id", "vantage", "kind", "scheduled_at_ms")
-_INSERT_BATCH_ROWS = 500  # 36 columns × 500 rows stays under SQLite's 32,766 bound parameters
+_INSERT_BATCH_ROWS = 500  # 37 columns × 500 rows stays under SQLite's 32,766 bound parameters
 
 
 def _one_outcome_per_slot(rows: list[ProbeSampleRow]) -> list[ProbeSampleRow]:
