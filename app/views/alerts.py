@@ -11,8 +11,8 @@ from app.cache import engine
 from app.viewer import fmt_ms
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
 from planner.alerts.rules import AlertKind, AlertState, Transition, build_rule
+from planner.alerts.targets import p95_targets
 from planner.endpoints import list_endpoints
-from planner.presets import interactions
 from planner.store import alerts as store
 from planner.untrusted import md_text
 
@@ -112,7 +112,7 @@ if rules:
 
 # ---- add a rule
 with st.expander("Add a rule", expanded=not rules):
-    targets = {i.key: i.target_p95_ms for i in interactions()}
+    targets = p95_targets(eng)
     with st.form("alert_add"):
         name = st.text_input("Name", placeholder="chat p95")
         kind = st.selectbox(
@@ -133,7 +133,7 @@ with st.expander("Add a rule", expanded=not rules):
             key="alert_endpoint",
         )
         interaction = st.selectbox(
-            "Threshold from an interaction type's p95 target (p95 only)",
+            "Threshold from an interaction type's or a saved worksheet's p95 target (p95 only)",
             ["", *targets],
             format_func=lambda k: "— enter a threshold —" if not k else f"{k} ({targets[k]:g} ms)",
             key="alert_interaction",

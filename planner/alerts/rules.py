@@ -148,7 +148,7 @@ def build_rule(
         if kind is not AlertKind.P95_OVER:
             raise ValueError("an interaction type sets a p95 target: use it with the p95_over kind")
         if interaction not in targets_ms:
-            raise ValueError(f"unknown interaction type {interaction!r}; known: {', '.join(targets_ms)}")
+            raise ValueError(f"unknown p95 target {interaction!r}; known: {', '.join(targets_ms)}")
         threshold = threshold if threshold is not None else targets_ms[interaction]
     if kind is AlertKind.NO_SUCCESS:
         threshold = window_min

@@ -10,9 +10,9 @@ import click
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
+from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.endpoints import EndpointNotFound, get_endpoint
-from planner.presets import interactions
 from planner.store import alerts as store
 from planner.store import audit
 
@@ -53,6 +53,11 @@ def alerts() -> None:
     "--interaction",
     default=None,
     help="p95_over: use this interaction type's p95 target as the threshold (inline, chat, agent, …).",
+)
+@click.option(
+    "--worksheet",
+    default=None,
+    help="p95_over: use this saved worksheet's p95 target (for its interaction type) as the threshold.",
 )
 @click.option(
     "--threshold",
@@ -103,6 +108,7 @@ def add_cmd(
     kind,
     endpoint,
     interaction,
+    worksheet,
     threshold,
     window_min,
     for_min,
@@ -114,6 +120,8 @@ def add_cmd(
     database_url,
 ) -> None:
     """Add a rule NAME."""
+    if interaction and worksheet:
+        fail("give --interaction or --worksheet, not both", 2)
     engine = open_engine(database_url)
     endpoint_id = None
     if endpoint:
@@ -131,8 +139,8 @@ def add_cmd(
             min_n=min_n,
             clear_margin_pct=clear_margin_pct,
             endpoint_id=endpoint_id,
-            interaction=interaction or "",
-            targets_ms={i.key: i.target_p95_ms for i in interactions()},
+            interaction=interaction or (WORKSHEET_PREFIX + worksheet if worksheet else ""),
+            targets_ms=p95_targets(engine),
             webhook_env=webhook_env,
             webhook_format=webhook_format,
             email_to=email_to,
