@@ -8,11 +8,11 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from planner.alerts.evaluate import evaluate_all
-from planner.alerts.rules import AlertKind, Rule
+from planner.alerts.rules import AlertKind
 from planner.store import alerts as store
 from planner.store import open_store
 from tests.app.conftest import ROUTER
-from tests.support.compare_seed import seed_endpoint
+from tests.support.alerts import slow_endpoint_with_rule
 
 
 def _page() -> AppTest:
@@ -27,21 +27,7 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery(monkeypat
     monkeypatch.delenv("NOT_SET_HOOK", raising=False)
     eng = open_store()
     now_ms = int(time.time() * 1000)
-    seed_endpoint(eng, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-    store.add_rule(
-        eng,
-        Rule(
-            name="chat p95",
-            kind=AlertKind.P95_OVER,
-            threshold=500,
-            window_s=900,
-            for_s=0,
-            min_n=20,
-            interaction="chat",
-            webhook_env="NOT_SET_HOOK",
-        ),
-        now_ms,
-    )
+    slow_endpoint_with_rule(eng, now_ms, webhook_env="NOT_SET_HOOK", name="chat p95", interaction="chat")
     evaluate_all(eng, now_ms)
     eng.dispose()
     at = _page()

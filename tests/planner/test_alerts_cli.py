@@ -3,29 +3,11 @@ worksheet that does not exist is a one-line error naming the ones that do."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 from planner.budget import Worksheet
 from planner.store import alerts as store
 from planner.store import open_store
 from planner.store.worksheets import save_worksheet
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url}
-    return subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-    )
+from tests.support.alerts import run_cli
 
 
 def test_a_rule_takes_its_threshold_from_a_saved_worksheet(tmp_path):
@@ -34,12 +16,12 @@ def test_a_rule_takes_its_threshold_from_a_saved_worksheet(tmp_path):
     plan = Worksheet(name="Team plan", interaction="chat")
     plan.targets_ms["chat"] = 350.0
     save_worksheet(engine, plan)
-    out = _cli(db_url, "alerts", "add", "plan p95", "--worksheet", "Team plan")
+    out = run_cli(db_url, "alerts", "add", "plan p95", "--worksheet", "Team plan")
     assert out.returncode == 0, out.stderr
     (rule,) = store.load_rules(engine)
     assert (rule.threshold, rule.interaction) == (350.0, "worksheet: Team plan")
-    listed = _cli(db_url, "alerts", "list").stdout
+    listed = run_cli(db_url, "alerts", "list").stdout
     assert "p95_over > 350 ms" in listed
-    bad = _cli(db_url, "alerts", "add", "other", "--worksheet", "Nope")
+    bad = run_cli(db_url, "alerts", "add", "other", "--worksheet", "Nope")
     assert bad.returncode == 2 and "unknown p95 target 'worksheet: Nope'" in bad.stderr
     assert "worksheet: Team plan" in bad.stderr

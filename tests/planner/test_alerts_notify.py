@@ -5,57 +5,19 @@ failed delivery retried with backoff."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 from aiosmtpd.controller import Controller
 
 from planner.alerts.evaluate import deliver_due, evaluate_all
-from planner.alerts.rules import AlertKind, AlertState, Rule
+from planner.alerts.rules import AlertState
 from planner.store import alerts as store
 from planner.store import open_store
-from tests.support.compare_seed import seed_endpoint
+from tests.support.alerts import Receiver, run_cli, slow_endpoint_with_rule
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Receiver:
-    """A local webhook receiver: records each JSON body; answers 500 to the first `fail_first` posts."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.bodies: list[dict] = []
-        self.posts = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.posts += 1
-                failing = outer.posts <= fail_first
-                if not failing:
-                    outer.bodies.append(json.loads(body))
-                self.send_response(500 if failing else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks/T000/B000/secret-token"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 class Mailbox:
@@ -92,15 +54,7 @@ def _script(delay_s: float) -> Script:
 
 
 def _cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url}
-    out = subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-    )
+    out = run_cli(db_url, *args)
     assert out.returncode == 0, out.stderr
     return out
 
@@ -195,20 +149,7 @@ def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(tmp_path, monke
     try:
         engine = open_store(f"sqlite:///{tmp_path / 'retry.db'}")
         now_ms = int(time.time() * 1000)
-        seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-        store.add_rule(
-            engine,
-            Rule(
-                name="p95",
-                kind=AlertKind.P95_OVER,
-                threshold=500,
-                window_s=900,
-                for_s=0,
-                min_n=20,
-                webhook_env="TEAM_HOOK",
-            ),
-            now_ms,
-        )
+        slow_endpoint_with_rule(engine, now_ms)
         first = evaluate_all(engine, now_ms)
         assert [t for _, _, t in first.transitions] == ["firing"]
         assert first.delivered == 0 and "answered HTTP 500" in first.failed[0]
@@ -230,20 +171,7 @@ def test_each_vantage_evaluates_only_its_own_series(tmp_path, monkeypatch):
     try:
         engine = open_store(f"sqlite:///{tmp_path / 'vantage.db'}")
         now_ms = int(time.time() * 1000)
-        seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
-        store.add_rule(
-            engine,
-            Rule(
-                name="p95",
-                kind=AlertKind.P95_OVER,
-                threshold=500,
-                window_s=900,
-                for_s=0,
-                min_n=20,
-                webhook_env="TEAM_HOOK",
-            ),
-            now_ms,
-        )
+        slow_endpoint_with_rule(engine, now_ms)
         other = evaluate_all(engine, now_ms, vantage="eu-central")  # another vantage's worker: not its series
         assert (other.series, other.transitions, hook.posts) == (0, [], 0)
         own = evaluate_all(engine, now_ms, vantage="")

@@ -20,7 +20,7 @@ from planner.endpoints import add_endpoint
 from planner.samples import SAMPLE_SQL
 from planner.store import alerts as alert_store
 from planner.store import open_store
-from tests.planner.test_alerts_notify import Receiver
+from tests.support.alerts import Receiver
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
 

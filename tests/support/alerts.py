@@ -1,0 +1,82 @@
+"""Alert test helpers: a local webhook receiver, a slow endpoint with a firing p95 rule, and the CLI as users run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from planner.alerts.rules import AlertKind, Rule
+from planner.store import alerts as store
+from tests.support.compare_seed import seed_endpoint
+
+__all__ = ["Receiver", "run_cli", "slow_endpoint_with_rule"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Receiver:
+    """A local webhook receiver: records each JSON body; answers 500 to the first `fail_first` posts."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.bodies: list[dict] = []
+        self.posts = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                outer.posts += 1
+                failing = outer.posts <= fail_first
+                if not failing:
+                    outer.bodies.append(json.loads(body))
+                self.send_response(500 if failing else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks/T000/B000/secret-token"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def slow_endpoint_with_rule(engine: Engine, now_ms: int, *, webhook_env: str = "TEAM_HOOK", **rule) -> None:
+    """Endpoint "slow-b" with 30 samples around 900 ms in the last 10 minutes (default vantage), and a p95 > 500 ms
+    rule over 15 minutes that fires at once (for 0 s, min n 20); `rule` overrides Rule fields."""
+    seed_endpoint(engine, "slow-b", median_ms=900, n=30, start_ms=now_ms - 600_000, span_ms=590_000, vantage="")
+    fields = {
+        "name": "p95",
+        "kind": AlertKind.P95_OVER,
+        "threshold": 500,
+        "window_s": 900,
+        "for_s": 0,
+        "min_n": 20,
+        "webhook_env": webhook_env,
+        **rule,
+    }
+    store.add_rule(engine, Rule(**fields), now_ms)
+
+
+def run_cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
+    """`ttft-planner ARGS` in a fresh process over the store at db_url (stdout, stderr, returncode)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url}
+    return subprocess.run(
+        [sys.executable, "-c", "from planner.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
