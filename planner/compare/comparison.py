@@ -136,7 +136,9 @@ def compare(
     samples = load_samples(engine, endpoints, since_ms=since_ms, until_ms=until_ms, vantage=vantage)
     hourly = hourly_profile(samples, tz)
     cold = latest_cold_readings(engine, endpoints, vantage=vantage)
-    serving = serving_regions(endpoints)
+    # an endpoint's region may be one of the team's own RTT targets rather than a catalog region
+    own_targets = rtt_to_regions(engine, [e.region for e in endpoints], vantage=vantage)
+    serving = serving_regions(endpoints, measured=set(own_targets))
     rtt = rtt_to_regions(engine, [s.region_id for s in serving.values()], vantage=vantage)
     window = format_window(since_ms, until_ms, samples, tz)
     metrics = [

@@ -9,7 +9,7 @@ table, each row with the network share of its TTFT from the chosen vantage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -31,13 +31,14 @@ class ServingRegion:
     anycast: bool
 
 
-def serving_regions(endpoints: Iterable[EndpointInfo]) -> dict[str, ServingRegion]:
-    """Endpoint name → its ServingRegion (region_id '' when neither the provider catalog nor the region catalog
-    knows its region)."""
+def serving_regions(endpoints: Iterable[EndpointInfo], measured: Collection[str] = ()) -> dict[str, ServingRegion]:
+    """Endpoint name → its ServingRegion (region_id '' when neither the provider catalog, the region catalog nor the
+    RTT targets the team measures (`measured`: region ids with RTT samples) know its region)."""
     regions = {r.id: r for r in region_catalog()}
     out = {}
     for e in endpoints:
-        rid = catalog_region(e.provider, e.region) or (e.region if e.region in regions else "")
+        known = e.region in regions or e.region in measured
+        rid = catalog_region(e.provider, e.region) or (e.region if known else "")
         r = regions.get(rid)
         out[e.name] = ServingRegion(rid, r.label if r else "", bool(r and r.anycast))
     return out
