@@ -317,7 +317,8 @@ def remove_endpoint(engine: Engine, name: str) -> None:
     with engine.begin() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-        conn.execute(sa.delete(table_of(EndpointRow)).where(table_of(EndpointRow).c.id == row.id))
+        t = table_of(EndpointRow)
+        conn.execute(sa.delete(t).where(t.c.id == row.id))
 
 
 def export_toml(engine: Engine) -> str:
