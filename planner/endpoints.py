@@ -30,12 +30,12 @@ import sqlalchemy as sa
 import tomli_w
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from planner import settings
 from planner.probes.protocols import PROTOCOLS
 from planner.secrets_file import lookup_key
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 from planner.store.faults import STORE_FAILURES, describe
 from planner.store.probes import EndpointRow
 from planner.store.text_fields import text_problem
@@ -184,7 +184,7 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
             raise EndpointError(f"{name} is required", name)
     for name, value in out.items():
         problem = (
-            text_problem(EndpointRow.__table__, name, value) if isinstance(value, str) and name != "base_url" else None
+            text_problem(table_of(EndpointRow), name, value) if isinstance(value, str) and name != "base_url" else None
         )
         if problem:  # base_url: the URL validator below
             raise EndpointError(problem, name)
@@ -255,7 +255,7 @@ def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str |
     if enabled_only:
         q = q.where(EndpointRow.enabled == sa.true())
     if vantage is not None:
-        q = q.where(sa.or_(EndpointRow.vantage == "", EndpointRow.vantage == vantage))
+        q = q.where(sa.or_(col(EndpointRow.vantage) == "", col(EndpointRow.vantage) == vantage))
     with session(engine) as s:
         return list(s.exec(q).all())
 
@@ -318,7 +318,8 @@ def remove_endpoint(engine: Engine, name: str) -> None:
     with engine.begin() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-        conn.execute(sa.delete(EndpointRow.__table__).where(EndpointRow.__table__.c.id == row.id))
+        t = table_of(EndpointRow)
+        conn.execute(sa.delete(t).where(t.c.id == row.id))
 
 
 def export_toml(engine: Engine) -> str:

@@ -82,10 +82,17 @@ def hourly_p95_figure(hourly: pd.DataFrame, tz: str = "UTC", order: Sequence[str
     return fig if fig.data else mark_empty(fig)
 
 
+def _error_bars(p: Interval) -> tuple[float, float]:
+    """(above, below) the point, ms; an interval with a point has both ends (compare.stats._interval)."""
+    assert p.point_ms is not None and p.low_ms is not None and p.high_ms is not None
+    return p.high_ms - p.point_ms, p.point_ms - p.low_ms
+
+
 def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] | None = None) -> go.Figure:
     """Each endpoint's TTFT p95 with its bootstrap interval as error bars (ms); faded when n < 20."""
     names = [k for k in _ordered(list(intervals), order) if intervals[k].point_ms is not None]
     pts = [intervals[k] for k in names]
+    bars = [_error_bars(p) for p in pts]
     fig = go.Figure(
         go.Scatter(
             x=[p.point_ms for p in pts],
@@ -96,8 +103,8 @@ def p95_interval_figure(intervals: Mapping[str, Interval], order: Sequence[str] 
             error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": [p.high_ms - p.point_ms for p in pts],
-                "arrayminus": [p.point_ms - p.low_ms for p in pts],
+                "array": [above for above, _ in bars],
+                "arrayminus": [below for _, below in bars],
             },
             customdata=[[p.n, p.low_ms, p.high_ms] for p in pts],
             hovertemplate="p95 %{x:,.0f} ms (95% CI %{customdata[1]:,.0f}–%{customdata[2]:,.0f}) · "

@@ -188,7 +188,7 @@ def metrics_table(cmp: Comparison) -> pd.DataFrame:
     rows = []
     for r in cmp.ranked:
         m = r.metrics
-        row = {"endpoint": m.name, "provider": m.endpoint.provider, "region": m.endpoint.region}
+        row: dict[str, object] = {"endpoint": m.name, "provider": m.endpoint.provider, "region": m.endpoint.region}
         for key in ("p50", "p95", "p99"):
             row[f"ttft_{key}_ms"] = m.ttft[key].value
             row[f"ttft_{key}_reliable"] = m.ttft[key].reliable

@@ -47,9 +47,9 @@ def cost_basis(
     planner.capacity.errors.CapacityError for malformed cost inputs or negative prices.
     """
     typed = dict(price_usd_per_mtok or {})
-    for name, price in typed.items():
-        if price < 0:
-            raise CapacityError(f"price for {name} cannot be negative, got {price:g} USD per 1M tokens")
+    for name, typed_price in typed.items():
+        if typed_price < 0:
+            raise CapacityError(f"price for {name} cannot be negative, got {typed_price:g} USD per 1M tokens")
     inputs = CostInputs.from_dict(dict(cost_inputs)) if cost_inputs else None
     mix = inputs.mix if inputs is not None else default_mix()
     page_price = None

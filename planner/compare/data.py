@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.rtt import rtt_summary
 from planner.store.worker import ColdReadingRow
@@ -126,7 +126,7 @@ def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
     if not names:
         raise ValueError("name at least one endpoint to compare")
     with session(engine) as s:
-        rows = {r.name: r for r in s.exec(select(EndpointRow).where(EndpointRow.name.in_(names))).all()}
+        rows = {r.name: r for r in s.exec(select(EndpointRow).where(col(EndpointRow.name).in_(names))).all()}
     missing = [n for n in names if n not in rows]
     if missing:
         known = ", ".join(endpoint_names(engine)) or "none registered yet"
@@ -137,13 +137,14 @@ def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
             continue
         seen.add(n)
         r = rows[n]
+        assert r.id is not None  # a row read from the database has its id
         out.append(EndpointInfo(r.id, r.name, r.provider, r.region, r.model, r.interval_s, r.scale_down_window_s))
     return out
 
 
 def sample_span(engine: Engine, endpoints: Sequence[EndpointInfo]) -> tuple[int, int] | None:
     """(first, last) started_at_ms over the endpoints' samples (UTC epoch ms), None when there are none."""
-    t = ProbeSampleRow.__table__
+    t = table_of(ProbeSampleRow)
     q = sa.select(sa.func.min(t.c.started_at_ms), sa.func.max(t.c.started_at_ms)).where(
         t.c.endpoint_id.in_([e.id for e in endpoints])
     )
@@ -165,7 +166,7 @@ def load_samples(
     Returns a frame with SAMPLE_COLUMNS (endpoint is the endpoint's name), oldest first.
     """
     by_id = {e.id: e.name for e in endpoints}
-    t = ProbeSampleRow.__table__
+    t = table_of(ProbeSampleRow)
     cols = [t.c[c] for c in SAMPLE_COLUMNS if c != "endpoint"]
     q = sa.select(t.c.endpoint_id, *cols).where(t.c.endpoint_id.in_(list(by_id)))
     if since_ms is not None:
@@ -207,7 +208,7 @@ def latest_cold_readings(
     """
     ids = {e.id: e.name for e in endpoints}
     out: dict[str, ColdReading] = {}
-    c = ColdReadingRow.__table__.c
+    c = table_of(ColdReadingRow).c
     q = sa.select(c.endpoint_id, c.completed_at_ms, c.cold_ttft_ms, c.warm_ttft_ms).where(
         c.endpoint_id.in_(list(ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None)
     )
@@ -218,7 +219,7 @@ def latest_cold_readings(
             out[ids[endpoint_id]] = ColdReading(
                 float(cold_ms), None if warm_ms is None else float(warm_ms), int(at_ms), "cold reading"
             )
-    t = ProbeSampleRow.__table__
+    t = table_of(ProbeSampleRow)
     q = sa.select(t.c.endpoint_id, t.c.kind, t.c.started_at_ms, t.c.ttft_ms).where(
         t.c.endpoint_id.in_(list(ids)), t.c.kind.in_(("cold", "warm")), t.c.ok.is_(True)
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.stats import min_n_for, nearest_rank, nearest_rank_index
+from planner.stats import min_n_for, nearest_rank_index
 
 __all__ = [
     "Bootstraps",
@@ -188,10 +188,15 @@ def resampled_percentiles(
     return out
 
 
+def _nearest_rank(sorted_values: np.ndarray, p: float) -> float:
+    """Nearest-rank p-quantile of an already sorted, non-empty array (planner.stats.nearest_rank for arrays)."""
+    return float(sorted_values[nearest_rank_index(p, len(sorted_values))])
+
+
 def _ends(boot: np.ndarray, confidence: float) -> tuple[float, float]:
     s = np.sort(boot)
     alpha = (1.0 - confidence) / 2.0
-    return float(nearest_rank(s, alpha)), float(nearest_rank(s, 1.0 - alpha))
+    return _nearest_rank(s, alpha), _nearest_rank(s, 1.0 - alpha)
 
 
 def _check(confidence: float, n_boot: int) -> None:
@@ -205,7 +210,7 @@ def _interval(x: np.ndarray, boot: np.ndarray, p: float, confidence: float, n_bo
     if len(x) == 0:
         return Interval(p, None, None, None, 0, confidence, n_boot)
     low, high = _ends(boot, confidence)
-    return Interval(p, float(nearest_rank(np.sort(x), p)), low, high, len(x), confidence, n_boot)
+    return Interval(p, _nearest_rank(np.sort(x), p), low, high, len(x), confidence, n_boot)
 
 
 def _difference(
@@ -221,7 +226,7 @@ def _difference(
 ) -> Difference:
     if len(xa) == 0 or len(xb) == 0:
         return Difference(a, b, p, None, None, None, len(xa), len(xb), confidence, TOO_FEW)
-    pa, pb = float(nearest_rank(np.sort(xa), p)), float(nearest_rank(np.sort(xb), p))
+    pa, pb = _nearest_rank(np.sort(xa), p), _nearest_rank(np.sort(xb), p)
     point = pb - pa
     low, high = _ends(boot_b - boot_a, confidence)
     m = margin.of(pa, pb)

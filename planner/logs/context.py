@@ -48,9 +48,8 @@ class ReadContext:
             self.res.notes.append(cache.label())
         return cache
 
-    def table_mapping(self, name: str, columns: Sequence[str]) -> tuple[str, dict[str, str]] | None:
-        """(format name, mapping) for a table's columns: the user's mapping, a public trace's, or a guess;
-        None rejects."""
+    def table_mapping(self, name: str, columns: Sequence[str]) -> tuple[str, dict[str, str]]:
+        """(format name, mapping) for a table's columns: the user's mapping, a public trace's, or a guess."""
         if self.fmt in TRACE_FORMATS:
             found = match_profile(columns)
             prof = next(p for p in PROFILES if p.name == self.fmt)

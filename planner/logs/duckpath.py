@@ -124,7 +124,7 @@ def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None
     """
     names: dict[str, int] = {}
     for created, codes, prompt, cached, output in _chat_batches(path, names, progress):
-        by_code = np.asarray(sorted(names, key=names.get), dtype=object)
+        by_code = np.asarray(sorted(names, key=names.__getitem__), dtype=object)
         yield pd.DataFrame(
             {
                 "ts_ms": created.astype(np.int64) * 1000,
@@ -163,7 +163,7 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     ts_ms, codes, prompt, cached, output = columns
     del columns
     # Categorical: a few model names shared by millions of rows, grouped without hashing strings.
-    by_name = sorted(names, key=names.get)
+    by_name = sorted(names, key=names.__getitem__)
     return pd.DataFrame(
         {
             "ts_ms": ts_ms,

@@ -105,7 +105,8 @@ def extract_langfuse(rec: dict, tz: str = "UTC") -> Row:
         prompt = base + extra
         output = token_count(details.get("output"), "usageDetails.output", required=False)
     else:
-        usage = rec.get("usage") if isinstance(rec.get("usage"), dict) else {}
+        raw_usage = rec.get("usage")
+        usage = raw_usage if isinstance(raw_usage, dict) else {}
         raw_in = usage.get("input", rec.get("promptTokens"))
         raw_out = usage.get("output", rec.get("completionTokens"))
         prompt = token_count(raw_in, "usage.input")

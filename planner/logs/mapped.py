@@ -127,8 +127,8 @@ def _norm(name: str) -> str:
 def guess_mapping(columns: Sequence[str]) -> dict[str, str]:
     """A proposed mapping (canonical field → column) from column names; fields with no match are left out."""
     by_norm: dict[str, str] = {}
-    for col in columns:
-        by_norm.setdefault(_norm(col), col)
+    for column in columns:
+        by_norm.setdefault(_norm(column), column)
     out: dict[str, str] = {}
     used: set[str] = set()
     for field in FIELDS:

@@ -85,6 +85,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             out.reject(name, 0, f"the mapping must name {REQUIRED_HELP}")
             return
         res.mapping = dict(mapping)
+        table_map = mapping
         res.columns.setdefault(name, sorted({k for _, r in head for k in r})[:40])
         ts0 = ctx.start_ms() if relative_times(mapping) else 0
         prefix = ctx.prefix(mapping)
@@ -98,7 +99,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
                         out.add(item, name)
                 continue
             if tabular:
-                row = ctx.extract(rec, mapping, dig, ts0, prefix)
+                row = ctx.extract(rec, table_map, dig, ts0, prefix)
             else:
                 row = EXTRACTORS[detected](rec, ctx.tz)
         except Skip:

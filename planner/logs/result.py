@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +52,7 @@ def empty_frame() -> pd.DataFrame:
 
 
 def rows_frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
+    arr: dict[str, Sequence[Any]]
     if not rows:
         arr = {c: [] for c in Row._fields}
     else:

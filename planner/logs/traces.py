@@ -65,7 +65,7 @@ def _norm(name: str) -> str:
 
 def match_profile(columns: Sequence[str]) -> tuple[TraceProfile, dict[str, str]] | None:
     """(profile, mapping onto the file's own column names) when the columns are a known public trace's."""
-    by_norm = {}
+    by_norm: dict[str, str] = {}
     for col in columns:
         by_norm.setdefault(_norm(col), col)
     for prof in PROFILES:

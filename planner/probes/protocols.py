@@ -158,7 +158,7 @@ def _stream_error(obj: dict) -> ProbeFault:
     return ProbeFault(cls, f"error event in the stream: {kind} {msg}".strip())
 
 
-def _usage_openai(usage: dict, info: EventInfo) -> None:
+def _usage_openai(usage: object, info: EventInfo) -> None:
     if not isinstance(usage, dict):
         return
     if isinstance(usage.get("prompt_tokens"), int):

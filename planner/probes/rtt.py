@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from planner import settings
@@ -122,7 +123,7 @@ class RttResult:
 
     def records(self) -> list[SampleRecord]:
         """The result as raw sample rows (side='server'): dns, each kept connect, tls, ttfb, and any failure."""
-        common = dict(
+        common: dict[str, Any] = dict(  # the SampleRecord fields every row shares
             region_id=self.region_id,
             target=self.target,
             side="server",

@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -256,6 +257,7 @@ def _endpoint(protocol: str):
             return StreamingResponse(frames, media_type="text/event-stream", headers=SIMULATED_HEADERS)
         out = "".join([t async for kind, t in timeline if kind == "token"])
         n_prompt, cached, n_out = len(tokens), stats.get("cached_tokens", 0), stats.get("output_tokens", 0)
+        payload: dict[str, Any]
         if protocol == "anthropic":
             payload = {
                 "id": f"msg_sim_{uuid.uuid4().hex[:16]}",

@@ -25,13 +25,14 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.pids import pid_alive
+from planner.store.engine import table_of
 from planner.store.worker import WorkerLeaseRow
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "live_leases", "release"]
 
 DEFAULT_LEASE_TTL_S = 30.0
 
-_T = WorkerLeaseRow.__table__
+_T = table_of(WorkerLeaseRow)
 
 
 def holder_id() -> str:

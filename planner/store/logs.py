@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from planner.logs.normalise import COLUMNS, LogParseResult, empty_frame
+from planner.store.engine import table_of
 
 __all__ = [
     "LogRequestRow",
@@ -92,8 +93,8 @@ class UploadNotFound(KeyError):
     """No upload has this id."""
 
 
-_UPLOAD = LogUploadRow.__table__
-_REQUEST = LogRequestRow.__table__
+_UPLOAD = table_of(LogUploadRow)
+_REQUEST = table_of(LogRequestRow)
 _DATA_COLUMNS = list(COLUMNS)  # ts_ms … source
 
 
@@ -131,7 +132,9 @@ _INSERT_COLS = (
 def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
     if conn.dialect.name == "postgresql":
         # COPY is ~10× faster than INSERT for a million rows; it runs inside the same transaction.
-        cursor = conn.connection.driver_connection.cursor()
+        driver = conn.connection.driver_connection
+        assert driver is not None  # a checked-out connection always has its psycopg connection
+        cursor = driver.cursor()
         with cursor.copy(f"COPY log_request ({', '.join(_INSERT_COLS)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)

@@ -26,7 +26,9 @@ samples belong to cold readings.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -35,6 +37,7 @@ from sqlalchemy.engine import Engine
 
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
+from planner.store.engine import table_of
 from planner.store.probes import EndpointRow, ProbeSampleRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
 from planner.untrusted import csv_text
@@ -92,7 +95,7 @@ def _params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:
 def series_keys(engine: Engine) -> list[SeriesKey]:
     """Every (endpoint, vantage) pair worth showing: each endpoint's own vantage plus every vantage
     whose worker reported on it. Cheap: reads the endpoint and endpoint_status tables, not the samples."""
-    e, st = EndpointRow.__table__, EndpointStatusRow.__table__
+    e, st = table_of(EndpointRow), table_of(EndpointStatusRow)
     with engine.connect() as conn:
         eps = conn.execute(sa.select(e.c.id, e.c.name, e.c.vantage).order_by(e.c.name)).all()
         seen = conn.execute(sa.select(st.c.endpoint_id, st.c.vantage)).all()
@@ -104,7 +107,7 @@ def series_keys(engine: Engine) -> list[SeriesKey]:
 
 def series_bounds(engine: Engine, key: SeriesKey) -> tuple[int | None, int | None]:
     """(first, last) started_at_ms of the series, or (None, None) when it has no samples (two index seeks)."""
-    s = ProbeSampleRow.__table__
+    s = table_of(ProbeSampleRow)
     where = (s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id)
     with engine.connect() as conn:
         lo = conn.execute(sa.select(sa.func.min(s.c.started_at_ms)).where(*where)).scalar()
@@ -118,7 +121,9 @@ def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
 
     def off(ms: int) -> int:
         when = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).astimezone(zone)
-        return int(when.utcoffset().total_seconds() * 1000)
+        offset = when.utcoffset()
+        assert offset is not None  # an aware datetime always has its offset
+        return int(offset.total_seconds() * 1000)
 
     step = 6 * HOUR_MS
     bounds: list[tuple[int, int]] = []  # (transition instant, offset from then on)
@@ -251,6 +256,8 @@ def _grouped(
         FROM probe_sample WHERE {_RANGE} GROUP BY {key_sql}
     """
     params = _params(key, start_ms, end_ms)
+    pct: Sequence[Mapping[Any, Any]]  # RowMapping rows or the two-pass dicts
+    counts: Sequence[Mapping[Any, Any]]
     with engine.connect() as conn:
         if two_pass_width_ms is not None:
             pct, counts = _two_pass_percentiles(conn, key_sql, params, ps, two_pass_width_ms)
@@ -298,7 +305,7 @@ def time_series(
     """The TTFT time series: ('raw', one row per sample) when the range holds ≤ max_raw rows, else
     ('bucketed', per time bucket p50/p95 with n and failures). Raw columns: started_at_ms, ttft_ms,
     ok, kind, error_class, cached_series; bucketed: t_ms, bucket_ms, n, failed, skipped, p50_ms, p95_ms, error_rate."""
-    s = ProbeSampleRow.__table__
+    s = table_of(ProbeSampleRow)
     where = sa.and_(
         s.c.vantage == key.vantage,
         s.c.endpoint_id == key.endpoint_id,
@@ -401,7 +408,7 @@ def phase_breakdown(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, 
 
 def cold_readings(engine: Engine, endpoint_id: int, vantage: str | None = None, limit: int = 50) -> pd.DataFrame:
     """Cold readings of an endpoint (newest first), all columns of cold_reading."""
-    c = ColdReadingRow.__table__
+    c = table_of(ColdReadingRow)
     q = sa.select(c).where(c.c.endpoint_id == endpoint_id)
     if vantage is not None:
         q = q.where(c.c.vantage == vantage)
@@ -412,7 +419,7 @@ def cold_readings(engine: Engine, endpoint_id: int, vantage: str | None = None, 
 
 def latest_requests(engine: Engine, endpoint_id: int, limit: int = 5) -> pd.DataFrame:
     """The newest probe-now / cold-reading requests of an endpoint with their status."""
-    r = ProbeRequestRow.__table__
+    r = table_of(ProbeRequestRow)
     with engine.connect() as conn:
         rows = (
             conn.execute(sa.select(r).where(r.c.endpoint_id == endpoint_id).order_by(r.c.id.desc()).limit(limit))
@@ -425,7 +432,7 @@ def latest_requests(engine: Engine, endpoint_id: int, limit: int = 5) -> pd.Data
 def export_csv(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> str:
     """Every raw sample of the series in the range as CSV (header row first), oldest first. No secrets: rows hold
     none."""
-    s = ProbeSampleRow.__table__
+    s = table_of(ProbeSampleRow)
     cols = [c for c in s.columns]
     with engine.connect() as conn:
         result = conn.execute(

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, select
 
 from planner.samples import SampleKind
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample
@@ -177,11 +177,10 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
     """
     if not rows:
         return 0
-    table = ProbeSampleRow.__table__
+    table = table_of(ProbeSampleRow)
     cols = [c.name for c in table.columns if c.name != "id"]
     dialect = engine.dialect.name
-    make_insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(dialect)
-    if make_insert is None:
+    if dialect not in ("sqlite", "postgresql"):
         raise NotImplementedError(f"insert_samples supports SQLite and PostgreSQL, not {dialect}")
     rows = _one_outcome_per_slot(rows)
     inserted = 0
@@ -210,7 +209,11 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
             )
         for i in range(0, len(rows), _INSERT_BATCH_ROWS):
             values = [{c: getattr(r, c) for c in cols} for r in rows[i : i + _INSERT_BATCH_ROWS]]
-            stmt = make_insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))
+            stmt: sa.Insert
+            if dialect == "postgresql":
+                stmt = postgresql.insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))
+            else:
+                stmt = sqlite.insert(table).values(values).on_conflict_do_nothing(index_elements=list(_SLOT_KEY))
             # RETURNING counts what was really inserted (psycopg reports rowcount -1 for multi-row VALUES).
             inserted += len(conn.execute(stmt.returning(table.c.id)).all())
     return inserted

@@ -39,6 +39,7 @@ from sqlalchemy.engine import Engine
 
 from planner.stats import min_n_for
 from planner.store import probe_queries as pq
+from planner.store.engine import table_of
 from planner.store.probe_queries import _ATTEMPT, _OK, _RANGE, HOUR_MS, SeriesKey, _offset_sql, _params
 from planner.store.probes import ProbeSampleRow
 from planner.store.rollups import bucket_upper_ms
@@ -56,7 +57,7 @@ __all__ = [
 ROLLUP_BOUND = 10 ** (1 / 20)
 ROLLUP_LABEL = "from hourly histograms: upper bound within ~12%"
 _SUMMARY_PS = (50, 90, 95, 99)
-_R = ProbeRollupRow.__table__
+_R = table_of(ProbeRollupRow)
 
 
 def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
@@ -83,7 +84,7 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
     """What of [start_ms, end_ms) comes from rollups: hours, n_ok, n_failed, n_skipped, first_ms / end_ms
     (the first rolled-up hour's start and the last one's end; None when there is none), and raw_first_ms
     (the series' oldest raw sample, None when it has none)."""
-    s = ProbeSampleRow.__table__
+    s = table_of(ProbeSampleRow)
     with engine.connect() as conn:
         agg = conn.execute(
             sa.select(

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 
 from planner import settings
 from planner.stats import Percentile, nearest_rank_index
+from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ProbeRollupRow
 
@@ -45,8 +46,8 @@ RETENTION_ENV = settings.RETENTION_DAYS.name
 HOUR_MS = 3_600_000
 _MIN_MS = 0.01
 
-_S = ProbeSampleRow.__table__
-_R = ProbeRollupRow.__table__
+_S = table_of(ProbeSampleRow)
+_R = table_of(ProbeRollupRow)
 
 
 def retention_days() -> float:

@@ -16,12 +16,12 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel, select
+from sqlmodel import Field, SQLModel, col, select
 
 from planner.probes.rtt_record import SampleRecord
 from planner.regions import check_rtt_interval_s
 from planner.stats import percentile
-from planner.store.engine import session
+from planner.store.engine import session, table_of
 from planner.store.text_fields import text_problem
 
 __all__ = [
@@ -153,7 +153,7 @@ def add_target(
         ("city", city),
         ("vantage", vantage),
     ):
-        problem = text_problem(RttTargetRow.__table__, field, value or "")
+        problem = text_problem(table_of(RttTargetRow), field, value or "")
         if problem:
             raise ValueError(f"RTT target {region_id[:40]!r}: {problem}")
     now = _now_ms()
@@ -231,9 +231,9 @@ def scheduled_rtt_targets(engine: Engine, vantage: str | None = None) -> list[Rt
 
     With `vantage`, targets pinned to another vantage are left out (an empty pin means any vantage).
     """
-    stmt = select(RttTargetRow).where(RttTargetRow.enabled == sa.true()).order_by(RttTargetRow.id)
+    stmt = select(RttTargetRow).where(RttTargetRow.enabled == sa.true()).order_by(col(RttTargetRow.id))
     if vantage is not None:
-        stmt = stmt.where(sa.or_(RttTargetRow.vantage == "", RttTargetRow.vantage == vantage))
+        stmt = stmt.where(sa.or_(col(RttTargetRow.vantage) == "", col(RttTargetRow.vantage) == vantage))
     with session(engine) as s:
         return list(s.exec(stmt).all())
 
@@ -268,7 +268,7 @@ def insert_rtt_samples(engine: Engine, samples: Iterable[SampleRecord]) -> int:
     return len(rows)
 
 
-_SAMPLE_COLUMNS = [c.name for c in RttSampleRow.__table__.columns]
+_SAMPLE_COLUMNS = [c.name for c in table_of(RttSampleRow).columns]
 
 
 def load_samples(
@@ -281,7 +281,7 @@ def load_samples(
     limit: int = 200_000,
 ) -> pd.DataFrame:
     """Raw samples (one row per sample, columns as in rtt_sample), oldest first, newest `limit` kept."""
-    t = RttSampleRow.__table__
+    t = table_of(RttSampleRow)
     stmt = sa.select(t)
     if region_ids is not None:
         stmt = stmt.where(t.c.region_id.in_(list(region_ids)))
@@ -355,8 +355,8 @@ def rtt_summary(engine: Engine, vantage: str | None = None, since_ms: int | None
                 }
             )
     res = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
-    for col in ("last_error_class", "last_error_detail", "proxy"):  # missing text is None, not NaN
-        res[col] = pd.Series([None if pd.isna(v) else v for v in res[col]], index=res.index, dtype=object)
+    for name in ("last_error_class", "last_error_detail", "proxy"):  # missing text is None, not NaN
+        res[name] = pd.Series([None if pd.isna(v) else v for v in res[name]], index=res.index, dtype=object)
     if not res.empty:
         res = res.sort_values(["median_ms", "region_id"], na_position="last", kind="stable").reset_index(drop=True)
     return res

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, SQLModel
 
 from planner.samples import SampleKind
-from planner.store.engine import StoreError, redacted
+from planner.store.engine import StoreError, redacted, table_of
 from planner.store.probes import EndpointRow, ProbeSampleRow
 
 __all__ = [
@@ -190,7 +190,7 @@ def create_request(
         raise ValueError(f"request kind must be one of {', '.join(REQUEST_KINDS)}, got {kind!r}")
     if idle_s is not None and idle_s < 0:
         raise ValueError(f"idle time must be ≥ 0 s, got {idle_s:g}")
-    t = ProbeRequestRow.__table__
+    t = table_of(ProbeRequestRow)
     with engine.begin() as conn:
         res = conn.execute(
             t.insert().values(
@@ -202,12 +202,14 @@ def create_request(
                 requested_at_ms=int(time.time() * 1000),
             )
         )
-        return int(res.inserted_primary_key[0])
+        key = res.inserted_primary_key
+        assert key is not None  # a single-row INSERT reports its key
+        return int(key[0])
 
 
 def get_request(engine: Engine, request_id: int) -> dict | None:
     """The request row as a dict (status pending | running | done | failed, detail), or None."""
-    t = ProbeRequestRow.__table__
+    t = table_of(ProbeRequestRow)
     with engine.connect() as conn:
         row = conn.execute(sa.select(t).where(t.c.id == request_id)).mappings().first()
     return dict(row) if row else None
@@ -215,7 +217,7 @@ def get_request(engine: Engine, request_id: int) -> dict | None:
 
 def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
     """endpoint id → the status rows its workers reported (one per vantage)."""
-    t = EndpointStatusRow.__table__
+    t = table_of(EndpointStatusRow)
     out: dict[int, list[dict]] = {}
     with engine.connect() as conn:
         for r in conn.execute(sa.select(t).order_by(t.c.vantage)).mappings():
@@ -225,12 +227,12 @@ def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
 
 # ------------------------------------------------------------------ the worker's own reads and writes
 
-_REQ = ProbeRequestRow.__table__
-_COLD = ColdReadingRow.__table__
-_STATUS = EndpointStatusRow.__table__
-_LEASE = WorkerLeaseRow.__table__
-_SAMPLE = ProbeSampleRow.__table__
-_ENDPOINT = EndpointRow.__table__
+_REQ = table_of(ProbeRequestRow)
+_COLD = table_of(ColdReadingRow)
+_STATUS = table_of(EndpointStatusRow)
+_LEASE = table_of(WorkerLeaseRow)
+_SAMPLE = table_of(ProbeSampleRow)
+_ENDPOINT = table_of(EndpointRow)
 
 
 def check_writable(engine: Engine) -> None:
@@ -353,7 +355,9 @@ def insert_cold_reading(
                 cold_status_503=0,
             )
         )
-        return int(res.inserted_primary_key[0])
+        key = res.inserted_primary_key
+        assert key is not None  # a single-row INSERT reports its key
+        return int(key[0])
 
 
 def update_cold_reading(engine: Engine, reading_id: int, **values: Any) -> None:

@@ -86,29 +86,30 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
     fresh = st is not None and now_ms - int(st.get("updated_at_ms", 0)) <= STALE_AFTER_MS
     if st is not None and fresh and st.get("host") == socket.gethostname() and not pid_alive(int(st.get("pid", 0))):
         fresh = False  # its process is gone (kill -9): the file is a last word, not a heartbeat
+    state = st if fresh else None  # the state file when it is a live heartbeat
     notes = []
-    if fresh:
-        for f in st.get("task_failures", [])[-3:]:
+    if state is not None:
+        for f in state.get("task_failures", [])[-3:]:
             notes.append(
                 f"its {f['task']} task died at {_clock(int(f['at_ms']), fmt_ms)} ({f['error']}) and was restarted"
             )
-        if st.get("spooled_rows"):
-            notes.append(f"{st['spooled_rows']} rows wait in its local spool for the database")
+        if state.get("spooled_rows"):
+            notes.append(f"{state['spooled_rows']} rows wait in its local spool for the database")
     tail = ("; " + "; ".join(notes)) if notes else ""
-    if fresh and st.get("unsaved_rows") and st.get("unsaved_since_ms"):
-        why = st.get("last_error") or "the database refused the write"
+    if state is not None and state.get("unsaved_rows") and state.get("unsaved_since_ms"):
+        why = state.get("last_error") or "the database refused the write"
         return WorkerReport(
             "warning",
             f"The worker for vantage {name} is running but cannot write to the database: "
-            f"buffering {st['unsaved_rows']} rows since {_clock(int(st['unsaved_since_ms']), fmt_ms)} "
+            f"buffering {state['unsaved_rows']} rows since {_clock(int(state['unsaved_since_ms']), fmt_ms)} "
             f"({why}); they are stored when the database recovers{tail}.",
             True,
         )
     if live:
         level = "warning" if notes else "ok"
         return WorkerReport(level, f"A worker is probing for vantage {name}{tail}.", True)
-    if fresh and not st.get("holds_lease"):
-        why = st.get("last_error")
+    if state is not None and not state.get("holds_lease"):
+        why = state.get("last_error")
         return WorkerReport(
             "warning",
             f"A worker for vantage {name} is running but does not hold the lease"
@@ -116,7 +117,7 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
             + f"{tail}.",
             True,
         )
-    if fresh:
+    if state is not None:
         return WorkerReport("warning", f"The worker for vantage {name} is running but its lease lapsed{tail}.", True)
     return WorkerReport(
         "warning",

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, replace
 
 from planner.probes.fit import PrefillFit, fit_points, fit_prefill
-from planner.probes.ttft import ProbeTarget, probe_once
+from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 from planner.probes.warmup import warm_up
 from planner.sweep.run import SweepSpec, run_sweep
 
@@ -80,6 +80,12 @@ class Calibration:
         )
 
 
+def _overhead_tokens(s: TtftSample) -> int:
+    """Tokens the server counted beyond the requested prompt (a server-counted successful sample has both)."""
+    assert s.prompt_tokens is not None and s.prompt_tokens_requested is not None
+    return s.prompt_tokens - s.prompt_tokens_requested
+
+
 async def calibrate(
     target: ProbeTarget,
     *,
@@ -108,13 +114,15 @@ async def calibrate(
     fit = fit_prefill(points)
     overhead = 0.0
     if basis == "server-counted":
-        overhead = max(0.0, statistics.median(s.prompt_tokens - s.prompt_tokens_requested for s in samples if s.ok))
+        overhead = max(0.0, statistics.median(_overhead_tokens(s) for s in samples if s.ok))
 
     rates = []
     for _ in range(max(1, n // 2)):
         s = await probe_once(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens), max_attempts=1)
-        if s.ok and s.output_tokens and s.output_tokens > 1 and s.total_ms > s.ttft_ms:
-            rates.append((s.output_tokens - 1) / ((s.total_ms - s.ttft_ms) / 1000))
+        if s.ok and s.output_tokens and s.output_tokens > 1:
+            assert s.total_ms is not None and s.ttft_ms is not None  # a successful probe has both timings
+            if s.total_ms > s.ttft_ms:
+                rates.append((s.output_tokens - 1) / ((s.total_ms - s.ttft_ms) / 1000))
     if not rates:
         raise ValueError("calibration, decode stage: no request generated two or more tokens")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from planner.provenance import Figure
 
@@ -204,14 +205,14 @@ def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int:
 
 def _fields(
     spec: str, pairs: dict[str, str], keys: dict[str, tuple[str, str | None]], kind: str, defaults: Mapping[str, Figure]
-) -> dict:
+) -> dict[str, Any]:  # keyword arguments for Serverless / Dedicated
     usable = {k: f for k, f in defaults.items() if k in keys and k not in pairs and keys[k][1] == f.unit}
     missing = [k for k in _REQUIRED[kind] if k not in pairs and k not in usable]
     if missing:
         raise SpecError(
             f"deployment {spec!r}: missing {', '.join(missing)} (a {kind} spec needs {', '.join(_REQUIRED[kind])})"
         )
-    out = {keys[k][0]: f for k, f in usable.items()}
+    out: dict[str, Figure | int] = {keys[k][0]: f for k, f in usable.items()}
     out.update({keys[k][0]: _convert(spec, k, v, keys[k][1]) for k, v in pairs.items()})
     return out
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import numpy as np
@@ -56,7 +57,9 @@ class ProofHour:
     @property
     def p95_error_fraction(self) -> float:
         """(predicted − measured) / measured at p95."""
-        return (self.predicted_p95.value - self.measured_p95.value) / self.measured_p95.value
+        predicted, measured = self.predicted_p95.value, self.measured_p95.value
+        assert predicted is not None and measured is not None  # prove() makes hours with at least one request
+        return (predicted - measured) / measured
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def simulator_config_for(dep: Deployment, speedup: float, max_output_tokens: int
     Raises ValueError for a shape the single-replica simulator cannot represent (serverless max > 1,
     min replicas, an overflow pool).
     """
-    common = dict(
+    common: dict[str, Any] = dict(  # the SimulatorConfig fields both shapes share
         prefill_tokens_per_s=dep.prefill_tokens_per_s.value,
         decode_tokens_per_s=dep.decode_tokens_per_s.value,
         base_overhead_ms=0.0,
@@ -179,6 +182,18 @@ def _endpoint_cold_starts(base_url: str) -> int | None:
         return None
 
 
+def _scaled(ms: float | None, speedup: float) -> float:
+    """A timing of a sample the `ok` mask keeps (so it has it), back in real time."""
+    assert ms is not None
+    return ms * speedup
+
+
+def _decode_ms(s: TtftSample) -> float:
+    """First token → last byte of a sample the `decoding` mask keeps (ok, with a total time)."""
+    assert s.total_ms is not None and s.ttft_ms is not None
+    return s.total_ms - s.ttft_ms
+
+
 def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> ProofResult:
     """Replay `trace` on `dep` and measure it on a simulated endpoint configured like `dep`; compare per hour.
 
@@ -208,14 +223,14 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     if not ok.any():
         detail = next((f"{s.error_class}: {s.error_detail}" for s in samples if not s.ok), "no sample")
         raise RuntimeError(f"the simulated endpoint answered none of {trace.n} requests ({detail})")
-    measured = np.array([s.ttft_ms * speedup if o else np.nan for s, o in zip(samples, ok, strict=True)])
+    measured = np.array([_scaled(s.ttft_ms, speedup) if o else np.nan for s, o in zip(samples, ok, strict=True)])
     # The network segment, measured as the product measures it: request → first event, over the requests the
     # replay has warm (a cold endpoint holds every byte until its weights are loaded).
     no_rtt = dataclasses.replace(dep, rtt_ms=Figure.typed(0, "ms"))
     warm = ok & (replay(no_rtt, trace).cold_ms == 0)
     basis = warm if warm.any() else ok
     first_event_ms = np.array(
-        [s.first_event_ms * speedup if b else np.nan for s, b in zip(samples, basis, strict=True)]
+        [_scaled(s.first_event_ms, speedup) if b else np.nan for s, b in zip(samples, basis, strict=True)]
     )
     network_ms = float(np.nanmedian(first_event_ms))
     rtt = Figure(
@@ -233,7 +248,7 @@ def prove(dep: Deployment, trace: Trace, speedup: float, tz: str = "UTC") -> Pro
     decoding = ok & (trace.output_tokens >= 2) & np.array([s.total_ms is not None for s in samples])
     overrun = None
     if decoding.any():
-        took = np.array([(s.total_ms - s.ttft_ms) * speedup for s, d in zip(samples, decoding, strict=True) if d])
+        took = np.array([_decode_ms(s) * speedup for s, d in zip(samples, decoding, strict=True) if d])
         configured = (trace.output_tokens[decoding] - 1) / dep.decode_tokens_per_s.value * 1000.0
         overrun = float(np.median(took / configured)) - 1.0
     return ProofResult(

@@ -137,7 +137,7 @@ def _admit(arr: list[float], svc: list[float], slots: int) -> list[bool]:
 
 def _pool(
     pool_spec: Serverless, arr: list[float], svc: list[float], t0: float, max_wait_ms: float
-) -> tuple[list[float], list[float], float, list[float], int, int]:
+) -> tuple[list[float], list[float], float, int, int, int]:
     """Serverless pool replay: (start, ready-at of a fresh replica taken (else -inf), dynamic GPU-ms, pinned count,
     cold starts, peak)."""
     name = pool_spec.name

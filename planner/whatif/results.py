@@ -63,6 +63,12 @@ class HourStat:
     p99: Percentile
 
 
+def _reliable_p95(h: HourStat) -> float:
+    """The p95 of an hour whose p95 is reliable (a reliable Percentile always has a value)."""
+    assert h.p95.value is not None
+    return h.p95.value
+
+
 @dataclass(frozen=True)
 class CandidateResult:
     """The prediction for one candidate, or why there is none (`ok` False, `message`).
@@ -153,7 +159,7 @@ class Comparison:
         key = self.interaction.key
         rows = []
         for c in self.candidates:
-            worst = max((h.p95.value for h in c.hourly if h.p95.reliable), default=None)
+            worst = max((_reliable_p95(h) for h in c.hourly if h.p95.reliable), default=None)
             rows.append(
                 {
                     "candidate": c.name,
@@ -234,6 +240,7 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
     ttft_sorted = np.sort(rep.ttft_ms)
     overall = percentiles_sorted(ttft_sorted)
     p95 = overall["p95"].value
+    assert p95 is not None  # replay() needs at least one request (it reads the first arrival)
     tail = rep.ttft_ms >= p95
     tail_segments = {k: float(getattr(rep, k)[tail].mean()) for k in SEGMENT_KEYS}
     share = {
@@ -242,9 +249,9 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
     }
     hourly = _hourly(rep, tz)
     reliable = [h for h in hourly if h.p95.reliable]
-    worst = max(reliable, key=lambda h: h.p95.value, default=None)
+    worst = max(reliable, key=_reliable_p95, default=None)
     target = interaction.target_p95_ms
-    meets = p95 <= target and all(h.p95.value <= target for h in reliable)
+    meets = p95 <= target and all(_reliable_p95(h) <= target for h in reliable)
     cost = cost_usd(dep, rep)
     return CandidateResult(
         name=dep.name,

@@ -127,12 +127,13 @@ def read_trace(
     """
     from planner.logs import read_logs
     from planner.logs.normalise import return_freed_heap
+    from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 
-    paths = [Path(p) for p in paths]
-    label = ", ".join(p.name for p in paths[:3]) + (" …" if len(paths) > 3 else "")
-    kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
+    files = [Path(p) for p in paths]
+    label = ", ".join(f.name for f in files[:3]) + (" …" if len(files) > 3 else "")
+    blocks = DEFAULT_CACHE_BLOCKS if cache_blocks is None else cache_blocks  # read_logs' own default when unset
     try:
-        res = read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, start=start, progress=progress, **kw)
+        res = read_logs(files, fmt=fmt, mapping=mapping, tz=tz, start=start, progress=progress, cache_blocks=blocks)
     except (OSError, ValueError) as exc:
         reason = str(exc).removeprefix("Nothing could be read: ")
         raise TraceError(

@@ -78,6 +78,7 @@ class RequestRunner:
             await asyncio.sleep(0.05)
 
     async def _probe_now(self, ep: EndpointRow, req: dict) -> None:
+        assert ep.id is not None  # a stored endpoint has its id
         w = self.w
         key = f"endpoint:{ep.id}"
         await self._wait_idle(key)
@@ -94,6 +95,8 @@ class RequestRunner:
         await self._finish(req["id"], status, detail)
 
     async def _cold_reading(self, ep: EndpointRow, req: dict) -> None:
+        assert ep.id is not None  # a stored endpoint has its id
+        endpoint_id = ep.id  # narrowed, for one() below
         w = self.w
         key = f"endpoint:{ep.id}"
         try:
@@ -122,7 +125,7 @@ class RequestRunner:
                 # A cold start may hold the request instead of answering 503: give the cold probe time.
                 s = await w.probe_sample(ep, attempts=1, timeout_s=max(ep.timeout_s, COLD_PROBE_TIMEOUT_S))
                 if s is None:
-                    raise ColdReadingError(w.statuses.detail(ep.id) or "key missing")
+                    raise ColdReadingError(w.statuses.detail(endpoint_id) or "key missing")
                 return s
 
             window = ep.scale_down_window_s
@@ -135,6 +138,7 @@ class RequestRunner:
             rows = []
             gap = float((out.cold_started_at_ms or idle_until) - last_end)
             if out.cold_sample is not None:
+                assert out.cold_started_at_ms is not None  # measure_cold_then_warm stamps the start first
                 row = sample_row(
                     out.cold_sample, ep.id, w.config.vantage, SampleKind.COLD, out.cold_started_at_ms, idle_gap_ms=gap
                 )

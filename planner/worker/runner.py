@@ -363,6 +363,7 @@ class Worker:
         self.team.on_lateness(float(action.lateness_ms))
         job = self.scheduler.jobs[action.key]
         if kind == "endpoint":
+            assert isinstance(job.payload, EndpointRow)  # _reload schedules endpoint jobs with their row
             self.spawn(self.probe_endpoint(job.payload, action.slot_ms, SampleKind.SCHEDULED, action.key))
         else:
             self.spawn(self._run_rtt(job.payload, action.key))
@@ -384,6 +385,7 @@ class Worker:
         self, ep: EndpointRow, *, attempts: int | None = None, timeout_s: float | None = None
     ) -> TtftSample | None:
         """One TtftSample for `ep`, or None (status set) when its API key is missing."""
+        assert ep.id is not None  # a stored endpoint has its id
         target = _target_for(ep)
         if timeout_s is not None:
             target = dataclasses.replace(target, timeout_s=timeout_s)
@@ -405,6 +407,7 @@ class Worker:
     ) -> ProbeSampleRow | None:
         """Probe `ep` for one slot and buffer its row; returns that row, or None when it was not probed
         (its API key is missing: the endpoint's status says so). Never raises."""
+        assert ep.id is not None  # a stored endpoint has its id
         try:
             now = self.clock.now_ms()
             gap = None
@@ -559,6 +562,7 @@ class Worker:
         now = self.clock.now_ms()
         keep: set[str] = set()
         for ep in eps:
+            assert ep.id is not None  # a stored endpoint has its id
             key = f"endpoint:{ep.id}"
             problem = endpoint_problem(ep)
             if problem is not None:  # e.g. a row an older version stored: report it, never schedule it

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.pids import pid_alive
-from planner.store.engine import data_dir, redacted, sqlite_file
+from planner.store.engine import data_dir, redacted, sqlite_file, table_of
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import missing_endpoints
 
@@ -32,7 +32,7 @@ __all__ = ["replay", "spool_dir", "write"]
 
 log = logging.getLogger("planner.worker")
 
-_COLS = [c.name for c in ProbeSampleRow.__table__.columns if c.name != "id"]
+_COLS = [c.name for c in table_of(ProbeSampleRow).columns if c.name != "id"]
 
 
 def spool_dir(engine: Engine) -> Path:
