@@ -16,6 +16,8 @@ Each contender runs in a fresh child process so its peak memory (max RSS) is its
                                                    # process: logs summarize --json, logs import (a temp SQLite),
                                                    # whatif --json; peak RSS of that process (os.wait4) and wall
                                                    # time beside DuckDB's in the same run
+  python bench/bench_logs.py --cli --only import   # logs import of the same requests as JSONL, CSV and Parquet
+                                                   # (made once beside the JSONL file), peak memory side by side
 Targets (issue 13): ≤ 1.3× DuckDB on 1 M requests, gzip ≤ 1.5× plain; 10 M: peak ≤ 2 GB and ≤ 1.5× DuckDB;
 --cli: every command's peak ≤ 2 GB, with the same n (and summarize the same percentiles) as DuckDB.
 Ratios are printed for wall time and CPU time (CPU is steadier on a busy machine).
@@ -95,6 +97,9 @@ def run_duckdb(path: Path) -> dict:
 
 
 def child(which: str, path: Path) -> None:
+    if which == "tables":
+        _tables(path)
+        return
     out = run_ours(path) if which == "ours" else run_duckdb(path)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out["peak_rss_mb"] = usage.ru_maxrss / 1024
@@ -158,15 +163,24 @@ def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
         print(f"summarize: n {got['n']:,} (DuckDB {duck['n']:,}), same prompt-token percentiles as DuckDB: {same_p}")
         exact &= same_p and got["n"] == duck["n"]
     if "import" in only:
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            db = Path(tmp) / "bench.db"
-            imp = _measured([cli, "logs", "import", str(path), "--database-url", f"sqlite:///{db}"])
-            with sqlite3.connect(db) as con:
-                stored = con.execute("SELECT count(*) FROM log_request").fetchone()[0]
-            imp["db_mb"] = db.stat().st_size / 1e6
-        show("logs import (SQLite)", imp)
-        print(f"import: {stored:,} rows stored (DuckDB counts {duck['n']:,}), database {imp['db_mb']:,.0f} MB")
-        exact &= stored == duck["n"]
+        # The same requests as JSON Lines, CSV and Parquet, each imported by a fresh process: peak memory side by side.
+        # Made in a child: a child's peak RSS starts from its parent's at fork, so the parent must stay small.
+        subprocess.run([sys.executable, __file__, "--child", "tables", "--file", str(path)], check=True)
+        csv_path, parquet_path = path.with_suffix(".csv"), path.with_suffix(".parquet")
+        for label, src, extra in (
+            ("logs import JSONL (SQLite)", path, []),
+            ("logs import CSV (SQLite)", csv_path, TABLE_MAP),
+            ("logs import Parquet (SQLite)", parquet_path, TABLE_MAP),
+        ):
+            with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+                db = Path(tmp) / "bench.db"
+                imp = _measured([cli, "logs", "import", str(src), *extra, "--database-url", f"sqlite:///{db}"])
+                with sqlite3.connect(db) as con:
+                    stored = con.execute("SELECT count(*) FROM log_request").fetchone()[0]
+                imp["db_mb"] = db.stat().st_size / 1e6
+            show(label, imp)
+            print(f"  {stored:,} rows stored (DuckDB counts {duck['n']:,}), database {imp['db_mb']:,.0f} MB")
+            exact &= stored == duck["n"]
     if "whatif" in only:
         wi = _measured([cli, "whatif", "--log", str(path), "--deployment", whatif_spec, "--json"])
         replayed = json.loads(wi["stdout"])
@@ -180,6 +194,37 @@ def run_cli(path: Path, whatif_spec: str, only: set[str]) -> None:
     bounded = all(r["peak_rss_mb"] <= 2048 for _, r in rows[1:])
     verdict = "met" if exact and bounded else "NOT met"
     print(f"targets (every command's peak ≤ 2 GB, exact n and percentiles): {verdict}")
+
+
+TABLE_MAP = ["--map=ts=created"] + [
+    f"--map={c}={c}" for c in ("model", "prompt_tokens", "cached_tokens", "output_tokens")
+]
+
+
+def _tables(path: Path) -> tuple[Path, Path]:
+    """The JSON Lines file's requests as a CSV and a Parquet file beside it (made once, by DuckDB, out of core)."""
+    import duckdb
+
+    made = []
+    for ext, options in (("csv", "FORMAT csv, HEADER true"), ("parquet", "FORMAT parquet")):
+        out = path.with_suffix(f".{ext}")
+        if not out.exists():
+            t = time.perf_counter()
+            part = out.with_name(out.name + ".part")
+            duckdb.sql(
+                f"""COPY (SELECT created, model, usage.prompt_tokens AS prompt_tokens,
+                                 coalesce(usage.prompt_tokens_details.cached_tokens, 0) AS cached_tokens,
+                                 usage.completion_tokens AS output_tokens
+                          FROM read_json('{path}', format = 'newline_delimited',
+                                         columns = {{created: 'BIGINT', model: 'VARCHAR',
+                                                     usage: 'STRUCT(prompt_tokens BIGINT, completion_tokens BIGINT,
+                                                     prompt_tokens_details STRUCT(cached_tokens BIGINT))'}}))
+                    TO '{part}' ({options})"""
+            )
+            part.rename(out)
+            print(f"made {out.name} ({out.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.0f} s")
+        made.append(out)
+    return made[0], made[1]
 
 
 def _repeated(base: Path, times: int) -> Path:
@@ -213,7 +258,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1, help="concatenate the file this many times (the 10 M run)")
     ap.add_argument("--file", type=Path, default=None)
-    ap.add_argument("--child", choices=["ours", "duckdb"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["ours", "duckdb", "tables"], help=argparse.SUPPRESS)
     ap.add_argument("--cli", action="store_true", help="measure logs summarize / logs import / whatif as run by users")
     ap.add_argument(
         "--only",

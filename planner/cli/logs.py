@@ -20,7 +20,7 @@ from planner.cli._log_input import (
 from planner.logs import LogFormatError, TokenCounter, read_logs
 from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
-from planner.logs.normalise import stream_chat_logs
+from planner.logs.normalise import stream_logs
 from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
 
@@ -183,22 +183,23 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, database_url) -> None:
     """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
 
-    OpenAI chat JSON Lines are stored as they are read, a batch at a time, so a log of any size fits
-    in memory; other formats are read first, holding only their numbers.
+    OpenAI chat JSON Lines, Parquet and CSV files from 32 MB (plain, .gz, .zst) are stored as they are
+    read, a batch at a time, so a log of any size fits in memory; other files are read first, holding
+    only their numbers. A file with a bad row is read row by row, and the rejected lines are named.
     """
     from planner.store.logs import save_upload, save_upload_frames
 
     paths = input_paths(files, "FILES")
     bar = progress_bar(show_progress)
-    frames = None if mapping else stream_chat_logs(paths, fmt, bar)
-    if frames is not None:
+    streamed = stream_logs(paths, fmt, mapping, tz, start, bar)
+    if streamed is not None:
         engine = open_engine(database_url)
         try:
             upload_id, n = save_upload_frames(
-                engine, name or paths[0].name, frames, formats={p.name: "openai_chat" for p in paths}
+                engine, name or paths[0].name, streamed.frames, formats=streamed.formats, mapping=streamed.mapping
             )
-        except Doubt:
-            pass  # nothing was stored (one transaction): the line-by-line reader below names every bad line
+        except (Doubt, ValueError):
+            pass  # nothing was stored (one transaction): the row-by-row reader below names every bad line
         else:
             click.echo(f"stored upload {upload_id}: {n:,} requests, 0 rejected")
             return
@@ -209,6 +210,8 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
     engine = open_engine(database_url)
     upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
+    if res.n_rejected:
+        click.echo("first rejected: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
 
 
 @logs.command(name="list")

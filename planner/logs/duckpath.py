@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Doubt", "iter_chat_frames", "read_chat_jsonl", "read_mapped_csv", "sample_head"]
+__all__ = ["Doubt", "iter_chat_frames", "iter_mapped_csv", "read_chat_jsonl", "read_mapped_csv", "sample_head"]
 
 _BATCH_ROWS = 262_144
 _COLUMNS = (
@@ -176,7 +176,7 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     )
 
 
-def read_mapped_csv(
+def iter_mapped_csv(
     path: Path,
     header: list[str],
     delimiter: str,
@@ -185,12 +185,13 @@ def read_mapped_csv(
     start_ms: int,
     source: str,
     progress: Callable[[float], None] | None = None,
-) -> pd.DataFrame | None:
-    """A large CSV (plain, .gz, .zst) under a plain column mapping, streamed through DuckDB's CSV reader.
+) -> Iterator[pd.DataFrame]:
+    """A large CSV (plain, .gz, .zst) under a plain column mapping, as normalised frames a DuckDB batch at a time.
 
-    All or nothing: any row DuckDB cannot type, or any batch planner.logs.columnar will not take
-    (text times, nulls in a required column, negative counts …), returns None and the caller reads the
-    file row by row, naming each rejected line.
+    Only one batch (at most 262,144 rows) is held at a time. Raises Doubt (possibly after some frames)
+    at any row DuckDB cannot type or any batch planner.logs.columnar will not take (text times, nulls
+    in a required column, negative counts …): the caller reads the file row by row, naming each
+    rejected line.
     """
     import duckdb
 
@@ -204,23 +205,39 @@ def read_mapped_csv(
         scan = "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression)"
         rel = con.sql(f"SELECT * FROM {scan}", params=params)
         if [c.strip() for c in rel.columns] != header:
-            return None
+            raise Doubt("DuckDB reads a different header")
         wanted = sorted(set(v for v in mapping.values() if v))
         cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
         reader = con.sql(f"SELECT {cols} FROM {scan}", params=params).to_arrow_reader(_BATCH_ROWS)
-        frames = []
         bytes_per_row, total_bytes = _bytes_per_line(path)
         rows = 0
         for batch in reader:
             frame = batch_frame(batch, mapping, tz, start_ms, source)
             if frame is None:
-                return None
-            frames.append(frame)
+                raise Doubt("a batch that needs the row-by-row reader")
             rows += batch.num_rows
             if progress:
                 progress(min(rows * bytes_per_row / total_bytes, 0.99))
-    except (duckdb.Error, OSError, KeyError):
-        return None
+            yield frame
+    except (duckdb.Error, OSError, KeyError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     finally:
         con.close()
+
+
+def read_mapped_csv(
+    path: Path,
+    header: list[str],
+    delimiter: str,
+    mapping: dict[str, str],
+    tz: str,
+    start_ms: int,
+    source: str,
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame | None:
+    """iter_mapped_csv's frames as one frame; None (all or nothing) when it has a doubt."""
+    try:
+        frames = list(iter_mapped_csv(path, header, delimiter, mapping, tz, start_ms, source, progress))
+    except Doubt:
+        return None
     return pd.concat(frames, ignore_index=True) if frames else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,16 @@ from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.records import Reject, dig, zone
 from planner.logs.result import COLUMNS, LogFormatError, LogParseResult, Progress, empty_frame, rows_frame
 from planner.logs.splitting import Collector, decode_bom, peek, split_records
-from planner.logs.tables import file_size, read_csv, read_large_csv, read_parquet, wanted_column
+from planner.logs.tables import (
+    TablePlan,
+    file_size,
+    large_csv_plan,
+    parquet_plan,
+    read_csv,
+    read_large_csv,
+    read_parquet,
+    wanted_column,
+)
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
 
@@ -40,7 +50,8 @@ __all__ = [
     "empty_frame",
     "read_logs",
     "return_freed_heap",
-    "stream_chat_logs",
+    "StreamedLog",
+    "stream_logs",
 ]
 
 _DETECT_SAMPLE = 200
@@ -153,45 +164,73 @@ def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) 
     return _with_source(frame, path.name)
 
 
-def stream_chat_logs(
-    paths: Sequence[Path], fmt: str = "auto", progress: Progress | None = None
-) -> Iterator[pd.DataFrame] | None:
-    """Files that are all OpenAI chat JSON Lines on disk, as frames of COLUMNS a batch at a time (file order).
+@dataclass
+class StreamedLog:
+    """A log read a batch at a time: its frames of COLUMNS (file order) and what read_logs would report of it."""
 
-    For storing a log of any size in bounded memory (`logs import`): one batch is held at a time, not
-    the whole log. None when a file is anything else (the caller uses read_logs). The iterator raises
-    planner.logs.duckpath.Doubt, possibly after some frames, when a file needs the line-by-line
-    reader (a malformed line, a bad count): the caller discards what it stored and uses read_logs,
-    which names each rejected line. progress: (fraction of all bytes read 0..1, message).
+    frames: Iterator[pd.DataFrame]
+    formats: dict[str, str]  # {file name: format}
+    mapping: dict[str, str]  # the column mapping used, {} when none
+
+
+def stream_logs(
+    paths: Sequence[Path],
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    tz: str = "UTC",
+    start: str | None = None,
+    progress: Progress | None = None,
+) -> StreamedLog | None:
+    """Files read_logs would read a batch at a time, as frames of COLUMNS one batch at a time (file order).
+
+    For storing a log of any size in bounded memory (`logs import`): OpenAI chat JSON Lines, CSV files
+    of at least LARGE_CSV_BYTES and Parquet files under a plain mapping (plain, .gz, .zst), each through
+    the same batch reader read_logs uses, so the rows are the same. None when a file is anything else
+    (the caller uses read_logs). The frames iterator raises planner.logs.duckpath.Doubt, possibly after
+    some frames, when a file needs the row-by-row reader (a malformed line, a bad count): the caller
+    discards what it stored and uses read_logs, which names each rejected line.
+    progress: (fraction of all bytes read 0..1, message).
     """
-    if fmt not in ("auto", "openai_chat") or not paths:
+    if fmt not in FORMATS or not paths:
         return None
+    zone(tz)
+    res = LogParseResult(frame=empty_frame())
+    ctx = ReadContext(fmt, mapping, tz, TokenCounter(), start, DEFAULT_CACHE_BLOCKS, Collector(rows_frame), res)
+    plans: list[TablePlan | None] = []  # None: an OpenAI chat JSON Lines file
     for path in paths:
         try:
             check_regular(path)
         except (ValueError, OSError):
             return None
-        if _is_parquet(path) or not _chat_jsonl(path, fmt):
+        plan = parquet_plan(path, ctx) if _is_parquet(path) else large_csv_plan(path, ctx)
+        if plan is None and (_is_parquet(path) or fmt not in ("auto", "openai_chat") or not _chat_jsonl(path, fmt)):
             return None
+        plans.append(plan)
+        if plan is not None:
+            res.mapping = plan.used
+        res.formats[path.name] = "openai_chat" if plan is None else plan.format
     sizes = [file_size(p) for p in paths]
     total = max(sum(sizes), 1)
 
     def frames() -> Iterator[pd.DataFrame]:
         done = 0
-        for path, size in zip(paths, sizes, strict=True):
+        for path, plan, size in zip(paths, plans, sizes, strict=True):
             tick = None
             if progress:
 
                 def tick(frac: float, _done=done, _size=size, _name=path.name) -> None:
                     progress(min((_done + frac * _size) / total, 1.0), f"reading {_name}")
 
-            for frame in iter_chat_frames(path, tick):
-                yield _with_source(frame, path.name)[list(COLUMNS)]
+            if plan is None:
+                for frame in iter_chat_frames(path, tick):
+                    yield _with_source(frame, path.name)[list(COLUMNS)]
+            else:
+                yield from plan.frames(tick)
             done += size
         if progress:
             progress(1.0, "read")
 
-    return frames()
+    return StreamedLog(frames(), dict(res.formats), dict(res.mapping))
 
 
 def return_freed_heap() -> None:

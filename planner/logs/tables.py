@@ -1,21 +1,40 @@
-"""Tables: CSV (row by row, or streamed through DuckDB when large) and Parquet (by batches), under a column mapping."""
+"""Tables: CSV (row by row, or streamed through DuckDB when large) and Parquet (by batches), under a column mapping.
+
+A TablePlan is how `logs import` streams a large CSV or a plain Parquet file into the store, a batch at a
+time; read_logs reads the same batches (so both store the same rows) and keeps them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from planner.logs.columnar import batch_frame
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
 from planner.logs.csvfile import delimiter_of, read_rows
-from planner.logs.duckpath import read_mapped_csv, sample_head
+from planner.logs.duckpath import Doubt, iter_mapped_csv, sample_head
 from planner.logs.formats import EXTRACTORS, classify
 from planner.logs.gateways import Skip
 from planner.logs.mapped import mapping_complete
 from planner.logs.records import Reject
 from planner.logs.splitting import decode_bom
 
-__all__ = ["LARGE_CSV_BYTES", "file_size", "read_csv", "read_large_csv", "read_parquet", "wanted_column"]
+__all__ = [
+    "LARGE_CSV_BYTES",
+    "TablePlan",
+    "file_size",
+    "large_csv_plan",
+    "parquet_plan",
+    "read_csv",
+    "read_large_csv",
+    "read_parquet",
+    "wanted_column",
+]
+
+_PARQUET_BATCH_ROWS = 65_536
 
 
 def file_size(path: Path) -> int:
@@ -101,36 +120,105 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
 LARGE_CSV_BYTES = 32 << 20  # CSV files from this size on disk are first tried through DuckDB (streamed, columnar)
 
 
-def read_large_csv(path: Path, ctx: ReadContext) -> bool:
-    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row."""
+@dataclass(frozen=True)
+class TablePlan:
+    """How a large CSV or a plain Parquet file is read a batch at a time: its format name and column mapping."""
+
+    path: Path
+    fmt_name: str
+    header: list[str]
+    used: dict[str, str]
+    tz: str
+    start_ms: int
+    delimiter: str = ""  # CSV only, which is how a plan tells CSV from Parquet
+
+    @property
+    def format(self) -> str:
+        """The format read_logs reports for the file."""
+        plain = "parquet" if not self.delimiter else "csv"
+        return plain if self.fmt_name == "mapped" else self.fmt_name
+
+    def frames(self, tick: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
+        """The file's normalised frames in file order, one batch held at a time.
+
+        Raises Doubt (possibly after some frames) when a batch needs the row-by-row reader.
+        """
+        if self.delimiter:
+            yield from iter_mapped_csv(
+                self.path, self.header, self.delimiter, self.used, self.tz, self.start_ms, self.path.name, tick
+            )
+            return
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(self.path)
+        done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)
+        for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=sorted(set(self.used.values()))):
+            frame = batch_frame(batch, self.used, self.tz, self.start_ms, self.path.name)
+            if frame is None:
+                raise Doubt("a batch that needs the row-by-row reader")
+            done_rows += batch.num_rows
+            if tick is not None:
+                tick(done_rows / total_rows)
+            yield frame
+
+
+def parquet_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
+    """The plan for a Parquet file whose columns map plainly (no hash_ids to replay), or None."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        columns = list(pq.ParquetFile(path).schema_arrow.names)
+    except (pa.ArrowInvalid, OSError):
+        return None
+    fmt_name, used = ctx.table_mapping(path.name, columns)
+    if not mapping_complete(used) or any(c not in columns for c in used.values()) or ctx.prefix(used) is not None:
+        return None
+    ts0 = ctx.start_ms() if relative_times(used) else 0
+    return TablePlan(path, fmt_name, columns, used, ctx.tz, ts0)
+
+
+def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
+    """The plan for a CSV of at least LARGE_CSV_BYTES on disk under a plain mapping, or None (read it row by row)."""
     if ctx.fmt not in ("auto", "csv", *TRACE_FORMATS) or file_size(path) < LARGE_CSV_BYTES:
-        return False
+        return None
     try:
         head, _ = sample_head(path, 1 << 16)
     except (OSError, EOFError, ValueError):
-        return False
+        return None
     head = decode_bom(head)
     if not head.strip() or head.lstrip()[:1] in (b"{", b"["):
-        return False
+        return None
     header, _ = read_rows(head)
     if not header:
-        return False
+        return None
     if ctx.fmt == "auto" and not ctx.mapping and classify(dict.fromkeys(header, "")) in EXTRACTORS:
-        return False
+        return None
     fmt_name, used = ctx.table_mapping(path.name, header)
     if not mapping_complete(used) or any(c not in header for c in used.values()) or used.get("hash_ids"):
-        return False
+        return None
     ts0 = ctx.start_ms() if relative_times(used) else 0
-    frame = read_mapped_csv(
-        path, header, delimiter_of(head.decode("utf-8", "replace")), used, ctx.tz, ts0, path.name, ctx.out.tick
-    )
-    if frame is None:
+    delimiter = delimiter_of(head.decode("utf-8", "replace"))
+    return TablePlan(path, fmt_name, header, used, ctx.tz, ts0, delimiter)
+
+
+def read_large_csv(path: Path, ctx: ReadContext) -> bool:
+    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row."""
+    plan = large_csv_plan(path, ctx)
+    if plan is None:
         return False
+    try:
+        frames = list(plan.frames(ctx.out.tick))
+    except Doubt:
+        return False
+    if not frames:
+        return False
+    frame = pd.concat(frames, ignore_index=True)
     ctx.out.frames.append(frame)
-    ctx.res.columns[path.name] = header
-    ctx.res.mapping = used
-    ctx.res.formats[path.name] = "csv" if fmt_name == "mapped" else fmt_name
-    if fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
+    ctx.res.columns[path.name] = plan.header
+    ctx.res.mapping = plan.used
+    ctx.res.formats[path.name] = plan.format
+    if plan.fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
         ctx.res.notes.append(
             f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
             "(failed, in BurstGPT's convention) are kept as arrivals"
@@ -166,7 +254,7 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
     get = dict.get
     row_no = 0
     done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)
-    for batch in pf.iter_batches(batch_size=65_536, columns=sorted(set(used.values()))):
+    for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=sorted(set(used.values()))):
         if out.tick is not None:
             out.tick(done_rows / total_rows)
         done_rows += batch.num_rows

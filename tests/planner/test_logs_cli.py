@@ -175,7 +175,7 @@ def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_na
     (tmp_path / "big.jsonl").write_bytes(_chat_lines(n, bad_line=n - 10))
     r = run("logs", "import", tmp_path / "big.jsonl", "--database-url", sqlite_url)
     assert r.exit_code == 0, r.output
-    assert r.stdout.endswith(f"{n - 1:,} requests, 1 rejected\n")
+    assert f"{n - 1:,} requests, 1 rejected\nfirst rejected: big.jsonl:{n - 10}: " in r.stdout
     eng = open_store(sqlite_url)
     assert [u.n_requests for u in list_uploads(eng)] == [n - 1]
     with eng.connect() as conn:

@@ -271,8 +271,8 @@ def test_large_csv_files_stream_through_duckdb_with_the_same_numbers_as_the_row_
     src = (Path(__file__).parent / file) if file.startswith("csv_quirks") else SAMPLES / file
     rows = read_logs([src], tz="UTC")
     calls = []
-    real = tables.read_mapped_csv
-    monkeypatch.setattr(tables, "read_mapped_csv", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    real = tables.iter_mapped_csv
+    monkeypatch.setattr(tables, "iter_mapped_csv", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
     monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)  # treat the sample as large
     (tmp_path / "big.csv.gz").write_bytes(gzip.compress(src.read_bytes()))
     for path in (src, tmp_path / "big.csv.gz"):
