@@ -222,7 +222,10 @@ class ScriptedServer:
         return s(i, req)
 
     def _accept_loop(self) -> None:
-        self._sock.settimeout(0.2)
+        try:
+            self._sock.settimeout(0.2)
+        except OSError:  # the server was stopped before this thread started
+            return
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
