@@ -9,7 +9,6 @@ and every figure built from it is labelled an estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,10 +66,3 @@ class TokenCounter:
         if self._tokenizer is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def count_many(self, texts: Iterable[str]) -> list[int]:
-        """Counts for many texts (batched when a tokenizer is loaded)."""
-        texts = list(texts)
-        if self._tokenizer is None:
-            return [self.count(t) for t in texts]
-        return [len(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]

@@ -77,10 +77,6 @@ class RttStats:
             return None
         return self.p90_ms - self.min_ms
 
-    @property
-    def p90_reliable(self) -> bool:
-        return percentile([0.0] * self.n, 0.9).reliable
-
 
 def rtt_stats(values_ms: Iterable[float]) -> RttStats:
     """min / median / p90 (nearest rank) and n of RTT values in ms (None/NaN dropped)."""

@@ -127,11 +127,6 @@ class SseParser:
         return None
 
     @property
-    def pending_bytes(self) -> int:
-        """Bytes of an unfinished line still held (diagnostics for a stream that ended mid-event)."""
-        return len(self._buf)
-
-    @property
     def has_partial_event(self) -> bool:
         """True when data lines were read but the blank line that dispatches them never came."""
         return bool(self._data) or bool(self._buf.strip())

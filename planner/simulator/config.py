@@ -8,7 +8,7 @@ and the idle time that decides scale-down is real idle time multiplied by s.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 __all__ = ["OFFICE_LOAD_CURVE", "SimulatorConfig", "parse_load_curve"]
 
@@ -140,10 +140,6 @@ class SimulatorConfig:
         if self.checkpoint_gb is not None and self.load_gb_per_s:
             return self.checkpoint_gb / self.load_gb_per_s
         return 0.0
-
-    @classmethod
-    def field_names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 def parse_load_curve(text: str) -> tuple[float, ...] | None:
