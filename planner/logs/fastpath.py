@@ -78,6 +78,7 @@ def read_openai_jsonl(data: bytes) -> pd.DataFrame | None:
     Rows are in arrival order (a stable sort by ts_ms, the order read_logs gives its frame).
     """
     import pyarrow as pa  # a dependency; imported here so commands that read no log never pay for it
+
     # pyarrow skips blank lines, so row numbers may drift from line numbers; that is harmless here
     # because any row that would be rejected sends the whole file to the line reader.
     end = len(data)
