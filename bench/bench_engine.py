@@ -28,6 +28,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -65,6 +66,9 @@ class Server:
 
     def __init__(self, port: int, core: int, ctx: int = 4096) -> None:
         self.port, self.url = port, f"http://127.0.0.1:{port}/v1"
+        with socket.socket() as s:  # a second bench would otherwise measure the first one's server, sharing it
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                sys.exit(f"port {port} is already in use (another benchmark's llama-server?): stop it or use --port")
         self.log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"  # never inside the engine
         self.log = open(self.log_path, "w")
         # Unpinned processes of others wander onto the server's core; as root, a nice of -15 keeps ~97 % of it.
@@ -92,7 +96,7 @@ class Server:
         ]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                     if r.status == 200:
@@ -100,7 +104,7 @@ class Server:
             except OSError:
                 time.sleep(0.5)
         self.stop()
-        sys.exit(f"llama-server did not become healthy within 120 s; see {self.log_path}")
+        sys.exit(f"llama-server exited or did not become healthy within 120 s; see {self.log_path}")
 
     def prompt_evals(self) -> list[tuple[float, int]]:
         self.log.flush()

@@ -1,4 +1,4 @@
-"""Prefill slope: TTFT = a + b·tokens fitted by least squares over probes at two or more prompt lengths.
+"""Prefill slope: TTFT = a + b·tokens fitted by least squares (or Theil–Sen) over probes at two or more prompt lengths.
 
 b is the endpoint's measured prefill cost (ms per uncached prompt token; shown
 per 1K tokens) and 1000/b its prefill rate in tokens/s, which feeds the
@@ -9,6 +9,7 @@ probes must use cache-busting nonces, or b measures the prefix cache.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -95,8 +96,13 @@ class PrefillFit:
         )
 
 
-def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
+def fit_prefill(points: Iterable[tuple[float, float]], *, robust: bool = False) -> PrefillFit:
     """Fit (prompt_tokens, ttft_ms) points; failed samples must be left out by the caller.
+
+    robust: Theil–Sen instead of least squares — the slope is the median of the slopes between every two points
+    at least half the length range apart and the intercept the median of y − slope·x, so one request slowed by a
+    neighbour's burst (a shared machine, a noisy endpoint) cannot tilt the line; r² and the slope's standard error
+    are still those of the residuals.
 
     Raises ValueError with fewer than two distinct prompt lengths or a non-finite value.
     """
@@ -116,6 +122,14 @@ def fit_prefill(points: Iterable[tuple[float, float]]) -> PrefillFit:
     syy = sum((y - my) ** 2 for _, y in pts)
     b = sxy / sxx
     a = my - b * mx
+    if robust:
+        # Pairs at least half the range apart: two samples of one length differ by a token or two of nonce,
+        # and the slope between them is noise.
+        far = 0.5 * (max(x for x, _ in pts) - min(x for x, _ in pts))
+        b = statistics.median(
+            (y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(pts) for x2, y2 in pts[i + 1 :] if abs(x2 - x1) >= far
+        )
+        a = statistics.median(y - b * x for x, y in pts)
     sse = sum((y - (a + b * x)) ** 2 for x, y in pts)
     r2 = 1.0 - sse / syy if syy > 0 else 1.0
     se = math.sqrt(sse / (n - 2) / sxx) if n > 2 else None

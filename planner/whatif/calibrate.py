@@ -2,8 +2,9 @@
 
 Three measurements, all with the probe engine (fresh connection, nonce-first prompts):
 
-- prefill: TTFT at two or more prompt lengths, fitted on the server's counted tokens when it
-  reports usage (planner.probes.fit.fit_points) — tokens/s per slot;
+- prefill: TTFT at two or more prompt lengths, fitted (Theil–Sen: robust to one slowed request) on the server's
+  counted tokens when it reports usage (planner.probes.fit.fit_points) — tokens/s per slot. Calibrate at the
+  prompt lengths the replay will see: the fixed part of a request's server time is extrapolated from the fit;
 - decode: one long generation per repetition, (output tokens − 1) ÷ (end − first token) — tokens/s;
 - parallelism: closed-loop steps at concurrency 1, 2, 4, … (planner.sweep) with the same small
   request; effective slots = best achieved throughput ÷ throughput at concurrency 1, and the
@@ -111,7 +112,7 @@ async def calibrate(
             f"calibration, prefill stage: every request failed ({failed[0].error_class}: {failed[0].error_detail})"
         )
     points, basis = fit_points(samples)
-    fit = fit_prefill(points)
+    fit = fit_prefill(points, robust=True)  # one request slowed by a neighbour must not tilt the slot time
     overhead = 0.0
     if basis == "server-counted":
         overhead = max(0.0, statistics.median(_overhead_tokens(s) for s in samples if s.ok))

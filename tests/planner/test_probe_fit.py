@@ -46,3 +46,14 @@ def test_figure_for_the_worksheet_carries_provenance():
     assert fig.unit == "tokens/s" and fig.source == Source.PROBE and fig.n == 4
     assert fig.value == pytest.approx(4000, rel=0.01)
     assert "256, 4096" in fig.window
+
+
+def test_one_request_slowed_by_a_neighbour_tilts_least_squares_but_not_the_robust_fit():
+    # 12.5 ms a token and 30 ms fixed, four requests at each of two lengths (server counts vary by a nonce token);
+    # the first request waited 3 s behind someone else's burst.
+    points = [(L + k % 2, 30 + 12.5 * (L + k % 2)) for L in (64, 512) for k in range(4)]
+    points[0] = (points[0][0], points[0][1] + 3000)
+    ols, robust = fit_prefill(points), fit_prefill(points, robust=True)
+    assert abs(ols.intercept_ms - 30) > 300  # the least-squares line is pulled a second up at the short length
+    assert robust.slope_ms_per_token == pytest.approx(12.5, rel=0.01)
+    assert robust.intercept_ms == pytest.approx(30, abs=5)
