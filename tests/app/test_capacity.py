@@ -282,7 +282,7 @@ def test_the_address_reproduces_the_traffic_source_and_typed_prices():
     """The widgets are bound to the URL (the browser writes it, tests/e2e checks that); a link opens the same inputs."""
     from streamlit.testing.v1 import AppTest
 
-    from planner.capacity import presets as P
+    from planner.capacity import specs as P
     from tests.app.conftest import ROUTER
 
     upload_id = _seed_log("team.jsonl", [1_780_000_000_000 + i * 60_000 for i in range(30)])
