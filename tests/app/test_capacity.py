@@ -135,8 +135,9 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
 def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     import time
 
+    from planner.store.endpoints import EndpointRow
     from planner.store.engine import session
-    from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
+    from planner.store.probes import ProbeSampleRow, insert_samples
 
     now = int(time.time() * 1000)
     eng = open_store(database_url())
