@@ -1,7 +1,7 @@
 """The wheel's layout; the metadata is in pyproject.toml.
 
 `planner` and `app` ship as packages, and the top-level `assets/` (kept there for development) ships inside the
-planner package as `planner/assets/`, which pyproject.toml alone cannot say. `planner.presets.assets_dir()` finds
+planner package as `planner/assets/`, which pyproject.toml alone cannot say. `planner.asset_files.assets_dir()` finds
 either place, so editable installs, PYTHONPATH runs and wheels read the same files.
 """
 

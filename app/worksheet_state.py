@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from planner.budget import Worksheet
-from planner.presets import Interaction, interactions
+from planner.interactions import Interaction, interactions
 from planner.provenance import Figure
 from planner.worksheet_url import query_dict, worksheet_from_query
 

@@ -34,7 +34,7 @@ import sqlalchemy as sa  # noqa: E402
 
 from planner.stats import percentile  # noqa: E402
 from planner.store import open_store  # noqa: E402
-from planner.store.probes import EndpointRow  # noqa: E402
+from planner.store.endpoints import EndpointRow  # noqa: E402
 from planner.worker.runner import Worker, WorkerConfig  # noqa: E402
 from planner.worker.scheduler import jitter_ms, max_jitter_ms_for  # noqa: E402
 

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.presets import interactions
+from planner.interactions import interactions
 from planner.provenance import Figure
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The endpoint registry: validated add/edit/remove, TOML import/export, the built-in simulated endpoint.
 
-An endpoint is what the worker probes (planner.store.probes.EndpointRow). The
+An endpoint is what the worker probes (planner.store.endpoints.EndpointRow, where all its SQL lives). The
 API key is referenced by the *name* of an environment variable and never
 stored; `key_status` says "key missing" when that variable is not set, and the
 worker then reports the endpoint instead of probing it.
@@ -20,24 +20,30 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
 import tomli_w
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
 
 from planner import settings
 from planner.probes.protocols import PROTOCOLS
 from planner.secrets_file import lookup_key
-from planner.store.engine import session, table_of
+from planner.store.endpoints import (
+    EndpointNameTaken,
+    EndpointRow,
+    delete_endpoint,
+    endpoint_rows,
+    find_endpoint,
+    has_endpoints,
+    insert_endpoint,
+    repoint_simulated_endpoint,
+    update_endpoint,
+)
+from planner.store.engine import table_of
 from planner.store.faults import STORE_FAILURES, describe
-from planner.store.probes import EndpointRow
 from planner.store.text_fields import text_problem
 from planner.urls import UrlError, check_url
 
@@ -126,10 +132,6 @@ def min_interval_s() -> float:
         return max(ABSOLUTE_MIN_INTERVAL_S, float(raw))
     except ValueError:
         return PRODUCT_MIN_INTERVAL_S
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -251,19 +253,12 @@ def key_status_for(api_key_env: str, protocol: str, env: Mapping[str, str] | Non
 
 def list_endpoints(engine: Engine, *, enabled_only: bool = False, vantage: str | None = None) -> list[EndpointRow]:
     """Endpoints by name; with `vantage`, only those probed from it (their vantage is '' or equal)."""
-    q = select(EndpointRow).order_by(EndpointRow.name)
-    if enabled_only:
-        q = q.where(EndpointRow.enabled == sa.true())
-    if vantage is not None:
-        q = q.where(sa.or_(col(EndpointRow.vantage) == "", col(EndpointRow.vantage) == vantage))
-    with session(engine) as s:
-        return list(s.exec(q).all())
+    return endpoint_rows(engine, enabled_only=enabled_only, vantage=vantage)
 
 
 def get_endpoint(engine: Engine, name: str) -> EndpointRow:
     """The endpoint named `name`; raises EndpointNotFound."""
-    with session(engine) as s:
-        row = s.exec(select(EndpointRow).where(EndpointRow.name == name)).first()
+    row = find_endpoint(engine, name)
     if row is None:
         raise EndpointNotFound(f"no endpoint named {name!r}")
     return row
@@ -272,18 +267,10 @@ def get_endpoint(engine: Engine, name: str) -> EndpointRow:
 def add_endpoint(engine: Engine, fields: Mapping[str, Any], *, simulated: bool = False) -> EndpointRow:
     """Validate and store a new endpoint; raises EndpointError (field 'name' for a duplicate)."""
     clean = validate(fields)
-    now = _now_ms()
     try:
-        with session(engine) as s:
-            if s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first() is not None:
-                raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name")
-            row = EndpointRow(**clean, simulated=simulated, created_at_ms=now, updated_at_ms=now)
-            s.add(row)
-            s.flush()
-            s.refresh(row)
-    except IntegrityError:
-        raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name") from None
-    return row
+        return insert_endpoint(engine, clean, simulated=simulated)
+    except EndpointNameTaken as exc:
+        raise EndpointError(str(exc), "name") from None
 
 
 def edit_endpoint(engine: Engine, name: str, changes: Mapping[str, Any]) -> EndpointRow:
@@ -292,34 +279,18 @@ def edit_endpoint(engine: Engine, name: str, changes: Mapping[str, Any]) -> Endp
     merged = {f: getattr(current, f) for f in EDITABLE_FIELDS} | dict(changes)
     clean = validate(merged)
     try:
-        with session(engine) as s:
-            row = s.get(EndpointRow, current.id)
-            if row is None:
-                raise EndpointNotFound(f"no endpoint named {name!r}")
-            if (
-                clean["name"] != name
-                and s.exec(select(EndpointRow.id).where(EndpointRow.name == clean["name"])).first()
-            ):
-                raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name")
-            for f, v in clean.items():
-                setattr(row, f, v)
-            row.updated_at_ms = _now_ms()
-            s.add(row)
-            s.flush()
-            s.refresh(row)
-    except IntegrityError:
-        raise EndpointError(f"an endpoint named {clean['name']!r} already exists", "name") from None
+        row = update_endpoint(engine, name, clean)
+    except EndpointNameTaken as exc:
+        raise EndpointError(str(exc), "name") from None
+    if row is None:  # removed meanwhile
+        raise EndpointNotFound(f"no endpoint named {name!r}")
     return row
 
 
 def remove_endpoint(engine: Engine, name: str) -> None:
     """Delete the endpoint `name` and (cascade) its samples; raises EndpointNotFound."""
-    row = get_endpoint(engine, name)
-    with engine.begin() as conn:
-        if conn.dialect.name == "sqlite":
-            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-        t = table_of(EndpointRow)
-        conn.execute(sa.delete(t).where(t.c.id == row.id))
+    if not delete_endpoint(engine, name):
+        raise EndpointNotFound(f"no endpoint named {name!r}")
 
 
 def export_toml(engine: Engine) -> str:
@@ -387,16 +358,9 @@ def ensure_simulated_endpoint(engine: Engine, base_url: str, *, model: str = "si
     if the simulated endpoint exists its base_url is updated. If the registry has
     endpoints but the simulated one was removed, nothing is added (returns None).
     """
-    with session(engine) as s:
-        row = s.exec(select(EndpointRow).where(EndpointRow.simulated == sa.true())).first()
-        if row is not None:
-            row.base_url, row.updated_at_ms = base_url.rstrip("/"), _now_ms()
-            s.add(row)
-            s.flush()
-            s.refresh(row)
-            return row
-        if s.exec(select(EndpointRow.id)).first() is not None:
-            return None
+    row = repoint_simulated_endpoint(engine, base_url)
+    if row is not None or has_endpoints(engine):
+        return row
     return add_endpoint(
         engine,
         {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from planner.presets import load_asset
+from planner.asset_files import load_asset
 from planner.probes.protocols import PROTOCOLS
 
 __all__ = [
@@ -179,7 +179,7 @@ def parse_catalog(
 @cache
 def catalog() -> tuple[ProviderEntry, ...]:
     """The built-in provider catalog, validated against assets/regions.toml and assets/prices.toml."""
-    from planner.capacity.presets import serverless_prices
+    from planner.capacity.specs import serverless_prices
     from planner.regions import catalog as region_catalog
 
     return parse_catalog(

@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from planner.presets import load_asset
+from planner.asset_files import load_asset
 from planner.provenance import Figure, Source
 from planner.urls import UrlError, check_url
 

@@ -103,7 +103,7 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewher
         [
             str(installed / "python"),
             "-c",
-            "import planner.presets as p, app; print(p.assets_dir()); print(app.__file__)",
+            "import planner.asset_files as p, app; print(p.assets_dir()); print(app.__file__)",
         ],
         cwd=cwd,
         env=env,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 
 from planner.budget import BudgetError
-from planner.presets import interactions
+from planner.interactions import interactions
 from planner.store.worksheets import list_worksheets, load_worksheet
 
 __all__ = ["WORKSHEET_PREFIX", "p95_targets"]

@@ -2,7 +2,7 @@
 
 One idea per module: `cost` (serverless vs dedicated), `weights` (checkpoint bytes and load time),
 `gpufit` (weights + KV cache vs HBM), `prefill` (FLOPs model and measured slope), `warmpool`
-(Erlang C and the keep-warm trade-off); `presets` types assets/{gpus,models,prices,loaders}.toml.
+(Erlang C and the keep-warm trade-off); `specs` types assets/{gpus,models,prices,loaders}.toml.
 Every function raises `CapacityError` (a ValueError) with a message naming the bad input.
 """
 

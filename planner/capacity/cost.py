@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import TokenMix
+from planner.capacity.specs import TokenMix
 
 __all__ = [
     "HOURS_PER_MONTH",

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import GpuSpec, ModelSpec
+from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.capacity.weights import bytes_per_param, checkpoint_gb
 
 __all__ = ["TP_DEGREES", "GpuFit", "fit", "fit_table", "kv_bytes_per_token"]

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from planner.probes.fit import PrefillFit, fit_prefill
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import ProbeSampleRow
 
 __all__ = ["MeasuredSlope", "measured_slopes"]
 

@@ -18,8 +18,8 @@ import pandas as pd
 
 from planner.budget import BudgetError, compute
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import GpuSpec, ModelSpec
-from planner.presets import Interaction
+from planner.capacity.specs import GpuSpec, ModelSpec
+from planner.interactions import Interaction
 
 __all__ = [
     "PrefillEstimate",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import TokenMix
+from planner.capacity.specs import TokenMix
 from planner.logs.summary import local_times, peak_hour_rate_per_s
 
 __all__ = ["LogTraffic", "hourly_tokens_over_covered_hours", "traffic_from_frame"]

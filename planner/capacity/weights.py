@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import LoaderRow
+from planner.capacity.specs import LoaderRow
 
 __all__ = [
     "BYTES_PER_PARAM",

@@ -288,7 +288,8 @@ def _store(
     engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None
 ) -> int:
     from planner.samples import SampleKind
-    from planner.store.probes import get_or_create_manual_endpoint, insert_samples, sample_row
+    from planner.store.endpoints import get_or_create_manual_endpoint
+    from planner.store.probes import insert_samples, sample_row
 
     try:
         ep = get_or_create_manual_endpoint(engine, base_url, model, protocol, api_key_env=api_key_env)

@@ -14,7 +14,7 @@ from planner.cli._log_input import (
     progress_option,
     start_option,
 )
-from planner.presets import interactions
+from planner.interactions import interactions
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, grow, read_trace

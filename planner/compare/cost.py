@@ -15,7 +15,7 @@ from typing import Any
 
 from planner.capacity.cost import CostInputs, blended_usd_per_mtok
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import TokenMix, default_mix, serverless_prices
+from planner.capacity.specs import TokenMix, default_mix, serverless_prices
 from planner.compare.data import EndpointInfo
 from planner.compare.metrics import CostBasis
 

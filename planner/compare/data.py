@@ -16,8 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from planner.store.endpoints import EndpointRow
 from planner.store.engine import session, table_of
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.probes import ProbeSampleRow
 from planner.store.rtt import rtt_summary
 from planner.store.worker import ColdReadingRow
 

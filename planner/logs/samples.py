@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.presets import ASSETS_DIR
+from planner.asset_files import ASSETS_DIR
 
 __all__ = ["SAMPLE_DIR", "samples"]
 

@@ -16,8 +16,8 @@ from sqlmodel import Field, SQLModel, col, select
 
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
+from planner.store.endpoints import EndpointRow
 from planner.store.engine import session, table_of
-from planner.store.probes import EndpointRow
 from planner.store.worker import ColdReadingRow
 
 __all__ = [

@@ -37,8 +37,9 @@ from sqlalchemy.engine import Engine
 
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
+from planner.store.endpoints import EndpointRow
 from planner.store.engine import table_of
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
 from planner.untrusted import csv_text
 

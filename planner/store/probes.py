@@ -1,4 +1,4 @@
-"""Probe tables: the endpoint registry and raw TTFT samples (one row per attempt outcome).
+"""The probe_sample table: raw TTFT samples (one row per attempt outcome); the endpoints are planner.store.endpoints.
 
 Raw samples are the source of truth (DESIGN §2): UTC epoch ms, every phase
 timing in ms from send, failures stored with an error class and never used
@@ -7,61 +7,30 @@ in percentiles. Skipped schedule slots are rows too (kind='skipped').
 
 from __future__ import annotations
 
-import hashlib
-import time
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel, select
+from sqlmodel import Field, SQLModel
 
 from planner.samples import SampleKind
-from planner.store.engine import session, table_of
+from planner.store.endpoints import EndpointRow  # the table probe_sample.endpoint_id references
+from planner.store.engine import table_of
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample
 
 __all__ = [
-    "EndpointRow",
-    "MANUAL_PROVIDER",
     "ProbeSampleRow",
     "SAMPLE_KINDS",
-    "get_or_create_manual_endpoint",
     "insert_samples",
     "sample_row",
 ]
 
 #: The stored values of SampleKind (planner.samples), for messages and checks.
 SAMPLE_KINDS: tuple[str, ...] = tuple(k.value for k in SampleKind)
-
-
-class EndpointRow(SQLModel, table=True):
-    """A streaming endpoint to probe. The API key is referenced by env var name, never stored."""
-
-    __tablename__ = "endpoint"
-
-    id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(max_length=120, unique=True, index=True)
-    provider: str = Field(default="", max_length=120)
-    region: str = Field(default="", max_length=120)
-    protocol: str = Field(default="openai-chat", max_length=40)  # openai-chat | openai-completions | anthropic
-    base_url: str = Field(max_length=500)
-    model: str = Field(max_length=200)
-    api_key_env: str = Field(default="", max_length=120)
-    interval_s: float = 60.0
-    timeout_s: float = 30.0
-    prompt_tokens: int = 1000
-    max_tokens: int = 64
-    connection_policy: str = Field(default="fresh", max_length=20)  # fresh | keep-alive
-    scale_down_window_s: float | None = None
-    enabled: bool = True
-    vantage: str = Field(default="", max_length=120)  # "" = any vantage probes it
-    simulated: bool = False
-    created_at_ms: int = Field(sa_type=sa.BigInteger)
-    updated_at_ms: int = Field(sa_type=sa.BigInteger)
 
 
 class ProbeSampleRow(SQLModel, table=True):
@@ -76,7 +45,7 @@ class ProbeSampleRow(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    endpoint_id: int = Field(foreign_key="endpoint.id", ondelete="CASCADE")
+    endpoint_id: int = Field(foreign_key=f"{EndpointRow.__tablename__}.id", ondelete="CASCADE")
     vantage: str = Field(default="", max_length=120)
     kind: str = Field(default="scheduled", max_length=20)
     scheduled_at_ms: int = Field(sa_type=sa.BigInteger)  # the slot (UTC epoch ms); manual runs use their send time
@@ -135,8 +104,6 @@ def sample_row(
     )
 
 
-#: provider label of the endpoints `probe --store` creates (disabled: the worker never schedules them).
-MANUAL_PROVIDER = "manual"
 _SLOT_KEY = ("endpoint_id", "vantage", "kind", "scheduled_at_ms")
 _INSERT_BATCH_ROWS = 500  # 37 columns × 500 rows stays under SQLite's 32,766 bound parameters
 
@@ -217,50 +184,3 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
             # RETURNING counts what was really inserted (psycopg reports rowcount -1 for multi-row VALUES).
             inserted += len(conn.execute(stmt.returning(table.c.id)).all())
     return inserted
-
-
-def _manual_name(base_url: str, model: str, protocol: str) -> str:
-    name = f"manual: {model} @ {base_url} ({protocol})"
-    if len(name) <= 120:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
-    return name[:108] + "… " + digest
-
-
-def get_or_create_manual_endpoint(
-    engine: Engine, base_url: str, model: str, protocol: str, *, simulated: bool = False, api_key_env: str = ""
-) -> EndpointRow:
-    """The endpoint row that `probe --store` files manual samples under, created on first use.
-
-    One row per (base_url, model, protocol), named "manual: <model> @ <base_url> (<protocol>)",
-    provider "manual", disabled so the worker never schedules it; its samples show on the
-    Probes page next to scheduled ones. `api_key_env` stores only the variable's name.
-    """
-    name = _manual_name(base_url, model, protocol)
-    for _ in range(2):
-        with session(engine) as s:
-            row = s.exec(select(EndpointRow).where(EndpointRow.name == name)).first()
-            if row is not None:
-                return row
-        now = int(time.time() * 1000)
-        try:
-            with session(engine) as s:
-                row = EndpointRow(
-                    name=name,
-                    provider=MANUAL_PROVIDER,
-                    protocol=protocol,
-                    base_url=base_url,
-                    model=model,
-                    api_key_env=api_key_env,
-                    enabled=False,
-                    simulated=simulated,
-                    created_at_ms=now,
-                    updated_at_ms=now,
-                )
-                s.add(row)
-                s.flush()
-                s.refresh(row)
-                return row
-        except IntegrityError:  # created concurrently: read it back
-            continue
-    raise RuntimeError(f"could not create or read endpoint {name!r}")

@@ -21,8 +21,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, SQLModel
 
 from planner.samples import SampleKind
+from planner.store.endpoints import EndpointRow
 from planner.store.engine import StoreError, redacted, table_of
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.probes import ProbeSampleRow
 
 __all__ = [
     "ColdReadingRow",

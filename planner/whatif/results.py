@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.presets import Interaction, interactions
+from planner.interactions import Interaction, interactions
 from planner.stats import Percentile, nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, replay

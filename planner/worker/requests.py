@@ -18,7 +18,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.samples import SampleKind
-from planner.store.probes import EndpointRow, sample_row
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import sample_row
 from planner.store.worker import (
     ColdState,
     EndpointState,

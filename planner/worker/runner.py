@@ -42,7 +42,8 @@ from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api
 from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.samples import SampleKind
 from planner.store import leases
-from planner.store.probes import EndpointRow, ProbeSampleRow, sample_row
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import ProbeSampleRow, sample_row
 from planner.store.rtt import insert_rtt_samples, scheduled_rtt_targets
 from planner.store.worker import EndpointState, check_writable, last_slots
 from planner.worker.buffer import RowBuffer, first_line

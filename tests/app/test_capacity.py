@@ -135,8 +135,9 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
 def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     import time
 
+    from planner.store.endpoints import EndpointRow
     from planner.store.engine import session
-    from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
+    from planner.store.probes import ProbeSampleRow, insert_samples
 
     now = int(time.time() * 1000)
     eng = open_store(database_url())
@@ -282,7 +283,7 @@ def test_the_address_reproduces_the_traffic_source_and_typed_prices():
     """The widgets are bound to the URL (the browser writes it, tests/e2e checks that); a link opens the same inputs."""
     from streamlit.testing.v1 import AppTest
 
-    from planner.capacity import presets as P
+    from planner.capacity import specs as P
     from tests.app.conftest import ROUTER
 
     upload_id = _seed_log("team.jsonl", [1_780_000_000_000 + i * 60_000 for i in range(30)])

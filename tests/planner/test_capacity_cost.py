@@ -18,7 +18,7 @@ from planner.capacity.cost import (
     summarize,
 )
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import TokenMix, default_mix, serverless_prices
+from planner.capacity.specs import TokenMix, default_mix, serverless_prices
 
 SEED_TPM = 720_000
 

@@ -6,7 +6,7 @@ import pytest
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit, fit_table, kv_bytes_per_token
-from planner.capacity.presets import gpus, models
+from planner.capacity.specs import gpus, models
 
 M = {m.key: m for m in models()}
 G = {g.key: g for g in gpus()}

@@ -7,8 +7,8 @@ import pytest
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, max_prompt_tokens, prefill_flops, rate_from_slope
-from planner.capacity.presets import gpus, models
-from planner.presets import interactions
+from planner.capacity.specs import gpus, models
+from planner.interactions import interactions
 
 M = {m.key: m for m in models()}
 G = {g.key: g for g in gpus()}

@@ -9,9 +9,10 @@ import pytest
 from planner.capacity.measured import measured_slopes
 from planner.capacity.traffic import traffic_from_frame
 from planner.logs import COLUMNS, LogParseResult
+from planner.store.endpoints import EndpointRow
 from planner.store.engine import session
 from planner.store.logs import load_upload_frame, save_upload
-from planner.store.probes import EndpointRow, ProbeSampleRow, insert_samples
+from planner.store.probes import ProbeSampleRow, insert_samples
 
 DAY_MS = 86_400_000
 T0 = 1_780_000_000_000 - (1_780_000_000_000 % DAY_MS)  # a UTC midnight

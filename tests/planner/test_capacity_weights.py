@@ -3,7 +3,7 @@
 import pytest
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.presets import loader_rows
+from planner.capacity.specs import loader_rows
 from planner.capacity.weights import (
     PROJECTION_PARAMS_B,
     checkpoint_gb,

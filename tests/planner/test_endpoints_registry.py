@@ -63,7 +63,7 @@ def test_interval_minimum_is_ten_seconds_unless_lowered_for_tests(monkeypatch):
 
 
 def test_key_status_reads_the_named_variable_only():
-    from planner.store.probes import EndpointRow
+    from planner.store.endpoints import EndpointRow
 
     row = EndpointRow(name="x", base_url="https://x", model="m", api_key_env="X_KEY", created_at_ms=0, updated_at_ms=0)
     assert key_status(row, {}) == "key missing"

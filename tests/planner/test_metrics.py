@@ -14,7 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from planner.metrics import WorkerMetrics
 from planner.samples import SAMPLE_SQL
 from planner.store import open_store
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import ProbeSampleRow
 from tests.support.compare_seed import seed_endpoint
 from tests.support.rtt_target import free_port
 

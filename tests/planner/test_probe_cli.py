@@ -13,7 +13,8 @@ from planner.cli import cli
 from planner.cli.simulate import FLAG_FOR_FIELD
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store, session
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import ProbeSampleRow
 
 
 @pytest.fixture(scope="module")

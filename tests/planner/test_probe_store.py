@@ -8,7 +8,8 @@ from sqlmodel import select
 
 from planner.probes.ttft import TtftSample
 from planner.store import session
-from planner.store.probes import EndpointRow, ProbeSampleRow, get_or_create_manual_endpoint, insert_samples, sample_row
+from planner.store.endpoints import EndpointRow, get_or_create_manual_endpoint
+from planner.store.probes import ProbeSampleRow, insert_samples, sample_row
 
 
 def sample(i: int, ok: bool = True) -> TtftSample:

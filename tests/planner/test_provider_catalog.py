@@ -9,9 +9,9 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from planner.capacity.presets import serverless_prices
+from planner.asset_files import ASSETS_DIR
+from planner.capacity.specs import serverless_prices
 from planner.cli import cli
-from planner.presets import ASSETS_DIR
 from planner.providers import (
     CatalogError,
     catalog,

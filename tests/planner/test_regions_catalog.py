@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from planner.presets import load_asset
+from planner.asset_files import load_asset
 from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_catalog, parse_target
 
 

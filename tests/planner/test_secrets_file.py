@@ -5,7 +5,7 @@ import pytest
 from planner.endpoints import key_status
 from planner.probes.errors import MissingApiKey
 from planner.probes.ttft import ProbeTarget, resolve_api_key
-from planner.store.probes import EndpointRow
+from planner.store.endpoints import EndpointRow
 
 
 @pytest.fixture

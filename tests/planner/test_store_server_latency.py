@@ -8,8 +8,9 @@ import io
 
 from planner.probes.ttft import TtftSample
 from planner.store import open_store
+from planner.store.endpoints import get_or_create_manual_endpoint
 from planner.store.probe_queries import SeriesKey, export_csv, phase_breakdown
-from planner.store.probes import get_or_create_manual_endpoint, insert_samples, sample_row
+from planner.store.probes import insert_samples, sample_row
 
 
 def test_server_latency_is_stored_and_reported_beside_ours(db_url):

@@ -13,7 +13,8 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from planner.store import session
-from planner.store.probes import EndpointRow, ProbeSampleRow
+from planner.store.endpoints import EndpointRow
+from planner.store.probes import ProbeSampleRow
 
 __all__ = ["DAY_MS", "SEED_START_MS", "seed_endpoint", "seed_three"]
 

@@ -8,7 +8,7 @@ import streamlit as st
 from app import page_state, present
 from app.charts.capacity import break_even_figure, hybrid_figure
 from app.views.capacity_tabs._common import source_caption
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import LogTraffic

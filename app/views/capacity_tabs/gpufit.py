@@ -8,7 +8,7 @@ import streamlit as st
 from app import present
 from app.charts.capacity import gpu_fit_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM

@@ -10,7 +10,7 @@ from app import present, worksheet_state
 from app.cache import try_engine
 from app.charts.capacity import prefill_figure
 from app.views.capacity_tabs._common import to_worksheet
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic

@@ -6,7 +6,7 @@ import streamlit as st
 from app import present
 from app.charts.capacity import projection_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import (
     PROJECTION_LABEL,

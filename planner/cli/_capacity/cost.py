@@ -6,7 +6,7 @@ import math
 
 import click
 
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, break_even, summarize
 from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import by_key, non_negative, usage_error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit
 from planner.cli._capacity.options import DTYPES, by_key, model_from_options, usage_error, with_model_options

@@ -7,7 +7,7 @@ import math
 
 import click
 
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import BYTES_PER_PARAM
 

@@ -7,12 +7,12 @@ import math
 
 import click
 
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, rate_from_slope
 from planner.cli._capacity.options import by_key, model_from_options, non_negative, usage_error, with_model_options
 from planner.cli._common import echo_json
-from planner.presets import interactions
+from planner.interactions import interactions
 
 __all__ = ["prefill"]
 

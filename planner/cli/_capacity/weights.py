@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from planner.capacity import presets as P
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import (
     PROJECTION_LABEL,

@@ -1,4 +1,4 @@
-"""Capacity presets read from assets/ (GPUs, models, prices, loader rows), each with source and as_of.
+"""Capacity specs: the typed rows of assets/ (GPUs, models, prices, loader rows), each with source and as_of.
 
 Data, not code: every price, GPU spec and published load time lives in a TOML file;
 this module only types it. All loaders raise FileNotFoundError / tomllib.TOMLDecodeError
@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
 
+from planner.asset_files import load_asset
 from planner.capacity.errors import CapacityError
-from planner.presets import load_asset
 
 __all__ = [
     "GpuHourPrice",

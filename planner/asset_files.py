@@ -1,14 +1,14 @@
-"""Typed presets read from `assets/*.toml` (data, not code: each with a source and an as-of date)."""
+"""The shipped data files (`assets/*.toml`: data, not code, each with a source and an as-of date): where they are
+and how one is parsed. What a file means is typed where it is used (planner.interactions, planner.capacity.specs,
+planner.regions, planner.providers)."""
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ASSETS_DIR", "Interaction", "assets_dir", "interactions", "load_asset"]
+__all__ = ["ASSETS_DIR", "assets_dir", "load_asset"]
 
 
 def assets_dir() -> Path:
@@ -30,23 +30,3 @@ def load_asset(name: str) -> dict[str, Any]:
             return tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise tomllib.TOMLDecodeError(f"{path}: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class Interaction:
-    """An interaction type with its default p95 TTFT target."""
-
-    key: str
-    label: str
-    target_p95_ms: float
-    help: str = ""
-
-
-@cache
-def interactions() -> tuple[Interaction, ...]:
-    """The built-in interaction types (inline 200 ms, chat 500 ms, agent 1000 ms by default)."""
-    data = load_asset("interactions.toml")
-    return tuple(
-        Interaction(key=i["key"], label=i["label"], target_p95_ms=float(i["target_p95_ms"]), help=i.get("help", ""))
-        for i in data["interaction"]
-    )

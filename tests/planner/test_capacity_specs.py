@@ -1,10 +1,10 @@
-"""Capacity presets are data: every row has a source and an as-of date, and the figures are sane."""
+"""Capacity specs are data: every row has a source and an as-of date, and the figures are sane."""
 
 import pytest
 
-from planner.capacity import presets as P
+from planner.asset_files import load_asset
+from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.presets import load_asset
 
 
 @pytest.mark.parametrize(
