@@ -10,10 +10,11 @@ from app.auth import can, record, require
 from app.cache import engine
 from app.viewer import fmt_ms
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
-from planner.alerts.rules import AlertKind, AlertState, Transition, build_rule
+from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
 from planner.endpoints import list_endpoints
 from planner.store import alerts as store
+from planner.store import database_url
 from planner.untrusted import md_text
 
 st.title("Alerts")
@@ -25,8 +26,52 @@ st.caption(
     "and a failed delivery is retried with backoff."
 )
 eng = engine()
-rules = store.load_rules(eng)
-endpoints = {e.id: e.name for e in list_endpoints(eng)}
+URL = database_url()
+
+# One cached reader per query (5 s, keyed by database URL, as on the Probes page): a rerun without a change reads
+# nothing. This page's own writes forget them all (_forget), so an added or deleted rule shows at once; what the
+# worker writes (evaluations, deliveries) shows within the 5 s.
+_cached = st.cache_data(ttl=5, show_spinner=False)
+
+
+@_cached
+def _rules(url: str) -> list[Rule]:
+    return store.load_rules(engine())
+
+
+@_cached
+def _endpoint_names(url: str) -> dict[int, str]:
+    return {e.id: e.name for e in list_endpoints(engine())}
+
+
+@_cached
+def _series(url: str):
+    return store.series_frame(engine())
+
+
+@_cached
+def _history(url: str):
+    return store.alert_history(engine())
+
+
+@_cached
+def _deliveries(url: str):
+    return store.deliveries(engine())
+
+
+@_cached
+def _targets(url: str) -> dict[str, float]:
+    return p95_targets(engine())
+
+
+def _forget() -> None:
+    """Drop what the readers hold about rules: a rule's removal takes its series, history and deliveries with it."""
+    for reader in (_rules, _series, _history, _deliveries):
+        reader.clear()
+
+
+rules = _rules(URL)
+endpoints = _endpoint_names(URL)
 
 
 def _when(epoch_ms, fmt: str = "%Y-%m-%d %H:%M") -> str:
@@ -36,7 +81,7 @@ def _when(epoch_ms, fmt: str = "%Y-%m-%d %H:%M") -> str:
 _STATE_ICON = {str(AlertState.FIRING): "🔴 firing", str(AlertState.PENDING): "🟡 pending", str(AlertState.OK): "🟢 ok"}
 
 # ---- current state
-series = store.series_frame(eng)
+series = _series(URL)
 firing = int((series["state"] == str(AlertState.FIRING)).sum()) if not series.empty else 0
 c1, c2, c3 = st.columns(3)
 c1.metric("Rules", present.count(len(rules)))
@@ -107,12 +152,13 @@ if rules:
                 and require("alert.write")
             ):
                 store.remove_rule(eng, r.name)
+                _forget()
                 record("alert.write", r.name, "deleted")
                 st.rerun()
 
 # ---- add a rule
 with st.expander("Add a rule", expanded=not rules):
-    targets = p95_targets(eng)
+    targets = _targets(URL)
     with st.form("alert_add"):
         name = st.text_input("Name", placeholder="chat p95")
         kind = st.selectbox(
@@ -170,12 +216,13 @@ with st.expander("Add a rule", expanded=not rules):
             except ValueError as exc:
                 st.error(md_text(str(exc)))
             else:
+                _forget()
                 record("alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
                 st.success(f"Added rule {md_text(rule.name)}.")
                 st.rerun()
 
 # ---- history and deliveries
-history = store.alert_history(eng)
+history = _history(URL)
 if not history.empty:
     st.subheader("History")
     st.dataframe(
@@ -187,7 +234,7 @@ if not history.empty:
         hide_index=True,
         key="alert_history",
     )
-deliveries = store.deliveries(eng)
+deliveries = _deliveries(URL)
 if not deliveries.empty:
     failed = deliveries[deliveries["delivered_at_ms"].isna()]
     st.subheader("Deliveries")

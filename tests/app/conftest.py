@@ -20,6 +20,17 @@ def app():
     return AppTest.from_file(ROUTER, default_timeout=60)
 
 
+def open_page(view: str, at: AppTest | None = None) -> AppTest:
+    """The page `app/views/<view>.py` opened and run in `at` — by default a fresh AppTest of the whole app, run once
+    on the default page first — after asserting it raised nothing."""
+    if at is None:
+        at = AppTest.from_file(ROUTER, default_timeout=60)
+        at.run()
+    at.switch_page(f"views/{view}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def plotly_array(v) -> list:
     """A Plotly trace array as a list: Plotly 7 ships arrays as base64 {"dtype", "bdata"[, "shape"]}."""
     import base64

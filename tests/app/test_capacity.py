@@ -7,15 +7,9 @@ import pytest
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, plotly_array
+from tests.app.conftest import chart_spec, open_page, plotly_array
 
 SEED = "seed-h200"
-
-
-def open_page(app):
-    app.switch_page("views/capacity.py").run()
-    assert not app.exception
-    return app
 
 
 def metric(app, label):
@@ -29,7 +23,7 @@ def set_flat_price(app, usd):
 
 
 def test_seed_break_even_on_the_page_states_node_and_tokens(app):
-    open_page(app)
+    open_page("capacity", app)
     assert app.selectbox(key="cap_gpu_price").value == SEED
     set_flat_price(app, 0.212)
     app.run()
@@ -47,14 +41,14 @@ def test_seed_break_even_on_the_page_states_node_and_tokens(app):
 
 
 def test_capacity_zero_is_a_message_not_a_traceback(app):
-    open_page(app)
+    open_page("capacity", app)
     app.number_input(key=f"cap_tpm_{SEED}").set_value(0.0).run()
     assert not app.exception
     assert any("capacity" in e.value and "greater than 0" in e.value for e in app.error)
 
 
 def test_weight_projection_and_cold_start_to_worksheet(app):
-    open_page(app)
+    open_page("capacity", app)
     table = app.dataframe[1].value  # rate → load seconds for the 70B fp8 checkpoint
     secs = sorted(round(float(s.removesuffix(" s"))) for s in table["Load + start-up"])
     assert secs == [23, 224]
@@ -67,14 +61,14 @@ def test_weight_projection_and_cold_start_to_worksheet(app):
 
 
 def test_gpu_fit_no_fit_is_explained(app):
-    open_page(app)
+    open_page("capacity", app)
     app.selectbox(key="cap_fit_model").set_value("llama-3.1-405b").run()
     app.selectbox(key="cap_fit_gpu").set_value("L4").run()
     assert any("does not fit on one 8×L4" in e.value for e in app.error)
 
 
 def test_prefill_model_rate_goes_to_the_worksheet(app):
-    open_page(app)
+    open_page("capacity", app)
     app.selectbox(key="cap_pf_model").set_value("llama-3.1-8b")
     app.number_input(key="cap_pf_prompt").set_value(8192.0)
     app.number_input(key="cap_pf_hit_0").set_value(0.0).run()
@@ -87,7 +81,7 @@ def test_prefill_model_rate_goes_to_the_worksheet(app):
 
 
 def test_warm_pool_textbook_defaults(app):
-    open_page(app)
+    open_page("capacity", app)
     app.number_input(key="cap_wp_rate_0").set_value(30.0)
     app.number_input(key="cap_wp_service_0").set_value(300.0)
     app.number_input(key="cap_wp_reps").set_value(4).run()
@@ -121,7 +115,7 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
     eng = open_store(database_url())
     upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
     eng.dispose()
-    open_page(app)
+    open_page("capacity", app)
     app.selectbox(key="cap_traffic").set_value(upload_id).run()
     assert not app.exception
     assert any("42 requests" in c.value and "75.0% of prompt tokens cached" in c.value for c in app.caption)
@@ -165,7 +159,7 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
         ],
     )
     eng.dispose()
-    open_page(app)
+    open_page("capacity", app)
     assert "measured: sim-local" in app.radio(key="cap_pf_mode").options
     app.radio(key="cap_pf_mode").set_value("measured: sim-local").run()
     assert metric(app, "Prefill rate") == "40,000 tokens/s"
@@ -203,7 +197,7 @@ def test_a_715_hour_log_is_averaged_over_the_hours_it_covers(app):
     ts = list(range(start, start + int(71.5 * 3_600_000) + 1, 300_000))
     upload_id = _seed_log("71h.jsonl", ts, tokens=100_000)
     app.session_state["viewer_tz"] = "UTC"
-    open_page(app)
+    open_page("capacity", app)
     app.selectbox(key="cap_traffic").set_value(upload_id).run()
     caption = next(c.value for c in app.caption if "tokens/month" in c.value)
     shown_b = float(caption.split("Your traffic: ")[1].split("B tokens/month")[0])
@@ -216,13 +210,13 @@ def test_a_715_hour_log_is_averaged_over_the_hours_it_covers(app):
 
 def test_typed_prices_and_the_traffic_source_survive_leaving_the_page(app):
     upload_id = _seed_log("team.jsonl", [1_780_000_000_000 + i * 60_000 for i in range(30)])
-    open_page(app)
+    open_page("capacity", app)
     app.selectbox(key="cap_traffic").set_value(upload_id)
     set_flat_price(app, 0.777)
     app.number_input(key="cap_gpr").set_value(4).run()
     app.switch_page("views/worksheet.py").run()
     app.switch_page("views/whatif.py").run()
-    open_page(app)
+    open_page("capacity", app)
     key = app.selectbox(key="cap_price").value
     assert app.selectbox(key="cap_traffic").value == upload_id
     assert app.number_input(key=f"cap_pin_{key}").value == pytest.approx(0.777)
@@ -239,7 +233,7 @@ def test_the_prefill_tab_reads_the_worksheet(app):
     app.text_input(key="new_interaction_label").set_value("Review bot").run()
     app.number_input(key="new_interaction_target").set_value(3000).run()
     app.button(key="add_interaction").click().run()
-    open_page(app)
+    open_page("capacity", app)
     assert app.number_input(key="cap_pf_prompt").value == 6000
     assert app.number_input(key="cap_pf_q").value == 100 and app.number_input(key="cap_pf_n").value == 40
     assert app.number_input(key="cap_pf_hit_0").value == 0.5
@@ -254,7 +248,7 @@ def test_warm_pool_service_time_comes_from_the_log_or_says_where_it_comes_from(a
     t0 = 1_780_000_000_000
     with_durations = _seed_log("timed.jsonl", [t0 + i * 60_000 for i in range(30)], duration_ms=4000.0)
     without = _seed_log("untimed.jsonl", [t0 + i * 60_000 for i in range(30)], tokens=1000)
-    open_page(app)
+    open_page("capacity", app)
     assert any("typical chat turn" in c.value for c in app.caption)
     app.selectbox(key="cap_traffic").set_value(with_durations).run()
     assert app.number_input(key=f"cap_wp_service_{with_durations}").value == 4.0
@@ -269,7 +263,7 @@ def test_warm_pool_service_time_comes_from_the_log_or_says_where_it_comes_from(a
 def test_no_snake_case_headers_or_missing_markers_on_the_page(app):
     import re
 
-    open_page(app)
+    open_page("capacity", app)
     for df in app.dataframe:
         for col in df.value.columns:
             assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", str(col)), col
@@ -290,8 +284,7 @@ def test_the_address_reproduces_the_traffic_source_and_typed_prices():
     price = P.serverless_prices()[0].key
     fresh = AppTest.from_file(ROUTER, default_timeout=60)
     fresh.query_params.update({"cap_traffic": "team.jsonl (30 requests)", f"cap_pin_{price}": "0.777", "cap_gpr": "4"})
-    fresh.switch_page("views/capacity.py").run()
-    assert not fresh.exception
+    open_page("capacity", fresh)
     assert fresh.selectbox(key="cap_traffic").value == upload_id
     assert fresh.number_input(key=f"cap_pin_{price}").value == pytest.approx(0.777)
     assert fresh.number_input(key="cap_gpr").value == 4

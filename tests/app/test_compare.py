@@ -9,7 +9,7 @@ from app import worksheet_state
 from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
-from tests.app.conftest import plotly_array
+from tests.app.conftest import open_page, plotly_array
 from tests.support.compare_seed import seed_endpoint, seed_three
 
 
@@ -23,7 +23,7 @@ def seeded():
 
 
 def _open(app, endpoints=None):
-    app.switch_page("views/compare.py").run()
+    open_page("compare", app)
     if endpoints is not None:
         app.multiselect(key="cmp_endpoints").set_value(endpoints).run()
     assert not app.exception

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from streamlit.testing.v1 import AppTest
-
 from planner.endpoints import add_endpoint, list_endpoints
 from planner.store import open_store
-from tests.app.conftest import ROUTER
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/endpoints.py").run()
-    assert not at.exception, at.exception
-    return at
+from tests.app.conftest import open_page
 
 
 def _fill(at, **values):
@@ -29,7 +19,7 @@ def _fill(at, **values):
 
 def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
     monkeypatch.delenv("ACME_KEY_FOR_TEST", raising=False)
-    at = _page()
+    at = open_page("endpoints")
     assert any("No endpoints yet" in i.value for i in at.info)
     # the worker's own account (planner.store.worker_state)
     assert any("No worker is probing" in w.value for w in at.warning)
@@ -45,7 +35,7 @@ def test_add_an_endpoint_shows_it_with_key_missing(monkeypatch):
 
 
 def test_bad_input_is_refused_with_the_field_named_and_nothing_stored():
-    at = _page()
+    at = open_page("endpoints")
     _fill(at, name="x", base_url="ftp://files.example/v1", model="m")
     assert any("Base URL" in e.value and "http://" in e.value for e in at.error)
     _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=2.0, timeout=1.0)
@@ -58,7 +48,7 @@ def test_bad_input_is_refused_with_the_field_named_and_nothing_stored():
 
 def test_duplicate_name_is_refused():
     add_endpoint(open_store(), {"name": "dup", "base_url": "https://a.example/v1", "model": "m"})
-    at = _page()
+    at = open_page("endpoints")
     _fill(at, name="dup", base_url="https://b.example/v1", model="m")
     assert any("already exists" in e.value for e in at.error)
     assert [e.base_url for e in list_endpoints(open_store())] == ["https://a.example/v1"]
@@ -69,13 +59,13 @@ def test_probing_faster_than_the_scale_down_window_is_flagged():
         open_store(),
         {"name": "hf", "base_url": "https://hf.example/v1", "model": "m", "interval_s": 60, "scale_down_window_s": 900},
     )
-    at = _page()
+    at = open_page("endpoints")
     assert any("keep them warm" in i.value and "hf" in i.value for i in at.info)
 
 
 def test_edit_and_remove():
     add_endpoint(open_store(), {"name": "old", "base_url": "https://a.example/v1", "model": "m"})
-    at = _page()
+    at = open_page("endpoints")
     e = list_endpoints(open_store())[0]
     at.number_input(key=f"edit{e.id}_interval").set_value(120.0)
     [b for b in at.button if b.label == "Save changes"][0].click().run()
@@ -92,7 +82,7 @@ def test_edit_and_remove():
 
 
 def test_toml_import_refreshes_the_table_and_says_what_it_did():
-    at = _page()
+    at = open_page("endpoints")
     toml = (
         b'[[endpoint]]\nname = "from-git"\nbase_url = "https://git.example/v1"\nmodel = "m"\n\n'
         b'[[endpoint]]\nname = "broken"\nbase_url = "ftp://x.example"\nmodel = "m"\n'
@@ -109,7 +99,7 @@ def test_catalog_picker_fills_the_form_and_shows_the_key_variable(monkeypatch):
     monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("AZURE_OPENAI_RESOURCE", raising=False)
     monkeypatch.setenv("GROQ_API_KEY", "gsk_value_never_shown")
-    at = _page()
+    at = open_page("endpoints")
     at.selectbox(key="cat_provider").set_value("groq").run()
     assert any("`GROQ_API_KEY`: **present**" in c.value for c in at.caption)
     at.selectbox(key="cat_provider").set_value("azure-openai").run()

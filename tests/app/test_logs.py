@@ -10,17 +10,9 @@ from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
 from planner.store.logs import list_uploads
-from tests.app.conftest import ROUTER, chart_spec
+from tests.app.conftest import chart_spec, open_page
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/logs.py").run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _upload(at: AppTest, *files: tuple[str, bytes]) -> AppTest:
@@ -47,7 +39,7 @@ def test_upload_shows_percentiles_rejects_and_charts():
     data = (SAMPLES / "openai_chat_completions.jsonl").read_bytes()
     lines = [json.loads(x) for x in data.decode().splitlines()]
     broken = data + b'{"object": "chat.completion", "created": 17\n'
-    at = _upload(_page(), ("agent.jsonl", broken))
+    at = _upload(open_page("logs"), ("agent.jsonl", broken))
     assert "Read 400 requests (agent.jsonl → openai_chat)" in at.success[0].value
     assert any(e.label.startswith("1 line rejected") for e in at.expander)
     assert at.metric[0].label == "p95 prompt tokens (working day)"
@@ -56,7 +48,7 @@ def test_upload_shows_percentiles_rejects_and_charts():
 
 
 def test_custom_columns_get_a_mapping_form():
-    at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    at = _upload(open_page("logs"), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
     assert at.error[0].value.startswith("Nothing could be read: gw.csv: no prompt-token column")
     at.selectbox(key="logs_map_ts").set_value("started")
     at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
@@ -68,7 +60,7 @@ def test_custom_columns_get_a_mapping_form():
 
 
 def test_use_in_worksheet_fills_p95_prompt_and_cache_hit_with_provenance():
-    at = _page()
+    at = open_page("logs")
     at.button(key="logs_load_sample").click().run()  # the default sample: OpenAI chat completions
     p95 = float(at.metric[0].value.replace(",", ""))
     at.button(key="logs_use").click().run()
@@ -80,7 +72,7 @@ def test_use_in_worksheet_fills_p95_prompt_and_cache_hit_with_provenance():
 
 
 def test_save_open_and_delete_a_stored_upload(tmp_path):
-    at = _upload(_page(), ("spend.json", (SAMPLES / "litellm_spend_logs.json").read_bytes()))
+    at = _upload(open_page("logs"), ("spend.json", (SAMPLES / "litellm_spend_logs.json").read_bytes()))
     at.button(key="logs_save").click().run()
     eng = open_store()
     [u] = list_uploads(eng)
@@ -95,7 +87,7 @@ def test_save_open_and_delete_a_stored_upload(tmp_path):
 
 
 def test_production_ttft_tab_from_a_log_with_first_token_times():
-    at = _upload(_page(), ("lf.json", (SAMPLES / "langfuse_observations.json").read_bytes()))
+    at = _upload(open_page("logs"), ("lf.json", (SAMPLES / "langfuse_observations.json").read_bytes()))
     tables = [t.value for t in at.dataframe if "what" in t.value and (t.value["what"] == "TTFT users waited").any()]
     assert tables, "the TTFT table is shown for logs with completionStartTime"
     df = tables[0]
@@ -105,7 +97,7 @@ def test_production_ttft_tab_from_a_log_with_first_token_times():
 
 
 def test_the_upload_and_its_settings_survive_leaving_the_page():
-    at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    at = _upload(open_page("logs"), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
     at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
     at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
     at.selectbox(key="logs_naive_tz").set_value("UTC")
@@ -120,7 +112,7 @@ def test_the_upload_and_its_settings_survive_leaving_the_page():
 
 
 def test_a_mapping_made_for_one_file_does_not_carry_over_to_the_next():
-    at = _upload(_page(), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    at = _upload(open_page("logs"), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
     at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
     at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
     assert "Read 200 requests" in at.success[0].value
@@ -131,7 +123,7 @@ def test_a_mapping_made_for_one_file_does_not_carry_over_to_the_next():
 
 
 def test_the_mapping_form_is_prefilled_with_its_guess_and_says_so():
-    at = _upload(_page(), ("odd.csv", b"timestamp,tok_a,tok_b\n2026-11-20T09:00:00Z,10,2\n"))
+    at = _upload(open_page("logs"), ("odd.csv", b"timestamp,tok_a,tok_b\n2026-11-20T09:00:00Z,10,2\n"))
     assert at.error[0].value.startswith("Nothing could be read: odd.csv: no prompt-token column")
     assert at.selectbox(key="logs_map_ts").value == "timestamp"
     assert any("Guessed from the column names: ts ← timestamp" in c.value for c in at.caption)
@@ -140,7 +132,7 @@ def test_the_mapping_form_is_prefilled_with_its_guess_and_says_so():
 def test_hours_follow_the_viewer_time_zone_and_percentile_labels_do_not_overprint():
     data = (SAMPLES / "openai_chat_completions.jsonl").read_bytes()
     lines = [json.loads(x) for x in data.decode().splitlines()]
-    at = _page()
+    at = open_page("logs")
     at.sidebar.selectbox(key="_viewer_tz_widget").set_value("Asia/Tokyo").run()
     at = _upload(at, ("agent.jsonl", data))
     assert at.metric[0].value == f"{_working_day_p95(lines, 'Asia/Tokyo'):,}"
@@ -151,7 +143,7 @@ def test_hours_follow_the_viewer_time_zone_and_percentile_labels_do_not_overprin
 
 
 def test_a_public_trace_sample_says_its_times_are_placed_from_a_default_start():
-    at = _page()
+    at = open_page("logs")
     at.selectbox(key="logs_sample").set_value("burstgpt_synthetic.csv")
     at.button(key="logs_load_sample").click().run()
     assert not at.exception, at.exception
@@ -171,7 +163,7 @@ def test_a_gzipped_upload_is_spooled_to_disk_and_gives_the_cli_percentiles_on_th
     r = CliRunner().invoke(cli, ["logs", "summarize", str(tmp_path / "agent.jsonl.gz"), "--json"])
     assert r.exit_code == 0, r.output
     want = json.loads(r.stdout)
-    at = _upload(_page(), ("agent.jsonl.gz", data))
+    at = _upload(open_page("logs"), ("agent.jsonl.gz", data))
     assert "Read 400 requests (agent.jsonl.gz → openai_chat)" in at.success[0].value
     assert at.metric[0].value == f"{want['prompt_tokens_workday']['p95']['value']:,.0f}"
     assert at.metric[1].value == f"{want['prompt_tokens_workday']['p50']['value']:,.0f}"

@@ -8,24 +8,15 @@ import time
 
 import numpy as np
 import sqlalchemy as sa
-from streamlit.testing.v1 import AppTest
 
 from planner.endpoints import add_endpoint
 from planner.store import leases as lease
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import ColdReadingRow
-from tests.app.conftest import ROUTER, plotly_array
+from tests.app.conftest import open_page, plotly_array
 
 HOUR = 3_600_000
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/probes.py").run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _chart(at, title_part: str) -> dict:
@@ -88,13 +79,13 @@ def _seed(interval_s=60.0, window_s=None, api_key_env=""):
 
 
 def test_no_endpoints_points_to_the_endpoints_page():
-    at = _page()
+    at = open_page("probes")
     assert "No endpoints yet" in at.info[0].value
 
 
 def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
     eng, ep = _seed()
-    at = _page()
+    at = open_page("probes")
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Samples (n)"] == f"{24 * 30 - 25:,}"
@@ -120,7 +111,7 @@ def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
 
 def test_segment_1_goes_to_the_worksheet_with_provenance():
     _seed()
-    at = _page()
+    at = open_page("probes")
     at.button(key="use_seg1").click().run()
     assert not at.exception, at.exception
     assert 490 <= at.number_input(key="queue_ms").value <= 510
@@ -150,7 +141,7 @@ def test_cold_reading_shows_and_feeds_segment_2():
                 completed_at_ms=now,
             )
         )
-    at = _page()
+    at = open_page("probes")
     # 60 s probes keep a 300 s scale-down window warm: the page says so, beside segment 2 (not as a warning first).
     assert any("keep this endpoint warm" in c.value for c in at.caption)
     assert not any("keep this endpoint warm" in w.value for w in at.warning)
@@ -162,7 +153,7 @@ def test_cold_reading_shows_and_feeds_segment_2():
 
 def test_probe_now_and_cold_reading_are_queued_for_the_worker():
     eng, ep = _seed(window_s=300.0)
-    at = _page()
+    at = open_page("probes")
     assert any("No worker is probing" in w.value for w in at.warning)
     [b for b in at.button if b.label == "Probe now"][0].click().run()
     at.number_input(key=f"probes_idle_{ep.id}").set_value(45.0).run()
@@ -187,14 +178,14 @@ def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
             {"e": ep.id},
         )
     lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
-    at = _page()
+    at = open_page("probes")
     assert any("Key missing" in e.value and "PROBES_PAGE_KEY" in e.value for e in at.error)
     assert not any("No worker is probing" in w.value for w in at.warning)
 
 
 def test_csv_export_of_the_range():
     _seed()
-    at = _page()
+    at = open_page("probes")
     [b for b in at.button if b.label.startswith("Prepare CSV")][0].click().run()
     csv_text = at.session_state["probes_csv"][1]
     lines = csv_text.strip().splitlines()
@@ -226,7 +217,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
             )
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
-    at = _page()
+    at = open_page("probes")
     today = dt.datetime.now(dt.UTC).date()
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=100), today)).run()
     assert not at.exception, at.exception

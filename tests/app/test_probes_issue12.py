@@ -13,8 +13,8 @@ from planner.samples import MEASURED_KINDS
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import ColdReadingRow, create_request
-from tests.app.conftest import plotly_array
-from tests.app.test_probes import _chart, _page
+from tests.app.conftest import open_page, plotly_array
+from tests.app.test_probes import _chart
 
 HOUR = 3_600_000
 
@@ -70,7 +70,7 @@ def test_a_finished_cold_reading_with_no_detail_reads_cleanly_after_refresh():
                 completed_at_ms=now,
             )
         )
-    at = _page()
+    at = open_page("probes")
     at.run()  # the next auto-refresh
     assert not at.exception, at.exception
     latest = next(c.value for c in at.caption if c.value.startswith("Latest requests"))
@@ -85,7 +85,7 @@ def test_the_csv_download_belongs_to_the_endpoint_it_was_prepared_for():
     a, b = _endpoint(eng, "alpha"), _endpoint(eng, "beta")
     _samples(eng, a, _this_hour(), 4, 100.0)
     _samples(eng, b, _this_hour(), 7, 900.0)
-    at = _page()
+    at = open_page("probes")
     at.selectbox(key="probes_series").set_value(
         next(k for k in at.selectbox(key="probes_series").options if k.startswith("alpha"))
     ).run()
@@ -121,7 +121,7 @@ def test_segment_1_from_one_hour_says_why_and_offers_no_hand_off():
             )
         ],
     )
-    at = _page()
+    at = open_page("probes")
     assert not at.exception, at.exception
     assert any("at least 2 different hours of day" in i.value and "only" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == "use_seg1"]
@@ -132,7 +132,7 @@ def test_one_day_of_data_reads_as_that_day_on_the_heatmap():
     eng = open_store()
     ep = _endpoint(eng, "sim")
     _samples(eng, ep, _this_hour(), 5, 300.0)
-    at = _page()
+    at = open_page("probes")
     heat = _chart(at, "by day and hour")
     assert heat["layout"]["yaxis"]["type"] == "category"
     today = dt.datetime.now(dt.UTC).date()
@@ -143,7 +143,7 @@ def test_an_empty_range_says_no_samples_instead_of_empty_axes():
     eng = open_store()
     ep = _endpoint(eng, "sim")
     _samples(eng, ep, _this_hour() - 30 * 24 * HOUR, 5, 300.0)  # a month ago: nothing in the last 7 days
-    at = _page()
+    at = open_page("probes")
     for title in ("TTFT over time", "hour of day", "by day and hour", "ECDF", "Phases"):
         spec = _chart(at, title)
         notes = [a["text"] for a in spec["layout"].get("annotations", [])]
@@ -159,7 +159,7 @@ def test_the_sample_count_agrees_everywhere_on_the_page():
     _samples(eng, ep, start + 30_000, 2, 210.0, kind="manual")
     _samples(eng, ep, start + 45_000, 1, 9_000.0, kind="cold")
     _samples(eng, ep, start + 50_000, 1, 200.0, kind="warm")
-    at = _page()
+    at = open_page("probes")
     n = 37 + 2  # scheduled + manual; the cold reading's two probes are not samples
     assert set(MEASURED_KINDS) == {"scheduled", "manual"}
     assert {m.label: m.value for m in at.metric}["Samples (n)"] == f"{n}"
@@ -176,7 +176,7 @@ def test_the_page_uses_the_sidebars_time_zone_and_has_none_of_its_own():
     if t > time.time() * 1000 - HOUR:
         t = _this_hour() - 2 * HOUR
     _samples(eng, ep, t, 3, 300.0)
-    at = _page()
+    at = open_page("probes")
     assert not [s for s in at.selectbox if s.key == "probes_tz"]
     at.selectbox(key="_viewer_tz_widget").set_value("Asia/Kolkata").run()  # UTC+5:30
     assert not at.exception, at.exception

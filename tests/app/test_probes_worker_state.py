@@ -7,12 +7,10 @@ import os
 import socket
 import time
 
-from streamlit.testing.v1 import AppTest
-
 from planner.endpoints import add_endpoint
 from planner.store import open_store
 from planner.store.worker_state import write_state
-from tests.app.conftest import ROUTER
+from tests.app.conftest import open_page
 
 
 def test_a_buffering_worker_is_shown_as_running_and_buffering():
@@ -37,10 +35,7 @@ def test_a_buffering_worker_is_shown_as_running_and_buffering():
             "task_failures": [],
         },
     )
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/probes.py").run()
-    assert not at.exception, at.exception
+    at = open_page("probes")
     texts = [w.value for w in at.warning]
     assert any("buffering 42 rows since" in t and "disk is full" in t for t in texts), texts
     assert not any("No worker is probing" in t for t in texts), texts

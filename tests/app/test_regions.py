@@ -7,20 +7,11 @@ import json
 import time
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
 from planner.store.rtt import SampleRecord, add_target, insert_rtt_samples, load_samples
-from tests.app.conftest import ROUTER, plotly_array
+from tests.app.conftest import open_page, plotly_array
 from tests.support.rtt_target import serve_in_thread
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/regions.py").run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-timing", vantage="Berlin office"):
@@ -50,14 +41,14 @@ def _table(at):
 
 
 def test_empty_store_says_how_to_get_samples_and_mounts_the_browser_probe():
-    at = _page()
+    at = open_page("regions")
     assert "No RTT samples" in at.info[0].value
     assert len(at.get("bidi_component")) == 1
     assert at.button(key="rtt_probe_server").label == "Probe from the server"
 
 
 def test_browser_samples_are_stored_once_with_the_vantage_and_ranked():
-    at = _page()
+    at = open_page("regions")
     at.session_state["browser_rtt"] = _browser_run("run-1", [20.0 + i for i in range(10)])
     at.run()
     assert not at.exception, at.exception
@@ -73,7 +64,7 @@ def test_browser_samples_are_stored_once_with_the_vantage_and_ranked():
 
 
 def test_fallback_without_timing_allow_origin_is_labelled():
-    at = _page()
+    at = open_page("regions")
     at.session_state["browser_rtt"] = _browser_run("run-2", [50.0, 52.0, 54.0], method="fetch-performance-now")
     at.run()
     assert any("Timing-Allow-Origin" in w.value for w in at.warning)
@@ -103,7 +94,7 @@ def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
             )
         ],
     )
-    at = _page()
+    at = open_page("regions")
     t = _table(at).set_index("region_id")
     assert t.loc["aws-us-east-1", "median_ms"] == 84.0 and t.loc["aws-us-east-1", "status"] == "ok"
     assert t.loc["openai-api", "status"].startswith("unresolvable: 'api.openai.com' did not resolve")
@@ -115,7 +106,7 @@ def test_server_probe_button_measures_a_local_target():
     server = serve_in_thread()
     try:
         add_target(open_store(), "local-box", f"{server.base_url}/ping", lat=52.5, lon=13.4)
-        at = _page()
+        at = open_page("regions")
         at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
         at.button(key="rtt_probe_server").click().run()
     finally:
@@ -127,7 +118,7 @@ def test_server_probe_button_measures_a_local_target():
 
 
 def test_use_for_worksheet_hands_over_rtt_times_round_trips_with_provenance():
-    at = _page()
+    at = open_page("regions")
     at.session_state["browser_rtt"] = _browser_run("run-3", [20.0 + i for i in range(10)])
     at.run()
     at.radio(key="rtt_round_trips").set_value(3).run()
@@ -140,7 +131,7 @@ def test_use_for_worksheet_hands_over_rtt_times_round_trips_with_provenance():
 
 
 def test_remembered_location_label_is_restored():
-    at = _page()
+    at = open_page("regions")
     at.session_state["browser_rtt"] = {"remembered_vantage": "Lisbon home"}
     at.run()
     assert at.text_input(key="rtt_vantage").value == "Lisbon home"
@@ -148,7 +139,7 @@ def test_remembered_location_label_is_restored():
 
 @pytest.mark.parametrize("target, message", [("not a target", "host:port"), ("ftp://x.example/", "scheme")])
 def test_bad_custom_target_is_refused_with_the_reason(target, message):
-    at = _page()
+    at = open_page("regions")
     form_inputs = [t for t in at.text_input if t.key != "rtt_vantage"]
     form_inputs[0].set_value("mine")
     form_inputs[1].set_value(target)
@@ -160,7 +151,7 @@ def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
     eng = open_store()
     now = int(time.time() * 1000)
     insert_rtt_samples(eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 0.4, now, vantage="")])
-    at = _page()
+    at = open_page("regions")
     chart = next(c for c in at.get("plotly_chart") if "rtt_map" in c.proto.id)
     assert json.loads(chart.proto.config)["topojsonURL"] == "app/static/topojson/"
     from pathlib import Path
@@ -175,7 +166,7 @@ def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
 
 
 def test_adding_a_target_says_so():
-    at = _page()
+    at = open_page("regions")
     form_inputs = [t for t in at.text_input if t.key != "rtt_vantage"]
     form_inputs[0].set_value("mine")
     form_inputs[1].set_value("https://example.invalid/health")

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
 from planner.store.rtt import load_samples
-from tests.app.conftest import ROUTER
+from tests.app.conftest import open_page
 
 
 def _sample(region: str, rtt: float | None, error: str | None = None) -> dict:
@@ -24,9 +24,7 @@ def _sample(region: str, rtt: float | None, error: str | None = None) -> dict:
 
 
 def _run(samples: list[dict]) -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/regions.py").run()
+    at = open_page("regions")
     at.session_state["browser_rtt"] = {"result": {"run_id": "r1", "vantage": "Lab", "samples": samples}}
     at.run()
     assert not at.exception, at.exception

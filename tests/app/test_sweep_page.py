@@ -5,26 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 
-from streamlit.testing.v1 import AppTest
-
 from planner.probes.ttft import ProbeTarget
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
 from planner.store.sweeps import store_sweep
 from planner.sweep import SweepSpec, run_sweep
-from tests.app.conftest import ROUTER, chart_spec
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
-    at.run()
-    at.switch_page("views/sweep.py").run()
-    assert not at.exception, at.exception
-    return at
+from tests.app.conftest import chart_spec, open_page
 
 
 def test_empty_store_says_how_to_run_a_sweep():
-    at = _page()
+    at = open_page("sweep")
     assert any("ttft-planner sweep" in i.value for i in at.info)
 
 
@@ -46,7 +36,7 @@ def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     store_sweep(eng, result, vantage="ci", tool_version="test")
     eng.dispose()
 
-    at = _page()
+    at = open_page("sweep")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Knee"] == "2 requests/s" and metrics["p95 target"] == "500 ms"
     table = at.dataframe[0].value

@@ -6,7 +6,7 @@ import pandas as pd
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, plotly_array
+from tests.app.conftest import chart_spec, open_page, plotly_array
 
 DAY0_MS = 1_764_460_800_000  # 2025-11-30 00:00 UTC
 CHEAP = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
@@ -37,15 +37,9 @@ def store_log() -> int:
     return upload_id
 
 
-def open_page(app):
-    app.switch_page("views/whatif.py").run()
-    assert not app.exception
-    return app
-
-
 def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(app):
     upload_id = store_log()
-    open_page(app)
+    open_page("whatif", app)
     assert any("Upload a request log" in i.value for i in app.info)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{PRICEY}\n{SLOW}").run()
@@ -69,7 +63,7 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
 
 def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
     upload_id = store_log()
-    open_page(app)
+    open_page("whatif", app)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}")
     app.selectbox(key="wi_interaction").set_value("agent")
@@ -82,7 +76,7 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
 
 def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):
     upload_id = store_log()
-    open_page(app)
+    open_page("whatif", app)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value("serverless:window=300,cold=20,slots=eight,max=1,prefill=1,decode=1").run()
     assert any("slots must be a whole number, got 'eight'" in e.value for e in app.error)
@@ -102,7 +96,7 @@ def test_targets_come_from_the_worksheet_custom_types_included(app):
     app.number_input(key="new_interaction_target").set_value(1200).run()
     app.button(key="add_interaction").click().run()
     app.number_input(key="network_ms").set_value(25).run()
-    open_page(app)
+    open_page("whatif", app)
     target = app.selectbox(key="wi_interaction")
     assert target.value == "custom-review-bot"  # the worksheet's interaction in force
     assert (
@@ -125,7 +119,7 @@ def test_the_table_has_labels_not_internal_names(app):
     import re
 
     upload_id = store_log()
-    open_page(app)
+    open_page("whatif", app)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
     table = app.dataframe[0].value
@@ -145,8 +139,7 @@ def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
     at.query_params.update(
         {"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"}
     )
-    at.switch_page("views/whatif.py").run()
-    assert not at.exception
+    open_page("whatif", at)
     assert at.number_input(key="wi_growth").value == 2
     assert at.dataframe[0].value["Candidate"].tolist() == ["sls", "slow"]
     assert any("960 requests from team.jsonl" in c.value for c in at.caption)  # 480 × growth 2
@@ -167,7 +160,7 @@ def test_a_gzipped_upload_replays_like_the_cli_on_the_same_file(app, tmp_path):
     r = CliRunner().invoke(cli, ["whatif", "--log", str(tmp_path / "agent.jsonl.gz"), "--deployment", PRICEY, "--json"])
     assert r.exit_code == 0, r.output
     want = json.loads(r.stdout)
-    open_page(app)
+    open_page("whatif", app)
     app.file_uploader(key="wi_files").set_value([("agent.jsonl.gz", data, "application/gzip")])
     app.text_area(key="wi_specs").set_value(PRICEY).run()
     assert not app.exception, app.exception

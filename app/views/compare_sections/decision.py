@@ -1,0 +1,55 @@
+"""Compare › decision: whether the data can tell the candidates apart yet, the ranked decision table (each verdict
+cell coloured by its level) and the difference statements."""
+
+import streamlit as st
+
+from planner.compare import Comparison
+from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE, decision_levels
+from planner.compare.report import decision_display
+from planner.compare.stats import Margin
+from planner.stats import min_n_for
+from planner.untrusted import md_text
+
+__all__ = ["render"]
+
+LEVEL_CSS = {
+    "OK": "background-color: rgba(26,127,55,0.15)",
+    "Prompt too long": "background-color: rgba(154,103,0,0.18)",
+    "Over budget": "background-color: rgba(207,34,46,0.15)",
+    "No verdict": "color: #9e9e9e",
+    "No data": "color: #9e9e9e",
+}
+
+
+def render(cmp: Comparison, n_picked: int, margin: Margin) -> None:
+    """Draw the Decision section of `cmp` (`n_picked` endpoints picked), saying first what would make it final."""
+    need = min_n_for(0.95)
+    thin = [m.name for m in cmp.metrics if m.n_ok < need]
+    if n_picked < 2 or thin:
+        why = []
+        if n_picked < 2:
+            why.append("pick a second endpoint")
+        if thin:
+            why.append(
+                f"let the worker probe {', '.join(thin)} for about a day (a p95 needs n ≥ {need}; "
+                "queueing needs two hours with n ≥ 20 each)"
+            )
+        st.info(
+            "A comparison needs at least two endpoints, each with about a day of probing: "
+            + " and ".join(why)
+            + ". Until then ranks and verdicts are provisional.",
+            icon=":material/hourglass_empty:",
+        )
+
+    st.subheader("Decision")
+    decision = decision_display(cmp)
+    levels = decision_levels(cmp.ranked)  # the level behind each verdict cell, as data (never read back from its text)
+    styled = decision.style.apply(
+        lambda col: [LEVEL_CSS.get(LEVEL_LABELS.get(lv, ""), "") for lv in levels[col.name]],
+        subset=list(levels.columns),
+    )
+    st.dataframe(styled, hide_index=True, key="cmp_decision")
+    st.caption(f"{RANKING_RULE} {TARGETS_RULE}")
+    st.caption(f"Equivalence margin: {margin.describe()}.")
+    for d in cmp.differences:
+        (st.success if d.distinguishable else st.info)(md_text(d.statement()))

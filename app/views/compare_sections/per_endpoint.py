@@ -1,0 +1,53 @@
+"""Compare › per endpoint: the metrics table (percentiles with too few samples greyed), where each endpoint serves
+from, and the charts (p95 by hour of day, p95 intervals, phases)."""
+
+import streamlit as st
+
+from app.charts.compare import hourly_p95_figure, p95_interval_figure, phases_figure
+from planner.compare import Comparison
+from planner.compare.comparison import metrics_table
+from planner.compare.regions import region_table
+from planner.compare.report import summary_table
+from planner.samples import DEFINITION
+
+__all__ = ["render"]
+
+GREY = "color: #9e9e9e"
+# A column of the shown table → the metrics column that says whether its percentile rests on enough samples.
+RELIABLE = {
+    "TTFT p50 (ms)": "ttft_p50_reliable",
+    "TTFT p95 (ms)": "ttft_p95_reliable",
+    "TTFT p99 (ms)": "ttft_p99_reliable",
+    "first content p95 (ms)": "first_content_p95_reliable",
+}
+
+
+def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
+    """Draw the Per endpoint section of `cmp` as seen from `vantage` (None: all), hours of day in `tz`."""
+    st.subheader("Per endpoint")
+    st.caption(f"{DEFINITION} Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).")
+    table, raw = summary_table(cmp), metrics_table(cmp).set_index("endpoint")
+    st.dataframe(
+        table.style.apply(
+            lambda row: [
+                GREY if c in RELIABLE and not raw.loc[row["Endpoint"], RELIABLE[c]] else "" for c in row.index
+            ],
+            axis=1,
+        ),
+        hide_index=True,
+        key="cmp_metrics",
+    )
+    st.caption(
+        "Where each endpoint serves from, and the round trip to there from this vantage (the network share of "
+        "its TTFT; an anycast edge's RTT is to the nearest edge, not to the serving region)."
+    )
+    st.dataframe(
+        region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage),
+        hide_index=True,
+        key="cmp_regions",
+    )
+    order = [r.metrics.name for r in cmp.ranked]
+    st.plotly_chart(hourly_p95_figure(cmp.hourly, tz, order), key="cmp_hourly")
+    left, right = st.columns(2)
+    left.plotly_chart(p95_interval_figure(cmp.p95_intervals, order), key="cmp_ci")
+    right.plotly_chart(phases_figure(metrics_table(cmp)), key="cmp_phases")

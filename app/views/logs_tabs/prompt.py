@@ -1,0 +1,33 @@
+"""Logs › Prompt tokens tab: percentiles (all, working day, output), histogram, ECDF, percentiles by hour of day."""
+
+import pandas as pd
+import streamlit as st
+
+from app.charts.logs import (
+    ecdf_figure,
+    histogram_figure,
+    hour_percentiles_figure,
+    percentile_rows,
+    percentile_table_style,
+)
+from planner.logs.summary import LogSummary, ecdf_points, histogram
+
+__all__ = ["render"]
+
+
+def render(frame: pd.DataFrame, s: LogSummary, tz: str) -> None:
+    """Draw the Prompt tokens tab for the requests in `frame` and their summary `s` (hours in `tz`)."""
+    rows = percentile_rows(
+        {
+            "prompt tokens, all": s.prompt,
+            "prompt tokens, working day": s.prompt_workday,
+            "output tokens, all": s.output,
+        },
+        "tokens",
+    )
+    st.dataframe(percentile_table_style(rows), hide_index=True, key="logs_percentiles")
+    marks = {k: s.prompt[k] for k in ("p50", "p95")}
+    h1, h2 = st.columns(2)
+    h1.plotly_chart(histogram_figure(histogram(frame["prompt_tokens"]), marks), key="logs_hist")
+    h2.plotly_chart(ecdf_figure(ecdf_points(frame["prompt_tokens"]), marks), key="logs_ecdf")
+    st.plotly_chart(hour_percentiles_figure(s.prompt_by_hour, "prompt tokens", tz), key="logs_prompt_hour")
