@@ -37,6 +37,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.probes.ttft import PHASES_MS
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
 from planner.store.engine import table_of
@@ -70,16 +71,8 @@ __all__ = [
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-PHASES = (
-    "dns_ms",
-    "connect_ms",
-    "tls_ms",
-    "headers_ms",
-    "first_event_ms",
-    "ttft_ms",
-    "first_content_ms",
-    "server_latency_ms",  # not a phase of ours: the endpoint's own figure where it reports one (Bedrock)
-)
+#: The phase breakdown's columns: our phases, then the endpoint's own latency figure where it reports one (Bedrock).
+PHASES = (*PHASES_MS, "server_latency_ms")
 _OK = SAMPLE_SQL
 _ATTEMPT = ATTEMPT_SQL
 _RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"
