@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from planner.cli._common import echo_json
-from planner.cli.probe import _loop_factory, parse_prompt_tokens
+from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.cli.probe import parse_prompt_tokens
 from planner.cli.sweep import parse_loads
-from planner.probes.errors import MissingApiKey
-from planner.probes.protocols import PROTOCOLS
-from planner.probes.ttft import ProbeTarget, resolve_api_key
+from planner.probes.ttft import ProbeTarget
 from planner.whatif.calibrate import calibrate as run_calibration
 
 __all__ = ["COMMANDS"]
 
 
 @click.command()
-@click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8089/v1.")
-@click.option("--model", required=True, help="Model name to request.")
-@click.option(
-    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
-)
-@click.option("--api-key-env", default="", help="NAME of the environment variable holding the API key.")
+@target_options
 @click.option(
     "--prompt-tokens", "lengths", default="128,1024", show_default=True, help="Prompt lengths of the prefill fit."
 )
@@ -77,25 +69,21 @@ def calibrate(
     target = ProbeTarget(
         base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, timeout_s=timeout_s
     )
-    try:
-        resolve_api_key(target)
-    except MissingApiKey as exc:
-        raise click.UsageError(str(exc)) from None
+    api_key_of(target)  # a missing key is a usage error now, not a failed calibration later
     conc = tuple(int(c) for c in parse_loads(concurrency, "--concurrency", True))
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        try:
-            cal = runner.run(
-                run_calibration(
-                    target,
-                    lengths=tuple(parse_prompt_tokens(lengths)),
-                    n=n,
-                    decode_tokens=decode_tokens,
-                    concurrencies=conc,
-                    step_duration_s=step_duration_s,
-                )
+    try:
+        cal = run_measuring(
+            run_calibration(
+                target,
+                lengths=tuple(parse_prompt_tokens(lengths)),
+                n=n,
+                decode_tokens=decode_tokens,
+                concurrencies=conc,
+                step_duration_s=step_duration_s,
             )
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     spec = cal.spec(name)
     if as_json:
         echo_json(

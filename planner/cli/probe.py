@@ -12,24 +12,14 @@ import httpx
 
 from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
-from planner.probes.errors import ERROR_CLASSES, MissingApiKey
+from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.probes.errors import ERROR_CLASSES
 from planner.probes.fit import fit_points, fit_prefill
-from planner.probes.protocols import PROTOCOLS
-from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
+from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 from planner.probes.warmup import warm_up
 from planner.stats import summarize
-from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
-
-
-def _loop_factory():
-    """uvloop when available: fewer wake-up hops between a socket read and the probe's timestamp."""
-    try:
-        import uvloop
-    except ImportError:  # Windows, or a minimal install
-        return None
-    return uvloop.new_event_loop
 
 
 def parse_prompt_tokens(text: str) -> list[int]:
@@ -106,8 +96,9 @@ async def _run(
     keep_alive = targets[0].keep_alive
     # Pay the first request's lazy imports and thread-pool start on a local canned stream, not in sample #1.
     await warm_up(targets[0].protocol, keep_alive=keep_alive)
-    # Park every object made so far outside the collector: a full GC pass over them is a multi-ms
-    # pause that would otherwise land inside some samples (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
+    # Park the warm-up's objects outside the collector too (run_measuring parked start-up's): a full GC pass
+    # over them is a multi-ms pause that would otherwise land inside some samples
+    # (bench/bench_probe_accuracy.py: p99 2.3 → 0.9 ms).
     gc.collect()
     gc.freeze()
     client = None
@@ -129,22 +120,7 @@ async def _run(
 
 
 @click.command()
-@click.option(
-    "--base-url",
-    required=True,
-    help="API base URL, e.g. http://127.0.0.1:8765/v1 or https://api.openai.com/v1 "
-    "(Anthropic: https://api.anthropic.com).",
-)
-@click.option("--model", required=True, help="Model name to request.")
-@click.option(
-    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
-)
-@click.option(
-    "--api-key-env",
-    default="",
-    help="NAME of the environment variable holding the API key (the key itself is "
-    "never printed or stored). Default: no key.",
-)
+@target_options
 @click.option(
     "-n",
     "--samples",
@@ -233,10 +209,6 @@ def probe(
     Example: ttft-planner probe --base-url http://127.0.0.1:8765/v1 --model sim-model -n 20 --prompt-tokens 256,4096
     """
     lengths = parse_prompt_tokens(prompt_tokens)
-    try:
-        base_url = check_url(base_url, what="--base-url")
-    except UrlError as exc:
-        raise click.BadParameter(str(exc), param_hint="--base-url") from None
     targets = [
         ProbeTarget(
             base_url=base_url,
@@ -251,10 +223,7 @@ def probe(
         )
         for L in lengths
     ]
-    try:
-        api_key = resolve_api_key(targets[0])
-    except MissingApiKey as exc:
-        raise click.UsageError(str(exc)) from None
+    api_key = api_key_of(targets[0])
     engine = open_engine(database_url) if store else None
     samples: list[TtftSample] = []
 
@@ -267,8 +236,7 @@ def probe(
 
     interrupted = False
     try:
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(_run(targets, n, interval_s, api_key, max_attempts, on_sample))
+        run_measuring(_run(targets, n, interval_s, api_key, max_attempts, on_sample))
     except KeyboardInterrupt:
         interrupted = True
     stored = _store(engine, samples, base_url, model, protocol, api_key_env, vantage) if engine is not None else None

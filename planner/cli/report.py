@@ -76,6 +76,23 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
+def _when_ms(text: str | None, now_ms: int, option: str) -> int | None:
+    """parse_when for `option` (None when it was not given); a value it cannot read exits 2 naming the option."""
+    if text is None:
+        return None
+    try:
+        return parse_when(text, now_ms)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False):
+    """An option naming a file the report writes (a Path; None when an optional one is not given)."""
+    return click.option(
+        flag, dest, type=click.Path(dir_okay=False, path_type=Path), required=required, default=None, help=help_text
+    )
+
+
 @click.command()
 @click.option(
     "--endpoints",
@@ -89,27 +106,9 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("--since", default=None, help="Start of the window: YYYY-MM-DD, ISO date-time (UTC), or an age like 3d.")
 @click.option("--until", default=None, help="End of the window (exclusive), same forms as --since. Default: now.")
 @click.option("--vantage", default=None, help="Only samples from this vantage (default: all vantages).")
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="Where to write the self-contained HTML report.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the tables as Markdown.",
-)
-@click.option(
-    "--csv",
-    "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the decision table and per-endpoint figures as CSV.",
-)
+@_file_option("--out", "out_path", "Where to write the self-contained HTML report.", required=True)
+@_file_option("--markdown", "md_path", "Also write the tables as Markdown.")
+@_file_option("--csv", "csv_path", "Also write the decision table and per-endpoint figures as CSV.")
 @click.option("--tz", default="UTC", show_default=True, help="Time zone for the hour-of-day curves (IANA name).")
 @click.option(
     "--worksheet",
@@ -172,14 +171,8 @@ def report(
     Example: ttft-planner report --endpoints fast-a,slow-b --since 3d --out report.html --markdown report.md
     """
     now_ms = int(time.time() * 1000)
-    try:
-        since_ms = None if since is None else parse_when(since, now_ms)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--since") from None
-    try:
-        until_ms = None if until is None else parse_when(until, now_ms)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--until") from None
+    since_ms = _when_ms(since, now_ms, "--since")
+    until_ms = _when_ms(until, now_ms, "--until")
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise click.UsageError("--since must be before --until")
     try:

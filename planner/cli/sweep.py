@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import socket
 
 import click
 
 from planner import __version__, settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
-from planner.cli.probe import _loop_factory
-from planner.probes.errors import MissingApiKey
-from planner.probes.protocols import PROTOCOLS
-from planner.probes.ttft import ProbeTarget, resolve_api_key
+from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.probes.ttft import ProbeTarget
 from planner.sweep.arrivals import ARRIVAL_KINDS
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
 
@@ -71,14 +67,7 @@ def _knee_line(r: SweepResult) -> str:
 
 
 @click.command()
-@click.option("--base-url", required=True, help="API base URL, e.g. http://127.0.0.1:8765/v1.")
-@click.option("--model", required=True, help="Model name to request.")
-@click.option(
-    "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
-)
-@click.option(
-    "--api-key-env", default="", help="NAME of the environment variable holding the API key (never printed or stored)."
-)
+@target_options
 @click.option("--rates", default=None, help="Open loop: arrival rates in requests/s, e.g. 0.5,1,2,4 (one step each).")
 @click.option("--concurrency", default=None, help="Closed loop instead: concurrent requests per step, e.g. 1,2,4,8.")
 @click.option(
@@ -166,8 +155,6 @@ def sweep(
     """
     if (rates is None) == (concurrency is None):
         raise click.UsageError("give exactly one of --rates (open loop) or --concurrency (closed loop)")
-    if not base_url.startswith(("http://", "https://")):
-        raise click.BadParameter(f"{base_url!r} must start with http:// or https://", param_hint="--base-url")
     mode = "concurrency" if concurrency is not None else arrivals
     loads = (
         parse_loads(concurrency, "--concurrency", True)
@@ -183,10 +170,7 @@ def sweep(
         max_tokens=max_tokens,
         timeout_s=timeout_s,
     )
-    try:
-        resolve_api_key(target)
-    except MissingApiKey as exc:
-        raise click.UsageError(str(exc)) from None
+    api_key_of(target)  # a missing key is a usage error now, not a failed request in every step
     spec = SweepSpec(
         target=target,
         mode=mode,
@@ -204,11 +188,8 @@ def sweep(
         else:
             click.echo(_step_line(mode, s))
 
-    gc.collect()
-    gc.freeze()
     try:
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            result = runner.run(run_sweep(spec, on_step=on_step))
+        result = run_measuring(run_sweep(spec, on_step=on_step))
     except KeyboardInterrupt:
         fail("interrupted: nothing stored")
     stored = None

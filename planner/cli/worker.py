@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import subprocess
@@ -16,7 +15,7 @@ import click
 
 from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, store_option
-from planner.cli.probe import _loop_factory
+from planner.cli._measure import run_measuring
 from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store import leases as lease
@@ -39,19 +38,6 @@ def _logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _run_loop(main) -> None:
-    """Run the worker's event loop as the probe engine measured best (planner.cli.probe, bench/bench_probe_accuracy.py).
-
-    gc.collect(); gc.freeze() once start-up imports are done parks those objects outside the collector: a full
-    collection over them is a multi-ms pause that would otherwise land inside some timed probe. uvloop (when
-    installed) has fewer wake-up hops between a socket read and the probe's timestamp.
-    """
-    gc.collect()
-    gc.freeze()
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(main)
-
-
 def demo_simulator_config():
     """The built-in simulated endpoint's behaviour: office-hours load, 300 s scale-down, 20 s cold start behind 503s."""
     from planner.simulator import OFFICE_LOAD_CURVE, SimulatorConfig
@@ -59,7 +45,18 @@ def demo_simulator_config():
     return SimulatorConfig(load_curve=OFFICE_LOAD_CURVE, scale_down_window_s=300.0, cold_start_s=20.0, cold_503=True)
 
 
+def _start_simulator(stack: contextlib.ExitStack, engine) -> None:
+    """Serve the built-in simulated endpoint until `stack` closes, and register it as an endpoint."""
+    from planner.simulator import running_simulator
+
+    url = stack.enter_context(running_simulator(demo_simulator_config()))
+    ensure_simulated_endpoint(engine, url)
+    click.echo(f"simulated endpoint at {url}", err=True)
+
+
 def _worker_options(f):
+    """The worker's options. Each is named after its WorkerConfig field, so a command takes them as
+    `**worker_options` and builds `WorkerConfig(**worker_options)`."""
     f = click.option(
         "--vantage",
         default="",
@@ -120,18 +117,7 @@ def _worker_options(f):
 @click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @store_option
-def worker(
-    vantage,
-    lease_ttl_s,
-    probe_processes,
-    retention_days,
-    metrics_port,
-    metrics_address,
-    alerts_every_s,
-    simulator,
-    verbose,
-    database_url,
-) -> None:
+def worker(simulator, verbose, database_url, **worker_options) -> None:
     """Probe every enabled endpoint of this vantage on its own schedule until SIGTERM/SIGINT.
 
     It writes every probe row of a registered endpoint. Slots it cannot run are stored as skipped, never
@@ -139,24 +125,12 @@ def worker(
     """
     _logging(verbose)
     engine = open_engine(database_url)
-    config = WorkerConfig(
-        vantage=vantage,
-        lease_ttl_s=lease_ttl_s,
-        retention_days=retention_days,
-        probe_processes=probe_processes,
-        metrics_port=metrics_port,
-        metrics_address=metrics_address,
-        alerts_every_s=alerts_every_s,
-    )
+    config = WorkerConfig(**worker_options)
     with contextlib.ExitStack() as stack:
         if simulator:
-            from planner.simulator import running_simulator
-
-            url = stack.enter_context(running_simulator(demo_simulator_config()))
-            ensure_simulated_endpoint(engine, url)
-            click.echo(f"simulated endpoint at {url}", err=True)
+            _start_simulator(stack, engine)
         try:
-            _run_loop(run_worker(engine, config))
+            run_measuring(run_worker(engine, config))
         except StoreError as exc:  # a read-only database: one line, not a warning every 0.2 s forever
             fail(str(exc))
 
@@ -253,43 +227,17 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
 )
 @_worker_options
 @store_option
-def serve(
-    port,
-    address,
-    no_simulator,
-    no_worker,
-    secrets_file,
-    vantage,
-    lease_ttl_s,
-    probe_processes,
-    retention_days,
-    metrics_port,
-    metrics_address,
-    alerts_every_s,
-    database_url,
-) -> None:
+def serve(port, address, no_simulator, no_worker, secrets_file, database_url, **worker_options) -> None:
     """Start the dashboard, the probe worker and the simulated endpoint together; Ctrl-C stops them together."""
     _logging(False)
     engine = open_engine(database_url)
-    config = WorkerConfig(
-        vantage=vantage,
-        lease_ttl_s=lease_ttl_s,
-        retention_days=retention_days,
-        probe_processes=probe_processes,
-        metrics_port=metrics_port,
-        metrics_address=metrics_address,
-        alerts_every_s=alerts_every_s,
-    )
+    config = WorkerConfig(**worker_options)
     env = dict(os.environ)
     if database_url:
         env[settings.DATABASE_URL.name] = database_url
     with contextlib.ExitStack() as stack:
         if not no_simulator:
-            from planner.simulator import running_simulator
-
-            url = stack.enter_context(running_simulator(demo_simulator_config()))
-            ensure_simulated_endpoint(engine, url)
-            click.echo(f"simulated endpoint at {url}", err=True)
+            _start_simulator(stack, engine)
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -306,13 +254,13 @@ def serve(
             ],
             env=env,
         )
-        what = "no worker" if no_worker else f"worker vantage {vantage!r}"
+        what = "no worker" if no_worker else f"worker vantage {config.vantage!r}"
         click.echo(f"dashboard at http://{address}:{port}  ({what}; Ctrl-C stops everything)", err=True)
         try:
             if no_worker:
                 proc.wait()
             else:
-                _run_loop(_serve(engine, config, proc))
+                run_measuring(_serve(engine, config, proc))
         except StoreError as exc:
             fail(str(exc))
         finally:

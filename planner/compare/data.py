@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from planner.probes.ttft import PHASES_MS
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import session, table_of
 from planner.store.probes import ProbeSampleRow
@@ -46,13 +47,7 @@ SAMPLE_COLUMNS = (
     "error_class",
     "attempts",
     "retry_wait_ms",
-    "dns_ms",
-    "connect_ms",
-    "tls_ms",
-    "headers_ms",
-    "first_event_ms",
-    "ttft_ms",
-    "first_content_ms",
+    *PHASES_MS,
     "total_ms",
     "cached_series",
 )
@@ -181,17 +176,7 @@ def load_samples(
         rows = conn.execute(q).all()
     df = pd.DataFrame(rows, columns=["endpoint_id", *[c.name for c in cols]])
     df.insert(0, "endpoint", df.pop("endpoint_id").map(by_id))
-    for c in (
-        "dns_ms",
-        "connect_ms",
-        "tls_ms",
-        "headers_ms",
-        "first_event_ms",
-        "ttft_ms",
-        "first_content_ms",
-        "total_ms",
-        "retry_wait_ms",
-    ):
+    for c in (*PHASES_MS, "total_ms", "retry_wait_ms"):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["ok"] = df["ok"].astype(bool)
     df["cached_series"] = df["cached_series"].astype(bool)

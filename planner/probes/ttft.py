@@ -56,6 +56,7 @@ from planner.probes.sse import SseLineTooLong
 from planner.secrets_file import lookup_key
 
 __all__ = [
+    "PHASES_MS",
     "MissingApiKey",
     "ProbeTarget",
     "TtftSample",
@@ -63,6 +64,10 @@ __all__ = [
     "probe_once",
     "resolve_api_key",
 ]
+
+#: TtftSample's phase timings in the order they happen, each in ms (dns/connect/tls are durations, the rest
+#: offsets from send); total_ms, the end of the stream, follows them. probe_sample's columns have the same names.
+PHASES_MS = ("dns_ms", "connect_ms", "tls_ms", "headers_ms", "first_event_ms", "ttft_ms", "first_content_ms")
 
 _BODY_SNIPPET_BYTES = 2048
 
@@ -139,7 +144,7 @@ class TtftSample:
     buffered: bool = False
     cached_series: bool = False
     #: The server's own latency figure where the protocol reports one (Bedrock `metadata.metrics.latencyMs`),
-    #: kept beside ours in the sample (not a store column).
+    #: kept beside ours.
     server_latency_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -502,13 +507,7 @@ async def probe_once(
         for attempt in range(1, max(1, max_attempts) + 1):
             sample.attempts = attempt
             for name in (
-                "dns_ms",
-                "connect_ms",
-                "tls_ms",
-                "headers_ms",
-                "first_event_ms",
-                "ttft_ms",
-                "first_content_ms",
+                *PHASES_MS,
                 "total_ms",
                 "output_tokens",
                 "prompt_tokens",

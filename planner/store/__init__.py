@@ -2,28 +2,10 @@
 
 Table modules live beside this file (worksheets, probes, …); each owns its
 tables and queries. Schema changes go through planner/migrations/versions.
+The package itself offers what a caller needs to reach the store; the rest of the
+engine (make_engine, data_dir, table_of, …) is planner.store.engine's.
 """
 
-from planner.store.engine import (
-    DATA_DIR_ENV,
-    DATABASE_URL_ENV,
-    StoreError,
-    data_dir,
-    database_url,
-    make_engine,
-    open_store,
-    redacted,
-    session,
-)
+from planner.store.engine import StoreError, database_url, open_store, redacted, session
 
-__all__ = [
-    "DATABASE_URL_ENV",
-    "DATA_DIR_ENV",
-    "StoreError",
-    "data_dir",
-    "database_url",
-    "make_engine",
-    "open_store",
-    "redacted",
-    "session",
-]
+__all__ = ["StoreError", "database_url", "open_store", "redacted", "session"]

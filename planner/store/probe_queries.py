@@ -25,16 +25,19 @@ samples belong to cold readings.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.probes.ttft import PHASES_MS
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.stats import min_n_for
 from planner.store.endpoints import EndpointRow
@@ -44,33 +47,33 @@ from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequest
 from planner.untrusted import csv_text
 
 __all__ = [
+    "HOUR_MS",
     "PHASES",
+    "GroupCells",
     "SeriesKey",
+    "TtftCell",
+    "cell_values",
     "cold_readings",
     "day_hour_heatmap",
     "ecdf_points",
     "export_csv",
     "hour_of_day",
     "latest_requests",
+    "local_ms_sql",
     "phase_breakdown",
+    "range_params",
+    "rank_cells",
     "series_bounds",
     "series_keys",
     "summary",
     "time_series",
+    "ttft_cells",
 ]
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-PHASES = (
-    "dns_ms",
-    "connect_ms",
-    "tls_ms",
-    "headers_ms",
-    "first_event_ms",
-    "ttft_ms",
-    "first_content_ms",
-    "server_latency_ms",  # not a phase of ours: the endpoint's own figure where it reports one (Bedrock)
-)
+#: The phase breakdown's columns: our phases, then the endpoint's own latency figure where it reports one (Bedrock).
+PHASES = (*PHASES_MS, "server_latency_ms")
 _OK = SAMPLE_SQL
 _ATTEMPT = ATTEMPT_SQL
 _RANGE = "vantage = :vantage AND endpoint_id = :endpoint_id AND started_at_ms >= :start_ms AND started_at_ms < :end_ms"
@@ -89,7 +92,8 @@ class SeriesKey:
         return f"{self.endpoint_name} @ {self.vantage or 'default vantage'}"
 
 
-def _params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+def range_params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+    """The bind parameters of the series' range [start_ms, end_ms) that every statement here filters on."""
     return {"vantage": key.vantage, "endpoint_id": key.endpoint_id, "start_ms": int(start_ms), "end_ms": int(end_ms)}
 
 
@@ -116,7 +120,7 @@ def series_bounds(engine: Engine, key: SeriesKey) -> tuple[int | None, int | Non
     return lo, hi
 
 
-def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
+def local_ms_sql(tz: str, start_ms: int, end_ms: int) -> str:
     """SQL for `started_at_ms + <UTC offset of tz at that instant, ms>` valid over [start_ms, end_ms)."""
     zone = ZoneInfo(tz)
 
@@ -154,21 +158,37 @@ def _offset_sql(tz: str, start_ms: int, end_ms: int) -> str:
     return f"(started_at_ms + CASE {' '.join(whens)} ELSE {int(prev)} END)"
 
 
-def _two_pass_percentiles(
-    conn, key_sql: str, params: dict, ps: tuple[int, ...], width_ms: float = 1.0
-) -> tuple[list[dict], list[dict]]:
-    """Exact nearest-rank percentiles per group `k` without a window sort over every row.
+class TtftCell(NamedTuple):
+    """Pass 1 of the two-pass percentiles: the successful samples of one group whose ttft_ms falls in bucket `b`."""
 
-    Pass 1 counts successful samples per (k, ttft bucket of `width_ms`) — a GROUP BY, which
-    SQLite runs much faster than a window function; the rank of each percentile then falls in
-    a known bucket at a known offset. Pass 2 reads only the rows of those (k, bucket) cells and
-    picks the value at that offset. Buckets are a monotonic function of ttft_ms on both engines
-    (SQLite's CAST truncates, PostgreSQL's rounds), so the result is exactly planner.stats'
-    nearest rank. Returns (percentile rows, failed/skipped count rows), both keyed by k.
-    """
-    bucket = "CAST(ttft_ms AS INTEGER)" if width_ms == 1 else f"CAST(ttft_ms / {float(width_ms)!r} AS INTEGER)"
+    b: int
+    n: int
+    min_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class GroupCells:
+    """Pass 1 over one group `k`: its cells in TTFT order (empty when nothing succeeded), failed and skipped rows."""
+
+    cells: list[TtftCell]
+    failed: int
+    skipped: int
+
+
+def _bucket_sql(width_ms: float) -> str:
+    # A monotonic function of ttft_ms on both engines (SQLite's CAST truncates, PostgreSQL's rounds): cells in
+    # bucket order are cells in TTFT order, which is all the nearest rank needs.
+    return "CAST(ttft_ms AS INTEGER)" if width_ms == 1 else f"CAST(ttft_ms / {float(width_ms)!r} AS INTEGER)"
+
+
+def ttft_cells(conn, key_sql: str, params: dict, width_ms: float = 1.0) -> dict[int, GroupCells]:
+    """Pass 1 of the two-pass percentiles, per group k = `key_sql` over the range `params` (range_params):
+    successful samples counted per TTFT bucket of `width_ms`, with each bucket's min and max, and the failed and
+    skipped rows — one GROUP BY, which SQLite runs much faster than a window sort over every row."""
+    bucket = _bucket_sql(width_ms)
     # One scan serves the counts too: failed and skipped rows land in the cell b = NULL of their group.
-    counts = conn.execute(
+    rows = conn.execute(
         sa.text(
             "SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, "
             "SUM(sk) AS skipped FROM ("
@@ -179,44 +199,42 @@ def _two_pass_percentiles(
         ),
         params,
     ).all()
-    by_k: dict = {}
-    tallies: dict = {}
-    for k, b, c, lo, hi, failed, skipped in counts:
-        t = tallies.setdefault(k, {"k": k, "failed": 0, "skipped": 0})
-        t["failed"] += int(failed or 0)
-        t["skipped"] += int(skipped or 0)
+    cells: dict[int, list[TtftCell]] = {}
+    failed: dict[int, int] = {}
+    skipped: dict[int, int] = {}
+    for k, b, c, lo, hi, f, sk in rows:
+        k = int(k)
+        cells.setdefault(k, [])
+        failed[k] = failed.get(k, 0) + int(f or 0)
+        skipped[k] = skipped.get(k, 0) + int(sk or 0)
         if b is not None:
-            by_k.setdefault(k, []).append((b, c, lo, hi))
-    wanted: dict = {}  # (k, bucket) -> [(p, offset within bucket)]
-    out: dict = {}
-    for k, buckets in by_k.items():
-        buckets.sort()
-        n = sum(c for _, c, _, _ in buckets)
-        out[k] = {"k": k, "n": n, "min_ms": min(lo for *_, lo, _ in buckets), "max_ms": max(hi for *_, hi in buckets)}
-        for p in ps:
-            rank = (p * n + 99) // 100  # = ceil(p/100 · n), as planner.stats.nearest_rank_index
-            seen = 0
-            for b, c, _, _ in buckets:
-                if seen + c >= rank:
-                    wanted.setdefault((k, b), []).append((p, rank - seen - 1))
-                    break
-                seen += c
-    if wanted:
-        values = _cell_values(conn, key_sql, bucket, params, wanted)
-        for (k, b), picks in wanted.items():
-            vs = sorted(values[(k, b)])
-            for p, offset in picks:
-                out[k][f"p{p}_ms"] = vs[offset]
-    return list(out.values()), list(tallies.values())
+            cells[k].append(TtftCell(int(b), int(c), float(lo), float(hi)))
+    return {k: GroupCells(sorted(cells[k]), failed[k], skipped[k]) for k in cells}
 
 
-def _cell_values(conn, key_sql: str, bucket_sql: str, params: dict, cells) -> dict[tuple[int, int], list[float]]:
+def rank_cells(counts: Sequence[int], ps: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """Where each nearest-rank percentile P (whole percent) of the values in consecutive cells lies: P → (index of
+    the cell, 0-based offset within it), the cells holding counts[i] values each, in ascending value order.
+    The rank is ceil(P/100 · n) in integers, planner.stats' nearest rank exactly. Needs sum(counts) > 0."""
+    ends = list(itertools.accumulate(counts))
+    out = {}
+    for p in ps:
+        rank = (p * ends[-1] + 99) // 100
+        i = bisect.bisect_left(ends, rank)  # the first cell that reaches the rank
+        out[p] = (i, rank - (ends[i - 1] if i else 0) - 1)
+    return out
+
+
+def cell_values(
+    conn, key_sql: str, params: dict, cells: Iterable[tuple[int, int]], width_ms: float = 1.0
+) -> dict[tuple[int, int], list[float]]:
     """Pass 2 of the two-pass percentiles: the successful ttft_ms values of the given (k, bucket) cells only."""
-    listed = ", ".join(f"({int(k)}, {int(b)})" for k, b in sorted(cells))
+    cells = sorted(cells)
+    listed = ", ".join(f"({int(k)}, {int(b)})" for k, b in cells)
     rows = conn.execute(
         sa.text(
-            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {bucket_sql} AS b, ttft_ms FROM probe_sample "
-            f"WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {listed})"
+            f"SELECT k, b, ttft_ms FROM (SELECT {key_sql} AS k, {_bucket_sql(width_ms)} AS b, ttft_ms "
+            f"FROM probe_sample WHERE {_RANGE} AND {_OK}) AS s WHERE (k, b) IN (VALUES {listed})"
         ),
         params,
     ).all()
@@ -224,6 +242,35 @@ def _cell_values(conn, key_sql: str, bucket_sql: str, params: dict, cells) -> di
     for k, b, v in rows:
         values[(int(k), int(b))].append(float(v))
     return values
+
+
+def _two_pass_percentiles(
+    conn, key_sql: str, params: dict, ps: tuple[int, ...], width_ms: float
+) -> tuple[list[dict], list[dict]]:
+    """Exact nearest-rank percentiles per group `k` without a window sort over every row.
+
+    Pass 1 (ttft_cells) counts successful samples per (k, ttft bucket); the rank of each percentile
+    then falls in a known bucket at a known offset. Pass 2 (cell_values) reads only the rows of those
+    (k, bucket) cells and picks the value at that offset, so the result is exactly planner.stats'
+    nearest rank. Returns (percentile rows, failed/skipped count rows), both keyed by k.
+    """
+    groups = ttft_cells(conn, key_sql, params, width_ms)
+    wanted: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (k, bucket) -> [(p, offset within bucket)]
+    out: dict[int, dict] = {}
+    for k, g in groups.items():
+        if not g.cells:
+            continue
+        n = sum(c.n for c in g.cells)
+        out[k] = {"k": k, "n": n, "min_ms": min(c.min_ms for c in g.cells), "max_ms": max(c.max_ms for c in g.cells)}
+        for p, (i, offset) in rank_cells([c.n for c in g.cells], ps).items():
+            wanted.setdefault((k, g.cells[i].b), []).append((p, offset))
+    if wanted:
+        values = cell_values(conn, key_sql, params, wanted, width_ms)
+        for (k, b), picks in wanted.items():
+            vs = sorted(values[(k, b)])
+            for p, offset in picks:
+                out[k][f"p{p}_ms"] = vs[offset]
+    return list(out.values()), [{"k": k, "failed": g.failed, "skipped": g.skipped} for k, g in groups.items()]
 
 
 def _grouped(
@@ -256,7 +303,7 @@ def _grouped(
                SUM(CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END) AS skipped
         FROM probe_sample WHERE {_RANGE} GROUP BY {key_sql}
     """
-    params = _params(key, start_ms, end_ms)
+    params = range_params(key, start_ms, end_ms)
     pct: Sequence[Mapping[Any, Any]]  # RowMapping rows or the two-pass dicts
     counts: Sequence[Mapping[Any, Any]]
     with engine.connect() as conn:
@@ -336,7 +383,7 @@ def time_series(
 def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC") -> pd.DataFrame:
     """24 rows (hour 0–23 in `tz`): n, failed, skipped, error_rate, p50_ms, p95_ms and `reliable_p50`/`reliable_p95`
     (n ≥ 2 / n ≥ 20: below that the UI greys the hour). Hours without samples have n = 0."""
-    local = _offset_sql(tz, start_ms, end_ms)
+    local = local_ms_sql(tz, start_ms, end_ms)
     df = _grouped(engine, f"(({local} / {HOUR_MS}) % 24)", key, start_ms, end_ms, two_pass_width_ms=1)
     df = df.rename(columns={"k": "hour"})
     df["hour"] = df["hour"].astype("int64")
@@ -356,7 +403,7 @@ def day_hour_heatmap(
     Covers at most the last `max_days` days of the range (a taller grid is unreadable, and it keeps
     the query inside the page's time budget on long ranges)."""
     start_ms = max(start_ms, end_ms - max_days * DAY_MS)
-    local = _offset_sql(tz, start_ms, end_ms)
+    local = local_ms_sql(tz, start_ms, end_ms)
     df = _grouped(engine, f"({local} / {HOUR_MS})", key, start_ms, end_ms)
     hours = df["k"].astype("int64")
     df["day"] = [dt.date(1970, 1, 1) + dt.timedelta(days=int(h) // 24) for h in hours]
@@ -376,7 +423,7 @@ def ecdf_points(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, max_
         ORDER BY rn
     """
     with engine.connect() as conn:
-        rows = conn.execute(sa.text(sql), _params(key, start_ms, end_ms)).all()
+        rows = conn.execute(sa.text(sql), range_params(key, start_ms, end_ms)).all()
     df = pd.DataFrame(rows, columns=["ttft_ms", "rn", "n"])
     df["fraction"] = (df["rn"] / df["n"]).astype("float64") if len(df) else pd.Series(dtype="float64")
     return df
@@ -400,7 +447,7 @@ def phase_breakdown(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, 
         f"ORDER BY started_at_ms DESC LIMIT {int(latest)}) " + " UNION ALL ".join(parts)
     )
     with engine.connect() as conn:
-        rows = conn.execute(sa.text(sql), _params(key, start_ms, end_ms)).all()
+        rows = conn.execute(sa.text(sql), range_params(key, start_ms, end_ms)).all()
     df = pd.DataFrame(rows, columns=["phase", "p50_ms", "n"])
     df["n"] = df["n"].fillna(0).astype("int64")
     order = {p: i for i, p in enumerate(PHASES)}

@@ -31,6 +31,7 @@ import bisect
 import datetime as dt
 import json
 from collections import defaultdict
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
@@ -40,8 +41,7 @@ from sqlalchemy.engine import Engine
 from planner.stats import min_n_for
 from planner.store import probe_queries as pq
 from planner.store.engine import table_of
-from planner.store.probe_queries import _ATTEMPT, _OK, _RANGE, HOUR_MS, SeriesKey, _offset_sql, _params
-from planner.store.probes import ProbeSampleRow
+from planner.store.probe_queries import HOUR_MS, SeriesKey, local_ms_sql, range_params
 from planner.store.rollups import bucket_upper_ms
 from planner.store.worker import ProbeRollupRow
 
@@ -60,8 +60,18 @@ _SUMMARY_PS = (50, 90, 95, 99)
 _R = table_of(ProbeRollupRow)
 
 
+def _in_range(key: SeriesKey, start_ms: int, end_ms: int) -> tuple:
+    """WHERE conditions: the series' rollup rows whose hour starts in [start_ms, end_ms) (a unique index seek)."""
+    return (
+        _R.c.endpoint_id == key.endpoint_id,
+        _R.c.vantage == key.vantage,
+        _R.c.hour_start_ms >= int(start_ms),
+        _R.c.hour_start_ms < int(end_ms),
+    )
+
+
 def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
-    """The rollup rows of the series whose hour starts in [start_ms, end_ms) (unique index seek)."""
+    """The series' rollup rows of the range (_in_range)."""
     return conn.execute(
         sa.select(
             _R.c.hour_start_ms,
@@ -71,12 +81,7 @@ def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
             _R.c.ttft_min_ms,
             _R.c.ttft_max_ms,
             _R.c.hist_json,
-        ).where(
-            _R.c.endpoint_id == key.endpoint_id,
-            _R.c.vantage == key.vantage,
-            _R.c.hour_start_ms >= int(start_ms),
-            _R.c.hour_start_ms < int(end_ms),
-        )
+        ).where(*_in_range(key, start_ms, end_ms))
     ).all()
 
 
@@ -84,7 +89,6 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
     """What of [start_ms, end_ms) comes from rollups: hours, n_ok, n_failed, n_skipped, first_ms / end_ms
     (the first rolled-up hour's start and the last one's end; None when there is none), and raw_first_ms
     (the series' oldest raw sample, None when it has none)."""
-    s = table_of(ProbeSampleRow)
     with engine.connect() as conn:
         agg = conn.execute(
             sa.select(
@@ -94,18 +98,9 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
                 sa.func.sum(_R.c.n_skipped),
                 sa.func.min(_R.c.hour_start_ms),
                 sa.func.max(_R.c.hour_start_ms),
-            ).where(
-                _R.c.endpoint_id == key.endpoint_id,
-                _R.c.vantage == key.vantage,
-                _R.c.hour_start_ms >= int(start_ms),
-                _R.c.hour_start_ms < int(end_ms),
-            )
+            ).where(*_in_range(key, start_ms, end_ms))
         ).one()
-        raw_first = conn.execute(
-            sa.select(sa.func.min(s.c.started_at_ms)).where(
-                s.c.vantage == key.vantage, s.c.endpoint_id == key.endpoint_id
-            )
-        ).scalar()
+    raw_first, _ = pq.series_bounds(engine, key)
     hours, ok, failed, skipped, first, last = agg
     return {
         "hours": int(hours or 0),
@@ -118,38 +113,14 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
     }
 
 
-def _raw_cells(conn, key_sql: str, params: dict) -> tuple[dict, dict]:
-    """Pass 1 of probe_queries' two-pass percentiles: per group k, the 1 ms TTFT cells (b, count, min, max)
-    of successful samples, and the failed / skipped tallies."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT k, b, COUNT(*) AS c, MIN(ttft_ms) AS lo, MAX(ttft_ms) AS hi, SUM(f) AS failed, "
-            "SUM(sk) AS skipped FROM ("
-            f"  SELECT {key_sql} AS k, CASE WHEN {_OK} THEN CAST(ttft_ms AS INTEGER) END AS b, ttft_ms,"
-            f"         CASE WHEN {_ATTEMPT} AND NOT ({_OK}) THEN 1 ELSE 0 END AS f,"
-            f"         CASE WHEN kind = 'skipped' THEN 1 ELSE 0 END AS sk"
-            f"  FROM probe_sample WHERE {_RANGE}) AS s GROUP BY k, b"
-        ),
-        params,
-    ).all()
-    cells: dict = defaultdict(list)
-    tallies: dict = defaultdict(lambda: [0, 0])
-    for k, b, c, lo, hi, failed, skipped in rows:
-        k = int(k)
-        tallies[k][0] += int(failed or 0)
-        tallies[k][1] += int(skipped or 0)
-        if b is not None:
-            cells[k].append((float(lo), float(hi), int(c), int(b)))
-    return cells, tallies
-
-
 def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple[int, ...]) -> dict:
     """Per group k: n, n_rollup, failed, skipped, min_ms, max_ms and p<P>_ms over raw cells ∪ rollup histograms.
 
-    `group_of(hour_start_ms)` maps a rollup hour to its group. Clusters in TTFT order: a raw cell with the
-    histogram edges that fall inside it, or a lone edge; the rank lands in one cluster, and only cells
-    where it lands are read row by row (pass 2), as in probe_queries."""
-    cells, tallies = _raw_cells(conn, key_sql, params)
+    `group_of(hour_start_ms)` maps a rollup hour to its group. The raw part is pass 1 of probe_queries'
+    two-pass percentiles (1 ms cells). Clusters in TTFT order: a raw cell with the histogram edges that fall
+    inside it, or a lone edge; the rank lands in one cluster, and only cells where it lands are read row by
+    row (pass 2), as in probe_queries."""
+    groups = pq.ttft_cells(conn, key_sql, params)
     points: dict = defaultdict(lambda: defaultdict(int))  # k -> {edge ms: count}
     roll: dict = defaultdict(lambda: {"n": 0, "failed": 0, "skipped": 0, "min": None, "max": None})
     for hour, n_ok, n_failed, n_skipped, lo, hi, hist_json in rollups:
@@ -166,20 +137,19 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
             points[k][bucket_upper_ms(int(idx))] += int(c)
     out: dict = {}
     wanted: dict = defaultdict(list)  # (k, b) -> [(p, offset within the cluster, edges inside the cell)]
-    for k in set(cells) | set(tallies) | set(roll):
-        kcells = sorted(cells.get(k, []))
-        r = roll[k] if k in roll else {"n": 0, "failed": 0, "skipped": 0, "min": None, "max": None}
-        n_raw = sum(c for *_, c, _ in kcells)
+    for k in set(groups) | set(roll):
+        g = groups.get(k, pq.GroupCells([], 0, 0))
+        r = roll[k]
+        n_raw = sum(c.n for c in g.cells)
         n = n_raw + sum(points[k].values()) if k in points else n_raw
-        mins = [v for v in ([kcells[0][0]] if kcells else []) + [r["min"]] if v is not None]
-        maxs = [v for v in ([max(hi for _, hi, _, _ in kcells)] if kcells else []) + [r["max"]] if v is not None]
-        t = tallies.get(k, [0, 0])
+        mins = [v for v in ([g.cells[0].min_ms] if g.cells else []) + [r["min"]] if v is not None]
+        maxs = [v for v in ([max(c.max_ms for c in g.cells)] if g.cells else []) + [r["max"]] if v is not None]
         row = {
             "k": k,
             "n": n,
             "n_rollup": n - n_raw,
-            "failed": t[0] + r["failed"],
-            "skipped": t[1] + r["skipped"],
+            "failed": g.failed + r["failed"],
+            "skipped": g.skipped + r["skipped"],
             "min_ms": min(mins) if mins else None,
             "max_ms": max(maxs) if maxs else None,
         }
@@ -187,30 +157,25 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
         if n == 0:
             continue
         # Clusters in TTFT order: [start value, count, cell b or None, edges inside the cell].
-        los = [lo for lo, *_ in kcells]
+        los = [c.min_ms for c in g.cells]
         inside: dict = defaultdict(list)
-        clusters = [[lo, c, b, inside[b]] for lo, _, c, b in kcells]
+        clusters: list[list[Any]] = [[c.min_ms, c.n, c.b, inside[c.b]] for c in g.cells]
         for e, c in sorted(points.get(k, {}).items()):
             i = bisect.bisect_right(los, e) - 1
-            if i >= 0 and kcells[i][0] <= e <= kcells[i][1]:
+            if i >= 0 and g.cells[i].min_ms <= e <= g.cells[i].max_ms:
                 clusters[i][1] += c
-                inside[kcells[i][3]].append((e, c))
+                inside[g.cells[i].b].append((e, c))
             else:
                 clusters.append([e, c, None, None])
         clusters.sort(key=lambda x: x[0])
-        for p in ps:
-            rank = (p * n + 99) // 100  # = ceil(p/100 · n), as planner.stats.nearest_rank_index
-            seen = 0
-            for start, c, b, edges in clusters:
-                if seen + c >= rank:
-                    if b is None:
-                        row[f"p{p}_ms"] = start
-                    else:
-                        wanted[(k, b)].append((p, rank - seen - 1, edges))
-                    break
-                seen += c
+        for p, (i, offset) in pq.rank_cells([c for _, c, _, _ in clusters], ps).items():
+            start, _, b, edges = clusters[i]
+            if b is None:
+                row[f"p{p}_ms"] = start
+            else:
+                wanted[(k, b)].append((p, offset, edges))
     if wanted:
-        values = pq._cell_values(conn, key_sql, "CAST(ttft_ms AS INTEGER)", params, wanted)
+        values = pq.cell_values(conn, key_sql, params, wanted)
         for (k, b), picks in wanted.items():
             for p, offset, edges in picks:
                 vs = sorted(values[(k, b)] + [e for e, c in edges for _ in range(c)])
@@ -231,7 +196,9 @@ def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
     if not rollups:
         return {**pq.summary(engine, key, start_ms, end_ms), "n_rollup": 0, "rollup": None}
     with engine.connect() as conn:
-        merged = _merged(conn, "(started_at_ms * 0)", _params(key, start_ms, end_ms), rollups, lambda _: 0, _SUMMARY_PS)
+        merged = _merged(
+            conn, "(started_at_ms * 0)", range_params(key, start_ms, end_ms), rollups, lambda _: 0, _SUMMARY_PS
+        )
     row = merged.get(0, {"n": 0, "n_rollup": 0, "failed": 0, "skipped": 0, "min_ms": None, "max_ms": None})
     attempts = row["n"] + row["failed"]
     out = {
@@ -268,10 +235,15 @@ def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: 
         df = pq.hour_of_day(engine, key, start_ms, end_ms, tz)
         df["n_rollup"] = 0
         return df
-    local = _offset_sql(tz, start_ms, end_ms)
+    local = local_ms_sql(tz, start_ms, end_ms)
     with engine.connect() as conn:
         merged = _merged(
-            conn, f"(({local} / {HOUR_MS}) % 24)", _params(key, start_ms, end_ms), rollups, _local_hour_fn(tz), (50, 95)
+            conn,
+            f"(({local} / {HOUR_MS}) % 24)",
+            range_params(key, start_ms, end_ms),
+            rollups,
+            _local_hour_fn(tz),
+            (50, 95),
         )
     cols = ["n", "failed", "skipped", "p50_ms", "p95_ms", "min_ms", "max_ms", "n_rollup"]
     df = pd.DataFrame([{"hour": h, **{c: merged.get(h, {}).get(c) for c in cols}} for h in range(24)])

@@ -5,10 +5,10 @@ $TTFT_PLANNER_RETENTION_DAYS). Older samples are folded, per endpoint, vantage
 and UTC hour, into a `probe_rollup` row — counts of ok / failed / skipped, min,
 max, sum, and a log-spaced TTFT histogram with 20 buckets per decade (each
 bucket ~12 % wide) — and deleted, in one transaction per chunk, so a crash
-never loses or double-counts a sample. A percentile read from a histogram is
-the nearest-rank bucket's upper edge: at most ~12 % above the exact value,
-never below it. (uptime-kuma keeps only avg/min/max in its rollups and cannot
-answer a p95 afterwards; this keeps the shape.)
+never loses or double-counts a sample. planner.store.rollup_queries reads a
+histogram's samples at their bucket's upper edge: at most ~12 % above the
+exact value, never below it. (uptime-kuma keeps only avg/min/max in its
+rollups and cannot answer a p95 afterwards; this keeps the shape.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from planner import settings
-from planner.stats import Percentile, nearest_rank_index
 from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ProbeRollupRow
@@ -35,8 +34,6 @@ __all__ = [
     "apply_retention",
     "bucket_index",
     "bucket_upper_ms",
-    "hist_percentile",
-    "merged_histogram",
     "retention_days",
 ]
 
@@ -69,20 +66,6 @@ def bucket_index(ttft_ms: float) -> int:
 def bucket_upper_ms(index: int) -> float:
     """Upper edge (ms) of bucket `index`."""
     return 10 ** ((index + 1) / BUCKETS_PER_DECADE)
-
-
-def hist_percentile(hist: dict[int, int], p: float) -> Percentile:
-    """Nearest-rank p-quantile of a bucket histogram (the bucket's upper edge, ms), with n."""
-    n = sum(hist.values())
-    if n == 0:
-        return Percentile(p=p, value=None, n=0)
-    target = nearest_rank_index(p, n)
-    seen = 0
-    for idx in sorted(hist):
-        seen += hist[idx]
-        if seen > target:
-            return Percentile(p=p, value=bucket_upper_ms(idx), n=n)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass
@@ -191,26 +174,3 @@ def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end:
         deleted = conn.execute(_S.delete().where(where)).rowcount
     result.deleted_samples += deleted or 0
     return len(hours)
-
-
-def merged_histogram(
-    engine: Engine, endpoint_id: int, vantage: str, start_ms: int, end_ms: int
-) -> tuple[dict[int, int], int, int]:
-    """(histogram, n_ok, n_failed) of the rollups of one endpoint and vantage whose hour starts in
-    [start_ms, end_ms)."""
-    hist: Counter = Counter()
-    n_ok = n_failed = 0
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.select(_R.c.hist_json, _R.c.n_ok, _R.c.n_failed).where(
-                _R.c.endpoint_id == endpoint_id,
-                _R.c.vantage == vantage,
-                _R.c.hour_start_ms >= start_ms,
-                _R.c.hour_start_ms < end_ms,
-            )
-        ).all()
-    for hj, ok, failed in rows:
-        hist.update({int(k): v for k, v in json.loads(hj).items()})
-        n_ok += ok
-        n_failed += failed
-    return dict(hist), n_ok, n_failed

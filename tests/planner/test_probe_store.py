@@ -3,12 +3,15 @@ manual endpoints for `probe --store` (SQLite + PostgreSQL)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from sqlmodel import select
 
 from planner.probes.ttft import TtftSample
 from planner.store import session
 from planner.store.endpoints import EndpointRow, get_or_create_manual_endpoint
+from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow, insert_samples, sample_row
 
 
@@ -70,3 +73,10 @@ def test_manual_endpoint_is_created_once_and_never_scheduled(engine):
 def test_sample_row_rejects_an_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
         sample_row(sample(0), 1, "", "nightly", 0)
+
+
+def test_every_figure_a_probe_measures_is_a_probe_sample_column():
+    # TtftSample (the probe, which knows nothing of the store) and ProbeSampleRow (the table) declare the same
+    # measurements, once as a value and once as columns; sample_row copies every field, so none may go unstored.
+    columns = {c.name for c in table_of(ProbeSampleRow).columns}
+    assert {f.name for f in dataclasses.fields(TtftSample)} - columns == set()

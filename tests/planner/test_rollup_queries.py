@@ -17,8 +17,9 @@ from planner.endpoints import add_endpoint
 from planner.stats import percentile
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
-from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.probes import insert_samples
 from planner.store.rollups import apply_retention, bucket_index, bucket_upper_ms
+from tests.support.probe_rows import slot_row
 
 DAY = 86_400_000
 HOUR = 3_600_000
@@ -36,21 +37,9 @@ def _seed(engine, *, step=STEP, low_ms=False, seed=7):
         t = START + k * step
         hour = (t // HOUR) % 24
         if k % 37 == 0:
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage="",
-                    kind="scheduled",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=False,
-                    error_class="server_error",
-                )
-            )
+            rows.append(slot_row(ep.id, t))
         elif k % 53 == 0:
-            rows.append(
-                ProbeSampleRow(endpoint_id=ep.id, vantage="", kind="skipped", scheduled_at_ms=t, started_at_ms=t)
-            )
+            rows.append(slot_row(ep.id, t, kind="skipped"))
         else:
             # a time-of-day shape (busy 13–16 UTC) with a long tail; low_ms: 1–40 ms, where 1 ms cells hold many buckets
             ttft = (
@@ -58,17 +47,7 @@ def _seed(engine, *, step=STEP, low_ms=False, seed=7):
                 if low_ms
                 else (180 + (400 if 13 <= hour <= 16 else 0) + rng.lognormvariate(4, 0.9))
             )
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage="",
-                    kind="manual" if k % 11 == 0 else "scheduled",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=True,
-                    ttft_ms=round(ttft, 3),
-                )
-            )
+            rows.append(slot_row(ep.id, t, round(ttft, 3), kind="manual" if k % 11 == 0 else "scheduled"))
     insert_samples(engine, rows)
     return key, rows
 

@@ -14,9 +14,10 @@ import pytest
 from planner.endpoints import add_endpoint
 from planner.provenance import Source
 from planner.segment_figures import queueing_excess, segment1_figure, segment2_figure
-from planner.stats import percentile
+from planner.stats import nearest_rank_index, percentile
 from planner.store import probe_queries as pq
-from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.probes import insert_samples
+from tests.support.probe_rows import slot_row
 
 HOUR = 3_600_000
 # 2026-10-23 00:00 UTC: the range crosses Europe/Paris' switch from CEST (+2) to CET (+1) on 2026-10-25.
@@ -37,40 +38,16 @@ def series(engine):
         t = T0 + k * 120_000
         utc_hour = (t // HOUR) % 24
         if k % 50 == 0:
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=e.id,
-                    vantage="",
-                    kind="scheduled",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=False,
-                    error_class="server_error",
-                )
-            )
+            rows.append(slot_row(e.id, t))
         elif k % 97 == 0:
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=e.id,
-                    vantage="",
-                    kind="skipped",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=False,
-                    error_class="skipped",
-                )
-            )
+            rows.append(slot_row(e.id, t, kind="skipped"))
         else:
             v = _ttft(rng, utc_hour)
             rows.append(
-                ProbeSampleRow(
-                    endpoint_id=e.id,
-                    vantage="",
-                    kind="scheduled",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=True,
-                    ttft_ms=v,
+                slot_row(
+                    e.id,
+                    t,
+                    v,
                     headers_ms=v - 20,
                     dns_ms=1.0,
                     connect_ms=0.5,
@@ -79,17 +56,7 @@ def series(engine):
                 )
             )
     # Another vantage's samples must never leak into this series.
-    rows.append(
-        ProbeSampleRow(
-            endpoint_id=e.id,
-            vantage="elsewhere",
-            kind="scheduled",
-            scheduled_at_ms=T0,
-            started_at_ms=T0,
-            ok=True,
-            ttft_ms=99_999.0,
-        )
-    )
+    rows.append(slot_row(e.id, T0, 99_999.0, vantage="elsewhere"))
     insert_samples(engine, rows)
     key = pq.SeriesKey(e.id, "sim", "")
     return engine, key, rows
@@ -97,6 +64,19 @@ def series(engine):
 
 def _local_hour(ms: int, tz: str) -> int:
     return dt.datetime.fromtimestamp(ms / 1000, tz=ZoneInfo(tz)).hour
+
+
+def test_rank_cells_finds_the_nearest_rank_of_planner_stats():
+    # Both two-pass queries (raw, raw ∪ rollups) pick their percentile's cell with it: it must be exact.
+    rng = random.Random(11)
+    for _ in range(300):
+        counts = [rng.randint(0, 4) for _ in range(rng.randint(1, 12))]
+        if not sum(counts):
+            continue
+        values = [cell for cell, c in enumerate(counts) for _ in range(c)]  # each value is its cell's index
+        for p, (cell, offset) in pq.rank_cells(counts, (1, 50, 90, 95, 99, 100)).items():
+            index = nearest_rank_index(p / 100, len(values))
+            assert (cell, offset) == (values[index], index - sum(counts[:cell]))
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Europe/Paris", "America/New_York"])
