@@ -19,7 +19,7 @@ peer() {
   local name=$1
   shift
   test -x "$PEERS/$name/bin/$name" && return
-  test -x "$PEERS/$name/bin/python" || "$PY" -m venv "$PEERS/$name"
+  test -x "$PEERS/$name/bin/python" || "$PY" -m venv "$PEERS/$name" || return 1
   for pkg in "$@"; do  # one at a time: torch first, so guidellm's resolver keeps it
     echo "installing $pkg into $PEERS/$name"
     nice -n 19 "$PEERS/$name/bin/pip" install -q "$pkg" || return 1
@@ -31,7 +31,7 @@ failed=()
 peer aiperf "aiperf==$AIPERF_VERSION" || failed+=(aiperf)
 peer guidellm "torch==$TORCH_VERSION" "guidellm==$GUIDELLM_VERSION" || failed+=(guidellm)
 if ((${#failed[@]})); then
-  echo "not installed: ${failed[*]} (see pip's message above)" >&2
+  echo "not installed: ${failed[*]} (see the messages above)" >&2
   exit 1
 fi
 echo "peers ready in $PEERS: aiperf, guidellm"

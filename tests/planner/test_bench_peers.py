@@ -1,7 +1,7 @@
 """bench/peers.py: reading the peers' exports, the offline tokenizer they need, finding them, their CPU.
 
-The export lines below are cut from real runs (AIPerf 0.13.0's profile_export.jsonl, GuideLLM 0.8.1's
-benchmarks.json, 2026-12-01) down to the fields the parsers read, plus the cases a run can produce.
+The exports below have the shape of real ones (AIPerf 0.13.0's profile_export.jsonl, GuideLLM 0.8.1's
+benchmarks.json, as written on 2026-12-01), cut down to the fields the parsers read, plus the cases a run can produce.
 """
 
 from __future__ import annotations
