@@ -31,6 +31,7 @@ __all__ = [
     "PEERS",
     "Peer",
     "PeerRun",
+    "SKIPPED",
     "Workload",
     "find_peer",
     "measured_run",
