@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: run test lint deps venv bench engine bench-engine clean
+.PHONY: run test lint deps venv bench engine bench-engine peers clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench: venv
 ## A real engine for benchmarks (not for the tests): llama.cpp's server + Gemma 3 270M into .engine/ (once, ~20 min).
 engine:
 	bash scripts/setup-engine.sh
+
+## The peer load generators the benchmarks run beside our probe: AIPerf and GuideLLM, each in its own venv under
+## .peers/ (once, 5–20 min each; TTFT_PEERS_DIR elsewhere). Benchmarks print "skipped" for a peer that is absent.
+peers:
+	bash scripts/setup-peers.sh
 
 ## Benchmarks against that engine, pinned to one core (see README "Measured against llama.cpp").
 bench-engine: venv engine

@@ -11,7 +11,8 @@ The server runs under `taskset -c 1` with `-t 1 -tb 1` so the client on the othe
    server's own prompt-eval times over the same requests (target within 2 %).
 3. The nonce defeats llama.cpp's prompt cache across repeated runs (every request evaluates its whole prompt),
    while `--cached` hits it (the repeats evaluate almost nothing).
-4. Client CPU per request of the probe CLI; peers (AIPerf, GuideLLM) "skipped" when not installed.
+4. Client CPU per request of the probe CLI beside AIPerf's and GuideLLM's (bench/peers.py) for as many requests of
+   the same length, and each one's TTFT − the server's prompt time; a peer not installed is "skipped".
 5. `ttft-planner calibrate` against the engine (prefill, decode, effective parallelism → a what-if spec).
    The what-if against this engine at three loads is bench/bench_engine_whatif.py.
 
@@ -26,8 +27,6 @@ import argparse
 import json
 import os
 import re
-import resource
-import shutil
 import socket
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.peers import PEERS, Workload, measured_run, peer_tokenizer, run_peer, summary_line  # noqa: E402
 from planner.probes.fit import fit_prefill  # noqa: E402
 
 ENGINE = ROOT / ".engine"
@@ -121,8 +121,7 @@ class Server:
 
 def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
     """(samples, summary, CPU seconds) of one fresh `ttft-planner probe --json` process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(
+    out, cpu, _ = measured_run(
         [
             sys.executable,
             "-c",
@@ -137,25 +136,41 @@ def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
             "0.2",
             *args,
         ],
-        capture_output=True,
-        text=True,
-        timeout=1800,
+        timeout_s=1800,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:
         sys.exit(f"probe failed: {out.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return [x for x in lines if x["type"] == "sample"], lines[-1], cpu
 
 
-def peers() -> dict[str, str]:
-    return {
-        name: ("installed (not run by this script yet)" if shutil.which(cmd) else "skipped (not installed)")
-        for name, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm"))
-    }
+def peers(srv: Server, requests: int, prompt_tokens: int) -> dict[str, dict]:
+    """Each peer's client CPU per request and median (TTFT − server prompt time) for `requests` requests of
+    `prompt_tokens` tokens (its own tokenizer's; about as many of Gemma's: bench/peers.py), one token out."""
+    out: dict[str, dict] = {}
+    workload = Workload(
+        base_url=srv.url, model="gemma", requests=requests, prompt_tokens=prompt_tokens, output_tokens=1
+    )
+    with peer_tokenizer() as tokenizer:
+        for peer in PEERS:
+            k = len(srv.prompt_evals())
+            run = run_peer(peer, workload, tokenizer)
+            if isinstance(run, str) or run.failed:
+                out[peer.name] = {"summary": summary_line(peer.name, run)}
+                continue
+            evals = srv.prompt_evals()[k:]
+            n = min(len(run.ttft_ms), len(evals))  # aligned at the end, as a warm-up request would come first
+            minus = [t - ms for t, (ms, _) in zip(run.ttft_ms[-n:], evals[-n:], strict=True)] if n else []
+            out[peer.name] = {
+                "summary": summary_line(peer.name, run),
+                "cpu_ms_per_request": run.cpu_ms_per_request,
+                "client_minus_server_prompt_median_ms": statistics.median(minus) if minus else None,
+                "server_evaluated_tokens": sorted({tokens for _, tokens in evals}),
+                "command": " ".join(run.command),
+            }
+    return out
 
 
 def main() -> int:
@@ -247,16 +262,21 @@ def main() -> int:
                 "server_prompt_tokens": [s.get("prompt_tokens") for s in samples],
             }
         report["cache"] = cache
-        report["peers"] = peers()
         for label, v in report["cache"].items():
             say(
                 f"3. {label}: tokens evaluated per request {v['evaluated_tokens']} "
                 f"(server count {v['server_prompt_tokens']})"
             )
+
+        # 4. client CPU per request: ours (part 1) beside each peer's, same number of requests of the same length
+        report["peers"] = peers(srv, n_req, 256)
         say(
             f"4. client CPU {report['client_cpu_ms_per_request']:.1f} ms per request (whole CLI process, start-up "
-            "included); " + "; ".join(f"{k}: {v}" for k, v in report["peers"].items())
+            f"included; {n_req} requests, TTFT − server prompt time median {c['other_median']:.1f} ms)"
         )
+        for v in report["peers"].values():
+            minus = v.get("client_minus_server_prompt_median_ms")
+            say(f"   {v['summary']}" + ("" if minus is None else f"; TTFT − server prompt time median {minus:.1f} ms"))
         if args.no_calibrate:
             report["calibration"] = {"skipped": "--no-calibrate"}
             return _finish(report, args, say)

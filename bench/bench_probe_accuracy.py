@@ -12,7 +12,13 @@ Then the CLI as users run it (issue 14): `--cli-runs` fresh `ttft-planner probe`
 the sample's connection → first content write), since the CLI's start clock lives in its own process.
 The first sample of each run is reported apart from the rest.
 
-    .venv/bin/python bench/bench_probe_accuracy.py [--samples 200] [--cli-runs 10] [--json]
+Then one process per client, `--peer-requests` requests each at concurrency 1 (issue 14): one `ttft-planner probe`
+process, AIPerf and GuideLLM (bench/peers.py; "skipped" when not installed), each request matched in order to the
+server's truth for it: accept() → first content write when the request opened its connection, else the request's
+arrival → first content write (the peers keep their connection). Signed error too, since each clock starts at its
+own point (the table says where), and the client's CPU per request, whole process (start-up included).
+
+    .venv/bin/python bench/bench_probe_accuracy.py [--samples 200] [--cli-runs 10] [--peer-requests 100] [--json]
 
 Targets: in-process median |error| ≤ 0.5 ms and p99 ≤ 2 ms on loopback, no worse than either peer
 (issue 3); fresh CLI: every sample, the first included, within 3 ms of the server clock (issue 14).
@@ -26,8 +32,6 @@ import gc
 import json
 import multiprocessing as mp
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,12 +39,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.peers import PEERS, Workload, measured_run, peer_tokenizer, run_peer  # noqa: E402
 from planner.probes.ttft import ProbeTarget, probe_once  # noqa: E402
 from planner.stats import summarize  # noqa: E402
-from tests.support.servers import Script, ScriptedServer, StartClock, Step, chat_chunk, sse  # noqa: E402
+from tests.support.servers import (  # noqa: E402
+    RecordedRequest,
+    Script,
+    ScriptedServer,
+    StartClock,
+    Step,
+    chat_chunk,
+    sse,
+)
 
 FIRST_CONTENT_DELAY_S = 0.020
 TOKENS = 8
+PEER_PROMPT_TOKENS = 64  # the peers' synthetic prompts (our probe sends its own 50-token one)
 
 
 def _script() -> Script:
@@ -53,8 +67,42 @@ def _script() -> Script:
     return Script(steps=steps)
 
 
+# GuideLLM checks GET /health before it starts and AIPerf sends HEAD /metrics: a GET gets this small JSON, a HEAD
+# an empty 200 (a body after a HEAD response would be read as the start of the next response).
+_MODELS = Script(
+    steps=[Step(json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())],
+    headers={"Content-Type": "application/json"},
+    chunked=False,
+)
+_EMPTY = Script(steps=[], headers={"Content-Type": "application/json"}, chunked=False)
+
+
+def _answer(i: int, request: RecordedRequest) -> Script:
+    if request.method == "POST":
+        return _script()
+    return _EMPTY if request.method == "HEAD" else _MODELS
+
+
+def _request_ttfts_ms(srv: ScriptedServer) -> list[float | None]:
+    """Each request's TTFT on the server's clock; None for a request without content (a GET or a HEAD).
+
+    Its connection's accept() → first content write for the first request on a connection (the client's clock
+    covers the connect), else the request's arrival → first content write (a pooled connection).
+    """
+    out: list[float | None] = []
+    seen: set[int] = set()
+    for i, request in enumerate(srv.requests):
+        first = srv.first_content_ns[i]
+        if request.connection_no not in seen:
+            seen.add(request.connection_no)
+            out.append(srv.server_ttft_ms(i))
+        else:
+            out.append(None if first is None else (first - request.received_ns) / 1e6)
+    return out
+
+
 def _server_process(conn, ready) -> None:
-    with ScriptedServer(_script()) as srv:
+    with ScriptedServer(_answer) as srv:
         ready.send(srv.url)
         while True:
             msg = conn.recv()
@@ -62,8 +110,8 @@ def _server_process(conn, ready) -> None:
                 conn.send(list(srv.first_content_ns))
             elif msg == "count":
                 conn.send(len(srv.requests))
-            elif msg == "server_ttft":
-                conn.send([srv.server_ttft_ms(i) for i in range(len(srv.requests))])
+            elif msg == "request_ttft":
+                conn.send(_request_ttfts_ms(srv))
             elif msg == "stop":
                 return
 
@@ -131,10 +179,10 @@ class OpenAIClient:
         return first
 
 
-def _fresh_cli_run(url: str, n: int) -> list[float | None]:
-    """TTFT (ms) of each sample of one fresh `ttft-planner probe` process (None when a sample failed)."""
+def _fresh_cli_run(url: str, n: int) -> tuple[list[float | None], float]:
+    """(TTFT in ms of each sample, None when it failed; CPU seconds) of one fresh `ttft-planner probe` process."""
     code = "from planner.cli import main; main()"
-    out = subprocess.run(
+    out, cpu_s, _ = measured_run(
         [
             sys.executable,
             "-c",
@@ -154,14 +202,12 @@ def _fresh_cli_run(url: str, n: int) -> list[float | None]:
             str(TOKENS),
             "--json",
         ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        timeout_s=600,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     samples = [json.loads(line) for line in out.stdout.splitlines() if line.startswith('{"type": "sample"')]
-    return [s["ttft_ms"] if s["ok"] else None for s in samples]
+    return [s["ttft_ms"] if s["ok"] else None for s in samples], cpu_s
 
 
 def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[float]]:
@@ -170,8 +216,8 @@ def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[
     for _ in range(runs):
         parent.send("count")
         start = parent.recv()
-        ttfts = _fresh_cli_run(url, n)
-        parent.send("server_ttft")
+        ttfts, _ = _fresh_cli_run(url, n)
+        parent.send("request_ttft")
         truth = parent.recv()[start:]
         for k, (client, server) in enumerate(zip(ttfts, truth, strict=False)):
             if client is not None and server is not None:
@@ -190,11 +236,92 @@ def _abs_summary(errs: list[float]) -> dict:
     }
 
 
+def _matched(ttfts: list[float], truth: list[float]) -> list[float]:
+    """Errors (ms) of one process's TTFTs against the server's, in order; extra server requests at the start (a
+    peer's warm-up) are left out, so both lists are aligned at their ends."""
+    n = min(len(ttfts), len(truth))
+    return [c - s for c, s in zip(ttfts[len(ttfts) - n :], truth[len(truth) - n :], strict=True)]
+
+
+OUR_CLOCK = "before its fresh connection's connect → the first content byte read"
+
+
+def _one_process_rows(parent, url: str, n: int) -> dict[str, dict]:
+    """One `ttft-planner probe` process and each peer, `n` requests each: error vs the server, CPU per request."""
+
+    def truth_since(start: int) -> list[float]:
+        parent.send("request_ttft")
+        return [t for t in parent.recv()[start:] if t is not None]
+
+    rows: dict[str, dict] = {}
+    parent.send("count")
+    start = parent.recv()
+    ttfts, cpu_s = _fresh_cli_run(url, n)
+    pairs = [(c, s) for c, s in zip(ttfts, truth_since(start), strict=False) if c is not None]
+    rows["ttft-planner probe (CLI)"] = {
+        **_abs_summary([c - s for c, s in pairs]),
+        "requests": len(ttfts),
+        "cpu_ms_per_request": cpu_s * 1000 / max(1, len(ttfts)),
+        "clock": OUR_CLOCK,
+    }
+    workload = Workload(base_url=url, model="m", requests=n, prompt_tokens=PEER_PROMPT_TOKENS, output_tokens=TOKENS)
+    with peer_tokenizer() as tokenizer:
+        for peer in PEERS:
+            parent.send("count")
+            start = parent.recv()
+            run = run_peer(peer, workload, tokenizer)
+            if isinstance(run, str):
+                rows[peer.name] = {"skipped": run}
+                continue
+            truth = truth_since(start)
+            rows[peer.name] = {
+                **_abs_summary(_matched(run.ttft_ms, truth)),
+                "requests": run.requests,
+                "server_requests": len(truth),
+                "rejected": run.rejected[:5],
+                "failed": run.failed,
+                "cpu_ms_per_request": run.cpu_ms_per_request,
+                "clock": peer.clock,
+                "command": " ".join(run.command),
+            }
+    return rows
+
+
+ROW = "{:<44} {:>4} {:>16} {:>13} {:>8} {:>15} {:>12}"
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _print_row(name: str, r: dict) -> None:
+    if "skipped" in r or r.get("failed"):
+        print(f"{name:<44} {r.get('skipped') or 'FAILED ' + r['failed']}")
+        return
+    print(
+        ROW.format(
+            name,
+            r["n"],
+            _fmt(r["median_abs_error_ms"]),
+            _fmt(r["p99_abs_error_ms"]),
+            _fmt(r["max_abs_error_ms"]),
+            _fmt(r["mean_signed_error_ms"]),
+            _fmt(r["cpu_ms_per_request"], 2),
+        )
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=200, help="samples per client (default 200)")
     ap.add_argument("--cli-runs", type=int, default=10, help="fresh CLI processes (default 10; 0 skips)")
     ap.add_argument("--cli-samples", type=int, default=5, help="samples per fresh CLI process (default 5)")
+    ap.add_argument(
+        "--peer-requests",
+        type=int,
+        default=100,
+        help="requests of the one-process runs: our CLI, AIPerf, GuideLLM (default 100; 0 skips)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = ap.parse_args()
     ctx = mp.get_context("fork")
@@ -210,29 +337,28 @@ def main() -> int:
         gc.collect()
         gc.freeze()  # as the CLI does: a full collection over the imported modules' objects is a multi-ms pause
     detected: dict[str, list[tuple[int, int | None]]] = {c.name: [] for c in clients}
+    cpu_ns = dict.fromkeys(detected, 0)
     request_no = len(clients)
     for i in range(args.samples):
         order = clients[i % 3 :] + clients[: i % 3]
         for c in order:
+            t0 = time.process_time_ns()
             detected[c.name].append((request_no, c.first_token_ns()))
+            cpu_ns[c.name] += time.process_time_ns() - t0
             request_no += 1
     parent.send("truth")
     truth = parent.recv()
     firsts, rest = _cli_errors(parent, url, args.cli_runs, args.cli_samples) if args.cli_runs > 0 else ([], [])
+    one_process = _one_process_rows(parent, url, args.peer_requests) if args.peer_requests > 0 else {}
     parent.send("stop")
     proc.join(5)
     results = {}
     for c in clients:
         errs = [(t - truth[i]) / 1e6 for i, t in detected[c.name] if t is not None and truth[i] is not None]
-        abs_errs = [abs(e) for e in errs]
-        s = summarize(abs_errs, ps=(0.5, 0.99))
         results[c.name] = {
-            "n": len(errs),
+            **_abs_summary(errs),
             "failed": args.samples - len(errs),
-            "median_abs_error_ms": s["p50"].value,
-            "p99_abs_error_ms": s["p99"].value,
-            "max_abs_error_ms": s["max"].value,
-            "mean_signed_error_ms": sum(errs) / len(errs) if errs else None,
+            "cpu_ms_per_request": cpu_ns[c.name] / 1e6 / max(1, args.samples),
         }
     cli = {"first sample": _abs_summary(firsts), "other samples": _abs_summary(rest)} if firsts else {}
     load = os.getloadavg()[0]
@@ -245,46 +371,48 @@ def main() -> int:
                     "cpus": os.cpu_count(),
                     "results": results,
                     "fresh_cli": {"runs": args.cli_runs, "samples_per_run": args.cli_samples, **cli},
+                    "one_process": {"requests": args.peer_requests, "rows": one_process},
                 }
             )
         )
-    else:
+        return 0
+    busy = "" if load < (os.cpu_count() or 1) else " (machine loaded: re-run when idle)"
+    print(
+        f"TTFT error vs server ground truth, loopback, {args.samples} samples per client "
+        f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles; CPU: this process's "
+        "time in the client's calls)"
+    )
+    print(ROW.format("client", "n", "median |err| ms", "p99 |err| ms", "max ms", "mean signed ms", "CPU ms/req"))
+    for name, r in results.items():
+        _print_row(name, r)
+    ours = results[clients[0].name]
+    verdict = ours["median_abs_error_ms"] <= 0.5 and ours["p99_abs_error_ms"] <= 2.0
+    print(f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}{busy}")
+    if cli:
         print(
-            f"TTFT error vs server ground truth, loopback, {args.samples} samples per client "
-            f"(load average {load:.1f} on {os.cpu_count()} CPUs; nearest-rank percentiles)"
+            f"\nfresh `ttft-planner probe` processes ({args.cli_runs} runs × {args.cli_samples} samples; "
+            "truth: server accept() → first content write)"
         )
+        for name, r in cli.items():
+            _print_row(name, {**r, "cpu_ms_per_request": None})
+        worst = max(abs(e) for e in firsts + rest)
         print(
-            f"{'client':<40} {'n':>4} {'median |err| ms':>16} {'p99 |err| ms':>13} {'max ms':>8} {'mean signed ms':>15}"
+            f"target every sample (first included) within 3 ms: {'met' if worst <= 3.0 else 'NOT met'} "
+            f"(worst {worst:.2f} ms){busy}"
         )
-        for name, r in results.items():
-            print(
-                f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
-                f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}"
-            )
-        for peer, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm")):
-            state = "installed: not driven by this script yet" if shutil.which(cmd) else "skipped (not installed)"
-            print(f"{peer:<40} {state}")
-        ours = results[clients[0].name]
-        verdict = ours["median_abs_error_ms"] <= 0.5 and ours["p99_abs_error_ms"] <= 2.0
+    if one_process:
         print(
-            f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}"
-            f"{'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}"
+            f"\none process per client, {args.peer_requests} requests at concurrency 1 ({PEER_PROMPT_TOKENS}-token "
+            "prompts for the peers); truth: accept() → first content write on a new connection, the request's "
+            "arrival → first content write on a kept one; CPU: the whole process, start-up included"
         )
-        if cli:
-            print(
-                f"\nfresh `ttft-planner probe` processes ({args.cli_runs} runs × {args.cli_samples} samples; "
-                "truth: server accept() → first content write)"
-            )
-            for name, r in cli.items():
-                print(
-                    f"{name:<40} {r['n']:>4} {r['median_abs_error_ms']:>16.3f} {r['p99_abs_error_ms']:>13.3f} "
-                    f"{r['max_abs_error_ms']:>8.3f} {r['mean_signed_error_ms']:>15.3f}"
-                )
-            worst = max(abs(e) for e in firsts + rest)
-            print(
-                f"target every sample (first included) within 3 ms: {'met' if worst <= 3.0 else 'NOT met'} "
-                f"(worst {worst:.2f} ms){'' if load < os.cpu_count() else ' (machine loaded: re-run when idle)'}"
-            )
+        for name, r in one_process.items():
+            _print_row(name, r)
+        for name, r in one_process.items():
+            if "clock" in r:
+                print(f"  {name} clock: {r['clock']}")
+            if not r.get("failed") and r.get("server_requests", r.get("requests")) != r.get("requests"):
+                print(f"  {name}: {r['requests']} exported, {r['server_requests']} served: matched from the end")
     return 0
 
 

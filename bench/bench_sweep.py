@@ -1,10 +1,12 @@
 """`ttft-planner sweep` against the simulator in another process: the knee, and the client's CPU per request.
 
 The simulated endpoint (1 slot, 100 ms of prefill per request: ~10 requests/s) runs in its own process,
-so the CPU time reported is the sweeping client's alone (the CLI, as users run it). AIPerf and GuideLLM
-are reported beside it when installed (each in its own virtual environment), "skipped" otherwise.
+so the CPU time reported is the sweeping client's alone (the CLI, as users run it). Then AIPerf and GuideLLM
+(bench/peers.py: each in its own virtual environment, "skipped" when not installed) send the same number of
+requests of the same size to the same endpoint, at concurrency 1, and their CPU per request (whole process,
+start-up included, as for ours) is printed beside ours.
 
-    python bench/bench_sweep.py [--step-duration 5]
+    python bench/bench_sweep.py [--step-duration 5] [--no-peers]
 
 Target: the knee between 5 and 15 requests/s (the endpoint's capacity is ~10), send lag p95 ≤ 5 ms,
 client CPU per request well under the peers' (the issue measured 17–18 CPU-s per AIPerf/GuideLLM run
@@ -17,16 +19,17 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.peers import Workload, measured_run, run_peers, summary_line  # noqa: E402
 from planner.simulator import SimulatorConfig, running_simulator  # noqa: E402
+
+PROMPT_TOKENS = 400  # 100 ms of the simulator's prefill
+MAX_TOKENS = 2
 
 
 def _serve(conn) -> None:
@@ -41,14 +44,14 @@ def _serve(conn) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--step-duration", type=float, default=5.0)
+    ap.add_argument("--no-peers", action="store_true", help="do not run AIPerf and GuideLLM")
     args = ap.parse_args()
     parent, child = mp.Pipe()
     proc = mp.get_context("fork").Process(target=_serve, args=(child,), daemon=True)
     proc.start()
     url = parent.recv()
     load0 = os.getloadavg()[0]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(
+    out, cpu_s, _ = measured_run(
         [
             sys.executable,
             "-c",
@@ -63,28 +66,27 @@ def main() -> int:
             "--step-duration",
             str(args.step_duration),
             "--prompt-tokens",
-            "400",
+            str(PROMPT_TOKENS),
             "--max-tokens",
-            "2",
+            str(MAX_TOKENS),
             "--target-p95-ms",
             "500",
             "--json",
         ],
-        capture_output=True,
-        text=True,
-        timeout=900,
+        timeout_s=900,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    parent.send("stop")
-    proc.join(5)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:
+        parent.send("stop")
         sys.exit(out.stderr[-2000:])
     steps, summary = lines[:-1], lines[-1]
     sent = sum(s["n_sent"] for s in steps)
-    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    same = Workload(base_url=url, model="m", requests=sent, prompt_tokens=PROMPT_TOKENS, output_tokens=MAX_TOKENS)
+    peer_runs = {} if args.no_peers else run_peers(same)
+    parent.send("stop")
+    proc.join(5)
     print(
         f"sweep vs the simulator in another process (1 slot, ~10 requests/s), load average {load0:.1f} → "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
@@ -100,10 +102,10 @@ def main() -> int:
         f"client CPU, whole CLI process: {cpu_s:.2f} s for {sent} requests = {cpu_s * 1000 / sent:.1f} ms/request "
         f"(steps alone: {summary['client_cpu_ms_per_request']:.2f} ms/request)"
     )
-    for name, cmd in (("AIPerf", "aiperf"), ("GuideLLM", "guidellm")):
-        print(
-            f"{name}: {'installed, not driven by this script yet' if shutil.which(cmd) else 'skipped (not installed)'}"
-        )
+    for name, run in peer_runs.items():
+        print(summary_line(name, run))
+        if not isinstance(run, str):
+            print(f"  {' '.join(run.command)}")
     return 0
 
 
