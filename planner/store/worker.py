@@ -1,8 +1,9 @@
 """Worker tables: per-vantage leases, endpoint status, dashboard→worker requests, cold readings, hourly rollups.
 
-The worker writes the probe rows of registered endpoints (DESIGN §2). The dashboard talks to
-it through `probe_request` ("probe now", "cold reading"); the worker reports
-back through `endpoint_status` and `cold_reading`. `worker_lease` keeps two
+The worker writes the probe rows of registered endpoints (DESIGN §2) and the server-side RTT samples the Regions
+page asks for. The dashboard talks to it through `probe_request` ("probe now", "cold reading") and `rtt_request`
+("measure these RTT targets from your vantage"); the worker reports back through the request's status,
+`endpoint_status` and `cold_reading`. `worker_lease` keeps two
 workers of one vantage from probing the same endpoints; its expiry lets a
 successor take over when the holder dies. `probe_rollup` keeps, per endpoint,
 vantage and UTC hour, a log-spaced histogram from which percentiles can still
@@ -11,7 +12,9 @@ be read after the raw samples are gone (planner.store.rollups).
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -33,18 +36,27 @@ __all__ = [
     "ProbeRequestRow",
     "ProbeRollupRow",
     "REQUEST_KINDS",
+    "RTT_REQUEST_MAX_N",
+    "RTT_REQUEST_MAX_TARGETS",
     "RequestKind",
     "RequestStatus",
+    "RttRequestRow",
     "WorkerLeaseRow",
+    "abandon_rtt_request",
     "check_writable",
     "claim_requests",
+    "claim_rtt_requests",
     "create_request",
+    "create_rtt_request",
     "endpoint_statuses",
     "finish_request",
+    "finish_rtt_request",
     "get_request",
+    "get_rtt_request",
     "insert_cold_reading",
     "last_slots",
     "missing_endpoints",
+    "rtt_request_targets",
     "update_cold_reading",
     "upsert_statuses",
     "wal_checkpoint",
@@ -90,6 +102,10 @@ class ColdState(StrEnum):
 #: The stored values of RequestKind.
 REQUEST_KINDS: tuple[str, ...] = tuple(k.value for k in RequestKind)
 
+#: Bounds of one rtt_request: targets per request (the catalog has about 90 regions) and samples per target.
+RTT_REQUEST_MAX_TARGETS = 500
+RTT_REQUEST_MAX_N = 1000
+
 
 class WorkerLeaseRow(SQLModel, table=True):
     """Who probes for a vantage, until when. A holder renews before expires_at_ms or loses the lease."""
@@ -129,6 +145,26 @@ class ProbeRequestRow(SQLModel, table=True):
     vantage: str = Field(default="", max_length=120)  # "" = whichever worker probes the endpoint
     kind: str = Field(max_length=20)
     idle_s: float | None = None
+    status: str = Field(default="pending", max_length=20)
+    detail: str | None = Field(default=None, max_length=500)
+    requested_at_ms: int = Field(sa_type=sa.BigInteger)
+    claimed_by: str | None = Field(default=None, max_length=200)
+    claimed_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    done_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+
+
+class RttRequestRow(SQLModel, table=True):
+    """A request from the Regions page to the worker of one vantage: measure these RTT targets, n samples each.
+
+    status pending → running → done | failed, as for probe_request; the samples go to rtt_sample (side 'server')."""
+
+    __tablename__ = "rtt_request"
+    __table_args__ = (sa.Index("ix_rtt_request_status_requested", "status", "requested_at_ms"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    vantage: str = Field(default="", max_length=120)  # the worker of exactly this vantage measures it
+    targets_json: str = Field(sa_type=sa.Text)  # [[region_id, target], …] (see rtt_request_targets)
+    n: int  # kept TCP connects per target
     status: str = Field(default="pending", max_length=20)
     detail: str | None = Field(default=None, max_length=500)
     requested_at_ms: int = Field(sa_type=sa.BigInteger)
@@ -209,11 +245,66 @@ def create_request(
 
 
 def get_request(engine: Engine, request_id: int) -> dict | None:
-    """The request row as a dict (status pending | running | done | failed, detail), or None."""
-    t = table_of(ProbeRequestRow)
-    with engine.connect() as conn:
-        row = conn.execute(sa.select(t).where(t.c.id == request_id)).mappings().first()
-    return dict(row) if row else None
+    """The probe_request row as a dict (status pending | running | done | failed, detail), or None."""
+    return _get(engine, table_of(ProbeRequestRow), request_id)
+
+
+def create_rtt_request(engine: Engine, targets: Sequence[tuple[str, str]], n: int, *, vantage: str = "") -> int:
+    """Queue a server-side RTT measurement for the worker of `vantage`: `targets` are (region_id, URL or host:port)
+    pairs, `n` the kept TCP connects per target. Returns the request's id.
+
+    Raises ValueError for no targets, more than RTT_REQUEST_MAX_TARGETS, an empty or over-long id or target, or n
+    outside 1 … RTT_REQUEST_MAX_N.
+    """
+    pairs = [(str(region_id), str(target)) for region_id, target in targets]
+    if not pairs:
+        raise ValueError("an RTT request needs at least one target")
+    if len(pairs) > RTT_REQUEST_MAX_TARGETS:
+        raise ValueError(f"an RTT request takes at most {RTT_REQUEST_MAX_TARGETS} targets, got {len(pairs)}")
+    for region_id, target in pairs:
+        if not region_id or not target or len(region_id) > 120 or len(target) > 500:
+            raise ValueError(f"RTT target {region_id[:40]!r}: needs an id (≤ 120 characters) and a target (≤ 500)")
+    if not 1 <= n <= RTT_REQUEST_MAX_N:
+        raise ValueError(f"samples per target must be 1 … {RTT_REQUEST_MAX_N}, got {n}")
+    t = table_of(RttRequestRow)
+    with engine.begin() as conn:
+        res = conn.execute(
+            t.insert().values(
+                vantage=vantage,
+                targets_json=json.dumps(pairs),
+                n=int(n),
+                status=RequestStatus.PENDING.value,
+                requested_at_ms=int(time.time() * 1000),
+            )
+        )
+        key = res.inserted_primary_key
+        assert key is not None  # a single-row INSERT reports its key
+        return int(key[0])
+
+
+def get_rtt_request(engine: Engine, request_id: int) -> dict | None:
+    """The rtt_request row as a dict (status pending | running | done | failed, detail, claimed_at_ms …), or None."""
+    return _get(engine, table_of(RttRequestRow), request_id)
+
+
+def rtt_request_targets(request: dict) -> list[tuple[str, str]]:
+    """The (region_id, target) pairs of an rtt_request row; raises ValueError when its targets_json is not a list of
+    pairs of strings (a row not written by create_rtt_request)."""
+    try:
+        pairs = json.loads(request["targets_json"])
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the request's target list is not JSON ({exc})") from None
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+    ):
+        raise ValueError("the request's target list is not a list of [region id, target] pairs")
+    return [(p[0], p[1]) for p in pairs]
+
+
+def abandon_rtt_request(engine: Engine, request_id: int, detail: str, now_ms: int) -> bool:
+    """Fail an rtt_request that no worker has claimed yet (pending → failed, conditional like a claim, so a worker
+    claiming it at the same moment either wins and runs it, or finds it gone). True when it was still pending."""
+    return _finish(engine, table_of(RttRequestRow), request_id, RequestStatus.FAILED, detail, now_ms, only_pending=True)
 
 
 def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
@@ -229,6 +320,7 @@ def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
 # ------------------------------------------------------------------ the worker's own reads and writes
 
 _REQ = table_of(ProbeRequestRow)
+_RTT_REQ = table_of(RttRequestRow)
 _COLD = table_of(ColdReadingRow)
 _STATUS = table_of(EndpointStatusRow)
 _LEASE = table_of(WorkerLeaseRow)
@@ -301,26 +393,43 @@ def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder
     Returns the claimed rows as dicts."""
     if not endpoint_ids:
         return []
+    where = [_REQ.c.endpoint_id.in_(endpoint_ids), sa.or_(_REQ.c.vantage == "", _REQ.c.vantage == vantage)]
+    return _claim(engine, _REQ, where, holder, now_ms)
+
+
+def claim_rtt_requests(engine: Engine, vantage: str, holder: str, now_ms: int) -> list[dict]:
+    """Claim the pending rtt_requests of exactly `vantage` (an RTT figure is only true of where it was measured),
+    oldest first, each by a conditional UPDATE (pending → running) as in claim_requests. Returns the rows as dicts."""
+    return _claim(engine, _RTT_REQ, [_RTT_REQ.c.vantage == vantage], holder, now_ms)
+
+
+def finish_request(engine: Engine, request_id: int, status: RequestStatus, detail: str | None, now_ms: int) -> None:
+    """Record a probe_request's outcome (done or failed) with a one-line detail (cut to 500 characters)."""
+    _finish(engine, _REQ, request_id, status, detail, now_ms)
+
+
+def finish_rtt_request(engine: Engine, request_id: int, status: RequestStatus, detail: str | None, now_ms: int) -> None:
+    """Record an rtt_request's outcome (done or failed) with a one-line detail (cut to 500 characters)."""
+    _finish(engine, _RTT_REQ, request_id, status, detail, now_ms)
+
+
+def _get(engine: Engine, table: sa.Table, request_id: int) -> dict | None:
     with engine.connect() as conn:
-        rows = (
-            conn.execute(
-                sa.select(_REQ)
-                .where(
-                    _REQ.c.status == RequestStatus.PENDING.value,
-                    _REQ.c.endpoint_id.in_(endpoint_ids),
-                    sa.or_(_REQ.c.vantage == "", _REQ.c.vantage == vantage),
-                )
-                .order_by(_REQ.c.id)
-            )
-            .mappings()
-            .all()
-        )
+        row = conn.execute(sa.select(table).where(table.c.id == request_id)).mappings().first()
+    return dict(row) if row else None
+
+
+def _claim(engine: Engine, table: sa.Table, where: list[Any], holder: str, now_ms: int) -> list[dict]:
+    """Claim the pending rows of a request table that match `where`, oldest first, one conditional UPDATE each."""
+    pending = table.c.status == RequestStatus.PENDING.value
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(table).where(pending, *where).order_by(table.c.id)).mappings().all()
     claimed = []
     for r in rows:
         with engine.begin() as conn:
             got = conn.execute(
-                _REQ.update()
-                .where(_REQ.c.id == r["id"], _REQ.c.status == RequestStatus.PENDING.value)
+                table.update()
+                .where(table.c.id == r["id"], pending)
                 .values(status=RequestStatus.RUNNING.value, claimed_by=holder, claimed_at_ms=now_ms)
             )
         if got.rowcount == 1:
@@ -328,14 +437,27 @@ def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder
     return claimed
 
 
-def finish_request(engine: Engine, request_id: int, status: RequestStatus, detail: str | None, now_ms: int) -> None:
-    """Record a request's outcome (done or failed) with a one-line detail (cut to 500 characters)."""
+def _finish(
+    engine: Engine,
+    table: sa.Table,
+    request_id: int,
+    status: RequestStatus,
+    detail: str | None,
+    now_ms: int,
+    *,
+    only_pending: bool = False,
+) -> bool:
+    """Set a request row's outcome; with only_pending, only while nobody has claimed it. True when a row changed."""
+    where = [table.c.id == request_id]
+    if only_pending:
+        where.append(table.c.status == RequestStatus.PENDING.value)
     with engine.begin() as conn:
-        conn.execute(
-            _REQ.update()
-            .where(_REQ.c.id == request_id)
+        res = conn.execute(
+            table.update()
+            .where(*where)
             .values(status=RequestStatus(status).value, detail=(detail or None) and detail[:500], done_at_ms=now_ms)
         )
+    return res.rowcount == 1
 
 
 def insert_cold_reading(

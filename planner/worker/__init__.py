@@ -2,7 +2,8 @@
 housekeeping), the cold-reading state machine (cold), probe processes (probe_pool, probe_child), the spool and the
 state file. Its SQL, the vantage lease and retention live in planner.store.
 
-`ttft-planner worker` runs `planner.worker.runner.run_worker`; it writes the probe rows of registered endpoints.
+`ttft-planner worker` runs `planner.worker.runner.run_worker`; it writes the probe rows of registered endpoints and
+the server-side RTT samples of its vantage (scheduled targets and the Regions page's requests).
 
 The runner is imported lazily, so a probe process (planner.worker.probe_child)
 starts without loading the store.

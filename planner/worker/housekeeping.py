@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.store.rollups import apply_retention
@@ -19,23 +21,80 @@ from planner.store.worker import wal_checkpoint
 from planner.worker.buffer import first_line
 
 if TYPE_CHECKING:
-    from planner.worker.runner import Worker
+    from planner.worker.buffer import RowBuffer
+    from planner.worker.requests import RequestRunner
+    from planner.worker.status import EndpointStatuses
+    from planner.worker.team import TeamHooks
 
-__all__ = ["Housekeeping"]
+__all__ = ["Housekeeping", "HousekeepingConfig", "LeaseHolder"]
 
 log = logging.getLogger("planner.worker")
 
 _FIRST_RETENTION_AFTER_S = 60.0
 
 
-class Housekeeping:
-    """Runs `worker`'s periodic chores (periods from its WorkerConfig) until cancelled."""
+class HousekeepingConfig(Protocol):
+    """The settings housekeeping reads (planner.worker.runner.WorkerConfig is one); seconds unless named otherwise."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    @property
+    def vantage(self) -> str: ...
+
+    @property
+    def lease_ttl_s(self) -> float: ...  # renewed every third of it
+
+    @property
+    def reload_interval_s(self) -> float: ...
+
+    @property
+    def request_poll_s(self) -> float: ...
+
+    @property
+    def retention_days(self) -> float | None: ...
+
+    @property
+    def retention_every_s(self) -> float: ...
+
+    @property
+    def checkpoint_every_s(self) -> float: ...
+
+
+class LeaseHolder(Protocol):
+    """The vantage lease and the schedule it guards (planner.worker.runner.Worker is one)."""
+
+    @property
+    def holds_lease(self) -> bool: ...
+
+    async def renew_lease(self) -> None: ...  # take or renew the lease; on taking it, load the schedule
+
+    async def reload(self) -> None: ...  # re-read the endpoints and RTT targets into the schedule
+
+
+class Housekeeping:
+    """Runs the periodic chores of one worker (periods from `config`) until cancelled."""
+
+    def __init__(
+        self,
+        lease: LeaseHolder,
+        config: HousekeepingConfig,
+        *,
+        engine: Engine,
+        requests: RequestRunner,
+        statuses: EndpointStatuses,
+        team: TeamHooks,
+        buffer: RowBuffer,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.lease = lease
+        self.config = config
+        self.engine = engine
+        self.requests = requests
+        self.statuses = statuses
+        self.team = team
+        self.buffer = buffer
+        self.now_ms = now_ms
 
     async def run(self) -> None:
-        w, cfg = self.w, self.w.config
+        lease, cfg = self.lease, self.config
         next_lease = next_reload = next_req = 0.0
         next_retention = time.monotonic() + _FIRST_RETENTION_AFTER_S
         next_ckpt = time.monotonic() + cfg.checkpoint_every_s
@@ -43,31 +102,32 @@ class Housekeeping:
             mono = time.monotonic()
             try:
                 if mono >= next_lease:
-                    await w.renew_lease()
+                    await lease.renew_lease()
                     next_lease = mono + cfg.lease_ttl_s / 3
-                if w.holds_lease and mono >= next_reload:
-                    await w._reload()
+                if lease.holds_lease and mono >= next_reload:
+                    await lease.reload()
                     next_reload = mono + cfg.reload_interval_s
-                if w.holds_lease and mono >= next_req:
-                    await w.requests.claim_and_start()
+                if lease.holds_lease and mono >= next_req:
+                    await self.requests.claim_and_start()
                     next_req = mono + cfg.request_poll_s
-                await w.statuses.write()
-                if w.holds_lease and mono >= next_retention:
+                await self.statuses.write()
+                if lease.holds_lease and mono >= next_retention:
                     res = await asyncio.to_thread(
-                        apply_retention, w.engine, w.clock.now_ms(), cfg.retention_days, vantage=cfg.vantage
+                        apply_retention, self.engine, self.now_ms(), cfg.retention_days, vantage=cfg.vantage
                     )
                     if res.deleted_samples:
                         log.info(
                             "retention: rolled %d samples into %d hourly rollups", res.deleted_samples, res.rollup_hours
                         )
                     next_retention = mono + cfg.retention_every_s
-                if w.holds_lease:
-                    await asyncio.to_thread(w.team.tick, w.clock.now_ms(), holds_lease=True)
-                w.team.on_buffer(len(w.buffer.rows))
+                now_ms = self.now_ms()
+                if lease.holds_lease and self.team.due(now_ms):  # a thread only when an alert pass is due
+                    await asyncio.to_thread(self.team.tick, now_ms, holds_lease=True)
+                self.team.on_buffer(len(self.buffer.rows))
                 if mono >= next_ckpt:
-                    await asyncio.to_thread(wal_checkpoint, w.engine)
+                    await asyncio.to_thread(wal_checkpoint, self.engine)
                     next_ckpt = mono + cfg.checkpoint_every_s
             except (SQLAlchemyError, OSError) as exc:
-                w.buffer.last_error = first_line(exc)[:300]
-                log.warning("database problem (worker keeps running): %s", w.buffer.last_error)
+                self.buffer.last_error = first_line(exc)[:300]
+                log.warning("database problem (worker keeps running): %s", self.buffer.last_error)
             await asyncio.sleep(min(0.2, cfg.request_poll_s))

@@ -1,10 +1,12 @@
-"""Requests from the dashboard and the CLI, run by the worker: "probe now" and cold readings.
+"""Requests from the dashboard and the CLI, run by the worker: "probe now", cold readings and RTT measurements.
 
-The dashboard never probes an endpoint (the worker writes the probe rows of registered endpoints): it inserts a
-`probe_request` row; the worker of a matching vantage claims it (planner.store.worker.claim_requests, a conditional
-UPDATE, so exactly one worker runs it), runs it and writes the outcome back. A cold reading follows
-planner.worker.cold's state machine with the endpoint's schedule paused, and stores a `cold_reading` row plus its
-cold and warm samples.
+The dashboard never probes an endpoint or measures a server-side RTT itself (the worker writes those rows): it
+inserts a `probe_request` or `rtt_request` row; the worker of a matching vantage claims it
+(planner.store.worker.claim_requests / claim_rtt_requests, a conditional UPDATE, so exactly one worker runs it), runs
+it and writes the outcome back. A cold reading follows planner.worker.cold's state machine with the endpoint's
+schedule paused, and stores a `cold_reading` row plus its cold and warm samples. An RTT request runs
+planner.probes.rtt.probe_rtt_many on a thread, as the scheduled RTT targets do, and stores its samples through
+planner.store.rtt.insert_rtt_samples.
 """
 
 from __future__ import annotations
@@ -12,83 +14,164 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.cold_policy import ColdReadingError, idle_seconds_for
+from planner.probes.rtt import probe_rtt_many
 from planner.samples import SampleKind
 from planner.store.endpoints import EndpointRow
-from planner.store.probes import sample_row
+from planner.store.probes import ProbeSampleRow, sample_row
+from planner.store.rtt import insert_rtt_samples
 from planner.store.worker import (
     ColdState,
     EndpointState,
     RequestKind,
     RequestStatus,
     claim_requests,
+    claim_rtt_requests,
     finish_request,
+    finish_rtt_request,
     insert_cold_reading,
+    rtt_request_targets,
     update_cold_reading,
 )
 from planner.worker import cold
+from planner.worker.buffer import first_line
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample
-    from planner.worker.runner import Worker
+    from planner.worker.buffer import RowBuffer
+    from planner.worker.scheduler import Scheduler
+    from planner.worker.status import EndpointStatuses
 
-__all__ = ["COLD_PROBE_TIMEOUT_S", "RequestRunner"]
+__all__ = ["COLD_PROBE_TIMEOUT_S", "RTT_CONCURRENCY", "RequestHost", "RequestRunner"]
 
 COLD_PROBE_TIMEOUT_S = 300.0
+RTT_CONCURRENCY = 8  # targets of one RTT request measured at once (each target's connects stay sequential)
 
 log = logging.getLogger("planner.worker")
 
 
+class RequestHost(Protocol):
+    """The worker's probe path, as the requests use it (planner.worker.runner.Worker is one)."""
+
+    @property
+    def endpoints(self) -> Mapping[int, EndpointRow]: ...  # the endpoints it probes, by id
+
+    @property
+    def last_probe_end_ms(self) -> Mapping[int, int]: ...  # endpoint id → when its last probe ended
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...  # a task the stop waits for
+
+    async def probe_endpoint(
+        self, ep: EndpointRow, slot_ms: int, kind: SampleKind, job_key: str | None
+    ) -> ProbeSampleRow | None: ...
+
+    async def probe_sample(
+        self, ep: EndpointRow, *, attempts: int | None = None, timeout_s: float | None = None
+    ) -> TtftSample | None: ...
+
+    async def flush(self, final: bool = False) -> None: ...
+
+
 class RequestRunner:
-    """Claims and runs the probe requests for the endpoints `worker` schedules.
+    """Claims and runs the requests for the endpoints `host` schedules, and the RTT requests of its vantage.
 
-    Uses the worker's probe (`probe_endpoint`, `probe_sample`), its schedule (to wait for and pause a job), its
-    row buffer and its endpoint statuses; all SQL is in planner.store.worker."""
+    Uses the host's probe path (RequestHost), the schedule (to wait for and pause a job), the row buffer and the
+    endpoint statuses; all SQL is in planner.store.worker. `cold_active` holds the endpoints a cold reading is
+    idling: their jobs stay paused across a reload."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    def __init__(
+        self,
+        host: RequestHost,
+        *,
+        engine: Engine,
+        vantage: str,
+        holder: str,
+        scheduler: Scheduler,
+        statuses: EndpointStatuses,
+        buffer: RowBuffer,
+        now_ms: Callable[[], int],
+        cold_deadline_s: float,
+    ) -> None:
+        self.host = host
+        self.engine = engine
+        self.vantage = vantage
+        self.holder = holder
+        self.scheduler = scheduler
+        self.statuses = statuses
+        self.buffer = buffer
+        self.now_ms = now_ms
+        self.cold_deadline_s = cold_deadline_s
+        self.cold_active: set[int] = set()
 
     async def claim_and_start(self) -> None:
-        """Claim pending requests and start each as a task of the worker."""
-        w = self.w
-        mine = [e for e in w.endpoints if f"endpoint:{e}" in w.scheduler.jobs]
-        claimed = await asyncio.to_thread(
-            claim_requests, w.engine, mine, w.config.vantage, w.config.holder, w.clock.now_ms()
-        )
+        """Claim pending requests and start each as a task of the host."""
+        host = self.host
+        mine = [e for e in host.endpoints if f"endpoint:{e}" in self.scheduler.jobs]
+        claimed = await asyncio.to_thread(claim_requests, self.engine, mine, self.vantage, self.holder, self.now_ms())
         for req in claimed:
-            ep = w.endpoints.get(req["endpoint_id"])
+            ep = host.endpoints.get(req["endpoint_id"])
             if ep is None:  # removed after the claim: say so instead of leaving it running
                 await self._finish(req["id"], RequestStatus.FAILED, "the endpoint is no longer probed")
             elif req["kind"] == RequestKind.PROBE_NOW:
-                w.spawn(self._probe_now(ep, req))
+                host.spawn(self._probe_now(ep, req))
             elif req["kind"] == RequestKind.COLD_READING:
-                w.spawn(self._cold_reading(ep, req))
+                host.spawn(self._cold_reading(ep, req))
             else:
                 await self._finish(req["id"], RequestStatus.FAILED, f"unknown request kind {req['kind']!r}")
+        for req in await asyncio.to_thread(claim_rtt_requests, self.engine, self.vantage, self.holder, self.now_ms()):
+            host.spawn(self._measure_rtt(req))
 
     async def _finish(self, req_id: int, status: RequestStatus, detail: str | None) -> None:
-        await asyncio.to_thread(finish_request, self.w.engine, req_id, status, detail, self.w.clock.now_ms())
+        await asyncio.to_thread(finish_request, self.engine, req_id, status, detail, self.now_ms())
 
     async def _wait_idle(self, job_key: str) -> None:
-        job = self.w.scheduler.jobs.get(job_key)
-        while job is not None and job.in_flight and not self.w.stopping:
+        job = self.scheduler.jobs.get(job_key)
+        while job is not None and job.in_flight and not self.host.stopping:
             await asyncio.sleep(0.05)
+
+    async def _measure_rtt(self, req: dict) -> None:
+        """Measure an RTT request's targets from this vantage, store the samples, report the outcome. Never raises."""
+        status, detail = RequestStatus.FAILED, "the worker stopped during the measurement"
+        try:
+            targets = rtt_request_targets(req)
+            results = await asyncio.to_thread(
+                probe_rtt_many, targets, n=int(req["n"]), vantage=self.vantage, concurrency=RTT_CONCURRENCY
+            )
+            stored = await asyncio.to_thread(insert_rtt_samples, self.engine, [x for r in results for x in r.records()])
+            failed = [r for r in results if not r.ok]
+            detail = f"stored {stored} samples of {len(results)} target(s)"
+            if failed:
+                detail += f"; {len(failed)} failed: " + ", ".join(f"{r.region_id} ({r.error_class})" for r in failed)
+            status = RequestStatus.DONE
+        except ValueError as exc:  # a request row create_rtt_request did not write
+            detail = str(exc)
+        except (SQLAlchemyError, OSError) as exc:
+            detail = f"the samples could not be stored: {first_line(exc)}"
+            log.warning("RTT request %s: %s", req["id"], detail)
+        except asyncio.CancelledError:
+            pass  # the stop's grace ran out: reported below as stopped
+        with contextlib.suppress(SQLAlchemyError, OSError):
+            await asyncio.to_thread(finish_rtt_request, self.engine, req["id"], status, detail, self.now_ms())
 
     async def _probe_now(self, ep: EndpointRow, req: dict) -> None:
         assert ep.id is not None  # a stored endpoint has its id
-        w = self.w
         key = f"endpoint:{ep.id}"
         await self._wait_idle(key)
-        job = w.scheduler.jobs.get(key)
+        job = self.scheduler.jobs.get(key)
         if job is not None:
             job.in_flight = True
-        row = await w.probe_endpoint(ep, w.clock.now_ms(), SampleKind.MANUAL, key if job is not None else None)
+        row = await self.host.probe_endpoint(ep, self.now_ms(), SampleKind.MANUAL, key if job is not None else None)
         if row is None:
-            status, detail = RequestStatus.FAILED, w.statuses.detail(ep.id) or "not probed"
+            status, detail = RequestStatus.FAILED, self.statuses.detail(ep.id) or "not probed"
         elif row.ok:
             status, detail = RequestStatus.DONE, f"TTFT {row.ttft_ms:.0f} ms"
         else:
@@ -98,50 +181,50 @@ class RequestRunner:
     async def _cold_reading(self, ep: EndpointRow, req: dict) -> None:
         assert ep.id is not None  # a stored endpoint has its id
         endpoint_id = ep.id  # narrowed, for one() below
-        w = self.w
+        host = self.host
         key = f"endpoint:{ep.id}"
         try:
             idle_s = idle_seconds_for(ep.scale_down_window_s, req.get("idle_s"))
         except ColdReadingError as exc:
             await self._finish(req["id"], RequestStatus.FAILED, str(exc))
             return
-        w.cold_active.add(ep.id)
-        w.scheduler.pause(key)
-        w.statuses.set(ep.id, EndpointState.PAUSED, f"cold reading: idling {idle_s:g} s")
+        self.cold_active.add(ep.id)
+        self.scheduler.pause(key)
+        self.statuses.set(ep.id, EndpointState.PAUSED, f"cold reading: idling {idle_s:g} s")
         reading_id = None
         try:
             await self._wait_idle(key)
-            last_end = w.last_probe_end_ms.get(ep.id, w.clock.now_ms())
+            last_end = host.last_probe_end_ms.get(ep.id, self.now_ms())
             idle_until = last_end + int(idle_s * 1000)
             reading_id = await asyncio.to_thread(
-                insert_cold_reading, w.engine, ep.id, w.config.vantage, req, idle_s, idle_until
+                insert_cold_reading, self.engine, ep.id, self.vantage, req, idle_s, idle_until
             )
-            while w.clock.now_ms() < idle_until:
-                if w.stopping:
+            while self.now_ms() < idle_until:
+                if host.stopping:
                     raise asyncio.CancelledError
-                await asyncio.sleep(min(0.5, max(0.0, (idle_until - w.clock.now_ms()) / 1000)))
-            await asyncio.to_thread(update_cold_reading, w.engine, reading_id, state=ColdState.COLD)
+                await asyncio.sleep(min(0.5, max(0.0, (idle_until - self.now_ms()) / 1000)))
+            await asyncio.to_thread(update_cold_reading, self.engine, reading_id, state=ColdState.COLD)
 
             async def one() -> TtftSample:
                 # A cold start may hold the request instead of answering 503: give the cold probe time.
-                s = await w.probe_sample(ep, attempts=1, timeout_s=max(ep.timeout_s, COLD_PROBE_TIMEOUT_S))
+                s = await host.probe_sample(ep, attempts=1, timeout_s=max(ep.timeout_s, COLD_PROBE_TIMEOUT_S))
                 if s is None:
-                    raise ColdReadingError(w.statuses.detail(endpoint_id) or "key missing")
+                    raise ColdReadingError(self.statuses.detail(endpoint_id) or "key missing")
                 return s
 
             window = ep.scale_down_window_s
             out = await cold.measure_cold_then_warm(
                 one,
-                cold_deadline_s=w.config.cold_deadline_s,
+                cold_deadline_s=self.cold_deadline_s,
                 max_backoff_s=min(5.0, window / 2) if window else 5.0,
-                wall_ms=w.clock.now_ms,
+                wall_ms=self.now_ms,
             )
             rows = []
             gap = float((out.cold_started_at_ms or idle_until) - last_end)
             if out.cold_sample is not None:
                 assert out.cold_started_at_ms is not None  # measure_cold_then_warm stamps the start first
                 row = sample_row(
-                    out.cold_sample, ep.id, w.config.vantage, SampleKind.COLD, out.cold_started_at_ms, idle_gap_ms=gap
+                    out.cold_sample, ep.id, self.vantage, SampleKind.COLD, out.cold_started_at_ms, idle_gap_ms=gap
                 )
                 row.attempts = out.attempts
                 if out.cold_ttft_ms is not None:
@@ -152,18 +235,18 @@ class RequestRunner:
                     sample_row(
                         out.warm_sample,
                         ep.id,
-                        w.config.vantage,
+                        self.vantage,
                         SampleKind.WARM,
                         out.warm_sample.started_at_ms,
                         idle_gap_ms=0.0,
                     )
                 )
-            w.buffer.add(rows)
-            await w.flush()
+            self.buffer.add(rows)
+            await host.flush()
             warm = out.warm_sample.ttft_ms if out.warm_sample is not None else None
             await asyncio.to_thread(
                 update_cold_reading,
-                w.engine,
+                self.engine,
                 reading_id,
                 state=out.state,
                 detail=out.detail or None,
@@ -173,7 +256,7 @@ class RequestRunner:
                 cold_status_503=out.status_503,
                 warm_ttft_ms=warm,
                 cold_minus_warm_ms=out.cold_minus_warm_ms,
-                completed_at_ms=w.clock.now_ms(),
+                completed_at_ms=self.now_ms(),
             )
             done = out.state == ColdState.DONE
             summary = f"cold {out.cold_ttft_ms:.0f} ms, warm {warm:.0f} ms" if done else out.detail
@@ -185,14 +268,14 @@ class RequestRunner:
                 if reading_id is not None:
                     await asyncio.to_thread(
                         update_cold_reading,
-                        w.engine,
+                        self.engine,
                         reading_id,
                         state=ColdState.FAILED,
                         detail=detail,
-                        completed_at_ms=w.clock.now_ms(),
+                        completed_at_ms=self.now_ms(),
                     )
                 await self._finish(req["id"], RequestStatus.FAILED, detail)
         finally:
-            w.cold_active.discard(ep.id)
-            w.scheduler.resume(key)
-            w.statuses.set(ep.id, EndpointState.OK, None)
+            self.cold_active.discard(ep.id)
+            self.scheduler.resume(key)
+            self.statuses.set(ep.id, EndpointState.OK, None)

@@ -8,10 +8,14 @@ The Worker is a composition of small collaborators, each in its own module, shar
 - the *row buffer* (planner.worker.buffer) holds those rows; the flusher task stores them in batches (default
   every second) through ``planner.store.probes.insert_samples``, idempotent per slot, so a crash and restart
   never duplicates a row; a locked or full database keeps the rows in memory (bounded) and retries;
-- *request handling* (planner.worker.requests) claims and runs "probe now" / cold-reading requests;
+- *request handling* (planner.worker.requests) claims and runs "probe now" / cold-reading requests and the
+  Regions page's RTT requests;
 - *housekeeping* (planner.worker.housekeeping) renews the vantage lease (planner.store.leases), reloads the
   endpoint list, writes endpoint status (planner.worker.status), applies retention hourly and checkpoints the
   SQLite WAL.
+
+Each collaborator gets the narrow things it uses in its constructor (the Worker passes itself only as the Protocol
+a collaborator names: RequestHost, LeaseHolder), so none of them imports this module.
 
 All SQL is in planner.store. Blocking database calls run in threads (`asyncio.to_thread`) so a slow write never
 delays a probe. SIGTERM/SIGINT stop scheduling, let in-flight probes finish (up to a grace), flush, release the
@@ -166,11 +170,29 @@ class Worker:
         self.statuses = EndpointStatuses(
             engine, self.config.vantage, now_ms=self.clock.now_ms, next_slot_ms=self._next_slot_ms
         )
-        self.requests = RequestRunner(self)
-        self.housekeeping = Housekeeping(self)
         self.endpoints: dict[int, EndpointRow] = {}
         self.last_probe_end_ms: dict[int, int] = {}
-        self.cold_active: set[int] = set()  # endpoints a cold reading is idling (their jobs stay paused)
+        self.requests = RequestRunner(
+            self,
+            engine=engine,
+            vantage=self.config.vantage,
+            holder=self.config.holder,
+            scheduler=self.scheduler,
+            statuses=self.statuses,
+            buffer=self.buffer,
+            now_ms=self.clock.now_ms,
+            cold_deadline_s=self.config.cold_deadline_s,
+        )
+        self.housekeeping = Housekeeping(
+            self,
+            self.config,
+            engine=engine,
+            requests=self.requests,
+            statuses=self.statuses,
+            team=self.team,
+            buffer=self.buffer,
+            now_ms=self.clock.now_ms,
+        )
         self.task_failures: list[dict] = []  # background tasks that died (and were restarted)
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
@@ -364,7 +386,7 @@ class Worker:
         self.team.on_lateness(float(action.lateness_ms))
         job = self.scheduler.jobs[action.key]
         if kind == "endpoint":
-            assert isinstance(job.payload, EndpointRow)  # _reload schedules endpoint jobs with their row
+            assert isinstance(job.payload, EndpointRow)  # reload schedules endpoint jobs with their row
             self.spawn(self.probe_endpoint(job.payload, action.slot_ms, SampleKind.SCHEDULED, action.key))
         else:
             self.spawn(self._run_rtt(job.payload, action.key))
@@ -544,7 +566,7 @@ class Worker:
         if got and not self.holds_lease:
             log.info("holding the lease of vantage %r: probing", self.config.vantage)
             self.holds_lease = True
-            await self._reload(initial=True)
+            await self.reload(initial=True)
             self._wake.set()
         elif not got and self.holds_lease:
             log.warning("lost the lease of vantage %r to another worker: standing by", self.config.vantage)
@@ -558,7 +580,9 @@ class Worker:
         last = last_slots(self.engine, self.config.vantage) if initial and eps else {}
         return eps, last, list(scheduled_rtt_targets(self.engine, self.config.vantage))
 
-    async def _reload(self, initial: bool = False) -> None:
+    async def reload(self, initial: bool = False) -> None:
+        """Re-read the enabled endpoints and RTT targets of this vantage into the schedule (`initial`: resume each
+        endpoint after its last stored slot)."""
         eps, last, rtt_targets = await asyncio.to_thread(self._load, initial)
         now = self.clock.now_ms()
         keep: set[str] = set()
@@ -581,7 +605,7 @@ class Worker:
                 last_slot_ms=last.get(ep.id) if initial else None,
                 crashed_until_ms=self._crashed_until_ms if initial else None,
             )
-            if ep.id in self.cold_active:
+            if ep.id in self.requests.cold_active:
                 job.paused = True
             if ep.id not in self.statuses.by_endpoint:
                 self.statuses.set(ep.id, EndpointState.OK, None)

@@ -1,9 +1,10 @@
 """What a team deployment adds to a probe worker: Prometheus /metrics and SLO alert evaluation.
 
 The worker calls these hooks and nothing else: `on_stored` after rows are in the store (so /metrics never counts a
-sample the store lacks), `on_lateness` when the schedule starts a probe, and `tick` from its housekeeping. Alerts
-are evaluated by the lease holder of each vantage for that vantage's series only, at most every `alerts_every_s`,
-so standbys and other vantages never notify the same transition twice.
+sample the store lacks), `on_lateness` when the schedule starts a probe, and `tick` from its housekeeping — only when
+`due`, so an idle worker starts no thread five times a second for nothing. Alerts are evaluated by the lease holder of
+each vantage for that vantage's series only, at most every `alerts_every_s`, so standbys and other vantages never
+notify the same transition twice.
 """
 
 from __future__ import annotations
@@ -63,9 +64,13 @@ class TeamHooks:
         if self.metrics is not None:
             self.metrics.set_buffer_rows(self.vantage, rows)
 
+    def due(self, now_ms: int) -> bool:
+        """True when an alert pass is due at now_ms (tick would evaluate): the caller skips the thread otherwise."""
+        return now_ms >= self._next_alerts_ms
+
     def tick(self, now_ms: int, *, holds_lease: bool) -> None:
         """Evaluate this vantage's alert series when due (lease holder only); refresh the alert-state gauges."""
-        if not holds_lease or now_ms < self._next_alerts_ms:
+        if not holds_lease or not self.due(now_ms):
             return
         self._next_alerts_ms = now_ms + self.alerts_every_ms
         try:

@@ -1,5 +1,5 @@
-"""AppTest: the Regions view — browser samples injected through session state, server probe,
-table, map, worksheet hand-off."""
+"""AppTest: the Regions view — browser samples injected through session state, table, map, worksheet hand-off.
+The server probe (a request to the worker) is tested in test_regions_server_probe.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import time
 import pytest
 
 from planner.store import open_store
-from planner.store.rtt import SampleRecord, add_target, insert_rtt_samples, load_samples
+from planner.store.rtt import SampleRecord, insert_rtt_samples, load_samples
 from tests.app.conftest import open_page, plotly_array
-from tests.support.rtt_target import serve_in_thread
 
 
 def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-timing", vantage="Berlin office"):
@@ -100,21 +99,6 @@ def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
     assert t.loc["openai-api", "status"].startswith("unresolvable: 'api.openai.com' did not resolve")
     assert "anycast" in t.loc["openai-api", "status"]
     assert t.iloc[-1].name == "openai-api"  # failures rank last
-
-
-def test_server_probe_button_measures_a_local_target():
-    server = serve_in_thread()
-    try:
-        add_target(open_store(), "local-box", f"{server.base_url}/ping", lat=52.5, lon=13.4)
-        at = open_page("regions")
-        at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
-        at.button(key="rtt_probe_server").click().run()
-    finally:
-        server.stop()
-    assert not at.exception, at.exception
-    row = _table(at).iloc[0]
-    assert (row["region_id"], row["side"], row["n"]) == ("local-box", "server", 10)
-    assert row["method"] == "TCP connect" and row["status"] == "ok"
 
 
 def test_use_for_worksheet_hands_over_rtt_times_round_trips_with_provenance():

@@ -118,7 +118,7 @@ def test_out_of_range_rows_from_an_older_version_are_reported_and_the_rest_keeps
 
 def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_url, monkeypatch, caplog):
     good = ep(engine, "good", sim_url)
-    real_reload = Worker._reload
+    real_reload = Worker.reload
     calls = {"n": 0}
 
     async def flaky_reload(self, initial=False):
@@ -127,7 +127,7 @@ def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_u
             raise OverflowError("cannot convert float infinity to integer")
         await real_reload(self, initial)
 
-    monkeypatch.setattr(Worker, "_reload", flaky_reload)
+    monkeypatch.setattr(Worker, "reload", flaky_reload)
     reports = []
 
     def look(w):

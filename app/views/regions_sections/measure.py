@@ -1,5 +1,12 @@
-"""Regions › Measure: probe the chosen regions from the server, or from this browser, and store the samples."""
+"""Regions › Measure: ask the worker of this server's vantage to probe the chosen regions, or probe them from this
+browser and store the browser's samples.
 
+The server probe is a request to the worker (planner.store.worker.create_rtt_request), as "Probe now" is on the
+Probes page: the page never measures from the server itself, it shows the request's progress and then the samples the
+worker stored. The browser's samples are measured by the user's browser, so the page is the one to store them.
+"""
+
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -9,13 +16,24 @@ from sqlalchemy.engine import Engine
 from app.auth import can, require
 from app.charts.regions import vantage_label
 from app.components.browser_rtt import browser_rtt
-from planner.probes.rtt import default_vantage, probe_rtt_many
+from app.store_errors import STORE_FAILURES, guarded, show_store_failure
+from planner.probes.rtt import default_vantage
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import Region
-from planner.store.rtt import insert_rtt_samples
+from planner.store import leases
+from planner.store.rtt import insert_rtt_samples, load_samples
+from planner.store.worker import (
+    RequestStatus,
+    abandon_rtt_request,
+    create_rtt_request,
+    get_rtt_request,
+    rtt_request_targets,
+)
 from planner.untrusted import md_text
 
-__all__ = ["DEFAULT_REGIONS", "render"]
+__all__ = ["DEFAULT_REGIONS", "POLL_S", "render"]
+
+POLL_S = 1.0  # how often the page looks at its server request (the worker claims requests every second)
 
 DEFAULT_REGIONS = [
     "aws-us-east-1",
@@ -74,21 +92,31 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
     server_vantage = default_vantage()
     with server_col:
         st.markdown(
-            f"**From the server** ({md_text(vantage_label(server_vantage))}): TCP connects, TLS handshake, "
-            "one HTTPS request."
+            f"**From the server** ({md_text(vantage_label(server_vantage))}): the worker of this vantage measures "
+            "TCP connects, the TLS handshake and one HTTPS request."
         )
+        waiting = "rtt_server_request" in ss  # one request at a time: the button waits for it
         if st.button(
-            "Probe from the server", key="rtt_probe_server", disabled=not selected or not can("rtt.measure")
+            "Probe from the server",
+            key="rtt_probe_server",
+            disabled=not selected or not can("rtt.measure") or waiting,
         ) and require("rtt.measure"):
-            with st.spinner(f"Probing {len(selected)} region(s) from {vantage_label(server_vantage)}…"):
-                results = probe_rtt_many(
-                    [(i, by_id[i].probe_url) for i in selected], n=int(n), vantage=server_vantage, concurrency=8
-                )
-                insert_rtt_samples(eng, [rec for r in results for rec in r.records()])
-            failed = [r for r in results if not r.ok]
-            st.toast(
-                f"Stored {sum(r.stats.n for r in results)} server samples; {len(failed)} region(s) reported a failure."
-            )
+            queued = False
+            try:
+                if _worker_live(eng, server_vantage):
+                    targets = [(i, by_id[i].probe_url) for i in selected]
+                    ss.rtt_server_request = create_rtt_request(eng, targets, int(n), vantage=server_vantage)
+                    queued = True
+                else:
+                    st.warning(_no_worker(server_vantage), icon=":material/pause_circle:")
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
+            if queued:
+                st.rerun()  # draw the button disabled and the request's progress
+        if "rtt_server_request" in ss:
+            _server_progress(eng, server_vantage)
+        if "rtt_server_done" in ss:
+            _server_outcome(eng, ss.pop("rtt_server_done"))
 
     with browser_col:
         st.markdown("**From this browser**: Resource Timing (`responseStart − requestStart`), first sample dropped.")
@@ -121,3 +149,64 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
                 )
             for line in rejected:
                 st.warning(md_text(line))
+
+
+def _worker_live(eng: Engine, vantage: str) -> bool:
+    """True when a worker holds a live lease for `vantage` (only the lease holder claims requests)."""
+    return bool(leases.live_leases(leases.current(eng), int(time.time() * 1000), vantage))
+
+
+def _no_worker(vantage: str) -> str:
+    named = " with that vantage (`--vantage` or TTFT_PLANNER_VANTAGE)" if vantage else ""
+    return (
+        f"No worker is running for vantage {md_text(vantage_label(vantage))}: start `ttft-planner worker` or "
+        f"`ttft-planner serve`{named}. The server probe is measured by the worker."
+    )
+
+
+@st.fragment(run_every=POLL_S)
+@guarded
+def _server_progress(eng: Engine, vantage: str) -> None:
+    """The queued server probe's progress (pending → running), until it ends; then the whole page runs again so
+    Results reads the new samples."""
+    ss = st.session_state
+    req = get_rtt_request(eng, ss.rtt_server_request)
+    if req is None:  # removed meanwhile (a test, an admin): nothing left to wait for
+        del ss.rtt_server_request
+        return
+    if req["status"] in (RequestStatus.DONE, RequestStatus.FAILED):
+        ss.rtt_server_done = ss.pop("rtt_server_request")
+        st.rerun()
+    if not _worker_live(eng, vantage):
+        # Waiting would be forever. A pending request is withdrawn (conditionally: a worker claiming it right now
+        # wins); a running one stays as its worker left it.
+        abandon_rtt_request(eng, req["id"], "no worker claimed it", int(time.time() * 1000))
+        del ss.rtt_server_request
+        st.warning(_no_worker(vantage), icon=":material/pause_circle:")
+        return
+    n_targets = len(rtt_request_targets(req))
+    if req["status"] == RequestStatus.PENDING:
+        st.info(f"Server probe of {n_targets} region(s): pending — the worker picks it up within a second or two.")
+    else:
+        st.info(f"Server probe of {n_targets} region(s): running — the worker is measuring.", icon=":material/sync:")
+
+
+def _server_outcome(eng: Engine, request_id: int) -> None:
+    """What the finished server probe stored, read back from the store."""
+    req = get_rtt_request(eng, request_id)
+    if req is None:
+        return
+    if req["status"] != RequestStatus.DONE:
+        st.error(f"The server probe failed: {md_text(req['detail'] or 'no reason given')}.")
+        return
+    region_ids = [region_id for region_id, _ in rtt_request_targets(req)]
+    rows = load_samples(
+        eng, region_ids=region_ids, vantage=req["vantage"], side="server", since_ms=req["claimed_at_ms"]
+    )
+    ok = rows["error_class"].isna()
+    measured = int((ok & (rows["method"] == "tcp-connect")).sum())
+    failed = sorted(set(rows.loc[~ok, "region_id"]))
+    (st.success if measured else st.error)(
+        f"The worker stored {measured} server samples"
+        + (f"; {len(failed)} region(s) reported a failure ({md_text(', '.join(failed))})." if failed else ".")
+    )
