@@ -3,8 +3,9 @@
 A fresh process pays for lazy work on its first request: httpx/httpcore import
 anyio's asyncio backend, `h11` and httpcore's HTTP/1.1 connection on the first
 connect; asyncio starts its default thread pool on the first `getaddrinfo`;
-the first SSE parse and JSON decode run cold. Inside the timed region that
-cost 10–13 ms on the first sample of every CLI run (issue 14). `warm_up()`
+the first SSE parse and JSON decode run cold; the first https probe reads the
+CA bundle. Inside the timed region that cost 10–13 ms on the first sample of
+every CLI run (issue 14), and blocked a worker's loop at start-up. `warm_up()`
 pays it up front: it serves one canned stream of the target's protocol from a
 throwaway server on 127.0.0.1 and probes it through the same code path
 (`probe_once`, resolving "localhost" so the resolver thread starts too). The
@@ -77,8 +78,9 @@ async def warm_up(protocol: str = "openai-chat", keep_alive: bool = False) -> bo
     Never raises for a network fault (a machine without loopback just skips the
     warm-up); raises ValueError for an unknown protocol, as probe_once does.
     """
-    from planner.probes.ttft import ProbeTarget, probe_once
+    from planner.probes.ttft import ProbeTarget, _shared_ssl_context, probe_once
 
+    _shared_ssl_context()  # the CA bundle, read once per process: not inside the first https sample
     response = _canned_stream(protocol)
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -68,26 +68,15 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         task.cancel()
 
 
-async def _warm_up() -> None:
-    """Pay the one-off costs (imports, the CA bundle, an HTTP client) before "ready", not in the first timed probe."""
-    import httpx
-
-    from planner.probes import ttft
-    from planner.probes.prompts import build_prompt
-
-    ttft._shared_ssl_context()
-    build_prompt(16, "warm-up")
-    async with httpx.AsyncClient(trust_env=False) as client:
-        client.build_request("POST", "http://127.0.0.1/", json={"warm": "up"})
-
-
 async def _main() -> None:
+    from planner.probes.warmup import warm_up
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-    await _warm_up()
+    await warm_up()  # the lazy imports, the CA bundle and a first probe are paid before "ready"
 
     writer.write(b'{"ready": true}\n')
     await writer.drain()

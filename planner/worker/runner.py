@@ -43,6 +43,7 @@ from planner.endpoints import endpoint_problem, list_endpoints
 from planner.probes.errors import ErrorClass, MissingApiKey
 from planner.probes.rtt import probe_rtt_target
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
+from planner.probes.warmup import warm_up
 from planner.regions import RTT_INTERVAL_BOUNDS_S
 from planner.samples import SampleKind
 from planner.store import leases
@@ -237,6 +238,8 @@ class Worker:
                 log.error("cannot start probe processes (%s): probing in the worker's own loop", exc)
                 await self._pool.close()
                 self._pool = None
+        if self._probe is None and self._pool is None:  # probes in this loop: the first sample must not pay for
+            await warm_up()  # lazy imports, the CA bundle and the resolver thread, nor stall the schedule (issue 14)
         self.team.start()
         background = [
             self._supervise("housekeeping", self.housekeeping.run),
