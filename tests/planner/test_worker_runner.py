@@ -67,9 +67,9 @@ def ep(engine, name, url, **kw):
 
 
 def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, sim_url):
-    # The healthy endpoint's slot (0.6 s) leaves room for a loaded machine's slow loop; the neighbours hang or
-    # refuse at the same pace. Run until each has its samples (at most 30 s), so a slow machine waits, not fails.
-    good = ep(engine, "good", sim_url, interval_s=0.6, timeout_s=0.55)
+    # The healthy endpoint's slot (1.5 s) leaves room for a loaded machine's slow loop while its neighbours hang or
+    # are refused every 0.3 s. Run until each has its samples (at most 40 s): a slow machine waits, it does not fail.
+    good = ep(engine, "good", sim_url, interval_s=1.5, timeout_s=1.4)
     down = ep(engine, "down", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
     with running_simulator(
         SimulatorConfig(start_cold=True, cold_start_s=60, seed=3)
@@ -84,12 +84,14 @@ def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, si
 
         def enough() -> bool:
             by = rows()
-            return len(by[good.id]) >= 7 and len(by[down.id]) >= 7 and len(by[hang.id]) >= 5
+            return len(by[good.id]) >= 5 and len(by[down.id]) >= 7 and len(by[hang.id]) >= 5
 
-        run_for(engine, 30.0, until=enough)
+        run_for(engine, 40.0, until=enough)
     by = rows()
-    assert len(by[good.id]) >= 7
-    assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id])  # no skipped slot, no failure
+    assert len(by[good.id]) >= 5
+    assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id]), [
+        r for r in by[good.id] if not r["ok"]
+    ]  # no skipped slot, no failure
     assert len(by[down.id]) >= 7 and {r["error_class"] for r in by[down.id]} == {"refused"}
     assert len(by[hang.id]) >= 5
     assert {r["error_class"] for r in by[hang.id] if r["kind"] == "scheduled"} <= {"read_timeout", "connect_timeout"}
