@@ -549,7 +549,7 @@ class Worker:
         if got and prev is not None and prev["holder"] != self.config.holder and prev["expires_at_ms"] != 0:
             # The previous holder never released its lease: it was killed. What it probed in its last moments
             # never reached the database; those slots are labelled as lost in a crash, not "not running".
-            from planner.worker import state
+            from planner.store import worker_state as state
 
             last = state.read_state(self.engine, self.config.vantage) or {}
             alive_ms = max(

@@ -103,6 +103,7 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     b.send_signal(signal.SIGTERM)
     assert b.wait(15) == 0
     assert "worker stopped" in (tmp / "b.log").read_text()
+    assert "background task" not in (tmp / "b.log").read_text()  # taking the dead worker's lease crashed nothing
 
     after = rows(engine)
     # Nothing stored before the crash was lost or changed.
