@@ -216,6 +216,17 @@ class ProbeRollupRow(SQLModel, table=True):
     hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.store.rollups
 
 
+def _queue(engine: Engine, table: sa.Table, **values: Any) -> int:
+    """Insert one pending request row into `table` (probe_request or rtt_request); returns its id."""
+    with engine.begin() as conn:
+        res = conn.execute(
+            table.insert().values(**values, status=RequestStatus.PENDING.value, requested_at_ms=int(time.time() * 1000))
+        )
+        key = res.inserted_primary_key
+        assert key is not None  # a single-row INSERT reports its key
+        return int(key[0])
+
+
 def create_request(
     engine: Engine, endpoint_id: int, kind: str, *, vantage: str = "", idle_s: float | None = None
 ) -> int:
@@ -227,21 +238,9 @@ def create_request(
         raise ValueError(f"request kind must be one of {', '.join(REQUEST_KINDS)}, got {kind!r}")
     if idle_s is not None and idle_s < 0:
         raise ValueError(f"idle time must be ≥ 0 s, got {idle_s:g}")
-    t = table_of(ProbeRequestRow)
-    with engine.begin() as conn:
-        res = conn.execute(
-            t.insert().values(
-                endpoint_id=endpoint_id,
-                vantage=vantage,
-                kind=str(kind),
-                idle_s=idle_s,
-                status=RequestStatus.PENDING.value,
-                requested_at_ms=int(time.time() * 1000),
-            )
-        )
-        key = res.inserted_primary_key
-        assert key is not None  # a single-row INSERT reports its key
-        return int(key[0])
+    return _queue(
+        engine, table_of(ProbeRequestRow), endpoint_id=endpoint_id, vantage=vantage, kind=str(kind), idle_s=idle_s
+    )
 
 
 def get_request(engine: Engine, request_id: int) -> dict | None:
@@ -266,20 +265,7 @@ def create_rtt_request(engine: Engine, targets: Sequence[tuple[str, str]], n: in
             raise ValueError(f"RTT target {region_id[:40]!r}: needs an id (≤ 120 characters) and a target (≤ 500)")
     if not 1 <= n <= RTT_REQUEST_MAX_N:
         raise ValueError(f"samples per target must be 1 … {RTT_REQUEST_MAX_N}, got {n}")
-    t = table_of(RttRequestRow)
-    with engine.begin() as conn:
-        res = conn.execute(
-            t.insert().values(
-                vantage=vantage,
-                targets_json=json.dumps(pairs),
-                n=int(n),
-                status=RequestStatus.PENDING.value,
-                requested_at_ms=int(time.time() * 1000),
-            )
-        )
-        key = res.inserted_primary_key
-        assert key is not None  # a single-row INSERT reports its key
-        return int(key[0])
+    return _queue(engine, table_of(RttRequestRow), vantage=vantage, targets_json=json.dumps(pairs), n=int(n))
 
 
 def get_rtt_request(engine: Engine, request_id: int) -> dict | None:
