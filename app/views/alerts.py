@@ -8,6 +8,7 @@ import streamlit as st
 from app import present
 from app.auth import can, record, require
 from app.cache import engine
+from app.store_errors import STORE_FAILURES, show_store_failure
 from app.viewer import fmt_ms
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
@@ -151,10 +152,14 @@ if rules:
                 and st.button(f"Delete rule {r.name} and its history", key=f"alert_del_{r.id}", type="primary")
                 and require("alert.write")
             ):
-                store.remove_rule(eng, r.name)
-                _forget()
-                record("alert.write", r.name, "deleted")
-                st.rerun()
+                try:
+                    store.remove_rule(eng, r.name)
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
+                else:
+                    _forget()
+                    record("alert.write", r.name, "deleted")
+                    st.rerun()
 
 # ---- add a rule
 with st.expander("Add a rule", expanded=not rules):
@@ -215,6 +220,8 @@ with st.expander("Add a rule", expanded=not rules):
                 store.add_rule(eng, rule, int(time.time() * 1000))
             except ValueError as exc:
                 st.error(md_text(str(exc)))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
             else:
                 _forget()
                 record("alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
