@@ -23,18 +23,9 @@ from planner.store.worker import (
 )
 from tests.app.conftest import open_page
 from tests.support.rtt_target import serve_in_thread
+from tests.support.waiting import wait_for
 
 NO_WORKER = "No worker is running for vantage this server (default vantage)"
-
-
-def _wait_for(pred, what: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _request_ids(eng) -> list[int]:
@@ -83,13 +74,17 @@ def test_the_worker_measures_the_server_probe_once_and_the_page_shows_it(tmp_pat
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_for(lambda: leases.live_leases(leases.current(eng), int(time.time() * 1000), ""), "the worker's lease")
+        wait_for(
+            lambda: leases.live_leases(leases.current(eng), int(time.time() * 1000), ""), what="the worker's lease"
+        )
         at = open_page("regions")
         at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
         at.button(key="rtt_probe_server").click().run()
         assert not at.exception, at.exception
         [rid] = _request_ids(eng)
-        req = _wait_for(lambda: (r := get_rtt_request(eng, rid))["status"] in ("done", "failed") and r, "the request")
+        req = wait_for(
+            lambda: (r := get_rtt_request(eng, rid))["status"] in ("done", "failed") and r, what="the request"
+        )
         at.run()  # the page's next look at the request (the fragment polls every second in a browser)
     finally:
         worker.send_signal(signal.SIGTERM)

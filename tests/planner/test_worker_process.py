@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
+from tests.support.waiting import wait_for
 
 INTERVAL_S = 0.3
 
@@ -35,16 +36,6 @@ def spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
         stdout=open(log, "w"),
         stderr=subprocess.STDOUT,
     )
-
-
-def wait_for(pred, timeout_s: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def rows(engine, *where: str) -> list[dict]:
