@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -11,6 +12,7 @@ import time
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from planner.simulator import SimulatorConfig, running_simulator
 from tests.e2e.conftest import StreamlitServer, wait_for_app
@@ -76,6 +78,22 @@ HOD_JS = """() => {
 }"""
 
 
+def _diagnosis(page: Page, server: StreamlitServer) -> str:
+    """What a failure needs: the page's text, the worker's log and how many samples reached the database."""
+    import sqlite3
+
+    db = sqlite3.connect(server.data_dir / "planner.db")
+    try:
+        samples = db.execute("SELECT kind, ok, count(*) FROM probe_sample GROUP BY kind, ok").fetchall()
+    finally:
+        db.close()
+    return (
+        f"the hour-of-day chart never drew; samples stored (kind, ok, n): {samples}\n"
+        f"page: {page.locator('body').inner_text()[:1500]}\n"
+        f"worker log: {(server.data_dir / 'worker.log').read_text()[-2000:]}"
+    )
+
+
 def test_add_endpoint_wait_for_samples_and_read_hour_of_day(stack, page: Page, artifacts_dir):
     server, sim_url, worker = stack
     page.set_viewport_size({"width": 1400, "height": 1000})
@@ -94,19 +112,20 @@ def test_add_endpoint_wait_for_samples_and_read_hour_of_day(stack, page: Page, a
     page.screenshot(path=str(artifacts_dir / "probes-endpoints.png"), full_page=True)
 
     # The worker picks the endpoint up within its reload interval and probes it every second.
+    # A script run can end before plotly.js has drawn (it loads lazily): wait for the chart itself, not the run.
     page.goto(server.url + "/probes")
-    wait_for_app(page)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     hod = None
     while time.monotonic() < deadline:
+        wait_for_app(page)
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_function(f"() => ({HOD_JS})() !== null", timeout=20_000)
         hod = page.evaluate(HOD_JS)
-        if hod and hod.get("p95") and any(n for n in (hod["p95"]["n"] or []) if n):
-            if sum(n for n in hod["p95"]["n"] if n) >= 5:
-                break
+        if hod and hod.get("p95") and sum(n for n in (hod["p95"]["n"] or []) if n) >= 5:
+            break
         time.sleep(2)
         page.reload()
-        wait_for_app(page)
-    assert hod is not None, "the hour-of-day chart never drew"
+    assert hod is not None, _diagnosis(page, server)
     assert worker.poll() is None, (server.data_dir / "worker.log").read_text()[-2000:]
     n_by_hour = dict(zip(hod["p95"]["x"], hod["p95"]["n"], strict=True))
     tz_hour = dt.datetime.now().astimezone().hour  # Chromium and this process share the machine's time zone

@@ -159,14 +159,45 @@ def _spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def _wait(pred, timeout_s=60.0, what="condition"):
+def _wait(pred, timeout_s=60.0, what="condition", logs: tuple[Path, ...] = ()):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         v = pred()
         if v:
             return v
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    tails = "".join(f"\n--- {p.name}:\n{p.read_text()[-1500:]}" for p in logs)
+    raise AssertionError(f"timed out waiting for {what}{tails}")
+
+
+def _in_a_write(proc: subprocess.Popen, engine) -> bool:
+    """True while the (stopped) `proc` sits inside a write transaction, holding locks that nobody else can take."""
+    if engine.dialect.name == "sqlite":  # the WAL write lock: a POSIX WRITE lock on the -shm file, in /proc/locks
+        return any(
+            f" WRITE {proc.pid} " in line and "POSIX" in line for line in Path("/proc/locks").read_text().splitlines()
+        )
+    time.sleep(0.3)  # let everyone else's transactions end; a stopped client's stays "idle in transaction"
+    idle = (
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND state = 'idle in transaction' AND backend_xid IS NOT NULL"
+    )
+    return q(engine, idle)[0]["n"] > 0
+
+
+def _pause_between_writes(proc: subprocess.Popen, engine) -> None:
+    """SIGSTOP `proc` at a moment it holds no write transaction, resuming and retrying until it holds none.
+
+    A process stopped inside a write keeps its locks while stopped: on SQLite the write lock blocks every other
+    writer, on PostgreSQL its row lock blocks whoever updates the lease row, so no standby could take over however
+    long it waited. That is the database's rule, not the worker's; this test is about the lease.
+    """
+    for _ in range(200):
+        proc.send_signal(signal.SIGSTOP)
+        if not _in_a_write(proc, engine):
+            return
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError("the worker was inside a write transaction every time it was stopped")
 
 
 def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_stores_it(sqlite_url, sim_url, tmp_path):
@@ -463,8 +494,12 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, 
         _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 3, what="first samples")
         b = _spawn(db_url, tmp_path / "b.log", "--probe-processes", "0", "--lease-ttl-s", "2")
         time.sleep(2.0)
-        a.send_signal(signal.SIGSTOP)  # a laptop lid: no renewals
-        _wait(lambda: any(r["holder"].split(":")[1] == str(b.pid) for r in lease.current(engine)), what="the takeover")
+        _pause_between_writes(a, engine)  # a laptop lid: no renewals
+        _wait(
+            lambda: any(r["holder"].split(":")[1] == str(b.pid) for r in lease.current(engine)),
+            what="the takeover",
+            logs=(tmp_path / "a.log", tmp_path / "b.log"),
+        )
         time.sleep(1.5)
         a.send_signal(signal.SIGCONT)  # a wakes up holding a lease that is no longer its own
         time.sleep(3.0)
