@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +49,7 @@ __all__ = [
     "create_request",
     "create_rtt_request",
     "endpoint_statuses",
+    "fail_orphaned_requests",
     "finish_request",
     "finish_rtt_request",
     "get_request",
@@ -290,7 +291,38 @@ def rtt_request_targets(request: dict) -> list[tuple[str, str]]:
 def abandon_rtt_request(engine: Engine, request_id: int, detail: str, now_ms: int) -> bool:
     """Fail an rtt_request that no worker has claimed yet (pending → failed, conditional like a claim, so a worker
     claiming it at the same moment either wins and runs it, or finds it gone). True when it was still pending."""
-    return _finish(engine, table_of(RttRequestRow), request_id, RequestStatus.FAILED, detail, now_ms, only_pending=True)
+    return _finish(
+        engine, table_of(RttRequestRow), request_id, RequestStatus.FAILED, detail, now_ms, only=RequestStatus.PENDING
+    )
+
+
+def fail_orphaned_requests(engine: Engine, live_holders: Collection[str], detail: str, now_ms: int) -> int:
+    """Fail the running probe and RTT requests whose claimer holds no live lease (`live_holders`): a worker killed
+    mid-request never writes the outcome, and whoever waits on it (the Regions page, the Probes page's cold reading)
+    would wait for ever. Each row is failed only while it is still running, and so is the cold reading a failed
+    probe request had started. Returns how many requests were failed."""
+    failed = 0
+    for table in (_REQ, _RTT_REQ):
+        gone = sa.or_(table.c.claimed_by.is_(None), table.c.claimed_by.not_in(list(live_holders)))
+        with engine.connect() as conn:
+            running = list(
+                conn.execute(sa.select(table.c.id).where(table.c.status == RequestStatus.RUNNING.value, gone)).scalars()
+            )
+        orphans = [
+            i
+            for i in running
+            if _finish(engine, table, i, RequestStatus.FAILED, detail, now_ms, only=RequestStatus.RUNNING)
+        ]
+        if orphans and table is _REQ:
+            unfinished = _COLD.c.state.not_in([ColdState.DONE.value, ColdState.FAILED.value])
+            with engine.begin() as conn:
+                conn.execute(
+                    _COLD.update()
+                    .where(_COLD.c.request_id.in_(orphans), unfinished)
+                    .values(state=ColdState.FAILED.value, detail=detail[:500], completed_at_ms=now_ms)
+                )
+        failed += len(orphans)
+    return failed
 
 
 def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
@@ -431,12 +463,12 @@ def _finish(
     detail: str | None,
     now_ms: int,
     *,
-    only_pending: bool = False,
+    only: RequestStatus | None = None,
 ) -> bool:
-    """Set a request row's outcome; with only_pending, only while nobody has claimed it. True when a row changed."""
+    """Set a request row's outcome; with `only`, only while its status is still that. True when a row changed."""
     where = [table.c.id == request_id]
-    if only_pending:
-        where.append(table.c.status == RequestStatus.PENDING.value)
+    if only is not None:
+        where.append(table.c.status == only.value)
     with engine.begin() as conn:
         res = conn.execute(
             table.update()

@@ -106,6 +106,7 @@ class Housekeeping:
                     next_lease = mono + cfg.lease_ttl_s / 3
                 if lease.holds_lease and mono >= next_reload:
                     await lease.reload()
+                    await self.requests.fail_orphans()
                     next_reload = mono + cfg.reload_interval_s
                 if lease.holds_lease and mono >= next_req:
                     await self.requests.claim_and_start()

@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.probes.rtt import probe_rtt_many
 from planner.samples import SampleKind
+from planner.store import leases
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row
 from planner.store.rtt import insert_rtt_samples
@@ -33,6 +34,7 @@ from planner.store.worker import (
     RequestStatus,
     claim_requests,
     claim_rtt_requests,
+    fail_orphaned_requests,
     finish_request,
     finish_rtt_request,
     insert_cold_reading,
@@ -48,9 +50,10 @@ if TYPE_CHECKING:
     from planner.worker.scheduler import Scheduler
     from planner.worker.status import EndpointStatuses
 
-__all__ = ["COLD_PROBE_TIMEOUT_S", "RTT_CONCURRENCY", "RequestHost", "RequestRunner"]
+__all__ = ["COLD_PROBE_TIMEOUT_S", "ORPHAN_DETAIL", "RTT_CONCURRENCY", "RequestHost", "RequestRunner"]
 
 COLD_PROBE_TIMEOUT_S = 300.0
+ORPHAN_DETAIL = "the worker running it stopped before it finished (killed or lost its lease); request it again"
 RTT_CONCURRENCY = 8  # targets of one RTT request measured at once (each target's connects stay sequential)
 
 log = logging.getLogger("planner.worker")
@@ -129,6 +132,19 @@ class RequestRunner:
                 await self._finish(req["id"], RequestStatus.FAILED, f"unknown request kind {req['kind']!r}")
         for req in await asyncio.to_thread(claim_rtt_requests, self.engine, self.vantage, self.holder, self.now_ms()):
             host.spawn(self._measure_rtt(req))
+
+    async def fail_orphans(self) -> int:
+        """Fail the requests a worker that is gone left running (killed mid-request: it holds no live lease now)."""
+
+        def orphan_pass() -> int:
+            now = self.now_ms()
+            live = {r["holder"] for r in leases.live_leases(leases.current(self.engine), now)}
+            return fail_orphaned_requests(self.engine, live, ORPHAN_DETAIL, now)
+
+        failed = await asyncio.to_thread(orphan_pass)
+        if failed:
+            log.warning("failed %d request(s) left running by a worker that is gone", failed)
+        return failed
 
     async def _finish(self, req_id: int, status: RequestStatus, detail: str | None) -> None:
         await asyncio.to_thread(finish_request, self.engine, req_id, status, detail, self.now_ms())

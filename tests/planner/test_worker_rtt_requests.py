@@ -6,23 +6,32 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import socket
 import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from planner.endpoints import add_endpoint
 from planner.store.rtt import load_samples
 from planner.store.worker import (
     RTT_REQUEST_MAX_N,
+    RequestKind,
     RequestStatus,
     RttRequestRow,
     abandon_rtt_request,
+    claim_requests,
     claim_rtt_requests,
+    create_request,
     create_rtt_request,
+    fail_orphaned_requests,
     finish_rtt_request,
+    get_request,
     get_rtt_request,
+    insert_cold_reading,
 )
+from planner.worker.requests import ORPHAN_DETAIL
 from planner.worker.runner import Worker, WorkerConfig
 from planner.worker.team import TeamHooks
 from tests.support.rtt_target import serve_in_thread
@@ -117,6 +126,37 @@ def test_claims_are_exclusive_and_a_withdrawn_request_cannot_be_claimed(engine):
     assert claim_rtt_requests(engine, "", "w1:1:a", 15) == []
     assert get_rtt_request(engine, c)["detail"] == "no worker claimed it"
     assert get_rtt_request(engine, b)["status"] == "running"
+
+
+def test_a_request_left_running_by_a_killed_worker_is_failed_not_left_waiting(engine, target):
+    """The Regions page polls a request until it ends: one claimed by a worker that died must end, with the reason."""
+    dead = create_rtt_request(engine, [("x", f"127.0.0.1:{target.port}")], 3)
+    assert claim_rtt_requests(engine, "", f"{socket.gethostname()}:999999999:dead", 10)  # the killed worker's claim
+    fresh = create_rtt_request(engine, [("y", f"127.0.0.1:{target.port}")], 3)
+    run_until(engine, lambda: finished(engine, dead) and finished(engine, fresh))
+    req = get_rtt_request(engine, dead)
+    assert req["status"] == "failed" and req["detail"] == ORPHAN_DETAIL
+    assert get_rtt_request(engine, fresh)["status"] == "done"  # the next request still runs
+
+
+def test_only_requests_whose_claimer_holds_no_live_lease_are_orphans(engine):
+    ep = add_endpoint(engine, {"name": "e", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    cold = create_request(engine, ep.id, RequestKind.COLD_READING, idle_s=0.0)
+    now = create_request(engine, ep.id, RequestKind.PROBE_NOW)
+    mine = create_rtt_request(engine, [("x", "127.0.0.1:9")], 3)
+    assert len(claim_requests(engine, [ep.id], "", "gone:1:a", 10)) == 2
+    assert claim_rtt_requests(engine, "", "alive:2:b", 10)
+    reading = insert_cold_reading(engine, ep.id, "", get_request(engine, cold), 0.0, 20)
+    waiting = create_rtt_request(engine, [("y", "127.0.0.1:9")], 3)
+    assert fail_orphaned_requests(engine, {"alive:2:b"}, "gone", 30) == 2
+    assert [get_request(engine, i)["status"] for i in (cold, now)] == ["failed", "failed"]
+    assert get_request(engine, cold)["detail"] == "gone" and get_request(engine, cold)["done_at_ms"] == 30
+    with engine.connect() as c:
+        state = c.execute(sa.text("SELECT state, detail FROM cold_reading WHERE id = :i"), {"i": reading}).one()
+    assert tuple(state) == ("failed", "gone")  # the cold reading it had started ends with it
+    assert get_rtt_request(engine, mine)["status"] == "running"  # its worker is alive: left alone
+    assert get_rtt_request(engine, waiting)["status"] == "pending"  # never claimed: not an orphan
+    assert fail_orphaned_requests(engine, {"alive:2:b"}, "gone", 40) == 0
 
 
 @pytest.mark.parametrize(

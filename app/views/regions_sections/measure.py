@@ -179,7 +179,7 @@ def _server_progress(eng: Engine, vantage: str) -> None:
         st.rerun()
     if not _worker_live(eng, vantage):
         # Waiting would be forever. A pending request is withdrawn (conditionally: a worker claiming it right now
-        # wins); a running one stays as its worker left it.
+        # wins); a running one is failed by the next worker that holds a lease (its own worker is gone).
         abandon_rtt_request(eng, req["id"], "no worker claimed it", int(time.time() * 1000))
         del ss.rtt_server_request
         st.warning(_no_worker(vantage), icon=":material/pause_circle:")
