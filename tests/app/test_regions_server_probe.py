@@ -4,10 +4,6 @@ and then the samples from the store; with no worker running the page says so in 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 
 import sqlalchemy as sa
@@ -24,6 +20,7 @@ from planner.store.worker import (
 from tests.app.conftest import open_page
 from tests.support.rtt_target import serve_in_thread
 from tests.support.waiting import wait_for
+from tests.support.worker_proc import spawn_worker, stop_worker
 
 NO_WORKER = "No worker is running for vantage this server (default vantage)"
 
@@ -65,14 +62,8 @@ def test_the_worker_measures_the_server_probe_once_and_the_page_shows_it(tmp_pat
     eng = open_store()  # the AppTest's temp store (tests/app/conftest.py), which the worker process opens too
     server = serve_in_thread()
     add_target(eng, "local-box", f"{server.base_url}/ping", lat=52.5, lon=13.4)
-    env = {k: v for k, v in os.environ.items() if k not in ("TTFT_PLANNER_DATABASE_URL", "TTFT_PLANNER_VANTAGE")}
-    with open(tmp_path / "worker.log", "w") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    env = {"TTFT_PLANNER_DATABASE_URL": None, "TTFT_PLANNER_VANTAGE": None}
+    worker = spawn_worker(tmp_path / "worker.log", "--probe-processes", "0", env=env)
     try:
         wait_for(
             lambda: leases.live_leases(leases.current(eng), int(time.time() * 1000), ""), what="the worker's lease"
@@ -87,8 +78,7 @@ def test_the_worker_measures_the_server_probe_once_and_the_page_shows_it(tmp_pat
         )
         at.run()  # the page's next look at the request (the fragment polls every second in a browser)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(20)
+        stop_worker(worker)
         server.stop()
     assert not at.exception, at.exception
     assert req["status"] == "done", (req, (tmp_path / "worker.log").read_text()[-2000:])

@@ -12,11 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -31,6 +27,7 @@ from planner.store.rtt import add_target, load_samples
 from planner.store.worker import ColdReadingRow
 from tests.e2e.conftest import StreamlitServer, wait_for_app
 from tests.support.rtt_target import serve_in_thread
+from tests.support.worker_proc import running_worker
 
 ENV = {"TTFT_PLANNER_MIN_INTERVAL_S": "0.5"}
 HOUR_MS = 3_600_000
@@ -91,25 +88,12 @@ def measured(tmp_path_factory):
                 "max_tokens": 4,
             },
         )
-        env = {**os.environ, **ENV, "TTFT_PLANNER_DATA_DIR": str(data)}
-        env.pop("TTFT_PLANNER_DATABASE_URL", None)
-        env.pop("TTFT_PLANNER_VANTAGE", None)
-        with open(data / "worker.log", "w") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "-c", "from planner.cli import main; main()", "worker"],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                deadline = time.monotonic() + 90
-                while time.monotonic() < deadline:
-                    if min(len(_samples(eng, fast.id)), len(_samples(eng, slow.id))) >= 8:
-                        break
-                    time.sleep(1)
-            finally:
-                worker.send_signal(signal.SIGTERM)
-                worker.wait(20)
+        with running_worker(data / "worker.log", env=_worker_env(data)):
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                if min(len(_samples(eng, fast.id)), len(_samples(eng, slow.id))) >= 8:
+                    break
+                time.sleep(1)
         assert min(len(_samples(eng, fast.id)), len(_samples(eng, slow.id))) >= 8, (data / "worker.log").read_text()[
             -2000:
         ]
@@ -166,25 +150,17 @@ def measured(tmp_path_factory):
 @contextlib.contextmanager
 def _worker(data, eng):
     """A worker process on the journey's store, holding the default vantage's lease (the server probe asks it)."""
-    env = {**os.environ, **ENV, "TTFT_PLANNER_DATA_DIR": str(data)}
-    env.pop("TTFT_PLANNER_DATABASE_URL", None)
-    env.pop("TTFT_PLANNER_VANTAGE", None)
-    with open(data / "worker-regions.log", "w") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-c", "from planner.cli import main; main()", "worker"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
+    with running_worker(data / "worker-regions.log", env=_worker_env(data)) as worker:
         deadline = time.monotonic() + 60
         while not leases.live_leases(leases.current(eng), int(time.time() * 1000), ""):
             assert time.monotonic() < deadline and worker.poll() is None, (data / "worker-regions.log").read_text()
             time.sleep(0.2)
         yield
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(20)
+
+
+def _worker_env(data) -> dict[str, str | None]:
+    """The journey's store (its data dir, not a database URL from the caller's environment), default vantage."""
+    return {**ENV, "TTFT_PLANNER_DATA_DIR": str(data), "TTFT_PLANNER_DATABASE_URL": None, "TTFT_PLANNER_VANTAGE": None}
 
 
 def _metric(page: Page, label: str) -> str:

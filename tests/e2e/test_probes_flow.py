@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,6 +12,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from planner.simulator import SimulatorConfig, running_simulator
 from tests.e2e.conftest import StreamlitServer, wait_for_app
+from tests.support.worker_proc import running_worker
 
 ENV = {"TTFT_PLANNER_MIN_INTERVAL_S": "0.5"}
 
@@ -26,24 +23,11 @@ def stack(tmp_path_factory):
     data = tmp_path_factory.mktemp("probes-e2e")
     with running_simulator(SimulatorConfig(prefill_tokens_per_s=100_000, decode_tokens_per_s=2000, seed=5)) as sim_url:
         server = StreamlitServer(data, env=ENV)
-        env = {**os.environ, **ENV, "TTFT_PLANNER_DATA_DIR": str(data)}
-        env.pop("TTFT_PLANNER_DATABASE_URL", None)
-        log = open(data / "worker.log", "w")
-        worker = subprocess.Popen(
-            [sys.executable, "-c", "from planner.cli import main; main()", "worker"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        env = {**ENV, "TTFT_PLANNER_DATA_DIR": str(data), "TTFT_PLANNER_DATABASE_URL": None}
         try:
-            yield server, sim_url, worker
+            with running_worker(data / "worker.log", env=env, stop_timeout_s=15) as worker:
+                yield server, sim_url, worker
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(15)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-            log.close()
             server.stop()
 
 

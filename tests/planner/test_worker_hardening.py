@@ -26,6 +26,7 @@ from planner.store.rtt import add_target
 from planner.store.worker_state import worker_report, write_state
 from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
+from tests.support.worker_proc import spawn_worker_on
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
 
@@ -149,16 +150,6 @@ def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_u
 # ------------------------------------------------------------------ item 3: stop during an outage, spool, crash labels
 
 
-def _spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": db_url, "TTFT_PLANNER_MIN_INTERVAL_S": "0.2"}
-    return subprocess.Popen(
-        [sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
-
-
 def _wait(pred, timeout_s=60.0, what="condition", logs: tuple[Path, ...] = ()):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -203,7 +194,7 @@ def _pause_between_writes(proc: subprocess.Popen, engine) -> None:
 def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_stores_it(sqlite_url, sim_url, tmp_path):
     engine = open_store(sqlite_url)
     e = ep(engine, "sim", sim_url)
-    w = _spawn(sqlite_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "5")
+    w = spawn_worker_on(sqlite_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "5")
     try:
         _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 5, what="first samples")
         lock = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), timeout=30)
@@ -432,7 +423,7 @@ def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(
     monkeypatch.setenv("TTFT_PLANNER_DATA_DIR", str(tmp_path / "data"))  # the PostgreSQL spool lives under it
     engine = open_store(pg_url)
     e = ep(engine, "sim", sim_url)
-    w = _spawn(pg_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "30")
+    w = spawn_worker_on(pg_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "30")
     frozen: list[int] = []
     try:
         _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 5, what="first samples")
@@ -488,11 +479,11 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, 
     """SIGSTOP the lease holder until a standby takes over, then SIGCONT it: no slot ends with two outcomes."""
     engine = open_store(db_url)
     ep(engine, "sim", sim_url)
-    a = _spawn(db_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+    a = spawn_worker_on(db_url, tmp_path / "a.log", "--probe-processes", "0", "--lease-ttl-s", "2")
     b = None
     try:
         _wait(lambda: len(q(engine, "SELECT id FROM probe_sample")) >= 3, what="first samples")
-        b = _spawn(db_url, tmp_path / "b.log", "--probe-processes", "0", "--lease-ttl-s", "2")
+        b = spawn_worker_on(db_url, tmp_path / "b.log", "--probe-processes", "0", "--lease-ttl-s", "2")
         time.sleep(2.0)
         _pause_between_writes(a, engine)  # a laptop lid: no renewals
         _wait(

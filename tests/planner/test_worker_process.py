@@ -3,11 +3,9 @@ kill -9 and restart, SIGTERM, and the lease between two workers of one vantage."
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
 from tests.support.waiting import wait_for
+from tests.support.worker_proc import spawn_worker_on
 
 INTERVAL_S = 0.3
 
@@ -26,16 +25,6 @@ INTERVAL_S = 0.3
 def sim_url():
     with running_simulator(SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=1)) as url:
         yield url
-
-
-def spawn(db_url: str, log: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": db_url, "TTFT_PLANNER_MIN_INTERVAL_S": "0.2"}
-    return subprocess.Popen(
-        [sys.executable, "-c", "from planner.cli import main; main()", "worker", *args],
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
 
 
 def rows(engine, *where: str) -> list[dict]:
@@ -76,7 +65,7 @@ def setup(db_url, sim_url, tmp_path, monkeypatch):
 
 def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     engine, ep, procs, tmp = setup
-    a = spawn(db_url, tmp / "a.log", "--lease-ttl-s", "2")
+    a = spawn_worker_on(db_url, tmp / "a.log", "--lease-ttl-s", "2")
     procs.append(a)
     wait_for(lambda: count(engine) >= 10, what="first samples")
     a.send_signal(signal.SIGKILL)
@@ -87,7 +76,7 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
             assert c.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
     time.sleep(1.0)  # the endpoint goes unprobed for a while: those slots must show up as skipped
 
-    b = spawn(db_url, tmp / "b.log", "--lease-ttl-s", "2")
+    b = spawn_worker_on(db_url, tmp / "b.log", "--lease-ttl-s", "2")
     procs.append(b)
     n0 = count(engine)
     wait_for(lambda: count(engine) >= n0 + 10, what="samples after the restart")
@@ -125,11 +114,11 @@ def _stopped_probes(log: Path) -> int:
 
 def test_two_workers_of_one_vantage_share_a_lease_and_another_vantage_runs_beside(setup, db_url):
     engine, ep, procs, tmp = setup
-    a = spawn(db_url, tmp / "a.log", "--vantage", "office", "--lease-ttl-s", "2")
+    a = spawn_worker_on(db_url, tmp / "a.log", "--vantage", "office", "--lease-ttl-s", "2")
     procs.append(a)
     wait_for(lambda: count(engine, "vantage = 'office'") >= 3, what="office samples")
-    b = spawn(db_url, tmp / "b.log", "--vantage", "office", "--lease-ttl-s", "2")
-    c = spawn(db_url, tmp / "c.log", "--vantage", "cloud", "--lease-ttl-s", "2")
+    b = spawn_worker_on(db_url, tmp / "b.log", "--vantage", "office", "--lease-ttl-s", "2")
+    c = spawn_worker_on(db_url, tmp / "c.log", "--vantage", "cloud", "--lease-ttl-s", "2")
     procs += [b, c]
     wait_for(lambda: count(engine, "vantage = 'cloud'") >= 5, what="the second vantage's samples")
     time.sleep(1.0)

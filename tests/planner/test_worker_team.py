@@ -4,10 +4,6 @@ firing notification to a local webhook receiver."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +19,7 @@ from planner.store import open_store
 from tests.support.alerts import Receiver
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
+from tests.support.worker_proc import spawn_worker, stop_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = Script(
@@ -83,31 +80,9 @@ def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(tmp_path
             ),
             int(time.time() * 1000),
         )
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "TTFT_PLANNER_DATABASE_URL": db_url,
-            "TTFT_PLANNER_MIN_INTERVAL_S": "0.2",
-            "TEAM_HOOK": hook.url,
-        }
-        log = open(tmp_path / "worker.log", "w")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from planner.cli import main; main()",
-                "worker",
-                "--metrics-port",
-                str(port),
-                "--alerts-every-s",
-                "1",
-                "--probe-processes",
-                "0",
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        env = {"PYTHONPATH": str(ROOT), "TEAM_HOOK": hook.url}
+        args = ("--metrics-port", str(port), "--alerts-every-s", "1", "--probe-processes", "0")
+        proc = spawn_worker(tmp_path / "worker.log", *args, env={**env, "TTFT_PLANNER_DATABASE_URL": db_url})
         try:
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline and not hook.bodies:
@@ -123,8 +98,6 @@ def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(tmp_path
                 time.sleep(0.05)
             assert scraped == before > 0
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-            log.close()
+            stop_worker(proc, 30)
             hook.close()
     assert len(hook.bodies) == 1  # held firing: no second notification
