@@ -1,5 +1,5 @@
 """When a cold reading idles, and whether an endpoint keeps itself warm: the rules the dashboard, the CLI and the
-worker share (the worker's state machine is planner.worker.cold; the request is planner.store.worker.create_request).
+worker share (the worker's state machine is planner.worker.cold; the request is planner.store.requests.create_request).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from planner.store import database_url
 from planner.store import leases as lease
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
-from planner.store.worker import ColdState, EndpointState, RequestKind, create_request, endpoint_statuses
+from planner.store.requests import RequestKind, create_request
+from planner.store.worker import ColdState, EndpointState, endpoint_statuses
 from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
 

@@ -20,7 +20,7 @@ from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store import leases as lease
 from planner.store.engine import StoreError
-from planner.store.worker import create_request, get_request
+from planner.store.requests import create_request, get_request
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "demo_simulator_config"]

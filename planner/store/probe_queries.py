@@ -43,7 +43,8 @@ from planner.stats import min_n_for
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow
-from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow
+from planner.store.requests import ProbeRequestRow
+from planner.store.worker import ColdReadingRow, EndpointStatusRow
 from planner.untrusted import csv_text
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 The dashboard never probes an endpoint or measures a server-side RTT itself (the worker writes those rows): it
 inserts a `probe_request` or `rtt_request` row; the worker of a matching vantage claims it
-(planner.store.worker.claim_requests / claim_rtt_requests, a conditional UPDATE, so exactly one worker runs it), runs
+(planner.store.requests.claim_requests / claim_rtt_requests, a conditional UPDATE, so exactly one worker runs it), runs
 it and writes the outcome back. A cold reading follows planner.worker.cold's state machine with the endpoint's
 schedule paused, and stores a `cold_reading` row plus its cold and warm samples. An RTT request runs
 planner.probes.rtt.probe_rtt_many on a thread, as the scheduled RTT targets do, and stores its samples through
@@ -26,10 +26,7 @@ from planner.samples import SampleKind
 from planner.store import leases
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row
-from planner.store.rtt import insert_rtt_samples
-from planner.store.worker import (
-    ColdState,
-    EndpointState,
+from planner.store.requests import (
     RequestKind,
     RequestStatus,
     claim_requests,
@@ -37,10 +34,10 @@ from planner.store.worker import (
     fail_orphaned_requests,
     finish_request,
     finish_rtt_request,
-    insert_cold_reading,
     rtt_request_targets,
-    update_cold_reading,
 )
+from planner.store.rtt import insert_rtt_samples
+from planner.store.worker import ColdState, EndpointState, insert_cold_reading, update_cold_reading
 from planner.worker import cold
 from planner.worker.buffer import first_line
 
@@ -88,8 +85,8 @@ class RequestRunner:
     """Claims and runs the requests for the endpoints `host` schedules, and the RTT requests of its vantage.
 
     Uses the host's probe path (RequestHost), the schedule (to wait for and pause a job), the row buffer and the
-    endpoint statuses; all SQL is in planner.store.worker. `cold_active` holds the endpoints a cold reading is
-    idling: their jobs stay paused across a reload."""
+    endpoint statuses; all SQL is in planner.store.requests and planner.store.worker. `cold_active` holds the
+    endpoints a cold reading is idling: their jobs stay paused across a reload."""
 
     def __init__(
         self,

@@ -12,7 +12,8 @@ from planner.endpoints import add_endpoint
 from planner.samples import MEASURED_KINDS
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
-from planner.store.worker import ColdReadingRow, create_request
+from planner.store.requests import create_request
+from planner.store.worker import ColdReadingRow
 from tests.app.conftest import open_page, plotly_array
 from tests.app.test_probes import _chart
 

@@ -9,14 +9,14 @@ import time
 import sqlalchemy as sa
 
 from planner.store import leases, open_store
-from planner.store.rtt import add_target, load_samples
-from planner.store.worker import (
+from planner.store.requests import (
     RequestStatus,
     claim_rtt_requests,
     create_rtt_request,
     finish_rtt_request,
     get_rtt_request,
 )
+from planner.store.rtt import add_target, load_samples
 from tests.app.conftest import open_page
 from tests.support.rtt_target import serve_in_thread
 from tests.support.waiting import wait_for

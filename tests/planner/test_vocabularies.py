@@ -9,15 +9,8 @@ from planner.probes.errors import ERROR_CLASSES, RTT_ERROR_CLASSES, ErrorClass, 
 from planner.probes.ttft import TtftSample
 from planner.samples import SampleKind
 from planner.store.probes import insert_samples, sample_row
-from planner.store.worker import (
-    EndpointState,
-    RequestKind,
-    RequestStatus,
-    claim_requests,
-    create_request,
-    finish_request,
-    upsert_statuses,
-)
+from planner.store.requests import RequestKind, RequestStatus, claim_requests, create_request, finish_request
+from planner.store.worker import EndpointState, upsert_statuses
 
 
 def _raw(engine, sql: str) -> list[tuple]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from planner.store import leases as lease
-from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRequestRow, ProbeRollupRow, WorkerLeaseRow
+from planner.store.requests import ProbeRequestRow
+from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRollupRow, WorkerLeaseRow
 
 T = 1_796_000_000_000
 

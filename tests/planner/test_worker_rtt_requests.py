@@ -14,8 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint
-from planner.store.rtt import load_samples
-from planner.store.worker import (
+from planner.store.requests import (
     RTT_REQUEST_MAX_N,
     RequestKind,
     RequestStatus,
@@ -29,8 +28,9 @@ from planner.store.worker import (
     finish_rtt_request,
     get_request,
     get_rtt_request,
-    insert_cold_reading,
 )
+from planner.store.rtt import load_samples
+from planner.store.worker import insert_cold_reading
 from planner.worker.requests import ORPHAN_DETAIL
 from planner.worker.runner import Worker, WorkerConfig
 from planner.worker.team import TeamHooks

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
-from planner.store.worker import create_request, get_request
+from planner.store.requests import create_request, get_request
 from planner.worker.runner import Worker, WorkerConfig
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=2)

@@ -1,7 +1,7 @@
 """Regions › Measure: ask the worker of this server's vantage to probe the chosen regions, or probe them from this
 browser and store the browser's samples.
 
-The server probe is a request to the worker (planner.store.worker.create_rtt_request), as "Probe now" is on the
+The server probe is a request to the worker (planner.store.requests.create_rtt_request), as "Probe now" is on the
 Probes page: the page never measures from the server itself, it shows the request's progress and then the samples the
 worker stored. The browser's samples are measured by the user's browser, so the page is the one to store them.
 """
@@ -21,14 +21,14 @@ from planner.probes.rtt import default_vantage
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import Region
 from planner.store import leases
-from planner.store.rtt import insert_rtt_samples, load_samples
-from planner.store.worker import (
+from planner.store.requests import (
     RequestStatus,
     abandon_rtt_request,
     create_rtt_request,
     get_rtt_request,
     rtt_request_targets,
 )
+from planner.store.rtt import insert_rtt_samples, load_samples
 from planner.untrusted import md_text
 
 __all__ = ["DEFAULT_REGIONS", "POLL_S", "render"]
