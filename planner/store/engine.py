@@ -3,6 +3,12 @@
 SQLite gets WAL, busy_timeout and synchronous=NORMAL on every connection
 (measured in shared/reference/feasibility-ui-network.md §4: WAL removes
 reader/writer blocking, NORMAL cuts commits from 7 to 1.9 ms).
+
+PostgreSQL sessions get idle_in_transaction_session_timeout: a client frozen
+inside a transaction (a paused VM, a machine cut off without a reset) would
+keep its row locks until TCP noticed, hours later, and a standby worker could
+not take the lease over; the server ends such a session after
+PG_IDLE_IN_TRANSACTION_TIMEOUT_S instead.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ __all__ = [
 DATABASE_URL_ENV = settings.DATABASE_URL.name
 DATA_DIR_ENV = settings.DATA_DIR.name
 SQLITE_BUSY_TIMEOUT_MS = 5000
+PG_IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0  # no transaction of ours sits idle for anything near this
 
 
 class StoreError(RuntimeError):
@@ -92,6 +99,13 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
+def _pg_session(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"SET idle_in_transaction_session_timeout = {int(PG_IDLE_IN_TRANSACTION_TIMEOUT_S * 1000)}")
+    cur.close()
+    dbapi_conn.commit()  # SET is transactional: committed, it holds for the whole session
+
+
 def make_engine(url: str | None = None) -> Engine:
     """An engine for `url` (default: database_url()) with the product's connection settings.
 
@@ -112,6 +126,8 @@ def make_engine(url: str | None = None) -> Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 5})
+            if parsed.get_backend_name() == "postgresql":
+                event.listen(engine, "connect", _pg_session)
     except (ArgumentError, ImportError, SQLAlchemyError) as exc:
         raise StoreError(f"cannot use database {redacted(url)}: {exc}") from None
     return engine

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+import threading
+import time
 
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
+
+from planner.store import engine as store_engine
 from planner.store import leases as lease
+from planner.store import open_store
 from planner.store.requests import ProbeRequestRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow, ProbeRollupRow, WorkerLeaseRow
 
@@ -24,6 +31,32 @@ def test_one_holder_per_vantage_until_it_expires_or_is_released(engine):
     rows = {r["vantage"]: r for r in lease.current(engine)}
     assert rows["office"]["holder"] == "a" and rows["office"]["acquired_at_ms"] == T + 50_003
     assert rows["cloud"]["holder"] == "b"
+
+
+def test_a_standby_takes_over_from_a_holder_frozen_inside_a_renewal(pg_url, monkeypatch):
+    """A holder frozen mid-transaction (a paused VM, a machine cut off) keeps its row lock; PostgreSQL ends its session
+    after the idle-in-transaction timeout, so a standby waits that long, not until TCP gives up hours later."""
+    monkeypatch.setattr(store_engine, "PG_IDLE_IN_TRANSACTION_TIMEOUT_S", 1.0)
+    eng = open_store(pg_url)
+    assert lease.acquire(eng, "", "a:1:x", T, ttl_s=1)
+    frozen = eng.connect()
+    try:
+        frozen.begin()
+        frozen.execute(sa.text("UPDATE worker_lease SET renewed_at_ms = :t WHERE vantage = ''"), {"t": T + 300})
+        got: list[bool] = []
+        t0 = time.monotonic()
+        standby = threading.Thread(target=lambda: got.append(lease.acquire(eng, "", "b:2:y", T + 5_000, ttl_s=1)))
+        standby.start()
+        standby.join(30)
+        assert got == [True], "the standby is still blocked behind the frozen holder's row lock"
+        assert time.monotonic() - t0 < 15
+        with pytest.raises(DBAPIError, match="idle-in-transaction timeout"):  # the server ended the frozen session; its update never landed
+            frozen.execute(sa.text("SELECT 1"))
+    finally:
+        frozen.invalidate()
+        frozen.close()
+        eng.dispose()
+    assert lease.current(open_store(pg_url))[0]["holder"] == "b:2:y"
 
 
 def test_worker_tables_match_their_migration(engine):
