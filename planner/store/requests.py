@@ -69,7 +69,18 @@ RTT_REQUEST_MAX_TARGETS = 500
 RTT_REQUEST_MAX_N = 1000
 
 
-class ProbeRequestRow(SQLModel, table=True):
+class _RequestProgress(SQLModel):
+    """The columns both request tables share: progress (RequestStatus), its one-line detail, and who ran it when."""
+
+    status: str = Field(default="pending", max_length=20)
+    detail: str | None = Field(default=None, max_length=500)
+    requested_at_ms: int = Field(sa_type=sa.BigInteger)
+    claimed_by: str | None = Field(default=None, max_length=200)
+    claimed_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    done_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+
+
+class ProbeRequestRow(_RequestProgress, table=True):
     """A request from the dashboard or CLI to the worker: status pending → running → done | failed."""
 
     __tablename__ = "probe_request"
@@ -80,15 +91,9 @@ class ProbeRequestRow(SQLModel, table=True):
     vantage: str = Field(default="", max_length=120)  # "" = whichever worker probes the endpoint
     kind: str = Field(max_length=20)
     idle_s: float | None = None
-    status: str = Field(default="pending", max_length=20)
-    detail: str | None = Field(default=None, max_length=500)
-    requested_at_ms: int = Field(sa_type=sa.BigInteger)
-    claimed_by: str | None = Field(default=None, max_length=200)
-    claimed_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
-    done_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
 
 
-class RttRequestRow(SQLModel, table=True):
+class RttRequestRow(_RequestProgress, table=True):
     """A request from the Regions page to the worker of one vantage: measure these RTT targets, n samples each.
 
     status pending → running → done | failed, as for probe_request; the samples go to rtt_sample (side 'server')."""
@@ -100,12 +105,6 @@ class RttRequestRow(SQLModel, table=True):
     vantage: str = Field(default="", max_length=120)  # the worker of exactly this vantage measures it
     targets_json: str = Field(sa_type=sa.Text)  # [[region_id, target], …] (see rtt_request_targets)
     n: int  # kept TCP connects per target
-    status: str = Field(default="pending", max_length=20)
-    detail: str | None = Field(default=None, max_length=500)
-    requested_at_ms: int = Field(sa_type=sa.BigInteger)
-    claimed_by: str | None = Field(default=None, max_length=200)
-    claimed_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
-    done_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
 
 
 _REQ = table_of(ProbeRequestRow)

@@ -50,7 +50,8 @@ def test_a_standby_takes_over_from_a_holder_frozen_inside_a_renewal(pg_url, monk
         standby.join(30)
         assert got == [True], "the standby is still blocked behind the frozen holder's row lock"
         assert time.monotonic() - t0 < 15
-        with pytest.raises(DBAPIError, match="idle-in-transaction timeout"):  # the server ended the frozen session; its update never landed
+        # The server ended the frozen session: its update never landed.
+        with pytest.raises(DBAPIError, match="idle-in-transaction timeout"):
             frozen.execute(sa.text("SELECT 1"))
     finally:
         frozen.invalidate()
