@@ -26,6 +26,7 @@ from planner.store.rtt import add_target
 from planner.store.worker_state import worker_report, write_state
 from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
+from tests.support.waiting import wait_for
 from tests.support.worker_proc import spawn_worker_on
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
@@ -151,14 +152,11 @@ def test_a_background_task_that_dies_is_logged_restarted_and_shown(engine, sim_u
 
 
 def _wait(pred, timeout_s=60.0, what="condition", logs: tuple[Path, ...] = ()):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    tails = "".join(f"\n--- {p.name}:\n{p.read_text()[-1500:]}" for p in logs)
-    raise AssertionError(f"timed out waiting for {what}{tails}")
+    try:
+        return wait_for(pred, timeout_s, what)
+    except AssertionError as exc:
+        tails = "".join(f"\n--- {p.name}:\n{p.read_text()[-1500:]}" for p in logs)
+        raise AssertionError(f"{exc}{tails}") from None
 
 
 def _in_a_write(proc: subprocess.Popen, engine) -> bool:
