@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, BrowserContext, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -28,6 +29,11 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+
+# How long any browser wait may take before the test fails. It is a hang guard, not a speed check (bench/ checks
+# speed): a wait that succeeds returns at once. Four suites at once on 2 cores (load 19) drew some pages in over 30 s.
+UI_WAIT_MS = 90_000
+expect.set_options(timeout=UI_WAIT_MS)
 
 
 def pytest_collection_modifyitems(items):
@@ -51,6 +57,20 @@ def browser_type_launch_args(browser_type_launch_args):
             pytest.fail("Chromium is not installed: run scripts/install-system-deps.sh")
         pytest.skip("Chromium is not installed")
     return {**browser_type_launch_args, "executable_path": chromium, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture
+def context(context: BrowserContext) -> BrowserContext:
+    """pytest-playwright's context (and so its `page`), with the suite's wait limit."""
+    context.set_default_timeout(UI_WAIT_MS)
+    return context
+
+
+def new_context(browser: Browser, **options) -> BrowserContext:
+    """A second browser context (another user, offline, another viewport) with the suite's wait limit."""
+    context = browser.new_context(**options)
+    context.set_default_timeout(UI_WAIT_MS)
+    return context
 
 
 @pytest.fixture(scope="session")
@@ -125,6 +145,4 @@ def app_url(app_server) -> str:
 
 def wait_for_app(page) -> None:
     """Wait until the Streamlit script run has finished."""
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
-        state="attached", timeout=30_000
-    )
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached")

@@ -33,7 +33,7 @@ def servers():
 
 def _measure(page: Page, page_server, urls: dict[str, str]) -> list[dict]:
     page.goto(f"{page_server.base_url}/page")
-    page.wait_for_function("window.ready === true", timeout=30_000)
+    page.wait_for_function("window.ready === true")
     targets = [{"region_id": k, "url": v} for k, v in urls.items()]
     return page.evaluate("([targets, n]) => window.measureTargets(targets, n, 5000)", [targets, N])
 

@@ -2,7 +2,7 @@
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import wait_for_app
+from tests.e2e.conftest import new_context, wait_for_app
 
 
 def test_typed_inputs_survive_navigation_and_travel_in_the_url(page: Page, app_url, browser):
@@ -13,21 +13,21 @@ def test_typed_inputs_survive_navigation_and_travel_in_the_url(page: Page, app_u
     gpus.fill("4")
     gpus.press("Enter")
     wait_for_app(page)
-    page.wait_for_function("() => window.location.search.includes('cap_gpr=4')", timeout=15_000)
+    page.wait_for_function("() => window.location.search.includes('cap_gpr=4')")
     link = page.url
 
     page.get_by_role("link", name="Worksheet").click()
     wait_for_app(page)
-    expect(page.get_by_role("heading", name="TTFT worksheet")).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("heading", name="TTFT worksheet")).to_be_visible()
     page.get_by_role("link", name="Capacity & cost").click()
     wait_for_app(page)
-    expect(page.get_by_role("spinbutton", name="GPUs per replica (node size)")).to_have_value("4", timeout=30_000)
+    expect(page.get_by_role("spinbutton", name="GPUs per replica (node size)")).to_have_value("4")
 
-    other = browser.new_context()
+    other = new_context(browser)
     try:
         p2 = other.new_page()
         p2.goto(link)
         wait_for_app(p2)
-        expect(p2.get_by_role("spinbutton", name="GPUs per replica (node size)")).to_have_value("4", timeout=30_000)
+        expect(p2.get_by_role("spinbutton", name="GPUs per replica (node size)")).to_have_value("4")
     finally:
         other.close()

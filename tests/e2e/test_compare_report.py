@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from planner.compare import compare, report_html
 from planner.store import open_store
-from tests.e2e.conftest import StreamlitServer, wait_for_app
+from tests.e2e.conftest import StreamlitServer, new_context, wait_for_app
 from tests.support.compare_seed import seed_three
 
 NAMES = ["fast-a", "slow-b", "twin-c"]
@@ -29,7 +29,7 @@ def seeded_server(tmp_path_factory):
 
 def _open_offline(browser: Browser, path: Path, shot: Path) -> list[str]:
     """Open `path` with the network off; return every non-file URL the page tried to load."""
-    context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
+    context = new_context(browser, offline=True, viewport={"width": 1300, "height": 900})
     tried: list[str] = []
 
     def block(route):
@@ -39,9 +39,9 @@ def _open_offline(browser: Browser, path: Path, shot: Path) -> list[str]:
     context.route("http*://**", block)
     page = context.new_page()
     page.goto(path.as_uri())
-    page.locator("#chart-0 .main-svg").first.wait_for(timeout=30_000)
+    page.locator("#chart-0 .main-svg").first.wait_for()
     for i in range(3):
-        expect(page.locator(f"#chart-{i} .main-svg").first).to_be_attached(timeout=15_000)
+        expect(page.locator(f"#chart-{i} .main-svg").first).to_be_attached()
     # the hour-of-day chart drew one line per endpoint (every hour of the day has n ≥ 20 in the seed)
     for name in NAMES:
         expect(page.locator("#chart-0 .legendtext").filter(has_text=name).first).to_be_attached()
@@ -94,10 +94,10 @@ def test_download_button_gives_the_report(page: Page, browser: Browser, seeded_s
         page.get_by_text(
             re.compile("(cannot yet tell fast-a and twin-c apart|fast-a and twin-c are practically equivalent)")
         ).first
-    ).to_be_visible(timeout=30_000)
-    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
+    ).to_be_visible()
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
     page.screenshot(path=str(artifacts_dir / "compare.png"), full_page=True)
-    with page.expect_download(timeout=30_000) as info:
+    with page.expect_download() as info:
         page.get_by_role("button", name="Download HTML report").click()
     download = info.value
     assert download.suggested_filename == "ttft-comparison-fast-a-vs-slow-b-vs-twin-c.html"

@@ -38,6 +38,6 @@ def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(server, page: Page, a
     wait_for_app(page)
     expect(page.get_by_text("Added bedrock-anthropic.claude-3-5-haiku-20241022-v1-0-eu-central-1")).to_be_visible()
     table = page.locator("[data-testid='stDataFrame']").first
-    expect(table).to_be_visible(timeout=30_000)
+    expect(table).to_be_visible()
     assert "gsk_e2e_never_shown" not in page.content()
     page.screenshot(path=str(artifacts_dir / "endpoints-catalog.png"), full_page=True)

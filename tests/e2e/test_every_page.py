@@ -23,9 +23,9 @@ def test_page_opens_by_deep_link(page: Page, app_url, artifacts_dir, file, title
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/{url_path}")
     wait_for_app(page)
-    expect(page.locator("[data-testid='stSidebarNav']").get_by_text(title, exact=True)).to_be_visible(timeout=30_000)
+    expect(page.locator("[data-testid='stSidebarNav']").get_by_text(title, exact=True)).to_be_visible()
     wait_for_app(page)
-    expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0, timeout=30_000)
+    expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
     assert page.locator("[data-testid='stException']").count() == 0, f"{title} shows an exception"
     expect(page.locator("h1").first).to_be_visible()
     page.screenshot(path=str(artifacts_dir / f"page-{url_path}.png"), full_page=True)

@@ -74,7 +74,7 @@ def test_outside_markup_is_text_and_never_fetched(page: Page, hostile_url, attac
     _Counter.hits.clear()
     page.goto(f"{hostile_url}/{url_path}")
     wait_for_app(page)
-    expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0, timeout=30_000)
+    expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
     assert page.locator("[data-testid='stException']").count() == 0
     page.wait_for_timeout(1000)
     imgs = page.locator(f"img[src^='{attacker}']")

@@ -12,7 +12,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import wait_for_app
+from tests.e2e.conftest import new_context, wait_for_app
 
 
 def spin(page: Page, label: str):
@@ -39,7 +39,7 @@ def pick(page: Page, select_label: str, option: str) -> None:
     else:
         raise AssertionError(f"could not pick {option!r} in {select_label!r}")
     wait_for_app(page)
-    expect(box).to_have_value(option, timeout=15_000)
+    expect(box).to_have_value(option)
 
 
 def number_value(page: Page, label: str) -> float:
@@ -48,7 +48,7 @@ def number_value(page: Page, label: str) -> float:
 
 def expect_number(page: Page, label: str, value: float) -> None:
     """The input shows `value` (as the page formats it, no decimals); waits out the first paint after a reload."""
-    expect(spin(page, label)).to_have_value(f"{value:.0f}", timeout=30_000)
+    expect(spin(page, label)).to_have_value(f"{value:.0f}")
 
 
 def cold_caption(page: Page):
@@ -67,7 +67,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     type_number(page, "p95 target (ms)", 3000)
     page.get_by_role("button", name="Add interaction type").click()
     wait_for_app(page)
-    expect(page.get_by_text("Added “Review bot”")).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("Added “Review bot”")).to_be_visible()
     expect_number(page, "p95 TTFT target (ms)", 3000)
 
     # 2. a modelled cold start from Capacity & cost → Weight loading, handed over with one click
@@ -76,7 +76,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     page.get_by_role("tab", name="Weight loading").click()
     page.get_by_role("button", name="Use this cold start in the worksheet").click()
     wait_for_app(page)
-    expect(cold_caption(page)).to_have_count(1, timeout=30_000)
+    expect(cold_caption(page)).to_have_count(1)
     expect(cold_caption(page)).to_contain_text("model · 70B fp8")
     cold_ms = number_value(page, "Weight loading (cold start) (ms)")
     assert cold_ms > 3000
@@ -87,24 +87,24 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     expect(page.get_by_text(f"Over budget by {-over_ms:,.0f} ms before prefill even starts")).to_be_visible()
     expect(page.get_by_text(f"Weight loading (cold start) ({cold_ms:,.0f} ms) ate the budget")).to_be_visible()
     chart = page.locator("[data-testid='stPlotlyChart']").first
-    expect(chart.locator("text.bartext", has_text=f"−{-over_ms:,.0f} ms")).to_have_count(1, timeout=15_000)
+    expect(chart.locator("text.bartext", has_text=f"−{-over_ms:,.0f} ms")).to_have_count(1)
 
     # 3. a reload keeps the inputs and the provenance
     shared = page.url
     page.reload()
     wait_for_app(page)
-    expect(cold_caption(page)).to_contain_text("model · 70B fp8", timeout=30_000)
+    expect(cold_caption(page)).to_contain_text("model · 70B fp8")
     expect_number(page, "Weight loading (cold start) (ms)", cold_ms)
     expect_number(page, "p95 TTFT target (ms)", 3000)
     expect(page.get_by_role("combobox", name="Interaction type")).to_have_value("Review bot")
 
     # 4. the shared address in a fresh browser context (nothing in common but the URL)
-    other = browser.new_context(viewport={"width": 1400, "height": 1100})
+    other = new_context(browser, viewport={"width": 1400, "height": 1100})
     try:
         p2 = other.new_page()
         p2.goto(shared)
         wait_for_app(p2)
-        expect(cold_caption(p2)).to_contain_text("model · 70B fp8", timeout=30_000)
+        expect(cold_caption(p2)).to_contain_text("model · 70B fp8")
         expect_number(p2, "Weight loading (cold start) (ms)", cold_ms)
         expect_number(p2, "p95 TTFT target (ms)", 3000)
         expect(p2.get_by_text(f"Over budget by {-over_ms:,.0f} ms")).to_be_visible()
@@ -119,7 +119,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     page.get_by_role("textbox", name="Worksheet name").fill("Plan A")
     page.get_by_role("button", name="Save worksheet").click()
     wait_for_app(page)
-    expect(page.get_by_text("Saved “Plan A”.")).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("Saved “Plan A”.")).to_be_visible()
 
     pick(page, "Interaction type", "Chat panel / single-file edit")
     expect_number(page, "p95 TTFT target (ms)", 800)  # the target typed in step 1 was kept
@@ -128,7 +128,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     page.get_by_role("textbox", name="Worksheet name").fill("Plan B")
     page.get_by_role("button", name="Save worksheet").click()
     wait_for_app(page)
-    expect(page.get_by_text("Saved “Plan B”.")).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("Saved “Plan B”.")).to_be_visible()
 
     # the verdict quotes the uncached part (item 9), computed here: budget 800 − 60 − 0 − 80 = 660 ms
     budget_ms = 800 - 60 - 0 - 80
@@ -148,7 +148,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     pick(page, "Saved worksheets", "Plan A")
     page.get_by_role("button", name="Open worksheet").click()
     wait_for_app(page)
-    expect(page.get_by_text("Opened “Plan A”.")).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("Opened “Plan A”.")).to_be_visible()
     expect(page.get_by_role("textbox", name="Worksheet name")).to_have_value("Plan A")
     expect_number(page, "p95 TTFT target (ms)", 3000)
     expect(cold_caption(page)).to_contain_text("model · 70B fp8")

@@ -78,7 +78,7 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     wait_for_app(page)
     page.get_by_role("button", name="Use in worksheet (segment 2)").click()
     wait_for_app(page)
-    expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("9000", timeout=30_000)
+    expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("9000")
 
     page.get_by_role("link", name="Compare").click()
     wait_for_app(page)
@@ -87,7 +87,7 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     # The difference sentence names each n beside its own endpoint.
     expect(
         page.get_by_text(re.compile(rf"n={n['simulated']} for simulated, n={n['acme-sim-eu']} for acme-sim-eu"))
-    ).to_be_visible(timeout=60_000)
+    ).to_be_visible()
     expect(page.get_by_text(re.compile("Ranked by measured TTFT p95, lower first"))).to_be_visible()
     # simulated's worksheet: cold start missing, no verdict; acme's cold reading never appears under its name.
     sim = page.locator("[data-testid='stExpander']").filter(has_text="simulated: ")
@@ -100,7 +100,7 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     expect(acme).to_contain_text("9,000 ms (cold reading · acme-sim-eu")
     page.screenshot(path=str(artifacts_dir / "journey3-compare.png"), full_page=True)
 
-    with page.expect_download(timeout=30_000) as info:
+    with page.expect_download() as info:
         page.get_by_role("button", name="Download HTML report").click()
     saved = tmp_path / info.value.suggested_filename
     info.value.save_as(saved)

@@ -184,7 +184,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     for ep, delay in ((fast, FAST_MS), (slow, SLOW_MS)):
         _pick_series(page, ep.name)
         values = [v for _, v in _samples(eng, ep.id)]
-        expect(page.locator("[data-testid='stMetricValue']").first).to_have_text(f"{len(values):,}", timeout=20_000)
+        expect(page.locator("[data-testid='stMetricValue']").first).to_have_text(f"{len(values):,}")
         assert _metric(page, "Samples (n)") == f"{len(values):,}"
         assert _metric(page, "p50 TTFT") == f"{_nearest_rank(values, 0.5):,.0f} ms"
         live = [v for t, v in _samples(eng, ep.id) if t > time.time() * 1000 - 86_400_000]
@@ -204,7 +204,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     page.get_by_role("button", name="Use in worksheet (segment 1)").click()
     wait_for_app(page)
     queue_box = page.get_by_role("spinbutton", name=re.compile("queueing"))
-    expect(queue_box).to_have_value(f"{seg1:.0f}", timeout=30_000)
+    expect(queue_box).to_have_value(f"{seg1:.0f}")
     expect(page.get_by_text(re.compile(rf"probe · {fast.name}"))).to_be_visible()
 
     # Segment 2: back on Probes (the sidebar keeps the session), the cold reading goes to the worksheet too.
@@ -213,7 +213,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     _pick_series(page, fast.name)
     page.get_by_role("button", name="Use in worksheet (segment 2)").click()
     wait_for_app(page)
-    expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("7499", timeout=30_000)
+    expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("7499")
     expect(page.get_by_role("spinbutton", name=re.compile("queueing"))).to_have_value(f"{seg1:.0f}")
 
     # A region RTT from the server: the page asks the worker, which makes real TCP connects to a local box; the
@@ -224,7 +224,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
         page.get_by_role("button", name="Probe from the server").click()
         wait_for_app(page)
         picker = page.get_by_role("combobox", name="Region figure")
-        expect(picker).to_be_visible(timeout=60_000)
+        expect(picker).to_be_visible()
     rtts = load_samples(eng, region_ids=["local-box"], side="server")
     ok = [
         float(v)

@@ -19,29 +19,27 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
     page.goto(f"{app_url}/logs")
     wait_for_app(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(log))
-    expect(page.get_by_text("Read 400 requests (agent-requests.jsonl.gz → anthropic)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Read 400 requests (agent-requests.jsonl.gz → anthropic)")).to_be_visible()
     expect(page.get_by_text("1 line rejected")).to_be_visible()
     wait_for_app(page)
     metric = page.locator("[data-testid='stMetric']").first
-    expect(metric).to_contain_text("p95 prompt tokens (working day)", timeout=30_000)
+    expect(metric).to_contain_text("p95 prompt tokens (working day)")
     p95_text = metric.locator("[data-testid='stMetricValue']").inner_text().strip()
     assert p95_text.replace(",", "").isdigit()
-    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
     page.screenshot(path=str(artifacts_dir / "logs.png"), full_page=True)
 
     page.get_by_role("button", name="Use in worksheet").click()
     wait_for_app(page)
     p95_input = page.get_by_role("spinbutton", name="p95 prompt (tokens)")
-    expect(p95_input).to_have_value(p95_text.replace(",", ""), timeout=30_000)
+    expect(p95_input).to_have_value(p95_text.replace(",", ""))
     expect(page.get_by_text("agent-requests.jsonl.gz").first).to_be_visible()
 
 
 def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app_url, artifacts_dir):
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/logs")
-    expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible(
-        timeout=60_000
-    )
+    expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible()
     wait_for_app(page)
     chip = page.get_by_role("button", name="Remove litellm_spend_logs.csv")  # the uploaded file's chip
     for _ in range(3):  # a rerun right after the first load (the browser's time zone arriving) can redraw the uploader
@@ -53,16 +51,16 @@ def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app
             break
         except AssertionError:
             wait_for_app(page)
-    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible()
     wait_for_app(page)
     nav = page.locator("[data-testid='stSidebarNav']")
     nav.get_by_text("Worksheet", exact=True).click()
-    expect(page.get_by_role("heading", name="Worksheet", level=1)).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("heading", name="Worksheet", level=1)).to_be_visible()
     wait_for_app(page)
     nav.get_by_text("Logs", exact=True).click()
-    expect(page.get_by_role("heading", name="Logs", level=1)).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("heading", name="Logs", level=1)).to_be_visible()
     wait_for_app(page)
     # Same session, no new upload: the page still shows the file it read.
-    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible()
     expect(page.get_by_text("Showing your last upload: litellm_spend_logs.csv")).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "logs-after-return.png"), full_page=True)

@@ -92,7 +92,7 @@ def test_add_endpoint_wait_for_samples_and_read_hour_of_day(stack, page: Page, a
     page.get_by_role("button", name="Add endpoint").click()
     wait_for_app(page)
     table = page.locator("[data-testid='stDataFrame']").first
-    expect(table).to_be_visible(timeout=30_000)
+    expect(table).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "probes-endpoints.png"), full_page=True)
 
     # The worker picks the endpoint up within its reload interval and probes it every second.

@@ -36,9 +36,9 @@ def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(
     page.goto(f"{app_url}/regions?vantage=E2E+lab&regions=local-tao,local-no-tao")
     wait_for_app(page)
     button = page.get_by_role("button", name="Measure from this browser")
-    expect(button).to_be_enabled(timeout=30_000)
+    expect(button).to_be_enabled()
     button.click()
-    expect(page.get_by_text(re.compile("Stored 20 browser samples as “E2E lab”"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_text(re.compile("Stored 20 browser samples as “E2E lab”"))).to_be_visible()
     expect(page.get_by_text(re.compile("used the fallback timing"))).to_be_visible()
 
     samples = load_samples(targets, side="browser")
@@ -51,7 +51,7 @@ def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(
     # the figure is on the page: the worksheet picker names the region, the side, the vantage and n
     wait_for_app(page)
     picker = page.get_by_role("combobox", name="Region figure")
-    expect(picker).to_be_visible(timeout=30_000)
+    expect(picker).to_be_visible()
     shown = picker.evaluate("el => el.value || el.getAttribute('aria-label') || el.textContent || ''")
     shown += " " + page.locator("[data-testid='stSelectbox']").filter(has=picker).inner_text()
     # It offers the fastest region first (the table's rank 1), with the median of what was stored (nearest rank).
@@ -64,10 +64,10 @@ def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(
     picked = next(region for region, name in names.items() if name == m.group(1))
     assert medians[picked] == fastest and abs(float(m.group(2)) - medians[picked]) <= 0.05, (shown, medians)
     expect(page.locator("[data-testid='stMetricValue']").first).to_have_text(re.compile(r"^[0-9.,]+ ms$"))
-    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()
     page.screenshot(path=str(artifacts_dir / "regions.png"), full_page=True)
 
     # the location label is remembered in this browser: a fresh visit without ?vantage= gets it back
     page.goto(f"{app_url}/regions")
     wait_for_app(page)
-    expect(page.get_by_role("textbox", name="Your location / office")).to_have_value("E2E lab", timeout=30_000)
+    expect(page.get_by_role("textbox", name="Your location / office")).to_have_value("E2E lab")

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser
 
 from planner.store import open_store
 from planner.store.rtt import SampleRecord, insert_rtt_samples
-from tests.e2e.conftest import wait_for_app
+from tests.e2e.conftest import new_context, wait_for_app
 
 
 def test_world_map_draws_with_no_network(browser: Browser, app_server, app_url, artifacts_dir):
@@ -20,7 +20,7 @@ def test_world_map_draws_with_no_network(browser: Browser, app_server, app_url, 
         eng, [SampleRecord("aws-eu-west-1", "x", "server", "tcp-connect", 20.0 + i, now, vantage="") for i in range(10)]
     )
     eng.dispose()
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    context = new_context(browser, viewport={"width": 1400, "height": 1100})
     own = urlparse(app_url).netloc
     outside: list[str] = []
     topojson: list[str] = []
@@ -39,9 +39,9 @@ def test_world_map_draws_with_no_network(browser: Browser, app_server, app_url, 
     page.goto(f"{app_url}/regions")
     wait_for_app(page)
     geo = page.locator("[data-testid='stPlotlyChart'] .geolayer").first
-    geo.wait_for(timeout=30_000)
+    geo.wait_for()
     land = page.locator("[data-testid='stPlotlyChart'] .geolayer .layer.land path").first
-    land.wait_for(state="attached", timeout=30_000)
+    land.wait_for(state="attached")
     d = land.get_attribute("d") or ""
     assert len(d) > 1000, "the land layer has no shapes"  # continents, not an empty path
     countries = page.locator("[data-testid='stPlotlyChart'] .geolayer .layer.countries path").first

@@ -65,8 +65,6 @@ def signed_app(provider, tmp_path_factory):
 
 
 def _sign_in(page: Page, app_url: str, email: str) -> None:
-    page.set_default_timeout(30_000)
-    expect.set_options(timeout=30_000)
     page.goto(app_url + "/alerts")
     wait_for_app(page)
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
@@ -76,7 +74,7 @@ def _sign_in(page: Page, app_url: str, email: str) -> None:
     page.get_by_role("button", name="Authorize").click()
     page.wait_for_url(f"{app_url}/**")
     wait_for_app(page)
-    expect(page.get_by_text(f"Signed in as {email}")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(f"Signed in as {email}")).to_be_visible()
 
 
 def test_a_viewer_signs_in_reads_and_cannot_write(page: Page, signed_app):

@@ -10,7 +10,7 @@ def test_changing_the_target_updates_the_waterfall(page: Page, app_url, artifact
     page.goto(app_url)
     wait_for_app(page)
     chart = page.locator("[data-testid='stPlotlyChart']").first
-    chart.locator(".main-svg").first.wait_for(timeout=30_000)
+    chart.locator(".main-svg").first.wait_for()
     expect(chart.locator("text.bartext", has_text="360 ms")).to_have_count(1)
 
     target = page.get_by_role("spinbutton", name="p95 TTFT target (ms)")
@@ -18,7 +18,7 @@ def test_changing_the_target_updates_the_waterfall(page: Page, app_url, artifact
     target.press("Enter")
     wait_for_app(page)
     # the budget bar now reads 800 − 60 − 0 − 80 = 660 ms, and the URL carries the input for sharing
-    expect(chart.locator("text.bartext", has_text="660 ms")).to_have_count(1, timeout=15_000)
+    expect(chart.locator("text.bartext", has_text="660 ms")).to_have_count(1)
     expect(page.get_by_text("660 ms remain for prefill")).to_be_visible()
     assert "target_ms=800" in page.url
     page.screenshot(path=str(artifacts_dir / "worksheet.png"), full_page=True)
@@ -27,11 +27,11 @@ def test_changing_the_target_updates_the_waterfall(page: Page, app_url, artifact
     network.fill("900")
     network.press("Enter")
     wait_for_app(page)
-    expect(page.get_by_text("no model choice can fix this")).to_be_visible(timeout=15_000)
+    expect(page.get_by_text("no model choice can fix this")).to_be_visible()
     page.screenshot(path=str(artifacts_dir / "worksheet-negative.png"), full_page=True)
 
 
 def test_a_shared_link_opens_with_the_same_inputs(page: Page, app_url):
     page.goto(f"{app_url}/?interaction=Inline+completion&target_ms=250&queue_ms=35")
     wait_for_app(page)
-    expect(page.get_by_text("135 ms remain for prefill")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("135 ms remain for prefill")).to_be_visible()
