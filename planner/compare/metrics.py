@@ -103,10 +103,6 @@ class InteractionVerdict:
             return ""
         return SEGMENTS.get(self.deciding_segment, "Prefill")
 
-    @property
-    def has_verdict(self) -> bool:
-        return self.result is not None
-
 
 @dataclass(frozen=True)
 class EndpointMetrics:

@@ -190,10 +190,6 @@ class SimEngine:
         self._busy -= 1
 
     @property
-    def busy_slots(self) -> int:
-        return self._busy
-
-    @property
     def queued(self) -> int:
         return len(self._waiters)
 

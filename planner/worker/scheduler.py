@@ -112,10 +112,6 @@ class SteadyClock:
             return real
         return steady
 
-    def mono_s(self) -> float:
-        """The monotonic clock, seconds (for sleeping and lateness)."""
-        return self._mono()
-
 
 @dataclass
 class Job:
