@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,7 @@ from planner.worker.buffer import RowBuffer, first_line
 from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.housekeeping import Housekeeping
 from planner.worker.requests import RequestRunner
-from planner.worker.scheduler import Scheduler, SteadyClock
+from planner.worker.scheduler import Scheduler, SkipCause, SteadyClock
 from planner.worker.status import EndpointStatuses
 from planner.worker.team import TeamHooks
 
@@ -102,7 +103,7 @@ class WorkerStats:
     failed_flushes: int = 0
     spooled: int = 0
     lateness_ms: list[float] = field(default_factory=list)
-    skip_reasons: dict[str, int] = field(default_factory=dict)
+    skip_causes: Counter[SkipCause] = field(default_factory=Counter)
 
 
 def _target_for(ep: EndpointRow) -> ProbeTarget:
@@ -117,6 +118,13 @@ def _target_for(ep: EndpointRow) -> ProbeTarget:
         timeout_s=timeout,
         keep_alive=ep.connection_policy == "keep-alive",
     )
+
+
+def _by_cause(causes: Counter[SkipCause]) -> str:
+    """' (in_flight 3, late 1)' for the stop line, most frequent first; '' when nothing was skipped."""
+    if not causes:
+        return ""
+    return " (" + ", ".join(f"{cause.name.lower()} {n}" for cause, n in causes.most_common()) + ")"
 
 
 def _skip_row(endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason: str) -> ProbeSampleRow:
@@ -274,9 +282,10 @@ class Worker:
             self.team.stop()
             self._publish_state(stopped=True)
             log.info(
-                "worker stopped: %d probes, %d skipped slots, %d rows stored, %d spooled",
+                "worker stopped: %d probes, %d skipped slots%s, %d rows stored, %d spooled",
                 self.stats.runs,
                 self.stats.skipped,
+                _by_cause(self.stats.skip_causes),
                 self.stats.stored,
                 self.stats.spooled,
             )
@@ -380,7 +389,8 @@ class Worker:
         kind, _, ident = action.key.partition(":")
         if action.action == "skip":
             self.stats.skipped += 1
-            self.stats.skip_reasons[action.cause] = self.stats.skip_reasons.get(action.cause, 0) + 1
+            if action.cause is not None:
+                self.stats.skip_causes[action.cause] += 1
             if kind == "endpoint":
                 self.buffer.add([_skip_row(int(ident), self.config.vantage, action.slot_ms, now_ms, action.reason)])
             return

@@ -35,12 +35,13 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 __all__ = [
     "Action",
-    "CRASH_REASON",
     "Job",
     "Scheduler",
+    "SkipCause",
     "SteadyClock",
     "jitter_ms",
     "max_jitter_ms_for",
@@ -49,8 +50,19 @@ __all__ = [
 ]
 
 REANCHOR_THRESHOLD_MS = 2000
-#: The label of slots a killed worker had probed (or was due to) but never stored.
-CRASH_REASON = "lost in a crash: the previous worker was killed before storing this slot"
+
+
+class SkipCause(StrEnum):
+    """Why a slot was skipped. A skipped row's stored reason (error_detail) starts with its cause's value; only
+    LATE's and a long gap's first row add particulars after it."""
+
+    IN_FLIGHT = "previous probe still running"
+    PAUSED = "paused for a cold reading"
+    LATE = "late by"  # the loop woke more than half an interval after the firing time
+    PASSED_OVER = "missed: the worker was suspended or overloaded"
+    NOT_RUNNING = "missed: the worker was not running"
+    #: Slots a killed worker had probed (or was due to) but never stored.
+    CRASHED = "lost in a crash: the previous worker was killed before storing this slot"
 
 
 def _hash64(*parts: object) -> int:
@@ -142,7 +154,7 @@ class Action:
     action: str
     reason: str = ""  # for the reader (stored as a skipped row's error_detail)
     lateness_ms: int = 0
-    cause: str = ""  # a skip's reason without its particulars, for counting skips by cause
+    cause: SkipCause | None = None  # a skip's reason without its particulars, for counting skips by cause
 
 
 @dataclass
@@ -211,12 +223,8 @@ class Scheduler:
                 crashed = 0
                 if job.crashed_until_ms is not None and job.crashed_until_ms >= first:
                     crashed = min(count, (job.crashed_until_ms - first) // iv + 1)
-                    out.extend(self._skips(job.key, first, crashed, iv, CRASH_REASON))
-                out.extend(
-                    self._skips(
-                        job.key, first + crashed * iv, count - crashed, iv, "missed: the worker was not running"
-                    )
-                )
+                    out.extend(self._skips(job.key, first, crashed, iv, SkipCause.CRASHED))
+                out.extend(self._skips(job.key, first + crashed * iv, count - crashed, iv, SkipCause.NOT_RUNNING))
             if job.fire_at_ms() > now_ms:
                 continue
             iv = job.interval_ms
@@ -226,41 +234,15 @@ class Scheduler:
                 latest -= iv
             passed_over = (latest - job.next_slot_ms) // iv
             if passed_over > 0:
-                out.extend(
-                    self._skips(
-                        job.key, job.next_slot_ms, passed_over, iv, "missed: the worker was suspended or overloaded"
-                    )
-                )
+                out.extend(self._skips(job.key, job.next_slot_ms, passed_over, iv, SkipCause.PASSED_OVER))
             fire = latest + jitter_ms(job.key, latest, job.max_jitter_ms)
             lateness = now_ms - fire
-            if job.paused:
-                out.append(
-                    Action(
-                        job.key,
-                        latest,
-                        "skip",
-                        "paused for a cold reading",
-                        lateness,
-                        cause="paused for a cold reading",
-                    )
-                )
-            elif job.in_flight:
-                out.append(
-                    Action(
-                        job.key,
-                        latest,
-                        "skip",
-                        "previous probe still running",
-                        lateness,
-                        cause="previous probe still running",
-                    )
-                )
+            if job.paused or job.in_flight:
+                cause = SkipCause.PAUSED if job.paused else SkipCause.IN_FLIGHT
+                out.append(Action(job.key, latest, "skip", cause.value, lateness, cause=cause))
             elif lateness > iv // 2:
-                out.append(
-                    Action(
-                        job.key, latest, "skip", f"late by {lateness} ms (process suspended?)", lateness, cause="late"
-                    )
-                )
+                reason = f"{SkipCause.LATE.value} {lateness} ms (process suspended?)"
+                out.append(Action(job.key, latest, "skip", reason, lateness, cause=SkipCause.LATE))
             else:
                 job.in_flight = True
                 out.append(Action(job.key, latest, "run", "", lateness))
@@ -268,14 +250,14 @@ class Scheduler:
         out.sort(key=lambda a: a.slot_ms)
         return out
 
-    def _skips(self, key: str, first: int, count: int, iv: int, reason: str) -> list[Action]:
+    def _skips(self, key: str, first: int, count: int, iv: int, cause: SkipCause) -> list[Action]:
         """Skip actions for `count` slots from `first`; only the newest max_skips_per_gap are listed."""
         shown = min(count, self.max_skips_per_gap)
         start = first + (count - shown) * iv
         out = []
         for i in range(shown):
-            text = reason + (f" ({count - shown} earlier slots not recorded)" if i == 0 and count > shown else "")
-            out.append(Action(key, start + i * iv, "skip", text, cause=reason))
+            text = cause.value + (f" ({count - shown} earlier slots not recorded)" if i == 0 and count > shown else "")
+            out.append(Action(key, start + i * iv, "skip", text, cause=cause))
         return out
 
     def done(self, key: str) -> None:

@@ -507,7 +507,7 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(db_url, 
 
 
 def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
-    from planner.worker.scheduler import CRASH_REASON, Scheduler
+    from planner.worker.scheduler import Scheduler, SkipCause
 
     s = Scheduler()
     s.add("endpoint:1", 1000, 20_000, last_slot_ms=2_000, crashed_until_ms=9_000)
@@ -515,5 +515,5 @@ def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
     assert len(skips) >= 15
     for a in skips:
         crashed = a.slot_ms <= 9_000
-        assert (a.reason == CRASH_REASON) == crashed and (crashed or "not running" in a.reason), (a.slot_ms, a.reason)
-    assert {a.reason for a in skips} == {CRASH_REASON, "missed: the worker was not running"}
+        assert (a.cause is SkipCause.CRASHED) == crashed and a.reason == a.cause.value, (a.slot_ms, a.reason)
+    assert {a.cause for a in skips} == {SkipCause.CRASHED, SkipCause.NOT_RUNNING}

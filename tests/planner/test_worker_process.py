@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
+from planner.worker.scheduler import SkipCause
+from tests.support.skips import overload_skip
 from tests.support.waiting import wait_for
 from tests.support.worker_proc import spawn_worker_on
 
@@ -82,7 +84,10 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     wait_for(lambda: count(engine) >= n0 + 10, what="samples after the restart")
     b.send_signal(signal.SIGTERM)
     assert b.wait(15) == 0
-    assert "worker stopped" in (tmp / "b.log").read_text()
+    stopped = re.search(r"worker stopped: .*", (tmp / "b.log").read_text())
+    assert stopped, (tmp / "b.log").read_text()[-2000:]
+    # The stop line counts the skipped slots by cause: here the dead worker's (crashed) and the gap (not_running).
+    assert re.search(r"skipped slots \(.*\b(crashed|not_running) \d+", stopped.group(0)), stopped.group(0)
     assert "background task" not in (tmp / "b.log").read_text()  # taking the dead worker's lease crashed nothing
 
     after = rows(engine)
@@ -94,11 +99,13 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     assert len(slots) == len(set(slots))
     steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
     assert steps == {int(INTERVAL_S * 1000)}
-    down = [r for r in after if r["kind"] == "skipped"]
     # The killed worker's last slots are labelled honestly ("lost in a crash"), the rest "not running" — in that order.
+    # (A loaded machine may also skip a slot of a running worker, labelled so: those are set apart.)
+    down = [r for r in after if r["kind"] == "skipped" and not overload_skip(r)]
     labels = [r["error_detail"] for r in down]
-    assert len(down) >= 3 and all(t.startswith("lost in a crash") or "not running" in t for t in labels), labels
-    crashed = [t.startswith("lost in a crash") for t in labels]
+    assert len(down) >= 3, labels
+    assert all(t.startswith((SkipCause.CRASHED.value, SkipCause.NOT_RUNNING.value)) for t in labels), labels
+    crashed = [t.startswith(SkipCause.CRASHED.value) for t in labels]
     assert crashed == sorted(crashed, reverse=True), labels
     assert all(r["ok"] and r["ttft_ms"] > 0 for r in after if r["kind"] == "scheduled")
     # The clean stop released the lease at once.

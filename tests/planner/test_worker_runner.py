@@ -14,6 +14,8 @@ from planner.endpoints import add_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store.requests import create_request, get_request
 from planner.worker.runner import Worker, WorkerConfig
+from planner.worker.scheduler import SkipCause
+from tests.support.skips import overload_skip
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=2)
 
@@ -82,9 +84,12 @@ def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, si
                 for e in (good, down, hang)
             }
 
+        def probed(rows_of: list[dict]) -> list[dict]:
+            return [r for r in rows_of if r["kind"] == "scheduled"]
+
         def enough() -> bool:
             by = rows()
-            return len(by[good.id]) >= 5 and len(by[down.id]) >= 7 and len(by[hang.id]) >= 5
+            return len(by[good.id]) >= 5 and len(probed(by[down.id])) >= 7 and len(by[hang.id]) >= 5
 
         run_for(engine, 40.0, until=enough)
     by = rows()
@@ -92,7 +97,9 @@ def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, si
     assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id]), [
         r for r in by[good.id] if not r["ok"]
     ]  # no skipped slot, no failure
-    assert len(by[down.id]) >= 7 and {r["error_class"] for r in by[down.id]} == {"refused"}
+    assert len(probed(by[down.id])) >= 7 and {r["error_class"] for r in probed(by[down.id])} == {"refused"}
+    # Its 0.3 s slots may be skipped on a loaded machine (labelled so), never failed for another reason.
+    assert all(overload_skip(r) for r in by[down.id] if r["kind"] != "scheduled"), by[down.id]
     assert len(by[hang.id]) >= 5
     assert {r["error_class"] for r in by[hang.id] if r["kind"] == "scheduled"} <= {"read_timeout", "connect_timeout"}
     status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
@@ -150,9 +157,11 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
     assert reading["warm_ttft_ms"] < 500
     assert reading["cold_minus_warm_ms"] == pytest.approx(reading["cold_ttft_ms"] - reading["warm_ttft_ms"])
     kinds = {r["kind"] for r in q(engine, "SELECT kind FROM probe_sample WHERE endpoint_id = :e", e=e.id)}
-    assert {"cold", "warm", "skipped"} <= kinds
-    paused = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'skipped'", e=e.id)
-    assert all("cold reading" in r["error_detail"] for r in paused)
+    assert {"cold", "warm"} <= kinds
+    # The slots of the pause are skipped as such (a loaded machine may also skip one while a probe still runs).
+    skipped = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'skipped'", e=e.id)
+    paused = [r for r in skipped if r["error_detail"] == SkipCause.PAUSED.value]
+    assert paused and all(r in paused or overload_skip(r) for r in skipped), skipped
     # No scheduled probe ran between the request and the cold probe: the idle gap was real.
     inside = q(
         engine,

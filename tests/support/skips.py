@@ -1,0 +1,16 @@
+"""Skipped slots a busy or suspended worker records on its own.
+
+On a loaded machine a 0.3 s slot can come round while the previous probe's end is still being handled, or the loop
+can wake late. The worker then stores the slot as skipped with its cause; that is an honest label, not a failure.
+Tests that check other skips (a crash, a pause) set these apart instead of assuming an idle machine."""
+
+from __future__ import annotations
+
+from planner.worker.scheduler import SkipCause
+
+OVERLOAD = (SkipCause.IN_FLIGHT.value, SkipCause.LATE.value, SkipCause.PASSED_OVER.value)
+
+
+def overload_skip(row: dict) -> bool:
+    """True for a stored probe_sample row that a busy or suspended worker skipped (see OVERLOAD)."""
+    return row["kind"] == "skipped" and (row["error_detail"] or "").startswith(OVERLOAD)
