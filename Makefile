@@ -4,9 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8501
-PYTEST_ARGS ?=
+# Every core (pytest-xdist), at most four workers; pyproject.toml's addopts set how work is shared out.
+PYTEST_ARGS ?= -n auto --maxprocesses 4
 
-.PHONY: run test lint deps venv bench engine bench-engine peers clean
+.PHONY: run test coverage lint deps venv bench engine bench-engine peers clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +35,10 @@ lint: venv
 ## Install everything, then lint, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, browser).
 test: deps venv lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## Line coverage of planner/ over the whole suite (in-process code; a child process is not traced).
+coverage: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS) --cov=planner --cov-report=term:skip-covered
 
 ## Benchmarks: print figures side by side with their baselines (not part of the tests).
 bench: venv

@@ -12,16 +12,24 @@ Then the CLI as users run it (issue 14): `--cli-runs` fresh `ttft-planner probe`
 the sample's connection → first content write), since the CLI's start clock lives in its own process.
 The first sample of each run is reported apart from the rest.
 
+Then our probe alone on each stream shape the tests cover (tests/planner/test_probe_streams.py checks which write
+each phase is stamped at; the milliseconds are measured here): SSE ping comments and `data:` without a space, one
+JSON event split across two TCP writes, several events in one write, reasoning first, a tool call first, Anthropic
+with a thinking block first, legacy completions. Each stream sends its lead-in at once, the first token after 20 ms,
+then more 2 ms apart. The cloud protocols (Responses, Azure, Gemini, Bedrock) are bench/bench_protocol_accuracy.py's.
+
 Then one process per client, `--peer-requests` requests each at concurrency 1 (issue 14): one `ttft-planner probe`
 process, AIPerf and GuideLLM (bench/peers.py; "skipped" when not installed), each request matched in order to the
 server's truth for it: accept() → first content write when the request opened its connection, else the request's
 arrival → first content write (the peers keep their connection). Signed error too, since each clock starts at its
 own point (the table says where), and the client's CPU per request, whole process (start-up included).
 
-    .venv/bin/python bench/bench_probe_accuracy.py [--samples 200] [--cli-runs 10] [--peer-requests 100] [--json]
+    .venv/bin/python bench/bench_probe_accuracy.py [--samples 200] [--cli-runs 10] [--shapes 100] \
+        [--peer-requests 100] [--json]
 
 Targets: in-process median |error| ≤ 0.5 ms and p99 ≤ 2 ms on loopback, no worse than either peer
-(issue 3); fresh CLI: every sample, the first included, within 3 ms of the server clock (issue 14).
+(issue 3), on every stream shape as on the plain one; fresh CLI: every sample, the first included, within 3 ms
+of the server clock (issue 14).
 """
 
 from __future__ import annotations
@@ -48,7 +56,9 @@ from tests.support.servers import (  # noqa: E402
     ScriptedServer,
     StartClock,
     Step,
+    anthropic_event,
     chat_chunk,
+    completion_chunk,
     sse,
 )
 
@@ -67,6 +77,102 @@ def _script() -> Script:
     return Script(steps=steps)
 
 
+def _chat_tokens(first: int = 1) -> list[Step]:
+    return [Step(sse(chat_chunk({"content": f" w{i}"})), delay_s=0.002) for i in range(first, TOKENS)]
+
+
+def _anthropic_thinking_first() -> Script:
+    def delta(i: int, kind: str, text: str) -> bytes:
+        return anthropic_event("content_block_delta", index=i, delta={"type": f"{kind}_delta", kind: text})
+
+    start = anthropic_event("message_start", message={"usage": {"input_tokens": 50, "output_tokens": 1}})
+    start += anthropic_event("ping")
+    start += anthropic_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""})
+    steps = [Step(start), Step(delta(0, "thinking", "hm"), delay_s=FIRST_CONTENT_DELAY_S, content=True)]
+    steps += [Step(delta(0, "thinking", f" t{i}"), delay_s=0.002) for i in range(1, TOKENS // 2)]
+    steps.append(
+        Step(
+            anthropic_event("content_block_stop", index=0)
+            + anthropic_event("content_block_start", index=1, content_block={"type": "text", "text": ""})
+        )
+    )
+    steps += [Step(delta(1, "text", f" w{i}"), delay_s=0.002) for i in range(TOKENS // 2, TOKENS)]
+    tail = anthropic_event("content_block_stop", index=1)
+    tail += anthropic_event("message_delta", delta={"stop_reason": "max_tokens"}, usage={"output_tokens": TOKENS})
+    return Script(steps=[*steps, Step(tail + anthropic_event("message_stop"))])
+
+
+def _shape_scripts() -> dict[str, tuple[str, Script]]:
+    """name → (protocol, script): the stream shapes of tests/planner/test_probe_streams.py, first token after 20 ms."""
+    done = Step(b"data: [DONE]\n\n")
+    frame = sse(chat_chunk({"content": "w0"}))
+    tool = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}]}
+    role = Step(sse(chat_chunk({"role": "assistant", "content": ""})))
+    first = {"delay_s": FIRST_CONTENT_DELAY_S, "content": True}
+    return {
+        "pings, data: without a space": (
+            "openai-chat",
+            Script(
+                steps=[
+                    Step(b": ping\n\n: ping - 2025-01-01\n\n"),
+                    Step(sse(chat_chunk({"content": "w0"}), space=False), **first),
+                    *_chat_tokens(),
+                    Step(b"data:[DONE]\n\n"),
+                ]
+            ),
+        ),
+        "event split across two writes": (
+            "openai-chat",
+            Script(
+                steps=[Step(frame[: len(frame) // 2]), Step(frame[len(frame) // 2 :], **first), *_chat_tokens(), done]
+            ),
+        ),
+        "several events in one write": (
+            "openai-chat",
+            Script(
+                steps=[role, Step(b"".join(sse(chat_chunk({"content": f" w{i}"})) for i in range(3)), **first), done]
+            ),
+        ),
+        "reasoning first": (
+            "openai-chat",
+            Script(steps=[role, Step(sse(chat_chunk({"reasoning_content": "hm"})), **first), *_chat_tokens(), done]),
+        ),
+        "tool call first": (
+            "openai-chat",
+            Script(
+                steps=[
+                    Step(sse(chat_chunk({"role": "assistant", "content": None}))),
+                    Step(sse(chat_chunk(tool)), **first),
+                    *(
+                        Step(
+                            sse(chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": f"{i}"}}]})),
+                            delay_s=0.002,
+                        )
+                        for i in range(1, TOKENS)
+                    ),
+                    Step(sse(chat_chunk({}, finish="tool_calls"))),
+                    done,
+                ]
+            ),
+        ),
+        "anthropic, thinking first": ("anthropic", _anthropic_thinking_first()),
+        "legacy completions": (
+            "openai-completions",
+            Script(
+                steps=[
+                    Step(sse(completion_chunk(""))),
+                    Step(sse(completion_chunk(" w0")), **first),
+                    *(Step(sse(completion_chunk(f" w{i}")), delay_s=0.002) for i in range(1, TOKENS)),
+                    done,
+                ]
+            ),
+        ),
+    }
+
+
+SHAPES = _shape_scripts()
+
+
 # GuideLLM checks GET /health before it starts and AIPerf sends HEAD /metrics: a GET gets this small JSON, a HEAD
 # an empty 200 (a body after a HEAD response would be read as the start of the next response).
 _MODELS = Script(
@@ -79,7 +185,8 @@ _EMPTY = Script(steps=[], headers={"Content-Type": "application/json"}, chunked=
 
 def _answer(i: int, request: RecordedRequest) -> Script:
     if request.method == "POST":
-        return _script()
+        shape = SHAPES.get(json.loads(request.body).get("model"))  # the shapes' probes name one as their model
+        return _script() if shape is None else shape[1]
     return _EMPTY if request.method == "HEAD" else _MODELS
 
 
@@ -210,6 +317,29 @@ def _fresh_cli_run(url: str, n: int) -> tuple[list[float | None], float]:
     return [s["ttft_ms"] if s["ok"] else None for s in samples], cpu_s
 
 
+def _shape_errors(parent, url: str, probe: OurProbe, samples: int) -> dict[str, list[float]]:
+    """shape → errors (ms) of our probe's first-token stamp against the server's first-content write, in process."""
+    targets = {
+        name: ProbeTarget(base_url=url, model=name, protocol=protocol, prompt_tokens=50, max_tokens=TOKENS)
+        for name, (protocol, _) in SHAPES.items()
+    }
+    parent.send("count")
+    request_no = parent.recv()
+    seen: dict[str, list[tuple[int, int | None]]] = {name: [] for name in targets}
+    for i in range(samples):
+        names = list(targets)
+        for name in names[i % len(names) :] + names[: i % len(names)]:  # rotated, as the clients are
+            probe.target = targets[name]
+            seen[name].append((request_no, probe.first_token_ns()))
+            request_no += 1
+    parent.send("truth")
+    truth = parent.recv()
+    return {
+        name: [(t - truth[i]) / 1e6 for i, t in pairs if t is not None and truth[i] is not None]
+        for name, pairs in seen.items()
+    }
+
+
 def _cli_errors(parent, url: str, runs: int, n: int) -> tuple[list[float], list[float]]:
     """(first-sample errors, other errors) in ms: client TTFT − server TTFT over `runs` fresh CLI processes."""
     firsts, rest = [], []
@@ -317,6 +447,9 @@ def main() -> int:
     ap.add_argument("--cli-runs", type=int, default=10, help="fresh CLI processes (default 10; 0 skips)")
     ap.add_argument("--cli-samples", type=int, default=5, help="samples per fresh CLI process (default 5)")
     ap.add_argument(
+        "--shapes", type=int, default=100, help="our probe's samples per stream shape (default 100; 0 skips)"
+    )
+    ap.add_argument(
         "--peer-requests",
         type=int,
         default=100,
@@ -348,6 +481,8 @@ def main() -> int:
             request_no += 1
     parent.send("truth")
     truth = parent.recv()
+    shape_errs = _shape_errors(parent, url, clients[0], args.shapes) if args.shapes > 0 else {}
+    shapes = {name: {**_abs_summary(e), "failed": args.shapes - len(e)} for name, e in shape_errs.items()}
     firsts, rest = _cli_errors(parent, url, args.cli_runs, args.cli_samples) if args.cli_runs > 0 else ([], [])
     one_process = _one_process_rows(parent, url, args.peer_requests) if args.peer_requests > 0 else {}
     parent.send("stop")
@@ -370,6 +505,7 @@ def main() -> int:
                     "load_avg_1m": load,
                     "cpus": os.cpu_count(),
                     "results": results,
+                    "shapes": {"samples_per_shape": args.shapes, "rows": shapes},
                     "fresh_cli": {"runs": args.cli_runs, "samples_per_run": args.cli_samples, **cli},
                     "one_process": {"requests": args.peer_requests, "rows": one_process},
                 }
@@ -388,6 +524,16 @@ def main() -> int:
     ours = results[clients[0].name]
     verdict = ours["median_abs_error_ms"] <= 0.5 and ours["p99_abs_error_ms"] <= 2.0
     print(f"target median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if verdict else 'NOT met'}{busy}")
+    if shapes:
+        print(f"\nour probe per stream shape ({args.shapes} samples each; first token after 20 ms)")
+        for name, r in shapes.items():
+            failed = f"{r['failed']} of {args.shapes} samples failed" if r["failed"] else None
+            _print_row(name, {**r, "cpu_ms_per_request": None, "failed": failed})
+        ok = all(
+            not r["failed"] and r["median_abs_error_ms"] <= 0.5 and r["p99_abs_error_ms"] <= 2.0
+            for r in shapes.values()
+        )
+        print(f"target every shape median ≤ 0.5 ms and p99 ≤ 2 ms: {'met' if ok else 'NOT met'}{busy}")
     if cli:
         print(
             f"\nfresh `ttft-planner probe` processes ({args.cli_runs} runs × {args.cli_samples} samples; "

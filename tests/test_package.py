@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import httpx
@@ -21,6 +20,7 @@ import pytest
 
 from planner.simulator import SimulatorConfig, running_simulator
 from tests.support.rtt_target import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.wheel
 
@@ -165,17 +165,17 @@ def test_serve_from_the_wheel_answers_health_and_serves_the_app_static_files(ins
         text=True,
     )
     try:
-        deadline = time.monotonic() + 90
-        health = None
-        while time.monotonic() < deadline and proc.poll() is None:
+
+        def healthy() -> httpx.Response | None:
+            assert proc.poll() is None, "the dashboard exited before it answered"
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
-                if health.status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        assert health is not None and health.status_code == 200 and health.text == "ok", "dashboard never healthy"
+            except httpx.TransportError:  # still starting
+                return None
+            return health if health.status_code == 200 else None
+
+        health = wait_for(healthy, timeout_s=120, what="the dashboard's health check")
+        assert health.text == "ok"
         topo = httpx.get(f"http://127.0.0.1:{port}/app/static/topojson/world_110m.json", timeout=5)
         assert topo.status_code == 200 and topo.json()["type"] == "Topology"  # the Regions page's offline map
     finally:

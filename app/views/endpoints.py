@@ -40,10 +40,17 @@ st.caption(
 )
 eng = engine()
 ss = st.session_state
-if "endpoints_flash" in ss:  # what the last action did (shown after the rerun that refreshed the table)
-    st.success(ss.pop("endpoints_flash"))
-for line in ss.pop("endpoints_flash_errors", []):
-    st.error(line)
+# What the last action did (shown after the rerun that refreshed the table), in a slot that is always there: a message
+# that came and went would move every section below it, and Streamlit redraws a moved expander closed ("Fill the
+# form" would hide the form it just filled).
+flash_slot = st.empty()
+flash, flash_errors = ss.pop("endpoints_flash", None), ss.pop("endpoints_flash_errors", [])
+if flash or flash_errors:
+    with flash_slot.container():
+        if flash:
+            st.success(flash)
+        for line in flash_errors:
+            st.error(line)
 
 # The form's labels: a message names the field the way the form does, never the internal name.
 FIELD_LABELS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -305,10 +305,16 @@ async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok", **request.app.state.engine.stats()}, headers=SIMULATED_HEADERS)
 
 
-def build_app(config: SimulatorConfig | None = None) -> Starlette:
+def build_app(
+    config: SimulatorConfig | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> Starlette:
     """An ASGI app serving /v1/chat/completions, /v1/completions, /v1/messages, /v1/models and /health.
 
-    State (slots, queue, prefix cache, warm/cold) lives on `app.state.engine`.
+    State (slots, queue, prefix cache, warm/cold) lives on `app.state.engine`. `clock` and `wall_clock` are the
+    engine's (SimEngine): a virtual-time loop's clock runs the model in virtual time (planner.simulator.virtual).
     """
     app = Starlette(
         routes=[
@@ -319,5 +325,5 @@ def build_app(config: SimulatorConfig | None = None) -> Starlette:
             Route("/health", _health, methods=["GET"]),
         ]
     )
-    app.state.engine = SimEngine(config or SimulatorConfig())
+    app.state.engine = SimEngine(config or SimulatorConfig(), clock=clock, wall_clock=wall_clock)
     return app

@@ -33,6 +33,8 @@ __all__ = ["MODES", "SweepResult", "SweepSpec", "SweepStep", "run_sweep"]
 
 MODES = (*ARRIVAL_KINDS, "concurrency")
 
+ClockNs = Callable[[], int]
+
 
 @dataclass(frozen=True)
 class SweepSpec:
@@ -120,37 +122,37 @@ def _new_client(timeout_s: float) -> httpx.AsyncClient:
     )
 
 
-async def _one(target: ProbeTarget, client: httpx.AsyncClient, done_at: list[float]) -> TtftSample:
-    s = await probe_once(target, client=client, max_attempts=1)
-    done_at.append(time.monotonic())
+async def _one(target: ProbeTarget, client: httpx.AsyncClient, done_at: list[float], clock_ns: ClockNs) -> TtftSample:
+    s = await probe_once(target, client=client, max_attempts=1, clock_ns=clock_ns)
+    done_at.append(clock_ns() / 1e9)
     return s
 
 
-async def _open_loop(spec: SweepSpec, client: httpx.AsyncClient, rate: float, index: int):
+async def _open_loop(spec: SweepSpec, client: httpx.AsyncClient, rate: float, index: int, clock_ns: ClockNs):
     offsets = arrival_offsets_s(spec.mode, rate, spec.step_duration_s, seed=spec.seed * 1000 + index)
     done_at: list[float] = []
     lags: list[float] = []
     tasks = []
-    start = time.monotonic()
+    start = clock_ns() / 1e9
     for off in offsets:
-        delay = start + off - time.monotonic()
+        delay = start + off - clock_ns() / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
-        lags.append(max(0.0, (time.monotonic() - start - off) * 1000))
-        tasks.append(asyncio.create_task(_one(spec.target, client, done_at)))
+        lags.append(max(0.0, (clock_ns() / 1e9 - start - off) * 1000))
+        tasks.append(asyncio.create_task(_one(spec.target, client, done_at, clock_ns)))
     samples = await asyncio.gather(*tasks)
     return samples, lags, start, done_at, len(offsets) / spec.step_duration_s
 
 
-async def _closed_loop(spec: SweepSpec, client: httpx.AsyncClient, concurrency: float):
+async def _closed_loop(spec: SweepSpec, client: httpx.AsyncClient, concurrency: float, clock_ns: ClockNs):
     done_at: list[float] = []
     samples: list[TtftSample] = []
-    start = time.monotonic()
+    start = clock_ns() / 1e9
     end = start + spec.step_duration_s
 
     async def worker() -> None:
-        while time.monotonic() < end:
-            samples.append(await _one(spec.target, client, done_at))
+        while clock_ns() / 1e9 < end:
+            samples.append(await _one(spec.target, client, done_at, clock_ns))
 
     await asyncio.gather(*(worker() for _ in range(int(concurrency))))
     wall = max(done_at, default=end) - start
@@ -189,19 +191,30 @@ def _summarise(
     )
 
 
-async def run_sweep(spec: SweepSpec, on_step: Callable[[SweepStep], None] | None = None) -> SweepResult:
-    """Run every step in order (stopping after the first one over the target when stop_after_knee)."""
+async def run_sweep(
+    spec: SweepSpec,
+    on_step: Callable[[SweepStep], None] | None = None,
+    *,
+    client: httpx.AsyncClient | None = None,
+    clock_ns: ClockNs = time.perf_counter_ns,
+) -> SweepResult:
+    """Run every step in order (stopping after the first one over the target when stop_after_knee).
+
+    `client` (kept open) and `clock_ns` (the schedule's and every probe's clock) are seams for tests and benchmarks:
+    the simulator in virtual time (planner.simulator.virtual) is swept with its in-memory client and the loop's clock.
+    """
     started = int(time.time() * 1000)
     await warm_up(spec.target.protocol)  # lazy imports and thread-pool start outside the first step
     steps: list[SweepStep] = []
-    client = _new_client(spec.target.timeout_s)
+    own = client is None
+    client = client or _new_client(spec.target.timeout_s)
     try:
         for i, load in enumerate(spec.loads):
             cpu0 = time.process_time()
             if spec.mode == "concurrency":
-                samples, lags, start, done_at, offered = await _closed_loop(spec, client, load)
+                samples, lags, start, done_at, offered = await _closed_loop(spec, client, load, clock_ns)
             else:
-                samples, lags, start, done_at, offered = await _open_loop(spec, client, load, i)
+                samples, lags, start, done_at, offered = await _open_loop(spec, client, load, i, clock_ns)
             step = _summarise(i, load, samples, lags, start, done_at, offered, time.process_time() - cpu0)
             steps.append(step)
             if on_step is not None:
@@ -213,7 +226,8 @@ async def run_sweep(spec: SweepSpec, on_step: Callable[[SweepStep], None] | None
             ):
                 break
     finally:
-        await client.aclose()
+        if own:
+            await client.aclose()
     knee, over = (None, None)
     if spec.target_p95_ms is not None:
         knee, over = knee_of([s.load for s in steps], [s.ttft_p95_ms for s in steps], spec.target_p95_ms)

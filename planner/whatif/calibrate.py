@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+
+import httpx
 
 from planner.probes.fit import PrefillFit, fit_points, fit_prefill
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
@@ -95,17 +98,25 @@ async def calibrate(
     decode_tokens: int = 64,
     concurrencies: tuple[int, ...] = (1, 2, 4),
     step_duration_s: float = 10.0,
+    client: httpx.AsyncClient | None = None,
+    clock_ns: Callable[[], int] = time.perf_counter_ns,
 ) -> Calibration:
     """Measure prefill, decode and parallelism of `target` (its prompt_tokens/max_tokens are ignored).
 
     Raises ValueError when a stage has no successful request (naming the stage and the first failure).
+    `client` and `clock_ns` are seams for tests and benchmarks, as in run_sweep (without a client every request
+    opens a fresh connection of its own).
     """
-    t0 = time.monotonic()
+    t0 = clock_ns()
+
+    async def probe(t: ProbeTarget) -> TtftSample:
+        return await probe_once(t, client=client, max_attempts=1, clock_ns=clock_ns)
+
     await warm_up(target.protocol)
     samples = []
     for _ in range(n):
         for length in lengths:
-            samples.append(await probe_once(replace(target, prompt_tokens=length, max_tokens=1), max_attempts=1))
+            samples.append(await probe(replace(target, prompt_tokens=length, max_tokens=1)))
     failed = [s for s in samples if not s.ok]
     if len(failed) == len(samples):
         raise ValueError(
@@ -119,7 +130,7 @@ async def calibrate(
 
     rates = []
     for _ in range(max(1, n // 2)):
-        s = await probe_once(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens), max_attempts=1)
+        s = await probe(replace(target, prompt_tokens=lengths[0], max_tokens=decode_tokens))
         if s.ok and s.output_tokens and s.output_tokens > 1:
             assert s.total_ms is not None and s.ttft_ms is not None  # a successful probe has both timings
             if s.total_ms > s.ttft_ms:
@@ -134,7 +145,9 @@ async def calibrate(
             mode="concurrency",
             loads=tuple(float(c) for c in concurrencies),
             step_duration_s=step_duration_s,
-        )
+        ),
+        client=client,
+        clock_ns=clock_ns,
     )
     if any(st.n_ok == 0 for st in result.steps):
         raise ValueError("calibration, parallelism stage: a concurrency step had no successful request")
@@ -161,11 +174,13 @@ async def calibrate(
                 mode="concurrency",
                 loads=(2.0 * cal.effective_slots,),
                 step_duration_s=step_duration_s,
-            )
+            ),
+            client=client,
+            clock_ns=clock_ns,
         )
         step = busy.steps[0]
         if step.n_ok and step.achieved_rps > 0:
             hold_ms = cal.effective_slots * 1000.0 / step.achieved_rps
             cal = replace(cal, fixed_hold_ms=max(0.0, hold_ms - (lengths[0] + overhead) * 1000.0 / rate))
-    cal = replace(cal, wall_s=time.monotonic() - t0)
+    cal = replace(cal, wall_s=(clock_ns() - t0) / 1e9)
     return cal

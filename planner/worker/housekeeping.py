@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -70,7 +69,8 @@ class LeaseHolder(Protocol):
 
 
 class Housekeeping:
-    """Runs the periodic chores of one worker (periods from `config`) until cancelled."""
+    """Runs the periodic chores of one worker (periods from `config`, counted on `mono_s`, the worker's monotonic
+    clock in seconds) until cancelled."""
 
     def __init__(
         self,
@@ -83,6 +83,7 @@ class Housekeeping:
         team: TeamHooks,
         buffer: RowBuffer,
         now_ms: Callable[[], int],
+        mono_s: Callable[[], float],
     ) -> None:
         self.lease = lease
         self.config = config
@@ -92,14 +93,16 @@ class Housekeeping:
         self.team = team
         self.buffer = buffer
         self.now_ms = now_ms
+        self.mono_s = mono_s
 
     async def run(self) -> None:
         lease, cfg = self.lease, self.config
-        next_lease = next_reload = next_req = 0.0
-        next_retention = time.monotonic() + _FIRST_RETENTION_AFTER_S
-        next_ckpt = time.monotonic() + cfg.checkpoint_every_s
+        next_lease = next_reload = next_req = float("-inf")  # each chore runs on the first pass
+        start = self.mono_s()
+        next_retention = start + _FIRST_RETENTION_AFTER_S
+        next_ckpt = start + cfg.checkpoint_every_s
         while True:
-            mono = time.monotonic()
+            mono = self.mono_s()
             try:
                 if mono >= next_lease:
                     await lease.renew_lease()

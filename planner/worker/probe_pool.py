@@ -40,7 +40,7 @@ __all__ = ["QUARANTINE_CLASSES", "ProbePool", "ProbeProcessError"]
 
 log = logging.getLogger("planner.worker")
 
-_RESTART_BACKOFF_S = 1.0
+_RESTART_BACKOFF_S = 1.0  # real seconds: it paces restarts of real processes, not the worker's schedule
 #: Failures that cost reading a useless response (the costly kind): the endpoint is probed in quarantine.
 QUARANTINE_CLASSES = frozenset({"no_content", "bad_json", "not_sse", "read_timeout", "disconnect", "http_error"})
 #: The quarantine process runs at this nice level: on a busy machine its CPU goes to the clean lanes first.

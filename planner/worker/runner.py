@@ -31,7 +31,6 @@ import dataclasses
 import logging
 import os
 import signal
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -143,8 +142,12 @@ def _skip_row(endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason:
 class Worker:
     """Probes the endpoints of one vantage. `probe` defaults to planner.probes.ttft.probe_once.
 
-    Seams: `clock` (SteadyClock over injectable monotonic/wall clocks), `probe`. Collaborators: `buffer`
-    (RowBuffer), `statuses` (EndpointStatuses), `requests` (RequestRunner), `housekeeping` (Housekeeping).
+    Seams: `clock` (SteadyClock over injectable monotonic/wall clocks), `probe`. Every decision reads `clock`: the
+    slots, the periods of housekeeping and of the state file, the pause check and the stop's deadline. The loops'
+    sleeps only say how often they look: a test that moves an injected clock sees the worker follow within
+    `max_tick_s`. Real time is left to measurements and their bounds (a probe's timeout, a cold TTFT).
+    Collaborators: `buffer` (RowBuffer), `statuses` (EndpointStatuses), `requests` (RequestRunner), `housekeeping`
+    (Housekeeping).
     """
 
     def __init__(
@@ -201,6 +204,7 @@ class Worker:
             team=self.team,
             buffer=self.buffer,
             now_ms=self.clock.now_ms,
+            mono_s=self.clock.mono_s,
         )
         self.task_failures: list[dict] = []  # background tasks that died (and were restarted)
         self._stop = asyncio.Event()
@@ -213,6 +217,7 @@ class Worker:
         self._crashed_until_ms: int | None = None
         self._woke_from_pause = False  # set when the loop sat still past a renewal period; cleared on renewal
         self._jumps_seen = 0
+        self._after_probe: dict[str, list[ProbeSampleRow]] = {}  # job key → skips while its probe runs
 
     # ---------------------------------------------------------------- public
 
@@ -262,10 +267,10 @@ class Worker:
             for t in background:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-            deadline = time.monotonic() + self.config.stop_flush_s  # one bounded wait for the whole stop
+            deadline = self.clock.mono_s() + self.config.stop_flush_s  # one bounded wait for the whole stop
 
             def left() -> float:
-                return max(0.1, deadline - time.monotonic())
+                return max(0.1, deadline - self.clock.mono_s())
 
             await self._stop_flush(left())
             with contextlib.suppress(Exception):
@@ -362,9 +367,9 @@ class Worker:
     # ---------------------------------------------------------- scheduling
 
     async def _schedule_loop(self) -> None:
-        last_mono = time.monotonic()
+        last_mono = self.clock.mono_s()
         while not self._stop.is_set():
-            mono = time.monotonic()
+            mono = self.clock.mono_s()
             if mono - last_mono > self.config.lease_ttl_s / 3 or self.clock.jumps != self._jumps_seen:
                 # This loop did not run for longer than a renewal period (SIGSTOP, a laptop lid, a suspended VM):
                 # another worker may have taken the vantage meanwhile. Re-check before running or skipping
@@ -392,7 +397,14 @@ class Worker:
             if action.cause is not None:
                 self.stats.skip_causes[action.cause] += 1
             if kind == "endpoint":
-                self.buffer.add([_skip_row(int(ident), self.config.vantage, action.slot_ms, now_ms, action.reason)])
+                row = _skip_row(int(ident), self.config.vantage, action.slot_ms, now_ms, action.reason)
+                if action.cause is SkipCause.IN_FLIGHT:
+                    # Stored after the running probe's own row, never before it: a restart resumes after the newest
+                    # stored slot, so a skip stored first would leave the running slot unrecorded if the worker were
+                    # killed in between.
+                    self._after_probe.setdefault(action.key, []).append(row)
+                else:
+                    self.buffer.add([row])
             return
         self.stats.runs += 1
         self.stats.lateness_ms.append(float(action.lateness_ms))
@@ -486,9 +498,17 @@ class Worker:
             )
             self.buffer.add([row])
             return row
+        except asyncio.CancelledError:
+            # Cut off at stop: this slot stays unstored, and so do the skips behind it, so the next start labels
+            # them all (it resumes after the newest stored slot) instead of leaving this one out.
+            if job_key is not None:
+                self._after_probe.pop(job_key, None)
+            raise
         finally:
             self.last_probe_end_ms[ep.id] = self.clock.now_ms()
             if job_key is not None:
+                if skipped_meanwhile := self._after_probe.pop(job_key, []):
+                    self.buffer.add(skipped_meanwhile)
                 self.scheduler.done(job_key)
 
     async def _run_rtt(self, target_row: Any, job_key: str) -> None:
@@ -526,13 +546,14 @@ class Worker:
             self.stats.stored, self.stats.failed_flushes = self.buffer.stored, self.buffer.failed_flushes
 
     async def _flush_loop(self) -> None:
-        next_state = 0.0
+        next_state = float("-inf")
         while True:
             await asyncio.sleep(self.config.flush_interval_s)
             await self.flush()
-            if time.monotonic() >= next_state:  # the dashboard's view of this worker (planner.store.worker_state)
+            mono = self.clock.mono_s()
+            if mono >= next_state:  # the dashboard's view of this worker (planner.store.worker_state)
                 await asyncio.to_thread(self._publish_state)
-                next_state = time.monotonic() + 2.0
+                next_state = mono + 2.0
 
     # ---------------------------------------------------------------- lease and endpoints
 

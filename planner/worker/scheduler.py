@@ -102,7 +102,9 @@ class SteadyClock:
     ignores NTP slews; when it drifts more than 2 s from the real wall clock
     (the machine slept: Linux' monotonic clock stops during suspend; or the
     clock was stepped) it re-anchors to the wall clock and counts the jump.
-    `mono` returns seconds, `wall` returns epoch seconds (both injectable).
+    `mono` returns seconds, `wall` returns epoch seconds (both injectable: a test's clock moves only when the test
+    moves it, so the worker's every decision is reproducible). Readings are rounded to the nearest ms, so a test
+    clock set to a slot's exact ms reads that ms (float seconds × 1000 can fall a hair short of it).
     """
 
     def __init__(self, mono: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
@@ -112,12 +114,17 @@ class SteadyClock:
 
     def _anchor(self) -> None:
         self._mono0 = self._mono()
-        self._wall0_ms = int(self._wall() * 1000)
+        self._wall0_ms = round(self._wall() * 1000)
+
+    def mono_s(self) -> float:
+        """Seconds on the injected monotonic clock: what the worker's periods (lease renewal, reload, the state
+        file, the stop's deadline) are counted in."""
+        return self._mono()
 
     def now_ms(self) -> int:
         """Current epoch ms on the steady timeline (re-anchored after a jump)."""
-        steady = self._wall0_ms + int((self._mono() - self._mono0) * 1000)
-        real = int(self._wall() * 1000)
+        steady = self._wall0_ms + round((self._mono() - self._mono0) * 1000)
+        real = round(self._wall() * 1000)
         if abs(real - steady) > REANCHOR_THRESHOLD_MS:
             self.jumps += 1
             self._anchor()

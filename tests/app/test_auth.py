@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from planner.store import alerts as store
 from planner.store import open_store
 from planner.store.audit import audit_log
-from tests.app.conftest import ROUTER
+from tests.app.conftest import new_app
 
 AUTH = {
     "redirect_uri": "http://localhost:8501/oauth2callback",
@@ -29,7 +29,7 @@ def _roles(tmp_path, monkeypatch):
 
 
 def _app(user: dict | None, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at = new_app()
     at.secrets["auth"] = AUTH
     at.user = {"is_logged_in": False} if user is None else {"is_logged_in": True, **user}
     at.run()

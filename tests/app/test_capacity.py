@@ -1,13 +1,16 @@
 """AppTest: the Capacity & cost page — break-even, weight loading, GPU fit, prefill, warm pool, worksheet hand-off."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from planner.capacity import specs as P
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, open_page, plotly_array
+from tests.app.conftest import chart_spec, new_app, open_page, plotly_array
 
 SEED = "seed-h200"
 
@@ -47,8 +50,16 @@ def test_capacity_zero_is_a_message_not_a_traceback(app):
     assert any("capacity" in e.value and "greater than 0" in e.value for e in app.error)
 
 
-def test_weight_projection_and_cold_start_to_worksheet(app):
+def test_weight_projection_cold_start_to_worksheet_and_tables_in_words(app):
     open_page("capacity", app)
+    # Every table on the page: no snake_case header, no missing-value marker.
+    for df in app.dataframe:
+        for col in df.value.columns:
+            assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", str(col)), col
+        if "Source" in df.value.columns:
+            continue  # the editable preset tables: an empty cell there is a preset without that figure
+        text = df.value.to_string()
+        assert "nan" not in text.split() and "None" not in text and "NaT" not in text
     table = app.dataframe[1].value  # rate → load seconds for the 70B fp8 checkpoint
     secs = sorted(round(float(s.removesuffix(" s"))) for s in table["Load + start-up"])
     assert secs == [23, 224]
@@ -260,29 +271,11 @@ def test_warm_pool_service_time_comes_from_the_log_or_says_where_it_comes_from(a
     assert not any("Overloaded" in e.value for e in app.error)
 
 
-def test_no_snake_case_headers_or_missing_markers_on_the_page(app):
-    import re
-
-    open_page("capacity", app)
-    for df in app.dataframe:
-        for col in df.value.columns:
-            assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", str(col)), col
-        if "Source" in df.value.columns:
-            continue  # the editable preset tables: an empty cell there is a preset without that figure
-        text = df.value.to_string()
-        assert "nan" not in text.split() and "None" not in text and "NaT" not in text
-
-
 def test_the_address_reproduces_the_traffic_source_and_typed_prices():
     """The widgets are bound to the URL (the browser writes it, tests/e2e checks that); a link opens the same inputs."""
-    from streamlit.testing.v1 import AppTest
-
-    from planner.capacity import specs as P
-    from tests.app.conftest import ROUTER
-
     upload_id = _seed_log("team.jsonl", [1_780_000_000_000 + i * 60_000 for i in range(30)])
     price = P.serverless_prices()[0].key
-    fresh = AppTest.from_file(ROUTER, default_timeout=60)
+    fresh = new_app()
     fresh.query_params.update({"cap_traffic": "team.jsonl (30 requests)", f"cap_pin_{price}": "0.777", "cap_gpr": "4"})
     open_page("capacity", fresh)
     assert fresh.selectbox(key="cap_traffic").value == upload_id

@@ -9,16 +9,30 @@ from app import worksheet_state
 from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
-from tests.app.conftest import open_page, plotly_array
+from tests.app.conftest import open_page, plotly_array, store_snapshot, use_store
 from tests.support.compare_seed import seed_endpoint, seed_three
+
+# One worker runs the module, so the seeded store below is written once, not once per worker.
+pytestmark = pytest.mark.xdist_group("app_test_compare")
+
+
+def _seed(eng):
+    values = seed_three(eng, n=960)
+    seed_endpoint(eng, "new-d", median_ms=250, n=12, seed=11)
+    return values
+
+
+@pytest.fixture(scope="module")
+def _seeded_store(tmp_path_factory):
+    """The four endpoints, seeded once for the module (about 2,900 samples, seconds to write)."""
+    return store_snapshot(tmp_path_factory.mktemp("compare"), _seed)
 
 
 @pytest.fixture
-def seeded():
-    eng = open_store(database_url())  # TTFT_PLANNER_DATA_DIR points at the test's temp dir (conftest)
-    values = seed_three(eng, n=960)
-    seed_endpoint(eng, "new-d", median_ms=250, n=12, seed=11)
-    eng.dispose()
+def seeded(_temp_store, _seeded_store):
+    """This test's store is its own copy of the seeded one: a test may write to it."""
+    path, values = _seeded_store
+    use_store(path)
     return values
 
 
@@ -67,12 +81,6 @@ def test_too_few_samples_are_greyed_and_charts_overlay_each_endpoint(app, seeded
     assert "fast-a" in names and "new-d (n < 20)" in names
     fast = next(t for t in hourly["data"] if t["name"] == "fast-a")
     assert len(plotly_array(fast["x"])) == 24  # 960 samples over three days: every hour has n ≥ 20
-
-
-def test_download_buttons_offer_html_markdown_and_csv(app, seeded):
-    _open(app, ["fast-a", "slow-b"])
-    labels = [b.label for b in app.get("download_button")]
-    assert labels == ["Download HTML report", "Download Markdown", "Download CSV"]
 
 
 def test_vantage_without_samples_shows_zero_n_not_a_winner(app, seeded):
@@ -141,8 +149,10 @@ def test_one_endpoint_says_a_comparison_needs_a_second_and_ranks_nobody(app, see
     assert any("Ranked by measured TTFT p95, lower first" in c.value for c in app.caption)
 
 
-def test_the_equivalence_margin_is_shown_and_settable_on_the_page(app, seeded):
+def test_the_equivalence_margin_is_shown_and_settable_on_the_page_and_downloads_are_offered(app, seeded):
     _open(app, ["fast-a", "slow-b"])
+    labels = [b.label for b in app.get("download_button")]
+    assert labels == ["Download HTML report", "Download Markdown", "Download CSV"]
     assert any("larger of 5 ms and 3% of the faster p95" in c.value for c in app.caption)
     assert any("fast-a is faster" in s.value for s in app.success)
     app.number_input(key="cmp_margin_ms").set_value(5000.0).run()

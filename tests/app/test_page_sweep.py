@@ -1,22 +1,29 @@
-"""The page sweep (issue 12): every page × every store state renders with no exception and shows no "nan",
-"None", "NaT" and no snake_case column header — what a user reads, collected from every element on the page."""
+"""The page sweep (issue 12): every page of the router × every store state renders with no exception, shows its
+title, and shows no "nan", "None", "NaT" and no snake_case column header — what a user reads, collected from every
+element on the page.
+
+One test per store state: the state is seeded once and one AppTest walks every page in the sidebar's order, as a
+user clicking through would; every page's findings are collected and reported together, each naming its page and
+the state, so one broken page never hides another.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
-from tests.app.conftest import ROUTER
+from tests.app.conftest import ROUTER, new_app, router_pages
 from tests.support.store_states import STATES, seed_state
 
-PAGES = ("worksheet", "probes", "endpoints", "regions", "logs", "capacity", "compare", "whatif", "alerts", "admin")
+PAGES = [url for _file, _title, _icon, url in router_pages()]
+TITLES = {url: title for _file, title, _icon, url in router_pages()}
 BAD_WORD = re.compile(r"(?<![\w.])(nan|NaN|None|NaT)(?![\w])")
 SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
-# Known failures on pages of other work streams (fixed at merge); (page, state) pairs.
 
 
 def _texts(node, out: list[str]) -> None:
@@ -59,31 +66,47 @@ def _cells(df_element) -> list[str]:
     return [str(v) for v in df.astype(object).to_numpy().ravel().tolist() if isinstance(v, str)]
 
 
-def _params():
-    for page in PAGES:
-        for state in STATES:
-            yield pytest.param(page, state, id=f"{page}-{state.replace(' ', '_').replace(',', '')}")
-
-
-@pytest.mark.parametrize("page, state", list(_params()))
-def test_page_renders_cleanly(page, state):
-    eng = open_store()
-    seed_state(eng, state)
-    eng.dispose()
-    at = AppTest.from_file(ROUTER, default_timeout=90)
-    at.run()
-    at.switch_page(f"views/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
+def _findings(at: AppTest) -> list[str]:
+    """What is wrong on the page `at` shows now: an exception, no title, nan/None/NaT, a snake_case header."""
+    if at.exception:
+        return [f"exception: {[e.value for e in at.exception]}"]
+    found = []
+    if not [t for t in at.title if t.value]:
+        found.append("no title")
     texts: list[str] = []
     _texts(at.main, texts)
     for df in at.dataframe:
         texts.extend(_cells(df))
         snake = [h for h in _headers(df) if SNAKE.match(h)]
-        assert not snake, f"snake_case column header(s) on {page}: {snake}"
+        if snake:
+            found.append(f"snake_case column header(s): {snake}")
     for t in at.table:
         snake = [str(c) for c in t.value.columns if SNAKE.match(str(c))]
-        assert not snake, f"snake_case column header(s) on {page}: {snake}"
+        if snake:
+            found.append(f"snake_case column header(s) in a table: {snake}")
     for m in at.metric:
         texts.extend([m.label, m.value])
     bad = sorted({t for t in texts if BAD_WORD.search(t)})
-    assert not bad, f"{page} shows nan/None/NaT: {bad[:5]}"
+    if bad:
+        found.append(f"shows nan/None/NaT: {bad[:5]}")
+    return found
+
+
+def test_the_sweep_walks_every_page_of_the_router():
+    """The sweep follows the router, and the router has every view: a page added to app/views/ is swept."""
+    views = {p.name for p in (Path(ROUTER).parent / "views").glob("*.py") if p.name != "__init__.py"}
+    assert {file for file, _title, _icon, _url in router_pages()} == views
+    assert PAGES[0] == "worksheet" and len(PAGES) == len(set(PAGES))
+
+
+@pytest.mark.parametrize("state", STATES, ids=lambda s: s.replace(" ", "_").replace(",", ""))
+def test_every_page_renders_cleanly(state):
+    eng = open_store()
+    seed_state(eng, state)
+    eng.dispose()
+    at = new_app()
+    problems = []
+    for page in PAGES:
+        at.switch_page(f"views/{page}.py").run()
+        problems += [f"{page} page ({TITLES[page]}), store state “{state}”: {f}" for f in _findings(at)]
+    assert not problems, "\n".join(problems)

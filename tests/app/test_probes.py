@@ -7,6 +7,7 @@ import json
 import time
 
 import numpy as np
+import pytest
 import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint
@@ -14,7 +15,7 @@ from planner.store import leases as lease
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import ColdReadingRow
-from tests.app.conftest import open_page, plotly_array
+from tests.app.conftest import open_page, plotly_array, store_snapshot, use_store
 
 HOUR = 3_600_000
 
@@ -27,8 +28,8 @@ def _chart(at, title_part: str) -> dict:
     raise AssertionError(f"no chart titled …{title_part}…")
 
 
-def _seed(interval_s=60.0, window_s=None, api_key_env=""):
-    eng = open_store()
+def _seed_into(eng, interval_s=60.0, window_s=None, api_key_env=""):
+    """One endpoint "sim" with a day of samples every 2 minutes (14:00 UTC busy, 03:00 UTC thin) and one failure."""
     ep = add_endpoint(
         eng,
         {
@@ -75,7 +76,33 @@ def _seed(interval_s=60.0, window_s=None, api_key_env=""):
         )
     )
     insert_samples(eng, rows)
-    return eng, ep
+    return ep.id
+
+
+@pytest.fixture(scope="module")
+def _snapshots(tmp_path_factory):
+    """Each seeding (_seed_into's arguments) written once for the module: 700 samples take seconds to write."""
+    made: dict[tuple, tuple] = {}
+
+    def get(**kwargs):
+        key = tuple(sorted(kwargs.items()))
+        if key not in made:
+            made[key] = store_snapshot(tmp_path_factory.mktemp("probes"), lambda eng: _seed_into(eng, **kwargs))
+        return made[key]
+
+    return get
+
+
+@pytest.fixture
+def seed(_temp_store, _snapshots):
+    """seed(**kwargs) makes this test's store a copy of that seeding; returns (engine, endpoint id)."""
+
+    def use(**kwargs):
+        path, endpoint_id = _snapshots(**kwargs)
+        use_store(path)
+        return open_store(), endpoint_id
+
+    return use
 
 
 def test_no_endpoints_points_to_the_endpoints_page():
@@ -83,8 +110,10 @@ def test_no_endpoints_points_to_the_endpoints_page():
     assert "No endpoints yet" in at.info[0].value
 
 
-def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
-    eng, ep = _seed()
+def test_hour_of_day_shows_p50_p95_with_n_greys_thin_hours_exports_csv_and_hands_segment_1_over(seed):
+    """One open of the page on a day of samples: what it shows, then its CSV export, then the segment-1 hand-off
+    (three tests once; the hand-off comes last because it opens the worksheet)."""
+    seed()
     at = open_page("probes")
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}
@@ -108,10 +137,13 @@ def test_hour_of_day_shows_p50_p95_with_n_and_greys_thin_hours(monkeypatch):
     assert any(m.label == "worst-hour p95 − quietest-hour p50" and m.value == f"{expected:,.0f} ms" for m in at.metric)
     assert not at.warning or all("worker" in w.value for w in at.warning)
 
+    # The CSV export of the range: every row of the series (the failure too).
+    [b for b in at.button if b.label.startswith("Prepare CSV")][0].click().run()
+    csv_text = at.session_state["probes_csv"][1]
+    lines = csv_text.strip().splitlines()
+    assert lines[0].startswith("endpoint_name,id,endpoint_id") and len(lines) - 1 == 24 * 30 - 25 + 1
 
-def test_segment_1_goes_to_the_worksheet_with_provenance():
-    _seed()
-    at = open_page("probes")
+    # Segment 1 goes to the worksheet with provenance.
     at.button(key="use_seg1").click().run()
     assert not at.exception, at.exception
     assert 490 <= at.number_input(key="queue_ms").value <= 510
@@ -122,13 +154,13 @@ def test_segment_1_goes_to_the_worksheet_with_provenance():
     assert "(UTC)" in fig["window"]  # the window names the viewer's zone
 
 
-def test_cold_reading_shows_and_feeds_segment_2():
-    eng, ep = _seed(window_s=300.0)
+def test_cold_reading_shows_and_feeds_segment_2(seed):
+    eng, endpoint_id = seed(window_s=300.0)
     now = int(time.time() * 1000)
     with eng.begin() as c:
         c.execute(
             sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=ep.id,
+                endpoint_id=endpoint_id,
                 vantage="",
                 state="done",
                 idle_s=330.0,
@@ -151,12 +183,12 @@ def test_cold_reading_shows_and_feeds_segment_2():
     assert at.session_state["ws_figures"]["cold_ms"]["source"] == "cold reading"
 
 
-def test_probe_now_and_cold_reading_are_queued_for_the_worker():
-    eng, ep = _seed(window_s=300.0)
+def test_probe_now_and_cold_reading_are_queued_for_the_worker(seed):
+    eng, endpoint_id = seed(window_s=300.0)
     at = open_page("probes")
     assert any("No worker is probing" in w.value for w in at.warning)
     [b for b in at.button if b.label == "Probe now"][0].click().run()
-    at.number_input(key=f"probes_idle_{ep.id}").set_value(45.0).run()
+    at.number_input(key=f"probes_idle_{endpoint_id}").set_value(45.0).run()
     [b for b in at.button if b.label == "Take a cold reading"][0].click().run()
     assert not at.exception, at.exception
     with eng.connect() as c:
@@ -165,9 +197,9 @@ def test_probe_now_and_cold_reading_are_queued_for_the_worker():
     assert reqs[1][2] == 45.0
 
 
-def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
+def test_missing_key_and_a_live_worker_are_shown(seed, monkeypatch):
     monkeypatch.delenv("PROBES_PAGE_KEY", raising=False)
-    eng, ep = _seed(api_key_env="PROBES_PAGE_KEY")
+    eng, endpoint_id = seed(api_key_env="PROBES_PAGE_KEY")
     with eng.begin() as c:
         c.execute(
             sa.text(
@@ -175,21 +207,13 @@ def test_missing_key_and_a_live_worker_are_shown(monkeypatch):
                 "consecutive_failures, updated_at_ms) "
                 "VALUES (:e, '', 'key missing', 'API key variable PROBES_PAGE_KEY is not set', 0, 0)"
             ),
-            {"e": ep.id},
+            {"e": endpoint_id},
         )
-    lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=60)
+    # a live worker: its lease runs for an hour, so a slow page run on a loaded machine still finds it live
+    lease.acquire(eng, "", "host:1:x", int(time.time() * 1000), ttl_s=3600)
     at = open_page("probes")
     assert any("Key missing" in e.value and "PROBES_PAGE_KEY" in e.value for e in at.error)
     assert not any("No worker is probing" in w.value for w in at.warning)
-
-
-def test_csv_export_of_the_range():
-    _seed()
-    at = open_page("probes")
-    [b for b in at.button if b.label.startswith("Prepare CSV")][0].click().run()
-    csv_text = at.session_state["probes_csv"][1]
-    lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("endpoint_name,id,endpoint_id") and len(lines) - 1 == 24 * 30 - 25 + 1
 
 
 def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():

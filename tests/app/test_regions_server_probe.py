@@ -1,6 +1,8 @@
 """AppTest: the Regions page's server probe is a request to the worker (issue 16), like "Probe now" on Probes. The
 page queues it, a real worker process claims it once and measures a local HTTP target, the page shows the progress
-and then the samples from the store; with no worker running the page says so in one sentence instead of waiting."""
+and then the samples from the store; with no worker running the page says so in one sentence instead of waiting.
+
+The tests wait for what the worker does (its lease, the request's status), with hang guards, never for a time."""
 
 from __future__ import annotations
 
@@ -19,8 +21,7 @@ from planner.store.requests import (
 from planner.store.rtt import add_target, load_samples
 from tests.app.conftest import open_page
 from tests.support.rtt_target import serve_in_thread
-from tests.support.waiting import wait_for
-from tests.support.worker_proc import spawn_worker, stop_worker
+from tests.support.worker_proc import spawn_worker, stop_worker, wait_logged
 
 NO_WORKER = "No worker is running for vantage this server (default vantage)"
 
@@ -39,7 +40,8 @@ def test_the_page_shows_the_request_go_from_pending_to_running_to_done(monkeypat
     eng = open_store()
     add_target(eng, "local-box", "127.0.0.1:9")
     now_ms = int(time.time() * 1000)
-    assert leases.acquire(eng, "", "another-host:1:w", now_ms, 60)  # a worker elsewhere holds this vantage
+    # A worker elsewhere holds this vantage, for longer than any machine takes to run the page.
+    assert leases.acquire(eng, "", "another-host:1:w", now_ms, 3600)
     at = open_page("regions")
     at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
     at.button(key="rtt_probe_server").click().run()
@@ -63,25 +65,22 @@ def test_the_worker_measures_the_server_probe_once_and_the_page_shows_it(tmp_pat
     server = serve_in_thread()
     add_target(eng, "local-box", f"{server.base_url}/ping", lat=52.5, lon=13.4)
     env = {"TTFT_PLANNER_DATABASE_URL": None, "TTFT_PLANNER_VANTAGE": None}
-    worker = spawn_worker(tmp_path / "worker.log", "--probe-processes", "0", env=env)
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(log, "--probe-processes", "0", env=env)
     try:
-        wait_for(
-            lambda: leases.live_leases(leases.current(eng), int(time.time() * 1000), ""), what="the worker's lease"
-        )
+        wait_logged(lambda: leases.live_leases(leases.current(eng), int(time.time() * 1000), ""), "the lease", log)
         at = open_page("regions")
         at.multiselect(key="rtt_regions").set_value(["local-box"]).run()
         at.button(key="rtt_probe_server").click().run()
         assert not at.exception, at.exception
         [rid] = _request_ids(eng)
-        req = wait_for(
-            lambda: (r := get_rtt_request(eng, rid))["status"] in ("done", "failed") and r, what="the request"
-        )
+        req = wait_logged(lambda: (r := get_rtt_request(eng, rid))["status"] in ("done", "failed") and r, "done", log)
         at.run()  # the page's next look at the request (the fragment polls every second in a browser)
     finally:
         stop_worker(worker)
         server.stop()
     assert not at.exception, at.exception
-    assert req["status"] == "done", (req, (tmp_path / "worker.log").read_text()[-2000:])
+    assert req["status"] == "done", (req, log.read_text()[-2000:])
     assert req["claimed_by"].split(":")[1] == str(worker.pid)  # measured by the worker, not by the page
     assert "The worker stored 10 server samples." in at.success[0].value
     row = at.dataframe[0].value.iloc[0]

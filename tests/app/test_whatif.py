@@ -6,7 +6,7 @@ import pandas as pd
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, open_page, plotly_array
+from tests.app.conftest import chart_spec, new_app, open_page, plotly_array
 
 DAY0_MS = 1_764_460_800_000  # 2025-11-30 00:00 UTC
 CHEAP = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
@@ -130,12 +130,8 @@ def test_the_table_has_labels_not_internal_names(app):
 
 
 def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
-    from streamlit.testing.v1 import AppTest
-
-    from tests.app.conftest import ROUTER
-
     store_log()
-    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at = new_app()
     at.query_params.update(
         {"wi_source": "stored: team.jsonl (480 requests)", "wi_specs": f"{CHEAP}\n{SLOW}", "wi_growth": "2"}
     )

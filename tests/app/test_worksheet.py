@@ -8,19 +8,20 @@ from streamlit.testing.v1 import AppTest
 from planner.budget import SEGMENTS, Worksheet
 from planner.provenance import Figure
 from planner.worksheet_url import query_for
-from tests.app.conftest import ROUTER, plotly_array
+from tests.app.conftest import new_app, plotly_array
 
 
 def waterfall_y(at):
     return plotly_array(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["y"])
 
 
-def test_defaults_show_a_positive_budget_and_the_waterfall(app):
+def test_defaults_show_a_positive_budget_the_waterfall_and_both_exports(app):
     app.run()
     assert not app.exception
     assert "360 ms remain for prefill" in app.success[0].value
     assert waterfall_y(app) == [500, -60, -0.0, -80, 360]
     assert app.metric[0].value == "360 ms"
+    assert len(app.get("download_button")) == 2  # the exports: Markdown and JSON
 
 
 def test_segment_larger_than_target_gives_the_red_verdict(app):
@@ -59,7 +60,7 @@ def test_save_then_reopen_restores_the_inputs(app):
     app.number_input(key="queue_ms").set_value(7).run()
     app.button(key="save").click().run()
     assert any("already exists" in e.value for e in app.error)
-    fresh = AppTest.from_file(ROUTER, default_timeout=60).run()
+    fresh = new_app().run()
     fresh.button(key="open").click().run()
     assert fresh.number_input(key="queue_ms").value == 120
 
@@ -83,7 +84,7 @@ def test_a_shared_url_reproduces_the_inputs():
     ws = ws.with_figure("queue_ms", Figure.typed(35, "ms")).with_figure(
         "cache_hit_fraction", Figure.typed(0.8, "fraction")
     )
-    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at = new_app()
     for part in query_for(ws, {"inline", "chat", "agent"}).split("&"):
         k, v = part.split("=")
         from urllib.parse import unquote_plus
@@ -98,7 +99,7 @@ def test_a_shared_url_reproduces_the_inputs():
 
 
 def test_custom_interaction_type_travels_in_the_url():
-    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at = new_app()
     at.query_params.update({"custom": "Review bot:3000", "interaction": "Review bot"})
     at.run()
     assert at.number_input(key="target_ms").value == 3000
@@ -114,12 +115,6 @@ def test_adding_an_interaction_type(app):
     assert app.query_params["custom"] == "Code review bot:2500"
 
 
-def test_exports_download_markdown_and_json(app):
-    app.run()
-    buttons = app.get("download_button")
-    assert len(buttons) == 2
-
-
 def test_unreachable_database_keeps_the_calculator_working(app, monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_DATABASE_URL", "postgresql+psycopg://u:pw@127.0.0.1:1/none")
     app.run()
@@ -130,7 +125,7 @@ def test_unreachable_database_keeps_the_calculator_working(app, monkeypatch):
 
 def _reload(query: dict) -> AppTest:
     """A fresh session (a reload, or the link opened in another browser) on the URL `query`."""
-    at = AppTest.from_file(ROUTER, default_timeout=60)
+    at = new_app()
     at.query_params.update(query)
     return at.run()
 

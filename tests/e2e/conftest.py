@@ -1,22 +1,40 @@
 """Real-browser fixtures: `streamlit run` on a free port, Playwright driving Debian's Chromium.
 
-Every e2e test gets the app at `app_url` over a fresh temp data directory, so
-tests never touch a user's database. Screenshots go to test-artifacts/.
+A Streamlit server takes seconds to start, so the modules that need no data of their own share one per test process:
+`app_server` / `app_url`, over a temp data directory (never a user's database) whose store holds two endpoints named
+with outside markup (an image link to the `attacker` server on loopback, an HTML tag) and failing with a 401 body
+that carries one too. Every page those modules open therefore shows hostile text, which must stay text and never be
+fetched (test_every_page.py checks that on each page). Under pytest-xdist each module is a group of its own, so
+the shared server starts at most once per worker process; a module with its own server (its own seeded store, a
+worker, sign-in) starts it once.
+What the shared modules write (a saved worksheet, an added endpoint, RTT targets) no other module relies on.
+Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, expect
+import sqlalchemy as sa
+from playwright.sync_api import Browser, BrowserContext, BrowserType, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+
+from planner.store import open_store, session
+from planner.store.worker import EndpointStatusRow
+from tests.support.compare_seed import seed_endpoint
+from tests.support.store_template import seed_data_dir
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -34,18 +52,33 @@ CHROMIUM_ARGS = [
 # speed): a wait that succeeds returns at once. Four suites at once on 2 cores (load 19) drew some pages in over 30 s.
 UI_WAIT_MS = 90_000
 expect.set_options(timeout=UI_WAIT_MS)
+# How long a process (Streamlit, a provider) may take to answer its first request: a hang guard too.
+START_S = 120.0
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the xdist_group marks to share out the work
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+            # Under pytest-xdist (--dist loadgroup) a module's tests stay on one worker, so a module's own server
+            # starts once; the shared server starts at most once per worker (modules on it run side by side).
+            item.add_marker(pytest.mark.xdist_group(f"e2e:{item.module.__name__}"))
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    """Whether `url` answers 200 now (a server that is still starting refuses the connection)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +90,46 @@ def browser_type_launch_args(browser_type_launch_args):
             pytest.fail("Chromium is not installed: run scripts/install-system-deps.sh")
         pytest.skip("Chromium is not installed")
     return {**browser_type_launch_args, "executable_path": chromium, "args": CHROMIUM_ARGS}
+
+
+# pytest-playwright starts Playwright once per session. Its sync API keeps an asyncio loop running in the main thread
+# until it stops, so no test after it in the same process could call asyncio.run(). Here it lives for one module:
+# under pytest-xdist a worker can then take a browser module first and other tests after it, in any order.
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    """Playwright for the length of one test module (see above)."""
+    pw = sync_playwright().start()
+    yield pw
+    pw.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_type(playwright: Playwright, browser_name: str) -> BrowserType:
+    return getattr(playwright, browser_name)
+
+
+@pytest.fixture(scope="module")
+def launch_browser(browser_type_launch_args: dict, browser_type: BrowserType) -> Callable[..., Browser]:
+    def launch(**kwargs) -> Browser:
+        return browser_type.launch(**{**browser_type_launch_args, **kwargs})
+
+    return launch
+
+
+@pytest.fixture(scope="module")
+def browser(launch_browser: Callable[..., Browser]) -> Iterator[Browser]:
+    b = launch_browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def browser_context_args() -> dict:
+    """Plain contexts (no device emulation, base URL or video; pytest-playwright's own would need Playwright for the
+    whole session)."""
+    return {}
 
 
 @pytest.fixture
@@ -88,6 +161,8 @@ class StreamlitServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
+        if not (data_dir / "planner.db").exists() and "TTFT_PLANNER_DATABASE_URL" not in (env or {}):
+            seed_data_dir(data_dir)  # the migration chain ran once for the whole session
         full_env = {**os.environ, "TTFT_PLANNER_DATA_DIR": str(data_dir), **(env or {})}
         full_env.pop("TTFT_PLANNER_DATABASE_URL", None) if "TTFT_PLANNER_DATABASE_URL" not in (env or {}) else None
         self.log = open(data_dir / "streamlit.log", "w")
@@ -111,15 +186,16 @@ class StreamlitServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(self.url + "/_stcore/health", timeout=1).read() == b"ok":
-                    return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"streamlit did not become healthy; log: {(data_dir / 'streamlit.log').read_text()[-2000:]}")
+        health = self.url + "/_stcore/health"
+        try:  # until it answers, or exits (a bad flag, a port taken): then the log says why
+            wait_for(lambda: self.proc.poll() is not None or answers(health), START_S, "Streamlit's health check")
+            healthy = self.proc.poll() is None
+        except AssertionError:
+            healthy = False
+        if not healthy:
+            self.stop()
+            log = (data_dir / "streamlit.log").read_text()[-2000:]
+            raise RuntimeError(f"streamlit did not become healthy; log: {log}")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -130,15 +206,86 @@ class StreamlitServer:
         self.log.close()
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory):
-    """A Streamlit server for the test module, over a fresh data dir (SQLite)."""
-    server = StreamlitServer(tmp_path_factory.mktemp("e2e-data"))
+class Attacker:
+    """An HTTP server on loopback that records every request it gets: a page that fetches outside markup (an image
+    in an endpoint's name) shows up in `hits`."""
+
+    def __init__(self) -> None:
+        hits: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # TCP_NODELAY, like every local test server
+
+            def do_GET(self):  # noqa: N802
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.hits = hits
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+#: An endpoint name and a server error body carrying these must show them as text (and fetch nothing).
+HOSTILE_NAMES = ("img {image}", "<img src=x onerror=alert(1)>")
+HOSTILE_IMAGE = "![status]({attacker}/beacon.png)"
+
+
+def seed_hostile(data_dir: Path, attacker: str) -> None:
+    """Two probed endpoints named with outside markup, each failing (on two vantages) with a 401 body carrying an
+    image link to `attacker` and a script tag: what a misbehaving provider or a careless teammate could store."""
+    eng = open_store(f"sqlite:///{data_dir / 'planner.db'}")
+    image = HOSTILE_IMAGE.format(attacker=attacker)
+    for i, name in enumerate(HOSTILE_NAMES):
+        seed_endpoint(eng, name.format(image=image), median_ms=300 + 100 * i, n=40, seed=i + 1)
+    with session(eng) as s:
+        for eid in s.exec(sa.text("SELECT id FROM endpoint")).scalars():
+            for vantage in ("", "office"):
+                s.add(
+                    EndpointStatusRow(
+                        endpoint_id=eid,
+                        vantage=vantage,
+                        state="failing",
+                        consecutive_failures=5,
+                        detail=f"HTTP 401 from https://api.example.com/v1: {image} <script>alert(1)</script>",
+                        updated_at_ms=int(time.time() * 1000),
+                    )
+                )
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def attacker():
+    """The loopback server the hostile names in the shared store point at."""
+    server = Attacker()
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="module")
+#: The shared server's environment: one provider key present, one missing (the Endpoints catalog names both).
+SHARED_ENV = {"GROQ_API_KEY": "gsk_e2e_never_shown", "MISTRAL_API_KEY": ""}
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory, attacker):
+    """The Streamlit server shared by every module that brings no data of its own (see the module docstring)."""
+    data = seed_data_dir(tmp_path_factory.mktemp("e2e-shared"))
+    seed_hostile(data, attacker.url)
+    server = StreamlitServer(data, env=SHARED_ENV)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def app_url(app_server) -> str:
     return app_server.url
 
@@ -146,3 +293,30 @@ def app_url(app_server) -> str:
 def wait_for_app(page) -> None:
     """Wait until the Streamlit script run has finished."""
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached")
+
+
+def pick(page: Page, select_label: str, option: str) -> None:
+    """Choose `option` in the select box labelled `select_label` and wait for the rerun it starts."""
+    wait_for_app(page)
+    box = page.get_by_role("combobox", name=select_label, exact=True)
+    for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
+        box.click()
+        try:
+            # the last try waits as long as any browser wait: a slow machine is not a failure
+            page.get_by_role("option", name=option, exact=True).click(timeout=10_000 if attempt < 2 else UI_WAIT_MS)
+            break
+        except PlaywrightError:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError(f"could not pick {option!r} in {select_label!r}")
+    wait_for_app(page)
+    expect(box).to_have_value(option)
+
+
+def open_expander(page: Page, label: str) -> None:
+    """Open the expander titled `label` (a click on its summary) unless it is open already."""
+    wait_for_app(page)
+    details = page.locator("[data-testid='stExpander'] details").filter(has=page.locator("summary", has_text=label))
+    if details.first.get_attribute("open") is None:
+        details.first.locator("summary").first.click()
+    expect(details.first).to_have_attribute("open", "")

@@ -1,27 +1,20 @@
-"""Real browser: add an endpoint from the provider catalog on the Endpoints page (picker → form → table)."""
+"""Real browser: add an endpoint from the provider catalog on the Endpoints page (picker → form → table).
+
+The shared server's environment has a Groq key and an empty Mistral one (tests/e2e/conftest.py SHARED_ENV); its store
+has endpoints already, so the "Add an endpoint" section starts closed.
+"""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import StreamlitServer, wait_for_app
-from tests.e2e.test_journey_budget import pick
+from tests.e2e.conftest import SHARED_ENV, open_expander, pick, wait_for_app
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = StreamlitServer(
-        tmp_path_factory.mktemp("e2e-catalog"), env={"GROQ_API_KEY": "gsk_e2e_never_shown", "MISTRAL_API_KEY": ""}
-    )
-    yield srv
-    srv.stop()
-
-
-def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(server, page: Page, artifacts_dir):
+def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(app_url, page: Page, artifacts_dir):
     page.set_viewport_size({"width": 1400, "height": 1100})
-    page.goto(server.url + "/endpoints")
-    wait_for_app(page)
+    page.goto(app_url + "/endpoints")
+    open_expander(page, "Add an endpoint")
     pick(page, "From the provider catalog", "Groq")
     expect(page.get_by_text("GROQ_API_KEY: present")).to_be_visible()
     pick(page, "From the provider catalog", "Mistral AI")
@@ -39,5 +32,5 @@ def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(server, page: Page, a
     expect(page.get_by_text("Added bedrock-anthropic.claude-3-5-haiku-20241022-v1-0-eu-central-1")).to_be_visible()
     table = page.locator("[data-testid='stDataFrame']").first
     expect(table).to_be_visible()
-    assert "gsk_e2e_never_shown" not in page.content()
+    assert SHARED_ENV["GROQ_API_KEY"] not in page.content()
     page.screenshot(path=str(artifacts_dir / "endpoints-catalog.png"), full_page=True)

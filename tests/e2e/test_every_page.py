@@ -1,14 +1,29 @@
-"""Real browser: every page of the router opens by its deep link and renders without an exception."""
+"""Real browser: every page of the router opens by its deep link, and outside markup on it stays text.
 
-import pytest
+What AppTest cannot show (tests/app/test_page_sweep.py renders every page × store state there): the URL routes to
+the page, the sidebar nav names it, no skeleton is left once the run ends, and Chromium draws it (a screenshot per
+page). The walk runs on the shared server, whose store holds endpoints named with an image link to a loopback
+"attacker" server and an HTML tag, failing with a 401 body that carries both (tests/e2e/conftest.py): on every page
+the browser must request nothing from that server and the DOM holds no such image or script — the part of the
+hostile-names scenario only a browser shows (tests/app/test_hostile_and_faults.py checks the escaping itself, on
+more names and on the exports). One browser page walks them all; each page's failures are collected and named.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ROOT, wait_for_app
 
+# Pages that show the failing endpoints' worker status (the 401 body) in an alert box.
+STATUS_PAGES = ("endpoints", "probes")
 
-def _pages():
-    import ast
 
+def _pages() -> list[tuple[str, str, str, str]]:
+    """The router's PAGES: (file, title, icon, url_path) of each page, read from its source."""
     tree = ast.parse((ROOT / "app" / "streamlit_app.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "PAGES":
@@ -16,16 +31,35 @@ def _pages():
     raise AssertionError("PAGES not found in the router")
 
 
-@pytest.mark.parametrize(
-    "file, title, icon, url_path", _pages(), ids=lambda v: v if isinstance(v, str) and v.isidentifier() else None
-)
-def test_page_opens_by_deep_link(page: Page, app_url, artifacts_dir, file, title, icon, url_path):
-    page.set_viewport_size({"width": 1400, "height": 1000})
+def _check_page(page: Page, app_url: str, attacker_url: str, title: str, url_path: str, shot) -> None:
     page.goto(f"{app_url}/{url_path}")
     wait_for_app(page)
     expect(page.locator("[data-testid='stSidebarNav']").get_by_text(title, exact=True)).to_be_visible()
     wait_for_app(page)
     expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
-    assert page.locator("[data-testid='stException']").count() == 0, f"{title} shows an exception"
+    assert page.locator("[data-testid='stException']").count() == 0, "shows an exception"
     expect(page.locator("h1").first).to_be_visible()
-    page.screenshot(path=str(artifacts_dir / f"page-{url_path}.png"), full_page=True)
+    images = page.locator(f"img[src^='{attacker_url}']")
+    assert images.count() == 0, images.first.evaluate("e => e.parentElement.outerHTML.slice(0, 600)")
+    assert page.locator("script:has-text('alert(1)')").count() == 0, "a script from an error body is in the page"
+    if url_path in STATUS_PAGES:  # the 401 body is shown as typed
+        expect(page.locator("[data-testid='stAlert']").filter(has_text="![status](").first).to_be_visible()
+    page.screenshot(path=str(shot), full_page=True)
+
+
+def test_every_page_opens_by_deep_link_and_shows_outside_markup_as_text(page: Page, app_url, attacker, artifacts_dir):
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    asked: list[str] = []  # what the browser requested from the attacker, as it asked (not when the server saw it)
+    page.on("request", lambda r: asked.append(r.url) if r.url.startswith(attacker.url) else None)
+    attacker.hits.clear()
+    failures: list[str] = []
+    for _file, title, _icon, url_path in _pages():
+        try:
+            _check_page(page, app_url, attacker.url, title, url_path, artifacts_dir / f"page-{url_path}.png")
+        except (AssertionError, PlaywrightError) as exc:
+            failures.append(f"{url_path} ({title}): {type(exc).__name__}: {str(exc)[:800]}")
+        if asked:
+            failures.append(f"{url_path} ({title}): the browser requested {asked}")
+            asked.clear()
+    assert attacker.hits == [], attacker.hits  # nothing reached the attacker's server either
+    assert not failures, "\n".join(failures)

@@ -12,34 +12,24 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import new_context, wait_for_app
+from tests.e2e.conftest import new_context, pick, wait_for_app
 
 
 def spin(page: Page, label: str):
     return page.get_by_role("spinbutton", name=label, exact=True)
 
 
-def type_number(page: Page, label: str, value: float) -> None:
+def type_number(page: Page, label: str, value: float, url_param: str | None = None) -> None:
+    """Type `value` into the number box and press Enter. With `url_param`, wait until the address carries the value:
+    the run that took it has written the worksheet's inputs to the URL, so the next input cannot race that run."""
     box = spin(page, label)
     box.fill(f"{value:g}")
     box.press("Enter")
+    if url_param is not None:
+        page.wait_for_function(
+            "([k, v]) => new URLSearchParams(window.location.search).get(k) === v", arg=[url_param, f"{value:g}"]
+        )
     wait_for_app(page)
-
-
-def pick(page: Page, select_label: str, option: str) -> None:
-    wait_for_app(page)
-    box = page.get_by_role("combobox", name=select_label, exact=True)
-    for _ in range(3):  # a rerun that lands while the list opens closes it again: open it once more
-        box.click()
-        try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
-            break
-        except Exception:
-            page.keyboard.press("Escape")
-    else:
-        raise AssertionError(f"could not pick {option!r} in {select_label!r}")
-    wait_for_app(page)
-    expect(box).to_have_value(option)
 
 
 def number_value(page: Page, label: str) -> float:
@@ -61,7 +51,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     wait_for_app(page)
 
     # 1. targets: chat at 800 ms instead of the preset, and a custom interaction type, which becomes the one in force
-    type_number(page, "p95 TTFT target (ms)", 800)
+    type_number(page, "p95 TTFT target (ms)", 800, "target_ms")
     page.get_by_text("Add an interaction type").click()
     page.get_by_role("textbox", name="Name", exact=True).fill("Review bot")
     type_number(page, "p95 target (ms)", 3000)
@@ -123,8 +113,8 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
 
     pick(page, "Interaction type", "Chat panel / single-file edit")
     expect_number(page, "p95 TTFT target (ms)", 800)  # the target typed in step 1 was kept
-    type_number(page, "Weight loading (cold start) (ms)", 0)
-    type_number(page, "p95 prompt (tokens)", 20000)
+    type_number(page, "Weight loading (cold start) (ms)", 0, "cold_ms")
+    type_number(page, "p95 prompt (tokens)", 20000, "prompt_p95")
     page.get_by_role("textbox", name="Worksheet name").fill("Plan B")
     page.get_by_role("button", name="Save worksheet").click()
     wait_for_app(page)

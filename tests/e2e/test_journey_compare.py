@@ -3,7 +3,8 @@
 acme-sim-eu has a cold reading, simulated has none. The buyer first hands acme-sim-eu's cold reading to the
 worksheet (Probes page), then opens Compare: simulated must show its cold start as missing — never acme's
 figure under its name — and the downloaded report's numbers must equal what this test computes itself from
-the rows it wrote (nearest rank by hand, not the app's code).
+the rows it wrote (nearest rank by hand, not the app's code). The file's name carries both endpoints, and it opens
+with the network off: its charts draw (one hour-of-day line per endpoint) and it fetches nothing.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ from __future__ import annotations
 import math
 import re
 import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from planner.store import open_store
 from planner.store.worker import ColdReadingRow
-from tests.e2e.conftest import StreamlitServer, wait_for_app
+from tests.e2e.conftest import StreamlitServer, new_context, wait_for_app
 from tests.planner.test_compare_exports import _parse, _rows
 from tests.support.compare_seed import seed_endpoint
+from tests.support.store_template import migrated_sqlite
 
 DAY_MS = 86_400_000
 
@@ -33,15 +36,17 @@ def _nearest_rank(values, p: float) -> float:
 @pytest.fixture(scope="module")
 def two_endpoints(tmp_path_factory):
     data = tmp_path_factory.mktemp("journey-compare")
-    eng = open_store(f"sqlite:///{data / 'planner.db'}")
+    eng = open_store(migrated_sqlite(data / "planner.db"))
     now = int(time.time() * 1000)
     start = now - DAY_MS  # a day of probing, inside the page's default range (the last 7 days)
+    # 80 and 60 samples an hour on average: every hour of the day has n ≥ 20 (one reliable p95 line per endpoint in
+    # the report's hour-of-day chart) wherever the hours fall in the random draw
     values = {
         "acme-sim-eu": seed_endpoint(
-            eng, "acme-sim-eu", median_ms=300, n=24 * 40, seed=5, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
+            eng, "acme-sim-eu", median_ms=300, n=24 * 80, seed=5, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
         ),
         "simulated": seed_endpoint(
-            eng, "simulated", median_ms=420, n=24 * 30, seed=6, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
+            eng, "simulated", median_ms=420, n=24 * 60, seed=6, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
         ),
     }
     with eng.begin() as c:
@@ -67,7 +72,32 @@ def two_endpoints(tmp_path_factory):
     server.stop()
 
 
-def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_path, artifacts_dir):
+def _open_offline(browser: Browser, path: Path, names: list[str], shot: Path) -> list[str]:
+    """Open the report at `path` with the network off; return every non-file URL it tried to load."""
+    context = new_context(browser, offline=True, viewport={"width": 1300, "height": 900})
+    tried: list[str] = []
+
+    def block(route):
+        tried.append(route.request.url)
+        route.abort()
+
+    context.route("http*://**", block)
+    page = context.new_page()
+    page.goto(path.as_uri())
+    page.locator("#chart-0 .main-svg").first.wait_for()
+    for i in range(3):
+        expect(page.locator(f"#chart-{i} .main-svg").first).to_be_attached()
+    # the hour-of-day chart drew one line per endpoint (every hour of the day has n ≥ 20 in the seed)
+    for name in names:
+        expect(page.locator("#chart-0 .legendtext").filter(has_text=name).first).to_be_attached()
+    expect(page.locator("#chart-0 g.trace.scatter")).to_have_count(len(names))
+    expect(page.locator("#decision")).to_contain_text(names[0])
+    page.screenshot(path=str(shot), full_page=True)
+    context.close()
+    return tried
+
+
+def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, browser: Browser, tmp_path, artifacts_dir):
     server, values = two_endpoints
     page.set_viewport_size({"width": 1400, "height": 1100})
     # The buyer's worksheet holds acme-sim-eu's cold reading (handed over from the Probes page).
@@ -98,10 +128,12 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     acme = page.locator("[data-testid='stExpander']").filter(has_text="acme-sim-eu: ")
     acme.locator("summary").first.click()
     expect(acme).to_contain_text("9,000 ms (cold reading · acme-sim-eu")
+    page.locator("[data-testid='stPlotlyChart'] .main-svg").first.wait_for()  # the page's charts draw
     page.screenshot(path=str(artifacts_dir / "journey3-compare.png"), full_page=True)
 
     with page.expect_download() as info:
         page.get_by_role("button", name="Download HTML report").click()
+    assert info.value.suggested_filename == "ttft-comparison-acme-sim-eu-vs-simulated.html"
     saved = tmp_path / info.value.suggested_filename
     info.value.save_as(saved)
     doc = _parse(saved.read_text(encoding="utf-8"))
@@ -109,7 +141,7 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     assert list(decision) == ["acme-sim-eu", "simulated"]  # lower p95 first; both have n ≥ 20
     for name in values:
         assert decision[name]["TTFT p95 (ms)"][0] == f"{p95[name]:,.0f}"
-        assert decision[name]["Samples (n)"][0] == f"{n[name]}"
+        assert decision[name]["Samples (n)"][0] == f"{n[name]:,}"
     metrics = {r["Endpoint"][0]: r for r in _rows(doc.tables["metrics"])}
     assert metrics["acme-sim-eu"]["latest cold TTFT (ms)"][0] == "9,300"
     assert metrics["acme-sim-eu"]["cold − warm (ms)"][0] == "9,000"
@@ -124,3 +156,6 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, tmp_p
     assert not any("acme-sim-eu" in cell[0] for r in sheets for cell in r.values())
     diffs = doc.lists["differences"]
     assert any(f"n={n['simulated']} for simulated, n={n['acme-sim-eu']} for acme-sim-eu" in d for d in diffs)
+    # Forwarded to someone offline: the file draws its charts with no network and fetches nothing.
+    names = list(decision)
+    assert _open_offline(browser, saved, names, artifacts_dir / "journey3-report-offline.png") == []

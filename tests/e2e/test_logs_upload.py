@@ -7,9 +7,24 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import wait_for_app
+from tests.e2e.conftest import UI_WAIT_MS, wait_for_app
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
+
+
+def _upload(page: Page, path: Path) -> None:
+    """Give `path` to the page's uploader and wait for its chip (the upload is taken)."""
+    chip = page.get_by_role("button", name=f"Remove {path.name}")
+    wait_for_app(page)
+    for attempt in range(3):  # a rerun right after the first load (the browser's time zone arriving) can redraw the
+        # uploader and drop the file: give it again; the last try waits as long as any browser wait
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(path))
+        try:
+            expect(chip).to_be_visible(timeout=10_000 if attempt < 2 else UI_WAIT_MS)
+            return
+        except AssertionError:
+            wait_for_app(page)
+    raise AssertionError(f"the uploader never took {path.name}")
 
 
 def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_dir, tmp_path):
@@ -18,7 +33,7 @@ def test_upload_summarise_and_use_in_worksheet(page: Page, app_url, artifacts_di
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}/logs")
     wait_for_app(page)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(log))
+    _upload(page, log)
     expect(page.get_by_text("Read 400 requests (agent-requests.jsonl.gz → anthropic)")).to_be_visible()
     expect(page.get_by_text("1 line rejected")).to_be_visible()
     wait_for_app(page)
@@ -41,16 +56,7 @@ def test_a_csv_export_with_quoted_json_survives_leaving_the_page(page: Page, app
     page.goto(f"{app_url}/logs")
     expect(page.get_by_text("Upload a log, load a sample, or open a stored upload to start.")).to_be_visible()
     wait_for_app(page)
-    chip = page.get_by_role("button", name="Remove litellm_spend_logs.csv")  # the uploaded file's chip
-    for _ in range(3):  # a rerun right after the first load (the browser's time zone arriving) can redraw the uploader
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
-            str(SAMPLES / "litellm_spend_logs.csv")
-        )
-        try:
-            expect(chip).to_be_visible(timeout=10_000)
-            break
-        except AssertionError:
-            wait_for_app(page)
+    _upload(page, SAMPLES / "litellm_spend_logs.csv")
     expect(page.get_by_text("Read 120 requests (litellm_spend_logs.csv → litellm)")).to_be_visible()
     wait_for_app(page)
     nav = page.locator("[data-testid='stSidebarNav']")

@@ -1,7 +1,8 @@
 """Real browser: the Regions page's component measures from Chromium to local targets and the figures show up.
 
 Two local targets (uvicorn, TCP_NODELAY) on another port than Streamlit's: one sends
-Timing-Allow-Origin (Resource Timing is read), one does not (the labelled performance.now() fallback).
+Timing-Allow-Origin (Resource Timing is read), one does not (the labelled performance.now() fallback). Only this test
+stores browser samples in the shared server's store. How accurate the figures are is bench/bench_rtt_accuracy.py's.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def test_browser_probe_stores_samples_with_the_vantage_and_shows_the_figure(
     assert list(methods["local-tao"]) == ["resource-timing"]
     assert list(methods["local-no-tao"]) == ["fetch-performance-now"]
     assert (samples["vantage"] == "E2E lab").all() and len(samples) == 20
-    assert samples["rtt_ms"].between(0, 1000).all()
+    assert samples["error_class"].isna().all() and (samples["rtt_ms"] > 0).all()  # each one measured (none timed out)
 
     # the figure is on the page: the worksheet picker names the region, the side, the vantage and n
     wait_for_app(page)

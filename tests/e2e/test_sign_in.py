@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -16,7 +14,10 @@ from playwright.sync_api import Page, expect
 from planner.store import alerts as alert_store
 from planner.store import open_store
 from planner.store.audit import audit_log
-from tests.e2e.conftest import StreamlitServer, free_port, wait_for_app
+from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, wait_for_app
+from tests.support.waiting import wait_for
+
+HANG_S = 120.0  # a hang guard for waits on the store: four suites may share two cores
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +29,11 @@ def provider():
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url + "/.well-known/openid-configuration", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
+    try:
+        wait_for(lambda: answers(url + "/.well-known/openid-configuration"), START_S, "oidc-provider-mock to start")
+    except AssertionError:
         proc.kill()
-        raise RuntimeError("oidc-provider-mock did not start")
+        raise
     yield url
     proc.terminate()
     proc.wait(10)
@@ -103,18 +99,17 @@ def test_an_admin_adds_a_rule_and_the_audit_log_names_them(page: Page, signed_ap
     page.get_by_role("button", name="Add rule").click()
     wait_for_app(page)
     engine = open_store(f"sqlite:///{signed_app.data_dir / 'planner.db'}")
-    deadline = time.monotonic() + 20
-    while not alert_store.load_rules(engine) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert [r.name for r in alert_store.load_rules(engine)] == []  # no threshold given: refused with a reason
+    # No threshold given: the run that handled the click refused with a reason (shown once it has checked the
+    # input, before any write), and stored nothing.
     expect(page.get_by_text("threshold: give a number > 0")).to_be_visible()
+    assert [r.name for r in alert_store.load_rules(engine)] == []
     page.get_by_label("Threshold (ms, %, or s by kind)").fill("500")
     page.get_by_role("button", name="Add rule").click()
     wait_for_app(page)
-    deadline = time.monotonic() + 20
-    while not alert_store.load_rules(engine) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert [r.name for r in alert_store.load_rules(engine)] == ["chat p95"]
+    rules = wait_for(lambda: alert_store.load_rules(engine), HANG_S, "the rule in the store")
+    assert [r.name for r in rules] == ["chat p95"]
+    # the audit row is written just after the rule, in the same script run
+    wait_for(lambda: "alert.write" in set(audit_log(engine)["action"]), HANG_S, "the rule's audit row")
     log = audit_log(engine)
     assert (log.iloc[0]["actor"], log.iloc[0]["role"], log.iloc[0]["action"]) == (
         "lead@example.com",

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from planner.budget import Worksheet
 from planner.store import alerts as store
-from planner.store import open_store
 from planner.store.worksheets import save_worksheet
 from tests.support.alerts import run_cli
 
 
-def test_a_rule_takes_its_threshold_from_a_saved_worksheet(tmp_path):
-    db_url = f"sqlite:///{tmp_path / 'ws.db'}"
-    engine = open_store(db_url)
+def test_a_rule_takes_its_threshold_from_a_saved_worksheet(sqlite_store_url, sqlite_engine):
+    db_url, engine = sqlite_store_url, sqlite_engine
     plan = Worksheet(name="Team plan", interaction="chat")
     plan.targets_ms["chat"] = 350.0
     save_worksheet(engine, plan)

@@ -1,11 +1,15 @@
 """SLO alerts end to end: real probes of a local endpoint whose latency we turn up and down, a local webhook
 receiver and a local SMTP server (aiosmtpd) — exactly one firing and one resolved notification on each — and a
-failed delivery retried with backoff."""
+failed delivery retried with backoff.
+
+Each evaluation is given its time (`evaluate_all(engine, now_ms)`, as the worker's tick gives it), placed from the
+stored samples' own timestamps: the for-duration passes and the slow samples leave the window without the test
+waiting for either, and the verdicts do not depend on how fast the machine probes.
+"""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
@@ -14,7 +18,7 @@ from aiosmtpd.controller import Controller
 from planner.alerts.evaluate import deliver_due, evaluate_all
 from planner.alerts.rules import AlertState
 from planner.store import alerts as store
-from planner.store import open_store
+from planner.store.probe_queries import series_bounds, series_keys
 from tests.support.alerts import Receiver, run_cli, slow_endpoint_with_rule
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
@@ -53,29 +57,33 @@ def _script(delay_s: float) -> Script:
     )
 
 
-def _cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
+def _cli(db_url: str, *args: str):
     out = run_cli(db_url, *args)
     assert out.returncode == 0, out.stderr
     return out
 
 
-def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(tmp_path, receivers):
+# The rule: p95 over 1,000 ms for 2 minutes of a 10-minute window, from 3 samples. The slow endpoint holds its first
+# token 1.1 s on the server (a sleep never ends early: its samples are over the threshold on any machine); the fast
+# one 10 ms, far under the 900 ms clear level.
+THRESHOLD_MS, SLOW_S, FAST_S, WINDOW_MS, FOR_MS = 1000, 1.1, 0.01, 600_000, 120_000
+
+
+def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(sqlite_store_url, sqlite_engine, receivers):
     hook, mailbox = receivers
-    db_url = f"sqlite:///{tmp_path / 'alerts.db'}"
-    engine = open_store(db_url)
-    delay = {"s": 0.01}
-    window_s = 6.0
+    engine, db_url = sqlite_engine, sqlite_store_url
+    delay = {"s": FAST_S}
     _cli(
         db_url,
         "alerts",
         "add",
         "chat-p95",
         "--threshold",
-        "200",
+        str(THRESHOLD_MS),
         "--window-min",
-        str(window_s / 60),
+        str(WINDOW_MS / 60_000),
         "--for-min",
-        str(1 / 60),
+        str(FOR_MS / 60_000),
         "--min-n",
         "3",
         "--webhook-env",
@@ -88,7 +96,8 @@ def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(tmp_pat
 
     with ScriptedServer(lambda i, req: _script(delay["s"])) as srv:
 
-        def probe(n: int) -> None:
+        def probe(n: int) -> int:
+            """Probe n times (stored), sequentially; the newest stored sample's start (ms)."""
             _cli(
                 db_url,
                 "probe",
@@ -106,32 +115,33 @@ def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(tmp_pat
                 "1",
                 "--store",
             )
+            (key,) = series_keys(engine)
+            return series_bounds(engine, key)[1]
 
-        def evaluate() -> list[tuple[str, str, str]]:
-            return evaluate_all(engine, int(time.time() * 1000)).transitions
+        def evaluate(now_ms: int) -> list[tuple[str, str, str]]:
+            return evaluate_all(engine, now_ms).transitions
 
-        probe(4)
-        assert evaluate() == [] and hook.bodies == []
-        delay["s"] = 0.35  # the endpoint slows down: p95 well over the 200 ms target
-        probe(4)
-        assert evaluate() == []  # a breach, but not yet held for the for-duration
+        t = probe(3) + 1
+        assert evaluate(t) == [] and hook.bodies == []
+        delay["s"] = SLOW_S  # the endpoint slows down: p95 well over the target
+        slow_started = probe(1)
+        t = slow_started + 1
+        assert evaluate(t) == []  # a breach, but not yet held for the for-duration
         assert [s.state for s in store.series_states(engine).values()] == [AlertState.PENDING]
-        time.sleep(1.1)
-        probe(3)
-        fired = evaluate()
-        assert [t for _, _, t in fired] == ["firing"], fired
-        assert evaluate() == []  # still firing: no second notification
-        out = _cli(db_url, "alerts", "evaluate", "--json")  # the CLI's pass sees the same state
+        assert evaluate(t + FOR_MS - 1) == []  # not quite held
+        fired = evaluate(t + FOR_MS)  # held for the for-duration
+        assert [tr for _, _, tr in fired] == ["firing"], fired
+        assert evaluate(t + FOR_MS + 30_000) == []  # still firing: no second notification
+        out = _cli(db_url, "alerts", "evaluate", "--json")  # the CLI's pass, now: the slow sample is in its window
         assert json.loads(out.stdout)["transitions"] == []
 
-        delay["s"] = 0.01
-        time.sleep(window_s)  # the slow samples leave the window
-        probe(4)
-        resolved = evaluate()
-        assert [t for _, _, t in resolved] == ["resolved"], resolved
+        delay["s"] = FAST_S
+        probe(3)  # each starts after the slow request's 1.1 s on the server
+        resolved = evaluate(slow_started + WINDOW_MS + 1)  # the slow sample has left the window; the fast ones fill it
+        assert [tr for _, _, tr in resolved] == ["resolved"], resolved
 
     texts = [b["text"] for b in hook.bodies]
-    assert len(texts) == 2 and texts[0].startswith("[FIRING] chat-p95: p95 TTFT") and "n=" in texts[0]
+    assert len(texts) == 2 and texts[0].startswith("[FIRING] chat-p95: p95 TTFT") and "n=4" in texts[0]
     assert texts[1].startswith("[RESOLVED] chat-p95") and "https://ttft.example.com/probes" in texts[1]
     assert len(mailbox.messages) == 2
     assert "FIRING" in mailbox.messages[0] and "oncall@example.com" in mailbox.messages[0]
@@ -143,11 +153,11 @@ def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(tmp_pat
     assert "secret-token" not in dump and "TEAM_HOOK" in dump
 
 
-def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(tmp_path, monkeypatch):
+def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(sqlite_engine, monkeypatch):
     hook = Receiver(fail_first=1)
     monkeypatch.setenv("TEAM_HOOK", hook.url)
     try:
-        engine = open_store(f"sqlite:///{tmp_path / 'retry.db'}")
+        engine = sqlite_engine
         now_ms = int(time.time() * 1000)
         slow_endpoint_with_rule(engine, now_ms)
         first = evaluate_all(engine, now_ms)
@@ -165,11 +175,11 @@ def test_a_failed_delivery_is_kept_and_retried_after_its_backoff(tmp_path, monke
         hook.close()
 
 
-def test_each_vantage_evaluates_only_its_own_series(tmp_path, monkeypatch):
+def test_each_vantage_evaluates_only_its_own_series(sqlite_engine, monkeypatch):
     hook = Receiver()
     monkeypatch.setenv("TEAM_HOOK", hook.url)
     try:
-        engine = open_store(f"sqlite:///{tmp_path / 'vantage.db'}")
+        engine = sqlite_engine
         now_ms = int(time.time() * 1000)
         slow_endpoint_with_rule(engine, now_ms)
         other = evaluate_all(engine, now_ms, vantage="eu-central")  # another vantage's worker: not its series

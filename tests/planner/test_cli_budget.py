@@ -1,17 +1,32 @@
-"""`ttft-planner budget` through the installed console script: same numbers as the page, exit 2 on usage errors."""
+"""`ttft-planner budget`: same numbers as the page, exit 2 on usage errors.
+
+Commands run in-process (click's runner: the same code, exit status, stdout and stderr); one test runs the installed
+console script, the entry point users type."""
 
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
 
 EXE = str(Path(sys.executable).with_name("ttft-planner"))
 
 
-def run(*args):
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=60)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Ran:
+    res = CliRunner().invoke(cli, list(args), prog_name="ttft-planner")
+    return Ran(res.exit_code, res.stdout, res.stderr)
 
 
 def test_budget_json_matches_the_worksheet_arithmetic():
@@ -70,7 +85,7 @@ def test_help_documents_every_command():
 
     from planner.cli import cli
 
-    out = run("--help")
+    out = subprocess.run([EXE, "--help"], capture_output=True, text=True, timeout=120)  # the installed script
     assert out.returncode == 0 and "budget" in out.stdout
     runner = CliRunner()
     ctx = click.Context(cli)

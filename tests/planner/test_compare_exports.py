@@ -13,7 +13,9 @@ from click.testing import CliRunner
 from planner.cli import cli
 from planner.compare import compare, report_csv, report_html, report_markdown
 from planner.stats import percentile
+from planner.store import open_store
 from tests.support.compare_seed import SEED_START_MS, seed_endpoint, seed_three
+from tests.support.store_template import migrated_sqlite
 
 NAMES = ["fast-a", "slow-b", "twin-c"]
 
@@ -69,11 +71,15 @@ class _Tables(HTMLParser):
             self.script_chars += len(data)
 
 
-@pytest.fixture
-def cmp(sqlite_engine):
-    values = seed_three(sqlite_engine, n=240)
-    seed_endpoint(sqlite_engine, "new-d", median_ms=250, n=12, seed=11)
-    return compare(sqlite_engine, [*NAMES, "new-d"], now_ms=1_796_000_000_000), values
+@pytest.fixture(scope="module")
+def cmp(tmp_path_factory):
+    """One comparison for the module's tests, which only read it (seeding and comparing take seconds)."""
+    engine = open_store(migrated_sqlite(tmp_path_factory.mktemp("cmp") / "planner.db"))
+    values = seed_three(engine, n=240)
+    seed_endpoint(engine, "new-d", median_ms=250, n=12, seed=11)
+    result = compare(engine, [*NAMES, "new-d"], now_ms=1_796_000_000_000), values
+    engine.dispose()
+    return result
 
 
 def _parse(text: str) -> _Tables:
@@ -147,12 +153,17 @@ def test_no_export_mentions_the_api_key_env_var(cmp):
         assert "SECRET_KEY_ENV_NAME" not in text
 
 
-def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
-    from planner.store import open_store
+@pytest.fixture(scope="module")
+def three_url(tmp_path_factory) -> str:
+    """A store with fast-a (~300 ms), slow-b (~600 ms) and twin-c, for the CLI tests (`report` only reads it)."""
+    url = migrated_sqlite(tmp_path_factory.mktemp("three") / "planner.db")
+    engine = open_store(url)
+    seed_three(engine, n=120)
+    engine.dispose()
+    return url
 
-    eng = open_store(sqlite_url)
-    seed_three(eng, n=120)
-    eng.dispose()
+
+def test_cli_report_writes_html_markdown_and_csv(three_url, tmp_path):
     out, md, csv_path = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.csv"
     res = CliRunner().invoke(
         cli,
@@ -161,7 +172,7 @@ def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
             "--endpoints",
             "fast-a,slow-b",
             "--database-url",
-            sqlite_url,
+            three_url,
             "--out",
             str(out),
             "--markdown",
@@ -181,7 +192,7 @@ def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
     rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert float(rows[0]["monthly_cost_usd"]) == 500.0
     res = CliRunner().invoke(
-        cli, ["report", "--endpoints", "slow-b,fast-a", "--database-url", sqlite_url, "--out", str(out), "--json"]
+        cli, ["report", "--endpoints", "slow-b,fast-a", "--database-url", three_url, "--out", str(out), "--json"]
     )
     summary = json.loads(res.output)
     assert [r["endpoint"] for r in summary["ranking"]] == ["fast-a", "slow-b"]
@@ -199,26 +210,16 @@ def test_cli_report_writes_html_markdown_and_csv(sqlite_url, tmp_path):
         (["--endpoints", "fast-a", "--worksheet", "missing"], "no worksheet named 'missing'"),
     ],
 )
-def test_cli_bad_input_exits_2_naming_the_problem(sqlite_url, tmp_path, args, message):
-    from planner.store import open_store
-
-    eng = open_store(sqlite_url)
-    seed_endpoint(eng, "fast-a", median_ms=300, n=30)
-    eng.dispose()
-    res = CliRunner().invoke(cli, ["report", *args, "--database-url", sqlite_url, "--out", str(tmp_path / "r.html")])
+def test_cli_bad_input_exits_2_naming_the_problem(three_url, tmp_path, args, message):
+    res = CliRunner().invoke(cli, ["report", *args, "--database-url", three_url, "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 2, res.output
     assert message in res.output
     assert not (tmp_path / "r.html").exists()
 
 
-def test_cli_report_margin_is_settable_and_stated(sqlite_url, tmp_path):
-    from planner.store import open_store
-
-    eng = open_store(sqlite_url)
-    seed_three(eng, n=120)  # fast-a ~300 ms vs slow-b ~600 ms: a difference of about 300 ms
-    eng.dispose()
-    out = tmp_path / "r.html"
-    base = ["report", "--endpoints", "fast-a,slow-b", "--database-url", sqlite_url, "--out", str(out)]
+def test_cli_report_margin_is_settable_and_stated(three_url, tmp_path):
+    out = tmp_path / "r.html"  # fast-a ~300 ms vs slow-b ~600 ms: a difference of about 300 ms
+    base = ["report", "--endpoints", "fast-a,slow-b", "--database-url", three_url, "--out", str(out)]
     res = CliRunner().invoke(cli, base)
     assert "fast-a is faster" in res.output and "larger of 5 ms and 3% of the faster p95" in out.read_text()
     res = CliRunner().invoke(cli, [*base, "--margin-ms", "5000"])  # a margin wider than any plausible difference

@@ -1,4 +1,7 @@
-"""compare() over a real store (SQLite and PostgreSQL): figures, ranking, CI verdicts, cold, RTT, filters."""
+"""compare() over a real store (SQLite and PostgreSQL): figures, ranking, CI verdicts, cold, RTT, filters.
+
+The tests that only read share the three endpoints seeded once per back end (`seeded`); a test that writes (a cold
+reading, another endpoint) has its own store with just the endpoints it needs (seed_three's `only`)."""
 
 import datetime as dt
 
@@ -18,13 +21,18 @@ from planner.store import session
 from planner.store.rtt import SampleRecord, insert_rtt_samples
 from planner.store.worker import ColdReadingRow
 from tests.support.compare_seed import DAY_MS, SEED_START_MS, seed_endpoint, seed_three
+from tests.support.probe_rows import STORE_BACKENDS, module_engine
+
+pytestmark = pytest.mark.xdist_group("test_compare_ranking")
 
 NAMES = ["fast-a", "slow-b", "twin-c"]
 
 
-@pytest.fixture
-def seeded(engine):
-    return engine, seed_three(engine, n=240)
+@pytest.fixture(scope="module", params=STORE_BACKENDS)
+def seeded(request, tmp_path_factory):
+    """fast-a, slow-b and twin-c (240 samples each) on each back end, for the tests that only read."""
+    with module_engine(request, tmp_path_factory) as engine:
+        yield engine, seed_three(engine, n=240)
 
 
 def test_ranking_puts_the_clear_winner_first_and_the_clear_loser_last(seeded):
@@ -71,8 +79,8 @@ def test_each_decision_cells_colour_level_is_the_level_its_text_shows(seeded):
     assert len(set(shown.values())) > 1  # the seeds meet some targets and miss others
 
 
-def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(seeded):
-    engine, _ = seeded
+def test_latest_cold_reading_prefers_the_worker_table_over_cold_samples(engine):
+    seed_three(engine, n=240, only=("fast-a",))
     fast = compare(engine, ["fast-a"]).metrics[0]
     assert (fast.cold.cold_ms, fast.cold.warm_ms, fast.cold.source) == (21_000.0, 300.0, "latest cold sample")
     assert fast.cold.segment_ms == 20_700.0
@@ -114,8 +122,8 @@ def test_rtt_to_the_endpoints_region_fills_the_network_segment_and_can_decide_th
     assert "Network" in inline.deciding_label
 
 
-def test_vantage_and_date_range_select_the_samples(seeded):
-    engine, _ = seeded
+def test_vantage_and_date_range_select_the_samples(engine):
+    seed_three(engine, n=240, only=("fast-a",))
     seed_endpoint(engine, "elsewhere", median_ms=400, n=30, seed=9, vantage="tokyo")
     empty = compare(engine, ["fast-a"], vantage="tokyo").metrics[0]
     assert empty.n_ok == 0 and empty.ttft["p95"].value is None
@@ -127,8 +135,8 @@ def test_vantage_and_date_range_select_the_samples(seeded):
         compare(engine, ["fast-a"], since_ms=until, until_ms=since)
 
 
-def test_an_endpoint_without_enough_samples_ranks_last_and_is_never_called_faster(seeded):
-    engine, _ = seeded
+def test_an_endpoint_without_enough_samples_ranks_last_and_is_never_called_faster(engine):
+    seed_three(engine, n=240, only=("slow-b",))
     seed_endpoint(engine, "new-d", median_ms=100, n=12, seed=11)
     cmp = compare(engine, ["slow-b", "new-d"])
     assert [r.metrics.name for r in cmp.ranked] == ["slow-b", "new-d"]

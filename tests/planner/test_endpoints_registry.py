@@ -38,11 +38,12 @@ OK = {"name": "acme", "base_url": "https://api.acme.example/v1", "model": "m"}
         ({"model": ""}, "model", "required"),
     ],
 )
-def test_bad_input_names_the_field(engine, changes, field, words):
+def test_bad_input_names_the_field(sqlite_engine, changes, field, words):
+    # Validation runs before the database (one back end is enough; the store's own limits are tested on both).
     with pytest.raises(EndpointError) as err:
-        add_endpoint(engine, OK | changes)
+        add_endpoint(sqlite_engine, OK | changes)
     assert err.value.field == field and words in str(err.value)
-    assert list_endpoints(engine) == []
+    assert list_endpoints(sqlite_engine) == []
 
 
 def test_duplicate_names_are_refused_on_add_and_rename(engine):
@@ -72,7 +73,7 @@ def test_key_status_reads_the_named_variable_only():
     assert key_status(row, {}) == "no key needed"
 
 
-def test_toml_export_import_round_trip_and_partial_rejection(engine, sqlite_url):
+def test_toml_export_import_round_trip_and_partial_rejection(engine, sqlite_store_url):
     from planner.store import open_store
 
     add_endpoint(engine, OK | {"api_key_env": "ACME_KEY", "scale_down_window_s": 300, "vantage": "office"})
@@ -80,7 +81,7 @@ def test_toml_export_import_round_trip_and_partial_rejection(engine, sqlite_url)
     ensure_simulated_endpoint(engine, "http://127.0.0.1:5555/v1")  # not first run: nothing added
     text = export_toml(engine)
     assert "ACME_KEY" in text and "[[endpoint]]" in text
-    other = open_store(sqlite_url.replace("planner.db", "other.db"))
+    other = open_store(sqlite_store_url.replace("planner.db", "other.db"))
     bad = text + '\n[[endpoint]]\nname = "broken"\nbase_url = "gopher://x"\nmodel = "m"\n'
     res = import_toml(other, bad)
     assert sorted(res.added) == ["acme", "b"] and res.rejected[0][1] == "broken" and "base_url" in res.rejected[0][2]
@@ -105,10 +106,10 @@ def test_simulated_endpoint_registered_on_first_run_and_repointed_later(engine):
     assert ensure_simulated_endpoint(engine, "http://127.0.0.1:4002/v1") is None  # removed on purpose: stays removed
 
 
-def test_cli_add_list_edit_export_import_remove(sqlite_url, tmp_path, monkeypatch):
+def test_cli_add_list_edit_export_import_remove(sqlite_store_url, tmp_path, monkeypatch):
     monkeypatch.delenv("ACME_CLI_KEY", raising=False)
     r = CliRunner()
-    db = ["--database-url", sqlite_url]
+    db = ["--database-url", sqlite_store_url]
     out = r.invoke(
         cli,
         [
@@ -148,9 +149,9 @@ def test_cli_add_list_edit_export_import_remove(sqlite_url, tmp_path, monkeypatc
     assert nofile.exit_code == 2 and "cannot read" in nofile.output
 
 
-def test_cli_cold_reading_refuses_without_an_idle_time_or_window(sqlite_url):
+def test_cli_cold_reading_refuses_without_an_idle_time_or_window(sqlite_store_url):
     r = CliRunner()
-    db = ["--database-url", sqlite_url]
+    db = ["--database-url", sqlite_store_url]
     r.invoke(cli, ["endpoints", "add", "nowin", "--base-url", "https://x.example/v1", "--model", "m", *db])
     out = r.invoke(cli, ["cold-reading", "nowin", *db])
     assert out.exit_code == 2 and "--idle" in out.output

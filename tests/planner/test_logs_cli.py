@@ -78,14 +78,14 @@ def test_usage_errors_exit_2_with_a_clear_message(tmp_path):
     assert r.exit_code == 2 and "FIELD=COLUMN" in r.output
 
 
-def test_import_list_delete(sqlite_url):
-    r = run("logs", "import", SAMPLES / "requests.csv", "--name", "office", "--database-url", sqlite_url)
+def test_import_list_delete(sqlite_store_url):
+    r = run("logs", "import", SAMPLES / "requests.csv", "--name", "office", "--database-url", sqlite_store_url)
     assert r.exit_code == 0, r.output
     assert "stored upload 1: 400 requests, 0 rejected" in r.output
-    r = run("logs", "list", "--database-url", sqlite_url)
+    r = run("logs", "list", "--database-url", sqlite_store_url)
     assert "office" in r.output and "400 requests" in r.output
-    assert run("logs", "delete", "1", "--database-url", sqlite_url).exit_code == 0
-    r = run("logs", "delete", "1", "--database-url", sqlite_url)
+    assert run("logs", "delete", "1", "--database-url", sqlite_store_url).exit_code == 0
+    r = run("logs", "delete", "1", "--database-url", sqlite_store_url)
     assert r.exit_code == 2 and "no log upload with id 1" in r.output
 
 
@@ -143,7 +143,7 @@ def _chat_lines(n: int, bad_line: int | None = None) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reader(sqlite_url, tmp_path):
+def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reader(sqlite_store_url, tmp_path):
     import gzip
 
     from planner.logs import read_logs
@@ -152,10 +152,10 @@ def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reade
 
     (tmp_path / "a.jsonl").write_bytes(_chat_lines(1000))
     (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(_chat_lines(500)))
-    r = run("logs", "import", tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", "--database-url", sqlite_url)
+    r = run("logs", "import", tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", "--database-url", sqlite_store_url)
     assert r.exit_code == 0, r.output
     assert r.stdout == "stored upload 1: 1,500 requests, 0 rejected\n"
-    eng = open_store(sqlite_url)
+    eng = open_store(sqlite_store_url)
     [info] = list_uploads(eng)
     assert (info.name, info.formats) == ("a.jsonl", {"a.jsonl": "openai_chat", "b.jsonl.gz": "openai_chat"})
     want = read_logs([tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"]).frame
@@ -165,7 +165,9 @@ def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reade
         assert got[col].astype(str).tolist() == want[col].astype(str).tolist(), col
 
 
-def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(sqlite_url, tmp_path, monkeypatch):
+def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(
+    sqlite_store_url, tmp_path, monkeypatch
+):
     from planner.logs import duckpath
     from planner.store import open_store
     from planner.store.logs import list_uploads
@@ -173,10 +175,10 @@ def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_na
     monkeypatch.setattr(duckpath, "_BATCH_ROWS", 1_000)  # batches of 1,000 rows instead of 262,144: a small file
     n = 5_000  # batches before the bad line are stored before it is met: they must be rolled back
     (tmp_path / "big.jsonl").write_bytes(_chat_lines(n, bad_line=n - 10))
-    r = run("logs", "import", tmp_path / "big.jsonl", "--database-url", sqlite_url)
+    r = run("logs", "import", tmp_path / "big.jsonl", "--database-url", sqlite_store_url)
     assert r.exit_code == 0, r.output
     assert f"{n - 1:,} requests, 1 rejected\nfirst rejected: big.jsonl:{n - 10}: " in r.stdout
-    eng = open_store(sqlite_url)
+    eng = open_store(sqlite_store_url)
     assert [u.n_requests for u in list_uploads(eng)] == [n - 1]
     with eng.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM log_request").scalar() == n - 1

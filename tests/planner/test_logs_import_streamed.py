@@ -59,8 +59,8 @@ def _parquet(path: Path, cols: dict[str, list]) -> Path:
     return path
 
 
-def _import(db_url: str, *args) -> str:
-    r = CliRunner().invoke(cli, ["logs", "import", *map(str, args), "--database-url", db_url])
+def _import(store_url: str, *args) -> str:
+    r = CliRunner().invoke(cli, ["logs", "import", *map(str, args), "--database-url", store_url])
     assert r.exit_code == 0, r.output
     return r.stdout
 
@@ -75,7 +75,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(case, db_url, tmp_path):
+def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(case, store_url, tmp_path):
     make, args = CASES[case]
     path = make(tmp_path)
     opts = dict(a.removeprefix("--map=").split("=") for a in args if a.startswith("--map="))
@@ -83,9 +83,9 @@ def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(cas
     streamed = stream_logs([path], mapping=opts or None, start=start)
     assert streamed is not None and sum(1 for _ in streamed.frames) >= 2  # several batches, one held at a time
 
-    stdout = _import(db_url, path, *args)
+    stdout = _import(store_url, path, *args)
     whole = read_logs([path], mapping=opts or None, start=start)
-    engine = open_store(db_url)
+    engine = open_store(store_url)
     whole_id = save_upload(engine, "whole", whole)
     assert stdout == f"stored upload 1: {len(whole.frame):,} requests, 0 rejected\n"
     got, want = {u.id: u for u in list_uploads(engine)}[1], {u.id: u for u in list_uploads(engine)}[whole_id]
@@ -97,11 +97,11 @@ def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(cas
     engine.dispose()
 
 
-def test_a_streamed_csv_stores_what_the_row_by_row_reader_stores(sqlite_url, tmp_path, monkeypatch):
+def test_a_streamed_csv_stores_what_the_row_by_row_reader_stores(sqlite_store_url, tmp_path, monkeypatch):
     path = _csv(tmp_path / "requests.csv", _requests(N_REQUESTS))
-    _import(sqlite_url, path, *[f"--map={m}" for m in MAP])
+    _import(sqlite_store_url, path, *[f"--map={m}" for m in MAP])
     monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 1 << 40)  # the small-file reader, row by row
-    engine = open_store(sqlite_url)
+    engine = open_store(sqlite_store_url)
     save_upload(engine, "rows", read_logs([path], mapping=MAPPING))
     got, want = load_upload_frame(engine, 1), load_upload_frame(engine, 2)
     assert got.astype(str).values.tolist() == want.astype(str).values.tolist()
@@ -109,7 +109,7 @@ def test_a_streamed_csv_stores_what_the_row_by_row_reader_stores(sqlite_url, tmp
 
 
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
-def test_a_bad_row_past_the_first_batch_is_named_and_nothing_is_stored_twice(kind, db_url, tmp_path):
+def test_a_bad_row_past_the_first_batch_is_named_and_nothing_is_stored_twice(kind, store_url, tmp_path):
     cols = _requests(N_REQUESTS)
     bad = 3 * BATCH_ROWS + 7  # index of the bad request: batches before it are stored, then rolled back
     if kind == "csv":
@@ -118,10 +118,10 @@ def test_a_bad_row_past_the_first_batch_is_named_and_nothing_is_stored_twice(kin
     else:
         cols["in_tok"][bad] = None
         path, line_no = _parquet(tmp_path / "requests.parquet", cols), bad + 1  # rows numbered from 1
-    stdout = _import(db_url, path, *[f"--map={m}" for m in MAP])
+    stdout = _import(store_url, path, *[f"--map={m}" for m in MAP])
     # (PostgreSQL's upload id skips the rolled-back one: sequences are not transactional)
     assert f": {N_REQUESTS - 1:,} requests, 1 rejected\nfirst rejected: {path.name}:{line_no}: " in stdout
-    engine = open_store(db_url)
+    engine = open_store(store_url)
     assert [u.n_requests for u in list_uploads(engine)] == [N_REQUESTS - 1]
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM log_request").scalar() == N_REQUESTS - 1

@@ -25,8 +25,8 @@ BASE = ["endpoints", "add", "e1", "--base-url", "http://127.0.0.1:9/v1", "--mode
         ("--scale-down-window-s", "1e300", "scale_down_window_s"),
     ],
 )
-def test_cli_refuses_out_of_range_and_non_finite_endpoint_numbers(sqlite_url, option, value, field):
-    res = CliRunner().invoke(cli, [*BASE, option, value, "--database-url", sqlite_url])
+def test_cli_refuses_out_of_range_and_non_finite_endpoint_numbers(sqlite_store_url, option, value, field):
+    res = CliRunner().invoke(cli, [*BASE, option, value, "--database-url", sqlite_store_url])
     assert res.exit_code == 2, res.output
     assert (field in res.output or option in res.output) and "Traceback" not in res.output
 
@@ -66,9 +66,9 @@ def test_registry_api_refuses_a_prompt_that_would_be_built_in_memory(engine):
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "1e9"])
-def test_regions_add_refuses_a_non_finite_or_huge_interval(sqlite_url, value):
+def test_regions_add_refuses_a_non_finite_or_huge_interval(sqlite_store_url, value):
     res = CliRunner().invoke(
-        cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval", value, "--database-url", sqlite_url]
+        cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval", value, "--database-url", sqlite_store_url]
     )
     assert res.exit_code == 2, res.output
     assert "interval" in res.output.lower() and "Traceback" not in res.output

@@ -1,4 +1,9 @@
-"""`ttft-planner probe` and `ttft-planner simulate` from the command line, against the real simulator."""
+"""`ttft-planner probe` and `ttft-planner simulate` from the command line, against the real simulator.
+
+No assertion here depends on machine load: the prefill fit is checked to be the fit of the samples the command
+printed, and each TTFT against a lower bound set by the server's own sleep (a sleep never ends early). How close the
+fitted slope comes to the configured prefill rate is a figure: bench/bench_engine.py prints it (target within 2 %).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from sqlmodel import select
 
 from planner.cli import cli
 from planner.cli.simulate import FLAG_FOR_FIELD
+from planner.probes.fit import fit_points, fit_prefill
+from planner.probes.ttft import TtftSample
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store, session
 from planner.store.endpoints import EndpointRow
@@ -25,6 +32,13 @@ def sim_url():
 
 def invoke(*args: str, env: dict | None = None):
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def refit_ms_per_1k(samples: list[dict]) -> float:
+    """The prefill slope fitted anew from the printed samples (JSON mode), as the summary should report it."""
+    fields = {f.name for f in dataclasses.fields(TtftSample)}
+    points, _ = fit_points([TtftSample(**{k: v for k, v in s.items() if k in fields}) for s in samples])
+    return fit_prefill(points).ms_per_1k_tokens
 
 
 def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
@@ -96,10 +110,13 @@ def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
         "2",
     )
     assert r.exit_code == 0, r.output
-    summary = json.loads(r.output.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in r.output.strip().splitlines()]
+    samples, summary = lines[:-1], lines[-1]
     fit = summary["prefill_fit"]
     assert fit["n"] == 6 and set(summary["by_prompt_tokens"]) == {"256", "6000"}
-    assert 35 <= fit["ms_per_1k_tokens"] <= 80  # configured: 50 ms per 1K tokens (20,000 tokens/s)
+    assert fit["ms_per_1k_tokens"] == refit_ms_per_1k(samples)
+    for s in samples:  # the simulator sleeps 50 ms per 1K uncached tokens (20,000 tokens/s) before the first one
+        assert s["ttft_ms"] >= (s["prompt_tokens"] - (s["cached_tokens"] or 0)) / 20
 
 
 def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
@@ -125,8 +142,8 @@ def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
     assert samples[1]["connect_ms"] is None
 
 
-def test_store_writes_a_manual_run(sim_url, tmp_path):
-    db = f"sqlite:///{tmp_path / 'p.db'}"
+def test_store_writes_a_manual_run(sim_url, sqlite_store_url):
+    db = sqlite_store_url
     r = invoke(
         "probe",
         "--base-url",
@@ -211,14 +228,12 @@ def test_simulate_rejects_bad_settings_with_exit_2():
 
 def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
     import os
-    import socket
     import subprocess
     import sys
-    import time
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from tests.support.rtt_target import free_port
+
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -231,6 +246,8 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
             "demo",
             "--prefill-tokens-per-s",
             "50000",
+            "--log-level",
+            "info",  # uvicorn then says when it listens
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -238,14 +255,11 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
     )
     try:
         url = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "simulate did not start"
-                time.sleep(0.1)
+        head = []
+        while not any("Uvicorn running on" in line for line in head):  # the event: its socket listens
+            line = proc.stdout.readline().decode()
+            assert line, f"simulate exited before listening: {''.join(head)}"
+            head.append(line)
         ok = invoke(
             "probe",
             "--base-url",
@@ -265,10 +279,10 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
         wrong = invoke("probe", "--base-url", url, "--model", "other", "-n", "1", "--json")
     finally:
         proc.terminate()
-        out = proc.communicate(timeout=10)[0].decode()
+        out = "".join(head) + proc.communicate(timeout=60)[0].decode()
     assert json.loads(ok.output.splitlines()[-1])["n"] == 2
     assert json.loads(wrong.output.splitlines()[0])["error_class"] == "not_found"
-    assert "simulated" in out
+    assert "simulated endpoint (not a real model)" in out
 
 
 def test_the_servers_prompt_token_count_is_shown_and_the_prefill_fit_uses_it():
@@ -325,5 +339,7 @@ def test_the_servers_prompt_token_count_is_shown_and_the_prefill_fit_uses_it():
     assert summary["by_prompt_tokens"]["100"]["server_prompt_tokens_p50"] == 100 + template_tokens
     fit = summary["prefill_fit"]
     assert fit["tokens"] == "server-counted" and fit["lengths"] == [100 + template_tokens, 1000 + template_tokens]
-    assert 0.07 <= fit["ms_per_1k_tokens"] / 1000 <= 0.2  # 0.1 ms per counted token
+    assert fit["ms_per_1k_tokens"] == refit_ms_per_1k(samples)  # fitted on the server's counts, as printed
+    for i, s in enumerate(samples):  # each TTFT holds its 0.1 ms per counted token: the server slept that long
+        assert s["ttft_ms"] >= srv.server_ttft_ms(i) >= s["prompt_tokens"] * ms_per_token
     assert "(server 130)" in text.output and "the server counted 130 prompt tokens" in text.output

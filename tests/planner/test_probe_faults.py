@@ -13,23 +13,21 @@ import pytest
 
 from planner.probes.errors import ERROR_CLASSES, MissingApiKey
 from planner.probes.ttft import ProbeTarget, TtftSample, parse_retry_after, probe_once, resolve_api_key
-from tests.support.servers import Script, ScriptedServer, Step, anthropic_event, chat_chunk, sse
+from tests.support.servers import (
+    RecordingSleep,
+    Script,
+    ScriptedServer,
+    Step,
+    anthropic_event,
+    chat_chunk,
+    full_backlog,
+    sse,
+)
 
 KEY_ENV = "TTFT_TEST_PROBE_KEY"
 KEY = "sk-test-SECRET-0123456789abcdef"
 DONE = b"data: [DONE]\n\n"
 OK_STREAM = Script(steps=[Step(sse(chat_chunk({"content": "x"})) + DONE, content=True)])
-
-
-class RecordingSleep:
-    """The retry loop's sleep seam: records the waits and yields without waiting them out."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        await asyncio.sleep(0)
 
 
 def run(url: str, *, sleep=None, max_attempts: int = 1, max_retry_wait_s: float = 30.0, **kw) -> TtftSample:
@@ -82,23 +80,19 @@ def test_dns_failure_is_timed_and_classified():
 
 
 def test_connect_timeout_when_the_server_never_accepts():
-    lst = socket.socket()
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(0)
-    filler = socket.create_connection(lst.getsockname())  # fills the accept queue: further SYNs are dropped
-    try:
-        s = run(f"http://127.0.0.1:{lst.getsockname()[1]}/v1", timeout_s=0.4)
-    finally:
-        filler.close()
-        lst.close()
+    with full_backlog() as port:  # the accept queue is full: our SYN is dropped
+        s = run(f"http://127.0.0.1:{port}/v1", timeout_s=0.4)
     assert_failed(s, "connect_timeout")
+    assert s.connect_ms is None and s.headers_ms is None
 
 
 def test_read_timeout_before_headers():
-    with ScriptedServer(Script(header_delay_s=3, steps=[])) as srv:
+    # Headers after 60 s (the server's stop cuts that short): had the 0.4 s timeout not fired, headers with an
+    # empty body would have ended in no_content, not read_timeout.
+    with ScriptedServer(Script(header_delay_s=60, steps=[])) as srv:
         s = run(srv.url, timeout_s=0.4)
     assert_failed(s, "read_timeout")
-    assert s.total_ms < 2000
+    assert s.headers_ms is None and s.total_ms >= 400  # a timeout never fires early
     assert s.connect_ms is not None and not s.conn_reused and s.remote_ip == "127.0.0.1"  # it got that far
 
 
@@ -128,7 +122,9 @@ def test_tls_failure_when_the_server_does_not_speak_tls():
     finally:
         lst.close()
     assert_failed(s, "tls")
-    assert s.connect_ms is None or s.connect_ms >= 0
+    # the TCP connect completed and is kept (also on failure); the handshake never did
+    assert s.connect_ms is not None and s.remote_ip == "127.0.0.1"
+    assert s.tls_ms is None and s.headers_ms is None and s.status_code is None
 
 
 def test_auth_failure_is_not_retried_and_never_shows_the_key(monkeypatch):
@@ -180,12 +176,15 @@ def test_429_is_retried_after_retry_after_seconds_then_succeeds():
 
 
 def test_503_with_http_date_retry_after_waits_until_that_date():
-    when = datetime.now(UTC) + timedelta(seconds=5)
+    when = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)  # an HTTP-date has whole seconds
     sleep = RecordingSleep()
     with ScriptedServer([error_script(503, **{"Retry-After": format_datetime(when, usegmt=True)}), OK_STREAM]) as srv:
+        before = datetime.now(UTC)
         s = run(srv.url, max_attempts=2, sleep=sleep)
+        after = datetime.now(UTC)
     assert s.ok and s.attempts == 2
-    assert 3.0 <= sleep.waits[0] <= 5.0
+    # the probe read "now" between `before` and `after`: the wait is the date minus that, whatever the load
+    assert (when - after).total_seconds() <= sleep.waits[0] <= (when - before).total_seconds()
 
 
 def test_retry_after_is_capped_and_persistent_429_ends_rate_limited():

@@ -55,6 +55,19 @@ def test_same_slot_from_another_vantage_or_kind_is_a_new_row(engine):
     assert insert_samples(engine, rows) == 4
 
 
+def test_whole_and_fractional_milliseconds_in_one_batch_are_stored_as_given(engine):
+    """A batch's figures arrive as ints or floats (5000 or 52.8 ms); every one is stored, on both back ends."""
+    ep = get_or_create_manual_endpoint(engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat")
+    rows = [
+        sample_row(dataclasses.replace(sample(i), ttft_ms=ttft), ep.id, "", "scheduled", 1_796_000_000_000 + i)
+        for i, ttft in enumerate([52.8, 5000, 90])
+    ]
+    assert insert_samples(engine, rows) == 3
+    with session(engine) as s:
+        stored = s.exec(select(ProbeSampleRow.ttft_ms).order_by(ProbeSampleRow.scheduled_at_ms)).all()
+    assert stored == [52.8, 5000.0, 90.0]
+
+
 def test_manual_endpoint_is_created_once_and_never_scheduled(engine):
     a = get_or_create_manual_endpoint(
         engine, "http://127.0.0.1:8765/v1", "sim-model", "openai-chat", api_key_env="SIM_KEY"

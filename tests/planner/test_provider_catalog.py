@@ -100,9 +100,9 @@ def test_spec_keeps_colons_in_bedrock_model_ids_and_fields_fill_the_region_templ
         endpoint_fields(find_provider("vertex"), "gemini-2.5-flash", "europe-west4", env={})
 
 
-def test_cli_add_from_catalog_fills_every_field(sqlite_url):
+def test_cli_add_from_catalog_fills_every_field(sqlite_store_url):
     r = CliRunner()
-    db = ["--database-url", sqlite_url]
+    db = ["--database-url", sqlite_store_url]
     res = r.invoke(cli, ["endpoints", "add", "--from", "bedrock:amazon.nova-lite-v1:0@eu-central-1", *db])
     assert res.exit_code == 0, res.output
     res = r.invoke(
@@ -148,9 +148,9 @@ def test_cli_add_from_catalog_fills_every_field(sqlite_url):
         ("vertex:gemini-2.5-flash@us-central1", ["--param project=VALUE"]),
     ],
 )
-def test_cli_add_from_a_bad_spec_is_one_line_naming_it(sqlite_url, monkeypatch, spec, words):
+def test_cli_add_from_a_bad_spec_is_one_line_naming_it(sqlite_store_url, monkeypatch, spec, words):
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
-    res = CliRunner().invoke(cli, ["endpoints", "add", "--from", spec, "--database-url", sqlite_url])
+    res = CliRunner().invoke(cli, ["endpoints", "add", "--from", spec, "--database-url", sqlite_store_url])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "--from" in res.output and all(w in res.output for w in words), res.output
 

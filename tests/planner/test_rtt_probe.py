@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
 import threading
-import time
 
 import pytest
 
 from planner.probes.rtt import RTT_ERROR_CLASSES, probe_rtt_many, probe_rtt_target, rtt_stats
 from tests.support.rtt_target import serve_in_thread
+from tests.support.servers import full_backlog, self_signed_cert
 
 
 @pytest.fixture(scope="module")
@@ -23,31 +22,8 @@ def target():
 
 @pytest.fixture(scope="module")
 def tls_target(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    server = serve_in_thread(certfile=str(cert), keyfile=str(key))
+    cert, key = self_signed_cert(tmp_path_factory.mktemp("tls"), "localhost")
+    server = serve_in_thread(certfile=cert, keyfile=key)
     yield server, cert
     server.stop()
 
@@ -106,24 +82,10 @@ def test_unresolvable_host():
 
 
 def test_port_that_drops_syn_is_a_blocked_port():
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(0)  # never accepted: once the backlog is full, the kernel drops further SYNs
-    port = listener.getsockname()[1]
-    fillers = []
-    for _ in range(3):
-        c = socket.socket()
-        c.setblocking(False)
-        c.connect_ex(("127.0.0.1", port))
-        fillers.append(c)
-    try:
-        time.sleep(0.1)
+    with full_backlog() as port:  # never accepted, backlog full: the kernel drops further SYNs
         r = probe_rtt_target(f"127.0.0.1:{port}", n=3, timeout_s=0.5)
-    finally:
-        for c in fillers:
-            c.close()
-        listener.close()
     assert r.error_class == "blocked-port" and "firewall" in r.error_detail
+    assert r.connect_ms == []
 
 
 def test_silent_server_is_a_timeout_after_connecting():
@@ -196,28 +158,28 @@ def test_proxy_figures_say_they_are_to_the_proxy(target):
                 except OSError:
                     pass
 
+    def handle(c):
+        try:
+            head = c.recv(4096)  # a bare TCP connect (the RTT samples) closes at once: b"", nothing to relay
+        except OSError:
+            head = b""
+        if not head.startswith(b"CONNECT "):
+            c.close()
+            return
+        host, port = head.split()[1].decode().rsplit(":", 1)
+        up = socket.create_connection((host, int(port)))
+        c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        tunnels.append((c, up))
+        threading.Thread(target=pipe, args=(c, up), daemon=True).start()
+        pipe(up, c)
+
     def serve():
         while True:
             try:
                 c, _ = listener.accept()
             except OSError:
                 return
-            c.settimeout(0.3)
-            try:
-                head = c.recv(4096)
-            except OSError:  # a bare TCP connect (the RTT samples): nothing to relay
-                c.close()
-                continue
-            if not head.startswith(b"CONNECT "):
-                c.close()
-                continue
-            host, port = head.split()[1].decode().rsplit(":", 1)
-            up = socket.create_connection((host, int(port)))
-            c.settimeout(None)
-            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            tunnels.append((c, up))
-            threading.Thread(target=pipe, args=(c, up), daemon=True).start()
-            threading.Thread(target=pipe, args=(up, c), daemon=True).start()
+            threading.Thread(target=handle, args=(c,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
     try:

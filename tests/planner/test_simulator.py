@@ -1,35 +1,65 @@
-"""The simulated endpoint: real HTTP, and timing that follows queueing, cold start, prefill and decode."""
+"""The simulated endpoint: its timing model in virtual time, and what only real HTTP shows.
+
+The model (FIFO slots, cold start and scale-down, prefix cache, prefill and decode rates, pings, speedup) is
+checked in virtual time (planner.simulator.virtual): the probe engine reads the simulator in-process on a clock
+that moves only by the model's own waits, so every figure is exact whatever else the machine is doing. Real HTTP
+checks the protocols' frames, headers, error statuses with Retry-After and TCP_NODELAY, asserting nothing about
+time. The same figures over real HTTP, with a loaded machine's noise on them, are bench/bench_simulator.py's.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import socket
 import statistics
-import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from planner.probes.fit import fit_prefill
-from planner.probes.ttft import ProbeTarget, probe_once
+from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 from planner.simulator import OFFICE_LOAD_CURVE, SimulatorConfig, parse_load_curve, running_simulator
 from planner.simulator.engine import SimEngine
+from planner.simulator.virtual import VirtualSimulator, run_virtual, virtual_clock_ns, virtual_simulator
 
 
-async def until_health(client, url: str, key: str, value: int, timeout_s: float = 20.0) -> None:
-    """Poll the simulator's /health until `key` reaches `value` (orders arrivals by observation, not by sleeps)."""
-    health = url.removesuffix("/v1") + "/health"
-    deadline = time.monotonic() + timeout_s
-    while (await client.get(health)).json()[key] < value:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"/health {key} never reached {value}")
-        await asyncio.sleep(0.002)
-
-
-def probe(url: str, **kw):
+def probe(url: str, **kw) -> TtftSample:
+    """One probe over real HTTP."""
     kw.setdefault("prompt_tokens", 64)
     kw.setdefault("max_tokens", 4)
     attempts = kw.pop("max_attempts", 1)
     return asyncio.run(probe_once(ProbeTarget(base_url=url, model="sim-model", **kw), max_attempts=attempts))
+
+
+async def vprobe(sim: VirtualSimulator, **kw) -> TtftSample:
+    """One probe of a simulator in virtual time (its timings are the model's, exactly)."""
+    kw.setdefault("prompt_tokens", 64)
+    kw.setdefault("max_tokens", 4)
+    attempts = kw.pop("max_attempts", 1)
+    target = ProbeTarget(base_url=sim.url, model="sim-model", **kw)
+    return await probe_once(target, client=sim.client, max_attempts=attempts, clock_ns=virtual_clock_ns)
+
+
+def now_s() -> float:
+    """The virtual clock (s since the scenario began)."""
+    return asyncio.get_running_loop().time()
+
+
+async def advance(seconds: float) -> None:
+    """Let `seconds` of virtual time pass: at once in real time, the loop's clock jumps past the model's timers."""
+    await asyncio.sleep(seconds)  # virtual time: no real wait
+
+
+def assert_idle(sim: VirtualSimulator) -> None:
+    """Every request gave its slot back and nobody waits (the books balance after the probes closed their streams)."""
+    stats = sim.engine.stats()
+    assert (stats["busy_slots"], stats["queued"], stats["load_waiters"]) == (0, 0, 0), stats
+
+
+# --- real HTTP: protocols, headers, statuses ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("protocol", ["openai-chat", "openai-completions", "anthropic"])
@@ -54,79 +84,11 @@ def test_responses_are_labelled_simulated():
     assert health["simulated"] is True and health["warm"] is True
 
 
-def test_prefill_time_grows_with_uncached_prompt_tokens():
-    cfg = SimulatorConfig(prefill_tokens_per_s=20_000, base_overhead_ms=5)
-    with running_simulator(cfg) as url:
-        pts = [(L, probe(url, prompt_tokens=L).ttft_ms) for _ in range(3) for L in (256, 6000)]
-    fit = fit_prefill(pts)
-    # 0.05 ms/token configured; load on a shared machine only adds noise on top.
-    assert 0.035 <= fit.slope_ms_per_token <= 0.08, fit.describe()
-
-
-def test_cached_series_hits_the_prefix_cache_and_nonces_miss_it():
-    cfg = SimulatorConfig(prefill_tokens_per_s=10_000)
-    with running_simulator(cfg) as url:
-        fresh = [probe(url, prompt_tokens=4000) for _ in range(2)]
-        probe(url, prompt_tokens=4000, cached=True)
-        cached = probe(url, prompt_tokens=4000, cached=True)
-    assert all(s.cached_tokens == 0 for s in fresh)
-    assert cached.cached_tokens >= 3900 and cached.cached_series
-    assert cached.ttft_ms < min(s.ttft_ms for s in fresh) - 200  # 400 ms of prefill saved
-
-
-def test_requests_beyond_the_slots_queue_first_in_first_out():
-    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=2_000, decode_tokens_per_s=1000, base_overhead_ms=0)
-
-    async def burst(url: str) -> list:
-        tasks = []
-        async with httpx.AsyncClient(timeout=30) as client:
-            for i in range(3):
-                tasks.append(
-                    asyncio.create_task(
-                        probe_once(
-                            ProbeTarget(base_url=url, model="m", prompt_tokens=400, max_tokens=2), max_attempts=1
-                        )
-                    )
-                )
-                await until_health(client, url, "requests", i + 1)  # a known arrival order: the server has it
-        return await asyncio.gather(*tasks)
-
-    with running_simulator(cfg) as url:
-        samples = asyncio.run(burst(url))
-    assert all(s.ok for s in samples)
-    ttft = [s.ttft_ms for s in samples]
-    # Each request prefills for 200 ms; the 2nd waits for the 1st, the 3rd for both.
-    assert ttft[0] < ttft[1] < ttft[2]
-    assert ttft[2] - ttft[0] >= 300
-
-
-def test_scale_to_zero_then_cold_start_then_warm_again():
-    cfg = SimulatorConfig(scale_down_window_s=0.3, cold_start_s=0.6, prefill_tokens_per_s=50_000)
-    with running_simulator(cfg) as url:
-        warm = probe(url)
-        time.sleep(0.5)  # past the scale-down window
-        cold = probe(url)
-        warm_again = probe(url)
-    assert warm.ok and cold.ok and warm_again.ok
-    assert cold.ttft_ms >= 600
-    assert cold.headers_ms >= 600  # held before any byte while loading, as a gateway holds it
-    assert warm_again.ttft_ms < cold.ttft_ms - 400
-
-
-def test_cold_503_answers_retry_after_and_the_probe_retries_into_the_loaded_model():
-    cfg = SimulatorConfig(start_cold=True, cold_503=True, cold_start_s=1.0)
-    with running_simulator(cfg) as url:
+def test_cold_503_answers_retry_after():
+    with running_simulator(SimulatorConfig(start_cold=True, cold_503=True, cold_start_s=1.0)) as url:
         r = httpx.post(url + "/chat/completions", json={"model": "m", "messages": [], "stream": True})
-        s = probe(url, max_attempts=4)
-    assert r.status_code == 503 and r.headers["retry-after"] == "1"
-    assert s.ok and s.attempts >= 2 and s.retry_wait_ms >= 500
-
-
-def test_speedup_compresses_simulated_time():
-    cfg = SimulatorConfig(start_cold=True, cold_start_s=20.0, speedup=100.0)
-    with running_simulator(cfg) as url:
-        s = probe(url)
-    assert s.ok and 200 <= s.ttft_ms < 2000  # 20 s simulated = 0.2 s real
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"  # the whole 1 s load is left: it just started
+    assert "loading" in r.json()["error"]["message"]
 
 
 def test_injected_429_and_5xx():
@@ -150,23 +112,210 @@ def test_unknown_model_and_missing_key():
     assert ok.ok
 
 
+def _server_side_nodelay(client_addr: tuple[str, int]) -> int | None:
+    """TCP_NODELAY of this process's socket whose peer is `client_addr` (the simulator's accepted connection)."""
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            dup = os.dup(int(name))
+        except OSError:
+            continue
+        try:
+            sock = socket.socket(fileno=dup)
+        except OSError:  # not a socket
+            os.close(dup)
+            continue
+        with sock:
+            try:
+                if sock.getpeername()[:2] == client_addr[:2]:
+                    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            except OSError:  # not connected (a listener) or not TCP
+                continue
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the server's socket through /proc/self/fd")
+def test_the_servers_connections_send_each_write_at_once():
+    """Each token is its own ASGI message (test below); it is its own TCP write only with Nagle off on the
+    server's side of the connection, which running_simulator sets (the real gaps: bench/bench_simulator.py)."""
+    body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with (
+        running_simulator() as url,
+        httpx.Client(trust_env=False) as c,
+        c.stream("POST", url + "/chat/completions", json=body) as r,
+    ):
+        chunks = r.iter_raw()  # held: a dropped generator would close the response
+        next(chunks)  # the connection is accepted and streaming
+        client_addr = r.extensions["network_stream"].get_extra_info("client_addr")
+        assert _server_side_nodelay(client_addr) == 1
+
+
+# --- the timing model, in virtual time ---------------------------------------------------------------------------
+
+
+def test_prefill_time_grows_with_uncached_prompt_tokens():
+    async def scenario():
+        async with virtual_simulator(SimulatorConfig(prefill_tokens_per_s=20_000, base_overhead_ms=5)) as sim:
+            return [(n, (await vprobe(sim, prompt_tokens=n)).ttft_ms) for _ in range(2) for n in (256, 6000)]
+
+    fit = fit_prefill(run_virtual(scenario()))
+    assert fit.slope_ms_per_token == pytest.approx(0.05), fit.describe()  # 20,000 tokens/s
+    assert fit.intercept_ms == pytest.approx(5.0), fit.describe()  # the admission overhead
+
+
+def test_cached_series_hits_the_prefix_cache_and_nonces_miss_it():
+    async def scenario():
+        async with virtual_simulator(SimulatorConfig(prefill_tokens_per_s=10_000, base_overhead_ms=15)) as sim:
+            fresh = [await vprobe(sim, prompt_tokens=4000) for _ in range(2)]
+            first_cached = await vprobe(sim, prompt_tokens=4000, cached=True)
+            cached = await vprobe(sim, prompt_tokens=4000, cached=True)
+            assert_idle(sim)
+        return fresh, first_cached, cached
+
+    fresh, first_cached, cached = run_virtual(scenario())
+    assert [s.cached_tokens for s in (*fresh, first_cached)] == [0, 0, 0]  # nonces miss; the series' first fills it
+    assert [s.ttft_ms for s in fresh] == pytest.approx([415.0, 415.0])  # 15 ms + 4,000 tokens at 10,000/s
+    assert cached.cached_tokens >= 3900 and cached.cached_series
+    # the cached tokens are not prefilled again: 0.1 ms each saved
+    assert cached.ttft_ms == pytest.approx(415.0 - cached.cached_tokens * 0.1)
+
+
+def test_requests_beyond_the_slots_queue_first_in_first_out():
+    cfg = SimulatorConfig(slots=1, prefill_tokens_per_s=2_000, decode_tokens_per_s=1000, base_overhead_ms=0)
+
+    async def scenario():
+        async with virtual_simulator(cfg) as sim:
+            tasks = []
+            for _ in range(3):  # sent 1 ms apart: a known arrival order
+                tasks.append(asyncio.create_task(vprobe(sim, prompt_tokens=400, max_tokens=2)))
+                await advance(0.001)
+            await advance(0.1 - now_s())
+            queue_at_100ms = sim.engine.stats()
+            samples = await asyncio.gather(*tasks)
+            assert_idle(sim)
+        return queue_at_100ms, samples
+
+    queue_at_100ms, samples = run_virtual(scenario())
+    assert (queue_at_100ms["busy_slots"], queue_at_100ms["queued"]) == (1, 2)  # one served, two waiting
+    assert all(s.ok for s in samples)
+    # Each prefills for 200 ms and holds the slot 1 ms more for its second token; the 2nd, sent at 1 ms, gets the
+    # slot at 201 ms (first token at 401, TTFT 400); the 3rd, sent at 2 ms, at 402 (first token at 602, TTFT 600).
+    assert [s.ttft_ms for s in samples] == pytest.approx([200.0, 400.0, 600.0])
+
+
+def test_scale_to_zero_then_cold_start_then_warm_again():
+    cfg = SimulatorConfig(scale_down_window_s=0.3, cold_start_s=0.6, prefill_tokens_per_s=50_000)
+
+    async def scenario():
+        async with virtual_simulator(cfg) as sim:
+            warm = await vprobe(sim)
+            await advance(0.2)  # idle, but within the scale-down window
+            still_warm = await vprobe(sim)
+            await advance(0.5)  # past the window: the model is unloaded
+            cold = await vprobe(sim)
+            warm_again = await vprobe(sim)
+            return warm, still_warm, cold, warm_again, sim.engine.cold_starts
+
+    warm, still_warm, cold, warm_again, cold_starts = run_virtual(scenario())
+    assert warm.ok and still_warm.ok and cold.ok and warm_again.ok
+    assert cold_starts == 1
+    assert cold.headers_ms == pytest.approx(600.0)  # held before any byte while loading, as a gateway holds it
+    assert cold.ttft_ms == pytest.approx(warm.ttft_ms + 600.0)
+    assert still_warm.ttft_ms == pytest.approx(warm.ttft_ms) and warm_again.ttft_ms == pytest.approx(warm.ttft_ms)
+
+
+def test_cold_503_lets_the_probe_retry_into_the_loaded_model():
+    async def scenario():
+        async with virtual_simulator(SimulatorConfig(start_cold=True, cold_503=True, cold_start_s=1.0)) as sim:
+            return await vprobe(sim, max_attempts=4), sim.engine.cold_starts
+
+    s, cold_starts = run_virtual(scenario())
+    # the first attempt gets 503 + Retry-After: 1; the probe waits that second, when the load has just finished
+    assert s.ok and s.attempts == 2 and s.retry_wait_ms == 1000.0
+    assert s.ttft_ms == pytest.approx(1000.0 + 15.0 + 64 / 4000 * 1000)  # + overhead and prefill of 64 tokens
+    assert cold_starts == 1
+
+
+def test_speedup_compresses_simulated_time():
+    async def scenario():
+        async with virtual_simulator(SimulatorConfig(start_cold=True, cold_start_s=20.0, speedup=100.0)) as sim:
+            return await vprobe(sim)
+
+    s = run_virtual(scenario())
+    assert s.ok and s.headers_ms == pytest.approx(200.0)  # 20 s simulated = 0.2 s
+    assert s.ttft_ms == pytest.approx(200.0 + (15.0 + 64 / 4000 * 1000) / 100)  # the rest compressed too
+
+
+def test_long_prefill_sends_ping_comments_that_the_probe_ignores():
+    cfg = SimulatorConfig(prefill_tokens_per_s=10_000, ping_interval_s=0.05, base_overhead_ms=15)
+    body = {"model": "m", "max_tokens": 2, "stream": True, "messages": [{"role": "user", "content": "w " * 3000}]}
+
+    async def scenario():
+        async with virtual_simulator(cfg) as sim:
+            raw = (await sim.client.post(sim.url + "/chat/completions", json=body)).content
+            return raw, await vprobe(sim, prompt_tokens=3000)
+
+    raw, s = run_virtual(scenario())
+    assert raw.count(b": ping\n\n") >= 5  # one per 50 ms of the 300 ms prefill
+    assert s.ok and s.output_tokens == 4 and s.ttft_ms == pytest.approx(15.0 + 300.0)
+
+
 def test_tokens_arrive_one_write_each_at_the_decode_rate():
     """Each token is its own write, paced by decode_tokens_per_s (not batched, not bunched in pairs)."""
-    with running_simulator(SimulatorConfig(decode_tokens_per_s=50)) as url:
-        times: list[float] = []
-        with (
-            httpx.Client(trust_env=False) as c,
-            c.stream(
-                "POST",
-                url + "/chat/completions",
-                json={"model": "m", "max_tokens": 30, "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-            ) as r,
+    body = {"model": "m", "max_tokens": 30, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+    async def scenario():
+        async with (
+            virtual_simulator(SimulatorConfig(decode_tokens_per_s=50)) as sim,
+            sim.client.stream("POST", sim.url + "/chat/completions", json=body) as r,
         ):
-            for _ in r.iter_raw():
-                times.append(time.perf_counter())
-    gaps_ms = [(b - a) * 1000 for a, b in zip(times[5:], times[6:-3], strict=False)]
-    assert statistics.median(gaps_ms) == pytest.approx(20, abs=6)
-    assert sum(1 for g in gaps_ms if g < 5) <= len(gaps_ms) // 4
+            return [(now_s(), chunk) async for chunk in r.aiter_raw()]
+
+    reads = run_virtual(scenario())
+    frames = [(t, json.loads(chunk.removeprefix(b"data: "))) for t, chunk in reads if chunk != b"data: [DONE]\n\n"]
+    assert all(chunk.count(b"\n\n") == 1 for _, chunk in reads)  # one SSE frame per write
+    tokens = [t for t, f in frames if f["choices"][0]["delta"].get("content")]
+    assert len(tokens) == 30
+    gaps_ms = [(b - a) * 1000 for a, b in zip(tokens, tokens[1:], strict=False)]
+    assert gaps_ms == pytest.approx([20.0] * 29)  # 50 tokens/s
+
+
+def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
+    """After the load, the waiters reach the single slot first come first served (as the what-if replay models)."""
+    cfg = SimulatorConfig(
+        start_cold=True,
+        cold_start_s=2.0,
+        speedup=5.0,
+        slots=1,
+        prefill_tokens_per_s=1000,
+        decode_tokens_per_s=1000,
+        base_overhead_ms=0,
+        prefix_cache_tokens=0,
+        ping_interval_s=0,
+    )
+
+    async def first_token_at(sim: VirtualSimulator, sent_at: float) -> float:
+        s = await vprobe(sim, prompt_tokens=400, max_tokens=1)
+        assert s.ok, s.error_detail
+        return sent_at + s.ttft_ms / 1000
+
+    async def scenario():
+        async with virtual_simulator(cfg) as sim:
+            tasks = []
+            for _ in range(6):  # sent 1 ms apart while the model loads: a known arrival order
+                tasks.append(asyncio.create_task(first_token_at(sim, now_s())))
+                await advance(0.001)
+            waiting = sim.engine.stats()["load_waiters"]
+            done = await asyncio.gather(*tasks)
+            assert_idle(sim)
+            return waiting, done, sim.engine.cold_starts
+
+    waiting, done, cold_starts = run_virtual(scenario())
+    assert waiting == 6 and cold_starts == 1
+    # the load ends at 0.4 s (2 s at 5×); then one 400-token prefill (80 ms at 5×) after another, in arrival order
+    assert done == pytest.approx([0.4 + 0.08 * (i + 1) for i in range(6)])
+
+
+# --- pure model pieces -------------------------------------------------------------------------------------------
 
 
 def test_background_load_follows_the_hour_of_day():
@@ -191,23 +340,6 @@ def test_config_rejects_nonsense_with_the_field_name():
     assert SimulatorConfig(checkpoint_gb=16, load_gb_per_s=2).effective_cold_start_s == 8.0
 
 
-def test_long_prefill_sends_ping_comments_that_the_probe_ignores():
-    cfg = SimulatorConfig(prefill_tokens_per_s=10_000, ping_interval_s=0.05)
-    with running_simulator(cfg) as url:
-        body = httpx.post(
-            url + "/chat/completions",
-            json={
-                "model": "m",
-                "max_tokens": 2,
-                "stream": True,
-                "messages": [{"role": "user", "content": "w " * 3000}],
-            },
-        ).content
-        s = probe(url, prompt_tokens=3000)
-    assert body.count(b": ping\n\n") >= 4
-    assert s.ok and s.output_tokens == 4 and s.ttft_ms >= 300
-
-
 def test_two_requests_waiting_on_one_load_cause_one_cold_start():
     """After a long idle, a load that just finished counts as activity: a second waiter must not start another load."""
     now = [0.0]
@@ -220,43 +352,3 @@ def test_two_requests_waiting_on_one_load_cause_one_cold_start():
     assert eng.cold_state() == (False, 0.0)
     assert eng.cold_state() == (False, 0.0)
     assert eng.cold_starts == 1
-
-
-def test_requests_held_by_a_cold_start_are_served_in_arrival_order():
-    """After the load, the waiters reach the single slot first come first served (as the what-if replay models)."""
-    cfg = SimulatorConfig(
-        start_cold=True,
-        cold_start_s=2.0,
-        speedup=5.0,
-        slots=1,
-        prefill_tokens_per_s=1000,
-        decode_tokens_per_s=1000,
-        base_overhead_ms=0,
-        prefix_cache_tokens=0,
-        ping_interval_s=0,
-    )
-
-    async def first_token_at(client, url):
-        body = {
-            "model": "m",
-            "stream": True,
-            "max_tokens": 1,
-            "messages": [{"role": "user", "content": " ".join(["word"] * 400)}],
-        }
-        async with client.stream("POST", url + "/chat/completions", json=body) as r:
-            async for chunk in r.aiter_text():
-                if '"content":" ' in chunk:
-                    return time.perf_counter()
-        raise AssertionError("no content")
-
-    async def main(url):
-        async with httpx.AsyncClient(timeout=30) as client:
-            tasks = []
-            for i in range(6):  # each one is held by the load before the next is sent: a known arrival order
-                tasks.append(asyncio.create_task(first_token_at(client, url)))
-                await until_health(client, url, "load_waiters", i + 1)
-            return await asyncio.gather(*tasks)
-
-    with running_simulator(cfg) as url:
-        done = asyncio.run(main(url))
-    assert done == sorted(done)

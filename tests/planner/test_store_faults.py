@@ -84,8 +84,8 @@ def test_unreachable_postgres():
 
 
 @pytest.mark.postgres
-def test_postgres_refuses_a_value(pg_url):
-    eng = open_store(pg_url)
+def test_postgres_refuses_a_value(pg_store_url):
+    eng = open_store(pg_store_url)
     with pytest.raises(SQLAlchemyError) as info:
         with eng.begin() as conn:  # below the validation: what an older writer could send
             conn.execute(

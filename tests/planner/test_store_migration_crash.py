@@ -7,6 +7,7 @@ bench/bench_migration_kill.py does 20 such kills at random points."""
 from __future__ import annotations
 
 import random
+import shutil
 
 import pytest
 
@@ -15,28 +16,41 @@ from planner.store.migrate import current_revision, head_revision
 from tests.support.migration_kill import run_upgrade, seed, state_after, statement_count
 
 
-def _fresh(db_url: str, tmp_path, n: int, base_rev: str) -> str:
-    """A new database at base_rev (SQLite: a new file; PostgreSQL: the fixture's database, reset by seeding)."""
+def _copies(db_url: str, tmp_path, pg_server, base_rev: str):
+    """A database at base_rev holding one row, made once, and a function returning a fresh copy of it per call."""
+    n = iter(range(1_000_000))
     if db_url.startswith("sqlite"):
-        db_url = f"sqlite:///{tmp_path}/kill{n}.db"
+        base = tmp_path / "base.db"
+        seed(f"sqlite:///{base}", base_rev)
+
+        def copy() -> str:
+            path = tmp_path / f"kill{next(n)}.db"
+            shutil.copyfile(base, path)
+            return f"sqlite:///{path}"
+
+        return copy
+    base_name = db_url.rsplit("/", 1)[1]
     seed(db_url, base_rev)
-    return db_url
+
+    def copy_pg() -> str:
+        return pg_server.fresh_database(f"{base_name}_k{next(n)}", template=base_name)
+
+    return copy_pg
 
 
 @pytest.mark.parametrize("base_rev", ["0004", "0001"])
 def test_killed_upgrade_leaves_the_old_or_the_new_revision(db_url, tmp_path, pg_server_or_none, base_rev):
-    if not db_url.startswith("sqlite"):
-        db_url = pg_server_or_none.fresh_database(f"mk_count_{base_rev}")
-    total = statement_count(_fresh(db_url, tmp_path, 0, base_rev))
+    fresh = _copies(db_url, tmp_path, pg_server_or_none, base_rev)
+    counted = fresh()
+    total = statement_count(counted)
     assert total >= 3
     points = (
         list(range(1, total + 1)) if base_rev == "0004" else sorted(random.Random(7).sample(range(1, total + 1), 3))
     )
     if not db_url.startswith("sqlite"):
         points = points[:3]
-    for i, k in enumerate(points, start=1):
-        url = db_url if db_url.startswith("sqlite") else pg_server_or_none.fresh_database(f"mk_{base_rev}_{k}")
-        url = _fresh(url, tmp_path, i, base_rev)
+    for k in points:
+        url = fresh()
         rc, out = run_upgrade(url, k)
         assert rc == -9, out  # it really was killed part-way
         rev, kept = state_after(url)  # opens: no "table … already exists"
@@ -44,6 +58,13 @@ def test_killed_upgrade_leaves_the_old_or_the_new_revision(db_url, tmp_path, pg_
         eng = open_store(url)  # the next start completes the upgrade
         assert current_revision(eng) == head_revision()
         eng.dispose()
+        _drop(pg_server_or_none, url)
+    _drop(pg_server_or_none, counted)
+
+
+def _drop(pg_server, url: str) -> None:
+    if pg_server is not None:  # PostgreSQL: the copies go as they are done with (SQLite's are in tmp_path)
+        pg_server.drop_database(url.rsplit("/", 1)[1])
 
 
 @pytest.fixture

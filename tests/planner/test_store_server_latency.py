@@ -7,14 +7,12 @@ import csv
 import io
 
 from planner.probes.ttft import TtftSample
-from planner.store import open_store
 from planner.store.endpoints import get_or_create_manual_endpoint
 from planner.store.probe_queries import SeriesKey, export_csv, phase_breakdown
 from planner.store.probes import insert_samples, sample_row
 
 
-def test_server_latency_is_stored_and_reported_beside_ours(db_url):
-    engine = open_store(db_url)
+def test_server_latency_is_stored_and_reported_beside_ours(engine):
     ep = get_or_create_manual_endpoint(engine, "https://bedrock-runtime.eu-central-1.amazonaws.com", "m", "bedrock")
     rows = []
     for i, (ours, server) in enumerate([(250.0, 700.0), (260.0, 710.0), (270.0, None)]):

@@ -3,7 +3,8 @@
 - every one of bench/hostile_server.py's 11 hostile kinds ends as a failed sample (never a crash, never a
   100 MB read): the reading caps stop it;
 - the worker probes in probe processes: hostile endpoints end up in the quarantine lane, healthy ones stay in
-  clean lanes and are all measured, with no skipped slot and no false failure;
+  clean lanes and are all measured, with no skipped slot and no false failure (on a clock the test moves slot by
+  slot, tests/support/worker_driver.py, so the slots are the same on any machine);
 - a probe process that dies is restarted and the probe in flight is stored as a failure.
 
 Timing figures (healthy p95 against a clean run) are bench/bench_worker_hostile.py's job, not a test's.
@@ -17,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,9 @@ from bench.hostile_server import KINDS
 from planner.endpoints import add_endpoint
 from planner.probes.ttft import MAX_BYTES_BEFORE_TOKEN, ProbeTarget, probe_once
 from planner.worker.probe_pool import QUARANTINE_CLASSES, ProbePool
-from planner.worker.runner import Worker, WorkerConfig
+from tests.support.fake_clock import FakeClock
+from tests.support.waiting import wait_for
+from tests.support.worker_driver import drive, step, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,14 +40,15 @@ def hostile_url():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "hostile_server.py"), str(port)])
-    deadline = time.monotonic() + 30
-    while True:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
         except OSError:
-            assert time.monotonic() < deadline, "hostile server did not start"
-            time.sleep(0.1)
+            return False
+        return True
+
+    wait_for(listening, 120, "the hostile server to listen")
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(10)
@@ -82,61 +85,73 @@ def test_reading_stops_at_the_cap_not_at_the_end_of_the_stream(hostile_url):
     assert MAX_BYTES_BEFORE_TOKEN < read < MAX_BYTES_BEFORE_TOKEN + 1024 * 1024
 
 
-def _run(engine, seconds: float, **cfg) -> Worker:
-    w = Worker(engine, WorkerConfig(lease_ttl_s=10, **cfg))
-
-    async def main():
-        task = asyncio.create_task(w.run())
-        while not w.holds_lease:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(seconds)
-        lanes = {eid: w._pool.lane_for(eid, err) for eid, err in w._last_error.items()} if w._pool else {}
-        w.request_stop()
-        await task
-        return lanes
-
-    w.lanes = asyncio.run(main())
-    return w
-
-
-def test_hostile_endpoints_are_quarantined_and_healthy_ones_all_measured(engine, hostile_url, monkeypatch):
-    monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
-    common = {"model": "m", "interval_s": 1.0, "timeout_s": 0.8, "prompt_tokens": 10, "max_tokens": 8}
+def test_hostile_endpoints_are_quarantined_and_healthy_ones_all_measured(sqlite_engine, hostile_url):
+    engine, clock = sqlite_engine, FakeClock()
+    common = {"model": "m", "interval_s": 10.0, "prompt_tokens": 10, "max_tokens": 8}
     healthy = [
-        add_endpoint(engine, {"name": f"h{i}", "base_url": f"{hostile_url}/healthy/v1"} | common).id for i in range(2)
+        add_endpoint(engine, {"name": f"h{i}", "base_url": f"{hostile_url}/healthy/v1", "timeout_s": 5.0} | common).id
+        for i in range(2)
     ]
     hostile = [
-        add_endpoint(engine, {"name": k, "base_url": f"{hostile_url}/{k}/v1"} | common).id
+        add_endpoint(engine, {"name": k, "base_url": f"{hostile_url}/{k}/v1", "timeout_s": 0.8} | common).id
         for k in ("flood-empty", "long-line", "invalid-utf8", "trickle")
     ]
-    w = _run(engine, 6.0, probe_processes=1)
-    assert all(w.lanes[e] == 0 for e in hostile), w.lanes  # quarantine
-    assert all(w.lanes[e] != 0 for e in healthy), w.lanes  # a clean lane
+
+    async def body(w):
+        # Three rounds of slots. Each step waits for the healthy probes only: the hostile ones run on (a trickle
+        # takes its whole 0.8 s) beside the next healthy probes, as they would on a real clock.
+        decided: list[tuple[str, int]] = []
+        waited = {f"endpoint:{e}" for e in healthy}
+        while min(sum(key == f"endpoint:{e}" for key, _ in decided) for e in healthy + hostile) < 3:
+            decided += await step(w, clock, wait=waited)
+        await until(lambda: not any(j.in_flight for j in w.scheduler.jobs.values()), "the hostile probes to end")
+        return {eid: w._pool.lane_for(eid, err) for eid, err in w._last_error.items()}, decided
+
+    lanes, decided = drive(engine, body, clock=clock, probe_processes=1)
+    assert all(lanes[e] == 0 for e in hostile), lanes  # quarantine
+    assert all(lanes[e] != 0 for e in healthy), lanes  # a clean lane
     with engine.connect() as c:
-        rows = c.execute(sa.text("SELECT endpoint_id, kind, ok FROM probe_sample")).all()
-    mine = [r for r in rows if r.endpoint_id in healthy]
-    assert len(mine) >= 6
-    assert all(r.kind == "scheduled" and r.ok for r in mine), mine  # no skipped slot, no false failure
+        rows = c.execute(sa.text("SELECT endpoint_id, scheduled_at_ms, kind, ok FROM probe_sample ORDER BY 2")).all()
+    for e in healthy:  # every slot measured, none skipped, no false failure
+        mine = [r for r in rows if r.endpoint_id == e]
+        assert [r.scheduled_at_ms for r in mine] == [slot for key, slot in decided if key == f"endpoint:{e}"]
+        assert all(r.kind == "scheduled" and r.ok for r in mine), mine
     assert all(not r.ok for r in rows if r.endpoint_id in hostile)
 
 
 def test_a_probe_process_that_dies_is_restarted_and_its_probe_fails_cleanly(hostile_url):
+    """Also: a probe cancelled in the worker (its slot's deadline, the stop's grace) is cancelled in its process,
+    which goes on serving the lane."""
+    trickle = ProbeTarget(base_url=f"{hostile_url}/trickle/v1", model="m", prompt_tokens=10, timeout_s=20.0)
+    healthy = ProbeTarget(base_url=f"{hostile_url}/healthy/v1", model="m", prompt_tokens=10, timeout_s=5.0)
+
     async def main():
         pool = ProbePool(1)
         await pool.start()
+        lane = pool._lanes[1]
+
+        def probe(target):
+            return asyncio.create_task(pool.probe(target, api_key=None, max_attempts=1, max_retry_wait_s=0, lane=1))
+
         try:
-            target = ProbeTarget(base_url=f"{hostile_url}/trickle/v1", model="m", prompt_tokens=10, timeout_s=20.0)
-            probe = asyncio.create_task(pool.probe(target, api_key=None, max_attempts=1, max_retry_wait_s=0, lane=1))
-            await asyncio.sleep(0.5)
-            os.kill(pool._lanes[1].proc.pid, signal.SIGKILL)
+            cancelled = probe(trickle)
+            await until(lambda: lane.pending, "the probe sent to its process")
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            after_cancel = await probe(healthy)
+            pid = lane.proc.pid
+            doomed = probe(trickle)
+            await until(lambda: lane.pending, "the probe sent to its process")
+            os.kill(pid, signal.SIGKILL)
             with pytest.raises(Exception) as info:
-                await probe
-            healthy = ProbeTarget(base_url=f"{hostile_url}/healthy/v1", model="m", prompt_tokens=10, timeout_s=5.0)
-            sample = await pool.probe(healthy, api_key=None, max_attempts=1, max_retry_wait_s=0, lane=1)
-            return info.value, sample, pool.restarts
+                await doomed
+            sample = await probe(healthy)
+            return after_cancel, info.value, sample, pool.restarts
         finally:
             await pool.close()
 
-    err, sample, restarts = asyncio.run(main())
+    after_cancel, err, sample, restarts = asyncio.run(main())
+    assert after_cancel.ok  # the same process, before the kill: restarts counts only the one below
     assert "exited" in str(err)
     assert sample.ok and restarts == 1

@@ -1,5 +1,8 @@
 """The worker as a real process against the simulated endpoint, on SQLite and on PostgreSQL:
-kill -9 and restart, SIGTERM, and the lease between two workers of one vantage."""
+kill -9 and restart, SIGTERM, and the lease between two workers of one vantage.
+
+Each step waits for what the workers store or log (tests.support.worker_proc), never for a time, and the checks are on
+what was stored, so a loaded machine makes the tests slower, not red."""
 
 from __future__ import annotations
 
@@ -19,9 +22,11 @@ from planner.store import open_store
 from planner.worker.scheduler import SkipCause
 from tests.support.skips import overload_skip
 from tests.support.waiting import wait_for
-from tests.support.worker_proc import spawn_worker_on
+from tests.support.worker_proc import HANG_S, spawn_worker_on, wait_for_line, wait_logged
 
 INTERVAL_S = 0.3
+INTERVAL_MS = int(INTERVAL_S * 1000)
+MEASURED = "kind = 'scheduled' AND ok"  # a probed slot that measured a TTFT
 TIMEOUTS = {ErrorClass.READ_TIMEOUT.value, ErrorClass.CONNECT_TIMEOUT.value}
 
 
@@ -43,9 +48,9 @@ def count(engine, where: str = "kind = 'scheduled'") -> int:
 
 
 @pytest.fixture
-def setup(db_url, sim_url, tmp_path, monkeypatch):
+def setup(store_url, sim_url, tmp_path, monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
-    engine = open_store(db_url)
+    engine = open_store(store_url)
     ep = add_endpoint(
         engine,
         {
@@ -63,29 +68,33 @@ def setup(db_url, sim_url, tmp_path, monkeypatch):
     for p in procs:
         if p.poll() is None:
             p.kill()
-            p.wait(5)
+            p.wait(HANG_S)
     engine.dispose()
 
 
-def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
+def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, store_url):
     engine, ep, procs, tmp = setup
-    a = spawn_worker_on(db_url, tmp / "a.log", "--lease-ttl-s", "2")
+    a = spawn_worker_on(store_url, tmp / "a.log", "--lease-ttl-s", "2")
     procs.append(a)
-    wait_for(lambda: count(engine) >= 10, what="first samples")
+    wait_logged(lambda: count(engine, MEASURED) >= 10, "ten measured samples", tmp / "a.log")
     a.send_signal(signal.SIGKILL)
-    a.wait(5)
+    a.wait(HANG_S)
     before = {r["id"]: r for r in rows(engine)}
     if engine.dialect.name == "sqlite":
         with engine.connect() as c:
             assert c.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
-    time.sleep(1.0)  # the endpoint goes unprobed for a while: those slots must show up as skipped
+    # The endpoint goes unprobed for a while: four slots past the last stored one come due (the first ones a may have
+    # probed without storing: lost in the crash). They must show up as skipped. Slots are times on the wall clock, so
+    # this waits for the clock itself.
+    last_ms = max(r["scheduled_at_ms"] for r in before.values())
+    wait_for(lambda: time.time() * 1000 > last_ms + 4 * INTERVAL_MS, HANG_S, "four unprobed slots")
 
-    b = spawn_worker_on(db_url, tmp / "b.log", "--lease-ttl-s", "2")
+    b = spawn_worker_on(store_url, tmp / "b.log", "--lease-ttl-s", "2")
     procs.append(b)
-    n0 = count(engine)
-    wait_for(lambda: count(engine) >= n0 + 10, what="samples after the restart")
+    n0 = count(engine, MEASURED)
+    wait_logged(lambda: count(engine, MEASURED) >= n0 + 10, "ten measured samples after the restart", tmp / "b.log")
     b.send_signal(signal.SIGTERM)
-    assert b.wait(15) == 0
+    assert b.wait(HANG_S) == 0
     stopped = re.search(r"worker stopped: .*", (tmp / "b.log").read_text())
     assert stopped, (tmp / "b.log").read_text()[-2000:]
     # The stop line counts the skipped slots by cause: here the dead worker's (crashed) and the gap (not_running).
@@ -99,23 +108,34 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, db_url):
     # Every slot from the first to the last is there exactly once: probed, or recorded as skipped.
     slots = [r["scheduled_at_ms"] for r in after if r["kind"] in ("scheduled", "skipped")]
     assert len(slots) == len(set(slots))
-    steps = {b - a for a, b in zip(slots, slots[1:], strict=False)}
-    assert steps == {int(INTERVAL_S * 1000)}
+    assert _gaps(after) == [], "a slot with no outcome"
     # The killed worker's last slots are labelled honestly ("lost in a crash"), the rest "not running" — in that order.
     # (A loaded machine may also skip a slot of a running worker, labelled so: those are set apart.)
     down = [r for r in after if r["kind"] == "skipped" and not overload_skip(r)]
     labels = [r["error_detail"] for r in down]
-    assert len(down) >= 3, labels
+    assert len(down) >= 3, labels  # the four unprobed slots (the newest may be probed late instead)
     assert all(t.startswith((SkipCause.CRASHED.value, SkipCause.NOT_RUNNING.value)) for t in labels), labels
     crashed = [t.startswith(SkipCause.CRASHED.value) for t in labels]
     assert crashed == sorted(crashed, reverse=True), labels
     # Each probed slot measured a TTFT, or (a loaded machine stalling the 0.25 s probe) failed as a timeout, labelled.
     probed = [r for r in after if r["kind"] == "scheduled"]
     assert all((r["ok"] and r["ttft_ms"] > 0) or r["error_class"] in TIMEOUTS for r in probed), probed
-    assert sum(r["ok"] for r in probed) >= 15, probed  # ten before the kill and ten after, nearly all measured
+    assert sum(r["ok"] for r in probed) >= 20, probed  # ten measured before the kill and ten after, none lost
     # The clean stop released the lease at once.
     with engine.connect() as c:
         assert c.execute(sa.text("SELECT expires_at_ms FROM worker_lease")).scalar() == 0
+
+
+def _gaps(stored: list[dict]) -> list[tuple[dict, dict]]:
+    """Neighbouring slot rows (probed or skipped, in slot order) further apart than one interval: a slot between them
+    has no outcome at all. Each row is cut to what tells how it came about."""
+    keep = ("kind", "scheduled_at_ms", "started_at_ms", "ok", "error_class", "error_detail")
+    slots = [{k: r[k] for k in keep} for r in stored if r["kind"] in ("scheduled", "skipped")]
+    return [
+        (x, y)
+        for x, y in zip(slots, slots[1:], strict=False)
+        if y["scheduled_at_ms"] - x["scheduled_at_ms"] != INTERVAL_MS
+    ]
 
 
 def _stopped_probes(log: Path) -> int:
@@ -124,37 +144,44 @@ def _stopped_probes(log: Path) -> int:
     return int(m.group(1))
 
 
-def test_two_workers_of_one_vantage_share_a_lease_and_another_vantage_runs_beside(setup, db_url):
+def _held_by(engine, vantage: str, proc: subprocess.Popen) -> dict | None:
+    """The lease row of `vantage` once `proc` holds it (else None)."""
+    with engine.connect() as c:
+        row = c.execute(sa.text("SELECT * FROM worker_lease WHERE vantage = :v"), {"v": vantage}).mappings().first()
+    return dict(row) if row and row["holder"].split(":")[1] == str(proc.pid) else None
+
+
+def test_two_workers_of_one_vantage_share_a_lease_and_another_vantage_runs_beside(setup, store_url):
     engine, ep, procs, tmp = setup
-    a = spawn_worker_on(db_url, tmp / "a.log", "--vantage", "office", "--lease-ttl-s", "2")
-    procs.append(a)
-    wait_for(lambda: count(engine, "vantage = 'office'") >= 3, what="office samples")
-    b = spawn_worker_on(db_url, tmp / "b.log", "--vantage", "office", "--lease-ttl-s", "2")
-    c = spawn_worker_on(db_url, tmp / "c.log", "--vantage", "cloud", "--lease-ttl-s", "2")
-    procs += [b, c]
-    wait_for(lambda: count(engine, "vantage = 'cloud'") >= 5, what="the second vantage's samples")
-    time.sleep(1.0)
+    # Two office workers and a cloud one start at once; whichever office worker takes the lease is `a`, the other
+    # (`b`, -v: it logs that it stands by) must wait for it.
+    logs = [tmp / f"{name}.log" for name in ("office-1", "office-2", "cloud")]
+    office = [spawn_worker_on(store_url, log, "-v", "--vantage", "office", "--lease-ttl-s", "2") for log in logs[:2]]
+    c = spawn_worker_on(store_url, logs[2], "--vantage", "cloud", "--lease-ttl-s", "2")
+    procs += [*office, c]
+    wait_logged(lambda: count(engine, "vantage = 'office'") >= 3, "office samples", *logs)
+    wait_logged(lambda: count(engine, f"vantage = 'cloud' AND {MEASURED}") >= 5, "cloud samples", *logs)
     with engine.connect() as conn:
         holders = dict(conn.execute(sa.text("SELECT vantage, holder FROM worker_lease")).all())
     assert set(holders) == {"office", "cloud"}
-    assert holders["office"].split(":")[1] == str(a.pid)  # b is standing by
+    assert holders["cloud"].split(":")[1] == str(c.pid)
+    h = [p.pid for p in office].index(int(holders["office"].split(":")[1]))
+    a, b, b_log = office[h], office[1 - h], logs[1 - h]
+    wait_for_line(b_log, "vantage 'office' is held by another worker: standing by")
 
-    a.send_signal(signal.SIGKILL)  # the holder dies: its lease expires and b takes over
-    a.wait(5)
-    killed_at_ms = int(time.time() * 1000)
-    wait_for(
-        lambda: count(engine, f"vantage = 'office' AND started_at_ms > {killed_at_ms + 2500}") >= 5,
-        timeout_s=30,
-        what="the standby taking over",
-    )
+    a.send_signal(signal.SIGKILL)  # the holder dies: b sees its pid gone and takes the lease over
+    a.wait(HANG_S)
+    lease = wait_logged(lambda: _held_by(engine, "office", b), "the standby taking over", *logs)
+    after_takeover = f"vantage = 'office' AND kind = 'scheduled' AND started_at_ms >= {lease['acquired_at_ms']}"
+    wait_logged(lambda: count(engine, after_takeover) >= 5, "the new holder's samples", *logs)
     for p in (b, c):
         p.send_signal(signal.SIGTERM)
-    assert b.wait(15) == 0 and c.wait(15) == 0
+    assert b.wait(HANG_S) == 0 and c.wait(HANG_S) == 0
     # b never probed while a held the lease: everything it sent came after the takeover.
-    b_probes = _stopped_probes(tmp / "b.log")
-    after_takeover = count(engine, f"vantage = 'office' AND kind = 'scheduled' AND started_at_ms > {killed_at_ms}")
-    assert 0 < b_probes <= after_takeover + 1
-    office = [r["scheduled_at_ms"] for r in rows(engine, "vantage = 'office'", "kind IN ('scheduled', 'skipped')")]
-    assert len(office) == len(set(office))
-    assert {b - a for a, b in zip(office, office[1:], strict=False)} == {int(INTERVAL_S * 1000)}
-    assert count(engine, "vantage = 'cloud' AND kind = 'scheduled' AND ok") >= 5
+    b_probes = _stopped_probes(b_log)
+    assert 0 < b_probes <= count(engine, after_takeover) + 1
+    office = rows(engine, "vantage = 'office'", "kind IN ('scheduled', 'skipped')")
+    slots = [r["scheduled_at_ms"] for r in office]
+    assert len(slots) == len(set(slots))
+    assert _gaps(office) == [], "a slot with no outcome"
+    assert count(engine, f"vantage = 'cloud' AND {MEASURED}") >= 5

@@ -1,5 +1,5 @@
 """Probes-page queries (SQL-side nearest-rank percentiles, viewer time zone) and the segment figures,
-checked against planner.stats on SQLite and PostgreSQL."""
+checked against planner.stats on SQLite and PostgreSQL. The tests only read: the series is seeded once per back end."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from planner.segment_figures import queueing_excess, segment1_figure, segment2_f
 from planner.stats import nearest_rank_index, percentile
 from planner.store import probe_queries as pq
 from planner.store.probes import insert_samples
-from tests.support.probe_rows import slot_row
+from tests.support.probe_rows import STORE_BACKENDS, module_engine, slot_row
+
+pytestmark = pytest.mark.xdist_group("test_worker_queries")
 
 HOUR = 3_600_000
 # 2026-10-23 00:00 UTC: the range crosses Europe/Paris' switch from CEST (+2) to CET (+1) on 2026-10-25.
@@ -29,8 +31,14 @@ def _ttft(rng: random.Random, utc_hour: int) -> float:
     return 100.0 + busy + rng.random() * 50
 
 
-@pytest.fixture
-def series(engine):
+@pytest.fixture(scope="module", params=STORE_BACKENDS)
+def series(request, tmp_path_factory):
+    """Four days of one sample every 2 minutes (2,880 slots, with failures and skips), on each back end."""
+    with module_engine(request, tmp_path_factory) as engine:
+        yield _seed(engine)
+
+
+def _seed(engine):
     e = add_endpoint(engine, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m", "interval_s": 60})
     rng = random.Random(7)
     rows = []
@@ -57,7 +65,7 @@ def series(engine):
             )
     # Another vantage's samples must never leak into this series.
     rows.append(slot_row(e.id, T0, 99_999.0, vantage="elsewhere"))
-    insert_samples(engine, rows)
+    assert insert_samples(engine, rows) == len(rows)
     key = pq.SeriesKey(e.id, "sim", "")
     return engine, key, rows
 

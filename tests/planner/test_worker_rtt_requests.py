@@ -1,11 +1,12 @@
 """RTT requests (issue 16): the Regions page queues "measure these targets from vantage V", the worker of V claims
 each exactly once, measures real local TCP/HTTP targets and stores the samples — on SQLite and PostgreSQL. Also the
-worker's collaborators: none imports the runner, and an idle worker starts no alert thread five times a second."""
+worker's collaborators: none imports the runner, and an idle worker starts no alert thread five times a second (on a
+clock the test moves, tests/support/fake_clock.py). The worker runs in-process until the event a test waits for
+(tests/support/worker_driver.py)."""
 
 from __future__ import annotations
 
 import ast
-import asyncio
 import socket
 import time
 from pathlib import Path
@@ -32,9 +33,10 @@ from planner.store.requests import (
 from planner.store.rtt import load_samples
 from planner.store.worker import insert_cold_reading
 from planner.worker.requests import ORPHAN_DETAIL
-from planner.worker.runner import Worker, WorkerConfig
 from planner.worker.team import TeamHooks
+from tests.support.fake_clock import FakeClock
 from tests.support.rtt_target import serve_in_thread
+from tests.support.worker_driver import drive, housekeeping_passes, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,20 +48,13 @@ def target():
     server.stop()
 
 
-def run_until(engine, until, timeout_s: float = 20.0, **cfg) -> Worker:
-    """Run an in-process worker until `until()` is true (checked every 0.1 s) or timeout_s, then stop it."""
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, **({"probe_processes": 0} | cfg)))
+def run_until(engine, until_db, what: str, **config) -> None:
+    """Run an in-process worker (real clocks) until `until_db()` — it reads the database — holds, then stop it."""
 
-    async def main():
-        task = asyncio.create_task(w.run())
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not await asyncio.to_thread(until):
-            await asyncio.sleep(0.1)
-        w.request_stop()
-        await task
+    async def body(w):
+        await until(until_db, what, in_thread=True)
 
-    asyncio.run(main())
-    return w
+    drive(engine, body, **config)
 
 
 def finished(engine, request_id: int) -> bool:
@@ -71,7 +66,7 @@ def test_a_request_is_claimed_once_measured_and_stored(engine, target):
         engine, [("local-http", f"{target.base_url}/ping"), ("local-tcp", f"127.0.0.1:{target.port}")], 5
     )
     other = create_rtt_request(engine, [("elsewhere", f"127.0.0.1:{target.port}")], 3, vantage="berlin")
-    run_until(engine, lambda: finished(engine, rid))
+    run_until(engine, lambda: finished(engine, rid), "end of the request")
     req = get_rtt_request(engine, rid)
     assert req["status"] == "done" and req["detail"].startswith("stored ") and "failed" not in req["detail"]
     samples = load_samples(engine)
@@ -91,7 +86,7 @@ def test_a_request_is_claimed_once_measured_and_stored(engine, target):
 
 def test_a_failing_target_is_a_reason_in_the_detail_and_the_others_still_count(engine, target):
     rid = create_rtt_request(engine, [("ok", f"127.0.0.1:{target.port}"), ("refused", "127.0.0.1:9")], 3)
-    run_until(engine, lambda: finished(engine, rid))
+    run_until(engine, lambda: finished(engine, rid), "end of the request")
     req = get_rtt_request(engine, rid)
     assert req["status"] == "done" and "1 failed: refused (refused)" in req["detail"], req["detail"]
     samples = load_samples(engine)
@@ -107,7 +102,7 @@ def test_a_row_with_an_unreadable_target_list_fails_with_the_reason(engine):
             )
         )
         rid = c.execute(sa.text("SELECT max(id) FROM rtt_request")).scalar()
-    run_until(engine, lambda: finished(engine, rid))
+    run_until(engine, lambda: finished(engine, rid), "end of the request")
     req = get_rtt_request(engine, rid)
     assert req["status"] == "failed" and "not JSON" in req["detail"]
     assert load_samples(engine).empty
@@ -133,7 +128,7 @@ def test_a_request_left_running_by_a_killed_worker_is_failed_not_left_waiting(en
     dead = create_rtt_request(engine, [("x", f"127.0.0.1:{target.port}")], 3)
     assert claim_rtt_requests(engine, "", f"{socket.gethostname()}:999999999:dead", 10)  # the killed worker's claim
     fresh = create_rtt_request(engine, [("y", f"127.0.0.1:{target.port}")], 3)
-    run_until(engine, lambda: finished(engine, dead) and finished(engine, fresh))
+    run_until(engine, lambda: finished(engine, dead) and finished(engine, fresh), "end of both requests")
     req = get_rtt_request(engine, dead)
     assert req["status"] == "failed" and req["detail"] == ORPHAN_DETAIL
     assert get_rtt_request(engine, fresh)["status"] == "done"  # the next request still runs
@@ -196,7 +191,8 @@ def test_no_collaborator_imports_the_runner():
 
 
 def test_an_idle_worker_runs_the_alert_pass_only_when_it_is_due(sqlite_engine, monkeypatch):
-    ticks: list[int] = []
+    clock = FakeClock()
+    ticks: list[int] = []  # alert passes (each one a thread)
     real_tick = TeamHooks.tick
 
     def counting_tick(self, now_ms, *, holds_lease):
@@ -204,6 +200,17 @@ def test_an_idle_worker_runs_the_alert_pass_only_when_it_is_due(sqlite_engine, m
         real_tick(self, now_ms, holds_lease=holds_lease)
 
     monkeypatch.setattr(TeamHooks, "tick", counting_tick)
-    started = time.monotonic()
-    run_until(sqlite_engine, lambda: time.monotonic() - started > 2.5, alerts_every_s=30.0)
-    assert len(ticks) == 1  # the first pass is due at once; the next one in 30 s (before: a call every 0.2 s)
+    start = clock.ms
+
+    async def body(w):
+        await until(lambda: ticks, "first alert pass")  # due at once
+        clock.advance(29_999)
+        await housekeeping_passes(w)  # before: an alert thread at each pass, five a second
+        idle = list(ticks)
+        clock.advance(1)
+        await until(lambda: len(ticks) == 2, "second alert pass")
+        return idle
+
+    idle = drive(sqlite_engine, body, clock=clock, alerts_every_s=30.0)
+    assert idle == [start]  # none while the next pass was not due
+    assert ticks == [start, start + 30_000]

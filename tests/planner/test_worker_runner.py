@@ -1,28 +1,37 @@
-"""The worker loop in-process against the simulated endpoint, on SQLite and PostgreSQL:
-failing endpoints, missing keys, probe-now and cold-reading requests, a locked database, RTT jobs."""
+"""The worker loop in-process against the simulated endpoint: failing endpoints, missing keys, probe-now and
+cold-reading requests, a locked database, RTT jobs, an endpoint removed while its rows wait to be stored.
+
+Every test runs the worker on a clock it moves itself (tests/support/worker_driver.py): it moves the clock slot by
+slot and waits for what the worker does, so the slots that run are the same on any machine and the assertions are
+about what was stored — every slot once, with its label — never about how many fit into some seconds. How late a
+worker fires on a real clock is bench/bench_worker.py's figure; healthy TTFTs beside hostile endpoints are
+bench/bench_worker_hostile.py's. PostgreSQL runs the tests whose worker writes differ between back ends (requests,
+cold readings, a removed endpoint's foreign key); the rest run on SQLite.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import threading
-import time
+import urllib.request
+from collections import Counter
 
 import pytest
 import sqlalchemy as sa
 
-from planner.endpoints import add_endpoint
+from planner.endpoints import add_endpoint, remove_endpoint
+from planner.probes.ttft import TtftSample
 from planner.simulator import SimulatorConfig, running_simulator
+from planner.store import engine as store_engine
+from planner.store import open_store
 from planner.store.requests import create_request, get_request
-from planner.worker.runner import Worker, WorkerConfig
 from planner.worker.scheduler import SkipCause
-from tests.support.skips import overload_skip
+from tests.support.fake_clock import FakeClock
+from tests.support.worker_driver import drive, step, until
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=2)
-
-
-@pytest.fixture(autouse=True)
-def _short_intervals(monkeypatch):
-    monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
 
 
 @pytest.fixture(scope="module")
@@ -31,93 +40,152 @@ def sim_url():
         yield url
 
 
-def run_for(engine, seconds: float, *, until=None, **cfg) -> Worker:
-    """Run a worker for `seconds` (or until `until()` is true, checked every 0.1 s), then stop it.
-
-    Probes run in the worker's own loop here (probe_processes=0): these tests are about scheduling and
-    storage; the probe processes are tested in test_worker_isolation.py."""
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, **({"probe_processes": 0} | cfg)))
-
-    async def main():
-        task = asyncio.create_task(w.run())
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until and await asyncio.to_thread(until)):
-            await asyncio.sleep(0.1)
-        w.request_stop()
-        await task
-
-    asyncio.run(main())
-    return w
-
-
 def q(engine, sql: str, **params):
     with engine.connect() as c:
         return [dict(r) for r in c.execute(sa.text(sql), params).mappings()]
 
 
+def samples(engine, endpoint_id: int) -> list[dict]:
+    return q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=endpoint_id)
+
+
 def ep(engine, name, url, **kw):
+    """An endpoint at the product's minimum interval (10 s of the test's clock, which costs nothing); its timeout
+    (real seconds) leaves a loaded machine's probe time to finish."""
     fields = {
         "name": name,
         "base_url": url,
         "model": "m",
-        "interval_s": 0.3,
-        "timeout_s": 0.25,
+        "interval_s": 10.0,
+        "timeout_s": 9.0,
         "prompt_tokens": 50,
         "max_tokens": 4,
     } | kw
     return add_endpoint(engine, fields)
 
 
-def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(engine, sim_url):
-    # The healthy endpoint's slot (1.5 s) leaves room for a loaded machine's slow loop while its neighbours hang or
-    # are refused every 0.3 s. Run until each has its samples (at most 40 s): a slow machine waits, it does not fail.
-    good = ep(engine, "good", sim_url, interval_s=1.5, timeout_s=1.4)
+def slots_of(decided: list[tuple[str, int]], endpoint_id: int) -> list[int]:
+    return [slot for key, slot in decided if key == f"endpoint:{endpoint_id}"]
+
+
+def ended(engine, request_id: int) -> bool:
+    return get_request(engine, request_id)["status"] in ("done", "failed")
+
+
+def health(sim_url: str) -> dict:
+    """The simulated endpoint's /health (its warm state and how many cold starts it made)."""
+    with urllib.request.urlopen(sim_url.removesuffix("/v1") + "/health", timeout=30) as r:
+        return json.load(r)
+
+
+def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(sqlite_engine, sim_url):
+    clock = FakeClock()
+    engine = sqlite_engine
+    good = ep(engine, "good", sim_url)
     down = ep(engine, "down", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
-    with running_simulator(
-        SimulatorConfig(start_cold=True, cold_start_s=60, seed=3)
-    ) as hang_url:  # never answers in time
-        hang = ep(engine, "hang", hang_url)
+    with running_simulator(SimulatorConfig(start_cold=True, cold_start_s=60, seed=3)) as hang_url:
+        hang = ep(engine, "hang", hang_url, timeout_s=0.25)  # never answers within its (real) 0.25 s
 
-        def rows():
-            return {
-                e.id: q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=e.id)
-                for e in (good, down, hang)
-            }
+        async def body(w):
+            # Each step waits for the healthy and the refused probe; the hanging one runs on beside the next steps.
+            decided: list[tuple[str, int]] = []
+            waited = {f"endpoint:{good.id}", f"endpoint:{down.id}"}
+            while min(len(slots_of(decided, e.id)) for e in (good, down, hang)) < 5:
+                decided += await step(w, clock, wait=waited)
+            return decided
 
-        def probed(rows_of: list[dict]) -> list[dict]:
-            return [r for r in rows_of if r["kind"] == "scheduled"]
-
-        def enough() -> bool:
-            by = rows()
-            return len(by[good.id]) >= 5 and len(probed(by[down.id])) >= 7 and len(by[hang.id]) >= 5
-
-        run_for(engine, 40.0, until=enough)
-    by = rows()
-    assert len(by[good.id]) >= 5
-    assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id]), [
-        r for r in by[good.id] if not r["ok"]
-    ]  # no skipped slot, no failure
-    assert len(probed(by[down.id])) >= 7 and {r["error_class"] for r in probed(by[down.id])} == {"refused"}
-    # Its 0.3 s slots may be skipped on a loaded machine (labelled so), never failed for another reason.
-    assert all(overload_skip(r) for r in by[down.id] if r["kind"] != "scheduled"), by[down.id]
-    assert len(by[hang.id]) >= 5
-    assert {r["error_class"] for r in by[hang.id] if r["kind"] == "scheduled"} <= {"read_timeout", "connect_timeout"}
+        decided = drive(engine, body, clock=clock)
+    by = {e.id: samples(engine, e.id) for e in (good, down, hang)}
+    for e in (good, down, hang):  # every slot the worker decided is stored, once
+        assert [r["scheduled_at_ms"] for r in by[e.id]] == slots_of(decided, e.id), e.name
+    assert all(r["kind"] == "scheduled" and r["ok"] for r in by[good.id]), by[good.id]  # no skip, no failure
+    assert {(r["kind"], r["error_class"]) for r in by[down.id]} == {("scheduled", "refused")}
+    hung = [r for r in by[hang.id] if r["kind"] == "scheduled"]
+    assert hung and {r["error_class"] for r in hung} <= {"read_timeout", "connect_timeout"}
+    # A hanging probe may still run when its next slot comes: that slot is skipped, saying so.
+    assert all(r["error_detail"] == SkipCause.IN_FLIGHT.value for r in by[hang.id] if r["kind"] == "skipped")
     status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
     assert status[good.id]["state"] == "ok"
-    assert status[down.id]["state"] == "failing" and status[down.id]["consecutive_failures"] >= 7
+    assert status[down.id]["state"] == "failing" and status[down.id]["consecutive_failures"] == len(by[down.id])
     assert "refused" in status[down.id]["detail"]
 
 
-def test_missing_key_is_reported_instead_of_probing_until_it_is_set(engine, sim_url, monkeypatch):
+def test_a_probe_that_never_returns_is_cut_at_its_slots_deadline(sqlite_engine, monkeypatch):
+    """Whatever a probe's retries do, it never outlives its slot: cut at 95 % of the interval (real time), it is
+    stored as a timeout that says so, and the next slot runs."""
+    monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")  # a 0.19 s deadline
+    engine, clock = sqlite_engine, FakeClock()
+    e = ep(engine, "stuck", "http://127.0.0.1:9/v1", interval_s=0.2, timeout_s=0.1)
+
+    async def never_returns(*args, **kwargs):
+        await asyncio.Event().wait()
+
+    async def body(w):
+        return await step(w, clock) + await step(w, clock)
+
+    decided = drive(engine, body, clock=clock, probe=never_returns)
+    rows = samples(engine, e.id)
+    assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, e.id)
+    assert {(r["kind"], r["error_class"], r["error_detail"]) for r in rows} == {
+        ("scheduled", "read_timeout", "probe exceeded its slot deadline (0.2 s)")
+    }
+
+
+def test_a_slot_skipped_behind_a_running_probe_is_stored_after_that_probes_own_row(sqlite_engine):
+    """A restart resumes after the newest stored slot. Were the skip of slot 2 ("previous probe still running")
+    stored while slot 1's probe still ran, a kill -9 then would leave slot 1 with no outcome at all; so the store
+    never holds a slot after one whose probe is still running."""
+    engine, clock = sqlite_engine, FakeClock()
+    e = ep(engine, "slow", "http://127.0.0.1:9/v1", interval_s=60.0, timeout_s=50.0)
+    key = f"endpoint:{e.id}"
+    release = asyncio.Event()
+
+    async def held_probe(target, **kwargs):
+        await release.wait()
+        return TtftSample(started_at_ms=clock.ms, ok=True, ttft_ms=12.0, total_ms=20.0)
+
+    async def body(w):
+        decided = await step(w, clock, wait=())  # slot 1: its probe runs on
+        decided += await step(w, clock, wait=())  # slot 2: skipped, slot 1's probe still running
+        await until(lambda: w.stats.skip_causes[SkipCause.IN_FLIGHT] == 1, "slot 2 skipped behind slot 1")
+        await w.flush()  # what the flusher does at any moment
+        stored_meanwhile = await asyncio.to_thread(samples, engine, e.id)
+        release.set()
+        await until(lambda: not w.scheduler.jobs[key].in_flight, "slot 1's probe ended")
+        return decided, stored_meanwhile
+
+    decided, stored_meanwhile = drive(engine, body, clock=clock, probe=held_probe)
+    assert stored_meanwhile == []  # nothing of this endpoint before slot 1's outcome
+    rows = samples(engine, e.id)
+    assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, e.id)
+    assert [(r["kind"], r["error_detail"]) for r in rows] == [
+        ("scheduled", None),
+        ("skipped", SkipCause.IN_FLIGHT.value),
+    ]
+
+
+def test_missing_key_is_reported_instead_of_probing_until_it_is_set(sqlite_engine, sim_url, monkeypatch):
+    clock = FakeClock()
+    engine = sqlite_engine
     monkeypatch.delenv("SIM_TEST_KEY", raising=False)
     e = ep(engine, "keyed", sim_url, api_key_env="SIM_TEST_KEY")
-    run_for(engine, 1.5)
-    assert q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e", e=e.id) == []
-    [st] = q(engine, "SELECT * FROM endpoint_status WHERE endpoint_id = :e", e=e.id)
-    assert st["state"] == "key missing" and "SIM_TEST_KEY" in st["detail"]
-    monkeypatch.setenv("SIM_TEST_KEY", "sk-test-secret-value")
-    run_for(engine, 1.5)
-    assert len(q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND ok", e=e.id)) >= 2
+
+    def status() -> dict | None:
+        rows = q(engine, "SELECT * FROM endpoint_status WHERE endpoint_id = :e", e=e.id)
+        return rows[0] if rows and rows[0]["state"] == "key missing" else None
+
+    async def body(w):
+        await step(w, clock)  # its first slot: not probed without the key
+        missing = await until(status, "'key missing' status", in_thread=True)
+        monkeypatch.setenv("SIM_TEST_KEY", "sk-test-secret-value")
+        probed = await step(w, clock) + await step(w, clock)
+        return missing, probed
+
+    missing, probed = drive(engine, body, clock=clock)
+    assert "SIM_TEST_KEY" in missing["detail"]
+    rows = samples(engine, e.id)  # nothing for the slot without its key; each slot after it probed
+    assert [r["scheduled_at_ms"] for r in rows] == slots_of(probed, e.id) and all(r["ok"] for r in rows)
+    assert q(engine, "SELECT state FROM endpoint_status WHERE endpoint_id = :e", e=e.id) == [{"state": "ok"}]
     # The key itself is never stored anywhere.
     with engine.connect() as c:
         for table in ("probe_sample", "endpoint", "endpoint_status", "probe_request"):
@@ -125,20 +193,28 @@ def test_missing_key_is_reported_instead_of_probing_until_it_is_set(engine, sim_
 
 
 def test_probe_now_request_runs_one_manual_probe(engine, sim_url):
-    e = ep(engine, "now", sim_url, interval_s=30, timeout_s=5)  # no scheduled slot during the test
+    clock = FakeClock()
+    e = ep(engine, "now", sim_url)
     rid = create_request(engine, e.id, "probe_now")
-    run_for(engine, 10.0, until=lambda: get_request(engine, rid)["status"] in ("done", "failed"))
+
+    async def body(w):  # the clock stands still: no scheduled slot comes
+        await until(lambda: ended(engine, rid), "end of the request", in_thread=True)
+
+    drive(engine, body, clock=clock)
     req = get_request(engine, rid)
     assert req["status"] == "done" and req["detail"].startswith("TTFT ")
-    manual = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'manual'", e=e.id)
-    assert len(manual) == 1 and manual[0]["ok"]
+    [manual] = samples(engine, e.id)
+    assert manual["kind"] == "manual" and manual["ok"]
 
 
 def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(engine):
+    clock = FakeClock()
+    # The model starts unloaded and, once loaded, stays so: the cold probe pays one load (1.5 s of real time behind
+    # 503s), the warm probe none, however long either takes on a loaded machine.
     cfg = SimulatorConfig(
         prefill_tokens_per_s=200_000,
         decode_tokens_per_s=5000,
-        scale_down_window_s=0.6,
+        start_cold=True,
         cold_start_s=1.5,
         cold_503=True,
         retry_after_s=1,
@@ -146,115 +222,126 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
     )
     with running_simulator(cfg) as url:
         e = ep(engine, "coldish", url, scale_down_window_s=0.6)
-        rid = create_request(engine, e.id, "cold_reading", idle_s=1.0)
-        run_for(engine, 20.0, until=lambda: get_request(engine, rid)["status"] in ("done", "failed"))
+        requested_ms = clock.ms
+        rid = create_request(engine, e.id, "cold_reading", idle_s=25.0)
+
+        async def body(w):
+            [reading] = await until(
+                lambda: q(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id),
+                "cold reading started",
+                in_thread=True,
+            )
+            paused: list[tuple[str, int]] = []
+            while w.scheduler.next_fire_ms() <= reading["idle_until_ms"]:  # the slots of the idle time
+                paused += await step(w, clock)
+            clock.advance_to(reading["idle_until_ms"])  # idle long enough: the cold probe goes now
+            await until(lambda: ended(engine, rid), "end of the reading", in_thread=True)
+            return paused
+
+        paused = drive(engine, body, clock=clock)
+        sim = health(url)
     req = get_request(engine, rid)
     assert req["status"] == "done", req
     [reading] = q(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id)
     assert reading["state"] == "done"
+    # Idle for 25 s from the claim (no probe had run), then the cold probe at once.
+    assert reading["idle_until_ms"] == requested_ms + 25_000 == reading["cold_started_at_ms"]
     assert reading["cold_status_503"] >= 1 and reading["cold_attempts"] >= 2  # the 503s while loading are counted
     assert reading["cold_ttft_ms"] >= 1000  # time to first success includes the 1.5 s load behind 503s
-    assert reading["warm_ttft_ms"] < 500
     assert reading["cold_minus_warm_ms"] == pytest.approx(reading["cold_ttft_ms"] - reading["warm_ttft_ms"])
-    kinds = {r["kind"] for r in q(engine, "SELECT kind FROM probe_sample WHERE endpoint_id = :e", e=e.id)}
-    assert {"cold", "warm"} <= kinds
-    # The slots of the pause are skipped as such (a loaded machine may also skip one while a probe still runs).
-    skipped = q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'skipped'", e=e.id)
-    paused = [r for r in skipped if r["error_detail"] == SkipCause.PAUSED.value]
-    assert paused and all(r in paused or overload_skip(r) for r in skipped), skipped
-    # No scheduled probe ran between the request and the cold probe: the idle gap was real.
-    inside = q(
-        engine,
-        "SELECT * FROM probe_sample WHERE endpoint_id = :e AND kind = 'scheduled' "
-        "AND started_at_ms > :a AND started_at_ms < :b",
-        e=e.id,
-        a=reading["idle_until_ms"] - 1000,
-        b=reading["cold_started_at_ms"],
-    )
-    assert inside == []
+    assert sim["cold_starts"] == 1 and sim["warm"]  # the warm probe found the model loaded
+    rows = samples(engine, e.id)
+    [cold] = [r for r in rows if r["kind"] == "cold"]
+    [warm] = [r for r in rows if r["kind"] == "warm"]
+    assert cold["idle_gap_ms"] == 25_000 and warm["ok"] and warm["ttft_ms"] == pytest.approx(reading["warm_ttft_ms"])
+    # Each slot of the pause is stored as skipped for the cold reading; no scheduled probe broke the idle time.
+    skipped = [r for r in rows if r["kind"] == "skipped"]
+    assert [r["scheduled_at_ms"] for r in skipped] == slots_of(paused, e.id) != []
+    assert {r["error_detail"] for r in skipped} == {SkipCause.PAUSED.value}
+    assert len(rows) == len(skipped) + 2
 
 
-def test_locked_database_keeps_rows_in_memory_and_loses_none(sqlite_engine, sim_url):
-    engine = sqlite_engine
+def test_locked_database_keeps_rows_in_memory_and_loses_none(sqlite_store_url, sim_url, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(store_engine, "SQLITE_BUSY_TIMEOUT_MS", 200)  # a locked write fails after 0.2 s, not 5 s
+    engine = open_store(sqlite_store_url)
     e = ep(engine, "locked", sim_url)
-    raw = sa.create_engine(engine.url, connect_args={"timeout": 0.1})
-    release = threading.Event()
+    raw = sa.create_engine(engine.url, connect_args={"timeout": 60})  # waits out a housekeeping write
+    locked, release = threading.Event(), threading.Event()
 
     def hold_lock():
         with raw.connect() as c:
             c.exec_driver_sql("BEGIN EXCLUSIVE")
-            release.wait(30)
+            locked.set()
+            release.wait(600)  # a guard: the test sets it
             c.exec_driver_sql("COMMIT")
 
     holder = threading.Thread(target=hold_lock)
-    w = Worker(engine, WorkerConfig(lease_ttl_s=30, request_poll_s=0.2, probe_processes=0))
 
-    async def main():
-        task = asyncio.create_task(w.run())
-        await asyncio.sleep(1.2)
+    async def body(w):
+        decided = [d for _ in range(3) for d in await step(w, clock)]
+        await until(lambda: w.stats.stored == 3, "first rows stored")
         holder.start()
-        await asyncio.sleep(6.5)  # longer than SQLite's 5 s busy timeout: flushes fail
-        failed = w.stats.failed_flushes
+        await until(locked.is_set, "lock held")
+        decided += [d for _ in range(3) for d in await step(w, clock)]  # probing goes on while the store is locked
+        await until(lambda: w.stats.failed_flushes >= 1, "failed flush")
+        kept = len(w.buffer.rows)
         release.set()
-        await asyncio.sleep(2.0)
-        w.request_stop()
-        await task
-        return failed
+        await until(lambda: w.stats.stored == 6, "kept rows stored")
+        decided += [d for _ in range(2) for d in await step(w, clock)]
+        return decided, kept
 
-    failed = asyncio.run(main())
-    holder.join()
-    assert failed >= 1
-    slots = [
-        r["scheduled_at_ms"]
-        for r in q(
-            engine,
-            "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e "
-            "AND kind IN ('scheduled','skipped') ORDER BY 1",
-            e=e.id,
-        )
-    ]
-    assert len(slots) >= 25
-    assert {b - a for a, b in zip(slots, slots[1:], strict=False)} == {
-        300
-    }  # every slot stored once, none lost while locked
+    try:
+        decided, kept = drive(engine, body, clock=clock)
+    finally:
+        release.set()
+        if holder.is_alive():
+            holder.join()
+    assert kept == 3  # in memory while the database was locked
+    rows = samples(engine, e.id)  # every slot stored once, none lost while locked
+    assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, e.id)
+    assert all(r["kind"] == "scheduled" and r["ok"] for r in rows)
+    engine.dispose()
 
 
-def test_rtt_targets_run_on_the_same_schedule(engine, sim_url):
+def test_rtt_targets_run_on_the_same_schedule(sqlite_engine, sim_url):
+    clock = FakeClock()
     from planner.store.rtt import add_target
 
+    engine = sqlite_engine
     host_port = sim_url.split("//")[1].split("/")[0]
     t = add_target(engine, "local-sim", host_port, interval_s=10, enabled=True, vantage="")
-    with engine.begin() as c:  # the product minimum is 10 s; compress it for the test
-        c.execute(sa.text("UPDATE rtt_target SET interval_s = 0.5 WHERE id = :i"), {"i": t.id})
-    run_for(
-        engine,
-        10.0,
-        until=lambda: q(engine, "SELECT COUNT(*) AS n FROM rtt_sample WHERE region_id = 'local-sim'")[0]["n"] >= 10,
-    )
+
+    async def body(w):
+        return await step(w, clock) + await step(w, clock)
+
+    decided = drive(engine, body, clock=clock)
+    assert [key for key, _ in decided] == [f"rtt:{t.id}"] * 2
     rtts = q(engine, "SELECT * FROM rtt_sample WHERE region_id = 'local-sim'")
-    assert len(rtts) >= 10
+    connects = Counter(r["run_id"] for r in rtts if r["method"] == "tcp-connect")
+    assert sorted(connects.values()) == [10, 10]  # one measurement (10 kept connects) per slot
     assert any(r["rtt_ms"] is not None and r["rtt_ms"] >= 0 for r in rtts)
 
 
-def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_url):
-    from planner.endpoints import remove_endpoint
-
+def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_url, caplog):
+    clock = FakeClock()
     keep = ep(engine, "keep", sim_url)
-    ep(engine, "gone", sim_url)
-    w = Worker(engine, WorkerConfig(lease_ttl_s=5, request_poll_s=0.2, flush_interval_s=0.5, probe_processes=0))
+    gone = ep(engine, "gone", sim_url)
 
-    async def main():
-        task = asyncio.create_task(w.run())
-        await asyncio.sleep(1.5)
+    async def body(w):
+        decided: list[tuple[str, int]] = []
+        while min(len(slots_of(decided, e.id)) for e in (keep, gone)) < 2:
+            decided += await step(w, clock)
+        # Removed while its rows wait in memory (the flusher sleeps for the whole test): the stop's flush meets them.
         await asyncio.to_thread(remove_endpoint, engine, "gone")
-        await asyncio.sleep(2.5)
-        w.request_stop()
-        await task
+        while len(slots_of(decided, keep.id)) < 4:
+            decided += await step(w, clock)
+        return decided
 
-    asyncio.run(main())
-    slots = [
-        r["scheduled_at_ms"]
-        for r in q(engine, "SELECT scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e ORDER BY 1", e=keep.id)
-    ]
-    assert len(slots) >= 10 and {b - a for a, b in zip(slots, slots[1:], strict=False)} == {300}
+    with caplog.at_level(logging.INFO, logger="planner.worker"):
+        decided = drive(engine, body, clock=clock, flush_interval_s=3600)
+    assert f"dropping the rows of removed endpoint(s) [{gone.id}]" in caplog.text
+    rows = samples(engine, keep.id)  # each of its slots stored once
+    assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, keep.id)
+    assert all(r["kind"] == "scheduled" and r["ok"] for r in rows)
     assert q(engine, "SELECT COUNT(*) AS n FROM probe_sample WHERE endpoint_id <> :e", e=keep.id)[0]["n"] == 0

@@ -1,10 +1,12 @@
-"""`ttft-planner serve`: dashboard, worker and simulated endpoint start together and stop together."""
+"""`ttft-planner serve`: dashboard, worker and simulated endpoint start together and stop together.
+
+The tests wait for what `serve` does (the dashboard answers, the worker takes its lease, the process exits); the
+waits' limits are hang guards (HANG_S), never speed checks."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,17 +15,13 @@ import urllib.request
 import sqlalchemy as sa
 
 from planner.store import open_store
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.rtt_target import free_port
+from tests.support.worker_proc import HANG_S, wait_logged
 
 
 def _healthy(port: int) -> bool:
     try:
-        return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok"
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10).read() == b"ok"
     except OSError:
         return False
 
@@ -46,21 +44,20 @@ def _children(pid: int, *, dashboard_only: bool = True) -> list[int]:
     return out
 
 
-def _serve(tmp_path):
-    port = _free_port()
+def _serve(tmp_path, *args: str):
+    """`ttft-planner serve --port <free> *args` on a data dir in tmp_path, once its dashboard answers."""
+    port = free_port()
     env = {**os.environ, "TTFT_PLANNER_DATA_DIR": str(tmp_path)}
     env.pop("TTFT_PLANNER_DATABASE_URL", None)
-    log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from planner.cli import main; main()", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not _healthy(port):
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-2000:]
-        time.sleep(0.3)
+    with open(tmp_path / "serve.log", "w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from planner.cli import main; main()", "serve", "--port", str(port), *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    wait_logged(lambda: proc.poll() is not None or _healthy(port), "the dashboard", tmp_path / "serve.log")
+    assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
     return proc, port
 
 
@@ -74,19 +71,16 @@ def test_serve_starts_everything_and_sigterm_stops_everything(tmp_path):
     proc, port = _serve(tmp_path)
     try:
         engine = open_store(f"sqlite:///{tmp_path / 'planner.db'}")
-        deadline = time.monotonic() + 20
-        while not _lease_live(engine):
-            assert time.monotonic() < deadline, "the worker never took its lease"
-            time.sleep(0.3)
+        wait_logged(lambda: _lease_live(engine), "the worker's lease", tmp_path / "serve.log")
         with engine.connect() as c:
             [(name, url, simulated)] = c.execute(sa.text("SELECT name, base_url, simulated FROM endpoint")).all()
         assert name == "simulated" and simulated
-        assert urllib.request.urlopen(url + "/models", timeout=2).status == 200  # the simulated endpoint is up
+        assert urllib.request.urlopen(url + "/models", timeout=HANG_S).status == 200  # the simulated endpoint is up
         dashboard = _children(proc.pid)
         assert dashboard
         everything = _children(proc.pid, dashboard_only=False)  # the probe processes too
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 0
+        assert proc.wait(HANG_S) == 0
         assert not _healthy(port)
         assert all(
             not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
@@ -99,11 +93,11 @@ def test_serve_starts_everything_and_sigterm_stops_everything(tmp_path):
 
 
 def test_when_the_dashboard_dies_the_worker_stops_too(tmp_path):
-    proc, port = _serve(tmp_path)
+    proc, port = _serve(tmp_path, "--no-simulator", "--probe-processes", "0")  # the worker and its dashboard only
     try:
         [dashboard] = _children(proc.pid)
         os.kill(dashboard, signal.SIGKILL)
-        assert proc.wait(20) == 0
+        assert proc.wait(HANG_S) == 0
         assert "the dashboard exited" in (tmp_path / "serve.log").read_text()
     finally:
         if proc.poll() is None:

@@ -19,7 +19,7 @@ from planner.store import open_store
 from tests.support.alerts import Receiver
 from tests.support.rtt_target import free_port
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
-from tests.support.worker_proc import spawn_worker, stop_worker
+from tests.support.worker_proc import spawn_worker, stop_worker, wait_logged
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = Script(
@@ -48,9 +48,26 @@ def _stored(engine) -> int:
         return conn.execute(sa.text(f"SELECT COUNT(*) FROM probe_sample WHERE {SAMPLE_SQL}")).scalar()
 
 
-def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(tmp_path, monkeypatch):
+def _scrape_between_equal_counts(engine, port: int) -> tuple[int, float] | None:
+    """(store count, scraped count) when the store held the same count before and after the scrape, else None
+    (a flush landed in between: try again)."""
+    before = _stored(engine)
+    scraped = _ttft_count(port)
+    return (before, scraped) if scraped is not None and _stored(engine) == before else None
+
+
+def _evaluated_while_firing(engine) -> int | None:
+    """When the worker last evaluated the rule, if that pass came after the one that fired it (else None)."""
+    series = alert_store.series_frame(engine)
+    row = series[series["endpoint"] == "slow-a"].iloc[0]
+    if row["state"] == "firing" and row["evaluated_at_ms"] > row["since_ms"]:
+        return int(row["evaluated_at_ms"])
+    return None
+
+
+def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(sqlite_store_url, tmp_path, monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
-    db_url = f"sqlite:///{tmp_path / 'team.db'}"
+    db_url = sqlite_store_url
     engine = open_store(db_url)
     hook = Receiver()
     port = free_port()
@@ -82,22 +99,25 @@ def test_worker_metrics_count_the_stored_samples_and_it_fires_the_alert(tmp_path
         )
         env = {"PYTHONPATH": str(ROOT), "TEAM_HOOK": hook.url}
         args = ("--metrics-port", str(port), "--alerts-every-s", "1", "--probe-processes", "0")
-        proc = spawn_worker(tmp_path / "worker.log", *args, env={**env, "TTFT_PLANNER_DATABASE_URL": db_url})
+        log = tmp_path / "worker.log"
+        proc = spawn_worker(log, *args, env={**env, "TTFT_PLANNER_DATABASE_URL": db_url})
         try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and not hook.bodies:
-                time.sleep(0.3)
-            assert [b["status"] for b in hook.bodies] == ["firing"], (tmp_path / "worker.log").read_text()[-2000:]
+            wait_logged(lambda: hook.bodies, "the alert's notification", log)
+            assert [b["status"] for b in hook.bodies] == ["firing"], log.read_text()[-2000:]
             assert hook.bodies[0]["endpoint"] == "slow-a" and hook.bodies[0]["n"] >= 5
             # exact: a scrape taken between two equal store counts must equal them
-            for _ in range(100):
-                before = _stored(engine)
-                scraped = _ttft_count(port)
-                if before == _stored(engine) and scraped is not None:
-                    break
-                time.sleep(0.05)
+            before, scraped = wait_logged(lambda: _scrape_between_equal_counts(engine, port), "a quiet scrape", log)
             assert scraped == before > 0
+            # Two more alert passes while firing (the second starts after the first's deliveries are sent).
+            passes: set[int] = set()
+
+            def two_more_passes() -> bool:
+                if (at_ms := _evaluated_while_firing(engine)) is not None:
+                    passes.add(at_ms)
+                return len(passes) >= 2
+
+            wait_logged(two_more_passes, "two alert passes after the firing one", log)
         finally:
-            stop_worker(proc, 30)
+            stop_worker(proc)
             hook.close()
     assert len(hook.bodies) == 1  # held firing: no second notification

@@ -1,24 +1,22 @@
-"""Alert test helpers: a local webhook receiver, a slow endpoint with a firing p95 rule, and the CLI as users run it."""
+"""Alert test helpers: a local webhook receiver, a slow endpoint with a firing p95 rule, and the CLI in-process."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
+from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
 from planner.alerts.rules import AlertKind, Rule
+from planner.cli import cli
+from planner.settings import DATABASE_URL
 from planner.store import alerts as store
 from tests.support.compare_seed import seed_endpoint
 
 __all__ = ["Receiver", "run_cli", "slow_endpoint_with_rule"]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class Receiver:
@@ -70,13 +68,10 @@ def slow_endpoint_with_rule(engine: Engine, now_ms: int, *, webhook_env: str = "
 
 
 def run_cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
-    """`ttft-planner ARGS` in a fresh process over the store at db_url (stdout, stderr, returncode)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TTFT_PLANNER_DATABASE_URL": db_url}
-    return subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
+    """`ttft-planner ARGS` over the store at db_url, run in-process by Click's runner (no interpreter start per
+    call: what these tests check is the commands' output and exit status, not the process); stdout and stderr
+    apart, as a user's terminal shows them."""
+    result = CliRunner().invoke(
+        cli, list(args), env={DATABASE_URL.name: db_url}, prog_name="ttft-planner", catch_exceptions=False
     )
+    return subprocess.CompletedProcess(["ttft-planner", *args], result.exit_code, result.stdout, result.stderr)

@@ -9,6 +9,8 @@ delayed, as with netem (recipe and measured bias, +0.4–0.7 ms: shared/referenc
     with DelayLink(rtt_ms=40) as link:          # A = 10.213.1.1, B = 10.213.1.2
         link.popen_in("b", [...server...]); link.run_in("a", [...probe...])
 
+`link.call_in("a", fn, ...)` runs a Python function in a thread inside namespace A (setns is per thread: the
+sockets it opens live there), so a probe can run in-process, without a CLI start-up inside the namespace.
 `DelayLink.unavailable()` says why it cannot run here (not root, no netns, no /dev/net/tun).
 """
 
@@ -24,25 +26,37 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TypeVar
 
 __all__ = ["ADDR_A", "ADDR_B", "DelayLink"]
 
 ADDR_A, ADDR_B = "10.213.1.1", "10.213.1.2"
 _CLONE_NEWNET, _TUNSETIFF, _IFF_TUN, _IFF_NO_PI = 0x40000000, 0x400454CA, 0x0001, 0x1000
+T = TypeVar("T")
 
 
-def _open_tun_in(ns: str, name: str) -> int:
+@contextmanager
+def _in_netns(ns: str) -> Iterator[None]:
+    """The calling thread inside network namespace `ns` for the block, back in its own afterwards."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     target = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
     try:
         if libc.setns(target, _CLONE_NEWNET) != 0:
             raise OSError(ctypes.get_errno(), f"setns({ns}) failed")
-        fd = os.open("/dev/net/tun", os.O_RDWR)
-        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH", name.encode(), _IFF_TUN | _IFF_NO_PI))
+        yield
     finally:
         libc.setns(home, _CLONE_NEWNET)
         os.close(home), os.close(target)
+
+
+def _open_tun_in(ns: str, name: str) -> int:
+    with _in_netns(ns):
+        fd = os.open("/dev/net/tun", os.O_RDWR)
+        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH", name.encode(), _IFF_TUN | _IFF_NO_PI))
     return fd
 
 
@@ -134,6 +148,16 @@ class DelayLink:
     def run_in(self, side: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
         """Run argv to completion inside namespace `side`."""
         return subprocess.run(["ip", "netns", "exec", self.ns[side], *argv], **kw)
+
+    def call_in(self, side: str, fn: Callable[..., T], *args, **kw) -> T:
+        """fn(*args, **kw) in a fresh thread inside namespace `side` (sockets it opens belong there); its result."""
+
+        def inside() -> T:
+            with _in_netns(self.ns[side]):
+                return fn(*args, **kw)
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(inside).result()
 
     def __exit__(self, *exc) -> None:
         for p in reversed(self._procs):

@@ -10,7 +10,8 @@ Routes:
 
 uvicorn's own socket setup sets TCP_NODELAY on accepted connections (never Streamlit's
 port: its pre-bound socket stalls keep-alive requests by ~40 ms; feasibility note §3).
-Run in-process with `serve_in_thread(host, port)` or as `python -m tests.support.rtt_target HOST PORT`.
+Run in-process with `serve_in_thread(host, port)` or as `python -m tests.support.rtt_target HOST PORT`, which
+prints "ready" once its socket listens (a caller waits for that line, not for a time).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
 
 import uvicorn
@@ -82,6 +82,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+class _Server(uvicorn.Server):
+    """uvicorn.Server that sets `ready` once startup is over (listening, or failed): an event to wait on."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets=None) -> None:
+        try:
+            await super().startup(sockets)
+        finally:
+            self.ready.set()
+
+
 class TargetServer:
     """uvicorn in a daemon thread; `stop()` shuts it down."""
 
@@ -105,17 +119,26 @@ class TargetServer:
             ssl_certfile=certfile,
             ssl_keyfile=keyfile,
         )
-        self._server = uvicorn.Server(cfg)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._server = _Server(cfg)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        finally:
+            self._server.ready.set()  # also when it died before startup: start() need not wait out its guard
 
     def start(self) -> TargetServer:
+        """Start the thread and return once the socket listens; RuntimeError when startup failed."""
         self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError(f"RTT target server on {self.base_url} did not start")
-            time.sleep(0.02)
+        self._server.ready.wait(60)  # a guard against a hang only: startup sets it, successful or not
+        if not self._server.started:
+            raise RuntimeError(f"RTT target server on {self.base_url} did not start")
         return self
+
+    def join(self) -> None:
+        """Block until the server stops (the `python -m` entry point's foreground)."""
+        self._thread.join()
 
     def stop(self) -> None:
         self._server.should_exit = True
@@ -128,4 +151,6 @@ def serve_in_thread(host: str = "127.0.0.1", port: int | None = None, **tls: str
 
 
 if __name__ == "__main__":
-    uvicorn.run(app, host=sys.argv[1], port=int(sys.argv[2]), log_level="warning", access_log=False)
+    server = serve_in_thread(sys.argv[1], int(sys.argv[2]))
+    print("ready", flush=True)
+    server.join()

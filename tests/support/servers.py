@@ -6,25 +6,55 @@ status line and headers, then body steps, each step ONE `sendall` (one TCP
 write) after its own delay, then an ending: a clean chunked end, an abrupt
 close (a disconnect mid-stream) or a stall. It records every request and the
 `perf_counter_ns()` just before it writes the first step marked `content`: the
-ground truth a probe's TTFT is checked against (same clock: CLOCK_MONOTONIC).
+ground truth (same clock: CLOCK_MONOTONIC) that bench/ measures a probe's TTFT against and that tests use as
+a lower bound only (a client cannot read a write before it starts; how soon after is load-dependent).
+
+Stepwise mode (`ScriptedServer(script, stepwise=True)`, probed with `probe_stepwise`) checks WHICH write a
+probe stamped each phase at, with no wall clock, so a loaded machine cannot change the answer:
+
+- The server numbers every write it makes (a "unit": the headers of request i, each step k, the end) in
+  `units`, appending the unit's number just BEFORE writing its bytes. `StepClock`, the probe's `clock_ns`,
+  reads that number: a stamp taken after reading bytes of unit u is at least u (the number came first).
+- Before each write after the headers, the server waits until the probe has TAKEN everything written so far:
+  `StepTransport` (the probe's httpx transport) reports the headers as taken when the response object is
+  returned (after the probe stamped headers_ms), and body bytes only when the probe asks for the NEXT chunk
+  (`_TakenStream`), i.e. after its stamp of this one. So the number cannot move past u while the probe
+  handles unit u's bytes: the stamp is exactly u, however slow the client or fast the server.
+- Each socket read therefore holds one unit's bytes only (the next is not written yet), as on a stream whose
+  writes are far apart; a probe that closes the response early releases the server (`aclose`).
+
+`StepClock.stamps(sample)` names the unit each phase was stamped at, e.g. {"headers": "headers",
+"first_event": 0, "ttft": 1, "first_content": 1, "total": "end"}: the role chunk was the first event and
+step 1 the first token. Timing figures (how close a stamp is to the server's write) live in
+bench/bench_probe_accuracy.py and bench/bench_protocol_accuracy.py.
 
 Helpers build OpenAI/Anthropic frames, so tests read like the stream they send.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import select
 import socket
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import httpx
+
+from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 
 __all__ = [
     "RecordedRequest",
+    "RecordingSleep",
     "StartClock",
+    "StepClock",
+    "StepTransport",
     "self_signed_cert",
     "Script",
     "ScriptedServer",
@@ -32,9 +62,16 @@ __all__ = [
     "anthropic_event",
     "chat_chunk",
     "completion_chunk",
+    "full_backlog",
+    "probe_stepwise",
     "sse",
     "usage_chunk",
 ]
+
+#: Response header naming the request index in stepwise mode, so the client side can report what it took.
+STEP_HEADER = "x-scripted-request"
+#: How long a stepwise server waits for the probe to take a write: only a guard against a hang.
+_TAKE_WAIT_S = 60.0
 
 
 def self_signed_cert(directory, host: str = "localhost") -> tuple[str, str]:
@@ -78,6 +115,33 @@ class StartClock:
         if self.start_ns is None:
             self.start_ns = t
         return t
+
+
+class RecordingSleep:
+    """probe_once's retry `sleep` seam: records each wait and yields without waiting it out."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await asyncio.sleep(0)  # yields to the loop once; no time passes
+
+
+@contextmanager
+def full_backlog() -> Iterator[int]:
+    """A port on 127.0.0.1 whose listener never accepts and whose accept queue is full, so the kernel drops
+    every further SYN: a connect to it times out.
+
+    The queue is full once one connection waits in it (listen(0)); select() reporting the listener readable is
+    that event, so no sleep is needed."""
+    with socket.socket() as lst:
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(0)
+        with socket.create_connection(lst.getsockname()):
+            readable, _, _ = select.select([lst], [], [], _TAKE_WAIT_S)
+            assert readable, "the filler connection never reached the accept queue"
+            yield lst.getsockname()[1]
 
 
 def sse(obj: object, *, space: bool = True, event: str | None = None) -> bytes:
@@ -163,16 +227,28 @@ class ScriptedServer:
     """Serve scripts on 127.0.0.1:<free port>. Use as a context manager; `.url` is "http://127.0.0.1:PORT/v1".
 
     `scripts` is one Script for every request, a list (request i gets scripts[i], the last
-    one repeating), or a function (request index, RecordedRequest) → Script.
+    one repeating), or a function (request index, RecordedRequest) → Script. `stepwise`: write each unit only
+    once the probe has taken the previous one, numbering them in `units` (module docstring).
     """
 
     def __init__(
         self,
         scripts: Script | list[Script] | Callable[[int, RecordedRequest], Script],
         ssl_context: ssl.SSLContext | None = None,
+        *,
+        stepwise: bool = False,
     ) -> None:
         self._scripts = scripts
         self._ssl = ssl_context
+        self.stepwise = stepwise
+        #: unit number → (request index, "headers" | step index | "end"), appended just before each write;
+        #: number 0 is "nothing written yet"
+        self.units: list[tuple[int, int | str]] = [(-1, "before")]
+        self._sent: dict[int, int] = {}  # request → body bytes written (stepwise)
+        self._taken: dict[int, int] = {}  # request → body bytes the probe has taken
+        self._headers_taken: set[int] = set()
+        self._released: set[int] = set()  # requests whose response the probe closed: stop waiting for it
+        self._took = threading.Condition()
         self.sni_names: list[str | None] = []  # server name each TLS client asked for
         self.requests: list[RecordedRequest] = []
         self.first_content_ns: list[int | None] = []
@@ -198,10 +274,51 @@ class ScriptedServer:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
+        with self._took:
+            self._took.notify_all()
         try:
             self._sock.close()
         except OSError:
             pass
+
+    # ---- stepwise mode: the client side (StepTransport) reports what the probe has taken ----
+
+    def took_headers(self, i: int) -> None:
+        with self._took:
+            self._headers_taken.add(i)
+            self._took.notify_all()
+
+    def took_body(self, i: int, nbytes: int) -> None:
+        with self._took:
+            self._taken[i] = self._taken.get(i, 0) + nbytes
+            self._took.notify_all()
+
+    def released(self, i: int) -> None:
+        with self._took:
+            self._released.add(i)
+            self._took.notify_all()
+
+    def _turn(self, i: int, unit: int | str) -> None:
+        """Stepwise: wait until the probe took all of request i written so far, then number the next write."""
+        if not self.stepwise:
+            return
+        with self._took:
+            if unit != "headers":
+                taken = self._took.wait_for(
+                    lambda: (
+                        self._stop.is_set()
+                        or i in self._released
+                        or (i in self._headers_taken and self._taken.get(i, 0) >= self._sent.get(i, 0))
+                    ),
+                    timeout=_TAKE_WAIT_S,
+                )
+                assert taken, f"the probe never took request {i}'s bytes before unit {unit!r}"
+            self.units.append((i, unit))
+
+    def _write(self, conn: socket.socket, i: int, data: bytes, body_bytes: int) -> None:
+        conn.sendall(data)
+        with self._took:
+            self._sent[i] = self._sent.get(i, 0) + body_bytes
 
     def server_ttft_ms(self, i: int) -> float | None:
         """Request i's TTFT on the server's clock: its connection's accept() to the first content write.
@@ -302,27 +419,117 @@ class ScriptedServer:
                 return False
         head = [f"HTTP/1.1 {script.status} {script.reason}"]
         head += [f"{k}: {v}" for k, v in script.headers.items()]
+        if self.stepwise:
+            head.append(f"{STEP_HEADER}: {i}")
         if script.chunked:
             head.append("Transfer-Encoding: chunked")
         else:
             head.append(f"Content-Length: {sum(len(s.data) for s in script.steps)}")
-        conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        self._turn(i, "headers")
+        self._write(conn, i, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"), 0)
         if not script.chunked:
-            conn.sendall(b"".join(s.data for s in script.steps))
+            body = b"".join(s.data for s in script.steps)
+            if body:
+                self._turn(i, 0)
+                self._write(conn, i, body, len(body))
             return True
-        for step in script.steps:
+        for k, step in enumerate(script.steps):
             if step.delay_s and self._stop.wait(step.delay_s):
                 return False
-            frame = f"{len(step.data):x}\r\n".encode() + step.data + b"\r\n" if step.data else b""
+            if not step.data:
+                continue
+            self._turn(i, k)
             if step.content and self.first_content_ns[i] is None:
                 self.first_content_ns[i] = time.perf_counter_ns()  # stamped as the write starts
-            if frame:
-                conn.sendall(frame)
-        if script.end == "disconnect":
-            conn.shutdown(socket.SHUT_RDWR)
-            return False
+            self._write(conn, i, f"{len(step.data):x}\r\n".encode() + step.data + b"\r\n", len(step.data))
         if script.end == "stall":
             self._stop.wait(60)
             return False
+        self._turn(i, "end")
+        if script.end == "disconnect":
+            conn.shutdown(socket.SHUT_RDWR)
+            return False
         conn.sendall(b"0\r\n\r\n")
         return True
+
+
+class _TakenStream(httpx.AsyncByteStream):
+    """A response body that reports each chunk to the stepwise server only when the probe asks for the next
+    one (or closes the response): by then the probe has stamped it."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, server: ScriptedServer, i: int) -> None:
+        self._inner, self._server, self._i = inner, server, i
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+            self._server.took_body(self._i, len(chunk))
+
+    async def aclose(self) -> None:
+        self._server.released(self._i)
+        await self._inner.aclose()
+
+
+class StepTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, reporting to a stepwise ScriptedServer what the probe has taken (module docstring)."""
+
+    def __init__(self, server: ScriptedServer) -> None:
+        self._server = server
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        i = int(response.headers[STEP_HEADER])  # KeyError: the server is not stepwise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        self._server.took_headers(i)  # the probe stamped headers_ms before this returned
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_TakenStream(response.stream, self._server, i),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class StepClock:
+    """probe_once's `clock_ns` for a stepwise ScriptedServer: the number of the unit the server last began to
+    write, as whole milliseconds, so each of the sample's phases names the write it was stamped at."""
+
+    PHASES = ("headers", "first_event", "ttft", "first_content", "total")
+
+    def __init__(self, server: ScriptedServer) -> None:
+        self._server = server
+        self.start: int | None = None
+
+    def __call__(self) -> int:
+        n = len(self._server.units) - 1
+        if self.start is None:
+            self.start = n
+        return n * 1_000_000
+
+    def unit(self, ms: float | None) -> tuple[int, int | str] | None:
+        """(request index, "headers" | step index | "end") of the write a phase of `ms` was stamped at."""
+        if ms is None:
+            return None
+        assert self.start is not None and ms == round(ms), ms
+        return self._server.units[self.start + round(ms)]
+
+    def at(self, ms: float | None) -> int | str | None:
+        """The step (index into the script's steps, "headers" or "end") a phase of `ms` was stamped at."""
+        u = self.unit(ms)
+        return None if u is None else u[1]
+
+    def stamps(self, sample: TtftSample) -> dict[str, int | str | None]:
+        """Each phase of `sample` → the step it was stamped at (None: the phase did not happen)."""
+        return {p: self.at(getattr(sample, f"{p}_ms")) for p in self.PHASES}
+
+
+async def probe_stepwise(server: ScriptedServer, target: ProbeTarget, **kwargs) -> tuple[TtftSample, StepClock]:
+    """probe_once against a stepwise server, on a StepClock (kwargs go to probe_once: max_attempts, sleep, …)."""
+    assert server.stepwise, "probe_stepwise needs ScriptedServer(..., stepwise=True)"
+    clock = StepClock(server)
+    transport = StepTransport(server)
+    async with httpx.AsyncClient(transport=transport, trust_env=False, timeout=target.timeout_s) as client:
+        return await probe_once(target, client=client, clock_ns=clock, **kwargs), clock

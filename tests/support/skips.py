@@ -2,7 +2,9 @@
 
 On a loaded machine a 0.3 s slot can come round while the previous probe's end is still being handled, or the loop
 can wake late. The worker then stores the slot as skipped with its cause; that is an honest label, not a failure.
-Tests that check other skips (a crash, a pause) set these apart instead of assuming an idle machine."""
+Tests of real worker processes (real clocks) that check other skips (a crash, a pause) set these apart instead of
+assuming an idle machine. In-process tests on a clock the test moves (tests/support/worker_driver.py) never see them
+unless the test lets a probe run past the next slot."""
 
 from __future__ import annotations
 

@@ -16,5 +16,5 @@ def wait_for(pred: Callable[[], T], timeout_s: float = 30.0, what: str = "condit
         value = pred()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(0.1)  # the one polling interval of the tests: nothing to wait on but the condition itself
     raise AssertionError(f"timed out waiting for {what}")
