@@ -145,35 +145,29 @@ def knees() -> dict:
     return {**out, "model": {"knee_1_slot": 2.0, "knee_4_slot": 15.0}}
 
 
+def _calibrated(config: SimulatorConfig, *, n: int, concurrencies: tuple[int, ...], step_duration_s: float):
+    """`calibrate` against the simulator with `config`, served over real HTTP."""
+    with served(config) as url:
+        return asyncio.run(
+            calibrate(
+                ProbeTarget(base_url=url, model="m"),
+                lengths=(100, 800),
+                n=n,
+                decode_tokens=16,
+                concurrencies=concurrencies,
+                step_duration_s=step_duration_s,
+            )
+        )
+
+
 def calibration() -> dict:
-    two = SimulatorConfig(
-        slots=2, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=0, prefix_cache_tokens=0, seed=0
+    rates = {"prefill_tokens_per_s": 4000, "decode_tokens_per_s": 50, "prefix_cache_tokens": 0, "seed": 0}
+    cal = _calibrated(
+        SimulatorConfig(slots=2, base_overhead_ms=0, **rates), n=4, concurrencies=(1, 2, 4), step_duration_s=2
     )
-    with served(two) as url:
-        cal = asyncio.run(
-            calibrate(
-                ProbeTarget(base_url=url, model="m"),
-                lengths=(100, 800),
-                n=4,
-                decode_tokens=16,
-                concurrencies=(1, 2, 4),
-                step_duration_s=2,
-            )
-        )
-    held = SimulatorConfig(
-        slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=200, prefix_cache_tokens=0, seed=0
+    cal_held = _calibrated(
+        SimulatorConfig(slots=1, base_overhead_ms=200, **rates), n=3, concurrencies=(1, 2), step_duration_s=3
     )
-    with served(held) as url:
-        cal_held = asyncio.run(
-            calibrate(
-                ProbeTarget(base_url=url, model="m"),
-                lengths=(100, 800),
-                n=3,
-                decode_tokens=16,
-                concurrencies=(1, 2),
-                step_duration_s=3,
-            )
-        )
     return {
         "prefill_tokens_per_s": cal.prefill.prefill_tokens_per_s,
         "decode_tokens_per_s": cal.decode_tokens_per_s,

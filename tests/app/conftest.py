@@ -6,7 +6,6 @@ run (0.25 s of CPU, 1–2 s of wall time on a busy machine) until `new_app` shar
 probe samples costs 1–2 s, so modules whose tests only read seed once (`store_snapshot`) and copy the file.
 """
 
-import ast
 import os
 import shutil
 from collections.abc import Callable
@@ -20,9 +19,10 @@ from streamlit.components.v2.component_manager import BidiComponentManager
 from streamlit.runtime.caching import cache_utils
 from streamlit.testing.v1 import AppTest
 
+from tests.support.router import ROUTER as ROUTER_FILE
 from tests.support.store_template import migrated_sqlite, seed_data_dir
 
-ROUTER = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+ROUTER = str(ROUTER_FILE)
 # A hang guard, not a speed check: one run takes about a second, far longer with four suites on two cores.
 RUN_TIMEOUT_S = 180
 T = TypeVar("T")
@@ -102,15 +102,6 @@ def store_snapshot(folder: Path, seed: Callable[[Engine], T]) -> tuple[Path, T]:
 def use_store(snapshot: Path) -> None:
     """Make a copy of `snapshot` (from `store_snapshot`) this test's store, before anything opened the test's own."""
     shutil.copyfile(snapshot, Path(os.environ["TTFT_PLANNER_DATA_DIR"]) / "planner.db")
-
-
-def router_pages() -> list[tuple[str, str, str, str]]:
-    """The router's PAGES, (file, title, icon, url_path) in the sidebar's order, read from its source: importing the
-    router would run Streamlit calls outside a session."""
-    for node in ast.walk(ast.parse(Path(ROUTER).read_text())):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "PAGES":
-            return [ast.literal_eval(elt) for elt in node.value.elts]
-    raise AssertionError("PAGES not found in the router")
 
 
 def open_page(view: str, at: AppTest | None = None) -> AppTest:

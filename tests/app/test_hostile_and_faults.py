@@ -11,7 +11,6 @@ import csv
 import io
 import re
 import sqlite3
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -20,11 +19,10 @@ from streamlit.testing.v1 import AppTest
 
 import planner.store.engine as store_engine
 from planner.cli import cli
-from planner.store import open_store, session
+from planner.store import open_store
 from planner.store import probe_queries as pq
-from planner.store.worker import EndpointStatusRow
 from tests.app.conftest import new_app
-from tests.support.compare_seed import seed_endpoint
+from tests.support.hostile import seed_failing_endpoints
 from tests.support.store_template import migrated_sqlite
 
 IMAGE = "![status](http://attacker.invalid/beacon.png)"
@@ -48,22 +46,15 @@ MARKDOWN_ELEMENTS = (
 
 def _seed(url: str) -> None:
     eng = open_store(url)
-    for i, name in enumerate(NAMES):
-        seed_endpoint(eng, name, median_ms=300 + 50 * i, n=60, seed=i + 1, region=f"r {IMAGE}", errors=3)
-    with session(eng) as s:
-        for name in NAMES:
-            eid = s.exec(sa.text("SELECT id FROM endpoint WHERE name = :n").bindparams(n=name)).scalar()
-            for vantage in ("", "office"):
-                s.add(
-                    EndpointStatusRow(
-                        endpoint_id=eid,
-                        vantage=vantage,
-                        state="failing",
-                        consecutive_failures=5,
-                        detail=f"HTTP 401 from https://api.example.com/v1: {IMAGE} {SCRIPT}",
-                        updated_at_ms=int(time.time() * 1000),
-                    )
-                )
+    seed_failing_endpoints(
+        eng,
+        NAMES,
+        f"HTTP 401 from https://api.example.com/v1: {IMAGE} {SCRIPT}",
+        step_ms=50,
+        n=60,
+        region=f"r {IMAGE}",
+        errors=3,
+    )
     eng.dispose()
 
 

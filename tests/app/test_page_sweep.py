@@ -17,7 +17,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.store import open_store
-from tests.app.conftest import ROUTER, new_app, router_pages
+from tests.app.conftest import ROUTER, new_app
+from tests.support.router import router_pages
 from tests.support.store_states import STATES, seed_state
 
 PAGES = [url for _file, _title, _icon, url in router_pages()]

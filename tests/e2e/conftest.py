@@ -20,19 +20,16 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from playwright.sync_api import Browser, BrowserContext, BrowserType, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from planner.store import open_store, session
-from planner.store.worker import EndpointStatusRow
-from tests.support.compare_seed import seed_endpoint
+from planner.store import open_store
+from tests.support.hostile import seed_failing_endpoints
 from tests.support.store_template import seed_data_dir
 from tests.support.waiting import wait_for
 
@@ -245,21 +242,10 @@ def seed_hostile(data_dir: Path, attacker: str) -> None:
     image link to `attacker` and a script tag: what a misbehaving provider or a careless teammate could store."""
     eng = open_store(f"sqlite:///{data_dir / 'planner.db'}")
     image = HOSTILE_IMAGE.format(attacker=attacker)
-    for i, name in enumerate(HOSTILE_NAMES):
-        seed_endpoint(eng, name.format(image=image), median_ms=300 + 100 * i, n=40, seed=i + 1)
-    with session(eng) as s:
-        for eid in s.exec(sa.text("SELECT id FROM endpoint")).scalars():
-            for vantage in ("", "office"):
-                s.add(
-                    EndpointStatusRow(
-                        endpoint_id=eid,
-                        vantage=vantage,
-                        state="failing",
-                        consecutive_failures=5,
-                        detail=f"HTTP 401 from https://api.example.com/v1: {image} <script>alert(1)</script>",
-                        updated_at_ms=int(time.time() * 1000),
-                    )
-                )
+    names = [name.format(image=image) for name in HOSTILE_NAMES]
+    seed_failing_endpoints(
+        eng, names, f"HTTP 401 from https://api.example.com/v1: {image} <script>alert(1)</script>", n=40
+    )
     eng.dispose()
 
 

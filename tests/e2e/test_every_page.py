@@ -11,24 +11,14 @@ more names and on the exports). One browser page walks them all; each page's fai
 
 from __future__ import annotations
 
-import ast
-
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ROOT, wait_for_app
+from tests.e2e.conftest import wait_for_app
+from tests.support.router import router_pages
 
 # Pages that show the failing endpoints' worker status (the 401 body) in an alert box.
 STATUS_PAGES = ("endpoints", "probes")
-
-
-def _pages() -> list[tuple[str, str, str, str]]:
-    """The router's PAGES: (file, title, icon, url_path) of each page, read from its source."""
-    tree = ast.parse((ROOT / "app" / "streamlit_app.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "PAGES":
-            return [ast.literal_eval(elt) for elt in node.value.elts]
-    raise AssertionError("PAGES not found in the router")
 
 
 def _check_page(page: Page, app_url: str, attacker_url: str, title: str, url_path: str, shot) -> None:
@@ -53,7 +43,7 @@ def test_every_page_opens_by_deep_link_and_shows_outside_markup_as_text(page: Pa
     page.on("request", lambda r: asked.append(r.url) if r.url.startswith(attacker.url) else None)
     attacker.hits.clear()
     failures: list[str] = []
-    for _file, title, _icon, url_path in _pages():
+    for _file, title, _icon, url_path in router_pages():
         try:
             _check_page(page, app_url, attacker.url, title, url_path, artifacts_dir / f"page-{url_path}.png")
         except (AssertionError, PlaywrightError) as exc:
