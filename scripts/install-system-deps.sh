@@ -23,5 +23,14 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "system deps: installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
+# Another apt run (a second checkout installing at the same moment, unattended upgrades) holds apt's locks:
+# wait for it (up to 10 min) instead of failing, and re-check what is still missing once it is done.
+lock=(-o DPkg::Lock::Timeout=600)
+for attempt in 1 2 3 4 5 6 7 8 9 10; do
+  if $SUDO apt-get "${lock[@]}" update -q && $SUDO apt-get "${lock[@]}" install -y -q --no-install-recommends "${need[@]}"; then
+    exit 0
+  fi
+  echo "system deps: apt is busy or failed (attempt $attempt); retrying in 30 s" >&2
+  sleep 30
+done
+exit 1

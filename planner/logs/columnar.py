@@ -1,10 +1,12 @@
-"""Whole-batch conversion of a mapped Arrow batch (Parquet) into normalised columns, without a Python row loop.
+"""Whole-batch conversion of a mapped Arrow batch (CSV through DuckDB, Parquet) into normalised columns.
 
-Only the plain cases are taken: a time column that is an Arrow timestamp (with a zone, or without
-one when the log's zone is UTC) or epoch numbers, relative seconds/ms, whole-number token columns,
-a model column and numeric TTFT/duration in ms. Anything else (text to count, strings for times,
-nulls in a required column, a negative or fractional count, cached above prompt) returns None and
-the caller converts that batch row by row, which names each rejected row.
+Only the plain column types are taken: a time column that is an Arrow timestamp (with a zone, or
+without one when the log's zone is UTC) or epoch numbers, relative seconds/ms, numeric token
+columns, a model column and numeric TTFT/duration in ms. Another type (text to count, strings for
+times) makes the whole batch None: the caller converts it row by row. Within a batch of plain types,
+a row with a value the row path would reject (a null in a required column, a negative, fractional
+or out-of-range count, cached above prompt, a time outside 1970–2100, a negative timing) is left
+out and its index returned, for the row path to name.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["batch_frame"]
+from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+
+__all__ = ["batch_frame", "batch_rows"]
 
 _SIMPLE = {
     "ts",
@@ -28,57 +32,67 @@ _SIMPLE = {
     "duration_ms",
 }
 
-
-def _epoch_ms(col, tz: str) -> np.ndarray | None:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(col.type):
-        if col.type.tz is None and tz not in ("UTC", "utc", ""):
-            return None  # wall-clock times in another zone: the row path reads them in that zone
-        if col.null_count:
-            return None
-        us = col.cast(pa.timestamp("us", col.type.tz), safe=False).cast(pa.int64()).to_numpy()
-        return np.round(us / 1000.0).astype(np.int64)  # to the ms, rounded as the row path rounds
-    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        if col.null_count:
-            return None
-        v = col.to_numpy(zero_copy_only=False).astype(np.float64)
-        if not np.isfinite(v).all() or (v <= 0).any():
-            return None
-        out = np.where(
-            v < 1e11, np.round(v * 1000), np.where(v < 1e14, np.round(v), np.where(v < 1e17, v // 1000, v // 1e6))
-        )
-        return out.astype(np.int64)
-    return None
+# (values, ok): the converted column, and which of its rows the row path would accept
+Checked = tuple[np.ndarray, np.ndarray]
 
 
-def _counts(col, required: bool) -> np.ndarray | None:
-    import pyarrow as pa
-
-    if col is None:
-        return None if required else np.zeros(0, dtype=np.int64)
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-        return None
-    if col.null_count and required:
-        return None
-    v = col.to_numpy(zero_copy_only=False) if not col.null_count else col.fill_null(0).to_numpy(zero_copy_only=False)
-    if v.dtype.kind == "f" and (~np.isfinite(v) | (v != np.floor(v))).any():
-        return None
-    v = v.astype(np.int64)
-    return None if (v < 0).any() else v
-
-
-def _ms(col) -> np.ndarray | None:
+def _numbers(col) -> Checked | None:
+    """(float64 values, not null and finite) of a numeric column; None for another type."""
     import pyarrow as pa
 
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         return None
     v = col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
-    return None if (v[~np.isnan(v)] < 0).any() else v
+    return v, np.isfinite(v)
 
 
-def batch_frame(batch, mapping: Mapping[str, str], tz: str, start_ms: int, source: str) -> pd.DataFrame | None:
-    """The normalised frame of one Arrow RecordBatch under `mapping`, or None when a row needs the row-by-row path."""
+def _epoch_ms(col, tz: str) -> Checked | None:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(col.type):
+        if col.type.tz is None and tz not in ("UTC", "utc", ""):
+            return None  # wall-clock times in another zone: the reader casts them in that zone first
+        us = col.cast(pa.timestamp("us", col.type.tz), safe=False).cast(pa.int64())
+        ok = us.is_valid().to_numpy(zero_copy_only=False)
+        ms = np.round(us.fill_null(0).to_numpy(zero_copy_only=False) / 1000.0)  # to the ms, as the row path rounds
+    else:
+        got = _numbers(col)
+        if got is None:
+            return None
+        v, ok = got
+        v = np.where(ok & (v > 0), v, 1.0)
+        ms = np.where(
+            v < 1e11, np.round(v * 1000), np.where(v < 1e14, np.round(v), np.where(v < 1e17, v // 1000, v // 1e6))
+        )
+        ok = ok & (got[0] > 0)
+    ok = ok & (ms > 0) & (ms < MAX_EPOCH_MS)
+    return np.where(ok, ms, 0).astype(np.int64), ok  # out-of-range values zeroed before int64 could wrap
+
+
+def _counts(col) -> Checked | None:
+    got = _numbers(col)
+    if got is None:
+        return None
+    v, ok = got
+    ok = ok & (v == np.floor(v)) & (v >= 0) & (v <= MAX_TOKENS)
+    return np.where(ok, v, 0).astype(np.int64), ok
+
+
+def _ms(col) -> Checked | None:
+    got = _numbers(col)
+    if got is None:
+        return None
+    v, finite = got
+    return v, ~finite | (v >= 0)  # a missing timing is NaN; a negative one is rejected
+
+
+def batch_rows(
+    batch, mapping: Mapping[str, str], tz: str, start_ms: int, source: str
+) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """(the normalised frame of the batch's good rows, indices of the rows left for the row path), or None.
+
+    None when a mapped column is not of a plain type (the whole batch needs the row path).
+    """
     if not set(k for k, v in mapping.items() if v) <= _SIMPLE or not mapping.get("prompt_tokens"):
         return None
     col = lambda field: batch.column(mapping[field]) if mapping.get(field) else None  # noqa: E731
@@ -87,39 +101,45 @@ def batch_frame(batch, mapping: Mapping[str, str], tz: str, start_ms: int, sourc
         ts = _epoch_ms(col("ts"), tz)
     else:
         unit = "ts_relative_s" if mapping.get("ts_relative_s") else "ts_relative_ms"
-        rel = _ms(col(unit))
-        if rel is None or np.isnan(rel).any():
+        rel = _numbers(col(unit))
+        if rel is None:
             return None
-        ts = start_ms + np.round(rel * (1000.0 if unit == "ts_relative_s" else 1.0)).astype(np.int64)
-    prompt = _counts(col("prompt_tokens"), True)
-    cached = _counts(col("cached_tokens"), False)
-    output = _counts(col("output_tokens"), False)
-    if ts is None or prompt is None or cached is None or output is None:
+        rel_ms = np.where(rel[1], rel[0], 0) * (1000.0 if unit == "ts_relative_s" else 1.0)
+        ts = start_ms + np.round(rel_ms).astype(np.int64), rel[1]
+    prompt = _counts(col("prompt_tokens"))
+    zero: Checked = (np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+    cached_col, output_col = col("cached_tokens"), col("output_tokens")
+    cached = zero if cached_col is None else _counts(cached_col.fill_null(0))  # a missing count is 0, as in rows
+    output = zero if output_col is None else _counts(output_col.fill_null(0))
+    timings = {f: (np.full(n, np.nan), zero[1]) if col(f) is None else _ms(col(f)) for f in ("ttft_ms", "duration_ms")}
+    if ts is None or prompt is None or cached is None or output is None or None in timings.values():
         return None
-    cached = cached if cached.size else np.zeros(n, dtype=np.int64)
-    output = output if output.size else np.zeros(n, dtype=np.int64)
-    if (cached > prompt).any():
-        return None
-    timings = {}
-    for field in ("ttft_ms", "duration_ms"):
-        timings[field] = np.full(n, np.nan) if col(field) is None else _ms(col(field))
-        if timings[field] is None:
-            return None
+    ok = ts[1] & prompt[1] & cached[1] & output[1] & (cached[0] <= prompt[0])
+    for got in timings.values():
+        ok &= got[1]  # type: ignore[index]
     model = col("model")
     names = (
         np.full(n, "", dtype=object)
         if model is None
         else np.asarray(model.cast("string").fill_null("").to_pylist(), dtype=object)
     )
-    return pd.DataFrame(
+    keep = slice(None) if ok.all() else ok
+    frame = pd.DataFrame(
         {
-            "ts_ms": ts,
-            "model": names,
-            "prompt_tokens": prompt,
-            "cached_tokens": cached,
-            "output_tokens": output,
-            "ttft_ms": timings["ttft_ms"],
-            "duration_ms": timings["duration_ms"],
+            "ts_ms": ts[0][keep],
+            "model": names[keep],
+            "prompt_tokens": prompt[0][keep],
+            "cached_tokens": cached[0][keep],
+            "output_tokens": output[0][keep],
+            "ttft_ms": timings["ttft_ms"][0][keep],  # type: ignore[index]
+            "duration_ms": timings["duration_ms"][0][keep],  # type: ignore[index]
             "source": source,
         }
     )
+    return frame, np.flatnonzero(~ok)
+
+
+def batch_frame(batch, mapping: Mapping[str, str], tz: str, start_ms: int, source: str) -> pd.DataFrame | None:
+    """The normalised frame of one Arrow RecordBatch under `mapping`, or None when any row needs the row path."""
+    got = batch_rows(batch, mapping, tz, start_ms, source)
+    return got[0] if got is not None and not got[1].size else None

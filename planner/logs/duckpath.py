@@ -2,9 +2,13 @@
 
 DuckDB parses the file in parallel and streams the five needed fields back in record batches, so
 only the numeric columns (about 40 bytes a request) are ever held, whatever the file's size: a
-10 M-request log of several GB becomes ~0.4 GB of arrays. Any surprise (a malformed line, a
-count that is not a whole number, invalid UTF-8, a null or negative count, a non-chat record)
-returns None and the caller uses the line-by-line reader, which names each rejected line.
+10 M-request log of several GB becomes ~0.4 GB of arrays. In a chat JSON Lines file every line is
+accounted for in SQL: the lines it vouches for are read there, the few others (malformed, a count that is
+not a whole number or out of range, a non-chat record, a truncated last line) come back as text, in line
+order, for the line-by-line reader to read or name; lines the CSV layer refuses (invalid UTF-8, over
+64 MB) are named from DuckDB's rejects table. No size cap: one bad line costs one line.
+A large mapped CSV is read the same way: the rows DuckDB cannot type are named from its rejects table's
+lines, the others it leaves out are returned by place, for the row reader to name.
 
 Progress moves by bytes: rows read × the sampled bytes per line, over the file's (estimated
 decompressed) size.
@@ -14,23 +18,72 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Doubt", "iter_chat_frames", "iter_mapped_csv", "read_chat_jsonl", "read_mapped_csv", "sample_head"]
+from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
+
+__all__ = [
+    "Doubt",
+    "chat_batches",
+    "iter_chat_frames",
+    "iter_mapped_csv",
+    "physical_lines",
+    "read_chat_jsonl",
+    "sample_head",
+]
 
 _BATCH_ROWS = 262_144
-_COLUMNS = (
-    "{object: 'VARCHAR', created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, "
-    "completion_tokens BIGINT, prompt_tokens_details STRUCT(cached_tokens BIGINT))'}"
+MAX_LINE_BYTES = 64 << 20  # a JSON line longer than this is rejected (named), not read
+
+# Each line as text (blank lines kept as NULL, so positions count physical lines; a UTF-8 BOM is dropped).
+# Lines the CSV layer cannot hold (invalid UTF-8, over MAX_LINE_BYTES) go to its rejects table, with their line.
+_LINES = (
+    "read_csv($path, columns = {'j': 'VARCHAR'}, header = false, delim = '\\x01', quote = '', escape = '', "
+    "auto_detect = false, strict_mode = false, ignore_errors = true, store_rejects = true, "
+    f"max_line_size = {MAX_LINE_BYTES}, buffer_size = {2 * MAX_LINE_BYTES}, compression = $compression)"
 )
-_SQL = f"""
-SELECT created, model, usage.prompt_tokens AS prompt, usage.completion_tokens AS output,
-       coalesce(usage.prompt_tokens_details.cached_tokens, 0) AS cached,
-       (object IS NULL OR object = 'chat.completion') AS chat
-FROM read_json($path, format = 'newline_delimited', columns = {_COLUMNS}, compression = $compression)
+# A record with every field present parses through one strict transform; the others (a missing `object`,
+# `model` or cached count) through json_extract with each value's JSON type checked. A line that passes
+# neither, or whose values are out of range, comes back as text for the line-by-line reader to explain.
+_STRICT = (
+    '{"object": "VARCHAR", "created": "UBIGINT", "model": "VARCHAR", "usage": {"prompt_tokens": "UBIGINT", '
+    '"completion_tokens": "UBIGINT", "prompt_tokens_details": {"cached_tokens": "UBIGINT"}}}'
+)
+_PATHS = (
+    "['$.object', '$.created', '$.model', '$.usage.prompt_tokens', '$.usage.completion_tokens', "
+    "'$.usage.prompt_tokens_details.cached_tokens']"
+)
+_CHAT_SQL = f"""
+WITH s AS (SELECT j, try(json_transform_strict(j, '{_STRICT}')) AS x FROM {_LINES}),
+e AS (SELECT j, x, CASE WHEN x IS NULL AND j IS NOT NULL THEN try(json_extract(j, {_PATHS})) END AS e FROM s),
+v AS (
+  SELECT j,
+    CASE WHEN x IS NOT NULL THEN coalesce(x.object = 'chat.completion', true)
+         ELSE e IS NOT NULL AND (coalesce(json_type(e[1]), 'NULL') = 'NULL' OR e[1]->>'$' = 'chat.completion') END
+      AS chat,
+    CASE WHEN x IS NOT NULL THEN x.created WHEN json_type(e[2]) = 'UBIGINT' THEN e[2]::UBIGINT END AS created,
+    CASE WHEN x IS NOT NULL THEN coalesce(x.model, '') WHEN coalesce(json_type(e[3]), 'NULL') = 'NULL' THEN ''
+         WHEN json_type(e[3]) = 'VARCHAR' THEN e[3]->>'$' END AS model,
+    CASE WHEN x IS NOT NULL THEN x.usage.prompt_tokens WHEN json_type(e[4]) = 'UBIGINT' THEN e[4]::UBIGINT END
+      AS prompt,
+    CASE WHEN x IS NOT NULL THEN x.usage.completion_tokens WHEN json_type(e[5]) = 'UBIGINT' THEN e[5]::UBIGINT END
+      AS output,
+    CASE WHEN x IS NOT NULL THEN coalesce(x.usage.prompt_tokens_details.cached_tokens, 0)
+         WHEN coalesce(json_type(e[6]), 'NULL') = 'NULL' THEN 0 WHEN json_type(e[6]) = 'UBIGINT' THEN e[6]::UBIGINT
+    END AS cached
+  FROM e),
+c AS (
+  SELECT *, chat AND model IS NOT NULL AND created BETWEEN 1 AND {MAX_EPOCH_MS // 1000 - 1}
+    AND prompt <= {MAX_TOKENS} AND output <= {MAX_TOKENS} AND cached <= prompt AS ok
+  FROM v)
+SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN model END AS model,
+  CASE WHEN ok THEN prompt::BIGINT END AS prompt, CASE WHEN ok THEN cached::BIGINT END AS cached,
+  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN j END AS raw
+FROM c
 """
 
 
@@ -71,13 +124,58 @@ class Doubt(Exception):
     """The file holds something the streamed reader will not vouch for: read it line by line instead."""
 
 
-def _chat_batches(
-    path: Path, names: dict[str, int], progress: Callable[[float], None] | None
-) -> Iterator[tuple[np.ndarray, ...]]:
-    """(created s, model codes into `names`, prompt, cached, output) a DuckDB batch at a time, in file order.
+@dataclass
+class ChatBatch:
+    """One DuckDB batch of a chat JSON Lines file: the rows it vouches for, and the lines it leaves to Python.
 
-    Raises Doubt at the first batch with a null or negative count, a non-chat record, a time that is
-    not epoch seconds, or a line DuckDB cannot parse (so possibly after earlier batches were yielded).
+    created (epoch s), codes (model codes into the reader's names), prompt, cached, output: the good rows;
+    positions: their 0-based places among the file's lines as the CSV layer kept them; doubtful:
+    (place, line text) of every other non-blank line, for the line-by-line reader to read or name.
+    """
+
+    created: np.ndarray
+    codes: np.ndarray
+    prompt: np.ndarray
+    cached: np.ndarray
+    output: np.ndarray
+    positions: np.ndarray
+    doubtful: list[tuple[int, str]]
+
+
+def _csv_rejects(con) -> list[tuple[int, str]]:
+    """(line, reason) of the lines DuckDB's CSV layer refused (invalid UTF-8, too long), in line order."""
+    rows = con.sql("SELECT line, error_type, error_message FROM reject_errors ORDER BY line").fetchall()
+    out = []
+    for line, kind, message in rows:
+        if kind == "INVALID ENCODING":
+            reason = "not valid UTF-8; save the log as UTF-8"
+        elif kind == "LINE SIZE OVER MAXIMUM":
+            reason = f"a line over {MAX_LINE_BYTES >> 20} MB: not a log record"
+        else:
+            reason = f"not a JSON line ({str(message).splitlines()[0][:120]})"
+        out.append((int(line), reason))
+    return out
+
+
+def physical_lines(places: list[int], refused: list[int]) -> list[int]:
+    """1-based file lines of 0-based places among the kept lines, given the (sorted) lines the CSV layer refused."""
+    out, shift, k = [], 0, 0
+    for place in places:  # ascending
+        line = place + 1 + shift
+        while k < len(refused) and refused[k] <= line:
+            shift, k, line = shift + 1, k + 1, line + 1
+        out.append(line)
+    return out
+
+
+def chat_batches(
+    path: Path, names: dict[str, int], progress: Callable[[float], None] | None, refused: list[tuple[int, str]]
+) -> Iterator[ChatBatch]:
+    """An OpenAI chat JSON Lines file (plain, .gz, .zst) a DuckDB batch at a time, in file order.
+
+    Every line is accounted for: good rows in the batch, other non-blank lines as `doubtful` text, and lines
+    the CSV layer refused appended to `refused` (line, reason) once the scan ends. Model names are coded into
+    `names`. Raises Doubt only when the file cannot be scanned at all (unreadable, corrupt compression).
     """
     import duckdb
 
@@ -85,30 +183,28 @@ def _chat_batches(
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
-        rel = con.sql(_SQL, params={"path": str(path), "compression": _compression(path)})
-        reader = rel.to_arrow_reader(_BATCH_ROWS)
-        rows = 0
-        for batch in reader:
-            cols = {n: batch.column(n) for n in ("created", "prompt", "output", "cached", "chat")}
-            if cols["created"].null_count or cols["prompt"].null_count or cols["output"].null_count:
-                raise Doubt("a record without its time or token counts")
-            if not cols["chat"].to_numpy(zero_copy_only=False).all():
-                raise Doubt("a record that is not a chat completion")
-            created = cols["created"].to_numpy()
-            prompt = cols["prompt"].to_numpy()
-            output = cols["output"].to_numpy()
-            cached = cols["cached"].to_numpy()
-            if (prompt < 0).any() or (output < 0).any() or (cached < 0).any() or (cached > prompt).any():
-                raise Doubt("a negative or inconsistent token count")
-            if (created <= 0).any() or (created >= 100_000_000_000).any():
-                raise Doubt("a time that is not epoch seconds")
-            model = batch.column("model").fill_null("").dictionary_encode()
+        rel = con.sql(_CHAT_SQL, params={"path": str(path), "compression": _compression(path)})
+        place = 0
+        for batch in rel.to_arrow_reader(_BATCH_ROWS):
+            n = batch.num_rows
+            created = batch.column("created")
+            good = created.is_valid().to_numpy(zero_copy_only=False)
+            raw = batch.column("raw")
+            doubtful = []
+            if raw.null_count != n:
+                texts = raw.to_pylist()
+                doubtful = [(place + i, t) for i, t in enumerate(texts) if t is not None]
+            idx = np.flatnonzero(good)
+            rows = batch if idx.size == n else batch.take(idx)
+            col = [rows.column(c).to_numpy(zero_copy_only=False) for c in ("created", "prompt", "cached", "output")]
+            model = rows.column("model").dictionary_encode()
             local = [names.setdefault(m, len(names)) for m in model.dictionary.to_pylist()]
             codes = np.asarray(local, dtype=np.int32)[model.indices.to_numpy(zero_copy_only=False)]
-            rows += batch.num_rows
+            yield ChatBatch(col[0], codes, col[1], col[2], col[3], idx + place, doubtful)
+            place += n
             if progress:
-                progress(min(rows * bytes_per_line / total_bytes, 0.99))
-            yield created, codes, prompt, cached, output
+                progress(min(place * bytes_per_line / total_bytes, 0.99))
+        refused.extend(_csv_rejects(con))
     except (duckdb.Error, OSError) as exc:
         raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     finally:
@@ -119,49 +215,105 @@ def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None
     """An OpenAI chat JSON Lines file (plain, .gz, .zst) as frames of at most 262,144 requests, in file order.
 
     Columns ts_ms (UTC epoch ms), model, prompt_tokens, cached_tokens, output_tokens. Only one batch
-    is held at a time, whatever the file's size. Raises Doubt (possibly after some frames) when the
-    file needs the line-by-line reader; a caller storing the frames discards what it stored.
+    is held at a time, whatever the file's size. Raises Doubt (possibly after some frames) at the first
+    line this reader does not vouch for: a caller storing the frames discards what it stored and reads
+    the file with read_logs, which names each rejected line.
     """
     names: dict[str, int] = {}
-    for created, codes, prompt, cached, output in _chat_batches(path, names, progress):
+    refused: list[tuple[int, str]] = []
+    for b in chat_batches(path, names, progress, refused):
+        if b.doubtful:
+            raise Doubt(f"line {b.doubtful[0][0] + 1} needs the line-by-line reader")
         by_code = np.asarray(sorted(names, key=names.__getitem__), dtype=object)
         yield pd.DataFrame(
             {
-                "ts_ms": created.astype(np.int64) * 1000,
-                "model": by_code[codes],
-                "prompt_tokens": prompt.astype(np.int64, copy=False),
-                "cached_tokens": cached.astype(np.int64, copy=False),
-                "output_tokens": output.astype(np.int64, copy=False),
+                "ts_ms": b.created.astype(np.int64) * 1000,
+                "model": by_code[b.codes],
+                "prompt_tokens": b.prompt.astype(np.int64, copy=False),
+                "cached_tokens": b.cached.astype(np.int64, copy=False),
+                "output_tokens": b.output.astype(np.int64, copy=False),
             }
         )
+    if refused:
+        raise Doubt(f"line {refused[0][0]}: {refused[0][1]}")
 
 
-def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None) -> pd.DataFrame | None:
-    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when unsure."""
+def read_chat_jsonl(
+    path: Path,
+    explain: Callable[[int, str], Row | None],
+    reject: Callable[[int, str], None],
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame | None:
+    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when no row reads.
+
+    The lines DuckDB does not vouch for go, in line order, to explain(line, text), which returns the row the
+    line-by-line reader makes of it or None (having named it); lines the CSV layer refused go to
+    reject(line, reason). Raises Doubt when the file cannot be scanned at all.
+    """
     names: dict[str, int] = {}
-    try:
-        parts: list[tuple[np.ndarray | None, ...]] = list(_chat_batches(path, names, progress))
-    except Doubt:
+    refused: list[tuple[int, str]] = []
+    parts: list[list[np.ndarray]] = []
+    doubtful: list[tuple[int, str]] = []
+    for b in chat_batches(path, names, progress, refused):
+        parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
+        doubtful.extend(b.doubtful)
+    # Lines in line order: the lines Python reads or names, merged with those the CSV layer refused.
+    lines = physical_lines([p for p, _ in doubtful], [line for line, _ in refused])
+    extra: list[tuple[int, Row]] = []
+    todo = sorted(
+        [(line, 0, text) for line, (_, text) in zip(lines, doubtful, strict=True)]
+        + [(line, 1, reason) for line, reason in refused]
+    )
+    for line, kind, text in todo:
+        if kind:
+            reject(line, text)
+        elif (row := explain(line, text)) is not None:
+            extra.append((line, row))
+    return _chat_frame(parts, names, extra)
+
+
+def _chat_frame(
+    parts: list[list[np.ndarray]], names: dict[str, int], extra: list[tuple[int, Row]]
+) -> pd.DataFrame | None:
+    """The good rows' columns plus the rows Python read, sorted by arrival (ties in line order); None when empty.
+
+    parts: [created s, codes, prompt, cached, output, places] per batch; each column is joined and its
+    pieces dropped before the next, so never two copies of every column are held.
+    """
+    if extra:
+        parts.append(
+            [
+                np.zeros(len(extra), dtype=np.int64),  # seconds are not exact for Python's rows: ms set below
+                np.asarray([names.setdefault(r.model, len(names)) for _, r in extra], dtype=np.int32),
+                np.asarray([r.prompt_tokens for _, r in extra], dtype=np.int64),
+                np.asarray([r.cached_tokens for _, r in extra], dtype=np.int64),
+                np.asarray([r.output_tokens for _, r in extra], dtype=np.int64),
+                np.asarray([line - 1 for line, _ in extra], dtype=np.int64),
+            ]
+        )
+    if not parts or not sum(p[0].size for p in parts):
         return None
-    if not parts:
-        return None
-    # One column at a time, freeing its batches as it goes: never two copies of every column at once.
     columns = []
-    for k in range(5):
+    for k in range(6 if extra else 5):  # the places only order ties with Python's rows
         columns.append(np.concatenate([p[k] for p in parts]))
-        for i, p in enumerate(parts):
-            parts[i] = (*p[:k], None, *p[k + 1 :])
-    del parts
-    ts_ms = columns[0].astype(np.int64, copy=False)
+        for p in parts:
+            p[k] = None  # type: ignore[call-overload]
+    ts_ms, codes, prompt, cached, output = columns[:5]
+    places = columns[5] if extra else np.zeros(0, dtype=np.int64)
+    del columns, parts
+    ts_ms = ts_ms.astype(np.int64, copy=False)
     ts_ms *= 1000
-    columns[0] = ts_ms
-    if ts_ms.size > 1 and (ts_ms[1:] < ts_ms[:-1]).any():
+    if extra:
+        ts_ms[ts_ms.size - len(extra) :] = [r.ts_ms for _, r in extra]
+        order = np.lexsort((places, ts_ms))  # by arrival, ties in line order
+    elif ts_ms.size > 1 and (ts_ms[1:] < ts_ms[:-1]).any():
         order = np.argsort(ts_ms, kind="stable")
-        for k in range(5):
-            columns[k] = columns[k][order]  # the unsorted column is freed as soon as it is replaced
+    else:
+        order = None
+    del places
+    if order is not None:
+        ts_ms, codes, prompt, cached, output = (c[order] for c in (ts_ms, codes, prompt, cached, output))
         del order
-    ts_ms, codes, prompt, cached, output = columns
-    del columns
     # Categorical: a few model names shared by millions of rows, grouped without hashing strings.
     by_name = sorted(names, key=names.__getitem__)
     return pd.DataFrame(
@@ -176,6 +328,44 @@ def read_chat_jsonl(path: Path, progress: Callable[[float], None] | None = None)
     )
 
 
+def _text(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+_NUMERIC_FIELDS = ("prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
+
+
+def _column_types(path: Path, header: list[str], delimiter: str, mapping: dict[str, str]) -> dict[str, str]:
+    """{column: DuckDB type} of the mapped columns: counts, timings and relative times DOUBLE, the model VARCHAR,
+    and the time column TIMESTAMPTZ, or DOUBLE when its first value in the file is an epoch number."""
+    from planner.logs.csvfile import read_rows
+    from planner.logs.splitting import decode_bom
+
+    types = {mapping[f]: "DOUBLE" for f in (*_NUMERIC_FIELDS, "ts_relative_s", "ts_relative_ms") if mapping.get(f)}
+    if mapping.get("model"):
+        types[mapping["model"]] = "VARCHAR"
+    if mapping.get("ts"):
+        kind = "TIMESTAMPTZ"
+        head, _ = sample_head(path, 1 << 16)
+        _, rows = read_rows(decode_bom(head))
+        at = header.index(mapping["ts"])
+        for _, values in rows:
+            if not isinstance(values, str) and len(values) > at and values[at].strip():
+                kind = "DOUBLE" if _is_number(values[at]) else "TIMESTAMPTZ"
+                break
+        types[mapping["ts"]] = kind
+    return types
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def iter_mapped_csv(
     path: Path,
     header: list[str],
@@ -185,59 +375,55 @@ def iter_mapped_csv(
     start_ms: int,
     source: str,
     progress: Callable[[float], None] | None = None,
-) -> Iterator[pd.DataFrame]:
-    """A large CSV (plain, .gz, .zst) under a plain column mapping, as normalised frames a DuckDB batch at a time.
+    refused: list[int] | None = None,
+) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+    """A large CSV (plain, .gz, .zst) under a plain column mapping, a DuckDB batch at a time.
 
-    Only one batch (at most 262,144 rows) is held at a time. Raises Doubt (possibly after some frames)
-    at any row DuckDB cannot type or any batch planner.logs.columnar will not take (text times, nulls
-    in a required column, negative counts …): the caller reads the file row by row, naming each
-    rejected line.
+    Yields (the batch's good rows as a normalised frame, the 0-based places among the rows DuckDB kept of
+    the rows left for the row path to name). Rows DuckDB's CSV layer refuses (a field it cannot type, a
+    wrong field count, invalid UTF-8) are skipped and their lines added to `refused` once the scan ends.
+    Times without a zone are read in `tz`, with or without other rows that carry an offset. Only one
+    batch (at most 262,144 rows) is held at a time. Raises Doubt when a mapped column is of a type the
+    batch reader does not take (the caller reads the file row by row).
     """
     import duckdb
 
-    from planner.logs.columnar import batch_frame
+    from planner.logs.columnar import batch_rows
 
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
-        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET TimeZone = " + "'" + tz.replace("'", "''") + "'")  # a zone zone() has vouched for
         params = {"path": str(path), "delim": delimiter, "compression": _compression(path)}
-        scan = "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression)"
+        scan = (
+            "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression, "
+            "ignore_errors = true, store_rejects = true)"
+        )
         rel = con.sql(f"SELECT * FROM {scan}", params=params)
         if [c.strip() for c in rel.columns] != header:
             raise Doubt("DuckDB reads a different header")
-        wanted = sorted(set(v for v in mapping.values() if v))
+        # Each mapped column typed as the mapping says, not as a sample of rows suggests (one bad value in the
+        # sample would make it text): a value that does not convert refuses its row, which the row reader names.
+        names = dict(zip(header, rel.columns, strict=True))
+        types = {names[c]: t for c, t in _column_types(path, header, delimiter, mapping).items()}
+        scan = scan[:-1] + ", types = {" + ", ".join(f"{_text(c)}: {_text(t)}" for c, t in types.items()) + "})"
+        wanted = sorted(set(names[v] for v in mapping.values() if v))
         cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
         reader = con.sql(f"SELECT {cols} FROM {scan}", params=params).to_arrow_reader(_BATCH_ROWS)
         bytes_per_row, total_bytes = _bytes_per_line(path)
-        rows = 0
+        place = 0
         for batch in reader:
-            frame = batch_frame(batch, mapping, tz, start_ms, source)
-            if frame is None:
-                raise Doubt("a batch that needs the row-by-row reader")
-            rows += batch.num_rows
+            got = batch_rows(batch, mapping, tz, start_ms, source)
+            if got is None:
+                raise Doubt("a column the batch reader does not take")
+            yield got[0], got[1] + place
+            place += batch.num_rows
             if progress:
-                progress(min(rows * bytes_per_row / total_bytes, 0.99))
-            yield frame
+                progress(min(place * bytes_per_row / total_bytes, 0.99))
+        if refused is not None:
+            lines = con.sql("SELECT DISTINCT line FROM reject_errors ORDER BY line").fetchall()
+            refused.extend(int(r[0]) for r in lines)
     except (duckdb.Error, OSError, KeyError) as exc:
         raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     finally:
         con.close()
-
-
-def read_mapped_csv(
-    path: Path,
-    header: list[str],
-    delimiter: str,
-    mapping: dict[str, str],
-    tz: str,
-    start_ms: int,
-    source: str,
-    progress: Callable[[float], None] | None = None,
-) -> pd.DataFrame | None:
-    """iter_mapped_csv's frames as one frame; None (all or nothing) when it has a doubt."""
-    try:
-        frames = list(iter_mapped_csv(path, header, delimiter, mapping, tz, start_ms, source, progress))
-    except Doubt:
-        return None
-    return pd.concat(frames, ignore_index=True) if frames else None

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+
 __all__ = ["read_openai_jsonl"]
 
 _BLOCK = 4 << 20  # pyarrow's block size when it parses one buffer with all cores (bytes given in memory)
@@ -108,7 +110,9 @@ def read_openai_jsonl(data: bytes) -> pd.DataFrame | None:
     created_np = created.to_numpy()
     if (prompt_np < 0).any() or (output_np < 0).any() or (cached_np < 0).any() or (cached_np > prompt_np).any():
         return None
-    if (created_np <= 0).any() or (created_np >= 100_000_000_000).any():  # not epoch seconds
+    if (prompt_np > MAX_TOKENS).any() or (output_np > MAX_TOKENS).any():
+        return None
+    if (created_np <= 0).any() or (created_np >= MAX_EPOCH_MS // 1000).any():  # not epoch seconds of 1970–2100
         return None
     # Few distinct models: one Python string per model, shared by its rows (not one per row).
     model = table.column("model").fill_null("").combine_chunks().dictionary_encode()

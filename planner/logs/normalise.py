@@ -20,16 +20,16 @@ import pandas as pd
 
 from planner.logs import otel
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import iter_chat_frames, read_chat_jsonl, sample_head
+from planner.logs.duckpath import Doubt, iter_chat_frames, read_chat_jsonl, sample_head
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
 from planner.logs.limits import TooLarge, check_regular, load_source
 from planner.logs.mapped import REQUIRED_HELP, mapping_complete
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
-from planner.logs.records import Reject, dig, zone
+from planner.logs.records import Reject, Row, dig, zone
 from planner.logs.result import COLUMNS, LogFormatError, LogParseResult, Progress, empty_frame, rows_frame
-from planner.logs.splitting import Collector, decode_bom, peek, split_records
+from planner.logs.splitting import Collector, decode_bom, json_error, peek, split_records
 from planner.logs.tables import (
     TablePlan,
     file_size,
@@ -101,41 +101,68 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
         ts0 = ctx.start_ms() if relative_times(mapping) else 0
         prefix = ctx.prefix(mapping)
     for line_no, rec in records:
-        try:
-            if detected == "otel":
+        if detected == "otel":
+            try:
                 for item in otel.spans(rec, ctx.tz):
                     if isinstance(item, Reject):
                         out.reject(name, line_no, str(item))
                     else:
                         out.add(item, name)
-                continue
-            if tabular:
-                row = ctx.extract(rec, table_map, dig, ts0, prefix)
-            else:
-                row = EXTRACTORS[detected](rec, ctx.tz)
-        except Skip:
-            out.n_skipped += 1
+            except RecursionError:
+                out.reject(name, line_no, "nested too deeply to be a log record")
             continue
-        except RecursionError:
-            out.reject(name, line_no, "nested too deeply to be a log record")
-            continue
-        except Reject as exc:
-            other = classify(rec)
-            if other is not None and other != detected:
-                out.reject(name, line_no, f"looks like a {other} record, but this file is {detected} ({exc})")
-            else:
-                out.reject(name, line_no, str(exc))
-            continue
-        out.add(row, name)
+        if tabular:
+            row = _record(name, line_no, rec, detected, ctx, lambda r: ctx.extract(r, table_map, dig, ts0, prefix))
+        else:
+            row = _record(name, line_no, rec, detected, ctx, lambda r: EXTRACTORS[detected](r, ctx.tz))
+        if row is not None:
+            out.add(row, name)
+
+
+def _record(name: str, line_no: int, rec: dict, detected: str, ctx: ReadContext, extract) -> Row | None:
+    """The row one record makes under `extract`, or None: a skipped record counted, a rejected one named."""
+    out = ctx.out
+    try:
+        return extract(rec)
+    except Skip:
+        out.n_skipped += 1
+    except RecursionError:
+        out.reject(name, line_no, "nested too deeply to be a log record")
+    except Reject as exc:
+        other = classify(rec)
+        if other is not None and other != detected:
+            out.reject(name, line_no, f"looks like a {other} record, but this file is {detected} ({exc})")
+        else:
+            out.reject(name, line_no, str(exc))
+    return None
+
+
+def _chat_line(name: str, line_no: int, text: str, ctx: ReadContext) -> Row | None:
+    """What the line-by-line reader makes of one chat JSON line the DuckDB reader left to it: a row, or None."""
+    if not text.strip():
+        return None
+    try:
+        rec = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        ctx.out.reject(name, line_no, json_error(exc))
+        return None
+    if not isinstance(rec, dict):
+        ctx.out.reject(name, line_no, "not a JSON object")
+        return None
+    return _record(name, line_no, rec, "openai_chat", ctx, lambda r: EXTRACTORS["openai_chat"](r, ctx.tz))
 
 
 def _chat_jsonl(path: Path, fmt: str) -> bool:
-    """Whether the file's first lines (decompressed) are OpenAI chat JSON Lines (or fmt says so and they are JSON)."""
+    """Whether the file's first lines (decompressed) are OpenAI chat JSON Lines (or fmt says so and they are JSON).
+
+    Lines of the sample that do not parse (a bad line, invalid UTF-8) do not decide: the reader names them.
+    """
     try:
         head, _ = sample_head(path)
     except (OSError, EOFError, ValueError):
         return False
-    if head[:1] != b"{" or b"\n" not in head:
+    head = decode_bom(head)
+    if head.lstrip()[:1] != b"{" or b"\n" not in head:
         return False
     head = head[: head.rfind(b"\n")]
     sample = []
@@ -143,25 +170,37 @@ def _chat_jsonl(path: Path, fmt: str) -> bool:
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError):
-            return False
-        if not isinstance(rec, dict):
-            return False
-        sample.append(rec)
+            continue
+        if isinstance(rec, dict):
+            sample.append(rec)
+    if not sample:
+        return False
     return fmt != "auto" or detect(sample) == "openai_chat"
 
 
-def _fast_path_file(path: Path, fmt: str, tick: Callable[[float], None] | None) -> pd.DataFrame | None:
-    """The out-of-core reader (DuckDB) straight from an OpenAI chat JSON Lines file (plain, .gz, .zst), or None.
+def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], None] | None) -> bool:
+    """Read an OpenAI chat JSON Lines file (plain, .gz, .zst) through DuckDB; False when it is not one.
 
-    It streams, so the size cap for files read whole does not apply; any doubt sends the file to the
-    line-by-line reader (which is capped).
+    It streams, so no size cap applies: the lines DuckDB does not vouch for are read or named one by one
+    (_chat_line), in line order, and the rest at DuckDB's speed.
     """
     if not _chat_jsonl(path, fmt):
-        return None
-    frame = read_chat_jsonl(path, tick)
-    if frame is None:
-        return None
-    return _with_source(frame, path.name)
+        return False
+    name, out = path.name, ctx.out
+    try:
+        frame = read_chat_jsonl(
+            path,
+            lambda line, text: _chat_line(name, line, text, ctx),
+            lambda line, why: out.reject(name, line, why),
+            tick,
+        )
+    except Doubt as exc:
+        out.reject(name, 0, f"cannot read: {exc}")
+        return True
+    ctx.res.formats[name] = "openai_chat"
+    if frame is not None:
+        out.frames.append(_with_source(frame, name))
+    return True
 
 
 @dataclass
@@ -332,12 +371,9 @@ def read_logs(
         elif source[1][:4] == b"PAR1":
             read_parquet(str(source[0]), source[1], ctx)
             continue
-        if not isinstance(source, tuple) and fmt in ("auto", "openai_chat"):
-            frame = _fast_path_file(Path(source), fmt, tick)
-            if frame is not None:
-                out.frames.append(frame)
-                res.formats[Path(source).name] = "openai_chat"
-                continue
+        on_disk = not isinstance(source, tuple)
+        if on_disk and fmt in ("auto", "openai_chat") and _chat_file(Path(str(source)), fmt, ctx, tick):
+            continue
         try:
             name, data = load_source(source, max_bytes)
         except (TooLarge, ValueError, OSError) as exc:
@@ -360,6 +396,9 @@ def read_logs(
         progress(1.0, "summarising")
     out.flush()
     frames = [f for f in out.frames if len(f)]
+    # In line order within each file (a format sample is read ahead of the lines it was taken from).
+    file_order = {name: i for i, name in reversed(list(enumerate(r.source for r in out.rejected)))}
+    out.rejected.sort(key=lambda r: (file_order[r.source], r.line_no))
     res.rejected, res.n_rejected, res.n_skipped = out.rejected, out.n_rejected, out.n_skipped
     if res.tokens_estimated or tokenizer is not None:
         res.token_counter = counter.label

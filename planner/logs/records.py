@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
+    "MAX_EPOCH_MS",
+    "MAX_TOKENS",
     "Reject",
     "RejectedLine",
     "Row",
@@ -48,6 +50,10 @@ class RejectedLine:
     def __str__(self) -> str:
         where = f"{self.source}" if self.line_no == 0 else f"{self.source}:{self.line_no}"
         return f"{where}: {self.reason}"
+
+
+MAX_TOKENS = 1_000_000_000  # a count above this is not a request's token count (and would overflow int64 sums)
+MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z: an arrival from 1970 up to here is a time, beyond is not
 
 
 class Reject(ValueError):
@@ -102,6 +108,8 @@ def token_count(value: Any, field: str, *, required: bool = True) -> int:
         n = int(f)
     if n < 0:
         raise Reject(f"{field} is negative ({n})")
+    if n > MAX_TOKENS:
+        raise Reject(f"{field} is {str(value)[:40]}, over 10⁹: not a token count")
     return n
 
 
@@ -116,6 +124,15 @@ def zone(tz: str) -> dt.tzinfo:
 
 
 def epoch_ms(value: Any, field: str, tz: str = "UTC") -> int:
+    """A timestamp as UTC epoch ms from 1970 to 2100; raises Reject naming `field` when missing, unparseable or
+    outside that range (see _epoch_ms for the forms read)."""
+    ms = _epoch_ms(value, field, tz)
+    if not 0 < ms < MAX_EPOCH_MS:
+        raise Reject(f"timestamp {field} is outside 1970–2100: {str(value)[:40]!r}")
+    return ms
+
+
+def _epoch_ms(value: Any, field: str, tz: str) -> int:
     """A timestamp as UTC epoch ms; raises Reject naming `field` when missing or unparseable.
 
     Numbers are epoch seconds, ms, µs or ns (told apart by magnitude); strings are ISO 8601
@@ -133,11 +150,14 @@ def epoch_ms(value: Any, field: str, tz: str = "UTC") -> int:
         except ValueError:
             try:
                 parsed = dt.datetime.fromisoformat(text)
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise Reject(f"timestamp {field} is not ISO 8601 or epoch: {text[:40]!r}") from None
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=zone(tz))
-            return int(round(parsed.timestamp() * 1000))
+            try:
+                return int(round(parsed.timestamp() * 1000))
+            except (OverflowError, OSError, ValueError):
+                raise Reject(f"timestamp {field} is outside 1970–2100: {text[:40]!r}") from None
     if isinstance(value, int) and value >= 100_000_000_000_000:  # µs / ns: integer maths, no float rounding
         return value // 1000 if value < 100_000_000_000_000_000 else value // 1_000_000
     if isinstance(value, (int, float)):

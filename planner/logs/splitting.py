@@ -81,7 +81,8 @@ def json_error(exc: ValueError | RecursionError) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); save the log as UTF-8"
     if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON: {exc.msg} at column {exc.colno}"
+        # Some messages already end in "at" ("Unterminated string starting at"): the column completes them.
+        return f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
     return f"not valid JSON: {exc}"
 
 

@@ -10,17 +10,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from planner.logs.columnar import batch_frame
+from planner.logs.columnar import batch_frame, batch_rows
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.csvfile import delimiter_of, read_rows
+from planner.logs.csvfile import delimiter_of, read_rows, record_lines
 from planner.logs.duckpath import Doubt, iter_mapped_csv, sample_head
 from planner.logs.formats import EXTRACTORS, classify
 from planner.logs.gateways import Skip
 from planner.logs.mapped import mapping_complete
-from planner.logs.records import Reject
-from planner.logs.splitting import decode_bom
+from planner.logs.records import Reject, Row
+from planner.logs.result import rows_frame
+from planner.logs.splitting import Collector, decode_bom
 
 __all__ = [
     "LARGE_CSV_BYTES",
@@ -92,24 +94,15 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
         return
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
-    width = len(header)
-    get = dict.get
     no_output = 0
+    seen = out.n_rejected + len(out.rows) + sum(len(f) for f in out.frames)
     for line_no, values in rows:
-        if isinstance(values, str):
-            out.reject(name, line_no, values)
-            continue
-        if len(values) != width:
-            hint = " (a field with the delimiter or a line break needs double quotes)" if len(values) > width else ""
-            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
-            continue
-        try:
-            row = ctx.extract(dict(zip(header, values, strict=False)), used, get, ts0, prefix)
-        except Reject as exc:
-            out.reject(name, line_no, str(exc))
-            continue
-        no_output += row.output_tokens == 0
-        out.add(row, name)
+        row = _table_row(name, line_no, values, header, used, ctx, ts0, prefix)
+        if row is not None:
+            no_output += row.output_tokens == 0
+            out.add(row, name)
+    if out.n_rejected + len(out.rows) + sum(len(f) for f in out.frames) == seen:
+        out.reject(name, 0, f"a header ({', '.join(header[:6])}{' …' if len(header) > 6 else ''}) and no rows")
     if fmt_name == "burstgpt" and no_output:
         res.notes.append(
             f"{name}: {no_output:,} request{'' if no_output == 1 else 's'} with 0 response tokens "
@@ -117,7 +110,34 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
         )
 
 
-LARGE_CSV_BYTES = 32 << 20  # CSV files from this size on disk are first tried through DuckDB (streamed, columnar)
+def _table_row(
+    name: str,
+    line_no: int,
+    values: list[str] | str,
+    header: list[str],
+    used: Mapping[str, str],
+    ctx: ReadContext,
+    ts0: int,
+    prefix,
+) -> Row | None:
+    """The row one CSV record makes under the mapping, or None having named it (values: fields, or a reason)."""
+    out = ctx.out
+    if isinstance(values, str):
+        out.reject(name, line_no, values)
+        return None
+    width = len(header)
+    if len(values) != width:
+        hint = " (a field with the delimiter or a line break needs double quotes)" if len(values) > width else ""
+        out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
+        return None
+    try:
+        return ctx.extract(dict(zip(header, values, strict=False)), used, dict.get, ts0, prefix)
+    except Reject as exc:
+        out.reject(name, line_no, str(exc))
+        return None
+
+
+LARGE_CSV_BYTES = 32 << 20  # CSV files of this (decompressed) size are read through DuckDB (streamed, columnar)
 
 
 @dataclass(frozen=True)
@@ -144,9 +164,13 @@ class TablePlan:
         Raises Doubt (possibly after some frames) when a batch needs the row-by-row reader.
         """
         if self.delimiter:
-            yield from iter_mapped_csv(
-                self.path, self.header, self.delimiter, self.used, self.tz, self.start_ms, self.path.name, tick
-            )
+            refused: list[int] = []
+            for frame, left in self.csv_batches(tick, refused):
+                if left.size:
+                    raise Doubt(f"row {int(left[0]) + 1} needs the row-by-row reader")
+                yield frame
+            if refused:
+                raise Doubt(f"line {refused[0]} needs the row-by-row reader")
             return
         import pyarrow.parquet as pq
 
@@ -160,6 +184,14 @@ class TablePlan:
             if tick is not None:
                 tick(done_rows / total_rows)
             yield frame
+
+    def csv_batches(
+        self, tick: Callable[[float], None] | None, refused: list[int]
+    ) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+        """A CSV plan's (good rows, places of the rows left for the row path) a batch at a time; see iter_mapped_csv."""
+        return iter_mapped_csv(
+            self.path, self.header, self.delimiter, self.used, self.tz, self.start_ms, self.path.name, tick, refused
+        )
 
 
 def parquet_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
@@ -180,11 +212,13 @@ def parquet_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
 
 def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
     """The plan for a CSV of at least LARGE_CSV_BYTES on disk under a plain mapping, or None (read it row by row)."""
-    if ctx.fmt not in ("auto", "csv", *TRACE_FORMATS) or file_size(path) < LARGE_CSV_BYTES:
+    if ctx.fmt not in ("auto", "csv", *TRACE_FORMATS):
         return None
     try:
-        head, _ = sample_head(path, 1 << 16)
+        head, size = sample_head(path, 1 << 16)
     except (OSError, EOFError, ValueError):
+        return None
+    if size < LARGE_CSV_BYTES:  # the decompressed size (estimated from the head) for .gz and .zst
         return None
     head = decode_bom(head)
     if not head.strip() or head.lstrip()[:1] in (b"{", b"["):
@@ -203,15 +237,34 @@ def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
 
 
 def read_large_csv(path: Path, ctx: ReadContext) -> bool:
-    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row."""
+    """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row.
+
+    The rows DuckDB refuses or leaves out are read or named by the row reader in one streamed pass over
+    the file (only when there are any), so one bad row costs one row, not the file.
+    """
     plan = large_csv_plan(path, ctx)
     if plan is None:
         return False
+    frames, left, refused = [], [], []  # type: ignore[var-annotated]
     try:
-        frames = list(plan.frames(ctx.out.tick))
+        for frame, places in plan.csv_batches(ctx.out.tick, refused):
+            frames.append(frame)
+            if places.size:
+                left.append(places)
     except Doubt:
         return False
-    if not frames:
+    kept = sum(len(f) for f in frames) + sum(p.size for p in left)
+    if left or refused:
+        explained = Collector(rows_frame)
+        wanted: set[int] = set(np.concatenate(left).tolist()) if left else set()
+        if not _explain_rows(plan, wanted, set(refused), kept, ctx, explained):
+            return False  # DuckDB and the row reader disagree on where the rows are: read it row by row
+        explained.flush()
+        frames.extend(explained.frames)
+        for r in explained.rejected:
+            ctx.out.reject(r.source, r.line_no, r.reason)
+        ctx.out.n_rejected += explained.n_rejected - len(explained.rejected)
+    if not frames or not sum(len(f) for f in frames):
         return False
     frame = pd.concat(frames, ignore_index=True)
     ctx.out.frames.append(frame)
@@ -224,6 +277,36 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
             "(failed, in BurstGPT's convention) are kept as arrivals"
         )
     return True
+
+
+def _explain_rows(
+    plan: TablePlan, places: set[int], refused: set[int], kept: int, ctx: ReadContext, out: Collector
+) -> bool:
+    """Stream the CSV once through the row reader, reading or naming the records DuckDB left: those on a `refused`
+    line (DuckDB's numbering, which does not count line breaks inside quoted fields), and those at `places` among
+    the ones it kept (of which there were `kept`).
+
+    False when the row reader finds another number of kept records (DuckDB split the file otherwise).
+    """
+    name = plan.path.name
+    row_ctx = ReadContext(ctx.fmt, ctx.mapping, ctx.tz, ctx.counter, ctx.start, ctx.cache_blocks, out, ctx.res)
+    prefix = row_ctx.prefix(plan.used)
+    place = 0
+    inner = 0  # line breaks inside quoted fields so far: DuckDB's line numbers do not count them
+    for line_no, values in record_lines(plan.path, plan.delimiter):
+        if line_no - inner in refused:
+            row = _table_row(name, line_no, values, plan.header, plan.used, row_ctx, plan.start_ms, prefix)
+            if row is not None:
+                out.add(row, name)
+            inner += 0 if isinstance(values, str) else sum(v.count("\n") for v in values)
+            continue
+        inner += 0 if isinstance(values, str) else sum(v.count("\n") for v in values)
+        if place in places:
+            row = _table_row(name, line_no, values, plan.header, plan.used, row_ctx, plan.start_ms, prefix)
+            if row is not None:
+                out.add(row, name)
+        place += 1
+    return place == kept
 
 
 def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
@@ -258,20 +341,21 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         if out.tick is not None:
             out.tick(done_rows / total_rows)
         done_rows += batch.num_rows
-        whole = batch_frame(batch, used, ctx.tz, ts0, name) if prefix is None else None
-        if whole is not None:  # the plain case, a batch at a time
-            out.frames.append(whole)
-            row_no += batch.num_rows
-            continue
-        for rec in batch.to_pylist():
-            row_no += 1
+        got = batch_rows(batch, used, ctx.tz, ts0, name) if prefix is None else None
+        if got is not None:  # the plain case, a batch at a time; the row path names the rows it left out
+            out.frames.append(got[0])
+            todo = [(row_no + 1 + int(i), rec) for i, rec in zip(got[1], batch.take(got[1]).to_pylist(), strict=True)]
+        else:
+            todo = list(enumerate(batch.to_pylist(), row_no + 1))
+        row_no += batch.num_rows
+        for at, rec in todo:
             for k, v in rec.items():  # Parquet timestamps arrive as datetimes: ISO text for epoch_ms
                 if hasattr(v, "isoformat"):
                     rec[k] = v.isoformat()
             try:
                 row = ctx.extract(rec, used, get, ts0, prefix)
             except Reject as exc:
-                out.reject(name, row_no, str(exc))
+                out.reject(name, at, str(exc))
                 continue
             out.add(row, name)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -281,15 +282,19 @@ def wait_for_app(page) -> None:
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached")
 
 
-def pick(page: Page, select_label: str, option: str) -> None:
-    """Choose `option` in the select box labelled `select_label` and wait for the rerun it starts."""
+def pick(page: Page, select_label: str, option: str | re.Pattern[str]) -> None:
+    """Choose `option` (its label, or a pattern it matches) in the select box labelled `select_label`, and wait until
+    the box shows it after the rerun it starts (a click can land before that rerun begins: waiting for the script
+    to be idle alone would read the page the previous choice drew)."""
     wait_for_app(page)
     box = page.get_by_role("combobox", name=select_label, exact=True)
     for attempt in range(3):  # a rerun that lands while the list opens closes it again: open it once more
         box.click()
         try:
             # the last try waits as long as any browser wait: a slow machine is not a failure
-            page.get_by_role("option", name=option, exact=True).click(timeout=10_000 if attempt < 2 else UI_WAIT_MS)
+            page.get_by_role("option", name=option, exact=isinstance(option, str)).click(
+                timeout=10_000 if attempt < 2 else UI_WAIT_MS
+            )
             break
         except PlaywrightError:
             page.keyboard.press("Escape")

@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from planner.store import open_store
 from planner.store.worker import ColdReadingRow
-from tests.e2e.conftest import StreamlitServer, new_context, wait_for_app
+from tests.e2e.conftest import StreamlitServer, new_context, pick, wait_for_app
 from tests.planner.test_compare_exports import _parse, _rows
 from tests.support.compare_seed import seed_endpoint
 from tests.support.store_template import migrated_sqlite
@@ -103,9 +103,7 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, brows
     # The buyer's worksheet holds acme-sim-eu's cold reading (handed over from the Probes page).
     page.goto(server.url + "/probes")
     wait_for_app(page)
-    page.get_by_role("combobox", name="Endpoint @ vantage").click()
-    page.get_by_role("option", name=re.compile(r"^acme-sim-eu @")).click()
-    wait_for_app(page)
+    pick(page, "Endpoint @ vantage", re.compile(r"^acme-sim-eu @"))
     page.get_by_role("button", name="Use in worksheet (segment 2)").click()
     wait_for_app(page)
     expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("9000")

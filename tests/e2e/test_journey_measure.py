@@ -29,7 +29,7 @@ from planner.store import leases, open_store
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.rtt import add_target, load_samples
 from planner.store.worker import ColdReadingRow
-from tests.e2e.conftest import StreamlitServer, open_expander, wait_for_app
+from tests.e2e.conftest import StreamlitServer, open_expander, pick, wait_for_app
 from tests.support.rtt_target import serve_in_thread
 from tests.support.store_template import migrated_sqlite
 from tests.support.worker_proc import running_worker, wait_logged
@@ -188,9 +188,7 @@ def _metric(page: Page, label: str) -> str:
 
 
 def _pick_series(page: Page, name: str) -> None:
-    page.get_by_role("combobox", name="Endpoint @ vantage").click()
-    page.get_by_role("option", name=re.compile(rf"^{name} @")).click()
-    wait_for_app(page)
+    pick(page, "Endpoint @ vantage", re.compile(rf"^{re.escape(name)} @"))
 
 
 def _add_on_the_endpoints_page(page: Page, url: str, fields: dict) -> None:
@@ -229,15 +227,18 @@ def _diagnosis(page: Page, data) -> str:
 def _check_hour_of_day(page: Page, eng, endpoint_id: int, data) -> None:
     """The Probes page's hour-of-day chart (of the series on show, only probed in the last minutes): n and p50 of the
     hour(s) it was probed in, as counted here from the store; a p95 from fewer than 20 samples is drawn grey."""
-    # A script run can end before plotly.js has drawn (it loads lazily): wait for the chart itself, not the run.
-    try:
-        page.wait_for_function(f"() => ({HOD_JS})() !== null")
-    except Exception as exc:
-        raise AssertionError(_diagnosis(page, data)) from exc
-    hod = page.evaluate(HOD_JS)
     by_hour: dict[int, list[float]] = {}
     for t, v in _samples(eng, endpoint_id):
         by_hour.setdefault(dt.datetime.fromtimestamp(t / 1000).astimezone().hour, []).append(v)
+    # A script run can end before plotly.js has drawn (it loads lazily), and the chart of the series shown before
+    # stays on the page until this series' run replaces it: wait for a chart whose n per hour is this series' own.
+    total = sum(len(v) for v in by_hour.values())
+    try:
+        same_n = f"h !== null && h.p95 && h.p95.n && h.p95.n.reduce((a, b) => a + b, 0) === {total}"
+        page.wait_for_function(f"() => {{ const h = ({HOD_JS})(); return {same_n}; }}")
+    except Exception as exc:
+        raise AssertionError(_diagnosis(page, data)) from exc
+    hod = page.evaluate(HOD_JS)
     n_by_hour = {h: n for h, n in zip(hod["p95"]["x"], hod["p95"]["n"], strict=True) if n}
     # Chromium and this process share the machine's time zone
     assert n_by_hour == {h: len(v) for h, v in by_hour.items()}, (n_by_hour, by_hour)

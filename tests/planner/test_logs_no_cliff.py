@@ -1,0 +1,171 @@
+"""Bad lines in large logs cost a line, not the file: read through DuckDB, named in line order, no size cap reached.
+
+A file on disk is read through DuckDB whatever its size; the lines it does not vouch for (malformed JSON, a BOM,
+a truncated tail, invalid UTF-8, out-of-range values) are named by the line-by-line reader one by one, in line
+order, with the same reasons as the small-file path. Tests prove the streamed path was taken by making the
+whole-file readers fail if they are called.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import planner.logs.normalise as normalise
+from planner.cli import cli
+from planner.logs import LogFormatError, read_logs
+from planner.logs import tables as tables_mod
+
+HUGE = "99999999999999999999999"
+
+
+def chat(i: int, prompt: object = 1000, created: object = None) -> bytes:
+    rec = {
+        "object": "chat.completion",
+        "created": 1764000000 + i if created is None else created,
+        "model": "gpt-4.1",
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 0}},
+    }
+    return json.dumps(rec).encode()
+
+
+@pytest.fixture
+def no_whole_file_reader(monkeypatch):
+    """Reading a file whole (the capped path) or a CSV row by row fails the test: only the streamed path may run."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a file was read whole or row by row")
+
+    monkeypatch.setattr(normalise, "load_source", refuse)
+    monkeypatch.setattr(normalise, "read_csv", refuse)
+
+
+def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_cap_naming_each_line_in_order(
+    tmp_path, no_whole_file_reader
+):
+    lines = [chat(i) for i in range(12)]
+    lines[3] = b'{"object": "chat.completion", "created": 1'  # cut off
+    lines[5] = chat(5, prompt=int(HUGE))
+    lines[6] = json.dumps({"created": "2026-11-20T10:00:00", "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
+    lines[6] = lines[6].encode()  # an ISO time without a zone: not DuckDB's to vouch for, read by the line reader
+    lines[7] = b'{"created": 1764000007, "usage": {"prompt_tokens": "\xff", "completion_tokens": 1}}'
+    lines[8] = chat(8, created=int(HUGE))
+    lines[9] = b'{"a": "abc'
+    body = b"\xef\xbb\xbf" + b"\n".join(lines[:11]) + b"\n\n" + lines[11][:-5]  # a blank line, then a cut-off tail
+    path = tmp_path / "agent.jsonl"
+    path.write_bytes(body)
+
+    res = read_logs([path], tz="Europe/Berlin", max_bytes=1000)  # the file is far over this cap
+
+    got = [(r.line_no, r.reason) for r in res.rejected]
+    assert [line for line, _ in got] == [4, 6, 8, 9, 10, 13]
+    reasons = dict(got)
+    assert reasons[4].startswith("not valid JSON")
+    assert reasons[6] == f"usage.prompt_tokens is {HUGE}, over 10⁹: not a token count"
+    assert "not valid UTF-8" in reasons[8]
+    assert reasons[9] == f"timestamp created is outside 1970–2100: '{HUGE}'"
+    assert reasons[10] == "not valid JSON: Unterminated string starting at column 7"
+    assert reasons[13].startswith("not valid JSON")
+    assert res.n_rejected == 6
+    # Lines 1 (after its BOM), 2, 3, 5, 7 (read by the line reader, 10:00 Berlin = 09:00 UTC) and 11.
+    assert len(res.frame) == 6
+    assert 1795165200000 in res.frame["ts_ms"].tolist()
+    assert res.frame["ts_ms"].is_monotonic_increasing
+
+
+def _csv_rows() -> list[str]:
+    rows = ["timestamp,model,prompt_tokens,completion_tokens"]
+    for i in range(600):
+        ts = f"2026-11-20T{9 + i % 8:02d}:{i % 60:02d}:00" + ("+02:00" if i % 4 == 0 else "")
+        rows.append(f"{ts},m{i % 3},{100 + i},{i % 7}")
+    rows[5] = '2026-11-20T09:00:00,"two\nlines",5,1'  # a quoted line break: later rows start a line further on
+    rows[10] = "2026-11-20T09:00:00,m,abc,1"
+    rows[20] = "2026-11-20T09:00:00,m,-5,1"
+    rows[30] = f"2026-11-20T09:00:00,m,{HUGE},1"
+    rows[40] = f"{HUGE},m,5,1"
+    rows[50] = "2026-11-20T09:00:00,m,5"
+    rows[60] = "2026-11-20T09:00:00,m,7.5,1"
+    return rows
+
+
+EXPECTED_CSV_REJECTS = [
+    (12, "prompt_tokens is not a number: 'abc'"),
+    (22, "prompt_tokens is negative (-5)"),
+    (32, f"prompt_tokens is {HUGE}, over 10⁹: not a token count"),
+    (42, f"timestamp timestamp is outside 1970–2100: '{HUGE}'"),
+    (52, "has 3 fields, the header has 4"),
+    (62, "prompt_tokens is not a whole number: '7.5'"),
+]
+
+
+@pytest.mark.parametrize("packed", ["plain", "gzip"])
+def test_bad_rows_in_a_large_csv_are_named_by_their_lines_and_the_rest_read_in_the_engine(
+    tmp_path, monkeypatch, packed, no_whole_file_reader
+):
+    data = ("\n".join(_csv_rows()) + "\n").encode()
+    path = tmp_path / ("big.csv" if packed == "plain" else "big.csv.gz")
+    path.write_bytes(data if packed == "plain" else gzip.compress(data))
+    # Larger than the .gz on disk, smaller than what it holds: the decompressed size decides.
+    assert (path.stat().st_size < 10_000 or packed == "plain") and 10_000 < len(data)
+    monkeypatch.setattr(tables_mod, "LARGE_CSV_BYTES", 10_000)
+
+    res = read_logs([path], tz="Europe/Berlin")
+
+    assert [(r.line_no, r.reason) for r in res.rejected] == EXPECTED_CSV_REJECTS
+    assert len(res.frame) == 600 - len(EXPECTED_CSV_REJECTS)
+
+
+def test_naive_and_offset_times_mixed_in_one_column_read_the_same_in_a_small_and_a_large_file(tmp_path, monkeypatch):
+    path = tmp_path / "mixed.csv"
+    path.write_text("\n".join(_csv_rows()) + "\n")
+    small = read_logs([path], tz="Europe/Berlin")
+    monkeypatch.setattr(tables_mod, "LARGE_CSV_BYTES", 0)
+    monkeypatch.setattr(normalise, "read_csv", lambda *a, **k: pytest.fail("the large file was read row by row"))
+    large = read_logs([path], tz="Europe/Berlin")
+
+    assert large.frame["ts_ms"].tolist() == small.frame["ts_ms"].tolist()
+    assert large.frame["prompt_tokens"].tolist() == small.frame["prompt_tokens"].tolist()
+    assert [(r.line_no, r.reason) for r in large.rejected] == [(r.line_no, r.reason) for r in small.rejected]
+    # Row i = 1 says 10:01 without a zone: Berlin's 10:01 is 09:01 UTC; row i = 0 says 09:00+02:00: 07:00 UTC.
+    assert 1795165260000 in large.frame["ts_ms"].tolist() and 1795158000000 in large.frame["ts_ms"].tolist()
+
+
+def test_out_of_range_values_are_rejected_lines_in_memory_and_in_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = [chat(0), chat(1, prompt=int(HUGE)), chat(2, created=int(HUGE)), chat(3)]
+    res = read_logs([("a.jsonl", b"\n".join(lines))])
+    assert len(res.frame) == 2 and [r.line_no for r in res.rejected] == [2, 3]
+    assert "over 10⁹" in res.rejected[0].reason and "outside 1970–2100" in res.rejected[1].reason
+
+    table = pa.table({"timestamp": [1.764e9, 1.764e9 + 1, 1e23], "prompt_tokens": [5.0, 1e23, 7.0]})
+    pq.write_table(table, tmp_path / "a.parquet")
+    res = read_logs([tmp_path / "a.parquet"])
+    assert len(res.frame) == 1 and [r.line_no for r in res.rejected] == [2, 3]
+    assert "over 10⁹" in res.rejected[0].reason and "outside 1970–2100" in res.rejected[1].reason
+
+
+def test_the_cli_names_an_out_of_range_count_instead_of_a_traceback(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\n".join([chat(0), chat(1, prompt=int(HUGE)), chat(2)]) + b"\n")
+    r = CliRunner().invoke(cli, ["logs", "summarize", str(path)])
+    assert r.exit_code == 0, r.output
+    assert f"1 line rejected, first: a.jsonl:2: usage.prompt_tokens is {HUGE}, over 10⁹" in r.output
+    assert "2 requests from a.jsonl" in r.output
+
+
+def test_a_csv_with_only_a_header_names_the_file_and_its_columns():
+    with pytest.raises(LogFormatError, match=r"h\.csv: a header \(timestamp, model, prompt_tokens\) and no rows"):
+        read_logs([("h.csv", b"timestamp,model,prompt_tokens\n")])
+
+
+def test_rejected_lines_are_listed_in_line_order_even_where_the_format_sample_read_ahead():
+    lines = [chat(i) for i in range(6)]
+    lines[1] = chat(1, prompt=-1)  # rejected while reading records (after the sample)
+    lines[4] = b"{broken"  # rejected while the sample was taken, before line 2 was read
+    res = read_logs([("a.jsonl", b"\n".join(lines))])
+    assert [r.line_no for r in res.rejected] == [2, 5]
