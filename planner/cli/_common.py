@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from sqlalchemy.engine import Engine
 
 from planner import settings
-from planner.store import StoreError, open_store
-from planner.store.faults import describe
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, ~0.25 s to import) only for the commands that open it
+    from sqlalchemy.engine import Engine
 
 __all__ = [
     "MAX_MAGNITUDE",
@@ -77,6 +77,9 @@ store_option = click.option(
 
 def open_engine(database_url: str | None) -> Engine:
     """open_store(), turning StoreError into a clean exit 1 with the message."""
+    from planner.store import StoreError, open_store
+    from planner.store.faults import describe
+
     try:
         return open_store(database_url)
     except StoreError as exc:

@@ -87,6 +87,32 @@ FROM c
 """
 
 
+# The fast tier: DuckDB's JSON reader over the fields alone, every value typed DOUBLE and checked here as the line
+# reader would (whole numbers, ranges, cached ≤ prompt). A file it vouches for whole is read at its speed; at the
+# first row it does not (or a line it cannot parse) the file is read again by _CHAT_SQL, which names each line.
+_FAST_COLUMNS = (
+    "{object: 'VARCHAR', created: 'DOUBLE', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens DOUBLE, "
+    "completion_tokens DOUBLE, prompt_tokens_details STRUCT(cached_tokens DOUBLE))'}"
+)
+_FAST_SQL = f"""
+WITH r AS (
+  SELECT object, created, model, usage.prompt_tokens AS prompt, usage.completion_tokens AS output,
+    coalesce(usage.prompt_tokens_details.cached_tokens, 0) AS cached
+  FROM read_json($path, format = 'newline_delimited', columns = {_FAST_COLUMNS}, compression = $compression)),
+c AS (
+  SELECT *, coalesce(object = 'chat.completion', true) AND created = floor(created)
+    AND created BETWEEN 1 AND {MAX_EPOCH_MS // 1000 - 1}
+    AND prompt = floor(prompt) AND prompt BETWEEN 0 AND {MAX_TOKENS}
+    AND output = floor(output) AND output BETWEEN 0 AND {MAX_TOKENS} AND cached = floor(cached)
+    AND cached BETWEEN 0 AND prompt AS ok
+  FROM r)
+SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN coalesce(model, '') END AS model,
+  CASE WHEN ok THEN prompt::BIGINT END AS prompt, CASE WHEN ok THEN cached::BIGINT END AS cached,
+  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN '' END AS raw
+FROM c
+"""
+
+
 def _compression(path: Path) -> str:
     name = path.name.lower()
     return "gzip" if name.endswith(".gz") else "zstd" if name.endswith(".zst") else "none"
@@ -169,13 +195,19 @@ def physical_lines(places: list[int], refused: list[int]) -> list[int]:
 
 
 def chat_batches(
-    path: Path, names: dict[str, int], progress: Callable[[float], None] | None, refused: list[tuple[int, str]]
+    path: Path,
+    names: dict[str, int],
+    progress: Callable[[float], None] | None,
+    refused: list[tuple[int, str]],
+    *,
+    exact: bool = True,
 ) -> Iterator[ChatBatch]:
     """An OpenAI chat JSON Lines file (plain, .gz, .zst) a DuckDB batch at a time, in file order.
 
-    Every line is accounted for: good rows in the batch, other non-blank lines as `doubtful` text, and lines
-    the CSV layer refused appended to `refused` (line, reason) once the scan ends. Model names are coded into
-    `names`. Raises Doubt only when the file cannot be scanned at all (unreadable, corrupt compression).
+    exact: every line is accounted for (_CHAT_SQL): good rows in the batch, other non-blank lines as `doubtful`
+    text, and lines the CSV layer refused appended to `refused` (line, reason) once the scan ends. Otherwise the
+    fast tier (_FAST_SQL), which raises Doubt at its first doubtful row or unparseable line. Model names are coded
+    into `names`. Raises Doubt when the file cannot be scanned at all (unreadable, corrupt compression).
     """
     import duckdb
 
@@ -183,18 +215,19 @@ def chat_batches(
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
-        rel = con.sql(_CHAT_SQL, params={"path": str(path), "compression": _compression(path)})
+        sql = _CHAT_SQL if exact else _FAST_SQL
+        rel = con.sql(sql, params={"path": str(path), "compression": _compression(path)})
         place = 0
         for batch in rel.to_arrow_reader(_BATCH_ROWS):
             n = batch.num_rows
-            created = batch.column("created")
-            good = created.is_valid().to_numpy(zero_copy_only=False)
             raw = batch.column("raw")
             doubtful = []
             if raw.null_count != n:
+                if not exact:
+                    raise Doubt("a row the fast reader does not vouch for")
                 texts = raw.to_pylist()
                 doubtful = [(place + i, t) for i, t in enumerate(texts) if t is not None]
-            idx = np.flatnonzero(good)
+            idx = np.flatnonzero(batch.column("created").is_valid().to_numpy(zero_copy_only=False))
             rows = batch if idx.size == n else batch.take(idx)
             col = [rows.column(c).to_numpy(zero_copy_only=False) for c in ("created", "prompt", "cached", "output")]
             model = rows.column("model").dictionary_encode()
@@ -204,7 +237,8 @@ def chat_batches(
             place += n
             if progress:
                 progress(min(place * bytes_per_line / total_bytes, 0.99))
-        refused.extend(_csv_rejects(con))
+        if exact:
+            refused.extend(_csv_rejects(con))
     except (duckdb.Error, OSError) as exc:
         raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     finally:
@@ -221,9 +255,7 @@ def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None
     """
     names: dict[str, int] = {}
     refused: list[tuple[int, str]] = []
-    for b in chat_batches(path, names, progress, refused):
-        if b.doubtful:
-            raise Doubt(f"line {b.doubtful[0][0] + 1} needs the line-by-line reader")
+    for b in chat_batches(path, names, progress, refused, exact=False):
         by_code = np.asarray(sorted(names, key=names.__getitem__), dtype=object)
         yield pd.DataFrame(
             {
@@ -234,8 +266,6 @@ def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None
                 "output_tokens": b.output.astype(np.int64, copy=False),
             }
         )
-    if refused:
-        raise Doubt(f"line {refused[0][0]}: {refused[0][1]}")
 
 
 def read_chat_jsonl(
@@ -254,9 +284,15 @@ def read_chat_jsonl(
     refused: list[tuple[int, str]] = []
     parts: list[list[np.ndarray]] = []
     doubtful: list[tuple[int, str]] = []
-    for b in chat_batches(path, names, progress, refused):
-        parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
-        doubtful.extend(b.doubtful)
+    try:  # most files: the fast tier vouches for every row
+        for b in chat_batches(path, names, progress, refused, exact=False):
+            parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
+    except Doubt:  # read again, every line accounted for
+        names.clear()
+        parts.clear()
+        for b in chat_batches(path, names, progress, refused):
+            parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
+            doubtful.extend(b.doubtful)
     # Lines in line order: the lines Python reads or names, merged with those the CSV layer refused.
     lines = physical_lines([p for p, _ in doubtful], [line for line, _ in refused])
     extra: list[tuple[int, Row]] = []

@@ -1,0 +1,283 @@
+"""Benchmark: `ttft-planner logs summarize` against DuckDB's plain percentile query, per log format, as users run it.
+
+For each format the same requests are written once (from the benchmark's OpenAI JSON Lines file, by DuckDB):
+JSONL, CSV, CSV.gz, Parquet, BurstGPT, Azure (code trace) and LiteLLM CSV, and with --bad a twin of each text
+format with a UTF-8 BOM, one malformed line in the middle and a truncated last line. Then, alternating in one
+run, each contender runs as a fresh process, `--reps` times:
+
+  ours     ttft-planner logs summarize --json FILE (every summary, the rejected lines named)
+  duckdb   python -c: count(*) and quantile_disc of the prompt-token column over read_json / read_csv /
+           read_parquet (ignore_errors for the bad twins), nothing else
+
+and the table shows the median and the fastest wall time of each, the median and minimum ratio ours / DuckDB,
+and the peak RSS (os.wait4, the process alone). n and p50/p90/p95/p99 are checked equal on every run.
+
+  python bench/bench_logs_formats.py                          # 1 M requests, every format, 5 reps each
+  python bench/bench_logs_formats.py --requests 10000000 --reps 5 --only jsonl,csv,parquet
+  python bench/bench_logs_formats.py --bad                    # the BOM / malformed / truncated twins as well
+Files live in bench/out/ (made once; several GB at 10 M).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+PS = (0.5, 0.9, 0.95, 0.99)
+
+_USAGE = (
+    "{created: 'BIGINT', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens BIGINT, completion_tokens BIGINT, "
+    "prompt_tokens_details STRUCT(cached_tokens BIGINT))'}"
+)
+_REQ = f"""SELECT created, model, usage.prompt_tokens AS prompt, usage.completion_tokens AS output,
+  coalesce(usage.prompt_tokens_details.cached_tokens, 0) AS cached
+  FROM read_json('{{src}}', format = 'newline_delimited', columns = {_USAGE})"""
+# format → (file name suffix, COPY select over the requests r, COPY options, prompt column, DuckDB reader)
+FORMATS = {
+    "jsonl": (".jsonl", None, None, "usage.prompt_tokens", "json"),
+    "csv": (
+        ".csv",
+        "SELECT strftime(to_timestamp(created), '%Y-%m-%dT%H:%M:%SZ') AS timestamp, model, prompt AS prompt_tokens, "
+        "cached AS cached_tokens, output AS output_tokens FROM r",
+        "FORMAT csv, HEADER true",
+        "prompt_tokens",
+        "csv",
+    ),
+    "csv.gz": (".csv.gz", "csv", "FORMAT csv, HEADER true, COMPRESSION gzip", "prompt_tokens", "csv"),
+    "parquet": (
+        ".parquet",
+        "SELECT to_timestamp(created) AS timestamp, model, prompt AS prompt_tokens, cached AS cached_tokens, "
+        "output AS output_tokens FROM r",
+        "FORMAT parquet",
+        "prompt_tokens",
+        "parquet",
+    ),
+    "burstgpt": (
+        "-burstgpt.csv",
+        'SELECT created - min(created) OVER () AS "Timestamp", \'ChatGPT\' AS "Model", prompt AS "Request tokens", '
+        'output AS "Response tokens", prompt + output AS "Total tokens", \'API log\' AS "Log Type" FROM r',
+        "FORMAT csv, HEADER true",
+        '"Request tokens"',
+        "csv",
+    ),
+    "azure": (
+        "-azure.csv",
+        "SELECT strftime(to_timestamp(created)::TIMESTAMP, '%Y-%m-%d %H:%M:%S.%f') AS \"TIMESTAMP\", "
+        'prompt AS "ContextTokens", output AS "GeneratedTokens" FROM r',
+        "FORMAT csv, HEADER true",
+        '"ContextTokens"',
+        "csv",
+    ),
+    "litellm": (
+        "-litellm.csv",
+        "SELECT 'chatcmpl-' || row_number() OVER () AS request_id, 'acompletion' AS call_type, 0.001 AS spend, "
+        "prompt + output AS total_tokens, prompt AS prompt_tokens, output AS completion_tokens, "
+        "strftime(to_timestamp(created), '%Y-%m-%dT%H:%M:%S.000Z') AS \"startTime\", "
+        "strftime(to_timestamp(created + 2), '%Y-%m-%dT%H:%M:%S.000Z') AS \"endTime\", "
+        "strftime(to_timestamp(created), '%Y-%m-%dT%H:%M:%S.300Z') AS \"completionStartTime\", model, "
+        "'dev-team' AS user, 'success' AS status, "
+        '\'{"user_api_key_alias": "agent, team A", "additional_usage_values": '
+        '{"prompt_tokens_details": {"cached_tokens": \' || cached || \'}}}\' AS metadata, '
+        "'False' AS cache_hit, 'Fix the failing test, then run \"make check\"' AS messages FROM r",
+        "FORMAT csv, HEADER true",
+        "prompt_tokens",
+        "csv",
+    ),
+}
+
+
+def _made(path: Path, make) -> Path:
+    """path, made once by make(part) into a .part file renamed at the end (a half-made file is never reused)."""
+    if not path.exists():
+        t = time.perf_counter()
+        part = path.with_name(path.name + ".part")
+        make(part)
+        part.rename(path)
+        print(f"made {path.name} ({path.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:.0f} s", flush=True)
+    return path
+
+
+def base_jsonl(requests: int) -> Path:
+    def make(part: Path) -> None:
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "gen_logs.py"), str(part), "--requests", str(requests)], check=True
+        )
+
+    return _made(OUT / f"requests-{requests // 1000}k.jsonl", make)
+
+
+def format_file(fmt: str, src: Path) -> Path:
+    suffix, select, options, _, _ = FORMATS[fmt]
+    if select is None:
+        return src
+    if select == "csv":
+        select = FORMATS["csv"][1]
+    path = src.with_name(src.name.removesuffix(".jsonl") + suffix)
+
+    def make(part: Path) -> None:
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        requests = _REQ.replace("{src}", str(src))
+        con.execute(f"COPY (WITH r AS ({requests}) {select}) TO '{part}' ({options})")
+
+    return _made(path, make)
+
+
+def bad_twin(path: Path) -> Path:
+    """The file with a UTF-8 BOM, one malformed line in its middle and its last line cut in half (same packing)."""
+    twin = path.with_name("bad-" + path.name)
+    if path.name.endswith(".gz"):
+        plain = bad_twin(path.with_name(path.name.removesuffix(".gz")))
+
+        def pack(part: Path) -> None:
+            with open(plain, "rb") as src, gzip.open(part, "wb", compresslevel=1) as out:
+                shutil.copyfileobj(src, out, 16 << 20)
+
+        return _made(twin, pack)
+
+    def make(part: Path) -> None:
+        size = path.stat().st_size
+        with open(path, "rb") as src, open(part, "wb") as out:
+            src.seek(max(0, size - (1 << 20)))
+            tail = src.read()
+            last = size - len(tail) + tail.rfind(b"\n", 0, len(tail) - 1) + 1  # where the last line starts
+            src.seek(size // 2)
+            middle = size // 2 + len(src.readline())  # the end of the line holding the middle byte
+            src.seek(0)
+            out.write(b"\xef\xbb\xbf")
+            _copy(src, out, middle)
+            out.write(b'{"this line": "is not a request\n')
+            _copy(src, out, last + (size - last) // 2 - middle)
+
+    return _made(twin, make)
+
+
+def _copy(src, out, n: int) -> None:
+    while n > 0:
+        chunk = src.read(min(n, 16 << 20))
+        if not chunk:
+            return
+        out.write(chunk)
+        n -= len(chunk)
+
+
+def duckdb_child(fmt: str, path: str, bad: bool) -> None:
+    import duckdb
+
+    _, _, _, column, reader = FORMATS[fmt]
+    qs = ", ".join(f"quantile_disc({column}, {p})" for p in PS)
+    errors = ", ignore_errors = true" if bad else ""
+    if reader == "json":
+        scan = f"read_json('{path}', format = 'newline_delimited', columns = {_USAGE}{errors})"
+    elif reader == "csv":
+        scan = f"read_csv('{path}'{errors})"
+    else:
+        scan = f"read_parquet('{path}')"
+    row = duckdb.sql(f"SELECT count({column}), {qs} FROM {scan}").fetchall()[0]
+    print(json.dumps({"n": row[0], "p": list(row[1:])}))
+
+
+def _measured(argv: list[str]) -> dict:
+    """argv as a fresh process: wall time, peak RSS (MB, that process alone: os.wait4), stdout."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall_s = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(argv[:4])} … failed: {stderr.strip()[-800:]}")
+    return {"wall_s": wall_s, "rss_mb": usage.ru_maxrss / 1024, "stdout": stdout}
+
+
+def _ours(path: Path) -> dict:
+    got = _measured([str(Path(sys.executable).with_name("ttft-planner")), "logs", "summarize", "--json", str(path)])
+    d = json.loads(got["stdout"])
+    got["n"] = d["n"]
+    got["p"] = [d["prompt_tokens"][k]["value"] for k in ("p50", "p90", "p95", "p99")]
+    got["rejected"] = d.get("n_rejected", 0)
+    return got
+
+
+def _duck(fmt: str, path: Path, bad: bool) -> dict:
+    argv = [sys.executable, __file__, "--child", fmt, "--file", str(path)] + (["--bad"] if bad else [])
+    got = _measured(argv)
+    got.update(json.loads(got["stdout"].strip().splitlines()[-1]))
+    return got
+
+
+def compare(fmt: str, path: Path, reps: int, bad: bool) -> dict:
+    ours, duck = [], []
+    for _ in range(reps):  # alternate, so a busy moment of the machine lands on both
+        ours.append(_ours(path))
+        duck.append(_duck(fmt, path, bad))
+    for o, d in zip(ours, duck, strict=True):
+        if (o["n"], [float(x) for x in o["p"]]) != (d["n"], [float(x) for x in d["p"]]):
+            print(f"  {fmt}: ours n={o['n']} p={o['p']} vs DuckDB n={d['n']} p={d['p']}")
+    ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(ours, duck, strict=True)]
+    return {
+        "format": ("bad " if bad else "") + fmt,
+        "n": ours[0]["n"],
+        "same": all(o["n"] == d["n"] and o["p"] == d["p"] for o, d in zip(ours, duck, strict=True)),
+        "ours_s": statistics.median(o["wall_s"] for o in ours),
+        "ours_min_s": min(o["wall_s"] for o in ours),
+        "duck_s": statistics.median(d["wall_s"] for d in duck),
+        "duck_min_s": min(d["wall_s"] for d in duck),
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ours_rss_mb": max(o["rss_mb"] for o in ours),
+        "duck_rss_mb": max(d["rss_mb"] for d in duck),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=5, help="fresh-process runs of each contender (alternated)")
+    ap.add_argument("--only", default=",".join(FORMATS), help="comma-separated formats: " + ", ".join(FORMATS))
+    ap.add_argument("--bad", action="store_true", help="also the twins with a BOM, a malformed and a truncated line")
+    ap.add_argument("--child", choices=list(FORMATS), help=argparse.SUPPRESS)
+    ap.add_argument("--file", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        duckdb_child(args.child, args.file, args.bad)
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    src = base_jsonl(args.requests)
+    rows = []
+    load = os.getloadavg()[0]
+    print(f"load average at start: {load:.1f} on {os.cpu_count()} CPUs; {args.reps} reps each, alternated")
+    for fmt in args.only.split(","):
+        path = format_file(fmt, src)
+        variants = [(path, False)] + ([(bad_twin(path), True)] if args.bad and fmt != "parquet" else [])
+        for p, bad in variants:
+            rows.append(compare(fmt, p, args.reps, bad))
+            r = rows[-1]
+            print(
+                f"{r['format']:<14} n={r['n']:>10,} same={r['same']!s:<5} ours {r['ours_s']:6.2f} s "
+                f"(min {r['ours_min_s']:.2f})  DuckDB {r['duck_s']:6.2f} s (min {r['duck_min_s']:.2f})  "
+                f"ratio median {r['ratio_median']:.2f}× min {r['ratio_min']:.2f}×  "
+                f"peak RSS ours {r['ours_rss_mb']:,.0f} MB DuckDB {r['duck_rss_mb']:,.0f} MB",
+                flush=True,
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
