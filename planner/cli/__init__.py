@@ -172,6 +172,8 @@ class _Cli(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own exits (--help, a usage error): no store is involved, and none is imported
         except Exception as exc:  # noqa: BLE001 - only store failures are handled; the rest re-raise unchanged
             from planner.cli._common import fail
             from planner.store.faults import describe, is_store_failure

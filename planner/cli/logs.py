@@ -45,7 +45,7 @@ def _tz(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-file_args = click.argument("files", nargs=-1, required=True, metavar="FILE|DIR|GLOB...")
+file_args = click.argument("files", nargs=-1, required=True, metavar="FILE|DIR|GLOB|S3-URL...")
 tz_option = click.option(
     "--tz",
     default="UTC",
@@ -113,9 +113,12 @@ def logs() -> None:
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, show_progress, as_json) -> None:
-    """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories and globs too):
-    p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, peak-hour rate and cold-start exposure.
-    Public traces (Azure 2023/2024, BurstGPT, Mooncake/AIPerf) are recognised by their columns.
+    """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories, globs and
+    s3://bucket/prefix/*.parquet too): p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, peak-hour
+    rate and cold-start exposure. Public traces (Azure 2023/2024, BurstGPT, Mooncake/AIPerf) are recognised by
+    their columns. Files are read through DuckDB; a bad line is named (file:line: why) and the rest is read.
+    S3 objects are fetched to a private temporary folder first (credentials from the usual AWS sources; an
+    S3-compatible endpoint from AWS_ENDPOINT_URL).
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
@@ -183,9 +186,9 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, database_url) -> None:
     """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
 
-    OpenAI chat JSON Lines, Parquet and CSV files from 32 MB (plain, .gz, .zst) are stored as they are
-    read, a batch at a time, so a log of any size fits in memory; other files are read first, holding
-    only their numbers. A file with a bad row is read row by row, and the rejected lines are named.
+    OpenAI chat JSON Lines, Parquet and CSV files (plain, .gz, .zst) are stored as they are read, a batch
+    at a time, so a log of any size fits in memory; other files are read first, holding only their numbers.
+    A file with a bad row is read again with every line accounted for, and the rejected lines are named.
     """
     from planner.store.logs import save_upload, save_upload_frames
 

@@ -36,7 +36,7 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     "log_paths",
     required=True,
     multiple=True,
-    metavar="FILE|DIR|GLOB",
+    metavar="FILE|DIR|GLOB|S3-URL",
     help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, "
     "public traces), a directory or a glob.",
 )

@@ -118,11 +118,11 @@ def batch_rows(
     for got in timings.values():
         ok &= got[1]  # type: ignore[index]
     model = col("model")
-    names = (
-        np.full(n, "", dtype=object)
-        if model is None
-        else np.asarray(model.cast("string").fill_null("").to_pylist(), dtype=object)
-    )
+    if model is None:
+        names = np.full(n, "", dtype=object)
+    else:  # a few distinct names: one Python string each, shared by their rows
+        coded = model.cast("string").fill_null("").dictionary_encode()
+        names = np.asarray(coded.dictionary.to_pylist(), dtype=object)[coded.indices.to_numpy(zero_copy_only=False)]
     keep = slice(None) if ok.all() else ok
     frame = pd.DataFrame(
         {

@@ -11,12 +11,12 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-__all__ = ["DELIMITERS", "delimiter_of", "read_rows", "record_lines"]
+__all__ = ["DELIMITERS", "delimiter_of", "fields", "read_rows", "record_lines"]
 
 DELIMITERS = (",", ";", "\t", "|")
 _FIELD_LIMIT = 64 << 20  # a quoted JSON column may be long; the file cap bounds the total anyway
@@ -109,22 +109,66 @@ def _records(
         yield start, values
 
 
-def record_lines(path: Path, delimiter: str) -> Iterator[tuple[int, list[str] | str]]:
-    """read_rows' records of a CSV file on disk (plain, .gz, .zst; a UTF-8 BOM dropped), streamed: header skipped."""
+def record_lines(path: Path, delimiter: str) -> Iterator[tuple[int, int, bytes | list[str] | str]]:
+    """(first line, line breaks inside it, the record) of every non-blank record after the header of a CSV file on
+    disk (plain, .gz, .zst), streamed; `fields` turns a record into read_rows' fields (or a reason).
+
+    Lines are taken as records, unparsed, until the first double quote; from there on the csv module reads the
+    rest exactly as read_rows does (a quoted field may hold line breaks, a stray quote may not open one).
+    """
     name = path.name.lower()
     with open(path, "rb") as raw:
-        binary: Any
+        lines: Iterator[bytes]
         if name.endswith(".gz"):
-            binary = gzip.GzipFile(fileobj=raw)
+            lines = iter(gzip.GzipFile(fileobj=raw))
         elif name.endswith(".zst"):
             import pyarrow as pa
 
-            binary = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
+            lines = _split_lines(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))
         else:
-            binary = raw
-        text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape", newline="")
-        reader = _reader(text, delimiter)
-        for values in reader:
-            if any(v.strip() for v in values):
-                break
-        yield from _records(reader, reader.line_num, clean=False)
+            lines = iter(raw)
+        header_seen = False
+        line_no = 0
+        for line in lines:
+            line_no += 1
+            if line_no == 1:
+                line = line.removeprefix(b"\xef\xbb\xbf")
+            if b'"' in line:
+                text = (b.decode("utf-8", errors="surrogateescape") for b in itertools.chain([line], lines))
+                reader = _reader(text, delimiter)
+                base = line_no - 1
+                for start, values in _records(reader, 0, clean=False):
+                    if not header_seen:
+                        header_seen = True
+                        continue
+                    yield base + start, reader.line_num - start, values
+                return
+            if not line.strip():
+                continue
+            if not header_seen:
+                header_seen = True
+                continue
+            yield line_no, 0, line
+
+
+def fields(record: bytes | list[str] | str, delimiter: str) -> list[str] | str:
+    """A record from record_lines as read_rows' fields (or the reason it cannot be used)."""
+    if not isinstance(record, bytes):
+        return record
+    try:
+        text = record.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not valid UTF-8; save the log as UTF-8"
+    values: list[str] = next(_reader(io.StringIO(text, newline=""), delimiter), [])
+    return values
+
+
+def _split_lines(stream) -> Iterator[bytes]:
+    """The lines (each with its line break) of a binary stream, read a MiB at a time."""
+    rest = b""
+    while chunk := stream.read(1 << 20):
+        pieces = (rest + chunk).split(b"\n")
+        rest = pieces.pop()
+        yield from (p + b"\n" for p in pieces)
+    if rest:
+        yield rest

@@ -1,7 +1,8 @@
 """What a user names on the command line → the log files to read: files, directories and glob patterns.
 
 A directory stands for the log files directly in it (by extension, sorted); a pattern with * ? or [ ]
-is expanded (sorted, ** recursive). Anything that names no file is an error naming it.
+is expanded (sorted, ** recursive). An s3:// URL, prefix or pattern is fetched into a private temporary
+folder first (planner.logs.remote). Anything that names no file is an error naming it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ def expand_inputs(items: Sequence[str | Path]) -> list[Path]:
     for item in items:
         text = str(item)
         path = Path(text)
-        if path.is_dir():
+        if text.lower().startswith("s3://"):
+            from planner.logs.remote import fetch
+
+            found = fetch(text)
+        elif path.is_dir():
             found = sorted(p for p in path.iterdir() if _is_log(p))
             if not found:
                 raise ValueError(f"{text}: the directory holds no log files ({', '.join(LOG_SUFFIXES)})")

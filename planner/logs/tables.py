@@ -15,7 +15,7 @@ import pandas as pd
 
 from planner.logs.columnar import batch_frame, batch_rows
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.csvfile import delimiter_of, read_rows, record_lines
+from planner.logs.csvfile import delimiter_of, fields, read_rows, record_lines
 from planner.logs.duckpath import Doubt, iter_mapped_csv, sample_head
 from planner.logs.formats import EXTRACTORS, classify
 from planner.logs.gateways import Skip
@@ -293,19 +293,16 @@ def _explain_rows(
     prefix = row_ctx.prefix(plan.used)
     place = 0
     inner = 0  # line breaks inside quoted fields so far: DuckDB's line numbers do not count them
-    for line_no, values in record_lines(plan.path, plan.delimiter):
-        if line_no - inner in refused:
+    for line_no, extra, record in record_lines(plan.path, plan.delimiter):
+        refused_here = line_no - inner in refused
+        inner += extra
+        if refused_here or place in places:
+            values = fields(record, plan.delimiter)
             row = _table_row(name, line_no, values, plan.header, plan.used, row_ctx, plan.start_ms, prefix)
             if row is not None:
                 out.add(row, name)
-            inner += 0 if isinstance(values, str) else sum(v.count("\n") for v in values)
-            continue
-        inner += 0 if isinstance(values, str) else sum(v.count("\n") for v in values)
-        if place in places:
-            row = _table_row(name, line_no, values, plan.header, plan.used, row_ctx, plan.start_ms, prefix)
-            if row is not None:
-                out.add(row, name)
-        place += 1
+        if not refused_here:
+            place += 1
     return place == kept
 
 

@@ -101,14 +101,20 @@ EXPECTED_CSV_REJECTS = [
 ]
 
 
-@pytest.mark.parametrize("packed", ["plain", "gzip"])
+@pytest.mark.parametrize("packed", ["plain", "gzip", "zstd"])
 def test_bad_rows_in_a_large_csv_are_named_by_their_lines_and_the_rest_read_in_the_engine(
     tmp_path, monkeypatch, packed, no_whole_file_reader
 ):
+    import pyarrow as pa
+
     data = ("\n".join(_csv_rows()) + "\n").encode()
-    path = tmp_path / ("big.csv" if packed == "plain" else "big.csv.gz")
-    path.write_bytes(data if packed == "plain" else gzip.compress(data))
-    # Larger than the .gz on disk, smaller than what it holds: the decompressed size decides.
+    path = tmp_path / {"plain": "big.csv", "gzip": "big.csv.gz", "zstd": "big.csv.zst"}[packed]
+    if packed == "zstd":
+        with pa.CompressedOutputStream(str(path), "zstd") as out:
+            out.write(data)
+    else:
+        path.write_bytes(data if packed == "plain" else gzip.compress(data))
+    # Larger than the packed file on disk, smaller than what it holds: the decompressed size decides.
     assert (path.stat().st_size < 10_000 or packed == "plain") and 10_000 < len(data)
     monkeypatch.setattr(tables_mod, "LARGE_CSV_BYTES", 10_000)
 
