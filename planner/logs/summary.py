@@ -228,14 +228,17 @@ def _groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def per_model(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per model: n, prompt-token p50/p95 (nearest-rank), p95_reliable, cached token fraction, mean output tokens."""
+    """Per model, by name: n, prompt-token p50/p95 (nearest-rank), p95_reliable, cached token fraction, mean output
+    tokens."""
     rows = []
     codes, models = pd.factorize(frame["model"], sort=True)
     prompt = frame["prompt_tokens"].to_numpy(dtype=np.int64)
     cached = frame["cached_tokens"].to_numpy(dtype=np.int64)
     output = frame["output_tokens"].to_numpy(dtype=np.int64)
     order, bounds = _groups(codes, len(models))
-    for i, model in enumerate(models):
+    # By name (a categorical column factorises in its categories' order, i.e. as the reader first saw them).
+    for i in sorted(range(len(models)), key=lambda k: str(models[k])):
+        model = models[i]
         sel = order[bounds[i] : bounds[i + 1]]
         p_sel = prompt[sel]
         pc = percentiles(p_sel, (0.5, 0.95))

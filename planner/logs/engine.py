@@ -1,0 +1,259 @@
+"""The log summary computed by DuckDB over a table of requests: only the results come back to Python.
+
+`summarize_table` gives the LogSummary that planner.logs.summary.summarize_logs gives for the same requests,
+figure for figure (tests/planner/test_logs_engine.py holds them equal): nearest-rank percentiles are
+`quantile_disc` (the same rank rule), local hours and weekdays come from one zone offset per quarter hour
+of the log's span (zones change only on quarter-hour instants), and the cold-start curve replays the
+arrivals in time order with window functions. The table has the columns of planner.logs.COLUMNS
+(ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a timing not
+logged); `RequestTable` builds one from the readers' batches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.logs.exposure import DEFAULT_WINDOWS_S
+from planner.logs.records import zone
+from planner.logs.summary import _WEEKDAYS, DEFAULT_WORKDAY, PS, LogSummary, parse_workday
+from planner.stats import Percentile
+
+__all__ = ["RequestTable", "summarize_table"]
+
+_LEVELS = (*PS, 1.0)
+
+
+class RequestTable:
+    """A DuckDB table of requests filled a batch (a frame of planner.logs.COLUMNS) at a time."""
+
+    def __init__(self, con, name: str = "requests") -> None:
+        self.con, self.name, self.n = con, name, 0
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens BIGINT, "
+            "cached_tokens BIGINT, output_tokens BIGINT, ttft_ms DOUBLE, duration_ms DOUBLE)"
+        )
+
+    def append(self, frame: pd.DataFrame) -> None:
+        if not len(frame):
+            return
+        self.con.register("_batch", frame)
+        try:
+            self.con.execute(
+                f"INSERT INTO {self.name} SELECT ts_ms, model::VARCHAR, prompt_tokens, cached_tokens, output_tokens, "
+                "CASE WHEN isnan(ttft_ms) THEN NULL ELSE ttft_ms END, "
+                "CASE WHEN isnan(duration_ms) THEN NULL ELSE duration_ms END FROM _batch"
+            )
+        finally:
+            self.con.unregister("_batch")
+        self.n += len(frame)
+
+
+def _clock_view(con, table: str, tz: str) -> str:
+    """A view of `table` with each arrival's local clock in `tz`: day, hour, minute of day, weekday (Monday 0)."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _offset AS
+        SELECT q, epoch_ms(timezone($tz, epoch_ms(q * 900000)::TIMESTAMPTZ)) - q * 900000 AS off_ms
+        FROM (SELECT DISTINCT ts_ms // 900000 AS q FROM {table})""",
+        {"tz": "UTC" if tz in ("", "utc") else tz},
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _clocked AS
+        SELECT t.*, h // 24 AS day, h % 24 AS hour, m - (h // 24) * 1440 AS minute_of_day, (h // 24 + 3) % 7 AS dow,
+               h AS hour_bucket
+        FROM (SELECT t.*, (t.ts_ms + o.off_ms) // 60000 AS m, (t.ts_ms + o.off_ms) // 3600000 AS h
+              FROM {table} t JOIN _offset o ON t.ts_ms // 900000 = o.q) t"""
+    )
+    return "_clocked"
+
+
+def _pcts(column: str, where: str = "") -> str:
+    """SQL: [p50, p90, p95, p99] of `column` (NULLs left out), its count and max, optionally filtered."""
+    flt = f" FILTER (WHERE {where})" if where else ""
+    levels = ", ".join(str(p) for p in PS)
+    return f"quantile_disc({column}, [{levels}]){flt}, count({column}){flt}, max({column}){flt}"
+
+
+def _percentiles(values: Sequence[Any] | None, n: int, top: Any) -> dict[str, Percentile]:
+    out: dict[str, Percentile] = {}
+    picked = list(values or []) + [top] if n else [None] * len(_LEVELS)
+    for p, value in zip(_LEVELS, picked, strict=True):
+        pc = Percentile(p=p, value=None if value is None else float(value), n=n)
+        out["max" if p == 1.0 else pc.label] = pc
+    return out
+
+
+def _per_hour(con, view: str, column: str) -> pd.DataFrame:
+    rows = con.execute(
+        f"""SELECT h.hour, count(v.{column}), quantile_disc(v.{column}, 0.5), quantile_disc(v.{column}, 0.95)
+        FROM range(24) h(hour) LEFT JOIN {view} v ON v.hour = h.hour GROUP BY h.hour ORDER BY h.hour"""
+    ).fetchall()
+    out = []
+    for hour, n, p50, p95 in rows:
+        pc = Percentile(p=0.95, value=None if p95 is None else float(p95), n=n)
+        out.append(
+            {
+                "hour": hour,
+                "n": n,
+                "p50": None if p50 is None else float(p50),
+                "p95": pc.value,
+                "p95_reliable": pc.reliable,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _models(con, table: str) -> pd.DataFrame:
+    rows = con.execute(
+        f"""SELECT model, count(*), quantile_disc(prompt_tokens, 0.5), quantile_disc(prompt_tokens, 0.95),
+               sum(cached_tokens), sum(prompt_tokens), avg(output_tokens)
+        FROM {table} GROUP BY model ORDER BY model"""
+    ).fetchall()
+    out = []
+    for model, n, p50, p95, cached, prompt, output_mean in rows:
+        pc = Percentile(p=0.95, value=float(p95), n=n)
+        out.append(
+            {
+                "model": model or "(unnamed)",
+                "n": n,
+                "prompt_tokens_p50": float(p50),
+                "prompt_tokens_p95": pc.value,
+                "p95_reliable": pc.reliable,
+                "cached_token_fraction": int(cached) / int(prompt) if prompt else 0.0,
+                "output_tokens_mean": float(output_mean),
+            }
+        )
+    columns = [
+        "model",
+        "n",
+        "prompt_tokens_p50",
+        "prompt_tokens_p95",
+        "p95_reliable",
+        "cached_token_fraction",
+        "output_tokens_mean",
+    ]
+    return pd.DataFrame(out, columns=columns)
+
+
+def _hourly(con, view: str, days: int) -> pd.DataFrame:
+    rows = con.execute(
+        f"""SELECT h.hour, count(v.ts_ms), coalesce(sum(v.prompt_tokens), 0), coalesce(sum(v.cached_tokens), 0),
+               coalesce(sum(v.output_tokens), 0)
+        FROM range(24) h(hour) LEFT JOIN {view} v ON v.hour = h.hour GROUP BY h.hour ORDER BY h.hour"""
+    ).fetchall()
+    out = pd.DataFrame({"hour": np.arange(24)})
+    out["requests"] = [r[1] / days for r in rows]
+    out["requests_per_s"] = out["requests"] / 3600.0
+    for i, col in enumerate(("prompt_tokens", "cached_tokens", "output_tokens"), 2):
+        out[col] = [float(r[i]) / days for r in rows]
+    out["tokens_per_hour"] = out["prompt_tokens"] + out["output_tokens"]
+    return out
+
+
+def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> pd.DataFrame:
+    out = pd.DataFrame({"weekday": np.arange(7), "name": _WEEKDAYS})
+    if first_day is None or last_day is None:
+        for col in ("requests", "prompt_tokens", "output_tokens"):
+            out[col] = 0.0
+        return out
+    occurrences = np.bincount((np.arange(first_day, last_day + 1) + 3) % 7, minlength=7).astype(float)
+    occurrences[occurrences == 0] = np.nan
+    rows = con.execute(
+        f"""SELECT d.dow, count(v.ts_ms), coalesce(sum(v.prompt_tokens), 0), coalesce(sum(v.output_tokens), 0)
+        FROM range(7) d(dow) LEFT JOIN {view} v ON v.dow = d.dow GROUP BY d.dow ORDER BY d.dow"""
+    ).fetchall()
+    out["requests"] = np.asarray([r[1] for r in rows], dtype=float) / occurrences
+    out["prompt_tokens"] = np.asarray([float(r[2]) for r in rows]) / occurrences
+    out["output_tokens"] = np.asarray([float(r[3]) for r in rows]) / occurrences
+    return out.fillna(0.0)
+
+
+def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float) -> pd.DataFrame:
+    """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL)."""
+    windows = np.asarray(list(windows_s), dtype=np.float64)
+    if (windows < 0).any():
+        raise ValueError("scale-down windows must be ≥ 0 s")
+    counts = ", ".join(f"count(*) FILTER (WHERE gap > {float(w) * 1000.0!r})" for w in windows)
+    row = con.execute(
+        f"""WITH s AS (
+              SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
+                OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
+              FROM {table}),
+            g AS (SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s)
+            SELECT {counts} FROM g"""
+    ).fetchall()[0]
+    trace = (1 + np.asarray(row, dtype=np.float64)) / n
+    poisson = np.exp(-rate * windows) if math.isfinite(rate) else np.full(windows.shape, np.nan)
+    return pd.DataFrame({"window_s": windows, "trace_cold_fraction": trace, "poisson_cold_fraction": poisson})
+
+
+def summarize_table(
+    con,
+    table: str = "requests",
+    tz: str = "UTC",
+    workday: str = DEFAULT_WORKDAY,
+    windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S,
+) -> LogSummary:
+    """The whole summary of the requests in `table` (see summarize_logs), computed by DuckDB.
+
+    Raises ValueError for a bad working-day window or time zone.
+    """
+    start, end = parse_workday(workday)
+    zone(tz)
+    view = _clock_view(con, table, tz)
+    wd = f"dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end}"
+    (
+        n,
+        first,
+        last,
+        prompt_sum,
+        cached_sum,
+        hits,
+        first_day,
+        last_day,
+        *pcts,
+    ) = con.execute(
+        f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
+               count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day),
+               {_pcts("prompt_tokens")}, {_pcts("prompt_tokens", wd)}, {_pcts("output_tokens")}, {_pcts("ttft_ms")}
+        FROM {view}"""
+    ).fetchall()[0]
+    prompt, prompt_wd, output, ttft = (_percentiles(*pcts[i : i + 3]) for i in range(0, 12, 3))
+    span_s = (last - first) / 1000.0 if n else 0.0
+    rate = (n - 1) / span_s if n >= 2 and span_s > 0 else math.nan
+    if n == 0:
+        peak = 0.0
+    elif span_s < 3600:
+        peak = n / max(span_s, 1.0)
+    else:
+        busiest = con.execute(f"SELECT max(c) FROM (SELECT count(*) AS c FROM {view} GROUP BY hour_bucket)")
+        peak = float(busiest.fetchall()[0][0]) / 3600.0
+    days = int(last_day - first_day) + 1 if n else 1
+    return LogSummary(
+        n=n,
+        first_ts_ms=int(first) if n else None,
+        last_ts_ms=int(last) if n else None,
+        tz=tz,
+        workday=workday,
+        prompt=prompt,
+        prompt_workday=prompt_wd,
+        output=output,
+        ttft=ttft,
+        cached={
+            "token_fraction": float(cached_sum) / float(prompt_sum) if prompt_sum > 0 else 0.0,
+            "request_fraction": hits / n if n else 0.0,
+        },
+        mean_rate_per_s=rate,
+        peak_hour_rate_per_s=peak,
+        models=_models(con, table),
+        hourly=_hourly(con, view, days),
+        weekdays=_weekdays(con, view, first_day, last_day),
+        prompt_by_hour=_per_hour(con, view, "prompt_tokens"),
+        ttft_by_hour=_per_hour(con, view, "ttft_ms"),
+        cold=_cold(con, table, windows_s, n, rate) if n else pd.DataFrame(),
+    )

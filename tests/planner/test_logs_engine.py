@@ -1,0 +1,96 @@
+"""The summary DuckDB computes (planner.logs.engine) is the summary numpy computes, figure for figure.
+
+Both run over the same requests: every shipped sample, and generated traffic across a daylight-saving change
+with missing timings, several models, an unnamed one and a working day in another zone.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.logs import read_logs
+from planner.logs.engine import RequestTable, summarize_table
+from planner.logs.summary import summarize_logs
+
+SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
+
+
+def _same(a, b, where: str) -> None:
+    if isinstance(a, dict):
+        assert set(a) == set(b), where
+        for k in a:
+            _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12, abs=1e-12), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+def _both(frame: pd.DataFrame, tz: str, workday: str = "09:00-18:00") -> tuple[dict, dict]:
+    con = duckdb.connect()
+    table = RequestTable(con)
+    for start in range(0, len(frame), 700):  # several batches, as the readers hand them over
+        table.append(frame.iloc[start : start + 700])
+    return summarize_logs(frame, tz=tz, workday=workday).to_dict(), summarize_table(
+        con, "requests", tz, workday
+    ).to_dict()
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/St_Johns"])
+def test_every_sample_gives_the_same_summary_in_the_engine(tz):
+    for path in sorted(SAMPLES.iterdir()):
+        if path.suffix not in (".jsonl", ".csv", ".json") or path.name == "gateway_custom_columns.csv":
+            continue
+        frame = read_logs([path], tz=tz).frame
+        numpy_side, engine_side = _both(frame, tz)
+        _same(numpy_side, engine_side, path.name)
+
+
+def test_generated_traffic_across_a_clock_change_gives_the_same_summary():
+    rng = np.random.default_rng(7)
+    n = 5_000
+    # 2026-10-20 .. 2026-11-03 (Berlin leaves summer time on 25 October), bursts and quiet nights.
+    ts = np.sort(1792454400000 + rng.integers(0, 14 * 86_400_000, n))
+    prompt = rng.integers(0, 40_000, n)
+    frame = pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": rng.choice(["gpt-4.1", "claude-sonnet-4-5", "", "llama-3.3-70b"], n),
+            "prompt_tokens": prompt,
+            "cached_tokens": (prompt * rng.random(n) * (rng.random(n) < 0.6)).astype(np.int64),
+            "output_tokens": rng.integers(0, 2_000, n),
+            "ttft_ms": np.where(rng.random(n) < 0.3, np.nan, rng.gamma(2.0, 300.0, n)),
+            "duration_ms": np.where(rng.random(n) < 0.2, np.nan, rng.gamma(2.0, 4000.0, n)),
+            "source": "generated.csv",
+        }
+    )
+    for tz, workday in (("Europe/Berlin", "09:00-18:00"), ("Asia/Kolkata", "10:30-19:15"), ("UTC", "00:00-24:00")):
+        numpy_side, engine_side = _both(frame, tz, workday)
+        _same(numpy_side, engine_side, tz)
+
+
+def test_a_single_request_and_one_within_the_hour():
+    base = {
+        "model": "m",
+        "cached_tokens": 0,
+        "output_tokens": 3,
+        "ttft_ms": np.nan,
+        "duration_ms": np.nan,
+        "source": "x",
+    }
+    one = pd.DataFrame([{**base, "ts_ms": 1795165200000, "prompt_tokens": 10}])
+    _same(*_both(one, "UTC"), "one")
+    two = pd.DataFrame(
+        [{**base, "ts_ms": 1795165200000, "prompt_tokens": 10}, {**base, "ts_ms": 1795165260000, "prompt_tokens": 20}]
+    )
+    _same(*_both(two, "Europe/Berlin"), "two")
