@@ -22,7 +22,7 @@ from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.normalise import stream_logs
 from planner.logs.records import zone
-from planner.logs.summary import DEFAULT_WORKDAY, parse_workday, summarize_logs
+from planner.logs.summary import DEFAULT_WORKDAY, parse_workday
 
 __all__ = ["COMMANDS"]
 
@@ -73,12 +73,14 @@ tokenizer_option = click.option(
 )
 
 
-def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None, show_progress=None):
+def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None, show_progress=None, sink=None):
     paths = input_paths(files, "FILES")
     bar = progress_bar(show_progress)
     try:
         kw = {} if cache_blocks is None else {"cache_blocks": cache_blocks}
-        return read_logs(paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start, progress=bar, **kw)
+        return read_logs(
+            paths, fmt=fmt, mapping=mapping, tz=tz, tokenizer=tokenizer, start=start, progress=bar, sink=sink, **kw
+        )
     except LogFormatError as exc:
         raise click.BadParameter(str(exc), param_hint="FILES") from None
     finally:
@@ -122,8 +124,15 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress)
-    s = summarize_logs(res.frame, tz=tz, workday=workday)
+    import duckdb
+
+    from planner.logs.engine import RequestTable, summarize_table
+
+    # The requests go into DuckDB a batch at a time and every figure is computed there: only results come back.
+    con = duckdb.connect()
+    table = RequestTable(con)
+    res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress, sink=table)
+    s = summarize_table(con, table, tz=tz, workday=workday)
     if as_json:
         echo_json(
             {

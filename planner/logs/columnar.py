@@ -119,10 +119,11 @@ def batch_rows(
         ok &= got[1]  # type: ignore[index]
     model = col("model")
     if model is None:
-        names = np.full(n, "", dtype=object)
-    else:  # a few distinct names: one Python string each, shared by their rows
+        names = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([""], dtype=object))
+    else:  # a few distinct names, as codes: no Python string per row
         coded = model.cast("string").fill_null("").dictionary_encode()
-        names = np.asarray(coded.dictionary.to_pylist(), dtype=object)[coded.indices.to_numpy(zero_copy_only=False)]
+        categories = pd.Index(coded.dictionary.to_pylist(), dtype=object)
+        names = pd.Categorical.from_codes(coded.indices.to_numpy(zero_copy_only=False), categories=categories)
     keep = slice(None) if ok.all() else ok
     frame = pd.DataFrame(
         {

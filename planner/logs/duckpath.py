@@ -28,11 +28,14 @@ from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
 
 __all__ = [
     "Doubt",
+    "batch_frame",
     "chat_batches",
+    "insert_chat",
     "iter_chat_frames",
     "iter_mapped_csv",
     "physical_lines",
     "read_chat_jsonl",
+    "scan_chat",
     "sample_head",
 ]
 
@@ -245,55 +248,88 @@ def chat_batches(
         con.close()
 
 
+def batch_frame(b: ChatBatch, names: dict[str, int]) -> pd.DataFrame:
+    """One batch's good rows as columns ts_ms (UTC epoch ms), model, prompt_tokens, cached_tokens, output_tokens."""
+    by_code = pd.Index(sorted(names, key=names.__getitem__), dtype=object)
+    return pd.DataFrame(
+        {
+            "ts_ms": b.created.astype(np.int64) * 1000,
+            "model": pd.Categorical.from_codes(b.codes, categories=by_code),
+            "prompt_tokens": b.prompt.astype(np.int64, copy=False),
+            "cached_tokens": b.cached.astype(np.int64, copy=False),
+            "output_tokens": b.output.astype(np.int64, copy=False),
+        }
+    )
+
+
+def insert_chat(con, table: str, path: Path) -> int:
+    """Insert an OpenAI chat JSON Lines file's requests into `table` (planner.logs.engine's columns) in one
+    statement of the fast tier, never through Python; the number inserted.
+
+    All or nothing: at the first row the fast tier does not vouch for (or a line it cannot parse) the statement
+    fails, nothing is inserted, and this raises Doubt (scan_chat then reads the file line-accounted).
+    """
+    import duckdb
+
+    doubt = "'a row the fast reader does not vouch for'"
+    try:
+        got = con.execute(
+            f"""INSERT INTO {table}
+            SELECT CASE WHEN raw IS NULL THEN created * 1000 ELSE error({doubt}) END, model, prompt, cached, output,
+                   NULL, NULL
+            FROM ({_FAST_SQL})""",
+            {"path": str(path), "compression": _compression(path)},
+        ).fetchall()
+    except (duckdb.Error, OSError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    return int(got[0][0])
+
+
 def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
     """An OpenAI chat JSON Lines file (plain, .gz, .zst) as frames of at most 262,144 requests, in file order.
 
-    Columns ts_ms (UTC epoch ms), model, prompt_tokens, cached_tokens, output_tokens. Only one batch
-    is held at a time, whatever the file's size. Raises Doubt (possibly after some frames) at the first
-    line this reader does not vouch for: a caller storing the frames discards what it stored and reads
-    the file with read_logs, which names each rejected line.
+    Columns as batch_frame's. Only one batch is held at a time, whatever the file's size. Raises Doubt
+    (possibly after some frames) at the first line the fast tier does not vouch for: a caller storing the
+    frames discards what it stored and reads the file with read_logs, which names each rejected line.
     """
     names: dict[str, int] = {}
-    refused: list[tuple[int, str]] = []
-    for b in chat_batches(path, names, progress, refused, exact=False):
-        by_code = np.asarray(sorted(names, key=names.__getitem__), dtype=object)
-        yield pd.DataFrame(
-            {
-                "ts_ms": b.created.astype(np.int64) * 1000,
-                "model": by_code[b.codes],
-                "prompt_tokens": b.prompt.astype(np.int64, copy=False),
-                "cached_tokens": b.cached.astype(np.int64, copy=False),
-                "output_tokens": b.output.astype(np.int64, copy=False),
-            }
-        )
+    for b in chat_batches(path, names, progress, [], exact=False):
+        yield batch_frame(b, names)
 
 
-def read_chat_jsonl(
+def scan_chat(
     path: Path,
+    names: dict[str, int],
     explain: Callable[[int, str], Row | None],
     reject: Callable[[int, str], None],
-    progress: Callable[[float], None] | None = None,
-) -> pd.DataFrame | None:
-    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when no row reads.
+    progress: Callable[[float], None] | None,
+    take: Callable[[ChatBatch], None],
+    restart: Callable[[], None],
+    *,
+    fast: bool = True,
+) -> list[tuple[int, Row]]:
+    """Every batch of a chat JSON Lines file to take(), then the lines DuckDB did not vouch for, in line order.
 
-    The lines DuckDB does not vouch for go, in line order, to explain(line, text), which returns the row the
-    line-by-line reader makes of it or None (having named it); lines the CSV layer refused go to
-    reject(line, reason). Raises Doubt when the file cannot be scanned at all.
+    The fast tier first (unless fast is False: a caller that tried it already); at its first doubt, restart()
+    (drop what was taken) and the line-accounted tier. Its
+    doubtful lines go to explain(line, text), which returns the row the line-by-line reader makes of it or
+    None (having named it); lines the CSV layer refused go to reject(line, reason). Returns (line, row) of the
+    rows explain() read. Raises Doubt when the file cannot be scanned at all.
     """
-    names: dict[str, int] = {}
     refused: list[tuple[int, str]] = []
-    parts: list[list[np.ndarray]] = []
     doubtful: list[tuple[int, str]] = []
     try:  # most files: the fast tier vouches for every row
+        if not fast:
+            raise Doubt("the fast tier already had a doubt")
         for b in chat_batches(path, names, progress, refused, exact=False):
-            parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
+            take(b)
     except Doubt:  # read again, every line accounted for
+        restart()
         names.clear()
-        parts.clear()
         for b in chat_batches(path, names, progress, refused):
-            parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions])
+            take(b)
             doubtful.extend(b.doubtful)
-    # Lines in line order: the lines Python reads or names, merged with those the CSV layer refused.
+    # In line order: the lines Python reads or names, merged with those the CSV layer refused.
     lines = physical_lines([p for p, _ in doubtful], [line for line, _ in refused])
     extra: list[tuple[int, Row]] = []
     todo = sorted(
@@ -305,6 +341,30 @@ def read_chat_jsonl(
             reject(line, text)
         elif (row := explain(line, text)) is not None:
             extra.append((line, row))
+    return extra
+
+
+def read_chat_jsonl(
+    path: Path,
+    explain: Callable[[int, str], Row | None],
+    reject: Callable[[int, str], None],
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame | None:
+    """Columns ts_ms, model, prompt_tokens, cached_tokens, output_tokens in arrival order; None when no row reads.
+
+    See scan_chat for explain and reject. Raises Doubt when the file cannot be scanned at all.
+    """
+    names: dict[str, int] = {}
+    parts: list[list[np.ndarray]] = []
+    extra = scan_chat(
+        path,
+        names,
+        explain,
+        reject,
+        progress,
+        lambda b: parts.append([b.created, b.codes, b.prompt, b.cached, b.output, b.positions]),
+        parts.clear,
+    )
     return _chat_frame(parts, names, extra)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,22 +27,49 @@ from planner.stats import Percentile
 __all__ = ["RequestTable", "summarize_table"]
 
 _LEVELS = (*PS, 1.0)
+_COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
 
 
 class RequestTable:
-    """A DuckDB table of requests filled a batch (a frame of planner.logs.COLUMNS) at a time."""
+    """A DuckDB table of requests filled a batch (a frame of planner.logs.COLUMNS) at a time.
+
+    Batches are inserted about a million rows at a time (each INSERT has a fixed cost of some milliseconds);
+    flush() inserts what is pending, and is done by mark(), rollback() and summarize_table.
+    """
+
+    FLUSH_ROWS = 1 << 20
 
     def __init__(self, con, name: str = "requests") -> None:
         self.con, self.name, self.n = con, name, 0
+        self._pending: list = []  # Arrow tables not inserted yet
+        self._pending_rows = 0
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens BIGINT, "
+            f"CREATE OR REPLACE TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens BIGINT, "
             "cached_tokens BIGINT, output_tokens BIGINT, ttft_ms DOUBLE, duration_ms DOUBLE)"
         )
 
     def append(self, frame: pd.DataFrame) -> None:
         if not len(frame):
             return
-        self.con.register("_batch", frame)
+        import pyarrow as pa
+
+        # As Arrow: DuckDB scans it column by column (a pandas frame with object columns is sniffed row by row).
+        types = (pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64())
+        schema = pa.schema(list(zip(_COLUMNS, types, strict=True)))
+        self._pending.append(pa.Table.from_pandas(frame[list(_COLUMNS)], preserve_index=False).cast(schema))
+        self._pending_rows += len(frame)
+        self.n += len(frame)
+        if self._pending_rows >= self.FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        import pyarrow as pa
+
+        batch = pa.concat_tables(self._pending)
+        self._pending, self._pending_rows = [], 0
+        self.con.register("_batch", batch)
         try:
             self.con.execute(
                 f"INSERT INTO {self.name} SELECT ts_ms, model::VARCHAR, prompt_tokens, cached_tokens, output_tokens, "
@@ -50,7 +78,27 @@ class RequestTable:
             )
         finally:
             self.con.unregister("_batch")
-        self.n += len(frame)
+
+    def insert_chat(self, path: Path) -> int:
+        """An OpenAI chat JSON Lines file's requests inserted by DuckDB alone (planner.logs.duckpath.insert_chat)."""
+        from planner.logs.duckpath import insert_chat
+
+        got = insert_chat(self.con, self.name, path)
+        self.n += got
+        return got
+
+    def mark(self) -> int:
+        """A point to roll back to: the next row id."""
+        self.flush()
+        return int(self.con.execute(f"SELECT coalesce(max(rowid) + 1, 0) FROM {self.name}").fetchall()[0][0])
+
+    def rollback(self, mark: int) -> int:
+        """Drop the rows appended since mark(); returns how many."""
+        self.flush()
+        gone = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE rowid >= {int(mark)}").fetchall()[0][0]
+        self.con.execute(f"DELETE FROM {self.name} WHERE rowid >= {int(mark)}")
+        self.n -= gone
+        return int(gone)
 
 
 def _clock_view(con, table: str, tz: str) -> str:
@@ -194,17 +242,21 @@ def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float) -> p
 
 def summarize_table(
     con,
-    table: str = "requests",
+    table: str | RequestTable = "requests",
     tz: str = "UTC",
     workday: str = DEFAULT_WORKDAY,
     windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S,
 ) -> LogSummary:
-    """The whole summary of the requests in `table` (see summarize_logs), computed by DuckDB.
+    """The whole summary of the requests in `table` (its name, or the RequestTable) as summarize_logs gives it,
+    computed by DuckDB.
 
     Raises ValueError for a bad working-day window or time zone.
     """
     start, end = parse_workday(workday)
     zone(tz)
+    if isinstance(table, RequestTable):
+        table.flush()
+        table = table.name
     view = _clock_view(con, table, tz)
     wd = f"dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end}"
     (

@@ -20,7 +20,7 @@ import pandas as pd
 
 from planner.logs import otel
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import Doubt, iter_chat_frames, read_chat_jsonl, sample_head
+from planner.logs.duckpath import Doubt, batch_frame, iter_chat_frames, read_chat_jsonl, sample_head, scan_chat
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
@@ -29,7 +29,7 @@ from planner.logs.mapped import REQUIRED_HELP, mapping_complete
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.records import Reject, Row, dig, zone
 from planner.logs.result import COLUMNS, LogFormatError, LogParseResult, Progress, empty_frame, rows_frame
-from planner.logs.splitting import Collector, decode_bom, json_error, peek, split_records
+from planner.logs.splitting import Collector, Sink, decode_bom, json_error, peek, split_records
 from planner.logs.tables import (
     TablePlan,
     file_size,
@@ -88,7 +88,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
     if detected == "openai_chat" and kind == "jsonl":
         frame = read_openai_jsonl(data)
         if frame is not None:
-            out.frames.append(_with_source(frame, name))
+            out.add_frame(_with_source(frame, name))
             return
     tabular = detected == "mapped" or detected in TRACE_FORMATS
     if tabular:
@@ -187,19 +187,40 @@ def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], N
     if not _chat_jsonl(path, fmt):
         return False
     name, out = path.name, ctx.out
+
+    def explain(line: int, text: str) -> Row | None:
+        return _chat_line(name, line, text, ctx)
+
+    def reject(line: int, why: str) -> None:
+        out.reject(name, line, why)
+
     try:
-        frame = read_chat_jsonl(
-            path,
-            lambda line, text: _chat_line(name, line, text, ctx),
-            lambda line, why: out.reject(name, line, why),
-            tick,
-        )
+        if out.sink is None:
+            frame = read_chat_jsonl(path, explain, reject, tick)
+            if frame is not None:
+                out.add_frame(_with_source(frame, name))
+        else:  # into the sink: by the engine alone, or else a batch at a time with every line accounted for
+            try:
+                out.n_sunk += out.sink.insert_chat(path)
+            except Doubt:
+                names: dict[str, int] = {}
+                mark = out.mark()
+                extra = scan_chat(
+                    path,
+                    names,
+                    explain,
+                    reject,
+                    tick,
+                    lambda b: out.add_frame(_with_source(batch_frame(b, names), name)),
+                    lambda: out.rollback(mark),
+                    fast=False,
+                )
+                for _, row in extra:
+                    out.add(row, name)
     except Doubt as exc:
         out.reject(name, 0, f"cannot read: {exc}")
         return True
     ctx.res.formats[name] = "openai_chat"
-    if frame is not None:
-        out.frames.append(_with_source(frame, name))
     return True
 
 
@@ -316,8 +337,9 @@ def read_logs(
     progress: Progress | None = None,
     start: str | None = None,
     cache_blocks: int = DEFAULT_CACHE_BLOCKS,
+    sink: Sink | None = None,
 ) -> LogParseResult:
-    """Read request logs into one normalised frame, sorted by arrival.
+    """Read request logs into one normalised frame, sorted by arrival (or, with a sink, into that).
 
     sources: paths or (file name, bytes) pairs, each optionally gzip-compressed.
     fmt: "auto" or one of planner.logs.formats.FORMAT_NAMES. mapping: canonical field → column
@@ -327,7 +349,8 @@ def read_logs(
     progress: called with (fraction 0..1, message) as files are read.
     start: the date (YYYY-MM-DD[THH:MM], in `tz`) that relative trace times count from (default
     planner.logs.traces.DEFAULT_START, noted in the result). cache_blocks: the LRU size (blocks) under
-    which cached tokens are derived from hash_ids.
+    which cached tokens are derived from hash_ids. sink: where the requests go a batch at a time instead
+    (planner.logs.engine.RequestTable); the result's frame is then empty and `n_read` counts them.
 
     Raises LogFormatError when nothing parses (naming what was expected), ValueError for an
     unknown fmt or time zone.
@@ -336,7 +359,7 @@ def read_logs(
         raise ValueError(f"unknown log format {fmt!r}; one of {', '.join(FORMATS)}")
     zone(tz)
     counter = tokenizer or TokenCounter()
-    out = Collector(rows_frame)
+    out = Collector(rows_frame, sink)
     res = LogParseResult(frame=empty_frame())
     if start:
         start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
@@ -402,9 +425,12 @@ def read_logs(
     res.rejected, res.n_rejected, res.n_skipped = out.rejected, out.n_rejected, out.n_skipped
     if res.tokens_estimated or tokenizer is not None:
         res.token_counter = counter.label
-    if not frames:
+    res.n_read = out.n_rows
+    if not res.n_read:
         columns = sorted({c for cols in res.columns.values() for c in cols})
         raise LogFormatError(_nothing_read(out), columns=columns, rejected=out.rejected)
+    if sink is not None:
+        return res
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if list(frame.columns) != list(COLUMNS):
         frame = frame[list(COLUMNS)]  # a copy of every column: only when the order differs (not the fast readers')

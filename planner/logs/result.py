@@ -44,6 +44,7 @@ class LogParseResult:
     token_counter: str = ""  # how counts were made when tokens_estimated or a tokenizer was used
     columns: dict[str, list[str]] = field(default_factory=dict)  # source → column names (CSV) / keys seen
     notes: list[str] = field(default_factory=list)  # what was derived or defaulted (relative times, prefix cache)
+    n_read: int = 0  # requests read (the frame's rows, or what went to read_logs' sink)
 
 
 def empty_frame() -> pd.DataFrame:

@@ -9,35 +9,80 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 
 from planner.logs import otel
 from planner.logs.records import RejectedLine, Row
 
-__all__ = ["MAX_REJECTED_KEPT", "Collector", "decode_bom", "json_error", "peek", "split_records"]
+__all__ = ["MAX_REJECTED_KEPT", "Collector", "Sink", "decode_bom", "json_error", "peek", "split_records"]
 
 MAX_REJECTED_KEPT = 1000  # the count is exact; only the first reasons are kept
+
+
+class Sink(Protocol):
+    """Where a Collector hands its frames instead of keeping them (planner.logs.engine.RequestTable)."""
+
+    def append(self, frame: pd.DataFrame) -> None: ...
+
+    def mark(self) -> int: ...
+
+    def rollback(self, mark: int) -> int:
+        """Drop what was appended since mark(); returns how many rows that was."""
+        ...
+
+    def insert_chat(self, path: Path) -> int:
+        """An OpenAI chat JSON Lines file inserted whole by the engine (raises Doubt when it does not vouch)."""
+        ...
 
 
 class Collector:
     """Accumulates rows and rejections for one read_logs call.
 
     Rows are turned into a column frame every FLUSH_ROWS (by `to_frame`), so a long log is held as
-    numbers, not as millions of Python tuples.
+    numbers, not as millions of Python tuples. With a `sink`, frames go there as they come (a DuckDB
+    table) and are not held at all.
     """
 
     FLUSH_ROWS = 65_536
 
-    def __init__(self, to_frame: Callable[[list[Row], list[str]], pd.DataFrame] | None = None) -> None:
+    def __init__(
+        self, to_frame: Callable[[list[Row], list[str]], pd.DataFrame] | None = None, sink: Sink | None = None
+    ) -> None:
         self.to_frame = to_frame
+        self.sink = sink
         self.rows: list[Row] = []
         self.sources: list[str] = []
         self.frames: list[pd.DataFrame] = []
+        self.n_sunk = 0
         self.rejected: list[RejectedLine] = []
         self.n_rejected = 0
         self.n_skipped = 0
         self.tick: Callable[[float], None] | None = None  # progress within the current file (fraction 0..1)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows collected so far: pending, in frames, and handed to the sink."""
+        return len(self.rows) + sum(len(f) for f in self.frames) + self.n_sunk
+
+    def add_frame(self, frame: pd.DataFrame) -> None:
+        if self.sink is None:
+            self.frames.append(frame)
+        elif len(frame):
+            self.sink.append(frame)
+            self.n_sunk += len(frame)
+
+    def mark(self) -> tuple[int, int]:
+        """Where a file starts, for rollback() should its reader give up part-way and another read it."""
+        return len(self.frames), (self.sink.mark() if self.sink is not None else 0)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        frames, sunk = mark
+        del self.frames[frames:]
+        if self.sink is not None:
+            self.n_sunk -= self.sink.rollback(sunk)
 
     def add(self, row: Row, source: str) -> None:
         self.rows.append(row)
@@ -47,7 +92,7 @@ class Collector:
 
     def flush(self) -> None:
         if self.rows and self.to_frame is not None:
-            self.frames.append(self.to_frame(self.rows, self.sources))
+            self.add_frame(self.to_frame(self.rows, self.sources))
             self.rows, self.sources = [], []
 
     def reject(self, source: str, line_no: int, reason: str) -> None:

@@ -95,13 +95,13 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
     no_output = 0
-    seen = out.n_rejected + len(out.rows) + sum(len(f) for f in out.frames)
+    seen = out.n_rejected + out.n_rows
     for line_no, values in rows:
         row = _table_row(name, line_no, values, header, used, ctx, ts0, prefix)
         if row is not None:
             no_output += row.output_tokens == 0
             out.add(row, name)
-    if out.n_rejected + len(out.rows) + sum(len(f) for f in out.frames) == seen:
+    if out.n_rejected + out.n_rows == seen:
         out.reject(name, 0, f"a header ({', '.join(header[:6])}{' …' if len(header) > 6 else ''}) and no rows")
     if fmt_name == "burstgpt" and no_output:
         res.notes.append(
@@ -245,33 +245,42 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     plan = large_csv_plan(path, ctx)
     if plan is None:
         return False
-    frames, left, refused = [], [], []  # type: ignore[var-annotated]
+    out = ctx.out
+    mark = out.mark()
+    rows_before = out.n_rows
+    left: list[np.ndarray] = []
+    refused: list[int] = []
+    kept = zero = 0
     try:
-        for frame, places in plan.csv_batches(ctx.out.tick, refused):
-            frames.append(frame)
+        for frame, places in plan.csv_batches(out.tick, refused):
+            out.add_frame(frame)  # each batch as it comes: held only when no sink takes it
+            kept += len(frame) + places.size
+            zero += int((frame["output_tokens"] == 0).sum())
             if places.size:
                 left.append(places)
     except Doubt:
+        out.rollback(mark)
         return False
-    kept = sum(len(f) for f in frames) + sum(p.size for p in left)
     if left or refused:
         explained = Collector(rows_frame)
         wanted: set[int] = set(np.concatenate(left).tolist()) if left else set()
         if not _explain_rows(plan, wanted, set(refused), kept, ctx, explained):
+            out.rollback(mark)
             return False  # DuckDB and the row reader disagree on where the rows are: read it row by row
         explained.flush()
-        frames.extend(explained.frames)
+        for frame in explained.frames:
+            out.add_frame(frame)
+            zero += int((frame["output_tokens"] == 0).sum())
         for r in explained.rejected:
-            ctx.out.reject(r.source, r.line_no, r.reason)
-        ctx.out.n_rejected += explained.n_rejected - len(explained.rejected)
-    if not frames or not sum(len(f) for f in frames):
+            out.reject(r.source, r.line_no, r.reason)
+        out.n_rejected += explained.n_rejected - len(explained.rejected)
+    if out.n_rows == rows_before:
+        out.rollback(mark)
         return False
-    frame = pd.concat(frames, ignore_index=True)
-    ctx.out.frames.append(frame)
     ctx.res.columns[path.name] = plan.header
     ctx.res.mapping = plan.used
     ctx.res.formats[path.name] = plan.format
-    if plan.fmt_name == "burstgpt" and (zero := int((frame["output_tokens"] == 0).sum())):
+    if plan.fmt_name == "burstgpt" and zero:
         ctx.res.notes.append(
             f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
             "(failed, in BurstGPT's convention) are kept as arrivals"
@@ -340,7 +349,7 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         done_rows += batch.num_rows
         got = batch_rows(batch, used, ctx.tz, ts0, name) if prefix is None else None
         if got is not None:  # the plain case, a batch at a time; the row path names the rows it left out
-            out.frames.append(got[0])
+            out.add_frame(got[0])
             todo = [(row_no + 1 + int(i), rec) for i, rec in zip(got[1], batch.take(got[1]).to_pylist(), strict=True)]
         else:
             todo = list(enumerate(batch.to_pylist(), row_no + 1))

@@ -41,9 +41,8 @@ def _both(frame: pd.DataFrame, tz: str, workday: str = "09:00-18:00") -> tuple[d
     table = RequestTable(con)
     for start in range(0, len(frame), 700):  # several batches, as the readers hand them over
         table.append(frame.iloc[start : start + 700])
-    return summarize_logs(frame, tz=tz, workday=workday).to_dict(), summarize_table(
-        con, "requests", tz, workday
-    ).to_dict()
+    engine_side = summarize_table(con, table, tz, workday).to_dict()
+    return summarize_logs(frame, tz=tz, workday=workday).to_dict(), engine_side
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/St_Johns"])
