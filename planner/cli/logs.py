@@ -124,12 +124,10 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    import duckdb
-
-    from planner.logs.engine import RequestTable, summarize_table
+    from planner.logs.engine import RequestTable, connect, summarize_table
 
     # The requests go into DuckDB a batch at a time and every figure is computed there: only results come back.
-    con = duckdb.connect()
+    con = connect()
     table = RequestTable(con)
     res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress, sink=table)
     s = summarize_table(con, table, tz=tz, workday=workday)

@@ -30,6 +30,7 @@ __all__ = [
     "Doubt",
     "batch_frame",
     "chat_batches",
+    "csv_scan",
     "insert_chat",
     "iter_chat_frames",
     "iter_mapped_csv",
@@ -462,6 +463,31 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def csv_scan(
+    con, path: Path, header: list[str], delimiter: str, mapping: dict[str, str], tz: str
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(read_csv(...) SQL, its parameters, {mapped column: DuckDB type}) for a CSV file under a mapping, on `con`.
+
+    Sets the connection's zone to `tz` (times without one are read in it). Rows DuckDB cannot read go to its
+    rejects table (`reject_errors`). Raises Doubt when DuckDB reads another header than ours.
+    """
+    con.execute("SET TimeZone = " + _text(tz))  # a zone zone() has vouched for
+    params = {"path": str(path), "delim": delimiter, "compression": _compression(path)}
+    scan = (
+        "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression, "
+        "ignore_errors = true, store_rejects = true)"
+    )
+    rel = con.sql(f"SELECT * FROM {scan}", params=params)
+    if [c.strip() for c in rel.columns] != header:
+        raise Doubt("DuckDB reads a different header")
+    # Each mapped column typed as the mapping says, not as a sample of rows suggests (one bad value in the
+    # sample would make it text): a value that does not convert refuses its row, which the row reader names.
+    names = dict(zip(header, rel.columns, strict=True))
+    types = {names[c]: t for c, t in _column_types(path, header, delimiter, mapping).items()}
+    scan = scan[:-1] + ", types = {" + ", ".join(f"{_text(c)}: {_text(t)}" for c, t in types.items()) + "})"
+    return scan, params, types
+
+
 def iter_mapped_csv(
     path: Path,
     header: list[str],
@@ -489,22 +515,8 @@ def iter_mapped_csv(
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
-        con.execute("SET TimeZone = " + "'" + tz.replace("'", "''") + "'")  # a zone zone() has vouched for
-        params = {"path": str(path), "delim": delimiter, "compression": _compression(path)}
-        scan = (
-            "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression, "
-            "ignore_errors = true, store_rejects = true)"
-        )
-        rel = con.sql(f"SELECT * FROM {scan}", params=params)
-        if [c.strip() for c in rel.columns] != header:
-            raise Doubt("DuckDB reads a different header")
-        # Each mapped column typed as the mapping says, not as a sample of rows suggests (one bad value in the
-        # sample would make it text): a value that does not convert refuses its row, which the row reader names.
-        names = dict(zip(header, rel.columns, strict=True))
-        types = {names[c]: t for c, t in _column_types(path, header, delimiter, mapping).items()}
-        scan = scan[:-1] + ", types = {" + ", ".join(f"{_text(c)}: {_text(t)}" for c, t in types.items()) + "})"
-        wanted = sorted(set(names[v] for v in mapping.values() if v))
-        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
+        scan, params, types = csv_scan(con, path, header, delimiter, mapping, tz)
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in sorted(types))
         reader = con.sql(f"SELECT {cols} FROM {scan}", params=params).to_arrow_reader(_BATCH_ROWS)
         bytes_per_row, total_bytes = _bytes_per_line(path)
         place = 0

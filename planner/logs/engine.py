@@ -12,7 +12,7 @@ logged); `RequestTable` builds one from the readers' batches.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,34 @@ import pandas as pd
 
 from planner.logs.exposure import DEFAULT_WINDOWS_S
 from planner.logs.records import zone
-from planner.logs.summary import _WEEKDAYS, DEFAULT_WORKDAY, PS, LogSummary, parse_workday
+from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, parse_workday
 from planner.stats import Percentile
 
-__all__ = ["RequestTable", "summarize_table"]
+__all__ = ["MEMORY_LIMIT", "RequestTable", "connect", "summarize_table"]
 
 _LEVELS = (*PS, 1.0)
 _COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
+
+
+MEMORY_LIMIT = "640MB"  # DuckDB's share of a 1 GB budget; past it sorts and tables spill to a private folder
+
+
+def connect():
+    """A DuckDB connection for summarising logs: memory capped at MEMORY_LIMIT, spilling into a private temporary
+    folder (removed at exit), insertion order not kept (no summary needs it, and keeping it costs memory)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    import duckdb
+
+    spill = tempfile.mkdtemp(prefix="ttft-planner-duckdb-")
+    atexit.register(shutil.rmtree, spill, True)
+    con = duckdb.connect(
+        config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill, "preserve_insertion_order": False}
+    )
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 class RequestTable:
@@ -44,8 +65,9 @@ class RequestTable:
         self._pending: list = []  # Arrow tables not inserted yet
         self._pending_rows = 0
         con.execute(
-            f"CREATE OR REPLACE TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens BIGINT, "
-            "cached_tokens BIGINT, output_tokens BIGINT, ttft_ms DOUBLE, duration_ms DOUBLE)"
+            # counts are at most 10⁹ (planner.logs.records.MAX_TOKENS): 4 bytes each
+            f"CREATE OR REPLACE TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens INTEGER, "
+            "cached_tokens INTEGER, output_tokens INTEGER, ttft_ms DOUBLE, duration_ms DOUBLE)"
         )
 
     def append(self, frame: pd.DataFrame) -> None:
@@ -86,6 +108,43 @@ class RequestTable:
         got = insert_chat(self.con, self.name, path)
         self.n += got
         return got
+
+    def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
+        """The rows of a table source (read_csv / read_parquet SQL) under a plain mapping, inserted by DuckDB alone
+        (planner.logs.sqlmap); the number inserted.
+
+        All or nothing: raises Doubt (nothing inserted) when the mapping or a column's type is not a plain case,
+        or at the first row that fails a check or that DuckDB cannot read; the batch reader then names it.
+        """
+        import duckdb
+
+        from planner.logs.duckpath import Doubt
+        from planner.logs.sqlmap import mapped_select
+
+        self.flush()
+        try:
+            self.con.execute("SET TimeZone = '" + tz.replace("'", "''") + "'")  # times without a zone are in it
+            described = self.con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+            got = mapped_select(mapping, {r[0]: str(r[1]) for r in described}, start_ms)
+            if got is None:
+                raise Doubt("not a plain mapping for the engine")
+            select, ok = got
+            doubt = "'a row the engine does not vouch for'"
+            inserted = self.con.execute(
+                f"""INSERT INTO {self.name} SELECT * EXCLUDE (ok) FROM (SELECT {select}, {ok} AS ok FROM {source})
+                WHERE CASE WHEN ok THEN true ELSE error({doubt}) END""",
+                params,
+            ).fetchall()[0][0]
+        except duckdb.Error as exc:
+            raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        self.n += int(inserted)
+        return int(inserted)
+
+    def zero_output_since(self, mark: int) -> int:
+        """Rows appended since mark() with 0 output tokens (BurstGPT's failed requests)."""
+        self.flush()
+        q = f"SELECT count(*) FROM {self.name} WHERE rowid >= {int(mark)} AND output_tokens = 0"
+        return int(self.con.execute(q).fetchall()[0][0])
 
     def mark(self) -> int:
         """A point to roll back to: the next row id."""
@@ -176,16 +235,7 @@ def _models(con, table: str) -> pd.DataFrame:
                 "output_tokens_mean": float(output_mean),
             }
         )
-    columns = [
-        "model",
-        "n",
-        "prompt_tokens_p50",
-        "prompt_tokens_p95",
-        "p95_reliable",
-        "cached_token_fraction",
-        "output_tokens_mean",
-    ]
-    return pd.DataFrame(out, columns=columns)
+    return pd.DataFrame(out, columns=list(MODEL_COLUMNS))
 
 
 def _hourly(con, view: str, days: int) -> pd.DataFrame:
@@ -204,7 +254,7 @@ def _hourly(con, view: str, days: int) -> pd.DataFrame:
 
 
 def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> pd.DataFrame:
-    out = pd.DataFrame({"weekday": np.arange(7), "name": _WEEKDAYS})
+    out = pd.DataFrame({"weekday": np.arange(7), "name": WEEKDAYS})
     if first_day is None or last_day is None:
         for col in ("requests", "prompt_tokens", "output_tokens"):
             out[col] = 0.0

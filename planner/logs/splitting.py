@@ -8,7 +8,7 @@ a BOM) are accepted; a line that is not valid UTF-8 is rejected with the offendi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -35,6 +35,14 @@ class Sink(Protocol):
 
     def insert_chat(self, path: Path) -> int:
         """An OpenAI chat JSON Lines file inserted whole by the engine (raises Doubt when it does not vouch)."""
+        ...
+
+    def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
+        """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
+        ...
+
+    def zero_output_since(self, mark: int) -> int:
+        """Rows appended since mark() with 0 output tokens."""
         ...
 
 

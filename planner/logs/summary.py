@@ -22,7 +22,9 @@ from planner.stats import Percentile, nearest_rank_index
 __all__ = [
     "DEFAULT_WORKDAY",
     "LogSummary",
+    "MODEL_COLUMNS",
     "PS",
+    "WEEKDAYS",
     "cached_share",
     "ecdf_points",
     "histogram",
@@ -41,7 +43,17 @@ __all__ = [
 
 PS = (0.5, 0.9, 0.95, 0.99)
 DEFAULT_WORKDAY = "09:00-18:00"
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+# The per-model table's columns (per_model, and planner.logs.engine's twin of it)
+MODEL_COLUMNS = (
+    "model",
+    "n",
+    "prompt_tokens_p50",
+    "prompt_tokens_p95",
+    "p95_reliable",
+    "cached_token_fraction",
+    "output_tokens_mean",
+)
 
 
 _COUNTING_MAX_SPAN = 1 << 24  # integer values spanning fewer than this are ranked by counting, not sorting
@@ -174,7 +186,7 @@ def weekday_profile(frame: pd.DataFrame, tz: str = "UTC", *, clock: _Clock | Non
     Columns: weekday (0 = Monday), name, requests, prompt_tokens, output_tokens.
     """
     c = _clock(frame, tz, clock)
-    out = pd.DataFrame({"weekday": np.arange(7), "name": _WEEKDAYS})
+    out = pd.DataFrame({"weekday": np.arange(7), "name": WEEKDAYS})
     if len(c.day) == 0:
         for col in ("requests", "prompt_tokens", "output_tokens"):
             out[col] = 0.0
@@ -254,18 +266,7 @@ def per_model(frame: pd.DataFrame) -> pd.DataFrame:
                 "output_tokens_mean": float(output[sel].mean()),
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "model",
-            "n",
-            "prompt_tokens_p50",
-            "prompt_tokens_p95",
-            "p95_reliable",
-            "cached_token_fraction",
-            "output_tokens_mean",
-        ],
-    )
+    return pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
 
 
 def per_hour_percentiles(

@@ -16,7 +16,7 @@ import pandas as pd
 from planner.logs.columnar import batch_frame, batch_rows
 from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
 from planner.logs.csvfile import delimiter_of, fields, read_rows, record_lines
-from planner.logs.duckpath import Doubt, iter_mapped_csv, sample_head
+from planner.logs.duckpath import Doubt, csv_scan, iter_mapped_csv, sample_head
 from planner.logs.formats import EXTRACTORS, classify
 from planner.logs.gateways import Skip
 from planner.logs.mapped import mapping_complete
@@ -247,6 +247,10 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
         return False
     out = ctx.out
     mark = out.mark()
+    if out.sink is not None and _engine_csv(plan, out.sink):  # a clean file, by DuckDB alone
+        out.n_sunk += out.sink.mark() - mark[1]
+        _table_read(plan.path.name, plan.header, plan.used, plan.format, out.sink.zero_output_since(mark[1]), ctx)
+        return True
     rows_before = out.n_rows
     left: list[np.ndarray] = []
     refused: list[int] = []
@@ -277,14 +281,42 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     if out.n_rows == rows_before:
         out.rollback(mark)
         return False
-    ctx.res.columns[path.name] = plan.header
-    ctx.res.mapping = plan.used
-    ctx.res.formats[path.name] = plan.format
-    if plan.fmt_name == "burstgpt" and zero:
+    _table_read(path.name, plan.header, plan.used, plan.format, zero, ctx)
+    return True
+
+
+def _table_read(
+    name: str, columns: list[str], used: dict[str, str], fmt_name: str, zero: int, ctx: ReadContext
+) -> None:
+    """What the result says of a table read through DuckDB: its columns, mapping, format, BurstGPT's failed rows."""
+    ctx.res.columns[name] = columns
+    ctx.res.mapping = used
+    ctx.res.formats[name] = (
+        fmt_name if fmt_name != "mapped" else ("parquet" if name.lower().endswith(".parquet") else "csv")
+    )
+    if fmt_name == "burstgpt" and zero:
         ctx.res.notes.append(
-            f"{path.name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
+            f"{name}: {zero:,} request{'' if zero == 1 else 's'} with 0 response tokens "
             "(failed, in BurstGPT's convention) are kept as arrivals"
         )
+
+
+def _engine_csv(plan: TablePlan, sink) -> bool:
+    """Insert a CSV file whole through the sink's engine (planner.logs.sqlmap); False when it does not vouch."""
+    import duckdb
+
+    try:
+        with duckdb.connect() as probe:  # only to build the scan: the header and the mapped columns' types
+            scan, params, _ = csv_scan(probe, plan.path, plan.header, plan.delimiter, plan.used, plan.tz)
+    except (Doubt, duckdb.Error, OSError):
+        return False
+    strict = scan.replace(
+        "ignore_errors = true, store_rejects = true", "ignore_errors = false"
+    )  # a refused row fails it
+    try:
+        sink.insert_mapped(strict, params, plan.used, plan.start_ms, plan.tz)
+    except Doubt:
+        return False
     return True
 
 
@@ -340,6 +372,15 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         return
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
+    if isinstance(source, Path) and out.sink is not None and prefix is None:
+        mark = out.mark()
+        try:  # a clean file, by DuckDB alone
+            out.n_sunk += out.sink.insert_mapped("read_parquet($path)", {"path": str(source)}, used, ts0, ctx.tz)
+        except Doubt:
+            pass
+        else:
+            _table_read(name, columns, used, res.formats[name], out.sink.zero_output_since(mark[1]), ctx)
+            return
     get = dict.get
     row_no = 0
     done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)

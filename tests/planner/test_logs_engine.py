@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from planner.logs import read_logs
-from planner.logs.engine import RequestTable, summarize_table
+from planner.logs.engine import RequestTable, connect, summarize_table
 from planner.logs.summary import summarize_logs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
@@ -93,3 +93,56 @@ def test_a_single_request_and_one_within_the_hour():
         [{**base, "ts_ms": 1795165200000, "prompt_tokens": 10}, {**base, "ts_ms": 1795165260000, "prompt_tokens": 20}]
     )
     _same(*_both(two, "Europe/Berlin"), "two")
+
+
+def _engine_read(paths, tz: str, workday: str = "09:00-18:00"):
+    con = connect()
+    table = RequestTable(con)
+    res = read_logs(paths, tz=tz, sink=table)
+    return res, summarize_table(con, table, tz, workday).to_dict()
+
+
+def _files(tmp_path: Path) -> list[Path]:
+    """Every shipped sample (but the one that needs a mapping), a CSV with bad rows, a Parquet twin of the plain CSV."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    out = [
+        p
+        for p in sorted(SAMPLES.iterdir())
+        if p.suffix in (".jsonl", ".csv", ".json") and p.name != "gateway_custom_columns.csv"
+    ]
+    from tests.planner.test_logs_no_cliff import _csv_rows
+
+    bad = tmp_path / "mixed-and-bad.csv"  # naive and offset times, a quoted line break, six bad rows
+    bad.write_text("\n".join(_csv_rows()) + "\n")
+    twin = tmp_path / "requests.parquet"
+    pq.write_table(pacsv.read_csv(SAMPLES / "requests.csv"), twin)
+    return [*out, bad, twin]
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
+def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_reading_into_a_frame(tmp_path, tz):
+    for path in _files(tmp_path):
+        framed = read_logs([path], tz=tz)
+        res, engine_side = _engine_read([path], tz)
+        _same(summarize_logs(framed.frame, tz=tz).to_dict(), engine_side, path.name)
+        assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
+        assert (res.formats, res.notes, res.n_read) == (framed.formats, framed.notes, len(framed.frame))
+
+
+def test_clean_chat_csv_and_parquet_files_go_into_the_engine_without_a_batch_through_python(tmp_path, monkeypatch):
+    import planner.logs.columnar as columnar
+    import planner.logs.duckpath as duckpath
+    import planner.logs.tables as tables
+
+    paths = [SAMPLES / "openai_chat_completions.jsonl", SAMPLES / "burstgpt_synthetic.csv", _files(tmp_path)[-1]]
+    expected = [_engine_read([p], "UTC")[1] for p in paths]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a batch went through Python")
+
+    for module, name in ((columnar, "batch_rows"), (tables, "batch_rows"), (duckpath, "chat_batches")):
+        monkeypatch.setattr(module, name, refuse)
+    for path, want in zip(paths, expected, strict=True):
+        _same(_engine_read([path], "UTC")[1], want, path.name)
