@@ -30,6 +30,7 @@ __all__ = [
     "Doubt",
     "batch_frame",
     "chat_batches",
+    "connect",
     "csv_scan",
     "insert_chat",
     "iter_chat_frames",
@@ -115,6 +116,32 @@ SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN coale
   CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN '' END AS raw
 FROM c
 """
+
+
+MEMORY_LIMIT = "640MB"  # DuckDB's share of a 1 GB budget; past it, sorts and tables spill to a private folder
+_SPILL: list[str] = []
+
+
+def connect(keep_order: bool = True):
+    """A DuckDB connection whose memory is capped at MEMORY_LIMIT, spilling into a private temporary folder (made
+    once per process, removed at exit). keep_order: results in file order (the readers count places by it)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    import duckdb
+
+    if not _SPILL:
+        _SPILL.append(tempfile.mkdtemp(prefix="ttft-planner-duckdb-"))
+        atexit.register(shutil.rmtree, _SPILL[0], True)
+    config: dict[str, str | bool] = {
+        "memory_limit": MEMORY_LIMIT,
+        "temp_directory": _SPILL[0],
+        "preserve_insertion_order": keep_order,
+    }
+    con = duckdb.connect(config=config)
+    con.execute("SET enable_progress_bar = false")  # the callers draw their own, by bytes
+    return con
 
 
 def _compression(path: Path) -> str:
@@ -216,9 +243,8 @@ def chat_batches(
     import duckdb
 
     bytes_per_line, total_bytes = _bytes_per_line(path)
-    con = duckdb.connect()
+    con = connect()
     try:
-        con.execute("SET enable_progress_bar = false")  # the caller draws its own, by bytes
         sql = _CHAT_SQL if exact else _FAST_SQL
         rel = con.sql(sql, params={"path": str(path), "compression": _compression(path)})
         place = 0
@@ -512,9 +538,8 @@ def iter_mapped_csv(
 
     from planner.logs.columnar import batch_rows
 
-    con = duckdb.connect()
+    con = connect()
     try:
-        con.execute("SET enable_progress_bar = false")
         scan, params, types = csv_scan(con, path, header, delimiter, mapping, tz)
         cols = ", ".join('"' + c.replace('"', '""') + '"' for c in sorted(types))
         reader = con.sql(f"SELECT {cols} FROM {scan}", params=params).to_arrow_reader(_BATCH_ROWS)

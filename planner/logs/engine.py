@@ -24,31 +24,18 @@ from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, parse_workday
 from planner.stats import Percentile
 
-__all__ = ["MEMORY_LIMIT", "RequestTable", "connect", "summarize_table"]
+__all__ = ["RequestTable", "connect", "summarize_table"]
 
 _LEVELS = (*PS, 1.0)
 _COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
 
 
-MEMORY_LIMIT = "640MB"  # DuckDB's share of a 1 GB budget; past it sorts and tables spill to a private folder
-
-
 def connect():
-    """A DuckDB connection for summarising logs: memory capped at MEMORY_LIMIT, spilling into a private temporary
-    folder (removed at exit), insertion order not kept (no summary needs it, and keeping it costs memory)."""
-    import atexit
-    import shutil
-    import tempfile
+    """A DuckDB connection for summarising logs (planner.logs.duckpath.connect), insertion order not kept: no
+    summary needs it, and keeping it costs memory."""
+    from planner.logs.duckpath import connect as duck_connect
 
-    import duckdb
-
-    spill = tempfile.mkdtemp(prefix="ttft-planner-duckdb-")
-    atexit.register(shutil.rmtree, spill, True)
-    con = duckdb.connect(
-        config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill, "preserve_insertion_order": False}
-    )
-    con.execute("SET enable_progress_bar = false")
-    return con
+    return duck_connect(keep_order=False)
 
 
 class RequestTable:
@@ -271,18 +258,19 @@ def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> pd
     return out.fillna(0.0)
 
 
-def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float) -> pd.DataFrame:
+def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool) -> pd.DataFrame:
     """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL)."""
     windows = np.asarray(list(windows_s), dtype=np.float64)
     if (windows < 0).any():
         raise ValueError("scale-down windows must be ≥ 0 s")
     counts = ", ".join(f"count(*) FILTER (WHERE gap > {float(w) * 1000.0!r})" for w in windows)
+    if with_durations:  # busy until the latest finish so far
+        busy = f"""SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
+                     OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy FROM {table}"""
+    else:  # no service times: busy until the arrival itself (one sort fewer)
+        busy = f"SELECT ts_ms, ts_ms AS busy FROM {table}"
     row = con.execute(
-        f"""WITH s AS (
-              SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
-                OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy
-              FROM {table}),
-            g AS (SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s)
+        f"""WITH s AS ({busy}), g AS (SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s)
             SELECT {counts} FROM g"""
     ).fetchall()[0]
     trace = (1 + np.asarray(row, dtype=np.float64)) / n
@@ -318,10 +306,11 @@ def summarize_table(
         hits,
         first_day,
         last_day,
+        durations,
         *pcts,
     ) = con.execute(
         f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
-               count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day),
+               count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day), count(duration_ms),
                {_pcts("prompt_tokens")}, {_pcts("prompt_tokens", wd)}, {_pcts("output_tokens")}, {_pcts("ttft_ms")}
         FROM {view}"""
     ).fetchall()[0]
@@ -357,5 +346,5 @@ def summarize_table(
         weekdays=_weekdays(con, view, first_day, last_day),
         prompt_by_hour=_per_hour(con, view, "prompt_tokens"),
         ttft_by_hour=_per_hour(con, view, "ttft_ms"),
-        cold=_cold(con, table, windows_s, n, rate) if n else pd.DataFrame(),
+        cold=_cold(con, table, windows_s, n, rate, durations > 0) if n else pd.DataFrame(),
     )
