@@ -134,12 +134,9 @@ def connect(keep_order: bool = True):
     if not _SPILL:
         _SPILL.append(tempfile.mkdtemp(prefix="ttft-planner-duckdb-"))
         atexit.register(shutil.rmtree, _SPILL[0], True)
-    config: dict[str, str | bool] = {
-        "memory_limit": MEMORY_LIMIT,
-        "temp_directory": _SPILL[0],
-        "preserve_insertion_order": keep_order,
-    }
-    con = duckdb.connect(config=config)
+    con = duckdb.connect(
+        config={"memory_limit": MEMORY_LIMIT, "temp_directory": _SPILL[0], "preserve_insertion_order": keep_order}
+    )
     con.execute("SET enable_progress_bar = false")  # the callers draw their own, by bytes
     return con
 
