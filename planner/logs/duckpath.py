@@ -6,7 +6,7 @@ only the numeric columns (about 40 bytes a request) are ever held, whatever the 
 accounted for in SQL: the lines it vouches for are read there, the few others (malformed, a count that is
 not a whole number or out of range, a non-chat record, a truncated last line) come back as text, in line
 order, for the line-by-line reader to read or name; lines the CSV layer refuses (invalid UTF-8, over
-64 MB) are named from DuckDB's rejects table. No size cap: one bad line costs one line.
+16 MB) are named from DuckDB's rejects table. No size cap: one bad line costs one line.
 A large mapped CSV is read the same way: the rows DuckDB cannot type are named from its rejects table's
 lines, the others it leaves out are returned by place, for the row reader to name.
 
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 _BATCH_ROWS = 262_144
-MAX_LINE_BYTES = 64 << 20  # a JSON line longer than this is rejected (named), not read
+MAX_LINE_BYTES = 16 << 20  # a JSON line longer than this (4 M tokens of text) is rejected (named), not read
 
 # Each line as text (blank lines kept as NULL, so positions count physical lines; a UTF-8 BOM is dropped).
 # Lines the CSV layer cannot hold (invalid UTF-8, over MAX_LINE_BYTES) go to its rejects table, with their line.
@@ -118,12 +118,13 @@ FROM c
 """
 
 
-MEMORY_LIMIT = "640MB"  # DuckDB's share of a 1 GB budget; past it, sorts and tables spill to a private folder
+MEMORY_LIMIT = "640MB"  # the engine's share of a 1 GB budget; past it, sorts and tables spill to a private folder
+STREAM_MEMORY_LIMIT = "320MB"  # a reader that streams batches to Python, beside the engine's
 _SPILL: list[str] = []
 
 
-def connect(keep_order: bool = True):
-    """A DuckDB connection whose memory is capped at MEMORY_LIMIT, spilling into a private temporary folder (made
+def connect(keep_order: bool = True, memory_limit: str = STREAM_MEMORY_LIMIT):
+    """A DuckDB connection whose memory is capped at memory_limit, spilling into a private temporary folder (made
     once per process, removed at exit). keep_order: results in file order (the readers count places by it)."""
     import atexit
     import shutil
@@ -135,7 +136,7 @@ def connect(keep_order: bool = True):
         _SPILL.append(tempfile.mkdtemp(prefix="ttft-planner-duckdb-"))
         atexit.register(shutil.rmtree, _SPILL[0], True)
     con = duckdb.connect(
-        config={"memory_limit": MEMORY_LIMIT, "temp_directory": _SPILL[0], "preserve_insertion_order": keep_order}
+        config={"memory_limit": memory_limit, "temp_directory": _SPILL[0], "preserve_insertion_order": keep_order}
     )
     con.execute("SET enable_progress_bar = false")  # the callers draw their own, by bytes
     return con

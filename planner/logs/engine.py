@@ -33,9 +33,10 @@ _COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens",
 def connect():
     """A DuckDB connection for summarising logs (planner.logs.duckpath.connect), insertion order not kept: no
     summary needs it, and keeping it costs memory."""
+    from planner.logs.duckpath import MEMORY_LIMIT
     from planner.logs.duckpath import connect as duck_connect
 
-    return duck_connect(keep_order=False)
+    return duck_connect(keep_order=False, memory_limit=MEMORY_LIMIT)
 
 
 class RequestTable:
