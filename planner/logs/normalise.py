@@ -38,6 +38,7 @@ from planner.logs.tables import (
     read_csv,
     read_large_csv,
     read_parquet,
+    read_record_csv,
     wanted_column,
 )
 from planner.logs.tokenize import TokenCounter
@@ -389,7 +390,7 @@ def read_logs(
             if _is_parquet(Path(source)):
                 read_parquet(Path(source).name, Path(source), ctx)
                 continue
-            if read_large_csv(Path(source), ctx):
+            if read_large_csv(Path(source), ctx) or read_record_csv(Path(source), ctx):
                 continue
         elif source[1][:4] == b"PAR1":
             read_parquet(str(source[0]), source[1], ctx)

@@ -33,6 +33,7 @@ __all__ = [
     "read_csv",
     "read_large_csv",
     "read_parquet",
+    "read_record_csv",
     "wanted_column",
 ]
 
@@ -208,6 +209,30 @@ def parquet_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
         return None
     ts0 = ctx.start_ms() if relative_times(used) else 0
     return TablePlan(path, fmt_name, columns, used, ctx.tz, ts0)
+
+
+def read_record_csv(path: Path, ctx: ReadContext) -> bool:
+    """A CSV file on disk of a record format (a LiteLLM spend-log export: JSON in its cells), streamed record by
+    record through that format's reader, in bounded memory and under no size cap; False when it is not one."""
+    if ctx.fmt not in ("auto", *EXTRACTORS) or ctx.mapping:
+        return False
+    try:
+        head, _ = sample_head(path, 1 << 16)
+    except (OSError, EOFError, ValueError):
+        return False
+    head = decode_bom(head)
+    if not head.strip() or head.lstrip()[:1] in (b"{", b"["):
+        return False
+    header, _ = read_rows(head)
+    fmt = ctx.fmt if ctx.fmt in EXTRACTORS else classify(dict.fromkeys(header, ""))
+    if not header or fmt not in EXTRACTORS:
+        return False
+    delimiter = delimiter_of(head.decode("utf-8", "replace"))
+    ctx.res.columns[path.name] = header
+    ctx.res.formats[path.name] = fmt
+    rows = ((line, fields(record, delimiter)) for line, _, record in record_lines(path, delimiter))
+    _csv_records(path.name, header, rows, EXTRACTORS[fmt], ctx)
+    return True
 
 
 def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -32,8 +33,7 @@ def chat(i: int, prompt: object = 1000, created: object = None) -> bytes:
     return json.dumps(rec).encode()
 
 
-@pytest.fixture
-def no_whole_file_reader(monkeypatch):
+def _refuse_whole_file_readers(monkeypatch) -> None:
     """Reading a file whole (the capped path) or a CSV row by row fails the test: only the streamed path may run."""
 
     def refuse(*args, **kwargs):
@@ -41,6 +41,11 @@ def no_whole_file_reader(monkeypatch):
 
     monkeypatch.setattr(normalise, "load_source", refuse)
     monkeypatch.setattr(normalise, "read_csv", refuse)
+
+
+@pytest.fixture
+def no_whole_file_reader(monkeypatch):
+    _refuse_whole_file_readers(monkeypatch)
 
 
 def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_cap_naming_each_line_in_order(
@@ -175,3 +180,20 @@ def test_rejected_lines_are_listed_in_line_order_even_where_the_format_sample_re
     lines[4] = b"{broken"  # rejected while the sample was taken, before line 2 was read
     res = read_logs([("a.jsonl", b"\n".join(lines))])
     assert [r.line_no for r in res.rejected] == [2, 5]
+
+
+def test_a_litellm_csv_export_is_streamed_record_by_record_past_the_cap(tmp_path, monkeypatch):
+    sample = Path(__file__).resolve().parents[2] / "assets" / "sample_logs" / "litellm_spend_logs.csv"
+    bad = b"chatcmpl-x,acompletion,0.1,10,-4,6,2026-11-16T09:00:00Z,,,m,u,success,{},False,hi\n"
+    data = sample.read_bytes().rstrip(b"\n") + b"\n" + bad
+    path = tmp_path / "spend.csv"
+    path.write_bytes(data)
+    in_memory = read_logs([("spend.csv", data)])  # the bytes path, as an upload small enough to hold
+    _refuse_whole_file_readers(monkeypatch)
+
+    res = read_logs([path], max_bytes=1000)  # the file is far over this cap
+
+    assert res.formats == {"spend.csv": "litellm"} and len(res.frame) == len(in_memory.frame) == 120
+    assert res.frame.drop(columns="source").equals(in_memory.frame.drop(columns="source"))
+    assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in in_memory.rejected]
+    assert res.rejected[-1].reason == "prompt_tokens is negative (-4)"
