@@ -18,19 +18,21 @@ import pandas as pd
 
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
 
-__all__ = ["batch_frame", "batch_rows"]
+__all__ = ["SIMPLE_FIELDS", "batch_frame", "batch_rows"]
 
-_SIMPLE = {
-    "ts",
-    "ts_relative_s",
-    "ts_relative_ms",
-    "model",
-    "prompt_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "ttft_ms",
-    "duration_ms",
-}
+SIMPLE_FIELDS = frozenset(
+    {
+        "ts",
+        "ts_relative_s",
+        "ts_relative_ms",
+        "model",
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "ttft_ms",
+        "duration_ms",
+    }
+)
 
 # (values, ok): the converted column, and which of its rows the row path would accept
 Checked = tuple[np.ndarray, np.ndarray]
@@ -93,7 +95,7 @@ def batch_rows(
 
     None when a mapped column is not of a plain type (the whole batch needs the row path).
     """
-    if not set(k for k, v in mapping.items() if v) <= _SIMPLE or not mapping.get("prompt_tokens"):
+    if not set(k for k, v in mapping.items() if v) <= SIMPLE_FIELDS or not mapping.get("prompt_tokens"):
         return None
     col = lambda field: batch.column(mapping[field]) if mapping.get(field) else None  # noqa: E731
     n = batch.num_rows

@@ -11,23 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from planner.logs.columnar import SIMPLE_FIELDS
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
 
-__all__ = ["SIMPLE_FIELDS", "mapped_select"]
+__all__ = ["mapped_select"]
 
-SIMPLE_FIELDS = frozenset(
-    {
-        "ts",
-        "ts_relative_s",
-        "ts_relative_ms",
-        "model",
-        "prompt_tokens",
-        "cached_tokens",
-        "output_tokens",
-        "ttft_ms",
-        "duration_ms",
-    }
-)
 _NUMBER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 _FLOAT = ("FLOAT", "DOUBLE", "REAL")
 
