@@ -162,7 +162,7 @@ def _chat_jsonl(path: Path, fmt: str) -> bool:
         head, _ = sample_head(path)
     except (OSError, EOFError, ValueError):
         return False
-    head = decode_bom(head)
+    head = head.removeprefix(b"\xef\xbb\xbf")  # DuckDB drops a UTF-8 BOM; UTF-16 is the line reader's to decode
     if head.lstrip()[:1] != b"{" or b"\n" not in head:
         return False
     head = head[: head.rfind(b"\n")]

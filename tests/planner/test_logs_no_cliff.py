@@ -197,3 +197,11 @@ def test_a_litellm_csv_export_is_streamed_record_by_record_past_the_cap(tmp_path
     assert res.frame.drop(columns="source").equals(in_memory.frame.drop(columns="source"))
     assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in in_memory.rejected]
     assert res.rejected[-1].reason == "prompt_tokens is negative (-4)"
+
+
+def test_utf16_logs_on_disk_are_decoded_not_taken_for_bad_utf8_lines(tmp_path):
+    lines = b"\n".join(chat(i) for i in range(3)).decode()
+    (tmp_path / "u16.jsonl").write_bytes(lines.encode("utf-16"))  # PowerShell's default: UTF-16 with a BOM
+    (tmp_path / "u16.csv").write_bytes("timestamp,prompt_tokens\n2026-11-20T09:00:00Z,5\n".encode("utf-16"))
+    res = read_logs([tmp_path / "u16.jsonl", tmp_path / "u16.csv"])
+    assert len(res.frame) == 4 and res.n_rejected == 0
