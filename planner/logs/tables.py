@@ -272,8 +272,8 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
         return False
     out = ctx.out
     mark = out.mark()
-    if out.sink is not None and _engine_csv(plan, out.sink):  # a clean file, by DuckDB alone
-        out.n_sunk += out.sink.mark() - mark[1]
+    if out.sink is not None and (inserted := _engine_csv(plan, out.sink)) is not None:  # a clean file, by DuckDB
+        out.n_sunk += inserted
         _table_read(plan.path.name, plan.header, plan.used, plan.format, out.sink.zero_output_since(mark[1]), ctx)
         return True
     rows_before = out.n_rows
@@ -326,23 +326,22 @@ def _table_read(
         )
 
 
-def _engine_csv(plan: TablePlan, sink) -> bool:
-    """Insert a CSV file whole through the sink's engine (planner.logs.sqlmap); False when it does not vouch."""
+def _engine_csv(plan: TablePlan, sink) -> int | None:
+    """Insert a CSV file whole through the sink's engine (planner.logs.sqlmap): the rows inserted, or None (nothing
+    inserted) when it does not vouch for the file."""
     import duckdb
 
     try:
         with duckdb.connect() as probe:  # only to build the scan: the header and the mapped columns' types
             scan, params, _ = csv_scan(probe, plan.path, plan.header, plan.delimiter, plan.used, plan.tz)
     except (Doubt, duckdb.Error, OSError):
-        return False
-    strict = scan.replace(
-        "ignore_errors = true, store_rejects = true", "ignore_errors = false"
-    )  # a refused row fails it
+        return None
+    # A row DuckDB cannot read fails the insert (the batch reader then names it)
+    strict = scan.replace("ignore_errors = true, store_rejects = true", "ignore_errors = false")
     try:
-        sink.insert_mapped(strict, params, plan.used, plan.start_ms, plan.tz)
+        return sink.insert_mapped(strict, params, plan.used, plan.start_ms, plan.tz)
     except Doubt:
-        return False
-    return True
+        return None
 
 
 def _explain_rows(
