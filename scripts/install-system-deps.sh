@@ -26,7 +26,7 @@ export DEBIAN_FRONTEND=noninteractive
 # Another apt run (a second checkout installing at the same moment, unattended upgrades) holds apt's locks:
 # wait for it (up to 10 min) instead of failing, and re-check what is still missing once it is done.
 lock=(-o DPkg::Lock::Timeout=600)
-for attempt in 1 2 3 4 5 6 7 8 9 10; do
+for attempt in 1 2 3 4; do
   if $SUDO apt-get "${lock[@]}" update -q && $SUDO apt-get "${lock[@]}" install -y -q --no-install-recommends "${need[@]}"; then
     exit 0
   fi
