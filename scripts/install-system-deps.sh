@@ -24,7 +24,7 @@ fi
 echo "system deps: installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Another apt run (a second checkout installing at the same moment, unattended upgrades) holds apt's locks:
-# wait for it (up to 10 min) instead of failing, and re-check what is still missing once it is done.
+# wait for it (up to 10 min a try) instead of failing; installing what is already there is a no-op.
 lock=(-o DPkg::Lock::Timeout=600)
 for attempt in 1 2 3 4; do
   if $SUDO apt-get "${lock[@]}" update -q && $SUDO apt-get "${lock[@]}" install -y -q --no-install-recommends "${need[@]}"; then
