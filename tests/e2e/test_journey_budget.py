@@ -12,7 +12,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import new_context, pick, wait_for_app
+from tests.e2e.conftest import new_context, open_expander, pick, wait_for_app
 
 
 def spin(page: Page, label: str):
@@ -52,11 +52,15 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
 
     # 1. targets: chat at 800 ms instead of the preset, and a custom interaction type, which becomes the one in force
     type_number(page, "p95 TTFT target (ms)", 800, "target_ms")
-    page.get_by_text("Add an interaction type").click()
-    page.get_by_role("textbox", name="Name", exact=True).fill("Review bot")
+    open_expander(page, "Add an interaction type")  # idle first, then opened and checked open: a rerun cannot eat it
+    name = page.get_by_role("textbox", name="Name", exact=True)
+    name.fill("Review bot")
     type_number(page, "p95 target (ms)", 3000)
+    expect(name).to_have_value("Review bot")  # what the form sends, before it is sent
+    expect(spin(page, "p95 target (ms)")).to_have_value(re.compile(r"^3,?000(\.0+)?$"))
     page.get_by_role("button", name="Add interaction type").click()
     wait_for_app(page)
+    expect(page.get_by_role("combobox", name="Interaction type")).to_have_value("Review bot")
     expect(page.get_by_text("Added “Review bot”")).to_be_visible()
     expect_number(page, "p95 TTFT target (ms)", 3000)
 

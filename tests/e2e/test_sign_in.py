@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from planner.store import alerts as alert_store
 from planner.store import open_store
 from planner.store.audit import audit_log
-from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, wait_for_app
+from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, open_expander, wait_for_app
 from tests.support.waiting import wait_for
 
 HANG_S = 120.0  # a hang guard for waits on the store: four suites may share two cores
@@ -77,8 +77,7 @@ def test_a_viewer_signs_in_reads_and_cannot_write(page: Page, signed_app):
     _sign_in(page, signed_app.url, "pm@example.com")
     expect(page.get_by_text("Signed in as pm@example.com · viewer")).to_be_visible()
     page.goto(signed_app.url + "/alerts")
-    wait_for_app(page)
-    page.get_by_text("Add a rule").click()
+    open_expander(page, "Add a rule")  # idle first, then opened and checked open: a rerun cannot eat the click
     expect(page.get_by_role("button", name="Add rule")).to_be_disabled()
     page.goto(signed_app.url + "/admin")
     wait_for_app(page)
