@@ -101,8 +101,10 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, brows
     server, values = two_endpoints
     page.set_viewport_size({"width": 1400, "height": 1100})
     # The buyer's worksheet holds acme-sim-eu's cold reading (handed over from the Probes page).
-    console: list[str] = []  # kept for the diagnosis below
+    console: list[str] = []  # kept for the diagnosis below: messages, and which requests failed
     page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+    page.on("requestfailed", lambda req: console.append(f"request failed: {req.url} ({req.failure})"))
+    page.on("response", lambda r: console.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     page.goto(server.url + "/probes")
     wait_for_app(page)
     pick(page, "Endpoint @ vantage", re.compile(r"^acme-sim-eu @"))
