@@ -105,7 +105,7 @@ def fetch(url: str, folder: Path | None = None) -> list[Path]:
     """
     fs = _filesystem()
     objects = _objects(fs, url)
-    out_dir = folder or _folder()
+    out_dir = folder or Path(tempfile.mkdtemp(dir=_folder()))  # one folder per URL: names never collide across URLs
     names = [key.rpartition("/")[2] for key, _ in objects]
     clash = {n for n in names if names.count(n) > 1}
     paths = []
