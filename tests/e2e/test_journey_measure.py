@@ -242,8 +242,8 @@ def _check_hour_of_day(page: Page, eng, endpoint_id: int, data) -> None:
     n_by_hour = {h: n for h, n in zip(hod["p95"]["x"], hod["p95"]["n"], strict=True) if n}
     # Chromium and this process share the machine's time zone
     assert n_by_hour == {h: len(v) for h, v in by_hour.items()}, (n_by_hour, by_hour)
-    tz_hour = dt.datetime.now().astimezone().hour
-    assert set(n_by_hour) <= {tz_hour, (tz_hour - 1) % 24}, n_by_hour
+    # probed for minutes: one hour of day, or two at the turn of an hour (the stored times say which, above)
+    assert len(n_by_hour) <= 2, n_by_hour
     p50 = dict(zip(hod["p50"]["x"], hod["p50"]["y"], strict=True))
     grey = next(k for k in hod if k.startswith("p95, too few"))
     for h, values in by_hour.items():

@@ -19,7 +19,6 @@ How late a worker fires on a real clock is a benchmark's figure (bench/bench_wor
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
@@ -51,14 +50,16 @@ async def until(pred: Callable[[], T], what: str, *, in_thread: bool = False, ti
 
     The asyncio twin of tests/support/waiting.wait_for, for tests that share a loop with the worker: it never blocks
     the loop. `in_thread`: run `pred` in a thread (it reads the database)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await asyncio.to_thread(pred) if in_thread else pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {timeout_s:g} s (a hang guard)")
-        await asyncio.sleep(0.01)  # polls the condition without blocking the worker's loop (as wait_for does)
+
+    async def poll() -> T:
+        while not (value := (await asyncio.to_thread(pred)) if in_thread else pred()):
+            await asyncio.sleep(0.01)  # polls the condition without blocking the worker's loop (as wait_for does)
+        return value
+
+    try:
+        return await asyncio.wait_for(poll(), timeout_s)  # the loop's own timeout: a hang guard, not a figure
+    except TimeoutError:
+        raise AssertionError(f"no {what} within {timeout_s:g} s (a hang guard)") from None
 
 
 def drive(
