@@ -118,7 +118,13 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, brows
         page.screenshot(path=str(artifacts_dir / "journey-compare-handoff-blank.png"), full_page=True)
         log = (server.data_dir / "streamlit.log").read_text()[-3000:]
         seen = "\n".join(console[-40:])
-        raise AssertionError(f"{exc}\nbrowser console:\n{seen}\nserver log:\n{log}") from exc
+        # whether the script still runs, and what the main area holds (stale elements carry data-stale)
+        state = page.locator("[data-testid='stApp']").get_attribute("data-test-script-state")
+        main = page.locator("[data-testid='stMain']")
+        held = f"url={page.url} script-state={state} elements={main.locator('[data-testid]').count()} " + (
+            f"stale={main.locator('[data-stale=true]').count()} text={main.inner_text()[:400]!r}"
+        )
+        raise AssertionError(f"{exc}\npage: {held}\nbrowser console:\n{seen}\nserver log:\n{log}") from exc
 
     page.get_by_role("link", name="Compare").click()
     wait_for_app(page)
