@@ -7,12 +7,14 @@ the address bar after every run (`sync_url`), provenance included (planner/works
 reload, a bookmark or a shared link reproduces the same inputs and where each came from.
 
 Other pages read it with `get()` (the Prefill tab, What-if) or `current()` (None until the Worksheet page ran), and
-hand figures over with `offer(field, figure)` + `st.switch_page`; the Worksheet page applies them with `take()`.
+hand figures over with `hand_over({field: figure})` (offer them, open the Worksheet page); the Worksheet page applies
+them with `take()`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NoReturn
 
 import streamlit as st
 
@@ -21,7 +23,19 @@ from planner.interactions import Interaction, interactions
 from planner.provenance import Figure
 from planner.worksheet_url import query_dict, worksheet_from_query
 
-__all__ = ["BUILTIN", "FIELDS", "current", "ensure", "get", "interaction_types", "offer", "put", "sync_url", "take"]
+__all__ = [
+    "BUILTIN",
+    "FIELDS",
+    "current",
+    "ensure",
+    "get",
+    "hand_over",
+    "interaction_types",
+    "offer",
+    "put",
+    "sync_url",
+    "take",
+]
 
 _KEY = "worksheet_figures"  # figures offered by other pages, not yet applied
 _URL = "_ws_url_written"  # the query the Worksheet page last wrote
@@ -45,6 +59,18 @@ def offer(field: str, figure: Figure) -> None:
     if figure.unit != FIELDS[field]:
         raise ValueError(f"{field} takes {FIELDS[field]}, got a figure in {figure.unit}")
     st.session_state.setdefault(_KEY, {})[field] = figure.to_dict()
+
+
+def hand_over(figures: Mapping[str, Figure]) -> NoReturn:
+    """Offer each of `figures` (field → Figure) and open the Worksheet page, which applies them.
+
+    The switch replaces the address bar's query with an empty one instead of clearing it: `clear()` refuses while
+    the page being left keeps widget values in the address bar (Capacity's `bind="query-params"` inputs), and an
+    empty query keeps this session's worksheet (`ensure`).
+    """
+    for field, figure in figures.items():
+        offer(field, figure)
+    st.switch_page("views/worksheet.py", query_params={})
 
 
 def take() -> dict[str, Figure]:

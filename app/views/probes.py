@@ -250,8 +250,7 @@ def live_view() -> None:
         st.metric(metric, present.ms(fig.value))
         st.caption(fig.describe(tz))
         if st.button(f"Use in worksheet (segment {n})", key=f"use_seg{n}"):
-            worksheet_state.offer(field, fig)
-            st.switch_page("views/worksheet.py")
+            worksheet_state.hand_over({field: fig})
 
     s1, s2 = st.columns(2)
     with s1:

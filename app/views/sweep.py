@@ -132,7 +132,6 @@ if len(ok_steps) >= 2:
         "interpolated between the swept steps (never extrapolated).",
     )
     if st.button("Use for worksheet", key="sweep_use", type="primary"):
-        worksheet_state.offer("queue_ms", fig)
-        st.switch_page("views/worksheet.py")
+        worksheet_state.hand_over({"queue_ms": fig})
 else:
     st.caption("A queueing figure needs two or more steps with a p95.")

@@ -175,3 +175,36 @@ def test_a_gzipped_upload_is_spooled_to_disk_and_gives_the_cli_percentiles_on_th
     at.button(key="logs_clear").click().run()
     assert not at.exception, at.exception
     assert not spool.folder.exists()  # cleared: the temporary copy is gone too
+
+
+def _night_trace_csv(n: int = 60) -> tuple[bytes, list[int]]:
+    """An Azure-layout trace (no cache column) whose requests all fall at 02:00 UTC on a Wednesday."""
+    tokens = [100 + 37 * i % 900 for i in range(n)]
+    rows = [f"2023-11-15 02:{i // 60:02d}:{i % 60:02d}.000,{t},10" for i, t in enumerate(tokens)]
+    return ("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n").encode(), tokens
+
+
+def test_a_log_outside_the_working_day_is_read_whole_and_says_so():
+    data, tokens = _night_trace_csv()
+    at = _upload(open_page("logs"), ("night.csv", data))
+    assert any("None of the 60 requests falls in the working day" in i.value for i in at.info)
+    assert at.metric[0].label == "p95 prompt tokens (whole log)"
+    assert at.metric[0].value == f"{int(np.percentile(tokens, 95, method='inverted_cdf')):,}"
+    at.button(key="logs_use").click().run()
+    assert not at.exception, at.exception
+    fig = at.session_state["ws_figures"]["prompt_tokens_p95"]
+    assert fig["n"] == 60 and "whole log" in fig["window"]
+
+
+def test_a_log_without_cache_figures_hands_over_no_cache_hit_rate():
+    data, _ = _night_trace_csv()
+    at = _upload(open_page("logs"), ("night.csv", data))
+    assert at.metric[2].value == "—"
+    before = at.session_state["ws_figures"]["cache_hit_fraction"] if "ws_figures" in at.session_state else None
+    at.button(key="logs_use").click().run()
+    assert not at.exception, at.exception
+    figs = at.session_state["ws_figures"]
+    assert figs["prompt_tokens_p95"]["source"] == "log"
+    assert figs["cache_hit_fraction"]["source"] != "log"  # the worksheet keeps its own figure
+    if before is not None:
+        assert figs["cache_hit_fraction"] == before

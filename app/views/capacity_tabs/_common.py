@@ -1,7 +1,5 @@
 """Helpers shared by the Capacity & cost tabs: the weight formats, the source caption, the hand-off to the worksheet."""
 
-import streamlit as st
-
 from app import worksheet_state
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.provenance import Figure
@@ -19,5 +17,4 @@ def source_caption(source: str, as_of: str) -> str:
 def to_worksheet(field: str, figure: Figure) -> None:
     """Offer `figure` for the worksheet's `field` (e.g. `cold_ms`)
     and switch to the Worksheet page, which picks it up."""
-    worksheet_state.offer(field, figure)
-    st.switch_page("views/worksheet.py")
+    worksheet_state.hand_over({field: figure})

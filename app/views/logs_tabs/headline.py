@@ -49,22 +49,38 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
 
     first = viewer.fmt_ms(s.first_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
     last = viewer.fmt_ms(s.last_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
-    window = f"{first}…{last}, working day {workday} {tz}"
     m = st.columns(4)
     p95w, p50w = s.prompt_workday["p95"], s.prompt_workday["p50"]
+    # A log that lies wholly outside the working day (a trace recorded at night in the viewer's zone) is read whole,
+    # and says so, rather than showing no percentile at all.
+    span = "working day"
+    window = f"{first}…{last}, working day {workday} {tz}"
+    if p95w.n == 0 and s.n > 0:
+        p95w, p50w, span = s.prompt["p95"], s.prompt["p50"], "whole log"
+        window = f"{first}…{last}, whole log (no request in the working day {workday} {tz})"
+        st.info(
+            f"None of the {s.n:,} requests falls in the working day ({workday}, Mon–Fri, {tz}): the figures below are "
+            "over the whole log. Change the working day above to read another window.",
+            icon=":material/schedule:",
+        )
     m[0].metric(
-        "p95 prompt tokens (working day)",
+        f"p95 prompt tokens ({span})",
         "—" if p95w.value is None else f"{p95w.value:,.0f}",
         help=f"nearest-rank, n={p95w.n}" + ("" if p95w.reliable else " — too few requests for a p95 (needs 20)"),
     )
-    m[1].metric(
-        "p50 prompt tokens (working day)", "—" if p50w.value is None else f"{p50w.value:,.0f}", help=f"n={p50w.n}"
-    )
+    m[1].metric(f"p50 prompt tokens ({span})", "—" if p50w.value is None else f"{p50w.value:,.0f}", help=f"n={p50w.n}")
+    # A log that records no cached token at all has no cache columns (or none hit): its cache share is absent,
+    # not a measured 0 %, and it is not handed to the worksheet.
+    cache_known = s.cached["request_fraction"] > 0
     m[2].metric(
         "Cached share of prompt tokens",
-        f"{s.cached['token_fraction']:.0%}",
-        help=f"{s.cached['request_fraction']:.0%} of requests had a prefix-cache hit; "
-        "only uncached tokens cost prefill",
+        f"{s.cached['token_fraction']:.0%}" if cache_known else "—",
+        help=(
+            f"{s.cached['request_fraction']:.0%} of requests had a prefix-cache hit; only uncached tokens cost prefill"
+            if cache_known
+            else "This log records no cached tokens (no cache column, or no request hit the cache): "
+            "the worksheet keeps its own cache-hit figure."
+        ),
     )
     m[3].metric(
         "Peak-hour arrival rate",
@@ -73,7 +89,7 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
     )
     if not p95w.reliable:
         st.caption(
-            f":grey[The working-day p95 rests on n={p95w.n}: fewer than 20 requests, so it is only the largest value.]"
+            f":grey[The {span} p95 rests on n={p95w.n}: fewer than 20 requests, so it is only the largest value.]"
         )
 
     b1, b2, b3 = st.columns([1, 1, 2])
@@ -81,14 +97,14 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
         "Use in worksheet", key="logs_use", type="primary", icon=":material/input:", disabled=p95w.value is None
     ):
         detail = result["label"]
-        worksheet_state.offer(
-            "prompt_tokens_p95", Figure(float(p95w.value), "tokens", Source.LOG, detail=detail, n=p95w.n, window=window)
-        )
-        worksheet_state.offer(
-            "cache_hit_fraction",
-            Figure(round(s.cached["token_fraction"], 4), "fraction", Source.LOG, detail=detail, n=s.n, window=window),
-        )
-        st.switch_page("views/worksheet.py")
+        figures = {
+            "prompt_tokens_p95": Figure(float(p95w.value), "tokens", Source.LOG, detail=detail, n=p95w.n, window=window)
+        }
+        if cache_known:
+            figures["cache_hit_fraction"] = Figure(
+                round(s.cached["token_fraction"], 4), "fraction", Source.LOG, detail=detail, n=s.n, window=window
+            )
+        worksheet_state.hand_over(figures)
     if parsed is not None:
         name = b3.text_input(
             "Name for this upload", value=result["label"][:300], key="logs_save_name", label_visibility="collapsed"

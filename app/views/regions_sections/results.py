@@ -140,5 +140,4 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
             )
             st.metric("Network segment", f"{fig.value:,.1f} ms", help=fig.describe())
             if st.button("Use for worksheet", key="rtt_use", type="primary"):
-                worksheet_state.offer("network_ms", fig)
-                st.switch_page("views/worksheet.py")
+                worksheet_state.hand_over({"network_ms": fig})
