@@ -29,15 +29,18 @@ PAGES = [
     ("admin.py", "Admin", ":material/admin_panel_settings:", "admin"),
 ]
 
-from app.auth import gate  # noqa: E402
+from app.auth import gate, return_to_link  # noqa: E402
 
-gate()  # with sign-in on (an [auth] section in secrets.toml), nothing below runs for a visitor who is not signed in
+# With sign-in on (an [auth] section in secrets.toml), nothing below runs for a visitor who is not signed in; the
+# link they opened (page and query) is kept, and return_to_link opens it once they are back from the provider.
+gate()
 
-pages = [
-    st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))
+pages = {
+    url: st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))
     for file, title, icon, url in PAGES
-]
-nav = st.navigation(pages)
+}
+nav = st.navigation(list(pages.values()))
+return_to_link(pages, nav)
 from app.store_errors import run_page  # noqa: E402
 from app.viewer import sidebar_time_zone  # noqa: E402
 

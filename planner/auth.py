@@ -16,21 +16,39 @@ ROLES_FILE setting, default `.streamlit/roles.toml`):
     ttft-editors = "editor"
 
 The highest role that matches wins. Roles nest: an admin may do what an editor may, an editor what a viewer may.
+
+Streamlit's sign-in always comes back to the home page. The link a signed-out visitor opened (a page and its query:
+a shared worksheet carries all its inputs and provenance there) travels through the provider's round trip in a
+short-lived cookie (`RETURN_COOKIE`), and is read back only as one of the dashboard's own pages with a query
+(`parse_return_cookie`): it can never send anyone off the dashboard.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, unquote
 
 from planner import settings
 
-__all__ = ["ACTIONS", "AuthConfigError", "Role", "RolesConfig", "allowed", "load_roles", "refusal"]
+__all__ = [
+    "ACTIONS",
+    "RETURN_COOKIE",
+    "RETURN_COOKIE_MAX_AGE_S",
+    "RETURN_MAX_CHARS",
+    "AuthConfigError",
+    "Role",
+    "RolesConfig",
+    "allowed",
+    "load_roles",
+    "parse_return_cookie",
+    "refusal",
+]
 
 
 class Role(StrEnum):
@@ -129,3 +147,36 @@ def refusal(role: Role | None, action: str) -> str:
     need = ACTIONS.get(action, Role.ADMIN)
     who = f"Your role ({role})" if role else "Signing in"
     return f"{who} does not allow this: it needs the {need} role. Ask an admin of this dashboard."
+
+
+#: The cookie that carries the link a signed-out visitor opened through the sign-in round trip (the browser writes
+#: it: `page?query` below the app's base, percent-encoded), its lifetime (s): long enough to sign in at the provider,
+#: short enough that an abandoned sign-in does not steer a later one, and its longest value (a browser keeps about
+#: 4 KB per cookie, name and attributes included; a longer link is not kept).
+RETURN_COOKIE = "ttft_return_to"
+RETURN_COOKIE_MAX_AGE_S = 900
+RETURN_MAX_CHARS = 3800
+_RETURN_MAX_PARAMS = 100
+_EMBED_PARAMS = frozenset({"embed", "embed_options"})  # Streamlit keeps these itself on every page switch
+
+
+def parse_return_cookie(value: str, url_paths: Collection[str]) -> tuple[str, dict[str, list[str]]] | None:
+    """The page and query the return cookie names: (url_path, {name: [values]}), the path exactly one of
+    `url_paths` ("" is the home page), repeated parameters kept in order. None for anything else (an unknown page,
+    a path with a scheme, host or slash, a malformed or oversized value), so what the cookie says is only ever looked
+    up among the dashboard's own pages and never becomes a redirect.
+    """
+    if not value or len(value) > RETURN_MAX_CHARS:
+        return None
+    path, _, query = unquote(value).partition("?")
+    if path not in url_paths:
+        return None
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, max_num_fields=_RETURN_MAX_PARAMS)
+    except ValueError:
+        return None
+    params: dict[str, list[str]] = {}
+    for k, v in pairs:
+        if k.lower() not in _EMBED_PARAMS:
+            params.setdefault(k, []).append(v)
+    return path, params

@@ -1,19 +1,27 @@
 """Sign-in in real Chromium against a real OpenID Connect provider running locally (oidc-provider-mock): a visitor
 is sent to the provider before any page renders, comes back signed in with the role the roles file gives their
 e-mail, a viewer's write controls are disabled and a forged write stores nothing, an admin's write lands in the
-audit log under their e-mail, and signing out ends the session."""
+audit log under their e-mail, and signing out ends the session. A link opened while signed out (a shared
+worksheet with its inputs and provenance in the query, or another page) is where the visitor lands after signing in."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from dataclasses import replace
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from planner.budget import Worksheet
+from planner.interactions import interactions
+from planner.provenance import Figure, Source
 from planner.store import alerts as alert_store
 from planner.store import open_store
 from planner.store.audit import audit_log
+from planner.worksheet_url import query_for
 from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, open_expander, wait_for_app
 from tests.support.waiting import wait_for
 
@@ -60,11 +68,13 @@ def signed_app(provider, tmp_path_factory):
     server.stop()
 
 
-def _sign_in(page: Page, app_url: str, email: str) -> None:
-    page.goto(app_url + "/alerts")
+def _sign_in(page: Page, app_url: str, email: str, link: str = "/alerts") -> None:
+    """Open `link` while signed out, sign in at the provider's own form, and wait for the dashboard's first run."""
+    page.goto(app_url + link)
     wait_for_app(page)
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     expect(page.get_by_text("Add a rule")).to_have_count(0)  # no page content before sign-in
+    expect(page.get_by_role("spinbutton")).to_have_count(0)
     page.get_by_role("button", name="Sign in").click()
     page.locator("input[name='sub']").fill(email)  # the provider's own login form
     page.get_by_role("button", name="Authorize").click()
@@ -118,3 +128,40 @@ def test_an_admin_adds_a_rule_and_the_audit_log_names_them(page: Page, signed_ap
     page.goto(signed_app.url + "/admin")
     wait_for_app(page)
     expect(page.get_by_text("lead@example.com").first).to_be_visible()
+
+
+def _spin(page: Page, label: str):
+    return page.get_by_role("spinbutton", name=label, exact=True)
+
+
+def test_a_shared_worksheet_link_opened_signed_out_is_there_after_sign_in(page: Page, signed_app):
+    # a teammate's link: typed queueing and network, a measured cold start with its provenance (none of them defaults)
+    cold = Figure(value=4200.0, unit="ms", source=Source.COLD_READING, detail="sim-local", n=3)
+    ws = replace(Worksheet(), queue_ms=Figure.typed(140, "ms"), cold_ms=cold, network_ms=Figure.typed(35, "ms"))
+    link = "/worksheet?" + query_for(ws, {i.key for i in interactions()})
+    _sign_in(page, signed_app.url, "pm@example.com", link)
+    expect(_spin(page, "Admission / queueing (ms)")).to_have_value("140")
+    expect(_spin(page, "Weight loading (cold start) (ms)")).to_have_value("4200")
+    expect(_spin(page, "Network / first-token delivery (ms)")).to_have_value("35")
+    expect(page.get_by_text("cold reading · sim-local · n=3")).to_be_visible()  # still measured, not typed
+    # the address bar still reproduces the link (the page rewrites it after its run: wait for that)
+    expect(page).to_have_url(re.compile(r"[?&]queue_ms=140(&|$)"))
+    query = parse_qs(urlsplit(page.url).query)
+    assert (query["queue_ms"], query["cold_ms"], query["network_ms"]) == (["140"], ["4200"], ["35"])
+    assert query["cold_ms_from"] == parse_qs(link.partition("?")[2])["cold_ms_from"]
+    assert urlsplit(page.url).path in ("/", "/worksheet")  # the Worksheet is the home page
+    # the link is used once: the browser drops it, and the home page opened later in another tab is the home page
+    wait_for(lambda: "ttft_return_to" not in {c["name"] for c in page.context.cookies()}, HANG_S, "the link dropped")
+    later = page.context.new_page()
+    later.goto(signed_app.url)
+    wait_for_app(later)
+    expect(later.get_by_text("Signed in as pm@example.com")).to_be_visible()
+    expect(_spin(later, "Admission / queueing (ms)")).to_have_value("60")
+    later.close()
+
+
+def test_a_page_opened_signed_out_is_the_page_shown_after_sign_in(page: Page, signed_app):
+    _sign_in(page, signed_app.url, "pm@example.com", "/alerts")
+    expect(page).to_have_url(signed_app.url + "/alerts")
+    expect(page.get_by_role("heading", name="Alerts", exact=True)).to_be_visible()
+    expect(page.get_by_text("Add a rule")).to_be_visible()
