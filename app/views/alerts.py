@@ -10,9 +10,10 @@ from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
 from app.viewer import fmt_ms
-from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
+from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
+from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_value, target_words
 from planner.endpoints import list_endpoints
 from planner.store import alerts as store
 from planner.store import database_url
@@ -28,6 +29,27 @@ st.caption(
 )
 eng = engine()
 URL = database_url()
+ss = st.session_state
+# What the last add or delete did, shown after the rerun that refreshed the page (a message shown before st.rerun()
+# would be gone with it).
+if "alerts_flash" in ss:
+    st.success(ss.pop("alerts_flash"))
+
+# The add form's inputs: forgotten after a rule is added, so the form shows empty again.
+_FORM_KEYS = (
+    "alert_name",
+    "alert_kind",
+    "alert_endpoint",
+    "alert_interaction",
+    "alert_threshold",
+    "alert_window",
+    "alert_for",
+    "alert_min_n",
+    "alert_clear",
+    "alert_webhook_env",
+    "alert_webhook_format",
+    "alert_email",
+)
 
 # One cached reader per query (5 s, keyed by database URL, as on the Probes page): a rerun without a change reads
 # nothing. This page's own writes forget them all (_forget), so an added or deleted rule shows at once; what the
@@ -116,9 +138,8 @@ if rules:
         channels = ", ".join(f"{c} {t}" for c, t in channels_of(r)) or "no channel (this page only)"
         with st.container(border=True):
             st.markdown(
-                f"**{md_text(r.name)}** — {md_text(str(r.kind))} over {format_value(r.kind, r.threshold)}"
-                + (f" ({md_text(r.interaction)} target)" if r.interaction else "")
-                + f" on {md_text(where)}; window {r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n}, "
+                f"**{md_text(r.name)}** — {md_text(condition(r))} on {md_text(where)}; "
+                f"window {r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n}, "
                 f"clears {r.clear_margin:.0%} below · {md_text(channels)}"
             )
             if r.webhook_env:
@@ -158,24 +179,17 @@ if rules:
                     show_store_failure(exc)
                 else:
                     _forget()
-                    record("alert.write", r.name, "deleted")
+                    record("alert.write", r.name, audit_detail("deleted", r))
+                    ss.alerts_flash = f"Deleted rule {md_text(r.name)} with its history and deliveries."
                     st.rerun()
 
 # ---- add a rule
 with st.expander("Add a rule", expanded=not rules):
     targets = _targets(URL)
     with st.form("alert_add"):
-        name = st.text_input("Name", placeholder="chat p95")
+        name = st.text_input("Name", placeholder="chat p95", key="alert_name")
         kind = st.selectbox(
-            "Kind",
-            [k.value for k in AlertKind],
-            key="alert_kind",
-            format_func={
-                "p95_over": "p95 TTFT over a target (ms)",
-                "error_rate_over": "error rate over (%)",
-                "no_success": "no successful sample for the window",
-                "cold_over": "cold reading over (s)",
-            }.get,
+            "Kind", [k.value for k in AlertKind], key="alert_kind", format_func=lambda k: KIND_CHOICES[AlertKind(k)]
         )
         ep_choice = st.selectbox(
             "Endpoint",
@@ -186,7 +200,7 @@ with st.expander("Add a rule", expanded=not rules):
         interaction = st.selectbox(
             "Threshold from an interaction type's or a saved worksheet's p95 target (p95 only)",
             ["", *targets],
-            format_func=lambda k: "— enter a threshold —" if not k else f"{k} ({targets[k]:g} ms)",
+            format_func=lambda k: "— enter a threshold —" if not k else f"{target_words(k)} ({targets[k]:g} ms)",
             key="alert_interaction",
         )
         threshold = st.number_input("Threshold (ms, %, or s by kind)", min_value=0.0, value=0.0, key="alert_threshold")
@@ -224,8 +238,10 @@ with st.expander("Add a rule", expanded=not rules):
                 show_store_failure(exc)
             else:
                 _forget()
-                record("alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}")
-                st.success(f"Added rule {md_text(rule.name)}.")
+                record("alert.write", rule.name, audit_detail("added", rule))
+                ss.alerts_flash = f"Added rule {md_text(rule.name)}: {md_text(condition(rule))}."
+                for key in _FORM_KEYS:
+                    ss.pop(key, None)
                 st.rerun()
 
 # ---- history and deliveries

@@ -4,6 +4,10 @@ one queued delivery per channel for each transition, and send the deliveries tha
 The worker calls `evaluate_all` on its housekeeping tick; `ttft-planner alerts evaluate` calls the same function,
 so a rule behaves the same whichever runs it. Delivery is at least once: a send that fails is retried with backoff
 (planner.alerts.notify.BACKOFF_S) on later passes until MAX_ATTEMPTS, and its last error stays in the store.
+
+Both may run at once: a transition is stored only by the pass that stepped the stored state (the other's is
+dropped), and a delivery is claimed before it is sent (planner.store.alerts.claim_delivery), so a pass sends only
+what it won, and every attempt is counted once.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.engine import Engine
 
-from planner.alerts.notify import BACKOFF_S, MAX_ATTEMPTS, Notice, channels_of, message, send
+from planner.alerts.notify import BACKOFF_S, MAX_ATTEMPTS, SEND_LEASE_S, Notice, channels_of, message, send
 from planner.alerts.rules import AlertKind, Observation, Rule, SeriesStatus, Transition, step
 from planner.store import alerts as store
 from planner.store.probe_queries import SeriesKey, series_keys, summary
@@ -71,7 +75,8 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
                 continue
             if vantage is not None and key.vantage != vantage:
                 continue
-            prev = states.get((int(rule.id or 0), key.endpoint_id, key.vantage), SeriesStatus())
+            stored = states.get((int(rule.id or 0), key.endpoint_id, key.vantage))
+            prev = stored or SeriesStatus()
             obs = observe(engine, judged, key, now_ms)
             status, transition = step(judged, prev, obs, now_ms)
             event = None
@@ -89,8 +94,7 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
                     message=message(notice)[:1000],
                     at_ms=now_ms,
                 )
-                result.transitions.append((rule.name, key.label, str(transition)))
-            store.save_evaluation(
+            saved = store.save_evaluation(
                 engine,
                 rule,
                 key.endpoint_id,
@@ -99,7 +103,12 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
                 now_ms,
                 event,
                 channels_of(rule) if event is not None else [],
+                seen=None if stored is None else stored.state,
             )
+            if not saved:  # another pass stored this series' step since we read it (and its transition, if any)
+                continue
+            if transition is not None:
+                result.transitions.append((rule.name, key.label, str(transition)))
             result.series += 1
     if deliver:
         deliver_due(engine, now_ms, result, vantage=vantage)
@@ -129,21 +138,24 @@ def deliver_due(
             e.n,
             e.at_ms,
         )
+        attempt = store.claim_delivery(engine, d, now_ms=now_ms, lease_ms=int(SEND_LEASE_S * 1000))
+        if attempt is None:  # another pass is sending it, or has sent it
+            continue
         try:
             send(d.channel, d.target, notice)
         except RuntimeError as exc:
-            attempts = d.attempts + 1
-            retry = attempts < MAX_ATTEMPTS
-            wait_s = BACKOFF_S[min(attempts - 1, len(BACKOFF_S) - 1)]
-            store.record_attempt(
+            retry = attempt < MAX_ATTEMPTS
+            wait_s = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
+            store.finish_delivery(
                 engine,
                 int(d.id or 0),
+                attempt,
                 now_ms=now_ms,
                 error=str(exc),
                 next_attempt_at_ms=now_ms + int(wait_s * 1000) if retry else None,
             )
             result.failed.append(f"{d.channel} {d.target}: {exc}" + ("" if retry else " (given up)"))
             continue
-        store.record_attempt(engine, int(d.id or 0), now_ms=now_ms, error="", next_attempt_at_ms=None)
+        store.finish_delivery(engine, int(d.id or 0), attempt, now_ms=now_ms, error="", next_attempt_at_ms=None)
         result.delivered += 1
     return result

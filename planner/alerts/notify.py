@@ -17,8 +17,19 @@ import httpx
 
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
+from planner.alerts.words import KIND_WHAT, format_value, target_words
 
-__all__ = ["BACKOFF_S", "MAX_ATTEMPTS", "Notice", "WEBHOOK_FORMATS", "channels_of", "format_value", "message", "send"]
+__all__ = [
+    "BACKOFF_S",
+    "MAX_ATTEMPTS",
+    "SEND_LEASE_S",
+    "Notice",
+    "WEBHOOK_FORMATS",
+    "channels_of",
+    "format_value",
+    "message",
+    "send",
+]
 
 
 WEBHOOK_FORMATS = ("json", "slack", "teams")
@@ -26,6 +37,9 @@ MAX_ATTEMPTS = 5
 #: Wait before attempt k+1 after k failed attempts (s): 30 s, 1 min, 2 min, 4 min, then given up.
 BACKOFF_S = (30.0, 60.0, 120.0, 240.0)
 TIMEOUT_S = 10.0
+#: How long an evaluator holds a delivery it claimed to send (s): far longer than one send (TIMEOUT_S per network
+#: step), so no other evaluator sends it meanwhile; an evaluator that died mid-send leaves it to be retried after.
+SEND_LEASE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -47,30 +61,12 @@ class Notice:
         return f"{base}/probes"
 
 
-def format_value(kind: AlertKind, v: float | None) -> str:
-    if v is None or v != v:  # None or NaN (a missing cell read back through pandas)
-        return "no data"
-    if kind is AlertKind.ERROR_RATE_OVER:
-        return f"{v:.1%}"
-    if kind is AlertKind.P95_OVER:
-        return f"{v:,.0f} ms"
-    return f"{v:,.1f} {'min' if kind is AlertKind.NO_SUCCESS else 's'}"
-
-
-_WHAT = {
-    AlertKind.P95_OVER: "p95 TTFT",
-    AlertKind.ERROR_RATE_OVER: "error rate",
-    AlertKind.NO_SUCCESS: "time since the last successful sample",
-    AlertKind.COLD_OVER: "cold-start TTFT",
-}
-
-
 def message(n: Notice) -> str:
     """One line a person can act on: what, where, the numbers with n and window, and the link."""
     r = n.rule
     head = ("TEST " if n.test else "") + ("FIRING" if n.transition is Transition.FIRING else "RESOLVED")
     where = f"{n.endpoint} @ {n.vantage or 'default vantage'}"
-    target = f" ({r.interaction} target)" if r.interaction else ""
+    target = f" ({target_words(r.interaction)} target)" if r.interaction else ""
     shown = format_value(r.kind, r.threshold)
     cmp = (
         f"is over {shown}{target}"
@@ -79,7 +75,7 @@ def message(n: Notice) -> str:
     )
     sample = f", n={n.n}" if r.kind in (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER) else ""
     return (
-        f"[{head}] {r.name}: {_WHAT[r.kind]} on {where} {cmp}: {format_value(r.kind, n.value)}{sample} "
+        f"[{head}] {r.name}: {KIND_WHAT[r.kind]} on {where} {cmp}: {format_value(r.kind, n.value)}{sample} "
         f"over the last {r.window_s / 60:g} min. {n.link}"
     )
 

@@ -47,6 +47,8 @@ class Transition(StrEnum):
 
 
 UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min", AlertKind.COLD_OVER: "s"}
+# The unit a threshold is typed in (an error rate as a percentage), for messages.
+_THRESHOLD_UNIT = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "%", AlertKind.COLD_OVER: "s"}
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,8 @@ def build_rule(
     email_to: str = "",
 ) -> Rule:
     """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
-    with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction."""
+    with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction; with
+    an interaction type the threshold is its target (a different one typed as well is refused)."""
     kind = AlertKind(kind)
     name = name.strip()
     if not name:
@@ -146,16 +149,23 @@ def build_rule(
     if interaction:
         targets_ms = targets_ms or {}
         if kind is not AlertKind.P95_OVER:
-            raise ValueError("an interaction type sets a p95 target: use it with the p95_over kind")
+            raise ValueError("an interaction type or worksheet sets a p95 TTFT target: use it with a p95 TTFT rule")
         if interaction not in targets_ms:
             raise ValueError(f"unknown p95 target {interaction!r}; known: {', '.join(targets_ms)}")
-        threshold = threshold if threshold is not None else targets_ms[interaction]
+        target_ms = targets_ms[interaction]
+        if threshold is not None and threshold != target_ms:
+            # A rule is labelled with the target it took its threshold from: a different threshold would be mislabelled.
+            raise ValueError(
+                f"threshold {threshold:g} ms is not the {interaction} target ({target_ms:g} ms): leave the threshold "
+                "empty to use the target, or choose no target to use your own"
+            )
+        threshold = target_ms
     if kind is AlertKind.NO_SUCCESS:
         threshold = window_min
     if threshold is None or not threshold > 0:
         raise ValueError(
-            f"threshold: give a number > 0 for {kind.value}"
-            + (" (or an interaction type)" if kind is AlertKind.P95_OVER else "")
+            f"threshold: give a number > 0 ({_THRESHOLD_UNIT.get(kind, 'min')})"
+            + (" or take an interaction type's target" if kind is AlertKind.P95_OVER else "")
         )
     if kind is AlertKind.ERROR_RATE_OVER:
         if threshold >= 100:

@@ -5,6 +5,12 @@ Never a secret: a webhook is stored as the NAME of the variable that holds its U
 carries its token), and SMTP credentials come from the environment (planner.alerts.notify).
 A delivery row is the outbox: it is written in the same transaction as its event, sent by the evaluation that
 follows, and retried with backoff until it is delivered or out of attempts; its last error stays visible.
+
+Two evaluators may run at once (a vantage's worker and a hand-run `ttft-planner alerts evaluate`), on SQLite or
+PostgreSQL. Each write they race on is one conditional statement that only one of them wins, as requests are claimed
+(planner.store.requests): a series' new state is stored only if the state it was stepped from is still the stored one
+(so one transition makes one event), and a delivery is claimed before it is sent (claim_delivery: due → held for a
+lease, attempts + 1 in SQL), so one event is sent once per channel and every attempt is counted.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, select
 
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus
@@ -25,14 +32,16 @@ __all__ = [
     "AlertEventRow",
     "AlertRuleRow",
     "AlertSeriesRow",
+    "DuplicateRule",
     "add_rule",
     "alert_history",
+    "claim_delivery",
     "deliveries",
     "due_deliveries",
+    "finish_delivery",
     "last_success_ms",
     "load_rules",
     "newest_cold_s",
-    "record_attempt",
     "remove_rule",
     "rule_by_name",
     "save_evaluation",
@@ -128,29 +137,75 @@ def _to_rule(r: AlertRuleRow) -> Rule:
     )
 
 
+class DuplicateRule(ValueError):
+    """A rule that would repeat one stored already: its name is taken, or another rule watches the same thing."""
+
+
+# pg_advisory_xact_lock key for adding a rule (the migration lock is 7102026, sample writes 7102027).
+_RULE_WRITE_LOCK = 7102028
+
+
+def _same_watch(t: sa.Table, rule: Rule) -> list[sa.ColumnElement[bool]]:
+    """The stored rules that would do exactly what `rule` does: same endpoint, kind, threshold, window, for-duration,
+    min n, clear margin and channels (the name, and the target the threshold was taken from, change nothing)."""
+    same = [
+        t.c.kind == str(rule.kind),
+        t.c.threshold == float(rule.threshold),
+        t.c.window_s == float(rule.window_s),
+        t.c.for_s == float(rule.for_s),
+        t.c.min_n == int(rule.min_n),
+        t.c.clear_margin == float(rule.clear_margin),
+        t.c.endpoint_id.is_not_distinct_from(rule.endpoint_id),
+        t.c.webhook_env == rule.webhook_env,
+        t.c.email_to == rule.email_to,
+    ]
+    if rule.webhook_env:  # the body format matters only where there is a webhook
+        same.append(t.c.webhook_format == rule.webhook_format)
+    return same
+
+
 def add_rule(engine: Engine, rule: Rule, now_ms: int) -> int:
-    """Store a new rule; raises ValueError when the name is taken."""
-    with session(engine) as s:
-        if s.exec(select(AlertRuleRow.id).where(AlertRuleRow.name == rule.name)).first() is not None:
-            raise ValueError(f"an alert rule named {rule.name!r} exists already")
-        row = AlertRuleRow(
-            name=rule.name,
-            kind=str(rule.kind),
-            threshold=rule.threshold,
-            window_s=rule.window_s,
-            for_s=rule.for_s,
-            min_n=rule.min_n,
-            clear_margin=rule.clear_margin,
-            endpoint_id=rule.endpoint_id,
-            interaction=rule.interaction,
-            webhook_env=rule.webhook_env,
-            webhook_format=rule.webhook_format,
-            email_to=rule.email_to,
-            created_at_ms=now_ms,
-        )
-        s.add(row)
-        s.flush()
-        return int(row.id or 0)
+    """Store a new rule; returns its id. Raises DuplicateRule (a ValueError, its message names the rule it repeats)
+    when the name is taken or an identical rule exists, whoever adds it: the page, the CLI, two at once."""
+    t = table_of(AlertRuleRow)
+    try:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # Under READ COMMITTED two adds would not see each other's uncommitted rule: one at a time.
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _RULE_WRITE_LOCK})
+            # SQLite: the INSERT comes first, so the check below runs under the write lock it took.
+            new_id = conn.execute(
+                t.insert()
+                .values(
+                    name=rule.name,
+                    kind=str(rule.kind),
+                    threshold=float(rule.threshold),
+                    window_s=float(rule.window_s),
+                    for_s=float(rule.for_s),
+                    min_n=int(rule.min_n),
+                    clear_margin=float(rule.clear_margin),
+                    endpoint_id=rule.endpoint_id,
+                    interaction=rule.interaction,
+                    webhook_env=rule.webhook_env,
+                    webhook_format=rule.webhook_format,
+                    email_to=rule.email_to,
+                    created_at_ms=now_ms,
+                )
+                .returning(t.c.id)
+            ).scalar_one()
+            twin = conn.execute(
+                sa.select(t.c.name).where(t.c.id != new_id, *_same_watch(t, rule)).order_by(t.c.id).limit(1)
+            ).scalar()
+            if twin is not None:  # rolls the insert back
+                raise DuplicateRule(
+                    f"the alert rule {twin!r} already does this (same endpoint, condition, window, for-duration, "
+                    "min n, clear margin and channels): not added again"
+                )
+            return int(new_id)
+    except IntegrityError:
+        if rule_by_name(engine, rule.name) is not None:  # the name is taken (its unique index refused the insert)
+            raise DuplicateRule(f"an alert rule named {rule.name!r} exists already") from None
+        raise
 
 
 def load_rules(engine: Engine) -> list[Rule]:
@@ -322,40 +377,57 @@ def save_evaluation(
     now_ms: int,
     event: AlertEventRow | None,
     channels: list[tuple[str, str]],
-) -> None:
-    """Store the series' new status, and its event with one queued delivery per channel, in one transaction."""
-    with session(engine) as s:
-        row = s.exec(
-            select(AlertSeriesRow).where(
-                AlertSeriesRow.rule_id == rule.id,
-                AlertSeriesRow.endpoint_id == endpoint_id,
-                AlertSeriesRow.vantage == vantage,
-            )
-        ).first()
-        if row is None:
-            row = AlertSeriesRow(
-                rule_id=int(rule.id or 0),
-                endpoint_id=endpoint_id,
-                vantage=vantage,
-                state=str(status.state),
-                evaluated_at_ms=now_ms,
-            )
-        row.state, row.since_ms, row.value, row.n = str(status.state), status.since_ms, status.value, status.n
-        row.evaluated_at_ms = now_ms
-        s.add(row)
-        if event is not None:
-            s.add(event)
-            s.flush()
-            for channel, target in channels:
-                s.add(
-                    AlertDeliveryRow(
-                        event_id=int(event.id or 0), channel=channel, target=target[:500], next_attempt_at_ms=now_ms
-                    )
+    *,
+    seen: AlertState | None,
+) -> bool:
+    """Store the series' new status, and its event with one queued delivery per channel, in one transaction.
+
+    `seen` is the state the status was stepped from (None: the series was not stored yet). The write is conditional
+    on it: of two evaluators that stepped the same state, one stores its status and event and the other stores
+    nothing (False), so one transition is one event."""
+    a, e, d = table_of(AlertSeriesRow), table_of(AlertEventRow), table_of(AlertDeliveryRow)
+    values = {
+        "state": str(status.state),
+        "since_ms": status.since_ms,
+        "value": status.value,
+        "n": status.n,
+        "evaluated_at_ms": now_ms,
+    }
+    key = {"rule_id": int(rule.id or 0), "endpoint_id": endpoint_id, "vantage": vantage}
+    try:
+        with engine.begin() as conn:
+            if seen is None:  # the unique (rule, endpoint, vantage) index lets one first write in
+                conn.execute(a.insert().values(**key, **values))
+            else:
+                got = conn.execute(
+                    a.update().where(*(a.c[k] == v for k, v in key.items()), a.c.state == str(seen)).values(**values)
                 )
+                if got.rowcount != 1:
+                    return False
+            if event is not None:
+                event_id = conn.execute(
+                    e.insert().values(**event.model_dump(exclude={"id"})).returning(e.c.id)
+                ).scalar_one()
+                for channel, target in channels:
+                    conn.execute(
+                        d.insert().values(
+                            event_id=event_id,
+                            channel=channel,
+                            target=target[:500],
+                            attempts=0,
+                            next_attempt_at_ms=now_ms,
+                            last_error="",
+                        )
+                    )
+    except IntegrityError:
+        if seen is None:  # another evaluator stored the series first
+            return False
+        raise
+    return True
 
 
 def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, AlertEventRow]]:
-    """Deliveries whose next attempt is due, oldest first, each with its event."""
+    """Deliveries whose next attempt is due, oldest first, each with its event. Claim one before sending it."""
     with session(engine) as s:
         d = table_of(AlertDeliveryRow)
         due = sa.select(d.c.id).where(d.c.next_attempt_at_ms.is_not(None), d.c.next_attempt_at_ms <= now_ms)
@@ -368,16 +440,45 @@ def due_deliveries(engine: Engine, now_ms: int) -> list[tuple[AlertDeliveryRow, 
         return [(d, e) for d, e in rows]
 
 
-def record_attempt(
-    engine: Engine, delivery_id: int, *, now_ms: int, error: str, next_attempt_at_ms: int | None
-) -> None:
-    """One send attempt: delivered when `error` is empty, else the error and the next try (None: given up)."""
-    with session(engine) as s:
-        d = s.get(AlertDeliveryRow, delivery_id)
-        if d is None:
-            return
-        d.attempts += 1
-        d.last_error = error[:500]
-        d.delivered_at_ms = None if error else now_ms
-        d.next_attempt_at_ms = next_attempt_at_ms if error else None
-        s.add(d)
+def claim_delivery(engine: Engine, delivery: AlertDeliveryRow, *, now_ms: int, lease_ms: int) -> int | None:
+    """Claim a due delivery for one send attempt, as due_deliveries read it: one conditional UPDATE that only one
+    evaluator wins. It must still be due at `now_ms` with the attempts read; it is then held until now_ms + lease_ms
+    (another evaluator retries it after that, if this one never finishes) and its attempts are counted in SQL.
+
+    Returns the attempt number now claimed (1 for the first), or None when another evaluator has it (or it is no
+    longer due). Report the outcome with finish_delivery."""
+    d = table_of(AlertDeliveryRow)
+    with engine.begin() as conn:
+        claimed = conn.execute(
+            d.update()
+            .where(
+                d.c.id == delivery.id,
+                d.c.attempts == delivery.attempts,
+                d.c.delivered_at_ms.is_(None),
+                d.c.next_attempt_at_ms.is_not(None),
+                d.c.next_attempt_at_ms <= now_ms,
+            )
+            .values(attempts=d.c.attempts + 1, next_attempt_at_ms=now_ms + lease_ms)
+            .returning(d.c.attempts)
+        ).scalar()
+    return None if claimed is None else int(claimed)
+
+
+def finish_delivery(
+    engine: Engine, delivery_id: int, attempt: int, *, now_ms: int, error: str, next_attempt_at_ms: int | None
+) -> bool:
+    """The outcome of the claimed `attempt`: delivered when `error` is empty, else the error and the next try
+    (None: given up). Conditional on the claim: False (nothing written) when the delivery was claimed again since,
+    its lease having run out."""
+    d = table_of(AlertDeliveryRow)
+    with engine.begin() as conn:
+        got = conn.execute(
+            d.update()
+            .where(d.c.id == delivery_id, d.c.attempts == attempt, d.c.delivered_at_ms.is_(None))
+            .values(
+                last_error=error[:500],
+                delivered_at_ms=None if error else now_ms,
+                next_attempt_at_ms=next_attempt_at_ms if error else None,
+            )
+        )
+    return got.rowcount == 1

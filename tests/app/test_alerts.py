@@ -1,7 +1,8 @@
 """The Alerts page: a firing rule is shown firing with its history and the delivery that failed (and why); a rule
 added in the form is stored; a webhook URL typed where its variable's NAME belongs is refused and not stored; a rerun
-reads nothing from the database, yet a rule added or deleted on the page shows at once. Streamlit's cache clock is
-stopped (cache_clock), so a reader's 5 s expire only when a test says so."""
+reads nothing from the database, yet a rule added or deleted on the page shows at once; an added rule is confirmed in
+plain words and the form emptied, and the same rule added again is refused. Streamlit's cache clock is stopped
+(cache_clock), so a reader's 5 s expire only when a test says so."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from planner.alerts.evaluate import evaluate_all
 from planner.alerts.rules import AlertKind
 from planner.store import alerts as store
 from planner.store import open_store
+from planner.store.audit import audit_log
 from tests.app.conftest import open_page
 from tests.support.alerts import slow_endpoint_with_rule
 
@@ -102,6 +104,42 @@ def test_a_rule_added_or_deleted_on_the_page_shows_at_once(monkeypatch, cache_cl
     at.checkbox(key=f"alert_del_confirm_{rule.id}").check().run()
     at.button(key=f"alert_del_{rule.id}").click().run()
     assert not at.exception
+    assert [s.value for s in at.success] == ["Deleted rule chat p95 with its history and deliveries."]
     assert [m.value for m in at.metric] == ["1", "0", "0"]  # its series went with it
     assert not any(m.value.startswith("**chat p95**") for m in at.markdown)
     assert "History" not in [h.value for h in at.subheader]  # and its history
+
+
+CHAT_RULE = "p95 TTFT over 500 ms (Chat panel / single-file edit target)"
+
+
+def _add(at, name: str, *, interaction: str = "", threshold: float = 0.0) -> None:
+    at.text_input(key="alert_name").set_value(name)
+    at.selectbox(key="alert_interaction").set_value(interaction)
+    at.number_input(key="alert_threshold").set_value(threshold)
+    next(b for b in at.button if b.label == "Add rule").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_an_added_rule_is_confirmed_in_plain_words_the_form_empties_and_the_same_rule_is_refused():
+    at = open_page("alerts")
+    _add(at, "chat p95", interaction="chat")
+    assert [s.value for s in at.success] == [f"Added rule chat p95: {CHAT_RULE}."]
+    # the form is empty again, ready for the next rule
+    assert at.text_input(key="alert_name").value == "" and at.selectbox(key="alert_interaction").value == ""
+    (label,) = [m.value for m in at.markdown if m.value.startswith("**chat p95**")]
+    assert label.startswith(f"**chat p95** — {CHAT_RULE} on every endpoint;") and "p95_over" not in label
+    assert audit_log(open_store()).iloc[0]["detail"] == f"added: {CHAT_RULE}"  # the Admin page's detail too
+
+    # The same rule again under another name, with the target typed out: refused, naming the rule it repeats.
+    _add(at, "chat p95 again", threshold=500.0)
+    assert any("'chat p95' already does this" in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.success
+    # A threshold that is not the chosen target's would be labelled with a target it is not: refused.
+    _add(at, "chat 200", interaction="chat", threshold=200.0)
+    assert any("threshold 200 ms is not the chat target (500 ms)" in e.value for e in at.error)
+    assert [r.name for r in store.load_rules(open_store())] == ["chat p95"]
+
+    _add(at, "inline p95", interaction="inline")  # after a refusal, a new rule still goes in
+    assert [s.value for s in at.success] == ["Added rule inline p95: p95 TTFT over 200 ms (Inline completion target)."]
+    assert [r.name for r in store.load_rules(open_store())] == ["chat p95", "inline p95"]

@@ -1,9 +1,14 @@
 """The alert state machine on constructed series: it fires only after the for-duration with enough samples,
-holds between the clear level and the threshold (hysteresis), and notifies exactly once each way."""
+holds between the clear level and the threshold (hysteresis), and notifies exactly once each way; a rule reads in
+plain words, with the threshold it really has and the target it came from."""
 
 from __future__ import annotations
 
-from planner.alerts.rules import AlertKind, AlertState, Observation, Rule, SeriesStatus, Transition, step
+import pytest
+
+from planner.alerts.rules import AlertKind, AlertState, Observation, Rule, SeriesStatus, Transition, build_rule, step
+from planner.alerts.words import AUDIT_ACTIONS, KIND_CHOICES, KIND_WHAT, audit_detail, condition
+from planner.auth import ACTIONS
 
 MIN = 60_000
 RULE = Rule(name="chat p95", kind=AlertKind.P95_OVER, threshold=500.0, window_s=900, for_s=120, min_n=20)
@@ -57,3 +62,46 @@ def test_no_success_and_cold_rules_need_no_minimum_n():
     rule = Rule(name="silent", kind=AlertKind.NO_SUCCESS, threshold=10.0, for_s=0, min_n=20)
     _, sent = run(rule, [(4.0, 1), (11.0, 1), (0.5, 1)])
     assert sent == [(1, Transition.FIRING), (2, Transition.RESOLVED)]
+
+
+TARGETS = {"inline": 200.0, "chat": 500.0, "worksheet: Team plan": 350.0}
+
+
+def _p95(name: str, **kw) -> Rule:
+    return build_rule(name, "p95_over", window_min=15, for_min=5, min_n=20, targets_ms=TARGETS, **kw)
+
+
+def test_a_rule_on_a_target_is_labelled_with_the_threshold_it_has_and_that_target():
+    assert condition(_p95("chat p95", threshold=None, interaction="chat")) == (
+        "p95 TTFT over 500 ms (Chat panel / single-file edit target)"
+    )
+    assert condition(_p95("plan", threshold=None, interaction="worksheet: Team plan")) == (
+        "p95 TTFT over 350 ms (worksheet “Team plan” target)"
+    )
+    assert condition(_p95("typed", threshold=200.0)) == "p95 TTFT over 200 ms"
+    assert _p95("same", threshold=500.0, interaction="chat").threshold == 500.0  # the target typed out: agreed
+
+
+def test_a_threshold_that_is_not_the_chosen_targets_is_refused():
+    with pytest.raises(ValueError, match=r"threshold 200 ms is not the chat target \(500 ms\)"):
+        _p95("chat p95", threshold=200.0, interaction="chat")
+
+
+def test_every_kind_and_alert_audit_action_reads_in_plain_words():
+    rules = [
+        Rule(name="p", kind=AlertKind.P95_OVER, threshold=500.0),
+        Rule(name="e", kind=AlertKind.ERROR_RATE_OVER, threshold=0.05),
+        Rule(name="s", kind=AlertKind.NO_SUCCESS, threshold=15.0, window_s=900),
+        Rule(name="c", kind=AlertKind.COLD_OVER, threshold=12.0),
+    ]
+    assert [condition(r) for r in rules] == [
+        "p95 TTFT over 500 ms",
+        "error rate over 5.0%",
+        "no successful sample for 15 min",
+        "cold-start TTFT over 12.0 s",
+    ]
+    assert set(KIND_WHAT) == set(KIND_CHOICES) == set(AlertKind)
+    for phrase in [*KIND_WHAT.values(), *KIND_CHOICES.values(), *AUDIT_ACTIONS.values()]:
+        assert "_" not in phrase and "." not in phrase, phrase  # no code like p95_over or alert.write
+    assert set(AUDIT_ACTIONS) == {a for a in ACTIONS if a.startswith("alert.")}
+    assert audit_detail("added", rules[0]) == "added: p95 TTFT over 500 ms"
