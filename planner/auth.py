@@ -38,6 +38,7 @@ from planner import settings
 
 __all__ = [
     "ACTIONS",
+    "ACTION_WORDS",
     "RETURN_COOKIE",
     "RETURN_COOKIE_MAX_AGE_S",
     "RETURN_MAX_CHARS",
@@ -72,6 +73,21 @@ ACTIONS: dict[str, Role] = {
     "region.write": Role.ADMIN,
     "alert.write": Role.ADMIN,
     "audit.read": Role.ADMIN,
+}
+
+#: Each action in plain words, as the Admin page and the audit log show it (the codes stay what the store keeps).
+ACTION_WORDS: dict[str, str] = {
+    "worksheet.save": "Save a worksheet",
+    "worksheet.delete": "Delete a saved worksheet",
+    "logs.upload": "Save an uploaded request log",
+    "logs.delete": "Delete a stored request log",
+    "probe.now": "Probe an endpoint now",
+    "cold.request": "Request a cold reading",
+    "rtt.measure": "Measure region RTT",
+    "endpoint.write": "Add, edit or remove an endpoint",
+    "region.write": "Add or remove a region",
+    "alert.write": "Add or delete an alert rule",
+    "audit.read": "Read the audit log",
 }
 
 

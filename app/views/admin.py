@@ -7,7 +7,7 @@ from app import present
 from app.auth import auth_enabled, can, current_role, require
 from app.cache import engine
 from app.viewer import fmt_ms
-from planner.auth import ACTIONS
+from planner.auth import ACTION_WORDS, ACTIONS
 from planner.store.audit import audit_log
 
 st.title("Admin")
@@ -23,14 +23,15 @@ if require("audit.read"):
     if log.empty:
         st.caption("No change recorded yet.")
     else:
-        shown = log.assign(at=[fmt_ms(v, fmt="%Y-%m-%d %H:%M:%S") for v in log["at_ms"]])[
-            ["at", "actor", "role", "action", "object_name", "detail"]
-        ]
+        shown = log.assign(
+            at=[fmt_ms(v, fmt="%Y-%m-%d %H:%M:%S") for v in log["at_ms"]],
+            action=[ACTION_WORDS.get(a, a) for a in log["action"]],
+        )[["at", "actor", "role", "action", "object_name", "detail"]]
         st.dataframe(present.display_frame(shown), hide_index=True, key="audit_log")
 st.subheader("Who may do what")
 role = current_role()
 st.caption(f"Your role: **{role or 'none'}**." if auth_enabled() else "Everyone is an admin while sign-in is off.")
 actions = pd.DataFrame(
-    [{"action": a, "least_role": str(r), "you": "yes" if can(a) else "no"} for a, r in ACTIONS.items()]
+    [{"action": ACTION_WORDS[a], "least_role": str(r), "you": "yes" if can(a) else "no"} for a, r in ACTIONS.items()]
 )
 st.dataframe(present.display_frame(actions), hide_index=True, key="auth_actions")

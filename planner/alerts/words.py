@@ -1,5 +1,5 @@
 """Alerts in plain words: what each kind of rule watches, whose p95 target a threshold came from, a rule's condition
-in one phrase, and the audit actions a change to a rule is logged under.
+in one phrase (the audit actions are in words in planner/auth.py, ACTION_WORDS).
 
 The page, the notifications and the audit details take their wording from here, so a reader never sees a code
 ("p95_over", "alert.write"); the codes stay what the store, the CLI options and the JSON output use.
@@ -11,7 +11,7 @@ from planner.alerts.rules import AlertKind, Rule
 from planner.alerts.targets import WORKSHEET_PREFIX
 from planner.interactions import interactions
 
-__all__ = ["AUDIT_ACTIONS", "KIND_CHOICES", "KIND_WHAT", "audit_detail", "condition", "format_value", "target_words"]
+__all__ = ["KIND_CHOICES", "KIND_WHAT", "audit_detail", "condition", "format_value", "target_words"]
 
 #: What a rule of each kind measures (the subject of its sentences: "p95 TTFT on chat-eu is over 500 ms").
 KIND_WHAT: dict[AlertKind, str] = {
@@ -27,11 +27,6 @@ KIND_CHOICES: dict[AlertKind, str] = {
     AlertKind.ERROR_RATE_OVER: "error rate over (%)",
     AlertKind.NO_SUCCESS: "no successful sample for the window",
     AlertKind.COLD_OVER: "cold reading over (s)",
-}
-
-#: The audit actions (keys of planner.auth.ACTIONS) a change to an alert rule is logged under, in plain words.
-AUDIT_ACTIONS: dict[str, str] = {
-    "alert.write": "Alert rule added or deleted",
 }
 
 

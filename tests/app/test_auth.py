@@ -78,6 +78,8 @@ def test_an_admin_writes_and_the_audit_log_names_them():
     )
     at.switch_page("views/admin.py").run()
     assert at.dataframe[0].value.iloc[0]["Who"] == "lead@example.com"
+    shown = [str(v) for df in at.dataframe for v in df.value.to_numpy().ravel()]
+    assert "Add or delete an alert rule" in shown and "alert.write" not in shown  # actions in words, not codes
 
 
 def test_an_editor_saves_a_worksheet_but_cannot_delete_it_or_add_an_endpoint():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from planner.alerts.rules import AlertKind, AlertState, Observation, Rule, SeriesStatus, Transition, build_rule, step
-from planner.alerts.words import AUDIT_ACTIONS, KIND_CHOICES, KIND_WHAT, audit_detail, condition
-from planner.auth import ACTIONS
+from planner.alerts.words import KIND_CHOICES, KIND_WHAT, audit_detail, condition
+from planner.auth import ACTION_WORDS, ACTIONS
 
 MIN = 60_000
 RULE = Rule(name="chat p95", kind=AlertKind.P95_OVER, threshold=500.0, window_s=900, for_s=120, min_n=20)
@@ -101,7 +101,7 @@ def test_every_kind_and_alert_audit_action_reads_in_plain_words():
         "cold-start TTFT over 12.0 s",
     ]
     assert set(KIND_WHAT) == set(KIND_CHOICES) == set(AlertKind)
-    for phrase in [*KIND_WHAT.values(), *KIND_CHOICES.values(), *AUDIT_ACTIONS.values()]:
+    for phrase in [*KIND_WHAT.values(), *KIND_CHOICES.values(), *ACTION_WORDS.values()]:
         assert "_" not in phrase and "." not in phrase, phrase  # no code like p95_over or alert.write
-    assert set(AUDIT_ACTIONS) == {a for a in ACTIONS if a.startswith("alert.")}
+    assert set(ACTION_WORDS) == set(ACTIONS)  # every action has its words
     assert audit_detail("added", rules[0]) == "added: p95 TTFT over 500 ms"
