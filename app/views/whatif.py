@@ -23,10 +23,14 @@ from planner.whatif.deployment import (
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
 
+# The starting candidates leave prefill and RTT out: they take the worksheet's figures (measured or typed, with
+# their provenance), so the comparison starts from what the team measured rather than from a number of ours.
 DEFAULT_SPECS = (
-    "serverless:name=serverless 4×8,window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3\n"
-    "dedicated:name=dedicated 1×8,replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40"
+    "serverless:name=serverless 4×8,window=300,cold=20,slots=8,max=4,decode=60,usd_per_mtok=0.3\n"
+    "dedicated:name=dedicated 1×8,replicas=1,slots=8,decode=60,usd_per_gpu_h=3.2,gpus=1"
 )
+# spec key → the candidate's attribute a worksheet default fills
+_DEFAULT_ATTRS = {"prefill": "prefill_tokens_per_s", "rtt": "rtt_ms", "cold": "cold_start_s"}
 
 _RATE_LABELS = {
     "prefill_tokens_per_s": "prefill",
@@ -121,10 +125,28 @@ specs_text = st.text_area(
     + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.",
 )
 defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
-if defaults:
+deployments, problems = [], []
+for i, line in enumerate(l for l in specs_text.splitlines() if l.strip()):
+    try:
+        deployments.append(
+            parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults)
+        )
+    except SpecError as exc:
+        problems.append(str(exc))
+names = [d.name for d in deployments]
+if len(set(names)) != len(names):
+    problems.append(f"Candidate names must differ (add name=… to a line): {', '.join(names)}")
+
+# Say which worksheet figures are in use, and by which candidates: only those a candidate really left out.
+taken = {k: [d.name for d in deployments if getattr(d, _DEFAULT_ATTRS[k], None) == f] for k, f in defaults.items()}
+used = [
+    f"{k} = {_fmt(defaults[k])} ({defaults[k].describe(tz)}) for {', '.join(who)}" for k, who in taken.items() if who
+]
+if deployments:
     st.caption(
-        f"Keys a candidate leaves out come from your worksheet “{worksheet.name}”: "
-        + " · ".join(f"{k} = {_fmt(f)} ({f.describe(tz)})" for k, f in defaults.items())
+        md_text(f"From your worksheet “{worksheet.name}”: " + " · ".join(used))
+        if used
+        else "Every candidate sets its own prefill rate, RTT and cold start: no figure comes from the worksheet."
     )
 
 if source is None:
@@ -156,17 +178,6 @@ if ss.wi_error:
     st.error(ss.wi_error, icon=":material/error:")
     st.stop()
 
-deployments, problems = [], []
-for i, line in enumerate(l for l in specs_text.splitlines() if l.strip()):
-    try:
-        deployments.append(
-            parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults)
-        )
-    except SpecError as exc:
-        problems.append(str(exc))
-names = [d.name for d in deployments]
-if len(set(names)) != len(names):
-    problems.append(f"Candidate names must differ (add name=… to a line): {', '.join(names)}")
 for p in problems:
     st.error(p, icon=":material/error:")
 if not deployments or problems:

@@ -163,3 +163,26 @@ def test_a_gzipped_upload_replays_like_the_cli_on_the_same_file(app, tmp_path):
     assert any(f"{want['n_requests']:,} requests from agent.jsonl.gz" in c.value for c in app.caption)
     cost = chart_spec(app, "wi_cost")
     assert plotly_array(cost["data"][0]["x"]) == [want["candidates"][0]["p95_ms"]]
+
+
+def test_the_starting_candidates_replay_at_the_worksheets_measured_prefill_rate(app):
+    from planner.budget import Worksheet
+    from planner.interactions import interactions
+    from planner.provenance import Figure, Source
+    from planner.worksheet_url import query_dict
+
+    upload_id = store_log()
+    measured = Figure(4000.0, "tokens/s", Source.PROBE, detail="acme: prefill slope fit", n=12)
+    sheet = Worksheet(prefill_tokens_per_s=measured, network_ms=Figure.typed(30, "ms"))
+    app.query_params.update(query_dict(sheet, {i.key for i in interactions()}))
+    app.run()  # the worksheet, seeded from its shared link
+    open_page("whatif", app)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id)).run()
+    caption = next(c.value for c in app.caption if "From your worksheet" in c.value)
+    assert "prefill = 4,000 tokens/s (probe" in caption and "for serverless 4×8, dedicated 1×8" in caption
+    # 2,000 uncached tokens at the measured 4,000 tokens/s: 500 ms of prefill for every candidate, not 12,000's 167
+    segments = chart_spec(app, "wi_segments")
+    prefill = plotly_array(segments["data"][2]["y"])
+    assert [round(v) for v in prefill] == [500, 500]
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()  # both set their own rate and RTT
+    assert not any("From your worksheet" in c.value and "prefill" in c.value for c in app.caption)
