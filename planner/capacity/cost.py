@@ -371,12 +371,13 @@ class CostSummary:
 
     @property
     def cheapest(self) -> str:
-        options = {
-            "serverless": self.serverless_usd_per_month,
-            "dedicated": self.dedicated_usd_per_month,
-            "hybrid": self.hybrid_usd_per_month,
-        }
-        return min(options, key=options.__getitem__)
+        """The cheapest option; on a tie within a cent the simpler one (serverless, then dedicated). A hybrid with
+        no dedicated replica is serverless itself, so it is never the answer."""
+        options = {"serverless": self.serverless_usd_per_month, "dedicated": self.dedicated_usd_per_month}
+        if self.hybrid_base_replicas > 0:
+            options["hybrid"] = self.hybrid_usd_per_month
+        best = min(options.values())
+        return next(k for k, usd in options.items() if usd <= best + 0.01)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

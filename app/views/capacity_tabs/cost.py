@@ -281,7 +281,9 @@ def _show_results(inputs: CostInputs) -> None:
                     "Cost per month": present.usd(summary.dedicated_usd_per_month, 0),
                 },
                 {
-                    "Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)",
+                    "Option": f"Hybrid ({summary.hybrid_base_replicas} dedicated + serverless overflow)"
+                    if summary.hybrid_base_replicas
+                    else "Hybrid: no dedicated replica pays off (the same as serverless)",
                     "Cost per month": present.usd(summary.hybrid_usd_per_month, 0),
                 },
             ]
@@ -291,7 +293,8 @@ def _show_results(inputs: CostInputs) -> None:
     st.caption(
         f"Your traffic: {summary.monthly_tokens / 1e9:,.2f}B tokens/month, "
         f"peak {summary.peak_tokens_per_hour / 1e6:,.1f}M tokens/h → "
-        f"{summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} utilisation. "
+        f"dedicated-only needs {summary.replicas_for_peak} replica(s) at {summary.traffic_utilisation:.0%} "
+        "utilisation. "
         f"Cheapest: **{summary.cheapest}**."
     )
     for note in summary.notes:
