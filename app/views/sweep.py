@@ -9,7 +9,7 @@ from app.cache import engine
 from app.charts.sweep import sweep_figure
 from app.viewer import fmt_ms, zone_label
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
-from planner.sweep import queueing_p95_ms
+from planner.sweep import knee_sentence, queueing_p95_ms
 
 st.title("Load sweep")
 st.caption(
@@ -27,16 +27,21 @@ if runs.empty:
     st.stop()
 
 
+def _missing(v) -> float | None:
+    return None if present.is_missing(v) else float(v)
+
+
 def _run_label(r) -> str:
     unit = "concurrent" if r.mode == "concurrency" else "req/s"
+    knee_load, over_load = _missing(r.knee_load), _missing(r.over_load)
     knee = (
         "no target"
-        if r.target_p95_ms is None
-        else (
-            f"knee {r.knee_load:g} {unit}"
-            if r.knee_load == r.knee_load and r.knee_load is not None
-            else "over the target at once"
-        )
+        if present.is_missing(r.target_p95_ms)
+        else "over the target at once"
+        if knee_load is None
+        else f"knee not reached (≥ {knee_load:g} {unit})"
+        if over_load is None
+        else f"knee {knee_load:g} {unit}"
     )
     return f"#{r.id} · {r.model} at {r.base_url} · {r.mode} · {knee} · {fmt_ms(r.started_at_ms)} {zone_label()}"
 
@@ -46,12 +51,15 @@ run_id = st.selectbox("Sweep run", list(labels), format_func=labels.get, key="sw
 run = runs[runs["id"] == run_id].iloc[0]
 steps = load_sweep_steps(eng, run_id)
 unit = "concurrent requests" if run["mode"] == "concurrency" else "requests/s"
-knee = None if present.is_missing(run["knee_load"]) else float(run["knee_load"])
-target = None if present.is_missing(run["target_p95_ms"]) else float(run["target_p95_ms"])
+knee, over = _missing(run["knee_load"]), _missing(run["over_load"])
+target = _missing(run["target_p95_ms"])
+knee_words = knee_sentence(knee, over, target, unit)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(
-    "Knee", "—" if knee is None else f"{knee:g} {unit}", help="The last load whose p95 TTFT stayed within the target."
+    "Knee",
+    "—" if knee is None else "not reached" if over is None else f"{knee:g} {unit}",
+    help="The last load whose p95 TTFT stayed within the target: " + knee_words + ".",
 )
 c2.metric("p95 target", present.ms(target))
 c3.metric("Steps", present.count(len(steps)))
@@ -62,7 +70,12 @@ c4.metric(
 )
 if target is not None and knee is None:
     st.warning("p95 was over the target already at the first step: start the sweep at a lower load.")
-st.plotly_chart(sweep_figure(steps, unit=unit, target_p95_ms=target, knee_load=knee), key="sweep_curve")
+elif target is not None:
+    st.caption(knee_words[0].upper() + knee_words[1:] + ".")
+st.plotly_chart(
+    sweep_figure(steps, unit=unit, target_p95_ms=target, knee_load=knee if over is not None else None),
+    key="sweep_curve",
+)
 
 table = steps[
     [

@@ -7,7 +7,7 @@ them and summarises each step, `knee` finds where p95 TTFT leaves a target,
 
 from planner.sweep.arrivals import ARRIVAL_KINDS, arrival_offsets_s
 from planner.sweep.curve import queueing_p95_ms
-from planner.sweep.knee import knee_of
+from planner.sweep.knee import knee_of, knee_sentence
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "SweepStep",
     "arrival_offsets_s",
     "knee_of",
+    "knee_sentence",
     "queueing_p95_ms",
     "run_sweep",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["knee_of"]
+__all__ = ["knee_of", "knee_sentence"]
 
 
 def knee_of(
@@ -23,3 +23,15 @@ def knee_of(
             return knee, load
         knee = load
     return knee, None
+
+
+def knee_sentence(knee: float | None, over: float | None, target_p95_ms: float | None, unit: str) -> str:
+    """The knee in words, the same on the CLI and the Sweep page: "p95 stays within 800 ms up to 6 req/s and leaves
+    it at 8 req/s"; "not reached: …" when no step left the target (the knee is beyond the sweep, not its last step)."""
+    if target_p95_ms is None:
+        return "no p95 target given: no knee"
+    if knee is None:
+        return f"p95 is over {target_p95_ms:g} ms already at {over:g} {unit}" if over is not None else "no step"
+    if over is None:
+        return f"not reached: p95 stays within {target_p95_ms:g} ms up to {knee:g} {unit}, the sweep's last step"
+    return f"p95 stays within {target_p95_ms:g} ms up to {knee:g} {unit} and leaves it at {over:g} {unit}"

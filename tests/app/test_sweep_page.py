@@ -94,3 +94,24 @@ def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     assert any("sweep #" in c.value.replace("\\", "") for c in at.caption), "\n".join(
         c.value for c in at.caption
     )  # on the worksheet, with provenance
+
+
+def test_a_sweep_that_never_left_the_target_says_the_knee_was_not_reached():
+    whole = _one_slot_sweep()
+    steps = whole.steps[:1]  # only the 2 requests/s step: within the 500 ms target, nothing beyond it was tried
+    knee, over = knee_of([s.load for s in steps], [s.ttft_p95_ms for s in steps], 500)
+    result = SweepResult(
+        spec=whole.spec, steps=steps, started_at_ms=T0_MS, finished_at_ms=T0_MS + 1_500, knee_load=knee, over_load=over
+    )
+    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
+    store_sweep(eng, result, vantage="ci", tool_version="test")
+    eng.dispose()
+
+    at = open_page("sweep")
+    assert {m.label: m.value for m in at.metric}["Knee"] == "not reached"
+    assert any(
+        "Not reached: p95 stays within 500 ms up to 2 requests/s, the sweep's last step" in c.value for c in at.caption
+    )
+    assert "knee not reached (≥ 2 req/s)" in at.selectbox(key="sweep_run").options[0]
+    fig = chart_spec(at, "sweep_curve")
+    assert not any("knee" in (a.get("text") or "") for a in fig["layout"].get("annotations", []))
