@@ -6,6 +6,8 @@ has endpoints already, so the "Add an endpoint" section starts closed.
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import SHARED_ENV, open_expander, pick, wait_for_app
@@ -34,3 +36,27 @@ def test_pick_bedrock_in_a_region_fill_the_form_and_add_it(app_url, page: Page, 
     expect(table).to_be_visible()
     assert SHARED_ENV["GROQ_API_KEY"] not in page.content()
     page.screenshot(path=str(artifacts_dir / "endpoints-catalog.png"), full_page=True)
+
+
+def test_the_add_section_stays_open_after_fill_and_after_a_refused_add(app_url, page: Page):
+    # The store has endpoints, so the section starts closed: the user opened it, and it must stay open with the
+    # filled form in view, and the refusal next to the form.
+    page.set_viewport_size({"width": 1400, "height": 1100})
+    page.goto(app_url + "/endpoints")
+    open_expander(page, "Add an endpoint")
+    pick(page, "From the provider catalog", "Groq")
+    page.get_by_role("button", name="Fill the form").click()
+    wait_for_app(page)
+    base_url = page.get_by_role("textbox", name="Base URL", exact=True)
+    expect(base_url).to_be_visible()
+    expect(base_url).not_to_have_value("")
+    timeout = page.get_by_role("spinbutton", name="Timeout (s)", exact=True)
+    interval = page.get_by_role("spinbutton", name="Probe interval (s)", exact=True)
+    interval.fill("10")
+    timeout.fill("25")  # longer than the interval: refused
+    timeout.press("Tab")
+    page.get_by_role("button", name="Add endpoint").click()
+    wait_for_app(page)
+    expect(page.get_by_text("Timeout (25 s) must be shorter", exact=False)).to_be_visible()
+    expect(base_url).to_be_visible()
+    expect(timeout).to_have_value(re.compile(r"^25(\.0+)?$"))  # the typed value is kept
