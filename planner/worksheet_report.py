@@ -10,7 +10,7 @@ from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compu
 from planner.provenance import Figure
 from planner.untrusted import md_text
 
-__all__ = ["comparison_rows", "per_interaction_rows", "to_json", "to_markdown"]
+__all__ = ["VERDICT_WORDS", "comparison_rows", "per_interaction_rows", "to_json", "to_markdown"]
 
 _INPUTS = {
     "prefill_tokens_per_s": ("Prefill rate", "tokens/s"),
@@ -75,13 +75,21 @@ def per_interaction_rows(ws: Worksheet) -> list[dict]:
     return rows
 
 
-def to_markdown(ws: Worksheet) -> str:
-    """A Markdown summary for design docs: segments with provenance, budget, verdict, all interaction types."""
+#: A verdict level in words, for documents a reader forwards ("warn" and "ok" are codes).
+VERDICT_WORDS = {"ok": "fits", "warn": "prompt too large", "error": "over budget"}
+
+
+def to_markdown(ws: Worksheet, *, tz: str = "UTC", saved: bool = True) -> str:
+    """A Markdown summary for design docs: segments with provenance, budget, verdict, all interaction types.
+
+    tz: the zone measured-at times are written in (the viewer's); saved: False when the inputs differ from the
+    worksheet saved under `ws.name` (or none is), which the title then says, so an edit is never passed off as the
+    saved plan."""
     r = compute_worksheet(ws)
     level, sentence = verdict_text(r)
     label = ws.target_labels.get(ws.interaction, ws.interaction)
     lines = [
-        f"# TTFT worksheet: {md_text(ws.name)}",
+        f"# TTFT worksheet: {md_text(ws.name)}{'' if saved else ' (edited, not saved)'}",
         "",
         f"Interaction type: **{md_text(label)}**, p95 target **{r.target_ms:,.0f} ms**.",
         "",
@@ -90,19 +98,19 @@ def to_markdown(ws: Worksheet) -> str:
     ]
     for key, name in SEGMENTS.items():
         fig: Figure = ws.segment(key)
-        lines.append(f"| {name} | {fig.value:,.0f} | {md_text(fig.describe())} |")
+        lines.append(f"| {name} | {fig.value:,.0f} | {md_text(fig.describe(tz))} |")
     lines.append(f"| **Prefill budget (what remains)** | **{r.prefill_budget_ms:,.0f}** | target − the three above |")
     lines += ["", "| input | value | source |", "|---|---:|---|"]
     for key, (name, unit) in _INPUTS.items():
         fig = getattr(ws, key)
-        lines.append(f"| {name} | {_fmt(fig.value, unit)} | {md_text(fig.describe())} |")
+        lines.append(f"| {name} | {_fmt(fig.value, unit)} | {md_text(fig.describe(tz))} |")
     lines += [
         "",
         f"Prefill needed for the p95 prompt: {_fmt(r.prefill_needed_ms, 'ms')} "
         f"({_fmt(r.uncached_prompt_tokens, 'uncached tokens')}); "
         f"largest p95 prompt that fits: {_fmt(r.max_prompt_tokens_p95, 'tokens')}.",
         "",
-        f"**Verdict ({level}):** {md_text(sentence)}",
+        f"**Verdict ({VERDICT_WORDS[level]}):** {md_text(sentence)}",
         "",
         "## Every interaction type with these segments",
         "",
@@ -112,7 +120,8 @@ def to_markdown(ws: Worksheet) -> str:
     for row in per_interaction_rows(ws):
         lines.append(
             f"| {md_text(row['interaction'])} | {row['target_ms']:,.0f} | {_fmt(row.get('prefill_budget_ms'))} | "
-            f"{_fmt(row.get('prefill_needed_ms'))} | {row['verdict']} |"
+            f"{_fmt(row.get('prefill_needed_ms'))} | "
+            f"{md_text('cannot compute: ' + row['note']) if 'note' in row else VERDICT_WORDS[row['verdict']]} |"
         )
     if ws.notes:
         lines += ["", "## Notes", "", *(md_text(line) for line in ws.notes.splitlines())]  # text, never links or images

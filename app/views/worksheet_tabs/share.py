@@ -2,7 +2,11 @@
 
 import streamlit as st
 
+from app import viewer
+from app.cache import engine
+from app.store_errors import STORE_FAILURES
 from planner.budget import Worksheet
+from planner.store.worksheets import WorksheetNotFound, load_worksheet
 from planner.worksheet_report import to_json, to_markdown
 from planner.worksheet_url import query_for
 
@@ -20,7 +24,7 @@ def render_share(ws: Worksheet, builtin: set[str], problem: str | None) -> None:
         return
     st.download_button(
         "Markdown",
-        to_markdown(ws),
+        to_markdown(ws, tz=viewer.time_zone(), saved=_is_saved(ws)),
         file_name=f"{slug}.md",
         mime="text/markdown",
         key="dl_md",
@@ -34,3 +38,11 @@ def render_share(ws: Worksheet, builtin: set[str], problem: str | None) -> None:
         key="dl_json",
         icon=":material/data_object:",
     )
+
+
+def _is_saved(ws: Worksheet) -> bool:
+    """Whether `ws` is exactly the worksheet saved under its name (an edited or never-saved one is not)."""
+    try:
+        return load_worksheet(engine(), ws.name).to_dict() == ws.to_dict()
+    except (WorksheetNotFound, *STORE_FAILURES):
+        return False
