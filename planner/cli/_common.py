@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from planner import settings
+from planner.validate import MAX_MAGNITUDE, MIN_MAGNITUDE, OutOfRange, Rule, parse_list
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, ~0.25 s to import) only for the commands that open it
     from sqlalchemy.engine import Engine
@@ -19,19 +20,19 @@ __all__ = [
     "MIN_MAGNITUDE",
     "BoundedFloat",
     "BoundedInt",
+    "NumberList",
     "bound_numeric_options",
     "echo_json",
     "fail",
     "json_default",
     "open_engine",
+    "rule_type",
     "store_option",
 ]
 
-# Every numeric option is finite and within these magnitudes unless it declares a tighter range: larger
-# values are never a plan (1e12 tokens, $1e12/h) and overflow the arithmetic downstream; smaller non-zero
-# ones (1e-320) are denormals that turn a division into inf.
-MAX_MAGNITUDE = 1e12
-MIN_MAGNITUDE = 1e-9
+# Every numeric option is finite and within planner.validate's MAX_MAGNITUDE unless it declares a tighter range:
+# larger values are never a plan (1e12 tokens, $1e12/h) and overflow the arithmetic downstream; smaller non-zero
+# ones (1e-320, MIN_MAGNITUDE) are denormals that turn a division into inf.
 
 
 def json_default(obj: Any) -> Any:
@@ -86,23 +87,31 @@ def open_engine(database_url: str | None) -> Engine:
         fail(describe(exc, consequence="nothing was read or changed"))
 
 
+def _rule_of(t: click.FloatRange | click.IntRange, integer: bool) -> Rule:
+    """The planner.validate Rule for a click range: its ends (open or closed), within ±MAX_MAGNITUDE."""
+    lo = -MAX_MAGNITUDE if t.min is None else max(float(t.min), -MAX_MAGNITUDE)
+    hi = MAX_MAGNITUDE if t.max is None else min(float(t.max), MAX_MAGNITUDE)
+    return Rule(
+        lo, hi, integer=integer, lo_open=t.min is not None and t.min_open, hi_open=t.max is not None and t.max_open
+    )
+
+
+def _shown(value: Any) -> str | None:
+    return repr(value.strip()) if isinstance(value, str) else None
+
+
 class BoundedFloat(click.FloatRange):
-    """click's FloatRange that is also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE, and never a non-zero
-    value smaller than MIN_MAGNITUDE. Bad input exits 2 naming the option; --help shows the declared range."""
+    """click's FloatRange kept by a planner.validate Rule: also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE,
+    and never a non-zero value smaller than MIN_MAGNITUDE. Bad input exits 2 with one line naming the option and
+    the range; --help shows the declared range."""
 
     name = "float"
 
     def convert(self, value, param, ctx):
         x = click.FLOAT.convert(value, param, ctx)
-        if not math.isfinite(x):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        x = super().convert(x, param, ctx)
-        if abs(x) > MAX_MAGNITUDE:
-            self.fail(f"{value} is out of range: at most {MAX_MAGNITUDE:g} in size", param, ctx)
-        if x != 0 and abs(x) < MIN_MAGNITUDE:
-            self.fail(
-                f"{value} is too small to mean anything: use 0 or a size of at least {MIN_MAGNITUDE:g}", param, ctx
-            )
+        why = _rule_of(self, integer=False).problem(x, _shown(value))
+        if why is not None:
+            self.fail(why, param, ctx)
         return x
 
     def _describe_range(self) -> str:
@@ -110,18 +119,52 @@ class BoundedFloat(click.FloatRange):
 
 
 class BoundedInt(click.IntRange):
-    """click's IntRange that is also within ±MAX_MAGNITUDE ('1e3' is refused, not truncated). Exit 2 when not."""
+    """click's IntRange kept by a planner.validate Rule: also within ±MAX_MAGNITUDE ('1e3' is refused, not
+    truncated). Bad input exits 2 with one line naming the option and the range."""
 
     name = "integer"
 
     def convert(self, value, param, ctx):
-        x = super().convert(value, param, ctx)
-        if abs(x) > MAX_MAGNITUDE:
-            self.fail(f"{value} is out of range: at most {MAX_MAGNITUDE:g} in size", param, ctx)
+        x = click.INT.convert(value, param, ctx)
+        why = _rule_of(self, integer=True).problem(x, _shown(value))
+        if why is not None:
+            self.fail(why, param, ctx)
         return x
 
     def _describe_range(self) -> str:
         return f"|x|<={MAX_MAGNITUDE:g}" if self.min is None and self.max is None else super()._describe_range()
+
+
+def rule_type(rule: Rule) -> BoundedFloat | BoundedInt:
+    """The click type of an option that follows `rule` (planner.validate): --help shows its range, a value
+    outside it exits 2 with one line naming the option."""
+    if rule.integer:
+        return BoundedInt(int(rule.lo), int(rule.hi), min_open=rule.lo_open, max_open=rule.hi_open)
+    return BoundedFloat(rule.lo, rule.hi, min_open=rule.lo_open, max_open=rule.hi_open)
+
+
+class NumberList(click.ParamType):
+    """A comma-separated list of numbers ('1,2,4'), each kept by `rule`; the option gets them as a tuple without
+    repeats, ascending (`keep_order`: as given). An empty, bad or out-of-range item exits 2 naming the option and
+    the item."""
+
+    name = "numbers"
+
+    def __init__(self, rule: Rule, max_items: int = 100, keep_order: bool = False) -> None:
+        self.rule = rule
+        self.max_items = max_items
+        self.keep_order = keep_order
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_list(str(value), self.rule, max_items=self.max_items, keep_order=self.keep_order)
+        except OutOfRange as exc:
+            self.fail(exc.reason, param, ctx)
+
+    def get_metavar(self, param, ctx) -> str:
+        return "N,N,…"
 
 
 def _bounded(t: click.ParamType) -> click.ParamType | None:

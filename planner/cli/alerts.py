@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import time
 
 import click
@@ -153,13 +152,8 @@ def add_cmd(
         store.add_rule(engine, rule, _now_ms())
     except ValueError as exc:
         fail(str(exc), 2)
-    audit.record(
-        engine,
-        actor=f"cli:{getpass.getuser()}",
-        role="",
-        action="alert.write",
-        object_name=rule.name,
-        detail=f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}",
+    audit.record_cli(
+        engine, "alert.write", rule.name, f"created: {rule.kind} > {format_value(rule.kind, rule.threshold)}"
     )
     click.echo(f"added alert rule {rule.name!r}")
 
@@ -250,9 +244,7 @@ def remove_cmd(name, database_url) -> None:
     engine = open_engine(database_url)
     if not store.remove_rule(engine, name):
         fail(f"no alert rule named {name!r}", 2)
-    audit.record(
-        engine, actor=f"cli:{getpass.getuser()}", role="", action="alert.write", object_name=name, detail="deleted"
-    )
+    audit.record_cli(engine, "alert.write", name, "deleted")
     click.echo(f"removed alert rule {name!r}")
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from planner.cli._common import echo_json
+from planner.cli._common import NumberList, echo_json
 from planner.cli._measure import api_key_of, run_measuring, target_options
-from planner.cli.probe import parse_prompt_tokens
-from planner.cli.sweep import parse_loads
 from planner.probes.ttft import ProbeTarget
+from planner.validate import CONCURRENCY, PROMPT_TOKENS
 from planner.whatif.calibrate import calibrate as run_calibration
 
 __all__ = ["COMMANDS"]
@@ -17,7 +16,12 @@ __all__ = ["COMMANDS"]
 @click.command()
 @target_options
 @click.option(
-    "--prompt-tokens", "lengths", default="128,1024", show_default=True, help="Prompt lengths of the prefill fit."
+    "--prompt-tokens",
+    "lengths",
+    type=NumberList(PROMPT_TOKENS, keep_order=True),
+    default="128,1024",
+    show_default=True,
+    help="Prompt lengths of the prefill fit (two or more; the first is also the decode and parallelism prompt).",
 )
 @click.option(
     "-n", "--samples", "n", type=click.IntRange(2, 1000), default=5, show_default=True, help="Samples per length."
@@ -30,7 +34,11 @@ __all__ = ["COMMANDS"]
     help="Output tokens of the decode measurement.",
 )
 @click.option(
-    "--concurrency", default="1,2,4", show_default=True, help="Closed-loop steps of the parallelism measurement."
+    "--concurrency",
+    type=NumberList(CONCURRENCY),
+    default="1,2,4",
+    show_default=True,
+    help="Closed-loop steps of the parallelism measurement.",
 )
 @click.option(
     "--step-duration",
@@ -70,21 +78,24 @@ def calibrate(
         base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, timeout_s=timeout_s
     )
     api_key_of(target)  # a missing key is a usage error now, not a failed calibration later
-    conc = tuple(int(c) for c in parse_loads(concurrency, "--concurrency", True))
+    if len(lengths) < 2:
+        raise click.BadParameter(
+            "the prefill fit needs two or more prompt lengths, e.g. 128,1024", param_hint="--prompt-tokens"
+        )
     try:
         cal = run_measuring(
             run_calibration(
                 target,
-                lengths=tuple(parse_prompt_tokens(lengths)),
+                lengths=tuple(int(n) for n in lengths),
                 n=n,
                 decode_tokens=decode_tokens,
-                concurrencies=conc,
+                concurrencies=tuple(int(c) for c in concurrency),
                 step_duration_s=step_duration_s,
             )
         )
+        spec = cal.spec(name)  # no spec from a fit without a positive slope: one line, exit 1, no traceback
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    spec = cal.spec(name)
     if as_json:
         echo_json(
             {

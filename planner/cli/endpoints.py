@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -28,6 +29,7 @@ from planner.providers import (
     find_provider,
     parse_spec,
 )
+from planner.store.audit import record_cli
 
 __all__ = ["COMMANDS"]
 
@@ -142,6 +144,7 @@ def add_cmd(name, from_spec, params, database_url, **fields) -> None:
         row = add_endpoint(engine, {"name": name, **given})
     except EndpointError as exc:
         _raise_bad(exc)
+    record_cli(engine, "endpoint.write", row.name, f"created: {row.protocol} {row.model}")
     click.echo(
         f"added {row.name} ({row.base_url}, model {row.model}, every {row.interval_s:g} s); key: {key_status(row)}"
     )
@@ -166,6 +169,8 @@ def edit_cmd(name, rename, database_url, **fields) -> None:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
     except EndpointError as exc:
         _raise_bad(exc)
+    renamed = f"; renamed from {name}" if row.name != name else ""
+    record_cli(engine, "endpoint.write", row.name, f"changed: {', '.join(sorted(changes))}{renamed}")
     click.echo(f"updated {row.name}")
 
 
@@ -182,6 +187,7 @@ def remove_cmd(name, yes, database_url) -> None:
         remove_endpoint(engine, name)
     except EndpointNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
+    record_cli(engine, "endpoint.write", name, "deleted with its samples")
     click.echo(f"removed {name}")
 
 
@@ -243,6 +249,14 @@ def import_cmd(path, no_update, database_url) -> None:
         res = import_toml(engine, text, update=not no_update)
     except EndpointError as exc:
         raise click.BadParameter(f"{path}: {exc}", param_hint="PATH") from None
+    if res.added or res.updated:
+        record_cli(
+            engine,
+            "endpoint.write",
+            "stdin" if path == "-" else Path(path).name,
+            f"imported: added {len(res.added)} ({', '.join(res.added) or '-'}), "
+            f"updated {len(res.updated)} ({', '.join(res.updated) or '-'}), rejected {len(res.rejected)}",
+        )
     click.echo(f"added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}")
     for i, name, msg in res.rejected:
         click.echo(f"  {path}: endpoint #{i} {name!r}: {msg}", err=True)

@@ -197,6 +197,7 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
     at a time, so a log of any size fits in memory; other files are read first, holding only their numbers.
     A file with a bad row is read again with every line accounted for, and the rejected lines are named.
     """
+    from planner.store.audit import record_cli
     from planner.store.logs import save_upload, save_upload_frames
 
     paths = input_paths(files, "FILES")
@@ -211,6 +212,7 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
         except (Doubt, ValueError):
             pass  # nothing was stored (one transaction): the row-by-row reader below names every bad line
         else:
+            record_cli(engine, "logs.upload", name or paths[0].name, f"stored upload {upload_id}: {n:,} requests")
             click.echo(f"stored upload {upload_id}: {n:,} requests, 0 rejected")
             return
         finally:
@@ -218,7 +220,9 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
                 bar.close()
     res = _read(files, fmt, mapping, tz, None, start, cache_blocks, show_progress)
     engine = open_engine(database_url)
-    upload_id = save_upload(engine, name or next(iter(res.formats), Path(str(files[0])).name), res)
+    name = name or next(iter(res.formats), Path(str(files[0])).name)
+    upload_id = save_upload(engine, name, res)
+    record_cli(engine, "logs.upload", name, f"stored upload {upload_id}: {len(res.frame):,} requests")
     click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
     if res.n_rejected:
         click.echo("first rejected: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
@@ -247,12 +251,16 @@ def list_(database_url, as_json) -> None:
 @store_option
 def delete(upload_id, database_url) -> None:
     """Delete a stored upload and all its rows."""
-    from planner.store.logs import UploadNotFound, delete_upload
+    from planner.store.audit import record_cli
+    from planner.store.logs import UploadNotFound, delete_upload, list_uploads
 
+    engine = open_engine(database_url)
+    name = next((u.name for u in list_uploads(engine) if u.id == upload_id), str(upload_id))
     try:
-        delete_upload(open_engine(database_url), upload_id)
+        delete_upload(engine, upload_id)
     except UploadNotFound as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="UPLOAD_ID") from None
+    record_cli(engine, "logs.delete", name, f"deleted upload {upload_id}")
     click.echo(f"deleted upload {upload_id}")
 
 

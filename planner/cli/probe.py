@@ -11,32 +11,16 @@ import click
 import httpx
 
 from planner import settings
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import NumberList, echo_json, fail, open_engine, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.probes.errors import ERROR_CLASSES
 from planner.probes.fit import fit_points, fit_prefill
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 from planner.probes.warmup import warm_up
 from planner.stats import summarize
+from planner.validate import PROMPT_TOKENS
 
-__all__ = ["COMMANDS", "parse_prompt_tokens", "summary_of"]
-
-
-def parse_prompt_tokens(text: str) -> list[int]:
-    """'1000' or '256,4096' → [256, 4096]; raises click.BadParameter naming the bad item."""
-    out: list[int] = []
-    for item in text.split(","):
-        item = item.strip().replace("_", "")
-        try:
-            n = int(item)
-        except ValueError:
-            raise click.BadParameter(
-                f"{item!r} is not a whole number of tokens (use e.g. 1000 or 256,4096)", param_hint="--prompt-tokens"
-            ) from None
-        if not 1 <= n <= 2_000_000:
-            raise click.BadParameter(f"{n} is out of range (1 … 2,000,000 tokens)", param_hint="--prompt-tokens")
-        out.append(n)
-    return list(dict.fromkeys(out))
+__all__ = ["COMMANDS", "summary_of"]
 
 
 def summary_of(samples: list[TtftSample]) -> dict:
@@ -141,6 +125,7 @@ async def _run(
 @click.option(
     "--prompt-tokens",
     "prompt_tokens",
+    type=NumberList(PROMPT_TOKENS, keep_order=True),
     default="1000",
     show_default=True,
     help="Prompt length(s) in tokens (words of a 1-token vocabulary, nonce first). Two or more, e.g. "
@@ -208,7 +193,7 @@ def probe(
 
     Example: ttft-planner probe --base-url http://127.0.0.1:8765/v1 --model sim-model -n 20 --prompt-tokens 256,4096
     """
-    lengths = parse_prompt_tokens(prompt_tokens)
+    lengths = [int(n) for n in prompt_tokens]
     targets = [
         ProbeTarget(
             base_url=base_url,

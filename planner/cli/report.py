@@ -19,13 +19,13 @@ from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
 from planner.endpoints import list_endpoints
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
+from planner.validate import USD_PER_MTOK
 
 __all__ = ["COMMANDS", "endpoint_names", "parse_when"]
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
 _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _EARLIEST_MS, _LATEST_MS = 0, 7_258_118_400_000  # 1970-01-01 … 2200-01-01 UTC: any other window is a typo
-_MAX_USD_PER_MTOK = 1_000_000.0
 
 
 def parse_when(text: str, now_ms: int) -> int:
@@ -66,11 +66,11 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
         name, sep, price = v.rpartition("=")
         try:
             out[name.strip()] = float(price)
-            if not sep or not name.strip() or not 0 <= out[name.strip()] <= _MAX_USD_PER_MTOK:  # NaN fails too
+            if not sep or not name.strip() or USD_PER_MTOK.problem(out[name.strip()]):  # NaN, 1e-320 fail too
                 raise ValueError
         except ValueError:
             raise click.BadParameter(
-                f"{v!r}: use ENDPOINT=USD_PER_MTOK with a price from 0 to {_MAX_USD_PER_MTOK:,.0f}, e.g. fast-a=0.35",
+                f"{v!r}: use ENDPOINT=USD_PER_MTOK, e.g. fast-a=0.35 (the price: {USD_PER_MTOK.describe()})",
                 param_hint="--price",
             ) from None
     return out

@@ -11,6 +11,7 @@ import click
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
 from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_target
+from planner.store.audit import record_cli
 from planner.store.rtt import (
     TargetExists,
     TargetNotFound,
@@ -285,6 +286,7 @@ def regions_add(
     except (TargetExists, ValueError) as exc:
         raise click.BadParameter(str(exc), param_hint="REGION_ID") from None
     when = f"probed by the worker every {row.interval_s:g} s" if row.enabled else "not scheduled"
+    record_cli(engine, "region.write", row.region_id, f"added RTT target {redact_url(row.target)} ({when})")
     click.echo(f"added {row.region_id} → {row.target} ({when})")
 
 
@@ -298,6 +300,7 @@ def regions_remove(region_id, database_url) -> None:
         remove_target(engine, region_id)
     except TargetNotFound as exc:
         fail(exc.args[0], code=2)
+    record_cli(engine, "region.write", region_id, "removed RTT target")
     click.echo(f"removed {region_id}")
 
 

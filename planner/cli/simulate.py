@@ -6,7 +6,10 @@ import os
 
 import click
 
+from planner.cli._common import rule_type
 from planner.simulator import SimulatorConfig, parse_load_curve, serve_forever
+from planner.simulator.config import FIELD_RULES
+from planner.validate import PORT_OR_ANY
 
 __all__ = ["COMMANDS", "FLAG_FOR_FIELD"]
 
@@ -45,7 +48,7 @@ _D = SimulatorConfig()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
-    type=click.IntRange(0, 65535),
+    type=rule_type(PORT_OR_ANY),
     default=8765,
     show_default=True,
     help="Port to listen on (0 = any free port).",
@@ -221,5 +224,11 @@ def simulate(host, port, load_curve, models, require_key_env, log_level, **field
     click.echo(f"try: ttft-planner probe --base-url http://{shown}:{port}/v1 --model sim-model -n 5", err=True)
     serve_forever(config, host=host, port=port, log_level=log_level)
 
+
+# Every numeric setting's option takes SimulatorConfig's own rule, so a value the config would refuse is refused
+# while parsing, naming the option (exit 2), before anything listens.
+for _param in simulate.params:
+    if _param.name in FIELD_RULES:
+        _param.type = rule_type(FIELD_RULES[_param.name])
 
 COMMANDS = [simulate]

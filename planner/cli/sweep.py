@@ -7,30 +7,15 @@ import socket
 import click
 
 from planner import __version__, settings
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import NumberList, echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.probes.ttft import ProbeTarget
 from planner.sweep.arrivals import ARRIVAL_KINDS
+from planner.sweep.knee import knee_sentence
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
+from planner.validate import CONCURRENCY, MAX_REQUESTS_PER_STEP, REQUESTS_PER_S, SEED
 
-__all__ = ["COMMANDS", "parse_loads"]
-
-
-def parse_loads(text: str, param: str, whole: bool) -> tuple[float, ...]:
-    """'1,2,4' → (1.0, 2.0, 4.0), ascending and unique; raises click.BadParameter naming the bad item."""
-    out: list[float] = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            v = float(item)
-        except ValueError:
-            raise click.BadParameter(f"{item!r} is not a number (use e.g. 1,2,4)", param_hint=param) from None
-        if not v > 0 or (whole and v != int(v)):
-            raise click.BadParameter(
-                f"{item!r} must be a {'whole number' if whole else 'number'} > 0", param_hint=param
-            )
-        out.append(v)
-    return tuple(sorted(set(out)))
+__all__ = ["COMMANDS"]
 
 
 def _fmt(v: float | None, reliable: bool = True) -> str:
@@ -55,21 +40,23 @@ def _knee_line(r: SweepResult) -> str:
     spec = r.spec
     if spec.target_p95_ms is None:
         return "no --target-p95-ms given: no knee"
-    u = _unit(spec.mode)
-    if r.knee_load is None:
-        return f"knee: p95 is over {spec.target_p95_ms:g} ms already at {r.over_load:g} {u}"
-    if r.over_load is None:
-        return f"knee: not reached: p95 stays within {spec.target_p95_ms:g} ms up to {r.knee_load:g} {u}"
-    return (
-        f"knee: p95 stays within {spec.target_p95_ms:g} ms up to {r.knee_load:g} {u} and leaves it at "
-        f"{r.over_load:g} {u}"
-    )
+    return "knee: " + knee_sentence(r.knee_load, r.over_load, spec.target_p95_ms, _unit(spec.mode))
 
 
 @click.command()
 @target_options
-@click.option("--rates", default=None, help="Open loop: arrival rates in requests/s, e.g. 0.5,1,2,4 (one step each).")
-@click.option("--concurrency", default=None, help="Closed loop instead: concurrent requests per step, e.g. 1,2,4,8.")
+@click.option(
+    "--rates",
+    type=NumberList(REQUESTS_PER_S),
+    default=None,
+    help=f"Open loop: arrival rates in requests/s, e.g. 0.5,1,2,4 (one step each; each {REQUESTS_PER_S.describe()}).",
+)
+@click.option(
+    "--concurrency",
+    type=NumberList(CONCURRENCY),
+    default=None,
+    help=f"Closed loop instead: concurrent requests per step, e.g. 1,2,4,8 (each {CONCURRENCY.describe()}).",
+)
 @click.option(
     "--arrivals",
     type=click.Choice(ARRIVAL_KINDS),
@@ -111,7 +98,11 @@ def _knee_line(r: SweepResult) -> str:
     help="Seconds per request before it counts as a timeout error.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the Poisson schedules (same seed, same arrivals)."
+    "--seed",
+    type=rule_type(SEED),
+    default=0,
+    show_default=True,
+    help="Seed of the Poisson schedules (same seed, same arrivals).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per step, then a summary object.")
 @click.option("--store", is_flag=True, help="Also store the run and its steps (Sweep page).")
@@ -156,11 +147,13 @@ def sweep(
     if (rates is None) == (concurrency is None):
         raise click.UsageError("give exactly one of --rates (open loop) or --concurrency (closed loop)")
     mode = "concurrency" if concurrency is not None else arrivals
-    loads = (
-        parse_loads(concurrency, "--concurrency", True)
-        if concurrency is not None
-        else parse_loads(rates, "--rates", False)
-    )
+    loads = tuple(float(v) for v in (concurrency if concurrency is not None else rates))
+    if rates is not None and max(loads) * step_duration_s > MAX_REQUESTS_PER_STEP:
+        raise click.BadParameter(
+            f"{max(loads):g} requests/s for {step_duration_s:g} s is {max(loads) * step_duration_s:,.0f} requests "
+            f"in one step; at most {MAX_REQUESTS_PER_STEP:,} (lower --rates or --step-duration)",
+            param_hint="--rates",
+        )
     target = ProbeTarget(
         base_url=base_url,
         model=model,

@@ -14,13 +14,21 @@ from pathlib import Path
 import click
 
 from planner import settings
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._measure import run_measuring
 from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store import leases as lease
 from planner.store.engine import StoreError
 from planner.store.requests import create_request, get_request
+from planner.validate import (
+    ALERT_EVERY_S,
+    COLD_IDLE_S,
+    LEASE_TTL_S,
+    PORT,
+    PROBE_PROCESSES,
+    RETENTION_DAYS,
+)
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "demo_simulator_config"]
@@ -68,14 +76,14 @@ def _worker_options(f):
     )(f)
     f = click.option(
         "--lease-ttl-s",
-        type=click.FloatRange(min=1.0),
+        type=rule_type(LEASE_TTL_S),
         default=lease.DEFAULT_LEASE_TTL_S,
         show_default=True,
         help="A dead worker's lease expires after this long; a standby of the same vantage then takes over.",
     )(f)
     f = click.option(
         "--probe-processes",
-        type=click.IntRange(0, 64),
+        type=rule_type(PROBE_PROCESSES),
         default=1,
         show_default=True,
         help="Clean probe processes, plus one quarantine process for new and failing endpoints, so a "
@@ -83,14 +91,15 @@ def _worker_options(f):
     )(f)
     f = click.option(
         "--retention-days",
-        type=click.FloatRange(min=0.01),
+        type=rule_type(RETENTION_DAYS),
         default=None,
-        help="Days of raw samples to keep (older ones are rolled up hourly). "
-        "Default $TTFT_PLANNER_RETENTION_DAYS or 90.",
+        envvar=settings.RETENTION_DAYS.name,
+        show_envvar=True,
+        help="Days of raw samples to keep (older ones are rolled up hourly). Default: 90.",
     )(f)
     f = click.option(
         "--metrics-port",
-        type=click.IntRange(1, 65535),
+        type=rule_type(PORT),
         default=None,
         envvar=settings.METRICS_PORT.name,
         show_envvar=True,
@@ -104,7 +113,7 @@ def _worker_options(f):
     )(f)
     f = click.option(
         "--alerts-every-s",
-        type=click.FloatRange(0.5, 3600),
+        type=rule_type(ALERT_EVERY_S),
         default=30.0,
         show_default=True,
         help="How often the lease holder evaluates this vantage's alert rules.",
@@ -140,7 +149,7 @@ def worker(simulator, verbose, database_url, **worker_options) -> None:
 @click.option(
     "--idle",
     "idle_s",
-    type=float,
+    type=rule_type(COLD_IDLE_S),
     default=None,
     help="Seconds to idle before the cold probe (default: the endpoint's scale-down window + max(30 s, 10 %)).",
 )
@@ -209,7 +218,7 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
 
 
 @click.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Dashboard port.")
+@click.option("--port", type=rule_type(PORT), default=8501, show_default=True, help="Dashboard port.")
 @click.option(
     "--address", default="127.0.0.1", show_default=True, help="Dashboard address (0.0.0.0 to share on a LAN)."
 )

@@ -7,10 +7,33 @@ and the idle time that decides scale-down is real idle time multiplied by s.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-__all__ = ["OFFICE_LOAD_CURVE", "SimulatorConfig", "parse_load_curve"]
+from planner.validate import FRACTION, SEED, Rule
+
+__all__ = ["FIELD_RULES", "OFFICE_LOAD_CURVE", "SimulatorConfig", "parse_load_curve"]
+
+#: The range of every numeric setting (planner.validate), checked by SimulatorConfig and by `simulate`'s options.
+FIELD_RULES: dict[str, Rule] = {
+    "prefill_tokens_per_s": Rule(0.01, 1e9, "tokens/s"),
+    "decode_tokens_per_s": Rule(0.01, 1e9, "tokens/s"),
+    "slots": Rule(1, 4096, integer=True),
+    "base_overhead_ms": Rule(0, 600_000, "ms"),
+    "network_delay_ms": Rule(0, 600_000, "ms"),
+    "prefix_cache_tokens": Rule(0, 100_000_000, integer=True, unit="tokens"),
+    "scale_down_window_s": Rule(0, 30 * 86_400, "s"),
+    "cold_start_s": Rule(0, 86_400, "s"),
+    "checkpoint_gb": Rule(0, 100_000, "GB"),
+    "load_gb_per_s": Rule(0, 10_000, "GB/s", lo_open=True),
+    "rate_429": FRACTION,
+    "rate_5xx": FRACTION,
+    "retry_after_s": Rule(0, 3600, integer=True, unit="s"),
+    "load_service_ms": Rule(0, 3_600_000, "ms", lo_open=True),
+    "max_output_tokens": Rule(1, 1_000_000, integer=True, unit="tokens"),
+    "ping_interval_s": Rule(0, 3600, "s"),
+    "speedup": Rule(0.001, 1_000_000),
+    "seed": SEED,
+}
 
 #: Background load (slot utilisation 0..1) per UTC hour: quiet nights, a working-day hump.
 OFFICE_LOAD_CURVE: tuple[float, ...] = (
@@ -39,6 +62,9 @@ OFFICE_LOAD_CURVE: tuple[float, ...] = (
     0.08,
     0.05,
 )
+
+
+_OPTIONAL = {"scale_down_window_s", "checkpoint_gb", "load_gb_per_s", "seed"}  # None: not set
 
 
 @dataclass(frozen=True)
@@ -94,38 +120,11 @@ class SimulatorConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        def positive(name: str) -> None:
+        for name, rule in FIELD_RULES.items():
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"simulator {name} must be a finite number > 0, got {v!r}")
-
-        def non_negative(name: str) -> None:
-            v = getattr(self, name)
-            if v is not None and not (math.isfinite(v) and v >= 0):
-                raise ValueError(f"simulator {name} must be ≥ 0, got {v!r}")
-
-        for name in ("prefill_tokens_per_s", "decode_tokens_per_s", "speedup", "load_service_ms"):
-            positive(name)
-        for name in (
-            "base_overhead_ms",
-            "network_delay_ms",
-            "scale_down_window_s",
-            "cold_start_s",
-            "ping_interval_s",
-            "checkpoint_gb",
-            "retry_after_s",
-        ):
-            non_negative(name)
-        if self.load_gb_per_s is not None:
-            positive("load_gb_per_s")
-        if not isinstance(self.slots, int) or self.slots < 1:
-            raise ValueError(f"simulator slots must be an integer ≥ 1, got {self.slots!r}")
-        if self.prefix_cache_tokens < 0 or self.max_output_tokens < 1:
-            raise ValueError("simulator prefix_cache_tokens must be ≥ 0 and max_output_tokens ≥ 1")
-        for name in ("rate_429", "rate_5xx"):
-            v = getattr(self, name)
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"simulator {name} must be a fraction between 0 and 1, got {v!r}")
+            why = None if v is None and name in _OPTIONAL else rule.problem(v)
+            if why is not None:
+                raise ValueError(f"simulator {name} {why}")
         if self.rate_429 + self.rate_5xx > 1.0:
             raise ValueError("simulator rate_429 + rate_5xx must not exceed 1")
         if self.load_curve is not None:

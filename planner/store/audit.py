@@ -1,11 +1,14 @@
-"""The audit log: who created, changed or deleted endpoints, worksheets, uploads and alert rules, and when.
+"""The audit log: who created, changed or deleted endpoints, RTT targets, worksheets, uploads and alert rules, and when.
 
-Written by the dashboard (the signed-in user's e-mail) and the CLI (`cli:<os user>`); shown on the Admin page.
+Written by the dashboard (the signed-in user's e-mail) and by every CLI write (`cli:<os user>`, record_cli); shown on
+the Admin page.
 Never a secret: the object's name and a short detail only.
 """
 
 from __future__ import annotations
 
+import getpass
+import os
 import time
 
 import pandas as pd
@@ -15,7 +18,7 @@ from sqlmodel import Field, SQLModel
 
 from planner.store.engine import session, table_of
 
-__all__ = ["AuditRow", "audit_log", "record"]
+__all__ = ["AuditRow", "audit_log", "cli_actor", "record", "record_cli"]
 
 
 class AuditRow(SQLModel, table=True):
@@ -44,6 +47,24 @@ def record(
                 detail=detail[:500],
             )
         )
+
+
+def cli_actor() -> str:
+    """The actor of a write made from the command line: `cli:<OS user>` (`cli:uid <n>` where the OS names none)."""
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no USER/LOGNAME and no passwd entry (a bare container)
+        user = f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"cli:{user}"
+
+
+def record_cli(engine: Engine, action: str, object_name: str, detail: str = "") -> None:
+    """One audit row for a write made from the command line, by cli_actor() (the shell has no dashboard role).
+
+    `action` is a key of planner.auth.ACTIONS (endpoint.write, logs.upload, …), as the page that makes the same
+    write records it; `detail` names what changed, never a secret.
+    """
+    record(engine, actor=cli_actor(), role="", action=action, object_name=object_name, detail=detail)
 
 
 def audit_log(engine: Engine, limit: int = 500) -> pd.DataFrame:

@@ -23,11 +23,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.provenance import Figure
+from planner.validate import USD_PER_MTOK, Rule
 
 __all__ = [
     "DEDICATED_KEYS",
     "Dedicated",
     "Deployment",
+    "KEY_RULES",
+    "MAX_POOL_SLOTS",
     "SERVERLESS_KEYS",
     "Serverless",
     "SpecError",
@@ -86,6 +89,7 @@ class Serverless:
             usd_per_gpu_h=self.usd_per_gpu_h,
             overhead_tokens=self.prompt_overhead_tokens,
         )
+        _check_rules(self, SERVERLESS_KEYS)
 
     @property
     def max_slots(self) -> int:
@@ -121,6 +125,9 @@ class Dedicated:
         _check_non_negative(
             self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms, overhead_tokens=self.prompt_overhead_tokens
         )
+        _check_rules(self, DEDICATED_KEYS)
+        if self.overflow is not None and self.max_slots > MAX_POOL_SLOTS:
+            raise SpecError(f"{self.name}: {self.max_slots:,} slots with the overflow pool; at most {MAX_POOL_SLOTS:,}")
 
     @property
     def max_slots(self) -> int:
@@ -143,6 +150,19 @@ def _check_counts(name: str, **counts: int) -> None:
             raise SpecError(f"{name}: {key} must be a whole number ≥ 1, got {value!r}")
 
 
+def _check_rules(dep: Serverless | Dedicated, keys: dict[str, tuple[str, str | None]]) -> None:
+    """Every field within its KEY_RULES range (after the checks above, which word the common mistakes), and the
+    pool within MAX_POOL_SLOTS."""
+    for key, (attr, _unit) in keys.items():
+        value = getattr(dep, attr)
+        why = KEY_RULES[key].problem(value.value if isinstance(value, Figure) else value)
+        if why is not None:
+            raise SpecError(f"{dep.name}: {key} {why}")
+    slots = dep.slots_per_replica * (dep.max_replicas if isinstance(dep, Serverless) else dep.replicas)
+    if slots > MAX_POOL_SLOTS:
+        raise SpecError(f"{dep.name}: {slots:,} slots (slots × replicas); at most {MAX_POOL_SLOTS:,}")
+
+
 def _check_rates(name: str, **rates: Figure) -> None:
     for key, fig in rates.items():
         if not (math.isfinite(fig.value) and fig.value > 0):
@@ -154,6 +174,26 @@ def _check_non_negative(name: str, **figs: Figure) -> None:
         if not (math.isfinite(fig.value) and fig.value >= 0):
             raise SpecError(f"{name}: {key} must be a finite number ≥ 0, got {fig.value:g}")
 
+
+#: Every spec key's range (planner.validate): the same for a serverless pool, a dedicated one and an overflow pool,
+#: whether the candidate comes from `--deployment`, the What-if page or code.
+KEY_RULES: dict[str, Rule] = {
+    "window": Rule(0, 30 * 86_400, "s"),
+    "cold": Rule(0, 86_400, "s"),
+    "slots": Rule(1, 4096, integer=True),
+    "max": Rule(1, 1000, integer=True),
+    "min": Rule(0, 1000, integer=True),
+    "replicas": Rule(1, 1000, integer=True),
+    "gpus": Rule(1, 1024, integer=True),
+    "prefill": Rule(0.01, 1e9, "tokens/s"),
+    "decode": Rule(0.01, 1e9, "tokens/s"),
+    "rtt": Rule(0, 60_000, "ms"),
+    "overhead_tokens": Rule(0, 2_000_000, "tokens"),
+    "usd_per_mtok": USD_PER_MTOK,
+    "usd_per_gpu_h": Rule(0, 100_000, "USD/GPU-h"),
+}
+#: Most slots one candidate may have (replicas × slots, overflow included): the replay keeps one entry per slot.
+MAX_POOL_SLOTS = 100_000
 
 # Spec keys: name in the spec string → (field, unit or None for an integer count).
 SERVERLESS_KEYS: dict[str, tuple[str, str | None]] = {

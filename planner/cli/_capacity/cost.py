@@ -39,8 +39,7 @@ __all__ = ["cost"]
 )
 @click.option(
     "--capacity-tokens-per-min",
-    type=float,
-    callback=non_negative,
+    type=click.FloatRange(0, min_open=True),
     help="Sustained capacity of one replica (tokens/min). Or the preset's claim.",
 )
 @click.option(
@@ -95,7 +94,7 @@ __all__ = ["cost"]
     show_default=True,
     help="Minimum warm replicas (hybrid base lower bound).",
 )
-@click.option("--max-replicas", type=click.IntRange(0, 1000), default=8, show_default=True, help="Maximum replicas.")
+@click.option("--max-replicas", type=click.IntRange(1, 1000), default=8, show_default=True, help="Maximum replicas.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def cost(
     gpu_usd_per_hour,
@@ -143,6 +142,8 @@ def cost(
         raise click.UsageError("give --capacity-tokens-per-min (the preset has no capacity claim)")
     try:
         mix = P.TokenMix.from_totals(*mix_tokens) if mix_tokens else P.default_mix()
+        if mix.total_tokens <= 0:
+            raise CapacityError("the token mix is empty: give some uncached, cached or output tokens")
     except CapacityError as exc:
         raise click.BadParameter(str(exc), param_hint="--mix") from None
     price_note = "typed"
@@ -168,6 +169,10 @@ def cost(
         p_in = input_usd_per_mtok if input_usd_per_mtok is not None else p_in
         p_cached = cached_usd_per_mtok if cached_usd_per_mtok is not None else p_cached
         p_out = output_usd_per_mtok if output_usd_per_mtok is not None else p_out
+    if min_replicas > max_replicas:
+        raise click.BadParameter(
+            f"{min_replicas} is more than --max-replicas ({max_replicas})", param_hint="--min-replicas"
+        )
     try:
         inputs = CostInputs(
             input_usd_per_mtok=p_in,

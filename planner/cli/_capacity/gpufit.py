@@ -23,11 +23,17 @@ __all__ = ["gpu_fit"]
 )
 @click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
 @click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
-@click.option("--context-tokens", type=int, default=32_768, show_default=True, help="Tokens in flight per sequence.")
-@click.option("--sequences", type=int, default=1, show_default=True, help="Concurrent sequences.")
+@click.option(
+    "--context-tokens",
+    type=click.IntRange(min=1),
+    default=32_768,
+    show_default=True,
+    help="Tokens in flight per sequence.",
+)
+@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True, help="Concurrent sequences.")
 @click.option(
     "--usable-fraction",
-    type=float,
+    type=click.FloatRange(0, 1, min_open=True),
     default=None,
     help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
 )

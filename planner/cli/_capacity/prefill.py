@@ -21,7 +21,12 @@ __all__ = ["prefill"]
 @with_model_options
 @click.option("--gpu", "gpu_key", default="H100", show_default=True, help="GPU preset key.")
 @click.option(
-    "--gpus", "gpu_count", type=int, default=1, show_default=True, help="GPUs working on one prompt (tensor parallel)."
+    "--gpus",
+    "gpu_count",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="GPUs working on one prompt (tensor parallel).",
 )
 @click.option(
     "--dtype",
@@ -30,7 +35,12 @@ __all__ = ["prefill"]
     show_default=True,
     help="Compute format (dense peak).",
 )
-@click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation (default from assets/gpus.toml: 0.5).")
+@click.option(
+    "--mfu",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Model FLOPs utilisation (default from assets/gpus.toml: 0.5).",
+)
 @click.option(
     "--prompt-tokens",
     type=float,
@@ -48,7 +58,7 @@ __all__ = ["prefill"]
 )
 @click.option(
     "--slope-ms-per-1k",
-    type=float,
+    type=click.FloatRange(0, min_open=True),
     default=None,
     help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
 )

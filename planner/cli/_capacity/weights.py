@@ -24,9 +24,8 @@ __all__ = ["weights"]
 @click.command()
 @click.option(
     "--params-b",
-    type=float,
+    type=click.FloatRange(0, min_open=True),
     multiple=True,
-    callback=non_negative,
     help="Parameters in billions (repeatable). Default: the 8B–1T projection.",
 )
 @click.option(

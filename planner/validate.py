@@ -1,0 +1,163 @@
+"""One rule per numeric input: the range a number must lie in, checked the same way wherever it comes in.
+
+A `Rule` is a range (either end closed or open) with a unit, for a whole number or a real one. Every rule is finite at
+both ends: a value past the top is never a plan (a 9-quintillion-slot pool, a 1e308 s cold start) and overflows
+the arithmetic downstream, and a non-zero value below MIN_MAGNITUDE (1e-320, a denormal) turns a division into
+inf. The CLI's options (planner/cli/_common.py turns a rule into a click type), the what-if spec keys
+(planner/whatif/deployment.py), the simulator's settings and the worker's options all check their numbers with
+the rules named here, so a value refused in one place is refused, with the same words, in every other.
+
+    >>> PORT.check(8080, "--metrics-port")
+    8080
+    >>> PORT.problem(-1)
+    'must be a whole number from 1 to 65,535, got -1'
+    >>> REQUESTS_PER_S.problem(float("inf"))
+    'must be a number from 0.001 to 10,000 requests/s; inf is not a finite number'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "ALERT_EVERY_S",
+    "COLD_IDLE_S",
+    "CONCURRENCY",
+    "FRACTION",
+    "LEASE_TTL_S",
+    "MAX_MAGNITUDE",
+    "MAX_REQUESTS_PER_STEP",
+    "MIN_MAGNITUDE",
+    "OutOfRange",
+    "PORT",
+    "PORT_OR_ANY",
+    "PROBE_PROCESSES",
+    "PROMPT_TOKENS",
+    "REQUESTS_PER_S",
+    "RETENTION_DAYS",
+    "Rule",
+    "SEED",
+    "USD_PER_MTOK",
+    "parse_list",
+]
+
+# Every number is finite and within these magnitudes unless its rule is tighter.
+MAX_MAGNITUDE = 1e12
+MIN_MAGNITUDE = 1e-9
+
+
+class OutOfRange(ValueError):
+    """A number its rule refuses. `name` is the input it came in as (an option, a spec key), `reason` the rest of
+    the sentence ("must be a whole number from 1 to 65,535, got -1")."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name} {reason}" if name else reason)
+        self.name = name
+        self.reason = reason
+
+
+def _num(x: float) -> str:
+    """1000 → '1,000'; 0.01 → '0.01'; 1e12 → '1,000,000,000,000'."""
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A number from `lo` to `hi` in `unit` (inclusive; `lo_open` / `hi_open`: strictly inside that end);
+    `integer`: a whole number. Non-finite values, and non-zero values smaller in size than MIN_MAGNITUDE, are
+    always refused."""
+
+    lo: float
+    hi: float
+    unit: str = ""
+    integer: bool = False
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def describe(self) -> str:
+        """The range in words: "a whole number from 1 to 65,535", "a number greater than 0 and at
+        most 3,600 s"."""
+        unit = f" {self.unit}" if self.unit else ""
+        kind = "a whole number" if self.integer else "a number"
+        lo = f"greater than {_num(self.lo)}" if self.lo_open else f"at least {_num(self.lo)}"
+        hi = f"less than {_num(self.hi)}" if self.hi_open else f"at most {_num(self.hi)}"
+        if not (self.lo_open or self.hi_open):
+            return f"{kind} from {_num(self.lo)} to {_num(self.hi)}{unit}"
+        return f"{kind} {lo} and {hi}{unit}"
+
+    def problem(self, value: object, shown: str | None = None) -> str | None:
+        """Why `value` breaks the rule ("must be …, got …", with `shown` as the value's text), or None when it
+        keeps it. Never raises."""
+        if shown is None:
+            shown = repr(value) if isinstance(value, str) else str(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be {self.describe()}, got {shown}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be {self.describe()}; {shown} is not a finite number"
+        if self.integer and isinstance(value, float):  # 8.0 too: the code downstream counts with it
+            return f"must be {self.describe()}, got {shown}"
+        too_low = value <= self.lo if self.lo_open else value < self.lo
+        too_high = value >= self.hi if self.hi_open else value > self.hi
+        if too_low or too_high:
+            return f"must be {self.describe()}, got {shown}"
+        if value != 0 and abs(value) < MIN_MAGNITUDE:
+            return f"must be 0 or at least {MIN_MAGNITUDE:g} in size ({self.describe()}), got {shown}"
+        return None
+
+    def check(self, value: object, name: str = "") -> float | int:
+        """`value` (an int for an integer rule) when it keeps the rule; raises OutOfRange naming `name`."""
+        why = self.problem(value)
+        if why is not None:
+            raise OutOfRange(name, why)
+        assert isinstance(value, (int, float))  # problem() refused everything else
+        return int(value) if self.integer else float(value)
+
+    def parse(self, text: str, name: str = "") -> float | int:
+        """The number in `text` ("1000", "1_000", "2.5e3"; whole numbers only for an integer rule), checked;
+        raises OutOfRange naming `name`, with the text as given."""
+        raw = text.strip()
+        try:
+            value: float | int = int(raw) if self.integer else float(raw)
+        except ValueError:
+            kind = "a whole number" if self.integer else "a number"
+            raise OutOfRange(name, f"{raw!r} is not {kind}: it must be {self.describe()}") from None
+        why = self.problem(value, repr(raw))
+        if why is not None:
+            raise OutOfRange(name, why)
+        return value
+
+
+def parse_list(
+    text: str, rule: Rule, name: str = "", *, max_items: int = 100, keep_order: bool = False
+) -> tuple[float | int, ...]:
+    """'1,2,4' → (1, 2, 4): every comma-separated item checked by `rule`, without repeats, ascending (or, with
+    `keep_order`, in the order given).
+
+    Raises OutOfRange naming `name` and the bad item, or when the list is empty or longer than `max_items`.
+    """
+    items = [p for p in (s.strip() for s in text.split(",")) if p]
+    if not items:
+        raise OutOfRange(name, f"needs at least one number ({rule.describe()}), e.g. 1,2,4")
+    if len(items) > max_items:
+        raise OutOfRange(name, f"takes at most {max_items} numbers, got {len(items)}")
+    out = [rule.parse(item, name) for item in items]
+    return tuple(dict.fromkeys(out)) if keep_order else tuple(sorted(set(out)))
+
+
+PORT = Rule(1, 65_535, integer=True)
+PROMPT_TOKENS = Rule(1, 2_000_000, integer=True, unit="tokens")
+PORT_OR_ANY = Rule(0, 65_535, integer=True)  # 0: let the system pick a free port
+SEED = Rule(0, 2**32 - 1, integer=True)
+USD_PER_MTOK = Rule(0, 1_000_000, "USD/Mtok")  # a price per million tokens
+FRACTION = Rule(0, 1)
+# Load steps of `sweep` and `calibrate`: open-loop arrival rates and closed-loop concurrencies.
+REQUESTS_PER_S = Rule(0.001, 10_000, unit="requests/s")
+CONCURRENCY = Rule(1, 1000, integer=True, unit="concurrent requests")
+MAX_REQUESTS_PER_STEP = 1_000_000  # rate × step duration: the schedule is built in memory
+# The worker's options (also `serve`).
+LEASE_TTL_S = Rule(1, 86_400, unit="s")
+PROBE_PROCESSES = Rule(0, 64, integer=True)
+RETENTION_DAYS = Rule(0.01, 36_500, unit="days")
+ALERT_EVERY_S = Rule(0.5, 3600, unit="s")
+COLD_IDLE_S = Rule(0, 8 * 86_400, unit="s")  # an endpoint's scale-down window (≤ 7 days) plus the margin
