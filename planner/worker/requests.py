@@ -272,7 +272,7 @@ class RequestRunner:
                 completed_at_ms=self.now_ms(),
             )
             done = out.state == ColdState.DONE
-            summary = f"cold {out.cold_ttft_ms:.0f} ms, warm {warm:.0f} ms" if done else out.detail
+            summary = f"cold {out.cold_ttft_ms:,.0f} ms, warm {warm:,.0f} ms" if done else out.detail
             await self._finish(req["id"], RequestStatus.DONE if done else RequestStatus.FAILED, summary)
         except (asyncio.CancelledError, ColdReadingError) as exc:
             stopped = isinstance(exc, asyncio.CancelledError)

@@ -267,7 +267,10 @@ def test_warm_pool_service_time_comes_from_the_log_or_says_where_it_comes_from(a
     app.selectbox(key="cap_traffic").set_value(without).run()
     # no durations: 10 output tokens at 60 tokens/s, no TTFT logged
     assert app.number_input(key=f"cap_wp_service_{without}").value == pytest.approx(10 / 60)
-    assert any("the log has no durations" in c.value for c in app.caption)
+    assert any(
+        "no durations and no first-token times" in c.value and "TTFT not included" in c.value for c in app.caption
+    )
+    assert not any("0.0 s" in c.value for c in app.caption)
     assert not any("Overloaded" in e.value for e in app.error)
 
 

@@ -28,11 +28,15 @@ def _default_service_s(traffic: LogTraffic | None) -> tuple[float, str]:
             f"{present.count(traffic.n_durations)} requests with a logged duration"
         )
     if traffic is not None:
-        ttft_s = traffic.mean_ttft_s or 0.0
         decode_s = traffic.mean_output_tokens / DEFAULT_DECODE_TOKENS_PER_S
-        return max(ttft_s + decode_s, 0.001), (
-            f"the log has no durations: its mean TTFT ({present.seconds(ttft_s)}) + its mean output "
-            f"({present.tokens(traffic.mean_output_tokens)}) at {DEFAULT_DECODE_TOKENS_PER_S:g} tokens/s decode"
+        output = f"its mean output ({present.tokens(traffic.mean_output_tokens)}) at {DEFAULT_DECODE_TOKENS_PER_S:g} "
+        if traffic.mean_ttft_s:  # a log without first-token times has no TTFT to add: say so, never "0.0 s"
+            return max(traffic.mean_ttft_s + decode_s, 0.001), (
+                f"the log has no durations: its mean TTFT ({present.seconds(traffic.mean_ttft_s)}) + "
+                f"{output}tokens/s decode"
+            )
+        return max(decode_s, 0.001), (
+            f"the log has no durations and no first-token times: {output}tokens/s decode (TTFT not included)"
         )
     return DEFAULT_SERVICE_S, (
         f"{present.seconds(DEFAULT_SERVICE_S, 0)}, a typical chat turn (about 1 s TTFT + 1,700 output tokens "
