@@ -8,10 +8,8 @@ threads are ordered by events and a barrier, never by sleeping, and no assertion
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TypeVar
 
 import pytest
@@ -35,43 +33,6 @@ def engines(store_url):
     yield a, b
     a.dispose()
     b.dispose()
-
-
-class HeldHook:
-    """A local webhook receiver that holds the first post until `release` is set (its sender is mid-send for as
-    long as the test needs); `holding` is set once that post has arrived. Answers 200 to every post."""
-
-    def __init__(self) -> None:
-        self.posts = 0
-        self.bodies: list[dict] = []
-        self.holding, self.release = threading.Event(), threading.Event()
-        lock, outer = threading.Lock(), self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                with lock:
-                    outer.posts += 1
-                    first = outer.posts == 1
-                    outer.bodies.append(body)
-                if first:
-                    outer.holding.set()
-                    outer.release.wait(HANG_S)
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks/T000/B000/secret-token"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def race(fn: Callable[..., T], *engines) -> list[T]:
@@ -105,7 +66,7 @@ def _one_delivery(engine) -> dict:
 
 def test_an_event_being_sent_by_one_evaluator_is_not_sent_again_by_another(engines, monkeypatch):
     a, b = engines
-    hook = HeldHook()
+    hook = Receiver(hold_first=True, hang_s=HANG_S)
     monkeypatch.setenv("TEAM_HOOK", hook.url)
     try:
         slow_endpoint_with_rule(a, NOW_MS)

@@ -20,20 +20,28 @@ __all__ = ["Receiver", "run_cli", "slow_endpoint_with_rule"]
 
 
 class Receiver:
-    """A local webhook receiver: records each JSON body; answers 500 to the first `fail_first` posts."""
+    """A local webhook receiver: records each JSON body; answers 500 to the first `fail_first` posts. With
+    `hold_first`, the first post is held until `release` is set (its sender stays mid-send for as long as a test
+    needs); `holding` is set once it has arrived."""
 
-    def __init__(self, fail_first: int = 0) -> None:
+    def __init__(self, fail_first: int = 0, *, hold_first: bool = False, hang_s: float = 60.0) -> None:
         self.bodies: list[dict] = []
         self.posts = 0
-        outer = self
+        self.holding, self.release = threading.Event(), threading.Event()
+        lock, outer = threading.Lock(), self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.posts += 1
-                failing = outer.posts <= fail_first
-                if not failing:
-                    outer.bodies.append(json.loads(body))
+                with lock:
+                    outer.posts += 1
+                    failing = outer.posts <= fail_first
+                    first = outer.posts == 1
+                    if not failing:
+                        outer.bodies.append(json.loads(body))
+                if first and hold_first:
+                    outer.holding.set()
+                    outer.release.wait(hang_s)
                 self.send_response(500 if failing else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -46,6 +54,7 @@ class Receiver:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.release.set()
         self._server.shutdown()
         self._server.server_close()
 
