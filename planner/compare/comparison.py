@@ -93,16 +93,24 @@ def day_range_ms(first: dt.date, last: dt.date, tz: str = "UTC") -> tuple[int, i
 
 
 def format_window(
-    since_ms: int | None, until_ms: int | None, samples: pd.DataFrame | None = None, tz: str = "UTC"
+    since_ms: int | None,
+    until_ms: int | None,
+    samples: pd.DataFrame | None = None,
+    tz: str = "UTC",
+    *,
+    now_ms: int | None = None,
 ) -> str:
-    """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC' (in time zone `tz`), using the samples' span for an open end."""
+    """'2026-11-27 00:00 UTC → 2026-11-30 00:00 UTC' (in time zone `tz`), using the samples' span for an open end;
+    an end still ahead of `now_ms` (today's range ends at tomorrow's midnight) reads 'now'."""
     lo, hi = since_ms, until_ms
     if samples is not None and not samples.empty:
         lo = lo if lo is not None else int(samples["started_at_ms"].min())
         hi = hi if hi is not None else int(samples["started_at_ms"].max())
     if lo is None and hi is None:
         return "all time (no samples)"
-    return f"{_utc(lo, tz) if lo is not None else 'start'} → {_utc(hi, tz) if hi is not None else 'now'}"
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    end = "now" if hi is None or hi > now else _utc(hi, tz)
+    return f"{_utc(lo, tz) if lo is not None else 'start'} → {end}"
 
 
 def compare(

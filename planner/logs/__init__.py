@@ -7,6 +7,7 @@ Prompt and completion text never leave the readers: the frame holds only times, 
 
 from planner.logs.formats import FORMATS
 from planner.logs.limits import DEFAULT_MAX_BYTES
+from planner.logs.inputs import LOG_SUFFIXES
 from planner.logs.normalise import COLUMNS, LogFormatError, LogParseResult, empty_frame, read_logs
 from planner.logs.records import RejectedLine
 from planner.logs.tokenize import TokenCounter
@@ -24,5 +25,5 @@ __all__ = [
     "read_logs",
 ]
 
-# File name endings the upload widgets accept (the readers sniff the content; .gz and .zst are unwrapped first).
-UPLOAD_EXTENSIONS = ("jsonl", "ndjson", "json", "csv", "tsv", "txt", "parquet", "gz", "zst")
+# File name endings the upload widgets accept: the same as the command line's (the readers sniff the content).
+UPLOAD_EXTENSIONS = tuple(s.removeprefix(".") for s in LOG_SUFFIXES)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 __all__ = ["LOG_SUFFIXES", "expand_inputs"]
 
-# File name endings read as logs (the content decides the format; .gz / .zst are unwrapped first).
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".parquet", ".gz", ".zst")
+# File name endings read as logs (the content decides the format; .gz / .zst are unwrapped first). `.log`: what
+# gateways and request loggers name their JSON-lines files.
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".log", ".csv", ".tsv", ".txt", ".parquet", ".gz", ".zst")
 
 
 def _is_log(path: Path) -> bool:

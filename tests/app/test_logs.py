@@ -208,3 +208,11 @@ def test_a_log_without_cache_figures_hands_over_no_cache_hit_rate():
     assert figs["cache_hit_fraction"]["source"] != "log"  # the worksheet keeps its own figure
     if before is not None:
         assert figs["cache_hit_fraction"] == before
+
+
+def test_a_dot_log_file_is_accepted_and_read_by_its_content():
+    from planner.logs import UPLOAD_EXTENSIONS
+
+    assert "log" in UPLOAD_EXTENSIONS  # the uploader's type filter: gateways name JSON-lines files *.log
+    at = _upload(open_page("logs"), ("gateway.log", (SAMPLES / "openai_chat_completions.jsonl").read_bytes()))
+    assert "Read 400 requests (gateway.log → openai_chat)" in at.success[0].value

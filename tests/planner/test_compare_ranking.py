@@ -10,7 +10,7 @@ import pytest
 
 from planner.budget import Worksheet
 from planner.compare import CANNOT_TELL, UnknownEndpoint, compare
-from planner.compare.comparison import day_range_ms
+from planner.compare.comparison import day_range_ms, format_window
 from planner.compare.cost import cost_basis
 from planner.compare.data import load_endpoints
 from planner.compare.metrics import hourly_profile
@@ -186,3 +186,15 @@ def test_worksheet_targets_drive_the_verdicts(seeded):
         pytest.approx(240 / 250),
     )
     assert np.isfinite(v.result.prefill_budget_ms)
+
+
+def test_a_range_that_ends_today_reads_now_not_tomorrows_midnight():
+    since, until = day_range_ms(dt.date(2026, 11, 27), dt.date(2026, 12, 2), "Europe/Berlin")
+    during_dec_2 = until - 6 * 3_600_000  # 18:00 Berlin on the last day of the range
+    assert format_window(since, until, tz="Europe/Berlin", now_ms=during_dec_2) == (
+        "2026-11-27 00:00 Europe/Berlin → now"
+    )
+    after = until + 1
+    assert format_window(since, until, tz="Europe/Berlin", now_ms=after) == (
+        "2026-11-27 00:00 Europe/Berlin → 2026-12-03 00:00 Europe/Berlin"
+    )
