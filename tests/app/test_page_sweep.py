@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -63,8 +64,17 @@ def _headers(df_element) -> list[str]:
 
 
 def _cells(df_element) -> list[str]:
+    """Every cell as the browser shows it: text as it is, and in a read-only table a missing value as the grid draws
+    it ("None"; an editable grid leaves the cell empty to type into)."""
     df = df_element.value
-    return [str(v) for v in df.astype(object).to_numpy().ravel().tolist() if isinstance(v, str)]
+    editable = getattr(df_element.proto, "editing_mode", 0) != 0  # Arrow.EditingMode.READ_ONLY is 0
+    cells = df.astype(object).to_numpy().ravel().tolist()
+    return [v if isinstance(v, str) else "None" for v in cells if isinstance(v, str) or (not editable and _missing(v))]
+
+
+def _missing(v) -> bool:
+    """None, NaN or NaT (numbers and dates are drawn as such)."""
+    return v is None or bool(pd.isna(v))
 
 
 def _findings(at: AppTest) -> list[str]:

@@ -3,6 +3,7 @@ from, and the charts (p95 by hour of day, p95 intervals, phases)."""
 
 import streamlit as st
 
+from app import present
 from app.charts.compare import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare import Comparison
 from planner.compare.comparison import metrics_table
@@ -42,7 +43,7 @@ def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
         "its TTFT; an anycast edge's RTT is to the nearest edge, not to the serving region)."
     )
     st.dataframe(
-        region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage),
+        present.display_frame(region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage)),
         hide_index=True,
         key="cmp_regions",
     )
