@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -267,6 +268,9 @@ def serve(port, address, no_simulator, no_worker, secrets_file, database_url, **
         click.echo(f"dashboard at http://{address}:{port}  ({what}; Ctrl-C stops everything)", err=True)
         try:
             if no_worker:
+                # SIGTERM would end this process at once and leave the dashboard serving on its own: end it the
+                # way Ctrl-C does, through the `finally` below that stops the dashboard too
+                signal.signal(signal.SIGTERM, _exit_on_signal)
                 proc.wait()
             else:
                 run_measuring(_serve(engine, config, proc))
@@ -279,6 +283,10 @@ def serve(port, address, no_simulator, no_worker, secrets_file, database_url, **
                     proc.wait(10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def _exit_on_signal(signum: int, _frame) -> None:
+    raise SystemExit(0)
 
 
 COMMANDS = [worker, cold_reading, serve]

@@ -102,3 +102,17 @@ def test_when_the_dashboard_dies_the_worker_stops_too(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_serve_without_a_worker_stops_its_dashboard_on_sigterm_too(tmp_path):
+    proc, port = _serve(tmp_path, "--no-simulator", "--no-worker")
+    try:
+        [dashboard] = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(HANG_S) == 0
+        # the dashboard is gone (or a zombie awaiting its reaper), not left serving on its own
+        assert not os.path.exists(f"/proc/{dashboard}") or open(f"/proc/{dashboard}/stat").read().split()[2] == "Z"
+        assert not _healthy(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
