@@ -25,7 +25,7 @@ from planner.logs.prefix import PrefixCache
 from planner.logs.records import Reject, Row, dig, epoch_ms, token_count
 from planner.logs.tokenize import TokenCounter, message_text
 
-__all__ = ["FIELDS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
+__all__ = ["FIELDS", "FIELD_LABELS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
 
 FIELDS = (
     "ts",
@@ -46,6 +46,26 @@ FIELDS = (
     "end_time",
     "hash_ids",
 )
+#: Each field as a page names it (the CLI's --map and the stored mapping keep the field names above).
+FIELD_LABELS: dict[str, str] = {
+    "ts": "Arrival time",
+    "ts_relative_s": "Arrival, s from the trace's start",
+    "ts_relative_ms": "Arrival, ms from the trace's start",
+    "model": "Model",
+    "prompt_tokens": "Prompt tokens (cached included)",
+    "prompt_tokens_uncached": "Uncached prompt tokens",
+    "prompt_text": "Prompt text (tokens counted)",
+    "cached_tokens": "Cached prompt tokens",
+    "output_tokens": "Output tokens",
+    "output_text": "Output text (tokens counted)",
+    "ttft_ms": "TTFT (ms)",
+    "ttft_s": "TTFT (s)",
+    "duration_ms": "Duration (ms)",
+    "duration_s": "Duration (s)",
+    "first_token_time": "First-token time",
+    "end_time": "End time",
+    "hash_ids": "Prefix block hashes",
+}
 REQUIRED_HELP = (
     "a time column (ts, or ts_relative_s / ts_relative_ms) and a prompt-token column (prompt_tokens, "
     "prompt_tokens_uncached or prompt_text)"

@@ -126,7 +126,7 @@ def test_the_mapping_form_is_prefilled_with_its_guess_and_says_so():
     at = _upload(open_page("logs"), ("odd.csv", b"timestamp,tok_a,tok_b\n2026-11-20T09:00:00Z,10,2\n"))
     assert at.error[0].value.startswith("Nothing could be read: odd.csv: no prompt-token column")
     assert at.selectbox(key="logs_map_ts").value == "timestamp"
-    assert any("Guessed from the column names: ts ← timestamp" in c.value for c in at.caption)
+    assert any("Guessed from the column names: Arrival time ← timestamp" in c.value for c in at.caption)
 
 
 def test_hours_follow_the_viewer_time_zone_and_percentile_labels_do_not_overprint():
@@ -216,3 +216,13 @@ def test_a_dot_log_file_is_accepted_and_read_by_its_content():
     assert "log" in UPLOAD_EXTENSIONS  # the uploader's type filter: gateways name JSON-lines files *.log
     at = _upload(open_page("logs"), ("gateway.log", (SAMPLES / "openai_chat_completions.jsonl").read_bytes()))
     assert "Read 400 requests (gateway.log → openai_chat)" in at.success[0].value
+
+
+def test_the_mapping_form_names_fields_in_words():
+    from planner.logs.mapped import FIELD_LABELS, FIELDS
+
+    assert set(FIELD_LABELS) == set(FIELDS)  # every field has its words
+    at = _upload(open_page("logs"), ("gw.csv", (SAMPLES / "gateway_custom_columns.csv").read_bytes()))
+    labels = [at.selectbox(key=f"logs_map_{f}").label for f in FIELDS]
+    assert labels[0] == "Arrival time" and "TTFT (ms)" in labels
+    assert not [lab for lab in labels if "_" in lab]  # no ts_relative_s, prompt_tokens_uncached, ttft_ms

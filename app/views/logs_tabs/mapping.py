@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app.views.logs_tabs.source import Reading
+from planner.logs.mapped import FIELD_LABELS
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.traces import guess_table_mapping
 
@@ -27,12 +28,14 @@ def render(reading: Reading) -> None:
         current = reading.mapping or (parsed.mapping if parsed else None) or guess
         with st.expander("Column mapping", expanded=bool(error), icon=":material/table_chart:"):
             st.caption(
-                "Which column holds what. Needed: the arrival time (ts, or ts_relative_s / ts_relative_ms for a "
-                "trace that counts from its start) and prompt tokens (prompt_tokens incl. cached; "
-                "prompt_tokens_uncached for Anthropic-style input_tokens; or prompt_text to count)."
+                "Which column holds what. Needed: the arrival time (a time, or seconds / milliseconds from the "
+                "trace's start) and prompt tokens (cached included; uncached for Anthropic-style input_tokens; or "
+                "the prompt text, to count)."
             )
             if guess:
-                st.caption("Guessed from the column names: " + ", ".join(f"{k} ← {v}" for k, v in guess.items()))
+                st.caption(
+                    "Guessed from the column names: " + ", ".join(f"{FIELD_LABELS[k]} ← {v}" for k, v in guess.items())
+                )
             with st.form("logs_mapping_form"):
                 cols = st.columns(4)
                 chosen_map = {}
@@ -40,7 +43,7 @@ def render(reading: Reading) -> None:
                     options = ["", *columns]
                     default = current.get(field, "")
                     chosen_map[field] = cols[i % 4].selectbox(
-                        field,
+                        FIELD_LABELS[field],
                         options,
                         index=options.index(default) if default in options else 0,
                         key=f"logs_map_{field}",
