@@ -138,7 +138,9 @@ def gpu_fit_figure(table: pd.DataFrame) -> go.Figure:
     """GPUs needed per GPU type (weights + KV); types that fit on no single 8-GPU node are marked."""
     colors = [SEMANTIC["ok"] if f else SEMANTIC["error"] for f in table["fits"]]
     labels = [
-        f"{int(t)} GPU(s)" if f else f"≥ {int(m)} GPUs: no single node"
+        (f"{int(t)} GPU{'s' if t != 1 else ''}" if t == m else f"needs {int(m)}, runs on {int(t)} (tensor parallel)")
+        if f
+        else f"≥ {int(m)} GPUs: no single node"
         for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"], strict=True)
     ]
     fig = go.Figure(

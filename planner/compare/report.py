@@ -290,4 +290,6 @@ def report_csv(cmp: Comparison) -> str:
         if not d.empty
         else t
     )
+    if "rank" in merged:  # a whole number ("1", not "1.0"; empty where an endpoint has no rank)
+        merged["rank"] = [None if v is None or pd.isna(v) else int(v) for v in merged["rank"]]
     return csv_text(merged)  # cells from outside (names, regions) cannot run as spreadsheet formulas

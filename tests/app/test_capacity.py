@@ -285,3 +285,17 @@ def test_the_address_reproduces_the_traffic_source_and_typed_prices():
     assert fresh.number_input(key=f"cap_pin_{price}").value == pytest.approx(0.777)
     assert fresh.number_input(key="cap_gpr").value == 4
     assert fresh.session_state["cost_inputs"]["input_usd_per_mtok"] == pytest.approx(0.777)
+
+
+def test_a_gpu_fit_bar_is_labelled_with_its_own_height():
+    import pandas as pd
+
+    from app.charts.capacity import gpu_fit_figure
+
+    table = pd.DataFrame(
+        {"gpu": ["L40S", "H100", "A10G"], "min_gpus": [3, 1, 9], "tp_gpus": [4, 1, None], "fits": [True, True, False]}
+    )
+    bar = gpu_fit_figure(table).data[0]
+    assert list(bar.y) == [3, 1, 9]
+    # 3 GPUs hold the model; tensor parallelism runs it on 4: the label says both, never "4" over a bar of 3
+    assert list(bar.text) == ["needs 3, runs on 4 (tensor parallel)", "1 GPU", "≥ 9 GPUs: no single node"]
