@@ -6,8 +6,8 @@ Prompt and completion text never leave the readers: the frame holds only times, 
 """
 
 from planner.logs.formats import FORMATS
-from planner.logs.limits import DEFAULT_MAX_BYTES
 from planner.logs.inputs import LOG_SUFFIXES
+from planner.logs.limits import DEFAULT_MAX_BYTES
 from planner.logs.normalise import COLUMNS, LogFormatError, LogParseResult, empty_frame, read_logs
 from planner.logs.records import RejectedLine
 from planner.logs.tokenize import TokenCounter
