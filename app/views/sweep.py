@@ -7,7 +7,7 @@ import streamlit as st
 from app import present, worksheet_state
 from app.cache import engine
 from app.charts.sweep import sweep_figure
-from app.viewer import fmt_ms, zone_label
+from app.viewer import fmt_ms
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
 from planner.sweep import knee_sentence, queueing_p95_ms
 
@@ -43,7 +43,7 @@ def _run_label(r) -> str:
         if over_load is None
         else f"knee {knee_load:g} {unit}"
     )
-    return f"#{r.id} · {r.model} at {r.base_url} · {r.mode} · {knee} · {fmt_ms(r.started_at_ms)} {zone_label()}"
+    return f"#{r.id} · {r.model} at {r.base_url} · {r.mode} · {knee} · {fmt_ms(r.started_at_ms)}"
 
 
 labels = {int(r.id): _run_label(r) for r in runs.itertuples()}

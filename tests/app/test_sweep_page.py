@@ -115,3 +115,13 @@ def test_a_sweep_that_never_left_the_target_says_the_knee_was_not_reached():
     assert "knee not reached (≥ 2 req/s)" in at.selectbox(key="sweep_run").options[0]
     fig = chart_spec(at, "sweep_curve")
     assert not any("knee" in (a.get("text") or "") for a in fig["layout"].get("annotations", []))
+
+
+def test_a_run_label_names_its_zone_once():
+    result = _one_slot_sweep()
+    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
+    store_sweep(eng, result, vantage="ci", tool_version="test")
+    eng.dispose()
+    at = open_page("sweep")
+    label = at.selectbox(key="sweep_run").options[0]
+    assert label.count("UTC") == 1, label
