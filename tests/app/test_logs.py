@@ -140,6 +140,7 @@ def test_hours_follow_the_viewer_time_zone_and_percentile_labels_do_not_overprin
     notes = chart_spec(at, "logs_hist")["layout"]["annotations"]
     p50, p95 = (next(a for a in notes if a["text"].startswith(k)) for k in ("p50", "p95"))
     assert (p50["y"], p50["xanchor"]) != (p95["y"], p95["xanchor"])  # different heights and sides
+    assert p95["text"].startswith("p95 (whole log)")  # not to be read as the headline's working-day p95
 
 
 def test_a_public_trace_sample_says_its_times_are_placed_from_a_default_start():

@@ -26,7 +26,9 @@ def render(frame: pd.DataFrame, s: LogSummary, tz: str) -> None:
         "tokens",
     )
     st.dataframe(percentile_table_style(rows), hide_index=True, key="logs_percentiles")
-    marks = {k: s.prompt[k] for k in ("p50", "p95")}
+    # the charts draw every request, so their lines are the whole log's percentiles, and say so (the headline's
+    # p95 is the working day's)
+    marks = {f"{k} (whole log)": s.prompt[k] for k in ("p50", "p95")}
     h1, h2 = st.columns(2)
     h1.plotly_chart(histogram_figure(histogram(frame["prompt_tokens"]), marks), key="logs_hist")
     h2.plotly_chart(ecdf_figure(ecdf_points(frame["prompt_tokens"]), marks), key="logs_ecdf")
