@@ -18,6 +18,7 @@ scheduling an endpoint).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import tomllib
@@ -238,13 +239,24 @@ def endpoint_problem(row: EndpointRow) -> str | None:
 def key_status(row: EndpointRow, env: Mapping[str, str] | None = None) -> str:
     """'no key needed', 'key set' or 'key missing' (api_key_env names no value in the environment or a
     Streamlit secrets file; with `env`, only that mapping is consulted). Without a variable, a Bedrock endpoint
-    says 'AWS credential chain' and a Vertex one 'Application Default Credentials' (looked up when probing)."""
+    says 'AWS credential chain' and a Vertex one 'Application Default Credentials' (looked up when probing; 'key
+    missing' while the google-auth package that reads them is not installed)."""
     return key_status_for(row.api_key_env, row.protocol, env)
+
+
+def _has_google_auth() -> bool:
+    """Whether google-auth (which reads Application Default Credentials) is installed; nothing is imported."""
+    try:
+        return importlib.util.find_spec("google.auth") is not None
+    except ModuleNotFoundError:  # no `google` package at all
+        return False
 
 
 def key_status_for(api_key_env: str, protocol: str, env: Mapping[str, str] | None = None) -> str:
     """key_status for an endpoint not stored yet (a form, a catalog row): the same answers."""
     if not api_key_env:
+        if protocol == "vertex" and not _has_google_auth():
+            return "key missing (Application Default Credentials need `pip install google-auth`)"
         return _DEFAULT_CREDENTIALS.get(protocol, "no key needed")
     if env is not None:
         return "key set" if env.get(api_key_env) else "key missing"

@@ -110,7 +110,7 @@ else:  # the worker's own account (running and buffering, lease lapsed, or not r
 
 def _state(ep) -> str:
     ks = key_status(ep)
-    if ks == "key missing":
+    if ks.startswith("key missing"):
         return "key missing"
     if not ep.enabled:
         return "disabled"
@@ -284,7 +284,7 @@ def _catalog_picker() -> None:
             help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""),
         )
     status = key_status_for(entry.key_env, entry.protocol)
-    shown = {"key set": "present", "key missing": "missing"}.get(status, status)
+    shown = {"key set": "present", "key missing": "missing"}.get(status, status.removeprefix("key "))
     key_line = f"Key variable `{entry.key_env}`: **{shown}**" if entry.key_env else f"Credentials: {shown}"
     st.caption(
         f"{key_line} · {entry.front_door} front door · {md_text(entry.scale_to_zero)} "

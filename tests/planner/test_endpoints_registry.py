@@ -159,3 +159,15 @@ def test_cli_cold_reading_refuses_without_an_idle_time_or_window(sqlite_store_ur
     assert out.exit_code == 2 and "no endpoint named" in out.output
     out = r.invoke(cli, ["cold-reading", "nowin", "--idle", "5", "--no-wait", *db])
     assert out.exit_code == 0 and "queued cold reading" in out.output and "no worker is running" in out.output
+
+
+def test_a_vertex_endpoint_without_google_auth_says_its_key_is_missing():
+    import importlib.util
+
+    from planner.endpoints import key_status_for
+
+    # the project does not install google-auth (an optional extra): ADC cannot be read, so nothing would sign
+    assert importlib.util.find_spec("google") is None or importlib.util.find_spec("google.auth") is None
+    status = key_status_for("", "vertex")
+    assert status.startswith("key missing") and "pip install google-auth" in status
+    assert key_status_for("", "bedrock") == "AWS credential chain"
