@@ -40,7 +40,11 @@ __all__ = [
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 SERVICE = "bedrock"
-_HOST_REGION = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
+# bedrock-runtime.{region}.amazonaws.com, its FIPS and China forms, and an interface VPC endpoint's own name
+# (vpce-….bedrock-runtime.{region}.vpce.amazonaws.com): the region to sign for is in every one of them
+_HOST_REGION = re.compile(
+    r"^(?:vpce-[a-z0-9-]+\.)?bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.(?:vpce\.)?amazonaws\.com(?:\.cn)?$"
+)
 _RETRYABLE = {
     "throttlingException": "rate_limited",
     "serviceUnavailableException": "server_error",

@@ -434,3 +434,18 @@ def test_on_the_real_clock_the_ttft_is_never_before_the_first_token_write(aws_en
     assert s.ok, s.error_detail
     assert s.ttft_ms >= (srv.first_content_ns[0] - clock.start_ns) / 1e6
     assert 0 <= s.headers_ms <= s.first_event_ms <= s.ttft_ms <= s.first_content_ms <= s.total_ms
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [
+        ("bedrock-runtime.eu-central-1.amazonaws.com", "eu-central-1"),
+        ("bedrock-runtime-fips.us-east-1.amazonaws.com", "us-east-1"),
+        ("vpce-0a1b2c3d4e5f-abcdefgh.bedrock-runtime.ap-southeast-2.vpce.amazonaws.com", "ap-southeast-2"),
+    ],
+)
+def test_the_signing_region_is_read_from_every_bedrock_host_form(host, region, monkeypatch):
+    from planner.probes.bedrock import signing_region
+
+    monkeypatch.setenv("AWS_REGION", "us-west-2")  # the chain's region must not win over the host's own
+    assert signing_region(f"https://{host}") == region
