@@ -131,19 +131,31 @@ class EventStreamDecoder:
 
         self._buf = EventStreamBuffer()
         self.bytes_seen = 0
+        self._framed = 0  # bytes of the complete frames decoded so far
 
     def feed(self, chunk: bytes) -> list:
-        """The messages `chunk` completed; raises ProbeFault("bad_json") for a corrupt frame (bad CRC or length)."""
+        """The messages `chunk` completed; raises ProbeFault("bad_frame") for a corrupt frame (bad CRC or length)."""
         from botocore.eventstream import ParserError
 
         self.bytes_seen += len(chunk)
         self._buf.add_data(chunk)
         try:
-            return list(self._buf)
+            messages = list(self._buf)
         except ParserError as exc:
             raise ProbeFault(
-                "bad_json", f"a corrupt event-stream frame after {self.bytes_seen} bytes: {type(exc).__name__}"
+                "bad_frame", f"a corrupt event-stream frame after {self.bytes_seen} bytes: {type(exc).__name__}"
             ) from None
+        self._framed += sum(m.prelude.total_length for m in messages)
+        return messages
+
+    def close(self) -> None:
+        """At the end of the stream: raises ProbeFault("bad_frame") when it ended inside a frame (a cut-off one)."""
+        left = self.bytes_seen - self._framed
+        if left:
+            raise ProbeFault(
+                "bad_frame",
+                f"the stream ended inside an event-stream frame ({left} of its bytes, {self.bytes_seen} in all)",
+            )
 
 
 def _payload(msg) -> dict:

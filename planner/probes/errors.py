@@ -49,6 +49,7 @@ class ErrorClass(StrEnum):
     NO_CONTENT = "no_content"
     DISCONNECT = "disconnect"
     BAD_JSON = "bad_json"
+    BAD_FRAME = "bad_frame"
     NOT_SSE = "not_sse"
     HTTP_ERROR = "http_error"
     SKIPPED = "skipped"  # a schedule slot the worker did not run (kind='skipped')
@@ -77,6 +78,7 @@ ERROR_CLASSES: dict[ErrorClass, str] = {
     _E.NO_CONTENT: "the stream ended without a single token",
     _E.DISCONNECT: "the connection closed in the middle of the stream",
     _E.BAD_JSON: "an SSE event's data was not valid JSON",
+    _E.BAD_FRAME: "a binary event-stream frame (Bedrock) was corrupt: bad checksum or length, or cut off at the end",
     _E.NOT_SSE: "the response was not an event stream (streaming ignored or an HTML/JSON body)",
     _E.HTTP_ERROR: "any other non-2xx status or HTTP protocol error",
 }

@@ -421,6 +421,8 @@ async def _read_response(
             "disconnect", f"the connection closed mid-stream after {token_events} token events: {exc}"
         ) from None
     sample.total_ms = att.ms(clock_ns())
+    if hasattr(parser, "close") and first_token_ns is None:
+        parser.close()  # a binary stream cut off inside a frame is a corrupt frame, not an empty stream
     sample.prompt_tokens, sample.cached_tokens = usage_prompt, usage_cached
     sample.output_tokens = usage_output if usage_output is not None else token_events
     if first_token_ns is None:

@@ -404,7 +404,11 @@ def test_bedrock_corrupt_frame_and_wrong_content_type_are_reported(aws_env):
     frame[-1] ^= 0xFF  # message CRC no longer matches
     with ScriptedServer(Script(headers=EVENTSTREAM, steps=[Step(bytes(frame))]), stepwise=True) as srv:
         s, _ = probe(srv, f"http://127.0.0.1:{srv.port}", "bedrock", model=BEDROCK_MODEL)
-    assert s.error_class == "bad_json" and "corrupt event-stream frame" in s.error_detail
+    assert s.error_class == "bad_frame" and "corrupt event-stream frame" in s.error_detail
+    cut = bedrock_event("contentBlockDelta", contentBlockIndex=0, delta={"text": "Hi"})[:-7]  # ends inside a frame
+    with ScriptedServer(Script(headers=EVENTSTREAM, steps=[Step(cut)]), stepwise=True) as srv:
+        s, _ = probe(srv, f"http://127.0.0.1:{srv.port}", "bedrock", model=BEDROCK_MODEL)
+    assert s.error_class == "bad_frame" and "ended inside an event-stream frame" in s.error_detail, s.error_detail
     with ScriptedServer(Script(steps=[Step(sse({"x": 1}))]), stepwise=True) as srv:
         s, _ = probe(srv, f"http://127.0.0.1:{srv.port}", "bedrock", model=BEDROCK_MODEL)
     assert s.error_class == "not_sse"
