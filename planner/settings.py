@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_VANTAGE_NAME",
     "DATABASE_URL",
     "DATA_DIR",
     "METRICS_PORT",
@@ -28,6 +29,7 @@ __all__ = [
     "SMTP_USER",
     "TEST_PG_URL",
     "VANTAGE",
+    "vantage_name",
     "Setting",
 ]
 
@@ -63,6 +65,17 @@ VANTAGE = Setting(
     "Name of where this machine measures from (office, region), stored with every sample of the worker, "
     "`probe --store`, `sweep --store` and server-side RTT probes; the --vantage flag overrides it.",
 )
+#: How the one default vantage ("", no TTFT_PLANNER_VANTAGE) is named wherever a reader sees it.
+DEFAULT_VANTAGE_NAME = "this server (default vantage)"
+
+
+def vantage_name(vantage: object) -> str:
+    """A vantage as a reader sees it: its label, or DEFAULT_VANTAGE_NAME for "" (and None or NaN from a frame)."""
+    if vantage is None or (isinstance(vantage, float) and vantage != vantage) or vantage == "":
+        return DEFAULT_VANTAGE_NAME
+    return str(vantage)
+
+
 RETENTION_DAYS = Setting(
     "TTFT_PLANNER_RETENTION_DAYS",
     "90",

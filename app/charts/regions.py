@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
 from planner.regions import Region
+from planner.settings import vantage_name
 from planner.stats import min_n_for, percentile
 
 __all__ = [
@@ -33,8 +34,8 @@ MAP_CONFIG = {"topojsonURL": TOPOJSON_URL, "displaylogo": False}
 
 
 def vantage_label(v) -> str:
-    """'' (the one default vantage: the server the worker and the page run on) reads as words."""
-    return "this server (default vantage)" if not v or (not isinstance(v, str) and pd.isna(v)) else str(v)
+    """'' (the one default vantage: the server the worker and the page run on) reads as words (vantage_name)."""
+    return vantage_name(None if not isinstance(v, str) and pd.isna(v) else v)
 
 
 RANKED_COLUMNS = [

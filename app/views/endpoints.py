@@ -28,6 +28,7 @@ from planner.endpoints import (
 )
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
+from planner.settings import DEFAULT_VANTAGE_NAME
 from planner.store import leases as lease
 from planner.store.worker import endpoint_statuses
 from planner.store.worker_state import worker_report
@@ -98,7 +99,8 @@ if leases:
     st.caption(
         "Workers running: "
         + ", ".join(
-            f"vantage {md_text(repr(r['vantage'] or '(default)'))} on {md_text(r['holder'].split(':')[0])}"
+            f"vantage {md_text(repr(r['vantage']) if r['vantage'] else DEFAULT_VANTAGE_NAME)} "
+            f"on {md_text(r['holder'].split(':')[0])}"
             for r in leases
         )
     )

@@ -18,6 +18,7 @@ import httpx
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
 from planner.alerts.words import KIND_WHAT, format_value, target_words
+from planner.settings import vantage_name
 
 __all__ = [
     "BACKOFF_S",
@@ -65,7 +66,7 @@ def message(n: Notice) -> str:
     """One line a person can act on: what, where, the numbers with n and window, and the link."""
     r = n.rule
     head = ("TEST " if n.test else "") + ("FIRING" if n.transition is Transition.FIRING else "RESOLVED")
-    where = f"{n.endpoint} @ {n.vantage or 'default vantage'}"
+    where = f"{n.endpoint} @ {vantage_name(n.vantage)}"
     target = f" ({target_words(r.interaction)} target)" if r.interaction else ""
     shown = format_value(r.kind, r.threshold)
     cmp = (

@@ -11,6 +11,7 @@ import click
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
 from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_target
+from planner.settings import vantage_name
 from planner.store.audit import record_cli
 from planner.store.rtt import (
     TargetExists,
@@ -155,7 +156,7 @@ def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency
         )
     else:
         route = "direct" if proxy is None else "via proxy " + redact_url(proxy)
-        click.echo(f"RTT from {vantage or 'this server (default vantage)'} ({route}):")
+        click.echo(f"RTT from {vantage_name(vantage)} ({route}):")
         _print_table(results, {r.id for r in regions if r.anycast})
     if results and all(not r.ok for r in results):
         raise SystemExit(1)

@@ -17,6 +17,7 @@ import pandas as pd
 from planner.compare.data import EndpointInfo, RttFigure
 from planner.providers import catalog_region
 from planner.regions import catalog as region_catalog
+from planner.settings import vantage_name
 
 __all__ = ["ServingRegion", "region_table", "serving_regions"]
 
@@ -74,7 +75,7 @@ def region_table(
                 "Front door": "anycast edge" if s.anycast else ("regional" if s.region_id else "—"),
                 "RTT median (ms)": None if fig is None else round(fig.median_ms, 1),
                 "RTT n": None if fig is None else fig.n,
-                "Measured from": "—" if fig is None else (fig.vantage or "default vantage") + f" ({fig.side})",
+                "Measured from": "—" if fig is None else vantage_name(fig.vantage) + f" ({fig.side})",
                 "Note": why,
             }
         )

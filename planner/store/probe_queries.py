@@ -39,6 +39,7 @@ from sqlalchemy.engine import Engine
 
 from planner.probes.ttft import PHASES_MS
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
+from planner.settings import vantage_name
 from planner.stats import min_n_for
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import table_of
@@ -90,7 +91,7 @@ class SeriesKey:
 
     @property
     def label(self) -> str:
-        return f"{self.endpoint_name} @ {self.vantage or 'default vantage'}"
+        return f"{self.endpoint_name} @ {vantage_name(self.vantage)}"
 
 
 def range_params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:

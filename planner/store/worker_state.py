@@ -25,6 +25,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from planner.pids import pid_alive
+from planner.settings import DEFAULT_VANTAGE_NAME
 from planner.store.engine import data_dir, redacted, sqlite_file
 from planner.store.leases import live_leases
 
@@ -80,7 +81,7 @@ def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int,
     """What the worker of `vantage` is doing, from its state file and the lease rows (lease.current()).
 
     `fmt_ms` formats epoch ms for the reader (app.viewer.fmt_ms on the page)."""
-    name = repr(vantage or "(default)")
+    name = repr(vantage) if vantage else DEFAULT_VANTAGE_NAME
     live = live_leases(leases, now_ms, vantage)
     st = read_state(engine, vantage)
     fresh = st is not None and now_ms - int(st.get("updated_at_ms", 0)) <= STALE_AFTER_MS

@@ -43,3 +43,20 @@ def test_one_error_vocabulary_covers_ttft_and_rtt_and_reads_old_rows():
     assert ErrorClass("read_timeout") is ErrorClass.READ_TIMEOUT
     assert ErrorClass("blocked-port") is ErrorClass.BLOCKED_PORT
     assert EndpointState("key missing") is EndpointState.KEY_MISSING and SampleKind("skipped") is SampleKind.SKIPPED
+
+
+def test_the_default_vantage_has_one_name_wherever_it_is_read():
+    from planner.settings import DEFAULT_VANTAGE_NAME, vantage_name
+
+    assert vantage_name("") == vantage_name(None) == vantage_name(float("nan")) == DEFAULT_VANTAGE_NAME
+    assert vantage_name("office") == "office"
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spelled = [
+        str(p.relative_to(root))
+        for d in ("app", "planner")
+        for p in (root / d).rglob("*.py")
+        if p.name != "settings.py" and "default vantage'" in p.read_text()
+    ]
+    assert not spelled, spelled  # no page or message spells it its own way ('default vantage', '(default)')

@@ -7,11 +7,12 @@ from sqlalchemy.engine import Engine
 
 from app.date_range import DateRange, date_range_input
 from planner.compare import vantages
+from planner.settings import DEFAULT_VANTAGE_NAME
 
 __all__ = ["Selection", "render"]
 
 ALL = "All vantages"
-UNLABELLED = "default vantage (no label)"
+UNLABELLED = DEFAULT_VANTAGE_NAME
 
 
 @dataclass(frozen=True)
