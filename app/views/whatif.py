@@ -18,6 +18,7 @@ from planner.whatif.deployment import (
     SERVERLESS_KEYS,
     SpecError,
     defaults_from_worksheet,
+    defaults_taken,
     parse_deployment,
 )
 from planner.whatif.results import compare
@@ -29,8 +30,6 @@ DEFAULT_SPECS = (
     "serverless:name=serverless 4×8,window=300,cold=20,slots=8,max=4,decode=60,usd_per_mtok=0.3\n"
     "dedicated:name=dedicated 1×8,replicas=1,slots=8,decode=60,usd_per_gpu_h=3.2,gpus=1"
 )
-# spec key → the candidate's attribute a worksheet default fills
-_DEFAULT_ATTRS = {"prefill": "prefill_tokens_per_s", "rtt": "rtt_ms", "cold": "cold_start_s"}
 
 _RATE_LABELS = {
     "prefill_tokens_per_s": "prefill",
@@ -138,9 +137,9 @@ if len(set(names)) != len(names):
     problems.append(f"Candidate names must differ (add name=… to a line): {', '.join(names)}")
 
 # Say which worksheet figures are in use, and by which candidates: only those a candidate really left out.
-taken = {k: [d.name for d in deployments if getattr(d, _DEFAULT_ATTRS[k], None) == f] for k, f in defaults.items()}
 used = [
-    f"{k} = {_fmt(defaults[k])} ({defaults[k].describe(tz)}) for {', '.join(who)}" for k, who in taken.items() if who
+    f"{k} = {_fmt(defaults[k])} ({defaults[k].describe(tz)}) for {', '.join(who)}"
+    for k, who in defaults_taken(deployments, defaults).items()
 ]
 if deployments:
     st.caption(

@@ -18,7 +18,7 @@ Rates are per slot: a request in a slot prefills at `prefill_tokens_per_s` and d
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "Serverless",
     "SpecError",
     "defaults_from_worksheet",
+    "defaults_taken",
     "parse_deployment",
 ]
 
@@ -274,6 +275,22 @@ def defaults_from_worksheet(figures: Mapping[str, Figure]) -> dict[str, Figure]:
     if cold is not None and cold.unit == "ms" and cold.value > 0:
         out["cold"] = cold.replace(value=cold.value / 1000.0, unit="s")
     return out
+
+
+def defaults_taken(deployments: Sequence[Deployment], defaults: Mapping[str, Figure]) -> dict[str, list[str]]:
+    """Spec key → the names of the candidates that took `defaults[key]` (left the key out of their spec), for the
+    keys some candidate took; a candidate kind without the key (a dedicated pool's `cold`) never takes it."""
+    taken: dict[str, list[str]] = {}
+    for key, fig in defaults.items():
+        who = [
+            d.name
+            for d in deployments
+            if key in (keys := SERVERLESS_KEYS if isinstance(d, Serverless) else DEDICATED_KEYS)
+            and getattr(d, keys[key][0]) == fig
+        ]
+        if who:
+            taken[key] = who
+    return taken
 
 
 def parse_deployment(

@@ -90,3 +90,21 @@ def test_figures_from_other_pages_fill_missing_keys_with_their_provenance_and_th
     assert d.prefill_tokens_per_s.describe() == "probe · sim-local slope · n=240"
     assert d.cold_start_s.value == 18
     assert d.rtt_ms.value == 80 and d.rtt_ms.source == Source.TYPED  # typed in the spec: it overrides the RTT probe
+
+
+def test_defaults_taken_names_only_the_candidates_that_left_a_key_out():
+    from planner.provenance import Figure, Source
+    from planner.whatif.deployment import defaults_taken, parse_deployment
+
+    defaults = {
+        "prefill": Figure(4000.0, "tokens/s", Source.PROBE, detail="acme"),
+        "rtt": Figure.typed(30, "ms"),
+        "cold": Figure(9.0, "s", Source.COLD_READING, detail="acme"),
+    }
+    specs = [
+        "serverless:name=sls,window=300,cold=20,slots=8,max=4,decode=60,usd_per_mtok=0.3",
+        "dedicated:name=ded,replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2",
+    ]
+    deps = [parse_deployment(s, defaults=defaults) for s in specs]
+    # sls sets its own cold start; ded sets its own prefill and has no cold start at all
+    assert defaults_taken(deps, defaults) == {"prefill": ["sls"], "rtt": ["sls", "ded"]}
