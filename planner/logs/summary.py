@@ -336,6 +336,13 @@ class LogSummary:
     ttft_by_hour: pd.DataFrame
     cold: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    def headline_prompt(self) -> tuple[str, dict[str, Percentile]]:
+        """("working day", its prompt percentiles), or ("whole log", the whole log's) when no request falls in the
+        working day (a trace recorded at night in the viewer's zone): the figures a headline and a hand-off use."""
+        if self.prompt_workday["p95"].n == 0 and self.n > 0:
+            return "whole log", self.prompt
+        return "working day", self.prompt_workday
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: percentiles as {value, n, reliable}, tables as lists of records."""
 

@@ -50,13 +50,10 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
     first = viewer.fmt_ms(s.first_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
     last = viewer.fmt_ms(s.last_ts_ms, tz, "%Y-%m-%d").removesuffix(f" {tz}")
     m = st.columns(4)
-    p95w, p50w = s.prompt_workday["p95"], s.prompt_workday["p50"]
-    # A log that lies wholly outside the working day (a trace recorded at night in the viewer's zone) is read whole,
-    # and says so, rather than showing no percentile at all.
-    span = "working day"
+    span, prompt = s.headline_prompt()  # the whole log when the working day holds no request, said so below
+    p95w, p50w = prompt["p95"], prompt["p50"]
     window = f"{first}…{last}, working day {workday} {tz}"
-    if p95w.n == 0 and s.n > 0:
-        p95w, p50w, span = s.prompt["p95"], s.prompt["p50"], "whole log"
+    if span == "whole log":
         window = f"{first}…{last}, whole log (no request in the working day {workday} {tz})"
         st.info(
             f"None of the {s.n:,} requests falls in the working day ({workday}, Mon–Fri, {tz}): the figures below are "
