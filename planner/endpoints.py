@@ -9,11 +9,11 @@ Probe intervals have a product minimum of 10 s (a probe every few seconds is
 load, not measurement). Tests and demos may lower it with the environment
 variable TTFT_PLANNER_MIN_INTERVAL_S (never below 0.2 s).
 
-Every numeric field is finite and inside NUMERIC_BOUNDS (a 9-quintillion-token
-prompt would be built in the worker's memory; an infinite interval would stop
-its schedule), whatever the entry point: CLI, page, TOML import, and rows an
-older version stored (`endpoint_problem`, which the worker checks before
-scheduling an endpoint).
+Every numeric field is finite and keeps its rule in NUMERIC_RULES, which are the
+shared rules of planner.validate (a 9-quintillion-token prompt would be built in
+the worker's memory; an infinite interval would stop its schedule), whatever the
+entry point: CLI, page, TOML import, and rows an older version stored
+(`endpoint_problem`, which the worker checks before scheduling an endpoint).
 """
 
 from __future__ import annotations
@@ -47,12 +47,20 @@ from planner.store.engine import table_of
 from planner.store.faults import STORE_FAILURES, describe
 from planner.store.text_fields import text_problem
 from planner.urls import UrlError, check_url
+from planner.validate import (
+    PROBE_INTERVAL_S,
+    PROBE_MAX_TOKENS,
+    PROBE_TIMEOUT_S,
+    PROMPT_TOKENS,
+    SCALE_DOWN_WINDOW_S,
+    Rule,
+)
 
 __all__ = [
     "CONNECTION_POLICIES",
     "EDITABLE_FIELDS",
     "MIN_INTERVAL_ENV",
-    "NUMERIC_BOUNDS",
+    "NUMERIC_RULES",
     "PROTOCOLS",
     "SIMULATED_NAME",
     "EndpointError",
@@ -74,16 +82,17 @@ __all__ = [
 ]
 
 MIN_INTERVAL_ENV = settings.MIN_INTERVAL_S.name
-#: field → (lowest, highest) accepted; the interval's lower bound is min_interval_s() (below).
-NUMERIC_BOUNDS: dict[str, tuple[float, float]] = {
-    "interval_s": (0.0, 7 * 86400.0),
-    "timeout_s": (0.0, 3600.0),
-    "prompt_tokens": (1.0, 2_000_000.0),
-    "max_tokens": (1.0, 131_072.0),
-    "scale_down_window_s": (0.0, 7 * 86400.0),
+#: field → its rule, the one planner.validate states for every entry point (the interval's floor is also
+#: min_interval_s(), below: 10 s unless a test lowers it).
+NUMERIC_RULES: dict[str, Rule] = {
+    "interval_s": PROBE_INTERVAL_S,
+    "timeout_s": PROBE_TIMEOUT_S,
+    "prompt_tokens": PROMPT_TOKENS,
+    "max_tokens": PROBE_MAX_TOKENS,
+    "scale_down_window_s": SCALE_DOWN_WINDOW_S,
 }
 PRODUCT_MIN_INTERVAL_S = 10.0
-ABSOLUTE_MIN_INTERVAL_S = 0.2
+ABSOLUTE_MIN_INTERVAL_S = PROBE_INTERVAL_S.lo
 CONNECTION_POLICIES = ("fresh", "keep-alive")
 SIMULATED_NAME = "simulated"
 
@@ -205,14 +214,14 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
     low = min_interval_s()
     if out["interval_s"] < low:
         raise EndpointError(f"interval_s must be at least {low:g} s, got {out['interval_s']:g}", "interval_s")
-    if out["timeout_s"] <= 0:
-        raise EndpointError(f"timeout_s must be > 0, got {out['timeout_s']:g}", "timeout_s")
-    for name, (lo, hi) in NUMERIC_BOUNDS.items():
+    for name, rule in NUMERIC_RULES.items():
         value = out[name]
-        if value is not None and not lo <= value <= hi:
-            shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**15 else str(value)
-            bound = f"≥ {lo:g}" if value < lo else f"at most {hi:,.0f}"
-            raise EndpointError(f"{name} must be {bound}, got {shown}", name)
+        if value is None:
+            continue
+        shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**15 else str(value)
+        problem = rule.problem(value, shown)
+        if problem is not None:
+            raise EndpointError(f"{name} {problem}", name)
     if out["timeout_s"] >= out["interval_s"]:
         raise EndpointError(
             f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s"

@@ -72,6 +72,12 @@ class ProviderEntry:
     regions: Mapping[str, str] = field(default_factory=dict)  # provider region name → catalog region id
     prices: Mapping[str, str] = field(default_factory=dict)  # model id → assets/prices.toml [[serverless]] key
     params: tuple[ProviderParam, ...] = ()
+    base_urls: Mapping[str, str] = field(default_factory=dict)  # region name → its own base URL template
+
+    def base_url_for(self, region: str) -> str:
+        """The base URL template for `region`: its own [provider.base_urls] row (Vertex's global endpoint has no
+        region in its host name), else base_url."""
+        return self.base_urls.get(region, self.base_url)
 
     @property
     def label(self) -> str:
@@ -136,9 +142,16 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
         params.append(
             ProviderParam(name, str(spec.get("env", "")), str(spec.get("default", "")), str(spec.get("help", "")))
         )
-    unknown = set(_PLACEHOLDER.findall(e["base_url"])) - {"region", "model"} - {p.name for p in params}
-    if unknown:
-        raise CatalogError(f"{where}: base_url uses {{{min(unknown)}}}, which no [provider.params] defines")
+    base_urls = e.get("base_urls", {})
+    if not isinstance(base_urls, Mapping) or not all(isinstance(v, str) and v.strip() for v in base_urls.values()):
+        raise CatalogError(f"{where}: [provider.base_urls] must map region names to base URL templates")
+    for name in base_urls:
+        if name not in regions:
+            raise CatalogError(f"{where}: [provider.base_urls] names region {name!r}, which is not one of its regions")
+    for label, template in [("base_url", e["base_url"])] + [(f"base_urls.{k}", v) for k, v in base_urls.items()]:
+        unknown = set(_PLACEHOLDER.findall(template)) - {"region", "model"} - {p.name for p in params}
+        if unknown:
+            raise CatalogError(f"{where}: {label} uses {{{min(unknown)}}}, which no [provider.params] defines")
     return ProviderEntry(
         key=e["key"],
         provider=e["provider"],
@@ -154,6 +167,7 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
         regions=dict(regions),
         prices=dict(prices),
         params=tuple(params),
+        base_urls=dict(base_urls),
     )
 
 
@@ -247,7 +261,7 @@ def endpoint_fields(
             f"{entry.key} has no parameter {min(unknown)!r}; its parameters: "
             f"{', '.join(p.name for p in entry.params) or 'none'}"
         )
-    base_url = _PLACEHOLDER.sub(lambda m: values[m.group(1)], entry.base_url)
+    base_url = _PLACEHOLDER.sub(lambda m: values[m.group(1)], entry.base_url_for(region))
     name = "-".join(s for s in (entry.key, _slug(model.rsplit("/", 1)[-1]), _slug(region or "")) if s)[:120]
     return {
         "name": name,

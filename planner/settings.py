@@ -79,8 +79,8 @@ def vantage_name(vantage: object) -> str:
 RETENTION_DAYS = Setting(
     "TTFT_PLANNER_RETENTION_DAYS",
     "90",
-    "Days of raw probe samples to keep; older ones are rolled up hourly. Must be > 0; `worker --retention-days` "
-    "overrides it.",
+    "Days of raw probe samples to keep; older ones are rolled up hourly. A number from 0.01 to 36,500 (inf, nan "
+    "and 0 are refused, naming the variable); `worker --retention-days` overrides it.",
 )
 MIN_INTERVAL_S = Setting(
     "TTFT_PLANNER_MIN_INTERVAL_S",

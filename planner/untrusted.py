@@ -4,7 +4,8 @@ Three sinks, one function each:
 
 - Markdown (the dashboard's st.markdown/st.warning/captions and the Markdown report): `md_text` escapes every
   character Markdown or Streamlit gives meaning to, so `![x](http://…)` is shown, never fetched, and `<script>`
-  is text.
+  is text; a bare URL (an endpoint's base URL, a host in an error) is set as code, which GitHub-flavoured
+  Markdown never turns into a link.
 - CSV (every CSV we write): `csv_cell` neutralises a cell a spreadsheet would run as a formula (OWASP: a leading
   = + - @ tab or carriage return gets a `'` prefix); `csv_text` writes a whole table that way.
 - Secrets in error bodies: `mask_secret` replaces the secret *and* any piece of it cut by truncation, so a
@@ -27,6 +28,11 @@ __all__ = ["FORMULA_PREFIXES", "csv_cell", "csv_text", "mask_secret", "md_text"]
 # Punctuation that is harmless in running text (. - : ( ) and _, which never emphasises inside a word such as
 # base_url or OPENAI_API_KEY) is left alone so messages stay readable and searchable.
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>#!|~$])")
+# What GitHub-flavoured Markdown (Streamlit's renderer) links by itself, with no brackets: http(s)://… and www.…
+# (a run up to white space; `|` ends it too, as it ends a Markdown table cell). Trailing punctuation is not part of
+# the URL, as GFM reads it.
+_BARE_URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s|]+", re.IGNORECASE)
+_URL_TRAILING = ".,:;!?*_~'\""
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MIN_SECRET_PIECE = 4  # a shorter fragment of a key says nothing about it
 
@@ -34,12 +40,41 @@ _MIN_SECRET_PIECE = 4  # a shorter fragment of a key says nothing about it
 def md_text(value: Any) -> str:
     """`value` as Markdown that renders as exactly that text: no links, images, HTML, headings or Streamlit directives.
 
-    Line breaks become spaces (a single outside value is one line of a message). None becomes ''.
+    A bare URL (http://…, https://…, www.…), which GitHub-flavoured Markdown would turn into a link by itself, is
+    set as inline code instead: shown exactly, never clickable. Line breaks become spaces (a single outside value
+    is one line of a message). None becomes ''.
     """
     if value is None:
         return ""
     text = " ".join(str(value).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    out, at = [], 0
+    for m in _BARE_URL.finditer(text):
+        url = _url_end(m.group())
+        out += [_MD_SPECIAL.sub(r"\\\1", text[at : m.start()]), _code_span(url)]
+        at = m.start() + len(url)
+    out.append(_MD_SPECIAL.sub(r"\\\1", text[at:]))
+    return "".join(out)
+
+
+def _url_end(run: str) -> str:
+    """A bare-URL run without what GFM leaves out of the link: trailing punctuation, a closing parenthesis that
+    closes nothing in the URL."""
+    while run:
+        if run[-1] in _URL_TRAILING:
+            run = run[:-1]
+        elif run[-1] == ")" and run.count(")") > run.count("("):
+            run = run[:-1]
+        else:
+            break
+    return run
+
+
+def _code_span(text: str) -> str:
+    """`text` as an inline code span, shown exactly (a fence longer than any backtick run inside it)."""
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    fence = "`" * (longest + 1)
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def csv_cell(value: Any) -> Any:

@@ -32,11 +32,15 @@ __all__ = [
     "OutOfRange",
     "PORT",
     "PORT_OR_ANY",
+    "PROBE_INTERVAL_S",
+    "PROBE_MAX_TOKENS",
     "PROBE_PROCESSES",
+    "PROBE_TIMEOUT_S",
     "PROMPT_TOKENS",
     "REQUESTS_PER_S",
     "RETENTION_DAYS",
     "Rule",
+    "SCALE_DOWN_WINDOW_S",
     "SEED",
     "USD_PER_MTOK",
     "parse_list",
@@ -160,4 +164,11 @@ LEASE_TTL_S = Rule(1, 86_400, unit="s")
 PROBE_PROCESSES = Rule(0, 64, integer=True)
 RETENTION_DAYS = Rule(0.01, 36_500, unit="days")
 ALERT_EVERY_S = Rule(0.5, 3600, unit="s")
-COLD_IDLE_S = Rule(0, 8 * 86_400, unit="s")  # an endpoint's scale-down window (≤ 7 days) plus the margin
+# An endpoint's probe settings (planner.endpoints: the CLI, the Endpoints page, TOML import and stored rows).
+# The interval's floor is 10 s for real use (planner.endpoints.min_interval_s); PROBE_INTERVAL_S.lo is the
+# absolute floor a test may lower it to.
+PROBE_INTERVAL_S = Rule(0.2, 7 * 86_400, unit="s")
+PROBE_TIMEOUT_S = Rule(0, 3600, unit="s", lo_open=True)
+PROBE_MAX_TOKENS = Rule(1, 131_072, integer=True, unit="tokens")
+SCALE_DOWN_WINDOW_S = Rule(0, 7 * 86_400, unit="s")
+COLD_IDLE_S = Rule(0, SCALE_DOWN_WINDOW_S.hi + 86_400, unit="s")  # an endpoint's scale-down window plus the margin

@@ -283,7 +283,9 @@ def _catalog_picker() -> None:
             p.help or p.name,
             key=f"cat_param_{entry.key}_{p.name}",
             placeholder=f"from ${p.env}" if p.env else p.default,
-            help=f"Fills {{{p.name}}} in {entry.base_url}" + (f"; empty = ${p.env}" if p.env else ""),
+            help=f"Fills {{{p.name}}} in "
+            + md_text(entry.base_url_for(ss.get("cat_region") or entry.default_region))
+            + (f"; empty = ${p.env}" if p.env else ""),
         )
     status = key_status_for(entry.key_env, entry.protocol)
     shown = {"key set": "present", "key missing": "missing"}.get(status, status.removeprefix("key "))

@@ -248,7 +248,7 @@ def live_view() -> None:
             st.info(missing)
             return
         st.metric(metric, present.ms(fig.value))
-        st.caption(fig.describe(tz))
+        st.caption(md_text(fig.describe(tz)))  # the endpoint name may hold its base URL: text, never a link
         if st.button(f"Use in worksheet (segment {n})", key=f"use_seg{n}"):
             worksheet_state.hand_over({field: fig})
 

@@ -31,6 +31,9 @@ DEFAULT_SPECS = (
     "dedicated:name=dedicated 1×8,replicas=1,slots=8,decode=60,usd_per_gpu_h=3.2,gpus=1"
 )
 
+# This page has no mapping box: a log whose columns must be named is mapped on the Logs page and stored there.
+WHATIF_MAP_HINT = "map it in the Column mapping box on the Logs page, save the upload there, and pick it here"
+
 _RATE_LABELS = {
     "prefill_tokens_per_s": "prefill",
     "decode_tokens_per_s": "decode",
@@ -55,7 +58,7 @@ eng = engine()
 ss = st.session_state
 
 # ---- the traffic: an upload, a stored upload or a sample
-left, right = st.columns([3, 2])
+left, right = st.columns([2, 1])  # the uploader needs the width to list every file type it takes
 files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
 with right:
@@ -163,7 +166,12 @@ if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
             spool = Spool(files, progress=lambda frac, msg: bar.progress(frac, msg)) if source[0] == "files" else None
             try:
                 inputs = spool.paths if spool else [SAMPLE_DIR / source[1]]
-                frame = read_logs(inputs, tz=tz, progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg)).frame
+                frame = read_logs(
+                    inputs,
+                    tz=tz,
+                    progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg),
+                    map_hint=WHATIF_MAP_HINT,
+                ).frame
             finally:
                 if spool:
                     spool.close()  # the trace below keeps the numbers it needs

@@ -7,6 +7,8 @@ naming the file, and CapacityError naming the row and key when a row is malforme
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
@@ -282,34 +284,60 @@ def loader_rows() -> tuple[LoaderRow, ...]:
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and v != v else v) for k, v in d.items()}  # NaN (empty cell) → None
+    """Blank cells → None: NaN (an emptied number cell), None, and text that is only spaces."""
+    return {
+        k: (None if (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()) else v)
+        for k, v in d.items()
+    }
 
 
-def gpu_from_record(d: dict[str, Any]) -> GpuSpec:
-    """A GpuSpec from an edited table row (empty cells allowed for fp8); CapacityError naming the row otherwise."""
+def _positive(kind: str, row: str, d: dict[str, Any], name: str, names: Mapping[str, str], required: bool) -> None:
+    """Check cell `name` of an edited row: a finite number greater than 0 (an empty cell is allowed unless
+    `required`). CapacityError names the row and the column as the table shows it (`names`, else the field)."""
+    column = names.get(name, name)
+    v = d.get(name)
+    if v is None:
+        if required:
+            raise CapacityError(f"{kind} row {row!r}: the {column} cell is empty; fill it with a number greater than 0")
+        return
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise CapacityError(f"{kind} row {row!r}: {column} must be a number greater than 0, got {v!r}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise CapacityError(f"{kind} row {row!r}: {column} must be a finite number greater than 0, got {v!r}")
+
+
+def gpu_from_record(d: dict[str, Any], names: Mapping[str, str] | None = None) -> GpuSpec:
+    """A GpuSpec from an edited table row (an empty FP8 cell: no FP8 tensor cores); CapacityError naming the row
+    and the column otherwise. `names`: field → the column header the user sees (the message uses it)."""
+    names = names or {}
     d = _clean(d)
-    gpu = _row(
+    d["key"] = d.get("key") or d.get("label")
+    if not d["key"]:
+        raise CapacityError(f"a GPU row has an empty {names.get('label', 'label')} cell: name the GPU")
+    d["label"] = d.get("label") or d["key"]
+    for name in ("hbm_gb", "bandwidth_tb_per_s", "bf16_dense_tflops", "fp8_dense_tflops"):
+        _positive("GPU", d["label"], d, name, names, required=name != "fp8_dense_tflops")
+    d["source"] = d.get("source") or "entered by hand"
+    d["as_of"] = d.get("as_of") or ""
+    return _row(
         "GPU", d, GpuSpec, fp8_dense_tflops=None if d.get("fp8_dense_tflops") is None else float(d["fp8_dense_tflops"])
     )
-    for name in ("hbm_gb", "bandwidth_tb_per_s", "bf16_dense_tflops"):
-        v = getattr(gpu, name)
-        if v is None or not float(v) > 0:
-            raise CapacityError(f"GPU row {gpu.label!r}: {name} must be greater than 0")
-    return gpu
 
 
-def model_from_record(d: dict[str, Any]) -> ModelSpec:
-    """A ModelSpec from an edited table row (a custom model); CapacityError naming the row and the missing field."""
+def model_from_record(d: dict[str, Any], names: Mapping[str, str] | None = None) -> ModelSpec:
+    """A ModelSpec from an edited table row (a custom model); CapacityError naming the row and the empty or bad
+    column otherwise. `names`: field → the column header the user sees (the message uses it)."""
+    names = names or {}
     d = _clean(d)
     d["key"] = d.get("key") or d.get("label") or "custom"
     d["label"] = d.get("label") or d["key"]
-    for name in ("params_b", "layers", "kv_heads", "head_dim", "d_model"):
-        v = d.get(name)
-        if v is None or not float(v) > 0:
-            raise CapacityError(f"model row {d['label']!r}: fill {name} (a number greater than 0)")
+    for name in ("params_b", "layers", "kv_heads", "head_dim", "d_model", "attention_heads", "active_params_b"):
+        _positive("model", d["label"], d, name, names, required=name not in ("attention_heads", "active_params_b"))
     for name in ("layers", "kv_heads", "head_dim", "d_model", "attention_heads"):
         if d.get(name) is not None:
-            d[name] = int(d[name])
+            d[name] = max(1, round(float(d[name])))
     d["source"] = d.get("source") or "entered by hand"
     d["as_of"] = d.get("as_of") or ""
     return _row("model", d, ModelSpec)

@@ -13,9 +13,13 @@ from planner.logs.splitting import Collector
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import DEFAULT_START, PROFILES, match_profile, start_ms
 
-__all__ = ["TRACE_FORMATS", "ReadContext", "relative_times"]
+__all__ = ["MAP_HINT_CLI", "MAP_HINT_PAGE", "TRACE_FORMATS", "ReadContext", "relative_times"]
 
 TRACE_FORMATS = tuple(p.name for p in PROFILES)
+#: How a message tells the reader to name a column the reader did not find, in the words of where they are: the
+#: command line's flag, or the Logs page's mapping box (read_logs(map_hint=…); the CLI's is the default).
+MAP_HINT_CLI = "map it with --map FIELD=COLUMN"
+MAP_HINT_PAGE = "choose it in the Column mapping box below"
 
 
 @dataclass
@@ -30,6 +34,7 @@ class ReadContext:
     cache_blocks: int
     out: Collector
     res: LogParseResult
+    map_hint: str = MAP_HINT_CLI  # how a missing-column message says to map it (MAP_HINT_CLI, MAP_HINT_PAGE)
 
     def start_ms(self) -> int:
         ms, defaulted = start_ms(self.start, self.tz)

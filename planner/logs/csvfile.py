@@ -16,9 +16,10 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["DELIMITERS", "delimiter_of", "fields", "read_rows", "record_lines"]
+__all__ = ["DELIMITERS", "NOT_UTF8", "delimiter_of", "fields", "read_rows", "record_lines"]
 
 DELIMITERS = (",", ";", "\t", "|")
+NOT_UTF8 = "not valid UTF-8; save the log as UTF-8"  # why a line that is not UTF-8 is rejected
 _FIELD_LIMIT = 64 << 20  # a quoted JSON column may be long; the file cap bounds the total anyway
 
 
@@ -104,7 +105,7 @@ def _records(
         if not values or not any(v.strip() for v in values):
             continue
         if not clean and any(_BAD_BYTE.search(v) for v in values):
-            yield start, "not valid UTF-8; save the log as UTF-8"
+            yield start, NOT_UTF8
             continue
         yield start, values
 
@@ -158,7 +159,7 @@ def fields(record: bytes | list[str] | str, delimiter: str) -> list[str] | str:
     try:
         text = record.decode("utf-8")
     except UnicodeDecodeError:
-        return "not valid UTF-8; save the log as UTF-8"
+        return NOT_UTF8
     values: list[str] = next(_reader(io.StringIO(text, newline=""), delimiter), [])
     return values
 

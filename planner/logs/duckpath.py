@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.logs.csvfile import NOT_UTF8
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
 
 __all__ = [
@@ -31,10 +32,14 @@ __all__ = [
     "batch_frame",
     "chat_batches",
     "connect",
+    "column_types",
     "csv_scan",
+    "explain_lines",
     "insert_chat",
+    "insert_chat_lines",
     "iter_chat_frames",
     "iter_mapped_csv",
+    "line_counts",
     "physical_lines",
     "read_chat_jsonl",
     "scan_chat",
@@ -63,10 +68,12 @@ _PATHS = (
     "'$.usage.prompt_tokens_details.cached_tokens']"
 )
 _CHAT_SQL = f"""
-WITH s AS (SELECT j, try(json_transform_strict(j, '{_STRICT}')) AS x FROM {_LINES}),
-e AS (SELECT j, x, CASE WHEN x IS NULL AND j IS NOT NULL THEN try(json_extract(j, {_PATHS})) END AS e FROM s),
+WITH s AS (SELECT ordinality - 1 AS place, j, try(json_transform_strict(j, '{_STRICT}')) AS x
+           FROM {_LINES} WITH ORDINALITY),
+e AS (SELECT place, j, x, CASE WHEN x IS NULL AND j IS NOT NULL THEN try(json_extract(j, {_PATHS})) END AS e
+      FROM s),
 v AS (
-  SELECT j,
+  SELECT place, j,
     CASE WHEN x IS NOT NULL THEN coalesce(x.object = 'chat.completion', true)
          ELSE e IS NOT NULL AND (coalesce(json_type(e[1]), 'NULL') = 'NULL' OR e[1]->>'$' = 'chat.completion') END
       AS chat,
@@ -87,7 +94,7 @@ c AS (
   FROM v)
 SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN model END AS model,
   CASE WHEN ok THEN prompt::BIGINT END AS prompt, CASE WHEN ok THEN cached::BIGINT END AS cached,
-  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN j END AS raw
+  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN j END AS raw, place
 FROM c
 """
 
@@ -203,7 +210,7 @@ def _csv_rejects(con) -> list[tuple[int, str]]:
     out = []
     for line, kind, message in rows:
         if kind == "INVALID ENCODING":
-            reason = "not valid UTF-8; save the log as UTF-8"
+            reason = NOT_UTF8
         elif kind == "LINE SIZE OVER MAXIMUM":
             reason = f"a line over {MAX_LINE_BYTES >> 20} MB: not a log record"
         else:
@@ -292,7 +299,7 @@ def insert_chat(con, table: str, path: Path) -> int:
     statement of the fast tier, never through Python; the number inserted.
 
     All or nothing: at the first row the fast tier does not vouch for (or a line it cannot parse) the statement
-    fails, nothing is inserted, and this raises Doubt (scan_chat then reads the file line-accounted).
+    fails, nothing is inserted, and this raises Doubt (insert_chat_lines then reads it line-accounted).
     """
     import duckdb
 
@@ -308,6 +315,33 @@ def insert_chat(con, table: str, path: Path) -> int:
     except (duckdb.Error, OSError) as exc:
         raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     return int(got[0][0])
+
+
+def insert_chat_lines(con, table: str, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
+    """Insert an OpenAI chat JSON Lines file's requests into `table` with every line accounted for (the
+    line-accounted tier, _CHAT_SQL), in the engine: (rows inserted, (0-based place among the kept lines, text)
+    of each line left for the line-by-line reader, (line, reason) of each line the CSV layer refused).
+
+    Only the doubtful lines come back to Python. Raises Doubt (nothing inserted) when the file cannot be scanned.
+    """
+    import duckdb
+
+    params = {"path": str(path), "compression": _compression(path)}
+    try:
+        con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _chat AS {_CHAT_SQL}", params)
+        try:
+            got = con.execute(
+                f"INSERT INTO {table} SELECT created * 1000, model, prompt, cached, output, NULL, NULL FROM _chat "
+                "WHERE created IS NOT NULL"
+            ).fetchall()[0][0]
+            doubtful = con.execute("SELECT place, raw FROM _chat WHERE raw IS NOT NULL ORDER BY place").fetchall()
+            refused = _csv_rejects(con)
+        finally:
+            con.execute("DROP TABLE IF EXISTS _chat")
+    except (duckdb.Error, OSError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    return int(got), [(int(place), str(raw)) for place, raw in doubtful], refused
 
 
 def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
@@ -330,13 +364,10 @@ def scan_chat(
     progress: Callable[[float], None] | None,
     take: Callable[[ChatBatch], None],
     restart: Callable[[], None],
-    *,
-    fast: bool = True,
 ) -> list[tuple[int, Row]]:
     """Every batch of a chat JSON Lines file to take(), then the lines DuckDB did not vouch for, in line order.
 
-    The fast tier first (unless fast is False: a caller that tried it already); at its first doubt, restart()
-    (drop what was taken) and the line-accounted tier. Its
+    The fast tier first; at its first doubt, restart() (drop what was taken) and the line-accounted tier. Its
     doubtful lines go to explain(line, text), which returns the row the line-by-line reader makes of it or
     None (having named it); lines the CSV layer refused go to reject(line, reason). Returns (line, row) of the
     rows explain() read. Raises Doubt when the file cannot be scanned at all.
@@ -344,8 +375,6 @@ def scan_chat(
     refused: list[tuple[int, str]] = []
     doubtful: list[tuple[int, str]] = []
     try:  # most files: the fast tier vouches for every row
-        if not fast:
-            raise Doubt("the fast tier already had a doubt")
         for b in chat_batches(path, names, progress, refused, exact=False):
             take(b)
     except Doubt:  # read again, every line accounted for
@@ -354,7 +383,17 @@ def scan_chat(
         for b in chat_batches(path, names, progress, refused):
             take(b)
             doubtful.extend(b.doubtful)
-    # In line order: the lines Python reads or names, merged with those the CSV layer refused.
+    return explain_lines(doubtful, refused, explain, reject)
+
+
+def explain_lines(
+    doubtful: list[tuple[int, str]],
+    refused: list[tuple[int, str]],
+    explain: Callable[[int, str], Row | None],
+    reject: Callable[[int, str], None],
+) -> list[tuple[int, Row]]:
+    """The line-accounted tier's leftovers, in line order: each doubtful (place among the kept lines, text) to
+    explain(line, text), each refused (line, reason) to reject(line, reason); (line, row) of the rows explained."""
     lines = physical_lines([p for p, _ in doubtful], [line for line, _ in refused])
     extra: list[tuple[int, Row]] = []
     todo = sorted(
@@ -457,7 +496,7 @@ def _text(value: str) -> str:
 _NUMERIC_FIELDS = ("prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
 
 
-def _column_types(path: Path, header: list[str], delimiter: str, mapping: dict[str, str]) -> dict[str, str]:
+def column_types(path: Path, header: list[str], delimiter: str, mapping: dict[str, str]) -> dict[str, str]:
     """{column: DuckDB type} of the mapped columns: counts, timings and relative times DOUBLE, the model VARCHAR,
     and the time column TIMESTAMPTZ, or DOUBLE when its first value in the file is an epoch number."""
     from planner.logs.csvfile import read_rows
@@ -488,28 +527,62 @@ def _is_number(text: str) -> bool:
 
 
 def csv_scan(
-    con, path: Path, header: list[str], delimiter: str, mapping: dict[str, str], tz: str
+    con,
+    path: Path,
+    header: list[str],
+    delimiter: str,
+    mapping: dict[str, str],
+    tz: str,
+    rejects_table: str = "reject_errors",
+    as_text: bool = False,
 ) -> tuple[str, dict[str, str], dict[str, str]]:
-    """(read_csv(...) SQL, its parameters, {mapped column: DuckDB type}) for a CSV file under a mapping, on `con`.
+    """(read_csv(...) SQL, its parameters, {mapped column: DuckDB type}) for a CSV file under a mapping, on `con`;
+    as_text: every column read as text (VARCHAR), for the caller to convert (no types returned).
 
     Sets the connection's zone to `tz` (times without one are read in it). Rows DuckDB cannot read go to its
-    rejects table (`reject_errors`). Raises Doubt when DuckDB reads another header than ours.
+    rejects table (`rejects_table`, one row per refused field; its scans in `rejects_table`_scans). Raises Doubt
+    when DuckDB reads another header than ours.
     """
     con.execute("SET TimeZone = " + _text(tz))  # a zone zone() has vouched for
     params = {"path": str(path), "delim": delimiter, "compression": _compression(path)}
+    rejects = (
+        ""
+        if rejects_table == "reject_errors"
+        else f", rejects_table = '{rejects_table}', rejects_scan = '{rejects_table}_scans'"
+    )
     scan = (
         "read_csv($path, header = true, delim = $delim, quote = '\"', escape = '\"', compression = $compression, "
-        "ignore_errors = true, store_rejects = true)"
+        f"ignore_errors = true, store_rejects = true{rejects})"
     )
     rel = con.sql(f"SELECT * FROM {scan}", params=params)
     if [c.strip() for c in rel.columns] != header:
         raise Doubt("DuckDB reads a different header")
+    if as_text:
+        return scan[:-1] + ", all_varchar = true)", params, {}
     # Each mapped column typed as the mapping says, not as a sample of rows suggests (one bad value in the
     # sample would make it text): a value that does not convert refuses its row, which the row reader names.
     names = dict(zip(header, rel.columns, strict=True))
-    types = {names[c]: t for c, t in _column_types(path, header, delimiter, mapping).items()}
+    types = {names[c]: t for c, t in column_types(path, header, delimiter, mapping).items()}
     scan = scan[:-1] + ", types = {" + ", ".join(f"{_text(c)}: {_text(t)}" for c, t in types.items()) + "})"
     return scan, params, types
+
+
+def line_counts(path: Path) -> tuple[int, int]:
+    """(lines, non-blank lines) of a text file (plain, .gz, .zst) as DuckDB's line reader splits it, counting the
+    lines it refuses (invalid UTF-8, too long) as non-blank."""
+    import duckdb
+
+    con = connect(keep_order=False)
+    try:
+        lines, filled = con.execute(
+            f"SELECT count(*), count(j) FROM {_LINES}", {"path": str(path), "compression": _compression(path)}
+        ).fetchall()[0]
+        refused = con.execute("SELECT count(DISTINCT line) FROM reject_errors").fetchall()[0][0]
+    except (duckdb.Error, OSError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    finally:
+        con.close()
+    return int(lines) + int(refused), int(filled) + int(refused)
 
 
 def iter_mapped_csv(

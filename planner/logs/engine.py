@@ -97,6 +97,16 @@ class RequestTable:
         self.n += got
         return got
 
+    def insert_chat_lines(self, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
+        """An OpenAI chat JSON Lines file's requests inserted with every line accounted for, the doubtful lines
+        and the refused ones returned (planner.logs.duckpath.insert_chat_lines)."""
+        from planner.logs.duckpath import insert_chat_lines
+
+        self.flush()
+        got = insert_chat_lines(self.con, self.name, path)
+        self.n += got[0]
+        return got
+
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """The rows of a table source (read_csv / read_parquet SQL) under a plain mapping, inserted by DuckDB alone
         (planner.logs.sqlmap); the number inserted.
@@ -113,20 +123,30 @@ class RequestTable:
         try:
             self.con.execute("SET TimeZone = '" + tz.replace("'", "''") + "'")  # times without a zone are in it
             described = self.con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
-            got = mapped_select(mapping, {r[0]: str(r[1]) for r in described}, start_ms)
-            if got is None:
+            rows = mapped_select(mapping, {r[0]: str(r[1]) for r in described}, start_ms)
+            if rows is None:
                 raise Doubt("not a plain mapping for the engine")
-            select, ok = got
             doubt = "'a row the engine does not vouch for'"
             inserted = self.con.execute(
-                f"""INSERT INTO {self.name} SELECT * EXCLUDE (ok) FROM (SELECT {select}, {ok} AS ok FROM {source})
-                WHERE CASE WHEN ok THEN true ELSE error({doubt}) END""",
+                f"""INSERT INTO {self.name} SELECT {rows.select} FROM ({rows.over(f"SELECT * FROM {source}")})
+                WHERE CASE WHEN {rows.ok} THEN true ELSE error({doubt}) END""",
                 params,
             ).fetchall()[0][0]
         except duckdb.Error as exc:
             raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
         self.n += int(inserted)
         return int(inserted)
+
+    def insert_csv(self, path: Path, header: list[str], delimiter: str, rows, tz: str):
+        """A CSV file's rows inserted by the engine, the lines it does not vouch for returned with their text
+        (planner.logs.csvengine.insert_csv); None (nothing kept) when it cannot place them."""
+        from planner.logs.csvengine import insert_csv
+
+        mark = self.mark()
+        got = insert_csv(self.con, self.name, path, header, delimiter, rows, tz, lambda: self.rollback(mark))
+        if got is not None:
+            self.n += got.inserted
+        return got
 
     def zero_output_since(self, mark: int) -> int:
         """Rows appended since mark() with 0 output tokens (BurstGPT's failed requests)."""
@@ -149,20 +169,35 @@ class RequestTable:
 
 
 def _clock_view(con, table: str, tz: str) -> str:
-    """A view of `table` with each arrival's local clock in `tz`: day, hour, minute of day, weekday (Monday 0)."""
+    """A view of `table` with each arrival's local clock in `tz`: day, hour, minute of day, weekday (Monday 0).
+
+    The zone's offset is looked up once per quarter hour of the log's span (zones change only on quarter-hour
+    instants) and its runs written into the view as one CASE over ts_ms: arithmetic per row, no join.
+    """
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _offset AS
-        SELECT q, epoch_ms(timezone($tz, epoch_ms(q * 900000)::TIMESTAMPTZ)) - q * 900000 AS off_ms
-        FROM (SELECT DISTINCT ts_ms // 900000 AS q FROM {table})""",
+    quarters = con.execute(
+        f"""SELECT q, epoch_ms(timezone($tz, epoch_ms(q * 900000)::TIMESTAMPTZ)) - q * 900000 AS off_ms
+        FROM range((SELECT min(ts_ms) // 900000 FROM {table}), (SELECT max(ts_ms) // 900000 + 1 FROM {table})) r(q)
+        ORDER BY q""",
         {"tz": "UTC" if tz in ("", "utc") else tz},
-    )
+    ).fetchall()
+    runs: list[tuple[int, int]] = []  # (first quarter, offset ms) where the offset changes
+    for q, off in quarters:
+        if not runs or runs[-1][1] != off:
+            runs.append((int(q), int(off)))
+    if len(runs) <= 1:
+        off_sql = str(runs[0][1]) if runs else "0"
+    else:
+        arms = " ".join(
+            f"WHEN ts_ms < {q * 900000} THEN {prev}" for (q, _), (_, prev) in zip(runs[1:], runs, strict=False)
+        )
+        off_sql = f"(CASE {arms} ELSE {runs[-1][1]} END)"
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW _clocked AS
         SELECT t.*, h // 24 AS day, h % 24 AS hour, m - (h // 24) * 1440 AS minute_of_day, (h // 24 + 3) % 7 AS dow,
                h AS hour_bucket
-        FROM (SELECT t.*, (t.ts_ms + o.off_ms) // 60000 AS m, (t.ts_ms + o.off_ms) // 3600000 AS h
-              FROM {table} t JOIN _offset o ON t.ts_ms // 900000 = o.q) t"""
+        FROM (SELECT t.*, (t.ts_ms + {off_sql}) // 60000 AS m, (t.ts_ms + {off_sql}) // 3600000 AS h
+              FROM {table} t) t"""
     )
     return "_clocked"
 

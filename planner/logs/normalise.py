@@ -19,8 +19,14 @@ import numpy as np
 import pandas as pd
 
 from planner.logs import otel
-from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import Doubt, batch_frame, iter_chat_frames, read_chat_jsonl, sample_head, scan_chat
+from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
+from planner.logs.duckpath import (
+    Doubt,
+    explain_lines,
+    iter_chat_frames,
+    read_chat_jsonl,
+    sample_head,
+)
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
@@ -81,7 +87,7 @@ def _read_json(name: str, data: bytes, kind: str, records: Iterator[tuple[int, d
             else:
                 res.columns[name] = keys[:40]
                 if head:
-                    out.reject(name, 0, wanted_column(picked[1] if picked else {}, keys))
+                    out.reject(name, 0, wanted_column(picked[1] if picked else {}, keys, ctx.map_hint))
                 return
     else:
         detected = fmt
@@ -203,20 +209,10 @@ def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], N
         else:  # into the sink: by the engine alone, or else a batch at a time with every line accounted for
             try:
                 out.n_sunk += out.sink.insert_chat(path)
-            except Doubt:
-                names: dict[str, int] = {}
-                mark = out.mark()
-                extra = scan_chat(
-                    path,
-                    names,
-                    explain,
-                    reject,
-                    tick,
-                    lambda b: out.add_frame(_with_source(batch_frame(b, names), name)),
-                    lambda: out.rollback(mark),
-                    fast=False,
-                )
-                for _, row in extra:
+            except Doubt:  # again, every line accounted for: only the doubtful ones come back to Python
+                inserted, doubtful, refused = out.sink.insert_chat_lines(path)
+                out.n_sunk += inserted
+                for _, row in explain_lines(doubtful, refused, explain, reject):
                     out.add(row, name)
     except Doubt as exc:
         out.reject(name, 0, f"cannot read: {exc}")
@@ -339,6 +335,7 @@ def read_logs(
     start: str | None = None,
     cache_blocks: int = DEFAULT_CACHE_BLOCKS,
     sink: Sink | None = None,
+    map_hint: str = MAP_HINT_CLI,
 ) -> LogParseResult:
     """Read request logs into one normalised frame, sorted by arrival (or, with a sink, into that).
 
@@ -352,6 +349,8 @@ def read_logs(
     planner.logs.traces.DEFAULT_START, noted in the result). cache_blocks: the LRU size (blocks) under
     which cached tokens are derived from hash_ids. sink: where the requests go a batch at a time instead
     (planner.logs.engine.RequestTable); the result's frame is then empty and `n_read` counts them.
+    map_hint: how a message about a column it did not find says to map it, in the caller's words
+    (planner.logs.context.MAP_HINT_CLI, the default, or MAP_HINT_PAGE).
 
     Raises LogFormatError when nothing parses (naming what was expected), ValueError for an
     unknown fmt or time zone.
@@ -364,7 +363,7 @@ def read_logs(
     res = LogParseResult(frame=empty_frame())
     if start:
         start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
-    ctx = ReadContext(fmt, mapping, tz, counter, start, int(cache_blocks), out, res)
+    ctx = ReadContext(fmt, mapping, tz, counter, start, int(cache_blocks), out, res, map_hint)
     sizes = [len(src[1]) if isinstance(src, tuple) else file_size(Path(src)) for src in sources]
     total = max(sum(sizes), 1)
     done = 0

@@ -37,12 +37,22 @@ class Sink(Protocol):
         """An OpenAI chat JSON Lines file inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
+    def insert_chat_lines(self, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
+        """The same with every line accounted for: (rows inserted, (place, text) of the lines left to Python,
+        (line, reason) of the lines the CSV layer refused); raises Doubt when the file cannot be scanned."""
+        ...
+
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
     def zero_output_since(self, mark: int) -> int:
         """Rows appended since mark() with 0 output tokens."""
+        ...
+
+    def insert_csv(self, path: Path, header: list[str], delimiter: str, rows, tz: str):
+        """A CSV file's rows inserted by the engine (planner.logs.csvengine.RowSql rows); the lines it leaves
+        (planner.logs.csvengine.EngineRead), or None having kept nothing."""
         ...
 
 

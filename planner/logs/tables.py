@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from planner.logs.columnar import batch_frame, batch_rows
-from planner.logs.context import TRACE_FORMATS, ReadContext, relative_times
+from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
 from planner.logs.csvfile import delimiter_of, fields, read_rows, record_lines
-from planner.logs.duckpath import Doubt, csv_scan, iter_mapped_csv, sample_head
+from planner.logs.duckpath import Doubt, iter_mapped_csv, sample_head
 from planner.logs.formats import EXTRACTORS, classify
 from planner.logs.gateways import Skip
 from planner.logs.mapped import mapping_complete
@@ -47,6 +47,12 @@ def file_size(path: Path) -> int:
         return 0
 
 
+def _wrong_width(n: int, width: int) -> str:
+    """Why a CSV record of n fields under a header of `width` is rejected."""
+    hint = " (a field with the delimiter or a line break needs double quotes)" if n > width else ""
+    return f"has {n} field{'' if n == 1 else 's'}, the header has {width}{hint}"
+
+
 def _csv_records(name: str, header: list[str], rows, extract, ctx: ReadContext) -> None:
     """CSV rows of a known record format (its columns named as in its JSON export), one record each."""
     out = ctx.out
@@ -56,7 +62,7 @@ def _csv_records(name: str, header: list[str], rows, extract, ctx: ReadContext) 
             out.reject(name, line_no, values)
             continue
         if len(values) != width:
-            out.reject(name, line_no, f"has {len(values)} fields, the header has {width}")
+            out.reject(name, line_no, _wrong_width(len(values), width))
             continue
         try:
             row = extract(dict(zip(header, values, strict=False)), ctx.tz)
@@ -91,7 +97,7 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
         out.reject(name, 0, f"mapped column(s) not in the header: {', '.join(missing)}")
         return
     if not mapping_complete(used):
-        out.reject(name, 0, wanted_column(used, header))
+        out.reject(name, 0, wanted_column(used, header, ctx.map_hint))
         return
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
@@ -128,8 +134,7 @@ def _table_row(
         return None
     width = len(header)
     if len(values) != width:
-        hint = " (a field with the delimiter or a line break needs double quotes)" if len(values) > width else ""
-        out.reject(name, line_no, f"has {len(values)} fields, the header has {width}{hint}")
+        out.reject(name, line_no, _wrong_width(len(values), width))
         return None
     try:
         return ctx.extract(dict(zip(header, values, strict=False)), used, dict.get, ts0, prefix)
@@ -230,9 +235,27 @@ def read_record_csv(path: Path, ctx: ReadContext) -> bool:
     delimiter = delimiter_of(head.decode("utf-8", "replace"))
     ctx.res.columns[path.name] = header
     ctx.res.formats[path.name] = fmt
+    if fmt == "litellm" and ctx.out.sink is not None and (read := _engine_litellm(path, header, delimiter, ctx)):
+        ctx.out.n_sunk += read.inserted
+        _csv_records(path.name, header, read.named, EXTRACTORS[fmt], ctx)
+        return True
     rows = ((line, fields(record, delimiter)) for line, _, record in record_lines(path, delimiter))
     _csv_records(path.name, header, rows, EXTRACTORS[fmt], ctx)
     return True
+
+
+def _engine_litellm(path: Path, header: list[str], delimiter: str, ctx: ReadContext):
+    """A LiteLLM spend-log CSV read into the sink's engine (planner.logs.sqlmap.litellm_select), or None."""
+    from planner.logs.csvengine import RowSql
+    from planner.logs.sqlmap import LITELLM_CASTS, LITELLM_COLUMNS, litellm_select
+
+    got = litellm_select(set(header))
+    if got is None or len(set(header)) != len(header):
+        return None
+    casts = {c: t for c, t in LITELLM_CASTS.items() if c in header}
+    rows = RowSql(got, casts, tuple(c for c in LITELLM_COLUMNS if c in header))
+    assert ctx.out.sink is not None
+    return ctx.out.sink.insert_csv(path, header, delimiter, rows, ctx.tz)
 
 
 def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
@@ -264,16 +287,16 @@ def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
 def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     """Read a large CSV with a plain mapping through DuckDB in bounded memory; False to read it row by row.
 
-    The rows DuckDB refuses or leaves out are read or named by the row reader in one streamed pass over
-    the file (only when there are any), so one bad row costs one row, not the file.
+    The engine reads it in one pass when it can (_engine_csv). Otherwise DuckDB's batches come through Python and
+    the rows it refuses or leaves out are read or named by the row reader in one streamed pass over the file (only
+    when there are any), so one bad row costs one row, not the file.
     """
     plan = large_csv_plan(path, ctx)
     if plan is None:
         return False
     out = ctx.out
     mark = out.mark()
-    if out.sink is not None and (inserted := _engine_csv(plan, out.sink)) is not None:  # a clean file, by DuckDB
-        out.n_sunk += inserted
+    if out.sink is not None and _engine_csv(plan, ctx):
         _table_read(plan.path.name, plan.header, plan.used, plan.format, out.sink.zero_output_since(mark[1]), ctx)
         return True
     rows_before = out.n_rows
@@ -296,18 +319,25 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
         if not _explain_rows(plan, wanted, set(refused), kept, ctx, explained):
             out.rollback(mark)
             return False  # DuckDB and the row reader disagree on where the rows are: read it row by row
-        explained.flush()
-        for frame in explained.frames:
-            out.add_frame(frame)
-            zero += int((frame["output_tokens"] == 0).sum())
-        for r in explained.rejected:
-            out.reject(r.source, r.line_no, r.reason)
-        out.n_rejected += explained.n_rejected - len(explained.rejected)
+        zero += _take(explained, out)
     if out.n_rows == rows_before:
         out.rollback(mark)
         return False
     _table_read(path.name, plan.header, plan.used, plan.format, zero, ctx)
     return True
+
+
+def _take(explained: Collector, out: Collector) -> int:
+    """Move the rows and rejections the row reader made of some lines into `out`; the rows with 0 output tokens."""
+    explained.flush()
+    zero = 0
+    for frame in explained.frames:
+        out.add_frame(frame)
+        zero += int((frame["output_tokens"] == 0).sum())
+    for r in explained.rejected:
+        out.reject(r.source, r.line_no, r.reason)
+    out.n_rejected += explained.n_rejected - len(explained.rejected)
+    return zero
 
 
 def _table_read(
@@ -326,22 +356,43 @@ def _table_read(
         )
 
 
-def _engine_csv(plan: TablePlan, sink) -> int | None:
-    """Insert a CSV file whole through the sink's engine (planner.logs.sqlmap): the rows inserted, or None (nothing
-    inserted) when it does not vouch for the file."""
-    import duckdb
+def _engine_csv(plan: TablePlan, ctx: ReadContext) -> bool:
+    """Read a CSV file under a plain mapping into the sink's engine (planner.logs.csvengine); False (nothing kept)
+    when the mapping is not a plain case for SQL or the engine cannot place the lines it leaves.
 
-    try:
-        with duckdb.connect() as probe:  # only to build the scan: the header and the mapped columns' types
-            scan, params, _ = csv_scan(probe, plan.path, plan.header, plan.delimiter, plan.used, plan.tz)
-    except (Doubt, duckdb.Error, OSError):
-        return None
-    # A row DuckDB cannot read fails the insert (the batch reader then names it)
-    strict = scan.replace("ignore_errors = true, store_rejects = true", "ignore_errors = false")
-    try:
-        return sink.insert_mapped(strict, params, plan.used, plan.start_ms, plan.tz)
-    except Doubt:
-        return None
+    The lines it leaves are read or named here by the row reader, as reading the file row by row would."""
+    from planner.logs.csvengine import RowSql
+    from planner.logs.duckpath import column_types
+    from planner.logs.sqlmap import mapped_select
+
+    out = ctx.out
+    assert out.sink is not None
+    types = column_types(plan.path, plan.header, plan.delimiter, plan.used)
+    got = mapped_select(plan.used, {c: _SQL_TYPE.get(t, t) for c, t in types.items()}, plan.start_ms)
+    if got is None:
+        return False
+    rows = RowSql(got, {c: t for c, t in types.items() if t != "VARCHAR"}, tuple(types))
+    mark, rows_before = out.mark(), out.n_rows
+    read = out.sink.insert_csv(plan.path, plan.header, plan.delimiter, rows, plan.tz)
+    if read is None:
+        return False
+    out.n_sunk += read.inserted
+    explained = Collector(rows_frame)
+    row_ctx = ReadContext(ctx.fmt, ctx.mapping, ctx.tz, ctx.counter, ctx.start, ctx.cache_blocks, explained, ctx.res)
+    prefix = row_ctx.prefix(plan.used)
+    name = plan.path.name
+    for line_no, values in read.named:
+        row = _table_row(name, line_no, values, plan.header, plan.used, row_ctx, plan.start_ms, prefix)
+        if row is not None:
+            explained.add(row, name)
+    _take(explained, out)
+    if out.n_rows == rows_before:
+        out.rollback(mark)
+        return False
+    return True
+
+
+_SQL_TYPE = {"TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE"}  # as DESCRIBE names the types planner.logs.sqlmap reads
 
 
 def _explain_rows(
@@ -392,7 +443,7 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         out.reject(name, 0, f"mapped column(s) not in the file: {', '.join(missing)}")
         return
     if not mapping_complete(used):
-        out.reject(name, 0, wanted_column(used, columns))
+        out.reject(name, 0, wanted_column(used, columns, ctx.map_hint))
         return
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
@@ -431,11 +482,13 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
             out.add(row, name)
 
 
-def wanted_column(used: Mapping[str, str], columns: Sequence[str]) -> str:
-    """One sentence: which column the reader looked for and did not find, and the columns there are."""
+def wanted_column(used: Mapping[str, str], columns: Sequence[str], hint: str = MAP_HINT_CLI) -> str:
+    """One sentence: which column the reader looked for and did not find, the columns there are, and how to map it
+    in the words of where the reader is (`hint`: MAP_HINT_CLI, the command line's flag; MAP_HINT_PAGE, the page's
+    mapping box)."""
     shown = ", ".join(list(columns)[:12]) + (" …" if len(columns) > 12 else "") if columns else "none"
     if not any(used.get(k) for k in ("ts", "ts_relative_s", "ts_relative_ms")):
         want = "time column (e.g. timestamp, created_at, TIMESTAMP)"
     else:
         want = "prompt-token column (e.g. prompt_tokens, input_tokens, ContextTokens)"
-    return f"no {want} among its fields ({shown}); map it with --map FIELD=COLUMN or the mapping form"
+    return f"no {want} among its fields ({shown}); {hint}"

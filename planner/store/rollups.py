@@ -25,6 +25,7 @@ from planner import settings
 from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ProbeRollupRow
+from planner.validate import RETENTION_DAYS
 
 __all__ = [
     "BUCKETS_PER_DECADE",
@@ -48,14 +49,13 @@ _R = table_of(ProbeRollupRow)
 
 
 def retention_days() -> float:
-    """$TTFT_PLANNER_RETENTION_DAYS (days of raw samples to keep), default 90; raises ValueError if not > 0."""
+    """$TTFT_PLANNER_RETENTION_DAYS (days of raw samples to keep), default 90. Checked by the rule `worker
+    --retention-days` follows (planner.validate.RETENTION_DAYS): a value that is not a finite number in its range
+    (inf, nan, 0, 1e308, text) raises OutOfRange (a ValueError) naming the variable."""
     raw = settings.RETENTION_DAYS.raw()
     if not raw:
         return DEFAULT_RETENTION_DAYS
-    days = float(raw)
-    if not days > 0:
-        raise ValueError(f"{RETENTION_ENV} must be > 0 days, got {raw!r}")
-    return days
+    return float(RETENTION_DAYS.parse(raw, RETENTION_ENV))
 
 
 def bucket_index(ttft_ms: float) -> int:
@@ -91,7 +91,7 @@ def apply_retention(
     With `vantage`, only that vantage's samples. Each chunk (one endpoint, up to
     `chunk_hours` hours) is folded and deleted in one transaction. Database errors propagate.
     """
-    days = retention_days() if days is None else days
+    days = retention_days() if days is None else float(RETENTION_DAYS.check(days, "retention days"))
     cutoff = ((now_ms - int(days * 86_400_000)) // HOUR_MS) * HOUR_MS
     result = RetentionResult(cutoff_ms=cutoff)
     base = _S.c.started_at_ms < cutoff

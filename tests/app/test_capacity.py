@@ -299,3 +299,35 @@ def test_a_gpu_fit_bar_is_labelled_with_its_own_height():
     assert list(bar.y) == [3, 1, 9]
     # 3 GPUs hold the model; tensor parallelism runs it on 4: the label says both, never "4" over a bar of 3
     assert list(bar.text) == ["needs 3, runs on 4 (tensor parallel)", "1 GPU", "≥ 9 GPUs: no single node"]
+
+
+def test_emptied_preset_cells_are_named_and_their_rows_left_out_never_a_traceback_or_nan(app):
+    """Issue 28: an emptied cell in the GPU or model preset editor (a NaN in the table) is a message naming the row
+    and the column as the table heads it; that row leaves the lists, every other row still works; no NaN figure."""
+    gpus, models = P.gpus(), P.models()
+    open_page("capacity", app)
+    app.session_state["cap_gpu_editor"] = {
+        "edited_rows": {0: {"HBM (GB)": None}, 1: {"GPU": None}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
+    app.session_state["cap_model_editor"] = {
+        "edited_rows": {0: {"Layers": None}},
+        "added_rows": [{}, {"Model": "my 7B", "Parameters (B)": 7}],  # a blank new row, and one half filled in
+        "deleted_rows": [],
+    }
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    warnings = [w.value for w in app.warning]
+    assert f"GPU row {gpus[0].label!r}: the HBM (GB) cell is empty" in " ".join(warnings)
+    assert f"model row {models[0].label!r}: the Layers cell is empty" in " ".join(warnings)
+    assert "model row 'my 7B': the Layers cell is empty" in " ".join(warnings)
+    assert not any("'custom'" in w for w in warnings)  # the blank new row is ignored, not reported
+    assert all("left out" in w for w in warnings) and not any("_" in w for w in warnings)  # no field names
+    fit_gpus = app.selectbox(key="cap_fit_gpu").options
+    assert gpus[0].label not in fit_gpus and gpus[1].key in fit_gpus  # an emptied name falls back to the key
+    assert models[0].label not in app.selectbox(key="cap_fit_model").options
+    table = app.dataframe[-1].value
+    assert not table.astype(str).apply(lambda col: col.str.contains("nan|None|inf", case=False)).any().any()
+    title = chart_spec(app, "cap_fit_chart")["layout"]["title"]["text"]
+    assert "nan" not in title.lower()

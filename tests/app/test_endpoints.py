@@ -122,3 +122,17 @@ def test_catalog_picker_fills_the_form_and_shows_the_key_variable(monkeypatch):
     [e] = list_endpoints(open_store())
     assert (e.name, e.provider, e.protocol) == ("azure-openai-gpt-4o-mini-westeurope", "Azure OpenAI", "azure-openai")
     assert not any("gsk_value_never_shown" in str(el.value) for el in [*at.caption, *at.markdown, *at.success])
+
+
+def test_the_forms_range_messages_are_the_shared_rules_in_the_forms_words():
+    """Issue 28: the Endpoints form checks its numbers by the rules every other entry point uses (planner.validate),
+    so the page and the CLI cannot disagree about a range; the message names the field as the form labels it."""
+    from planner.validate import PROBE_TIMEOUT_S, SCALE_DOWN_WINDOW_S
+
+    at = open_page("endpoints")
+    _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=7000.0, timeout=4000.0)
+    assert [e.value for e in at.error] == [f"Timeout {PROBE_TIMEOUT_S.problem(4000, '4000')}"]
+    assert at.error[0].value == "Timeout must be a number greater than 0 and at most 3,600 s, got 4000"
+    _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=60.0, timeout=10.0, window=1e6)
+    assert [e.value for e in at.error] == [f"Scale-down window {SCALE_DOWN_WINDOW_S.problem(1e6, '1e+06')}"]
+    assert list_endpoints(open_store()) == []

@@ -227,3 +227,50 @@ def test_the_mapping_form_names_fields_in_words():
     labels = [at.selectbox(key=f"logs_map_{f}").label for f in FIELDS]
     assert labels[0] == "Arrival time" and "TTFT (ms)" in labels
     assert not [lab for lab in labels if "_" in lab]  # no ts_relative_s, prompt_tokens_uncached, ttft_ms
+
+
+def test_a_missing_column_is_named_in_the_pages_words_and_the_cli_keeps_its_flag(tmp_path):
+    """Issue 28: the page tells a browser user to choose the column in its mapping box, never "--map FIELD=COLUMN";
+    the command line, reading the same file, keeps its flag."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    odd = b"timestamp,tok_a,tok_b\n2026-11-20T09:00:00Z,10,2\n"
+    at = _upload(open_page("logs"), ("odd.csv", odd))
+    [error] = [e.value for e in at.error]
+    assert "no prompt-token column" in error and "choose it in the Column mapping box below" in error
+    assert "--map" not in error and "FIELD=COLUMN" not in error
+    assert any(e.label == "Column mapping" for e in at.expander)  # the box the message points to is there
+    (tmp_path / "odd.csv").write_bytes(odd)
+    r = CliRunner().invoke(cli, ["logs", "summarize", str(tmp_path / "odd.csv")])
+    assert r.exit_code == 2 and "no prompt-token column" in r.output
+    assert "map it with --map FIELD=COLUMN" in r.output and "Column mapping box" not in r.output
+
+
+def _gateway_rows(start: int, stop: int) -> bytes:
+    lines = (SAMPLES / "gateway_custom_columns.csv").read_bytes().splitlines(keepends=True)
+    return b"".join([lines[0], *lines[1 + start : 1 + stop]])
+
+
+def test_adding_a_second_file_keeps_the_mapping_chosen_for_the_first():
+    """Issue 28: a mapping chosen for one upload stays when a second file with the same columns joins it."""
+    first, second = ("gw-monday.csv", _gateway_rows(0, 120)), ("gw-tuesday.csv", _gateway_rows(120, 200))
+    at = _upload(open_page("logs"), first)
+    at.selectbox(key="logs_map_ts").set_value("started")
+    at.selectbox(key="logs_map_prompt_tokens").set_value("tok_in_total")
+    at.selectbox(key="logs_map_cached_tokens").set_value("tok_in_hit")
+    at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
+    assert "Read 120 requests" in at.success[0].value
+    at = _upload(at, first, second)  # the uploader now holds both
+    assert not at.error, [e.value for e in at.error]
+    assert "Read 200 requests" in at.success[0].value
+    assert at.selectbox(key="logs_map_prompt_tokens").value == "tok_in_total"
+    assert at.selectbox(key="logs_map_cached_tokens").value == "tok_in_hit"
+    assert any("Kept the column mapping you chose for the previous upload" in i.value for i in at.info)
+    # Still there on the next run, and a mapping chosen afresh replaces it (and its note).
+    at.selectbox(key="logs_map_cached_tokens").set_value("")
+    at.button[[b.label for b in at.button].index("Apply mapping")].click().run()
+    assert not at.error and "Read 200 requests" in at.success[0].value
+    assert not any("Kept the column mapping" in i.value for i in at.info)
+    assert at.selectbox(key="logs_map_cached_tokens").value == ""

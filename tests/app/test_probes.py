@@ -259,3 +259,34 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     # The default range (the last 7 days) is all raw: no rollup label.
     at.date_input(key="probes_range").set_value((today - dt.timedelta(days=6), today)).run()
     assert not any("hourly rollups" in i.value for i in at.info)
+
+
+def test_a_base_url_in_the_provenance_caption_is_code_not_a_link():
+    """Issue 28: a manual endpoint's name holds its base URL ("manual: m @ http://… (openai-chat)"); the segment
+    card's provenance caption shows it as code, which Streamlit's Markdown never turns into a clickable link."""
+    from planner.store.endpoints import get_or_create_manual_endpoint
+
+    eng = open_store()
+    ep = get_or_create_manual_endpoint(eng, "http://127.0.0.1:1/v1", "m", "openai-chat")
+    now = int(time.time() * 1000) // HOUR * HOUR
+    rows = [
+        ProbeSampleRow(
+            endpoint_id=ep.id,
+            vantage="",
+            kind="manual",
+            scheduled_at_ms=t,
+            started_at_ms=t,
+            ok=True,
+            ttft_ms=200.0 + (300.0 if h == 2 else 0.0) + k,
+        )
+        for h in (2, 3)
+        for k in range(25)
+        if (t := now - h * HOUR + k * 60_000)
+    ]
+    insert_samples(eng, rows)
+    at = open_page("probes")
+    assert not at.exception, at.exception
+    captions = [c.value for c in at.caption if "http://127.0.0.1:1/v1" in c.value]
+    assert captions, [c.value for c in at.caption]
+    for c in captions:  # the URL only ever inside backticks: no bare http:// left for the renderer to link
+        assert "`http://127.0.0.1:1/v1`" in c and "http://" not in c.replace("`http://127.0.0.1:1/v1`", ""), c

@@ -186,3 +186,16 @@ def test_the_starting_candidates_replay_at_the_worksheets_measured_prefill_rate(
     assert [round(v) for v in prefill] == [500, 500]
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()  # both set their own rate and RTT
     assert not any("From your worksheet" in c.value and "prefill" in c.value for c in app.caption)
+
+
+def test_a_log_without_the_needed_columns_points_to_the_logs_pages_mapping_box(app):
+    """Issue 28: no command-line flag on a page; this page has no mapping box, so it names the Logs page's."""
+    open_page("whatif", app)
+    app.file_uploader(key="wi_files").set_value(
+        [("odd.csv", b"timestamp,tok_a\n2026-11-20T09:00:00Z,10\n", "text/csv")]
+    )
+    app.run()
+    assert not app.exception, app.exception
+    [error] = [e.value for e in app.error]
+    assert "no prompt-token column" in error and "Column mapping box on the Logs page" in error
+    assert "--map" not in error

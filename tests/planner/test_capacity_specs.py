@@ -58,7 +58,7 @@ def test_edited_table_rows_become_specs_or_clear_messages():
     row = {**P.models()[0].to_dict(), "key": None, "label": "my 8B", "active_params_b": float("nan"), "layers": 32.0}
     m = P.model_from_record(row)
     assert m.key == "my 8B" and m.layers == 32 and isinstance(m.layers, int) and m.active_params_b is None
-    with pytest.raises(CapacityError, match="'half-typed': fill kv_heads"):
+    with pytest.raises(CapacityError, match="'half-typed': the kv_heads cell is empty"):
         P.model_from_record(
             {
                 "label": "half-typed",
@@ -71,5 +71,10 @@ def test_edited_table_rows_become_specs_or_clear_messages():
         )
     a100 = next(g for g in P.gpus() if g.key == "A100-80GB").to_dict()
     assert P.gpu_from_record({**a100, "fp8_dense_tflops": float("nan")}).fp8_dense_tflops is None
-    with pytest.raises(CapacityError, match="hbm_gb must be greater than 0"):
+    with pytest.raises(CapacityError, match="hbm_gb must be a finite number greater than 0, got 0"):
         P.gpu_from_record({**a100, "hbm_gb": 0})
+    with pytest.raises(CapacityError, match=r"'A100 .*': HBM \(GB\) must be a finite number greater than 0, got inf"):
+        P.gpu_from_record({**a100, "hbm_gb": float("inf")}, {"hbm_gb": "HBM (GB)"})  # named as the table heads it
+    with pytest.raises(CapacityError, match="a GPU row has an empty GPU cell"):
+        P.gpu_from_record({**a100, "key": None, "label": "  "}, {"label": "GPU"})
+    assert P.gpu_from_record({**a100, "label": float("nan")}).label == a100["key"]  # an emptied name: the key

@@ -143,7 +143,10 @@ def test_markdown_and_csv_carry_the_same_table(cmp):
     assert "cannot yet tell fast-a and twin-c apart" in md or "cannot yet tell twin-c and fast-a apart" in md
     rows = list(csv.DictReader(io.StringIO(report_csv(c))))
     assert [r["endpoint"] for r in rows] == [r.metrics.name for r in c.ranked]
-    assert [r["rank"] for r in rows] == [str(r.rank) for r in c.ranked]  # whole numbers, never "1.0"
+    # The rank as written: "1", "2", … — a literal, not str(r.rank), so a rank written "1.0" (a float) fails here.
+    assert [r["rank"] for r in rows] == ["1", "2", "3", "4"]
+    assert [r["rank"] for r in rows] == [f"{int(r.rank)}" for r in c.ranked]
+    assert [line.split(",", 1)[0] for line in report_csv(c).splitlines()[1:]] == ["1", "2", "3", "4"]  # as stored
     slow = next(r for r in rows if r["endpoint"] == "slow-b")
     assert float(slow["ttft_p95_ms"]) == p95 and slow["n"] == "240" and float(slow["error_rate"]) == 10 / 250
 

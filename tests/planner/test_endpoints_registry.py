@@ -33,7 +33,7 @@ OK = {"name": "acme", "base_url": "https://api.acme.example/v1", "model": "m"}
         ({"interval_s": 60, "timeout_s": 60}, "timeout_s", "shorter than"),
         ({"api_key_env": "sk-live-1234"}, "api_key_env", "NAME"),
         ({"protocol": "grpc"}, "protocol", "openai-chat"),
-        ({"prompt_tokens": 0}, "prompt_tokens", "≥ 1"),
+        ({"prompt_tokens": 0}, "prompt_tokens", "from 1 to 2,000,000 tokens, got 0"),
         ({"colour": "red"}, "colour", "unknown field"),
         ({"model": ""}, "model", "required"),
     ],

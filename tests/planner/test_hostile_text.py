@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pandas as pd
 import pytest
@@ -22,23 +23,72 @@ HOSTILE = [
 ]
 
 
+def _split_code(md: str) -> tuple[str, list[str]]:
+    """(the Markdown outside inline code spans, the spans' contents), reading backtick fences as CommonMark does
+    (a backslash-escaped backtick opens nothing)."""
+    outside, spans, i = [], [], 0
+    while i < len(md):
+        if md[i] == "\\":
+            outside.append(md[i : i + 2])
+            i += 2
+            continue
+        if md[i] == "`":
+            fence = re.match(r"`+", md[i:]).group()
+            close = re.search(rf"(?<!`){fence}(?!`)", md[i + len(fence) :])
+            if close:
+                body = md[i + len(fence) : i + len(fence) + close.start()]
+                spans.append(body[1:-1] if body.startswith(" ") and body.endswith(" ") and body.strip() else body)
+                i += len(fence) + close.end()
+                continue
+        outside.append(md[i])
+        i += 1
+    return "".join(outside), spans
+
+
+# What remark-gfm (Streamlit's Markdown) turns into a link by itself in plain text (mdast-util-gfm-autolink-literal).
+GFM_AUTOLINK = re.compile(r"(https?://|www(?=\.))([-.\w]+)", re.IGNORECASE)
+
+
 @pytest.mark.parametrize("text", HOSTILE)
 def test_md_text_leaves_no_markdown_structure(text):
     out = md_text(text)
-    # every character that opens a link, an image, HTML, code or a Streamlit directive is escaped
+    outside, spans = _split_code(out)
+    # every character that opens a link, an image, HTML, code or a Streamlit directive is escaped; the only code
+    # spans are the bare URLs md_text sets as code
+    assert all(GFM_AUTOLINK.match(s) for s in spans), (spans, out)
     for ch in "[]!<>`*|#$~":
-        for i, c in enumerate(out):
+        for i, c in enumerate(outside):
             if c == ch:
-                assert out[i - 1] == "\\", (ch, out)
+                assert outside[i - 1] == "\\", (ch, out)
     assert "\n" not in out
 
 
 def test_md_text_keeps_ordinary_text_readable():
     assert (
         md_text("HTTP 401 from https://api.example.com/v1: invalid key (see docs).")
-        == "HTTP 401 from https://api.example.com/v1: invalid key (see docs)."
+        == "HTTP 401 from `https://api.example.com/v1`: invalid key (see docs)."
     )
+    assert md_text("Base URL must start with http:// or https://") == "Base URL must start with http:// or https://"
     assert md_text(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("probe · manual: sim-1 @ http://127.0.0.1:8000/v1 (openai-chat) · n=240", "http://127.0.0.1:8000/v1"),
+        ("endpoint at https://api.acme.example/v1.", "https://api.acme.example/v1"),
+        ("mirror www.example.com, then", "www.example.com"),
+        ("(see https://x.example/a_(b))", "https://x.example/a_(b)"),
+        ("| HTTPS://Shout.example/v1|next", "HTTPS://Shout.example/v1"),
+        ("odd http://h.example/`x`` y", "http://h.example/`x``"),
+    ],
+)
+def test_a_base_url_in_markdown_is_literal_code_never_an_auto_link(text, url):
+    """Issue 28: GitHub-flavoured Markdown links a bare http(s):// or www. URL by itself (a base URL in a provenance
+    caption became clickable); md_text sets it as inline code, which shows it exactly and is never linked."""
+    outside, spans = _split_code(md_text(text))
+    assert not GFM_AUTOLINK.search(outside), outside  # nothing left for the renderer to link
+    assert url in spans  # the URL itself, exactly, as code
 
 
 @pytest.mark.parametrize("cell", ['=HYPERLINK("http://x","y")', "@SUM(A1:A9)", "+1+2", "-2+3", "\tx", "\r=1"])

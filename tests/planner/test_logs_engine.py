@@ -116,9 +116,40 @@ def _files(tmp_path: Path) -> list[Path]:
 
     bad = tmp_path / "mixed-and-bad.csv"  # naive and offset times, a quoted line break, six bad rows
     bad.write_text("\n".join(_csv_rows()) + "\n")
+    plain_bad = tmp_path / "plain-and-bad.csv"  # the same, each record on one line: the engine names them
+    plain_bad.write_text("\n".join(r.replace("\n", " ") for r in _csv_rows()) + "\n")
     twin = tmp_path / "requests.parquet"
     pq.write_table(pacsv.read_csv(SAMPLES / "requests.csv"), twin)
-    return [*out, bad, twin]
+    return [*out, bad, plain_bad, twin, _litellm_with_bad_rows(tmp_path)]
+
+
+def _litellm_with_bad_rows(tmp_path: Path) -> Path:
+    """The LiteLLM sample, one line a record, with the rows its reader rejects or reads its slower way."""
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO((SAMPLES / "litellm_spend_logs.csv").read_text(), newline="")))
+    for r in rows:
+        r["messages"] = r["messages"].replace("\n", " ")
+    rows[3]["status"] = "failure"
+    rows[5]["metadata"] = "{not json"  # no cached count, not a bad row
+    rows[7]["metadata"] = '{"additional_usage_values": {"prompt_tokens_details": {"cached_tokens": "12"}}}'
+    rows[9]["completionStartTime"] = "2026-11-16T08:00:00.000Z"  # before startTime
+    rows[11]["completionStartTime"] = ""
+    rows[13]["model"] = ""
+    rows[13]["model_group"] = "group-a"  # not a column of the sample: added below
+    rows[15]["prompt_tokens"] = "99999999999999999999999"
+    rows[17]["startTime"] = "2026-11-16T10:02:27"  # no zone: the reader's
+    rows[19]["prompt_tokens"] = "abc"
+    rows[21]["metadata"] = '{"usage_object": {"prompt_tokens_details": {"cached_tokens": 40}}}'
+    rows[23]["metadata"] = '{"additional_usage_values": {"prompt_tokens_details": {"cached_tokens": 999999}}}'
+    rows[25]["endTime"] = "not a time"
+    path = tmp_path / "litellm-plain-and-bad.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=[*rows[0], "model_group"], restval="")
+        w.writeheader()
+        w.writerows(rows)
+    return path
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
@@ -146,3 +177,20 @@ def test_clean_chat_csv_and_parquet_files_go_into_the_engine_without_a_batch_thr
         monkeypatch.setattr(module, name, refuse)
     for path, want in zip(paths, expected, strict=True):
         _same(_engine_read([path], "UTC")[1], want, path.name)
+
+
+def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_alone_with_their_lines(tmp_path, monkeypatch):
+    # No walk of the file through Python (the row reader's, the batch reader's): the engine inserts the good rows
+    # and hands back only the others, each with its text and line, for the reader to name or read.
+    import planner.logs.tables as tables
+
+    files = _files(tmp_path)
+    plain, litellm = files[-3], files[-1]
+    expected = {p: read_logs([p], tz="Europe/Berlin") for p in (plain, litellm)}
+    monkeypatch.setattr(tables, "record_lines", lambda *a: pytest.fail("the file was walked row by row"))
+    monkeypatch.setattr(tables.TablePlan, "csv_batches", lambda *a: pytest.fail("batches came through Python"))
+    for path, framed in expected.items():
+        res, engine_side = _engine_read([path], "Europe/Berlin")
+        assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
+        assert len(framed.rejected) == 6 and res.n_read == len(framed.frame)
+        _same(summarize_logs(framed.frame, tz="Europe/Berlin").to_dict(), engine_side, path.name)

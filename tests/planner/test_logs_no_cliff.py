@@ -81,6 +81,28 @@ def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_c
     assert res.frame["ts_ms"].is_monotonic_increasing
 
 
+def test_summarize_reads_the_same_bad_chat_log_in_the_engine_naming_the_same_lines(tmp_path, monkeypatch):
+    # Not a batch through Python: the engine inserts the good rows, only the doubtful lines come back.
+    import planner.logs.duckpath as duckpath
+
+    monkeypatch.setattr(duckpath, "chat_batches", lambda *a, **k: pytest.fail("batches came through Python"))
+    lines = [chat(i) for i in range(12)]
+    lines[3] = b'{"object": "chat.completion", "created": 1'  # cut off
+    lines[5] = chat(5, prompt=int(HUGE))
+    lines[7] = b'{"created": 1764000007, "usage": {"prompt_tokens": "\xff", "completion_tokens": 1}}'
+    lines[9] = b'{"a": "abc'
+    path = tmp_path / "agent.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines[:11]) + b"\n\n" + lines[11][:-5])
+
+    r = CliRunner().invoke(cli, ["logs", "summarize", "--json", str(path)])
+
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert [row["line_no"] for row in d["rejected"]] == [4, 6, 8, 10, 13]
+    assert d["rejected"][1]["reason"] == f"usage.prompt_tokens is {HUGE}, over 10⁹: not a token count"
+    assert d["n"] == 7 and d["n_rejected"] == 5
+
+
 def _csv_rows() -> list[str]:
     rows = ["timestamp,model,prompt_tokens,completion_tokens"]
     for i in range(600):
@@ -205,3 +227,57 @@ def test_utf16_logs_on_disk_are_decoded_not_taken_for_bad_utf8_lines(tmp_path):
     (tmp_path / "u16.csv").write_bytes("timestamp,prompt_tokens\n2026-11-20T09:00:00Z,5\n".encode("utf-16"))
     res = read_logs([tmp_path / "u16.jsonl", tmp_path / "u16.csv"])
     assert len(res.frame) == 4 and res.n_rejected == 0
+
+
+def _summarize_json(*args: str) -> dict:
+    r = CliRunner().invoke(cli, ["logs", "summarize", "--json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _bad_twin_csv(tmp_path: Path, rows: list[str], name: str = "agent.csv") -> Path:
+    """The rows with a UTF-8 BOM, a line that is not CSV in the middle and the last line cut in half."""
+    lines = rows[:4] + ['{"this line": "is not a request'] + rows[4:-1] + [rows[-1][: len(rows[-1]) // 2]]
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())
+    return path
+
+
+def test_a_csv_with_a_bom_a_bad_line_and_a_cut_tail_is_summarised_in_one_engine_pass_naming_those_lines(
+    tmp_path, monkeypatch
+):
+    # The batch reader (DuckDB's batches through Python) and the row reader's walk over the file fail the test:
+    # the engine reads the file once and names the lines it refused from its own copy of them.
+    monkeypatch.setattr(tables_mod.TablePlan, "csv_batches", lambda *a: pytest.fail("read through Python batches"))
+    monkeypatch.setattr(tables_mod, "record_lines", lambda *a: pytest.fail("the file was walked row by row"))
+    rows = ["timestamp,model,prompt_tokens,output_tokens"]
+    rows += [f"2026-11-20T09:{i // 60:02d}:{i % 60:02d}Z,m{i % 2},{100 + i},{i % 5}" for i in range(200)]
+    rows[50] = "2026-11-20T09:00:50Z,m\xff,150,0"  # a model name with a byte that is not UTF-8
+    path = _bad_twin_csv(tmp_path, rows)
+    path.write_bytes(path.read_bytes().replace("\xff".encode(), b"\xff"))
+
+    d = _summarize_json(str(path))
+
+    assert [(r["line_no"], r["reason"]) for r in d["rejected"]] == [
+        (5, "has 1 field, the header has 4"),
+        (52, "not valid UTF-8; save the log as UTF-8"),
+        (202, "has 1 field, the header has 4"),
+    ]
+    assert d["n_rejected"] == 3
+    # 200 rows, less the UTF-8 one and the cut one; the BOM'd header and first row are read
+    assert d["n"] == 198 and d["prompt_tokens"]["max"]["value"] == 298
+
+
+def test_a_quoted_line_break_before_a_bad_line_still_names_the_file_line(tmp_path):
+    rows = ["timestamp,model,prompt_tokens,output_tokens"]
+    rows += [f"2026-11-20T09:{i // 60:02d}:{i % 60:02d}Z,m{i % 2},{100 + i},{i % 5}" for i in range(100)]
+    rows[10] = '2026-11-20T09:00:10Z,"two\nlines",110,0'  # DuckDB's line numbers do not count this break
+    path = _bad_twin_csv(tmp_path, rows)
+
+    d = _summarize_json(str(path))
+
+    assert [(r["line_no"], r["reason"]) for r in d["rejected"]] == [
+        (5, "has 1 field, the header has 4"),
+        (103, "has 1 field, the header has 4"),
+    ]
+    assert d["n"] == 99

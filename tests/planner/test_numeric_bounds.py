@@ -81,3 +81,28 @@ def test_rtt_store_refuses_infinite_intervals(engine):
     with pytest.raises(ValueError, match="finite"):
         set_target_enabled(engine, "r2", True, interval_s=float("nan"))
     assert [t.interval_s for t in list_targets(engine)] == [60.0]
+
+
+def test_endpoint_numbers_are_checked_by_the_shared_rules_with_the_same_words():
+    """Issue 28: the endpoint registry's ranges are planner.validate's rules themselves (no second table that could
+    drift from them): the top of each rule is accepted, just past it is refused with that rule's own sentence."""
+    from planner import validate as V
+    from planner.endpoints import NUMERIC_RULES, validate
+
+    assert NUMERIC_RULES == {
+        "interval_s": V.PROBE_INTERVAL_S,
+        "timeout_s": V.PROBE_TIMEOUT_S,
+        "prompt_tokens": V.PROMPT_TOKENS,
+        "max_tokens": V.PROBE_MAX_TOKENS,
+        "scale_down_window_s": V.SCALE_DOWN_WINDOW_S,
+    }
+    base = {"name": "x", "base_url": "http://h/v1", "model": "m", "interval_s": V.PROBE_INTERVAL_S.hi}
+    for field, rule in NUMERIC_RULES.items():
+        top = int(rule.hi) if rule.integer else rule.hi
+        if field != "interval_s":
+            validate({**base, field: top})  # the top of the range is accepted
+        past = top + 1
+        with pytest.raises(EndpointError) as info:
+            validate({**base, field: past})
+        shown = str(past) if rule.integer else f"{past:g}"
+        assert info.value.field == field and str(info.value) == f"{field} {rule.problem(past, shown)}"

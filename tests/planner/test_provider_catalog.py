@@ -73,8 +73,19 @@ def test_every_region_and_price_reference_exists():
         (lambda r: r.update(prices={"gpt-4.1-mini": "no-such-price"}), ["'no-such-price'", "assets/prices.toml"]),
         (lambda r: r.update(base_url="https://{tenant}.example.com"), ["{tenant}"]),
         (lambda r: r.update(protocol="grpc"), ["protocol must be one of"]),
+        (lambda r: r.update(base_urls={"mars": "https://mars.example"}), ["base_urls", "'mars'"]),
+        (lambda r: r.update(base_urls={"global": "https://{tenant}.example"}), ["base_urls.global", "{tenant}"]),
     ],
-    ids=["no-source", "bad-as-of", "unknown-region", "unknown-price", "unknown-template-name", "unknown-protocol"],
+    ids=[
+        "no-source",
+        "bad-as-of",
+        "unknown-region",
+        "unknown-price",
+        "unknown-template-name",
+        "unknown-protocol",
+        "base-url-for-a-region-it-lacks",
+        "base-url-with-unknown-name",
+    ],
 )
 def test_a_bad_row_is_refused_naming_the_row_and_field(edit, words):
     data = _raw()
@@ -162,3 +173,37 @@ def test_cli_catalog_shows_key_variables_present_or_missing_never_values(monkeyp
     rows = {d["key"]: d for d in map(json.loads, out.splitlines())}
     assert rows["groq"]["key_status"] == "key set" and rows["cerebras"]["key_status"] == "key missing"
     assert "gsk_secret_value_123" not in out
+
+
+def test_vertex_global_and_azure_swedencentral_are_listed_with_their_own_hosts(sqlite_store_url):
+    """Issue 28: Vertex AI's global endpoint (aiplatform.googleapis.com: no region in the host) and Azure's Sweden
+    Central are in the catalog, each with a catalog region for RTT, and `endpoints add --from` fills them."""
+    vertex, azure = find_provider("vertex"), find_provider("azure-openai")
+    assert vertex.regions["global"] == "gcp-global" and azure.regions["swedencentral"] == "azure-swedencentral"
+    regions = {r.id: r for r in region_catalog()}
+    assert regions["gcp-global"].probe_url == "https://aiplatform.googleapis.com/" and regions["gcp-global"].anycast
+    sweden = regions["azure-swedencentral"]
+    assert sweden.probe_url.endswith(".blob.core.windows.net/public/latency-test.json") and not sweden.anycast
+    assert 55 < sweden.lat < 70 and 10 < sweden.lon < 25  # in Sweden
+    f = endpoint_fields(vertex, "gemini-2.5-flash", "global", env={"GOOGLE_CLOUD_PROJECT": "p9"})
+    assert f["base_url"] == "https://aiplatform.googleapis.com/v1/projects/p9/locations/global/publishers/google"
+    assert catalog_region(f["provider"], f["region"]) == "gcp-global"
+    db = ["--database-url", sqlite_store_url]
+    r = CliRunner()
+    res = r.invoke(
+        cli, ["endpoints", "add", "--from", "azure-openai:gpt-4o@swedencentral", "--param", "resource=se"] + db
+    )
+    assert res.exit_code == 0, res.output
+    res = r.invoke(cli, ["endpoints", "add", "--from", "vertex:gemini-2.5-pro@global", "--param", "project=p9"] + db)
+    assert res.exit_code == 0, res.output
+    rows = {
+        d["name"]: d for d in map(json.loads, r.invoke(cli, ["endpoints", "list", "--json", *db]).output.splitlines())
+    }
+    assert rows["azure-openai-gpt-4o-swedencentral"]["region"] == "swedencentral"
+    assert rows["azure-openai-gpt-4o-swedencentral"]["base_url"].startswith("https://se.openai.azure.com/")
+    assert rows["vertex-gemini-2.5-pro-global"]["base_url"] == (
+        "https://aiplatform.googleapis.com/v1/projects/p9/locations/global/publishers/google"
+    )
+    listed = r.invoke(cli, ["endpoints", "catalog", "--json"]).output
+    cat = {d["key"]: d for d in map(json.loads, listed.splitlines())}
+    assert "global" in json.dumps(cat["vertex"]) and "swedencentral" in json.dumps(cat["azure-openai"])

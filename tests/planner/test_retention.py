@@ -95,3 +95,29 @@ def test_retention_days_from_the_environment(monkeypatch):
     monkeypatch.setenv("TTFT_PLANNER_RETENTION_DAYS", "0")
     with pytest.raises(ValueError, match="TTFT_PLANNER_RETENTION_DAYS"):
         retention_days()
+
+
+@pytest.mark.parametrize("raw", ["inf", "-inf", "nan", "1e308", "-1", "0", "1e-320", "ninety"])
+def test_a_retention_setting_that_is_not_a_finite_number_in_range_is_refused_naming_it(monkeypatch, raw):
+    """Issue 28: TTFT_PLANNER_RETENTION_DAYS=inf (or 1e308) was accepted and overflowed the cutoff; every value the
+    rule of `worker --retention-days` refuses is refused here too, with one sentence naming the variable."""
+    from planner.validate import RETENTION_DAYS
+
+    monkeypatch.setenv("TTFT_PLANNER_RETENTION_DAYS", raw)
+    with pytest.raises(ValueError) as err:
+        retention_days()
+    message = str(err.value)
+    assert message.startswith("TTFT_PLANNER_RETENTION_DAYS ") and RETENTION_DAYS.describe() in message, message
+    assert repr(raw) in message  # the value as given
+
+
+def test_retention_from_a_bad_setting_deletes_nothing_and_says_why(engine, monkeypatch):
+    e = add_endpoint(engine, {"name": "r", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
+    insert_samples(engine, _rows(e.id, NOW - 100 * DAY, 2, random.Random(1)))
+    monkeypatch.setenv("TTFT_PLANNER_RETENTION_DAYS", "inf")
+    with pytest.raises(ValueError, match="TTFT_PLANNER_RETENTION_DAYS .*inf"):
+        apply_retention(engine, NOW)
+    with pytest.raises(ValueError, match="retention days .*not a finite number"):
+        apply_retention(engine, NOW, float("nan"))
+    with engine.connect() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM probe_sample")).scalar() == 2 * 60

@@ -12,6 +12,7 @@ from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM
+from planner.untrusted import md_text
 
 __all__ = ["render"]
 
@@ -153,9 +154,11 @@ def _edited_gpus() -> dict[str, P.GpuSpec]:
     gpu_list = []
     for r in gpu_df.to_dict(orient="records"):
         try:
-            gpu_list.append(P.gpu_from_record(r))
+            gpu_list.append(P.gpu_from_record(r, _GPU_COLUMNS))
         except CapacityError as exc:
-            st.warning(f"{exc}: that GPU row is left out.")
+            st.warning(f"{md_text(exc)}. Until then that row is left out of the GPU lists.", icon=":material/edit:")
+    if not gpu_list:
+        st.info("Every GPU row is left out: the shipped GPU presets stand in until one is filled in.")
     return {g.key: g for g in gpu_list} or {g.key: g for g in P.gpus()}
 
 
@@ -165,11 +168,15 @@ def _edited_models() -> dict[str, P.ModelSpec]:
         model_df = _edit(model_df, _MODEL_COLUMNS, num_rows="dynamic", key="cap_model_editor")
     models = {}
     for r in model_df.to_dict(orient="records"):
+        if all(present.is_missing(v) or (isinstance(v, str) and not v.strip()) for v in r.values()):
+            continue  # a row just added and not filled in yet
         try:
-            m = P.model_from_record(r)
+            m = P.model_from_record(r, _MODEL_COLUMNS)
             models[m.key] = m
         except CapacityError as exc:
-            st.warning(f"{exc}: that model row is left out.")
+            st.warning(f"{md_text(exc)}. Until then that row is left out of the model lists.", icon=":material/edit:")
+    if not models:
+        st.info("Every model row is left out: the shipped model presets stand in until one is filled in.")
     return models or {m.key: m for m in P.models()}
 
 

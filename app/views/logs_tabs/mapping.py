@@ -6,6 +6,7 @@ from app.views.logs_tabs.source import Reading
 from planner.logs.mapped import FIELD_LABELS
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.traces import guess_table_mapping
+from planner.untrusted import md_text
 
 __all__ = ["render"]
 
@@ -22,7 +23,14 @@ def render(reading: Reading) -> None:
         error["columns"] if error else sorted({c for cols in (parsed.columns if parsed else {}).values() for c in cols})
     )
     if error:
-        st.error(error["message"], icon=":material/error:")
+        st.error(md_text(error["message"]), icon=":material/error:")
+    if reading.kept and reading.mapping:
+        st.info(
+            "Kept the column mapping you chose for the previous upload (this one has the same columns): "
+            + md_text(", ".join(f"{FIELD_LABELS[k]} ← {v}" for k, v in reading.mapping.items() if k in FIELD_LABELS))
+            + ". Change it under Column mapping.",
+            icon=":material/table_chart:",
+        )
     if columns:
         guess = guess_table_mapping(columns)
         current = reading.mapping or (parsed.mapping if parsed else None) or guess

@@ -10,22 +10,25 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app.views.logs_tabs.options import ReadOptions
 from planner.logs import LogFormatError, read_logs
+from planner.logs.context import MAP_HINT_PAGE
 from planner.logs.samples import SAMPLE_DIR
 from planner.logs.spool import Spool
 from planner.store.logs import UploadInfo, UploadNotFound, load_upload_frame
 from planner.untrusted import md_text
 
-__all__ = ["Reading", "current", "drop_spool", "read"]
+__all__ = ["Reading", "current", "drop_spool", "kept_mapping", "read"]
 
 
 @dataclass(frozen=True)
 class Reading:
     """What the result on show was read from: `key` (source and read options) and `source_id` (the source alone, which
-    a column mapping belongs to), with the column mapping applied (None: the detected columns)."""
+    a column mapping belongs to), with the column mapping applied (None: the detected columns); `kept`: that mapping
+    was chosen for the previous upload and kept because it fits this one's columns."""
 
     key: str
     source_id: str
     mapping: dict[str, str] | None
+    kept: bool = False
 
 
 def drop_spool() -> None:
@@ -80,11 +83,19 @@ def read(eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo
     """
     ss = st.session_state
     source_id = json.dumps(source, default=str)
-    # A mapping belongs to the file it was made for: the next file starts from its own detected columns.
+    # A mapping belongs to the file it was made for. The next upload (a second file added, the same export again)
+    # keeps it when that upload cannot be read by its own columns and holds every column the mapping names.
     saved_map = ss.get("logs_mapping") or {}
-    mapping = saved_map.get("mapping") if saved_map.get("source") == source_id else None
+    own = saved_map.get("source") == source_id
+    mapping = saved_map.get("mapping") if own else None
+    kept_from = None if own or source[0] != "files" else saved_map.get("mapping")
+    was_kept = own and bool(saved_map.get("kept"))
     tok_id = opts.tok_file.file_id if opts.tok_file else None
-    key = json.dumps([source, opts.fmt, mapping, opts.naive_tz, opts.start, opts.cache_blocks, tok_id], default=str)
+
+    def key_for(m: dict[str, str] | None) -> str:
+        return json.dumps([source, opts.fmt, m, opts.naive_tz, opts.start, opts.cache_blocks, tok_id], default=str)
+
+    key = key_for(mapping)
     if ss.get("logs_key") != key:
         ss.pop("logs_result", None)
         ss.pop("logs_error", None)
@@ -104,21 +115,45 @@ def read(eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo
         else:
             inputs = list(ss.logs_spool.paths) if source[0] == "files" else [SAMPLE_DIR / source[1]]
             bar = st.progress(0.0, "Reading…")
-            try:
-                res = read_logs(
+
+            def read_with(m: dict[str, str] | None):
+                return read_logs(
                     inputs,
                     fmt=opts.fmt,
-                    mapping=mapping,
+                    mapping=m,
                     tz=opts.naive_tz,
                     tokenizer=opts.tokenizer,
                     start=opts.start.strip() or None,
                     cache_blocks=opts.cache_blocks,
                     progress=lambda frac, msg: bar.progress(min(frac, 1.0), msg),
+                    map_hint=MAP_HINT_PAGE,
                 )
+
+            res = None
+            try:
+                res = read_with(mapping)
             except LogFormatError as exc:
-                ss.logs_error = {"message": str(exc), "columns": exc.columns}
-            else:
+                kept = kept_mapping(kept_from, exc.columns)
+                if kept is not None:
+                    try:
+                        res = read_with(kept)
+                    except LogFormatError:
+                        pass
+                    else:
+                        mapping, key, was_kept = kept, key_for(kept), True
+                        ss.logs_mapping = {"source": source_id, "mapping": kept, "kept": True}
+                if res is None:
+                    ss.logs_error = {"message": str(exc), "columns": exc.columns}
+            if res is not None:
                 ss.logs_result = {"frame": res.frame, "label": ", ".join(res.formats) or "log", "parsed": res}
             bar.empty()
         ss.logs_key = key
-    return Reading(key, source_id, mapping)
+    return Reading(key, source_id, mapping, kept=was_kept)
+
+
+def kept_mapping(previous: dict[str, str] | None, columns: list[str]) -> dict[str, str] | None:
+    """The mapping chosen for the previous upload, when it still applies to these columns (every column it names is
+    one of them); None otherwise."""
+    if not previous or not set(previous.values()) <= set(columns):
+        return None
+    return dict(previous)
