@@ -15,6 +15,8 @@ and the peak RSS (os.wait4, the process alone). n and p50/p90/p95/p99 are checke
   python bench/bench_logs_formats.py                          # 1 M requests, every format, 5 reps each
   python bench/bench_logs_formats.py --requests 10000000 --reps 5 --only jsonl,csv,parquet
   python bench/bench_logs_formats.py --bad                    # the BOM / malformed / truncated twins as well
+  git worktree add /tmp/before HEAD~1 && python bench/bench_logs_formats.py --before /tmp/before
+                                                              # the previous code as a third contender
 Files live in bench/out/ (made once; several GB at 10 M).
 """
 
@@ -190,9 +192,10 @@ def duckdb_child(fmt: str, path: str, bad: bool) -> None:
     print(json.dumps({"n": row[0], "p": list(row[1:])}))
 
 
-def _measured(argv: list[str]) -> dict:
-    """argv as a fresh process: wall time, peak RSS (MB, that process alone: os.wait4), stdout."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _measured(argv: list[str], tree: Path = ROOT) -> dict:
+    """argv as a fresh process (the project's code from `tree`): wall time, peak RSS (MB, that process alone:
+    os.wait4), stdout."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
@@ -206,8 +209,9 @@ def _measured(argv: list[str]) -> dict:
     return {"wall_s": wall_s, "rss_mb": usage.ru_maxrss / 1024, "stdout": stdout}
 
 
-def _ours(path: Path) -> dict:
-    got = _measured([str(Path(sys.executable).with_name("ttft-planner")), "logs", "summarize", "--json", str(path)])
+def _ours(path: Path, tree: Path = ROOT) -> dict:
+    argv = [str(Path(sys.executable).with_name("ttft-planner")), "logs", "summarize", "--json", str(path)]
+    got = _measured(argv, tree)
     d = json.loads(got["stdout"])
     got["n"] = d["n"]
     got["p"] = [d["prompt_tokens"][k]["value"] for k in ("p50", "p90", "p95", "p99")]
@@ -222,11 +226,13 @@ def _duck(fmt: str, path: Path, bad: bool) -> dict:
     return got
 
 
-def compare(fmt: str, path: Path, reps: int, bad: bool) -> dict:
-    ours, duck = [], []
-    for _ in range(reps):  # alternate, so a busy moment of the machine lands on both
+def compare(fmt: str, path: Path, reps: int, bad: bool, before: Path | None = None) -> dict:
+    ours, duck, old = [], [], []
+    for _ in range(reps):  # alternate, so a busy moment of the machine lands on all
         ours.append(_ours(path))
         duck.append(_duck(fmt, path, bad))
+        if before is not None:
+            old.append(_ours(path, before))
     for o, d in zip(ours, duck, strict=True):
         if (o["n"], [float(x) for x in o["p"]]) != (d["n"], [float(x) for x in d["p"]]):
             print(f"  {fmt}: ours n={o['n']} p={o['p']} vs DuckDB n={d['n']} p={d['p']}")
@@ -243,6 +249,8 @@ def compare(fmt: str, path: Path, reps: int, bad: bool) -> dict:
         "ratio_min": min(ratios),
         "ours_rss_mb": max(o["rss_mb"] for o in ours),
         "duck_rss_mb": max(d["rss_mb"] for d in duck),
+        "before_s": statistics.median(o["wall_s"] for o in old) if old else None,
+        "before_rss_mb": max(o["rss_mb"] for o in old) if old else None,
     }
 
 
@@ -252,6 +260,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="fresh-process runs of each contender (alternated)")
     ap.add_argument("--only", default=",".join(FORMATS), help="comma-separated formats: " + ", ".join(FORMATS))
     ap.add_argument("--bad", action="store_true", help="also the twins with a BOM, a malformed and a truncated line")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="also run `logs summarize` with the code of this checkout (e.g. a `git worktree` of an earlier "
+        "commit), alternated with the others: the change's before and after in one run",
+    )
     ap.add_argument("--child", choices=list(FORMATS), help=argparse.SUPPRESS)
     ap.add_argument("--file", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -267,13 +281,14 @@ def main() -> None:
         path = format_file(fmt, src)
         variants = [(path, False)] + ([(bad_twin(path), True)] if args.bad and fmt != "parquet" else [])
         for p, bad in variants:
-            rows.append(compare(fmt, p, args.reps, bad))
+            rows.append(compare(fmt, p, args.reps, bad, args.before))
             r = rows[-1]
+            was = f"  before {r['before_s']:6.2f} s, {r['before_rss_mb']:,.0f} MB" if r["before_s"] is not None else ""
             print(
                 f"{r['format']:<14} n={r['n']:>10,} same={r['same']!s:<5} ours {r['ours_s']:6.2f} s "
                 f"(min {r['ours_min_s']:.2f})  DuckDB {r['duck_s']:6.2f} s (min {r['duck_min_s']:.2f})  "
                 f"ratio median {r['ratio_median']:.2f}× min {r['ratio_min']:.2f}×  "
-                f"peak RSS ours {r['ours_rss_mb']:,.0f} MB DuckDB {r['duck_rss_mb']:,.0f} MB",
+                f"peak RSS ours {r['ours_rss_mb']:,.0f} MB DuckDB {r['duck_rss_mb']:,.0f} MB{was}",
                 flush=True,
             )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
+from app.charts._labels import log_ticks, place_labels, plot_px
 from planner.capacity.cost import BreakEven
 
 __all__ = [
@@ -111,7 +112,8 @@ def hybrid_figure(hourly: pd.DataFrame, base_replicas: int) -> go.Figure:
 
 
 def projection_figure(table: pd.DataFrame) -> go.Figure:
-    """Projected weight-load seconds vs checkpoint size, one line per rate (log axes; constant-rate estimate)."""
+    """Projected weight-load seconds vs checkpoint size, one line per rate (log axes with 1-2-5 ticks, see
+    app/charts/_labels.log_ticks; constant-rate estimate)."""
     fig = go.Figure()
     for col in table.columns[2:]:
         fig.add_scatter(
@@ -125,12 +127,12 @@ def projection_figure(table: pd.DataFrame) -> go.Figure:
         title="Weight-load time vs checkpoint size (constant-rate estimate)",
         xaxis_title="checkpoint (GB)",
         yaxis_title="seconds",
-        xaxis_type="log",
-        yaxis_type="log",
         height=460,
         legend={"orientation": "h", "y": -0.25},
         margin={"b": 110},
     )
+    fig.update_xaxes(**log_ticks(table["checkpoint_gb"].tolist()))
+    fig.update_yaxes(**log_ticks([v for col in table.columns[2:] for v in table[col]]))
     return fig
 
 
@@ -194,17 +196,59 @@ def prefill_figure(curve: pd.DataFrame, budgets: pd.DataFrame) -> go.Figure:
     return fig
 
 
+#: The nominal plot area of the keep-warm chart (the right-hand column at 1,400 px), for placing its labels.
+_TRADEOFF_PLOT_PX = (480.0, 260.0)
+_TRADEOFF_MARKER_PX = 10.0
+
+
+def _window_text(w: float) -> str:
+    return "always warm" if math.isinf(w) else f"{w:g} s"
+
+
+def _tradeoff_labels(table: pd.DataFrame) -> list[dict]:
+    """One label per group of windows whose markers fall on the same spot ("300 s – 3600 s, always warm"): windows
+    that cost the same and give the same p95 are one choice to the reader, and their labels would print over each
+    other. Groups are runs of consecutive windows within a marker's width of the run's first one."""
+    xs = [float(v) for v in table["keep_warm_usd_per_month"]]
+    ys = [float(v) for v in table["p95_ttft_ms"]]
+    windows = [float(w) for w in table["window_s"]]
+    width, height = _TRADEOFF_PLOT_PX
+    px, py = plot_px(xs, ys, x_log=False, y_log=False, width_px=width, height_px=height)
+    groups: list[list[int]] = []
+    for i in range(len(xs)):
+        if groups:
+            first = groups[-1][0]
+            if abs(px[i] - px[first]) < _TRADEOFF_MARKER_PX and abs(py[i] - py[first]) < _TRADEOFF_MARKER_PX:
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    texts = [""] * len(xs)
+    for g in groups:
+        finite = [windows[i] for i in g if math.isfinite(windows[i])]
+        parts = []
+        if finite:
+            lo, hi = min(finite), max(finite)
+            parts.append(_window_text(lo) if lo == hi else f"{lo:g} s – {hi:g} s")
+        if len(finite) < len(g):
+            parts.append(_window_text(math.inf))
+        # the group's label sits on its middle member, so the label is centred on the cluster
+        texts[g[len(g) // 2]] = ", ".join(parts)
+    return place_labels(xs, ys, texts, marker_px=_TRADEOFF_MARKER_PX, width_px=width, height_px=height)
+
+
 def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
-    """Keep-warm cost per month vs p95 TTFT with cold starts, one point per scale-down window (and always-warm)."""
+    """Keep-warm cost per month vs p95 TTFT with cold starts, one point per scale-down window (and always-warm).
+
+    Each point is labelled with its window; points on the same spot share one label, and labels are set on the
+    side that leaves them clear of each other and of the markers (see app/charts/_labels.py)."""
     colors = [SEMANTIC["error"] if c else SEMANTIC["ok"] for c in table["cold_in_p95"]]
     fig = go.Figure(
         go.Scatter(
             x=table["keep_warm_usd_per_month"],
             y=table["p95_ttft_ms"],
-            mode="markers+text",
-            text=["always warm" if math.isinf(w) else f"{w:g} s" for w in table["window_s"]],
-            textposition=["top center" if i % 2 else "bottom center" for i in range(len(table))],
-            marker={"size": 10, "color": colors},
+            mode="markers",
+            text=[_window_text(w) for w in table["window_s"]],
+            marker={"size": _TRADEOFF_MARKER_PX, "color": colors},
             customdata=list(zip(table["option"], table["cold_fraction"] * 100, strict=True)),
             hovertemplate="%{customdata[0]}<br>$%{x:,.0f}/month"
             ", p95 %{y:,.0f} ms, %{customdata[1]:.1f}% cold<extra></extra>",
@@ -217,5 +261,6 @@ def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
         yaxis_title="p95 TTFT (ms)",
         height=440,
         showlegend=False,
+        annotations=_tradeoff_labels(table) if len(table) else [],
     )
     return fig

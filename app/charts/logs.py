@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
+from app.charts._labels import log_ticks
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.stats import Percentile
 
@@ -209,8 +210,10 @@ def cold_curve_figure(cold: pd.DataFrame) -> go.Figure:
         line_color=SEMANTIC["warn"],
         line_dash="dash",
         annotation_text="5%: above this, cold starts are in the p95",
+        # the left end: cold fractions fall as W grows, so the curves cross the 5% line on the right
+        annotation_position="top left",
     )
-    fig.update_xaxes(type="log")
+    fig.update_xaxes(**log_ticks(cold["window_s"].tolist()))
     fig.update_yaxes(tickformat=".0%", rangemode="tozero")
     return _layout(
         fig,

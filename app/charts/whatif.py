@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
+from app.charts._labels import log_ticks, place_labels
 
 __all__ = ["SEGMENT_LABELS", "cost_vs_p95_figure", "hourly_p95_figure", "segments_figure", "table_style"]
 
@@ -69,8 +70,9 @@ def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str) -> go.Fig
         )
     )
     fig.update_xaxes(range=[-0.5, 23.5], dtick=2)
-    if _wide(pd.concat([hourly["p95_ms"], pd.Series([target_ms])])):
-        fig.update_yaxes(type="log", dtick=1)
+    values = pd.concat([hourly["p95_ms"], pd.Series([target_ms])])
+    if _wide(values):
+        fig.update_yaxes(**log_ticks(values.dropna().tolist()))
     return _layout(
         fig, f"hour of day ({tz})", "predicted p95 TTFT (ms)", title="Predicted p95 by hour (hollow: n < 20)"
     )
@@ -88,19 +90,26 @@ def segments_figure(segments: pd.DataFrame) -> go.Figure:
     return _layout(fig, "candidate", "mean over requests ≥ p95 (ms)", title="What the slowest 5% wait for")
 
 
+#: The nominal plot area of the cost chart (full width at 1,400 px is wider), for placing its labels.
+_COST_PLOT_PX = (700.0, 260.0)
+
+
 def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
     """Cost (USD/day) against predicted p95 (ms), one point per candidate that keeps up;
-    the cheapest meeting the target starred."""
+    the cheapest meeting the target starred.
+
+    Candidate names are annotations set clear of the star and of each other (the starred one is placed first, see
+    app/charts/_labels.py), not the markers' own text, which Plotly prints over a neighbour's."""
     ok = table.dropna(subset=["p95_ms"])
+    sizes = [18 if c else 11 for c in ok["cheapest"]]
     fig = go.Figure(
         go.Scatter(
             x=ok["p95_ms"],
             y=ok["usd_per_day"],
-            mode="markers+text",
+            mode="markers",
             text=ok["candidate"],
-            textposition="top center",
             marker=dict(
-                size=[18 if c else 11 for c in ok["cheapest"]],
+                size=sizes,
                 symbol=["star" if c else "circle" for c in ok["cheapest"]],
                 color=[SEMANTIC["ok"] if m else SEMANTIC["warn"] for m in ok["meets_target"]],
             ),
@@ -108,8 +117,24 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
         )
     )
     fig.add_vline(x=target_ms, line_dash="dash", line_color=SEMANTIC["error"])
-    if _wide(pd.concat([ok["p95_ms"], pd.Series([target_ms])])):
-        fig.update_xaxes(type="log", dtick=1)
+    x_log = _wide(pd.concat([ok["p95_ms"], pd.Series([target_ms])]))
+    if x_log:
+        fig.update_xaxes(**log_ticks([*ok["p95_ms"], target_ms]))
+    if len(ok):
+        # the starred candidate first, so it keeps the best place; labels keep clear of the target's line too
+        order = sorted(range(len(ok)), key=lambda i: not bool(ok["cheapest"].iloc[i]))
+        labels = place_labels(
+            [float(ok["p95_ms"].iloc[i]) for i in order],
+            [float(ok["usd_per_day"].iloc[i]) for i in order],
+            [str(ok["candidate"].iloc[i]) for i in order],
+            marker_px=[sizes[i] for i in order],
+            x_log=x_log,
+            vlines=[float(target_ms)],
+            width_px=_COST_PLOT_PX[0],
+            height_px=_COST_PLOT_PX[1],
+        )
+        for ann in labels:
+            fig.add_annotation(**ann)
     return _layout(
         fig,
         "predicted p95 TTFT (ms) · dashed: target",

@@ -18,7 +18,7 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
     "Load sample" and "Open stored upload" make their log the one on show (st.session_state["logs_source"]).
     """
     ss = st.session_state
-    left, right = st.columns([3, 2])
+    left, right = st.columns([2, 1])  # room for the uploader's list of file types at 1,400 px
     files = left.file_uploader(
         "Request logs",
         accept_multiple_files=True,

@@ -1,0 +1,176 @@
+"""Real browser: at 1,400 px no visible text is cut (issue 28's walk of every page).
+
+One server over a store with data on every page (the shared hostile endpoints, two endpoints with a day of probes
+and a cold reading, an uploaded log, a saved worksheet), one browser page, every page of the sidebar in turn and
+every tab on it. On each the page is laid out in a window as tall as its content (nothing is below the fold, so
+only a real cut counts), expanders are opened, and a script looks at every visible text node: the text is cut when
+its element shows an ellipsis (text-overflow with scrollWidth > clientWidth), or when it reaches past an ancestor
+that hides or scrolls its overflow (a label cut at a column's edge, a tab label scrolled out of its strip, a chart
+title past its SVG's edge).
+
+Not checked, by design:
+- st.dataframe grids: Glide Data Grid draws cells and headers on a canvas, so the DOM holds no text to measure;
+  their columns can be widened by the reader (what they show is checked by AppTest in tests/app).
+- st.multiselect's chip row: it scrolls sideways by design, the chosen items stay listed in its drop-down.
+- code blocks (stCode): a command or link in one scrolls sideways and has a copy button.
+- Streamlit's "skip to main content" link, which sits off-screen until focused.
+Each failure names the page, the tab, the text and what cuts it. Screenshots are for debugging only: set
+TTFT_TRUNCATION_SHOTS to a folder (under /tmp) to get one per page and tab.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from planner.store import open_store
+from tests.e2e.conftest import StreamlitServer, seed_hostile, wait_for_app
+from tests.support.router import router_pages
+from tests.support.store_states import STATES, seed_state
+from tests.support.store_template import seed_data_dir
+
+WIDTH = 1400
+
+# Text that is cut today on a page another change owns: (url path, text it starts with) → why and where to fix it.
+# Remove an entry once its page is fixed.
+# Finds cut text on the page as laid out now; returns [{text, where, why}].
+FIND_CUT_TEXT = """
+() => {
+  const out = [];
+  const cuts = (s) => ["hidden", "clip", "auto", "scroll"].includes(s);
+  const exempt = "[data-testid='stSkipToContent'], [data-testid='stMultiSelectTagsContainer'], "
+    + "[data-testid='stCode'], [data-testid='stDataFrame'], [data-testid='stDataFrameResizable']";
+  // the page's own scrollers: what lies past their bottom is below the fold, not cut
+  const scrollers = "[data-testid='stMain'], [data-testid='stAppViewContainer'], [data-testid='stSidebar'], "
+    + "[data-testid='stSidebarContent']";
+  const shown = (el) => {
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      if (cs.display === "none" || cs.visibility === "hidden" || cs.opacity === "0") return false;
+    }
+    return true;
+  };
+  const name = (el) => {
+    const t = el.closest("[data-testid]");
+    return (t ? t.getAttribute("data-testid") : "") + " <" + el.tagName.toLowerCase() + ">";
+  };
+  const seen = new Set();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const text = n.textContent.trim();
+    const el = n.parentElement;
+    if (!text || !el || ["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"].includes(el.tagName)) continue;
+    if (el.closest(exempt)) continue;
+    const d = el.closest("details");
+    if (d && !d.open && !el.closest("summary")) continue;
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    const r = range.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || !shown(el)) continue;
+    let why = null;
+    if (getComputedStyle(el).textOverflow === "ellipsis" && el.scrollWidth > el.clientWidth + 1) why = "an ellipsis";
+    for (let a = el; !why && a && a !== document.body; a = a.parentElement) {
+      if (a instanceof SVGElement && a.tagName.toLowerCase() !== "svg") continue;  // only the SVG's own edge cuts
+      const s = getComputedStyle(a);
+      const ar = a.getBoundingClientRect();
+      const outX = r.right > ar.right + 1.5 || r.left < ar.left - 1.5;
+      const outY = r.bottom > ar.bottom + 1.5 || r.top < ar.top - 1.5;
+      if (cuts(s.overflowX) && outX) why = "the side of " + name(a);
+      else if (cuts(s.overflowY) && outY && !a.matches(scrollers)) why = "the bottom of " + name(a);
+    }
+    if (why && !seen.has(why + text)) {
+      seen.add(why + text);
+      out.push({ text: text.slice(0, 100), where: name(el), why });
+    }
+  }
+  return out;
+}
+"""
+
+CONTENT_HEIGHT = (
+    "() => Math.max(1000, ...[...document.querySelectorAll("
+    "\"[data-testid='stMain'], [data-testid='stMainBlockContainer'], [data-testid='stSidebarContent']\")]"
+    ".map(e => e.scrollHeight))"
+)
+
+
+@pytest.fixture(scope="module")
+def full_server(tmp_path_factory, attacker):
+    """A server over a store with something to show on every page (see the module docstring)."""
+    data = seed_data_dir(tmp_path_factory.mktemp("e2e-truncation"))
+    seed_hostile(data, attacker.url)
+    eng = open_store(f"sqlite:///{data / 'planner.db'}")
+    for state in STATES[2:]:  # two endpoints with a day of samples and a cold reading, an uploaded log, a worksheet
+        seed_state(eng, state)
+    eng.dispose()
+    server = StreamlitServer(data)
+    yield server
+    server.stop()
+
+
+# True once no animation runs and every expander kept its height since the last poll (an opening expander grows).
+SETTLED = """
+() => {
+  const heights = [...document.querySelectorAll("[data-testid='stExpander'] details")].map(d => d.clientHeight).join();
+  const still = window.__truncationHeights === heights;
+  window.__truncationHeights = heights;
+  return still && document.getAnimations().every(a => a.playState !== "running");
+}
+"""
+
+
+def _open_expanders(page: Page) -> None:
+    """Open every shown expander (a click on its summary opens it in the browser, with no rerun), and wait until
+    they have finished growing: measured while it opens, an expander cuts its own content."""
+    for summary in page.locator("[data-testid='stExpander'] details:not([open]) > summary").element_handles():
+        if summary.is_visible():
+            summary.click()
+            page.wait_for_function("s => s.parentElement.open", arg=summary)
+    page.wait_for_function(SETTLED, polling=200)
+
+
+def _cut_text(page: Page, where: str, shots: Path | None) -> list[str]:
+    """Lay the page out as tall as its content (so nothing is below the fold), then list what is cut."""
+    wait_for_app(page)
+    page.set_viewport_size({"width": WIDTH, "height": min(int(page.evaluate(CONTENT_HEIGHT)) + 100, 16_000)})
+    wait_for_app(page)  # (the page's scrollers are exempt below their bottom in any case: see FIND_CUT_TEXT)
+    if shots:
+        page.screenshot(path=str(shots / f"{re.sub(r'[^a-z0-9]+', '-', where.lower())}.png"))
+    return [f"{where}: {c['text']!r} ({c['where']}) is cut by {c['why']}" for c in page.evaluate(FIND_CUT_TEXT)]
+
+
+def test_no_text_is_cut_on_any_page_at_1400_px(page: Page, full_server):
+    shots_env = os.environ.get("TTFT_TRUNCATION_SHOTS")
+    shots = Path(shots_env) if shots_env else None
+    if shots:
+        shots.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    page.goto(full_server.url)
+    cut: list[str] = []
+    for _file, title, _icon, _url_path in router_pages():
+        # through the sidebar, as a reader goes (the default page's deep link is the site's root)
+        wait_for_app(page)
+        page.set_viewport_size({"width": WIDTH, "height": 1000})
+        link = page.locator("[data-testid='stSidebarNav']").get_by_role("link", name=title, exact=True)
+        href = link.first.get_attribute("href") or ""
+        link.first.click()
+        expect(page).to_have_url(re.compile(re.escape(href) + r"(\?.*)?$"))
+        wait_for_app(page)
+        expect(page.locator("h1").first).to_be_visible()
+        expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
+        _open_expanders(page)
+        found = _cut_text(page, title, shots)
+        tabs = page.locator("[data-testid='stTab']")
+        for i in range(tabs.count()):
+            tab = tabs.nth(i)
+            label = tab.inner_text()
+            tab.click()
+            expect(tab).to_have_attribute("aria-selected", "true")
+            _open_expanders(page)
+            found += _cut_text(page, f"{title} › {label}", shots)
+        cut += list(dict.fromkeys(found))
+    assert not cut, "text cut at 1,400 px:\n" + "\n".join(cut)
