@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from planner.budget import Worksheet
 from planner.interactions import Interaction, interactions
@@ -67,10 +68,31 @@ def hand_over(figures: Mapping[str, Figure]) -> NoReturn:
     The switch replaces the address bar's query with an empty one instead of clearing it: `clear()` refuses while
     the page being left keeps widget values in the address bar (Capacity's `bind="query-params"` inputs), and an
     empty query keeps this session's worksheet (`ensure`).
+
+    The page being left forgets its fragments first (`_forget_fragments`), so an auto-refresh tick of that page that
+    is still on its way cannot blank the Worksheet page or take the browser back.
     """
     for field, figure in figures.items():
         offer(field, figure)
+    _forget_fragments()
     st.switch_page("views/worksheet.py", query_params={})
+
+
+def _forget_fragments() -> None:
+    """Drop this session's fragments (the page being left's `st.fragment`s) before a switch to another page.
+
+    Why (Streamlit 1.67): the browser keeps firing an auto-refreshing fragment's timer (Probes' `run_every` live view)
+    until it has drawn the next page's first message. A tick sent in that window reaches the server with the old
+    page's id and is accepted while the fragment is still stored (the store forgets it only when the new page's run
+    ends): queued behind the switch, its run comes after the Worksheet's, and the browser then clears the page it
+    just drew because that run names the old page (the main area stays blank, the sidebar drawn); one that lands
+    before the switch's rerun starts becomes a full rerun of the old page instead. The switch's run registers none of
+    these fragments, so forgetting them now changes nothing else, and the server ignores a rerun of a fragment it no
+    longer holds (`AppSession.request_rerun`). tests/e2e/test_journey_compare.py fires the timer in that window.
+    """
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        ctx.fragment_storage.clear()
 
 
 def take() -> dict[str, Figure]:

@@ -81,6 +81,9 @@ def insert_csv(
     try:
         with duckdb.connect() as probe:  # only to check DuckDB reads our header
             scan, params, _ = csv_scan(probe, path, header, delimiter, {}, tz, _REFUSED, as_text=True)
+    except (Doubt, duckdb.Error, OSError):
+        return None
+    try:
         con.execute("SET TimeZone = '" + tz.replace("'", "''") + "'")  # times without a zone are in it
         _drop(con)
         relation, ok, _ = _typed(rows, scan, ordinality=False)

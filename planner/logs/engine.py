@@ -30,13 +30,13 @@ _LEVELS = (*PS, 1.0)
 _COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
 
 
-def connect():
-    """A DuckDB connection for summarising logs (planner.logs.duckpath.connect), insertion order not kept: no
-    summary needs it, and keeping it costs memory."""
+def connect(keep_order: bool = False):
+    """A DuckDB connection for summarising logs (planner.logs.duckpath.connect), insertion order not kept unless
+    asked (RequestTable.frame keeps file order for rows at the same instant): no summary needs it."""
     from planner.logs.duckpath import MEMORY_LIMIT
     from planner.logs.duckpath import connect as duck_connect
 
-    return duck_connect(keep_order=False, memory_limit=MEMORY_LIMIT)
+    return duck_connect(keep_order=keep_order, memory_limit=MEMORY_LIMIT)
 
 
 class RequestTable:
@@ -147,6 +147,17 @@ class RequestTable:
         if got is not None:
             self.n += got.inserted
         return got
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as a frame of planner.logs.COLUMNS' dtypes (without `source`; the model a category), sorted by
+        arrival; rows at the same instant in the order they were appended when the connection keeps insertion order
+        (connect(keep_order=True)), as the readers' frames are."""
+        self.flush()
+        got = self.con.sql(f"SELECT * FROM {self.name} ORDER BY ts_ms, rowid").to_arrow_table()
+        frame = got.to_pandas(strings_to_categorical=True)
+        for col in ("prompt_tokens", "cached_tokens", "output_tokens"):
+            frame[col] = frame[col].astype(np.int64)
+        return frame
 
     def zero_output_since(self, mark: int) -> int:
         """Rows appended since mark() with 0 output tokens (BurstGPT's failed requests)."""

@@ -299,6 +299,8 @@ def read_large_csv(path: Path, ctx: ReadContext) -> bool:
     if out.sink is not None and _engine_csv(plan, ctx):
         _table_read(plan.path.name, plan.header, plan.used, plan.format, out.sink.zero_output_since(mark[1]), ctx)
         return True
+    if out.sink is None and _engine_frame(plan, ctx):
+        return True
     rows_before = out.n_rows
     left: list[np.ndarray] = []
     refused: list[int] = []
@@ -389,6 +391,33 @@ def _engine_csv(plan: TablePlan, ctx: ReadContext) -> bool:
     if out.n_rows == rows_before:
         out.rollback(mark)
         return False
+    return True
+
+
+def _engine_frame(plan: TablePlan, ctx: ReadContext) -> bool:
+    """Read a CSV file through a private engine table (_engine_csv) and keep its rows as a frame (by arrival) for a
+    caller without a sink (the dashboard): a bad line costs it a line too. False (nothing kept) as _engine_csv."""
+    from dataclasses import replace
+
+    from planner.logs.engine import RequestTable, connect
+
+    con = connect(keep_order=True)
+    try:
+        table = RequestTable(con)
+        inner = Collector(rows_frame, sink=table)
+        if not _engine_csv(plan, replace(ctx, out=inner)):
+            return False
+        frame = table.frame()
+    finally:
+        con.close()
+    frame["source"] = pd.array([plan.path.name] * len(frame), dtype=object)
+    out = ctx.out
+    out.add_frame(frame)
+    for r in inner.rejected:
+        out.reject(r.source, r.line_no, r.reason)
+    out.n_rejected += inner.n_rejected - len(inner.rejected)
+    zero = int((frame["output_tokens"] == 0).sum())
+    _table_read(plan.path.name, plan.header, plan.used, plan.format, zero, ctx)
     return True
 
 

@@ -278,6 +278,59 @@ def app_url(app_server) -> str:
     return app_server.url
 
 
+# An auto-refreshing fragment (`st.fragment(run_every=…)`, Probes' live view) is a timer in the browser
+# (`setInterval`), which Streamlit clears when the next full run's first message arrives. Its tick can land anywhere in
+# its period: in the window between a click that leaves the page and that message it once blanked the next page, about
+# 1 run in 8 on a loaded machine (worksheet_state._forget_fragments). This script, added before the app loads, lets a
+# test fire every live timer of the app at once and then every 25 ms until the app clears it, so that the window is
+# always hit, whatever the machine's speed.
+_TICKS_JS = """
+(() => {
+  const live = new Map();  // interval id -> {fn, storm}
+  const setI = window.setInterval.bind(window), clearI = window.clearInterval.bind(window);
+  window.setInterval = (fn, ms, ...args) => {
+    const id = setI(fn, ms, ...args);
+    if (typeof fn === "function" && ms >= 1000) live.set(id, {fn});
+    return id;
+  };
+  window.clearInterval = (id) => {
+    const t = live.get(id);
+    if (t) { if (t.storm) clearI(t.storm); live.delete(id); }
+    return clearI(id);
+  };
+  window.__ttftTicks = {
+    fired: 0,
+    start() {
+      for (const t of live.values()) {
+        const tick = () => { this.fired += 1; t.fn(); };
+        tick();
+        t.storm = setI(tick, 25);
+      }
+      return live.size;
+    },
+    stop() { for (const t of live.values()) if (t.storm) { clearI(t.storm); t.storm = undefined; } },
+    live() { return live.size; },
+  };
+})();
+"""
+
+
+def track_auto_refresh(page: Page) -> None:
+    """Let `tick_auto_refresh` fire the app's auto-refresh timers in `page` (call before the app loads)."""
+    page.add_init_script(_TICKS_JS)
+
+
+def tick_auto_refresh(page: Page) -> int:
+    """Fire every auto-refresh timer of the app now, and again every 25 ms until the app clears it (it does when the
+    next full run begins, e.g. on another page); returns how many timers there were."""
+    return int(page.evaluate("window.__ttftTicks.start()"))
+
+
+def stop_auto_refresh_ticks(page: Page) -> int:
+    """Stop what `tick_auto_refresh` started; returns how many ticks it fired."""
+    return int(page.evaluate("(window.__ttftTicks.stop(), window.__ttftTicks.fired)"))
+
+
 def wait_for_app(page) -> None:
     """Wait until the Streamlit script run has finished."""
     page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(state="attached")

@@ -20,7 +20,15 @@ from playwright.sync_api import Browser, Page, expect
 
 from planner.store import open_store
 from planner.store.worker import ColdReadingRow
-from tests.e2e.conftest import StreamlitServer, new_context, pick, wait_for_app
+from tests.e2e.conftest import (
+    StreamlitServer,
+    new_context,
+    pick,
+    stop_auto_refresh_ticks,
+    tick_auto_refresh,
+    track_auto_refresh,
+    wait_for_app,
+)
 from tests.planner.test_compare_exports import _parse, _rows
 from tests.support.compare_seed import seed_endpoint
 from tests.support.store_template import migrated_sqlite
@@ -105,16 +113,24 @@ def test_a_buyer_compares_and_forwards_a_report(two_endpoints, page: Page, brows
     page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
     page.on("requestfailed", lambda req: console.append(f"request failed: {req.url} ({req.failure})"))
     page.on("response", lambda r: console.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    track_auto_refresh(page)
     page.goto(server.url + "/probes")
     wait_for_app(page)
     pick(page, "Endpoint @ vantage", re.compile(r"^acme-sim-eu @"))
+    # The Probes page refreshes its live view every 10 s (a timer in the browser). A tick that lands while the hand-off
+    # below opens the Worksheet once left that page blank (about 1 run in 8 on a loaded machine): fire the timer from
+    # now until the browser drops it, so that every run goes through that window.
+    assert tick_auto_refresh(page) == 1, "the Probes page's auto-refresh timer was not found"
     page.get_by_role("button", name="Use in worksheet (segment 2)").click()
     wait_for_app(page)
     try:
         expect(page.get_by_role("spinbutton", name=re.compile("cold start"))).to_have_value("9000")
+        expect(page.get_by_role("heading", name="TTFT worksheet")).to_be_visible()
+        assert stop_auto_refresh_ticks(page) >= 1
     except AssertionError as exc:
-        # Seen twice in 16 suites run four at a time (load 20–40): the Worksheet's URL written (the hand-off's run
-        # finished), its main area blank. What the next look at it needs: the page, the browser console, the server.
+        # Seen twice in 16 suites run four at a time (load 20–40), before the hand-off forgot the Probes page's
+        # fragments: the Worksheet's URL written, its main area blank (an auto-refresh tick of the Probes page ran
+        # after the Worksheet's run). What the next look at it needs: the page, the browser console, the server.
         page.screenshot(path=str(artifacts_dir / "journey-compare-handoff-blank.png"), full_page=True)
         log = (server.data_dir / "streamlit.log").read_text()[-3000:]
         seen = "\n".join(console[-40:])

@@ -265,14 +265,14 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
         "csv_quirks/quoted_line_breaks.csv",
     ],
 )
-def test_large_csv_files_stream_through_duckdb_with_the_same_numbers_as_the_row_reader(file, tmp_path, monkeypatch):
+def test_large_csv_files_go_through_the_engine_with_the_same_numbers_as_the_row_reader(file, tmp_path, monkeypatch):
     import planner.logs.tables as tables
 
     src = (Path(__file__).parent / file) if file.startswith("csv_quirks") else SAMPLES / file
     rows = read_logs([src], tz="UTC")
     calls = []
-    real = tables.iter_mapped_csv
-    monkeypatch.setattr(tables, "iter_mapped_csv", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    real = tables._engine_frame
+    monkeypatch.setattr(tables, "_engine_frame", lambda plan, ctx: real(plan, ctx) and not calls.append(plan.path))
     monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)  # treat the sample as large
     (tmp_path / "big.csv.gz").write_bytes(gzip.compress(src.read_bytes()))
     for path in (src, tmp_path / "big.csv.gz"):
