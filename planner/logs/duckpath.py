@@ -36,7 +36,6 @@ __all__ = [
     "csv_scan",
     "explain_lines",
     "insert_chat",
-    "insert_chat_lines",
     "iter_chat_frames",
     "iter_mapped_csv",
     "line_counts",
@@ -68,12 +67,10 @@ _PATHS = (
     "'$.usage.prompt_tokens_details.cached_tokens']"
 )
 _CHAT_SQL = f"""
-WITH s AS (SELECT ordinality - 1 AS place, j, try(json_transform_strict(j, '{_STRICT}')) AS x
-           FROM {_LINES} WITH ORDINALITY),
-e AS (SELECT place, j, x, CASE WHEN x IS NULL AND j IS NOT NULL THEN try(json_extract(j, {_PATHS})) END AS e
-      FROM s),
+WITH s AS (SELECT j, try(json_transform_strict(j, '{_STRICT}')) AS x FROM {_LINES}),
+e AS (SELECT j, x, CASE WHEN x IS NULL AND j IS NOT NULL THEN try(json_extract(j, {_PATHS})) END AS e FROM s),
 v AS (
-  SELECT place, j,
+  SELECT j,
     CASE WHEN x IS NOT NULL THEN coalesce(x.object = 'chat.completion', true)
          ELSE e IS NOT NULL AND (coalesce(json_type(e[1]), 'NULL') = 'NULL' OR e[1]->>'$' = 'chat.completion') END
       AS chat,
@@ -94,7 +91,7 @@ c AS (
   FROM v)
 SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN model END AS model,
   CASE WHEN ok THEN prompt::BIGINT END AS prompt, CASE WHEN ok THEN cached::BIGINT END AS cached,
-  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN j END AS raw, place
+  CASE WHEN ok THEN output::BIGINT END AS output, CASE WHEN ok IS NOT TRUE THEN j END AS raw
 FROM c
 """
 
@@ -299,7 +296,7 @@ def insert_chat(con, table: str, path: Path) -> int:
     statement of the fast tier, never through Python; the number inserted.
 
     All or nothing: at the first row the fast tier does not vouch for (or a line it cannot parse) the statement
-    fails, nothing is inserted, and this raises Doubt (insert_chat_lines then reads it line-accounted).
+    fails, nothing is inserted, and this raises Doubt (scan_chat then reads the file line-accounted).
     """
     import duckdb
 
@@ -315,33 +312,6 @@ def insert_chat(con, table: str, path: Path) -> int:
     except (duckdb.Error, OSError) as exc:
         raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     return int(got[0][0])
-
-
-def insert_chat_lines(con, table: str, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
-    """Insert an OpenAI chat JSON Lines file's requests into `table` with every line accounted for (the
-    line-accounted tier, _CHAT_SQL), in the engine: (rows inserted, (0-based place among the kept lines, text)
-    of each line left for the line-by-line reader, (line, reason) of each line the CSV layer refused).
-
-    Only the doubtful lines come back to Python. Raises Doubt (nothing inserted) when the file cannot be scanned.
-    """
-    import duckdb
-
-    params = {"path": str(path), "compression": _compression(path)}
-    try:
-        con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _chat AS {_CHAT_SQL}", params)
-        try:
-            got = con.execute(
-                f"INSERT INTO {table} SELECT created * 1000, model, prompt, cached, output, NULL, NULL FROM _chat "
-                "WHERE created IS NOT NULL"
-            ).fetchall()[0][0]
-            doubtful = con.execute("SELECT place, raw FROM _chat WHERE raw IS NOT NULL ORDER BY place").fetchall()
-            refused = _csv_rejects(con)
-        finally:
-            con.execute("DROP TABLE IF EXISTS _chat")
-    except (duckdb.Error, OSError) as exc:
-        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    return int(got), [(int(place), str(raw)) for place, raw in doubtful], refused
 
 
 def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
@@ -364,10 +334,13 @@ def scan_chat(
     progress: Callable[[float], None] | None,
     take: Callable[[ChatBatch], None],
     restart: Callable[[], None],
+    *,
+    fast: bool = True,
 ) -> list[tuple[int, Row]]:
     """Every batch of a chat JSON Lines file to take(), then the lines DuckDB did not vouch for, in line order.
 
-    The fast tier first; at its first doubt, restart() (drop what was taken) and the line-accounted tier. Its
+    The fast tier first (unless fast is False: a caller that tried it already); at its first doubt, restart()
+    (drop what was taken) and the line-accounted tier. Its
     doubtful lines go to explain(line, text), which returns the row the line-by-line reader makes of it or
     None (having named it); lines the CSV layer refused go to reject(line, reason). Returns (line, row) of the
     rows explain() read. Raises Doubt when the file cannot be scanned at all.
@@ -375,6 +348,8 @@ def scan_chat(
     refused: list[tuple[int, str]] = []
     doubtful: list[tuple[int, str]] = []
     try:  # most files: the fast tier vouches for every row
+        if not fast:
+            raise Doubt("the fast tier already had a doubt")
         for b in chat_batches(path, names, progress, refused, exact=False):
             take(b)
     except Doubt:  # read again, every line accounted for

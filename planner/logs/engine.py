@@ -97,16 +97,6 @@ class RequestTable:
         self.n += got
         return got
 
-    def insert_chat_lines(self, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
-        """An OpenAI chat JSON Lines file's requests inserted with every line accounted for, the doubtful lines
-        and the refused ones returned (planner.logs.duckpath.insert_chat_lines)."""
-        from planner.logs.duckpath import insert_chat_lines
-
-        self.flush()
-        got = insert_chat_lines(self.con, self.name, path)
-        self.n += got[0]
-        return got
-
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """The rows of a table source (read_csv / read_parquet SQL) under a plain mapping, inserted by DuckDB alone
         (planner.logs.sqlmap); the number inserted.

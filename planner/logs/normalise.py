@@ -20,13 +20,7 @@ import pandas as pd
 
 from planner.logs import otel
 from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import (
-    Doubt,
-    explain_lines,
-    iter_chat_frames,
-    read_chat_jsonl,
-    sample_head,
-)
+from planner.logs.duckpath import Doubt, batch_frame, iter_chat_frames, read_chat_jsonl, sample_head, scan_chat
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
@@ -209,10 +203,20 @@ def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], N
         else:  # into the sink: by the engine alone, or else a batch at a time with every line accounted for
             try:
                 out.n_sunk += out.sink.insert_chat(path)
-            except Doubt:  # again, every line accounted for: only the doubtful ones come back to Python
-                inserted, doubtful, refused = out.sink.insert_chat_lines(path)
-                out.n_sunk += inserted
-                for _, row in explain_lines(doubtful, refused, explain, reject):
+            except Doubt:
+                names: dict[str, int] = {}
+                mark = out.mark()
+                extra = scan_chat(
+                    path,
+                    names,
+                    explain,
+                    reject,
+                    tick,
+                    lambda b: out.add_frame(_with_source(batch_frame(b, names), name)),
+                    lambda: out.rollback(mark),
+                    fast=False,
+                )
+                for _, row in extra:
                     out.add(row, name)
     except Doubt as exc:
         out.reject(name, 0, f"cannot read: {exc}")

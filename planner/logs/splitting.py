@@ -37,11 +37,6 @@ class Sink(Protocol):
         """An OpenAI chat JSON Lines file inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
-    def insert_chat_lines(self, path: Path) -> tuple[int, list[tuple[int, str]], list[tuple[int, str]]]:
-        """The same with every line accounted for: (rows inserted, (place, text) of the lines left to Python,
-        (line, reason) of the lines the CSV layer refused); raises Doubt when the file cannot be scanned."""
-        ...
-
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...

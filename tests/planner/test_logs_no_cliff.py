@@ -81,11 +81,7 @@ def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_c
     assert res.frame["ts_ms"].is_monotonic_increasing
 
 
-def test_summarize_reads_the_same_bad_chat_log_in_the_engine_naming_the_same_lines(tmp_path, monkeypatch):
-    # Not a batch through Python: the engine inserts the good rows, only the doubtful lines come back.
-    import planner.logs.duckpath as duckpath
-
-    monkeypatch.setattr(duckpath, "chat_batches", lambda *a, **k: pytest.fail("batches came through Python"))
+def test_summarize_reads_the_same_bad_chat_log_naming_the_same_lines(tmp_path):
     lines = [chat(i) for i in range(12)]
     lines[3] = b'{"object": "chat.completion", "created": 1'  # cut off
     lines[5] = chat(5, prompt=int(HUGE))
