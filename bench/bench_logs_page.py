@@ -45,20 +45,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from planner.cli.worker import dashboard_argv  # noqa: E402
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.support.store_template import seed_data_dir  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 FILES = ("requests-1000k.csv", "requests-1000k.csv.gz", "bad-requests-1000k.csv.gz")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 START_S = 120.0  # how long a fresh server may take to answer its health check (a hang guard on a loaded machine)
 #: the phases of one upload, in the order the page shows them (seconds from set_input_files)
 PHASES = ("taken", "read", "first", "chart", "settled")
@@ -94,19 +86,7 @@ class App:
         self.log_path = folder / "streamlit.log"
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(ROOT / "app" / "streamlit_app.py"),
-                "--server.headless=true",
-                f"--server.port={self.port}",
-                "--server.address=127.0.0.1",
-                "--browser.gatherUsageStats=false",
-                "--server.fileWatcherType=none",
-                "--server.enableStaticServing=true",
-            ],
+            dashboard_argv(self.port, "127.0.0.1", "--server.fileWatcherType=none"),
             cwd=ROOT,
             env=env,
             stdout=self._log,

@@ -32,9 +32,27 @@ from planner.validate import (
 )
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
-__all__ = ["COMMANDS", "demo_simulator_config"]
+__all__ = ["COMMANDS", "dashboard_argv", "demo_simulator_config"]
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+
+
+def dashboard_argv(port: int, address: str, *extra: str) -> list[str]:
+    """The command that serves the dashboard (`ttft-planner serve`, the browser tests, the page benchmarks): Streamlit
+    headless on address:port, no usage statistics, the app's static files served; `extra` Streamlit flags after."""
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP_PATH),
+        f"--server.port={port}",
+        f"--server.address={address}",
+        "--server.headless=true",
+        "--browser.gatherUsageStats=false",
+        "--server.enableStaticServing=true",
+        *extra,
+    ]
 
 
 def _logging(verbose: bool) -> None:
@@ -249,20 +267,7 @@ def serve(port, address, no_simulator, no_worker, secrets_file, database_url, **
         if not no_simulator:
             _start_simulator(stack, engine)
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(APP_PATH),
-                f"--server.port={port}",
-                f"--server.address={address}",
-                "--server.headless=true",
-                "--browser.gatherUsageStats=false",
-                "--server.enableStaticServing=true",
-                *([f"--secrets.files={secrets_file}"] if secrets_file else []),
-            ],
-            env=env,
+            dashboard_argv(port, address, *([f"--secrets.files={secrets_file}"] if secrets_file else [])), env=env
         )
         what = "no worker" if no_worker else f"worker vantage {config.vantage!r}"
         click.echo(f"dashboard at http://{address}:{port}  ({what}; Ctrl-C stops everything)", err=True)

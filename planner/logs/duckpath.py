@@ -123,7 +123,7 @@ FROM c
 
 
 MEMORY_LIMIT = "640MB"  # the engine's share of a 1 GB budget; past it, sorts and tables spill to a private folder
-STREAM_MEMORY_LIMIT = "320MB"  # a reader that streams batches to Python, beside the engine's
+STREAM_MEMORY_LIMIT = "256MB"  # a reader that streams batches to Python, beside the engine's
 _SPILL: list[str] = []
 
 

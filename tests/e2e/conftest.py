@@ -19,7 +19,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -29,22 +28,15 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, BrowserType, Page, Playwright, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from planner.cli.worker import dashboard_argv
 from planner.store import open_store
+from tests.support.browser import CHROMIUM_ARGS
 from tests.support.hostile import seed_failing_endpoints
 from tests.support.store_template import seed_data_dir
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 # How long any browser wait may take before the test fails. It is a hang guard, not a speed check (bench/ checks
 # speed): a wait that succeeds returns at once. Four suites at once on 2 cores (load 19) drew some pages in over 30 s;
@@ -166,20 +158,7 @@ class StreamlitServer:
         full_env.pop("TTFT_PLANNER_DATABASE_URL", None) if "TTFT_PLANNER_DATABASE_URL" not in (env or {}) else None
         self.log = open(data_dir / "streamlit.log", "w")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(ROOT / "app" / "streamlit_app.py"),
-                "--server.headless=true",
-                f"--server.port={self.port}",
-                "--server.address=127.0.0.1",
-                "--browser.gatherUsageStats=false",
-                "--server.fileWatcherType=none",
-                "--server.enableStaticServing=true",
-                *args,
-            ],
+            dashboard_argv(self.port, "127.0.0.1", "--server.fileWatcherType=none", *args),
             cwd=ROOT,
             env=full_env,
             stdout=self.log,
