@@ -193,9 +193,10 @@ with results:
             help="The longest p95 prompt (cached and uncached tokens) whose uncached part fits the prefill budget.",
         )
         st.plotly_chart(waterfall_figure(result, ss.ws_labels.get(interaction, interaction)), key="waterfall")
-        if not problem:
-            st.markdown("**The same segments against every interaction type**")
-            st.dataframe([_row(r) for r in per_interaction_rows(ws)], hide_index=True, key="per_interaction")
+
+if result is not None and not problem:  # the page's width: six columns cut off the verdict in the results column
+    st.markdown("**The same segments against every interaction type**")
+    st.dataframe([_row(r) for r in per_interaction_rows(ws)], hide_index=True, key="per_interaction")
 
 st.divider()
 engine, store_problem = try_engine()
