@@ -169,9 +169,10 @@ def hour_of_day_figure(hours: pd.DataFrame, tz: str) -> go.Figure:
 
 
 def heatmap_figure(heat: pd.DataFrame, tz: str) -> go.Figure:
-    """Day × hour heatmap of p50 TTFT (ms), n in the hover."""
+    """Day × hour heatmap of p50 TTFT (ms), n in the hover. The title is short enough for half the page's width
+    (the axes name the time zone; the page says how many days it covers)."""
     if heat.empty:
-        return mark_empty(_layout(go.Figure(), f"p50 TTFT by day and hour ({tz})", y="day"))
+        return mark_empty(_layout(go.Figure(), "p50 TTFT by day and hour", y="day"))
     z = heat.pivot_table(index="day", columns="hour", values="p50_ms", aggfunc="first").reindex(columns=range(24))
     n = heat.pivot_table(index="day", columns="hour", values="n", aggfunc="first").reindex(
         index=z.index, columns=range(24)
@@ -190,7 +191,7 @@ def heatmap_figure(heat: pd.DataFrame, tz: str) -> go.Figure:
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(d) for d in z.index])
     return _layout(
         fig,
-        f"p50 TTFT by day and hour ({tz}; up to the last 31 days of the range)",
+        "p50 TTFT by day and hour",
         y=f"day ({tz})",
         x=f"hour of day ({tz})",
     )

@@ -55,6 +55,7 @@ RANKED_COLUMNS = [
     "n",
     "n_errors",
     "status",
+    "outcome",
     "last_measured",
     "last_measured_at_ms",
     "anycast",
@@ -80,6 +81,16 @@ def _text(v) -> str:
     return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
 
 
+#: The legend above the plot, right-aligned under the title: below it, its box hid the region ticks it overlapped.
+ABOVE_PLOT = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1)
+
+
+def _two_lines(label: str) -> str:
+    """A region's label as an axis tick on two lines ("AWS<br>Europe (Ireland)"): half the page's width holds
+    several of them side by side."""
+    return label.replace(" · ", "<br>", 1)
+
+
 def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFrame:
     """The ranked table: one row per (region, side, vantage), fastest median first, failures last.
 
@@ -96,13 +107,17 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
             status = f"{err}: {detail}".strip()
         elif not rec["n"]:
             status = "no samples"
-        notes = []
+        outcome = err or status  # the table's short column; `status` is the whole sentence, shown below the table
+        notes, short = [], []
         if reg is not None and reg.anycast:
-            notes.append("anycast: measures the nearest edge")
+            notes.append("anycast: measures the nearest edge")  # (its label says "anycast edge" in the table)
         if proxy:
             notes.append(f"to proxy {proxy}")
+            short.append("via proxy")
         if notes:
             status = f"{status} ({'; '.join(notes)})"
+        if short:
+            outcome = " · ".join([outcome, *short])
         median = rec["median_ms"]
         rows.append(
             {
@@ -121,6 +136,7 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
                 "n": int(rec["n"]),
                 "n_errors": int(rec["n_errors"]),
                 "status": status,
+                "outcome": outcome,
                 "last_measured_at_ms": int(rec["last_measured_at_ms"]),
                 "last_measured": pd.to_datetime(int(rec["last_measured_at_ms"]), unit="ms", utc=True),
                 "anycast": bool(reg.anycast) if reg else False,
@@ -146,7 +162,7 @@ def ranked_table_style(rows: pd.DataFrame):
     def error_status(col: pd.Series) -> list[str]:
         return ["" if str(v).startswith("ok") else f"color: {SEMANTIC['error']}" for v in col]
 
-    return rows.style.apply(grey_p90, subset=["p90_ms"]).apply(error_status, subset=["status"])
+    return rows.style.apply(grey_p90, subset=["p90_ms"]).apply(error_status, subset=["status", "outcome"])
 
 
 def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:
@@ -215,7 +231,7 @@ def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Fig
     for (side, method), g in ok.groupby(["side", "method"], sort=True):
         fig.add_trace(
             go.Box(
-                x=[labels.get(r, r) for r in g["region_id"]],
+                x=[_two_lines(labels.get(r, r)) for r in g["region_id"]],
                 y=g["rtt_ms"].tolist(),
                 name=f"{side} · {METHOD_LABELS.get(method, method)}",
                 boxpoints="outliers",
@@ -225,9 +241,9 @@ def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Fig
         boxmode="group",
         yaxis_title="RTT (ms)",
         height=380,
-        margin=dict(t=30),
+        margin=dict(t=80),
         title="RTT distribution per region",
-        legend=dict(orientation="h", y=-0.3),
+        legend=ABOVE_PLOT,
     )
     return fig
 
@@ -241,7 +257,7 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(
             go.Bar(
-                x=g["region"].tolist(),
+                x=[_two_lines(r) for r in g["region"]],
                 y=g["median_ms"].tolist(),
                 name=side,
                 hovertext=[
@@ -254,9 +270,9 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
         barmode="group",
         yaxis_title="median RTT (ms)",
         height=360,
-        margin=dict(t=30),
+        margin=dict(t=80),
         title="Server vs browser",
-        legend=dict(orientation="h", y=-0.3),
+        legend=ABOVE_PLOT,
     )
     return fig
 

@@ -127,8 +127,20 @@ else:
         threshold=[format_value(AlertKind(k), v) for k, v in zip(series["kind"], series["threshold"], strict=True)],
         since=[_when(v) for v in series["since_ms"]],
         evaluated=[_when(v) for v in series["evaluated_at_ms"]],
-    )[["state", "rule", "endpoint", "vantage", "value", "threshold", "n", "since", "evaluated"]]
-    st.dataframe(present.display_frame(shown, {"n": present.count}), hide_index=True, key="alert_series")
+    )[["state", "rule", "endpoint", "value", "threshold", "n", "since", "evaluated", "vantage"]]
+    # Widths that keep both times whole at 1,400 px: a long endpoint name is cut in its column (widen it to read
+    # it, or see it on the Endpoints page), never a date at the table's edge.
+    date = st.column_config.TextColumn(width=145)
+    st.dataframe(
+        present.display_frame(shown, {"n": present.count}),
+        hide_index=True,
+        key="alert_series",
+        column_config={
+            "Endpoint": st.column_config.TextColumn(width=170),
+            "Since": date,
+            "Evaluated": date,
+        },
+    )
 
 # ---- rules
 if rules:
@@ -257,14 +269,17 @@ if not history.empty:
         hide_index=True,
         key="alert_history",
     )
+    newest = history.iloc[0]  # the message is a sentence or two: the newest one in full, the rest in the table
+    st.caption(f"Newest ({_when(newest['at_ms'], '%Y-%m-%d %H:%M:%S')}): {md_text(newest['message'])}")
 deliveries = _deliveries(URL)
 if not deliveries.empty:
     failed = deliveries[deliveries["delivered_at_ms"].isna()]
     st.subheader("Deliveries")
     if not failed.empty:
+        last = failed.iloc[0]["last_error"]
         st.warning(
-            f"{len(failed)} notification(s) not delivered yet; the last error is shown. Retried with backoff "
-            "up to 5 attempts."
+            f"{len(failed)} notification(s) not delivered yet; retried with backoff up to 5 attempts."
+            + ("" if present.is_missing(last) else f" The last error: {md_text(last)}.")
         )
     shown = deliveries.assign(
         delivered=[_when(v, "%H:%M:%S") for v in deliveries["delivered_at_ms"]],

@@ -151,7 +151,9 @@ if rows:
         hide_index=True,
         key="endpoints_table",
         column_config={
-            "Name": st.column_config.TextColumn(width="medium", pinned=True),
+            # large: a "manual: MODEL @ URL (protocol)" name reads whole (its first 60 or so characters)
+            "Name": st.column_config.TextColumn(width="large", pinned=True),
+            "Region": st.column_config.TextColumn(width=120),
             "Status": wide,
             "Base URL": wide,
             "Model": wide,

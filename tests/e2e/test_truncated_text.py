@@ -1,19 +1,23 @@
 """Real browser: at 1,400 px no visible text is cut (issue 28's walk of every page).
 
 One server over a store with data on every page (the shared hostile endpoints, two endpoints with a day of probes
-and a cold reading, an uploaded log, a saved worksheet), one browser page, every page of the sidebar in turn and
-every tab on it. On each the page is laid out in a window as tall as its content (nothing is below the fold, so
-only a real cut counts), expanders are opened, and a script looks at every visible text node: the text is cut when
-its element shows an ellipsis (text-overflow with scrollWidth > clientWidth), or when it reaches past an ancestor
-that hides or scrolls its overflow (a label cut at a column's edge, a tab label scrolled out of its strip, a chart
-title past its SVG's edge).
+and a cold reading, a manual endpoint with its long "manual: … @ URL (protocol)" name, an alert rule that has fired
+and whose delivery failed, RTT samples from the server and a browser with a failed region of each, an uploaded log, a
+saved worksheet), one browser page, every page of the sidebar in turn and every tab on it. A page that opens on a
+selection without data is walked again in its data states (DATA_STATES: Probes on an endpoint with a day of samples
+and on the manual one, Compare with a second endpoint with data). On each the page is laid out in a window as tall
+as its content (nothing is below the fold, so only a real cut counts), expanders are opened, charts drawn, and a
+script looks at every visible text node: the text is cut when its element shows an ellipsis (text-overflow with
+scrollWidth > clientWidth), or when it reaches past an ancestor that hides or scrolls its overflow (a label cut at
+a column's edge, a tab label scrolled out of its strip, a chart title past its SVG's edge).
 
 Not checked, by design:
 - st.dataframe grids: Glide Data Grid draws cells and headers on a canvas, so the DOM holds no text to measure;
   their columns can be widened by the reader (what they show is checked by AppTest in tests/app).
 - st.multiselect's chip row: it scrolls sideways by design, the chosen items stay listed in its drop-down.
 - code blocks (stCode): a command or link in one scrolls sideways and has a copy button.
-- Streamlit's "skip to main content" link, which sits off-screen until focused.
+- Streamlit's "skip to main content" link, which sits off-screen until focused, and text for screen readers only
+  (a 1 px box that hides its overflow, as a select's "8 options available.").
 Each failure names the page, the tab, the text and what cuts it. Screenshots are for debugging only: set
 TTFT_TRUNCATION_SHOTS to a folder (under /tmp) to get one per page and tab.
 """
@@ -22,13 +26,22 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
+from planner.alerts.evaluate import evaluate_all
 from planner.store import open_store
-from tests.e2e.conftest import StreamlitServer, seed_hostile, wait_for_app
+from planner.store.endpoints import get_or_create_manual_endpoint
+from planner.store.probes import insert_samples
+from planner.store.rtt import SampleRecord, insert_rtt_samples
+from tests.e2e.conftest import StreamlitServer, pick, seed_hostile, wait_for_app
+from tests.support.alerts import slow_endpoint_with_rule
+from tests.support.probe_rows import slot_row
 from tests.support.router import router_pages
 from tests.support.store_states import STATES, seed_state
 from tests.support.store_template import seed_data_dir
@@ -51,6 +64,9 @@ FIND_CUT_TEXT = """
     for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
       const cs = getComputedStyle(e);
       if (cs.display === "none" || cs.visibility === "hidden" || cs.opacity === "0") return false;
+      // text for screen readers only (a select's "8 options available."): a 1 px box that hides the rest
+      const box = e.getBoundingClientRect();
+      if (box.width <= 1 && box.height <= 1 && cuts(cs.overflowX)) return false;
     }
     return true;
   };
@@ -91,11 +107,76 @@ FIND_CUT_TEXT = """
 }
 """
 
+# True once no element is left over from the previous run and every shown Plotly chart has drawn its SVG (its title
+# and labels are what a cut would hide).
+CHARTS_DRAWN = """
+() => !document.querySelector("[data-stale='true']") && [...document.querySelectorAll("[data-testid='stPlotlyChart']")]
+  .filter(c => c.getClientRects().length && c.getBoundingClientRect().width > 0)
+  .every(c => c.querySelector(".main-svg .infolayer"))
+"""
+
 CONTENT_HEIGHT = (
     "() => Math.max(1000, ...[...document.querySelectorAll("
     "\"[data-testid='stMain'], [data-testid='stMainBlockContainer'], [data-testid='stSidebarContent']\")]"
     ".map(e => e.scrollHeight))"
 )
+
+
+#: The variable the seeded alert rule posts to: never set, so its delivery fails and the page shows why.
+UNSET_HOOK = "TTFT_TRUNCATION_UNSET_HOOK"
+MANUAL_SAMPLES = 24
+
+
+def _seed_manual_alerts_regions(eng) -> None:
+    """What only shows with data on Probes, Alerts and Regions: a manual endpoint's samples, a rule that fired on
+    "slow-b" (history, and a delivery that failed), and RTT results of both sides with a failure of each."""
+    now = int(time.time() * 1000)
+    manual = get_or_create_manual_endpoint(eng, "http://127.0.0.1:8000/v1", "sim-1", "openai")
+    insert_samples(
+        eng,
+        [slot_row(int(manual.id or 0), now - i * 300_000, 240.0 + i, kind="manual") for i in range(MANUAL_SAMPLES)],
+    )
+    slow_endpoint_with_rule(eng, now - 60_000, webhook_env=UNSET_HOOK, name="chat p95 over its target")
+    evaluate_all(eng, now - 60_000)  # fires at once: a history row and a failed delivery
+    evaluate_all(eng, now)
+    server = [
+        SampleRecord(region, region, "server", "tcp-connect", base + i, now - i * 60_000, vantage="", run_id="s1")
+        for region, base in (("aws-eu-west-1", 18.0), ("aws-us-east-1", 84.0), ("gcp-us-central1", 101.0))
+        for i in range(10)
+    ]
+    browser = [
+        SampleRecord(
+            "azure-westeurope", "x", "browser", "resource-timing", 22.0 + i, now - i * 60_000, vantage="Berlin office"
+        )
+        for i in range(10)
+    ]
+    failures = [
+        SampleRecord(
+            "openai-api",
+            "api.openai.com:443",
+            "server",
+            "tcp-connect",
+            None,
+            now,
+            vantage="",
+            error_class="blocked-port",
+            error_detail="no answer to the TCP SYN within the timeout, or a firewall rejected it: the port is "
+            "filtered or the host is down",
+        ),
+        SampleRecord(
+            "anthropic-api",
+            "https://api.anthropic.com/",
+            "browser",
+            "resource-timing",
+            None,
+            now,
+            vantage="Berlin office",
+            error_class="blocked",
+            error_detail="the browser blocked or could not complete the request (network error or a blocker): "
+            "Failed to fetch",
+        ),
+    ]
+    insert_rtt_samples(eng, [*server, *browser, *failures])
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +187,9 @@ def full_server(tmp_path_factory, attacker):
     eng = open_store(f"sqlite:///{data / 'planner.db'}")
     for state in STATES[2:]:  # two endpoints with a day of samples and a cold reading, an uploaded log, a worksheet
         seed_state(eng, state)
+    _seed_manual_alerts_regions(eng)
     eng.dispose()
-    server = StreamlitServer(data)
+    server = StreamlitServer(data, env={UNSET_HOOK: ""})
     yield server
     server.stop()
 
@@ -138,9 +220,67 @@ def _cut_text(page: Page, where: str, shots: Path | None) -> list[str]:
     wait_for_app(page)
     page.set_viewport_size({"width": WIDTH, "height": min(int(page.evaluate(CONTENT_HEIGHT)) + 100, 16_000)})
     wait_for_app(page)  # (the page's scrollers are exempt below their bottom in any case: see FIND_CUT_TEXT)
+    page.wait_for_function(CHARTS_DRAWN, polling=200)
     if shots:
         page.screenshot(path=str(shots / f"{re.sub(r'[^a-z0-9]+', '-', where.lower())}.png"))
     return [f"{where}: {c['text']!r} ({c['where']}) is cut by {c['why']}" for c in page.evaluate(FIND_CUT_TEXT)]
+
+
+def _add_to_compare(page: Page) -> None:
+    """Add "simulated" (a day of samples) to Compare's endpoints, beside the default picks, and wait for its
+    worksheet verdicts (the comparison redrawn with it)."""
+    wait_for_app(page)
+    chosen = page.locator("[data-testid='stMultiSelect']").filter(has_text="Endpoints")
+    for _ in range(3):  # a rerun that lands while the list opens closes it again: open it once more
+        chosen.locator("input").first.click()
+        try:
+            page.get_by_role("option", name="simulated", exact=True).click(timeout=10_000)
+            break
+        except PlaywrightError:
+            page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
+    expect(chosen.locator("[data-testid='stMultiSelectTagsContainer']")).to_contain_text("simulated")
+    summaries = page.locator("[data-testid='stExpander'] summary")
+    expect(summaries.filter(has_text="simulated: Inline completion")).to_have_count(1)
+    wait_for_app(page)
+
+
+def _probes_on(series: str, n: int) -> Callable[[Page], None]:
+    """Pick the series whose label starts with `series` on Probes, and wait until its n samples are shown (the
+    box shows the pick before the rerun that draws it)."""
+
+    def get_there(page: Page) -> None:
+        pick(page, "Endpoint @ vantage", re.compile("^" + re.escape(series) + " @ "))
+        expect(page.locator("[data-testid='stMetricValue']").first).to_have_text(f"{n:,}")
+        wait_for_app(page)
+
+    return get_there
+
+
+#: Pages that open on a selection without data (the first endpoint in the sidebar's order is a hostile one that
+#: never answered), walked again in each of these states: (state, how to get there from the page as it opens).
+DATA_STATES: dict[str, list[tuple[str, Callable[[Page], None]]]] = {
+    "Probes": [
+        ("a day of samples", _probes_on("acme-sim-eu", 720)),
+        ("a manual endpoint", _probes_on("manual: sim-1", MANUAL_SAMPLES)),
+    ],
+    "Compare": [("with simulated", _add_to_compare)],
+}
+
+
+def _walk(page: Page, where: str, shots: Path | None) -> list[str]:
+    """The cut text on the page as it is, then on each of its tabs."""
+    _open_expanders(page)
+    found = _cut_text(page, where, shots)
+    tabs = page.locator("[data-testid='stTab']")
+    for i in range(tabs.count()):
+        tab = tabs.nth(i)
+        label = tab.inner_text()
+        tab.click()
+        expect(tab).to_have_attribute("aria-selected", "true")
+        _open_expanders(page)
+        found += _cut_text(page, f"{where} › {label}", shots)
+    return found
 
 
 def test_no_text_is_cut_on_any_page_at_1400_px(page: Page, full_server):
@@ -162,15 +302,10 @@ def test_no_text_is_cut_on_any_page_at_1400_px(page: Page, full_server):
         wait_for_app(page)
         expect(page.locator("h1").first).to_be_visible()
         expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
-        _open_expanders(page)
-        found = _cut_text(page, title, shots)
-        tabs = page.locator("[data-testid='stTab']")
-        for i in range(tabs.count()):
-            tab = tabs.nth(i)
-            label = tab.inner_text()
-            tab.click()
-            expect(tab).to_have_attribute("aria-selected", "true")
-            _open_expanders(page)
-            found += _cut_text(page, f"{title} › {label}", shots)
+        found = _walk(page, title, shots)
+        for state, get_there in DATA_STATES.get(title, []):
+            page.set_viewport_size({"width": WIDTH, "height": 1000})
+            get_there(page)
+            found += _walk(page, f"{title} ({state})", shots)
         cut += list(dict.fromkeys(found))
     assert not cut, "text cut at 1,400 px:\n" + "\n".join(cut)

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app import worksheet_state
+from app import present, worksheet_state
 from app.charts.regions import (
     MAP_CONFIG,
     METHOD_NAMES,
@@ -20,6 +20,7 @@ from app.charts.regions import (
 )
 from planner.regions import ROUND_TRIPS, Region, network_figure
 from planner.store.rtt import load_samples, rtt_summary
+from planner.untrusted import md_text
 
 __all__ = ["WINDOWS_MS", "render"]
 
@@ -56,37 +57,45 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
             "or run `ttft-planner rtt --region ID --store`."
         )
     else:
+        shown = rows.copy()  # a failed row has no RTT: "—", as every table here shows a missing value
+        for col in ("median_ms", "min_ms", "p90_ms"):
+            shown[col] = [present.MISSING if present.is_missing(v) else f"{v:,.1f}" for v in rows[col]]
         st.dataframe(
-            ranked_table_style(rows),
+            ranked_table_style(shown),
             hide_index=True,
             key="rtt_table",
+            # What ranks a row comes first, so it reads whole at 1,400 px; the status sentence is below the table.
             column_order=[
                 "rank",
                 "region",
-                "side",
-                "vantage",
+                "outcome",
                 "median_ms",
                 "min_ms",
                 "p90_ms",
                 "n",
-                "status",
+                "side",
+                "vantage",
                 "last_measured",
                 "method",
             ],
             column_config={
                 "rank": st.column_config.NumberColumn("Rank", width="small"),
-                "region": st.column_config.TextColumn("Region", width="medium"),
+                "region": st.column_config.TextColumn("Region", width=340),
+                "outcome": st.column_config.TextColumn(
+                    "Status", width=110, help="ok, or the newest failure's class (its reason is below the table)"
+                ),
                 "side": st.column_config.TextColumn("Side", width="small"),
                 "vantage": st.column_config.TextColumn("Vantage", width="medium"),
-                "median_ms": st.column_config.NumberColumn("Median (ms)", format="%.1f"),
-                "min_ms": st.column_config.NumberColumn("Min (ms)", format="%.1f", help="≈ the path RTT"),
-                "p90_ms": st.column_config.NumberColumn("p90 (ms)", format="%.1f", help="Greyed below n = 10"),
+                "median_ms": st.column_config.TextColumn("Median (ms)"),
+                "min_ms": st.column_config.TextColumn("Min (ms)", help="≈ the path RTT"),
+                "p90_ms": st.column_config.TextColumn("p90 (ms)", help="Greyed below n = 10"),
                 "n": st.column_config.NumberColumn("Samples (n)"),
-                "status": st.column_config.TextColumn("Status", width="large"),
                 "last_measured": st.column_config.DatetimeColumn(f"Last measured ({tz})", format="YYYY-MM-DD HH:mm"),
                 "method": st.column_config.TextColumn("Method", width="large"),
             },
         )
+        for r in rows[rows["status"] != "ok"].itertuples():
+            st.caption(md_text(f"{r.region} · {r.side} from {r.vantage}: {r.status}"))
         st.caption(
             "Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round "
             "trip); browser rows are Resource Timing, or the labelled performance.now() fallback."
