@@ -52,5 +52,5 @@ def test_a_changed_input_kept_in_the_address_does_not_break_the_hand_off(page: P
     expect(page.get_by_role("heading", name="TTFT worksheet")).to_be_visible()
     expect(page.locator("[data-testid='stException']")).to_have_count(0)
     expect(page.get_by_role("spinbutton", name=re.compile("prefill", re.IGNORECASE)).first).to_have_value(tokens_per_s)
-    assert "cap_pf_gpu" not in page.url  # the Worksheet's address holds the worksheet, not Capacity's inputs
     page.wait_for_function("() => window.location.search.includes('prefill')")
+    assert "cap_pf_gpu" not in page.url  # the Worksheet's address holds the worksheet, not Capacity's inputs
