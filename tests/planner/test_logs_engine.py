@@ -95,6 +95,15 @@ def test_a_single_request_and_one_within_the_hour():
     _same(*_both(two, "Europe/Berlin"), "two")
 
 
+def _row_read(paths, tz: str, monkeypatch):
+    """What the line-by-line reader makes of the files (a CSV too, however large): the engine's independent twin."""
+    import planner.logs.tables as tables
+
+    with monkeypatch.context() as m:
+        m.setattr(tables, "LARGE_CSV_BYTES", 1 << 62)
+        return read_logs(paths, tz=tz)
+
+
 def _engine_read(paths, tz: str, workday: str = "09:00-18:00"):
     con = connect()
     table = RequestTable(con)
@@ -153,9 +162,9 @@ def _litellm_with_bad_rows(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
-def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_reading_into_a_frame(tmp_path, tz):
+def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_reading_into_a_frame(tmp_path, tz, monkeypatch):
     for path in _files(tmp_path):
-        framed = read_logs([path], tz=tz)
+        framed = _row_read([path], tz, monkeypatch)
         res, engine_side = _engine_read([path], tz)
         _same(summarize_logs(framed.frame, tz=tz).to_dict(), engine_side, path.name)
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
@@ -186,7 +195,7 @@ def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_alone_with_
 
     files = _files(tmp_path)
     plain, litellm = files[-3], files[-1]
-    expected = {p: read_logs([p], tz="Europe/Berlin") for p in (plain, litellm)}
+    expected = {p: _row_read([p], "Europe/Berlin", monkeypatch) for p in (plain, litellm)}
     monkeypatch.setattr(tables, "record_lines", lambda *a: pytest.fail("the file was walked row by row"))
     monkeypatch.setattr(tables.TablePlan, "csv_batches", lambda *a: pytest.fail("batches came through Python"))
     for path, framed in expected.items():
