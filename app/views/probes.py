@@ -27,7 +27,6 @@ from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
 
 REFRESH_S = 10
-HEATMAP_DAYS = 31  # the heatmap's rows at most (probe_queries.day_hour_heatmap's max_days)
 REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}
 
 st.title("Probes")
@@ -70,7 +69,7 @@ def _latest_requests(url: str, endpoint_id: int):
 
 @_cached
 def _day_hour_heatmap(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int, tz: str):
-    return pq.day_hour_heatmap(engine(), key, start_ms, end_ms, tz, max_days=HEATMAP_DAYS)
+    return pq.day_hour_heatmap(engine(), key, start_ms, end_ms, tz)
 
 
 @_cached
@@ -317,7 +316,7 @@ def live_view() -> None:
     left, right = st.columns(2)
     with left:
         st.plotly_chart(charts.heatmap_figure(_day_hour_heatmap(URL, key, start_ms, end_ms, tz), tz), key="probes_heat")
-        st.caption(f"One row per day ({tz}), up to the last {HEATMAP_DAYS} days of the range.")
+        st.caption(f"One row per day ({tz}), up to the last {pq.HEATMAP_MAX_DAYS} days of the range.")
     with right:
         st.plotly_chart(charts.ecdf_figure(_ecdf_points(URL, key, start_ms, end_ms)), key="probes_ecdf")
     phases = _phase_breakdown(URL, key, start_ms, end_ms)

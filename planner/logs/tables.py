@@ -336,10 +336,15 @@ def _take(explained: Collector, out: Collector) -> int:
     for frame in explained.frames:
         out.add_frame(frame)
         zero += int((frame["output_tokens"] == 0).sum())
-    for r in explained.rejected:
-        out.reject(r.source, r.line_no, r.reason)
-    out.n_rejected += explained.n_rejected - len(explained.rejected)
+    _take_rejections(explained, out)
     return zero
+
+
+def _take_rejections(src: Collector, out: Collector) -> None:
+    """Move the lines `src` rejected (the count, and the reasons it kept) into `out`."""
+    for r in src.rejected:
+        out.reject(r.source, r.line_no, r.reason)
+    out.n_rejected += src.n_rejected - len(src.rejected)
 
 
 def _table_read(
@@ -413,9 +418,7 @@ def _engine_frame(plan: TablePlan, ctx: ReadContext) -> bool:
     frame["source"] = pd.array([plan.path.name] * len(frame), dtype=object)
     out = ctx.out
     out.add_frame(frame)
-    for r in inner.rejected:
-        out.reject(r.source, r.line_no, r.reason)
-    out.n_rejected += inner.n_rejected - len(inner.rejected)
+    _take_rejections(inner, out)
     zero = int((frame["output_tokens"] == 0).sum())
     _table_read(plan.path.name, plan.header, plan.used, plan.format, zero, ctx)
     return True

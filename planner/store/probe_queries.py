@@ -49,6 +49,7 @@ from planner.store.worker import ColdReadingRow, EndpointStatusRow
 from planner.untrusted import csv_text
 
 __all__ = [
+    "HEATMAP_MAX_DAYS",
     "HOUR_MS",
     "PHASES",
     "GroupCells",
@@ -397,8 +398,11 @@ def hour_of_day(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: 
     return full
 
 
+HEATMAP_MAX_DAYS = 31  # the day × hour grid's rows at most: a taller grid is unreadable
+
+
 def day_hour_heatmap(
-    engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC", max_days: int = 31
+    engine: Engine, key: SeriesKey, start_ms: int, end_ms: int, tz: str = "UTC", max_days: int = HEATMAP_MAX_DAYS
 ) -> pd.DataFrame:
     """One row per (local day, hour) with samples: day (datetime.date), hour, n, failed, p50_ms, p95_ms.
 
