@@ -9,6 +9,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import streamlit as st  # noqa: E402
+from streamlit.navigation.page import StreamlitPage  # noqa: E402
 
 st.set_page_config(page_title="TTFT Planner", page_icon=":material/timer:", layout="wide")
 
@@ -35,11 +36,24 @@ from app.auth import gate, return_to_link  # noqa: E402
 # link they opened (page and query) is kept, and return_to_link opens it once they are back from the provider.
 gate()
 
-pages = {
-    url: st.Page(_VIEWS / file, title=title, icon=icon, url_path=url, default=(url == "worksheet"))
-    for file, title, icon, url in PAGES
-}
-nav = st.navigation(list(pages.values()))
+HOME = "worksheet"  # the page served at "/"
+
+
+def _page(file: str, title: str, icon: str, url: str) -> StreamlitPage:
+    # Streamlit serves the default page at "/" only, yet it reserves the page's declared path; the home page declares
+    # an internal one so that its public name stays free for the alias below.
+    home = url == HOME
+    return st.Page(_VIEWS / file, title=title, icon=icon, url_path=f"{url}-home" if home else url, default=home)
+
+
+def _to_home() -> None:
+    """`/worksheet`, the home page's name in the nav and in older links, opens "/" with the same query."""
+    st.switch_page(pages[HOME], query_params=[(k, v) for k in st.query_params for v in st.query_params.get_all(k)])
+
+
+pages = {url: _page(file, title, icon, url) for file, title, icon, url in PAGES}
+alias = st.Page(_to_home, title=pages[HOME].title, url_path=HOME, visibility="hidden")
+nav = st.navigation([*pages.values(), alias])
 return_to_link(pages, nav)
 from app.store_errors import run_page  # noqa: E402
 from app.viewer import sidebar_time_zone  # noqa: E402

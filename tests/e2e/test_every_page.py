@@ -29,6 +29,7 @@ def _check_page(page: Page, app_url: str, attacker_url: str, title: str, url_pat
     expect(page.locator("[data-testid='stSkeleton']")).to_have_count(0)
     assert page.locator("[data-testid='stException']").count() == 0, "shows an exception"
     expect(page.locator("h1").first).to_be_visible()
+    assert page.get_by_text("Page not found").count() == 0, "Streamlit's 'Page not found' dialog is open"
     images = page.locator(f"img[src^='{attacker_url}']")
     assert images.count() == 0, images.first.evaluate("e => e.parentElement.outerHTML.slice(0, 600)")
     assert page.locator("script:has-text('alert(1)')").count() == 0, "a script from an error body is in the page"

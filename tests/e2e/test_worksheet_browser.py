@@ -35,3 +35,12 @@ def test_a_shared_link_opens_with_the_same_inputs(page: Page, app_url):
     page.goto(f"{app_url}/?interaction=Inline+completion&target_ms=250&queue_ms=35")
     wait_for_app(page)
     expect(page.get_by_text("135 ms remain for prefill")).to_be_visible()
+
+
+def test_the_worksheet_by_its_name_opens_the_same_link_at_home(page: Page, app_url):
+    # `/worksheet` is what the nav calls the home page: it opens "/" with the query, not "Page not found"
+    page.goto(f"{app_url}/worksheet?interaction=Inline+completion&target_ms=250&queue_ms=35")
+    page.wait_for_function("() => location.pathname === '/' && location.search.includes('queue_ms=35')")
+    wait_for_app(page)
+    expect(page.get_by_text("135 ms remain for prefill")).to_be_visible()
+    expect(page.get_by_text("Page not found")).to_have_count(0)
