@@ -10,15 +10,21 @@
    bursty production-like trace) has its lulls cut to `--max-gap` s (the slice is stitched from separate windows),
    its tokens scaled by one factor to a mean service of `--mean-service` s on the calibrated spec, then its arrival
    gaps scaled to utilisations 0.3, 0.6 and 0.85 (planner.whatif.levels).
-3. Each level is replayed by the what-if (predicted TTFT per request) and sent for real to the endpoint in real
-   time by the probe engine (planner.whatif.proof.measure_trace); p50/p95 over the same successful requests.
+3. Each level is predicted by the what-if with its 80 % interval (planner.whatif.interval) and sent for real to the
+   endpoint in real time by the probe engine (planner.whatif.proof.measure_trace); p50/p95 (nearest-rank) over the
+   same successful requests. The interval's speed spread is that of every calibration round at the trace's lengths
+   so far in this bench (`--history` rounds at most): rounds before and after each level, so it holds the drift over
+   minutes, not only the seconds of one calibration.
+4. `--runs N` repeats 2–3 (levels × runs cells); the bench ends with the coverage: in how many cells the measured p50
+   and p95 fall inside their predicted interval, and the interval's half-width ÷ centre by level.
 
     python bench/bench_engine_whatif.py [--engine]               # llama.cpp from `make engine`, pinned to one core
     python bench/bench_engine_whatif.py --base-url URL --model M  # any OpenAI-compatible endpoint
 
-Targets: predicted p95 within 15 % of measured at each level, p50 within 10 %. Each level takes about
-requests × mean service ÷ (slots × ρ) seconds (210 × 0.8 s at ρ = 0.3 on one slot: 560 s; all three with their
-calibrations ≈ 21 min).
+Targets (issue 29): the measured p50 and p95 inside the predicted 80 % interval in ≥ 80 % of ≥ 9 cells, the
+interval's half-width ≤ 35 % of its centre at ρ = 0.3 and 0.6. Each level takes about requests × mean service ÷
+(slots × ρ) seconds (120 × 0.6 s at ρ = 0.3 on one slot: 240 s; a run of three levels with their calibrations
+≈ 12 min).
 `--out FILE` writes every request's predicted and measured TTFT (JSON lines) for a look afterwards.
 """
 
@@ -30,6 +36,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planner.probes.ttft import ProbeTarget  # noqa: E402
+from planner.provenance import Figure  # noqa: E402
+from planner.spread import speed_sd_of  # noqa: E402
+from planner.stats import nearest_rank_index  # noqa: E402
 from planner.whatif.calibrate import calibrate  # noqa: E402
 from planner.whatif.deployment import Deployment, parse_deployment  # noqa: E402
+from planner.whatif.interval import Band, predict  # noqa: E402
 from planner.whatif.levels import at_utilisation, cap_gaps, scale_tokens  # noqa: E402
 from planner.whatif.proof import measure_trace  # noqa: E402
 from planner.whatif.replay import replay  # noqa: E402
@@ -96,6 +107,16 @@ def own_times(
     )
 
 
+def nearest_rank(values: np.ndarray, p: float) -> float:
+    ordered = np.sort(values)
+    return float(ordered[nearest_rank_index(p, len(ordered))])
+
+
+def _band(b: Band, measured: float) -> str:
+    inside = "in " if b.contains(measured) else "OUT"
+    return f"{b.value_ms:>6.0f} [{b.lo_ms:>5.0f}–{b.hi_ms:<6.0f}] {measured:>6.0f} {inside}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", action="store_true", help="start llama.cpp from `make engine` (bench_engine.Server)")
@@ -107,18 +128,20 @@ def main() -> int:
         help="a request log / trace file (cached tokens are ignored: prompts are all new)",
     )
     ap.add_argument("--synthetic", action="store_true", help="a synthetic production-like trace instead of --trace")
-    ap.add_argument("--requests", type=int, default=210)
+    ap.add_argument("--requests", type=int, default=120)
     ap.add_argument("--max-gap", type=float, default=3.0, help="longest arrival gap kept, in trace seconds")
-    ap.add_argument("--mean-service", type=float, default=0.8, help="mean slot-holding seconds after token scaling")
+    ap.add_argument("--mean-service", type=float, default=0.6, help="mean slot-holding seconds after token scaling")
     ap.add_argument("--levels", default=",".join(map(str, LEVELS)), help="utilisations (default 0.3,0.6,0.85)")
-    ap.add_argument("--calibration-step", type=float, default=15.0, help="seconds per concurrency step")
+    ap.add_argument("--runs", type=int, default=3, help="repeat every level this many times (cells = levels × runs)")
+    ap.add_argument("--calibration-step", type=float, default=10.0, help="seconds per concurrency step")
+    ap.add_argument("--rounds", type=int, default=3, help="prefill rounds per calibration")
     ap.add_argument(
-        "--recalibrate",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="calibrate again (a separate run, ~75 s) before each level: on a shared machine the engine's "
-        "speed drifts (default on)",
+        "--history",
+        type=int,
+        default=12,
+        help="calibration rounds (the latest, at the trace's lengths) whose spread is the prediction's speed spread",
     )
+    ap.add_argument("--level", type=float, default=0.8, help="the prediction interval's level")
     ap.add_argument("--spec", help="a deployment spec from an earlier, separate calibration (skips calibrating)")
     ap.add_argument("--out", help="write per-request predicted and measured TTFT here (JSON lines)")
     args = ap.parse_args()
@@ -142,9 +165,11 @@ def main() -> int:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}",
         flush=True,
     )
+    history: list[float] = []  # every round's prefill rate at the trace's lengths, oldest first
+    cells: list[dict] = []
     try:
 
-        def calibrated(lengths: tuple[int, int]) -> Deployment:
+        def calibrated(lengths: tuple[int, int], keep: bool) -> Deployment:
             if args.spec:
                 print(f"spec from an earlier calibration: {args.spec}", flush=True)
                 return parse_deployment(args.spec)
@@ -152,22 +177,31 @@ def main() -> int:
                 calibrate(
                     ProbeTarget(base_url=url, model=args.model, timeout_s=120),
                     lengths=lengths,
-                    n=4,
+                    n=3,
+                    rounds=args.rounds,
                     decode_tokens=32,
                     concurrencies=(1, 2),
                     step_duration_s=args.calibration_step,
                 )
             )
+            dep = parse_deployment(cal.spec())
+            if keep:
+                history.extend(cal.round_prefill_tokens_per_s)
+                # The drift over minutes: the spread of the latest rounds of this bench, not only this calibration's.
+                sd = speed_sd_of(history[-args.history :])
+                dep = replace(dep, speed_sd=Figure.typed(min(sd, 2.0), "fraction"))
             print(
                 f"calibrated at {lengths[0]} and {lengths[1]} tokens in {cal.wall_s:.0f} s: {cal.spec()} "
-                f"(prefill intercept {cal.prefill.intercept_ms:.0f} "
-                f"ms, r² {cal.prefill.r2:.4f}; {cal.fixed_hold_ms:.0f} ms of it holds the slot at saturation; "
-                f"slowdown at concurrency 2: {cal.slowdown_at_max:.2f}×)",
+                f"(rounds {', '.join(f'{r:.0f}' for r in cal.round_prefill_tokens_per_s)} tokens/s; "
+                f"speed_sd over the last {min(len(history), args.history)} rounds {dep.speed_sd.value:.3f}; "
+                f"intercept {cal.prefill.intercept_ms:.0f} ms, r² {cal.prefill.r2:.4f}; "
+                f"{cal.fixed_hold_ms:.0f} ms holds the slot at saturation; slowdown at concurrency 2: "
+                f"{cal.slowdown_at_max:.2f}×)",
                 flush=True,
             )
-            return parse_deployment(cal.spec())
+            return dep
 
-        dep = calibrated((64, 512))  # a first look, to scale the trace's tokens
+        dep = calibrated((64, 512), keep=False)  # a first look, to scale the trace's tokens
         base = synthetic_trace(args.requests) if args.synthetic else read_trace_file(args.trace)
         base = base.take(np.arange(min(args.requests, base.n)))
         base = cap_gaps(
@@ -181,72 +215,88 @@ def main() -> int:
             f"{np.median(small.output_tokens):.0f} (max {small.output_tokens.max():.0f})",
             flush=True,
         )
-        print(
-            f"{'ρ':>5} {'n':>4} {'pred p50':>9} {'meas p50':>9} {'err':>7} {'pred p95':>9} {'meas p95':>9} "
-            f"{'err':>7} {'wall s':>7}  output tokens measured ÷ asked (median)",
-            flush=True,
-        )
         # Each level's calibration runs at the scaled trace's own prompt lengths: the server's fixed time per request
         # (~50–90 ms on llama.cpp) is then measured where the replay uses it, not extrapolated from 64–512 tokens.
         lo, hi = (int(x) for x in np.percentile(small.prompt_tokens, [10, 95]))
         trace_lengths = (lo, max(hi, 4 * lo))
-        for k, rho in enumerate(levels):
-            if k == 0 or args.recalibrate:  # the engine's speed drifts with the machine's load: measure it again
-                dep = calibrated(trace_lengths)
-            level = at_utilisation(small, dep, rho)
-            predicted = replay(dep, level).ttft_ms
-            t, k_evals = time.monotonic(), len(srv.prompt_evals()) if srv else 0
-            samples = asyncio.run(measure_trace(level, url, speedup=1.0, model=args.model))
-            wall = time.monotonic() - t
-            ok = np.array([s.ok and s.ttft_ms is not None for s in samples])
-            meas = np.array([s.ttft_ms for s, o in zip(samples, ok, strict=True) if o])
-            pred = predicted[ok]
-            p50p, p95p = np.percentile(pred, 50), np.percentile(pred, 95)
-            p50m, p95m = np.percentile(meas, 50), np.percentile(meas, 95)
-            got = [
-                s.output_tokens / a
-                for s, a in zip(samples, level.output_tokens, strict=True)
-                if s.ok and s.output_tokens
-            ]
-            print(
-                f"{rho:>5} {ok.sum():>4} {p50p:>9.0f} {p50m:>9.0f} {p50p / p50m - 1:>+7.1%} {p95p:>9.0f} {p95m:>9.0f} "
-                f"{p95p / p95m - 1:>+7.1%} {wall:>7.0f}  {np.median(got) if got else float('nan'):.2f}"
-                + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""),
-                flush=True,
-            )
-            if srv is not None:
-                own_times(srv.prompt_evals()[k_evals:], level, samples, ok, meas, dep)
-            for i, s in enumerate(samples) if out else ():
-                out.write(
-                    json.dumps(
-                        {
-                            "rho": rho,
-                            "i": i,
-                            "arrival_ms": float(level.arrival_ms[i]),
-                            "prompt_tokens": int(level.prompt_tokens[i]),
-                            "output_tokens": int(level.output_tokens[i]),
-                            "predicted_ms": float(predicted[i]),
-                            "measured_ms": s.ttft_ms,
-                            "server_prompt_tokens": s.prompt_tokens,
-                            "server_output_tokens": s.output_tokens,
-                            "total_ms": s.total_ms,
-                            "error": s.error_class,
-                            "error_detail": s.error_detail,
-                        }
-                    )
-                    + "\n"
+        header = (
+            f"{'run':>3} {'ρ':>5} {'n':>4}  {'p50 pred [80 %]   meas':<31} {'p95 pred [80 %]   meas':<31} "
+            f"{'±p50':>5} {'±p95':>5} {'by':>6} {'wall s':>6}"
+        )
+        for run in range(1, args.runs + 1):
+            for rho in levels:
+                dep = calibrated(trace_lengths, keep=True)  # before each level: the engine's speed drifts
+                level = at_utilisation(small, dep, rho)
+                pred = predict(dep, level, level=args.level)
+                predicted = pred.nominal.ttft_ms
+                t, k_evals = time.monotonic(), len(srv.prompt_evals()) if srv else 0
+                samples = asyncio.run(measure_trace(level, url, speedup=1.0, model=args.model))
+                wall = time.monotonic() - t
+                ok = np.array([s.ok and s.ttft_ms is not None for s in samples])
+                meas = np.array([s.ttft_ms for s, o in zip(samples, ok, strict=True) if o])
+                m50, m95 = nearest_rank(meas, 0.5), nearest_rank(meas, 0.95)
+                b50, b95 = pred.bands["p50"], pred.bands["p95"]
+                cells.append(
+                    {
+                        "run": run,
+                        "rho": rho,
+                        "p50": b50.contains(m50),
+                        "p95": b95.contains(m95),
+                        "hw50": b50.half_width_fraction,
+                        "hw95": b95.half_width_fraction,
+                    }
                 )
-            if out:
-                out.flush()
+                print(header if len(cells) == 1 else "", end="\n" if len(cells) == 1 else "")
+                print(
+                    f"{run:>3} {rho:>5} {ok.sum():>4}  {_band(b50, m50)} {_band(b95, m95)} "
+                    f"{b50.half_width_fraction:>5.0%} {b95.half_width_fraction:>5.0%} {pred.driven_by:>6} {wall:>6.0f}"
+                    + (f"  ({(~ok).sum()} failed)" if (~ok).any() else ""),
+                    flush=True,
+                )
+                if srv is not None:
+                    own_times(srv.prompt_evals()[k_evals:], level, samples, ok, meas, dep)
+                for i, s in enumerate(samples) if out else ():
+                    out.write(
+                        json.dumps(
+                            {
+                                "run": run,
+                                "rho": rho,
+                                "i": i,
+                                "arrival_ms": float(level.arrival_ms[i]),
+                                "prompt_tokens": int(level.prompt_tokens[i]),
+                                "output_tokens": int(level.output_tokens[i]),
+                                "predicted_ms": float(predicted[i]),
+                                "measured_ms": s.ttft_ms,
+                                "server_prompt_tokens": s.prompt_tokens,
+                                "server_output_tokens": s.output_tokens,
+                                "total_ms": s.total_ms,
+                                "error": s.error_class,
+                                "error_detail": s.error_detail,
+                            }
+                        )
+                        + "\n"
+                    )
+                if out:
+                    out.flush()
     finally:
         if srv is not None:
             srv.stop()
         if out:
             out.close()
-    print(
-        f"targets: p95 within 15 %, p50 within 10 % at each level; load average {load0:.1f} → "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
-    )
+    if cells:
+        both = sum(c["p50"] + c["p95"] for c in cells)
+        print(
+            f"coverage: p50 inside in {sum(c['p50'] for c in cells)}/{len(cells)} cells, p95 in "
+            f"{sum(c['p95'] for c in cells)}/{len(cells)}; together {both}/{2 * len(cells)} = "
+            f"{both / (2 * len(cells)):.0%} (target ≥ 80 % over ≥ 9 cells)"
+        )
+        for rho in levels:
+            at = [c for c in cells if c["rho"] == rho]
+            print(
+                f"  ρ = {rho}: half-width ÷ centre, median p50 {np.median([c['hw50'] for c in at]):.0%}, "
+                f"p95 {np.median([c['hw95'] for c in at]):.0%} (target ≤ 35 % at 0.3 and 0.6)"
+            )
+    print(f"load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     return 0
 
 

@@ -1,18 +1,30 @@
 """Figures for the What-if page: hour-of-day p95 per candidate, the tail's segments, cost vs p95.
 
 Pure functions over the frames `planner.whatif.results.Comparison` returns. Hours whose p95
-rests on fewer than 20 requests are drawn as hollow, muted markers.
+rests on fewer than 20 requests are drawn as hollow markers; each candidate's p95 prediction interval is a band
+in its line's colour.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
 from app.charts._labels import log_ticks, place_labels
+from planner.whatif.interval import DEFAULT_LEVEL, Band
 
-__all__ = ["SEGMENT_LABELS", "cost_vs_p95_figure", "hourly_p95_figure", "segments_figure", "table_style"]
+__all__ = [
+    "CANDIDATE_COLORS",
+    "SEGMENT_LABELS",
+    "cost_vs_p95_figure",
+    "hourly_p95_figure",
+    "interval_text",
+    "segments_figure",
+    "table_style",
+]
 
 SEGMENT_LABELS = {
     "queue_ms": "Queueing",
@@ -41,21 +53,91 @@ def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
     return fig
 
 
-def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str) -> go.Figure:
-    """Predicted p95 TTFT (ms) by hour of day, one line per candidate, with the target as a dashed line
-    (log axis when the values span more than 20×)."""
+#: One colour per candidate (line and band alike): Plotly's D3 palette without its red, which marks the target.
+CANDIDATE_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+#: How far above the highest finite value an unbounded interval's top is drawn (it cannot be drawn at infinity).
+UNBOUNDED_HEADROOM = 1.5
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def interval_text(lo: float | None, hi: float | None) -> str:
+    """An interval as the user reads it: '700–950 ms', '700 ms – unbounded', '—' when there is none."""
+    from app import present
+
+    if present.is_missing(lo) or present.is_missing(hi):
+        return present.MISSING
+    assert lo is not None and hi is not None
+    return Band(math.nan, float(lo), float(hi)).range_text()
+
+
+def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str, level: float) -> go.Figure:
+    """Predicted p95 TTFT (ms) by hour of day, one line per candidate with its `level` prediction interval shaded
+    in the line's colour (columns p95_lo_ms, p95_hi_ms; legend-grouped with the line), and the target as a dashed
+    line (log axis when the values span more than 20×).
+
+    An infinite end of an interval (at its slower speeds the candidate cannot keep up) is drawn at the plot's top,
+    UNBOUNDED_HEADROOM × the highest finite value, and its hover says "unbounded": the axis stays finite."""
     fig = go.Figure()
-    for name, g in hourly.groupby("candidate", sort=False):
+    missing = [c for c in ("p95_lo_ms", "p95_hi_ms") if c not in hourly.columns]  # no interval: no band
+    hourly = hourly.reindex(columns=[*hourly.columns, *missing])
+    bands = hourly[["p95_lo_ms", "p95_hi_ms"]].astype(float).to_numpy().ravel()
+    finite = [float(v) for v in [*hourly["p95_ms"].dropna(), *bands, target_ms] if math.isfinite(v)]
+    top = max(finite) * UNBOUNDED_HEADROOM
+    level_txt = f"{level:.0%} interval"
+    for i, (name, g) in enumerate(hourly.groupby("candidate", sort=False)):
         g = g.sort_values("hour")
+        color = CANDIDATE_COLORS[i % len(CANDIDATE_COLORS)]
+        texts = [interval_text(lo, hi) for lo, hi in zip(g["p95_lo_ms"], g["p95_hi_ms"], strict=True)]
+        band = g.assign(text=texts).dropna(subset=["p95_lo_ms", "p95_hi_ms"])
+        if len(band):
+            # One closed polygon: along the tops hour by hour, back along the bottoms.
+            lo = band["p95_lo_ms"].astype(float).clip(upper=top)
+            hi = band["p95_hi_ms"].astype(float).clip(upper=top)
+            hover = [f"{h}:00 · {level_txt} {t}" for h, t in zip(band["hour"], band["text"], strict=True)]
+            fig.add_trace(
+                go.Scatter(
+                    x=[*band["hour"], *band["hour"][::-1]],
+                    y=[*hi, *lo[::-1]],
+                    name=f"{name} · {level_txt}",
+                    legendgroup=str(name),
+                    showlegend=False,
+                    fill="toself",
+                    fillcolor=_rgba(color, 0.18),
+                    mode="lines",
+                    line=dict(width=0, color=color),
+                    hoveron="points",
+                    text=[*hover, *hover[::-1]],
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
         fig.add_trace(
             go.Scatter(
                 x=g["hour"],
                 y=g["p95_ms"],
                 name=str(name),
+                legendgroup=str(name),
                 mode="lines+markers",
-                marker=dict(symbol=["circle" if ok else "circle-open" for ok in g["p95_reliable"]], size=8),
-                customdata=g[["n"]].to_numpy(),
-                hovertemplate="%{x}:00 · p95 %{y:,.0f} ms · n=%{customdata[0]}<extra></extra>",
+                line=dict(color=color),
+                marker=dict(
+                    symbol=["circle" if ok else "circle-open" for ok in g["p95_reliable"]], size=8, color=color
+                ),
+                customdata=list(zip(g["n"], texts, strict=True)),
+                hovertemplate=f"%{{x}}:00 · p95 %{{y:,.0f}} ms · {level_txt} %{{customdata[1]}} · "
+                "n=%{customdata[0]}<extra></extra>",
             )
         )
     # A trace, not add_hline: its label survives a log axis and shows in the legend.
@@ -70,11 +152,15 @@ def hourly_p95_figure(hourly: pd.DataFrame, target_ms: float, tz: str) -> go.Fig
         )
     )
     fig.update_xaxes(range=[-0.5, 23.5], dtick=2)
-    values = pd.concat([hourly["p95_ms"], pd.Series([target_ms])])
+    values = pd.Series(finite)
     if _wide(values):
-        fig.update_yaxes(**log_ticks(values.dropna().tolist()))
+        fig.update_yaxes(**log_ticks(finite))
     return _layout(
-        fig, f"hour of day ({tz})", "predicted p95 TTFT (ms)", title="Predicted p95 by hour (hollow: n < 20)"
+        fig,
+        f"hour of day ({tz}) · hollow: n < 20",
+        "predicted p95 TTFT (ms)",
+        # short enough for a half-width column at 1,400 px (about 50 characters of title at most)
+        title=f"Predicted p95 by hour · shaded: {level:.0%} interval",
     )
 
 
@@ -144,8 +230,9 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
     )
 
 
-def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
-    """Comparison.table() as the user reads it: labelled columns, numbers with units, yes/no instead of flags."""
+def _display_table(table: pd.DataFrame, target_label: str, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """Comparison.table() as the user reads it: labelled columns, numbers with units, yes/no instead of flags;
+    the p95's `level` prediction interval as one range ('700–950 ms')."""
     from app import present
 
     share_col = next((c for c in table.columns if c.startswith("share_within_")), None)
@@ -157,6 +244,7 @@ def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
                 "Kind": r["kind"],
                 "TTFT p50": present.ms(r["p50_ms"]),
                 "TTFT p95": present.ms(r["p95_ms"]),
+                f"TTFT p95, {level:.0%} interval": interval_text(r.get("p95_lo_ms"), r.get("p95_hi_ms")),
                 "TTFT p99": present.ms(r["p99_ms"]),
                 "Worst hourly p95": present.ms(r["worst_hour_p95_ms"]),
                 f"Requests within the {target_label} target": present.pct(r[share_col])
@@ -173,10 +261,10 @@ def _display_table(table: pd.DataFrame, target_label: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table_style(table: pd.DataFrame, target_label: str = "chosen"):
-    """Styler over the labelled table: the cheapest candidate meeting the target in bold green; candidates that
-    cannot keep up muted."""
-    shown = _display_table(table, target_label)
+def table_style(table: pd.DataFrame, target_label: str = "chosen", level: float = DEFAULT_LEVEL):
+    """Styler over the labelled table (`level`: of the p95's prediction interval): the cheapest candidate meeting the
+    target in bold green; candidates that cannot keep up muted."""
+    shown = _display_table(table, target_label, level)
     cheapest = table["cheapest"].tolist()
     missing = table["p95_ms"].isna().tolist()
 

@@ -2,6 +2,7 @@
 
 import json
 
+import pandas as pd
 import streamlit as st
 
 from app import page_state, viewer, worksheet_state
@@ -10,19 +11,22 @@ from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_fi
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
-from planner.provenance import Figure
+from planner.provenance import Figure, Source
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
 from planner.untrusted import md_text
 from planner.whatif.deployment import (
     DEDICATED_KEYS,
     SERVERLESS_KEYS,
+    Dedicated,
+    Deployment,
+    Serverless,
     SpecError,
     defaults_from_worksheet,
     defaults_taken,
     parse_deployment,
 )
-from planner.whatif.results import compare
-from planner.whatif.trace import TraceError, busiest_day, grow, trace_from_frame
+from planner.whatif.results import CandidateResult, compare
+from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
 
 # The starting candidates leave prefill and RTT out: they take the worksheet's figures (measured or typed, with
 # their provenance), so the comparison starts from what the team measured rather than from a number of ours.
@@ -41,11 +45,88 @@ _RATE_LABELS = {
     "cold_start_s": "cold start",
 }
 
+_SEGMENT_WORDS = {"queue_ms": "queueing", "cold_ms": "cold start"}
+
 
 def _fmt(f: Figure) -> str:
     """A figure's value with its unit, never in scientific notation: '12,000 tokens/s', '40 ms', '22.8 s'."""
     digits = 0 if abs(f.value) >= 100 or float(f.value).is_integer() else 2
     return f"{f.value:,.{digits}f} {f.unit}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _pool(d: Serverless) -> str:
+    """A serverless pool in words: '0–4 replicas × 8 slots, started on demand (cold start 20 s), released after
+    300 s idle'."""
+    if d.min_replicas == d.max_replicas:
+        replicas = _plural(d.max_replicas, "replica")
+    else:
+        replicas = f"{d.min_replicas}–{d.max_replicas} replicas"
+    gpus = f" of {_plural(d.gpus_per_replica, 'GPU')}" if d.gpus_per_replica > 1 else ""
+    warm = f", {d.min_replicas:,} always warm" if d.min_replicas else ""
+    return (
+        f"{replicas}{gpus} × {_plural(d.slots_per_replica, 'slot')}, started on demand (cold start "
+        f"{_fmt(d.cold_start_s)}), released after {_fmt(d.scale_down_window_s)} idle{warm}"
+    )
+
+
+def _serving_model(d: Deployment) -> str:
+    """The serving model a candidate assumes, in words (docs/whatif-model.md has the details)."""
+    fifo = "first in first out across the pool, each slot at the full prefill/decode rate"
+    if isinstance(d, Serverless):
+        return f"{_pool(d)}; {fifo}"
+    assert isinstance(d, Dedicated)
+    gpus = f" of {_plural(d.gpus_per_replica, 'GPU')}" if d.gpus_per_replica > 1 else ""
+    text = f"{_plural(d.replicas, 'replica')}{gpus} × {_plural(d.slots_per_replica, 'slot')}, always warm; {fifo}"
+    if d.overflow is not None:
+        text += f"; a request finding every slot busy goes to a serverless overflow of {_pool(d.overflow)} instead"
+    return text
+
+
+def _spread_pct(fraction: float) -> str:
+    return f"±{fraction * 100:.1f}".removesuffix(".0") + "%"
+
+
+def _speed_spread(d: Deployment) -> str:
+    """'speed ±15% run to run, ±5% request to request', or 'fixed speed …' without a spread."""
+    parts = []
+    if d.speed_sd.value > 0:
+        parts.append(f"{_spread_pct(d.speed_sd.value)} run to run")
+    if d.request_sd.value > 0:
+        parts.append(f"{_spread_pct(d.request_sd.value)} request to request")
+    return "speed " + ", ".join(parts) if parts else "fixed speed (no speed_sd or request_sd in its spec)"
+
+
+def _has_spread(d: Deployment) -> bool:
+    return d.speed_sd.value > 0 or d.request_sd.value > 0
+
+
+def _window(trace: Trace, tz: str, day: str | None) -> str:
+    """The replayed period, for a figure's provenance: 'busiest day 2025-11-30 (UTC)' or first…last arrival."""
+    if day:
+        return f"busiest day {day} ({tz})"
+    first, last = pd.to_datetime([trace.arrival_ms[0], trace.arrival_ms[-1]], unit="ms", utc=True).tz_convert(tz)
+    return f"{first:%Y-%m-%d %H:%M}…{last:%Y-%m-%d %H:%M} {tz}"
+
+
+def _handed_over(c: CandidateResult, trace: Trace, growth: float, window: str) -> dict[str, Figure]:
+    """The worksheet figures a candidate's replay gives: the mean queueing over its p95 tail, and the mean cold
+    start there when its replay started replicas; the p95 and its interval in the provenance."""
+    grown = f" ×{growth:g}" if growth != 1 else ""
+    detail = f"what-if replay of {c.name} on {trace.source}{grown}: p95 {c.interval['p95'].describe(c.interval_level)}"
+
+    def fig(key: str) -> Figure:
+        return Figure(
+            value=round(c.tail_segments_ms[key], 1), unit="ms", source=Source.MODEL, detail=detail, n=c.n, window=window
+        )
+
+    figures = {"queue_ms": fig("queue_ms")}
+    if c.cold_starts:
+        figures["cold_ms"] = fig("cold_ms")
+    return figures
 
 
 st.title("What-if")
@@ -221,16 +302,52 @@ else:
         f"No candidate meets the {target.label} target of {target.target_p95_ms:,.0f} ms at p95.",
         icon=":material/warning:",
     )
+ok = [c for c in result.candidates if c.ok]
+for c in ok:
+    if c.interval:
+        st.caption(f"**{md_text(c.name)}**: {md_text(c.interval_sentence('p95'))}.")
+by_name = {d.name: d for d in deployments}
+fixed = [c.name for c in ok if not _has_spread(by_name[c.name])]
+if fixed:
+    one = len(fixed) == 1
+    st.caption(
+        f"{md_text(', '.join(fixed))} {'has' if one else 'have'} no speed spread (speed_sd = request_sd = 0): "
+        f"{'its' if one else 'their'} interval only covers the trace's size, not an engine running faster or slower "
+        "than its rates. `ttft-planner calibrate` prints speed_sd/request_sd to add to the spec."
+    )
 for c in result.candidates:
     if not c.ok:
         st.error(f"**{md_text(c.name)}** {md_text(c.message)}", icon=":material/block:")
 table = result.table()
-st.dataframe(table_style(table, target.label), hide_index=True, key="wi_table")
+st.dataframe(table_style(table, target.label, result.level), hide_index=True, key="wi_table")
 g1, g2 = st.columns(2)
-g1.plotly_chart(hourly_p95_figure(result.hourly_frame(), target.target_p95_ms, tz), key="wi_hourly")
+g1.plotly_chart(hourly_p95_figure(result.hourly_frame(), target.target_p95_ms, tz, result.level), key="wi_hourly")
 g2.plotly_chart(segments_figure(result.segments_frame()), key="wi_segments")
 st.plotly_chart(cost_vs_p95_figure(table, target.target_p95_ms), key="wi_cost")
-with st.expander("Where each candidate's rates come from", icon=":material/info:"):
+
+# ---- a candidate's predicted queueing → the worksheet's segments, with the replay's provenance
+if ok:
+    names_ok = [c.name for c in ok]
+    if ss.get("wi_use_pick") not in names_ok:
+        ss.wi_use_pick = result.cheapest or names_ok[0]
+    h1, h2 = st.columns([1, 2], vertical_alignment="bottom")
+    if len(ok) > 1:
+        h1.selectbox("Candidate for the worksheet", names_ok, key="wi_use_pick")
+    chosen = next(c for c in ok if c.name == (ss.wi_use_pick if len(ok) > 1 else names_ok[0]))
+    figures = _handed_over(chosen, trace, growth, _window(trace, tz, day))
+    if h2.button(
+        f"Use {md_text(chosen.name)}'s predicted queueing in the worksheet",
+        key="wi_use",
+        icon=":material/input:",
+        help="Fills the worksheet's queueing segment"
+        + (" and cold start" if "cold_ms" in figures else "")
+        + " with the mean over this candidate's slowest 5% of requests ("
+        + ", ".join(f"{_SEGMENT_WORDS[k]} {v.value:,.0f} ms" for k, v in figures.items())
+        + "), its p95 interval in the provenance.",
+    ):
+        worksheet_state.hand_over(figures)
+
+with st.expander("Where each candidate's rates come from, and the serving model it assumes", icon=":material/info:"):
     for d in deployments:
         figs = {
             k: getattr(d, k)
@@ -241,6 +358,7 @@ with st.expander("Where each candidate's rates come from", icon=":material/info:
             f"**{md_text(d.name)}** — "
             + md_text(" · ".join(f"{_RATE_LABELS[k]} {_fmt(f)} ({f.describe(tz)})" for k, f in figs.items()))
         )
+        st.caption(md_text(f"Serving model: {_serving_model(d)} · {_speed_spread(d)}."))
     st.caption(
         "The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
         "no decode interference): see docs/whatif-model.md."

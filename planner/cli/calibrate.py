@@ -8,6 +8,7 @@ from planner.cli._common import NumberList, echo_json
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.probes.ttft import ProbeTarget
 from planner.validate import CONCURRENCY, PROMPT_TOKENS
+from planner.whatif.calibrate import DISAGREE_FRACTION
 from planner.whatif.calibrate import calibrate as run_calibration
 
 __all__ = ["COMMANDS"]
@@ -24,7 +25,21 @@ __all__ = ["COMMANDS"]
     help="Prompt lengths of the prefill fit (two or more; the first is also the decode and parallelism prompt).",
 )
 @click.option(
-    "-n", "--samples", "n", type=click.IntRange(2, 1000), default=5, show_default=True, help="Samples per length."
+    "-n",
+    "--samples",
+    "n",
+    type=click.IntRange(2, 1000),
+    default=3,
+    show_default=True,
+    help="Samples per prompt length in each round.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Prefill rounds spread over the calibration (the other stages run between them); their spread is the "
+    "engine's speed spread (speed_sd), which widens the what-if's prediction interval. 1 = no spread measured.",
 )
 @click.option(
     "--decode-tokens",
@@ -58,6 +73,7 @@ def calibrate(
     api_key_env,
     lengths,
     n,
+    rounds,
     decode_tokens,
     concurrency,
     step_duration_s,
@@ -68,7 +84,9 @@ def calibrate(
     """Measure prefill (on the server's counted tokens), decode and effective parallelism; print a `dedicated:` spec.
 
     Feed the spec to `ttft-planner whatif --deployment …` (one replica; the fit's intercept is its rtt, the tokens
-    the server counts beyond the requested ones — chat template, nonce — its overhead_tokens).
+    the server counts beyond the requested ones — chat template, nonce — its overhead_tokens; the spread of the
+    prefill rounds its speed_sd and each request's scatter its request_sd, which give the what-if's prediction
+    its interval).
     A slowdown near the concurrency means the slots share one compute budget (llama.cpp's parallel slots
     on one core do), which the FIFO-slot model does not represent: use slots=1 there.
 
@@ -88,6 +106,7 @@ def calibrate(
                 target,
                 lengths=tuple(int(n) for n in lengths),
                 n=n,
+                rounds=rounds,
                 decode_tokens=decode_tokens,
                 concurrencies=tuple(int(c) for c in concurrency),
                 step_duration_s=step_duration_s,
@@ -111,6 +130,11 @@ def calibrate(
                 "slowdown_at_max": cal.slowdown_at_max,
                 "prompt_overhead_tokens": cal.prompt_overhead_tokens,
                 "fixed_hold_ms": cal.fixed_hold_ms,
+                "round_prefill_tokens_per_s": list(cal.round_prefill_tokens_per_s),
+                "speed_sd": cal.speed_sd,
+                "request_sd": cal.request_sd,
+                "rounds_disagree": cal.rounds_disagree,
+                "serving_model": cal.serving_model,
                 "wall_s": cal.wall_s,
             }
         )
@@ -127,6 +151,19 @@ def calibrate(
         + f"; effective slots {cal.effective_slots}; one request takes {cal.slowdown_at_max:.2f}× as long at "
         f"concurrency {max(cal.latency_ms_by_concurrency)} as alone"
     )
+    click.echo(f"serving model: {cal.serving_model}")
+    click.echo(
+        "prefill by round: "
+        + ", ".join(f"{r:,.0f}" for r in cal.round_prefill_tokens_per_s)
+        + f" tokens/s; speed spread for the next run ±{cal.speed_sd:.0%} (speed_sd), "
+        f"request to request ±{cal.request_sd:.0%} (request_sd)"
+    )
+    if cal.rounds_disagree is not None:
+        click.echo(
+            f"warning: the rounds disagree by {cal.rounds_disagree:.0%} (more than {DISAGREE_FRACTION:.0%}): the "
+            "engine's speed moved during calibration, so predictions from this spec carry a wide interval; "
+            "calibrate again on a quieter machine or with more rounds to narrow it"
+        )
     click.echo(f"measured in {cal.wall_s:,.0f} s")
     click.echo(spec)
 

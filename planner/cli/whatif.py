@@ -79,6 +79,15 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     show_default=True,
     help="A queue wait past this means the candidate cannot keep up (s).",
 )
+@click.option(
+    "--interval",
+    "level",
+    type=click.FloatRange(0.5, 0.99),
+    default=0.8,
+    show_default=True,
+    help="Level of each percentile's prediction interval: from the candidate's speed_sd/request_sd (measured by "
+    "`ttft-planner calibrate`) and the trace's size.",
+)
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def whatif(
@@ -93,6 +102,7 @@ def whatif(
     tz,
     interaction,
     max_wait_s,
+    level,
     show_progress,
     as_json,
 ) -> None:
@@ -100,6 +110,8 @@ def whatif(
 
     Each request of the log queues FIFO for a slot, may wait for a cold start, pays prefill for
     its uncached tokens and adds the RTT; the cheapest candidate meeting the target is marked.
+    Each candidate's p50 and p95 come with a prediction interval (--interval), wide when its speed varies
+    (speed_sd, request_sd in its spec) or the trace is short.
     """
     deployments = []
     for i, spec in enumerate(specs):
@@ -126,7 +138,7 @@ def whatif(
         if busiest_day:
             trace, day = pick_busiest_day(trace, tz)
         trace = grow(trace, growth)
-        result = compare(trace, deployments, interaction=interaction, tz=tz, max_wait_s=max_wait_s)
+        result = compare(trace, deployments, interaction=interaction, tz=tz, max_wait_s=max_wait_s, level=level)
     except TraceError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
@@ -167,6 +179,9 @@ def whatif(
             f"{_fmt(p['p99'].value, p['p99'].reliable):>8} {worst_txt:>12} {c.share_meeting[it.key]:>7.1%} "
             f"{c.gpu_hours:>8,.1f} {c.cost_usd:>10,.2f}  {verdict}"
         )
+    for c in result.candidates:
+        if c.ok:
+            click.echo(f"{c.name}: " + "; ".join(c.interval_sentence(k) for k in ("p50", "p95")))
     if result.cheapest is None:
         click.echo(f"No candidate meets the {it.label} target of {it.target_p95_ms:,.0f} ms at p95.")
     click.echo("Percentiles are nearest-rank; values in parentheses have too few requests (p95 needs 20, p99 100).")

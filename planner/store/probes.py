@@ -7,6 +7,7 @@ in percentiles. Skipped schedule slots are rows too (kind='skipped').
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ __all__ = [
     "ProbeSampleRow",
     "SAMPLE_KINDS",
     "insert_samples",
+    "prefill_points",
     "sample_row",
 ]
 
@@ -211,3 +213,24 @@ def insert_samples(engine: Engine, rows: list[ProbeSampleRow]) -> int:
             stmt = stmt.on_conflict_do_nothing(index_elements=list(_SLOT_KEY)).returning(table.c.id)
             inserted = len(conn.execute(stmt, params).all())
     return inserted
+
+
+def prefill_points(engine: Engine, since_ms: int | None = None) -> Iterator[tuple[str, float, float, int]]:
+    """(endpoint name, uncached prompt tokens, TTFT ms, started at UTC epoch ms) of every sample a prefill slope may
+    use: successful, cache-busting (not a deliberate cached series, not a cold reading), with a TTFT and a prompt
+    length (the provider's count, else the requested one; less its cached tokens). `since_ms`: newer ones only."""
+    s, e = table_of(ProbeSampleRow), table_of(EndpointRow)
+    q = (
+        sa.select(
+            e.c.name, s.c.prompt_tokens, s.c.cached_tokens, s.c.prompt_tokens_requested, s.c.ttft_ms, s.c.started_at_ms
+        )
+        .join(e, e.c.id == s.c.endpoint_id)
+        .where(s.c.ok.is_(True), s.c.cached_series.is_(False), s.c.kind != "cold", s.c.ttft_ms.is_not(None))
+    )
+    if since_ms is not None:
+        q = q.where(s.c.started_at_ms >= since_ms)
+    with engine.connect() as conn:
+        for name, prompt, cached, requested, ttft, started in conn.execute(q):
+            tokens = prompt if prompt is not None else requested
+            if tokens is not None:
+                yield name, float(tokens - (cached or 0)), float(ttft), int(started)

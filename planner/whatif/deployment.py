@@ -56,6 +56,10 @@ class Serverless:
         prompt, a probe's nonce): they hold the slot like the prompt does (tokens; 0 = none).
     price_usd_per_mtok: price per million tokens billed (prompt incl. cached + output).
     usd_per_gpu_h: price per warm GPU-hour (billed per GPU-second), 0 when priced per token.
+    speed_sd: how much the serving speed level (prefill and decode together) varies from one run to the next, as
+        the standard deviation of its logarithm (fraction: 0.15 ≈ ±15 %; `ttft-planner calibrate` measures it from
+        the spread of its rounds); request_sd: the same for one request against the next within a run. Both 0 =
+        a fixed speed; they widen the prediction interval (planner.whatif.interval), not the point prediction.
     """
 
     name: str
@@ -71,6 +75,8 @@ class Serverless:
     gpus_per_replica: int = 1
     usd_per_gpu_h: Figure = field(default_factory=lambda: Figure.typed(0, "USD/GPU-h"))
     prompt_overhead_tokens: Figure = field(default_factory=lambda: Figure.typed(0, "tokens"))
+    speed_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
+    request_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
 
     kind = "serverless"
 
@@ -105,6 +111,7 @@ class Dedicated:
     usd_per_gpu_h × gpus_per_replica × replicas is the hourly bill (USD/h), whatever the load.
     overflow: requests that find every dedicated slot busy on arrival go there instead of queueing.
     prompt_overhead_tokens: as for Serverless (tokens the server prefills on top of each logged prompt).
+    speed_sd / request_sd: as for Serverless (how much the serving speed varies; 0 = a fixed speed).
     """
 
     name: str
@@ -117,6 +124,8 @@ class Dedicated:
     rtt_ms: Figure = field(default_factory=lambda: Figure.typed(0, "ms"))
     overflow: Serverless | None = None
     prompt_overhead_tokens: Figure = field(default_factory=lambda: Figure.typed(0, "tokens"))
+    speed_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
+    request_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
 
     kind = "dedicated"
 
@@ -190,6 +199,8 @@ KEY_RULES: dict[str, Rule] = {
     "decode": Rule(0.01, 1e9, "tokens/s"),
     "rtt": Rule(0, 60_000, "ms"),
     "overhead_tokens": Rule(0, 2_000_000, "tokens"),
+    "speed_sd": Rule(0, 2, "fraction"),
+    "request_sd": Rule(0, 2, "fraction"),
     "usd_per_mtok": USD_PER_MTOK,
     "usd_per_gpu_h": Rule(0, 100_000, "USD/GPU-h"),
 }
@@ -207,6 +218,8 @@ SERVERLESS_KEYS: dict[str, tuple[str, str | None]] = {
     "decode": ("decode_tokens_per_s", "tokens/s"),
     "rtt": ("rtt_ms", "ms"),
     "overhead_tokens": ("prompt_overhead_tokens", "tokens"),
+    "speed_sd": ("speed_sd", "fraction"),
+    "request_sd": ("request_sd", "fraction"),
     "usd_per_mtok": ("price_usd_per_mtok", "USD/Mtok"),
     "usd_per_gpu_h": ("usd_per_gpu_h", "USD/GPU-h"),
     "gpus": ("gpus_per_replica", None),
@@ -220,6 +233,8 @@ DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
     "gpus": ("gpus_per_replica", None),
     "rtt": ("rtt_ms", "ms"),
     "overhead_tokens": ("prompt_overhead_tokens", "tokens"),
+    "speed_sd": ("speed_sd", "fraction"),
+    "request_sd": ("request_sd", "fraction"),
 }
 _REQUIRED = {
     "serverless": ("window", "cold", "slots", "max", "prefill", "decode"),
@@ -301,10 +316,12 @@ def parse_deployment(
 
     Units: window and cold in s, prefill/decode in tokens/s per slot, rtt in ms, prices in USD.
     Optional: `name=…`; `overhead_tokens=N` (tokens prefilled on top of each logged prompt: template,
-    system prompt; `ttft-planner calibrate` measures it); serverless `min=`, `gpus=`, `usd_per_gpu_h=`;
+    system prompt; `ttft-planner calibrate` measures it); `speed_sd=F`, `request_sd=F` (how much the serving
+    speed varies, run to run and request to request, as fractions; calibrate measures them);
+    serverless `min=`, `gpus=`, `usd_per_gpu_h=`;
     dedicated `gpus=` and an overflow pool via
-    `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]` (its slots, rates, RTT and
-    overhead tokens default to the dedicated ones).
+    `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]` (its slots, rates, RTT,
+    overhead tokens and speed spreads default to the dedicated ones).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
     (see defaults_from_worksheet); a value in the spec always wins.
     Raises SpecError naming the spec and the offending key.
@@ -346,7 +363,8 @@ def parse_deployment(
         if lacking:
             raise SpecError(f"deployment {spec!r}: an overflow pool needs {', '.join(lacking)}")
         inherited_figs = {
-            k: getattr(dedicated, DEDICATED_KEYS[k][0]) for k in ("prefill", "decode", "rtt", "overhead_tokens")
+            k: getattr(dedicated, DEDICATED_KEYS[k][0])
+            for k in ("prefill", "decode", "rtt", "overhead_tokens", "speed_sd", "request_sd")
         }
         overflow = Serverless(
             name=f"{name} overflow",

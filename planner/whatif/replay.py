@@ -247,9 +247,13 @@ def _check_capacity(dep: Deployment, trace: Trace, hold_ms: np.ndarray, max_wait
         )
 
 
-def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S) -> Replay:
+def replay(
+    dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S, slowdown: np.ndarray | None = None
+) -> Replay:
     """Replay `trace` against `dep` in virtual time and return per-request TTFT segments and totals.
 
+    `slowdown`: per request, how many times longer than the deployment's rates say its prefill and slot hold take
+    (1 = as specified; planner.whatif.interval draws them from the deployment's speed spread).
     Runs in O(n log slots) for a fixed pool and O(n · replicas) for a serverless pool.
     Raises CannotKeepUp when the deployment cannot serve the trace (see the module docstring).
     """
@@ -258,6 +262,8 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
     prefill, hold = service_ms(
         trace, dep.prefill_tokens_per_s.value, dep.decode_tokens_per_s.value, dep.prompt_overhead_tokens.value
     )
+    if slowdown is not None:
+        prefill, hold = prefill * slowdown, hold * slowdown
     _check_capacity(dep, trace, hold, max_wait_ms)
     arr_np = trace.arrival_ms
     t0 = float(arr_np[0])
@@ -292,6 +298,8 @@ def replay(dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S
                 sl_pool.decode_tokens_per_s.value,
                 sl_pool.prompt_overhead_tokens.value,
             )
+            if slowdown is not None:
+                o_pre, o_hold = o_pre * slowdown[idx], o_hold * slowdown[idx]
             prefill[idx] = o_pre
             hold[idx] = o_hold
             network[idx] = sl_pool.rtt_ms.value

@@ -7,6 +7,7 @@ overall p95 and every reliable hourly p95 are at or under the target.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,8 @@ import pandas as pd
 from planner.interactions import Interaction, interactions
 from planner.stats import Percentile, nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
-from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, replay
+from planner.whatif.interval import DEFAULT_LEVEL, Band, Prediction, predict
+from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay
 from planner.whatif.trace import Trace, hour_of_day
 
 __all__ = [
@@ -54,13 +56,16 @@ def interaction_by_key(key: str) -> Interaction:
 
 @dataclass(frozen=True)
 class HourStat:
-    """One hour of day (local to the chosen time zone): n and p50/p95/p99 TTFT (ms)."""
+    """One hour of day (local to the chosen time zone): n and p50/p95/p99 TTFT (ms), and the p95's prediction
+    interval (ms; None without one)."""
 
     hour: int
     n: int
     p50: Percentile
     p95: Percentile
     p99: Percentile
+    p95_lo_ms: float | None = None
+    p95_hi_ms: float | None = None
 
 
 def _reliable_p95(h: HourStat) -> float:
@@ -96,6 +101,26 @@ class CandidateResult:
     cold_starts: int = 0
     peak_replicas: int = 0
     overflow_fraction: float = 0.0
+    interval: dict[str, Band] = field(default_factory=dict)  # "p50"/"p95"/"p99" → value and interval
+    interval_level: float = DEFAULT_LEVEL
+    interval_driven_by: str = ""  # "engine" (the speed level), "requests" (their jitter), "trace" (its size alone)
+
+    def interval_sentence(self, key: str = "p95") -> str:
+        """'p95 812 ms (80 %: 700–950 ms), width set by the engine's speed spread'; '' without an interval."""
+        band = self.interval.get(key)
+        if band is None:
+            return ""
+        why = {
+            "engine": "the engine's speed spread",
+            "requests": "request-to-request variation and the trace's size",
+        }.get(self.interval_driven_by, "the trace's size alone")
+        top = f"{band.hi_ms:,.0f} ms"
+        if math.isinf(band.hi_ms):
+            top = "unbounded (at its slower speeds it cannot keep up)"
+        return (
+            f"{key} {band.value_ms:,.0f} ms ({self.interval_level:.0%} interval {band.lo_ms:,.0f} ms – {top}), "
+            f"its width set by {why}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         def pc(p: Percentile) -> dict[str, Any]:
@@ -116,9 +141,19 @@ class CandidateResult:
                     "p95_ms": h.p95.value,
                     "p99_ms": h.p99.value,
                     "p95_reliable": h.p95.reliable,
+                    "p95_lo_ms": h.p95_lo_ms,
+                    "p95_hi_ms": h.p95_hi_ms,
                 }
                 for h in self.hourly
             ],
+            "interval": {
+                "level": self.interval_level,
+                "driven_by": self.interval_driven_by,
+                **{
+                    k: {"value_ms": b.value_ms, "lo_ms": b.lo_ms, "hi_ms": _finite(b.hi_ms)}
+                    for k, b in self.interval.items()
+                },
+            },
             "overall": {k: pc(v) for k, v in self.overall.items()},
             "tail_segments_ms": self.tail_segments_ms,
             "share_meeting": self.share_meeting,
@@ -143,6 +178,7 @@ class Comparison:
     cheapest: str | None
     n_requests: int
     tz: str
+    level: float = DEFAULT_LEVEL  # of every candidate's prediction intervals
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,7 +191,9 @@ class Comparison:
         }
 
     def table(self) -> pd.DataFrame:
-        """One row per candidate: p50/p95/p99 (ms), worst hourly p95, share meeting target, GPU-h, cost."""
+        """One row per candidate: p50/p95/p99 (ms), the p95's prediction interval (p95_lo_ms, p95_hi_ms; the top may
+        be inf: at its slower speeds the candidate cannot keep up), worst hourly p95, share meeting target, GPU-h,
+        cost."""
         key = self.interaction.key
         rows = []
         for c in self.candidates:
@@ -166,6 +204,8 @@ class Comparison:
                     "kind": c.kind,
                     "p50_ms": c.overall["p50"].value if c.ok else None,
                     "p95_ms": c.overall["p95"].value if c.ok else None,
+                    "p95_lo_ms": c.interval["p95"].lo_ms if "p95" in c.interval else None,
+                    "p95_hi_ms": c.interval["p95"].hi_ms if "p95" in c.interval else None,
                     "p99_ms": c.overall["p99"].value if c.ok else None,
                     "worst_hour_p95_ms": worst,
                     f"share_within_{key}_target": c.share_meeting.get(key) if c.ok else None,
@@ -180,7 +220,8 @@ class Comparison:
         return pd.DataFrame(rows)
 
     def hourly_frame(self) -> pd.DataFrame:
-        """Long frame: candidate, hour, n, p50_ms, p95_ms, p95_reliable (one row per candidate-hour)."""
+        """Long frame: candidate, hour, n, p50_ms, p95_ms, p95_reliable, p95_lo_ms, p95_hi_ms (the p95's prediction
+        interval; one row per candidate-hour)."""
         rows = [
             {
                 "candidate": c.name,
@@ -189,12 +230,15 @@ class Comparison:
                 "p50_ms": h.p50.value,
                 "p95_ms": h.p95.value,
                 "p95_reliable": h.p95.reliable,
+                "p95_lo_ms": h.p95_lo_ms,
+                "p95_hi_ms": h.p95_hi_ms,
             }
             for c in self.candidates
             if c.ok
             for h in c.hourly
         ]
-        return pd.DataFrame(rows, columns=["candidate", "hour", "n", "p50_ms", "p95_ms", "p95_reliable"])
+        columns = ["candidate", "hour", "n", "p50_ms", "p95_ms", "p95_reliable", "p95_lo_ms", "p95_hi_ms"]
+        return pd.DataFrame(rows, columns=columns)
 
     def segments_frame(self) -> pd.DataFrame:
         """Long frame: candidate, segment, ms (mean over the candidate's p95 tail)."""
@@ -220,7 +264,12 @@ def cost_usd(dep: Deployment, rep: Replay) -> float:
     return total
 
 
-def _hourly(rep: Replay, tz: str) -> tuple[HourStat, ...]:
+def _finite(ms: float) -> float | None:
+    """JSON has no infinity: an unbounded end is null."""
+    return ms if math.isfinite(ms) else None
+
+
+def _hourly(rep: Replay, tz: str, pred: Prediction | None = None) -> tuple[HourStat, ...]:
     hours = hour_of_day(rep.arrival_ms, tz)
     order = np.lexsort((rep.ttft_ms, hours))
     hs = hours[order]
@@ -231,12 +280,18 @@ def _hourly(rep: Replay, tz: str) -> tuple[HourStat, ...]:
         chunk = vals[bounds[h] : bounds[h + 1]]
         if len(chunk):
             pc = percentiles_sorted(chunk)
-            out.append(HourStat(h, len(chunk), pc["p50"], pc["p95"], pc["p99"]))
+            lo = hi = None
+            if pred is not None:
+                lo, hi = pred.band_of(hours == h)
+            out.append(HourStat(h, len(chunk), pc["p50"], pc["p95"], pc["p99"], lo, hi))
     return tuple(out)
 
 
-def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz: str = "UTC") -> CandidateResult:
-    """Reduce a Replay to the numbers the page and the CLI show (see CandidateResult)."""
+def summarize_replay(
+    dep: Deployment, rep: Replay, interaction: Interaction, tz: str = "UTC", pred: Prediction | None = None
+) -> CandidateResult:
+    """Reduce a Replay to the numbers the page and the CLI show (see CandidateResult); with `pred` (whose nominal
+    replay `rep` is), every percentile carries its prediction interval."""
     ttft_sorted = np.sort(rep.ttft_ms)
     overall = percentiles_sorted(ttft_sorted)
     p95 = overall["p95"].value
@@ -247,7 +302,7 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
         it.key: float(np.searchsorted(ttft_sorted, it.target_p95_ms, side="right")) / rep.n
         for it in (*interactions(), interaction)
     }
-    hourly = _hourly(rep, tz)
+    hourly = _hourly(rep, tz, pred)
     reliable = [h for h in hourly if h.p95.reliable]
     worst = max(reliable, key=_reliable_p95, default=None)
     target = interaction.target_p95_ms
@@ -271,6 +326,9 @@ def summarize_replay(dep: Deployment, rep: Replay, interaction: Interaction, tz:
         cold_starts=rep.cold_starts,
         peak_replicas=rep.peak_replicas,
         overflow_fraction=float(rep.overflow.mean()),
+        interval=dict(pred.bands) if pred else {},
+        interval_level=pred.level if pred else DEFAULT_LEVEL,
+        interval_driven_by=pred.driven_by if pred else "",
     )
 
 
@@ -280,11 +338,14 @@ def compare(
     interaction: str | Interaction = "chat",
     tz: str = "UTC",
     max_wait_s: float = DEFAULT_MAX_WAIT_S,
+    level: float = DEFAULT_LEVEL,
 ) -> Comparison:
     """Replay `trace` against every deployment and summarise; a candidate that cannot keep up
     is a row with ok=False and the reason, not an exception. `interaction`: a preset key, or an
-    Interaction with its own target (the worksheet's, custom types included). Raises KeyError for an
-    unknown interaction key, TraceError for an unknown time zone, ValueError for two candidates with one name."""
+    Interaction with its own target (the worksheet's, custom types included). Every percentile carries its `level`
+    prediction interval (planner.whatif.interval: from the candidate's speed spread and the trace's size).
+    Raises KeyError for an unknown interaction key, TraceError for an unknown time zone, ValueError for two
+    candidates with one name."""
     it = interaction if isinstance(interaction, Interaction) else interaction_by_key(interaction)
     hour_of_day(trace.arrival_ms[:1], tz)  # fail early on a bad zone
     names = [d.name for d in deployments]
@@ -293,11 +354,11 @@ def compare(
     results = []
     for dep in deployments:
         try:
-            rep = replay(dep, trace, max_wait_s=max_wait_s)
+            pred = predict(dep, trace, level=level, max_wait_s=max_wait_s)
         except CannotKeepUp as exc:
             results.append(CandidateResult(name=dep.name, kind=dep.kind, ok=False, message=exc.reason))
             continue
-        results.append(summarize_replay(dep, rep, it, tz))
+        results.append(summarize_replay(dep, pred.nominal, it, tz, pred))
     meeting = [c for c in results if c.ok and c.meets_target]
     cheapest = min(meeting, key=lambda c: c.cost_usd).name if meeting else None
-    return Comparison(tuple(results), it, cheapest, trace.n, tz)
+    return Comparison(tuple(results), it, cheapest, trace.n, tz, level)

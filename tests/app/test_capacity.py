@@ -140,6 +140,7 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
 def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     import time
 
+    from planner.spread import speed_sd_of
     from planner.store.endpoints import EndpointRow
     from planner.store.engine import session
     from planner.store.probes import ProbeSampleRow, insert_samples
@@ -153,18 +154,20 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
         s.add(ep)
         s.flush()
         ep_id = ep.id
-    # 25 ms per 1K uncached tokens → 40,000 tokens/s
+    # 20 ms per 1K uncached tokens yesterday, 30 today: 25 ms per 1K together → 40,000 tokens/s, and a day-to-day
+    # speed spread (50,000 against 33,333 tokens/s)
+    day_ms = 86_400_000
     insert_samples(
         eng,
         [
             ProbeSampleRow(
                 endpoint_id=ep_id,
-                scheduled_at_ms=now + i,
-                started_at_ms=now + i,
+                scheduled_at_ms=now - day_ms * (i < 3) + i,
+                started_at_ms=now - day_ms * (i < 3) + i,
                 ok=True,
                 prompt_tokens=t,
                 cached_tokens=0,
-                ttft_ms=50 + 0.025 * t,
+                ttft_ms=50 + (0.02 if i < 3 else 0.03) * t,
             )
             for i, t in enumerate([256, 2048, 8192, 256, 2048, 8192])
         ],
@@ -174,6 +177,8 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     assert "measured: sim-local" in app.radio(key="cap_pf_mode").options
     app.radio(key="cap_pf_mode").set_value("measured: sim-local").run()
     assert metric(app, "Prefill rate") == "40,000 tokens/s"
+    spread = speed_sd_of((50_000, 1e6 / 30))
+    assert any(f"over 2 days (speed_sd={spread:.3f}" in c.value for c in app.caption), [c.value for c in app.caption]
     app.button(key="cap_pf_use").click().run()
     fig = app.session_state["ws_figures"]["prefill_tokens_per_s"]
     assert fig["source"] == "probe" and fig["n"] == 6 and "sim-local" in fig["detail"]

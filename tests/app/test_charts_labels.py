@@ -277,7 +277,7 @@ def test_the_what_if_hourly_log_axis_has_1_2_5_ticks():
             for h in range(24)
         ]
     )
-    fig = hourly_p95_figure(hourly, 500, "UTC")
+    fig = hourly_p95_figure(hourly, 500, "UTC", 0.8)
     _assert_readable_log_axis(fig.layout.yaxis, [*hourly["p95_ms"], 500])
 
 
@@ -308,3 +308,34 @@ def test_the_cold_exposure_log_axis_has_1_2_5_ticks():
     )
     fig = cold_curve_figure(cold)
     _assert_readable_log_axis(fig.layout.xaxis, windows)
+
+
+def test_the_what_if_band_with_an_unbounded_top_keeps_a_finite_axis():
+    """A candidate that cannot keep up at its slower speeds has an interval without a top: the band reaches the
+    plot's top (1.5 × the highest finite value), its hover says "unbounded", and nothing infinite reaches Plotly."""
+    import json
+    import math
+
+    from tests.app.conftest import plotly_array
+
+    hourly = pd.DataFrame(
+        [
+            {"candidate": "a", "hour": h, "p95_ms": 400.0, "n": 30, "p95_reliable": True, "p95_lo_ms": 300.0}
+            | {"p95_hi_ms": math.inf if h == 10 else 600.0}
+            for h in (9, 10, 11)
+        ]
+    )
+    fig = hourly_p95_figure(hourly, 500, "UTC", 0.9)
+    spec = json.loads(fig.to_json())
+    ys = [float(y) for t in spec["data"] for y in plotly_array(t["y"])]
+    assert ys and all(math.isfinite(y) for y in ys)
+    [shade] = [t for t in fig.data if t.fill == "toself"]
+    assert max(shade.y) == 600 * 1.5  # the plot's top, not infinity
+    assert "10:00 · 90% interval 300 ms – unbounded" in shade.text
+    line = next(t for t in fig.data if t.name == "a")
+    assert [row[1] for row in line.customdata] == ["300–600 ms", "300 ms – unbounded", "300–600 ms"]
+    assert "90% interval" in fig.layout.title.text  # the level passed in, not a fixed 80 %
+    # on a log axis too (values spanning more than 20×), the ticks stay finite
+    wide = pd.concat([hourly, hourly.assign(candidate="b", p95_ms=20_000.0, p95_lo_ms=15_000.0, p95_hi_ms=math.inf)])
+    axis = hourly_p95_figure(wide, 500, "UTC", 0.8).layout.yaxis
+    assert axis.type == "log" and all(math.isfinite(v) for v in axis.tickvals)

@@ -12,6 +12,10 @@ DAY0_MS = 1_764_460_800_000  # 2025-11-30 00:00 UTC
 CHEAP = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
 PRICEY = "dedicated:name=ded,replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40"
 SLOW = "dedicated:name=slow,replicas=1,slots=8,prefill=1500,decode=60,usd_per_gpu_h=0.5,rtt=40"
+# Run to run, the engine's speed varies by ±20 % (log-sd): the prediction interval comes from that spread.
+SPREAD = "dedicated:name=spread,replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40,speed_sd=0.2"
+# One slot, 4.9 s a request, a request a minute: the slowest 5% queue behind each other.
+BUSY = "dedicated:name=busy,replicas=1,slots=1,prefill=1000,decode=10,usd_per_gpu_h=0.5,rtt=40,speed_sd=0.2"
 
 
 def store_log() -> int:
@@ -51,8 +55,9 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
     assert table.loc[table["Cheapest meeting the target"] == "★", "Candidate"].tolist() == ["sls"]
     assert any("**sls**" in s.value for s in app.success)
     hourly = chart_spec(app, "wi_hourly")
-    assert [t["name"] for t in hourly["data"]] == ["sls", "ded", "slow", "target 500 ms"]
-    assert plotly_array(hourly["data"][0]["x"]) == list(range(9, 17))
+    lines = [t for t in hourly["data"] if "fill" not in t]  # each candidate's interval is a shaded band besides
+    assert [t["name"] for t in lines] == ["sls", "ded", "slow", "target 500 ms"]
+    assert plotly_array(lines[0]["x"]) == list(range(9, 17))
     segments = chart_spec(app, "wi_segments")
     assert [t["name"] for t in segments["data"]] == ["Queueing", "Cold start", "Prefill", "Network"]
     prefill = dict(zip(segments["data"][2]["x"], plotly_array(segments["data"][2]["y"]), strict=True))
@@ -71,7 +76,8 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
     table = app.dataframe[0].value
     # The agent loop's 1000 ms is still under 1,373 ms: slow misses; 09–17 UTC is 18–02 in Tokyo.
     assert table.set_index("Candidate")["Meets the target"].to_dict() == {"sls": "yes", "slow": "no"}
-    assert plotly_array(chart_spec(app, "wi_hourly")["data"][0]["x"]) == [0, 1, 18, 19, 20, 21, 22, 23]
+    line = next(t for t in chart_spec(app, "wi_hourly")["data"] if t["name"] == "sls")
+    assert plotly_array(line["x"]) == [0, 1, 18, 19, 20, 21, 22, 23]
 
 
 def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):
@@ -199,3 +205,92 @@ def test_a_log_without_the_needed_columns_points_to_the_logs_pages_mapping_box(a
     [error] = [e.value for e in app.error]
     assert "no prompt-token column" in error and "Column mapping box on the Logs page" in error
     assert "--map" not in error
+
+
+def _replayed(upload_id: int, specs: list[str]):
+    """What the page replays: the stored log and these candidates (they set every rate; the chat target)."""
+    from planner.store.logs import load_upload_frame
+    from planner.whatif.deployment import parse_deployment
+    from planner.whatif.results import compare
+    from planner.whatif.trace import trace_from_frame
+
+    eng = open_store(database_url())
+    try:
+        trace = trace_from_frame(load_upload_frame(eng, upload_id), source="team.jsonl")
+    finally:
+        eng.dispose()
+    return {c.name: c for c in compare(trace, [parse_deployment(s) for s in specs], "chat").candidates}
+
+
+def test_a_measured_speed_spread_gives_each_p95_an_interval_in_words_in_the_table_and_as_a_band(app):
+    upload_id = store_log()
+    open_page("whatif", app)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SPREAD}").run()
+    assert not app.exception, app.exception
+    band = _replayed(upload_id, [CHEAP, SPREAD])["spread"].interval["p95"]
+    assert band.lo_ms < band.value_ms < band.hi_ms  # ±20 % speed: a real interval around the prediction
+    # the sentence under the verdict quotes it, and says the engine's speed spread sets its width
+    [sentence] = [c.value for c in app.caption if c.value.startswith("**spread**")]
+    assert f"p95 {band.value_ms:,.0f} ms (80% interval {band.lo_ms:,.0f} ms – {band.hi_ms:,.0f} ms)" in sentence
+    assert "engine's speed spread" in sentence
+    # sls was typed without a spread: its interval only covers the trace's size, said once, with how to measure one
+    [hint] = [c.value for c in app.caption if "only covers the trace's size" in c.value]
+    assert hint.startswith("sls has no speed spread (")  # sls alone: the candidate with a spread is not named
+    assert "`ttft-planner calibrate` prints speed_sd/request_sd" in hint
+    # the table shows the interval as one range
+    table = app.dataframe[0].value.set_index("Candidate")
+    assert table.loc["spread", "TTFT p95, 80% interval"] == f"{band.lo_ms:,.0f}–{band.hi_ms:,.0f} ms"
+    # the chart: a band in the line's colour, grouped with it, its top above the line and its bottom below, each hour
+    data = chart_spec(app, "wi_hourly")["data"]
+    line = next(t for t in data if t["name"] == "spread")
+    shade = next(t for t in data if t.get("fill") == "toself" and t.get("legendgroup") == "spread")
+    assert shade["line"]["color"] == line["line"]["color"] and shade["showlegend"] is False
+    hours, p95 = plotly_array(line["x"]), plotly_array(line["y"])
+    ys = plotly_array(shade["y"])
+    tops, bottoms = ys[: len(hours)], ys[len(hours) :][::-1]
+    assert plotly_array(shade["x"])[: len(hours)] == hours
+    assert all(lo < y < hi for lo, y, hi in zip(bottoms, p95, tops, strict=True)), (bottoms, p95, tops)
+    assert "80% interval" in shade["text"][0]
+    # the expander states the serving model each candidate assumes, and its speed spread
+    said = [c.value for c in app.caption if c.value.startswith("Serving model")]
+    assert said == [
+        "Serving model: 0–2 replicas × 8 slots, started on demand (cold start 20 s), released after 3,600 s idle; "
+        "first in first out across the pool, each slot at the full prefill/decode rate · fixed speed (no speed_sd or "
+        "request_sd in its spec).",
+        "Serving model: 2 replicas × 8 slots, always warm; first in first out across the pool, each slot at the full "
+        "prefill/decode rate · speed ±20% run to run.",
+    ]
+
+
+def test_a_candidates_predicted_queueing_goes_to_the_worksheet_with_its_interval(app):
+    upload_id = store_log()
+    open_page("whatif", app)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{BUSY}").run()
+    assert not app.exception, app.exception
+    want = _replayed(upload_id, [CHEAP, BUSY])
+    # the cheapest candidate meeting the target is offered first: a serverless pool, so its cold start goes too
+    assert app.selectbox(key="wi_use_pick").value == "sls"
+    assert want["sls"].cold_starts > 0
+    app.button(key="wi_use").click().run()
+    assert not app.exception, app.exception
+    figs = app.session_state["ws_figures"]
+    assert figs["cold_ms"]["value"] == round(want["sls"].tail_segments_ms["cold_ms"], 1) > 0
+    assert figs["cold_ms"]["source"] == "model" and figs["cold_ms"]["n"] == 480
+    # the one-slot candidate: its slowest 5% queue for seconds; that wait becomes the worksheet's queueing segment
+    app.switch_page("views/whatif.py").run()
+    app.selectbox(key="wi_use_pick").set_value("busy").run()
+    assert "busy's predicted queueing" in app.button(key="wi_use").label
+    app.button(key="wi_use").click().run()
+    assert not app.exception, app.exception
+    busy = want["busy"]
+    queue = app.session_state["ws_figures"]["queue_ms"]
+    assert queue["value"] == round(busy.tail_segments_ms["queue_ms"], 1) > 1_000
+    assert app.number_input(key="queue_ms").value == queue["value"]  # on the worksheet now
+    # its provenance, as the worksheet shows it, quotes the p95 and its interval
+    band = busy.interval["p95"]
+    interval = f"p95 {band.value_ms:,.0f} ms (80%: {band.lo_ms:,.0f}–{band.hi_ms:,.0f} ms)"
+    [shown] = [c.value.replace("\\", "") for c in app.caption if "what-if replay of busy" in c.value]
+    assert shown.startswith(":material/sensors: model · what-if replay of busy on team.jsonl: " + interval)
+    assert "n=480" in shown and "2025-11-30 09:" in shown

@@ -9,6 +9,7 @@ import pytest
 from planner.capacity.measured import measured_slopes
 from planner.capacity.traffic import traffic_from_frame
 from planner.logs import COLUMNS, LogParseResult
+from planner.spread import speed_sd_of
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import session
 from planner.store.logs import load_upload_frame, save_upload
@@ -162,3 +163,40 @@ def test_hours_of_day_follow_the_time_zone():
     assert [h for h in range(24) if berlin.hourly_tokens[h]] == [11]
     assert [h for h in range(24) if ny.hourly_tokens[h]] == [5]
     assert berlin.tz == "Europe/Berlin"
+
+
+def test_the_slope_day_by_day_gives_the_endpoints_speed_spread(engine):
+    """Three days of probes at 20,000, 16,000 and 25,000 tokens/s: the day-to-day spread is what a what-if candidate
+    on this endpoint takes as speed_sd; a day with one prompt length cannot be fitted and is left out."""
+    day0 = 1_764_460_800_000
+    with session(engine) as s:
+        ep = EndpointRow(
+            name="hosted", base_url="http://127.0.0.1:9/v1", model="m", created_at_ms=day0, updated_at_ms=day0
+        )
+        s.add(ep)
+        s.flush()
+        ep_id = ep.id
+    rows = []
+    for day, rate in enumerate((20_000, 16_000, 25_000)):
+        for i, tokens in enumerate((1000, 4000, 8000)):
+            t = day0 + day * 86_400_000 + i * 60_000
+            rows.append(
+                ProbeSampleRow(
+                    endpoint_id=ep_id,
+                    scheduled_at_ms=t,
+                    started_at_ms=t,
+                    ok=True,
+                    prompt_tokens=tokens,
+                    ttft_ms=40 + tokens * 1000 / rate,
+                )
+            )
+    t = day0 + 3 * 86_400_000  # a fourth day with one length only
+    rows.append(
+        ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=t, started_at_ms=t, ok=True, prompt_tokens=1000, ttft_ms=90)
+    )
+    insert_samples(engine, rows)
+    (slope,) = measured_slopes(engine)
+    assert slope.daily_tokens_per_s == pytest.approx((20_000, 16_000, 25_000))
+    assert slope.speed_sd == pytest.approx(speed_sd_of((20_000, 16_000, 25_000)))
+    assert slope.speed_sd > 0.2  # ±20 % day to day, widened for three days
+    assert "over 3 days" in slope.describe_spread() and f"speed_sd={slope.speed_sd:.3f}" in slope.describe_spread()

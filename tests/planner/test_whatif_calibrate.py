@@ -9,6 +9,9 @@ only what a loaded machine cannot change. The read-back over real HTTP is bench/
 from __future__ import annotations
 
 import json
+import math
+import statistics
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +21,7 @@ from planner.probes.fit import PrefillFit
 from planner.probes.ttft import ProbeTarget
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.simulator.virtual import run_virtual, virtual_clock_ns, virtual_simulator
+from planner.spread import speed_sd_of
 from planner.whatif.calibrate import Calibration, calibrate
 from planner.whatif.deployment import parse_deployment
 
@@ -88,6 +92,10 @@ def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses():
     assert dep.slots_per_replica == cal["effective_slots"] and dep.replicas == 1
     assert abs(dep.prefill_tokens_per_s.value - cal["prefill_tokens_per_s"]) < 1
     assert dep.decode_tokens_per_s.value == pytest.approx(cal["decode_tokens_per_s"], abs=0.05)
+    assert len(cal["round_prefill_tokens_per_s"]) == 3  # the default rounds, each with its own rate
+    assert dep.speed_sd.value == pytest.approx(min(cal["speed_sd"], 2.0), abs=5e-4)
+    assert dep.request_sd.value == pytest.approx(min(cal["request_sd"], 2.0), abs=5e-4)
+    assert "slot" in cal["serving_model"]
 
 
 def test_an_unreachable_endpoint_is_a_clear_error():
@@ -147,3 +155,31 @@ def test_admission_time_that_holds_the_slot_is_measured_at_saturation_and_kept_o
     assert dep.rtt_ms.value == 0, cal.spec()  # the 200 ms moved out of rtt …
     held_ms = dep.prompt_overhead_tokens.value * 1000 / dep.prefill_tokens_per_s.value
     assert held_ms == pytest.approx(200.0), cal.spec()  # … into slot time
+
+
+def test_an_engine_at_one_speed_gives_rounds_that_agree_and_no_spread():
+    cfg = SimulatorConfig(
+        slots=1, prefill_tokens_per_s=4000, decode_tokens_per_s=50, base_overhead_ms=0, prefix_cache_tokens=0, seed=0
+    )
+    cal = calibrate_in_virtual_time(
+        cfg, lengths=(100, 800), n=2, rounds=4, decode_tokens=8, concurrencies=(1, 2), step_duration_s=1.0
+    )
+    assert cal.round_prefill_tokens_per_s == pytest.approx((4000,) * 4)
+    assert cal.speed_sd == pytest.approx(0, abs=1e-6) and cal.request_sd == pytest.approx(0, abs=1e-6)
+    assert cal.rounds_disagree is None
+    dep = parse_deployment(cal.spec())
+    assert dep.speed_sd.value == 0 and dep.request_sd.value == 0
+
+
+def test_the_speed_spread_is_the_rounds_log_sd_widened_for_few_rounds():
+    rates = (80.0, 100.0, 120.0)
+    logs = [math.log(r) for r in rates]
+    sd = statistics.stdev(logs)
+    # two degrees of freedom: t(0.9) = 1.886 against z = 1.2816, and the next run's own draw: √(1 + 1/3)
+    assert speed_sd_of(rates) == pytest.approx(sd * 1.886 / 1.2816 * math.sqrt(4 / 3))
+    assert speed_sd_of((100.0,)) == 0.0
+    cal = replace(_cal(0, 0), round_prefill_tokens_per_s=rates, request_sd=0.05)
+    assert cal.rounds_disagree == pytest.approx(0.5)  # 120 against 80: more than 25 %, so it is reported
+    dep = parse_deployment(cal.spec())
+    assert dep.speed_sd.value == pytest.approx(speed_sd_of(rates), abs=5e-4) and dep.request_sd.value == 0.05
+    assert replace(cal, round_prefill_tokens_per_s=(100.0, 110.0)).rounds_disagree is None

@@ -87,3 +87,25 @@ def test_a_bad_deployment_spec_exits_2_naming_the_key(tmp_path):
     res = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", SLS.replace("slots=8", "slots=many")])
     assert res.exit_code == 2
     assert "slots must be a whole number, got 'many'" in res.output
+
+
+def test_a_calibrated_speed_spread_gives_each_percentile_an_interval_in_json_and_text(tmp_path):
+    log = tmp_path / "team.jsonl"
+    write_log(log)
+    spread = DED.replace("name=ded", "name=spread") + ",speed_sd=0.2,request_sd=0.05"
+    res = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", DED, "--deployment", spread, "--json"])
+    assert res.exit_code == 0, res.output
+    fixed, varied = json.loads(res.output)["candidates"]
+    for c in (fixed, varied):
+        band = c["interval"]["p95"]
+        assert band["lo_ms"] <= band["value_ms"] == c["p95_ms"] <= band["hi_ms"]
+        assert all(h["p95_lo_ms"] <= h["p95_ms"] <= h["p95_hi_ms"] for h in c["hourly"] if h["p95_reliable"])
+    width = {c["name"]: c["interval"]["p50"]["hi_ms"] - c["interval"]["p50"]["lo_ms"] for c in (fixed, varied)}
+    assert width["spread"] > 3 * width["ded"]  # the speed spread, not 900 requests, sets its width
+    assert (fixed["interval"]["driven_by"], varied["interval"]["driven_by"]) == ("trace", "engine")
+    assert varied["p95_ms"] == fixed["p95_ms"]  # the point prediction is the spec's speed either way
+
+    text = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", spread, "--interval", "0.9"])
+    assert text.exit_code == 0, text.output
+    assert "spread: p50" in text.output and "(90% interval" in text.output
+    assert "its width set by the engine's speed spread" in text.output

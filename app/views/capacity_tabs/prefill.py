@@ -188,7 +188,8 @@ def render(
                     figure = ms.fit.to_figure(
                         detail=f"{ms.endpoint}: prefill slope fit ({ms.fit.quality})", measured_at_ms=ms.newest_at_ms
                     )
-                    label = f"measured · {ms.fit.describe()}"
+                    spread = ms.describe_spread()
+                    label = f"measured · {ms.fit.describe()}" + (f" · {spread}" if spread else "")
                 if rate is None:
                     st.info("Type a slope greater than 0 ms per 1K tokens.")
                     budgets = None
