@@ -193,7 +193,8 @@ def main() -> int:
             print(
                 f"calibrated at {lengths[0]} and {lengths[1]} tokens in {cal.wall_s:.0f} s: {cal.spec()} "
                 f"(rounds {', '.join(f'{r:.0f}' for r in cal.round_prefill_tokens_per_s)} tokens/s; "
-                f"speed_sd over the last {min(len(history), args.history)} rounds {dep.speed_sd.value:.3f}; "
+                f"speed_sd {dep.speed_sd.value:.3f} over "
+                f"{f'the last {min(len(history), args.history)} rounds' if keep else 'its own rounds'}; "
                 f"intercept {cal.prefill.intercept_ms:.0f} ms, r² {cal.prefill.r2:.4f}; "
                 f"{cal.fixed_hold_ms:.0f} ms holds the slot at saturation; slowdown at concurrency 2: "
                 f"{cal.slowdown_at_max:.2f}×)",
