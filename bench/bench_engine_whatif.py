@@ -1,10 +1,10 @@
-"""What-if vs a real engine: calibrate, then replay one trace slice at three loads, predicted vs measured (issue 14).
+"""What-if vs a real engine: calibrate, replay one trace slice at three loads, predicted (with an interval) vs measured.
 
 1. `calibrate` the endpoint (prefill on counted tokens, decode, effective parallelism, the tokens the server
    prefills on top of each prompt, server time per request at saturation) → a `dedicated:` spec: once at 64 and
-   512 tokens to scale the trace, then at the scaled trace's own prompt lengths (p10 and p95) before each level
-   (`--no-recalibrate`: before the first only). Calibration is a separate run: the prediction is never fitted on
-   the requests it is judged against.
+   512 tokens to scale the trace, then at the scaled trace's own prompt lengths (p10 and p95) before and after
+   each level (`--spec`: a calibration made elsewhere, none here). Calibration is a separate run: the prediction is
+   never fitted on the requests it is judged against.
 2. A slice of `--requests` requests of a trace (default: the Azure LLM code trace rows in
    assets/sample_logs/azure_code_2023.csv; `--trace FILE` takes any format `whatif --log` reads; `--synthetic` a
    bursty production-like trace) has its lulls cut to `--max-gap` s (the slice is stitched from separate windows),

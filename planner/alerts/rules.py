@@ -19,64 +19,24 @@ not flap:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
-__all__ = ["AlertKind", "AlertState", "Observation", "Rule", "SeriesStatus", "Transition", "build_rule", "step"]
+# The vocabulary lives below the store and this module (planner.store.alerts reads and writes it); re-exported here.
+from planner.alerts_vocab import UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
 
+__all__ = [
+    "UNITS",
+    "AlertKind",
+    "AlertState",
+    "Observation",
+    "Rule",
+    "SeriesStatus",
+    "Transition",
+    "build_rule",
+    "step",
+]
 
-class AlertKind(StrEnum):
-    """What a rule measures; the threshold's unit follows from it (see `Rule.unit`)."""
-
-    P95_OVER = "p95_over"  # rolling p95 TTFT over the window, ms
-    ERROR_RATE_OVER = "error_rate_over"  # failed / attempts over the window, a fraction 0..1
-    NO_SUCCESS = "no_success"  # minutes since the last successful sample
-    COLD_OVER = "cold_over"  # the newest cold reading's cold TTFT in the window, s
-
-
-class AlertState(StrEnum):
-    OK = "ok"
-    PENDING = "pending"
-    FIRING = "firing"
-
-
-class Transition(StrEnum):
-    """A change that notifies someone."""
-
-    FIRING = "firing"
-    RESOLVED = "resolved"
-
-
-UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min", AlertKind.COLD_OVER: "s"}
 # The unit a threshold is typed in (an error rate as a percentage), for messages.
 _THRESHOLD_UNIT = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "%", AlertKind.COLD_OVER: "s"}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One alert rule. `endpoint_id` None watches every endpoint; thresholds are in `unit`."""
-
-    name: str
-    kind: AlertKind
-    threshold: float
-    window_s: float = 900.0
-    for_s: float = 300.0
-    min_n: int = 20
-    clear_margin: float = 0.10
-    endpoint_id: int | None = None
-    interaction: str = ""  # the interaction type whose target set the threshold (shown in messages)
-    webhook_env: str = ""  # NAME of the variable holding the webhook URL (the URL carries a token: never stored)
-    webhook_format: str = "json"  # json | slack | teams
-    email_to: str = ""  # comma-separated addresses
-    id: int | None = None
-
-    @property
-    def unit(self) -> str:
-        return UNITS[self.kind]
-
-    @property
-    def clear_below(self) -> float:
-        """The value a firing series must come back under to resolve."""
-        return self.threshold * (1.0 - self.clear_margin)
 
 
 @dataclass(frozen=True)
@@ -85,16 +45,6 @@ class Observation:
 
     value: float | None
     n: int
-
-
-@dataclass(frozen=True)
-class SeriesStatus:
-    """The state of one (rule, endpoint, vantage) series, as stored between evaluations."""
-
-    state: AlertState = AlertState.OK
-    since_ms: int | None = None  # when the current state began
-    value: float | None = None  # the last value seen
-    n: int = 0
 
 
 def _judgeable(rule: Rule, obs: Observation) -> bool:

@@ -4,6 +4,7 @@ Raw samples are the source of truth (DESIGN §2); this module only selects
 them for a set of endpoints, a vantage and a date range. Cold readings come
 from the worker's cold_reading table, falling back to the latest kind='cold'
 sample (each ColdReading says which); RTT comes from planner.store.rtt.
+The SQL is planner.store.compare's; this module turns its rows into values.
 """
 
 from __future__ import annotations
@@ -12,16 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from planner.probes.ttft import PHASES_MS
-from planner.store.endpoints import EndpointRow
-from planner.store.engine import session, table_of
-from planner.store.probes import ProbeSampleRow
+from planner.store import compare as store
 from planner.store.rtt import rtt_summary
-from planner.store.worker import ColdReadingRow
 
 __all__ = [
     "ColdReading",
@@ -103,14 +99,12 @@ class RttFigure:
 
 def endpoint_names(engine: Engine) -> list[str]:
     """Every registered endpoint's name, sorted."""
-    with session(engine) as s:
-        return sorted(s.exec(select(EndpointRow.name)).all())
+    return store.endpoint_names(engine)
 
 
 def vantages(engine: Engine) -> list[str]:
     """Every vantage that has stored samples, sorted ("" is the unlabelled vantage)."""
-    with session(engine) as s:
-        return sorted(s.exec(select(ProbeSampleRow.vantage).distinct()).all())
+    return store.sample_vantages(engine)
 
 
 def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
@@ -121,8 +115,7 @@ def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
     names = [n.strip() for n in names if n and n.strip()]
     if not names:
         raise ValueError("name at least one endpoint to compare")
-    with session(engine) as s:
-        rows = {r.name: r for r in s.exec(select(EndpointRow).where(col(EndpointRow.name).in_(names))).all()}
+    rows = store.endpoints_named(engine, names)
     missing = [n for n in names if n not in rows]
     if missing:
         known = ", ".join(endpoint_names(engine)) or "none registered yet"
@@ -140,13 +133,7 @@ def load_endpoints(engine: Engine, names: Sequence[str]) -> list[EndpointInfo]:
 
 def sample_span(engine: Engine, endpoints: Sequence[EndpointInfo]) -> tuple[int, int] | None:
     """(first, last) started_at_ms over the endpoints' samples (UTC epoch ms), None when there are none."""
-    t = table_of(ProbeSampleRow)
-    q = sa.select(sa.func.min(t.c.started_at_ms), sa.func.max(t.c.started_at_ms)).where(
-        t.c.endpoint_id.in_([e.id for e in endpoints])
-    )
-    with engine.connect() as conn:
-        lo, hi = conn.execute(q).one()
-    return None if lo is None else (int(lo), int(hi))
+    return store.sample_span(engine, [e.id for e in endpoints])
 
 
 def load_samples(
@@ -162,19 +149,9 @@ def load_samples(
     Returns a frame with SAMPLE_COLUMNS (endpoint is the endpoint's name), oldest first.
     """
     by_id = {e.id: e.name for e in endpoints}
-    t = table_of(ProbeSampleRow)
-    cols = [t.c[c] for c in SAMPLE_COLUMNS if c != "endpoint"]
-    q = sa.select(t.c.endpoint_id, *cols).where(t.c.endpoint_id.in_(list(by_id)))
-    if since_ms is not None:
-        q = q.where(t.c.started_at_ms >= since_ms)
-    if until_ms is not None:
-        q = q.where(t.c.started_at_ms < until_ms)
-    if vantage is not None:
-        q = q.where(t.c.vantage == vantage)
-    q = q.order_by(t.c.started_at_ms)
-    with engine.connect() as conn:
-        rows = conn.execute(q).all()
-    df = pd.DataFrame(rows, columns=["endpoint_id", *[c.name for c in cols]])
+    cols = [c for c in SAMPLE_COLUMNS if c != "endpoint"]
+    rows = store.sample_rows(engine, list(by_id), cols, since_ms=since_ms, until_ms=until_ms, vantage=vantage)
+    df = pd.DataFrame(rows, columns=["endpoint_id", *cols])
     df.insert(0, "endpoint", df.pop("endpoint_id").map(by_id))
     for c in (*PHASES_MS, "total_ms", "retry_wait_ms"):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
@@ -194,27 +171,12 @@ def latest_cold_readings(
     """
     ids = {e.id: e.name for e in endpoints}
     out: dict[str, ColdReading] = {}
-    c = table_of(ColdReadingRow).c
-    q = sa.select(c.endpoint_id, c.completed_at_ms, c.cold_ttft_ms, c.warm_ttft_ms).where(
-        c.endpoint_id.in_(list(ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None)
-    )
-    if vantage is not None:
-        q = q.where(c.vantage == vantage)
-    with engine.connect() as conn:
-        for endpoint_id, at_ms, cold_ms, warm_ms in conn.execute(q.order_by(c.completed_at_ms)).all():
-            out[ids[endpoint_id]] = ColdReading(
-                float(cold_ms), None if warm_ms is None else float(warm_ms), int(at_ms), "cold reading"
-            )
-    t = table_of(ProbeSampleRow)
-    q = sa.select(t.c.endpoint_id, t.c.kind, t.c.started_at_ms, t.c.ttft_ms).where(
-        t.c.endpoint_id.in_(list(ids)), t.c.kind.in_(("cold", "warm")), t.c.ok.is_(True)
-    )
-    if vantage is not None:
-        q = q.where(t.c.vantage == vantage)
-    with engine.connect() as conn:
-        rows = conn.execute(q.order_by(t.c.started_at_ms)).all()
+    for endpoint_id, at_ms, cold_ms, warm_ms in store.completed_cold_readings(engine, list(ids), vantage=vantage):
+        out[ids[endpoint_id]] = ColdReading(
+            float(cold_ms), None if warm_ms is None else float(warm_ms), int(at_ms), "cold reading"
+        )
     fallback: dict[str, ColdReading] = {}
-    for endpoint_id, kind, started, ttft in rows:
+    for endpoint_id, kind, started, ttft in store.cold_warm_samples(engine, list(ids), vantage=vantage):
         name = ids[endpoint_id]
         if kind == "cold" and ttft is not None:
             fallback[name] = ColdReading(float(ttft), None, int(started), "latest cold sample")

@@ -11,11 +11,9 @@ import glob
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["LOG_SUFFIXES", "expand_inputs"]
+from planner.logs.suffixes import LOG_SUFFIXES
 
-# File name endings read as logs (the content decides the format; .gz / .zst are unwrapped first). `.log`: what
-# gateways and request loggers name their JSON-lines files.
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".log", ".csv", ".tsv", ".txt", ".parquet", ".gz", ".zst")
+__all__ = ["LOG_SUFFIXES", "expand_inputs"]
 
 
 def _is_log(path: Path) -> bool:

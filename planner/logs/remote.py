@@ -25,6 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from planner.logs.suffixes import LOG_SUFFIXES
+
 __all__ = ["fetch", "is_remote"]
 
 _CHUNK = 4 << 20
@@ -52,8 +54,6 @@ def _filesystem():
 def _objects(fs, url: str) -> list[tuple[str, int]]:
     """(bucket/key, size) of the log objects `url` names, sorted; raises ValueError naming the URL."""
     import pyarrow.fs as pafs
-
-    from planner.logs.inputs import LOG_SUFFIXES
 
     path = url[len("s3://") :]
     try:

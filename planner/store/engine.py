@@ -26,6 +26,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, SQLModel
 
 from planner import settings
+from planner.store.timeouts import SQLITE_BUSY_TIMEOUT_MS
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -43,7 +44,6 @@ __all__ = [
 
 DATABASE_URL_ENV = settings.DATABASE_URL.name
 DATA_DIR_ENV = settings.DATA_DIR.name
-SQLITE_BUSY_TIMEOUT_MS = 5000
 PG_IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0  # no transaction of ours sits idle for anything near this
 
 

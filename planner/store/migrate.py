@@ -32,6 +32,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
+from planner.store.timeouts import SQLITE_BUSY_TIMEOUT_MS
+
 __all__ = ["current_revision", "head_revision", "upgrade"]
 
 _SCRIPT_LOCATION = Path(__file__).resolve().parent.parent / "migrations"
@@ -60,8 +62,6 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def _sqlite_migration_engine(engine: Engine) -> Engine:
     """A one-connection engine on the same SQLite file whose transactions cover DDL (see the module doc)."""
-    from planner.store.engine import SQLITE_BUSY_TIMEOUT_MS
-
     mig = create_engine(
         engine.url, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None}
     )
