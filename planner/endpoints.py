@@ -59,6 +59,7 @@ from planner.validate import (
 __all__ = [
     "CONNECTION_POLICIES",
     "EDITABLE_FIELDS",
+    "FIELD_LABELS",
     "MIN_INTERVAL_ENV",
     "NUMERIC_RULES",
     "PROTOCOLS",
@@ -71,6 +72,7 @@ __all__ = [
     "endpoint_problem",
     "ensure_simulated_endpoint",
     "export_toml",
+    "form_message",
     "get_endpoint",
     "import_toml",
     "key_status",
@@ -131,6 +133,40 @@ class EndpointNotFound(KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "endpoint not found"
+
+
+#: Each field as the Endpoints page's form labels it: a message names a field the way the form does.
+FIELD_LABELS: dict[str, str] = {
+    "name": "Name",
+    "provider": "Provider",
+    "region": "Region",
+    "base_url": "Base URL",
+    "model": "Model",
+    "api_key_env": "API key env var",
+    "protocol": "Protocol",
+    "interval_s": "Probe interval",
+    "timeout_s": "Timeout",
+    "prompt_tokens": "Prompt tokens",
+    "max_tokens": "Max tokens",
+    "connection_policy": "Connection",
+    "scale_down_window_s": "Scale-down window",
+    "vantage": "Vantage",
+    "enabled": "Enabled",
+}
+
+
+def form_message(exc: Exception) -> str:
+    """An EndpointError as the form speaks: 'Timeout (25 s) must be shorter than Probe interval (20 s)'.
+
+    Every field name in the message becomes its FIELD_LABELS label (longest first, whole words only), the first
+    letter is capitalised, and the offending field's label leads unless the message already starts with it.
+    """
+    text = str(exc)
+    for name in sorted(FIELD_LABELS, key=len, reverse=True):
+        text = re.sub(rf"\b{name}\b", FIELD_LABELS[name], text)
+    label = FIELD_LABELS.get(getattr(exc, "field", "") or "", "")
+    text = text[:1].upper() + text[1:]
+    return text if not label or text.startswith(label) else f"{label}: {text}"
 
 
 def min_interval_s() -> float:

@@ -6,6 +6,8 @@ planner.stats.min_n_for) are drawn in the muted colour.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -36,6 +38,19 @@ def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
         legend=dict(orientation="h", y=-0.25),
         **kw,
     )
+    return fig
+
+
+def _series(fig: go.Figure, frame: pd.DataFrame, x: str, *series: dict[str, Any]) -> go.Figure:
+    """`fig` with one trace per entry of `series`: the column named by its "y" over the column `x` of `frame`, a
+    go.Bar where it says "bar": True, else a go.Scatter; "customdata" names a column too, and the entry's other keys
+    are the trace's own (name, mode, line_dash, hovertemplate, …)."""
+    for entry in series:
+        kw = dict(entry)
+        trace = go.Bar if kw.pop("bar", False) else go.Scatter
+        if "customdata" in kw:
+            kw["customdata"] = frame[kw["customdata"]]
+        fig.add_trace(trace(x=frame[x], y=frame[kw.pop("y")], **kw))
     return fig
 
 
@@ -114,53 +129,31 @@ def ecdf_figure(points: pd.DataFrame, marks: dict[str, Percentile], what: str = 
 
 def hour_percentiles_figure(by_hour: pd.DataFrame, what: str, tz: str) -> go.Figure:
     """p50 and p95 per local hour (summary.per_hour_percentiles); hours with n < 20 have muted p95 markers."""
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=by_hour["hour"],
-            y=by_hour["p50"],
-            mode="lines+markers",
-            name="p50",
-            customdata=by_hour["n"],
-            hovertemplate="%{x}:00 p50 %{y:,.0f} (n=%{customdata})<extra></extra>",
-        )
-    )
-    colours = [None if ok else SEMANTIC["muted"] for ok in by_hour["p95_reliable"]]
-    fig.add_trace(
-        go.Scatter(
-            x=by_hour["hour"],
-            y=by_hour["p95"],
-            mode="lines+markers",
-            name="p95",
-            marker=dict(color=[c or "#f08c00" for c in colours]),
-            customdata=by_hour["n"],
-            hovertemplate="%{x}:00 p95 %{y:,.0f} (n=%{customdata})<extra></extra>",
-        )
-    )
+
+    def line(q: str, **kw: Any) -> dict[str, Any]:
+        hover = f"%{{x}}:00 {q} %{{y:,.0f}} (n=%{{customdata}})<extra></extra>"
+        return dict(y=q, mode="lines+markers", name=q, customdata="n", hovertemplate=hover, **kw)
+
+    p95_colours = ["#f08c00" if ok else SEMANTIC["muted"] for ok in by_hour["p95_reliable"]]
+    fig = _series(go.Figure(), by_hour, "hour", line("p50"), line("p95", marker=dict(color=p95_colours)))
     fig.update_xaxes(dtick=2, range=[-0.5, 23.5])
     return _layout(fig, f"hour of day ({tz})", what, title=f"{what} by hour of day (grey p95: fewer than 20 requests)")
 
 
 def traffic_figure(hourly: pd.DataFrame, tz: str) -> go.Figure:
     """Requests per hour of day (bars) and tokens per hour (line, right axis), averaged over the log's days."""
-    fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=hourly["hour"],
-            y=hourly["requests"],
-            name="requests / hour",
-            hovertemplate="%{x}:00 %{y:,.1f} requests<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=hourly["hour"],
-            y=hourly["tokens_per_hour"],
+    fig = _series(
+        go.Figure(),
+        hourly,
+        "hour",
+        dict(bar=True, y="requests", name="requests / hour", hovertemplate="%{x}:00 %{y:,.1f} requests<extra></extra>"),
+        dict(
+            y="tokens_per_hour",
             name="tokens / hour (prompt + output)",
             yaxis="y2",
             mode="lines+markers",
             hovertemplate="%{x}:00 %{y:,.0f} tokens<extra></extra>",
-        )
+        ),
     )
     fig.update_layout(
         yaxis2=dict(overlaying="y", side="right", title="tokens / hour", showgrid=False, rangemode="tozero"),
@@ -172,38 +165,35 @@ def traffic_figure(hourly: pd.DataFrame, tz: str) -> go.Figure:
 
 def weekday_figure(weekdays: pd.DataFrame) -> go.Figure:
     """Requests per weekday (average over the weeks in the log)."""
-    fig = go.Figure(
-        go.Bar(
-            x=weekdays["name"],
-            y=weekdays["requests"],
-            name="requests / day",
-            hovertemplate="%{x}: %{y:,.0f} requests<extra></extra>",
-        )
+    fig = _series(
+        go.Figure(),
+        weekdays,
+        "name",
+        dict(bar=True, y="requests", name="requests / day", hovertemplate="%{x}: %{y:,.0f} requests<extra></extra>"),
     )
     return _layout(fig, "weekday", "requests / day", title="Traffic by weekday")
 
 
 def cold_curve_figure(cold: pd.DataFrame) -> go.Figure:
     """Cold fraction over the scale-down window: trace-driven and Poisson e^(−λW), with the 5% (p95) line."""
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=cold["window_s"],
-            y=cold["trace_cold_fraction"],
+    hover = "W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>"
+    fig = _series(
+        go.Figure(),
+        cold,
+        "window_s",
+        dict(
+            y="trace_cold_fraction",
             mode="lines+markers",
             name="your trace (one scale-to-zero replica)",
-            hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=cold["window_s"],
-            y=cold["poisson_cold_fraction"],
+            hovertemplate=hover,
+        ),
+        dict(
+            y="poisson_cold_fraction",
             mode="lines",
             line_dash="dot",
             name="Poisson e^(−λW) at the mean rate",
-            hovertemplate="W = %{x:,.0f} s: %{y:.1%} cold<extra></extra>",
-        )
+            hovertemplate=hover,
+        ),
     )
     fig.add_hline(
         y=P95_COLD_THRESHOLD,
@@ -231,27 +221,21 @@ def ttft_vs_probes_figure(
     fig = hour_percentiles_figure(production, "TTFT (ms)", tz)
     fig.data[0].name, fig.data[1].name = "users waited, p50", "users waited, p95"
     if probes is not None and not probes.empty:
-        fig.add_trace(
-            go.Scatter(
-                x=probes["hour"],
-                y=probes["p50_ms"],
-                mode="lines",
-                line_dash="dot",
-                name=f"probe p50 ({probe_label})",
-                customdata=probes["n"],
-                hovertemplate="%{x}:00 probe p50 %{y:,.0f} ms (n=%{customdata})<extra></extra>",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=probes["hour"],
-                y=probes["p95_ms"],
-                mode="lines",
-                line_dash="dot",
-                name=f"probe p95 ({probe_label})",
-                customdata=probes["n"],
-                hovertemplate="%{x}:00 probe p95 %{y:,.0f} ms (n=%{customdata})<extra></extra>",
-            )
+        _series(
+            fig,
+            probes,
+            "hour",
+            *(
+                dict(
+                    y=f"{q}_ms",
+                    mode="lines",
+                    line_dash="dot",
+                    name=f"probe {q} ({probe_label})",
+                    customdata="n",
+                    hovertemplate=f"%{{x}}:00 probe {q} %{{y:,.0f}} ms (n=%{{customdata}})<extra></extra>",
+                )
+                for q in ("p50", "p95")
+            ),
         )
     fig.update_layout(title="TTFT by hour of day: what users waited vs what the probes measured")
     return fig

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
+from planner.probes.rtt_rank import ranked, row_outcome, row_status
 from planner.regions import Region
 from planner.settings import vantage_name
 from planner.stats import min_n_for, percentile
@@ -92,32 +93,21 @@ def _two_lines(label: str) -> str:
 
 
 def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFrame:
-    """The ranked table: one row per (region, side, vantage), fastest median first, failures last.
+    """The ranked table: one row per (region, side, vantage) in planner.probes.rtt_rank's order (fastest median
+    first, no median last, ties by label).
 
-    `status` is "ok", or the failure class and sentence of the newest outcome; anycast rows say
-    they measure the edge; proxied rows say the figure is to the proxy. p90_reliable is False below n = 10.
+    `status` is rtt_rank.row_status: "ok", "no samples", or the failure class and sentence of the newest outcome,
+    with the notes of anycast and proxied rows. p90_reliable is False below n = 10.
     """
     by_id = {r.id: r for r in regions}
     rows = []
     for rec in summary.to_dict("records"):
         reg = by_id.get(rec["region_id"])
-        status = "ok"
         err, detail, proxy = (_text(rec.get(k)) for k in ("last_error_class", "last_error_detail", "proxy"))
-        if err:
-            status = f"{err}: {detail}".strip()
-        elif not rec["n"]:
-            status = "no samples"
-        outcome = err or status  # the table's short column; `status` is the whole sentence, shown below the table
-        notes, short = [], []
-        if reg is not None and reg.anycast:
-            notes.append("anycast: measures the nearest edge")  # (its label says "anycast edge" in the table)
-        if proxy:
-            notes.append(f"to proxy {proxy}")
-            short.append("via proxy")
-        if notes:
-            status = f"{status} ({'; '.join(notes)})"
-        if short:
-            outcome = " · ".join([outcome, *short])
+        anycast = bool(reg.anycast) if reg else False
+        # the table's short column (the failure class, or ok / no samples); `status` is the whole sentence, shown
+        # below the table (anycast rows: their label says "anycast edge" in the table)
+        outcome = row_outcome(err, int(rec["n"])) + (" · via proxy" if proxy else "")
         median = rec["median_ms"]
         rows.append(
             {
@@ -135,20 +125,20 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
                 "p90_reliable": int(rec["n"]) >= min_n_for(0.9),
                 "n": int(rec["n"]),
                 "n_errors": int(rec["n_errors"]),
-                "status": status,
+                "status": row_status(err, detail, int(rec["n"]), anycast=anycast, proxy=proxy),
                 "outcome": outcome,
                 "last_measured_at_ms": int(rec["last_measured_at_ms"]),
                 "last_measured": pd.to_datetime(int(rec["last_measured_at_ms"]), unit="ms", utc=True),
-                "anycast": bool(reg.anycast) if reg else False,
+                "anycast": anycast,
                 "lat": reg.lat if reg else None,
                 "lon": reg.lon if reg else None,
                 "proxy": proxy or None,
             }
         )
+    rows = ranked(rows, median_ms=lambda r: r["median_ms"], label=lambda r: r["region"])
     df = pd.DataFrame(rows, columns=[c for c in RANKED_COLUMNS if c != "rank"])
     if df.empty:
         return pd.DataFrame(columns=RANKED_COLUMNS)
-    df = df.sort_values(["median_ms", "region"], na_position="last", kind="stable").reset_index(drop=True)
     df.insert(0, "rank", range(1, len(df) + 1))
     return df
 

@@ -1,6 +1,5 @@
 """Endpoints: what do we probe, how often, from where? (the worker probes these; results on the Probes page)"""
 
-import re
 import time
 
 import pandas as pd
@@ -11,6 +10,7 @@ from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.cold_policy import keeps_itself_warm
+from planner.endpoint_status import endpoint_state, failing_warnings
 from planner.endpoints import (
     CONNECTION_POLICIES,
     PROTOCOLS,
@@ -19,6 +19,7 @@ from planner.endpoints import (
     add_endpoint,
     edit_endpoint,
     export_toml,
+    form_message,
     import_toml,
     key_status,
     key_status_for,
@@ -53,35 +54,6 @@ if flash or flash_errors:
         for line in flash_errors:
             st.error(line)
 
-# The form's labels: a message names the field the way the form does, never the internal name.
-FIELD_LABELS = {
-    "name": "Name",
-    "provider": "Provider",
-    "region": "Region",
-    "base_url": "Base URL",
-    "model": "Model",
-    "api_key_env": "API key env var",
-    "protocol": "Protocol",
-    "interval_s": "Probe interval",
-    "timeout_s": "Timeout",
-    "prompt_tokens": "Prompt tokens",
-    "max_tokens": "Max tokens",
-    "connection_policy": "Connection",
-    "scale_down_window_s": "Scale-down window",
-    "vantage": "Vantage",
-    "enabled": "Enabled",
-}
-
-
-def _message(exc: Exception) -> str:
-    """An EndpointError as the form speaks: 'Timeout (25 s) must be shorter than Probe interval (20 s)'."""
-    text = str(exc)
-    for name in sorted(FIELD_LABELS, key=len, reverse=True):
-        text = re.sub(rf"\b{name}\b", FIELD_LABELS[name], text)
-    field = FIELD_LABELS.get(getattr(exc, "field", "") or "", "")
-    text = text[:1].upper() + text[1:]
-    return text if not field or text.startswith(field) else f"{field}: {text}"
-
 
 def _reset_form(prefix: str) -> None:
     """Forget a form's typed values (after a successful add), so the next run shows it empty."""
@@ -110,22 +82,12 @@ else:  # the worker's own account (running and buffering, lease lapsed, or not r
         st.warning(report.text, icon=":material/pause_circle:")
 
 
-def _state(ep) -> str:
-    ks = key_status(ep)
-    if ks.startswith("key missing"):
-        return "key missing"
-    if not ep.enabled:
-        return "disabled"
-    reports = statuses.get(ep.id, [])
-    return ", ".join(f"{s['state']}{' @ ' + s['vantage'] if s['vantage'] else ''}" for s in reports) or "not probed yet"
-
-
 if rows:
     table = pd.DataFrame(
         [
             {
                 "Name": e.name,
-                "Status": _state(e),
+                "Status": endpoint_state(e, statuses.get(e.id, [])),
                 "Provider": e.provider or "—",
                 "Region": e.region or "—",
                 "Protocol": e.protocol,
@@ -168,14 +130,8 @@ if rows:
             icon=":material/local_fire_department:",
         )
     for e in rows:
-        for s in statuses.get(e.id, []):
-            if s["state"] == "failing" and s["consecutive_failures"] >= 3:
-                st.warning(
-                    md_text(
-                        f"{e.name}{' @ ' + s['vantage'] if s['vantage'] else ''}: {s['consecutive_failures']} failures "
-                        f"in a row — {s['detail']}"
-                    )
-                )
+        for line in failing_warnings(e, statuses.get(e.id, [])):
+            st.warning(md_text(line))
 else:
     st.info("No endpoints yet. Add one below, or import a TOML file.")
 
@@ -317,7 +273,7 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
                 _reset_form("add")
                 st.rerun()
             except EndpointError as exc:
-                st.error(md_text(_message(exc)))
+                st.error(md_text(form_message(exc)))
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
 
@@ -338,7 +294,7 @@ if rows:
                     ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
-                    st.error(md_text(_message(exc)))
+                    st.error(md_text(form_message(exc)))
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
             if remove.form_submit_button(
@@ -375,7 +331,8 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
             res = import_toml(eng, up.getvalue().decode("utf-8", errors="replace"))
             record("endpoint.write", up.name, f"imported: added {len(res.added)}, updated {len(res.updated)}")
             rejected = [
-                md_text(f"{up.name}: endpoint #{i} {n!r}: {_message(EndpointError(msg))}") for i, n, msg in res.rejected
+                md_text(f"{up.name}: endpoint #{i} {n!r}: {form_message(EndpointError(msg))}")
+                for i, n, msg in res.rejected
             ]
             if res.added or res.updated:
                 ss.endpoints_flash = (
@@ -388,6 +345,6 @@ with st.expander("Import / export (TOML, for keeping the list in git)", icon=":m
             for line in rejected:
                 st.error(line)
         except EndpointError as exc:
-            st.error(md_text(f"{up.name}: {_message(exc)}"))
+            st.error(md_text(f"{up.name}: {form_message(exc)}"))
         except STORE_FAILURES as exc:
             show_store_failure(exc)

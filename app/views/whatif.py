@@ -8,6 +8,7 @@ import streamlit as st
 from app import page_state, viewer, worksheet_state
 from app.cache import engine
 from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
+from app.widgets import persisted_number
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
@@ -175,15 +176,14 @@ interaction = c2.selectbox(
     format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
     help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.",
 )
-growth = c3.number_input(
+growth = persisted_number(
     "Growth ×",
+    key="wi_growth",
+    where=c3,
     min_value=0.05,
     max_value=100.0,
     value=1.0,
     step=0.25,
-    key="wi_growth",
-    persist_state="session",
-    bind="query-params",
     help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).",
 )
 only_busiest = c4.checkbox(

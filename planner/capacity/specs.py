@@ -8,7 +8,7 @@ naming the file, and CapacityError naming the row and key when a row is malforme
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "ModelSpec",
     "ServerlessPrice",
     "TokenMix",
+    "capacity_claim",
     "default_mix",
     "gpu_hour_prices",
     "gpu_defaults",
@@ -226,6 +227,16 @@ def serverless_prices() -> tuple[ServerlessPrice, ...]:
 def gpu_hour_prices() -> tuple[GpuHourPrice, ...]:
     """Dedicated GPU-hour price rows from assets/prices.toml."""
     return tuple(_row("GPU-hour price", d, GpuHourPrice) for d in load_asset("prices.toml")["gpu_hour"])
+
+
+def capacity_claim(preset: GpuHourPrice, presets: Iterable[GpuHourPrice]) -> tuple[float, str]:
+    """The capacity claim (tokens/min per replica) and its note that a dedicated `preset` starts from.
+
+    A preset without a claim borrows the first of `presets` that has one (and its note); none at all: 0 and the
+    preset's own note.
+    """
+    src = preset if preset.capacity_tokens_per_min else next((g for g in presets if g.capacity_tokens_per_min), preset)
+    return float(src.capacity_tokens_per_min or 0.0), src.token_note or ""
 
 
 @cache

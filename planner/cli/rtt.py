@@ -10,6 +10,7 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
+from planner.probes.rtt_rank import ranked, row_note
 from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_target
 from planner.settings import vantage_name
 from planner.store.audit import record_cli
@@ -32,14 +33,9 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 
 def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
     click.echo(f"{'region':<30} {'min':>7} {'median':>7} {'p90':>7} {'n':>3} {'dns':>6} {'tls':>7} {'ttfb':>7}  note")
-    ranked = sorted(results, key=lambda r: (r.stats.median_ms is None, r.stats.median_ms or 0.0))
-    for r in ranked:
+    for r in ranked(results, median_ms=lambda r: r.stats.median_ms, label=lambda r: r.region_id):
         s = r.stats
-        note = f"{r.error_class}: {r.error_detail}" if r.error_class else ""
-        if r.proxy:
-            note = (note + "; " if note else "") + f"TCP figures are to the proxy {r.proxy}"
-        if r.region_id in anycast_ids:
-            note = (note + "; " if note else "") + "anycast front door: measures the nearest edge"
+        note = row_note(r.error_class, r.error_detail, anycast=r.region_id in anycast_ids, proxy=r.proxy)
         click.echo(
             f"{r.region_id[:30]:<30} {_fmt(s.min_ms):>7} {_fmt(s.median_ms):>7} {_fmt(s.p90_ms):>7} {s.n:>3} "
             f"{_fmt(r.dns_ms):>6} {_fmt(r.tls_ms):>7} {_fmt(r.ttfb_ms):>7}  {note}"

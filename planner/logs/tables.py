@@ -89,16 +89,10 @@ def read_csv(name: str, data: bytes, ctx: ReadContext) -> None:
         res.formats[name] = record_fmt
         _csv_records(name, header, rows, EXTRACTORS[record_fmt], ctx)
         return
-    fmt_name, used = ctx.table_mapping(name, header)
-    res.mapping = used
-    res.formats[name] = "csv" if fmt_name == "mapped" else fmt_name
-    missing = [c for c in used.values() if c not in header]
-    if missing:
-        out.reject(name, 0, f"mapped column(s) not in the header: {', '.join(missing)}")
+    mapped = _mapped_table(name, header, ctx, "csv")
+    if mapped is None:
         return
-    if not mapping_complete(used):
-        out.reject(name, 0, wanted_column(used, header, ctx.map_hint))
-        return
+    fmt_name, used = mapped
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
     no_output = 0
@@ -210,7 +204,7 @@ def parquet_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
     except (pa.ArrowInvalid, OSError):
         return None
     fmt_name, used = ctx.table_mapping(path.name, columns)
-    if not mapping_complete(used) or any(c not in columns for c in used.values()) or ctx.prefix(used) is not None:
+    if _mapping_problem(used, columns, "parquet") is not None or ctx.prefix(used) is not None:
         return None
     ts0 = ctx.start_ms() if relative_times(used) else 0
     return TablePlan(path, fmt_name, columns, used, ctx.tz, ts0)
@@ -277,7 +271,7 @@ def large_csv_plan(path: Path, ctx: ReadContext) -> TablePlan | None:
     if ctx.fmt == "auto" and not ctx.mapping and classify(dict.fromkeys(header, "")) in EXTRACTORS:
         return None
     fmt_name, used = ctx.table_mapping(path.name, header)
-    if not mapping_complete(used) or any(c not in header for c in used.values()) or used.get("hash_ids"):
+    if _mapping_problem(used, header, "csv") is not None or used.get("hash_ids"):
         return None
     ts0 = ctx.start_ms() if relative_times(used) else 0
     delimiter = delimiter_of(head.decode("utf-8", "replace"))
@@ -467,16 +461,10 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         return
     columns = list(pf.schema_arrow.names)
     res.columns[name] = columns
-    fmt_name, used = ctx.table_mapping(name, columns)
-    res.mapping = used
-    res.formats[name] = "parquet" if fmt_name == "mapped" else fmt_name
-    missing = [c for c in used.values() if c not in columns]
-    if missing:
-        out.reject(name, 0, f"mapped column(s) not in the file: {', '.join(missing)}")
+    mapped = _mapped_table(name, columns, ctx, "parquet")
+    if mapped is None:
         return
-    if not mapping_complete(used):
-        out.reject(name, 0, wanted_column(used, columns, ctx.map_hint))
-        return
+    used = mapped[1]
     ts0 = ctx.start_ms() if relative_times(used) else 0
     prefix = ctx.prefix(used)
     if isinstance(source, Path) and out.sink is not None and prefix is None:
@@ -512,6 +500,36 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
                 out.reject(name, at, str(exc))
                 continue
             out.add(row, name)
+
+
+#: Where a table file's column names are, in the words of a message: a CSV's header, a Parquet file's schema.
+_COLUMNS_IN = {"csv": "the header", "parquet": "the file"}
+
+
+def _mapping_problem(
+    used: Mapping[str, str], columns: Sequence[str], kind: str, hint: str = MAP_HINT_CLI
+) -> str | None:
+    """Why a table file (`kind`: "csv" or "parquet") with these columns cannot be read under the mapping `used`, or
+    None when it can: a mapped column it lacks, or no time / prompt-token column (wanted_column)."""
+    missing = [c for c in used.values() if c not in columns]
+    if missing:
+        return f"mapped column(s) not in {_COLUMNS_IN[kind]}: {', '.join(missing)}"
+    if not mapping_complete(used):
+        return wanted_column(used, columns, hint)
+    return None
+
+
+def _mapped_table(name: str, columns: Sequence[str], ctx: ReadContext, kind: str) -> tuple[str, dict[str, str]] | None:
+    """(format name, mapping) of the table file `name` (`kind`: "csv" or "parquet"), both noted in ctx.res; None
+    having rejected the file with its _mapping_problem."""
+    fmt_name, used = ctx.table_mapping(name, columns)
+    ctx.res.mapping = used
+    ctx.res.formats[name] = kind if fmt_name == "mapped" else fmt_name
+    problem = _mapping_problem(used, columns, kind, ctx.map_hint)
+    if problem is not None:
+        ctx.out.reject(name, 0, problem)
+        return None
+    return fmt_name, used
 
 
 def wanted_column(used: Mapping[str, str], columns: Sequence[str], hint: str = MAP_HINT_CLI) -> str:

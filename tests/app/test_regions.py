@@ -168,3 +168,48 @@ def test_server_samples_default_to_the_workers_vantage(monkeypatch):
     assert default_vantage() == ""  # the worker's default too: one server, one vantage
     monkeypatch.setenv("TTFT_PLANNER_VANTAGE", "berlin-rack")
     assert default_vantage() == "berlin-rack"
+
+
+def test_ranked_table_follows_the_rtt_rank_rule():
+    """The page's table ranks and notes as `ttft-planner rtt` does (planner.probes.rtt_rank): fastest median first,
+    no median last, ties by label; a failure and a proxy in the status sentence."""
+    import math
+
+    import pandas as pd
+
+    from app.charts.regions import ranked_rows
+
+    def rec(region_id, median, n, err=None, detail=None, proxy=None):
+        return {
+            "region_id": region_id,
+            "side": "server",
+            "vantage": "",
+            "method": "tcp-connect",
+            "median_ms": median,
+            "min_ms": median,
+            "p90_ms": median,
+            "n": n,
+            "n_errors": int(err is not None),
+            "last_error_class": err,
+            "last_error_detail": detail,
+            "proxy": proxy,
+            "last_measured_at_ms": 0,
+        }
+
+    summary = pd.DataFrame(
+        [
+            rec("slow", 30.0, 2),
+            rec("down", math.nan, 0, "refused", "port closed", "http://p:1"),
+            rec("fast", 5.0, 2),
+            rec("also-slow", 30.0, 1),
+            rec("idle", math.nan, 0),
+        ]
+    )
+    rows = ranked_rows(summary, [])
+    assert rows["region_id"].tolist() == ["fast", "also-slow", "slow", "down", "idle"]
+    assert rows["rank"].tolist() == [1, 2, 3, 4, 5]
+    assert rows["status"].tolist()[-2:] == [
+        "refused: port closed (TCP figures are to the proxy http://p:1)",
+        "no samples",
+    ]
+    assert rows["outcome"].tolist()[-2:] == ["refused · via proxy", "no samples"]

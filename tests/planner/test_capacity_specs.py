@@ -78,3 +78,17 @@ def test_edited_table_rows_become_specs_or_clear_messages():
     with pytest.raises(CapacityError, match="a GPU row has an empty GPU cell"):
         P.gpu_from_record({**a100, "key": None, "label": "  "}, {"label": "GPU"})
     assert P.gpu_from_record({**a100, "label": float("nan")}).label == a100["key"]  # an emptied name: the key
+
+
+def test_a_gpu_preset_without_a_capacity_claim_borrows_the_first_claim():
+    def preset(key, claim=None, note=""):
+        return P.GpuHourPrice(key, "p", "g", 2.0, "src", "2025-01", capacity_tokens_per_min=claim, token_note=note)
+
+    plain, claimed, other = preset("plain"), preset("claimed", 720_000, "per node"), preset("other", 1_000, "x")
+    presets = [plain, claimed, other]
+    assert P.capacity_claim(other, presets) == (1_000.0, "x")  # its own claim first
+    assert P.capacity_claim(plain, presets) == (720_000.0, "per node")  # the first preset with one, and its note
+    assert P.capacity_claim(plain, [plain]) == (0.0, "")  # no claim anywhere: 0
+    # the shipped presets: every one starts from a claim (the seed row has one)
+    for g in P.gpu_hour_prices():
+        assert P.capacity_claim(g, P.gpu_hour_prices())[0] > 0

@@ -8,6 +8,7 @@ import streamlit as st
 from app import page_state, present
 from app.charts.capacity import break_even_figure, hybrid_figure
 from app.views.capacity_tabs._common import source_caption
+from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
@@ -51,33 +52,17 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
             else " · no cached-input price published: billed at the input price"
         )
     )
-    c1, c2, c3 = st.columns(3)
-    p_in = c1.number_input(
-        "Input $/1M",
-        min_value=0.0,
-        value=sp.input_usd_per_mtok,
-        format="%.4f",
-        persist_state="session",
-        bind="query-params",
-        key=f"cap_pin_{pkey}",
-    )
-    p_cached = c2.number_input(
-        "Cached $/1M",
-        min_value=0.0,
-        value=sp.effective_cached_usd_per_mtok,
-        format="%.4f",
-        persist_state="session",
-        bind="query-params",
-        key=f"cap_pc_{pkey}",
-    )
-    p_out = c3.number_input(
-        "Output $/1M",
-        min_value=0.0,
-        value=sp.output_usd_per_mtok,
-        format="%.4f",
-        persist_state="session",
-        bind="query-params",
-        key=f"cap_pout_{pkey}",
+    p_in, p_cached, p_out = (
+        persisted_number(label, key=f"cap_{kind}_{pkey}", where=col, min_value=0.0, value=value, format="%.4f")
+        for col, (label, kind, value) in zip(
+            st.columns(3),
+            (
+                ("Input $/1M", "pin", sp.input_usd_per_mtok),
+                ("Cached $/1M", "pc", sp.effective_cached_usd_per_mtok),
+                ("Output $/1M", "pout", sp.output_usd_per_mtok),
+            ),
+            strict=True,
+        )
     )
 
     st.subheader("Token mix")
@@ -87,23 +72,17 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)
-        hit = c1.number_input(
+        hit = persisted_number(
             "Prompt tokens cached (0–1)",
-            0.0,
-            1.0,
-            round(dm.cache_hit_fraction, 4),
-            format="%.4f",
-            persist_state="session",
-            bind="query-params",
             key="cap_mix_hit",
-        )
-        ratio = c2.number_input(
-            "Input : output ratio",
+            where=c1,
             min_value=0.0,
-            value=round(dm.input_output_ratio, 1),
-            persist_state="session",
-            bind="query-params",
-            key="cap_mix_ratio",
+            max_value=1.0,
+            value=round(dm.cache_hit_fraction, 4),
+            format="%.4f",
+        )
+        ratio = persisted_number(
+            "Input : output ratio", key="cap_mix_ratio", where=c2, min_value=0.0, value=round(dm.input_output_ratio, 1)
         )
         mix = P.TokenMix.from_fractions(hit, ratio, label=dm.label)
         st.caption(source_caption(f"{dm.label}, {dm.source}", dm.as_of))
@@ -120,39 +99,21 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     )
     gp = gprices[gkey]
     st.caption(source_caption(gp.source, gp.as_of))
-    # A preset without a capacity claim borrows the first one that has one (and its note); none at all: 0.
-    claim_src = (
-        gp if gp.capacity_tokens_per_min else next((g for g in gprices.values() if g.capacity_tokens_per_min), gp)
-    )
-    claim = claim_src.capacity_tokens_per_min or 0.0
+    claim, claim_note = P.capacity_claim(gp, gprices.values())
     c1, c2 = st.columns(2)
-    gpu_usd = c1.number_input(
-        "$ per GPU-hour",
-        min_value=0.0,
-        value=gp.usd_per_gpu_hour,
-        format="%.4f",
-        persist_state="session",
-        bind="query-params",
-        key=f"cap_gusd_{gkey}",
+    gpu_usd = persisted_number(
+        "$ per GPU-hour", key=f"cap_gusd_{gkey}", where=c1, min_value=0.0, value=gp.usd_per_gpu_hour, format="%.4f"
     )
-    gpus_per_replica = c2.number_input(
-        "GPUs per replica (node size)",
-        min_value=1,
-        value=1,
-        step=1,
-        persist_state="session",
-        bind="query-params",
-        key="cap_gpr",
+    gpus_per_replica = persisted_number(
+        "GPUs per replica (node size)", key="cap_gpr", where=c2, min_value=1, value=1, step=1
     )
-    tpm = st.number_input(
+    tpm = persisted_number(
         "Sustained capacity per replica (tokens/min)",
-        min_value=0.0,
-        value=float(claim),
-        step=10_000.0,
-        persist_state="session",
-        bind="query-params",
         key=f"cap_tpm_{gkey}",
-        help="Measure your own at the target concurrency. " + (claim_src.token_note or ""),
+        min_value=0.0,
+        value=claim,
+        step=10_000.0,
+        help="Measure your own at the target concurrency. " + claim_note,
     )
     counts_cached = st.checkbox(
         "The capacity counts cached prompt tokens",
@@ -164,35 +125,11 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
         "and cached tokens are assumed free to serve.",
     )
     c1, c2 = st.columns(2)
-    min_rep = c1.number_input(
-        "Minimum warm replicas",
-        min_value=0,
-        value=0,
-        step=1,
-        persist_state="session",
-        bind="query-params",
-        key="cap_min_rep",
-    )
-    max_rep = c2.number_input(
-        "Maximum replicas",
-        min_value=1,
-        value=8,
-        step=1,
-        persist_state="session",
-        bind="query-params",
-        key="cap_max_rep",
-    )
+    min_rep = persisted_number("Minimum warm replicas", key="cap_min_rep", where=c1, min_value=0, value=0, step=1)
+    max_rep = persisted_number("Maximum replicas", key="cap_max_rep", where=c2, min_value=1, value=8, step=1)
 
     st.subheader("Traffic")
-    growth = st.number_input(
-        "Growth factor",
-        min_value=0.0,
-        value=1.0,
-        step=0.25,
-        persist_state="session",
-        bind="query-params",
-        key="cap_growth",
-    )
+    growth = persisted_number("Growth factor", key="cap_growth", min_value=0.0, value=1.0, step=0.25)
     if traffic is not None:
         hourly = traffic.hourly_tokens
         st.caption(
@@ -200,15 +137,8 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
             f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor."
         )
     else:
-        flat = st.number_input(
-            "Tokens per hour (flat)",
-            min_value=0.0,
-            value=20e6,
-            step=1e6,
-            format="%.0f",
-            persist_state="session",
-            bind="query-params",
-            key="cap_flat_tph",
+        flat = persisted_number(
+            "Tokens per hour (flat)", key="cap_flat_tph", min_value=0.0, value=20e6, step=1e6, format="%.0f"
         )
         hourly = (flat,) * 24
 
