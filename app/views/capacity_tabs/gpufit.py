@@ -8,6 +8,7 @@ import streamlit as st
 from app import present
 from app.charts.capacity import gpu_fit_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption
+from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit, fit_table
@@ -54,23 +55,10 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
             bind="query-params",
             key="cap_fit_kvdtype",
         )
-        ctx = st.number_input(
-            "Context length (tokens in flight per sequence)",
-            min_value=1,
-            value=32_768,
-            step=1024,
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_ctx",
+        ctx = persisted_number(
+            "Context length (tokens in flight per sequence)", min_value=1, value=32768, step=1024, key="cap_fit_ctx"
         )
-        seqs = st.number_input(
-            "Concurrent sequences",
-            min_value=1,
-            value=8,
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_seqs",
-        )
+        seqs = persisted_number("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
         usable = st.slider(
             "Usable share of HBM",
             0.5,

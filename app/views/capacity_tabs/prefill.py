@@ -10,6 +10,7 @@ from app import present, worksheet_state
 from app.cache import try_engine
 from app.charts.capacity import prefill_figure
 from app.views.capacity_tabs._common import to_worksheet
+from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, prefill_curve, rate_from_slope
@@ -78,14 +79,7 @@ def render(
         pdtype = c1.selectbox(
             "Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype"
         )
-        pgpus = c2.number_input(
-            "GPUs (tensor parallel)",
-            min_value=1,
-            value=1,
-            persist_state="session",
-            bind="query-params",
-            key="cap_pf_gpus",
-        )
+        pgpus = persisted_number("GPUs (tensor parallel)", min_value=1, value=1, key="cap_pf_gpus", where=c2)
         mfu = st.slider(
             "MFU",
             0.05,
@@ -113,14 +107,7 @@ def render(
             key=f"cap_pf_hit_{traffic_id}",
         )
         slope_typed = (
-            st.number_input(
-                "Typed slope (ms per 1K uncached tokens)",
-                min_value=0.0,
-                value=0.0,
-                persist_state="session",
-                bind="query-params",
-                key="cap_pf_slope",
-            )
+            persisted_number("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, key="cap_pf_slope")
             if mode == "typed slope"
             else 0.0
         )

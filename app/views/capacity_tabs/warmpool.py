@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import present
 from app.charts.capacity import tradeoff_figure
+from app.widgets import persisted_number
 from planner.capacity.cost import CostInputs
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import LogTraffic
@@ -53,59 +54,35 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
     left, right = st.columns([2, 3], gap="large")
     with left:
         default_rate = traffic.peak_arrivals_per_hour if traffic is not None else 30.0
-        arrivals = st.number_input(
+        arrivals = persisted_number(
             "Arrivals per hour (peak hour)",
             min_value=0.0,
             value=float(default_rate),
-            persist_state="session",
-            bind="query-params",
             key=f"cap_wp_rate_{traffic_id}",
             help="From the log's busiest clock hour when a log is picked.",
         )
         default_service, service_source = _default_service_s(traffic)
-        service_s = st.number_input(
+        service_s = persisted_number(
             "Mean time a request holds a slot (s)",
             min_value=0.001,
             value=float(default_service),
-            persist_state="session",
-            bind="query-params",
             key=f"cap_wp_service_{traffic_id}",
             help="TTFT + decode at the target concurrency.",
         )
         st.caption(f"Default: {service_source}.")
         c1, c2 = st.columns(2)
-        slots_per_rep = c1.number_input(
-            "Slots per replica", min_value=1, value=1, persist_state="session", bind="query-params", key="cap_wp_spr"
-        )
-        replicas = c2.number_input(
-            "Warm replicas", min_value=1, value=4, persist_state="session", bind="query-params", key="cap_wp_reps"
-        )
-        target_wait = st.number_input(
-            "Queue-wait p95 target (s)",
-            min_value=0.0,
-            value=1.0,
-            persist_state="session",
-            bind="query-params",
-            key="cap_wp_target",
-        )
+        slots_per_rep = persisted_number("Slots per replica", min_value=1, value=1, key="cap_wp_spr", where=c1)
+        replicas = persisted_number("Warm replicas", min_value=1, value=4, key="cap_wp_reps", where=c2)
+        target_wait = persisted_number("Queue-wait p95 target (s)", min_value=0.0, value=1.0, key="cap_wp_target")
         st.caption("Scale-to-zero trade-off")
-        cold_s = st.number_input(
+        cold_s = persisted_number(
             "Cold start (s)",
             min_value=0.0,
             value=60.0,
-            persist_state="session",
-            bind="query-params",
             key="cap_wp_cold",
             help="A cold reading from the Probes page, or the Weight loading projection.",
         )
-        warm_p95 = st.number_input(
-            "Warm p95 TTFT (ms)",
-            min_value=0.0,
-            value=500.0,
-            persist_state="session",
-            bind="query-params",
-            key="cap_wp_warm",
-        )
+        warm_p95 = persisted_number("Warm p95 TTFT (ms)", min_value=0.0, value=500.0, key="cap_wp_warm")
     with right:
         try:
             slots = int(replicas * slots_per_rep)

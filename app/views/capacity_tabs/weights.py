@@ -6,6 +6,7 @@ import streamlit as st
 from app import present
 from app.charts.capacity import projection_figure
 from app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
+from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import (
@@ -26,14 +27,7 @@ def render() -> None:
     left, right = st.columns([2, 3], gap="large")
     rows = {r.key: r for r in P.loader_rows()}
     with left:
-        params_b = st.number_input(
-            "Parameters (billions)",
-            min_value=0.1,
-            value=70.0,
-            persist_state="session",
-            bind="query-params",
-            key="cap_w_params",
-        )
+        params_b = persisted_number("Parameters (billions)", min_value=0.1, value=70.0, key="cap_w_params")
         wdtype = st.selectbox(
             "Weight format",
             DTYPES,
@@ -57,39 +51,18 @@ def render() -> None:
             source_caption(first.source, first.as_of)
             + ". Llama 3 8B, ~15 GB, one A10G, vLLM 0.5.5; GP3/IO2 are EBS network volumes."
         )
-        startup_s = st.number_input(
+        startup_s = persisted_number(
             "Engine start-up on top (s)",
             min_value=0.0,
             value=0.0,
-            persist_state="session",
-            bind="query-params",
             key="cap_w_startup",
             help="Process start, rank setup, CUDA-graph capture: 16–21 s in the published rows (ready − load).",
         )
         with st.expander("From your own cold reading"):
-            cold_ms_in = st.number_input(
-                "Cold reading (ms)",
-                min_value=0.0,
-                value=0.0,
-                persist_state="session",
-                bind="query-params",
-                key="cap_w_cold_ms",
-            )
-            warm_ms_in = st.number_input(
-                "Warm TTFT right after (ms)",
-                min_value=0.0,
-                value=0.0,
-                persist_state="session",
-                bind="query-params",
-                key="cap_w_warm_ms",
-            )
-            cold_gb = st.number_input(
-                "Checkpoint of that endpoint (GB)",
-                min_value=0.0,
-                value=0.0,
-                persist_state="session",
-                bind="query-params",
-                key="cap_w_cold_gb",
+            cold_ms_in = persisted_number("Cold reading (ms)", min_value=0.0, value=0.0, key="cap_w_cold_ms")
+            warm_ms_in = persisted_number("Warm TTFT right after (ms)", min_value=0.0, value=0.0, key="cap_w_warm_ms")
+            cold_gb = persisted_number(
+                "Checkpoint of that endpoint (GB)", min_value=0.0, value=0.0, key="cap_w_cold_gb"
             )
     with right:
         try:
