@@ -1,6 +1,8 @@
-"""The probe worker: schedule math (scheduler), the asyncio runner and its collaborators (buffer, status, requests,
-housekeeping), the cold-reading state machine (cold), probe processes (probe_pool, probe_child), the spool and the
-state file. Its SQL, the vantage lease and retention live in planner.store.
+"""The probe worker: schedule math (scheduler), the asyncio runner (the Worker, a composition) and its collaborators
+(schedule_loop, prober, buffer, flusher, lease_keeper, loader, status, requests, housekeeping, supervisor,
+state_file, team), the cold-reading state machine (cold), probe processes (probe_pool, probe_child, and probe_wire:
+the typed, versioned messages between them) and the spool. Its SQL, the vantage lease and retention live in
+planner.store.
 
 `ttft-planner worker` runs `planner.worker.runner.run_worker`; it writes the probe rows of registered endpoints and
 the server-side RTT samples of its vantage (scheduled targets and the Regions page's requests).

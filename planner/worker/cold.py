@@ -20,7 +20,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.probes.ttft import TtftSample
 
 __all__ = [
     "ColdOutcome",
@@ -36,13 +39,13 @@ class ColdOutcome:
 
     state: str  # done | failed
     detail: str = ""
-    cold_sample: Any = None
-    warm_sample: Any = None
+    cold_sample: TtftSample | None = None
+    warm_sample: TtftSample | None = None
     cold_started_at_ms: int | None = None
     cold_ttft_ms: float | None = None
     attempts: int = 0
     status_503: int = 0
-    failures: list[Any] = field(default_factory=list)
+    failures: list[TtftSample] = field(default_factory=list)
 
     @property
     def cold_minus_warm_ms(self) -> float | None:
@@ -53,7 +56,7 @@ class ColdOutcome:
 
 
 async def measure_cold_then_warm(
-    probe: Callable[[], Awaitable[Any]],
+    probe: Callable[[], Awaitable[TtftSample]],
     *,
     cold_deadline_s: float = 600.0,
     max_backoff_s: float = 5.0,
@@ -77,9 +80,10 @@ async def measure_cold_then_warm(
         t_attempt = mono()
         sample = await probe()
         out.attempts += 1
-        if getattr(sample, "ok", False) and getattr(sample, "ttft_ms", None) is not None:
+        ttft_ms = getattr(sample, "ttft_ms", None)
+        if getattr(sample, "ok", False) and ttft_ms is not None:
             out.cold_sample = sample
-            out.cold_ttft_ms = (t_attempt - t0) * 1000.0 + float(sample.ttft_ms)
+            out.cold_ttft_ms = (t_attempt - t0) * 1000.0 + float(ttft_ms)
             break
         out.failures.append(sample)
         if getattr(sample, "status_code", None) == 503:

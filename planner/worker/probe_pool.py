@@ -27,14 +27,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
-import json
 import logging
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+
+from planner.probes.ttft import ProbeTarget, TtftSample
+from planner.worker.probe_wire import (
+    ProbeCancel,
+    ProbeRequest,
+    ProbeResult,
+    WireError,
+    decode_line,
+    encode_line,
+    parse_ready,
+)
 
 __all__ = ["QUARANTINE_CLASSES", "ProbePool", "ProbeProcessError"]
 
@@ -56,19 +65,23 @@ class _Lane:
         self.index = index
         self.proc: asyncio.subprocess.Process | None = None
         self.reader_task: asyncio.Task | None = None
-        self.pending: dict[int, asyncio.Future] = {}
+        self.pending: dict[int, asyncio.Future[ProbeResult]] = {}
         self.starting: asyncio.Lock = asyncio.Lock()
         self.last_start = 0.0
         self.restarts = 0
 
 
 class ProbePool:
-    """`clean_lanes` clean probe processes plus one quarantine process (started lazily)."""
+    """`clean_lanes` clean probe processes plus one quarantine process (started lazily).
 
-    def __init__(self, clean_lanes: int = 1) -> None:
+    `mono` paces the restarts of a lane whose process keeps dying: real seconds by default, since it paces real
+    processes, not the worker's schedule."""
+
+    def __init__(self, clean_lanes: int = 1, *, mono: Callable[[], float] = time.monotonic) -> None:
         if clean_lanes < 1:
             raise ValueError(f"clean_lanes must be ≥ 1, got {clean_lanes}")
         self.clean_lanes = clean_lanes
+        self._mono = mono
         self._lanes = [_Lane(i) for i in range(clean_lanes + 1)]
         self._ids = itertools.count(1)
         self._closed = False
@@ -87,43 +100,40 @@ class ProbePool:
         return sum(lane.restarts for lane in self._lanes)
 
     async def probe(
-        self, target: Any, *, api_key: str | None, max_attempts: int, max_retry_wait_s: float, lane: int = 0
-    ) -> Any:
+        self, target: ProbeTarget, *, api_key: str | None, max_attempts: int, max_retry_wait_s: float, lane: int = 0
+    ) -> TtftSample:
         """A TtftSample for `target`, measured in lane `lane`'s process. Raises ProbeProcessError."""
-        from planner.probes.ttft import TtftSample
-
         ln = self._lanes[lane]
         await self._ensure(ln)
         assert ln.proc is not None and ln.proc.stdin is not None
-        rid = next(self._ids)
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        ln.pending[rid] = fut
-        msg = {
-            "id": rid,
-            "target": dataclasses.asdict(target),
-            "api_key": api_key,
-            "max_attempts": max_attempts,
-            "max_retry_wait_s": max_retry_wait_s,
-        }
+        request = ProbeRequest(
+            id=next(self._ids),
+            target=target,
+            api_key=api_key,
+            max_attempts=max_attempts,
+            max_retry_wait_s=max_retry_wait_s,
+        )
+        fut: asyncio.Future[ProbeResult] = asyncio.get_running_loop().create_future()
+        ln.pending[request.id] = fut
         try:
-            ln.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+            ln.proc.stdin.write(encode_line(request))
             await ln.proc.stdin.drain()
-            reply = await fut
+            result = await fut
         except asyncio.CancelledError:
-            self._send_cancel(ln, rid)
+            self._send_cancel(ln, request.id)
             raise
         except (ConnectionError, OSError) as exc:
             raise ProbeProcessError(f"probe process {lane} is gone: {exc}") from None
         finally:
-            ln.pending.pop(rid, None)
-        if "error" in reply:
-            raise ProbeProcessError(f"probe process {lane}: {reply['error']}")
-        return TtftSample(**reply["sample"])
+            ln.pending.pop(request.id, None)
+        if result.sample is None:
+            raise ProbeProcessError(f"probe process {lane}: {result.error}")
+        return result.sample
 
     def _send_cancel(self, ln: _Lane, rid: int) -> None:
         with contextlib.suppress(Exception):
             if ln.proc is not None and ln.proc.stdin is not None and ln.proc.returncode is None:
-                ln.proc.stdin.write(json.dumps({"cancel": rid}).encode() + b"\n")
+                ln.proc.stdin.write(encode_line(ProbeCancel(id=rid)))
 
     async def _ensure(self, ln: _Lane, ready_timeout_s: float = 60.0) -> None:
         if self._closed:
@@ -133,13 +143,13 @@ class ProbePool:
         async with ln.starting:
             if ln.proc is not None and ln.proc.returncode is None:
                 return
-            wait = ln.last_start + _RESTART_BACKOFF_S - time.monotonic()
+            wait = ln.last_start + _RESTART_BACKOFF_S - self._mono()
             if ln.proc is not None and wait > 0:
                 await asyncio.sleep(wait)  # a process that dies at once is not restarted in a hot loop
             if ln.proc is not None:
                 ln.restarts += 1
                 log.warning("probe process %d exited (code %s): restarting it", ln.index, ln.proc.returncode)
-            ln.last_start = time.monotonic()
+            ln.last_start = self._mono()
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
             try:
@@ -161,10 +171,15 @@ class ProbePool:
                 first = await asyncio.wait_for(ln.proc.stdout.readline(), timeout=ready_timeout_s)
             except TimeoutError:
                 first = b""
-            if b'"ready"' not in first:
+            try:
+                ready = parse_ready(first)
+                problem = f"did not start (exit code {ln.proc.returncode})"
+            except WireError as exc:  # a probe process of another version: never sent a request it may misread
+                ready, problem = False, f"speaks another wire version: {exc}"
+            if not ready:
                 with contextlib.suppress(ProcessLookupError):
                     ln.proc.kill()
-                raise ProbeProcessError(f"probe process {ln.index} did not start (exit code {ln.proc.returncode})")
+                raise ProbeProcessError(f"probe process {ln.index} {problem}")
             ln.reader_task = asyncio.create_task(self._read(ln, ln.proc), name=f"probe-lane-{ln.index}")
 
     async def _read(self, ln: _Lane, proc: asyncio.subprocess.Process) -> None:
@@ -175,13 +190,18 @@ class ProbePool:
                 if not line:
                     break
                 try:
-                    reply = json.loads(line)
+                    reply = decode_line(line)
                     fut = ln.pending.get(int(reply["id"]))
-                except (ValueError, KeyError, TypeError):
+                except (WireError, ValueError, KeyError, TypeError):
                     log.error("probe process %d wrote an unreadable line; ignored", ln.index)
                     continue
-                if fut is not None and not fut.done():
-                    fut.set_result(reply)
+                if fut is None or fut.done():
+                    continue
+                try:
+                    fut.set_result(ProbeResult.from_dict(reply))
+                except WireError as exc:  # its probe has no sample: say why rather than wait for the slot's deadline
+                    log.error("probe process %d: %s", ln.index, exc)
+                    fut.set_exception(ProbeProcessError(f"probe process {ln.index}: {exc}"))
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), timeout=2.0)

@@ -292,8 +292,8 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
     async def main():
         assert lease.acquire(engine, "", w.config.holder, w.clock.now_ms(), 3)
         w.holds_lease = True
-        w._lease_checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago:
-        w._woke_from_pause = True  # the loop saw it sat still that long (SIGSTOP), as _schedule_loop detects
+        w.lease.checked_ms = w.clock.now_ms() - 10_000  # last confirmed 10 s ago:
+        w.lease.woke_from_pause = True  # the loop saw it sat still that long (SIGSTOP), as the schedule loop detects
         with engine.begin() as c:  # meanwhile the lease expired and another worker took it
             c.execute(
                 sa.text("UPDATE worker_lease SET holder = 'other:1:x', expires_at_ms = :t"),

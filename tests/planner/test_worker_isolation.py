@@ -105,7 +105,7 @@ def test_hostile_endpoints_are_quarantined_and_healthy_ones_all_measured(sqlite_
         while min(sum(key == f"endpoint:{e}" for key, _ in decided) for e in healthy + hostile) < 3:
             decided += await step(w, clock, wait=waited)
         await until(lambda: not any(j.in_flight for j in w.scheduler.jobs.values()), "the hostile probes to end")
-        return {eid: w._pool.lane_for(eid, err) for eid, err in w._last_error.items()}, decided
+        return {eid: w.prober.pool.lane_for(eid, err) for eid, err in w.prober.last_error.items()}, decided
 
     lanes, decided = drive(engine, body, clock=clock, probe_processes=1)
     assert all(lanes[e] == 0 for e in hostile), lanes  # quarantine
