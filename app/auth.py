@@ -87,7 +87,12 @@ def _cookie_script(body: str) -> None:
     """Run `body` (JavaScript) in the page itself, with NAME, BASE (the cookie's path: server.baseUrlPath, "" at
     the root), AGE (s), MAX (characters) and SECURE (the attribute over https) defined."""
     base = "/" + (config.get_option("server.baseUrlPath") or "").strip("/")
-    consts = {"NAME": RETURN_COOKIE, "BASE": base.rstrip("/"), "AGE": RETURN_COOKIE_MAX_AGE_S, "MAX": RETURN_MAX_CHARS}
+    consts: dict[str, str | int] = {
+        "NAME": RETURN_COOKIE,
+        "BASE": base.rstrip("/"),
+        "AGE": RETURN_COOKIE_MAX_AGE_S,
+        "MAX": RETURN_MAX_CHARS,
+    }
     # json literals; "<" escaped so that no value can close the script element
     decl = "".join(f"const {k} = {_js_literal(v)};" for k, v in consts.items())
     secure = "const SECURE = location.protocol === 'https:' ? '; Secure' : '';"
@@ -159,7 +164,7 @@ def return_to_link(pages: Mapping[str, StreamlitPage], nav: StreamlitPage) -> No
     st.session_state[_RETURNED] = True
     if nav.url_path or len(st.query_params):
         return
-    by_path = {**pages, **{p.url_path: p for p in pages.values() if not p.url_path}}
+    by_path: dict[str, StreamlitPage] = {**pages, **{p.url_path: p for p in pages.values() if not p.url_path}}
     target = parse_return_cookie(kept, by_path.keys())
     if target is None or target == ("", {}):
         return

@@ -14,7 +14,7 @@ them with `take()`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -140,13 +140,14 @@ def get() -> Worksheet:
     if "ws_figures" not in ss:
         return Worksheet()
     base = Worksheet()
-    figures = {f: Figure.from_dict(ss.ws_figures[f]) if f in ss.ws_figures else getattr(base, f) for f in FIELDS}
+    figures: dict[str, Any] = {
+        f: Figure.from_dict(ss.ws_figures[f]) if f in ss.ws_figures else getattr(base, f) for f in FIELDS
+    }
     targets = dict(ss.get("ws_targets") or base.targets_ms)
     labels = {**base.target_labels, **dict(ss.get("ws_labels") or {})}
-    interaction = ss.get("ws_interaction")
-    if interaction not in targets:
-        # older sessions (and tests) keep the choice under the widget key only
-        interaction = ss.get("interaction") if ss.get("interaction") in targets else next(iter(targets))
+    # older sessions (and tests) keep the choice under the widget key only
+    chosen = (ss.get("ws_interaction"), ss.get("interaction"))
+    interaction = next((str(k) for k in chosen if k in targets), next(iter(targets)))
     return Worksheet(
         name=ss.get("ws_name", "Untitled"), interaction=interaction, targets_ms=targets, target_labels=labels, **figures
     )

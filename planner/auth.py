@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from planner import settings
+from planner.errors import PlannerError
 
 __all__ = [
     "ACTIONS",
@@ -91,7 +92,7 @@ ACTION_WORDS: dict[str, str] = {
 }
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(PlannerError, ValueError):
     """A roles file that cannot be used; the message names the file and the key."""
 
 

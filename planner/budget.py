@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from planner.errors import PlannerError
 from planner.interactions import interactions
 from planner.provenance import Figure
 
@@ -38,7 +39,7 @@ SEGMENTS: dict[str, str] = {
 }
 
 
-class BudgetError(ValueError):
+class BudgetError(PlannerError, ValueError):
     """An input the worksheet cannot use; the message names the field and the fix."""
 
 

@@ -4,6 +4,8 @@ worker share (the worker's state machine is planner.worker.cold; the request is 
 
 from __future__ import annotations
 
+from planner.errors import PlannerError
+
 __all__ = [
     "IDLE_MARGIN_S",
     "IDLE_WITHOUT_WINDOW_S",
@@ -17,7 +19,7 @@ IDLE_MARGIN_S = 30.0
 IDLE_WITHOUT_WINDOW_S = 60.0  # what a form suggests for an endpoint with no scale-down window
 
 
-class ColdReadingError(ValueError):
+class ColdReadingError(PlannerError, ValueError):
     """A cold reading cannot be planned (e.g. neither --idle nor a scale-down window)."""
 
 

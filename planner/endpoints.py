@@ -30,6 +30,7 @@ import tomli_w
 from sqlalchemy.engine import Engine
 
 from planner import settings
+from planner.errors import PlannerError
 from planner.probes.protocols import PROTOCOLS
 from planner.secrets_file import lookup_key
 from planner.store.endpoints import (
@@ -120,7 +121,7 @@ _DEFAULT_CREDENTIALS = {"bedrock": "AWS credential chain", "vertex": "Applicatio
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class EndpointError(ValueError):
+class EndpointError(PlannerError, ValueError):
     """Invalid endpoint input; `.field` names the offending field ('' for the whole record)."""
 
     def __init__(self, message: str, field: str = "") -> None:
@@ -128,7 +129,7 @@ class EndpointError(ValueError):
         self.field = field
 
 
-class EndpointNotFound(KeyError):
+class EndpointNotFound(PlannerError, KeyError):
     """No endpoint has this name."""
 
     def __str__(self) -> str:  # KeyError would quote the message

@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from planner.asset_files import load_asset
+from planner.errors import CatalogError
 from planner.probes.protocols import PROTOCOLS
 
 __all__ = [
@@ -38,10 +39,6 @@ _REQUIRED = ("key", "provider", "protocol", "base_url", "source", "as_of", "fron
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,59}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-
-
-class CatalogError(ValueError):
-    """A malformed catalog row, or a --from spec the catalog cannot fill; the message names what and where."""
 
 
 @dataclass(frozen=True)

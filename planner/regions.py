@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from planner.asset_files import load_asset
+from planner.errors import CatalogError
 from planner.provenance import Figure, Source
 from planner.urls import UrlError, check_url
 
@@ -41,10 +42,6 @@ _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 _HOSTNAME_RE = re.compile(
     r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)*\.?$"
 )
-
-
-class CatalogError(ValueError):
-    """The region catalog (or a custom target) is malformed; the message names the entry and field."""
 
 
 #: (lowest, highest) seconds between scheduled RTT probes of one target.

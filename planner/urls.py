@@ -17,6 +17,8 @@ import ipaddress
 import re
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from planner.errors import PlannerError
+
 __all__ = ["MAX_URL_CHARS", "UrlError", "check_url", "redact_url"]
 
 MAX_URL_CHARS = 500
@@ -29,7 +31,7 @@ _SECRET_PARAM = re.compile(
 )
 
 
-class UrlError(ValueError):
+class UrlError(PlannerError, ValueError):
     """A URL the product will not use; the message says why and names the URL (credentials masked)."""
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from planner.errors import PlannerError
+
 __all__ = [
     "ALERT_EVERY_S",
     "COLD_IDLE_S",
@@ -51,7 +53,7 @@ MAX_MAGNITUDE = 1e12
 MIN_MAGNITUDE = 1e-9
 
 
-class OutOfRange(ValueError):
+class OutOfRange(PlannerError, ValueError):
     """A number its rule refuses. `name` is the input it came in as (an option, a spec key), `reason` the rest of
     the sentence ("must be a whole number from 1 to 65,535, got -1")."""
 

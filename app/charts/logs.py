@@ -76,8 +76,8 @@ def percentile_table_style(rows: pd.DataFrame):
 
 def _marks(fig: go.Figure, marks: dict[str, Percentile]) -> None:
     """Dashed lines at the percentiles, labelled on alternate sides and heights so close values never overprint."""
-    shown = [(k, pc) for k, pc in marks.items() if pc.value is not None]
-    for i, (key, pc) in enumerate(sorted(shown, key=lambda kv: kv[1].value)):
+    shown = [(pc.value, k, pc) for k, pc in marks.items() if pc.value is not None]
+    for i, (_, key, pc) in enumerate(sorted(shown, key=lambda vkp: vkp[0])):
         colour = None if pc.reliable else SEMANTIC["muted"]
         fig.add_vline(x=pc.value, line_dash="dash", line_color=colour)
         fig.add_annotation(

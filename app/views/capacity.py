@@ -22,6 +22,7 @@ def _log_traffic(db_url: str, upload_id: int, label: str, tz: str):  # db_url: p
     from planner.store.logs import load_upload_frame
 
     engine, _ = try_engine()
+    assert engine is not None  # a stored log was picked, so the store opened
     return traffic_from_frame(load_upload_frame(engine, upload_id), label, tz)
 
 
@@ -48,7 +49,7 @@ if st.session_state.get("cap_traffic") not in choices:  # first visit, or the ke
 traffic_id = st.selectbox(
     "Token mix and traffic from",
     list(choices),
-    format_func=choices.get,
+    format_func=lambda i: choices[i],
     persist_state="session",
     bind="query-params",
     key="cap_traffic",

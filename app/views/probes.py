@@ -107,6 +107,7 @@ start_d, end_d, start_ms, end_ms = rng.first, rng.last, rng.start_ms, rng.end_ms
 window = rng.label
 
 ep = get_endpoint(eng, key.endpoint_name)
+assert ep.id is not None  # a stored endpoint has an id
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
 worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
 if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running

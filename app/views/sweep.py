@@ -47,7 +47,7 @@ def _run_label(r) -> str:
 
 
 labels = {int(r.id): _run_label(r) for r in runs.itertuples()}
-run_id = st.selectbox("Sweep run", list(labels), format_func=labels.get, key="sweep_run")
+run_id = st.selectbox("Sweep run", list(labels), format_func=lambda i: labels[i], key="sweep_run")
 run = runs[runs["id"] == run_id].iloc[0]
 steps = load_sweep_steps(eng, run_id)
 unit = "concurrent requests" if run["mode"] == "concurrency" else "requests/s"

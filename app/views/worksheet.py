@@ -9,7 +9,7 @@ from app.cache import try_engine
 from app.charts.worksheet import waterfall_figure
 from app.views.worksheet_tabs.saved import render_compare, render_save
 from app.views.worksheet_tabs.share import render_share
-from planner.budget import SEGMENTS, BudgetError, Worksheet, compute, verdict_text
+from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compute, verdict_text
 from planner.provenance import Figure
 from planner.untrusted import md_text
 from planner.worksheet_report import per_interaction_rows
@@ -164,12 +164,19 @@ worksheet_state.sync_url(ws)  # the address bar reproduces the inputs and their 
 
 with results:
     problem = None
+    result: BudgetResult | None
     try:
-        result = compute(target_ms, *seg_ms.values(), prefill_tps, prompt_p95, cache_hit)
+        result = compute(
+            target_ms,
+            **seg_ms,
+            prefill_tokens_per_s=prefill_tps,
+            prompt_tokens_p95=prompt_p95,
+            cache_hit_fraction=cache_hit,
+        )
     except BudgetError as exc:
         problem = str(exc)
         try:
-            result = compute(target_ms, *seg_ms.values())
+            result = compute(target_ms, **seg_ms)
         except BudgetError:
             result = None
     if problem:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.capacity.weights import bytes_per_param, checkpoint_gb
 
-__all__ = ["TP_DEGREES", "GpuFit", "fit", "fit_table", "kv_bytes_per_token"]
+__all__ = ["TP_DEGREES", "FitOptions", "GpuFit", "fit", "fit_table", "kv_bytes_per_token"]
 
 # Tensor-parallel degrees inside one node (attention heads split evenly only over powers of two).
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8)
@@ -59,6 +59,16 @@ class GpuFit:
         d = asdict(self)
         d["fits"] = self.fits
         return d
+
+
+class FitOptions(TypedDict, total=False):
+    """fit()'s keyword options, as one value a page or command hands to fit() and fit_table() alike."""
+
+    weight_dtype: str
+    kv_dtype: str
+    context_tokens: int
+    concurrent_sequences: int
+    usable_fraction: float
 
 
 def fit(
@@ -131,7 +141,7 @@ def fit(
     )
 
 
-def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Any) -> pd.DataFrame:
+def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Unpack[FitOptions]) -> pd.DataFrame:
     """fit() for each GPU: columns gpu, hbm_gb, min_gpus, tp_gpus, headroom_gb, max_sequences, fits."""
     rows = []
     for g in gpus:

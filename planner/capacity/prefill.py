@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -23,6 +23,7 @@ from planner.interactions import Interaction
 
 __all__ = [
     "PrefillEstimate",
+    "Segments",
     "estimate",
     "largest_prompts",
     "max_prompt_tokens",
@@ -131,6 +132,15 @@ def max_prompt_tokens(
     a = 2.0 * model.layers * model.attention_width * (1.0 - h * h)
     b = 2.0 * model.compute_params_b * 1e9 * (1.0 - h)
     return (-b + math.sqrt(b * b + 4.0 * a * x)) / (2.0 * a) if a > 0 else x / b
+
+
+class Segments(TypedDict):
+    """The worksheet's fixed segments and cache-hit rate, as largest_prompts() takes them by keyword."""
+
+    queue_ms: float
+    cold_ms: float
+    network_ms: float
+    cache_hit_fraction: float
 
 
 def largest_prompts(

@@ -14,7 +14,7 @@ Cold starts reach the p95 only when more than 5% of requests are cold (nearest r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -198,7 +198,7 @@ def keep_warm_tradeoff(
     warm_ttft_p95_ms: float,
     cold_start_ms: float,
     arrivals_per_hour: float | None = None,
-    arrival_ms: Sequence[float] | None = None,
+    arrival_ms: Iterable[float] | None = None,  # read once, in order: a list or a numpy array
     service_ms: float = 0.0,
     windows_s: Sequence[float] = DEFAULT_WINDOWS_S,
     gpus_per_replica: int = 1,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from planner.errors import PlannerError
 from planner.probes.ttft import PHASES_MS
 from planner.store import compare as store
 from planner.store.rtt import rtt_summary
@@ -49,7 +50,7 @@ SAMPLE_COLUMNS = (
 )
 
 
-class UnknownEndpoint(ValueError):
+class UnknownEndpoint(PlannerError, ValueError):
     """One or more endpoint names are not in the registry; the message lists them and the known names."""
 
 

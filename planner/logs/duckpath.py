@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from planner.errors import PlannerError
 from planner.logs.csvfile import NOT_UTF8
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
 
@@ -179,7 +180,7 @@ def _bytes_per_line(path: Path) -> tuple[float, float]:
     return ((head.rfind(b"\n") + 1) / lines if lines else float(len(head) or 1)), max(total_bytes, 1.0)
 
 
-class Doubt(Exception):
+class Doubt(PlannerError):
     """The file holds something the streamed reader will not vouch for: read it line by line instead."""
 
 

@@ -13,6 +13,8 @@ import stat
 import zlib
 from pathlib import Path
 
+from planner.errors import PlannerError
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_GZIP_RATIO",
@@ -30,7 +32,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-class TooLarge(ValueError):
+class TooLarge(PlannerError, ValueError):
     """The file (or what it decompresses to) is over a limit; the message says which and by how much."""
 
 

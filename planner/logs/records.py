@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from planner.errors import PlannerError
+
 __all__ = [
     "MAX_EPOCH_MS",
     "MAX_TOKENS",
@@ -56,7 +58,7 @@ MAX_TOKENS = 1_000_000_000  # a count above this is not a request's token count 
 MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z: an arrival from 1970 up to here is a time, beyond is not
 
 
-class Reject(ValueError):
+class Reject(PlannerError, ValueError):
     """Raised by a reader for a record it cannot use; the message is the reason shown to the user."""
 
 

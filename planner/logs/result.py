@@ -9,16 +9,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.errors import PlannerError
 from planner.logs.records import RejectedLine, Row
 
 __all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "Progress", "empty_frame", "rows_frame"]
 
 COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms", "source")
 
-Progress = Callable[[float, str], None]
+Progress = Callable[[float, str], object]  # what it returns is ignored (a page passes a progress bar's update)
 
 
-class LogFormatError(ValueError):
+class LogFormatError(PlannerError, ValueError):
     """Nothing in the given files parsed; the message says what was expected and what was found.
 
     `columns` holds the column names (or top-level keys) seen, so a caller can offer a mapping form.

@@ -50,7 +50,7 @@ class Spool:
     """
 
     def __init__(
-        self, files: Sequence[Upload | tuple[str, BinaryIO]], progress: Callable[[float, str], None] | None = None
+        self, files: Sequence[Upload | tuple[str, BinaryIO]], progress: Callable[[float, str], object] | None = None
     ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="ttft-planner-upload-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)

@@ -22,9 +22,15 @@ import json
 import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from planner.probes.errors import MissingApiKey, ProbeFault
+from planner.probes.events import EventInfo
+
+if TYPE_CHECKING:  # botocore is optional (the bedrock extra) and ships no types: these read as Any
+    from botocore.eventstream import EventStreamMessage
+    from botocore.session import Session as BotocoreSession
 
 __all__ = [
     "CONTENT_TYPE",
@@ -76,14 +82,14 @@ def request_url(base_url: str, model: str) -> str:
     return f"{base_url.rstrip('/')}/model/{quote(model, safe='')}/converse-stream"
 
 
-def build_body(prompt: str, max_tokens: int) -> dict:
+def build_body(prompt: str, max_tokens: int) -> dict[str, Any]:
     return {
         "messages": [{"role": "user", "content": [{"text": prompt}]}],
         "inferenceConfig": {"maxTokens": max_tokens, "temperature": 0},
     }
 
 
-def signing_region(url: str, session=None) -> str:
+def signing_region(url: str, session: BotocoreSession | None = None) -> str:
     """The region in a bedrock-runtime host name, else the credential chain's configured region.
 
     Raises MissingAwsCredentials when neither names one."""
@@ -97,7 +103,7 @@ def signing_region(url: str, session=None) -> str:
     region = os.environ.get("AWS_REGION") or session.get_config_variable("region")  # the SDKs' AWS_REGION first
     if not region:
         raise MissingAwsCredentials(f"the host of {url} names no region and AWS_REGION is not set")
-    return region
+    return str(region)
 
 
 def sigv4_signer(url: str) -> Callable[[str, str, dict[str, str], bytes], None]:
@@ -133,7 +139,7 @@ class EventStreamDecoder:
         self.bytes_seen = 0
         self._framed = 0  # bytes of the complete frames decoded so far
 
-    def feed(self, chunk: bytes) -> list:
+    def feed(self, chunk: bytes) -> list[EventStreamMessage]:
         """The messages `chunk` completed; raises ProbeFault("bad_frame") for a corrupt frame (bad CRC or length)."""
         from botocore.eventstream import ParserError
 
@@ -158,7 +164,7 @@ class EventStreamDecoder:
             )
 
 
-def _payload(msg) -> dict:
+def _payload(msg: EventStreamMessage) -> dict[str, Any]:
     try:
         obj = json.loads(msg.payload) if msg.payload else {}
     except ValueError:
@@ -170,8 +176,8 @@ def _payload(msg) -> dict:
     return obj
 
 
-def interpret_message(msg, info) -> None:
-    """Fill `info` (a protocols.EventInfo) from one event-stream message; raises ProbeFault for exception frames."""
+def interpret_message(msg: EventStreamMessage, info: EventInfo) -> None:
+    """Fill `info` from one event-stream message; raises ProbeFault for exception frames."""
     headers = msg.headers
     mtype = headers.get(":message-type", "event")
     if mtype == "exception":
@@ -199,7 +205,7 @@ def interpret_message(msg, info) -> None:
     elif kind == "metadata":
         obj = _payload(msg)
         raw_usage = obj.get("usage")
-        usage: dict = raw_usage if isinstance(raw_usage, dict) else {}
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         parts = [usage.get(k) for k in ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")]
         if any(isinstance(p, int) for p in parts):
             info.prompt_tokens = sum(p for p in parts if isinstance(p, int))

@@ -15,6 +15,7 @@ import email.utils
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from planner.errors import PlannerError
 from planner.untrusted import mask_secret
 
 __all__ = [
@@ -102,7 +103,7 @@ RTT_ERROR_CLASSES: dict[ErrorClass, str] = {
 RETRYABLE_CLASSES = frozenset({ErrorClass.RATE_LIMITED, ErrorClass.SERVER_ERROR})
 
 
-class MissingApiKey(Exception):
+class MissingApiKey(PlannerError):
     """The environment variable (or secrets key) that should hold the API key is not set.
 
     The message names the variable, never a value.
@@ -115,7 +116,7 @@ class MissingApiKey(Exception):
         )
 
 
-class ProbeFault(Exception):
+class ProbeFault(PlannerError):
     """Internal: one attempt ended in `error_class` with a human-readable detail."""
 
     def __init__(
@@ -155,7 +156,7 @@ def class_for_status(status: int) -> ErrorClass:
 
 def backoff_s(attempt: int) -> float:
     """Seconds to wait after failed attempt `attempt` (1-based) when no Retry-After came: 0.5, 1, 2, …"""
-    return _BACKOFF_BASE_S * (2 ** (attempt - 1))
+    return _BACKOFF_BASE_S * 2.0 ** (attempt - 1)
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:

@@ -15,9 +15,11 @@ A chunk with only `usageMetadata`, or a candidate with an empty or role-only con
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import quote
 
 from planner.probes.errors import MissingApiKey, ProbeFault
+from planner.probes.events import EventInfo
 
 __all__ = ["MissingGoogleCredentials", "adc_token", "build_body", "interpret_data", "request_url", "retry_delay_s"]
 
@@ -43,14 +45,14 @@ def request_url(base_url: str, model: str) -> str:
     return f"{base_url.rstrip('/')}/models/{quote(name, safe='.-_@')}:streamGenerateContent?alt=sse"
 
 
-def build_body(prompt: str, max_tokens: int) -> dict:
+def build_body(prompt: str, max_tokens: int) -> dict[str, Any]:
     return {
         "contents": [{"role": "user", "parts": [{"text": prompt}]}],
         "generationConfig": {"maxOutputTokens": max_tokens, "temperature": 0},
     }
 
 
-_adc: list = []  # the process's Application Default Credentials once found (refreshed when expired)
+_adc: list[Any] = []  # the process's Application Default Credentials once found (refreshed when expired)
 
 
 def adc_token() -> str | None:
@@ -90,8 +92,8 @@ def retry_delay_s(body: str) -> float | None:
     return None
 
 
-def interpret_data(data: str, info) -> None:
-    """Fill `info` (a protocols.EventInfo) from one chunk; raises ProbeFault for an error chunk."""
+def interpret_data(data: str, info: EventInfo) -> None:
+    """Fill `info` from one chunk; raises ProbeFault for an error chunk."""
     try:
         obj = json.loads(data)
     except ValueError:

@@ -23,16 +23,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from planner.probes import azure, bedrock, gemini, responses
 from planner.probes.errors import ProbeFault, parse_retry_after
+from planner.probes.events import EventInfo
 from planner.probes.sse import SseEvent, SseParser
+
+if TYPE_CHECKING:  # botocore ships no types: reads as Any
+    from botocore.eventstream import EventStreamMessage
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "PROTOCOLS",
     "EventInfo",
+    "Signer",
     "build_request",
     "default_auth",
     "interpret",
@@ -53,20 +58,8 @@ PROTOCOLS = (
     "bedrock",
 )
 ANTHROPIC_VERSION = "2023-06-01"
-
-
-@dataclass
-class EventInfo:
-    """What one SSE event means for the clock."""
-
-    is_first_event: bool = False  # carries a choices entry / content block of any kind
-    is_token: bool = False  # content, reasoning or tool-call delta (Anthropic: content_block_delta)
-    is_visible: bool = False  # non-empty visible text
-    done: bool = False  # [DONE] / message_stop
-    prompt_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_tokens: int | None = None
-    server_latency_ms: float | None = None  # the server's own latency figure (Bedrock metadata.metrics.latencyMs)
+# Adds authentication headers in place to a request about to go: (method, url, headers, body); Bedrock's SigV4.
+Signer = Callable[[str, str, dict[str, str], bytes], None]
 
 
 def request_url(protocol: str, base_url: str, model: str = "") -> str:
@@ -92,7 +85,7 @@ def request_url(protocol: str, base_url: str, model: str = "") -> str:
 
 def build_request(
     protocol: str, model: str, prompt: str, max_tokens: int, api_key: str | None
-) -> tuple[dict[str, str], dict]:
+) -> tuple[dict[str, str], dict[str, Any]]:
     """(headers, JSON body) of a streaming request; the key goes only into the auth header."""
     headers = {
         "Accept": "text/event-stream",
@@ -150,7 +143,7 @@ def _load(data: str) -> object:
         raise ProbeFault("bad_json", f"an SSE event's data is not valid JSON: {snippet!r}") from None
 
 
-def _stream_error(obj: dict) -> ProbeFault:
+def _stream_error(obj: dict[str, Any]) -> ProbeFault:
     err = obj.get("error")
     kind = err.get("type", "") if isinstance(err, dict) else ""
     msg = err.get("message", "") if isinstance(err, dict) else str(err)
@@ -230,7 +223,7 @@ def _anthropic(ev: SseEvent) -> EventInfo:
     return info
 
 
-def _usage_anthropic(usage: dict, info: EventInfo) -> None:
+def _usage_anthropic(usage: dict[str, Any], info: EventInfo) -> None:
     if not isinstance(usage, dict):
         return
     parts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
@@ -242,7 +235,7 @@ def _usage_anthropic(usage: dict, info: EventInfo) -> None:
         info.output_tokens = usage["output_tokens"]
 
 
-def interpret(protocol: str, ev) -> EventInfo:
+def interpret(protocol: str, ev: SseEvent | EventStreamMessage) -> EventInfo:
     """What `ev` (an SseEvent; for "bedrock" a botocore EventStreamMessage) means for the clock under `protocol`.
 
     Raises ProbeFault("bad_json") for unparseable data and ProbeFault("server_error"/
@@ -268,13 +261,13 @@ def stream_content_type(protocol: str) -> str:
     return bedrock.CONTENT_TYPE if protocol == "bedrock" else "text/event-stream"
 
 
-def new_decoder(protocol: str):
+def new_decoder(protocol: str) -> SseParser | bedrock.EventStreamDecoder:
     """A fresh incremental decoder for the response bytes: SseParser, or for Bedrock an event-stream decoder
     (both: `feed(bytes) -> list of events`, `bytes_seen`)."""
     return bedrock.EventStreamDecoder() if protocol == "bedrock" else SseParser()
 
 
-def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | None, Callable | None]:
+def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | None, Signer | None]:
     """(api_key, signer) for a request whose endpoint names no key variable: Vertex takes an Application Default
     Credentials token, Bedrock a SigV4 signer over the AWS credential chain; others are unchanged.
 

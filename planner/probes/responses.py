@@ -11,8 +11,10 @@ in `response.completed` (or `response.incomplete`).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from planner.probes.errors import ProbeFault
+from planner.probes.events import EventInfo
 
 __all__ = ["MIN_OUTPUT_TOKENS", "TOKEN_EVENTS", "VISIBLE_EVENTS", "build_body", "interpret_event"]
 
@@ -31,7 +33,7 @@ _FIRST_EVENTS = frozenset(
 )
 
 
-def build_body(model: str, prompt: str, max_tokens: int) -> dict:
+def build_body(model: str, prompt: str, max_tokens: int) -> dict[str, Any]:
     """The JSON body: `store: false`, so probe prompts are not kept as the account's stored responses."""
     return {
         "model": model,
@@ -47,8 +49,8 @@ def _fault(kind: str, code: object, message: object) -> ProbeFault:
     return ProbeFault(cls, f"error event in the stream: {code or kind} {message or ''}".strip())
 
 
-def interpret_event(event: str, data: str, info) -> None:
-    """Fill `info` (a protocols.EventInfo) from one Responses event; raises ProbeFault for error events."""
+def interpret_event(event: str, data: str, info: EventInfo) -> None:
+    """Fill `info` from one Responses event; raises ProbeFault for error events."""
     try:
         obj = json.loads(data) if data else {}
     except ValueError:

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from planner import settings
+from planner.errors import PlannerError
 from planner.probes.errors import RTT_ERROR_CLASSES
 from planner.probes.errors import ErrorClass as _E
 from planner.probes.rtt_record import SampleRecord
@@ -154,7 +155,7 @@ class RttResult:
             )
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         s = self.stats
         return {
             "region_id": self.region_id,
@@ -184,7 +185,7 @@ class RttResult:
         }
 
 
-class _Fail(Exception):
+class _Fail(PlannerError):
     def __init__(self, error_class: str, phase: str, detail: str) -> None:
         super().__init__(detail)
         self.error_class, self.phase, self.detail = error_class, phase, detail
@@ -214,7 +215,7 @@ def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
     return _Fail(_E.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
 
 
-def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]:
+def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple[Any, ...], int, float]:
     """(sockaddr, family, dns_ms); raises _Fail('unresolvable')."""
     t0 = time.perf_counter_ns()
     try:
@@ -230,7 +231,7 @@ def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple, int, float]
     return sockaddr, family, dns_ms
 
 
-def _connect(sockaddr: tuple, family: int, timeout_s: float, where: str) -> tuple[socket.socket, float]:
+def _connect(sockaddr: tuple[Any, ...], family: int, timeout_s: float, where: str) -> tuple[socket.socket, float]:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.settimeout(timeout_s)
@@ -435,6 +436,6 @@ def probe_rtt_many(
         return list(pool.map(one, targets))
 
 
-async def probe_rtt(target: str, **kwargs) -> RttResult:
+async def probe_rtt(target: str, **kwargs: Any) -> RttResult:
     """Async wrapper of probe_rtt_target (runs it in a thread); same arguments and result."""
     return await asyncio.to_thread(probe_rtt_target, target, **kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 from planner.probes.rtt_record import SampleRecord
 
@@ -21,7 +22,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def records_from_browser(payload: dict, vantage: str) -> tuple[list[SampleRecord], list[str]]:
+def records_from_browser(payload: dict[str, Any], vantage: str) -> tuple[list[SampleRecord], list[str]]:
     """Turn the browser component's result into sample rows (side='browser') stored with `vantage`.
 
     payload: {"run_id": str, "samples": [{region_id, url, method, rtt_ms, error_class, error_detail,

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.errors import PlannerError
+
 __all__ = ["MAX_LINE_BYTES", "SseEvent", "SseLineTooLong", "SseParser"]
 
 #: The longest line accepted (one `data:` line of one event); real events are a few hundred bytes.
 MAX_LINE_BYTES = 1 << 20
 
 
-class SseLineTooLong(ValueError):
+class SseLineTooLong(PlannerError, ValueError):
     """A line grew past the parser's max_line_bytes without a line end."""
 
 

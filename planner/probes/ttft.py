@@ -26,7 +26,7 @@ import socket
 import ssl
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ from planner.probes.errors import (
 from planner.probes.prompts import build_prompt, new_nonce
 from planner.probes.protocols import (
     PROTOCOLS,
+    Signer,
     build_request,
     default_auth,
     interpret,
@@ -81,7 +82,9 @@ BYTES_PER_TOKEN_CAP = 4096
 EVENTS_PER_TOKEN_CAP = 8
 
 
-async def _sliced_reads(reads, clock_ns: Callable[[], int]):
+async def _sliced_reads(
+    reads: AsyncIterator[bytes], clock_ns: Callable[[], int]
+) -> AsyncIterator[tuple[bytes, int, int]]:
     """(slice, read number, read time) for each ≤ 8 KB slice of each socket read, so the caps stop a flood
     after one slice rather than after a whole 64 KB read; every slice carries its read's timestamp."""
     read_no = 0
@@ -244,7 +247,7 @@ async def _run_attempt(
     api_key: str | None,
     proxy: str | None,
     att: _Attempt,
-    signer: Callable | None = None,
+    signer: Signer | None = None,
 ) -> None:
     """Send one request and fill `sample`; raises ProbeFault on any failure."""
     clock_ns = att.clock_ns

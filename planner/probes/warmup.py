@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 __all__ = ["warm_up"]
 
@@ -46,7 +47,7 @@ def _canned_stream(protocol: str) -> bytes:
         body = "".join(f"event: {k}\ndata: {json.dumps(v)}\n\n" for k, v in events)
     else:
 
-        def chunk(delta: dict, text: str | None = None) -> str:
+        def chunk(delta: dict[str, Any], text: str | None = None) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": None}
             if text is not None:
                 choice["text"] = text

@@ -15,13 +15,14 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from planner.errors import PlannerError
 from planner.simulator.app import build_app
 from planner.simulator.config import SimulatorConfig
 
 __all__ = ["SimulatorStartError", "running_simulator", "serve_forever"]
 
 
-class SimulatorStartError(RuntimeError):
+class SimulatorStartError(PlannerError, RuntimeError):
     """The simulated endpoint could not start (port taken, bad host); the message says which."""
 
 

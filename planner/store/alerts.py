@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, select
 
 from planner.alerts_vocab import AlertKind, AlertState, Rule, SeriesStatus
+from planner.errors import PlannerError
 from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import session, table_of
@@ -137,7 +138,7 @@ def _to_rule(r: AlertRuleRow) -> Rule:
     )
 
 
-class DuplicateRule(ValueError):
+class DuplicateRule(PlannerError, ValueError):
     """A rule that would repeat one stored already: its name is taken, or another rule watches the same thing."""
 
 

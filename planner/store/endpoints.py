@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from planner.errors import PlannerError
 from planner.store.engine import session, table_of
 
 __all__ = [
@@ -65,7 +66,7 @@ class EndpointRow(SQLModel, table=True):
     updated_at_ms: int = Field(sa_type=sa.BigInteger)
 
 
-class EndpointNameTaken(ValueError):
+class EndpointNameTaken(PlannerError, ValueError):
     """Another endpoint already has this name; `.name` is the name."""
 
     def __init__(self, name: str) -> None:

@@ -21,11 +21,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from filelock import FileLock
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Session, SQLModel
 
 from planner import settings
+from planner.errors import PlannerError
 from planner.store.timeouts import SQLITE_BUSY_TIMEOUT_MS
 
 __all__ = [
@@ -47,7 +50,7 @@ DATA_DIR_ENV = settings.DATA_DIR.name
 PG_IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0  # no transaction of ours sits idle for anything near this
 
 
-class StoreError(RuntimeError):
+class StoreError(PlannerError, RuntimeError):
     """The database cannot be opened or used; the message names the (password-free) URL and the reason."""
 
 
@@ -76,10 +79,10 @@ def redacted(url: str) -> str:
         return "<unparseable database URL>"
 
 
-def sqlite_file(url) -> Path | None:
+def sqlite_file(url: str | URL) -> Path | None:
     """The file behind a SQLite URL (also the URI form ``sqlite:///file:/path?mode=ro&uri=true``); None for
     in-memory databases and other back ends. Files next to the database (lock, spool, worker state) go beside it."""
-    parsed = make_url(str(url)) if not hasattr(url, "get_backend_name") else url
+    parsed = url if isinstance(url, URL) else make_url(str(url))
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
     db = parsed.database
@@ -90,7 +93,7 @@ def sqlite_file(url) -> Path | None:
     return Path(db).expanduser()
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
@@ -99,7 +102,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def _pg_session(dbapi_conn, _record) -> None:
+def _pg_session(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"SET idle_in_transaction_session_timeout = {int(PG_IDLE_IN_TRANSACTION_TIMEOUT_S * 1000)}")
     cur.close()
@@ -186,4 +189,5 @@ def session(engine: Engine) -> Iterator[Session]:
 
 def table_of(model: type[SQLModel]) -> sa.Table:
     """The Core table of a SQLModel class, typed (mypy does not see the `__table__` SQLModel sets)."""
-    return model.__table__  # type: ignore[attr-defined]
+    table: sa.Table = model.__table__  # type: ignore[attr-defined]  # set by SQLModel's metaclass, not declared
+    return table

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -100,14 +101,14 @@ def release(engine: Engine, vantage: str, holder: str) -> None:
         conn.execute(_T.update().where(_T.c.vantage == vantage).where(_T.c.holder == holder).values(expires_at_ms=0))
 
 
-def current(engine: Engine) -> list[dict]:
+def current(engine: Engine) -> list[dict[str, Any]]:
     """Every lease row as a dict (vantage, holder, acquired_at_ms, renewed_at_ms, expires_at_ms), by vantage."""
     with engine.connect() as conn:
         rows = conn.execute(sa.select(_T).order_by(_T.c.vantage)).mappings().all()
     return [dict(r) for r in rows]
 
 
-def live_leases(leases: list[dict], now_ms: int, vantage: str | None = None) -> list[dict]:
+def live_leases(leases: list[dict[str, Any]], now_ms: int, vantage: str | None = None) -> list[dict[str, Any]]:
     """The rows of `leases` (from current()) that have not expired at now_ms; only `vantage`'s when given.
 
     A released lease has expires_at_ms 0, so it is never live.

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
+from planner.errors import PlannerError
 from planner.logs.normalise import COLUMNS, LogParseResult, empty_frame
 from planner.store.engine import table_of
 
@@ -89,7 +91,7 @@ class UploadInfo:
     last_ts_ms: int | None
 
 
-class UploadNotFound(KeyError):
+class UploadNotFound(PlannerError, KeyError):
     """No upload has this id."""
 
 
@@ -98,7 +100,7 @@ _REQUEST = table_of(LogRequestRow)
 _DATA_COLUMNS = list(COLUMNS)  # ts_ms … source
 
 
-def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | None = None) -> list[tuple]:
+def _records(frame: pd.DataFrame, upload_id: int, start: int = 0, stop: int | None = None) -> list[tuple[Any, ...]]:
     """Insert tuples for rows [start, stop) of the frame (built a chunk at a time, so memory stays bounded)."""
     f = frame.iloc[start:stop]
     ttft = f["ttft_ms"].to_numpy(dtype=np.float64)
@@ -129,7 +131,7 @@ _INSERT_COLS = (
 )
 
 
-def _insert_rows(conn: sa.Connection, rows: list[tuple]) -> None:
+def _insert_rows(conn: sa.Connection, rows: list[tuple[Any, ...]]) -> None:
     if conn.dialect.name == "postgresql":
         # COPY is ~10× faster than INSERT for a million rows; it runs inside the same transaction.
         driver = conn.connection.driver_connection

@@ -29,8 +29,9 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from planner.store.timeouts import SQLITE_BUSY_TIMEOUT_MS
 
@@ -39,7 +40,7 @@ __all__ = ["current_revision", "head_revision", "upgrade"]
 _SCRIPT_LOCATION = Path(__file__).resolve().parent.parent / "migrations"
 
 
-def _config(engine: Engine | None, conn=None) -> Config:
+def _config(engine: Engine | None, conn: Connection | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(_SCRIPT_LOCATION))
     cfg.attributes["connection"] = conn
@@ -67,7 +68,9 @@ def _sqlite_migration_engine(engine: Engine) -> Engine:
     )
 
     @event.listens_for(mig, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # outside any transaction: PRAGMAs that must be
+    def _pragmas(
+        dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry
+    ) -> None:  # outside any transaction: PRAGMAs that must be
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA journal_mode=WAL")
@@ -75,7 +78,7 @@ def _sqlite_migration_engine(engine: Engine) -> Engine:
         cur.close()
 
     @event.listens_for(mig, "begin")
-    def _begin(conn) -> None:
+    def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return mig

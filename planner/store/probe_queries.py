@@ -95,7 +95,7 @@ class SeriesKey:
         return f"{self.endpoint_name} @ {vantage_name(self.vantage)}"
 
 
-def range_params(key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+def range_params(key: SeriesKey, start_ms: int, end_ms: int) -> dict[str, Any]:
     """The bind parameters of the series' range [start_ms, end_ms) that every statement here filters on."""
     return {"vantage": key.vantage, "endpoint_id": key.endpoint_id, "start_ms": int(start_ms), "end_ms": int(end_ms)}
 
@@ -185,7 +185,9 @@ def _bucket_sql(width_ms: float) -> str:
     return "CAST(ttft_ms AS INTEGER)" if width_ms == 1 else f"CAST(ttft_ms / {float(width_ms)!r} AS INTEGER)"
 
 
-def ttft_cells(conn, key_sql: str, params: dict, width_ms: float = 1.0) -> dict[int, GroupCells]:
+def ttft_cells(
+    conn: sa.Connection, key_sql: str, params: dict[str, Any], width_ms: float = 1.0
+) -> dict[int, GroupCells]:
     """Pass 1 of the two-pass percentiles, per group k = `key_sql` over the range `params` (range_params):
     successful samples counted per TTFT bucket of `width_ms`, with each bucket's min and max, and the failed and
     skipped rows — one GROUP BY, which SQLite runs much faster than a window sort over every row."""
@@ -229,7 +231,7 @@ def rank_cells(counts: Sequence[int], ps: Sequence[int]) -> dict[int, tuple[int,
 
 
 def cell_values(
-    conn, key_sql: str, params: dict, cells: Iterable[tuple[int, int]], width_ms: float = 1.0
+    conn: sa.Connection, key_sql: str, params: dict[str, Any], cells: Iterable[tuple[int, int]], width_ms: float = 1.0
 ) -> dict[tuple[int, int], list[float]]:
     """Pass 2 of the two-pass percentiles: the successful ttft_ms values of the given (k, bucket) cells only."""
     cells = sorted(cells)
@@ -248,8 +250,8 @@ def cell_values(
 
 
 def _two_pass_percentiles(
-    conn, key_sql: str, params: dict, ps: tuple[int, ...], width_ms: float
-) -> tuple[list[dict], list[dict]]:
+    conn: sa.Connection, key_sql: str, params: dict[str, Any], ps: tuple[int, ...], width_ms: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Exact nearest-rank percentiles per group `k` without a window sort over every row.
 
     Pass 1 (ttft_cells) counts successful samples per (k, ttft bucket); the rank of each percentile
@@ -259,7 +261,7 @@ def _two_pass_percentiles(
     """
     groups = ttft_cells(conn, key_sql, params, width_ms)
     wanted: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (k, bucket) -> [(p, offset within bucket)]
-    out: dict[int, dict] = {}
+    out: dict[int, dict[str, Any]] = {}
     for k, g in groups.items():
         if not g.cells:
             continue
@@ -329,7 +331,7 @@ def _grouped(
     return df
 
 
-def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict[str, Any]:
     """n, failed, skipped, error_rate, p50/p90/p95/p99 (ms, nearest rank) and which are reliable (n big enough)."""
     df = _grouped(engine, "(started_at_ms * 0)", key, start_ms, end_ms, ps=(50, 90, 95, 99), two_pass_width_ms=1)
     if df.empty:

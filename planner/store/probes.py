@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -110,7 +110,7 @@ _SLOT_KEY = ("endpoint_id", "vantage", "kind", "scheduled_at_ms")
 _INSERT_BATCH_ROWS = 500  # slot keys per IN list (3 bound parameters each)
 
 
-def _column_array(rows: list[ProbeSampleRow], column: sa.Column) -> list:
+def _column_array(rows: list[ProbeSampleRow], column: sa.Column[Any]) -> list[Any]:
     """One column's values as a PostgreSQL array parameter: of one Python type (a float column may hold ints, e.g.
     ``ttft_ms=5000``, and psycopg cannot send a list that mixes them)."""
     values = [getattr(r, column.name) for r in rows]
@@ -125,7 +125,7 @@ def _one_outcome_per_slot(rows: list[ProbeSampleRow]) -> list[ProbeSampleRow]:
     return [r for r in rows if r.kind != "skipped" or (r.endpoint_id, r.vantage, r.scheduled_at_ms) not in probed]
 
 
-def _probed_slots(conn, table, skipped: list[ProbeSampleRow]) -> set[tuple[int, str, int]]:
+def _probed_slots(conn: sa.Connection, table: sa.Table, skipped: list[ProbeSampleRow]) -> set[tuple[int, str, int]]:
     out: set[tuple[int, str, int]] = set()
     for i in range(0, len(skipped), _INSERT_BATCH_ROWS):
         keys = [(r.endpoint_id, r.vantage, r.scheduled_at_ms) for r in skipped[i : i + _INSERT_BATCH_ROWS]]

@@ -139,7 +139,7 @@ def create_request(
     )
 
 
-def get_request(engine: Engine, request_id: int) -> dict | None:
+def get_request(engine: Engine, request_id: int) -> dict[str, Any] | None:
     """The probe_request row as a dict (status pending | running | done | failed, detail), or None."""
     return _get(engine, table_of(ProbeRequestRow), request_id)
 
@@ -164,12 +164,12 @@ def create_rtt_request(engine: Engine, targets: Sequence[tuple[str, str]], n: in
     return _queue(engine, table_of(RttRequestRow), vantage=vantage, targets_json=json.dumps(pairs), n=int(n))
 
 
-def get_rtt_request(engine: Engine, request_id: int) -> dict | None:
+def get_rtt_request(engine: Engine, request_id: int) -> dict[str, Any] | None:
     """The rtt_request row as a dict (status pending | running | done | failed, detail, claimed_at_ms …), or None."""
     return _get(engine, table_of(RttRequestRow), request_id)
 
 
-def rtt_request_targets(request: dict) -> list[tuple[str, str]]:
+def rtt_request_targets(request: dict[str, Any]) -> list[tuple[str, str]]:
     """The (region_id, target) pairs of an rtt_request row; raises ValueError when its targets_json is not a list of
     pairs of strings (a row not written by create_rtt_request)."""
     try:
@@ -220,7 +220,9 @@ def fail_orphaned_requests(engine: Engine, live_holders: Collection[str], detail
     return failed
 
 
-def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder: str, now_ms: int) -> list[dict]:
+def claim_requests(
+    engine: Engine, endpoint_ids: list[int], vantage: str, holder: str, now_ms: int
+) -> list[dict[str, Any]]:
     """Claim the pending requests for `endpoint_ids` meant for `vantage` (or any vantage), oldest first.
 
     Each claim is a conditional UPDATE (pending → running), so of two workers exactly one gets a request.
@@ -231,7 +233,7 @@ def claim_requests(engine: Engine, endpoint_ids: list[int], vantage: str, holder
     return _claim(engine, _REQ, where, holder, now_ms)
 
 
-def claim_rtt_requests(engine: Engine, vantage: str, holder: str, now_ms: int) -> list[dict]:
+def claim_rtt_requests(engine: Engine, vantage: str, holder: str, now_ms: int) -> list[dict[str, Any]]:
     """Claim the pending rtt_requests of exactly `vantage` (an RTT figure is only true of where it was measured),
     oldest first, each by a conditional UPDATE (pending → running) as in claim_requests. Returns the rows as dicts."""
     return _claim(engine, _RTT_REQ, [_RTT_REQ.c.vantage == vantage], holder, now_ms)
@@ -247,13 +249,13 @@ def finish_rtt_request(engine: Engine, request_id: int, status: RequestStatus, d
     _finish(engine, _RTT_REQ, request_id, status, detail, now_ms)
 
 
-def _get(engine: Engine, table: sa.Table, request_id: int) -> dict | None:
+def _get(engine: Engine, table: sa.Table, request_id: int) -> dict[str, Any] | None:
     with engine.connect() as conn:
         row = conn.execute(sa.select(table).where(table.c.id == request_id)).mappings().first()
     return dict(row) if row else None
 
 
-def _claim(engine: Engine, table: sa.Table, where: list[Any], holder: str, now_ms: int) -> list[dict]:
+def _claim(engine: Engine, table: sa.Table, where: list[Any], holder: str, now_ms: int) -> list[dict[str, Any]]:
     """Claim the pending rows of a request table that match `where`, oldest first, one conditional UPDATE each."""
     pending = table.c.status == RequestStatus.PENDING.value
     with engine.connect() as conn:

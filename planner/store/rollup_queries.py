@@ -31,6 +31,7 @@ import bisect
 import datetime as dt
 import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -58,9 +59,11 @@ ROLLUP_BOUND = 10 ** (1 / 20)
 ROLLUP_LABEL = "from hourly histograms: upper bound within ~12%"
 _SUMMARY_PS = (50, 90, 95, 99)
 _R = table_of(ProbeRollupRow)
+# One hour of a series: hour_start_ms, n_ok, n_failed, n_skipped, ttft_min_ms, ttft_max_ms, hist_json (_rollup_rows).
+_HourRow = sa.Row[int, int, int, int, float | None, float | None, str]
 
 
-def _in_range(key: SeriesKey, start_ms: int, end_ms: int) -> tuple:
+def _in_range(key: SeriesKey, start_ms: int, end_ms: int) -> tuple[Any, ...]:
     """WHERE conditions: the series' rollup rows whose hour starts in [start_ms, end_ms) (a unique index seek)."""
     return (
         _R.c.endpoint_id == key.endpoint_id,
@@ -70,7 +73,7 @@ def _in_range(key: SeriesKey, start_ms: int, end_ms: int) -> tuple:
     )
 
 
-def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
+def _rollup_rows(conn: sa.Connection, key: SeriesKey, start_ms: int, end_ms: int) -> Sequence[_HourRow]:
     """The series' rollup rows of the range (_in_range)."""
     return conn.execute(
         sa.select(
@@ -85,7 +88,7 @@ def _rollup_rows(conn, key: SeriesKey, start_ms: int, end_ms: int) -> list:
     ).all()
 
 
-def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict[str, Any]:
     """What of [start_ms, end_ms) comes from rollups: hours, n_ok, n_failed, n_skipped, first_ms / end_ms
     (the first rolled-up hour's start and the last one's end; None when there is none), and raw_first_ms
     (the series' oldest raw sample, None when it has none)."""
@@ -113,7 +116,14 @@ def rollup_coverage(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) 
     }
 
 
-def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple[int, ...]) -> dict:
+def _merged(
+    conn: sa.Connection,
+    key_sql: str,
+    params: dict[str, Any],
+    rollups: Sequence[_HourRow],
+    group_of: Callable[[int], int],
+    ps: tuple[int, ...],
+) -> dict[int, dict[str, Any]]:
     """Per group k: n, n_rollup, failed, skipped, min_ms, max_ms and p<P>_ms over raw cells ∪ rollup histograms.
 
     `group_of(hour_start_ms)` maps a rollup hour to its group. The raw part is pass 1 of probe_queries'
@@ -121,8 +131,10 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
     inside it, or a lone edge; the rank lands in one cluster, and only cells where it lands are read row by
     row (pass 2), as in probe_queries."""
     groups = pq.ttft_cells(conn, key_sql, params)
-    points: dict = defaultdict(lambda: defaultdict(int))  # k -> {edge ms: count}
-    roll: dict = defaultdict(lambda: {"n": 0, "failed": 0, "skipped": 0, "min": None, "max": None})
+    points: defaultdict[int, defaultdict[float, int]] = defaultdict(lambda: defaultdict(int))  # k -> {edge ms: count}
+    roll: defaultdict[int, dict[str, Any]] = defaultdict(
+        lambda: {"n": 0, "failed": 0, "skipped": 0, "min": None, "max": None}
+    )
     for hour, n_ok, n_failed, n_skipped, lo, hi, hist_json in rollups:
         k = group_of(int(hour))
         r = roll[k]
@@ -135,8 +147,11 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
             r["max"] = hi if r["max"] is None else max(r["max"], hi)
         for idx, c in json.loads(hist_json).items():
             points[k][bucket_upper_ms(int(idx))] += int(c)
-    out: dict = {}
-    wanted: dict = defaultdict(list)  # (k, b) -> [(p, offset within the cluster, edges inside the cell)]
+    out: dict[int, dict[str, Any]] = {}
+    Edges = list[tuple[float, int]]  # the histogram edges (ms, count) inside one raw cell
+    wanted: defaultdict[tuple[int, int], list[tuple[int, int, Edges]]] = defaultdict(
+        list
+    )  # (k, b) -> [(p, offset within the cluster, edges inside the cell)]
     for k in set(groups) | set(roll):
         g = groups.get(k, pq.GroupCells([], 0, 0))
         r = roll[k]
@@ -144,7 +159,7 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
         n = n_raw + sum(points[k].values()) if k in points else n_raw
         mins = [v for v in ([g.cells[0].min_ms] if g.cells else []) + [r["min"]] if v is not None]
         maxs = [v for v in ([max(c.max_ms for c in g.cells)] if g.cells else []) + [r["max"]] if v is not None]
-        row = {
+        row: dict[str, Any] = {
             "k": k,
             "n": n,
             "n_rollup": n - n_raw,
@@ -158,7 +173,7 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
             continue
         # Clusters in TTFT order: [start value, count, cell b or None, edges inside the cell].
         los = [c.min_ms for c in g.cells]
-        inside: dict = defaultdict(list)
+        inside: defaultdict[int, Edges] = defaultdict(list)
         clusters: list[list[Any]] = [[c.min_ms, c.n, c.b, inside[c.b]] for c in g.cells]
         for e, c in sorted(points.get(k, {}).items()):
             i = bisect.bisect_right(los, e) - 1
@@ -188,7 +203,7 @@ def _merged(conn, key_sql: str, params: dict, rollups: list, group_of, ps: tuple
     return out
 
 
-def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
+def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict[str, Any]:
     """probe_queries.summary over raw samples and rollups, plus n_rollup (ok samples read from histograms;
     0 = every figure is exact) and rollup (rollup_coverage, or None when the range holds no rollup)."""
     with engine.connect() as conn:
@@ -216,7 +231,7 @@ def summary(engine: Engine, key: SeriesKey, start_ms: int, end_ms: int) -> dict:
     return out
 
 
-def _local_hour_fn(tz: str):
+def _local_hour_fn(tz: str) -> Callable[[int], int]:
     zone = ZoneInfo(tz)
 
     def hour_of(ms: int) -> int:

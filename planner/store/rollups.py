@@ -17,6 +17,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -77,7 +78,7 @@ class RetentionResult:
     cutoff_ms: int = 0
 
 
-def _merge_hist(old_json: str | None, new: Counter) -> str:
+def _merge_hist(old_json: str | None, new: Counter[int]) -> str:
     merged = Counter({int(k): v for k, v in json.loads(old_json).items()}) if old_json else Counter()
     merged.update(new)
     return json.dumps({str(k): merged[k] for k in sorted(merged)})
@@ -116,7 +117,7 @@ def _fold_chunk(engine: Engine, endpoint_id: int, vantage: str, start: int, end:
     where = sa.and_(
         _S.c.endpoint_id == endpoint_id, _S.c.vantage == vantage, _S.c.started_at_ms >= start, _S.c.started_at_ms < end
     )
-    hours: dict[int, dict] = {}
+    hours: dict[int, dict[str, Any]] = {}
     with engine.begin() as conn:
         for started, ok, kind, ttft in conn.execute(
             sa.select(_S.c.started_at_ms, _S.c.ok, _S.c.kind, _S.c.ttft_ms).where(where)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, select
 
+from planner.errors import PlannerError
 from planner.probes.rtt_record import SampleRecord
 from planner.regions import check_rtt_interval_s
 from planner.stats import percentile
@@ -106,11 +108,11 @@ class RttSampleRow(SQLModel, table=True):
     measured_at_ms: int = Field(sa_type=sa.BigInteger)
 
 
-class TargetExists(ValueError):
+class TargetExists(PlannerError, ValueError):
     """An RTT target with this region id already exists."""
 
 
-class TargetNotFound(KeyError):
+class TargetNotFound(PlannerError, KeyError):
     """No RTT target has this region id."""
 
 
@@ -325,7 +327,7 @@ def rtt_summary(engine: Engine, vantage: str | None = None, since_ms: int | None
     figures are to a proxy). Rows are sorted by median_ms, failures last.
     """
     df = load_samples(engine, vantage=vantage, since_ms=since_ms)
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     if not df.empty:
         for (region_id, vant, side), g in df.groupby(["region_id", "vantage", "side"], sort=True):
             prefs = RTT_METHOD_BY_SIDE.get(str(side), ())

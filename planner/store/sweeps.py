@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, col, select
 
 from planner.store.engine import session
+from planner.sweep.run import SweepResult
 
 __all__ = ["SweepRunRow", "SweepStepRow", "load_sweep_runs", "load_sweep_steps", "store_sweep"]
 
@@ -68,7 +69,7 @@ class SweepStepRow(SQLModel, table=True):
     errors_json: str = Field(default="{}", max_length=2000)  # {"error_class": count}
 
 
-def store_sweep(engine: Engine, result, *, vantage: str, tool_version: str, note: str = "") -> int:
+def store_sweep(engine: Engine, result: SweepResult, *, vantage: str, tool_version: str, note: str = "") -> int:
     """Store a planner.sweep.SweepResult (run + steps in one transaction); returns the run id."""
     spec, t = result.spec, result.spec.target
     run = SweepRunRow(

@@ -130,10 +130,10 @@ class ProbeRollupRow(SQLModel, table=True):
     hist_json: str = Field(sa_type=sa.Text)  # {"bucket index": count}; see planner.store.rollups
 
 
-def endpoint_statuses(engine: Engine) -> dict[int, list[dict]]:
+def endpoint_statuses(engine: Engine) -> dict[int, list[dict[str, Any]]]:
     """endpoint id → the status rows its workers reported (one per vantage)."""
     t = table_of(EndpointStatusRow)
-    out: dict[int, list[dict]] = {}
+    out: dict[int, list[dict[str, Any]]] = {}
     with engine.connect() as conn:
         for r in conn.execute(sa.select(t).order_by(t.c.vantage)).mappings():
             out.setdefault(r["endpoint_id"], []).append(dict(r))
@@ -208,7 +208,7 @@ def upsert_statuses(engine: Engine, vantage: str, statuses: dict[int, dict[str, 
 
 
 def insert_cold_reading(
-    engine: Engine, endpoint_id: int, vantage: str, request: dict, idle_s: float, idle_until_ms: int
+    engine: Engine, endpoint_id: int, vantage: str, request: dict[str, Any], idle_s: float, idle_until_ms: int
 ) -> int:
     """Start a cold_reading row (state idle) for `request`; returns its id."""
     with engine.begin() as conn:

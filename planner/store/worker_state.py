@@ -19,8 +19,10 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -47,7 +49,7 @@ def state_path(engine: Engine, vantage: str) -> Path:
     return _folder(engine) / f"{hashlib.sha1(vantage.encode()).hexdigest()[:12]}.json"
 
 
-def write_state(engine: Engine, vantage: str, state: dict) -> None:
+def write_state(engine: Engine, vantage: str, state: dict[str, Any]) -> None:
     """Atomically replace the state file (write + rename). Raises OSError (disk full: the caller logs)."""
     path = state_path(engine, vantage)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -56,12 +58,13 @@ def write_state(engine: Engine, vantage: str, state: dict) -> None:
     os.replace(tmp, path)
 
 
-def read_state(engine: Engine, vantage: str) -> dict | None:
+def read_state(engine: Engine, vantage: str) -> dict[str, Any] | None:
     """The last state the worker of `vantage` wrote, or None (never ran here, or unreadable)."""
     try:
-        return json.loads(state_path(engine, vantage).read_text(encoding="utf-8"))
+        state = json.loads(state_path(engine, vantage).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None  # the worker writes an object: anything else is unreadable
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,18 @@ class WorkerReport:
     running: bool
 
 
-def _clock(ms: int, fmt_ms) -> str:
+def _clock(ms: int, fmt_ms: Callable[[int], str] | None) -> str:
     return fmt_ms(ms) if fmt_ms else f"{ms} ms"
 
 
-def worker_report(engine: Engine, vantage: str, leases: list[dict], now_ms: int, *, fmt_ms=None) -> WorkerReport:
+def worker_report(
+    engine: Engine,
+    vantage: str,
+    leases: list[dict[str, Any]],
+    now_ms: int,
+    *,
+    fmt_ms: Callable[[int], str] | None = None,
+) -> WorkerReport:
     """What the worker of `vantage` is doing, from its state file and the lease rows (lease.current()).
 
     `fmt_ms` formats epoch ms for the reader (app.viewer.fmt_ms on the page)."""

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, select
 
 from planner.budget import Worksheet
+from planner.errors import PlannerError
 from planner.store.engine import session
 
 __all__ = [
@@ -39,11 +40,11 @@ class WorksheetRow(SQLModel, table=True):
     updated_at_ms: int = Field(sa_type=sa.BigInteger)
 
 
-class NameTaken(ValueError):
+class NameTaken(PlannerError, ValueError):
     """A worksheet with this name exists and overwrite was not asked for."""
 
 
-class WorksheetNotFound(KeyError):
+class WorksheetNotFound(PlannerError, KeyError):
     """No worksheet has this name."""
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from planner.errors import PlannerError
 from planner.provenance import Figure
 from planner.validate import USD_PER_MTOK, Rule
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class SpecError(ValueError):
+class SpecError(PlannerError, ValueError):
     """A deployment spec the replay cannot use; the message names the spec and the key."""
 
 

@@ -30,6 +30,7 @@ from heapq import heapreplace
 
 import numpy as np
 
+from planner.errors import PlannerError
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.trace import Trace
 
@@ -40,7 +41,7 @@ SEGMENT_KEYS = ("queue_ms", "cold_ms", "prefill_ms", "network_ms")
 _NEG_INF = float("-inf")
 
 
-class CannotKeepUp(Exception):
+class CannotKeepUp(PlannerError):
     """The deployment can never serve the trace: its queue grows without bound. The message says why and when."""
 
     def __init__(self, deployment: str, message: str, at_ms: float | None = None) -> None:

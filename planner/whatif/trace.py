@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
+from planner.errors import PlannerError
+
 __all__ = [
     "Trace",
     "TraceError",
@@ -30,7 +32,7 @@ __all__ = [
 _REQUIRED = ("ts_ms", "prompt_tokens")
 
 
-class TraceError(ValueError):
+class TraceError(PlannerError, ValueError):
     """A log the replay cannot use (no timestamps, no token counts, empty); the message says which."""
 
 

@@ -11,7 +11,7 @@ from app.views.capacity_tabs._common import DTYPES, source_caption
 from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.capacity.gpufit import fit, fit_table
+from planner.capacity.gpufit import FitOptions, fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.untrusted import md_text
 
@@ -80,7 +80,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
         )
     with right:
         try:
-            kw = dict(
+            kw: FitOptions = dict(
                 weight_dtype=f_wdtype,
                 kv_dtype=f_kvdtype,
                 context_tokens=int(ctx),

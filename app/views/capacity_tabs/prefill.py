@@ -13,7 +13,7 @@ from app.views.capacity_tabs._common import to_worksheet
 from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.capacity.prefill import estimate, largest_prompts, prefill_curve, rate_from_slope
+from planner.capacity.prefill import Segments, estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic
 from planner.provenance import Figure, Source
 from planner.store import database_url
@@ -123,7 +123,9 @@ def render(
     with right:
         try:
             pmodel, pgpu_spec = models[pkey], gpu_by_key[pgpu]
-            segs = dict(queue_ms=q_ms, cold_ms=c_ms, network_ms=n_ms, cache_hit_fraction=hit)
+            segs: Segments = dict(queue_ms=q_ms, cold_ms=c_ms, network_ms=n_ms, cache_hit_fraction=hit)
+            rate: float | None  # None: a typed slope of 0, no rate
+            figure: Figure | None  # None: nothing to hand to the worksheet
             if mode == "model":
                 est = estimate(
                     pmodel, pgpu_spec, prompt_p95, dtype=pdtype, mfu=mfu, gpus=int(pgpus), cache_hit_fraction=hit

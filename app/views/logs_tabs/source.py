@@ -46,8 +46,8 @@ def current(files: list[UploadedFile]) -> tuple:
     """
     ss = st.session_state
     if files:
-        source = ("files", tuple((f.file_id, f.name, f.size) for f in files))
-        if ss.get("logs_source") != source:
+        uploaded = ("files", tuple((f.file_id, f.name, f.size) for f in files))
+        if ss.get("logs_source") != uploaded:
             # Copied to disk in chunks, with a bar that moves by bytes: then read out of core like a file on disk.
             drop_spool()
             bar = st.progress(0.0, "Receiving the upload…")
@@ -57,7 +57,7 @@ def current(files: list[UploadedFile]) -> tuple:
                 st.error(f"The upload could not be saved to a temporary file: {exc.strerror or exc}")
                 st.stop()
             bar.empty()
-            ss.logs_source = source
+            ss.logs_source = uploaded
     source = ss.get("logs_source")
     if source is not None and source[0] == "files" and not (ss.get("logs_spool") and ss.logs_spool.alive):
         source = None

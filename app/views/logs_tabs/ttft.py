@@ -33,7 +33,7 @@ def render(eng: Engine, s: LogSummary, tz: str) -> None:
         format_func=lambda k: "— none —" if k is None else k.label,
     )
     probes = None
-    if probe_key is not None:
+    if probe_key is not None and s.first_ts_ms is not None and s.last_ts_ms is not None:  # a log with TTFT has rows
         probes = hour_of_day(eng, probe_key, s.first_ts_ms, s.last_ts_ms + 1, tz=tz)
         if not int(probes["n"].sum()):
             st.caption(":grey[That series has no probe samples in the log's time span.]")

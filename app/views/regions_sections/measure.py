@@ -120,8 +120,8 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
 
     with browser_col:
         st.markdown("**From this browser**: Resource Timing (`responseStart − requestStart`), first sample dropped.")
-        targets = [{"region_id": i, "url": by_id[i].target.url} for i in selected if by_id[i].target.url]
-        res = browser_rtt(targets, vantage=vantage, n=int(n))
+        page_targets = [{"region_id": i, "url": url} for i in selected if (url := by_id[i].target.url)]
+        res = browser_rtt(page_targets, vantage=vantage, n=int(n))
         if res.remembered_vantage and not vantage:
             ss.rtt_vantage_pending = res.remembered_vantage
             st.rerun()

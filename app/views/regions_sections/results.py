@@ -43,8 +43,9 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
     )
     window = f2.selectbox("Window", list(WINDOWS_MS), index=1, key="rtt_window")
     since_ms = None
-    if WINDOWS_MS[window] is not None:
-        since_ms = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000) - WINDOWS_MS[window]
+    span_ms = WINDOWS_MS[window]
+    if span_ms is not None:
+        since_ms = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000) - span_ms
     vantage_filter = None if chosen == "all vantages" else chosen
     rows = ranked_rows(rtt_summary(eng, vantage=vantage_filter, since_ms=since_ms), regions)
 

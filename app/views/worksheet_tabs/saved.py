@@ -1,6 +1,7 @@
 """Worksheet tabs: save, open, duplicate and delete worksheets; compare saved ones side by side."""
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -132,7 +133,7 @@ def render_compare(engine: Engine | None) -> None:
 
 
 _VERDICT = {"ok": "fits", "warn": "prompt too long", "error": "over budget"}
-_COLUMNS = {  # comparison_rows key → (what the user reads, formatter)
+_COLUMNS: dict[str, tuple[str, Callable[[Any], str]]] = {  # comparison_rows key → (what the user reads, formatter)
     "worksheet": ("Worksheet", str),
     "interaction": ("Interaction type", str),
     "target_ms": ("Target", present.ms),

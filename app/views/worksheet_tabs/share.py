@@ -44,5 +44,7 @@ def _is_saved(ws: Worksheet) -> bool:
     """Whether `ws` is exactly the worksheet saved under its name (an edited or never-saved one is not)."""
     try:
         return load_worksheet(engine(), ws.name).to_dict() == ws.to_dict()
-    except (WorksheetNotFound, *STORE_FAILURES):
+    except WorksheetNotFound:
+        return False
+    except STORE_FAILURES:
         return False

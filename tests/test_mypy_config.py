@@ -1,0 +1,44 @@
+"""The type gate's configuration (pyproject.toml [tool.mypy]) says what it means.
+
+mypy reads `strict = true` in any section as the global switch, so the strict packages spell out --strict's
+flags in their override instead. These tests keep that list equal to mypy's own --strict, and the gate on both
+packages of the product.
+"""
+
+import tomllib
+from pathlib import Path
+
+from mypy.main import define_options
+
+ROOT = Path(__file__).resolve().parents[1]
+STRICT_MODULES = {"planner.probes.*", "planner.store.*"}
+
+
+def _mypy_config() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+
+
+def _as_option(key: str, value: bool) -> tuple[str, bool]:
+    """A config key as the Options attribute it sets: `no_implicit_reexport = true` is implicit_reexport False."""
+    return (key[3:], not value) if key.startswith("no_") else (key, value)
+
+
+def test_mypy_checks_planner_and_app():
+    assert set(_mypy_config()["packages"]) == {"planner", "app"}
+
+
+def test_no_section_says_strict():
+    """`strict` in an override would make every module strict (mypy's config parser sets the global flags)."""
+    config = _mypy_config()
+    assert "strict" not in config
+    assert all("strict" not in o for o in config.get("overrides", []))
+
+
+def test_strict_packages_get_every_flag_of_strict():
+    config = _mypy_config()
+    (override,) = [o for o in config["overrides"] if STRICT_MODULES <= set(o["module"])]
+    in_force = dict(_as_option(k, v) for k, v in config.items() if isinstance(v, bool))
+    in_force.update(_as_option(k, v) for k, v in override.items() if isinstance(v, bool))
+    _, _, strict_flags = define_options()
+    missing = sorted(dest for dest, value in strict_flags if in_force.get(dest) != value)
+    assert not missing, f"--strict's {missing} not set for {sorted(STRICT_MODULES)}"
