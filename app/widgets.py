@@ -3,15 +3,21 @@
 `persisted_number`: a number input that keeps its value for the session (leaving the page and coming back) and binds
 it to the URL's query parameter named by its key, so a shared link carries it. The key is that parameter's name:
 renaming one breaks the links people already shared.
+
+`wrapped_table`: a small table read whole — its cells wrap to the page's width, so every column is in view without a
+sideways scroll (st.dataframe's grid sizes columns to their content and cuts or scrolls the rest).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-__all__ = ["persisted_number"]
+from planner.untrusted import md_text
+
+__all__ = ["persisted_number", "wrapped_table"]
 
 
 def persisted_number(label: str, *, key: str, where: Any = None, **kwargs: Any) -> Any:
@@ -23,3 +29,18 @@ def persisted_number(label: str, *, key: str, where: Any = None, **kwargs: Any) 
     return (st if where is None else where).number_input(
         label, persist_state="session", bind="query-params", key=key, **kwargs
     )
+
+
+def wrapped_table(frame: pd.DataFrame, css: pd.DataFrame | None = None) -> None:
+    """Draw `frame` (already labelled and formatted) as a static table whose cells wrap, without its index.
+
+    st.table renders Markdown in every cell and header, so each is made inert first (names are typed by users: an
+    image link there would be fetched by every reader's browser). `css`: CSS per cell for some of `frame`'s columns
+    (same index, columns a subset of `frame`'s), e.g. a verdict's background colour.
+    """
+    shown = frame.map(md_text).rename(columns=md_text)
+    styler = shown.style.hide(axis="index")
+    if css is not None:
+        cell_css = css.rename(columns=md_text)
+        styler = styler.apply(lambda col: list(cell_css[col.name]), subset=list(cell_css.columns))
+    st.table(styler)

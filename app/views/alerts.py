@@ -10,6 +10,7 @@ from app.auth import can, record, require
 from app.cache import engine
 from app.store_errors import STORE_FAILURES, show_store_failure
 from app.viewer import fmt_ms
+from app.widgets import wrapped_table
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
@@ -64,7 +65,7 @@ def _rules(url: str) -> list[Rule]:
 
 @_cached
 def _endpoint_names(url: str) -> dict[int, str]:
-    return {e.id: e.name for e in list_endpoints(engine())}
+    return {e.id: e.name for e in list_endpoints(engine()) if e.id is not None}  # a stored endpoint has an id
 
 
 @_cached
@@ -128,19 +129,8 @@ else:
         since=[_when(v) for v in series["since_ms"]],
         evaluated=[_when(v) for v in series["evaluated_at_ms"]],
     )[["state", "rule", "endpoint", "value", "threshold", "n", "since", "evaluated", "vantage"]]
-    # Widths that keep both times whole at 1,400 px: a long endpoint name is cut in its column (widen it to read
-    # it, or see it on the Endpoints page), never a date at the table's edge.
-    date = st.column_config.TextColumn(width=145)
-    st.dataframe(
-        present.display_frame(shown, {"n": present.count}),
-        hide_index=True,
-        key="alert_series",
-        column_config={
-            "Endpoint": st.column_config.TextColumn(width=170),
-            "Since": date,
-            "Evaluated": date,
-        },
-    )
+    # Wrapped, not a grid: a long endpoint name wraps in its cell, and both times and the vantage stay in view.
+    wrapped_table(present.display_frame(shown, {"n": present.count}))
 
 # ---- rules
 if rules:

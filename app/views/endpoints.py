@@ -31,6 +31,7 @@ from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.settings import DEFAULT_VANTAGE_NAME
 from planner.store import leases as lease
+from planner.store.endpoints import EndpointRow
 from planner.store.worker import endpoint_statuses
 from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
@@ -63,7 +64,15 @@ def _reset_form(prefix: str) -> None:
 
 rows = list_endpoints(eng)
 statuses = endpoint_statuses(eng)
-now_ms = time.time() * 1000
+
+
+def _reports(e: EndpointRow) -> list[dict]:
+    """The status rows the workers reported for the stored endpoint `e`."""
+    assert e.id is not None  # a stored endpoint has an id
+    return statuses.get(e.id, [])
+
+
+now_ms = int(time.time() * 1000)
 
 all_leases = lease.current(eng)
 leases = lease.live_leases(all_leases, now_ms)
@@ -77,7 +86,7 @@ if leases:
         )
     )
 else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone
-    report = worker_report(eng, default_vantage(), all_leases, int(now_ms), fmt_ms=viewer.fmt_ms)
+    report = worker_report(eng, default_vantage(), all_leases, now_ms, fmt_ms=viewer.fmt_ms)
     if report.level != "ok":
         st.warning(report.text, icon=":material/pause_circle:")
 
@@ -87,7 +96,7 @@ if rows:
         [
             {
                 "Name": e.name,
-                "Status": endpoint_state(e, statuses.get(e.id, [])),
+                "Status": endpoint_state(e, _reports(e)),
                 "Provider": e.provider or "—",
                 "Region": e.region or "—",
                 "Protocol": e.protocol,
@@ -130,7 +139,7 @@ if rows:
             icon=":material/local_fire_department:",
         )
     for e in rows:
-        for line in failing_warnings(e, statuses.get(e.id, [])):
+        for line in failing_warnings(e, _reports(e)):
             st.warning(md_text(line))
 else:
     st.info("No endpoints yet. Add one below, or import a TOML file.")
@@ -139,56 +148,65 @@ else:
 def _form(prefix: str, e=None) -> dict:
     """The endpoint fields as widgets (prefilled from `e`); returns their values."""
     g = lambda f, d: getattr(e, f) if e is not None else d
+    # Three across for short fields; a URL and a model id get two thirds of the width (a full base URL, a Bedrock
+    # inference-profile id, stay readable in their box at 1,400 px).
     c = st.columns(3)
+    wide = st.columns([2, 1])
+    wide2 = st.columns([2, 1])
+    c2 = st.columns(3)
+    c3 = st.columns(3)
+    c4 = st.columns(3)
     out = {
         "name": c[0].text_input("Name", g("name", ""), key=f"{prefix}_name"),
         "provider": c[1].text_input("Provider", g("provider", ""), key=f"{prefix}_provider"),
         "region": c[2].text_input("Region", g("region", ""), key=f"{prefix}_region"),
-        "base_url": c[0].text_input(
+        "base_url": wide[0].text_input(
             "Base URL",
             g("base_url", ""),
             key=f"{prefix}_base_url",
             placeholder="https://api.example.com/v1",
             help="http:// or https:// only.",
         ),
-        "model": c[1].text_input("Model", g("model", ""), key=f"{prefix}_model"),
-        "api_key_env": c[2].text_input(
+        "api_key_env": wide[1].text_input(
             "API key env var (name, not the key)",
             g("api_key_env", ""),
             key=f"{prefix}_key",
             placeholder="OPENAI_API_KEY",
         ),
-        "protocol": c[0].selectbox(
+        "model": wide2[0].text_input("Model", g("model", ""), key=f"{prefix}_model"),
+        "protocol": wide2[1].selectbox(
             "Protocol", PROTOCOLS, index=PROTOCOLS.index(g("protocol", "openai-chat")), key=f"{prefix}_protocol"
         ),
-        "interval_s": c[1].number_input(
+        "interval_s": c2[0].number_input(
             "Probe interval (s)",
             min_value=0.0,
             value=float(g("interval_s", 60.0)),
             key=f"{prefix}_interval",
             help=f"At least {min_interval_s():g} s.",
         ),
-        "timeout_s": c[2].number_input(
+        "timeout_s": c2[1].number_input(
             "Timeout (s)", min_value=0.0, value=float(g("timeout_s", 30.0)), key=f"{prefix}_timeout"
         ),
-        "prompt_tokens": c[0].number_input(
-            "Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"
-        ),
-        "max_tokens": c[1].number_input("Max tokens", min_value=1, value=int(g("max_tokens", 64)), key=f"{prefix}_max"),
-        "connection_policy": c[2].selectbox(
+        "connection_policy": c2[2].selectbox(
             "Connection",
             CONNECTION_POLICIES,
             index=CONNECTION_POLICIES.index(g("connection_policy", "fresh")),
             key=f"{prefix}_conn",
         ),
-        "scale_down_window_s": c[0].number_input(
+        "prompt_tokens": c3[0].number_input(
+            "Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"
+        ),
+        "max_tokens": c3[1].number_input(
+            "Max tokens", min_value=1, value=int(g("max_tokens", 64)), key=f"{prefix}_max"
+        ),
+        "scale_down_window_s": c3[2].number_input(
             "Scale-down window (s), if known",
             min_value=0.0,
             value=g("scale_down_window_s", None),
             key=f"{prefix}_window",
         ),
-        "vantage": c[1].text_input("Vantage (empty = every worker)", g("vantage", ""), key=f"{prefix}_vantage"),
-        "enabled": c[2].checkbox("Enabled", value=bool(g("enabled", True)), key=f"{prefix}_enabled"),
+        "vantage": c4[0].text_input("Vantage (empty = every worker)", g("vantage", ""), key=f"{prefix}_vantage"),
+        "enabled": c4[1].checkbox("Enabled", value=bool(g("enabled", True)), key=f"{prefix}_enabled"),
     }
     return out
 

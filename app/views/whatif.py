@@ -1,6 +1,7 @@
 """What-if: with our traffic, what p95 TTFT and what cost will each candidate deployment give?"""
 
 import json
+from typing import Literal
 
 import pandas as pd
 import streamlit as st
@@ -37,6 +38,9 @@ DEFAULT_SPECS = (
 )
 
 # This page has no mapping box: a log whose columns must be named is mapped on the Logs page and stored there.
+# What the page reads: a stored upload (its id) or a sample (its file name), or the files just uploaded.
+LogChoice = tuple[Literal["stored"], int] | tuple[Literal["sample"], str]
+LogSource = LogChoice | tuple[Literal["files"], tuple[tuple[str, str], ...]]
 WHATIF_MAP_HINT = "map it in the Column mapping box on the Logs page, save the upload there, and pick it here"
 
 _RATE_LABELS = {
@@ -140,28 +144,28 @@ eng = engine()
 ss = st.session_state
 
 # ---- the traffic: an upload, a stored upload or a sample
-left, right = st.columns([2, 1])  # the uploader needs the width to list every file type it takes
-files = left.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
+# one under the other, each the page's width: the uploader lists every file type it takes, and a stored
+# upload's name (the user's own) or a sample's title is read whole in the box
+files = st.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
-with right:
-    options = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
-    labels = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
-    labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
-    if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
-        ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
-    picked = st.selectbox(
-        "…or a stored upload / sample",
-        options,
-        key="wi_source",
-        format_func=lambda o: labels[o],
-        index=None,
-        placeholder="choose a log",
-        persist_state="session",
-        bind="query-params",
-    )
-    if picked and picked[0] == "stored":
-        page_state.select_log(picked[1])
-source = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
+options: list[LogChoice] = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
+labels: dict[LogChoice, str] = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
+labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
+if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
+    ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
+picked = st.selectbox(
+    "…or a stored upload / sample",
+    options,
+    key="wi_source",
+    format_func=lambda o: labels[o],
+    index=None,
+    placeholder="choose a log",
+    persist_state="session",
+    bind="query-params",
+)
+if picked and picked[0] == "stored":
+    page_state.select_log(picked[1])
+source: LogSource | None = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
 
 tz = viewer.time_zone()  # hours of day in the one viewer zone, chosen in the sidebar
 worksheet = worksheet_state.get()
@@ -244,9 +248,13 @@ if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
         else:
             # An upload is copied to disk in chunks and read out of core, with a bar that moves by bytes.
             bar = st.progress(0.0, "Receiving the upload…")
-            spool = Spool(files, progress=lambda frac, msg: bar.progress(frac, msg)) if source[0] == "files" else None
+            spool: Spool | None = None
+            if source[0] == "files":
+                spool = Spool(files, progress=lambda frac, msg: bar.progress(frac, msg))
+                inputs = spool.paths
+            else:
+                inputs = [SAMPLE_DIR / source[1]]
             try:
-                inputs = spool.paths if spool else [SAMPLE_DIR / source[1]]
                 frame = read_logs(
                     inputs,
                     tz=tz,
@@ -257,7 +265,7 @@ if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
                 if spool:
                     spool.close()  # the trace below keeps the numbers it needs
                 bar.empty()
-            label = ", ".join(f.name for f in files) if files else source[1]
+            label = ", ".join(f.name for f in files) if source[0] == "files" else source[1]
         ss.wi_trace, ss.wi_error = trace_from_frame(frame, source=label), None
     except (LogFormatError, TraceError, UploadNotFound, ValueError, OSError) as exc:
         ss.wi_trace, ss.wi_error = None, f"This log cannot be replayed: {exc}"

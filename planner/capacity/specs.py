@@ -132,7 +132,7 @@ class GpuHourPrice:
 
     @property
     def label(self) -> str:
-        return f"{self.provider} · {self.gpu} · ${self.usd_per_gpu_hour:g}/GPU-h"
+        return f"{self.provider} · {self.gpu} · ${self.usd_per_gpu_hour:,.2f}/GPU-h"
 
 
 @dataclass(frozen=True)

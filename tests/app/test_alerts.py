@@ -35,12 +35,12 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery_and_a_rer
 ):
     at = _firing_rule_page(monkeypatch)
     assert [m.value for m in at.metric][:2] == ["1", "1"]  # one rule, one series firing
-    table = at.dataframe[0].value
+    table = at.table[0].value  # the series table wraps (st.table)
     assert table.iloc[0]["State"] == "🔴 firing" and table.iloc[0]["Endpoint"] == "slow-b"
     assert table.iloc[0]["Threshold"] == "500 ms" and table.iloc[0]["Samples (n)"] == "30"
-    history = at.dataframe[1].value
+    history = at.dataframe[0].value
     assert history.iloc[0]["Message"].startswith("[FIRING] chat p95: p95 TTFT on slow-b")
-    deliveries = at.dataframe[2].value
+    deliveries = at.dataframe[1].value
     assert deliveries.iloc[0]["Last error"] == "the webhook variable NOT_SET_HOOK is not set"
     assert any("not delivered yet" in w.value for w in at.warning)
     assert any("`NOT_SET_HOOK` is **missing**" in c.value for c in at.caption)
@@ -59,7 +59,7 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery_and_a_rer
     assert not at.exception
     assert statements == []
     assert [m.value for m in at.metric] == ["1", "1", "1"]
-    assert at.dataframe[0].value.iloc[0]["State"] == "🔴 firing"
+    assert at.table[0].value.iloc[0]["State"] == "🔴 firing"
 
     # Past the readers' 5 s the page reads again: what the worker writes shows within 5 s.
     cache_clock.now += 5.1

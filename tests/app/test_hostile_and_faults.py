@@ -63,6 +63,8 @@ def _markdown_texts(at: AppTest) -> list[str]:
     for kind in MARKDOWN_ELEMENTS:
         out += [str(getattr(e, "value", "")) for e in at.get(kind)]
     out += [e.label for e in at.get("expander")]
+    for t in at.table:  # st.table renders Markdown in every cell and header
+        out += [str(v) for v in t.value.astype(object).to_numpy().ravel()] + [str(c) for c in t.value.columns]
     return out
 
 

@@ -92,6 +92,7 @@ def _findings(at: AppTest) -> list[str]:
         if snake:
             found.append(f"snake_case column header(s): {snake}")
     for t in at.table:
+        texts.extend(_cells(t))  # a static table draws a missing value as its text too
         snake = [str(c) for c in t.value.columns if SNAKE.match(str(c))]
         if snake:
             found.append(f"snake_case column header(s) in a table: {snake}")

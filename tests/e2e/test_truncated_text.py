@@ -5,11 +5,13 @@ and a cold reading, a manual endpoint with its long "manual: … @ URL (protocol
 and whose delivery failed, RTT samples from the server and a browser with a failed region of each, an uploaded log, a
 saved worksheet), one browser page, every page of the sidebar in turn and every tab on it. A page that opens on a
 selection without data is walked again in its data states (DATA_STATES: Probes on an endpoint with a day of samples
-and on the manual one, Compare with a second endpoint with data). On each the page is laid out in a window as tall
-as its content (nothing is below the fold, so only a real cut counts), expanders are opened, charts drawn, and a
-script looks at every visible text node: the text is cut when its element shows an ellipsis (text-overflow with
-scrollWidth > clientWidth), or when it reaches past an ancestor that hides or scrolls its overflow (a label cut at
-a column's edge, a tab label scrolled out of its strip, a chart title past its SVG's edge).
+and on the manual one, Compare with a second endpoint with data, Logs and What-if on the real Azure 2023 trace). On
+each the page is laid out in a window as tall as its content (nothing is below the fold, so only a real cut counts),
+expanders are opened, charts drawn, and a script looks at every visible text node: the text is cut when its element
+shows an ellipsis (text-overflow with scrollWidth > clientWidth), or when it reaches past an ancestor that hides or
+scrolls its overflow (a label cut at a column's edge, a tab label scrolled out of its strip, a chart title past its
+SVG's edge). A select box's chosen option and a filled field are an input's value, not a text node: cut when it is
+wider than its box.
 
 Not checked, by design:
 - st.dataframe grids: Glide Data Grid draws cells and headers on a canvas, so the DOM holds no text to measure;
@@ -101,6 +103,16 @@ FIND_CUT_TEXT = """
     if (why && !seen.has(why + text)) {
       seen.add(why + text);
       out.push({ text: text.slice(0, 100), where: name(el), why });
+    }
+  }
+  // A select box's chosen option and a filled-in field are an input's value, not a text node: cut when it is
+  // wider than its box (the box scrolls it sideways, showing only the start).
+  for (const el of document.querySelectorAll("input")) {
+    if (["checkbox", "radio", "hidden", "file", "range"].includes(el.type) || !el.value || el.closest(exempt)) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || !shown(el)) continue;
+    if (el.scrollWidth > el.clientWidth + 1) {
+      out.push({ text: el.value.slice(0, 100), where: name(el), why: "its input box (" + el.clientWidth + " px)" });
     }
   }
   return out;
@@ -257,14 +269,36 @@ def _probes_on(series: str, n: int) -> Callable[[Page], None]:
     return get_there
 
 
+AZURE_SAMPLE = "Azure LLM inference trace 2023 (real rows, CC-BY 4.0)"  # a real trace, the longest sample title
+
+
+def _logs_on_a_sample(page: Page) -> None:
+    """Load the real Azure trace on Logs and wait for its headline percentiles (the page's tabs come with them)."""
+    pick(page, "…or try a sample", AZURE_SAMPLE)
+    page.get_by_role("button", name="Load sample").click()
+    expect(page.locator("[data-testid='stMetricLabel']").filter(has_text="p95 prompt tokens").first).to_be_visible()
+    wait_for_app(page)
+
+
+def _whatif_on_a_sample(page: Page) -> None:
+    """Replay the real Azure trace on What-if and wait for the verdict over its candidates."""
+    pick(page, "…or a stored upload / sample", f"sample: {AZURE_SAMPLE}")
+    verdict = page.get_by_text(re.compile(r"^(Cheapest candidate meeting|No candidate meets) the "))
+    expect(verdict.first).to_be_visible()
+    wait_for_app(page)
+
+
 #: Pages that open on a selection without data (the first endpoint in the sidebar's order is a hostile one that
-#: never answered), walked again in each of these states: (state, how to get there from the page as it opens).
+#: never answered) or without a log, walked again in each of these states: (state, how to get there from the page
+#: as it opens).
 DATA_STATES: dict[str, list[tuple[str, Callable[[Page], None]]]] = {
     "Probes": [
         ("a day of samples", _probes_on("acme-sim-eu", 720)),
         ("a manual endpoint", _probes_on("manual: sim-1", MANUAL_SAMPLES)),
     ],
     "Compare": [("with simulated", _add_to_compare)],
+    "Logs": [("a real trace", _logs_on_a_sample)],
+    "What-if": [("a real trace", _whatif_on_a_sample)],
 }
 
 

@@ -3,6 +3,7 @@ cell coloured by its level) and the difference statements."""
 
 import streamlit as st
 
+from app.widgets import wrapped_table
 from planner.compare import Comparison
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE, decision_levels
 from planner.compare.report import decision_display
@@ -44,11 +45,9 @@ def render(cmp: Comparison, n_picked: int, margin: Margin) -> None:
     st.subheader("Decision")
     decision = decision_display(cmp)
     levels = decision_levels(cmp.ranked)  # the level behind each verdict cell, as data (never read back from its text)
-    styled = decision.style.apply(
-        lambda col: [LEVEL_CSS.get(LEVEL_LABELS.get(lv, ""), "") for lv in levels[col.name]],
-        subset=list(levels.columns),
-    )
-    st.dataframe(styled, hide_index=True, key="cmp_decision")
+    # Wrapped, not a grid: every verdict column and the comparison with the leader in view without a sideways scroll.
+    css = levels.map(lambda lv: LEVEL_CSS.get(LEVEL_LABELS.get(lv, ""), ""))
+    wrapped_table(decision, css)
     st.caption(f"{RANKING_RULE} {TARGETS_RULE}")
     st.caption(f"Equivalence margin: {margin.describe()}.")
     for d in cmp.differences:

@@ -33,7 +33,8 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
         if st.button("Load sample", key="logs_load_sample", icon=":material/science:"):
             ss.logs_source = ("sample", sample)
             drop_spool()
-        uploads = list_uploads(eng)
+    uploads = list_uploads(eng)
+    with left:  # an upload's name is the user's own (a long file name): it gets the wide column
         if uploads:
             chosen = st.selectbox(
                 "…or open a stored upload",
