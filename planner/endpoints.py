@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 
 from planner import settings
 from planner.errors import PlannerError
-from planner.probes.protocols import PROTOCOLS
+from planner.probes.protocols import PROTOCOLS, ProbeProtocol
 from planner.secrets_file import lookup_key
 from planner.store.endpoints import (
     EndpointNameTaken,
@@ -104,7 +104,7 @@ EDITABLE_FIELDS: dict[str, tuple[type, Any]] = {
     "name": (str, None),
     "provider": (str, ""),
     "region": (str, ""),
-    "protocol": (str, "openai-chat"),
+    "protocol": (str, ProbeProtocol.OPENAI_CHAT.value),
     "base_url": (str, None),
     "model": (str, None),
     "api_key_env": (str, ""),
@@ -117,7 +117,10 @@ EDITABLE_FIELDS: dict[str, tuple[type, Any]] = {
     "enabled": (bool, True),
     "vantage": (str, ""),
 }
-_DEFAULT_CREDENTIALS = {"bedrock": "AWS credential chain", "vertex": "Application Default Credentials"}
+_DEFAULT_CREDENTIALS: dict[str, str] = {
+    ProbeProtocol.BEDROCK: "AWS credential chain",
+    ProbeProtocol.VERTEX: "Application Default Credentials",
+}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -301,7 +304,7 @@ def _has_google_auth() -> bool:
 def key_status_for(api_key_env: str, protocol: str, env: Mapping[str, str] | None = None) -> str:
     """key_status for an endpoint not stored yet (a form, a catalog row): the same answers."""
     if not api_key_env:
-        if protocol == "vertex" and not _has_google_auth():
+        if protocol == ProbeProtocol.VERTEX and not _has_google_auth():
             return "key missing (Application Default Credentials need `pip install google-auth`)"
         return _DEFAULT_CREDENTIALS.get(protocol, "no key needed")
     if env is not None:

@@ -14,6 +14,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +28,7 @@ __all__ = [
     "CatalogError",
     "RTT_INTERVAL_BOUNDS_S",
     "RttAddress",
+    "RttMethod",
     "ROUND_TRIPS",
     "Region",
     "catalog",
@@ -42,6 +44,19 @@ _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 _HOSTNAME_RE = re.compile(
     r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9_]([A-Za-z0-9-_]{0,61}[A-Za-z0-9])?)*\.?$"
 )
+
+
+class RttMethod(StrEnum):
+    """How one RTT sample was measured (the stored value is the member's value: rtt_sample.method, and what the
+    browser component sends). dns, tls and https-ttfb ride along with a server run; only tcp-connect (server) and
+    resource-timing, else the labelled fetch-performance-now fallback (browser), are "the RTT"."""
+
+    DNS = "dns"  # the one timed resolution, never network time
+    TCP_CONNECT = "tcp-connect"  # SYN → SYN/ACK: exactly one round trip
+    TLS = "tls"  # the TLS handshake
+    HTTPS_TTFB = "https-ttfb"  # one HTTPS request's time to first byte
+    RESOURCE_TIMING = "resource-timing"  # browser: responseStart − requestStart
+    FETCH_PERFORMANCE_NOW = "fetch-performance-now"  # browser fallback: performance.now() around fetch
 
 
 #: (lowest, highest) seconds between scheduled RTT probes of one target.

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from app.charts import SEMANTIC
 from planner.probes.rtt_rank import ranked, row_outcome, row_status
-from planner.regions import Region
+from planner.regions import Region, RttMethod
 from planner.settings import vantage_name
 from planner.stats import min_n_for, percentile
 
@@ -66,15 +66,18 @@ RANKED_COLUMNS = [
 ]
 
 #: What each stored method measured, in words (the network figure's description uses these).
-METHOD_NAMES = {
-    "tcp-connect": "TCP connect",
-    "resource-timing": "Resource Timing",
-    "fetch-performance-now": "performance.now() around fetch",
+METHOD_NAMES: dict[str, str] = {
+    RttMethod.TCP_CONNECT: "TCP connect",
+    RttMethod.RESOURCE_TIMING: "Resource Timing",
+    RttMethod.FETCH_PERFORMANCE_NOW: "performance.now() around fetch",
 }
 #: The table's Method column: the name, and why the fallback was used.
 METHOD_LABELS = METHOD_NAMES | {
-    "fetch-performance-now": METHOD_NAMES["fetch-performance-now"] + " (fallback: no Timing-Allow-Origin)"
+    RttMethod.FETCH_PERFORMANCE_NOW: METHOD_NAMES[RttMethod.FETCH_PERFORMANCE_NOW]
+    + " (fallback: no Timing-Allow-Origin)"
 }
+#: The methods whose samples are an RTT (server TCP connects, browser samples); dns, tls and https-ttfb are not.
+_RTT_METHODS = [RttMethod.TCP_CONNECT, RttMethod.RESOURCE_TIMING, RttMethod.FETCH_PERFORMANCE_NOW]
 
 
 def _text(v) -> str:
@@ -213,11 +216,7 @@ def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:
 def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Figure:
     """Box plot of RTT samples per region (server TCP connects and browser samples side by side), ms."""
     fig = go.Figure()
-    ok = samples[
-        samples["rtt_ms"].notna()
-        & samples["error_class"].isna()
-        & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])
-    ]
+    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna() & samples["method"].isin(_RTT_METHODS)]
     for (side, method), g in ok.groupby(["side", "method"], sort=True):
         fig.add_trace(
             go.Box(
@@ -270,11 +269,7 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
 def history_figure(samples: pd.DataFrame, labels: dict[str, str], tz: str = "UTC") -> go.Figure:
     """Median RTT of each probe run over time, one line per region and side (times in the viewer's zone `tz`)."""
     fig = go.Figure()
-    ok = samples[
-        samples["rtt_ms"].notna()
-        & samples["error_class"].isna()
-        & samples["method"].isin(["tcp-connect", "resource-timing", "fetch-performance-now"])
-    ]
+    ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna() & samples["method"].isin(_RTT_METHODS)]
     for (region_id, side), g in ok.groupby(["region_id", "side"], sort=True):
         runs = []
         for _, run in g.groupby("run_id", sort=False):

@@ -27,6 +27,7 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
+from planner.probes.protocols import ProbeProtocol
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.settings import DEFAULT_VANTAGE_NAME
@@ -175,7 +176,10 @@ def _form(prefix: str, e=None) -> dict:
         ),
         "model": wide2[0].text_input("Model", g("model", ""), key=f"{prefix}_model"),
         "protocol": wide2[1].selectbox(
-            "Protocol", PROTOCOLS, index=PROTOCOLS.index(g("protocol", "openai-chat")), key=f"{prefix}_protocol"
+            "Protocol",
+            PROTOCOLS,
+            index=PROTOCOLS.index(g("protocol", ProbeProtocol.OPENAI_CHAT.value)),
+            key=f"{prefix}_protocol",
         ),
         "interval_s": c2[0].number_input(
             "Probe interval (s)",

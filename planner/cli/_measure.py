@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from planner.probes.errors import MissingApiKey
-from planner.probes.protocols import PROTOCOLS
+from planner.probes.protocols import PROTOCOLS, ProbeProtocol
 from planner.probes.ttft import ProbeTarget, resolve_api_key
 from planner.urls import UrlError, check_url
 
@@ -40,7 +40,11 @@ def target_options(f):
         "Default: no key.",
     )(f)
     f = click.option(
-        "--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True, help="Wire protocol."
+        "--protocol",
+        type=click.Choice(PROTOCOLS),
+        default=ProbeProtocol.OPENAI_CHAT.value,
+        show_default=True,
+        help="Wire protocol.",
     )(f)
     f = click.option("--model", required=True, help="Model name to request.")(f)
     return click.option(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from planner.probes import azure, bedrock, gemini, responses
@@ -37,6 +38,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "PROTOCOLS",
     "EventInfo",
+    "ProbeProtocol",
     "Signer",
     "build_request",
     "default_auth",
@@ -47,16 +49,25 @@ __all__ = [
     "stream_content_type",
 ]
 
-PROTOCOLS = (
-    "openai-chat",
-    "openai-completions",
-    "anthropic",
-    "openai-responses",
-    "azure-openai",
-    "gemini",
-    "vertex",
-    "bedrock",
-)
+
+class ProbeProtocol(StrEnum):
+    """The wire protocol of an endpoint (the stored value is the member's value: endpoint.protocol, endpoints.toml,
+    the provider catalog, URLs and `--protocol`). Named so as not to clash with typing.Protocol."""
+
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_COMPLETIONS = "openai-completions"
+    ANTHROPIC = "anthropic"
+    OPENAI_RESPONSES = "openai-responses"
+    AZURE_OPENAI = "azure-openai"
+    GEMINI = "gemini"
+    VERTEX = "vertex"
+    BEDROCK = "bedrock"
+
+
+_P = ProbeProtocol
+#: Every protocol's value, in the order the form and `--help` list them (plain strings: click.Choice and the
+#: endpoint form show them as they are).
+PROTOCOLS: tuple[str, ...] = tuple(p.value for p in ProbeProtocol)
 ANTHROPIC_VERSION = "2023-06-01"
 # Adds authentication headers in place to a request about to go: (method, url, headers, body); Bedrock's SigV4.
 Signer = Callable[[str, str, dict[str, str], bytes], None]
@@ -66,19 +77,19 @@ def request_url(protocol: str, base_url: str, model: str = "") -> str:
     """The full endpoint URL for `protocol` under `base_url` (Gemini, Vertex and Bedrock put `model` in the path);
     raises ValueError for an unknown protocol."""
     base = base_url.rstrip("/")
-    if protocol == "openai-responses":
+    if protocol == _P.OPENAI_RESPONSES:
         return base + "/responses"
-    if protocol == "azure-openai":
+    if protocol == _P.AZURE_OPENAI:
         return azure.request_url(base_url)
-    if protocol in ("gemini", "vertex"):
+    if protocol in (_P.GEMINI, _P.VERTEX):
         return gemini.request_url(base, model)
-    if protocol == "bedrock":
+    if protocol == _P.BEDROCK:
         return bedrock.request_url(base, model)
-    if protocol == "openai-chat":
+    if protocol == _P.OPENAI_CHAT:
         return base + "/chat/completions"
-    if protocol == "openai-completions":
+    if protocol == _P.OPENAI_COMPLETIONS:
         return base + "/completions"
-    if protocol == "anthropic":
+    if protocol == _P.ANTHROPIC:
         return base + ("/messages" if base.endswith("/v1") else "/v1/messages")
     raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
 
@@ -93,7 +104,7 @@ def build_request(
         "Content-Type": "application/json",
         "Cache-Control": "no-cache",
     }
-    if protocol == "anthropic":
+    if protocol == _P.ANTHROPIC:
         headers["anthropic-version"] = ANTHROPIC_VERSION
         if api_key:
             headers["x-api-key"] = api_key
@@ -104,20 +115,20 @@ def build_request(
             "messages": [{"role": "user", "content": prompt}],
         }
         return headers, body
-    if protocol in ("gemini", "vertex", "bedrock"):
-        if protocol == "bedrock":
+    if protocol in (_P.GEMINI, _P.VERTEX, _P.BEDROCK):
+        if protocol == _P.BEDROCK:
             headers["Accept"] = bedrock.CONTENT_TYPE
         if api_key:
-            auth = {"x-goog-api-key": api_key} if protocol == "gemini" else {"Authorization": f"Bearer {api_key}"}
+            auth = {"x-goog-api-key": api_key} if protocol == _P.GEMINI else {"Authorization": f"Bearer {api_key}"}
             headers.update(auth)
-        build = bedrock.build_body if protocol == "bedrock" else gemini.build_body
+        build = bedrock.build_body if protocol == _P.BEDROCK else gemini.build_body
         body = build(prompt, max_tokens)
         return headers, body
-    if protocol == "azure-openai":
+    if protocol == _P.AZURE_OPENAI:
         headers.update(azure.auth_headers(api_key))
     elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    if protocol == "openai-responses":
+    if protocol == _P.OPENAI_RESPONSES:
         return headers, responses.build_body(model, prompt, max_tokens)
     body = {
         "model": model,
@@ -126,9 +137,9 @@ def build_request(
         "stream_options": {"include_usage": True},
         "temperature": 0,
     }
-    if protocol in ("openai-chat", "azure-openai"):
+    if protocol in (_P.OPENAI_CHAT, _P.AZURE_OPENAI):
         body["messages"] = [{"role": "user", "content": prompt}]
-    elif protocol == "openai-completions":
+    elif protocol == _P.OPENAI_COMPLETIONS:
         body["prompt"] = prompt
     else:
         raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -179,7 +190,7 @@ def _openai(protocol: str, ev: SseEvent) -> EventInfo:
         return info  # usage-only chunk, or something else without choices
     info.is_first_event = True
     choice = choices[0] if isinstance(choices[0], dict) else {}
-    if protocol == "openai-completions":
+    if protocol == _P.OPENAI_COMPLETIONS:
         text = choice.get("text")
         info.is_token = info.is_visible = isinstance(text, str) and text != ""
         return info
@@ -241,30 +252,30 @@ def interpret(protocol: str, ev: SseEvent | EventStreamMessage) -> EventInfo:
     Raises ProbeFault("bad_json") for unparseable data and ProbeFault("server_error"/
     "rate_limited") for an error event inside the stream.
     """
-    if protocol == "anthropic":
+    if protocol == _P.ANTHROPIC:
         return _anthropic(ev)
     info = EventInfo()
-    if protocol == "openai-responses":
+    if protocol == _P.OPENAI_RESPONSES:
         responses.interpret_event(ev.event, ev.data, info)
         return info
-    if protocol in ("gemini", "vertex"):
+    if protocol in (_P.GEMINI, _P.VERTEX):
         gemini.interpret_data(ev.data, info)
         return info
-    if protocol == "bedrock":
+    if protocol == _P.BEDROCK:
         bedrock.interpret_message(ev, info)
         return info
-    return _openai("openai-chat" if protocol == "azure-openai" else protocol, ev)
+    return _openai(_P.OPENAI_CHAT if protocol == _P.AZURE_OPENAI else protocol, ev)
 
 
 def stream_content_type(protocol: str) -> str:
     """The content type a streaming answer under `protocol` carries."""
-    return bedrock.CONTENT_TYPE if protocol == "bedrock" else "text/event-stream"
+    return bedrock.CONTENT_TYPE if protocol == _P.BEDROCK else "text/event-stream"
 
 
 def new_decoder(protocol: str) -> SseParser | bedrock.EventStreamDecoder:
     """A fresh incremental decoder for the response bytes: SseParser, or for Bedrock an event-stream decoder
     (both: `feed(bytes) -> list of events`, `bytes_seen`)."""
-    return bedrock.EventStreamDecoder() if protocol == "bedrock" else SseParser()
+    return bedrock.EventStreamDecoder() if protocol == _P.BEDROCK else SseParser()
 
 
 def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | None, Signer | None]:
@@ -273,16 +284,16 @@ def default_auth(protocol: str, url: str, api_key: str | None) -> tuple[str | No
 
     Called before a sample's clock starts (credential look-ups can take a while). Raises MissingApiKey
     (naming what is missing, never a value) when the cloud's default credentials are not there."""
-    if protocol == "bedrock":
+    if protocol == _P.BEDROCK:
         bedrock.preload()  # botocore's decoder imported now, not between the response headers and the first frame
     if api_key:
         return api_key, None
-    if protocol == "vertex":
+    if protocol == _P.VERTEX:
         token = gemini.adc_token()
         if not token:
             raise gemini.MissingGoogleCredentials()
         return token, None
-    if protocol == "bedrock":
+    if protocol == _P.BEDROCK:
         return None, bedrock.sigv4_signer(url)
     return api_key, None
 
@@ -299,6 +310,6 @@ def retry_after_s(protocol: str, headers: Mapping[str, str], body: str) -> float
         except ValueError:
             pass
     seconds = parse_retry_after(headers.get("retry-after"))
-    if seconds is None and protocol in ("gemini", "vertex"):
+    if seconds is None and protocol in (_P.GEMINI, _P.VERTEX):
         seconds = gemini.retry_delay_s(body)
     return seconds

@@ -37,7 +37,7 @@ from planner.errors import PlannerError
 from planner.probes.errors import RTT_ERROR_CLASSES
 from planner.probes.errors import ErrorClass as _E
 from planner.probes.rtt_record import SampleRecord
-from planner.regions import CatalogError, RttAddress, parse_target
+from planner.regions import CatalogError, RttAddress, RttMethod, parse_target
 from planner.stats import percentile
 from planner.urls import redact_url
 
@@ -106,7 +106,7 @@ class RttResult:
     http_status: int | None = None
     proxy: str | None = None  # set when the TCP figures are to this proxy, not to the target
     error_class: str | None = None
-    error_phase: str | None = None  # dns | tcp-connect | tls | https-ttfb | proxy
+    error_phase: str | None = None  # a server RttMethod (dns | tcp-connect | tls | https-ttfb), or "proxy"
     error_detail: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -131,18 +131,20 @@ class RttResult:
         )
         out: list[SampleRecord] = []
         if self.dns_ms is not None:
-            out.append(SampleRecord(method="dns", rtt_ms=self.dns_ms, measured_at_ms=self.started_at_ms, **common))
+            out.append(
+                SampleRecord(method=RttMethod.DNS, rtt_ms=self.dns_ms, measured_at_ms=self.started_at_ms, **common)
+            )
         for v, at in zip(self.connect_ms, self.connect_at_ms, strict=True):
-            out.append(SampleRecord(method="tcp-connect", rtt_ms=v, measured_at_ms=at, **common))
+            out.append(SampleRecord(method=RttMethod.TCP_CONNECT, rtt_ms=v, measured_at_ms=at, **common))
         end_ms = self.connect_at_ms[-1] if self.connect_at_ms else self.started_at_ms
         if self.tls_ms is not None:
-            out.append(SampleRecord(method="tls", rtt_ms=self.tls_ms, measured_at_ms=end_ms, **common))
+            out.append(SampleRecord(method=RttMethod.TLS, rtt_ms=self.tls_ms, measured_at_ms=end_ms, **common))
         if self.ttfb_ms is not None:
-            out.append(SampleRecord(method="https-ttfb", rtt_ms=self.ttfb_ms, measured_at_ms=end_ms, **common))
+            out.append(SampleRecord(method=RttMethod.HTTPS_TTFB, rtt_ms=self.ttfb_ms, measured_at_ms=end_ms, **common))
         if self.error_class is not None:
-            method = {"dns": "dns", "proxy": "tcp-connect"}.get(
-                self.error_phase or "", self.error_phase or "tcp-connect"
-            )
+            # the phase that failed names its method; a failed proxy (or no phase) is a failed TCP connect
+            phase = self.error_phase
+            method = RttMethod.TCP_CONNECT if phase in (None, "", "proxy") else RttMethod(phase)
             out.append(
                 SampleRecord(
                     method=method,
@@ -203,16 +205,18 @@ def _classify_connect(exc: OSError, where: str, timeout_s: float) -> _Fail:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return _Fail(
             _E.BLOCKED_PORT,
-            "tcp-connect",
+            RttMethod.TCP_CONNECT,
             f"no answer to TCP SYN from {where} within {timeout_s:g} s: a firewall drops the port, or the host is down",
         )
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
-        return _Fail(_E.REFUSED, "tcp-connect", f"{where} refused the connection: nothing listens on that port")
+        return _Fail(_E.REFUSED, RttMethod.TCP_CONNECT, f"{where} refused the connection: nothing listens on that port")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return _Fail(_E.BLOCKED_PORT, "tcp-connect", f"a firewall rejected the connection to {where} ({exc.strerror})")
+        return _Fail(
+            _E.BLOCKED_PORT, RttMethod.TCP_CONNECT, f"a firewall rejected the connection to {where} ({exc.strerror})"
+        )
     if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL):
-        return _Fail(_E.UNREACHABLE, "tcp-connect", f"no route to {where} ({exc.strerror})")
-    return _Fail(_E.ERROR, "tcp-connect", f"connecting to {where}: {exc}")
+        return _Fail(_E.UNREACHABLE, RttMethod.TCP_CONNECT, f"no route to {where} ({exc.strerror})")
+    return _Fail(_E.ERROR, RttMethod.TCP_CONNECT, f"connecting to {where}: {exc}")
 
 
 def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple[Any, ...], int, float]:
@@ -222,11 +226,11 @@ def _resolve(host: str, port: int, timeout_s: float) -> tuple[tuple[Any, ...], i
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
         raise _Fail(
-            _E.UNRESOLVABLE, "dns", f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}"
+            _E.UNRESOLVABLE, RttMethod.DNS, f"{host!r} did not resolve: {getattr(exc, 'strerror', None) or exc}"
         ) from None
     dns_ms = _ms_since(t0)
     if not infos:
-        raise _Fail(_E.UNRESOLVABLE, "dns", f"{host!r} resolved to no address")
+        raise _Fail(_E.UNRESOLVABLE, RttMethod.DNS, f"{host!r} resolved to no address")
     family, _, _, _, sockaddr = infos[0]
     return sockaddr, family, dns_ms
 
@@ -279,16 +283,16 @@ def _tls(
     except TimeoutError:
         tls.close()
         raise _Fail(
-            _E.TIMEOUT, "tls", f"TLS handshake with {target.host} did not finish within {timeout_s:g} s"
+            _E.TIMEOUT, RttMethod.TLS, f"TLS handshake with {target.host} did not finish within {timeout_s:g} s"
         ) from None
     except ssl.SSLCertVerificationError as exc:
         tls.close()
         raise _Fail(
-            _E.TLS, "tls", f"certificate of {target.host} failed verification: {exc.verify_message or exc}"
+            _E.TLS, RttMethod.TLS, f"certificate of {target.host} failed verification: {exc.verify_message or exc}"
         ) from None
     except (ssl.SSLError, ConnectionError, OSError) as exc:
         tls.close()
-        raise _Fail(_E.TLS, "tls", f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
+        raise _Fail(_E.TLS, RttMethod.TLS, f"TLS handshake with {target.host}:{target.port} failed: {exc}") from None
     return tls, _ms_since(t0), tls.version() or ""
 
 
@@ -306,16 +310,18 @@ def _ttfb(sock: socket.socket, target: RttAddress, timeout_s: float) -> tuple[fl
         first = sock.recv(1)
         ttfb = _ms_since(t0)
         if not first:
-            raise _Fail(_E.HTTP, "https-ttfb", f"{target} closed the connection without answering the request")
+            raise _Fail(_E.HTTP, RttMethod.HTTPS_TTFB, f"{target} closed the connection without answering the request")
         head = first + sock.recv(64)
     except TimeoutError:
-        raise _Fail(_E.TIMEOUT, "https-ttfb", f"no response byte from {target} within {timeout_s:g} s") from None
+        raise _Fail(
+            _E.TIMEOUT, RttMethod.HTTPS_TTFB, f"no response byte from {target} within {timeout_s:g} s"
+        ) from None
     except ssl.SSLError as exc:
-        raise _Fail(_E.TLS, "https-ttfb", f"TLS error while waiting for {target}: {exc}") from None
+        raise _Fail(_E.TLS, RttMethod.HTTPS_TTFB, f"TLS error while waiting for {target}: {exc}") from None
     except OSError as exc:
-        raise _Fail(_E.HTTP, "https-ttfb", f"connection to {target} failed during the request: {exc}") from None
+        raise _Fail(_E.HTTP, RttMethod.HTTPS_TTFB, f"connection to {target} failed during the request: {exc}") from None
     if not head.startswith(b"HTTP/"):
-        raise _Fail(_E.HTTP, "https-ttfb", f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
+        raise _Fail(_E.HTTP, RttMethod.HTTPS_TTFB, f"{target} answered, but not with HTTP (first bytes {head[:12]!r})")
     try:
         status = int(head.split(b" ", 2)[1])
     except (IndexError, ValueError):
@@ -358,7 +364,7 @@ def probe_rtt_target(
     try:
         pt = target if isinstance(target, RttAddress) else parse_target(target)
     except CatalogError as exc:
-        res.error_class, res.error_phase, res.error_detail = _E.BAD_TARGET, "dns", str(exc)
+        res.error_class, res.error_phase, res.error_detail = _E.BAD_TARGET, RttMethod.DNS, str(exc)
         return res
     res.target = str(pt)
     if proxy is None and any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):

@@ -12,10 +12,12 @@ import uuid
 from typing import Any
 
 from planner.probes.rtt_record import SampleRecord
+from planner.regions import RttMethod
 
 __all__ = ["BROWSER_METHODS", "records_from_browser"]
 
-BROWSER_METHODS = ("resource-timing", "fetch-performance-now")
+#: The methods the browser component measures with (what it sends, as stored).
+BROWSER_METHODS: tuple[RttMethod, ...] = (RttMethod.RESOURCE_TIMING, RttMethod.FETCH_PERFORMANCE_NOW)
 
 
 def _now_ms() -> int:
@@ -46,7 +48,7 @@ def records_from_browser(payload: dict[str, Any], vantage: str) -> tuple[list[Sa
                     region_id=str(s["region_id"])[:120],
                     target=str(s.get("url") or "")[:500],
                     side="browser",
-                    method=method,
+                    method=RttMethod(method),
                     rtt_ms=None if rtt is None else float(rtt),
                     measured_at_ms=int(s.get("measured_at_ms") or _now_ms()),
                     vantage=vantage,

@@ -49,7 +49,7 @@ class EndpointRow(SQLModel, table=True):
     name: str = Field(max_length=120, unique=True, index=True)
     provider: str = Field(default="", max_length=120)
     region: str = Field(default="", max_length=120)
-    protocol: str = Field(default="openai-chat", max_length=40)  # openai-chat | openai-completions | anthropic
+    protocol: str = Field(default="openai-chat", max_length=40)  # a ProbeProtocol value (planner.probes.protocols)
     base_url: str = Field(max_length=500)
     model: str = Field(max_length=200)
     api_key_env: str = Field(default="", max_length=120)

@@ -21,7 +21,7 @@ from sqlmodel import Field, SQLModel, col, select
 
 from planner.errors import PlannerError
 from planner.probes.rtt_record import SampleRecord
-from planner.regions import check_rtt_interval_s
+from planner.regions import RttMethod, check_rtt_interval_s
 from planner.stats import percentile
 from planner.store.engine import session, table_of
 from planner.store.text_fields import text_problem
@@ -48,14 +48,14 @@ __all__ = [
 
 SIDES = ("server", "browser")
 # dns is stored with the server side's run so a row shows where the time went; it is never an RTT figure.
-METHODS = ("dns", "tcp-connect", "tls", "https-ttfb", "resource-timing", "fetch-performance-now")
+METHODS: tuple[str, ...] = tuple(m.value for m in RttMethod)
 # Which method is "the RTT" of each side, in order of preference: a TCP connect costs exactly one
 # round trip (SYN → SYN/ACK); in a browser, Resource Timing's responseStart − requestStart on a warm
 # connection is one request round trip, while performance.now() around fetch adds 8–15 ms of browser
 # overhead (shared/reference/feasibility-ui-network.md §3), so it is only the labelled fallback.
-RTT_METHOD_BY_SIDE: dict[str, tuple[str, ...]] = {
-    "server": ("tcp-connect",),
-    "browser": ("resource-timing", "fetch-performance-now"),
+RTT_METHOD_BY_SIDE: dict[str, tuple[RttMethod, ...]] = {
+    "server": (RttMethod.TCP_CONNECT,),
+    "browser": (RttMethod.RESOURCE_TIMING, RttMethod.FETCH_PERFORMANCE_NOW),
 }
 
 
@@ -98,7 +98,7 @@ class RttSampleRow(SQLModel, table=True):
     target: str = Field(max_length=500)
     vantage: str = Field(default="", max_length=120)
     side: str = Field(max_length=10)  # server | browser
-    method: str = Field(max_length=30)  # see METHODS
+    method: str = Field(max_length=30)  # an RttMethod (see METHODS)
     run_id: str = Field(default="", max_length=40)  # samples of one probe run share it
     rtt_ms: float | None = None
     error_class: str | None = Field(default=None, max_length=40)

@@ -136,3 +136,11 @@ def test_the_forms_range_messages_are_the_shared_rules_in_the_forms_words():
     _fill(at, name="x", base_url="https://ok.example/v1", model="m", interval=60.0, timeout=10.0, window=1e6)
     assert [e.value for e in at.error] == [f"Scale-down window {SCALE_DOWN_WINDOW_S.problem(1e6, '1e+06')}"]
     assert list_endpoints(open_store()) == []
+
+
+def test_the_protocol_choices_are_the_stored_spellings():
+    from tests.planner.test_vocabularies import STORED_PROTOCOLS
+
+    at = open_page("endpoints")
+    protocol = at.selectbox(key="add_protocol")
+    assert tuple(protocol.options) == STORED_PROTOCOLS and protocol.value == "openai-chat"

@@ -19,7 +19,7 @@ from app.components.browser_rtt import browser_rtt
 from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from planner.probes.rtt import default_vantage
 from planner.probes.rtt_browser import records_from_browser
-from planner.regions import Region
+from planner.regions import Region, RttMethod
 from planner.store import leases
 from planner.store.requests import (
     RequestStatus,
@@ -133,7 +133,7 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
             records, rejected = records_from_browser(run, vantage=run.get("vantage") or vantage)
             insert_rtt_samples(eng, records)
             ss.rtt_stored_runs.append(run.get("run_id"))
-            fallback = sum(r.method == "fetch-performance-now" and r.error_class is None for r in records)
+            fallback = sum(r.method == RttMethod.FETCH_PERFORMANCE_NOW and r.error_class is None for r in records)
             measured = sum(r.error_class is None for r in records)
             failed = Counter(r.error_class for r in records if r.error_class is not None)
             failures = "; ".join(f"{k} ×{v}" for k, v in failed.items())
@@ -204,7 +204,7 @@ def _server_outcome(eng: Engine, request_id: int) -> None:
         eng, region_ids=region_ids, vantage=req["vantage"], side="server", since_ms=req["claimed_at_ms"]
     )
     ok = rows["error_class"].isna()
-    measured = int((ok & (rows["method"] == "tcp-connect")).sum())
+    measured = int((ok & (rows["method"] == RttMethod.TCP_CONNECT)).sum())
     failed = sorted(set(rows.loc[~ok, "region_id"]))
     (st.success if measured else st.error)(
         f"The worker stored {measured} server samples"
