@@ -26,7 +26,7 @@ run: venv
 	$(BIN)/ttft-planner serve --port $(PORT)
 
 ## The lint and type gate (run by `make test` before pytest): ruff (pyflakes, bugbear, pyupgrade, import order,
-## line length) on the whole tree and mypy on planner/ and app/ (strict for planner.probes and planner.store), both
+## line length) on the whole tree and mypy on planner/ and app/ (strict for planner.probes, .store and .worker), both
 ## configured in pyproject.toml. Never rewrites a file.
 lint: venv
 	$(BIN)/ruff check .

@@ -5,14 +5,16 @@ A sample is one successful probe with a time to first token, of kind
 --store`), that is not a deliberately cached series. Cold-reading probes
 (kinds `cold` and `warm`) are shown apart as cold readings; skipped schedule
 slots are neither successes nor failures. A failed probe of a sample kind is
-an attempt: it counts in the error rate, never in the percentiles.
+an attempt: it counts in the error rate, never in the percentiles. A skipped
+row's cause is data (SkipCause, in the skip_cause column); its error_detail
+says the same in words for people.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL", "SampleKind", "is_sample"]
+__all__ = ["ATTEMPT_SQL", "DEFINITION", "MEASURED_KINDS", "SAMPLE_SQL", "SampleKind", "SkipCause", "is_sample"]
 
 
 class SampleKind(StrEnum):
@@ -22,7 +24,36 @@ class SampleKind(StrEnum):
     MANUAL = "manual"  # `probe --store` or "Probe now"
     COLD = "cold"  # the first half of a cold reading
     WARM = "warm"  # its second half, right after
-    SKIPPED = "skipped"  # a slot the worker could not run (error_detail says why)
+    SKIPPED = "skipped"  # a slot the worker could not run (skip_cause says why; error_detail in words)
+
+
+class SkipCause(StrEnum):
+    """Why the worker skipped a slot: the stored value of probe_sample.skip_cause (the member's value, as the worker's
+    stop line counts it). A skipped row's error_detail starts with its cause's `text`; only LATE's and a long gap's
+    first row add particulars after it."""
+
+    IN_FLIGHT = "in_flight"
+    PAUSED = "paused"
+    LATE = "late"  # the loop woke more than half an interval after the firing time
+    PASSED_OVER = "passed_over"
+    NOT_RUNNING = "not_running"
+    #: Slots a killed worker had probed (or was due to) but never stored.
+    CRASHED = "crashed"
+
+    @property
+    def text(self) -> str:
+        """The cause in words, as a skipped row's error_detail starts (migration 0011 reads stored rows by it)."""
+        return _SKIP_TEXT[self]
+
+
+_SKIP_TEXT: dict[SkipCause, str] = {
+    SkipCause.IN_FLIGHT: "previous probe still running",
+    SkipCause.PAUSED: "paused for a cold reading",
+    SkipCause.LATE: "late by",
+    SkipCause.PASSED_OVER: "missed: the worker was suspended or overloaded",
+    SkipCause.NOT_RUNNING: "missed: the worker was not running",
+    SkipCause.CRASHED: "lost in a crash: the previous worker was killed before storing this slot",
+}
 
 
 MEASURED_KINDS: tuple[SampleKind, ...] = (SampleKind.SCHEDULED, SampleKind.MANUAL)

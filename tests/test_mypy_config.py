@@ -1,8 +1,8 @@
 """The type gate's configuration (pyproject.toml [tool.mypy]) says what it means.
 
 mypy reads `strict = true` in any section as the global switch, so the strict packages spell out --strict's
-flags in their override instead. These tests keep that list equal to mypy's own --strict, and the gate on both
-packages of the product.
+flags in their override instead (planner.probes, planner.store, planner.worker). These tests keep that list equal to
+mypy's own --strict, and the gate on both packages of the product.
 """
 
 import tomllib
@@ -11,7 +11,7 @@ from pathlib import Path
 from mypy.main import define_options
 
 ROOT = Path(__file__).resolve().parents[1]
-STRICT_MODULES = {"planner.probes.*", "planner.store.*"}
+STRICT_MODULES = {"planner.probes.*", "planner.store.*", "planner.worker.*"}
 
 
 def _mypy_config() -> dict:

@@ -2,7 +2,9 @@
 
 Raw samples are the source of truth (DESIGN §2): UTC epoch ms, every phase
 timing in ms from send, failures stored with an error class and never used
-in percentiles. Skipped schedule slots are rows too (kind='skipped').
+in percentiles. Skipped schedule slots are rows too (kind='skipped', their cause in
+skip_cause: a planner.samples.SkipCause value; NULL for a skip stored before
+migration 0011 whose words did not say it).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class ProbeSampleRow(SQLModel, table=True):
     buffered: bool = False
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
     server_latency_ms: float | None = None  # the endpoint's own latency figure, where it reports one (Bedrock)
+    # A skipped row's cause: a SkipCause value (planner.samples); None for any other row.
+    skip_cause: str | None = Field(default=None, max_length=20)
 
 
 def sample_row(

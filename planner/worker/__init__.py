@@ -14,7 +14,7 @@ starts without loading the store.
 __all__ = ["Worker", "WorkerConfig", "WorkerStats", "run_worker"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in __all__:
         from planner.worker import runner
 

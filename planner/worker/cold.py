@@ -49,7 +49,7 @@ class ColdOutcome:
 
     @property
     def cold_minus_warm_ms(self) -> float | None:
-        warm = getattr(self.warm_sample, "ttft_ms", None) if self.warm_sample is not None else None
+        warm = self.warm_sample.ttft_ms if self.warm_sample is not None else None
         if self.cold_ttft_ms is None or warm is None:
             return None
         return self.cold_ttft_ms - warm

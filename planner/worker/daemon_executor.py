@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 __all__ = ["DaemonThreadExecutor"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
     """submit() runs fn in a new daemon thread; shutdown() never waits (a ThreadPoolExecutor only in name,
     which asyncio's set_default_executor requires)."""
 
-    def submit(self, fn, /, *args, **kwargs):  # noqa: D102 - concurrent.futures.Executor's contract
-        fut: concurrent.futures.Future = concurrent.futures.Future()
+    def submit(  # noqa: D102 - concurrent.futures.Executor's contract
+        self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> concurrent.futures.Future[T]:
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def run() -> None:
             if not fut.set_running_or_notify_cancel():

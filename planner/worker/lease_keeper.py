@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -89,7 +90,7 @@ class LeaseKeeper:
         elif not got and not self._probes_run():
             log.debug("vantage %r is held by another worker: standing by", self.vantage)
 
-    def _alive_until_ms(self, prev: dict) -> int:
+    def _alive_until_ms(self, prev: dict[str, Any]) -> int:
         """When the killed holder `prev` was last known alive: its last renewal, or its state file's last write."""
         from planner.store import worker_state as state
 

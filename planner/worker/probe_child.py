@@ -37,7 +37,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         parse_child_message,
     )
 
-    tasks: dict[int, asyncio.Task] = {}
+    tasks: dict[int, asyncio.Task[None]] = {}
 
     async def reply(result: ProbeResult) -> None:
         writer.write(encode_line(result))

@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from planner.errors import PlannerError
 from planner.probes.ttft import ProbeTarget, TtftSample
 from planner.worker.probe_wire import (
     ProbeCancel,
@@ -56,7 +57,7 @@ QUARANTINE_CLASSES = frozenset({"no_content", "bad_json", "not_sse", "read_timeo
 QUARANTINE_NICE = 10
 
 
-class ProbeProcessError(RuntimeError):
+class ProbeProcessError(PlannerError, RuntimeError):
     """The probe process of a lane died or could not start; the probe has no sample."""
 
 
@@ -64,7 +65,7 @@ class _Lane:
     def __init__(self, index: int) -> None:
         self.index = index
         self.proc: asyncio.subprocess.Process | None = None
-        self.reader_task: asyncio.Task | None = None
+        self.reader_task: asyncio.Task[None] | None = None
         self.pending: dict[int, asyncio.Future[ProbeResult]] = {}
         self.starting: asyncio.Lock = asyncio.Lock()
         self.last_start = 0.0

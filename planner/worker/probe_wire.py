@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from planner.errors import PlannerError
 from planner.probes.ttft import ProbeTarget, TtftSample
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 WIRE_VERSION = 1
 
 
-class WireError(ValueError):
+class WireError(PlannerError, ValueError):
     """A message on the probe pipe this side cannot read: another version, a missing or unknown field, a bad value."""
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from planner.probes.errors import ErrorClass, MissingApiKey
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
 from planner.probes.warmup import warm_up
-from planner.samples import SampleKind
+from planner.samples import SampleKind, SkipCause
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row
 from planner.store.worker import EndpointState
@@ -64,8 +64,11 @@ def target_for(ep: EndpointRow) -> ProbeTarget:
     )
 
 
-def skip_row(endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason: str) -> ProbeSampleRow:
-    """The row of a skipped slot (its reason cut to the column's 500 characters)."""
+def skip_row(
+    endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason: str, cause: SkipCause | None
+) -> ProbeSampleRow:
+    """The row of a skipped slot: its cause as data (skip_cause) and in words (error_detail, cut to the column's 500
+    characters)."""
     return ProbeSampleRow(
         endpoint_id=endpoint_id,
         vantage=vantage,
@@ -75,6 +78,7 @@ def skip_row(endpoint_id: int, vantage: str, slot_ms: int, now_ms: int, reason: 
         ok=False,
         error_class=ErrorClass.SKIPPED.value,
         error_detail=reason[:500],
+        skip_cause=None if cause is None else cause.value,
     )
 
 

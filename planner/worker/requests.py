@@ -68,7 +68,7 @@ class RequestHost(Protocol):
     @property
     def stopping(self) -> bool: ...
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...  # a task the stop waits for
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...  # a task the stop waits for
 
     async def probe_endpoint(
         self, ep: EndpointRow, slot_ms: int, kind: SampleKind, job_key: str | None
@@ -151,7 +151,7 @@ class RequestRunner:
         while job is not None and job.in_flight and not self.host.stopping:
             await asyncio.sleep(0.05)
 
-    async def _measure_rtt(self, req: dict) -> None:
+    async def _measure_rtt(self, req: dict[str, Any]) -> None:
         """Measure an RTT request's targets from this vantage, store the samples, report the outcome. Never raises."""
         status, detail = RequestStatus.FAILED, "the worker stopped during the measurement"
         try:
@@ -175,7 +175,7 @@ class RequestRunner:
         with contextlib.suppress(SQLAlchemyError, OSError):
             await asyncio.to_thread(finish_rtt_request, self.engine, req["id"], status, detail, self.now_ms())
 
-    async def _probe_now(self, ep: EndpointRow, req: dict) -> None:
+    async def _probe_now(self, ep: EndpointRow, req: dict[str, Any]) -> None:
         assert ep.id is not None  # a stored endpoint has its id
         key = f"endpoint:{ep.id}"
         await self._wait_idle(key)
@@ -191,7 +191,7 @@ class RequestRunner:
             status, detail = RequestStatus.DONE, f"{row.error_class}: {row.error_detail or ''}"
         await self._finish(req["id"], status, detail)
 
-    async def _cold_reading(self, ep: EndpointRow, req: dict) -> None:
+    async def _cold_reading(self, ep: EndpointRow, req: dict[str, Any]) -> None:
         assert ep.id is not None  # a stored endpoint has its id
         endpoint_id = ep.id  # narrowed, for one() below
         host = self.host

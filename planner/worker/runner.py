@@ -61,7 +61,7 @@ from planner.worker.scheduler import Scheduler, SteadyClock
 from planner.worker.state_file import StatePublisher
 from planner.worker.stats import WorkerStats, by_cause
 from planner.worker.status import EndpointStatuses
-from planner.worker.supervisor import TaskSupervisor
+from planner.worker.supervisor import TaskFailure, TaskSupervisor
 from planner.worker.team import TeamHooks
 
 __all__ = ["ProbeFn", "Worker", "WorkerConfig", "WorkerStats", "run_scheduled_rtt", "run_worker"]
@@ -252,7 +252,7 @@ class Worker:
         return self.prober.last_probe_end_ms
 
     @property
-    def task_failures(self) -> list[dict]:
+    def task_failures(self) -> list[TaskFailure]:
         """Background tasks that died (and were restarted), the latest ten."""
         return self.supervisor.failures
 
@@ -297,7 +297,7 @@ class Worker:
                 self.stats.spooled,
             )
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` as a task the stop waits for (up to the grace)."""
         return self.supervisor.spawn(coro)
 

@@ -21,13 +21,13 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Engine
 
 from planner.probes.rtt import probe_rtt_target
-from planner.samples import SampleKind
+from planner.samples import SampleKind, SkipCause
 from planner.store.endpoints import EndpointRow
 from planner.store.rtt import RttTargetRow, insert_rtt_samples
 from planner.worker.buffer import RowBuffer
 from planner.worker.lease_keeper import LeaseKeeper
 from planner.worker.prober import Prober, skip_row
-from planner.worker.scheduler import Action, Scheduler, SkipCause, SteadyClock
+from planner.worker.scheduler import Action, Scheduler, SteadyClock
 from planner.worker.stats import WorkerStats
 
 __all__ = ["ScheduleLoop", "run_scheduled_rtt"]
@@ -40,7 +40,7 @@ class _Lateness(Protocol):
 
 
 class _Spawner(Protocol):
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...  # planner.worker.supervisor's
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...  # planner.worker.supervisor's
 
 
 async def run_scheduled_rtt(
@@ -137,7 +137,7 @@ class ScheduleLoop:
             if action.cause is not None:
                 self.stats.skip_causes[action.cause] += 1
             if kind == "endpoint":
-                row = skip_row(int(ident), self.vantage, action.slot_ms, now_ms, action.reason)
+                row = skip_row(int(ident), self.vantage, action.slot_ms, now_ms, action.reason, action.cause)
                 if action.cause is SkipCause.IN_FLIGHT:
                     # Stored after the running probe's own row, never before it: a restart resumes after the newest
                     # stored slot, so a skip stored first would leave the running slot unrecorded if the worker were

@@ -18,7 +18,7 @@ Decisions (`Scheduler.due`): when a job's slot is due it runs, unless
 - the loop woke up more than the grace (half an interval) after the firing time
   (process suspended, laptop asleep);
 
-then the slot is *skipped* — reported to the caller so it can be stored as a
+then the slot is *skipped* — reported to the caller with its SkipCause (planner.samples) so it can be stored as a
 ``kind='skipped'`` row — and never backfilled. Slots passed over entirely
 (a long suspension, a worker that was not running) are reported as skipped too,
 at most `max_skips_per_gap` of them per gap, the oldest carrying the count.
@@ -35,13 +35,13 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
+
+from planner.samples import SkipCause
 
 __all__ = [
     "Action",
     "Job",
     "Scheduler",
-    "SkipCause",
     "SteadyClock",
     "jitter_ms",
     "max_jitter_ms_for",
@@ -50,19 +50,6 @@ __all__ = [
 ]
 
 REANCHOR_THRESHOLD_MS = 2000
-
-
-class SkipCause(StrEnum):
-    """Why a slot was skipped. A skipped row's stored reason (error_detail) starts with its cause's value; only
-    LATE's and a long gap's first row add particulars after it."""
-
-    IN_FLIGHT = "previous probe still running"
-    PAUSED = "paused for a cold reading"
-    LATE = "late by"  # the loop woke more than half an interval after the firing time
-    PASSED_OVER = "missed: the worker was suspended or overloaded"
-    NOT_RUNNING = "missed: the worker was not running"
-    #: Slots a killed worker had probed (or was due to) but never stored.
-    CRASHED = "lost in a crash: the previous worker was killed before storing this slot"
 
 
 def _hash64(*parts: object) -> int:
@@ -159,9 +146,9 @@ class Action:
     key: str
     slot_ms: int
     action: str
-    reason: str = ""  # for the reader (stored as a skipped row's error_detail)
+    reason: str = ""  # for the reader (stored as a skipped row's error_detail): the cause's text, with particulars
     lateness_ms: int = 0
-    cause: SkipCause | None = None  # a skip's reason without its particulars, for counting skips by cause
+    cause: SkipCause | None = None  # a skip's reason as data (stored as skip_cause; the stop line counts by it)
 
 
 @dataclass
@@ -246,9 +233,9 @@ class Scheduler:
             lateness = now_ms - fire
             if job.paused or job.in_flight:
                 cause = SkipCause.PAUSED if job.paused else SkipCause.IN_FLIGHT
-                out.append(Action(job.key, latest, "skip", cause.value, lateness, cause=cause))
+                out.append(Action(job.key, latest, "skip", cause.text, lateness, cause=cause))
             elif lateness > iv // 2:
-                reason = f"{SkipCause.LATE.value} {lateness} ms (process suspended?)"
+                reason = f"{SkipCause.LATE.text} {lateness} ms (process suspended?)"
                 out.append(Action(job.key, latest, "skip", reason, lateness, cause=SkipCause.LATE))
             else:
                 job.in_flight = True
@@ -263,7 +250,7 @@ class Scheduler:
         start = first + (count - shown) * iv
         out = []
         for i in range(shown):
-            text = cause.value + (f" ({count - shown} earlier slots not recorded)" if i == 0 and count > shown else "")
+            text = cause.text + (f" ({count - shown} earlier slots not recorded)" if i == 0 and count > shown else "")
             out.append(Action(key, start + i * iv, "skip", text, cause=cause))
         return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -47,7 +48,7 @@ class StatePublisher:
         self.stats = stats
         self.supervisor = supervisor
 
-    def snapshot(self, stopped: bool = False) -> dict:
+    def snapshot(self, stopped: bool = False) -> dict[str, Any]:
         """The state file's content now (`stopped`: the worker has stopped)."""
         host, pid, _ = (self.holder.split(":") + ["", ""])[:3]
         return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from planner.worker.scheduler import SkipCause
+from planner.samples import SkipCause
 
 __all__ = ["WorkerStats", "by_cause"]
 
@@ -27,4 +27,4 @@ def by_cause(causes: Counter[SkipCause]) -> str:
     """' (in_flight 3, late 1)' for the stop line, most frequent first; '' when nothing was skipped."""
     if not causes:
         return ""
-    return " (" + ", ".join(f"{cause.name.lower()} {n}" for cause, n in causes.most_common()) + ")"
+    return " (" + ", ".join(f"{cause.value} {n}" for cause, n in causes.most_common()) + ")"

@@ -14,14 +14,22 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["TaskSupervisor"]
+__all__ = ["TaskFailure", "TaskSupervisor"]
 
 log = logging.getLogger("planner.worker")
 
 _KEEP_FAILURES = 10
 _MAX_BACKOFF_S = 30.0
+
+
+class TaskFailure(TypedDict):
+    """One death of a supervised task, as the state file lists it."""
+
+    task: str
+    at_ms: int
+    error: str
 
 
 class TaskSupervisor:
@@ -31,11 +39,11 @@ class TaskSupervisor:
     def __init__(self, *, now_ms: Callable[[], int], on_failure: Callable[[], None] = lambda: None) -> None:
         self.now_ms = now_ms
         self._on_failure = on_failure
-        self.failures: list[dict] = []  # background tasks that died (and were restarted)
-        self._background: list[asyncio.Task] = []
-        self._tasks: set[asyncio.Task] = set()
+        self.failures: list[TaskFailure] = []  # background tasks that died (and were restarted)
+        self._background: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
 
-    def supervise(self, name: str, body: Callable[[], Awaitable[None]]) -> asyncio.Task:
+    def supervise(self, name: str, body: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Run `body` until it returns: if it dies it is logged, recorded and restarted (backoff ≤ 30 s)."""
 
         async def keep_running() -> None:
@@ -60,7 +68,7 @@ class TaskSupervisor:
         self._background.append(task)
         return task
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` as a task the stop waits for (up to the grace)."""
         task = asyncio.create_task(coro)
         self._tasks.add(task)

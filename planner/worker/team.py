@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from planner.alerts.evaluate import evaluate_all
 from planner.metrics import WorkerMetrics
 from planner.store import alerts as alert_store
+from planner.store.probes import ProbeSampleRow
 
 __all__ = ["TeamHooks"]
 
@@ -52,7 +53,7 @@ class TeamHooks:
             self._server.shutdown()
             self._server = None
 
-    def on_stored(self, rows: Iterable, endpoint_names: dict[int, str]) -> None:
+    def on_stored(self, rows: Iterable[ProbeSampleRow], endpoint_names: dict[int, str]) -> None:
         if self.metrics is not None:
             self.metrics.observe_stored(rows, endpoint_names)
 

@@ -1,5 +1,5 @@
 """One root for the planner's own exceptions: every exception class defined under planner/ derives from
-planner.errors.PlannerError (planner.worker follows once its split lands), and keeps the built-in base it had."""
+planner.errors.PlannerError, and keeps the built-in base it had."""
 
 import importlib
 import inspect
@@ -10,12 +10,10 @@ import pytest
 import planner
 from planner.errors import CatalogError, PlannerError
 
-NOT_YET = ("planner.worker",)  # being reorganised; joins the rule after
-
 
 def _modules() -> list[str]:
     names = [m.name for m in pkgutil.walk_packages(planner.__path__, "planner.")]
-    return sorted(n for n in names if not n.startswith(NOT_YET) and ".migrations.versions." not in n)
+    return sorted(n for n in names if ".migrations.versions." not in n)
 
 
 def _own_exceptions() -> list[type[BaseException]]:
@@ -31,6 +29,7 @@ def _own_exceptions() -> list[type[BaseException]]:
 def test_the_walk_finds_the_known_errors():
     names = {e.__qualname__ for e in _own_exceptions()}
     assert {"CatalogError", "EndpointError", "ProbeFault", "StoreError", "UploadNotFound"} <= names
+    assert {"ProbeProcessError", "WireError"} <= names  # the worker's
 
 
 @pytest.mark.parametrize("exc", _own_exceptions(), ids=lambda e: f"{e.__module__}.{e.__qualname__}")
@@ -43,11 +42,15 @@ def test_errors_keep_their_builtin_base():
     from planner.endpoints import EndpointError, EndpointNotFound
     from planner.store.engine import StoreError
     from planner.store.logs import UploadNotFound
+    from planner.worker.probe_pool import ProbeProcessError
+    from planner.worker.probe_wire import WireError
 
     assert issubclass(EndpointError, ValueError)
     assert issubclass(EndpointNotFound, KeyError)
     assert issubclass(StoreError, RuntimeError)
     assert issubclass(CatalogError, ValueError)
+    assert issubclass(WireError, ValueError)
+    assert issubclass(ProbeProcessError, RuntimeError)
     assert str(UploadNotFound("x")) == "'x'"  # KeyError's own str(), as before
     assert str(EndpointNotFound("x")) == "x"  # its own __str__, as before
 

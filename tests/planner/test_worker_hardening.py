@@ -516,7 +516,8 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(store_ur
 
 
 def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
-    from planner.worker.scheduler import Scheduler, SkipCause
+    from planner.samples import SkipCause
+    from planner.worker.scheduler import Scheduler
 
     s = Scheduler()
     s.add("endpoint:1", 1000, 20_000, last_slot_ms=2_000, crashed_until_ms=9_000)
@@ -524,5 +525,5 @@ def test_slots_a_killed_worker_never_stored_are_labelled_lost_in_a_crash():
     assert len(skips) >= 15
     for a in skips:
         crashed = a.slot_ms <= 9_000
-        assert (a.cause is SkipCause.CRASHED) == crashed and a.reason == a.cause.value, (a.slot_ms, a.reason)
+        assert (a.cause is SkipCause.CRASHED) == crashed and a.reason == a.cause.text, (a.slot_ms, a.reason)
     assert {a.cause for a in skips} == {SkipCause.CRASHED, SkipCause.NOT_RUNNING}

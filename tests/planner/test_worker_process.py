@@ -16,9 +16,9 @@ import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint
 from planner.probes.errors import ErrorClass
+from planner.samples import SkipCause
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
-from planner.worker.scheduler import SkipCause
 from tests.support.skips import overload_skip
 from tests.support.worker_proc import HANG_S, spawn_worker_on, wait_for_line, wait_logged
 
@@ -113,10 +113,11 @@ def test_kill_9_then_restart_keeps_every_slot_exactly_once(setup, store_url):
     # The killed worker's last slots are labelled honestly ("lost in a crash"), the rest "not running" — in that order.
     # (A loaded machine may also skip a slot of a running worker, labelled so: those are set apart.)
     down = [r for r in after if r["kind"] == "skipped" and not overload_skip(r)]
-    labels = [r["error_detail"] for r in down]
+    labels = [(r["skip_cause"], r["error_detail"]) for r in down]
     assert len(down) >= 3, labels  # the four unprobed slots (the newest may be probed late instead)
-    assert all(t.startswith((SkipCause.CRASHED.value, SkipCause.NOT_RUNNING.value)) for t in labels), labels
-    crashed = [t.startswith(SkipCause.CRASHED.value) for t in labels]
+    causes = (SkipCause.CRASHED, SkipCause.NOT_RUNNING)
+    assert all(c in causes and t.startswith(SkipCause(c).text) for c, t in labels), labels
+    crashed = [c == SkipCause.CRASHED for c, _ in labels]
     assert crashed == sorted(crashed, reverse=True), labels
     # Each probed slot measured a TTFT, or (a loaded machine stalling the 0.25 s probe) failed as a timeout, labelled.
     probed = [r for r in after if r["kind"] == "scheduled"]

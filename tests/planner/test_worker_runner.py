@@ -23,11 +23,11 @@ import sqlalchemy as sa
 
 from planner.endpoints import add_endpoint, remove_endpoint
 from planner.probes.ttft import TtftSample
+from planner.samples import SkipCause
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import engine as store_engine
 from planner.store import open_store
 from planner.store.requests import create_request, get_request
-from planner.worker.scheduler import SkipCause
 from tests.support.fake_clock import FakeClock
 from tests.support.worker_driver import drive, step, until
 
@@ -103,7 +103,11 @@ def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(sqlite_eng
     hung = [r for r in by[hang.id] if r["kind"] == "scheduled"]
     assert hung and {r["error_class"] for r in hung} <= {"read_timeout", "connect_timeout"}
     # A hanging probe may still run when its next slot comes: that slot is skipped, saying so.
-    assert all(r["error_detail"] == SkipCause.IN_FLIGHT.value for r in by[hang.id] if r["kind"] == "skipped")
+    assert all(
+        (r["skip_cause"], r["error_detail"]) == (SkipCause.IN_FLIGHT, SkipCause.IN_FLIGHT.text)
+        for r in by[hang.id]
+        if r["kind"] == "skipped"
+    )
     status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
     assert status[good.id]["state"] == "ok"
     assert status[down.id]["state"] == "failing" and status[down.id]["consecutive_failures"] == len(by[down.id])
@@ -158,9 +162,9 @@ def test_a_slot_skipped_behind_a_running_probe_is_stored_after_that_probes_own_r
     assert stored_meanwhile == []  # nothing of this endpoint before slot 1's outcome
     rows = samples(engine, e.id)
     assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, e.id)
-    assert [(r["kind"], r["error_detail"]) for r in rows] == [
-        ("scheduled", None),
-        ("skipped", SkipCause.IN_FLIGHT.value),
+    assert [(r["kind"], r["skip_cause"], r["error_detail"]) for r in rows] == [
+        ("scheduled", None, None),
+        ("skipped", "in_flight", "previous probe still running"),  # the cause as data, and in words
     ]
 
 
@@ -257,7 +261,7 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
     # Each slot of the pause is stored as skipped for the cold reading; no scheduled probe broke the idle time.
     skipped = [r for r in rows if r["kind"] == "skipped"]
     assert [r["scheduled_at_ms"] for r in skipped] == slots_of(paused, e.id) != []
-    assert {r["error_detail"] for r in skipped} == {SkipCause.PAUSED.value}
+    assert {(r["skip_cause"], r["error_detail"]) for r in skipped} == {("paused", "paused for a cold reading")}
     assert len(rows) == len(skipped) + 2
 
 

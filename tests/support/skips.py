@@ -8,11 +8,11 @@ unless the test lets a probe run past the next slot."""
 
 from __future__ import annotations
 
-from planner.worker.scheduler import SkipCause
+from planner.samples import SkipCause
 
-OVERLOAD = (SkipCause.IN_FLIGHT.value, SkipCause.LATE.value, SkipCause.PASSED_OVER.value)
+OVERLOAD = (SkipCause.IN_FLIGHT, SkipCause.LATE, SkipCause.PASSED_OVER)
 
 
 def overload_skip(row: dict) -> bool:
     """True for a stored probe_sample row that a busy or suspended worker skipped (see OVERLOAD)."""
-    return row["kind"] == "skipped" and (row["error_detail"] or "").startswith(OVERLOAD)
+    return row["kind"] == "skipped" and row["skip_cause"] in OVERLOAD
