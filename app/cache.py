@@ -1,4 +1,4 @@
-"""Caching at the edge: the one place the app holds shared resources (DESIGN §2)."""
+"""Caching at the edge: the one place the app holds shared resources."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """From probe data to worksheet figures: queueing excess per hour (segment 1) and cold readings (segment 2).
 
-Queueing excess per hour (DESIGN §3) = that hour's percentile − the quietest
+Queueing excess per hour = that hour's percentile − the quietest
 hour's p50. Only hours with enough samples for a p95 (n ≥ 20, planner.stats)
 count, and only samples in planner.samples' definition (cold-reading probes
 and skipped slots never enter). Segment 1 for the worksheet is the worst such

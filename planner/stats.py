@@ -1,6 +1,6 @@
 """Nearest-rank percentiles, always reported with n.
 
-The product's one percentile method (DESIGN §3): rank = ceil(p·n) on the sorted
+The product's one percentile method: rank = ceil(p·n) on the sorted
 sample, no interpolation, so every reported percentile is a value that was
 actually observed. With 20 samples the p95 is the 19th value: a single cold
 outlier never shows in it, which is why cold readings are shown apart.

@@ -25,7 +25,7 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("planner", "app", "assets", "pyproject.toml", "setup.py", "README.md")
+SOURCES = ("planner", "app", "assets", "pyproject.toml", "setup.py", "README.md", "LICENSE")
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout_s: float = 300):
@@ -113,6 +113,17 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewher
     venv = installed.parent
     assert assets.is_relative_to(venv) and (assets / "regions.toml").is_file(), assets
     assert Path(app_init).is_relative_to(venv), app_init
+
+
+def test_the_wheel_carries_the_license_its_metadata_names(installed, elsewhere):
+    cwd, env = elsewhere
+    read = (
+        "import importlib.metadata as m; d = m.distribution('ttft-planner'); "
+        "print(d.metadata['License-Expression']); print(d.read_text('licenses/LICENSE').split(chr(10))[0].strip())"
+    )
+    r = _run([str(installed / "python"), "-c", read], cwd=cwd, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["Apache-2.0", "Apache License"]
 
 
 def test_probe_from_the_wheel_measures_and_stores(installed, elsewhere):

@@ -1,6 +1,6 @@
 """Serverless vs dedicated: blended price, break-even utilisation, monthly cost, hybrid per hour of day.
 
-Definitions (DESIGN §4, shared/reference/anchors-cost-capacity.md §3):
+Definitions:
 
 - blended serverless price P ($/1M tokens) = (uncached·P_in + cached·P_cached + output·P_out) / total tokens;
 - node cost H ($/h) = GPUs per replica × $/GPU-hour (+ overhead per replica-hour);

@@ -1,6 +1,6 @@
 """Prefill rate: the FLOPs model, a measured slope, and the largest p95 prompt each budget allows.
 
-Model (DESIGN §4): prefill FLOPs ≈ 2·N·L + 2·layers·L²·w, with N the parameters that work per token
+Model: prefill FLOPs ≈ 2·N·L + 2·layers·L²·w, with N the parameters that work per token
 (active parameters for MoE), L prompt tokens and w the attention width (heads × head_dim, = d_model for
 Llama). Time = FLOPs / (dense peak FLOPS × MFU × GPUs). With a prefix-cache hit only the uncached tail
 L_u = L − L_c is computed: 2·N·L_u + 2·layers·w·(L² − L_c²) (the new tokens still attend to the whole context).

@@ -1,6 +1,6 @@
 """Warm-pool sizing: Erlang C queue waits, minimum warm slots, and the keep-warm vs cold-start trade-off.
 
-M/M/c (shared/reference/anchors-cost-capacity.md §4): c servers (replicas × request slots each),
+M/M/c: c servers (replicas × request slots each),
 offered load a = λ·E[S] Erlangs, ρ = a/c < 1 for a stable queue.
 C(c, a) = probability an arrival waits; P(W_q > t) = C·e^(−(cμ−λ)t); E[W_q] = C/(cμ−λ);
 p-quantile t_p = max(0, ln(C/(1−p)) / (cμ−λ)). Textbook check: λ = 30/h, E[S] = 5 min →

@@ -1,6 +1,6 @@
 """What the comparison reads from the store: endpoints, raw samples, cold readings, RTT.
 
-Raw samples are the source of truth (DESIGN §2); this module only selects
+Raw samples are the source of truth; this module only selects
 them for a set of endpoints, a vantage and a date range. Cold readings come
 from the worker's cold_reading table, falling back to the latest kind='cold'
 sample (each ColdReading says which); RTT comes from planner.store.rtt.

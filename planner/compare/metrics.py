@@ -39,7 +39,7 @@ __all__ = [
     "replace_interaction",
 ]
 
-# Phase timings, each in ms from just before the request was sent (DESIGN §3), in wire order.
+# Phase timings, each in ms from just before the request was sent, in wire order.
 PHASES: dict[str, str] = {
     "dns_ms": "DNS",
     "connect_ms": "Connect",

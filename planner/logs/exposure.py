@@ -1,4 +1,4 @@
-"""Cold-start exposure from a request trace (DESIGN §4; reference anchors-cost-capacity §5).
+"""Cold-start exposure from a request trace.
 
 Trace-driven, for one scale-to-zero replica with scale-down window W: request i is cold when
 the gap between its arrival and the moment the replica last became idle exceeds W; the first

@@ -4,7 +4,7 @@ Also the retry policy's pieces: which class an HTTP status is, how long a
 Retry-After says to wait, and the backoff when it says nothing.
 
 A network or server fault is never raised out of `probe_once`: it becomes a
-sample with ok=False and one of ERROR_CLASSES (DESIGN §3). Exceptions here are
+sample with ok=False and one of ERROR_CLASSES. Exceptions here are
 for configuration mistakes the caller must fix (a missing API key) and for the
 internal hand-off between the stream reader and the sampler.
 """

@@ -12,7 +12,7 @@ server reports it. The nonce is four random words of the same vocabulary, one
 token each (a hex or decimal nonce splits into a token per digit or two).
 
 The nonce goes FIRST: a prefix cache matches from the first token, so a nonce
-anywhere else would let the server reuse everything before it (DESIGN §3).
+anywhere else would let the server reuse everything before it.
 """
 
 from __future__ import annotations

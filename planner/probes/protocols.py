@@ -11,7 +11,7 @@
 - "bedrock":            POST {base}/model/{model}/converse-stream, SigV4 or a Bedrock API key, binary
                         event-stream frames (planner.probes.bedrock)
 
-What counts (DESIGN §3): the *first event* is the first one carrying a choices
+What counts: the *first event* is the first one carrying a choices
 entry or content block of any kind (often a role-only delta: not a token); a
 *token* is a non-empty content, reasoning (`reasoning_content`/`reasoning`) or
 tool-call delta, for Anthropic any `content_block_delta`; *visible* content is

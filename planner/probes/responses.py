@@ -1,6 +1,6 @@
 """The OpenAI Responses API stream (`POST {base}/responses`, typed SSE events).
 
-What counts (DESIGN §3, as for chat): `response.created`, `response.in_progress`
+What counts (as for chat): `response.created`, `response.in_progress`
 and `response.queued` are metadata — neither the first event nor a token; the
 first event is the first `output_item.added`/`content_part.added` or delta; a
 token is a non-empty text, refusal, reasoning (summary or raw) or function/tool

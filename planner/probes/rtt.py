@@ -2,7 +2,7 @@
 
 A TCP connect costs exactly one round trip (SYN → SYN/ACK) on the real port, so
 the minimum of repeated connects is the best estimate of the path RTT and the
-median is the typical one (DESIGN §3, shared/reference/anchors-probes-monitoring.md §2).
+median is the typical one.
 The host is resolved once, timed apart, and every connect goes to that IP, so DNS
 is never counted as network time. The first connect is dropped (it warms ARP,
 route and conntrack state). Every timing is `time.perf_counter_ns()` around one

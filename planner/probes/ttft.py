@@ -1,4 +1,4 @@
-"""One TTFT sample: a streaming request timed phase by phase (DESIGN §3).
+"""One TTFT sample: a streaming request timed phase by phase.
 
 Clock: `time.perf_counter_ns()`, started just before the first attempt (DNS
 included). `dns_ms`, `connect_ms`, `tls_ms` are durations of those phases in

@@ -1,6 +1,6 @@
 """The simulated server's timing model: slots with a FIFO queue, prefix cache, cold start, load curve, errors.
 
-A request's first token arrives after the four segments of DESIGN §1, each
+A request's first token arrives after the four segments (queueing, cold start, prefill, network), each
 produced by a mechanism rather than a fixed sleep: admission (background load
 by hour + waiting for a free slot, first come first served), weight loading
 (after `scale_down_window_s` of idleness), prefill (uncached prompt tokens ÷

@@ -2,8 +2,7 @@
 
 Both use uvicorn with host/port sockets, whose accepted connections get
 TCP_NODELAY (uvloop sets it always; asyncio when the socket is IPPROTO_TCP).
-Without it each token after the first can be held ~40 ms by Nagle's algorithm
-(shared/reference/feasibility-ui-network.md §3).
+Without it each token after the first can be held ~40 ms by Nagle's algorithm.
 """
 
 from __future__ import annotations

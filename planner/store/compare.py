@@ -1,7 +1,7 @@
 """The comparison's reads (planner.compare.data): endpoint names, vantages, raw samples, cold readings.
 
 Only the SQL lives here; planner.compare.data turns the rows into its own values (EndpointInfo, ColdReading, the
-samples frame). Raw samples are the source of truth (DESIGN §2): nothing here aggregates them.
+samples frame). Raw samples are the source of truth: nothing here aggregates them.
 """
 
 from __future__ import annotations

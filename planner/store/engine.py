@@ -1,7 +1,7 @@
 """Database engine: SQLite by default, PostgreSQL by URL; migrations on open.
 
 SQLite gets WAL, busy_timeout and synchronous=NORMAL on every connection
-(measured in shared/reference/feasibility-ui-network.md §4: WAL removes
+(measured on a 2-core VM when this was chosen: WAL removes
 reader/writer blocking, NORMAL cuts commits from 7 to 1.9 ms).
 
 PostgreSQL sessions get idle_in_transaction_session_timeout: a client frozen

@@ -3,7 +3,7 @@
 Only numbers, timestamps, model names and file names are stored: prompt and completion text
 never leave the parser (planner.logs). Per-request rows rather than aggregates, because the
 what-if replay and the capacity page need the arrival trace itself, and percentiles are
-computed at query time (DESIGN §2). Saving is one transaction: an upload is stored whole or
+computed at query time. Saving is one transaction: an upload is stored whole or
 not at all; deleting an upload deletes its rows.
 """
 

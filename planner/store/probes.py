@@ -1,6 +1,6 @@
 """The probe_sample table: raw TTFT samples (one row per attempt outcome); the endpoints are planner.store.endpoints.
 
-Raw samples are the source of truth (DESIGN §2): UTC epoch ms, every phase
+Raw samples are the source of truth: UTC epoch ms, every phase
 timing in ms from send, failures stored with an error class and never used
 in percentiles. Skipped schedule slots are rows too (kind='skipped', their cause in
 skip_cause: a planner.samples.SkipCause value; NULL for a skip stored before

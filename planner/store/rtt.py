@@ -1,6 +1,6 @@
 """RTT tables: custom/scheduled RTT targets and raw RTT samples, with their queries.
 
-Raw samples are the source of truth (DESIGN §2): one row per measured round
+Raw samples are the source of truth: one row per measured round
 trip or per failed attempt, UTC epoch ms, the vantage that measured it and the
 side ('server' or 'browser'). Percentiles are computed at query time, nearest
 rank via planner.stats, always with n; failures are rows with an error class
@@ -52,7 +52,7 @@ METHODS: tuple[str, ...] = tuple(m.value for m in RttMethod)
 # Which method is "the RTT" of each side, in order of preference: a TCP connect costs exactly one
 # round trip (SYN → SYN/ACK); in a browser, Resource Timing's responseStart − requestStart on a warm
 # connection is one request round trip, while performance.now() around fetch adds 8–15 ms of browser
-# overhead (shared/reference/feasibility-ui-network.md §3), so it is only the labelled fallback.
+# overhead, so it is only the labelled fallback.
 RTT_METHOD_BY_SIDE: dict[str, tuple[RttMethod, ...]] = {
     "server": (RttMethod.TCP_CONNECT,),
     "browser": (RttMethod.RESOURCE_TIMING, RttMethod.FETCH_PERFORMANCE_NOW),

@@ -1,6 +1,6 @@
 """Worker tables: per-vantage leases, endpoint status, cold readings, hourly rollups, and the worker's own SQL.
 
-The worker writes the probe rows of registered endpoints (DESIGN §2) and reports back to the dashboard through
+The worker writes the probe rows of registered endpoints and reports back to the dashboard through
 `endpoint_status` and `cold_reading`; the requests it runs (`probe_request`, `rtt_request`) are
 planner.store.requests'. `worker_lease` keeps two workers of one vantage from probing the same endpoints; its expiry
 lets a successor take over when the holder dies. `probe_rollup` keeps, per endpoint, vantage and UTC hour, a

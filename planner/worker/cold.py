@@ -1,4 +1,4 @@
-"""The cold-reading state machine (segment 2 by provocation, DESIGN §3).
+"""The cold-reading state machine (segment 2 by provocation).
 
     idle ──(idle_until reached)──► cold ──(first success)──► warm ──► done
       │                              │                          │

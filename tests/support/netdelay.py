@@ -4,7 +4,7 @@
 `tunA` inside namespace A and `tunB` inside namespace B (a TUN device belongs to the netns
 that is current when /dev/net/tun is opened), then copies every IP packet across, holding
 it for a fixed delay per direction (heap + select). ICMP, the TCP handshake and HTTP are all
-delayed, as with netem (recipe and measured bias, +0.4–0.7 ms: shared/reference/feasibility-ui-network.md §1).
+delayed, as with netem (measured bias +0.4–0.7 ms: README, Regions).
 
     with DelayLink(rtt_ms=40) as link:          # A = 10.213.1.1, B = 10.213.1.2
         link.popen_in("b", [...server...]); link.run_in("a", [...probe...])
