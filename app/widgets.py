@@ -10,6 +10,7 @@ sideways scroll (st.dataframe's grid sizes columns to their content and cuts or 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -38,9 +39,22 @@ def wrapped_table(frame: pd.DataFrame, css: pd.DataFrame | None = None) -> None:
     image link there would be fetched by every reader's browser). `css`: CSS per cell for some of `frame`'s columns
     (same index, columns a subset of `frame`'s), e.g. a verdict's background colour.
     """
-    shown = frame.map(md_text).rename(columns=md_text)
+    shown = frame.map(_cell).rename(columns=_cell)
     styler = shown.style.hide(axis="index")
     if css is not None:
         cell_css = css.rename(columns=md_text)
         styler = styler.apply(lambda col: list(cell_css[col.name]), subset=list(cell_css.columns))
     st.table(styler)
+
+
+# A run without spaces longer than this (a URL in a name) gets break opportunities after its separators: a table cell
+# wraps only at breaks, and Streamlit's cell styles keep a long word whole, pushing the table past the page.
+_LONG_RUN_CHARS = 24
+_LONG_RUN = re.compile(rf"\S{{{_LONG_RUN_CHARS + 1},}}")
+_SEPARATOR = re.compile(r"([/.:?&=_-])")
+_ZERO_WIDTH_SPACE = "\u200b"
+
+
+def _cell(value: Any) -> str:
+    """A cell's value as inert Markdown (md_text) that can wrap: long runs may break after / . : ? & = _ -."""
+    return _LONG_RUN.sub(lambda m: _SEPARATOR.sub(r"\1" + _ZERO_WIDTH_SPACE, m.group()), md_text(value))

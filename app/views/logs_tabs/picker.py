@@ -18,15 +18,16 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
     "Load sample" and "Open stored upload" make their log the one on show (st.session_state["logs_source"]).
     """
     ss = st.session_state
-    left, right = st.columns([2, 1])  # room for the uploader's list of file types at 1,400 px
-    files = left.file_uploader(
+    files = st.file_uploader(
         "Request logs",
         accept_multiple_files=True,
         key="logs_files",
         type=list(UPLOAD_EXTENSIONS),
         help="Several files at once are read together. Over the size limit, a file is refused with a message.",
     )
-    with right:
+    # Below the uploader, half the page each: a sample's title and an upload's name (the user's own) read whole.
+    left, right = st.columns(2)
+    with left:
         sample = st.selectbox(
             "…or try a sample", list(samples()), key="logs_sample", format_func=lambda k: samples()[k]
         )
@@ -34,7 +35,7 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
             ss.logs_source = ("sample", sample)
             drop_spool()
     uploads = list_uploads(eng)
-    with left:  # an upload's name is the user's own (a long file name): it gets the wide column
+    with right:
         if uploads:
             chosen = st.selectbox(
                 "…or open a stored upload",
