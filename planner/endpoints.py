@@ -14,6 +14,9 @@ shared rules of planner.validate (a 9-quintillion-token prompt would be built in
 the worker's memory; an infinite interval would stop its schedule), whatever the
 entry point: CLI, page, TOML import, and rows an older version stored
 (`endpoint_problem`, which the worker checks before scheduling an endpoint).
+
+Over 400 lines: the registry's one validation path (add, edit, import) and the TOML round trip must agree field by
+field, so they stay beside each other.
 """
 
 from __future__ import annotations

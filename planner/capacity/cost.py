@@ -9,6 +9,9 @@ Definitions:
   i.e. cached prompt tokens are assumed free to serve;
 - break-even utilisation u* = H / (P × C / 1e6); u* ≥ 1 means serverless is cheaper at any utilisation;
 - break-even volume per replica = H × 730 / P million tokens per month (730 hours a month).
+
+Over 400 lines: the break-even model is one set of definitions (blended price, capacity, monthly cost, hybrid per hour)
+whose functions use each other's units; split, the definitions would be read in two places.
 """
 
 from __future__ import annotations

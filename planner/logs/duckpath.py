@@ -12,6 +12,9 @@ lines, the others it leaves out are returned by place, for the row reader to nam
 
 Progress moves by bytes: rows read × the sampled bytes per line, over the file's (estimated
 decompressed) size.
+
+Over 400 lines: the DuckDB readers share one connection policy (memory cap, spill folder, line accounting) and the SQL
+fragments that prove line numbers.
 """
 
 from __future__ import annotations

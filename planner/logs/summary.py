@@ -3,6 +3,10 @@
 Percentiles are nearest-rank through planner.stats (always with n). Hours and weekdays are
 local to `tz` (the viewer's or the team's zone), computed from the UTC epoch ms in the frame.
 The working day is a local time window on Monday–Friday (default 09:00–18:00).
+
+Over 400 lines: every summary the Logs page and `logs summarize` show is computed here from one frame, so the
+working-day, hourly, weekday and per-model cuts share their helpers; split by page section it would pass the frame and
+its clock around.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 A TablePlan is how `logs import` streams a large CSV or a plain Parquet file into the store, a batch at a
 time; read_logs reads the same batches (so both store the same rows) and keeps them.
+
+Over 400 lines: CSV and Parquet under one column mapping, the small row-by-row path and the plans that stream large
+files share the mapping checks and the row builder.
 """
 
 from __future__ import annotations

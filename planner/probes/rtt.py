@@ -15,6 +15,9 @@ a table of regions always fills, each row with its own reason.
 Proxies: direct by default, even when HTTPS_PROXY is set in the environment. With
 `proxy="http://host:port"`, the TCP connects go to the proxy (and the result says
 so), and the TLS handshake and TTFB run through a CONNECT tunnel to the target.
+
+Over 400 lines: one probe's phases (DNS, connects, TLS, TTFB, proxy) share a deadline and a failure vocabulary; each
+phase is a small function.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ SNI; bytes are read raw (`aiter_raw`) with `Accept-Encoding: identity`;
 `trust_env=False` unless a proxy is configured (then it is used and recorded);
 a fresh connection per sample unless `keep_alive` (the sample records whether
 the connection was reused); a nonce at the start of the prompt unless `cached`.
+
+Over 400 lines: the timed request is one state machine (connect, send, first byte, first event, retries) whose
+timestamps must be read in one place to be comparable.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ PostgreSQL. Each write they race on is one conditional statement that only one o
 (planner.store.requests): a series' new state is stored only if the state it was stepped from is still the stored one
 (so one transition makes one event), and a delivery is claimed before it is sent (claim_delivery: due → held for a
 lease, attempts + 1 in SQL), so one event is sent once per channel and every attempt is counted.
+
+Over 400 lines: the four alert tables and their SQL (rules, series, transitions, the delivery outbox with its claims)
+form one transaction boundary.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ Which rows count: planner.samples' one definition of a sample (successful,
 kind scheduled or manual, not a cached series); the error rate is failed /
 (ok + failed) of those kinds; skipped slots are counted apart; cold and warm
 samples belong to cold readings.
+
+Over 400 lines: every SQL-side percentile query of the Probes page, with the one rank definition they share; they are
+grouped by the figure they feed.
 """
 
 from __future__ import annotations
