@@ -23,7 +23,7 @@ __all__ = [
     "hourly_p95_figure",
     "interval_text",
     "segments_figure",
-    "table_style",
+    "table_view",
 ]
 
 SEGMENT_LABELS = {
@@ -261,18 +261,21 @@ def _display_table(table: pd.DataFrame, target_label: str, level: float = DEFAUL
     return pd.DataFrame(rows)
 
 
-def table_style(table: pd.DataFrame, target_label: str = "chosen", level: float = DEFAULT_LEVEL):
-    """Styler over the labelled table (`level`: of the p95's prediction interval): the cheapest candidate meeting the
-    target in bold green; candidates that cannot keep up muted."""
+def table_view(
+    table: pd.DataFrame, target_label: str = "chosen", level: float = DEFAULT_LEVEL
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The labelled table (`level`: of the p95's prediction interval) and its CSS per cell: the cheapest candidate
+    meeting the target in bold green; candidates that cannot keep up muted."""
     shown = _display_table(table, target_label, level)
     cheapest = table["cheapest"].tolist()
     missing = table["p95_ms"].isna().tolist()
 
-    def row(r: pd.Series) -> list[str]:
-        if cheapest[r.name]:
-            return [f"background-color: #e6f4ea; color: {SEMANTIC['ok']}; font-weight: bold"] * len(r)
-        if missing[r.name]:
-            return [f"color: {SEMANTIC['muted']}"] * len(r)
-        return [""] * len(r)
+    def row(i: int) -> str:
+        if cheapest[i]:
+            return f"background-color: #e6f4ea; color: {SEMANTIC['ok']}; font-weight: bold"
+        if missing[i]:
+            return f"color: {SEMANTIC['muted']}"
+        return ""
 
-    return shown.style.apply(row, axis=1)
+    css = pd.DataFrame({c: [row(i) for i in range(len(shown))] for c in shown.columns}, index=shown.index)
+    return shown, css

@@ -8,8 +8,8 @@ import streamlit as st
 
 from app import page_state, viewer, worksheet_state
 from app.cache import engine
-from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_style
-from app.widgets import persisted_number
+from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_view
+from app.widgets import persisted_number, wrapped_table
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
@@ -327,7 +327,7 @@ for c in result.candidates:
     if not c.ok:
         st.error(f"**{md_text(c.name)}** {md_text(c.message)}", icon=":material/block:")
 table = result.table()
-st.dataframe(table_style(table, target.label, result.level), hide_index=True, key="wi_table")
+wrapped_table(*table_view(table, target.label, result.level))  # every column in view at 1,400 px
 g1, g2 = st.columns(2)
 g1.plotly_chart(hourly_p95_figure(result.hourly_frame(), target.target_p95_ms, tz, result.level), key="wi_hourly")
 g2.plotly_chart(segments_figure(result.segments_frame()), key="wi_segments")
