@@ -134,3 +134,12 @@ def chart_spec(at, key: str) -> dict:
     import json
 
     return json.loads(next(c for c in at.get("plotly_chart") if c.proto.id and key in c.proto.id).proto.spec)
+
+
+def shown_table(at: AppTest, index: int = 0):
+    """The static table `index` (app.widgets.wrapped_table) as its reader sees it: the page escapes Markdown in every
+    cell and header (st.table renders it) and lets long runs break with zero-width spaces; the browser shows neither."""
+    import re
+
+    plain = lambda v: re.sub(r"\\(.)", r"\1", v).replace("\u200b", "") if isinstance(v, str) else v
+    return at.table[index].value.map(plain).rename(columns=plain)

@@ -9,18 +9,11 @@ from app import worksheet_state
 from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
-from tests.app.conftest import open_page, plotly_array, store_snapshot, use_store
+from tests.app.conftest import open_page, plotly_array, shown_table, store_snapshot, use_store
 from tests.support.compare_seed import seed_endpoint, seed_three
 
 # One worker runs the module, so the seeded store below is written once, not once per worker.
 pytestmark = pytest.mark.xdist_group("app_test_compare")
-
-
-def _decision(app):
-    """The decision table as its reader sees it: the page escapes Markdown in every cell and header (st.table renders
-    Markdown) and lets long runs break (zero-width spaces); the browser shows the text without either."""
-    plain = lambda v: re.sub(r"\\(.)", r"\1", v).replace("\u200b", "") if isinstance(v, str) else v
-    return app.table[0].value.map(plain).rename(columns=plain)
 
 
 def _seed(eng):
@@ -58,7 +51,7 @@ def test_empty_store_says_what_to_do(app):
 
 def test_decision_table_ranks_and_states_what_the_data_can_tell(app, seeded):
     _open(app, ["fast-a", "slow-b", "twin-c"])
-    decision = _decision(app)
+    decision = shown_table(app)
     assert decision["Endpoint"].tolist()[-1] == "slow-b"
     assert (
         decision["Compared with the leader"]
@@ -101,7 +94,7 @@ def test_vantage_without_samples_shows_zero_n_not_a_winner(app, seeded):
     app.selectbox(key="cmp_vantage").set_value("tokyo").run()
     assert not app.exception
     assert app.dataframe[0].value["Samples (n)"].tolist() == [0, 0]
-    decision = _decision(app)
+    decision = shown_table(app)
     assert decision["Rank"].tolist() == ["—", "—"]  # no samples: no winner
     assert all("too few samples" in i.value for i in app.info if " vs " in i.value)
 
@@ -122,7 +115,7 @@ def test_cost_uses_the_capacity_page_inputs_when_present(app, seeded):
     app.session_state["cost_inputs"] = inputs.to_dict()
     _open(app, ["fast-a", "slow-b"])
     assert any("Capacity & cost page's inputs" in c.value for c in app.caption)
-    decision = _decision(app)
+    decision = shown_table(app)
     # 1M tokens/h × 730 h at a blended $1/1M = $730 a month, for both (no endpoint-specific price).
     assert decision["Monthly cost ($)"].tolist() == ["$730"] * 2
 
@@ -134,7 +127,7 @@ def test_verdicts_use_the_worksheet_pages_inputs_when_it_was_opened(app, seeded)
     app.session_state["ws_name"] = ws.name
     _open(app, ["fast-a", "slow-b"])
     assert any("your worksheet “Team plan”" in c.value for c in app.caption)
-    decision = _decision(app)
+    decision = shown_table(app)
     assert decision["Targets met (measured p95 ≤ target)"].tolist() == ["1 of 1", "1 of 1"]
     cells = dict(zip(decision["Endpoint"], decision["Chat (2,000 ms)"], strict=True))
     # fast-a's own cold reading (21,000 − 300 ms) is its cold start; slow-b has none and uses the typed 0 ms.
@@ -152,7 +145,7 @@ def test_one_endpoint_says_a_comparison_needs_a_second_and_ranks_nobody(app, see
     _open(app, ["new-d"])  # one endpoint, 12 samples
     notice = next(i.value for i in app.info if "A comparison needs at least two endpoints" in i.value)
     assert "pick a second endpoint" in notice and "new-d" in notice
-    assert _decision(app)["Rank"].tolist() == ["—"]
+    assert shown_table(app)["Rank"].tolist() == ["—"]
     assert any("Ranked by measured TTFT p95, lower first" in c.value for c in app.caption)
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, new_app, open_page, plotly_array
+from tests.app.conftest import chart_spec, new_app, open_page, plotly_array, shown_table
 
 DAY0_MS = 1_764_460_800_000  # 2025-11-30 00:00 UTC
 CHEAP = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
@@ -18,13 +18,6 @@ SLOW = "dedicated:name=slow,replicas=1,slots=8,prefill=1500,decode=60,usd_per_gp
 SPREAD = "dedicated:name=spread,replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,rtt=40,speed_sd=0.2"
 # One slot, 4.9 s a request, a request a minute: the slowest 5% queue behind each other.
 BUSY = "dedicated:name=busy,replicas=1,slots=1,prefill=1000,decode=10,usd_per_gpu_h=0.5,rtt=40,speed_sd=0.2"
-
-
-def _table(at) -> pd.DataFrame:
-    """The results table as its reader sees it: the page escapes Markdown in each cell (st.table renders it) and lets
-    long runs break; the browser shows the text without either."""
-    plain = lambda v: re.sub(r"\\(.)", r"\1", v).replace("\u200b", "") if isinstance(v, str) else v
-    return at.table[0].value.map(plain).rename(columns=plain)
 
 
 def store_log() -> int:
@@ -57,7 +50,7 @@ def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(ap
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{PRICEY}\n{SLOW}").run()
     assert not app.exception
-    table = _table(app)
+    table = shown_table(app)
     assert table["Candidate"].tolist() == ["sls", "ded", "slow"]
     # 2000 uncached tokens at 12,000 tokens/s + 40 ms RTT ≈ 207 ms; at 1,500 tokens/s ≈ 1,373 ms: misses chat's 500 ms.
     assert table.set_index("Candidate")["Meets the target"].to_dict() == {"sls": "yes", "ded": "yes", "slow": "no"}
@@ -82,7 +75,7 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}")
     app.selectbox(key="wi_interaction").set_value("agent")
     app.selectbox(key="_viewer_tz_widget").set_value("Asia/Tokyo").run()
-    table = _table(app)
+    table = shown_table(app)
     # The agent loop's 1000 ms is still under 1,373 ms: slow misses; 09–17 UTC is 18–02 in Tokyo.
     assert table.set_index("Candidate")["Meets the target"].to_dict() == {"sls": "yes", "slow": "no"}
     line = next(t for t in chart_spec(app, "wi_hourly")["data"] if t["name"] == "sls")
@@ -99,7 +92,7 @@ def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{never}").run()
     assert not app.exception
     assert any("**never** can never keep up" in e.value for e in app.error)
-    table = _table(app)
+    table = shown_table(app)
     assert table.set_index("Candidate")["Note"]["never"].startswith("can never keep up")
 
 
@@ -124,20 +117,19 @@ def test_targets_come_from_the_worksheet_custom_types_included(app):
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
     # slow's ≈1,373 ms misses 1,200 ms; sls meets it
     assert any("Review bot target (p95 ≤ 1,200 ms at every hour): **sls**" in s.value for s in app.success)
-    table = _table(app)
+    table = shown_table(app)
     assert "Requests within the Review bot target" in table.columns
     app.selectbox(key="wi_interaction").set_value("chat").run()
     assert any("p95 ≤ 800 ms" in s.value for s in app.success)
 
 
 def test_the_table_has_labels_not_internal_names(app):
-    import re
 
     upload_id = store_log()
     open_page("whatif", app)
     app.selectbox(key="wi_source").set_value(("stored", upload_id))
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
-    table = _table(app)
+    table = shown_table(app)
     assert not [c for c in table.columns if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", c)]
     text = table.to_string()
     assert "nan" not in text.split() and "None" not in text
@@ -152,7 +144,7 @@ def test_a_link_reproduces_the_log_the_candidates_and_the_growth():
     )
     open_page("whatif", at)
     assert at.number_input(key="wi_growth").value == 2
-    assert _table(at)["Candidate"].tolist() == ["sls", "slow"]
+    assert shown_table(at)["Candidate"].tolist() == ["sls", "slow"]
     assert any("960 requests from team.jsonl" in c.value for c in at.caption)  # 480 × growth 2
 
 
@@ -248,7 +240,7 @@ def test_a_measured_speed_spread_gives_each_p95_an_interval_in_words_in_the_tabl
     assert hint.startswith("sls has no speed spread (")  # sls alone: the candidate with a spread is not named
     assert "`ttft-planner calibrate` prints speed_sd/request_sd" in hint
     # the table shows the interval as one range
-    table = _table(app).set_index("Candidate")
+    table = shown_table(app).set_index("Candidate")
     assert table.loc["spread", "TTFT p95, 80% interval"] == f"{band.lo_ms:,.0f}–{band.hi_ms:,.0f} ms"
     # the chart: a band in the line's colour, grouped with it, its top above the line and its bottom below, each hour
     data = chart_spec(app, "wi_hourly")["data"]
