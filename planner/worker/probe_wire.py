@@ -125,9 +125,9 @@ class ProbeRequest:
                 max_attempts=int(kwargs.get("max_attempts", 2)),
                 max_retry_wait_s=float(kwargs.get("max_retry_wait_s", 5.0)),
             )
+        except WireError:
+            raise
         except (TypeError, ValueError) as exc:
-            if isinstance(exc, WireError):
-                raise
             raise WireError(f"{what}: {exc}") from None
 
 
