@@ -21,7 +21,6 @@ import streamlit as st
 from streamlit import config
 from streamlit.navigation.page import StreamlitPage
 
-from app.cache import engine
 from planner.auth import (
     RETURN_COOKIE,
     RETURN_COOKIE_MAX_AGE_S,
@@ -35,6 +34,7 @@ from planner.auth import (
 )
 from planner.store import audit
 from planner.untrusted import md_text
+from ttft_planner_app.cache import engine
 
 __all__ = ["actor", "auth_enabled", "can", "current_role", "gate", "record", "require", "return_to_link"]
 

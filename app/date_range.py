@@ -1,6 +1,6 @@
 """The one date-range picker of the Probes and Compare pages: same default, same zone, same bounds.
 
-Default: the last 7 days, today included, in the viewer's time zone (app.viewer).
+Default: the last 7 days, today included, in the viewer's time zone (ttft_planner_app.viewer).
 Returns whole days as [start_ms, end_ms) UTC epoch ms, plus a label that names the zone.
 """
 
@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from app.viewer import time_zone
+from ttft_planner_app.viewer import time_zone
 
 __all__ = ["DEFAULT_DAYS", "DateRange", "date_range_input", "day_range"]
 

@@ -168,7 +168,7 @@ def label(column: str) -> str:
     if column in LABELS:
         return LABELS[column]
     if _SNAKE.match(column):
-        raise KeyError(f"no display label for column {column!r}: add it to app.present.LABELS")
+        raise KeyError(f"no display label for column {column!r}: add it to ttft_planner_app.present.LABELS")
     return column
 
 

@@ -1,15 +1,11 @@
 """TTFT Planner dashboard: the router. Pages live in app/views/ (never pages/)."""
 
-import sys
 from pathlib import Path
 
-# `streamlit run app/streamlit_app.py` puts only app/ on sys.path; views import `app.*`.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-import streamlit as st  # noqa: E402
-from streamlit.navigation.page import StreamlitPage  # noqa: E402
+# This folder is the installed package `ttft_planner_app` (setup.py; `pip install -e .` in a checkout, or the wheel):
+# the pages import it and `planner` by those names, wherever `streamlit run` puts this script's folder on sys.path.
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 st.set_page_config(page_title="TTFT Planner", page_icon=":material/timer:", layout="wide")
 
@@ -30,7 +26,7 @@ PAGES = [
     ("admin.py", "Admin", ":material/admin_panel_settings:", "admin"),
 ]
 
-from app.auth import gate, return_to_link  # noqa: E402
+from ttft_planner_app.auth import gate, return_to_link  # noqa: E402
 
 # With sign-in on (an [auth] section in secrets.toml), nothing below runs for a visitor who is not signed in; the
 # link they opened (page and query) is kept, and return_to_link opens it once they are back from the provider.
@@ -55,8 +51,8 @@ pages = {url: _page(file, title, icon, url) for file, title, icon, url in PAGES}
 alias = st.Page(_to_home, title=pages[HOME].title, url_path=HOME, visibility="hidden")
 nav = st.navigation([*pages.values(), alias])
 return_to_link(pages, nav)
-from app.store_errors import run_page  # noqa: E402
-from app.viewer import sidebar_time_zone  # noqa: E402
+from ttft_planner_app.store_errors import run_page  # noqa: E402
+from ttft_planner_app.viewer import sidebar_time_zone  # noqa: E402
 
 sidebar_time_zone()
 run_page(nav)  # a locked/full/unreachable database is one sentence on the page, never a traceback

@@ -2,7 +2,7 @@
 
 mypy reads `strict = true` in any section as the global switch, so the strict packages spell out --strict's
 flags in their override instead (planner.probes, planner.store, planner.worker). These tests keep that list equal to
-mypy's own --strict, and the gate on both packages of the product.
+mypy's own --strict, and the gate on both packages of the product (app/ under its import name).
 """
 
 import tomllib
@@ -24,7 +24,14 @@ def _as_option(key: str, value: bool) -> tuple[str, bool]:
 
 
 def test_mypy_checks_planner_and_app():
-    assert set(_mypy_config()["packages"]) == {"planner", "app"}
+    """app/ under its import name, ttft_planner_app, through the link `make lint` makes in the mypy_path folder."""
+    config = _mypy_config()
+    assert set(config["packages"]) == {"planner", "ttft_planner_app"}
+    link = Path(config["mypy_path"].replace("$MYPY_CONFIG_FILE_DIR/", "")) / "ttft_planner_app"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"MYPY_LINK := {link.as_posix()}\n" in makefile
+    assert "ln -sfn ../../app $(MYPY_LINK)" in makefile and (ROOT / link.parent / "../../app").resolve() == ROOT / "app"
+    assert link.parts[0] + "/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()  # never committed
 
 
 def test_no_section_says_strict():

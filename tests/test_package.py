@@ -1,7 +1,9 @@
 """The wheel is a real package: built from the sources, installed into a fresh venv, run from outside the checkout.
 
 No network: the wheel is built with the current venv's setuptools (--no-build-isolation) and installed with
---no-deps; the fresh venv sees the current venv's dependencies through a .pth file, but not this checkout.
+--no-deps; the fresh venv sees the current venv's dependencies through a .pth file, but not this checkout. Beside it
+the venv holds another distribution with a top-level package `app` (the dashboard's folder app/ installs as
+`ttft_planner_app`, so the two coexist).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import httpx
 import pytest
 
 from planner.simulator import SimulatorConfig, running_simulator
+from tests.support.router import router_pages
 from tests.support.rtt_target import free_port
 from tests.support.waiting import wait_for
 
@@ -26,6 +29,8 @@ pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("planner", "app", "assets", "pyproject.toml", "setup.py", "README.md", "LICENSE")
+#: Another distribution's top-level `app` package, installed in the same venv before the wheel.
+OTHER_APP_MARKER = "another distribution's app"
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout_s: float = 300):
@@ -59,6 +64,7 @@ def installed(tmp_path_factory) -> Path:
     )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = (tmp / "dist").glob("ttft_planner-*.whl")
+    other = _other_app_wheel(tmp)
 
     venv = tmp / "venv"
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp)
@@ -68,25 +74,56 @@ def installed(tmp_path_factory) -> Path:
         _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
     )
     # --force-reinstall: pip runs from the current venv, sees its editable ttft-planner and would skip the wheel.
-    done = _run(
+    # The other `app` goes in first: installing the wheel after it must neither fail nor touch it.
+    for whl in (other, wheel):
+        done = _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(python),
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-index",
+                "--force-reinstall",
+                str(whl),
+            ],
+            cwd=tmp,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    (site / "deps-of-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv / "bin"
+
+
+def _other_app_wheel(tmp: Path) -> Path:
+    """A wheel of an unrelated distribution, `other-app`, whose one package is a top-level `app`."""
+    src = tmp / "other-app"
+    (src / "app").mkdir(parents=True)
+    (src / "app" / "__init__.py").write_text(f"MARKER = {OTHER_APP_MARKER!r}\n")
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "other-app"\nversion = "1.0"\n\n[tool.setuptools]\npackages = ["app"]\n'
+    )
+    built = _run(
         [
             sys.executable,
             "-m",
             "pip",
-            "--python",
-            str(python),
-            "install",
+            "wheel",
             "-q",
             "--no-deps",
-            "--no-index",
-            "--force-reinstall",
-            str(wheel),
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
         ],
         cwd=tmp,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (site / "deps-of-the-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return venv / "bin"
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (tmp / "dist").glob("other_app-*.whl")
+    return wheel
 
 
 @pytest.fixture()
@@ -103,7 +140,7 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewher
         [
             str(installed / "python"),
             "-c",
-            "import planner.asset_files as p, app; print(p.assets_dir()); print(app.__file__)",
+            "import planner.asset_files as p, ttft_planner_app as a; print(p.assets_dir()); print(a.__file__)",
         ],
         cwd=cwd,
         env=env,
@@ -112,7 +149,50 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, elsewher
     assets, app_init = (Path(line) for line in r.stdout.split())
     venv = installed.parent
     assert assets.is_relative_to(venv) and (assets / "regions.toml").is_file(), assets
-    assert Path(app_init).is_relative_to(venv), app_init
+    assert Path(app_init).is_relative_to(venv) and Path(app_init).parent.name == "ttft_planner_app", app_init
+
+
+def test_the_wheel_installs_beside_another_app_package_and_both_import(installed, elsewhere):
+    """The wheel's top-level packages are planner and ttft_planner_app, never `app`: another distribution's `app`
+    keeps its files, and one interpreter imports both it and the dashboard (its modules, its router script)."""
+    cwd, env = elsewhere
+    code = (
+        "import importlib.metadata as m, json, app, ttft_planner_app.widgets, ttft_planner_app.charts.probes\n"
+        "from planner.cli.worker import app_path\n"
+        "tops = {f.parts[0] for f in m.distribution('ttft-planner').files if f.parts[0] != '..'}\n"
+        "print(json.dumps({'marker': app.MARKER, 'app': app.__file__, 'tops': sorted(tops),\n"
+        "    'dashboard': ttft_planner_app.widgets.__file__, 'script': str(app_path())}))\n"
+    )
+    r = _run([str(installed / "python"), "-c", code], cwd=cwd, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    venv = installed.parent
+    assert got["marker"] == OTHER_APP_MARKER
+    assert Path(got["app"]).is_relative_to(venv), got["app"]
+    assert [top for top in got["tops"] if not top.endswith(".dist-info")] == ["planner", "ttft_planner_app"]
+    assert Path(got["dashboard"]).is_relative_to(venv) and Path(got["dashboard"]).parent.name == "ttft_planner_app"
+    script = Path(got["script"])
+    assert script.is_relative_to(venv) and script == Path(got["dashboard"]).with_name("streamlit_app.py")
+    assert script.is_file() and (script.parent / ".streamlit" / "config.toml").is_file()
+
+
+def test_the_dashboard_from_the_wheel_renders_its_pages_beside_another_app(installed, elsewhere):
+    """The router and every page run from the wheel (AppTest, in the venv that also holds another `app`): each page
+    imports the dashboard by its installed name."""
+    cwd, env = elsewhere
+    files = [file for file, *_ in router_pages()]
+    code = (
+        "from streamlit.testing.v1 import AppTest\n"
+        "from planner.cli.worker import app_path\n"
+        "at = AppTest.from_file(str(app_path()), default_timeout=120).run()\n"
+        f"for file in {files!r}:\n"
+        "    assert not at.exception, [e.value for e in at.exception]\n"
+        "    at.switch_page(f'views/{file}').run()\n"
+        "assert not at.exception, [e.value for e in at.exception]\n"
+        "print('rendered')\n"
+    )
+    r = _run([str(installed / "python"), "-c", code], cwd=cwd, env=env, timeout_s=300)
+    assert r.returncode == 0 and r.stdout.split()[-1:] == ["rendered"], (r.stdout + r.stderr)[-3000:]
 
 
 def test_the_wheel_carries_the_license_its_metadata_names(installed, elsewhere):

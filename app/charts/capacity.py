@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.charts import SEMANTIC
-from app.charts._labels import log_ticks, place_labels, plot_px
 from planner.capacity.cost import BreakEven
+from ttft_planner_app.charts import SEMANTIC
+from ttft_planner_app.charts._labels import log_ticks, place_labels, plot_px
 
 __all__ = [
     "break_even_figure",

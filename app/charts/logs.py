@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.charts import SEMANTIC
-from app.charts._labels import log_ticks
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.stats import Percentile
+from ttft_planner_app.charts import SEMANTIC
+from ttft_planner_app.charts._labels import log_ticks
 
 __all__ = [
     "cold_curve_figure",

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.charts import SEMANTIC
 from planner.compare.charts import mark_empty
 from planner.samples import MEASURED_KINDS
+from ttft_planner_app.charts import SEMANTIC
 
 __all__ = ["ecdf_figure", "heatmap_figure", "hour_of_day_figure", "phase_figure", "time_series_figure"]
 

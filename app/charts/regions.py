@@ -10,11 +10,11 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.charts import SEMANTIC
 from planner.probes.rtt_rank import ranked, row_outcome, row_status
 from planner.regions import Region, RttMethod
 from planner.settings import vantage_name
 from planner.stats import min_n_for, percentile
+from ttft_planner_app.charts import SEMANTIC
 
 __all__ = [
     "MAP_CONFIG",

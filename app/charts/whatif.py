@@ -12,9 +12,9 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.charts import SEMANTIC
-from app.charts._labels import log_ticks, place_labels
 from planner.whatif.interval import DEFAULT_LEVEL, Band
+from ttft_planner_app.charts import SEMANTIC
+from ttft_planner_app.charts._labels import log_ticks, place_labels
 
 __all__ = [
     "CANDIDATE_COLORS",
@@ -76,7 +76,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
 
 def interval_text(lo: float | None, hi: float | None) -> str:
     """An interval as the user reads it: '700–950 ms', '700 ms – unbounded', '—' when there is none."""
-    from app import present
+    from ttft_planner_app import present
 
     if present.is_missing(lo) or present.is_missing(hi):
         return present.MISSING
@@ -233,7 +233,7 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
 def _display_table(table: pd.DataFrame, target_label: str, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """Comparison.table() as the user reads it: labelled columns, numbers with units, yes/no instead of flags;
     the p95's `level` prediction interval as one range ('700–950 ms')."""
-    from app import present
+    from ttft_planner_app import present
 
     share_col = next((c for c in table.columns if c.startswith("share_within_")), None)
     rows = []

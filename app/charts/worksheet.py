@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from app import present
-from app.charts import SEMANTIC
 from planner.budget import SEGMENTS, BudgetResult
+from ttft_planner_app import present
+from ttft_planner_app.charts import SEMANTIC
 
 __all__ = ["SHORT_SEGMENTS", "comparison_figure", "waterfall_figure"]
 

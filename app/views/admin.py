@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from app import present
-from app.auth import auth_enabled, can, current_role, require
-from app.cache import engine
-from app.viewer import fmt_ms
 from planner.auth import ACTION_WORDS, ACTIONS
 from planner.store.audit import audit_log
+from ttft_planner_app import present
+from ttft_planner_app.auth import auth_enabled, can, current_role, require
+from ttft_planner_app.cache import engine
+from ttft_planner_app.viewer import fmt_ms
 
 st.title("Admin")
 if not auth_enabled():

@@ -5,12 +5,6 @@ import time
 
 import streamlit as st
 
-from app import present
-from app.auth import can, record, require
-from app.cache import engine
-from app.store_errors import STORE_FAILURES, show_store_failure
-from app.viewer import fmt_ms
-from app.widgets import wrapped_table
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
@@ -19,6 +13,12 @@ from planner.endpoints import list_endpoints
 from planner.store import alerts as store
 from planner.store import database_url
 from planner.untrusted import md_text
+from ttft_planner_app import present
+from ttft_planner_app.auth import can, record, require
+from ttft_planner_app.cache import engine
+from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.viewer import fmt_ms
+from ttft_planner_app.widgets import wrapped_table
 
 st.title("Alerts")
 st.caption(

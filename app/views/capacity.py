@@ -8,12 +8,12 @@ Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import page_state, present, viewer
-from app.cache import try_engine
-from app.views.capacity_tabs import cost, gpufit, prefill, warmpool, weights
 from planner.capacity.errors import CapacityError
 from planner.store import database_url
 from planner.untrusted import md_text
+from ttft_planner_app import page_state, present, viewer
+from ttft_planner_app.cache import try_engine
+from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, warmpool, weights
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

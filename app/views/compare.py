@@ -6,16 +6,16 @@ assumptions) and draw the result (decision, per_endpoint, worksheets, report).
 
 import streamlit as st
 
-from app import page_state, worksheet_state
-from app.cache import engine
-from app.viewer import time_zone
-from app.views.compare_sections import assumptions, decision, per_endpoint, report, selection, worksheets
 from planner.budget import BudgetError, Worksheet
 from planner.capacity.errors import CapacityError
 from planner.compare import CostBasis, compare, cost_basis, endpoint_names, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
 from planner.untrusted import md_text
+from ttft_planner_app import page_state, worksheet_state
+from ttft_planner_app.cache import engine
+from ttft_planner_app.viewer import time_zone
+from ttft_planner_app.views.compare_sections import assumptions, decision, per_endpoint, report, selection, worksheets
 
 
 @st.cache_data(ttl=30, show_spinner="Comparing…")

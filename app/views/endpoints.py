@@ -5,10 +5,6 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app import viewer
-from app.auth import can, record, require
-from app.cache import engine
-from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.cold_policy import keeps_itself_warm
 from planner.endpoint_status import endpoint_state, failing_warnings
 from planner.endpoints import (
@@ -36,6 +32,10 @@ from planner.store.endpoints import EndpointRow
 from planner.store.worker import endpoint_statuses
 from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
+from ttft_planner_app import viewer
+from ttft_planner_app.auth import can, record, require
+from ttft_planner_app.cache import engine
+from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 
 st.title("Endpoints")
 st.caption(

@@ -6,9 +6,21 @@ show and its column mapping, the headline with the hand-off to the worksheet, fi
 
 import streamlit as st
 
-from app import viewer
-from app.cache import engine
-from app.views.logs_tabs import cold, headline, mapping, models, options, picker, prompt, source, stored, traffic, ttft
+from ttft_planner_app import viewer
+from ttft_planner_app.cache import engine
+from ttft_planner_app.views.logs_tabs import (
+    cold,
+    headline,
+    mapping,
+    models,
+    options,
+    picker,
+    prompt,
+    source,
+    stored,
+    traffic,
+    ttft,
+)
 
 st.title("Logs")
 st.caption(

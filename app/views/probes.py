@@ -6,13 +6,6 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app import present, viewer, worksheet_state
-from app.auth import can, require
-from app.cache import engine
-from app.charts import probes as charts
-from app.date_range import date_range_input
-from app.store_errors import STORE_FAILURES, guarded, show_store_failure
-from app.viewer import fmt_ms, time_zone
 from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
@@ -25,6 +18,13 @@ from planner.store.requests import RequestKind, create_request
 from planner.store.worker import ColdState, EndpointState, endpoint_statuses
 from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
+from ttft_planner_app import present, viewer, worksheet_state
+from ttft_planner_app.auth import can, require
+from ttft_planner_app.cache import engine
+from ttft_planner_app.charts import probes as charts
+from ttft_planner_app.date_range import date_range_input
+from ttft_planner_app.store_errors import STORE_FAILURES, guarded, show_store_failure
+from ttft_planner_app.viewer import fmt_ms, time_zone
 
 REFRESH_S = 10
 REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}

@@ -4,12 +4,12 @@ import json
 
 import streamlit as st
 
-from app import present, worksheet_state
-from app.cache import engine
-from app.charts.sweep import sweep_figure
-from app.viewer import fmt_ms
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
 from planner.sweep import knee_sentence, queueing_p95_ms
+from ttft_planner_app import present, worksheet_state
+from ttft_planner_app.cache import engine
+from ttft_planner_app.charts.sweep import sweep_figure
+from ttft_planner_app.viewer import fmt_ms
 
 st.title("Load sweep")
 st.caption(

@@ -6,10 +6,6 @@ from typing import Literal
 import pandas as pd
 import streamlit as st
 
-from app import page_state, viewer, worksheet_state
-from app.cache import engine
-from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_view
-from app.widgets import persisted_number, wrapped_table
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
@@ -29,6 +25,10 @@ from planner.whatif.deployment import (
 )
 from planner.whatif.results import CandidateResult, compare
 from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
+from ttft_planner_app import page_state, viewer, worksheet_state
+from ttft_planner_app.cache import engine
+from ttft_planner_app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_view
+from ttft_planner_app.widgets import persisted_number, wrapped_table
 
 # The starting candidates leave prefill and RTT out: they take the worksheet's figures (measured or typed, with
 # their provenance), so the comparison starts from what the team measured rather than from a number of ours.

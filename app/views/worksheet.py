@@ -4,16 +4,16 @@ import math
 
 import streamlit as st
 
-from app import present, viewer, worksheet_state
-from app.cache import try_engine
-from app.charts.worksheet import waterfall_figure
-from app.views.worksheet_tabs.saved import render_compare, render_save
-from app.views.worksheet_tabs.share import render_share
 from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compute, verdict_text
 from planner.provenance import Figure
 from planner.untrusted import md_text
 from planner.worksheet_report import per_interaction_rows
 from planner.worksheet_url import PARAMS, custom_key
+from ttft_planner_app import present, viewer, worksheet_state
+from ttft_planner_app.cache import try_engine
+from ttft_planner_app.charts.worksheet import waterfall_figure
+from ttft_planner_app.views.worksheet_tabs.saved import render_compare, render_save
+from ttft_planner_app.views.worksheet_tabs.share import render_share
 
 KEY_OF = {p.field: p.key for p in PARAMS}  # worksheet field → widget key (== URL parameter)
 HELP_OF = {p.key: p.help for p in PARAMS}

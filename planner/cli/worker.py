@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
@@ -34,7 +35,20 @@ from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "dashboard_argv", "demo_simulator_config"]
 
-APP_PATH = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+#: The dashboard's import package: the folder app/, installed under the project's own name (setup.py).
+APP_PACKAGE = "ttft_planner_app"
+
+
+def app_path() -> Path:
+    """The dashboard's router script, found where the installed package lives (not imported: planner never imports
+    the dashboard): app/streamlit_app.py in a checkout (editable install), site-packages/ttft_planner_app/ from the
+    wheel."""
+    spec = importlib.util.find_spec(APP_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise click.ClickException(
+            f"the dashboard package {APP_PACKAGE} is not installed: `pip install -e .` in the checkout, or the wheel"
+        )
+    return Path(next(iter(spec.submodule_search_locations))).resolve() / "streamlit_app.py"
 
 
 def dashboard_argv(port: int, address: str, *extra: str) -> list[str]:
@@ -45,7 +59,7 @@ def dashboard_argv(port: int, address: str, *extra: str) -> list[str]:
         "-m",
         "streamlit",
         "run",
-        str(APP_PATH),
+        str(app_path()),
         f"--server.port={port}",
         f"--server.address={address}",
         "--server.headless=true",

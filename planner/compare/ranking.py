@@ -147,7 +147,7 @@ def _vs_leader(r: Ranked) -> str:
 
 def decision_table(ranked: Sequence[Ranked]) -> pd.DataFrame:
     """The decision table as a frame: one row per endpoint, best first (internal column names: label them
-    with app.present / the report's table)."""
+    with ttft_planner_app.present / the report's table)."""
     rows = []
     for r in ranked:
         m = r.metrics

@@ -90,7 +90,7 @@ def worker_report(
 ) -> WorkerReport:
     """What the worker of `vantage` is doing, from its state file and the lease rows (lease.current()).
 
-    `fmt_ms` formats epoch ms for the reader (app.viewer.fmt_ms on the page)."""
+    `fmt_ms` formats epoch ms for the reader (ttft_planner_app.viewer.fmt_ms on the page)."""
     name = repr(vantage) if vantage else DEFAULT_VANTAGE_NAME
     live = live_leases(leases, now_ms, vantage)
     st = read_state(engine, vantage)

@@ -137,8 +137,9 @@ def chart_spec(at, key: str) -> dict:
 
 
 def shown_table(at: AppTest, index: int = 0):
-    """The static table `index` (app.widgets.wrapped_table) as its reader sees it: the page escapes Markdown in every
-    cell and header (st.table renders it) and lets long runs break with zero-width spaces; the browser shows neither."""
+    """The static table `index` (ttft_planner_app.widgets.wrapped_table) as its reader sees it: the page escapes
+    Markdown in every cell and header (st.table renders it) and lets long runs break with zero-width spaces; the
+    browser shows neither."""
     import re
 
     plain = lambda v: re.sub(r"\\(.)", r"\1", v).replace("\u200b", "") if isinstance(v, str) else v

@@ -124,7 +124,7 @@ def test_a_stored_log_drives_the_mix_and_the_peak_rate(app, tmp_path):
         }
     )[list(COLUMNS)]
     eng = open_store(database_url())
-    upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
+    upload_id = save_upload(eng, "team.jsonl", LogParseResult(requests=frame))
     eng.dispose()
     open_page("capacity", app)
     app.selectbox(key="cap_traffic").set_value(upload_id).run()
@@ -200,7 +200,7 @@ def _seed_log(name: str, ts: list[int], tokens: int = 1000, duration_ms: float |
         }
     )[list(COLUMNS)]
     eng = open_store(database_url())
-    upload_id = save_upload(eng, name, LogParseResult(frame=frame))
+    upload_id = save_upload(eng, name, LogParseResult(requests=frame))
     eng.dispose()
     return upload_id
 
@@ -295,7 +295,7 @@ def test_the_address_reproduces_the_traffic_source_and_typed_prices():
 def test_a_gpu_fit_bar_is_labelled_with_its_own_height():
     import pandas as pd
 
-    from app.charts.capacity import gpu_fit_figure
+    from ttft_planner_app.charts.capacity import gpu_fit_figure
 
     table = pd.DataFrame(
         {"gpu": ["L40S", "H100", "A10G"], "min_gpus": [3, 1, 9], "tp_gpus": [4, 1, None], "fits": [True, True, False]}

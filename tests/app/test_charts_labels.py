@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.charts.capacity import projection_figure, tradeoff_figure
-from app.charts.logs import cold_curve_figure
-from app.charts.sweep import sweep_figure
-from app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure
 from planner.capacity.warmpool import keep_warm_tradeoff
+from ttft_planner_app.charts.capacity import projection_figure, tradeoff_figure
+from ttft_planner_app.charts.logs import cold_curve_figure
+from ttft_planner_app.charts.sweep import sweep_figure
+from ttft_planner_app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure
 
 CHAR_PX, LINE_PX = 7.0, 16.0
 

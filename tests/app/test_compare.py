@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from app import worksheet_state
 from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
 from tests.app.conftest import open_page, plotly_array, shown_table, store_snapshot, use_store
 from tests.support.compare_seed import seed_endpoint, seed_three
+from ttft_planner_app import worksheet_state
 
 # One worker runs the module, so the seeded store below is written once, not once per worker.
 pytestmark = pytest.mark.xdist_group("app_test_compare")

@@ -20,7 +20,7 @@ def _page() -> None:
     from streamlit.errors import StreamlitAPIException
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    from app import worksheet_state
+    from ttft_planner_app import worksheet_state
 
     @st.fragment(run_every=3600, key="live")
     def live() -> None:

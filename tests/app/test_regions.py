@@ -177,7 +177,7 @@ def test_ranked_table_follows_the_rtt_rank_rule():
 
     import pandas as pd
 
-    from app.charts.regions import ranked_rows
+    from ttft_planner_app.charts.regions import ranked_rows
 
     def rec(region_id, median, n, err=None, detail=None, proxy=None):
         return {

@@ -38,7 +38,7 @@ def store_log() -> int:
         }
     )[list(COLUMNS)]
     eng = open_store(database_url())
-    upload_id = save_upload(eng, "team.jsonl", LogParseResult(frame=frame))
+    upload_id = save_upload(eng, "team.jsonl", LogParseResult(requests=frame))
     eng.dispose()
     return upload_id
 

@@ -1,6 +1,6 @@
-"""app.widgets' table cells: inert Markdown that can wrap (the 1,400 px walk checks the drawn table)."""
+"""ttft_planner_app.widgets' table cells: inert Markdown that can wrap (the 1,400 px walk checks the drawn table)."""
 
-from app.widgets import _cell
+from ttft_planner_app.widgets import _cell
 
 
 def test_a_long_url_in_a_cell_can_break_and_stays_inert():

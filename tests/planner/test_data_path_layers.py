@@ -13,26 +13,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: Import packages whose folder has another name (setup.py's package_dir): the dashboard's app/.
+FOLDER = {"ttft_planner_app": "app"}
+
+
 def _imports(package: str) -> dict[str, set[str]]:
-    """module file → every planner/app module it imports (absolute imports, at any depth of the file)."""
+    """module file → every planner/ttft_planner_app module it imports (absolute imports, at any depth of the file)."""
     out: dict[str, set[str]] = {}
-    for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py")):
+    top, _, rest = package.partition(".")
+    for path in sorted((ROOT / FOLDER.get(top, top) / rest.replace(".", "/")).rglob("*.py")):
         names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
             elif isinstance(node, ast.Import):
                 names |= {a.name for a in node.names}
-        out[str(path.relative_to(ROOT))] = {n for n in names if n.split(".")[0] in ("planner", "app", "streamlit")}
+        ours = ("planner", "ttft_planner_app", "app", "streamlit")
+        out[str(path.relative_to(ROOT))] = {n for n in names if n.split(".")[0] in ours}
     return out
 
 
 @pytest.mark.parametrize(
     ("layer", "must_not_reach"),
     [
-        ("planner.probes", ("planner.store", "planner.worker", "app", "streamlit")),  # a probe returns a value
-        ("planner.store", ("planner.worker", "app", "streamlit")),  # the store serves the worker, never the reverse
-        ("app", ("planner.worker",)),  # pages read the store (and the worker's state file through it)
+        # a probe returns a value
+        ("planner.probes", ("planner.store", "planner.worker", "ttft_planner_app", "app", "streamlit")),
+        # the store serves the worker, never the reverse
+        ("planner.store", ("planner.worker", "ttft_planner_app", "app", "streamlit")),
+        # pages (app/, the package ttft_planner_app) read the store (and the worker's state file through it)
+        ("ttft_planner_app", ("planner.worker",)),
     ],
 )
 def test_no_layer_imports_a_layer_above_it(layer, must_not_reach):

@@ -1,4 +1,5 @@
-"""The import graph of planner/: no cycles, no arrow from a lower layer up to a higher one, never app or streamlit.
+"""The import graph of planner/: no cycles, no arrow from a lower layer up to a higher one, never the dashboard
+(app/, the package ttft_planner_app) or streamlit.
 
 Every import counts, the ones inside functions too (a lazy import is still an arrow: it only moves the failure to the
 call). The layers are data, read from docs/architecture.md ("## Layers"): the doc is the one list, this test holds the
@@ -27,8 +28,13 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
+#: Folders installed under another import name (setup.py's package_dir).
+IMPORT_NAME = {"app": "ttft_planner_app"}
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts[0] = IMPORT_NAME.get(parts[0], parts[0])
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -142,7 +148,7 @@ def test_planner_never_imports_app_or_streamlit():
         f"{m} imports {n}"
         for m, p in _modules("planner").items()
         for n in _imports(m, p)
-        if n.split(".")[0] in ("app", "streamlit")
+        if n.split(".")[0] in ("ttft_planner_app", "app", "streamlit")
     )
     assert reached == []
 
@@ -251,3 +257,20 @@ def test_the_sample_path_in_the_doc_is_in_import_order():
         if _owner(d, modules) in later_of[n]
     )
     assert back == []
+
+
+def test_nothing_imports_the_dashboard_by_its_folder_name():
+    """app/ is the package ttft_planner_app (setup.py): `app` is another distribution's name once installed, and from
+    the checkout's root it would load the dashboard's files a second time, as other modules."""
+    found = []
+    for folder in ("planner", "app", "tests", "bench", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                else:
+                    continue
+                found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "app"]
+    assert found == []

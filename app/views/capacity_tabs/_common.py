@@ -1,8 +1,8 @@
 """Helpers shared by the Capacity & cost tabs: the weight formats, the source caption, the hand-off to the worksheet."""
 
-from app import worksheet_state
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.provenance import Figure
+from ttft_planner_app import worksheet_state
 
 __all__ = ["DTYPES", "source_caption", "to_worksheet"]
 

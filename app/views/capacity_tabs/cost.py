@@ -5,15 +5,15 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app import page_state, present
-from app.charts.capacity import break_even_figure, hybrid_figure
-from app.views.capacity_tabs._common import source_caption
-from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import LogTraffic
 from planner.untrusted import md_text
+from ttft_planner_app import page_state, present
+from ttft_planner_app.charts.capacity import break_even_figure, hybrid_figure
+from ttft_planner_app.views.capacity_tabs._common import source_caption
+from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
 

@@ -5,15 +5,15 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app import present
-from app.charts.capacity import gpu_fit_figure
-from app.views.capacity_tabs._common import DTYPES, source_caption
-from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import FitOptions, fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.untrusted import md_text
+from ttft_planner_app import present
+from ttft_planner_app.charts.capacity import gpu_fit_figure
+from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption
+from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
 

@@ -6,17 +6,17 @@ import math
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import present, worksheet_state
-from app.cache import try_engine
-from app.charts.capacity import prefill_figure
-from app.views.capacity_tabs._common import to_worksheet
-from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import Segments, estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic
 from planner.provenance import Figure, Source
 from planner.store import database_url
+from ttft_planner_app import present, worksheet_state
+from ttft_planner_app.cache import try_engine
+from ttft_planner_app.charts.capacity import prefill_figure
+from ttft_planner_app.views.capacity_tabs._common import to_worksheet
+from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
 

@@ -5,14 +5,14 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app import present
-from app.charts.capacity import tradeoff_figure
-from app.widgets import persisted_number
 from planner.capacity.cost import CostInputs
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import LogTraffic
 from planner.capacity.warmpool import keep_warm_tradeoff, min_slots_for_target, queue_wait
 from planner.untrusted import md_text
+from ttft_planner_app import present
+from ttft_planner_app.charts.capacity import tradeoff_figure
+from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
 

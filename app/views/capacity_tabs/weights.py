@@ -3,10 +3,6 @@
 import pandas as pd
 import streamlit as st
 
-from app import present
-from app.charts.capacity import projection_figure
-from app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
-from app.widgets import persisted_number
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import (
@@ -18,6 +14,10 @@ from planner.capacity.weights import (
     rate_from_row,
 )
 from planner.provenance import Figure, Source
+from ttft_planner_app import present
+from ttft_planner_app.charts.capacity import projection_figure
+from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
+from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
 

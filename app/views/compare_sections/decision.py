@@ -3,13 +3,13 @@ cell coloured by its level) and the difference statements."""
 
 import streamlit as st
 
-from app.widgets import wrapped_table
 from planner.compare import Comparison
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE, decision_levels
 from planner.compare.report import decision_display
 from planner.compare.stats import Margin
 from planner.stats import min_n_for
 from planner.untrusted import md_text
+from ttft_planner_app.widgets import wrapped_table
 
 __all__ = ["render"]
 

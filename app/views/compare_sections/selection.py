@@ -5,9 +5,9 @@ from dataclasses import dataclass
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app.date_range import DateRange, date_range_input
 from planner.compare import vantages
 from planner.settings import DEFAULT_VANTAGE_NAME
+from ttft_planner_app.date_range import DateRange, date_range_input
 
 __all__ = ["Selection", "render"]
 

@@ -3,9 +3,9 @@ window, and whether that share reaches into the p95."""
 
 import streamlit as st
 
-from app.charts.logs import cold_curve_figure
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.summary import LogSummary
+from ttft_planner_app.charts.logs import cold_curve_figure
 
 __all__ = ["render"]
 

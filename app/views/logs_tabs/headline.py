@@ -5,12 +5,12 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app import viewer, worksheet_state
-from app.auth import can, record, require
 from planner.logs.summary import LogSummary, summarize_logs
 from planner.provenance import Figure, Source
 from planner.store.logs import save_upload
 from planner.untrusted import md_text
+from ttft_planner_app import viewer, worksheet_state
+from ttft_planner_app.auth import can, record, require
 
 __all__ = ["render"]
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app.present import count, display_frame, pct
 from planner.logs.summary import LogSummary
+from ttft_planner_app.present import count, display_frame, pct
 
 __all__ = ["render"]
 

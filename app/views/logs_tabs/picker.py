@@ -4,10 +4,10 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from app.views.logs_tabs.source import drop_spool
 from planner.logs import UPLOAD_EXTENSIONS
 from planner.logs.samples import samples
 from planner.store.logs import UploadInfo, list_uploads
+from ttft_planner_app.views.logs_tabs.source import drop_spool
 
 __all__ = ["render"]
 

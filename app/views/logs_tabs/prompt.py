@@ -3,14 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from app.charts.logs import (
+from planner.logs.summary import LogSummary, ecdf_points, histogram
+from ttft_planner_app.charts.logs import (
     ecdf_figure,
     histogram_figure,
     hour_percentiles_figure,
     percentile_rows,
     percentile_table_style,
 )
-from planner.logs.summary import LogSummary, ecdf_points, histogram
 
 __all__ = ["render"]
 

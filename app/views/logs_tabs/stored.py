@@ -3,9 +3,9 @@
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app.auth import can, record, require
 from planner.store.logs import UploadInfo, delete_upload
 from planner.untrusted import md_text
+from ttft_planner_app.auth import can, record, require
 
 __all__ = ["render"]
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app.charts.logs import traffic_figure, weekday_figure
 from planner.logs.summary import LogSummary
+from ttft_planner_app.charts.logs import traffic_figure, weekday_figure
 
 __all__ = ["render"]
 

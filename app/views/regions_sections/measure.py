@@ -13,10 +13,6 @@ from collections.abc import Sequence
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app.auth import can, require
-from app.charts.regions import vantage_label
-from app.components.browser_rtt import browser_rtt
-from app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from planner.probes.rtt import default_vantage
 from planner.probes.rtt_browser import records_from_browser
 from planner.regions import Region, RttMethod
@@ -30,6 +26,10 @@ from planner.store.requests import (
 )
 from planner.store.rtt import insert_rtt_samples, load_samples
 from planner.untrusted import md_text
+from ttft_planner_app.auth import can, require
+from ttft_planner_app.charts.regions import vantage_label
+from ttft_planner_app.components.browser_rtt import browser_rtt
+from ttft_planner_app.store_errors import STORE_FAILURES, guarded, show_store_failure
 
 __all__ = ["DEFAULT_REGIONS", "POLL_S", "render"]
 

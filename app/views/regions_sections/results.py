@@ -6,8 +6,11 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app import present, worksheet_state
-from app.charts.regions import (
+from planner.regions import ROUND_TRIPS, Region, network_figure
+from planner.store.rtt import load_samples, rtt_summary
+from planner.untrusted import md_text
+from ttft_planner_app import present, worksheet_state
+from ttft_planner_app.charts.regions import (
     MAP_CONFIG,
     METHOD_NAMES,
     distribution_figure,
@@ -18,9 +21,6 @@ from app.charts.regions import (
     server_vs_browser_figure,
     vantage_label,
 )
-from planner.regions import ROUND_TRIPS, Region, network_figure
-from planner.store.rtt import load_samples, rtt_summary
-from planner.untrusted import md_text
 
 __all__ = ["WINDOWS_MS", "render"]
 

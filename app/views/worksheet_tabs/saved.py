@@ -7,10 +7,6 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from app import present
-from app.auth import can, record, require
-from app.charts.worksheet import comparison_figure
-from app.store_errors import STORE_FAILURES, show_store_failure
 from planner.budget import BudgetError, Worksheet
 from planner.store.worksheets import (
     NameTaken,
@@ -23,6 +19,10 @@ from planner.store.worksheets import (
 )
 from planner.untrusted import md_text
 from planner.worksheet_report import comparison_rows
+from ttft_planner_app import present
+from ttft_planner_app.auth import can, record, require
+from ttft_planner_app.charts.worksheet import comparison_figure
+from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 
 __all__ = ["render_compare", "render_save"]
 

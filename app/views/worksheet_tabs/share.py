@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from app import viewer
-from app.cache import engine
-from app.store_errors import STORE_FAILURES
 from planner.budget import Worksheet
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
 from planner.worksheet_report import to_json, to_markdown
 from planner.worksheet_url import query_for
+from ttft_planner_app import viewer
+from ttft_planner_app.cache import engine
+from ttft_planner_app.store_errors import STORE_FAILURES
 
 __all__ = ["render_share"]
 
