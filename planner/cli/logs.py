@@ -124,7 +124,8 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    from planner.logs.engine import RequestTable, connect, summarize_table
+    from planner.logs.engine import summarize_table
+    from planner.logs.request_table import RequestTable, connect
 
     # The requests go into DuckDB a batch at a time and every figure is computed there: only results come back.
     con = connect()
@@ -175,9 +176,10 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
     )
     click.echo(f"arrival rate: mean {s.mean_rate_per_s:.4f}/s, peak hour {s.peak_hour_rate_per_s:.4f}/s")
     click.echo("cold-start exposure (one scale-to-zero replica): window → trace / Poisson e^(−λW)")
-    for r in s.cold.itertuples():
-        flag = "  ← cold starts in the p95" if r.trace_cold_fraction > P95_COLD_THRESHOLD else ""
-        click.echo(f"  {r.window_s:>6.0f} s  {r.trace_cold_fraction:7.2%}  {r.poisson_cold_fraction:7.2%}{flag}")
+    for r in s.tables["cold"].records:
+        trace, poisson = r["trace_cold_fraction"], r["poisson_cold_fraction"]
+        flag = "  ← cold starts in the p95" if trace > P95_COLD_THRESHOLD else ""
+        click.echo(f"  {r['window_s']:>6.0f} s  {trace:7.2%}  {'—' if poisson is None else f'{poisson:7.2%}'}{flag}")
 
 
 @logs.command(name="import")

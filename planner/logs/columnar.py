@@ -12,11 +12,16 @@ out and its index returned, for the row path to name.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = ["SIMPLE_FIELDS", "batch_frame", "batch_rows"]
 
@@ -35,7 +40,7 @@ SIMPLE_FIELDS = frozenset(
 )
 
 # (values, ok): the converted column, and which of its rows the row path would accept
-Checked = tuple[np.ndarray, np.ndarray]
+Checked: TypeAlias = "tuple[np.ndarray, np.ndarray]"
 
 
 def _numbers(col) -> Checked | None:

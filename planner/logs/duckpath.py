@@ -23,13 +23,18 @@ import gzip
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from planner.errors import PlannerError
+from planner.lazy import lazy_module
 from planner.logs.csvfile import NOT_UTF8
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = [
     "Doubt",

@@ -6,167 +6,31 @@ figure for figure (tests/planner/test_logs_engine.py holds them equal): nearest-
 of the log's span (zones change only on quarter-hour instants), and the cold-start curve replays the
 arrivals in time order with window functions. The table has the columns of planner.logs.COLUMNS
 (ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a timing not
-logged); `RequestTable` builds one from the readers' batches.
+logged); planner.logs.request_table.RequestTable builds one from the readers' batches.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs.exposure import DEFAULT_WINDOWS_S
 from planner.logs.records import zone
-from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, parse_workday
+from planner.logs.request_table import RequestTable
+from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, Rows, parse_workday
 from planner.stats import Percentile
 
-__all__ = ["RequestTable", "connect", "summarize_table"]
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
+
+__all__ = ["summarize_table"]
 
 _LEVELS = (*PS, 1.0)
-_COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
-
-
-def connect(keep_order: bool = False):
-    """A DuckDB connection for summarising logs (planner.logs.duckpath.connect), insertion order not kept unless
-    asked (RequestTable.frame keeps file order for rows at the same instant): no summary needs it."""
-    from planner.logs.duckpath import MEMORY_LIMIT
-    from planner.logs.duckpath import connect as duck_connect
-
-    return duck_connect(keep_order=keep_order, memory_limit=MEMORY_LIMIT)
-
-
-class RequestTable:
-    """A DuckDB table of requests filled a batch (a frame of planner.logs.COLUMNS) at a time.
-
-    Batches are inserted about a million rows at a time (each INSERT has a fixed cost of some milliseconds);
-    flush() inserts what is pending, and is done by mark(), rollback() and summarize_table.
-    """
-
-    FLUSH_ROWS = 1 << 20
-
-    def __init__(self, con, name: str = "requests") -> None:
-        self.con, self.name, self.n = con, name, 0
-        self._pending: list = []  # Arrow tables not inserted yet
-        self._pending_rows = 0
-        con.execute(
-            # counts are at most 10⁹ (planner.logs.records.MAX_TOKENS): 4 bytes each
-            f"CREATE OR REPLACE TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens INTEGER, "
-            "cached_tokens INTEGER, output_tokens INTEGER, ttft_ms DOUBLE, duration_ms DOUBLE)"
-        )
-
-    def append(self, frame: pd.DataFrame) -> None:
-        if not len(frame):
-            return
-        import pyarrow as pa
-
-        # As Arrow: DuckDB scans it column by column (a pandas frame with object columns is sniffed row by row).
-        types = (pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64())
-        schema = pa.schema(list(zip(_COLUMNS, types, strict=True)))
-        self._pending.append(pa.Table.from_pandas(frame[list(_COLUMNS)], preserve_index=False).cast(schema))
-        self._pending_rows += len(frame)
-        self.n += len(frame)
-        if self._pending_rows >= self.FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        import pyarrow as pa
-
-        batch = pa.concat_tables(self._pending)
-        self._pending, self._pending_rows = [], 0
-        self.con.register("_batch", batch)
-        try:
-            self.con.execute(
-                f"INSERT INTO {self.name} SELECT ts_ms, model::VARCHAR, prompt_tokens, cached_tokens, output_tokens, "
-                "CASE WHEN isnan(ttft_ms) THEN NULL ELSE ttft_ms END, "
-                "CASE WHEN isnan(duration_ms) THEN NULL ELSE duration_ms END FROM _batch"
-            )
-        finally:
-            self.con.unregister("_batch")
-
-    def insert_chat(self, path: Path) -> int:
-        """An OpenAI chat JSON Lines file's requests inserted by DuckDB alone (planner.logs.duckpath.insert_chat)."""
-        from planner.logs.duckpath import insert_chat
-
-        got = insert_chat(self.con, self.name, path)
-        self.n += got
-        return got
-
-    def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
-        """The rows of a table source (read_csv / read_parquet SQL) under a plain mapping, inserted by DuckDB alone
-        (planner.logs.sqlmap); the number inserted.
-
-        All or nothing: raises Doubt (nothing inserted) when the mapping or a column's type is not a plain case,
-        or at the first row that fails a check or that DuckDB cannot read; the batch reader then names it.
-        """
-        import duckdb
-
-        from planner.logs.duckpath import Doubt
-        from planner.logs.sqlmap import mapped_select
-
-        self.flush()
-        try:
-            self.con.execute("SET TimeZone = '" + tz.replace("'", "''") + "'")  # times without a zone are in it
-            described = self.con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
-            rows = mapped_select(mapping, {r[0]: str(r[1]) for r in described}, start_ms)
-            if rows is None:
-                raise Doubt("not a plain mapping for the engine")
-            doubt = "'a row the engine does not vouch for'"
-            inserted = self.con.execute(
-                f"""INSERT INTO {self.name} SELECT {rows.select} FROM ({rows.over(f"SELECT * FROM {source}")})
-                WHERE CASE WHEN {rows.ok} THEN true ELSE error({doubt}) END""",
-                params,
-            ).fetchall()[0][0]
-        except duckdb.Error as exc:
-            raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-        self.n += int(inserted)
-        return int(inserted)
-
-    def insert_csv(self, path: Path, header: list[str], delimiter: str, rows, tz: str):
-        """A CSV file's rows inserted by the engine, the lines it does not vouch for returned with their text
-        (planner.logs.csvengine.insert_csv); None (nothing kept) when it cannot place them."""
-        from planner.logs.csvengine import insert_csv
-
-        mark = self.mark()
-        got = insert_csv(self.con, self.name, path, header, delimiter, rows, tz, lambda: self.rollback(mark))
-        if got is not None:
-            self.n += got.inserted
-        return got
-
-    def frame(self) -> pd.DataFrame:
-        """The rows as a frame of planner.logs.COLUMNS' dtypes (without `source`; the model a category), sorted by
-        arrival; rows at the same instant in the order they were appended when the connection keeps insertion order
-        (connect(keep_order=True)), as the readers' frames are."""
-        self.flush()
-        got = self.con.sql(f"SELECT * FROM {self.name} ORDER BY ts_ms, rowid").to_arrow_table()
-        frame = got.to_pandas(strings_to_categorical=True)
-        for col in ("prompt_tokens", "cached_tokens", "output_tokens"):
-            frame[col] = frame[col].astype(np.int64)
-        return frame
-
-    def zero_output_since(self, mark: int) -> int:
-        """Rows appended since mark() with 0 output tokens (BurstGPT's failed requests)."""
-        self.flush()
-        q = f"SELECT count(*) FROM {self.name} WHERE rowid >= {int(mark)} AND output_tokens = 0"
-        return int(self.con.execute(q).fetchall()[0][0])
-
-    def mark(self) -> int:
-        """A point to roll back to: the next row id."""
-        self.flush()
-        return int(self.con.execute(f"SELECT coalesce(max(rowid) + 1, 0) FROM {self.name}").fetchall()[0][0])
-
-    def rollback(self, mark: int) -> int:
-        """Drop the rows appended since mark(); returns how many."""
-        self.flush()
-        gone = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE rowid >= {int(mark)}").fetchall()[0][0]
-        self.con.execute(f"DELETE FROM {self.name} WHERE rowid >= {int(mark)}")
-        self.n -= gone
-        return int(gone)
 
 
 def _clock_view(con, table: str, tz: str) -> str:
@@ -219,7 +83,7 @@ def _percentiles(values: Sequence[Any] | None, n: int, top: Any) -> dict[str, Pe
     return out
 
 
-def _per_hour(con, view: str, column: str) -> pd.DataFrame:
+def _per_hour(con, view: str, column: str) -> Rows:
     rows = con.execute(
         f"""SELECT h.hour, count(v.{column}), quantile_disc(v.{column}, 0.5), quantile_disc(v.{column}, 0.95)
         FROM range(24) h(hour) LEFT JOIN {view} v ON v.hour = h.hour GROUP BY h.hour ORDER BY h.hour"""
@@ -227,19 +91,12 @@ def _per_hour(con, view: str, column: str) -> pd.DataFrame:
     out = []
     for hour, n, p50, p95 in rows:
         pc = Percentile(p=0.95, value=None if p95 is None else float(p95), n=n)
-        out.append(
-            {
-                "hour": hour,
-                "n": n,
-                "p50": None if p50 is None else float(p50),
-                "p95": pc.value,
-                "p95_reliable": pc.reliable,
-            }
-        )
-    return pd.DataFrame(out)
+        p50 = None if p50 is None else float(p50)
+        out.append({"hour": hour, "n": n, "p50": p50, "p95": pc.value, "p95_reliable": pc.reliable})
+    return Rows(("hour", "n", "p50", "p95", "p95_reliable"), out)
 
 
-def _models(con, table: str) -> pd.DataFrame:
+def _models(con, table: str) -> Rows:
     rows = con.execute(
         f"""SELECT model, count(*), quantile_disc(prompt_tokens, 0.5), quantile_disc(prompt_tokens, 0.95),
                sum(cached_tokens), sum(prompt_tokens), avg(output_tokens)
@@ -259,48 +116,68 @@ def _models(con, table: str) -> pd.DataFrame:
                 "output_tokens_mean": float(output_mean),
             }
         )
-    return pd.DataFrame(out, columns=list(MODEL_COLUMNS))
+    return Rows(MODEL_COLUMNS, out)
 
 
-def _hourly(con, view: str, days: int) -> pd.DataFrame:
+_HOURLY_COLUMNS = (
+    "hour",
+    "requests",
+    "requests_per_s",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "tokens_per_hour",
+)
+
+
+def _hourly(con, view: str, days: int) -> Rows:
     rows = con.execute(
         f"""SELECT h.hour, count(v.ts_ms), coalesce(sum(v.prompt_tokens), 0), coalesce(sum(v.cached_tokens), 0),
                coalesce(sum(v.output_tokens), 0)
         FROM range(24) h(hour) LEFT JOIN {view} v ON v.hour = h.hour GROUP BY h.hour ORDER BY h.hour"""
     ).fetchall()
-    out = pd.DataFrame({"hour": np.arange(24)})
-    out["requests"] = [r[1] / days for r in rows]
-    out["requests_per_s"] = out["requests"] / 3600.0
-    for i, col in enumerate(("prompt_tokens", "cached_tokens", "output_tokens"), 2):
-        out[col] = [float(r[i]) / days for r in rows]
-    out["tokens_per_hour"] = out["prompt_tokens"] + out["output_tokens"]
-    return out
+    out = []
+    for hour, n, prompt, cached, output in rows:
+        requests, prompt_tokens, output_tokens = n / days, float(prompt) / days, float(output) / days
+        out.append(
+            {
+                "hour": int(hour),
+                "requests": requests,
+                "requests_per_s": requests / 3600.0,
+                "prompt_tokens": prompt_tokens,
+                "cached_tokens": float(cached) / days,
+                "output_tokens": output_tokens,
+                "tokens_per_hour": prompt_tokens + output_tokens,
+            }
+        )
+    return Rows(_HOURLY_COLUMNS, out)
 
 
-def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> pd.DataFrame:
-    out = pd.DataFrame({"weekday": np.arange(7), "name": WEEKDAYS})
+def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> Rows:
+    columns = ("weekday", "name", "requests", "prompt_tokens", "output_tokens")
     if first_day is None or last_day is None:
-        for col in ("requests", "prompt_tokens", "output_tokens"):
-            out[col] = 0.0
-        return out
-    occurrences = np.bincount((np.arange(first_day, last_day + 1) + 3) % 7, minlength=7).astype(float)
-    occurrences[occurrences == 0] = np.nan
+        return Rows(columns, [dict(zip(columns, (d, WEEKDAYS[d], 0.0, 0.0, 0.0), strict=True)) for d in range(7)])
+    occurrences = [0] * 7  # how often each weekday occurs in the log's span (day 0, 1970-01-01, was a Thursday)
+    for day in range(first_day, last_day + 1):
+        occurrences[(day + 3) % 7] += 1
     rows = con.execute(
         f"""SELECT d.dow, count(v.ts_ms), coalesce(sum(v.prompt_tokens), 0), coalesce(sum(v.output_tokens), 0)
         FROM range(7) d(dow) LEFT JOIN {view} v ON v.dow = d.dow GROUP BY d.dow ORDER BY d.dow"""
     ).fetchall()
-    out["requests"] = np.asarray([r[1] for r in rows], dtype=float) / occurrences
-    out["prompt_tokens"] = np.asarray([float(r[2]) for r in rows]) / occurrences
-    out["output_tokens"] = np.asarray([float(r[3]) for r in rows]) / occurrences
-    return out.fillna(0.0)
+    out = []
+    for dow, n, prompt, output in rows:
+        times = occurrences[dow]  # 0: a weekday the span does not hold, and no requests on it
+        values = (float(n) / times, float(prompt) / times, float(output) / times) if times else (0.0, 0.0, 0.0)
+        out.append(dict(zip(columns, (dow, WEEKDAYS[dow], *values), strict=True)))
+    return Rows(columns, out)
 
 
-def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool) -> pd.DataFrame:
+def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool) -> Rows:
     """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL)."""
-    windows = np.asarray(list(windows_s), dtype=np.float64)
-    if (windows < 0).any():
+    windows = [float(w) for w in windows_s]
+    if any(w < 0 for w in windows):
         raise ValueError("scale-down windows must be ≥ 0 s")
-    counts = ", ".join(f"count(*) FILTER (WHERE gap > {float(w) * 1000.0!r})" for w in windows)
+    counts = ", ".join(f"count(*) FILTER (WHERE gap > {w * 1000.0!r})" for w in windows)
     if with_durations:  # busy until the latest finish so far
         busy = f"""SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
                      OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy FROM {table}"""
@@ -310,9 +187,15 @@ def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with
         f"""WITH s AS ({busy}), g AS (SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s)
             SELECT {counts} FROM g"""
     ).fetchall()[0]
-    trace = (1 + np.asarray(row, dtype=np.float64)) / n
-    poisson = np.exp(-rate * windows) if math.isfinite(rate) else np.full(windows.shape, np.nan)
-    return pd.DataFrame({"window_s": windows, "trace_cold_fraction": trace, "poisson_cold_fraction": poisson})
+    out = [
+        {
+            "window_s": w,
+            "trace_cold_fraction": (1 + cold) / n,
+            "poisson_cold_fraction": math.exp(-rate * w) if math.isfinite(rate) else None,
+        }
+        for w, cold in zip(windows, row, strict=True)
+    ]
+    return Rows(("window_s", "trace_cold_fraction", "poisson_cold_fraction"), out)
 
 
 def summarize_table(
@@ -378,10 +261,12 @@ def summarize_table(
         },
         mean_rate_per_s=rate,
         peak_hour_rate_per_s=peak,
-        models=_models(con, table),
-        hourly=_hourly(con, view, days),
-        weekdays=_weekdays(con, view, first_day, last_day),
-        prompt_by_hour=_per_hour(con, view, "prompt_tokens"),
-        ttft_by_hour=_per_hour(con, view, "ttft_ms"),
-        cold=_cold(con, table, windows_s, n, rate, durations > 0) if n else pd.DataFrame(),
+        tables={
+            "models": _models(con, table),
+            "hourly": _hourly(con, view, days),
+            "weekdays": _weekdays(con, view, first_day, last_day),
+            "prompt_by_hour": _per_hour(con, view, "prompt_tokens"),
+            "ttft_by_hour": _per_hour(con, view, "ttft_ms"),
+            "cold": _cold(con, table, windows_s, n, rate, durations > 0) if n else Rows(()),
+        },
     )

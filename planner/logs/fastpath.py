@@ -9,12 +9,16 @@ Files on disk take planner.logs.duckpath instead (streamed, any size).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = ["read_openai_jsonl"]
 

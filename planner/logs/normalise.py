@@ -17,10 +17,9 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs import otel
 from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
 from planner.logs.duckpath import Doubt, batch_frame, iter_chat_frames, read_chat_jsonl, sample_head, scan_chat
@@ -46,6 +45,12 @@ from planner.logs.tables import (
 )
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = [
     "COLUMNS",
@@ -258,7 +263,7 @@ def stream_logs(
     if fmt not in FORMATS or not paths:
         return None
     zone(tz)
-    res = LogParseResult(frame=empty_frame())
+    res = LogParseResult()
     ctx = ReadContext(fmt, mapping, tz, TokenCounter(), start, DEFAULT_CACHE_BLOCKS, Collector(rows_frame), res)
     plans: list[TablePlan | None] = []  # None: an OpenAI chat JSON Lines file
     for path in paths:
@@ -355,7 +360,7 @@ def read_logs(
     start: the date (YYYY-MM-DD[THH:MM], in `tz`) that relative trace times count from (default
     planner.logs.traces.DEFAULT_START, noted in the result). cache_blocks: the LRU size (blocks) under
     which cached tokens are derived from hash_ids. sink: where the requests go a batch at a time instead
-    (planner.logs.engine.RequestTable); the result's frame is then empty and `n_read` counts them.
+    (planner.logs.request_table.RequestTable); the result's frame is then empty and `n_read` counts them.
     map_hint: how a message about a column it did not find says to map it, in the caller's words
     (planner.logs.context.MAP_HINT_CLI, the default, or MAP_HINT_PAGE).
 
@@ -367,7 +372,7 @@ def read_logs(
     zone(tz)
     counter = tokenizer or TokenCounter()
     out = Collector(rows_frame, sink)
-    res = LogParseResult(frame=empty_frame())
+    res = LogParseResult()
     if start:
         start_ms(start, tz)  # a bad start date is the caller's error, before any file is read
     ctx = ReadContext(fmt, mapping, tz, counter, start, int(cache_blocks), out, res, map_hint)
@@ -445,6 +450,6 @@ def read_logs(
         frame["source"] = frame["source"].astype("category")
     if not frame["ts_ms"].is_monotonic_increasing:
         frame = frame.sort_values("ts_ms", kind="stable", ignore_index=True)
-    res.frame = frame
+    res.requests = frame
     return_freed_heap()
     return res

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
+from planner.lazy import lazy_module
 from planner.logs.records import RejectedLine, Row
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = ["COLUMNS", "LogFormatError", "LogParseResult", "Progress", "empty_frame", "rows_frame"]
 
@@ -35,7 +39,7 @@ class LogFormatError(PlannerError, ValueError):
 class LogParseResult:
     """The normalised requests (one row each; see COLUMNS) and everything that was left out."""
 
-    frame: pd.DataFrame
+    requests: pd.DataFrame | None = None  # None when they went to read_logs' sink (`frame` is then empty)
     rejected: list[RejectedLine] = field(default_factory=list)
     n_rejected: int = 0
     formats: dict[str, str] = field(default_factory=dict)
@@ -46,6 +50,14 @@ class LogParseResult:
     columns: dict[str, list[str]] = field(default_factory=dict)  # source → column names (CSV) / keys seen
     notes: list[str] = field(default_factory=list)  # what was derived or defaulted (relative times, prefix cache)
     n_read: int = 0  # requests read (the frame's rows, or what went to read_logs' sink)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The requests sorted by arrival; an empty frame when they went to a sink (made only then: a reader
+        with a sink never needs pandas)."""
+        if self.requests is None:
+            self.requests = empty_frame()
+        return self.requests
 
 
 def empty_frame() -> pd.DataFrame:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs import otel
 from planner.logs.records import RejectedLine, Row
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    pd = lazy_module("pandas")
 
 __all__ = ["MAX_REJECTED_KEPT", "Collector", "Sink", "decode_bom", "json_error", "peek", "split_records"]
 
@@ -23,7 +27,7 @@ MAX_REJECTED_KEPT = 1000  # the count is exact; only the first reasons are kept
 
 
 class Sink(Protocol):
-    """Where a Collector hands its frames instead of keeping them (planner.logs.engine.RequestTable)."""
+    """Where a Collector hands its frames instead of keeping them (planner.logs.request_table.RequestTable)."""
 
     def append(self, frame: pd.DataFrame) -> None: ...
 

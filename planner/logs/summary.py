@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs.exposure import DEFAULT_WINDOWS_S, cold_fraction_curve, mean_rate_per_s
 from planner.logs.records import zone
 from planner.stats import Percentile, nearest_rank_index
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = [
     "DEFAULT_WORKDAY",
     "LogSummary",
     "MODEL_COLUMNS",
     "PS",
+    "Rows",
+    "TABLES",
     "WEEKDAYS",
     "cached_share",
     "ecdf_points",
@@ -317,9 +324,65 @@ def ecdf_points(values: Any, max_points: int = 2000) -> pd.DataFrame:
     return pd.DataFrame({"value": arr[idx], "fraction": (idx + 1) / n})
 
 
+class Rows:
+    """One of a summary's small tables (the models, 24 hours, 7 weekdays, the scale-down windows) as plain Python
+    values, read as a pandas frame only where one is wanted: `logs summarize` writes the records without pandas.
+
+    Made from records (the engine's results; NaN written None) or from a frame (summarize_logs'), each giving the
+    other when first asked.
+    """
+
+    def __init__(
+        self, columns: Sequence[str], records: Sequence[dict[str, Any]] | None = None, frame: pd.DataFrame | None = None
+    ) -> None:
+        self.columns = tuple(columns)
+        self._records = None if records is None else [dict(r) for r in records]
+        self._frame = frame
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Rows:
+        return cls(tuple(str(c) for c in frame.columns), frame=frame)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per row, plain Python values (numpy scalars converted, NaN → None)."""
+        if self._records is None:
+            self._records = json_records(self._frame) if self._frame is not None else []
+        return self._records
+
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = pd.DataFrame(self.records, columns=list(self.columns))
+        return self._frame
+
+
+class _TableFrame:
+    """A LogSummary table read as a pandas frame: `summary.hourly` is summary.tables["hourly"].frame()."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, summary: LogSummary, owner: type | None = None) -> pd.DataFrame:
+        return summary.tables[self.name].frame()
+
+
+# LogSummary.tables' keys → their names in to_dict
+TABLES = {
+    "models": "models",
+    "hourly": "hourly",
+    "weekdays": "weekdays",
+    "prompt_by_hour": "prompt_tokens_by_hour",
+    "ttft_by_hour": "ttft_ms_by_hour",
+    "cold": "cold_exposure",
+}
+
+
 @dataclass
 class LogSummary:
-    """Everything the Logs page and `logs summarize` show; see summarize_logs."""
+    """Everything the Logs page and `logs summarize` show; see summarize_logs.
+
+    The tables (TABLES' keys) are Rows, read as frames by the attributes of the same name.
+    """
 
     n: int
     first_ts_ms: int | None
@@ -333,12 +396,14 @@ class LogSummary:
     cached: dict[str, float]
     mean_rate_per_s: float
     peak_hour_rate_per_s: float
-    models: pd.DataFrame
-    hourly: pd.DataFrame
-    weekdays: pd.DataFrame
-    prompt_by_hour: pd.DataFrame
-    ttft_by_hour: pd.DataFrame
-    cold: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tables: dict[str, Rows]
+
+    models = _TableFrame()
+    hourly = _TableFrame()
+    weekdays = _TableFrame()
+    prompt_by_hour = _TableFrame()
+    ttft_by_hour = _TableFrame()
+    cold = _TableFrame()
 
     def headline_prompt(self) -> tuple[str, dict[str, Percentile]]:
         """("working day", its prompt percentiles), or ("whole log", the whole log's) when no request falls in the
@@ -353,9 +418,6 @@ class LogSummary:
         def pcs(d: dict[str, Percentile]) -> dict[str, Any]:
             return {k: {"value": v.value, "n": v.n, "reliable": v.reliable} for k, v in d.items()}
 
-        def table(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return json_records(df)
-
         return {
             "n": self.n,
             "first_ts_ms": self.first_ts_ms,
@@ -369,12 +431,7 @@ class LogSummary:
             "cached_share": self.cached,
             "mean_rate_per_s": self.mean_rate_per_s,
             "peak_hour_rate_per_s": self.peak_hour_rate_per_s,
-            "models": table(self.models),
-            "hourly": table(self.hourly),
-            "weekdays": table(self.weekdays),
-            "prompt_tokens_by_hour": table(self.prompt_by_hour),
-            "ttft_ms_by_hour": table(self.ttft_by_hour),
-            "cold_exposure": table(self.cold),
+            **{name: self.tables[key].records for key, name in TABLES.items()},
         }
 
 
@@ -423,10 +480,14 @@ def summarize_logs(
         cached=cached_share(frame),
         mean_rate_per_s=mean_rate_per_s(ts),
         peak_hour_rate_per_s=peak_hour_rate_per_s(frame, tz, clock=clock),
-        models=per_model(frame),
-        hourly=hourly_profile(frame, tz, clock=clock),
-        weekdays=weekday_profile(frame, tz, clock=clock),
-        prompt_by_hour=per_hour_percentiles(frame, "prompt_tokens", tz, clock=clock),
-        ttft_by_hour=per_hour_percentiles(frame, "ttft_ms", tz, clock=clock),
-        cold=cold_fraction_curve(ts, windows_s, np.nan_to_num(duration, nan=0.0)) if n else pd.DataFrame(),
+        tables={
+            "models": Rows.of(per_model(frame)),
+            "hourly": Rows.of(hourly_profile(frame, tz, clock=clock)),
+            "weekdays": Rows.of(weekday_profile(frame, tz, clock=clock)),
+            "prompt_by_hour": Rows.of(per_hour_percentiles(frame, "prompt_tokens", tz, clock=clock)),
+            "ttft_by_hour": Rows.of(per_hour_percentiles(frame, "ttft_ms", tz, clock=clock)),
+            "cold": Rows.of(
+                cold_fraction_curve(ts, windows_s, np.nan_to_num(duration, nan=0.0)) if n else pd.DataFrame()
+            ),
+        },
     )

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from planner.lazy import lazy_module
 from planner.logs.columnar import batch_frame, batch_rows
 from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
 from planner.logs.csvfile import delimiter_of, fields, read_rows, record_lines
@@ -26,6 +25,12 @@ from planner.logs.mapped import mapping_complete
 from planner.logs.records import Reject, Row
 from planner.logs.result import rows_frame
 from planner.logs.splitting import Collector, decode_bom
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # imported on first use: `logs summarize` reads through DuckDB alone
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 __all__ = [
     "LARGE_CSV_BYTES",
@@ -401,7 +406,7 @@ def _engine_frame(plan: TablePlan, ctx: ReadContext) -> bool:
     caller without a sink (the dashboard): a bad line costs it a line too. False (nothing kept) as _engine_csv."""
     from dataclasses import replace
 
-    from planner.logs.engine import RequestTable, connect
+    from planner.logs.request_table import RequestTable, connect
 
     con = connect(keep_order=True)
     try:

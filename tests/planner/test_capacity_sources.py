@@ -38,7 +38,7 @@ def _frame() -> pd.DataFrame:
 
 
 def test_traffic_from_a_stored_log(engine):
-    upload_id = save_upload(engine, "team.jsonl", LogParseResult(frame=_frame()))
+    upload_id = save_upload(engine, "team.jsonl", LogParseResult(requests=_frame()))
     t = traffic_from_frame(load_upload_frame(engine, upload_id), "team.jsonl", "UTC")
     assert t.n_requests == 12
     assert t.mix.cache_hit_fraction == pytest.approx(0.8)

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from planner.logs import read_logs
-from planner.logs.engine import RequestTable, connect, summarize_table
+from planner.logs.engine import summarize_table
+from planner.logs.request_table import RequestTable, connect
 from planner.logs.summary import summarize_logs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"

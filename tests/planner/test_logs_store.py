@@ -83,7 +83,7 @@ def test_empty_name_or_frame_is_refused(sqlite_engine):
     res = read_logs([SAMPLES / "requests.csv"])
     with pytest.raises(ValueError, match="needs a name"):
         save_upload(sqlite_engine, "  ", res)
-    res.frame = res.frame.iloc[:0]
+    res.requests = res.frame.iloc[:0]
     with pytest.raises(ValueError, match="nothing to store"):
         save_upload(sqlite_engine, "x", res)
 

@@ -1,0 +1,30 @@
+"""A module imported on first use: the command line's log readers start without pandas' half second.
+
+`lazy_module("pandas")` returns the module object at once and runs its code the first time an attribute is read
+(the standard library's importlib.util.LazyLoader, as its documentation's "Implementing lazy imports" shows). A
+module already imported is returned as it is. Type checkers see an ordinary import (see the callers'
+`if TYPE_CHECKING:` blocks).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+__all__ = ["lazy_module"]
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module `name`, its code run when first used. Raises ModuleNotFoundError at once if it is not installed."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
