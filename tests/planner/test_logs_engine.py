@@ -6,6 +6,7 @@ with missing timings, several models, an unnamed one and a working day in anothe
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -204,3 +205,39 @@ def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_alone_with_
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
         assert len(framed.rejected) == 6 and res.n_read == len(framed.frame)
         _same(summarize_logs(framed.frame, tz="Europe/Berlin").to_dict(), engine_side, path.name)
+
+
+_SUMMARIZE_THEN_SAY_WHAT_LOADED = """
+import json, sys
+from planner.cli import main
+sys.argv[0] = "ttft-planner"
+try:
+    main()
+except SystemExit:
+    pass
+print("LOADED", json.dumps([m for m in ("pandas", "numpy") if type(sys.modules.get(m)).__name__ == "module"]))
+"""
+
+
+def test_logs_summarize_reads_and_summarises_without_loading_pandas_or_numpy(tmp_path):
+    """The command line's summary is DuckDB's alone: pandas and numpy (half a second of a fresh process) are never
+    loaded, in JSON or in text, and the figures are the ones read through pandas."""
+    import subprocess
+    import sys
+
+    rows = ["timestamp,model,prompt_tokens,cached_tokens,output_tokens"]
+    rows += [f"2026-03-0{1 + i % 5}T{9 + i % 8:02d}:00:{i % 60:02d}Z,m{i % 2},{100 + 37 * i},0,{i}" for i in range(200)]
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    outputs = {}
+    for flag in ("--json", "--tz=UTC"):
+        argv = [sys.executable, "-c", _SUMMARIZE_THEN_SAY_WHAT_LOADED, "logs", "summarize", flag, str(path)]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs[flag], loaded = done.stdout.rsplit("LOADED ", 1)
+        assert json.loads(loaded) == [], f"logs summarize {flag} loaded {loaded.strip()}"
+    assert "200 requests" in outputs["--tz=UTC"]
+    got, expected = json.loads(outputs["--json"]), summarize_logs(read_logs([path]).frame).to_dict()
+    assert got["n"] == 200
+    for key in ("prompt_tokens", "hourly", "weekdays", "models", "cold_exposure"):
+        assert got[key] == expected[key], key
