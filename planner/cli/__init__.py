@@ -80,6 +80,11 @@ REGISTRY: dict[str, Registered] = {
         "Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; "
         "or a measured slope.",
     ),
+    "prefix": Registered(
+        f"{_C}.prefix",
+        "prefix",
+        "Prefix reuse under memory pressure: KV cache hit rate, uncached p95 and prefill p95 by routing and replicas.",
+    ),
     "probe": Registered(
         f"{_C}.probe",
         "probe",

@@ -28,14 +28,19 @@ class PrefixCache:
         self.block_tokens = int(block_tokens)
         self._lru: OrderedDict[object, None] = OrderedDict()
 
-    def hit_blocks(self, hashes: Sequence[object]) -> int:
-        lru = self._lru
+    def matched_blocks(self, hashes: Sequence[object]) -> int:
+        """A request's leading blocks already cached, the cache left as it is (a router's look)."""
         hits = 0
         for h in hashes:
-            if h in lru:
-                hits += 1
-            else:
+            if h not in self._lru:
                 break
+            hits += 1
+        return hits
+
+    def hit_blocks(self, hashes: Sequence[object]) -> int:
+        """A request's leading blocks already cached; then every block of it is cached, the oldest evicted."""
+        lru = self._lru
+        hits = self.matched_blocks(hashes)
         for h in hashes:
             if h in lru:
                 lru.move_to_end(h)

@@ -66,3 +66,9 @@ class TokenCounter:
         if self._tokenizer is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def token_ids(self, text: str) -> list[int]:
+        """The token ids of `text` from the loaded tokenizer; RuntimeError when this counter only estimates."""
+        if self._tokenizer is None:
+            raise RuntimeError("token ids need a tokenizer.json (this counter estimates ≈ 4 characters a token)")
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else []

@@ -1,0 +1,221 @@
+"""`ttft-planner prefix`: how much of a team's prompts a deployment serves from its KV cache, by routing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from planner.capacity import specs as P
+from planner.capacity.errors import CapacityError
+from planner.capacity.prefill import estimate
+from planner.cli._capacity.options import DTYPES, by_key, model_from_options, usage_error, with_model_options
+from planner.cli._common import echo_json
+from planner.kvcache.capacity import kv_capacity
+from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
+from planner.kvcache.regime import capacity_grid, knee, regime, sentence
+from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
+from planner.logs.tokenize import TokenCounter
+
+__all__ = ["COMMANDS", "prefix"]
+
+_RATE_PROMPT_TOKENS = 8192  # the prompt at which a modelled prefill rate is read (prefill is near-linear below it)
+
+
+def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    try:
+        out = sorted({int(v) for v in value.split(",") if v.strip()})
+    except ValueError:
+        raise click.BadParameter(f"a comma-separated list of whole numbers, got {value!r}") from None
+    if not out or out[0] < 1:
+        raise click.BadParameter("each replica count must be at least 1")
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x:6.1%}"
+
+
+def _num(x: float | None, unit: str = "") -> str:
+    return "—" if x is None else f"{x:,.0f}{unit}"
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@with_model_options
+@click.option("--gpu", "gpu_key", default="H100", show_default=True, help="GPU preset key (assets/gpus.toml).")
+@click.option(
+    "--gpus-per-replica",
+    type=click.IntRange(min=1),
+    default=None,
+    help="GPUs a replica spans (tensor parallel; default: the fewest that hold the weights and some KV).",
+)
+@click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
+@click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
+@click.option(
+    "--usable-fraction",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
+)
+@click.option(
+    "--replicas", default="1,2,3", show_default=True, callback=_int_list, help="Replica counts, comma-separated."
+)
+@click.option(
+    "--routing",
+    "routings",
+    type=click.Choice([r.value for r in Routing]),
+    multiple=True,
+    help="Routing policy (repeatable; default: all four).",
+)
+@click.option(
+    "--block-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tokens a KV block holds (default: 512 for hash_ids traces, 16 — vLLM's — for chat text).",
+)
+@click.option(
+    "--prefill-ms-per-1k",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Measured prefill slope, ms per 1K uncached tokens (default: the prefill model for --model on --gpu).",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A Hugging Face tokenizer.json: exact token blocks of chat text (default: ≈ 4 characters a token).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def prefix(
+    file,
+    model_key,
+    params_b,
+    layers,
+    kv_heads,
+    head_dim,
+    d_model,
+    gpu_key,
+    gpus_per_replica,
+    weight_dtype,
+    kv_dtype,
+    usable_fraction,
+    replicas,
+    routings,
+    block_tokens,
+    prefill_ms_per_1k,
+    tokenizer,
+    as_json,
+) -> None:
+    """Prefix reuse under memory pressure: KV cache hit rate, uncached p95 and prefill p95 by routing and replicas.
+
+    FILE is a JSON Lines trace: Mooncake/AIPerf hash_ids, or chat logs with message text. First the share of
+    prompt tokens that repeat an earlier prefix; then, for the deployment (--model on --gpu), the KV cache hit
+    rate, uncached prompt p95 and predicted prefill p95 per routing policy and replica count, the capacity
+    where cache pressure stops eroding reuse (the knee), and one sentence to forward.
+
+    Each replica is an LRU block cache (vLLM/SGLang); predicted TTFT is the uncached prompt at the prefill rate
+    (no queueing: the what-if adds that).
+
+    \b
+    Examples:
+      ttft-planner prefix assets/sample_logs/agent_sessions.jsonl --model llama-3.1-70b --gpu H100
+      ttft-planner prefix trace.jsonl --model qwen2.5-coder-32b --gpu L40S --replicas 2,3 --routing round-robin \\
+          --routing session --prefill-ms-per-1k 180 --json
+    """
+    counter = None
+    if tokenizer is not None:
+        try:
+            counter = TokenCounter.from_tokenizer_json(tokenizer.read_bytes(), tokenizer.name)
+        except (ValueError, RuntimeError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
+    try:
+        trace = read_prefix_trace(file, block_tokens, counter)
+    except PrefixTraceError as exc:
+        raise click.BadParameter(str(exc), param_hint="FILE") from None
+    cap = None
+    have_model = model_key or any(v is not None for v in (params_b, layers, kv_heads, head_dim))
+    gpu = by_key(P.gpus(), gpu_key, "GPU preset", "--gpu")
+    frac = usable_fraction if usable_fraction is not None else float(P.gpu_defaults()["usable_memory_fraction"])
+    model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model) if have_model else None
+    try:
+        if model is not None:
+            cap = kv_capacity(
+                model,
+                gpu,
+                gpus_per_replica=gpus_per_replica,
+                weight_dtype=weight_dtype,
+                kv_dtype=kv_dtype,
+                usable_fraction=frac,
+                block_tokens=trace.block_tokens,
+            )
+        if prefill_ms_per_1k is not None:
+            ms_per_token, rate_source = prefill_ms_per_1k / 1000.0, f"measured slope {prefill_ms_per_1k:g} ms per 1K"
+        elif model is not None and model.d_model and cap is not None:
+            est = estimate(model, gpu, _RATE_PROMPT_TOKENS, gpus=cap.gpus_per_replica)
+            ms_per_token, rate_source = 1000.0 / est.tokens_per_s, f"prefill model: {est.detail}"
+        else:
+            ms_per_token, rate_source = 0.1, "assumed 10,000 tokens/s (give --prefill-ms-per-1k or --model)"
+    except CapacityError as exc:
+        raise usage_error(exc) from None
+    rates = ServiceRates(prefill_ms_per_token=ms_per_token)
+    chosen = [Routing(r) for r in routings] or list(Routing)
+    ceiling, within = reuse_ceiling(trace.requests, trace.block_tokens)
+    grid = capacity_grid(trace, cap.tokens if cap else None)
+    sweep = regime(trace, grid, replicas[:1], chosen, rates)
+    at_cap = regime(trace, [cap.tokens], replicas + [replicas[-1] + 1], chosen, rates) if cap else []
+    knees = {r.value: knee([p for p in sweep if p.routing == r.value]) for r in chosen}
+    deployment = (
+        f"{replicas[0]} replica{'s' if replicas[0] > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
+        if cap
+        else ""
+    )
+    said = sentence({(p.routing, p.replicas): p for p in at_cap}, deployment, replicas[0]) if cap else ""
+    if as_json:
+        echo_json(
+            {
+                "file": str(file),
+                "requests": len(trace.requests),
+                "sessions": len({r.session for r in trace.requests if r.session is not None}),
+                "prefix_source": trace.source,
+                "approximate": trace.approximate,
+                "block_tokens": trace.block_tokens,
+                "reuse_ceiling": ceiling,
+                "reuse_within_session": within,
+                "kv_capacity": None if cap is None else {**cap.__dict__, "blocks": cap.blocks, "label": cap.label()},
+                "prefill_rate": rate_source,
+                "regime": [p.__dict__ for p in sweep],
+                "knee_tokens": knees,
+                "deployment": [p.__dict__ for p in at_cap if p.replicas in replicas],
+                "sentence": said,
+            }
+        )
+        return
+    sessions = len({r.session for r in trace.requests if r.session is not None})
+    click.echo(f"{len(trace.requests):,} requests, {sessions:,} sessions; prefix identity from {trace.source}")
+    click.echo(
+        f"reuse ceiling: {ceiling:.1%} of prompt tokens repeat an earlier request's prefix"
+        + (f" ({within:.1%} within the same session)" if sessions else "")
+    )
+    click.echo(f"prefill: {rate_source}")
+    if cap is None:
+        click.echo("(give --model and --gpu for the deployment's KV capacity, the table at it and the sentence)")
+    else:
+        click.echo(f"KV per replica: {cap.label()}")
+        click.echo("routing        replicas  hit rate  requests hit  uncached p95  prefill p95")
+        for p in at_cap:
+            if p.replicas in replicas:
+                click.echo(
+                    f"{p.routing:<14} {p.replicas:>8}  {_pct(p.hit_rate)}  {_pct(p.request_hit_fraction):>12}  "
+                    f"{_num(p.uncached_p95):>12}  {_num(p.ttft_p95_ms, ' ms'):>11}"
+                )
+    click.echo(f"regime ({replicas[0]} replica{'s' if replicas[0] > 1 else ''}): hit rate by KV tokens per replica")
+    for r in chosen:
+        pts = [p for p in sweep if p.routing == r.value]
+        cells = "  ".join(f"{p.capacity_tokens:,}: {p.hit_rate:.0%}" for p in pts)
+        click.echo(f"  {r.value:<13} {cells}")
+        click.echo(f"  {'':<13} knee at {_num(knees[r.value])} tokens")
+    if said:
+        click.echo(said)
+
+
+COMMANDS = [prefix]

@@ -1,0 +1,130 @@
+"""The regime a deployment lands in: hit rate, uncached prompt and predicted TTFT as KV capacity grows, per routing.
+
+Below the knee, cache pressure evicts prefixes before they are reused and the hit rate climbs with capacity; past
+it, more KV memory buys nothing (the trace's own reuse is the ceiling). The knee is the smallest capacity whose hit
+rate is within 95 % of the unpressured one (the largest capacity swept). `sentence` says it for a lead to forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.kvcache.chains import PrefixTrace
+from planner.kvcache.simulate import PrefixRun, Routing, ServiceRates, simulate
+
+__all__ = ["RegimePoint", "capacity_grid", "knee", "regime", "sentence"]
+
+KNEE_SHARE = 0.95
+
+
+@dataclass(frozen=True)
+class RegimePoint:
+    routing: str
+    replicas: int
+    capacity_tokens: int  # KV tokens per replica
+    hit_rate: float
+    request_hit_fraction: float
+    uncached_p50: float | None
+    uncached_p95: float | None
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+
+    @classmethod
+    def of(cls, run: PrefixRun) -> RegimePoint:
+        return cls(
+            str(run.routing),
+            run.replicas,
+            run.capacity_blocks * run.block_tokens,
+            run.hit_rate,
+            run.request_hit_fraction,
+            run.uncached_p(0.5).value,
+            run.uncached_p(0.95).value,
+            run.ttft_p(0.5).value,
+            run.ttft_p(0.95).value,
+        )
+
+
+def capacity_grid(trace: PrefixTrace, around_tokens: int | None = None, points: int = 9) -> list[int]:
+    """KV tokens per replica to sweep: `points` steps, doubling, up to the trace's distinct blocks (no pressure
+    past that), with the deployment's own capacity among them."""
+    distinct = len({b for r in trace.requests for b in r.blocks}) or 1
+    top = distinct * trace.block_tokens
+    grid = {max(trace.block_tokens, (top >> k) // trace.block_tokens * trace.block_tokens) for k in range(points)}
+    if around_tokens:
+        grid.add(max(trace.block_tokens, around_tokens // trace.block_tokens * trace.block_tokens))
+    return sorted(grid)
+
+
+def regime(
+    trace: PrefixTrace,
+    capacities_tokens: Sequence[int],
+    replicas: Sequence[int],
+    routings: Sequence[Routing | str],
+    rates: ServiceRates | None = None,
+) -> list[RegimePoint]:
+    """One point per (routing, replicas, capacity)."""
+    out = []
+    for routing in routings:
+        for n in replicas:
+            for tokens in capacities_tokens:
+                blocks = max(1, tokens // trace.block_tokens)
+                run = simulate(
+                    trace.requests,
+                    replicas=n,
+                    capacity_blocks=blocks,
+                    block_tokens=trace.block_tokens,
+                    routing=routing,
+                    rates=rates,
+                )
+                out.append(RegimePoint.of(run))
+    return out
+
+
+def knee(points: Sequence[RegimePoint]) -> int | None:
+    """The smallest capacity (tokens per replica) whose hit rate is within KNEE_SHARE of the largest capacity's,
+    for points of one routing and replica count; None without points."""
+    if not points:
+        return None
+    ordered = sorted(points, key=lambda p: p.capacity_tokens)
+    best = ordered[-1].hit_rate
+    return next(p.capacity_tokens for p in ordered if p.hit_rate >= KNEE_SHARE * best)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.0f} ms"
+
+
+def sentence(at: dict[tuple[str, int], RegimePoint], deployment: str, replicas: int) -> str:
+    """A lead's sentence from points at the deployment's capacity, keyed (routing, replicas): round-robin against
+    session affinity (or prefix-aware routing without session ids), and whether one more replica helps."""
+    rr = at.get((Routing.ROUND_ROBIN.value, replicas))
+    if rr is None:
+        return ""
+    aff = at.get((Routing.SESSION.value, replicas))
+    pre = at.get((Routing.PREFIX.value, replicas))
+    text = (
+        f"On {deployment} with round-robin routing your hit rate is {_pct(rr.hit_rate)} and p95 prefill "
+        f"{_ms(rr.ttft_p95_ms)}"
+    )
+    better = max((p for p in (aff, pre) if p is not None), key=lambda p: p.hit_rate, default=None)
+    if better is not None and better.hit_rate > rr.hit_rate + 0.01:
+        name = "session affinity" if better is aff else "prefix-aware routing"
+        text += f"; with {name} it is {_pct(better.hit_rate)} and {_ms(better.ttft_p95_ms)}"
+    else:
+        better = None
+        text += "; session or prefix-aware routing does not change it"
+    more = at.get((Routing.ROUND_ROBIN.value, replicas + 1))
+    if more is not None:
+        nth = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(replicas + 1, f"{replicas + 1}th")
+        if more.hit_rate <= rr.hit_rate + 0.01 and better is not None:
+            text += f"; a {nth} replica does not help until routing changes"
+        elif more.hit_rate > rr.hit_rate + 0.01:
+            text += f"; a {nth} replica raises it to {_pct(more.hit_rate)} ({_ms(more.ttft_p95_ms)})"
+        else:
+            text += f"; a {nth} replica does not change it"
+    return text + "."
