@@ -9,7 +9,15 @@ import click
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate
-from planner.cli._capacity.options import DTYPES, by_key, model_from_options, usage_error, with_model_options
+from planner.cli._capacity.options import (
+    DTYPES,
+    by_key,
+    model_from_options,
+    slope_option,
+    usable_fraction_option,
+    usage_error,
+    with_model_options,
+)
 from planner.cli._common import echo_json
 from planner.kvcache.capacity import kv_capacity
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
@@ -52,12 +60,7 @@ def _num(x: float | None, unit: str = "") -> str:
 )
 @click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
 @click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
-@click.option(
-    "--usable-fraction",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=None,
-    help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
-)
+@usable_fraction_option
 @click.option(
     "--replicas", default="1,2,3", show_default=True, callback=_int_list, help="Replica counts, comma-separated."
 )
@@ -74,12 +77,7 @@ def _num(x: float | None, unit: str = "") -> str:
     default=None,
     help="Tokens a KV block holds (default: 512 for hash_ids traces, 16 — vLLM's — for chat text).",
 )
-@click.option(
-    "--prefill-ms-per-1k",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Measured prefill slope, ms per 1K uncached tokens (default: the prefill model for --model on --gpu).",
-)
+@slope_option
 @click.option(
     "--tokenizer",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -102,7 +100,7 @@ def prefix(
     replicas,
     routings,
     block_tokens,
-    prefill_ms_per_1k,
+    slope_ms_per_1k,
     tokenizer,
     as_json,
 ) -> None:
@@ -120,7 +118,7 @@ def prefix(
     Examples:
       ttft-planner prefix assets/sample_logs/agent_sessions.jsonl --model llama-3.1-70b --gpu H100
       ttft-planner prefix trace.jsonl --model qwen2.5-coder-32b --gpu L40S --replicas 2,3 --routing round-robin \\
-          --routing session --prefill-ms-per-1k 180 --json
+          --routing session --slope-ms-per-1k 180 --json
     """
     counter = None
     if tokenizer is not None:
@@ -148,13 +146,13 @@ def prefix(
                 usable_fraction=frac,
                 block_tokens=trace.block_tokens,
             )
-        if prefill_ms_per_1k is not None:
-            ms_per_token, rate_source = prefill_ms_per_1k / 1000.0, f"measured slope {prefill_ms_per_1k:g} ms per 1K"
+        if slope_ms_per_1k is not None:
+            ms_per_token, rate_source = slope_ms_per_1k / 1000.0, f"measured slope {slope_ms_per_1k:g} ms per 1K"
         elif model is not None and model.d_model and cap is not None:
             est = estimate(model, gpu, _RATE_PROMPT_TOKENS, gpus=cap.gpus_per_replica)
             ms_per_token, rate_source = 1000.0 / est.tokens_per_s, f"prefill model: {est.detail}"
         else:
-            ms_per_token, rate_source = 0.1, "assumed 10,000 tokens/s (give --prefill-ms-per-1k or --model)"
+            ms_per_token, rate_source = 0.1, "assumed 10,000 tokens/s (give --slope-ms-per-1k or --model)"
     except CapacityError as exc:
         raise usage_error(exc) from None
     rates = ServiceRates(prefill_ms_per_token=ms_per_token)

@@ -7,7 +7,14 @@ import click
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit
-from planner.cli._capacity.options import DTYPES, by_key, model_from_options, usage_error, with_model_options
+from planner.cli._capacity.options import (
+    DTYPES,
+    by_key,
+    model_from_options,
+    usable_fraction_option,
+    usage_error,
+    with_model_options,
+)
 from planner.cli._common import echo_json
 
 __all__ = ["gpu_fit"]
@@ -31,12 +38,7 @@ __all__ = ["gpu_fit"]
     help="Tokens in flight per sequence.",
 )
 @click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True, help="Concurrent sequences.")
-@click.option(
-    "--usable-fraction",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=None,
-    help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
-)
+@usable_fraction_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def gpu_fit(
     model_key,

@@ -11,7 +11,16 @@ from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import BYTES_PER_PARAM
 
-__all__ = ["DTYPES", "by_key", "model_from_options", "non_negative", "usage_error", "with_model_options"]
+__all__ = [
+    "DTYPES",
+    "by_key",
+    "model_from_options",
+    "non_negative",
+    "slope_option",
+    "usable_fraction_option",
+    "usage_error",
+    "with_model_options",
+]
 
 DTYPES = click.Choice(sorted(BYTES_PER_PARAM), case_sensitive=False)
 
@@ -80,3 +89,17 @@ def with_model_options(f):
     for opt in reversed(_MODEL_OPTIONS):
         f = opt(f)
     return f
+
+
+usable_fraction_option = click.option(
+    "--usable-fraction",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
+)
+slope_option = click.option(
+    "--slope-ms-per-1k",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
+)

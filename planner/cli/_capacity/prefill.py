@@ -10,7 +10,14 @@ import click
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import estimate, largest_prompts, rate_from_slope
-from planner.cli._capacity.options import by_key, model_from_options, non_negative, usage_error, with_model_options
+from planner.cli._capacity.options import (
+    by_key,
+    model_from_options,
+    non_negative,
+    slope_option,
+    usage_error,
+    with_model_options,
+)
 from planner.cli._common import echo_json
 from planner.interactions import interactions
 
@@ -56,12 +63,7 @@ __all__ = ["prefill"]
     show_default=True,
     help="Prefix-cache hit rate 0..1; only uncached tokens are computed.",
 )
-@click.option(
-    "--slope-ms-per-1k",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
-)
+@slope_option
 @click.option(
     "--queue-ms",
     type=float,
