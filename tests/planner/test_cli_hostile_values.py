@@ -38,6 +38,7 @@ BASE: dict[str, list[str]] = {
     **BASE_ARGS,
     "prefill": [*_CUSTOM_MODEL, "--d-model", "4096", "--prompt-tokens", "4000"],
     "gpu-fit": [*_CUSTOM_MODEL, "--gpu", "H100"],
+    "prefix": [BASE_ARGS["prefix"][0], *_CUSTOM_MODEL, "--gpu", "H100"],
     "alerts add": ["rule-{uid}", "--threshold", "500", "--database-url", "{db}"],
     "endpoints add": ["ep-{uid}", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--database-url", "{db}"],
     "endpoints edit": ["edit-ep", "--model", "m2", "--database-url", "{db}"],

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
+from planner.asset_files import assets_dir
 from planner.cli import cli
 
 __all__ = ["BASE_ARGS", "NO_RUN", "PARSE_ARGS", "numeric_options", "write_tiny_log"]
 
+MOONCAKE = assets_dir() / "sample_logs" / "mooncake_conversation.jsonl"  # hash_ids: a prefix trace
 SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
 
 # Command path → arguments that make it run to completion on its own ({db} and {log} are filled in).
@@ -29,6 +31,7 @@ BASE_ARGS: dict[str, list[str]] = {
     ],
     "prefill": ["--model", "llama-3.1-8b", "--prompt-tokens", "4000"],
     "gpu-fit": ["--model", "llama-3.1-8b", "--gpu", "H100"],
+    "prefix": [str(MOONCAKE), "--model", "llama-3.1-8b", "--gpu", "H100"],
     "warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2"],
     "weights": ["--params-b", "8"],
     "whatif": ["--log", "{log}", "--deployment", SLS],
