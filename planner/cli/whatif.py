@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from planner.capacity import specs as P
+from planner.capacity.errors import CapacityError
 from planner.cli._common import echo_json
 from planner.cli._log_input import (
     format_option,
@@ -15,12 +17,33 @@ from planner.cli._log_input import (
     start_option,
 )
 from planner.interactions import interactions
+from planner.kvcache.capacity import KvCapacity, kv_capacity
+from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
 from planner.whatif.trace import TraceError, grow, read_trace
 from planner.whatif.trace import busiest_day as pick_busiest_day
 
 __all__ = ["COMMANDS"]
+
+
+def _kv_from_gpu(ctx: click.Context, param: click.Parameter, value: str | None) -> KvCapacity | None:
+    """MODEL@GPU[:GPUS] → the KV capacity of one replica, in the hash_ids' 512-token blocks."""
+    if value is None:
+        return None
+    model_key, at, rest = value.partition("@")
+    gpu_key, _, n = rest.partition(":")
+    if not at or not model_key or not gpu_key or (n and not n.isdigit()):
+        raise click.BadParameter(f"{value!r} is not MODEL@GPU[:GPUS] (e.g. llama-3.1-70b@H100:4)")
+    model = next((m for m in P.models() if m.key.lower() == model_key.lower()), None)
+    gpu = next((g for g in P.gpus() if g.key.lower() == gpu_key.lower()), None)
+    if model is None or gpu is None:
+        known = ", ".join(m.key for m in P.models()) if model is None else ", ".join(g.key for g in P.gpus())
+        raise click.BadParameter(f"unknown {'model' if model is None else 'GPU'} in {value!r}; known: {known}")
+    try:
+        return kv_capacity(model, gpu, gpus_per_replica=int(n) if n else None, block_tokens=MOONCAKE_BLOCK_TOKENS)
+    except CapacityError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _fmt(value: float | None, reliable: bool = True) -> str:
@@ -44,6 +67,14 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 @map_option
 @start_option
 @prefix_option
+@click.option(
+    "--kv-from-gpu",
+    "kv",
+    metavar="MODEL@GPU[:GPUS]",
+    callback=_kv_from_gpu,
+    help="Size the prefix cache of a hash_ids trace from a deployment instead of --prefix-cache-blocks: the KV "
+    "memory one replica of MODEL on GPUS × GPU keeps after its weights (e.g. llama-3.1-70b@H100:4).",
+)
 @click.option(
     "--deployment",
     "specs",
@@ -96,6 +127,7 @@ def whatif(
     mapping,
     start,
     cache_blocks,
+    kv,
     specs,
     growth,
     busiest_day,
@@ -124,6 +156,10 @@ def whatif(
         raise click.BadParameter(f"candidate names must differ, got {', '.join(names)}", param_hint="--deployment")
     if max_wait_s <= 0:
         raise click.BadParameter("must be > 0 s", param_hint="--max-wait-s")
+    if kv is not None:
+        if click.get_current_context().get_parameter_source("cache_blocks") is click.core.ParameterSource.COMMANDLINE:
+            raise click.UsageError("give --kv-from-gpu or --prefix-cache-blocks, not both")
+        cache_blocks = kv.blocks
     paths = input_paths(log_paths, "--log")
     bar = progress_bar(show_progress)
     try:
@@ -149,9 +185,12 @@ def whatif(
                 "growth": growth,
                 "busiest_day": day,
                 "notes": list(trace.notes),
+                "kv_capacity": None if kv is None else kv.label(),
             }
         )
         return
+    if kv is not None:
+        click.echo(f"prefix cache: {kv.label()} = {kv.blocks:,} blocks of {kv.block_tokens} tokens")
     for note in trace.notes:
         click.echo(f"note: {note}")
     it = result.interaction

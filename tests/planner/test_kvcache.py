@@ -63,7 +63,10 @@ def test_token_blocks_chain_the_prefix_so_equal_blocks_after_a_difference_do_not
 
 
 def test_a_record_without_prompt_identity_is_named_by_file_and_line(tmp_path):
-    path = _chat(tmp_path / "t.jsonl", [{"timestamp": 0, "messages": [{"role": "user", "content": "hi"}]}, {"timestamp": 1, "x": 1}])
+    path = _chat(
+        tmp_path / "t.jsonl",
+        [{"timestamp": 0, "messages": [{"role": "user", "content": "hi"}]}, {"timestamp": 1, "x": 1}],
+    )
     with pytest.raises(PrefixTraceError, match=r"t\.jsonl:2: no hash_ids, messages or prompt text"):
         read_prefix_trace(path)
 
@@ -192,3 +195,21 @@ def test_the_command_prints_the_library_figures_for_the_agent_sessions_sample():
     assert d["sentence"].startswith("On 2 replicas of 2× L40S 48GB (Qwen2.5-Coder 32B) with round-robin routing")
     bad = CliRunner().invoke(cli, ["prefix", str(sample), "--model", "llama-3.1-405b", "--gpu", "L4"])
     assert bad.exit_code == 2 and "leaves no KV room" in bad.output
+
+
+def test_whatif_sizes_the_prefix_cache_from_the_deployment_as_the_same_number_of_blocks_typed():
+    sample = str(assets_dir() / "sample_logs" / "mooncake_conversation.jsonl")
+    spec = "dedicated:replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=4,rtt=40"
+    base = ["whatif", "--log", sample, "--deployment", spec, "--json"]
+    blocks = kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"], gpus_per_replica=4, block_tokens=512).blocks
+    assert blocks == 447_998 // 512  # (288 − 141.2) GB ÷ 327,680 B a token, in 512-token blocks
+    from_gpu = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:4"])
+    typed = CliRunner().invoke(cli, [*base, "--prefix-cache-blocks", str(blocks)])
+    assert from_gpu.exit_code == 0 and typed.exit_code == 0, from_gpu.output + typed.output
+    a, b = json.loads(from_gpu.output), json.loads(typed.output)
+    assert a["candidates"] == b["candidates"] and f"LRU cache of {blocks:,} blocks" in " ".join(a["notes"])
+    assert "4× H100" in a["kv_capacity"]
+    both = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:4", "--prefix-cache-blocks", "9"])
+    assert both.exit_code == 2 and "not both" in both.output
+    tight = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:1"])
+    assert tight.exit_code == 2 and "leaves no KV room" in tight.output
