@@ -110,6 +110,11 @@ REGISTRY: dict[str, Registered] = {
         "Serve a SIMULATED streaming LLM endpoint (OpenAI chat/completions and Anthropic Messages) "
         "for demos and tests.",
     ),
+    "sources": Registered(
+        f"{_C}.sources",
+        "sources",
+        "Live production sources: TTFT and traffic read, read-only, from where they already live.",
+    ),
     "sweep": Registered(
         f"{_C}.sweep",
         "sweep",

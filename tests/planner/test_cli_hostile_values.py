@@ -23,6 +23,7 @@ from planner.cli import cli
 from planner.cli._common import BoundedFloat, BoundedInt, NumberList
 from planner.endpoints import add_endpoint
 from planner.store import open_store
+from planner.store.sources import SourceKind, add_source
 from planner.whatif.deployment import DEDICATED_KEYS, KEY_RULES, SERVERLESS_KEYS
 from tests.support.cli_tree import BASE_ARGS, write_tiny_log
 
@@ -49,6 +50,7 @@ BASE: dict[str, list[str]] = {
     "logs import": ["{log}", "--database-url", "{db}"],
     "logs summarize": ["{log}"],
     "logs delete": ["1", "--database-url", "{db}"],
+    "sources sync": ["src", "--database-url", "{db}"],  # its DSN variable is unset: it stops there, exit 1
     "cold-reading": ["cold-ep", "--no-wait", "--database-url", "{db}"],
     "worker": ["--database-url", "{db}"],
     "serve": ["--database-url", "{db}"],
@@ -100,6 +102,7 @@ def env(tmp_path_factory):
         add_endpoint(
             engine, {"name": name, "base_url": "http://127.0.0.1:9/v1", "model": "m", "scale_down_window_s": 60}
         )
+    add_source(engine, "src", SourceKind.LITELLM, "TTFT_PLANNER_TEST_UNSET_DSN")
     engine.dispose()
     log = str(write_tiny_log(tmp / "log.jsonl"))
     assert CliRunner().invoke(cli, ["logs", "import", log, "--database-url", db]).exit_code == 0  # upload 1

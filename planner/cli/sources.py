@@ -1,0 +1,162 @@
+"""`ttft-planner sources`: live production sources (the LiteLLM proxy's PostgreSQL), read-only, synced here."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.sources import litellm
+from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source
+from planner.stats import summarize
+from planner.store.sources import (
+    SourceKind,
+    SourceNotFound,
+    add_source,
+    get_source,
+    list_sources,
+    load_source_requests,
+    remove_source,
+)
+
+__all__ = ["COMMANDS"]
+
+
+def _when(ms: int | None) -> str:
+    return "—" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _source(engine, name: str):
+    try:
+        return get_source(engine, name)
+    except SourceNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+
+
+@click.group()
+def sources() -> None:
+    """Live production sources: TTFT and traffic read, read-only, from where they already live.
+
+    \b
+    Example (the LiteLLM proxy's PostgreSQL; its URL stays in the environment, never in the store):
+      export LITELLM_DSN=postgresql://reader@db.internal/litellm
+      ttft-planner sources add prod-proxy --litellm-dsn-env LITELLM_DSN
+      ttft-planner sources test prod-proxy && ttft-planner sources sync prod-proxy
+    """
+
+
+@sources.command()
+@click.argument("name")
+@click.option(
+    "--litellm-dsn-env",
+    "env_name",
+    required=True,
+    metavar="VAR",
+    help="The environment variable holding the LiteLLM proxy's PostgreSQL URL (a read-only role is enough).",
+)
+@store_option
+def add(name: str, env_name: str, database_url: str | None) -> None:
+    """Add a source NAME: the LiteLLM proxy's database, whose URL is read from $VAR at each sync."""
+    engine = open_engine(database_url)
+    try:
+        add_source(engine, name, SourceKind.LITELLM, env_name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    click.echo(f"added source {name} (litellm, URL from ${env_name})")
+
+
+@sources.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@store_option
+def list_(as_json: bool, database_url: str | None) -> None:
+    """The sources, their sync state and requests kept."""
+    rows = list_sources(open_engine(database_url))
+    if as_json:
+        echo_json([{**r.__dict__, "kind": str(r.kind)} for r in rows])
+        return
+    if not rows:
+        click.echo("no sources; add one with `ttft-planner sources add NAME --litellm-dsn-env VAR`")
+    for r in rows:
+        state = f"error: {r.last_error}" if r.last_error else f"synced {_when(r.synced_at_ms)}"
+        click.echo(
+            f"{r.name}  {r.kind}  ${r.secret_ref}  {r.n_requests:,} requests up to {_when(r.watermark_ms)}  {state}"
+        )
+
+
+@sources.command()
+@click.argument("name")
+@store_option
+def test(name: str, database_url: str | None) -> None:
+    """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
+    src = _source(open_engine(database_url), name)
+    try:
+        engine = litellm.connect(dsn_of(src))
+        try:
+            got = litellm.describe(engine)
+        finally:
+            engine.dispose()
+    except litellm.LiteLLMError as exc:
+        fail(f"{name}: {exc}")
+    click.echo(
+        f'{name}: "{litellm.TABLE}" holds {got["rows"]:,} requests, {_when(got["first_ms"])} → {_when(got["last_ms"])}'
+    )
+
+
+@sources.command()
+@click.argument("name")
+@click.option(
+    "--page-rows",
+    type=click.IntRange(1, 1_000_000),
+    default=DEFAULT_PAGE_ROWS,
+    show_default=True,
+    help="Requests read (and stored) per transaction.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@store_option
+def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> None:
+    """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
+    engine = open_engine(database_url)
+    src = _source(engine, name)
+    try:
+        rep = sync_source(engine, src, page_rows=page_rows)
+    except litellm.LiteLLMError as exc:
+        fail(f"{name}: {exc} (nothing of this sync was stored past the last page)")
+    src = get_source(engine, name)
+    ttft = summarize(r["ttft_ms"] for r in load_source_requests(engine, src.id))
+    if as_json:
+        echo_json(
+            {
+                "source": name,
+                "read": rep.read,
+                "new": rep.new,
+                "pages": rep.pages,
+                "left_out": [{"request_id": i, "reason": why} for i, why in rep.left_out[:20]],
+                "n_left_out": len(rep.left_out),
+                "n_requests": src.n_requests,
+                "watermark_ms": src.watermark_ms,
+                "ttft_ms": {k: {"value": v.value, "n": v.n, "reliable": v.reliable} for k, v in ttft.items()},
+            }
+        )
+        return
+    click.echo(f"{name}: read {rep.read:,} requests in {rep.pages} pages, {rep.new:,} new; {src.n_requests:,} kept")
+    for rid, why in rep.left_out[:5]:
+        click.echo(f"left out {rid}: {why}")
+    cells = "  ".join(f"{k} {'—' if v.value is None else f'{v.value:,.0f}'}" for k, v in ttft.items())
+    click.echo(f"production TTFT ms (n={ttft['p50'].n:,}): {cells}")
+
+
+@sources.command()
+@click.argument("name")
+@store_option
+def remove(name: str, database_url: str | None) -> None:
+    """Remove source NAME and the requests read from it (the source's own database is not touched)."""
+    engine = open_engine(database_url)
+    try:
+        remove_source(engine, name)
+    except SourceNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+    click.echo(f"removed source {name}")
+
+
+COMMANDS = [sources]

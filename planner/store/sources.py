@@ -1,0 +1,203 @@
+"""Live sources (issue 32): a team's own production traffic, read from where it already lives, kept here.
+
+`source` holds each connection's name, kind and the NAME of the environment variable (or secrets key) holding its
+credentials — never the credentials — and its sync state: the watermark (the last request's start and id) and what
+the last sync did. `source_request` holds the requests read, one row per (source, request id), so a batch read twice
+(a sync cut off after storing, an overlap re-read for late rows) is stored once: INSERT … ON CONFLICT DO NOTHING.
+A batch and its watermark commit together.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from planner.errors import PlannerError
+from planner.store.engine import table_of
+
+__all__ = [
+    "SourceInfo",
+    "SourceKind",
+    "SourceNotFound",
+    "SourceRequestRow",
+    "SourceRow",
+    "add_source",
+    "get_source",
+    "list_sources",
+    "load_source_requests",
+    "record_sync_error",
+    "remove_source",
+    "store_batch",
+]
+
+
+class SourceKind(StrEnum):
+    LITELLM = "litellm"  # the LiteLLM proxy's PostgreSQL (its LiteLLM_SpendLogs table)
+
+
+class SourceRow(SQLModel, table=True):
+    """One live source and its sync state."""
+
+    __tablename__ = "source"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=120, unique=True)
+    kind: str = Field(max_length=20)  # SourceKind
+    secret_ref: str = Field(max_length=200)  # the env var (or secrets key) holding the DSN; the DSN is never stored
+    created_at_ms: int = Field(sa_type=sa.BigInteger)
+    watermark_ms: int | None = Field(default=None, sa_type=sa.BigInteger)  # the newest request read: its start
+    watermark_id: str | None = Field(default=None, max_length=200)  # … and its id (ties at one start)
+    synced_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
+    n_requests: int = 0
+    last_error: str | None = Field(default=None, max_length=500)
+
+
+class SourceRequestRow(SQLModel, table=True):
+    """One production request read from a source: arrival (UTC epoch ms), tokens, timings (ms)."""
+
+    __tablename__ = "source_request"
+    __table_args__ = (
+        sa.UniqueConstraint("source_id", "request_id", name="uq_source_request"),
+        sa.Index("ix_source_request_ts", "source_id", "ts_ms"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_id: int = Field(foreign_key="source.id", ondelete="CASCADE")
+    request_id: str = Field(max_length=200)
+    ts_ms: int = Field(sa_type=sa.BigInteger)
+    model: str = Field(max_length=200)
+    api_base: str = Field(max_length=300)
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    ttft_ms: float | None = None
+    duration_ms: float | None = None
+
+
+_SOURCE = table_of(SourceRow)
+_REQUEST = table_of(SourceRequestRow)
+REQUEST_COLUMNS = tuple(c.name for c in _REQUEST.columns if c.name not in ("id", "source_id"))
+
+
+class SourceNotFound(PlannerError, KeyError):
+    """No source has this name."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    id: int
+    name: str
+    kind: SourceKind
+    secret_ref: str
+    watermark_ms: int | None
+    watermark_id: str | None
+    synced_at_ms: int | None
+    n_requests: int
+    last_error: str | None
+
+
+def _info(row: Any) -> SourceInfo:
+    return SourceInfo(
+        row.id,
+        row.name,
+        SourceKind(row.kind),
+        row.secret_ref,
+        row.watermark_ms,
+        row.watermark_id,
+        row.synced_at_ms,
+        row.n_requests,
+        row.last_error,
+    )
+
+
+def add_source(engine: Engine, name: str, kind: SourceKind, secret_ref: str) -> int:
+    """A new source; ValueError for an empty or taken name or an empty secret reference."""
+    name, secret_ref = name.strip(), secret_ref.strip()
+    if not name or not secret_ref:
+        raise ValueError("a source needs a name and the name of the variable holding its credentials")
+    try:
+        with engine.begin() as conn:
+            got = conn.execute(
+                _SOURCE.insert().values(
+                    name=name, kind=str(kind), secret_ref=secret_ref, created_at_ms=int(time.time() * 1000)
+                )
+            )
+    except sa.exc.IntegrityError:
+        raise ValueError(f"a source named {name!r} exists already") from None
+    key = got.inserted_primary_key
+    assert key is not None  # an INSERT of one row
+    return int(key[0])
+
+
+def list_sources(engine: Engine) -> list[SourceInfo]:
+    with engine.connect() as conn:
+        return [_info(r) for r in conn.execute(sa.select(_SOURCE).order_by(_SOURCE.c.name))]
+
+
+def get_source(engine: Engine, name: str) -> SourceInfo:
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(_SOURCE).where(_SOURCE.c.name == name)).first()
+    if row is None:
+        raise SourceNotFound(f"no source named {name!r}")
+    return _info(row)
+
+
+def remove_source(engine: Engine, name: str) -> None:
+    """Remove a source and the requests read from it."""
+    src = get_source(engine, name)
+    with engine.begin() as conn:
+        conn.execute(_REQUEST.delete().where(_REQUEST.c.source_id == src.id))
+        conn.execute(_SOURCE.delete().where(_SOURCE.c.id == src.id))
+
+
+def _insert_ignoring_duplicates(engine: Engine) -> Any:
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(_REQUEST).on_conflict_do_nothing(constraint="uq_source_request")
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(_REQUEST).on_conflict_do_nothing(index_elements=["source_id", "request_id"])
+
+
+def store_batch(
+    engine: Engine, source_id: int, rows: Sequence[dict[str, Any]], watermark: tuple[int, str] | None
+) -> int:
+    """Store a batch of requests (dicts of REQUEST_COLUMNS) and move the watermark, in one transaction; returns how
+    many were new (a request already stored is left as it is)."""
+    with engine.begin() as conn:
+        new = 0
+        if rows:
+            stmt = _insert_ignoring_duplicates(engine).returning(_REQUEST.c.id)  # a row back for each one inserted
+            new = len(conn.execute(stmt, [{**r, "source_id": source_id} for r in rows]).all())
+        values: dict[str, Any] = {
+            "synced_at_ms": int(time.time() * 1000),
+            "n_requests": _SOURCE.c.n_requests + new,
+            "last_error": None,
+        }
+        if watermark is not None:
+            values.update(watermark_ms=watermark[0], watermark_id=watermark[1])
+        conn.execute(_SOURCE.update().where(_SOURCE.c.id == source_id).values(**values))
+    return new
+
+
+def record_sync_error(engine: Engine, source_id: int, message: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(_SOURCE.update().where(_SOURCE.c.id == source_id).values(last_error=message[:500]))
+
+
+def load_source_requests(engine: Engine, source_id: int) -> list[dict[str, Any]]:
+    """The requests read from a source, by arrival."""
+    cols = [_REQUEST.c[c] for c in REQUEST_COLUMNS]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(*cols).where(_REQUEST.c.source_id == source_id).order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
+        )
+        return [dict(r._mapping) for r in rows]
