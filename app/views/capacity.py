@@ -1,8 +1,9 @@
-"""Capacity & cost: what does it cost, what fits, how fast is prefill, how many warm replicas?
+"""Capacity & cost: what does it cost, what fits, how fast is prefill, how many warm replicas, how much prefix reuse?
 
-The page: the traffic selector the tabs share (a stored log upload, or typed numbers) and five tabs, one module
+The page: the traffic selector the tabs share (a stored log upload, or typed numbers) and six tabs, one module
 each in app/views/capacity_tabs/. The Break-even tab's inputs price a replica on the Warm pool tab (and reach the
-Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU fit tab feed the Prefill tab.
+Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU fit tab feed the Prefill and
+Prefix cache tabs (the Prefix cache tab reads its own trace: a sample or an upload with prompt identity).
 """
 
 import streamlit as st
@@ -13,7 +14,7 @@ from planner.store import database_url
 from planner.untrusted import md_text
 from ttft_planner_app import page_state, present, viewer
 from ttft_planner_app.cache import try_engine
-from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, warmpool, weights
+from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, prefix, warmpool, weights
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -77,8 +78,8 @@ elif not uploads:
         + (f" Database: {db_error}" if db_error else "")
     )
 
-tab_cost, tab_weights, tab_fit, tab_prefill, tab_pool = st.tabs(
-    ["Break-even", "Weight loading", "GPU fit", "Prefill", "Warm pool"]
+tab_cost, tab_weights, tab_fit, tab_prefill, tab_pool, tab_prefix = st.tabs(
+    ["Break-even", "Weight loading", "GPU fit", "Prefill", "Warm pool", "Prefix cache"]
 )
 with tab_cost:
     cost_inputs = cost.render(traffic)
@@ -90,3 +91,5 @@ with tab_prefill:
     prefill.render(traffic, traffic_id, models, gpu_by_key)
 with tab_pool:
     warmpool.render(traffic, traffic_id, cost_inputs)
+with tab_prefix:
+    prefix.render(models, gpu_by_key)

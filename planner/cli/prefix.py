@@ -8,7 +8,6 @@ import click
 
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.capacity.prefill import estimate
 from planner.cli._capacity.options import (
     DTYPES,
     by_key,
@@ -19,15 +18,13 @@ from planner.cli._capacity.options import (
     with_model_options,
 )
 from planner.cli._common import echo_json
-from planner.kvcache.capacity import kv_capacity
+from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import capacity_grid, knee, regime, sentence
 from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
 
 __all__ = ["COMMANDS", "prefix"]
-
-_RATE_PROMPT_TOKENS = 8192  # the prompt at which a modelled prefill rate is read (prefill is near-linear below it)
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
@@ -146,13 +143,7 @@ def prefix(
                 usable_fraction=frac,
                 block_tokens=trace.block_tokens,
             )
-        if slope_ms_per_1k is not None:
-            ms_per_token, rate_source = slope_ms_per_1k / 1000.0, f"measured slope {slope_ms_per_1k:g} ms per 1K"
-        elif model is not None and model.d_model and cap is not None:
-            est = estimate(model, gpu, _RATE_PROMPT_TOKENS, gpus=cap.gpus_per_replica)
-            ms_per_token, rate_source = 1000.0 / est.tokens_per_s, f"prefill model: {est.detail}"
-        else:
-            ms_per_token, rate_source = 0.1, "assumed 10,000 tokens/s (give --slope-ms-per-1k or --model)"
+        ms_per_token, rate_source = prefill_rate(model, gpu, cap.gpus_per_replica if cap else 1, slope_ms_per_1k)
     except CapacityError as exc:
         raise usage_error(exc) from None
     rates = ServiceRates(prefill_ms_per_token=ms_per_token)

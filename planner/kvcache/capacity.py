@@ -12,12 +12,22 @@ from dataclasses import dataclass
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import TP_DEGREES, kv_bytes_per_token
+from planner.capacity.prefill import estimate
 from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.capacity.weights import checkpoint_gb
 
-__all__ = ["DEFAULT_BLOCK_TOKENS", "KvCapacity", "kv_capacity"]
+__all__ = [
+    "ASSUMED_MS_PER_TOKEN",
+    "DEFAULT_BLOCK_TOKENS",
+    "RATE_PROMPT_TOKENS",
+    "KvCapacity",
+    "kv_capacity",
+    "prefill_rate",
+]
 
 DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size (SGLang's radix cache is per token: block 1)
+RATE_PROMPT_TOKENS = 8192  # the prompt at which a modelled prefill rate is read (prefill is near-linear below it)
+ASSUMED_MS_PER_TOKEN = 0.1  # 10,000 uncached tokens a second, when neither a slope nor the model's width is known
 
 
 @dataclass(frozen=True)
@@ -99,4 +109,20 @@ def kv_capacity(
         per_token,
         tokens,
         block_tokens,
+    )
+
+
+def prefill_rate(
+    model: ModelSpec | None, gpu: GpuSpec, gpus: int, slope_ms_per_1k: float | None = None
+) -> tuple[float, str]:
+    """(ms per uncached prompt token, where it comes from): a measured slope, else the prefill model (planner.capacity
+    .prefill) at a RATE_PROMPT_TOKENS prompt on `gpus` × `gpu`, else ASSUMED_MS_PER_TOKEN, said so."""
+    if slope_ms_per_1k:
+        return slope_ms_per_1k / 1000.0, f"measured slope {slope_ms_per_1k:g} ms per 1K tokens"
+    if model is not None and model.d_model:
+        est = estimate(model, gpu, RATE_PROMPT_TOKENS, gpus=gpus)
+        return 1000.0 / est.tokens_per_s, f"prefill model: {est.detail}"
+    return ASSUMED_MS_PER_TOKEN, (
+        f"assumed {1000.0 / ASSUMED_MS_PER_TOKEN:,.0f} tokens/s (no measured slope, and no model width for the prefill "
+        "model)"
     )

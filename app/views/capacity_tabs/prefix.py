@@ -1,0 +1,412 @@
+"""Prefix cache tab: how much of a team's prompts a deployment serves from its KV cache, by routing policy.
+
+A trace (a sample, or an upload kept in memory: prompt text is never stored or shown) gives each request's prefix
+identity (planner.kvcache.chains); the deployment (model on GPU, replicas, routing) gives each replica's KV capacity
+(planner.kvcache.capacity) and the replay of the requests over it (planner.kvcache.regime), as `ttft-planner
+prefix` does (planner/cli/prefix.py). Its button hands the chosen routing's uncached prompt p95 to the worksheet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from planner.capacity import specs as P
+from planner.capacity.errors import CapacityError
+from planner.capacity.gpufit import TP_DEGREES
+from planner.kvcache.capacity import KvCapacity, kv_capacity, prefill_rate
+from planner.kvcache.chains import PrefixTrace, PrefixTraceError, read_prefix_trace
+from planner.kvcache.regime import RegimePoint, capacity_grid, knee, regime, sentence
+from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
+from planner.logs.samples import SAMPLE_DIR
+from planner.provenance import Figure, Source
+from planner.untrusted import md_text
+from ttft_planner_app import present, worksheet_state
+from ttft_planner_app.charts.prefix import regime_figure
+from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
+from ttft_planner_app.widgets import persisted_number, wrapped_table
+
+__all__ = ["SAMPLES", "TraceView", "deployment_text", "render"]
+
+#: The traces this tab offers from assets/sample_logs (file → label): one with message text and session ids, one
+#: with Mooncake hash_ids. (agent_sessions.jsonl is not among the Logs page's samples: it has no token counts.)
+SAMPLES = {
+    "agent_sessions.jsonl": "Sample: coding-agent sessions",
+    "mooncake_conversation.jsonl": "Sample: Mooncake conversation",
+}
+_ABOUT = {
+    "agent_sessions.jsonl": "Synthetic coding-agent sessions: message text and session ids, a large prefix resent "
+    "every turn (assets/sample_logs).",
+    "mooncake_conversation.jsonl": "Real rows of the Mooncake conversation trace (Apache-2.0): hash_ids of 512-token "
+    "blocks, no session ids (assets/sample_logs/README.md).",
+}
+_UPLOAD = "upload"
+#: The prompt at which a modelled prefill rate is read, as the CLI does (planner/cli/prefix.py keeps it private).
+#: The rate assumed for a model without a width (no FLOPs model) and no typed slope: the simulator's default.
+_DEFAULT_MODEL, _DEFAULT_GPU, _DEFAULT_REPLICAS = "qwen2.5-coder-32b", "L40S", 2
+_ROUTINGS = [r.value for r in Routing]
+
+
+@dataclass(frozen=True)
+class TraceView:
+    """A trace read for the tab: its requests' prefix identity (block hashes, never text), what to call it, and
+    the figures that do not depend on the deployment."""
+
+    key: str  # identifies the trace in the caches: "sample:<file>" or "upload:<sha256>"
+    label: str
+    trace: PrefixTrace
+    sessions: int
+    ceiling: float
+    within_session: float
+
+
+def _view(key: str, label: str, trace: PrefixTrace) -> TraceView:
+    ceiling, within = reuse_ceiling(trace.requests, trace.block_tokens)
+    sessions = len({r.session for r in trace.requests if r.session is not None})
+    return TraceView(key, label, trace, sessions, ceiling, within)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _sample_trace(name: str) -> TraceView:
+    return _view(f"sample:{name}", SAMPLES[name], read_prefix_trace(SAMPLE_DIR / name))
+
+
+def _safe_name(name: str) -> str:
+    """An uploaded file's name as a file name in a private folder (its errors then name the file as the user does)."""
+    safe = re.sub(r"[^A-Za-z0-9._ -]", "_", Path(name).name).strip()[:120]
+    return safe if safe.strip(".") else "trace.jsonl"
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _upload_trace(digest: str, name: str, _data: bytes) -> TraceView:
+    """The trace of an upload (keyed by its digest: the bytes are not part of the cache key, and the cached value
+    holds block hashes, never text). read_prefix_trace reads a path, so the bytes go to a private temporary folder
+    (mode 0700) for the read and are deleted right after."""
+    with tempfile.TemporaryDirectory(prefix="ttft-prefix-") as folder:
+        path = Path(folder) / _safe_name(name)
+        path.write_bytes(_data)
+        try:
+            trace = read_prefix_trace(path)
+        finally:
+            path.unlink(missing_ok=True)
+    return _view(f"upload:{digest}", name, trace)
+
+
+@dataclass(frozen=True)
+class Regime:
+    sweep: list[RegimePoint]  # over capacity_grid, at the deployment's replica count
+    at_capacity: list[RegimePoint]  # at the deployment's capacity, at its replica count and one more
+    knees: dict[str, int | None]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _regime(
+    trace_key: str,  # identifies `_trace` in the cache key
+    _trace: PrefixTrace,
+    capacity_tokens: int,
+    replicas: int,
+    routings: tuple[str, ...],
+    ms_per_token: float,
+) -> Regime:
+    rates = ServiceRates(prefill_ms_per_token=ms_per_token)
+    sweep = regime(_trace, capacity_grid(_trace, capacity_tokens), [replicas], routings, rates)
+    at_cap = regime(_trace, [capacity_tokens], [replicas, replicas + 1], routings, rates)
+    knees = {r: knee([p for p in sweep if p.routing == r]) for r in routings}
+    return Regime(sweep, at_cap, knees)
+
+
+def deployment_text(replicas: int, cap: KvCapacity, gpu: P.GpuSpec) -> str:
+    """The deployment as the sentence names it (the same words as `ttft-planner prefix`)."""
+    return f"{replicas} replica{'s' if replicas > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
+
+
+def _read_error(exc: Exception) -> str:
+    """Why a trace could not be read, without quoting its content."""
+    if isinstance(exc, PrefixTraceError):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, json.JSONDecodeError):  # a JSON array that does not parse
+        return f"not JSON ({exc.msg})"
+    return (
+        "a record this tab cannot read: each needs hash_ids with input_length (Mooncake), or messages or prompt "
+        "text, and a timestamp"
+    )
+
+
+def _pick_trace(left) -> TraceView | None:
+    """The trace picker (a sample or an upload); None (with the reason shown) when there is no trace to use."""
+    options = [name for name in SAMPLES if (SAMPLE_DIR / name).exists()] + [_UPLOAD]
+    choice = left.selectbox(
+        "Sample or upload",
+        options,
+        format_func=lambda k: "Upload a JSON Lines trace…" if k == _UPLOAD else SAMPLES[k],
+        persist_state="session",
+        bind="query-params",
+        key="cap_px_trace",
+        help="Mooncake / AIPerf rows with hash_ids, or chat logs with messages and a session_id.",
+    )
+    try:
+        if choice != _UPLOAD:
+            left.caption(_ABOUT[choice])
+            return _sample_trace(choice)
+        upload = left.file_uploader(
+            "JSON Lines trace (kept in memory, never stored)",
+            help="Prompt text is read for its prefix identity only: never stored, never shown.",
+            type=["jsonl", "json"],
+            key="cap_px_file",
+        )
+        if upload is None:
+            st.info("Upload a trace (JSON Lines: hash_ids, or messages with a session_id), or pick a sample.")
+            return None
+        data = upload.getvalue()
+        return _upload_trace(hashlib.sha256(data).hexdigest(), upload.name, data)
+    except (PrefixTraceError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        st.error(f"Cannot read that trace: {md_text(_read_error(exc))}.")
+        return None
+
+
+def _default_index(keys: list[str], wanted: str) -> int:
+    return keys.index(wanted) if wanted in keys else 0
+
+
+def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> None:
+    """Draw the Prefix cache tab; `models` and `gpu_by_key` are the presets as edited on the GPU fit tab."""
+    gdef = P.gpu_defaults()
+    left, right = st.columns([2, 3], gap="large")
+    left.subheader("Trace")
+    with right:
+        view = _pick_trace(left)
+    with left:
+        st.subheader("Deployment")
+        mkeys, gkeys = list(models), list(gpu_by_key)
+        mkey = st.selectbox(
+            "Model",
+            mkeys,
+            index=_default_index(mkeys, _DEFAULT_MODEL),
+            format_func=lambda k: models[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_model",
+        )
+        model = models[mkey]
+        st.caption(source_caption(model.source, model.as_of))
+        gkey = st.selectbox(
+            "GPU",
+            gkeys,
+            index=_default_index(gkeys, _DEFAULT_GPU),
+            format_func=lambda k: gpu_by_key[k].label,
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_gpu",
+        )
+        gpu = gpu_by_key[gkey]
+        c1, c2 = st.columns(2)
+        wdtype = c1.selectbox(
+            "Weights",
+            DTYPES,
+            index=DTYPES.index("bf16"),
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_wdtype",
+        )
+        kvdtype = c2.selectbox(
+            "KV cache",
+            DTYPES,
+            index=DTYPES.index("bf16"),
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_kvdtype",
+        )
+        c1, c2 = st.columns(2)
+        tp = c1.selectbox(
+            "GPUs per replica",
+            [0, *TP_DEGREES],
+            format_func=lambda n: "auto" if n == 0 else str(n),
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_tp",
+            help="Tensor-parallel GPUs a replica spans. Auto: the fewest that hold the weights and some KV cache.",
+        )
+        replicas = int(
+            persisted_number(
+                "Replicas", min_value=1, max_value=64, value=_DEFAULT_REPLICAS, step=1, key="cap_px_reps", where=c2
+            )
+        )
+        usable = st.slider(
+            "Usable share of HBM",
+            0.5,
+            1.0,
+            float(gdef["usable_memory_fraction"]),
+            0.01,
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_usable",
+            help=gdef["usable_memory_source"],
+        )
+        routings = st.multiselect(
+            "Routing policies",
+            _ROUTINGS,
+            default=_ROUTINGS,
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_routing",
+            help="round-robin: in turn; least-loaded: fewest requests in flight; session: a session's requests to "
+            "one replica; prefix: the replica holding the longest cached prefix.",
+        )
+        ms_per_1k = persisted_number(
+            "Prefill ms per 1K uncached tokens (0: from the prefill model)",
+            min_value=0.0,
+            value=0.0,
+            step=10.0,
+            key="cap_px_ms1k",
+            help="A measured slope (Probes page, or the Prefill tab) beats the model: type it here.",
+        )
+    with right:
+        if view is None:
+            return
+        _trace_summary(view)
+        try:
+            cap = kv_capacity(
+                model,
+                gpu,
+                gpus_per_replica=tp or None,
+                weight_dtype=wdtype,
+                kv_dtype=kvdtype,
+                usable_fraction=usable,
+                block_tokens=view.trace.block_tokens,
+            )
+            ms_per_token, rate_source = prefill_rate(model, gpu, cap.gpus_per_replica, ms_per_1k or None)
+        except CapacityError as exc:
+            st.error(
+                f"No KV cache on this deployment: {md_text(exc)}. Pick a larger GPU, more GPUs per replica or a "
+                "smaller weight format.",
+                icon=":material/error:",
+            )
+            return
+        st.markdown(f"**KV cache per replica:** {md_text(cap.label())}")
+        st.caption(
+            f"Prefill rate: {md_text(rate_source)} → {present.rate(1000.0 / ms_per_token, 'tokens/s')}. Predicted "
+            "prefill is the uncached prompt at this rate: service only, no queueing (the What-if page adds that)."
+        )
+        if not routings:
+            st.info("Pick at least one routing policy.")
+            return
+        chosen = tuple(r for r in _ROUTINGS if r in routings)
+        result = _regime(view.key, view.trace, cap.tokens, replicas, chosen, ms_per_token)
+        held = cap.blocks * cap.block_tokens  # what the replay holds: whole blocks
+        st.plotly_chart(regime_figure(result.sweep, held, result.knees, replicas), key="cap_px_chart")
+        st.subheader("At this deployment's capacity")
+        st.caption(
+            f"{held:,} KV tokens per replica (whole {cap.block_tokens}-token blocks), at {replicas} replica"
+            f"{'s' if replicas > 1 else ''} and at one more."
+        )
+        wrapped_table(_at_capacity_table(result.at_capacity))
+        said = sentence(
+            {(p.routing, p.replicas): p for p in result.at_capacity}, deployment_text(replicas, cap, gpu), replicas
+        )
+        if said:
+            st.info(md_text(said), icon=":material/forward_to_inbox:")
+        else:
+            st.caption("The sentence to forward compares against round-robin: add it to the routing policies.")
+        _hand_off(view, result, cap, gpu, replicas, chosen)
+
+
+def _trace_summary(view: TraceView) -> None:
+    trace = view.trace
+    st.caption(
+        f"{md_text(view.label)}: {present.count(len(trace.requests))} requests, "
+        f"{present.count(view.sessions)} sessions; prefix identity from {md_text(trace.source)}."
+    )
+    if trace.approximate:
+        st.caption(
+            ":material/warning: An estimate: this trace has message text and no token ids, so each prompt is cut "
+            "into blocks at about 4 characters a token; token counts and hit rates are approximate."
+        )
+    within = (
+        f" ({present.pct(view.within_session)} within the same session)"
+        if view.sessions
+        else " (no session ids in this trace)"
+    )
+    st.markdown(
+        f"**Reuse ceiling:** {present.pct(view.ceiling)} of prompt tokens repeat an earlier request's prefix"
+        f"{within}. No deployment serves more from its cache."
+    )
+
+
+def _at_capacity_table(points: list[RegimePoint]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "Routing": p.routing,
+                "Replicas": present.count(p.replicas),
+                "Hit rate": present.pct(p.hit_rate),
+                "Requests with a hit": present.pct(p.request_hit_fraction),
+                "Uncached prompt p95": present.tokens(p.uncached_p95),
+                "Predicted prefill p95": present.ms(p.ttft_p95_ms),
+            }
+            for p in sorted(points, key=lambda p: (p.replicas, _ROUTINGS.index(p.routing)))
+        ]
+    )
+
+
+def _hand_off(
+    view: TraceView, result: Regime, cap: KvCapacity, gpu: P.GpuSpec, replicas: int, chosen: tuple[str, ...]
+) -> None:
+    """The routing to hand over and the button: the worksheet's p95 prompt becomes that routing's uncached p95, and
+    its cache-hit rate 0 (the worksheet takes p95 prompt × (1 − hit rate) as uncached: the cached part is out
+    already)."""
+    at = {p.routing: p for p in result.at_capacity if p.replicas == replicas}
+    usable = [r for r in chosen if r in at and at[r].uncached_p95 is not None]
+    if not usable:
+        return
+    pick = st.selectbox(
+        "Routing for the worksheet",
+        usable,
+        persist_state="session",
+        bind="query-params",
+        key="cap_px_pick",
+    )
+    point = at[pick]
+    assert point.uncached_p95 is not None
+    st.caption(
+        f"Sets the worksheet's p95 prompt to {present.tokens(point.uncached_p95)} (uncached, {pick} routing) and its "
+        "cache-hit rate to 0: the cached part is already taken out."
+    )
+    if st.button("Use uncached p95 in the worksheet", key="cap_px_use", icon=":material/input:"):
+        deployment = (
+            f"{pick} routing, {deployment_text(replicas, cap, gpu)}, {cap.kv_dtype} KV, "
+            f"{cap.blocks * cap.block_tokens:,} KV tokens per replica"
+        )
+        n = len(view.trace.requests)
+        window = "an estimate: blocks cut from text at ≈ 4 characters a token" if view.trace.approximate else ""
+        worksheet_state.offer(
+            "cache_hit_fraction",
+            Figure(
+                0.0,
+                "fraction",
+                Source.MODEL,
+                detail=f"0: the p95 prompt handed over is the uncached part ({present.pct(point.hit_rate)} of prompt "
+                f"tokens cached with {pick} routing)",
+                n=n,
+                window=window,
+            ),
+        )
+        to_worksheet(
+            "prompt_tokens_p95",
+            Figure(
+                float(point.uncached_p95),
+                "tokens",
+                Source.MODEL,
+                detail=f"uncached p95 modelled from your trace ({view.label}), this deployment: {deployment}",
+                n=n,
+                window=window,
+            ),
+        )
