@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
@@ -31,6 +33,7 @@ __all__ = [
     "add_source",
     "get_source",
     "list_sources",
+    "load_source_frame",
     "load_source_requests",
     "record_sync_error",
     "remove_source",
@@ -201,3 +204,21 @@ def load_source_requests(engine: Engine, source_id: int) -> list[dict[str, Any]]
             sa.select(*cols).where(_REQUEST.c.source_id == source_id).order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
         )
         return [dict(r._mapping) for r in rows]
+
+
+def load_source_frame(engine: Engine, source_id: int) -> pd.DataFrame:
+    """The requests read from a source as a normalised request frame (planner.logs.COLUMNS), sorted by arrival, as a
+    stored upload gives it: every page that reads a log reads a source too. `source` holds each request's API base."""
+    from planner.logs.result import COLUMNS
+
+    cols = [_REQUEST.c[c] for c in COLUMNS if c != "source"] + [_REQUEST.c.api_base.label("source")]
+    query = sa.select(*cols).where(_REQUEST.c.source_id == source_id).order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
+    with engine.connect() as conn:
+        frame = pd.read_sql_query(query, conn)
+    for c in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens"):
+        frame[c] = frame[c].astype(np.int64)
+    for c in ("ttft_ms", "duration_ms"):
+        frame[c] = frame[c].astype(np.float64)
+    frame["model"] = frame["model"].astype(object)
+    frame["source"] = frame["source"].astype("category")
+    return frame[list(COLUMNS)]
