@@ -102,7 +102,7 @@ def env(tmp_path_factory):
         add_endpoint(
             engine, {"name": name, "base_url": "http://127.0.0.1:9/v1", "model": "m", "scale_down_window_s": 60}
         )
-    add_source(engine, "src", SourceKind.LITELLM, "TTFT_PLANNER_TEST_UNSET_DSN")
+    add_source(engine, "src", SourceKind.LITELLM, "UNSET_LITELLM_DSN_OF_THE_FUZZ")
     engine.dispose()
     log = str(write_tiny_log(tmp / "log.jsonl"))
     assert CliRunner().invoke(cli, ["logs", "import", log, "--database-url", db]).exit_code == 0  # upload 1
