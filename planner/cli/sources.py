@@ -16,8 +16,8 @@ from planner.store.sources import (
     add_source,
     get_source,
     list_sources,
-    load_source_requests,
     remove_source,
+    source_ttft_ms,
 )
 
 __all__ = ["COMMANDS"]
@@ -123,7 +123,7 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
     except litellm.LiteLLMError as exc:
         fail(f"{name}: {exc} (nothing of this sync was stored past the last page)")
     src = get_source(engine, name)
-    ttft = summarize(r["ttft_ms"] for r in load_source_requests(engine, src.id))
+    ttft = summarize(source_ttft_ms(engine, src.id))
     if as_json:
         echo_json(
             {

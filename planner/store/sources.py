@@ -35,6 +35,7 @@ __all__ = [
     "list_sources",
     "load_source_frame",
     "load_source_requests",
+    "source_ttft_ms",
     "record_sync_error",
     "remove_source",
     "store_batch",
@@ -222,3 +223,14 @@ def load_source_frame(engine: Engine, source_id: int) -> pd.DataFrame:
     frame["model"] = frame["model"].astype(object)
     frame["source"] = frame["source"].astype("category")
     return frame[list(COLUMNS)]
+
+
+def source_ttft_ms(engine: Engine, source_id: int) -> list[float]:
+    """The TTFTs (ms) of the requests read from a source, one column, in order: for percentiles without the rows."""
+    with engine.connect() as conn:
+        got = conn.execute(
+            sa.select(_REQUEST.c.ttft_ms)
+            .where(_REQUEST.c.source_id == source_id, _REQUEST.c.ttft_ms.is_not(None))
+            .order_by(_REQUEST.c.ttft_ms)
+        )
+        return [float(v) for (v,) in got]
