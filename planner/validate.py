@@ -24,6 +24,7 @@ from planner.errors import PlannerError
 
 __all__ = [
     "ALERT_EVERY_S",
+    "SOURCE_SYNC_S",
     "COLD_IDLE_S",
     "CONCURRENCY",
     "FRACTION",
@@ -166,6 +167,7 @@ LEASE_TTL_S = Rule(1, 86_400, unit="s")
 PROBE_PROCESSES = Rule(0, 64, integer=True)
 RETENTION_DAYS = Rule(0.01, 36_500, unit="days")
 ALERT_EVERY_S = Rule(0.5, 3600, unit="s")
+SOURCE_SYNC_S = Rule(0, 86_400, unit="s")  # how often the worker syncs the live sources (0: never)
 # An endpoint's probe settings (planner.endpoints: the CLI, the Endpoints page, TOML import and stored rows).
 # The interval's floor is 10 s for real use (planner.endpoints.min_interval_s); PROBE_INTERVAL_S.lo is the
 # absolute floor a test may lower it to.

@@ -30,6 +30,7 @@ from planner.validate import (
     PORT,
     PROBE_PROCESSES,
     RETENTION_DAYS,
+    SOURCE_SYNC_S,
 )
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
@@ -150,6 +151,13 @@ def _worker_options(f):
         default=30.0,
         show_default=True,
         help="How often the lease holder evaluates this vantage's alert rules.",
+    )(f)
+    f = click.option(
+        "--source-sync-s",
+        type=rule_type(SOURCE_SYNC_S),
+        default=300.0,
+        show_default=True,
+        help="How often the lease holder reads the live sources (`ttft-planner sources`) into the store; 0: never.",
     )(f)
     return f
 

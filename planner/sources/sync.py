@@ -50,7 +50,11 @@ def sync_source(
     """Read `source` from its watermark (less the overlap) to its newest row, or `max_pages` pages."""
     if source.kind is not SourceKind.LITELLM:
         raise ValueError(f"no sync for sources of kind {source.kind}")
-    engine = litellm.connect(dsn_of(source))
+    try:
+        engine = litellm.connect(dsn_of(source))
+    except litellm.LiteLLMError as exc:  # no URL, or not a PostgreSQL one: said on the source, as a read failure is
+        record_sync_error(store, source.id, str(exc))
+        raise
     # from the watermark less the overlap, or from the start (1970: the keyset needs a time PostgreSQL can write)
     after = (max(source.watermark_ms - overlap_ms, 0), "") if source.watermark_ms is not None else (0, "")
     watermark = (source.watermark_ms, source.watermark_id or "") if source.watermark_ms is not None else None

@@ -58,6 +58,7 @@ from planner.worker.prober import ProbeFn, Prober
 from planner.worker.requests import RequestRunner
 from planner.worker.schedule_loop import ScheduleLoop, run_scheduled_rtt
 from planner.worker.scheduler import Scheduler, SteadyClock
+from planner.worker.source_syncs import SourceSyncs
 from planner.worker.state_file import StatePublisher
 from planner.worker.stats import WorkerStats, by_cause
 from planner.worker.status import EndpointStatuses
@@ -92,6 +93,7 @@ class WorkerConfig:
     metrics_port: int | None = None  # serve Prometheus /metrics on this port (planner.worker.team)
     metrics_address: str = "127.0.0.1"
     alerts_every_s: float = 30.0  # how often the lease holder evaluates its vantage's alert rules
+    source_sync_s: float = 300.0  # how often the lease holder syncs the live sources (0: never)
     holder: str = field(default_factory=leases.holder_id)
 
 
@@ -190,6 +192,13 @@ class Worker:
             is_paused=self.requests.cold_active.__contains__,
             wake=self.schedule.wake,
         )
+        self.source_syncs = SourceSyncs(
+            engine,
+            every_s=cfg.source_sync_s,
+            now_ms=clock.now_ms,
+            holds_lease=lambda: self.holds_lease,
+            poll_s=cfg.max_tick_s,
+        )
         self.housekeeping = Housekeeping(
             self,
             cfg,
@@ -271,6 +280,7 @@ class Worker:
         self.team.start()
         self.supervisor.supervise("housekeeping", self.housekeeping.run)
         self.supervisor.supervise("flusher", self.flusher.run)
+        self.supervisor.supervise("sources", self.source_syncs.run)
         try:
             await self.schedule.run()
         finally:

@@ -195,3 +195,27 @@ def test_a_source_reads_as_a_request_frame_the_log_summary_takes(engine, proxy_d
     # TTFT of request i is 150 + i ms: p95 of 0…119 by nearest rank is the 114th value, 150 + 113
     assert s.ttft["p95"].value == 263.0 and s.ttft["p95"].n == 120
     assert s.prompt["max"].value == 1119 and set(frame["source"]) == {"https://api.openai.com/v1"}
+
+
+def test_the_worker_syncs_each_period_and_a_failing_source_does_not_stop_it(engine, proxy_db, monkeypatch):
+    from tests.support.fake_clock import FakeClock
+    from tests.support.worker_driver import drive, until
+
+    _insert(proxy_db, _requests(40))
+    good = _source(engine, proxy_db, monkeypatch)
+    add_source(engine, "unset", SourceKind.LITELLM, "UNSET_LITELLM_DSN_OF_THE_WORKER_TEST")
+    clock = FakeClock()
+
+    async def body(worker):
+        syncs = worker.source_syncs
+        await until(lambda: syncs.passes >= 1, "a first pass over the sources")
+        first = len(load_source_requests(engine, good.id))
+        _insert(proxy_db, _requests(25, start_s=40))
+        passes = syncs.passes
+        clock.advance(300_000)  # one period on
+        await until(lambda: syncs.passes > passes, "a second pass, one period on")
+        return first, len(load_source_requests(engine, good.id))
+
+    first, second = drive(engine, body, clock=clock, source_sync_s=300.0)
+    assert (first, second) == (40, 65)
+    assert "UNSET_LITELLM_DSN_OF_THE_WORKER_TEST is not set" in (get_source(engine, "unset").last_error or "")
