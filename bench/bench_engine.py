@@ -98,18 +98,10 @@ class Server:
             "--parallel",
             "1",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        _raise_group(self.proc.pid)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        sys.exit(f"llama-server exited or did not become healthy within 120 s; see {self.log_path}")
+        self.proc = start_server(cmd, self.log)
+        if not healthy(self.proc, port):
+            self.stop()
+            sys.exit(f"llama-server exited or did not become healthy within 120 s; see {self.log_path}")
 
     def prompt_evals(self) -> list[tuple[float, int]]:
         self.log.flush()
@@ -122,6 +114,26 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+
+
+def start_server(cmd: list[str], log) -> subprocess.Popen:
+    """llama-server in a session of its own, its autogroup at nice -15 (see _raise_group), output to `log`."""
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _raise_group(proc.pid)
+    return proc
+
+
+def healthy(proc: subprocess.Popen, port: int, within_s: float = 120.0) -> bool:
+    """Wait until the server on `port` answers /health with 200 (True), or exits or the wait ends (False)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.5)
+    return False
 
 
 def _raise_group(pid: int) -> None:
