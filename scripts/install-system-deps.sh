@@ -2,6 +2,7 @@
 # Installs the system packages the test suite needs, when they are missing:
 #   - Debian's Chromium at /usr/bin/chromium (Playwright drives it; `playwright install` cannot download browsers here)
 #   - PostgreSQL server binaries (tests start a private cluster with initdb; see tests/support/pg.py)
+#   - Prometheus (tests start one scraping the simulator's vLLM-named metrics; see tests/support/prometheus.py)
 # Idempotent and quick when everything is present. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
@@ -9,9 +10,10 @@ need=()
 [ -x /usr/bin/chromium ] || need+=(chromium fonts-dejavu-core)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v ip >/dev/null || need+=(iproute2)
+command -v prometheus >/dev/null || need+=(prometheus)
 
 if [ ${#need[@]} -eq 0 ]; then
-  echo "system deps: chromium and postgresql present"
+  echo "system deps: chromium, postgresql and prometheus present"
   exit 0
 fi
 

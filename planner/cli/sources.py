@@ -8,6 +8,7 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.sources import litellm
+from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
 from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source
 from planner.stats import summarize
 from planner.store.sources import (
@@ -144,6 +145,40 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
         click.echo(f"left out {rid}: {why}")
     cells = "  ".join(f"{k} {'—' if v.value is None else f'{v.value:,.0f}'}" for k, v in ttft.items())
     click.echo(f"production TTFT ms (n={ttft['p50'].n:,}): {cells}")
+
+
+@sources.command()
+@click.argument("url")
+@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="vllm", show_default=True)
+@click.option("--metric", default=None, help="A TTFT histogram of another name (without _bucket).")
+@click.option("--model", default=None, help="Only this model (the profile's model label).")
+@click.option(
+    "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to now to read."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def prometheus(url: str, profile: str, metric: str | None, model: str | None, hours: int, as_json: bool) -> None:
+    """Production TTFT p50/p95 per hour from the engines' histograms in Prometheus at URL (its HTTP API),
+    with requests and the mean queue per hour.
+
+    \b
+    Example: ttft-planner sources prometheus http://prometheus:9090 --model qwen2.5-coder-32b --hours 48
+    """
+    import time
+
+    now_ms = int(time.time() * 1000)
+    try:
+        got = ttft_by_hour(url, now_ms - hours * HOUR_MS, now_ms, profile=profile, metric=metric, model=model)
+    except PrometheusError as exc:
+        fail(str(exc))
+    if as_json:
+        echo_json([h.__dict__ for h in got])
+        return
+    click.echo("hour (UTC)            requests   TTFT p50   TTFT p95   queue")
+    for h in got:
+        p50 = "—" if h.p50_ms is None else f"{h.p50_ms:,.0f} ms"
+        p95 = "—" if h.p95_ms is None else f"{h.p95_ms:,.0f} ms"
+        queue = "—" if h.waiting_mean is None else f"{h.waiting_mean:.1f}"
+        click.echo(f"{_when(h.hour_start_ms)[:16]}  {h.requests:>10,.0f}  {p50:>9}  {p95:>9}  {queue:>6}")
 
 
 @sources.command()

@@ -70,10 +70,12 @@ def _error(protocol: str, status: int, message: str, retry_after_s: int | None =
 
 
 async def _timeline(
-    engine: SimEngine, tokens: tuple[str, ...], max_tokens: int, stats: dict
+    engine: SimEngine, tokens: tuple[str, ...], max_tokens: int, stats: dict, model: str = ""
 ) -> AsyncIterator[tuple[str, str]]:
-    """("role"|"ping"|"token"|"done", text) items at the simulated times; keeps the engine's books."""
+    """("role"|"ping"|"token"|"done", text) items at the simulated times; keeps the engine's books and its metrics
+    (the first token's time since arrival, under `model`)."""
     cfg = engine.config
+    arrived = engine.now_s()
     engine.begin()
     holding = False
     try:
@@ -99,6 +101,8 @@ async def _timeline(
         for i in range(n):
             if i:
                 await engine.sleep(1.0 / cfg.decode_tokens_per_s)
+            else:
+                engine.metrics.first_token(model, engine.now_s() - arrived, engine.wall_ms())
             stats["output_tokens"] = i + 1
             yield "token", " " + _WORDS[i % len(_WORDS)]
         yield "done", ""
@@ -251,7 +255,7 @@ def _endpoint(protocol: str):
         echo = f"simulated/{model}"
         stats: dict = {}
         include_usage = protocol != "anthropic" and bool((body.get("stream_options") or {}).get("include_usage"))
-        timeline = _timeline(engine, tokens, max_tokens, stats)
+        timeline = _timeline(engine, tokens, max_tokens, stats, model)
         if body.get("stream"):
             frames = _frames(protocol, echo, include_usage, count_tokens(text), timeline, stats)
             return StreamingResponse(frames, media_type="text/event-stream", headers=SIMULATED_HEADERS)
@@ -301,6 +305,10 @@ async def _models(request: Request) -> Response:
     )
 
 
+async def _metrics(request: Request) -> Response:
+    return Response(request.app.state.engine.metrics.exposition(), media_type="text/plain; version=0.0.4")
+
+
 async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok", **request.app.state.engine.stats()}, headers=SIMULATED_HEADERS)
 
@@ -311,7 +319,8 @@ def build_app(
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
 ) -> Starlette:
-    """An ASGI app serving /v1/chat/completions, /v1/completions, /v1/messages, /v1/models and /health.
+    """An ASGI app serving /v1/chat/completions, /v1/completions, /v1/messages, /v1/models, /health and /metrics
+    (vLLM-named Prometheus metrics: planner.simulator.metrics).
 
     State (slots, queue, prefix cache, warm/cold) lives on `app.state.engine`. `clock` and `wall_clock` are the
     engine's (SimEngine): a virtual-time loop's clock runs the model in virtual time (planner.simulator.virtual).
@@ -323,6 +332,7 @@ def build_app(
             Route("/v1/messages", _endpoint("anthropic"), methods=["POST"]),
             Route("/v1/models", _models, methods=["GET"]),
             Route("/health", _health, methods=["GET"]),
+            Route("/metrics", _metrics, methods=["GET"]),
         ]
     )
     app.state.engine = SimEngine(config or SimulatorConfig(), clock=clock, wall_clock=wall_clock)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.simulator.config import SimulatorConfig
+from planner.simulator.metrics import SimMetrics
 
 __all__ = ["CACHE_BLOCK_TOKENS", "Admission", "SimEngine"]
 
@@ -61,8 +62,17 @@ class SimEngine:
         self._load_waiters: deque[asyncio.Future[None]] = deque()
         self.cold_starts = 0
         self.requests = 0
+        self.metrics = SimMetrics(running=lambda: self._busy, waiting=lambda: self.queued)
 
     # --- time -------------------------------------------------------------------------------------------------
+    def now_s(self) -> float:
+        """Simulated seconds on the engine's clock (real seconds × speedup)."""
+        return self._clock() * self.config.speedup
+
+    def wall_ms(self) -> int:
+        """Wall-clock UTC epoch ms (the engine's wall clock)."""
+        return int(self._wall_clock() * 1000)
+
     def real_s(self, simulated_s: float) -> float:
         """Real seconds to wait for `simulated_s` simulated seconds."""
         return max(0.0, simulated_s) / self.config.speedup

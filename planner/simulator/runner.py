@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 
 import uvicorn
+from starlette.applications import Starlette
 
 from planner.errors import PlannerError
 from planner.simulator.app import build_app
@@ -26,14 +27,17 @@ class SimulatorStartError(PlannerError, RuntimeError):
 
 
 @contextlib.contextmanager
-def running_simulator(config: SimulatorConfig | None = None, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve a simulated endpoint on host:port (0 = a free port) in a thread; yields its base URL.
+def running_simulator(
+    config: SimulatorConfig | None = None, host: str = "127.0.0.1", port: int = 0, *, app: Starlette | None = None
+) -> Iterator[str]:
+    """Serve a simulated endpoint on host:port (0 = a free port) in a thread; yields its base URL. `app`: serve this
+    one (build_app's, whose engine the caller reads) instead of a new one of `config`.
 
     The URL is OpenAI style, e.g. "http://127.0.0.1:41234/v1" (Anthropic clients
     use the same base). The server stops when the block exits. Raises
     SimulatorStartError if it is not listening within 15 s.
     """
-    app = build_app(config or SimulatorConfig())
+    app = app or build_app(config or SimulatorConfig())
     server = uvicorn.Server(
         uvicorn.Config(
             app,

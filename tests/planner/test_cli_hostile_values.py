@@ -51,6 +51,7 @@ BASE: dict[str, list[str]] = {
     "logs summarize": ["{log}"],
     "logs delete": ["1", "--database-url", "{db}"],
     "sources sync": ["src", "--database-url", "{db}"],  # its DSN variable is unset: it stops there, exit 1
+    "sources prometheus": ["http://127.0.0.1:9"],  # nothing listens there: it stops at the first request, exit 1
     "cold-reading": ["cold-ep", "--no-wait", "--database-url", "{db}"],
     "worker": ["--database-url", "{db}"],
     "serve": ["--database-url", "{db}"],

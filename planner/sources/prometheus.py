@@ -1,0 +1,139 @@
+"""Production TTFT per hour from Prometheus: the engines' own first-token histograms, read over its HTTP API.
+
+Each hour's p50/p95 is `histogram_quantile(q, sum by (le) (increase(<metric>_bucket[1h])))` evaluated at the hour's
+end (a range query, one step an hour): exact to the histogram's bucket resolution (Prometheus interpolates linearly
+inside the bucket holding the quantile). Its request count is the counter's last value in the hour less its last
+value before (increase() extrapolates a short series past its samples; a counter reset inside an hour undercounts
+it). Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`, SGLang's
+`sglang:time_to_first_token_seconds` — or a custom histogram name; `model` filters on the profile's model label. The
+queue beside it is the engine's waiting-requests gauge, averaged over the hour.
+
+A missing metric or a label value no series has is a PrometheusError that says which, and what there is instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from planner.errors import PlannerError
+
+__all__ = ["PROFILES", "HourTtft", "PrometheusError", "Profile", "ttft_by_hour"]
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Profile:
+    ttft: str  # the TTFT histogram's name (without _bucket)
+    model_label: str
+    waiting: str | None  # the queued-requests gauge
+
+
+PROFILES = {
+    "vllm": Profile("vllm:time_to_first_token_seconds", "model_name", "vllm:num_requests_waiting"),
+    "sglang": Profile("sglang:time_to_first_token_seconds", "model_name", "sglang:num_queue_reqs"),
+}
+
+
+class PrometheusError(PlannerError, RuntimeError):
+    """Prometheus cannot answer: unreachable, an error from the query, or no such metric or label value."""
+
+
+@dataclass(frozen=True)
+class HourTtft:
+    """One hour (its start, UTC epoch ms): requests, TTFT p50/p95 (ms; None without requests), mean queue."""
+
+    hour_start_ms: int
+    requests: float
+    p50_ms: float | None
+    p95_ms: float | None
+    waiting_mean: float | None
+
+
+def _get(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
+    try:
+        r = client.get(path, params=params)
+    except httpx.HTTPError as exc:
+        raise PrometheusError(f"Prometheus at {client.base_url} cannot be reached: {exc}") from None
+    try:
+        body = r.json()
+    except ValueError:
+        raise PrometheusError(f"{client.base_url}{path} answered {r.status_code}, not Prometheus' JSON") from None
+    if body.get("status") != "success":
+        raise PrometheusError(f"Prometheus refused the query: {body.get('errorType', '')} {body.get('error', '')}")
+    return body["data"]
+
+
+def _series(client: httpx.Client, name: str) -> list[dict[str, str]]:
+    return list(_get(client, "/api/v1/series", {"match[]": name}))
+
+
+def _range(client: httpx.Client, query: str, start_s: float, end_s: float) -> dict[int, float]:
+    data = _get(client, "/api/v1/query_range", {"query": query, "start": start_s, "end": end_s, "step": 3600})
+    out: dict[int, float] = {}
+    for series in data.get("result", []):
+        for t, v in series.get("values", []):
+            value = float(v)
+            if math.isfinite(value):
+                out[int(round(float(t) * 1000))] = value
+    return out
+
+
+def ttft_by_hour(
+    base_url: str,
+    start_ms: int,
+    end_ms: int,
+    *,
+    profile: str = "vllm",
+    metric: str | None = None,
+    model: str | None = None,
+    timeout_s: float = 30.0,
+) -> list[HourTtft]:
+    """The hours ending in (start_ms, end_ms], rounded out to whole hours: requests and TTFT p50/p95 per hour."""
+    prof = PROFILES[profile] if metric is None else Profile(metric, PROFILES[profile].model_label, None)
+    first_end = (start_ms // HOUR_MS + 1) * HOUR_MS
+    last_end = -(-end_ms // HOUR_MS) * HOUR_MS
+    with httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s) as client:
+        seen = _series(client, f"{prof.ttft}_count")
+        if not seen:
+            raise PrometheusError(
+                f"Prometheus has no series named {prof.ttft}_count: is the engine scraped, and is this its profile "
+                f"({profile})? Give the histogram's name for another engine."
+            )
+        match = ""
+        if model is not None:
+            models = sorted({s.get(prof.model_label, "") for s in seen})
+            if model not in models:
+                raise PrometheusError(
+                    f"no series of {prof.ttft} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
+                )
+            match = "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
+        buckets = f"sum by (le) (increase({prof.ttft}_bucket{match}[1h]))"
+        p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
+        p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)
+        # a counter's last value in the hour less its last value before it: exact where increase() extrapolates
+        c = f"{prof.ttft}_count{match}"
+        count_q = f"sum(max_over_time({c}[1h])) - (sum(max_over_time({c}[1h] offset 1h)) or vector(0))"
+        count = _range(client, count_q, first_end / 1000, last_end / 1000)
+        waiting = (
+            _range(client, f"avg(avg_over_time({prof.waiting}[1h]))", first_end / 1000, last_end / 1000)
+            if prof.waiting
+            else {}
+        )
+    out = []
+    for end in range(first_end, last_end + 1, HOUR_MS):
+        n = count.get(end, 0.0)
+        out.append(
+            HourTtft(
+                end - HOUR_MS,
+                n,
+                p50.get(end, math.nan) * 1000 if n and end in p50 else None,
+                p95.get(end, math.nan) * 1000 if n and end in p95 else None,
+                waiting.get(end),
+            )
+        )
+    return out

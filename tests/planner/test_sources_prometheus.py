@@ -1,0 +1,101 @@
+"""Production TTFT per hour from a real Prometheus scraping the built-in simulator's vLLM-named metrics, against the
+simulator's own request log: within the histogram's bucket resolution."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from planner.simulator import SimulatorConfig, running_simulator
+from planner.simulator.app import build_app
+from planner.simulator.metrics import VLLM_TTFT_BUCKETS_S
+from planner.sources.prometheus import HOUR_MS, PrometheusError, ttft_by_hour
+from planner.stats import nearest_rank
+from tests.support.prometheus import running_prometheus
+from tests.support.waiting import wait_for
+
+N = 120
+
+
+def _bucket(value_s: float) -> tuple[float, float]:
+    """The histogram bucket (lower, upper] holding value_s."""
+    i = bisect.bisect_left(VLLM_TTFT_BUCKETS_S, value_s)
+    lower = VLLM_TTFT_BUCKETS_S[i - 1] if i else 0.0
+    return lower, VLLM_TTFT_BUCKETS_S[i] if i < len(VLLM_TTFT_BUCKETS_S) else math.inf
+
+
+@pytest.fixture(scope="module")
+def scraped():
+    """(Prometheus URL, the simulator's TTFT log) after N requests of varied prompt lengths, once Prometheus has
+    scraped them all."""
+    # prompts of 50–6,000 words at 20,000 tokens/s: TTFT from ~2 ms to ~300 ms, over several of vLLM's buckets
+    app = build_app(SimulatorConfig(prefill_tokens_per_s=20_000, slots=16, max_output_tokens=2, seed=3))
+    with running_simulator(app=app) as base:
+        target = urlsplit(base).netloc
+        with running_prometheus([target]) as prom:
+            words = [50 + (i * 997) % 6000 for i in range(N)]
+
+            def ask(n: int) -> int:
+                body = {"model": "sim-model", "max_tokens": 2, "messages": [{"role": "user", "content": "w " * n}]}
+                return httpx.post(f"{base}/chat/completions", json=body, timeout=60).status_code
+
+            with ThreadPoolExecutor(8) as pool:
+                assert set(pool.map(ask, words)) == {200}
+
+            def all_scraped() -> bool:
+                r = httpx.get(
+                    f"{prom}/api/v1/query", params={"query": "sum(vllm:time_to_first_token_seconds_count)"}
+                ).json()
+                got = r["data"]["result"]
+                return bool(got) and float(got[0]["value"][1]) == N
+
+            wait_for(all_scraped, timeout_s=120, what="Prometheus holding every request")
+            yield prom, list(app.state.engine.metrics.ttft_log)
+
+
+def test_hourly_p95_from_prometheus_is_the_logged_p95_to_the_bucket(scraped):
+    prom, log = scraped
+    first, last = min(at for _, _, at in log), max(at for _, _, at in log)
+    hours = ttft_by_hour(prom, first - 1, last, model="sim-model")
+    with_requests = [h for h in hours if h.requests > 0]
+    assert with_requests
+    for h in with_requests:
+        in_hour = sorted(t for _, t, at in log if h.hour_start_ms <= at < h.hour_start_ms + HOUR_MS)
+        assert h.requests == len(in_hour)
+        for p, got_ms in ((0.5, h.p50_ms), (0.95, h.p95_ms)):
+            truth_s = nearest_rank(in_hour, p)
+            lower, upper = _bucket(truth_s)
+            assert got_ms is not None and lower * 1000 <= got_ms <= upper * 1000, (p, truth_s, got_ms)
+    assert sum(h.requests for h in with_requests) == N
+
+
+def test_a_missing_metric_a_wrong_label_and_no_server_are_clear_errors(scraped):
+    prom, log = scraped
+    now = max(at for _, _, at in log)
+    with pytest.raises(PrometheusError, match=r"no series named sglang:time_to_first_token_seconds_count"):
+        ttft_by_hour(prom, now - HOUR_MS, now, profile="sglang")
+    with pytest.raises(PrometheusError, match=r"model_name='gpt-4o'; it has sim-model"):
+        ttft_by_hour(prom, now - HOUR_MS, now, model="gpt-4o")
+    with pytest.raises(PrometheusError, match="cannot be reached"):
+        ttft_by_hour("http://127.0.0.1:9", now - HOUR_MS, now, timeout_s=2)
+
+
+def test_the_command_prints_the_hours_the_library_reads(scraped):
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    prom, log = scraped
+    got = CliRunner().invoke(cli, ["sources", "prometheus", prom, "--model", "sim-model", "--hours", "2", "--json"])
+    assert got.exit_code == 0, got.output
+    hours = [h for h in json.loads(got.output) if h["requests"]]
+    assert sum(h["requests"] for h in hours) == N and all(h["p95_ms"] for h in hours)
+    text = CliRunner().invoke(cli, ["sources", "prometheus", prom, "--profile", "sglang"])
+    assert text.exit_code == 1 and "no series named sglang:" in text.output
