@@ -12,7 +12,7 @@ from planner.capacity.weights import BYTES_PER_PARAM
 from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import gpu_fit_figure
-from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption
+from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption
 from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
@@ -38,23 +38,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
         )
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
-        c1, c2 = st.columns(2)
-        f_wdtype = c1.selectbox(
-            "Weights",
-            DTYPES,
-            index=DTYPES.index("bf16"),
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_wdtype",
-        )
-        f_kvdtype = c2.selectbox(
-            "KV cache",
-            DTYPES,
-            index=DTYPES.index("bf16"),
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_kvdtype",
-        )
+        f_wdtype, f_kvdtype = dtype_pickers("cap_fit")
         ctx = persisted_number(
             "Context length (tokens in flight per sequence)", min_value=1, value=32768, step=1024, key="cap_fit_ctx"
         )

@@ -30,7 +30,7 @@ from planner.provenance import Figure, Source
 from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.charts.prefix import regime_figure
-from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
+from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet
 from ttft_planner_app.widgets import persisted_number, wrapped_table
 
 __all__ = ["SAMPLES", "TraceView", "deployment_text", "render"]
@@ -208,23 +208,7 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             key="cap_px_gpu",
         )
         gpu = gpu_by_key[gkey]
-        c1, c2 = st.columns(2)
-        wdtype = c1.selectbox(
-            "Weights",
-            DTYPES,
-            index=DTYPES.index("bf16"),
-            persist_state="session",
-            bind="query-params",
-            key="cap_px_wdtype",
-        )
-        kvdtype = c2.selectbox(
-            "KV cache",
-            DTYPES,
-            index=DTYPES.index("bf16"),
-            persist_state="session",
-            bind="query-params",
-            key="cap_px_kvdtype",
-        )
+        wdtype, kvdtype = dtype_pickers("cap_px")
         c1, c2 = st.columns(2)
         tp = c1.selectbox(
             "GPUs per replica",
