@@ -6,7 +6,7 @@ from planner.capacity.weights import BYTES_PER_PARAM
 from planner.provenance import Figure
 from ttft_planner_app import worksheet_state
 
-__all__ = ["DTYPES", "dtype_pickers", "source_caption", "to_worksheet"]
+__all__ = ["DTYPES", "dtype_pickers", "source_caption", "to_worksheet", "usable_share"]
 
 DTYPES = list(BYTES_PER_PARAM)
 
@@ -39,3 +39,21 @@ def dtype_pickers(key_prefix: str) -> tuple[str, str]:
             )
         )
     return picked[0], picked[1]
+
+
+def usable_share(key: str, default: float, source: str) -> float:
+    """A slider for the share of HBM weights and KV may take (vLLM's gpu_memory_utilization), kept in the session and
+    the address bar under `key`; `source` says where the default comes from."""
+    return float(
+        st.slider(
+            "Usable share of HBM",
+            0.5,
+            1.0,
+            float(default),
+            0.01,
+            persist_state="session",
+            bind="query-params",
+            key=key,
+            help=source,
+        )
+    )

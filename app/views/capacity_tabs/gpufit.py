@@ -12,7 +12,7 @@ from planner.capacity.weights import BYTES_PER_PARAM
 from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import gpu_fit_figure
-from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption
+from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, usable_share
 from ttft_planner_app.widgets import persisted_number
 
 __all__ = ["render"]
@@ -43,17 +43,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
             "Context length (tokens in flight per sequence)", min_value=1, value=32768, step=1024, key="cap_fit_ctx"
         )
         seqs = persisted_number("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
-        usable = st.slider(
-            "Usable share of HBM",
-            0.5,
-            1.0,
-            float(gdef["usable_memory_fraction"]),
-            0.01,
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_usable",
-            help=gdef["usable_memory_source"],
-        )
+        usable = usable_share("cap_fit_usable", gdef["usable_memory_fraction"], gdef["usable_memory_source"])
         fkey = st.selectbox(
             "GPU",
             list(gpu_by_key),

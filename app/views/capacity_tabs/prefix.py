@@ -30,7 +30,7 @@ from planner.provenance import Figure, Source
 from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.charts.prefix import regime_figure
-from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet
+from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet, usable_share
 from ttft_planner_app.widgets import persisted_number, wrapped_table
 
 __all__ = ["SAMPLES", "TraceView", "deployment_text", "render"]
@@ -224,17 +224,7 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
                 "Replicas", min_value=1, max_value=64, value=_DEFAULT_REPLICAS, step=1, key="cap_px_reps", where=c2
             )
         )
-        usable = st.slider(
-            "Usable share of HBM",
-            0.5,
-            1.0,
-            float(gdef["usable_memory_fraction"]),
-            0.01,
-            persist_state="session",
-            bind="query-params",
-            key="cap_px_usable",
-            help=gdef["usable_memory_source"],
-        )
+        usable = usable_share("cap_px_usable", gdef["usable_memory_fraction"], gdef["usable_memory_source"])
         routings = st.multiselect(
             "Routing policies",
             _ROUTINGS,
