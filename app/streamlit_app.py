@@ -18,6 +18,7 @@ PAGES = [
     ("endpoints.py", "Endpoints", ":material/dns:", "endpoints"),
     ("regions.py", "Regions", ":material/public:", "regions"),
     ("logs.py", "Logs", ":material/receipt_long:", "logs"),
+    ("sources.py", "Sources", ":material/cloud_sync:", "sources"),
     ("capacity.py", "Capacity & cost", ":material/payments:", "capacity"),
     ("compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("whatif.py", "What-if", ":material/query_stats:", "whatif"),

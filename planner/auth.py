@@ -73,6 +73,8 @@ ACTIONS: dict[str, Role] = {
     "endpoint.write": Role.ADMIN,
     "region.write": Role.ADMIN,
     "alert.write": Role.ADMIN,
+    "source.write": Role.ADMIN,
+    "source.sync": Role.EDITOR,
     "audit.read": Role.ADMIN,
 }
 
@@ -88,6 +90,8 @@ ACTION_WORDS: dict[str, str] = {
     "endpoint.write": "Add, edit or remove an endpoint",
     "region.write": "Add or remove a region",
     "alert.write": "Add or delete an alert rule",
+    "source.write": "Add or remove a live source",
+    "source.sync": "Test or sync a live source",
     "audit.read": "Read the audit log",
 }
 

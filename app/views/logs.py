@@ -1,7 +1,8 @@
 """Logs: how long are our prompts, how cached, when do they arrive? (p95 prompt tokens, cache-hit rate, cold exposure)
 
 The page lays out its parts, one module each in app/views/logs_tabs/: the picker and the read options, the source on
-show and its column mapping, the headline with the hand-off to the worksheet, five tabs, and the stored uploads.
+show and its column mapping, the headline with the hand-off to the worksheet, five tabs, and the stored uploads. A
+production source (the LiteLLM proxy's requests, synced on the Sources page) is read like a stored upload.
 """
 
 import streamlit as st
@@ -32,10 +33,10 @@ st.caption(
 eng = engine()
 tz = viewer.time_zone()  # hours, working day and dates on this page: the one viewer zone
 
-files, uploads = picker.render(eng)
+files, uploads, sources = picker.render(eng)
 opts = options.render(tz)
 shown = source.current(files)
-reading = source.read(eng, shown, opts, uploads)
+reading = source.read(eng, shown, opts, uploads, sources)
 mapping.render(reading)
 frame, summary = headline.render(eng, reading.key, opts.workday, tz)
 

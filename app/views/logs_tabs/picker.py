@@ -1,4 +1,5 @@
-"""Logs › picker: a new upload, a sample, or an upload stored earlier."""
+"""Logs › picker: a new upload, a sample, or a stored input — an upload stored earlier or a production source (the
+LiteLLM proxy's requests, synced on the Sources page)."""
 
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -7,17 +8,33 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 from planner.logs import UPLOAD_EXTENSIONS
 from planner.logs.samples import samples
 from planner.store.logs import UploadInfo, list_uploads
-from ttft_planner_app.views.logs_tabs.source import drop_spool
+from planner.store.sources import SourceInfo, list_sources
+from ttft_planner_app.views.logs_tabs.source import drop_spool, open_link
 
-__all__ = ["render"]
+__all__ = ["render", "stored_inputs"]
 
 
-def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
-    """Draw the picker; return the files uploaded now (maybe none) and the stored uploads.
+def stored_inputs(uploads: list[UploadInfo], sources: list[SourceInfo]) -> dict[int | str, str]:
+    """The stored-input picker's options and labels: an upload by its id (an int), a production source by
+    "source-<id>" (a str), so the two can never be taken for each other."""
+    options: dict[int | str, str] = {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
+    options |= {f"source-{s.id}": f"production: {s.name} (LiteLLM, {s.n_requests:,} requests)" for s in sources}
+    return options
 
-    "Load sample" and "Open stored upload" make their log the one on show (st.session_state["logs_source"]).
+
+def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo], list[SourceInfo]]:
+    """Draw the picker; return the files uploaded now (maybe none), the stored uploads and the production sources
+    that hold requests.
+
+    "Load sample" and "Open" make their log the one on show (st.session_state["logs_source"]), and so does a link
+    that names a stored input (?log=upload-<id> or ?log=source-<id>, source.open_link).
     """
     ss = st.session_state
+    uploads = list_uploads(eng)
+    sources = [s for s in list_sources(eng) if s.n_requests]
+    linked = open_link(uploads, sources)
+    if linked is not None:  # the picker shows what the link opened
+        ss.logs_stored = linked[1] if linked[0] == "stored" else f"source-{linked[1]}"
     files = st.file_uploader(
         "Request logs",
         accept_multiple_files=True,
@@ -34,16 +51,21 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo]]:
         if st.button("Load sample", key="logs_load_sample", icon=":material/science:"):
             ss.logs_source = ("sample", sample)
             drop_spool()
-    uploads = list_uploads(eng)
+    stored = stored_inputs(uploads, sources)
     with right:
-        if uploads:
+        if stored:
             chosen = st.selectbox(
-                "…or open a stored upload",
-                [u.id for u in uploads],
+                "…or open a stored upload" + (" or a production source" if sources else ""),
+                list(stored),
                 key="logs_stored",
-                format_func=lambda i: next(f"{u.name} ({u.n_requests:,} requests)" for u in uploads if u.id == i),
+                format_func=lambda k: stored.get(k, str(k)),
+                help="A production source is the LiteLLM proxy's own requests, read on the Sources page (Sync now)."
+                if sources
+                else None,
             )
-            if st.button("Open stored upload", key="logs_open_stored", icon=":material/folder_open:"):
-                ss.logs_source = ("stored", chosen)
+            if st.button("Open", key="logs_open_stored", icon=":material/folder_open:") and chosen is not None:
+                ss.logs_source = (
+                    ("source", int(chosen.removeprefix("source-"))) if isinstance(chosen, str) else ("stored", chosen)
+                )
                 drop_spool()
-    return files or [], uploads
+    return files or [], uploads, sources

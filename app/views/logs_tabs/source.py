@@ -1,5 +1,10 @@
-"""Logs › source: the log on show — a new upload (copied to disk, kept across pages), a sample or a stored upload — and
-reading it, once per source and read options (st.session_state["logs_result"] or ["logs_error"])."""
+"""Logs › source: the log on show — a new upload (copied to disk, kept across pages), a sample, a stored upload or a
+production source — and reading it, once per source and read options (st.session_state["logs_result"] or
+["logs_error"]).
+
+A stored input on show is named in the page's address (?log=upload-<id> or ?log=source-<id>), so a link to the Logs
+page reopens it: `open_link` opens the one a link names, `keep_link` keeps the address naming the one on show.
+"""
 
 import json
 from dataclasses import dataclass
@@ -13,10 +18,16 @@ from planner.logs.context import MAP_HINT_PAGE
 from planner.logs.samples import SAMPLE_DIR
 from planner.logs.spool import Spool
 from planner.store.logs import UploadInfo, UploadNotFound, load_upload_frame
+from planner.store.sources import SourceInfo, load_source_frame
 from planner.untrusted import md_text
+from ttft_planner_app import viewer
 from ttft_planner_app.views.logs_tabs.options import ReadOptions
 
-__all__ = ["Reading", "current", "drop_spool", "kept_mapping", "read"]
+__all__ = ["LINK", "Reading", "current", "drop_spool", "keep_link", "kept_mapping", "link_value", "open_link", "read"]
+
+# The query parameter naming the stored input on show: "upload-<id>" or "source-<id>" (a public contract: deep links).
+LINK = "log"
+_LINK_KINDS = {"stored": "upload", "source": "source"}
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,51 @@ def drop_spool() -> None:
         spool.close()
 
 
+def link_value(source: tuple | None) -> str | None:
+    """The address's name for a stored input (("stored", id) → "upload-<id>", ("source", id) → "source-<id>");
+    None for anything a link cannot reopen (an upload not stored, a sample)."""
+    kind = _LINK_KINDS.get(source[0]) if source else None
+    return f"{kind}-{source[1]}" if kind and source else None
+
+
+def open_link(uploads: list[UploadInfo], sources: list[SourceInfo]) -> tuple | None:
+    """Put the stored input a link names (?log=…) on show, when the address came from outside (a link opened, not
+    what `keep_link` wrote last), and return it; a link to one that is gone says so and is dropped."""
+    ss = st.session_state
+    value = st.query_params.get(LINK)
+    if value is None or value == ss.get("logs_link"):
+        return None
+    known = {link_value(("stored", u.id)): ("stored", u.id) for u in uploads}
+    known |= {link_value(("source", s.id)): ("source", s.id) for s in sources}
+    if value in known:
+        if ss.get("logs_source") != known[value]:
+            ss.logs_source = known[value]
+            drop_spool()
+        ss.logs_link = value
+        return known[value]
+    st.info(
+        "The link names a stored log that is not here (deleted, or a production source with no requests yet): "
+        "pick a log below.",
+        icon=":material/link_off:",
+    )
+    del st.query_params[LINK]
+    ss.logs_link = None
+    return None
+
+
+def keep_link(source: tuple | None) -> None:
+    """Make the address name `source` (the log on show), or nothing when a link cannot reopen it."""
+    value = link_value(source)
+    if st.query_params.get(LINK) != value:
+        if value is None:
+            del st.query_params[LINK]
+        else:
+            st.query_params[LINK] = value
+    st.session_state.logs_link = value
+
+
 def current(files: list[UploadedFile]) -> tuple:
-    """The source on show: ("files", ids), ("sample", file name) or ("stored", upload id).
+    """The source on show: ("files", ids), ("sample", file name), ("stored", upload id) or ("source", source id).
 
     A new upload is copied to disk first; the last one stays on show (with a Clear button) when the uploader is empty,
     so leaving the page does not lose it. Stops the page with a hint when there is no log yet.
@@ -61,6 +115,7 @@ def current(files: list[UploadedFile]) -> tuple:
     source = ss.get("logs_source")
     if source is not None and source[0] == "files" and not (ss.get("logs_spool") and ss.logs_spool.alive):
         source = None
+    keep_link(source)
     if source is None:
         st.info("Upload a log, load a sample, or open a stored upload to start.")
         st.stop()
@@ -75,13 +130,30 @@ def current(files: list[UploadedFile]) -> tuple:
     return source
 
 
-def read(eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo]) -> Reading:
+def read(
+    eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo], sources: list[SourceInfo]
+) -> Reading:
     """Read `source` with `opts` and the column mapping made for it, unless the session already holds that reading.
 
     Leaves {"frame", "label", "parsed"} in st.session_state["logs_result"], or {"message", "columns"} in
-    ["logs_error"] when nothing could be read. A stored upload that has gone stops the page with the reason.
+    ["logs_error"] when nothing could be read. A stored upload or a production source that has gone stops the page
+    with the reason. A production source is read again once a sync has added requests to it.
     """
     ss = st.session_state
+    src, synced = None, None  # a production source on show, and its sync state (part of the reading's key)
+    if source[0] == "source":
+        src = next((s for s in sources if s.id == source[1]), None)
+        if src is None:
+            st.error("That production source was removed, or holds no requests: open another log.")
+            ss.pop("logs_source", None)
+            keep_link(None)
+            st.stop()
+        synced = [src.n_requests, src.watermark_ms, src.watermark_id]
+        st.caption(
+            f"Production traffic from the LiteLLM proxy: source “{md_text(src.name)}”, {src.n_requests:,} requests "
+            f"up to {viewer.fmt_ms(src.watermark_ms)}, last synced {viewer.fmt_ms(src.synced_at_ms)}. Sync it on "
+            "the Sources page."
+        )
     source_id = json.dumps(source, default=str)
     # A mapping belongs to the file it was made for. The next upload (a second file added, the same export again)
     # keeps it when that upload cannot be read by its own columns and holds every column the mapping names.
@@ -93,7 +165,9 @@ def read(eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo
     tok_id = opts.tok_file.file_id if opts.tok_file else None
 
     def key_for(m: dict[str, str] | None) -> str:
-        return json.dumps([source, opts.fmt, m, opts.naive_tz, opts.start, opts.cache_blocks, tok_id], default=str)
+        return json.dumps(
+            [source, opts.fmt, m, opts.naive_tz, opts.start, opts.cache_blocks, tok_id, synced], default=str
+        )
 
     key = key_for(mapping)
     if ss.get("logs_key") != key:
@@ -112,6 +186,14 @@ def read(eng: Engine, source: tuple, opts: ReadOptions, uploads: list[UploadInfo
                 st.stop()
             name = next((u.name for u in uploads if u.id == source[1]), str(source[1]))
             ss.logs_result = {"frame": frame, "label": f"stored upload “{name}”", "parsed": None}
+        elif src is not None:
+            with st.spinner(f"Loading {src.n_requests:,} production requests…"):
+                frame = load_source_frame(eng, src.id)
+            ss.logs_result = {
+                "frame": frame,
+                "label": f"production traffic from the LiteLLM proxy, source “{src.name}”",
+                "parsed": None,
+            }
         else:
             inputs = list(ss.logs_spool.paths) if source[0] == "files" else [SAMPLE_DIR / source[1]]
             bar = st.progress(0.0, "Reading…")

@@ -1,0 +1,315 @@
+"""Sources: our own production traffic, read where it already lives (the LiteLLM proxy's PostgreSQL) and kept here.
+
+A source names the environment variable holding its database URL: the URL is read from the server's environment at
+each Test and sync, and is never stored or shown (a message from the database has every URL in it replaced by the
+variable's name). Sync now reads the requests since the last one read (planner.sources.sync: read-only on the
+proxy's database, restart-safe) and the Logs page then opens a source like a stored upload.
+"""
+
+import os
+import re
+from urllib.parse import unquote, urlsplit
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.exc import ArgumentError
+
+from planner.sources import litellm
+from planner.sources.sync import sync_source
+from planner.stats import summarize
+from planner.store.sources import (
+    SourceInfo,
+    SourceKind,
+    SourceNotFound,
+    add_source,
+    list_sources,
+    load_source_frame,
+    remove_source,
+)
+from planner.untrusted import mask_secret, md_text
+from ttft_planner_app import viewer
+from ttft_planner_app.auth import can, record, require
+from ttft_planner_app.cache import engine
+from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.views.logs_tabs.source import LINK, link_value
+from ttft_planner_app.widgets import wrapped_table
+
+# One click reads at most this many pages of SYNC_PAGE_ROWS (the page waits for it); the next click goes on from
+# there, and `ttft-planner sources sync` reads without a limit.
+SYNC_PAGE_ROWS = 5_000
+SYNC_MAX_PAGES = 40
+KINDS = {SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)"}
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+# Any URL a driver's message may carry (the source's own, or SQLAlchemy's redacted form): up to white space or a
+# closing parenthesis, less a trailing colon that ends the clause ("postgresql+psycopg://u:***@h:5432/db: refused").
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()]*?(?=:?(?:[\s)]|$))")
+
+st.title("Sources")
+st.caption(
+    "Your own production traffic, read where it already lives: the LiteLLM proxy's PostgreSQL (its "
+    "LiteLLM_SpendLogs table), read-only. Sync now copies the requests' times, token counts and first-token times "
+    "(never prompts or replies) into this dashboard's store; the Logs page then shows them like a stored upload."
+)
+eng = engine()
+ss = st.session_state
+tz = viewer.time_zone()
+# What the last action did, shown after the rerun that refreshed the table (the Endpoints page's pattern).
+flash_slot = st.empty()
+flash = ss.pop("sources_flash", None)
+if flash:
+    with flash_slot.container():
+        getattr(st, flash[0])(flash[1])
+
+
+def _is_set(var: str) -> bool:
+    return bool(os.environ.get(var))
+
+
+def _clean(message: str, src: SourceInfo) -> str:
+    """A message from the source's database with no URL and no password in it: every URL (the source's own, or its
+    redacted form) becomes "the database in $VAR"."""
+    text = _URL.sub(f"the database in ${src.secret_ref}", message)
+    dsn = os.environ.get(src.secret_ref, "")
+    try:
+        password = urlsplit(dsn).password or ""
+    except ValueError:
+        password = ""
+    for secret in (dsn, password, unquote(password)):
+        text = mask_secret(text, secret) if secret else text
+    return text.rstrip(".")
+
+
+def _problem(src: SourceInfo) -> str | None:
+    """Why the source's variable cannot be used as it is (unset, or not a PostgreSQL URL), without showing it."""
+    dsn = os.environ.get(src.secret_ref, "")
+    if not dsn:
+        return _unset(src.secret_ref)
+    if not dsn.startswith(("postgresql://", "postgresql+psycopg://")):  # what litellm.connect takes
+        return f"${src.secret_ref} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
+    return None
+
+
+def _unset(var: str) -> str:
+    return (
+        f"${var} is not set on the dashboard's server: set it there to the LiteLLM proxy's PostgreSQL URL "
+        "(postgresql://user:password@host/db; a read-only role is enough) and restart the dashboard."
+    )
+
+
+def _not_a_url(src: SourceInfo, exc: Exception) -> str:
+    return f"${src.secret_ref} does not hold a PostgreSQL URL that can be opened ({type(exc).__name__})."
+
+
+def _when(ms: int | None, never: str = "—") -> str:
+    return never if ms is None else viewer.fmt_ms(ms, tz)
+
+
+def _test(src: SourceInfo) -> list[tuple[str, str]]:
+    """Connect read-only and say what the proxy's table holds: [(level, text)]."""
+    if problem := _problem(src):
+        return [("error", problem)]
+    try:
+        reader = litellm.connect(os.environ[src.secret_ref])
+        try:
+            got = litellm.describe(reader)
+        finally:
+            reader.dispose()
+    except litellm.LiteLLMError as exc:
+        return [("error", f"{src.name}: {_clean(str(exc), src)}.")]
+    except (ArgumentError, ValueError) as exc:
+        return [("error", f"{src.name}: {_not_a_url(src, exc)}")]
+    if not got["rows"]:
+        return [("success", f"{src.name}: connected; {litellm.TABLE} holds no requests yet.")]
+    return [
+        (
+            "success",
+            f"{src.name}: {litellm.TABLE} holds {got['rows']:,} requests, first {_when(got['first_ms'])}, "
+            f"last {_when(got['last_ms'])}.",
+        )
+    ]
+
+
+def _sync(src: SourceInfo) -> dict:
+    """Read the source's new requests into the store; what to show: {"lines": [(level, text)], "metrics": […]}."""
+    if problem := _problem(src):
+        return {"lines": [("error", problem)]}
+    try:
+        with st.spinner(f"Reading {md_text(src.name)}'s new requests…"):
+            rep = sync_source(eng, src, page_rows=SYNC_PAGE_ROWS, max_pages=SYNC_MAX_PAGES)
+    except litellm.LiteLLMError as exc:
+        why = _clean(str(exc), src)
+        return {"lines": [("error", f"{src.name}: {why}; what was read before it is kept, the next sync goes on.")]}
+    except (ArgumentError, ValueError) as exc:
+        return {"lines": [("error", f"{src.name}: {_not_a_url(src, exc)}")]}
+    record("source.sync", src.name, f"synced source: {rep.new:,} new requests")
+    frame = load_source_frame(eng, src.id)
+    ttft = summarize(frame["ttft_ms"])
+    p50, p95 = ttft["p50"], ttft["p95"]
+    lines = [
+        (
+            "success",
+            f"{src.name}: read {rep.read:,} requests in {rep.pages:,} page{'' if rep.pages == 1 else 's'}, "
+            f"{rep.new:,} new, {len(rep.left_out):,} left out; {len(frame):,} kept.",
+        )
+    ]
+    lines += [("warning", f"Left out {rid}: {why}.") for rid, why in rep.left_out[:5]]
+    if rep.pages >= SYNC_MAX_PAGES:
+        lines.append(
+            (
+                "info",
+                f"Stopped after {rep.pages:,} pages of {SYNC_PAGE_ROWS:,}: press Sync now again for the rest, or run "
+                f"ttft-planner sources sync {src.name}.",
+            )
+        )
+    if p50.n:
+        unreliable = "" if p95.reliable else " The p95 rests on fewer than 20 requests: it is only the largest value."
+        note = (
+            f"Production TTFT (first token − start, nearest rank) over the {p50.n:,} kept requests with a first-token "
+            f"time.{unreliable}"
+        )
+    else:
+        note = "No kept request has a first-token time (the proxy records one for streamed replies only)."
+    lines.append(("caption", note))
+    fmt = lambda pc: "—" if pc.value is None else f"{pc.value:,.0f} ms"  # noqa: E731
+    metrics = [
+        ("Read", f"{rep.read:,}"),
+        ("New", f"{rep.new:,}"),
+        ("Left out", f"{len(rep.left_out):,}"),
+        ("Production TTFT p50", fmt(p50)),
+        ("Production TTFT p95", fmt(p95)),
+    ]
+    return {"lines": lines, "metrics": metrics}
+
+
+def _show(src: SourceInfo, result: dict) -> None:
+    """Draw what the last Test or Sync now of `src` found (outside text made inert)."""
+    if result.get("metrics"):
+        cols = st.columns(len(result["metrics"]))
+        for col, (label, value) in zip(cols, result["metrics"], strict=True):
+            col.metric(label, value)
+    for level, text in result["lines"]:
+        getattr(st, level)(md_text(text))
+    link = link_value(("source", src.id))  # how the Logs page's address names this source
+    if result.get("metrics") and link:
+        st.page_link(
+            "views/logs.py", label="Open it on the Logs page", icon=":material/receipt_long:", query_params={LINK: link}
+        )
+
+
+sources = list_sources(eng)
+if sources:
+    table = pd.DataFrame(
+        [
+            {
+                "Name": s.name,
+                "Kind": KINDS.get(s.kind, str(s.kind)),
+                "URL from": f"${s.secret_ref}" + ("" if _is_set(s.secret_ref) else " (not set on this server)"),
+                "Requests kept": f"{s.n_requests:,}",
+                "Read up to": _when(s.watermark_ms),
+                "Last synced": _when(s.synced_at_ms, "never"),
+                "Last error": _clean(s.last_error, s) if s.last_error else "—",
+            }
+            for s in sources
+        ]
+    )
+    wrapped_table(table)
+else:
+    st.info("No sources yet. Add the LiteLLM proxy's database below.")
+
+results = ss.setdefault("sources_results", {})
+for s in sources:
+    with st.container(border=True):
+        st.markdown(
+            f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · URL from {md_text('$' + s.secret_ref)}"
+        )
+        b = st.columns([1, 1, 1, 3])
+        if b[0].button(
+            "Test", key=f"sources_test_{s.id}", icon=":material/lan:", disabled=not can("source.sync")
+        ) and require("source.sync"):
+            results[s.id] = {"lines": _test(s)}
+        if b[1].button(
+            "Sync now", key=f"sources_sync_{s.id}", icon=":material/sync:", disabled=not can("source.sync")
+        ) and require("source.sync"):
+            try:
+                results[s.id] = _sync(s)
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
+            else:
+                st.rerun()  # the table above shows the new count, watermark, sync time or error
+        sure = b[3].checkbox(
+            f"Yes, remove {md_text(s.name)} and its {s.n_requests:,} stored requests",
+            key=f"sources_sure_{s.id}",
+            help="The proxy's own database is not touched.",
+        )
+        if b[2].button(
+            "Remove", key=f"sources_remove_{s.id}", icon=":material/delete:", disabled=not can("source.write")
+        ) and require("source.write"):
+            if not sure:
+                st.warning(f"Tick “Yes, remove {md_text(s.name)} …” first: removing cannot be undone.")
+            else:
+                try:
+                    remove_source(eng, s.name)
+                    record("source.write", s.name, f"removed source with its {s.n_requests:,} requests")
+                except SourceNotFound:
+                    pass  # removed meanwhile (another tab): the table below no longer lists it either way
+                except STORE_FAILURES as exc:
+                    show_store_failure(exc)
+                else:
+                    results.pop(s.id, None)
+                    ss.sources_flash = (
+                        "success",
+                        f"Removed {md_text(s.name)} and its {s.n_requests:,} stored requests (the proxy's database "
+                        "is not touched).",
+                    )
+                    st.rerun()
+        if s.id in results:
+            _show(s, results.pop(s.id))  # once: a later run of the page shows the table's state, not an old answer
+
+
+def _reset_add_form() -> None:
+    for k in ("sources_add_name", "sources_add_var"):
+        ss.pop(k, None)
+
+
+with st.expander("Add a LiteLLM source", expanded=not sources, icon=":material/add:"):
+    with st.form("sources_add"):
+        c = st.columns(2)
+        name = c[0].text_input("Name", key="sources_add_name", placeholder="prod-proxy", max_chars=120)
+        var = c[1].text_input(
+            "Environment variable holding its PostgreSQL URL",
+            key="sources_add_var",
+            placeholder="LITELLM_DSN",
+            help="The variable's name, not the URL: e.g. LITELLM_DSN, set to postgresql://user:password@host/db.",
+        )
+        st.caption(
+            "The URL is read from this variable in the dashboard server's environment at each Test and sync: it is "
+            "never stored and never shown. A read-only role on the proxy's database is enough."
+        )
+        if st.form_submit_button("Add source", type="primary", disabled=not can("source.write")) and require(
+            "source.write"
+        ):
+            var = var.strip()
+            if not _VARIABLE.fullmatch(var):
+                # never echoed: what was typed may be the URL itself, password and all; the box is emptied
+                ss.pop("sources_add_var", None)
+                ss.sources_flash = (
+                    "error",
+                    "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
+                    "URL itself: the URL stays in the server's environment.",
+                )
+                st.rerun()
+            try:
+                add_source(eng, name, SourceKind.LITELLM, var)
+                record("source.write", name.strip(), f"added source: LiteLLM, URL from ${var}")
+            except ValueError as exc:
+                st.error(md_text(str(exc)[:1].upper() + str(exc)[1:] + "."))
+            except STORE_FAILURES as exc:
+                show_store_failure(exc)
+            else:
+                ss.sources_flash = (
+                    "success",
+                    f"Added {md_text(name.strip())}: press Test to check the connection, then Sync now."
+                    + ("" if _is_set(var) else f" {md_text(_unset(var))}"),
+                )
+                _reset_add_form()
+                st.rerun()
