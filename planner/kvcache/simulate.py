@@ -12,6 +12,12 @@ the replica a request goes to:
 - prefix: the replica holding the longest cached prefix of the prompt, ties and misses least-loaded (SGLang's
   cache-aware router, without its balance threshold).
 
+The engine decides what a replica keeps (a stated parameter): `blocks`, vLLM's and SGLang's LRU block cache above;
+or `llama.cpp`, its server's slots (planner.kvcache.slots, proven against the server's own counters): the replica's
+KV split into `slots` slots, each keeping its last prompt, a request landing on the most similar slot or the least
+recently used and reusing its common prefix with it — replayed here at block granularity (a slot's tokens are the
+prompt's block hashes; its output is not known, so not kept).
+
 Predicted TTFT here is service only: a fixed overhead plus the uncached prompt at the prefill rate; queueing is the
 what-if's business (planner.whatif), which can take these uncached tokens as its prompts.
 """
@@ -26,10 +32,35 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from planner.kvcache.chains import PrefixRequest
+from planner.kvcache.slots import LlamaCppSlots, common_prefix
 from planner.logs.prefix import PrefixCache
 from planner.stats import Percentile, percentile
 
-__all__ = ["PrefixRun", "Routing", "ServiceRates", "reuse_ceiling", "simulate"]
+__all__ = ["Engine", "PrefixRun", "Routing", "ServiceRates", "reuse_ceiling", "simulate"]
+
+
+class Engine(StrEnum):
+    BLOCKS = "blocks"  # vLLM / SGLang: an LRU cache of KV blocks per replica
+    LLAMA_CPP = "llama.cpp"  # llama.cpp's server: slots, each keeping its last sequence
+
+
+class _Slots:
+    """llama.cpp's slots over block hashes, answering as PrefixCache does (leading blocks cached)."""
+
+    def __init__(self, n_slots: int, capacity_blocks: int) -> None:
+        self.slots = LlamaCppSlots(n_slots, max(2, capacity_blocks // n_slots))
+        self._unique = 0
+
+    def matched_blocks(self, hashes: Sequence[int]) -> int:
+        return max(common_prefix(self.slots.tokens(i), hashes) for i in range(self.slots.n_slots))
+
+    def hit_blocks(self, hashes: Sequence[int]) -> int:
+        if len(hashes) + 1 >= self.slots.slot_tokens:
+            return 0  # longer than a slot's context: the server refuses it, so nothing is reused
+        self._unique += 1
+        # a token no other prompt has (block hashes are ≥ 0) stands for the prompt's last, partial block: the
+        # server's "one token always evaluated" then never takes a whole block back
+        return self.slots.serve([*hashes, -self._unique])
 
 
 class Routing(StrEnum):
@@ -101,16 +132,23 @@ def simulate(
     block_tokens: int,
     routing: Routing | str = Routing.ROUND_ROBIN,
     rates: ServiceRates | None = None,
+    engine: Engine | str = Engine.BLOCKS,
+    slots: int = 4,
 ) -> PrefixRun:
-    """Replay `requests` (in arrival order) on `replicas` replicas of `capacity_blocks` blocks each.
+    """Replay `requests` (in arrival order) on `replicas` replicas of `capacity_blocks` blocks each (for the
+    llama.cpp engine, split over `slots` slots).
 
-    Raises ValueError for fewer than one replica or block.
+    Raises ValueError for fewer than one replica, block or slot.
     """
-    if replicas < 1 or capacity_blocks < 1 or block_tokens < 1:
+    if replicas < 1 or capacity_blocks < 1 or block_tokens < 1 or slots < 1:
         raise ValueError("a deployment needs at least one replica of at least one block of at least one token")
     routing = Routing(routing)
     rates = rates or ServiceRates()
-    caches = [PrefixCache(capacity_blocks, block_tokens) for _ in range(replicas)]
+    caches: list[PrefixCache | _Slots]
+    if Engine(engine) is Engine.LLAMA_CPP:
+        caches = [_Slots(slots, capacity_blocks) for _ in range(replicas)]
+    else:
+        caches = [PrefixCache(capacity_blocks, block_tokens) for _ in range(replicas)]
     busy: list[list[float]] = [[] for _ in range(replicas)]  # per replica: a heap of finish times (ms)
     replica_of, cached = [], []
     turn = 0

@@ -71,7 +71,10 @@ class Page:
 
 def connect(dsn: str) -> sa.Engine:
     """A read-only engine on the LiteLLM database (postgresql://… or postgresql+psycopg://…)."""
-    url = dsn.replace("postgresql://", "postgresql+psycopg://", 1) if dsn.startswith("postgresql://") else dsn
+    for scheme in ("postgresql://", "postgres://"):
+        if dsn.startswith(scheme):
+            dsn = "postgresql+psycopg://" + dsn.removeprefix(scheme)
+    url = dsn
     if not url.startswith("postgresql+psycopg://"):
         raise LiteLLMError("the LiteLLM source needs a PostgreSQL URL (postgresql://user@host/db)")
     return sa.create_engine(url, poolclass=sa.pool.NullPool).execution_options(postgresql_readonly=True)

@@ -74,6 +74,8 @@ def sync_source(
             after = page.last
             if len(page.rows) + len(page.left_out) < page_rows:
                 break
+        if not pages:  # nothing new: still a sync that worked (its time kept, an earlier error cleared)
+            store_batch(store, source.id, [], None)
     except litellm.LiteLLMError as exc:
         record_sync_error(store, source.id, str(exc))
         raise

@@ -213,3 +213,20 @@ def test_whatif_sizes_the_prefix_cache_from_the_deployment_as_the_same_number_of
     assert both.exit_code == 2 and "not both" in both.output
     tight = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:1"])
     assert tight.exit_code == 2 and "leaves no KV room" in tight.output
+
+
+def test_the_llama_cpp_engine_keeps_one_sequence_per_slot():
+    a = [PrefixRequest(0, "a", 10, (1,)), PrefixRequest(2, "a", 20, (1, 2))]
+    b = [PrefixRequest(1, "b", 10, (7,)), PrefixRequest(3, "b", 20, (7, 8))]
+    mixed = sorted(a + b, key=lambda r: r.ts_ms)  # a1 b1 a2 b2
+
+    def run(slots: int) -> tuple[int, ...]:
+        got = simulate(mixed, replicas=1, capacity_blocks=40, block_tokens=10, engine="llama.cpp", slots=slots)
+        return got.cached_tokens
+
+    # two slots: a1 and b1 each take an empty slot; a2 and b2 find their first turn on their own slot by similarity
+    assert run(2) == (0, 0, 10, 10)
+    # one slot keeps only the last prompt: b1 replaced a1, a2 replaced b1
+    assert run(1) == (0, 0, 0, 0)
+    # the block cache keeps both conversations' blocks whatever the order
+    assert simulate(mixed, replicas=1, capacity_blocks=40, block_tokens=10).cached_tokens == (0, 0, 10, 10)
