@@ -21,7 +21,7 @@ from planner.cli._common import echo_json
 from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import capacity_grid, knee, regime, sentence
-from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
+from planner.kvcache.simulate import Engine, Routing, ServiceRates, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
 
 __all__ = ["COMMANDS", "prefix"]
@@ -69,6 +69,21 @@ def _num(x: float | None, unit: str = "") -> str:
     help="Routing policy (repeatable; default: all four).",
 )
 @click.option(
+    "--engine",
+    type=click.Choice([e.value for e in Engine]),
+    default=Engine.BLOCKS.value,
+    show_default=True,
+    help="What a replica keeps: blocks (vLLM/SGLang: an LRU cache of KV blocks) or llama.cpp (its server's slots, "
+    "each keeping its last prompt; see --slots).",
+)
+@click.option(
+    "--slots",
+    type=click.IntRange(1, 1024),
+    default=4,
+    show_default=True,
+    help="llama.cpp only: slots per replica (-np), the replica's KV split evenly over them.",
+)
+@click.option(
     "--block-tokens",
     type=click.IntRange(min=1),
     default=None,
@@ -96,6 +111,8 @@ def prefix(
     usable_fraction,
     replicas,
     routings,
+    engine,
+    slots,
     block_tokens,
     slope_ms_per_1k,
     tokenizer,
@@ -150,8 +167,8 @@ def prefix(
     chosen = [Routing(r) for r in routings] or list(Routing)
     ceiling, within = reuse_ceiling(trace.requests, trace.block_tokens)
     grid = capacity_grid(trace, cap.tokens if cap else None)
-    sweep = regime(trace, grid, replicas[:1], chosen, rates)
-    at_cap = regime(trace, [cap.tokens], replicas + [replicas[-1] + 1], chosen, rates) if cap else []
+    sweep = regime(trace, grid, replicas[:1], chosen, rates, engine, slots)
+    at_cap = regime(trace, [cap.tokens], replicas + [replicas[-1] + 1], chosen, rates, engine, slots) if cap else []
     knees = {r.value: knee([p for p in sweep if p.routing == r.value]) for r in chosen}
     deployment = (
         f"{replicas[0]} replica{'s' if replicas[0] > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
@@ -172,6 +189,7 @@ def prefix(
                 "reuse_within_session": within,
                 "kv_capacity": None if cap is None else {**cap.__dict__, "blocks": cap.blocks, "label": cap.label()},
                 "prefill_rate": rate_source,
+                "engine": engine if engine == Engine.BLOCKS else f"{engine}, {slots} slots a replica",
                 "regime": [p.__dict__ for p in sweep],
                 "knee_tokens": knees,
                 "deployment": [p.__dict__ for p in at_cap if p.replicas in replicas],
@@ -186,6 +204,8 @@ def prefix(
         + (f" ({within:.1%} within the same session)" if sessions else "")
     )
     click.echo(f"prefill: {rate_source}")
+    if engine != Engine.BLOCKS:
+        click.echo(f"engine: llama.cpp's slots, {slots} a replica, each keeping its last prompt")
     if cap is None:
         click.echo("(give --model and --gpu for the deployment's KV capacity, the table at it and the sentence)")
     else:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.kvcache.chains import PrefixTrace
-from planner.kvcache.simulate import PrefixRun, Routing, ServiceRates, simulate
+from planner.kvcache.simulate import Engine, PrefixRun, Routing, ServiceRates, simulate
 
 __all__ = ["RegimePoint", "capacity_grid", "knee", "regime", "sentence"]
 
@@ -62,8 +62,10 @@ def regime(
     replicas: Sequence[int],
     routings: Sequence[Routing | str],
     rates: ServiceRates | None = None,
+    engine: Engine | str = Engine.BLOCKS,
+    slots: int = 4,
 ) -> list[RegimePoint]:
-    """One point per (routing, replicas, capacity)."""
+    """One point per (routing, replicas, capacity), on `engine` (planner.kvcache.simulate.Engine)."""
     out = []
     for routing in routings:
         for n in replicas:
@@ -76,6 +78,8 @@ def regime(
                     block_tokens=trace.block_tokens,
                     routing=routing,
                     rates=rates,
+                    engine=engine,
+                    slots=slots,
                 )
                 out.append(RegimePoint.of(run))
     return out

@@ -230,3 +230,26 @@ def test_the_llama_cpp_engine_keeps_one_sequence_per_slot():
     assert run(1) == (0, 0, 0, 0)
     # the block cache keeps both conversations' blocks whatever the order
     assert simulate(mixed, replicas=1, capacity_blocks=40, block_tokens=10).cached_tokens == (0, 0, 10, 10)
+
+
+def test_the_command_replays_the_llama_cpp_engine_when_asked():
+    sample = assets_dir() / "sample_logs" / "agent_sessions.jsonl"
+    args = ["prefix", str(sample), "--model", "qwen2.5-coder-32b", "--gpu", "L40S", "--replicas", "2", "--json"]
+    got = CliRunner().invoke(cli, [*args, "--engine", "llama.cpp", "--slots", "4", "--routing", "session"])
+    assert got.exit_code == 0, got.output
+    d = json.loads(got.output)
+    trace = read_prefix_trace(sample)
+    cap = kv_capacity(MODELS["qwen2.5-coder-32b"], GPUS["L40S"], block_tokens=trace.block_tokens)
+    run = simulate(
+        trace.requests,
+        replicas=2,
+        capacity_blocks=cap.blocks,
+        block_tokens=16,
+        routing="session",
+        engine="llama.cpp",
+        slots=4,
+    )
+    assert d["engine"] == "llama.cpp, 4 slots a replica"
+    assert d["deployment"][0]["hit_rate"] == pytest.approx(run.hit_rate)
+    blocks = simulate(trace.requests, replicas=2, capacity_blocks=cap.blocks, block_tokens=16, routing="session")
+    assert run.hit_rate < blocks.hit_rate  # one slot per prompt keeps less than a block cache of the same memory
