@@ -155,9 +155,8 @@ def test_the_reader_cannot_write_and_a_table_without_the_columns_is_named(engine
     assert "s3cret-pw" not in after.last_error  # the URL in a message is redacted
 
 
-def test_the_commands_connect_sync_and_never_keep_the_password(store_url, proxy_db, monkeypatch):
-    if not store_url.startswith("sqlite"):
-        pytest.skip("the store's dialect is covered by the engine tests above")
+def test_the_commands_connect_sync_and_never_keep_the_password(sqlite_store_url, proxy_db, monkeypatch):
+    store_url = sqlite_store_url  # the store's dialects are the engine tests' above
     _insert(proxy_db, _requests(30))
     monkeypatch.setenv("LITELLM_DSN", proxy_db)
     run = lambda *a: CliRunner().invoke(cli, ["sources", *a, "--database-url", store_url])  # noqa: E731
