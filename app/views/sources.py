@@ -38,7 +38,7 @@ from ttft_planner_app.widgets import wrapped_table
 # there, and `ttft-planner sources sync` reads without a limit.
 SYNC_PAGE_ROWS = 5_000
 SYNC_MAX_PAGES = 40
-KINDS = {SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)"}
+KINDS = {SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)", SourceKind.OTLP: "OpenTelemetry spans (OTLP receiver)"}
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 # Any URL a driver's message may carry (the source's own, or SQLAlchemy's redacted form): up to white space or a
 # closing parenthesis, less a trailing colon that ends the clause ("postgresql+psycopg://u:***@h:5432/db: refused").
@@ -219,16 +219,24 @@ else:
 results = ss.setdefault("sources_results", {})
 for s in sources:
     with st.container(border=True):
+        pulled = s.kind is SourceKind.LITELLM  # an OTLP source is pushed to the receiver: nothing to test or sync
+        secret = "URL" if pulled else "bearer token"
         st.markdown(
-            f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · URL from {md_text('$' + s.secret_ref)}"
+            f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · {secret} from {md_text('$' + s.secret_ref)}"
         )
+        if not pulled:
+            st.caption(f"Spans arrive through `ttft-planner sources receive {md_text(s.name)}` (OTLP/HTTP).")
         b = st.columns([1, 1, 1, 3])
-        if b[0].button(
-            "Test", key=f"sources_test_{s.id}", icon=":material/lan:", disabled=not can("source.sync")
-        ) and require("source.sync"):
+        may_pull = pulled and can("source.sync")
+        if b[0].button("Test", key=f"sources_test_{s.id}", icon=":material/lan:", disabled=not may_pull) and require(
+            "source.sync"
+        ):
             results[s.id] = {"lines": _test(s)}
         if b[1].button(
-            "Sync now", key=f"sources_sync_{s.id}", icon=":material/sync:", disabled=not can("source.sync")
+            "Sync now",
+            key=f"sources_sync_{s.id}",
+            icon=":material/sync:",
+            disabled=not pulled or not can("source.sync"),
         ) and require("source.sync"):
             try:
                 results[s.id] = _sync(s)

@@ -51,20 +51,59 @@ def sources() -> None:
 @click.argument("name")
 @click.option(
     "--litellm-dsn-env",
-    "env_name",
-    required=True,
+    "dsn_env",
     metavar="VAR",
     help="The environment variable holding the LiteLLM proxy's PostgreSQL URL (a read-only role is enough).",
 )
+@click.option(
+    "--otlp-token-env",
+    "token_env",
+    metavar="VAR",
+    help="An OpenTelemetry source instead: the environment variable holding the bearer token its exporters send "
+    "to `ttft-planner sources receive NAME`.",
+)
 @store_option
-def add(name: str, env_name: str, database_url: str | None) -> None:
-    """Add a source NAME: the LiteLLM proxy's database, whose URL is read from $VAR at each sync."""
+def add(name: str, dsn_env: str | None, token_env: str | None, database_url: str | None) -> None:
+    """Add a source NAME: the LiteLLM proxy's database (its URL read from $VAR at each sync), or an OpenTelemetry
+    receiver's (spans pushed to it, with the token in $VAR)."""
+    if (dsn_env is None) == (token_env is None):
+        raise click.UsageError("give one of --litellm-dsn-env VAR or --otlp-token-env VAR")
+    kind, var = (SourceKind.LITELLM, dsn_env) if dsn_env else (SourceKind.OTLP, token_env)
+    assert var is not None
     engine = open_engine(database_url)
     try:
-        add_source(engine, name, SourceKind.LITELLM, env_name)
+        add_source(engine, name, kind, var)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    click.echo(f"added source {name} (litellm, URL from ${env_name})")
+    what = "URL" if kind is SourceKind.LITELLM else "bearer token"
+    click.echo(f"added source {name} ({kind}, {what} from ${var})")
+
+
+@sources.command()
+@click.argument("name")
+@click.option("--port", type=click.IntRange(1, 65535), default=4318, show_default=True, help="OTLP/HTTP's port.")
+@click.option(
+    "--address", default="127.0.0.1", show_default=True, help="Listen address (0.0.0.0 for exporters elsewhere)."
+)
+@store_option
+def receive(name: str, port: int, address: str, database_url: str | None) -> None:
+    """Receive OpenTelemetry GenAI spans for source NAME on http://ADDRESS:PORT/v1/traces (OTLP/HTTP, protobuf or
+    JSON, the bearer token from the source's variable) until Ctrl-C; each model call is stored as a request."""
+    import os
+
+    import uvicorn
+
+    from planner.sources.otlp import receiver_app
+
+    engine = open_engine(database_url)
+    src = _source(engine, name)
+    if src.kind is not SourceKind.OTLP:
+        raise click.BadParameter(f"{name} is a {src.kind} source, not an OpenTelemetry one", param_hint="NAME")
+    token = os.environ.get(src.secret_ref, "")
+    if not token:
+        fail(f"${src.secret_ref} is not set: it should hold the bearer token the exporters send")
+    click.echo(f"receiving OTLP spans for {name} on http://{address}:{port}/v1/traces (Ctrl-C stops)")
+    uvicorn.run(receiver_app(engine, src.id, token), host=address, port=port, log_level="warning", access_log=False)
 
 
 @sources.command(name="list")
@@ -91,6 +130,8 @@ def list_(as_json: bool, database_url: str | None) -> None:
 def test(name: str, database_url: str | None) -> None:
     """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
     src = _source(open_engine(database_url), name)
+    if src.kind is not SourceKind.LITELLM:
+        fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to test")
     try:
         engine = litellm.connect(dsn_of(src))
         try:
@@ -119,6 +160,8 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
     """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
     engine = open_engine(database_url)
     src = _source(engine, name)
+    if src.kind is not SourceKind.LITELLM:
+        fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to sync")
     try:
         rep = sync_source(engine, src, page_rows=page_rows)
     except litellm.LiteLLMError as exc:

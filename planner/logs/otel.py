@@ -18,7 +18,7 @@ from typing import Any
 
 from planner.logs.records import Reject, Row, epoch_ms, token_count
 
-__all__ = ["FORMATS", "looks_like", "spans"]
+__all__ = ["FORMATS", "keyed_spans", "looks_like", "spans"]
 
 FORMATS = {"otel": "OpenTelemetry GenAI spans as OTLP JSON (resourceSpans, gen_ai.usage.input_tokens)"}
 
@@ -85,15 +85,22 @@ def _span_row(span: dict, tz: str) -> Row | None:
     return Row(start, str(model or ""), prompt, cached, output, ttft, duration)
 
 
-def spans(rec: dict, tz: str = "UTC") -> Iterator[Row | Reject]:
-    """Each GenAI span of one OTLP object as a Row, or a Reject naming the span; other spans are skipped."""
+def keyed_spans(rec: dict, tz: str = "UTC") -> Iterator[tuple[str, Row | Reject]]:
+    """(trace id + span id, the span as a Row or a Reject naming it) for each GenAI span of one OTLP object."""
     for rs in rec.get("resourceSpans") or ():
         for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or ():
             for span in (ss or {}).get("spans") or ():
+                key = f"{span.get('traceId', '')}:{span.get('spanId', '')}"
                 try:
                     row = _span_row(span, tz)
                 except Reject as exc:
-                    yield Reject(f"span {str(span.get('name', '?'))[:40]!r}: {exc}")
+                    yield key, Reject(f"span {str(span.get('name', '?'))[:40]!r}: {exc}")
                     continue
                 if row is not None:
-                    yield row
+                    yield key, row
+
+
+def spans(rec: dict, tz: str = "UTC") -> Iterator[Row | Reject]:
+    """Each GenAI span of one OTLP object as a Row, or a Reject naming the span; other spans are skipped."""
+    for _, got in keyed_spans(rec, tz):
+        yield got

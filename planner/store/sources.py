@@ -43,7 +43,18 @@ __all__ = [
 
 
 class SourceKind(StrEnum):
-    LITELLM = "litellm"  # the LiteLLM proxy's PostgreSQL (its LiteLLM_SpendLogs table)
+    LITELLM = "litellm"  # the LiteLLM proxy's PostgreSQL (its LiteLLM_SpendLogs table), synced by the worker
+    OTLP = "otlp"  # OpenTelemetry GenAI spans pushed to the receiver (`ttft-planner sources receive`)
+
+    @property
+    def short(self) -> str:
+        """The kind in a picker's label."""
+        return {SourceKind.LITELLM: "LiteLLM", SourceKind.OTLP: "OpenTelemetry"}[self]
+
+    @property
+    def origin(self) -> str:
+        """Where the requests come from, in a provenance line."""
+        return {SourceKind.LITELLM: "the LiteLLM proxy", SourceKind.OTLP: "OpenTelemetry spans"}[self]
 
 
 class SourceRow(SQLModel, table=True):
@@ -54,7 +65,7 @@ class SourceRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=120, unique=True)
     kind: str = Field(max_length=20)  # SourceKind
-    secret_ref: str = Field(max_length=200)  # the env var (or secrets key) holding the DSN; the DSN is never stored
+    secret_ref: str = Field(max_length=200)  # the env var holding the DSN (or the receiver's token); never the value
     created_at_ms: int = Field(sa_type=sa.BigInteger)
     watermark_ms: int | None = Field(default=None, sa_type=sa.BigInteger)  # the newest request read: its start
     watermark_id: str | None = Field(default=None, max_length=200)  # … and its id (ties at one start)

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from planner.errors import PlannerError
 from planner.sources.sync import sync_source
-from planner.store.sources import list_sources
+from planner.store.sources import SourceKind, list_sources
 
 __all__ = ["SourceSyncs"]
 
@@ -48,6 +48,8 @@ class SourceSyncs:
     def sync_all(self) -> None:
         """One pass: each source in turn; a failing one is recorded and the others still sync."""
         for source in list_sources(self.engine):
+            if source.kind is not SourceKind.LITELLM:
+                continue  # pushed to the receiver, not pulled
             try:
                 rep = sync_source(self.engine, source)
             except (PlannerError, ValueError, SQLAlchemyError, OSError) as exc:

@@ -51,6 +51,7 @@ BASE: dict[str, list[str]] = {
     "logs summarize": ["{log}"],
     "logs delete": ["1", "--database-url", "{db}"],
     "sources sync": ["src", "--database-url", "{db}"],  # its DSN variable is unset: it stops there, exit 1
+    "sources receive": ["spans", "--database-url", "{db}"],  # its token variable is unset: it stops there, exit 1
     "sources prometheus": ["http://127.0.0.1:9"],  # nothing listens there: it stops at the first request, exit 1
     "cold-reading": ["cold-ep", "--no-wait", "--database-url", "{db}"],
     "worker": ["--database-url", "{db}"],
@@ -104,6 +105,7 @@ def env(tmp_path_factory):
             engine, {"name": name, "base_url": "http://127.0.0.1:9/v1", "model": "m", "scale_down_window_s": 60}
         )
     add_source(engine, "src", SourceKind.LITELLM, "UNSET_LITELLM_DSN_OF_THE_FUZZ")
+    add_source(engine, "spans", SourceKind.OTLP, "UNSET_OTLP_TOKEN_OF_THE_FUZZ")
     engine.dispose()
     log = str(write_tiny_log(tmp / "log.jsonl"))
     assert CliRunner().invoke(cli, ["logs", "import", log, "--database-url", db]).exit_code == 0  # upload 1

@@ -18,7 +18,7 @@ def stored_inputs(uploads: list[UploadInfo], sources: list[SourceInfo]) -> dict[
     """The stored-input picker's options and labels: an upload by its id (an int), a production source by
     "source-<id>" (a str), so the two can never be taken for each other."""
     options: dict[int | str, str] = {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
-    options |= {f"source-{s.id}": f"production: {s.name} (LiteLLM, {s.n_requests:,} requests)" for s in sources}
+    options |= {f"source-{s.id}": f"production: {s.name} ({s.kind.short}, {s.n_requests:,} requests)" for s in sources}
     return options
 
 
@@ -59,7 +59,8 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo], list[Sour
                 list(stored),
                 key="logs_stored",
                 format_func=lambda k: stored.get(k, str(k)),
-                help="A production source is the LiteLLM proxy's own requests, read on the Sources page (Sync now)."
+                help="A production source: the LiteLLM proxy's own requests (Sources page, Sync now), or "
+                "OpenTelemetry spans received by `ttft-planner sources receive`."
                 if sources
                 else None,
             )

@@ -150,7 +150,7 @@ def read(
             st.stop()
         synced = [src.n_requests, src.watermark_ms, src.watermark_id]
         st.caption(
-            f"Production traffic from the LiteLLM proxy: source “{md_text(src.name)}”, {src.n_requests:,} requests "
+            f"Production traffic from {src.kind.origin}: source “{md_text(src.name)}”, {src.n_requests:,} requests "
             f"up to {viewer.fmt_ms(src.watermark_ms)}, last synced {viewer.fmt_ms(src.synced_at_ms)}. Sync it on "
             "the Sources page."
         )
@@ -191,7 +191,7 @@ def read(
                 frame = load_source_frame(eng, src.id)
             ss.logs_result = {
                 "frame": frame,
-                "label": f"production traffic from the LiteLLM proxy, source “{src.name}”",
+                "label": f"production traffic from {src.kind.origin}, source “{src.name}”",
                 "parsed": None,
             }
         else:
