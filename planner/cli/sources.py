@@ -201,7 +201,7 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
 def prometheus(url: str, profile: str, metric: str | None, model: str | None, hours: int, as_json: bool) -> None:
     """Production TTFT p50/p95 per hour from the engines' histograms in Prometheus at URL (its HTTP API),
-    with requests and the mean queue per hour.
+    with requests, the queue-time p95 (the worksheet's queueing segment) and the mean waiting requests per hour.
 
     \b
     Example: ttft-planner sources prometheus http://prometheus:9090 --model qwen2.5-coder-32b --hours 48
@@ -216,12 +216,11 @@ def prometheus(url: str, profile: str, metric: str | None, model: str | None, ho
     if as_json:
         echo_json([h.__dict__ for h in got])
         return
-    click.echo("hour (UTC)            requests   TTFT p50   TTFT p95   queue")
+    click.echo("hour (UTC)            requests   TTFT p50   TTFT p95  queue p95  waiting")
     for h in got:
-        p50 = "—" if h.p50_ms is None else f"{h.p50_ms:,.0f} ms"
-        p95 = "—" if h.p95_ms is None else f"{h.p95_ms:,.0f} ms"
-        queue = "—" if h.waiting_mean is None else f"{h.waiting_mean:.1f}"
-        click.echo(f"{_when(h.hour_start_ms)[:16]}  {h.requests:>10,.0f}  {p50:>9}  {p95:>9}  {queue:>6}")
+        p50, p95, qp95 = ("—" if v is None else f"{v:,.0f} ms" for v in (h.p50_ms, h.p95_ms, h.queue_p95_ms))
+        waiting = "—" if h.waiting_mean is None else f"{h.waiting_mean:.1f}"
+        click.echo(f"{_when(h.hour_start_ms)[:16]}  {h.requests:>10,.0f}  {p50:>9}  {p95:>9}  {qp95:>9}  {waiting:>7}")
 
 
 @sources.command()

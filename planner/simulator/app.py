@@ -85,6 +85,7 @@ async def _timeline(
         await engine.sleep(engine.background_wait_s())
         await engine.acquire_slot()
         holding = True
+        engine.metrics.scheduled(model, engine.now_s() - arrived)
         await engine.sleep(cfg.base_overhead_ms / 1000.0)
         cached = min(engine.cached_prefix_tokens(tokens), max(0, len(tokens) - 1))
         stats["cached_tokens"] = cached

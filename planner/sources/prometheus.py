@@ -6,7 +6,8 @@ inside the bucket holding the quantile). Its request count is the counter's last
 value before (increase() extrapolates a short series past its samples; a counter reset inside an hour undercounts
 it). Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`, SGLang's
 `sglang:time_to_first_token_seconds` — or a custom histogram name; `model` filters on the profile's model label. The
-queue beside it is the engine's waiting-requests gauge, averaged over the hour.
+queue beside it is the engine's waiting-requests gauge, averaged over the hour, and the p95 of its queue-time histogram
+(vLLM's request_queue_time_seconds: arrival to a slot), the worksheet's queueing segment.
 
 A missing metric or a label value no series has is a PrometheusError that says which, and what there is instead.
 """
@@ -31,10 +32,16 @@ class Profile:
     ttft: str  # the TTFT histogram's name (without _bucket)
     model_label: str
     waiting: str | None  # the queued-requests gauge
+    queue: str | None = None  # the queue-time histogram (arrival to a slot): the worksheet's queueing segment
 
 
 PROFILES = {
-    "vllm": Profile("vllm:time_to_first_token_seconds", "model_name", "vllm:num_requests_waiting"),
+    "vllm": Profile(
+        "vllm:time_to_first_token_seconds",
+        "model_name",
+        "vllm:num_requests_waiting",
+        "vllm:request_queue_time_seconds",
+    ),
     "sglang": Profile("sglang:time_to_first_token_seconds", "model_name", "sglang:num_queue_reqs"),
 }
 
@@ -52,6 +59,7 @@ class HourTtft:
     p50_ms: float | None
     p95_ms: float | None
     waiting_mean: float | None
+    queue_p95_ms: float | None = None  # time waiting for a slot (the profile's queue histogram), p95
 
 
 def _get(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
@@ -119,6 +127,16 @@ def ttft_by_hour(
         c = f"{prof.ttft}_count{match}"
         count_q = f"sum(max_over_time({c}[1h])) - (sum(max_over_time({c}[1h] offset 1h)) or vector(0))"
         count = _range(client, count_q, first_end / 1000, last_end / 1000)
+        queue = (
+            _range(
+                client,
+                f"histogram_quantile(0.95, sum by (le) (increase({prof.queue}_bucket{match}[1h])))",
+                first_end / 1000,
+                last_end / 1000,
+            )
+            if prof.queue
+            else {}
+        )
         waiting = (
             _range(client, f"avg(avg_over_time({prof.waiting}[1h]))", first_end / 1000, last_end / 1000)
             if prof.waiting
@@ -134,6 +152,7 @@ def ttft_by_hour(
                 p50.get(end, math.nan) * 1000 if n and end in p50 else None,
                 p95.get(end, math.nan) * 1000 if n and end in p95 else None,
                 waiting.get(end),
+                queue[end] * 1000 if n and end in queue else None,
             )
         )
     return out

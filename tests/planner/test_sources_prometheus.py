@@ -99,3 +99,36 @@ def test_the_command_prints_the_hours_the_library_reads(scraped):
     assert sum(h["requests"] for h in hours) == N and all(h["p95_ms"] for h in hours)
     text = CliRunner().invoke(cli, ["sources", "prometheus", prom, "--profile", "sglang"])
     assert text.exit_code == 1 and "no series named sglang:" in text.output
+
+
+def test_the_queue_p95_from_prometheus_is_the_logged_one_to_the_bucket():
+    """Sixteen requests at once on two slots: the queue the worksheet's first segment is made of."""
+    from planner.simulator.metrics import VLLM_QUEUE_BUCKETS_S
+
+    app = build_app(SimulatorConfig(prefill_tokens_per_s=2_000, slots=2, max_output_tokens=1, speedup=4, seed=5))
+    with running_simulator(app=app) as base, running_prometheus([urlsplit(base).netloc]) as prom:
+
+        def ask(i: int) -> httpx.Response:  # distinct prompts: no prefix-cache hit shortens a prefill
+            body = {"model": "sim-model", "max_tokens": 1, "messages": [{"role": "user", "content": f"w{i} " * 600}]}
+            return httpx.post(f"{base}/chat/completions", json=body, timeout=60)
+
+        with ThreadPoolExecutor(16) as pool:
+            codes = list(pool.map(ask, range(16)))
+        assert {r.status_code for r in codes} == {200}
+
+        def scraped() -> bool:
+            q = "sum(vllm:request_queue_time_seconds_count)"
+            got = httpx.get(f"{prom}/api/v1/query", params={"query": q}).json()["data"]["result"]
+            return bool(got) and float(got[0]["value"][1]) == 16
+
+        wait_for(scraped, timeout_s=120, what="Prometheus holding every queue wait")
+        waits = sorted(q for _, q in app.state.engine.metrics.queue_log)
+        at = max(at for _, _, at in app.state.engine.metrics.ttft_log)
+        hours = [h for h in ttft_by_hour(prom, at - HOUR_MS, at) if h.requests]
+    truth = nearest_rank(waits, 0.95)
+    i = bisect.bisect_left(VLLM_QUEUE_BUCKETS_S, truth)
+    lower, upper = (VLLM_QUEUE_BUCKETS_S[i - 1] if i else 0.0), VLLM_QUEUE_BUCKETS_S[i]
+    assert truth > 0.3  # a real queue: 16 requests of ~0.3 simulated s each on 2 slots
+    assert len(hours) == 1 or sum(h.requests for h in hours) == 16
+    got = max(h.queue_p95_ms for h in hours if h.queue_p95_ms is not None)
+    assert lower * 1000 <= got <= upper * 1000, (truth, got)
