@@ -178,14 +178,12 @@ def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with
         raise ValueError("scale-down windows must be ≥ 0 s")
     counts = ", ".join(f"count(*) FILTER (WHERE gap > {w * 1000.0!r})" for w in windows)
     if with_durations:  # busy until the latest finish so far
-        busy = f"""SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
-                     OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy FROM {table}"""
-    else:  # no service times: busy until the arrival itself (one sort fewer)
-        busy = f"SELECT ts_ms, ts_ms AS busy FROM {table}"
-    row = con.execute(
-        f"""WITH s AS ({busy}), g AS (SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s)
-            SELECT {counts} FROM g"""
-    ).fetchall()[0]
+        gaps = f"""WITH s AS (SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
+                     OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy FROM {table})
+                   SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s"""
+    else:  # no service times: busy until the arrival itself, so the gaps are between arrivals (one column sorted)
+        gaps = f"SELECT ts_ms - lag(ts_ms) OVER (ORDER BY ts_ms) AS gap FROM {table}"
+    row = con.execute(f"SELECT {counts} FROM ({gaps})").fetchall()[0]
     out = [
         {
             "window_s": w,
