@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, open_engine, store_option
 from planner.cli._log_input import (
     format_option,
     input_paths,
@@ -21,7 +23,7 @@ from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
-from planner.whatif.trace import TraceError, grow, read_trace
+from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
 from planner.whatif.trace import busiest_day as pick_busiest_day
 
 __all__ = ["COMMANDS"]
@@ -46,6 +48,20 @@ def _kv_from_gpu(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(str(exc)) from None
 
 
+def _source_trace(name: str, database_url: str | None) -> Trace:
+    """A live source's stored requests as a trace, its provenance in the trace's notes."""
+    from planner.store.sources import SourceNotFound, get_source, load_source_frame
+
+    engine = open_engine(database_url)
+    try:
+        src = get_source(engine, name)
+    except SourceNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="--source") from None
+    trace = trace_from_frame(load_source_frame(engine, src.id), source=name)
+    note = f"replayed: production traffic from {src.kind.origin}, source “{name}”, {src.n_requests:,} requests"
+    return replace(trace, notes=(*trace.notes, note))
+
+
 def _fmt(value: float | None, reliable: bool = True) -> str:
     if value is None:
         return "—"
@@ -57,12 +73,18 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 @click.option(
     "--log",
     "log_paths",
-    required=True,
     multiple=True,
     metavar="FILE|DIR|GLOB|S3-URL",
     help="Request log(s), repeatable: any format `logs summarize` reads (JSONL/CSV/JSON/Parquet, .gz/.zst, "
     "public traces), a directory or a glob.",
 )
+@click.option(
+    "--source",
+    "source_name",
+    metavar="NAME",
+    help="Instead of --log: the production requests of a live source (`ttft-planner sources`), from the store.",
+)
+@store_option
 @format_option
 @map_option
 @start_option
@@ -123,6 +145,8 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def whatif(
     log_paths,
+    source_name,
+    database_url,
     fmt,
     mapping,
     start,
@@ -160,13 +184,18 @@ def whatif(
         if click.get_current_context().get_parameter_source("cache_blocks") is click.core.ParameterSource.COMMANDLINE:
             raise click.UsageError("give --kv-from-gpu or --prefix-cache-blocks, not both")
         cache_blocks = kv.blocks
-    paths = input_paths(log_paths, "--log")
+    if bool(log_paths) == bool(source_name):
+        raise click.UsageError("give --log FILE… or --source NAME")
+    paths = input_paths(log_paths, "--log") if log_paths else []
     bar = progress_bar(show_progress)
     try:
         try:
-            trace = read_trace(
-                paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks, progress=bar
-            )
+            if source_name:
+                trace = _source_trace(source_name, database_url)
+            else:
+                trace = read_trace(
+                    paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks, progress=bar
+                )
         finally:
             if bar is not None:
                 bar.close()
@@ -181,7 +210,7 @@ def whatif(
         echo_json(
             {
                 **result.to_dict(),
-                "log": [str(p) for p in paths],
+                "log": [str(p) for p in paths] or [f"source:{source_name}"],
                 "growth": growth,
                 "busiest_day": day,
                 "notes": list(trace.notes),

@@ -126,3 +126,48 @@ def test_receive_needs_an_otlp_source_and_its_token(sqlite_store_url, monkeypatc
     assert unset.exit_code == 1 and "$OTLP_TOKEN_OF_THE_TEST is not set" in unset.output
     synced = run("sync", "agents")
     assert synced.exit_code == 1 and "nothing to sync" in synced.output
+
+
+def test_whatif_replays_a_source_as_it_replays_the_same_requests_from_a_file(sqlite_store_url, tmp_path):
+    import datetime as dt
+
+    from sqlalchemy import create_engine
+
+    from planner.store.sources import store_batch
+
+    eng = create_engine(sqlite_store_url)
+    sid = add_source(eng, "prod", SourceKind.OTLP, "OTLP_TOKEN_OF_THE_TEST")
+    t0 = T0_NS // 1_000_000
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "ts_ms": t0 + i * 7_000,
+            "model": "m",
+            "api_base": "otlp",
+            "prompt_tokens": 2000 + 37 * i,
+            "cached_tokens": 500,
+            "output_tokens": 40,
+            "ttft_ms": None,
+            "duration_ms": None,
+        }
+        for i in range(300)
+    ]
+    store_batch(eng, sid, rows, None)
+    csv = tmp_path / "same.csv"
+    csv.write_text(
+        "timestamp,model,prompt_tokens,cached_tokens,output_tokens\n"
+        + "".join(
+            f"{dt.datetime.fromtimestamp(r['ts_ms'] / 1000, dt.UTC).isoformat()},m,{r['prompt_tokens']},500,40\n"
+            for r in rows
+        )
+    )
+    spec = "dedicated:replicas=1,slots=4,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40"
+    base = ["whatif", "--deployment", spec, "--json", "--database-url", sqlite_store_url]
+    from_source = CliRunner().invoke(cli, [*base, "--source", "prod"])
+    from_file = CliRunner().invoke(cli, [*base, "--log", str(csv)])
+    assert from_source.exit_code == 0 and from_file.exit_code == 0, from_source.output + from_file.output
+    a, b = json.loads(from_source.output), json.loads(from_file.output)
+    assert a["candidates"] == b["candidates"] and a["n_requests"] == 300
+    assert any("production traffic from OpenTelemetry spans, source “prod”" in n for n in a["notes"])
+    neither = CliRunner().invoke(cli, ["whatif", "--deployment", spec, "--database-url", sqlite_store_url])
+    assert neither.exit_code == 2 and "--log FILE… or --source NAME" in neither.output
