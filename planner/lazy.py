@@ -3,7 +3,9 @@
 `lazy_module("pandas")` returns the module object at once and runs its code the first time an attribute is read
 (the standard library's importlib.util.LazyLoader, as its documentation's "Implementing lazy imports" shows). A
 module already imported is returned as it is. Type checkers see an ordinary import (see the callers'
-`if TYPE_CHECKING:` blocks).
+`if TYPE_CHECKING:` blocks). Python 3.11's LazyLoader takes no lock: in a process with threads the first use should
+come from one thread, or the module be imported outright first — the dashboard's router imports pandas and numpy
+(through the app's own modules) before any log module is loaded.
 """
 
 from __future__ import annotations

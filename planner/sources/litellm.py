@@ -12,6 +12,7 @@ statement timeout, so a sync holds no lock but the ACCESS SHARE every SELECT tak
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,7 +121,7 @@ def _count(value: Any) -> int | None:
     if value is None:
         return 0
     v = float(value)
-    return int(v) if v == int(v) and 0 <= v <= _MAX_TOKENS else None
+    return int(v) if math.isfinite(v) and v == int(v) and 0 <= v <= _MAX_TOKENS else None
 
 
 def read_page(engine: sa.Engine, after: tuple[int, str], n: int) -> Page:

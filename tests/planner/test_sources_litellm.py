@@ -218,3 +218,12 @@ def test_the_worker_syncs_each_period_and_a_failing_source_does_not_stop_it(engi
     first, second = drive(engine, body, clock=clock, source_sync_s=300.0)
     assert (first, second) == (40, 65)
     assert "UNSET_LITELLM_DSN_OF_THE_WORKER_TEST is not set" in (get_source(engine, "unset").last_error or "")
+
+
+def test_a_count_out_of_range_leaves_the_row_out_by_name(engine, proxy_db, monkeypatch):
+    rows = _requests(3)
+    rows[1]["metadata"] = {"additional_usage_values": {"prompt_tokens_details": {"cached_tokens": 1e300}}}
+    rows[2]["prompt"] = 2_000_000_000  # over 10⁹ tokens: not a count
+    _insert(proxy_db, rows)
+    rep = sync_source(engine, _source(engine, proxy_db, monkeypatch))
+    assert rep.new == 1 and sorted(i for i, _ in rep.left_out) == ["chatcmpl-000001", "chatcmpl-000002"]
