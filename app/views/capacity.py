@@ -1,8 +1,8 @@
 """Capacity & cost: what does it cost, what fits, how fast is prefill, how many warm replicas, how much prefix reuse?
 
-The page: the traffic selector the tabs share (a stored log upload, or typed numbers) and six tabs, one module
-each in app/views/capacity_tabs/. The Break-even tab's inputs price a replica on the Warm pool tab (and reach the
-Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU fit tab feed the Prefill and
+The page: the traffic selector the tabs share (a stored log upload, a production source, or typed numbers) and six
+tabs, one module each in app/views/capacity_tabs/. The Break-even tab's inputs price a replica on the Warm pool tab (and
+reach the Compare page as st.session_state["cost_inputs"]); the presets edited on the GPU fit tab feed the Prefill and
 Prefix cache tabs (the Prefix cache tab reads its own trace: a sample or an upload with prompt identity).
 """
 
@@ -16,15 +16,26 @@ from ttft_planner_app import page_state, present, viewer
 from ttft_planner_app.cache import try_engine
 from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, prefix, warmpool, weights
 
+# A production source's option: "source-<id>", a str, so it is never taken for an upload's id (an int; 0: typed).
+SOURCE_PREFIX = "source-"
+
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _log_traffic(db_url: str, upload_id: int, label: str, tz: str):  # db_url: part of the cache key
+def _log_traffic(db_url: str, log_id: int | str, label: str, tz: str, synced: tuple | None = None):
+    """The traffic of a stored upload (an int id) or a production source ("source-<id>"), read as the Logs page reads
+    it. db_url and `synced` (a source's sync state: its requests and watermark) are part of the cache key only, so a
+    source is read again once a sync has added requests to it."""
     from planner.capacity.traffic import traffic_from_frame
     from planner.store.logs import load_upload_frame
+    from planner.store.sources import load_source_frame
 
     engine, _ = try_engine()
     assert engine is not None  # a stored log was picked, so the store opened
-    return traffic_from_frame(load_upload_frame(engine, upload_id), label, tz)
+    if isinstance(log_id, str):
+        frame = load_source_frame(engine, int(log_id.removeprefix(SOURCE_PREFIX)))
+    else:
+        frame = load_upload_frame(engine, log_id)
+    return traffic_from_frame(frame, label, tz)
 
 
 st.title("Capacity & cost")
@@ -33,17 +44,23 @@ st.caption(
     "with its source and date: edit any number; nothing is hard-coded."
 )
 
-# ---- traffic: a stored log upload, or typed numbers
+# ---- traffic: a stored log upload, a production source (Sources page), or typed numbers
 engine, db_error = try_engine()
-uploads = []
+uploads, sources = [], {}
 if engine is not None:
     try:
         from planner.store.logs import list_uploads
+        from planner.store.sources import list_sources
 
         uploads = list_uploads(engine)
+        sources = {f"{SOURCE_PREFIX}{s.id}": s for s in list_sources(engine) if s.n_requests}
     except SQLAlchemyError as exc:  # the store opened but the logs table is unreadable: typed numbers still work
         db_error = str(exc)
-choices = {0: "Typed numbers"} | {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
+choices: dict[int | str, str] = {0: "Typed numbers"}
+choices |= {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
+# A source is labelled as on the Logs page, less its request count: the option's label is the address's value
+# (?cap_traffic=…), and a sync changes the count (the link, or the browser's pick, would name no option).
+choices |= {k: f"production: {s.name} ({s.kind.short})" for k, s in sources.items()}
 if st.session_state.get("cap_traffic") not in choices:  # first visit, or the kept choice was deleted
     st.session_state.pop("cap_traffic", None)
     st.session_state.cap_traffic = page_state.selected_log() if page_state.selected_log() in choices else 0
@@ -54,16 +71,29 @@ traffic_id = st.selectbox(
     persist_state="session",
     bind="query-params",
     key="cap_traffic",
-    help="Pick a request log uploaded on the Logs page, or type the numbers. Kept when you leave the page.",
+    help="Pick a request log uploaded on the Logs page, a production source synced on the Sources page, or type the "
+    "numbers. Kept when you leave the page.",
 )
-page_state.select_log(traffic_id)
+live = sources.get(traffic_id) if isinstance(traffic_id, str) else None  # the production source picked
+page_state.select_log(traffic_id if isinstance(traffic_id, int) else None)  # the shared pick names uploads only
+# The tabs key their inputs by the traffic choice (an int): a source's are keyed by its id negated, never an upload's.
+tab_key = -int(traffic_id.removeprefix(SOURCE_PREFIX)) if isinstance(traffic_id, str) else traffic_id
 traffic = None
 if traffic_id:
     tz = viewer.time_zone()
     try:
-        traffic = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz)
+        if live is not None:
+            label = f"production: {live.name} ({live.kind.short}, {live.n_requests:,} requests)"
+            synced = (live.n_requests, live.watermark_ms, live.watermark_id)
+            traffic = _log_traffic(database_url(), traffic_id, label, tz, synced)
+            lead = (
+                f"From production traffic from {live.kind.origin}, source “{md_text(live.name)}” (up to "
+                f"{viewer.fmt_ms(live.watermark_ms, tz)}, last synced {viewer.fmt_ms(live.synced_at_ms, tz)})"
+            )
+        else:
+            traffic, lead = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz), "From the log"
         st.caption(
-            f"From the log: {present.count(traffic.n_requests)} "
+            f"{lead}: {present.count(traffic.n_requests)} "
             f"requests over {present.count(traffic.covered_hours)} clock hours, "
             f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
             f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
@@ -72,7 +102,7 @@ if traffic_id:
         )
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")
-elif not uploads:
+elif not uploads and not sources:
     st.caption(
         "No request log uploaded yet (Logs page): the typed numbers below stand in."
         + (f" Database: {db_error}" if db_error else "")
@@ -88,8 +118,8 @@ with tab_weights:
 with tab_fit:
     models, gpu_by_key = gpufit.render()
 with tab_prefill:
-    prefill.render(traffic, traffic_id, models, gpu_by_key)
+    prefill.render(traffic, tab_key, models, gpu_by_key)
 with tab_pool:
-    warmpool.render(traffic, traffic_id, cost_inputs)
+    warmpool.render(traffic, tab_key, cost_inputs)
 with tab_prefix:
     prefix.render(models, gpu_by_key)

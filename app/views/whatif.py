@@ -11,6 +11,7 @@ from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
 from planner.provenance import Figure, Source
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
+from planner.store.sources import SourceInfo, list_sources, load_source_frame
 from planner.untrusted import md_text
 from planner.whatif.deployment import (
     DEDICATED_KEYS,
@@ -38,8 +39,9 @@ DEFAULT_SPECS = (
 )
 
 # This page has no mapping box: a log whose columns must be named is mapped on the Logs page and stored there.
-# What the page reads: a stored upload (its id) or a sample (its file name), or the files just uploaded.
-LogChoice = tuple[Literal["stored"], int] | tuple[Literal["sample"], str]
+# What the page reads: a stored upload (its id), a production source (its id: ("source", id) is never taken for
+# ("stored", id)) or a sample (its file name), or the files just uploaded.
+LogChoice = tuple[Literal["stored"], int] | tuple[Literal["source"], int] | tuple[Literal["sample"], str]
 LogSource = LogChoice | tuple[Literal["files"], tuple[tuple[str, str], ...]]
 WHATIF_MAP_HINT = "map it in the Column mapping box on the Logs page, save the upload there, and pick it here"
 
@@ -51,6 +53,17 @@ _RATE_LABELS = {
 }
 
 _SEGMENT_WORDS = {"queue_ms": "queueing", "cold_ms": "cold start"}
+
+
+def _source_label(s: SourceInfo) -> str:
+    """A production source in the picker, and so in the address (?wi_source=…): its name and kind, not its request
+    count, which a sync changes (a link, or the browser's pick, would then name no option and be dropped)."""
+    return f"production: {s.name} ({s.kind.short})"
+
+
+def _source_provenance(s: SourceInfo) -> str:
+    """What a replay of source `s` was read from: 'production traffic from the LiteLLM proxy, source “prod”'."""
+    return f"production traffic from {s.kind.origin}, source “{s.name}”"
 
 
 def _fmt(f: Figure) -> str:
@@ -143,18 +156,22 @@ st.caption(
 eng = engine()
 ss = st.session_state
 
-# ---- the traffic: an upload, a stored upload or a sample
+# ---- the traffic: an upload, a stored upload, a production source (Sources page) or a sample
 # one under the other, each the page's width: the uploader lists every file type it takes, and a stored
 # upload's name (the user's own) or a sample's title is read whole in the box
 files = st.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
-options: list[LogChoice] = [("stored", u.id) for u in uploads] + [("sample", name) for name in samples()]
+sources = {s.id: s for s in list_sources(eng) if s.n_requests}  # a source with no requests yet has nothing to replay
+options: list[LogChoice] = [("stored", u.id) for u in uploads]
+options += [("source", i) for i in sources]
+options += [("sample", name) for name in samples()]
 labels: dict[LogChoice, str] = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
+labels.update({("source", i): _source_label(s) for i, s in sources.items()})
 labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
 if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
     ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
 picked = st.selectbox(
-    "…or a stored upload / sample",
+    "…or a stored upload / production source / sample" if sources else "…or a stored upload / sample",
     options,
     key="wi_source",
     format_func=lambda o: labels[o],
@@ -162,10 +179,21 @@ picked = st.selectbox(
     placeholder="choose a log",
     persist_state="session",
     bind="query-params",
+    help="A production source: the requests synced on the Sources page (the LiteLLM proxy's, or OpenTelemetry "
+    "spans), replayed like a stored upload."
+    if sources
+    else None,
 )
 if picked and picked[0] == "stored":
     page_state.select_log(picked[1])
 source: LogSource | None = ("files", tuple((f.file_id, f.name) for f in files)) if files else picked
+live = sources.get(source[1]) if source and source[0] == "source" else None  # the production source replayed
+if live is not None:
+    st.caption(
+        f"Production traffic from {live.kind.origin}: source “{md_text(live.name)}”, {live.n_requests:,} requests "
+        f"up to {viewer.fmt_ms(live.watermark_ms)}, last synced {viewer.fmt_ms(live.synced_at_ms)}. Sync it on the "
+        "Sources page."
+    )
 
 tz = viewer.time_zone()  # hours of day in the one viewer zone, chosen in the sidebar
 worksheet = worksheet_state.get()
@@ -237,14 +265,26 @@ if deployments:
     )
 
 if source is None:
-    st.info("Upload a request log, or pick a stored upload (Logs page) or a sample, to start.")
+    st.info(
+        "Upload a request log, or pick a stored upload (Logs page), a production source (Sources page) or a sample, "
+        "to start."
+    )
     st.stop()
 
-# ---- read the log (once per source), build the candidates
-if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
+# ---- read the log (once per source, and again once a sync has added requests to a production source), build the
+# candidates
+synced = [live.n_requests, live.watermark_ms, live.watermark_id] if live is not None else None
+frame_key = json.dumps([source, tz, synced], default=str)
+if ss.get("wi_frame_key") != frame_key:
     try:
         if source[0] == "stored":
             frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
+        elif source[0] == "source":  # read as the Logs page reads it, then replayed exactly as a stored upload
+            if live is None:
+                raise ValueError("that production source was removed, or holds no requests: pick another log")
+            with st.spinner(f"Loading {live.n_requests:,} production requests…"):
+                frame = load_source_frame(eng, live.id)
+            label = _source_provenance(live)
         else:
             # An upload is copied to disk in chunks and read out of core, with a bar that moves by bytes.
             bar = st.progress(0.0, "Receiving the upload…")
@@ -269,7 +309,7 @@ if ss.get("wi_frame_key") != json.dumps([source, tz], default=str):
         ss.wi_trace, ss.wi_error = trace_from_frame(frame, source=label), None
     except (LogFormatError, TraceError, UploadNotFound, ValueError, OSError) as exc:
         ss.wi_trace, ss.wi_error = None, f"This log cannot be replayed: {exc}"
-    ss.wi_frame_key = json.dumps([source, tz], default=str)
+    ss.wi_frame_key = frame_key
 if ss.wi_error:
     st.error(ss.wi_error, icon=":material/error:")
     st.stop()
@@ -294,8 +334,13 @@ with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidate
 target = result.interaction
 scope = f", busiest day {day}" if day else ""
 period_h = max((c.period_h for c in result.candidates if c.ok), default=0.0)
+replayed = (
+    f"Replayed: {md_text(trace.source)}, {trace.n:,} requests"  # a production source: its kind, origin and name
+    if live is not None
+    else f"{trace.n:,} requests from {md_text(trace.source)}"
+)
 st.caption(
-    f"{trace.n:,} requests from {md_text(trace.source)}{scope} over {period_h:,.1f} h · growth ×{growth:g} · "
+    f"{replayed}{scope} over {period_h:,.1f} h · growth ×{growth:g} · "
     f"hours in {tz} · "
     f"percentiles nearest-rank; hours with n < 20 are hollow in the chart."
 )

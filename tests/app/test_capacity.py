@@ -336,3 +336,85 @@ def test_emptied_preset_cells_are_named_and_their_rows_left_out_never_a_tracebac
     assert not table.astype(str).apply(lambda col: col.str.contains("nan|None|inf", case=False)).any().any()
     title = chart_spec(app, "cap_fit_chart")["layout"]["title"]["text"]
     assert "nan" not in title.lower()
+
+
+def _seed_source_and_upload() -> tuple[int, int]:
+    """42 requests (40 in the 09:00 UTC hour, 2 at 15:00) as a production source's requests (store_batch, as a sync
+    stores them) and, read back as the Logs page reads a source, saved as a stored upload: (source id, upload id)."""
+    from planner.store.sources import SourceKind, add_source, load_source_frame, store_batch
+
+    day = 1_780_000_000_000 - 1_780_000_000_000 % 86_400_000
+    ts = [day + 9 * 3_600_000 + i * 30_000 for i in range(40)] + [day + 15 * 3_600_000, day + 15 * 3_600_000 + 60_000]
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "ts_ms": t,
+            "model": "m",
+            "api_base": "http://vllm:8000",
+            "prompt_tokens": 2000,
+            "cached_tokens": 1500,
+            "output_tokens": 20,
+            "ttft_ms": 300.0,
+            "duration_ms": 5000.0,
+        }
+        for i, t in enumerate(ts)
+    ]
+    eng = open_store(database_url())
+    try:
+        source_id = add_source(eng, "prod", SourceKind.OTLP, "OTLP_TOKEN")
+        store_batch(eng, source_id, rows, (ts[-1], f"r{len(ts) - 1}"))
+        upload_id = save_upload(eng, "same.jsonl", LogParseResult(requests=load_source_frame(eng, source_id)))
+    finally:
+        eng.dispose()
+    return source_id, upload_id
+
+
+def _traffic_shown(app, key) -> dict:
+    """The traffic figures the page shows for the traffic choice keyed `key` in the tabs' inputs."""
+    caption = next(c.value for c in app.caption if "requests over" in c.value and "clock hours" in c.value)
+    inputs = app.session_state["cost_inputs"]
+    return {
+        "caption": caption.split(": ", 1)[1],  # after "From the log" / "From production traffic from …"
+        "monthly": next(c.value for c in app.caption if "tokens/month" in c.value),
+        "hourly_tokens": inputs["hourly_tokens"],
+        "rate": app.number_input(key=f"cap_wp_rate_{key}").value,
+        "service": app.number_input(key=f"cap_wp_service_{key}").value,
+        "hit": app.number_input(key=f"cap_pf_hit_{key}").value,
+    }
+
+
+def test_a_production_source_gives_the_same_traffic_as_the_same_rows_stored_as_an_upload(app):
+    """Issue 32: the selector offers a source with requests next to the uploads; its figures are the upload's."""
+    from planner.store.sources import SourceKind, add_source
+
+    source_id, upload_id = _seed_source_and_upload()
+    eng = open_store(database_url())
+    add_source(eng, "idle", SourceKind.LITELLM, "PROXY_DSN")  # no requests yet: not offered
+    eng.dispose()
+    app.session_state["viewer_tz"] = "UTC"
+    open_page("capacity", app)
+    picker = app.selectbox(key="cap_traffic")
+    assert picker.options == ["Typed numbers", "same.jsonl (42 requests)", "production: prod (OpenTelemetry)"]
+    app.selectbox(key="cap_traffic").set_value(upload_id).run()
+    from_upload = _traffic_shown(app, upload_id)
+    app.selectbox(key="cap_traffic").set_value(f"source-{source_id}").run()
+    assert not app.exception, app.exception
+    # the tabs' inputs for a source are its own (keyed by its id negated), never the upload's of the same number
+    from_source = _traffic_shown(app, -source_id)
+    assert from_source == from_upload
+    assert from_source["rate"] == 40 and from_source["hit"] == pytest.approx(0.75)
+    assert any(
+        c.value.startswith("From production traffic from OpenTelemetry spans, source “prod” (up to")
+        for c in app.caption
+    )
+    assert app.session_state["cost_inputs"]["traffic_label"] == "production: prod (OpenTelemetry, 42 requests)"
+
+
+def test_the_address_reopens_a_source_never_the_upload_of_the_same_id():
+    source_id, upload_id = _seed_source_and_upload()
+    assert source_id == upload_id  # the same number: the address must still tell them apart
+    fresh = new_app()
+    fresh.query_params.update({"cap_traffic": "production: prod (OpenTelemetry)"})
+    open_page("capacity", fresh)
+    assert fresh.selectbox(key="cap_traffic").value == f"source-{source_id}"
+    assert fresh.session_state["cost_inputs"]["traffic_label"].startswith("production: prod")

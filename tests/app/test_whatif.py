@@ -295,3 +295,108 @@ def test_a_candidates_predicted_queueing_goes_to_the_worksheet_with_its_interval
     [shown] = [c.value.replace("\\", "") for c in app.caption if "what-if replay of busy" in c.value]
     assert shown.startswith(":material/sensors: model · what-if replay of busy on team.jsonl: " + interval)
     assert "n=480" in shown and "2025-11-30 09:" in shown
+
+
+def store_source_and_upload(name: str = "prod") -> tuple[int, int]:
+    """The working day of `store_log`'s shape twice: as a production source's requests (store_batch, as a sync stores
+    them) and, read back as the Logs page reads a source, saved as a stored upload. Returns (source id, upload id)."""
+    from planner.store.sources import SourceKind, add_source, load_source_frame, store_batch
+
+    rng = np.random.default_rng(2)
+    ts = np.sort(DAY0_MS + rng.uniform(9, 17, 480) * 3_600_000).astype(np.int64)
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "ts_ms": int(t),
+            "model": "m",
+            "api_base": "http://vllm:8000",
+            "prompt_tokens": 4000 + 10 * (i % 7),
+            "cached_tokens": 2000,
+            "output_tokens": 30,
+            "ttft_ms": 200.0 + i % 13,
+            "duration_ms": 900.0,
+        }
+        for i, t in enumerate(ts)
+    ]
+    eng = open_store(database_url())
+    try:
+        source_id = add_source(eng, name, SourceKind.OTLP, "OTLP_TOKEN")
+        assert store_batch(eng, source_id, rows, (int(ts[-1]), f"r{len(ts) - 1}")) == 480
+        frame = load_source_frame(eng, source_id)
+        upload_id = save_upload(eng, "same.jsonl", LogParseResult(requests=frame))
+    finally:
+        eng.dispose()
+    return source_id, upload_id
+
+
+def _page_figures(at) -> dict:
+    """What the page shows of a replay: the table, the hourly p95 curves and the segments."""
+    return {
+        "table": shown_table(at).to_dict("list"),
+        "hourly": [
+            (t["name"], plotly_array(t["x"]), plotly_array(t["y"])) for t in chart_spec(at, "wi_hourly")["data"]
+        ],
+        "segments": [(t["name"], plotly_array(t["y"])) for t in chart_spec(at, "wi_segments")["data"]],
+        "success": [s.value for s in at.success],
+    }
+
+
+def test_a_production_source_is_picked_and_replayed_as_the_same_rows_stored_as_an_upload(app):
+    """Issue 32: a source's requests replay exactly as a stored upload holding the same rows; the results name it."""
+    from planner.store.sources import SourceKind, add_source
+
+    source_id, upload_id = store_source_and_upload()
+    eng = open_store(database_url())
+    add_source(eng, "idle", SourceKind.OTLP, "OTLP_TOKEN")  # no requests yet: nothing to replay, not offered
+    eng.dispose()
+    open_page("whatif", app)
+    picker = app.selectbox(key="wi_source")
+    assert "production: prod (OpenTelemetry)" in picker.options
+    assert "stored: same.jsonl (480 requests)" in picker.options
+    assert not any("idle" in o for o in picker.options)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{PRICEY}\n{SLOW}").run()
+    assert not app.exception, app.exception
+    from_upload = _page_figures(app)
+    app.selectbox(key="wi_source").set_value(("source", source_id)).run()
+    assert not app.exception, app.exception
+    from_source = _page_figures(app)
+    assert from_source == from_upload
+    assert from_source["table"]["Candidate"] == ["sls", "ded", "slow"]
+    captions = [c.value for c in app.caption]
+    assert any(
+        c.startswith("Replayed: production traffic from OpenTelemetry spans, source “prod”, 480 requests over")
+        for c in captions
+    ), captions
+    assert any("Production traffic from OpenTelemetry spans: source “prod”, 480 requests up to" in c for c in captions)
+    # the worksheet hand-off names the source in its provenance
+    app.button(key="wi_use").click().run()
+    detail = app.session_state["ws_figures"]["queue_ms"]["detail"]
+    assert "on production traffic from OpenTelemetry spans, source “prod”" in detail
+
+
+def test_a_link_to_a_source_reopens_it_never_the_upload_of_the_same_id_and_outlives_a_sync():
+    from planner.store.sources import store_batch
+
+    source_id, upload_id = store_source_and_upload()
+    assert source_id == upload_id == 1  # the same number: the link must still tell them apart
+    at = new_app()
+    at.query_params.update({"wi_source": "production: prod (OpenTelemetry)", "wi_specs": CHEAP})
+    open_page("whatif", at)
+    assert at.selectbox(key="wi_source").value == ("source", source_id)
+    assert any(c.value.startswith("Replayed: production traffic from OpenTelemetry spans") for c in at.caption)
+    # a sync adds requests: the same option (its label has no count) and a replay of every request now held
+    eng = open_store(database_url())
+    late = DAY0_MS + 16 * 3_600_000 + 1
+    row = {"request_id": "late", "ts_ms": late, "model": "m", "api_base": "b", "prompt_tokens": 4000}
+    store_batch(
+        eng, source_id, [row | {"cached_tokens": 0, "output_tokens": 1, "ttft_ms": 1.0, "duration_ms": 1.0}], None
+    )
+    eng.dispose()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="wi_source").value == ("source", source_id)
+    assert any(
+        c.value.startswith("Replayed: production traffic from OpenTelemetry spans, source “prod”, 481 requests")
+        for c in at.caption
+    )
