@@ -4,17 +4,27 @@ A source names the environment variable holding its database URL: the URL is rea
 each Test and sync, and is never stored or shown (a message from the database has every URL in it replaced by the
 variable's name). Sync now reads the requests since the last one read (planner.sources.sync: read-only on the
 proxy's database, restart-safe) and the Logs page then opens a source like a stored upload.
+
+The Prometheus section reads the engines' own TTFT and queue-time histograms per hour (planner.sources.prometheus,
+on Read, kept in the session) and hands the worksheet's queueing segment the largest queue p95 among the hours with
+at least 20 requests.
 """
 
+import dataclasses
 import os
 import re
+import time
 from urllib.parse import unquote, urlsplit
 
+import httpx
 import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import ArgumentError
 
+from planner.auth import ACTIONS
+from planner.provenance import Figure, Source
 from planner.sources import litellm
+from planner.sources.prometheus import HOUR_MS, HourTtft, PrometheusError, ttft_by_hour
 from planner.sources.sync import sync_source
 from planner.stats import summarize
 from planner.store.sources import (
@@ -31,6 +41,7 @@ from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.views.capacity_tabs._common import to_worksheet
 from ttft_planner_app.views.logs_tabs.source import LINK, link_value
 from ttft_planner_app.widgets import wrapped_table
 
@@ -321,3 +332,192 @@ with st.expander("Add a LiteLLM source", expanded=not sources, icon=":material/a
                 )
                 _reset_add_form()
                 st.rerun()
+
+
+# --- Prometheus: production TTFT per hour from the engines' own histograms (planner.sources.prometheus) ----------
+
+PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang"}
+PROM_MAX_HOURS = 24 * 30
+# A p95 of fewer requests is only the largest value: an hour needs this many to hand its queue p95 over.
+PROM_MIN_REQUESTS = 20
+
+
+def _host(url: str) -> str:
+    """The URL's host[:port] (never a user or password it may carry), or the URL itself when it has none."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return url
+    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "") if host else url
+
+
+def _prom_read(url: str, profile: str, model: str | None, hours: int) -> dict:
+    """Read the last `hours` hours from Prometheus at `url`: {"hours": [HourTtft as dict], …} or {"error": sentence}
+    (one sentence, with any password the URL carries masked)."""
+    kept = {"url": url, "profile": profile, "model": model}
+    if not url.startswith(("http://", "https://")):
+        return kept | {"error": "Give Prometheus' URL with its scheme, such as http://prometheus:9090."}
+    now_ms = int(time.time() * 1000)
+    try:
+        with st.spinner(f"Reading {hours:,} hours from Prometheus at {md_text(_host(url))}…"):
+            got = ttft_by_hour(url, now_ms - hours * HOUR_MS, now_ms, profile=profile, model=model)
+    except (PrometheusError, httpx.InvalidURL, ValueError) as exc:
+        text = " ".join(str(exc).split()).rstrip(".")
+        if not isinstance(exc, PrometheusError):
+            text = f"{url} is not a URL Prometheus can be read at ({text})"
+        try:
+            password = urlsplit(url).password or ""
+        except ValueError:
+            password = ""
+        for secret in (password, unquote(password)):
+            text = mask_secret(text, secret) if secret else text
+        return kept | {"error": "Prometheus: " + text + "."}
+    return kept | {"hours": [dataclasses.asdict(h) for h in got], "read_at_ms": now_ms}
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f} ms"
+
+
+def _prom_show(got: dict) -> None:
+    """Draw what the last Read found: the hours with requests, the busiest hour's p95, the queue p95 hand-off."""
+    if got.get("error"):
+        st.error(md_text(got["error"]))
+        return
+    busy = [h for h in (HourTtft(**d) for d in got["hours"]) if h.requests > 0]
+    model = got["model"] or "every model"
+    where = f"{_host(got['url'])}, {got['profile']}, model {model}"
+    if not busy:
+        st.info(md_text(f"Prometheus at {where}: no requests in the {len(got['hours']):,} hours read."))
+        return
+    wrapped_table(
+        pd.DataFrame(
+            [
+                {
+                    "Hour": viewer.fmt_ms(h.hour_start_ms, tz),
+                    "Requests": f"{h.requests:,.0f}",
+                    "TTFT p50": _ms(h.p50_ms),
+                    "TTFT p95": _ms(h.p95_ms),
+                    "Queue p95": _ms(h.queue_p95_ms),
+                    "Mean waiting": "—" if h.waiting_mean is None else f"{h.waiting_mean:,.1f}",
+                }
+                for h in busy
+            ]
+        )
+    )
+    top = max(busy, key=lambda h: (h.requests, h.hour_start_ms))
+    st.markdown(
+        md_text(
+            f"Production TTFT p95, busiest hour ({viewer.fmt_ms(top.hour_start_ms, tz)}): {_ms(top.p95_ms)} "
+            f"({top.requests:,.0f} requests)."
+        )
+    )
+    st.caption(
+        md_text(
+            f"Prometheus at {where}: TTFT and queue time (arrival to a slot) from the engine's histograms, "
+            "exact to their buckets; mean waiting is the engine's queued-requests gauge over the hour."
+        )
+    )
+    enough = [h for h in busy if h.requests >= PROM_MIN_REQUESTS and h.queue_p95_ms is not None]
+    pick = max(enough, key=lambda h: (h.queue_p95_ms, h.requests)) if enough else None
+    if (
+        st.button(
+            "Use queue p95 in the worksheet",
+            key="sources_prom_use",
+            icon=":material/input:",
+            type="primary",
+            disabled=pick is None,
+        )
+        and pick is not None
+        and pick.queue_p95_ms is not None
+    ):
+        hour = viewer.fmt_ms(pick.hour_start_ms, tz)
+        to_worksheet(
+            "queue_ms",
+            Figure(
+                float(pick.queue_p95_ms),
+                "ms",
+                Source.LOG,
+                detail=f"production queue-time p95 from Prometheus {where}, hour {hour}",
+                n=int(pick.requests),
+            ),
+        )
+    if pick is not None:
+        st.caption(
+            md_text(
+                f"Hands the worksheet's queueing segment {_ms(pick.queue_p95_ms)}: the queue p95 of "
+                f"{viewer.fmt_ms(pick.hour_start_ms, tz)} ({pick.requests:,.0f} requests), the largest among the "
+                f"hours with at least {PROM_MIN_REQUESTS} requests."
+            )
+        )
+    elif all(h.queue_p95_ms is None for h in busy):
+        st.caption(
+            md_text(
+                f"No queue p95 to hand over: the {PROM_PROFILES.get(got['profile'], got['profile'])} profile has no "
+                "queue-time histogram read here."
+            )
+        )
+    else:
+        st.caption(
+            md_text(
+                f"No queue p95 to hand over: no hour has {PROM_MIN_REQUESTS} requests or more, and the p95 of fewer "
+                "is only the largest value."
+            )
+        )
+
+
+st.subheader("Prometheus: production TTFT per hour")
+st.caption(
+    "The engines' own first-token and queue-time histograms, read from Prometheus' HTTP API: TTFT p50/p95 and the "
+    "queue-time p95 (the worksheet's queueing segment) per hour, with the requests each rests on."
+)
+with st.container(border=True):
+    pc = st.columns([3, 1, 2, 1])
+    prom_url = pc[0].text_input(
+        "Prometheus URL",
+        key="sources_prom_url",
+        placeholder="http://prometheus:9090",
+        persist_state="session",
+        bind="query-params",
+    )
+    prom_profile = pc[1].selectbox(
+        "Profile",
+        list(PROM_PROFILES),  # as the CLI's --profile names them (and the address bar: ?sources_prom_profile=sglang)
+        key="sources_prom_profile",
+        persist_state="session",
+        bind="query-params",
+        help="Which engine's metric names to read: vLLM's vllm:… or SGLang's sglang:….",
+    )
+    prom_model = pc[2].text_input(
+        "Model (optional)",
+        key="sources_prom_model",
+        placeholder="every model",
+        persist_state="session",
+        bind="query-params",
+        help="The engine's model_name label; empty reads every model together.",
+    )
+    prom_hours = pc[3].number_input(
+        "Hours to read",
+        min_value=1,
+        max_value=PROM_MAX_HOURS,
+        value=24,
+        step=1,
+        key="sources_prom_hours",
+        persist_state="session",
+        bind="query-params",
+    )
+    if st.button(
+        "Read",
+        key="sources_prom_read",
+        icon=":material/query_stats:",
+        disabled=not can("source.sync"),
+    ) and require("source.sync"):
+        ss.sources_prom = _prom_read(
+            prom_url.strip(), prom_profile, (prom_model or "").strip() or None, int(prom_hours)
+        )
+    if not can("source.sync"):
+        st.caption(f"Reading Prometheus needs the {ACTIONS['source.sync']} role (as Test and Sync now do).")
+    if ss.get("sources_prom"):
+        _prom_show(ss.sources_prom)

@@ -1,17 +1,26 @@
 """AppTest: the Sources page (issue 32) on a real PostgreSQL holding the LiteLLM proxy's own schema — add a source,
 Test it, Sync now, the production TTFT it shows against the library's, a URL that is never shown — and the Logs page
-opening a source (picker and link) like a stored upload."""
+opening a source (picker and link) like a stored upload; and the Prometheus section on a real Prometheus scraping the
+built-in simulator: the library's hours, a clear error, the queue p95 handed to the worksheet with its provenance."""
 
 from __future__ import annotations
 
+import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.logs import read_logs
 from planner.logs.summary import summarize_logs
+from planner.provenance import Source
+from planner.simulator import SimulatorConfig, running_simulator
+from planner.simulator.app import build_app
+from planner.sources.prometheus import HOUR_MS, ttft_by_hour
 from planner.sources.sync import sync_source
 from planner.stats import summarize
 from planner.store import open_store
@@ -27,13 +36,15 @@ from planner.store.sources import (
 from tests.app.conftest import new_app, open_page, shown_table
 from tests.planner import test_sources_litellm as library_tests
 from tests.planner.test_sources_litellm import _insert, _requests
+from tests.support.prometheus import running_prometheus
+from tests.support.waiting import wait_for
 
 # The library tests' fixtures: a LiteLLM database made by litellm-proxy-extras' own migrations (a session template)
 # and a copy per test, with a password in its URL (the test server trusts local connections: it is never checked).
 litellm_template = library_tests.litellm_template
 proxy_db = library_tests.proxy_db
 
-pytestmark = pytest.mark.postgres
+postgres = pytest.mark.postgres  # the LiteLLM tests; the Prometheus ones need no PostgreSQL
 
 VAR = "LITELLM_PAGE_TEST_DSN"  # the environment variable the source names
 PASSWORD = "s3cret-pw"  # in proxy_db's URL
@@ -90,6 +101,7 @@ def _ttft_p95(ms: float | None) -> str:
     return "—" if ms is None else f"{ms:,.0f} ms"
 
 
+@postgres
 def test_add_test_and_sync_show_the_counts_and_the_librarys_ttft_and_never_the_url(proxy_db, monkeypatch):
     _insert(proxy_db, _requests(120))
     monkeypatch.setenv(VAR, proxy_db)
@@ -143,6 +155,7 @@ def test_add_test_and_sync_show_the_counts_and_the_librarys_ttft_and_never_the_u
     _assert_no_url(at, proxy_db)
 
 
+@postgres
 def test_an_unset_variable_is_named_and_a_bad_database_is_one_sentence_without_its_url(proxy_db, monkeypatch):
     monkeypatch.delenv(VAR, raising=False)
     eng = open_store()
@@ -184,6 +197,7 @@ def test_an_unset_variable_is_named_and_a_bad_database_is_one_sentence_without_i
     _assert_no_url(at, proxy_db)
 
 
+@postgres
 def test_the_logs_page_opens_a_source_like_a_stored_upload_and_a_link_reopens_it(proxy_db, monkeypatch):
     _insert(proxy_db, _requests(120))
     monkeypatch.setenv(VAR, proxy_db)
@@ -238,3 +252,203 @@ def _shows_the_source(at: AppTest, ttft_p95: float, n: int) -> None:
     charts = {c.proto.id for c in at.get("plotly_chart")}
     for key in ("logs_hist", "logs_prompt_hour", "logs_traffic", "logs_cold", "logs_ttft_hour"):
         assert any(key in c for c in charts), f"the {key} chart is drawn for a source"
+
+
+# --- Prometheus -----------------------------------------------------------------------------------------------------
+
+N_PROM = 40  # at least 20 in an hour (even split across two), so an hour's queue p95 can be handed over
+
+
+@pytest.fixture(scope="module")
+def scraped():
+    """Prometheus' URL once it holds every one of N_PROM requests sent at once on two slots (a queue forms: the
+    library test's set-up, tests/planner/test_sources_prometheus.py), with the simulator's own queue log."""
+    app = build_app(SimulatorConfig(prefill_tokens_per_s=2_000, slots=2, max_output_tokens=1, speedup=4, seed=7))
+    with running_simulator(app=app) as base, running_prometheus([urlsplit(base).netloc]) as prom:
+
+        def ask(i: int) -> int:  # distinct prompts: no prefix-cache hit shortens a prefill
+            body = {"model": "sim-model", "max_tokens": 1, "messages": [{"role": "user", "content": f"w{i} " * 600}]}
+            return httpx.post(f"{base}/chat/completions", json=body, timeout=60).status_code
+
+        with ThreadPoolExecutor(N_PROM) as pool:
+            assert set(pool.map(ask, range(N_PROM))) == {200}
+
+        def all_scraped() -> bool:
+            for name in ("vllm:time_to_first_token_seconds_count", "vllm:request_queue_time_seconds_count"):
+                got = httpx.get(f"{prom}/api/v1/query", params={"query": f"sum({name})"}).json()["data"]["result"]
+                if not got or float(got[0]["value"][1]) != N_PROM:
+                    return False
+            return True
+
+        wait_for(all_scraped, timeout_s=120, what="Prometheus holding every request and queue wait")
+        yield prom, [q for _, q in app.state.engine.metrics.queue_log]
+
+
+def _read_prometheus(at: AppTest, url: str, model: str = "", hours: int | None = None) -> AppTest:
+    at.text_input(key="sources_prom_url").input(url)
+    at.text_input(key="sources_prom_model").input(model)
+    if hours is not None:
+        at.number_input(key="sources_prom_hours").set_value(hours)
+    at.button(key="sources_prom_read").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _library_hours(prom: str, hours: int = 24, model: str | None = "sim-model"):
+    """What the library reads for the page's inputs (the last `hours` hours), the hours with requests only."""
+    import time
+
+    now = int(time.time() * 1000)
+    return [h for h in ttft_by_hour(prom, now - hours * HOUR_MS, now, model=model) if h.requests > 0]
+
+
+def _hour_table(at: AppTest) -> pd.DataFrame:
+    return next(shown_table(at, i) for i, t in enumerate(at.table) if "Queue p95" in t.value.columns)
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def test_the_prometheus_section_shows_the_librarys_hours_and_p95s_and_keeps_its_inputs(scraped):
+    prom, _ = scraped
+    at = open_page("sources")
+    assert at.text_input(key="sources_prom_url").value == "" and at.number_input(key="sources_prom_hours").value == 24
+    _read_prometheus(at, prom, "sim-model")
+    want = _library_hours(prom)
+    assert sum(h.requests for h in want) == N_PROM
+
+    table = _hour_table(at)
+    assert list(table.columns) == ["Hour", "Requests", "TTFT p50", "TTFT p95", "Queue p95", "Mean waiting"]
+    assert len(table) == len(want)
+    fmt = lambda v: "—" if v is None else f"{v:,.0f} ms"  # noqa: E731
+    for (_, row), h in zip(table.iterrows(), want, strict=True):
+        # the viewer's zone is UTC in a test: the hour as the page shows every time
+        assert row["Hour"] == f"{viewer_hour(h.hour_start_ms)} UTC"
+        assert row["Requests"] == f"{h.requests:,.0f}"
+        assert (row["TTFT p50"], row["TTFT p95"], row["Queue p95"]) == (
+            fmt(h.p50_ms),
+            fmt(h.p95_ms),
+            fmt(h.queue_p95_ms),
+        )
+        assert h.queue_p95_ms is not None and h.queue_p95_ms > 0
+    busiest = max(want, key=lambda h: (h.requests, h.hour_start_ms))
+    summary = [_plain(m.value) for m in at.markdown if "busiest hour" in m.value]
+    assert summary == [
+        f"Production TTFT p95, busiest hour ({viewer_hour(busiest.hour_start_ms)} UTC): {fmt(busiest.p95_ms)} "
+        f"({busiest.requests:,.0f} requests)."
+    ]
+    # kept in the session: another page and back keeps the inputs (and the hours read)
+    at.switch_page("views/worksheet.py").run()
+    at.switch_page("views/sources.py").run()
+    assert at.text_input(key="sources_prom_url").value == prom
+    assert at.text_input(key="sources_prom_model").value == "sim-model"
+    assert len(_hour_table(at)) == len(want)
+    # and bound to the address bar (the browser writes it): a link opens the same inputs
+    linked = new_app()
+    linked.query_params.update(
+        {
+            "sources_prom_url": prom,
+            "sources_prom_profile": "sglang",
+            "sources_prom_model": "m",
+            "sources_prom_hours": "6",
+        }
+    )
+    open_page("sources", linked)
+    assert linked.text_input(key="sources_prom_url").value == prom
+    assert linked.selectbox(key="sources_prom_profile").value == "sglang"
+    assert linked.text_input(key="sources_prom_model").value == "m"
+    assert linked.number_input(key="sources_prom_hours").value == 6
+
+
+def viewer_hour(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def test_an_unknown_model_an_unreachable_server_and_a_bad_url_are_one_clear_sentence(scraped):
+    prom, _ = scraped
+    at = _read_prometheus(open_page("sources"), prom, "gpt-4o")
+    [error] = at.error
+    assert _plain(error.value) == (
+        "Prometheus: no series of vllm:time_to_first_token_seconds has model_name='gpt-4o'; it has sim-model."
+    )
+    assert not [t for t in at.table if "Queue p95" in t.value.columns]
+    assert not any(b.key == "sources_prom_use" for b in at.button)
+
+    # nothing listens: one sentence, with the password the URL carries masked
+    _read_prometheus(at, "http://reader:pa55w0rd@127.0.0.1:9", "")
+    [error] = at.error
+    assert "cannot be reached" in error.value and "pa55w0rd" not in error.value
+    assert "\n" not in error.value and "Traceback" not in error.value
+    _read_prometheus(at, "prometheus:9090")
+    [error] = at.error
+    assert _plain(error.value) == "Give Prometheus' URL with its scheme, such as `http://prometheus:9090`."
+
+
+def test_the_hand_off_puts_the_largest_queue_p95_on_the_worksheet_with_its_provenance(scraped):
+    prom, waits = scraped
+    at = _read_prometheus(open_page("sources"), prom, "sim-model", hours=3)
+    want = _library_hours(prom, hours=3)
+    pick = max((h for h in want if h.requests >= 20), key=lambda h: (h.queue_p95_ms, h.requests))
+    assert max(waits) > 0.3 and pick.queue_p95_ms > 300  # a real queue: 40 requests of ~0.3 simulated s on 2 slots
+    hour = f"{viewer_hour(pick.hour_start_ms)} UTC"
+    said = [_plain(c.value) for c in at.caption if "Hands the worksheet's queueing segment" in c.value]
+    assert said and f"the queue p95 of {hour} ({pick.requests:,.0f} requests)" in said[0]
+    assert f"{pick.queue_p95_ms:,.0f} ms" in said[0]
+    at.button(key="sources_prom_use").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    # the Worksheet page, with the figure in its queueing field and where it came from under it
+    assert at.title[0].value == "TTFT worksheet"
+    assert at.number_input(key="queue_ms").value == pytest.approx(pick.queue_p95_ms)
+    host = urlsplit(prom).netloc
+    detail = f"production queue-time p95 from Prometheus {host}, vllm, model sim-model, hour {hour}"
+    captions = [_plain(c.value) for c in at.caption]
+    assert f":material/sensors: log · {detail} · n={pick.requests:.0f}" in captions, captions
+    fig = at.session_state["ws_figures"]["queue_ms"]
+    assert fig["source"] == str(Source.LOG) and fig["unit"] == "ms" and fig["n"] == pick.requests
+    assert fig["value"] == pytest.approx(pick.queue_p95_ms) and fig["detail"] == detail
+    assert float(at.query_params["queue_ms"]) == pytest.approx(pick.queue_p95_ms) and "queue_ms_from" in at.query_params
+
+
+def test_an_hour_of_fewer_than_20_requests_is_not_handed_over(scraped, monkeypatch):
+    import planner.sources.prometheus as prometheus
+    from planner.sources.prometheus import HourTtft
+
+    few = [HourTtft(0, 0.0, None, None, 0.0, None), HourTtft(HOUR_MS, 19.0, 120.0, 340.0, 1.5, 900.0)]
+    monkeypatch.setattr(prometheus, "ttft_by_hour", lambda *a, **k: few)
+    at = _read_prometheus(open_page("sources"), scraped[0])
+    assert len(_hour_table(at)) == 1
+    assert at.button(key="sources_prom_use").disabled
+    assert any("no hour has 20 requests or more" in c.value for c in at.caption)
+
+
+def test_with_sign_in_on_reading_prometheus_needs_the_source_sync_action(scraped, tmp_path, monkeypatch):
+    from tests.app.test_auth import AUTH
+
+    roles = tmp_path / "roles.toml"
+    roles.write_text('default_role = "viewer"\n[roles]\neditor = ["dev@example.com"]\n')
+    monkeypatch.setenv("TTFT_PLANNER_ROLES_FILE", str(roles))
+
+    def signed_in(email: str) -> AppTest:
+        at = new_app()
+        at.secrets["auth"] = AUTH
+        at.user = {"is_logged_in": True, "email": email}
+        at.run()
+        return open_page("sources", at)
+
+    viewer = signed_in("pm@example.com")
+    read = viewer.button(key="sources_prom_read")
+    assert read.disabled and any("needs the editor role" in c.value for c in viewer.caption)
+    viewer.text_input(key="sources_prom_url").input(scraped[0]).run()
+    read = viewer.button(key="sources_prom_read")
+    # a forged press (tests/app/test_auth.py's way): discarded on the server, nothing is read
+    read.proto.disabled = False
+    read.click().run()
+    assert not viewer.exception
+    assert "sources_prom" not in viewer.session_state and not viewer.table
+
+    editor = _read_prometheus(signed_in("dev@example.com"), scraped[0], "sim-model")
+    assert not editor.error and len(_hour_table(editor)) == len(_library_hours(scraped[0]))
