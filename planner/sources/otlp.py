@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from planner.errors import PlannerError
 from planner.logs.otel import keyed_spans
 from planner.logs.records import Reject
 from planner.store.sources import store_batch
@@ -34,7 +35,7 @@ __all__ = ["MAX_BODY_BYTES", "OtlpError", "decode", "receiver_app"]
 MAX_BODY_BYTES = 16 << 20  # an OTLP batch larger than this is refused (the SDK's batches are far smaller)
 
 
-class OtlpError(ValueError):
+class OtlpError(PlannerError, ValueError):
     """A body that is not an OTLP trace export: the message says why."""
 
 

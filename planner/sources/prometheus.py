@@ -1,15 +1,15 @@
 """Production TTFT per hour from Prometheus: the engines' own first-token histograms, read over its HTTP API.
 
-Each hour's p50/p95 is `histogram_quantile(q, sum by (le) (increase(<metric>_bucket[1h])))` evaluated at the hour's
-end (a range query, one step an hour): exact to the histogram's bucket resolution (Prometheus interpolates linearly
-inside the bucket holding the quantile). Its request count is the counter's last value in the hour less its last
-value before (increase() extrapolates a short series past its samples; a counter reset inside an hour undercounts
-it). Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`, SGLang's
-`sglang:time_to_first_token_seconds` — or a custom histogram name; `model` filters on the profile's model label. The
-queue beside it is the engine's waiting-requests gauge, averaged over the hour, and the p95 of its queue-time histogram
-(vLLM's request_queue_time_seconds: arrival to a slot), the worksheet's queueing segment.
-
-A missing metric or a label value no series has is a PrometheusError that says which, and what there is instead.
+Each hour's figures come from what its counters gained in the hour: a counter's last value in the hour less its last
+value before (`max_over_time(c[1h]) - max_over_time(c[1h] offset 1h)`, zero before a series existed). The p50/p95
+are `histogram_quantile` over the buckets' gains (exact to the histogram's bucket resolution: Prometheus interpolates
+linearly inside the bucket holding the quantile), the requests the count's gain. Not increase(): it needs two samples
+in the hour and extrapolates a short series past them, so a series that first appears with its final value (an
+engine that made its histogram at the first request) would read as nothing. A counter reset inside an hour (an engine
+restart) undercounts that hour. Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`,
+SGLang's `sglang:time_to_first_token_seconds` — or a custom histogram name; `model` filters on the profile's model
+label. Beside them: the engine's waiting-requests gauge averaged over the hour, and the p95 of its queue-time
+histogram (vLLM's request_queue_time_seconds: arrival to a slot), the worksheet's queueing segment.
 """
 
 from __future__ import annotations
@@ -91,6 +91,14 @@ def _range(client: httpx.Client, query: str, start_s: float, end_s: float) -> di
     return out
 
 
+def _gained(series: str, by: str = "") -> str:
+    """PromQL: what the counters `series` gained in the hour to each evaluation (summed, by `by`): the last value in
+    the hour less the last before it, zero for a series that did not exist before."""
+    agg = f"sum by ({by})" if by else "sum"
+    now = f"{agg} (max_over_time({series}[1h]))"
+    return f"({now} - ({agg} (max_over_time({series}[1h] offset 1h)) or {now} * 0))"
+
+
 def ttft_by_hour(
     base_url: str,
     start_ms: int,
@@ -120,17 +128,14 @@ def ttft_by_hour(
                     f"no series of {prof.ttft} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
                 )
             match = "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
-        buckets = f"sum by (le) (increase({prof.ttft}_bucket{match}[1h]))"
+        buckets = _gained(f"{prof.ttft}_bucket{match}", "le")
         p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
         p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)
-        # a counter's last value in the hour less its last value before it: exact where increase() extrapolates
-        c = f"{prof.ttft}_count{match}"
-        count_q = f"sum(max_over_time({c}[1h])) - (sum(max_over_time({c}[1h] offset 1h)) or vector(0))"
-        count = _range(client, count_q, first_end / 1000, last_end / 1000)
+        count = _range(client, _gained(f"{prof.ttft}_count{match}"), first_end / 1000, last_end / 1000)
         queue = (
             _range(
                 client,
-                f"histogram_quantile(0.95, sum by (le) (increase({prof.queue}_bucket{match}[1h])))",
+                f"histogram_quantile(0.95, {_gained(f'{prof.queue}_bucket{match}', 'le')})",
                 first_end / 1000,
                 last_end / 1000,
             )
