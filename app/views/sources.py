@@ -290,19 +290,33 @@ def _reset_add_form() -> None:
         ss.pop(k, None)
 
 
-with st.expander("Add a LiteLLM source", expanded=not sources, icon=":material/add:"):
+with st.expander("Add a source", expanded=not sources, icon=":material/add:"):
+    kind_label = st.radio(  # by label: a kind's value ("litellm") is not for the page
+        "Kind", [KINDS[SourceKind.LITELLM], KINDS[SourceKind.OTLP]], horizontal=True, key="sources_add_kind"
+    )
+    kind = next(k for k, label in KINDS.items() if label == kind_label)
+    pulled_kind = kind is SourceKind.LITELLM
     with st.form("sources_add"):
         c = st.columns(2)
-        name = c[0].text_input("Name", key="sources_add_name", placeholder="prod-proxy", max_chars=120)
+        name = c[0].text_input(
+            "Name", key="sources_add_name", placeholder="prod-proxy" if pulled_kind else "agents", max_chars=120
+        )
         var = c[1].text_input(
-            "Environment variable holding its PostgreSQL URL",
+            "Environment variable holding its PostgreSQL URL"
+            if pulled_kind
+            else "Environment variable holding the bearer token its exporters send",
             key="sources_add_var",
-            placeholder="LITELLM_DSN",
-            help="The variable's name, not the URL: e.g. LITELLM_DSN, set to postgresql://user:password@host/db.",
+            placeholder="LITELLM_DSN" if pulled_kind else "OTLP_TOKEN",
+            help="The variable's name, not its value: e.g. LITELLM_DSN, set to postgresql://user:password@host/db."
+            if pulled_kind
+            else "The variable's name, not the token: e.g. OTLP_TOKEN, set in the receiver's environment.",
         )
         st.caption(
             "The URL is read from this variable in the dashboard server's environment at each Test and sync: it is "
             "never stored and never shown. A read-only role on the proxy's database is enough."
+            if pulled_kind
+            else "Spans arrive when `ttft-planner sources receive NAME` runs (OTLP/HTTP on port 4318 by default) with "
+            "the token in that variable; point the SDKs' OTLP exporter at it with `Authorization: Bearer <token>`."
         )
         if st.form_submit_button("Add source", type="primary", disabled=not can("source.write")) and require(
             "source.write"
@@ -314,21 +328,27 @@ with st.expander("Add a LiteLLM source", expanded=not sources, icon=":material/a
                 ss.sources_flash = (
                     "error",
                     "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
-                    "URL itself: the URL stays in the server's environment.",
+                    "URL itself (or the token): it stays in the server's environment.",
                 )
                 st.rerun()
             try:
-                add_source(eng, name, SourceKind.LITELLM, var)
-                record("source.write", name.strip(), f"added source: LiteLLM, URL from ${var}")
+                add_source(eng, name, kind, var)
+                what = "URL" if pulled_kind else "token"
+                record("source.write", name.strip(), f"added source: {kind.short}, {what} from ${var}")
             except ValueError as exc:
                 st.error(md_text(str(exc)[:1].upper() + str(exc)[1:] + "."))
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
             else:
+                then = (
+                    "press Test to check the connection, then Sync now"
+                    if pulled_kind
+                    else f"run `ttft-planner sources receive {md_text(name.strip())}` where its exporters can reach it"
+                )
                 ss.sources_flash = (
                     "success",
-                    f"Added {md_text(name.strip())}: press Test to check the connection, then Sync now."
-                    + ("" if _is_set(var) else f" {md_text(_unset(var))}"),
+                    f"Added {md_text(name.strip())}: {then}."
+                    + ("" if not pulled_kind or _is_set(var) else f" {md_text(_unset(var))}"),
                 )
                 _reset_add_form()
                 st.rerun()

@@ -452,3 +452,14 @@ def test_with_sign_in_on_reading_prometheus_needs_the_source_sync_action(scraped
 
     editor = _read_prometheus(signed_in("dev@example.com"), scraped[0], "sim-model")
     assert not editor.error and len(_hour_table(editor)) == len(_library_hours(scraped[0]))
+
+
+def test_an_opentelemetry_source_is_added_on_the_page_and_offers_no_test_or_sync():
+    at = open_page("sources")
+    at.radio(key="sources_add_kind").set_value("OpenTelemetry spans (OTLP receiver)").run()
+    _add_on_the_page(at, "agents", "OTLP_TOKEN_OF_THE_PAGE_TEST")
+    assert any("Added agents" in s.value and "sources receive agents" in s.value for s in at.success)
+    [src] = list_sources(open_store())
+    assert (src.name, src.kind, src.secret_ref) == ("agents", SourceKind.OTLP, "OTLP_TOKEN_OF_THE_PAGE_TEST")
+    assert at.button(key=f"sources_test_{src.id}").disabled and at.button(key=f"sources_sync_{src.id}").disabled
+    assert "OpenTelemetry spans (OTLP receiver)" in _every_text(at)
