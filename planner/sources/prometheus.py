@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from planner.errors import PlannerError
+from planner.urls import UrlError, check_url
 
 __all__ = ["PROFILES", "HourTtft", "PrometheusError", "Profile", "ttft_by_hour"]
 
@@ -110,6 +111,10 @@ def ttft_by_hour(
     timeout_s: float = 30.0,
 ) -> list[HourTtft]:
     """The hours ending in (start_ms, end_ms], rounded out to whole hours: requests and TTFT p50/p95 per hour."""
+    try:
+        base_url = check_url(base_url, what="the Prometheus URL", allow_credentials=True)
+    except UrlError as exc:
+        raise PrometheusError(str(exc)) from None
     prof = PROFILES[profile] if metric is None else Profile(metric, PROFILES[profile].model_label, None)
     first_end = (start_ms // HOUR_MS + 1) * HOUR_MS
     last_end = -(-end_ms // HOUR_MS) * HOUR_MS

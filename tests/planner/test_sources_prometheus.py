@@ -132,3 +132,9 @@ def test_the_queue_p95_from_prometheus_is_the_logged_one_to_the_bucket():
     assert len(hours) == 1 or sum(h.requests for h in hours) == 16
     got = max(h.queue_p95_ms for h in hours if h.queue_p95_ms is not None)
     assert lower * 1000 <= got <= upper * 1000, (truth, got)
+
+
+def test_a_url_that_is_not_http_is_refused_before_any_request():
+    for url in ("prometheus:9090", "file:///etc/passwd", "http://a b"):
+        with pytest.raises(PrometheusError, match="the Prometheus URL"):
+            ttft_by_hour(url, 0, HOUR_MS)
