@@ -24,7 +24,15 @@ from sqlalchemy.exc import ArgumentError
 from planner.auth import ACTIONS
 from planner.provenance import Figure, Source
 from planner.sources import litellm
-from planner.sources.prometheus import HOUR_MS, HourTtft, PrometheusError, ttft_by_hour
+from planner.sources.prometheus import (
+    HOUR_MS,
+    MIN_REQUESTS_FOR_P95,
+    HourTtft,
+    PrometheusError,
+    busiest_hour,
+    queue_hour_for_worksheet,
+    ttft_by_hour,
+)
 from planner.sources.sync import sync_source
 from planner.stats import summarize
 from planner.store.sources import (
@@ -32,9 +40,10 @@ from planner.store.sources import (
     SourceKind,
     SourceNotFound,
     add_source,
+    get_source,
     list_sources,
-    load_source_frame,
     remove_source,
+    source_ttft_ms,
 )
 from planner.untrusted import mask_secret, md_text
 from ttft_planner_app import viewer
@@ -153,14 +162,14 @@ def _sync(src: SourceInfo) -> dict:
     except (ArgumentError, ValueError) as exc:
         return {"lines": [("error", f"{src.name}: {_not_a_url(src, exc)}")]}
     record("source.sync", src.name, f"synced source: {rep.new:,} new requests")
-    frame = load_source_frame(eng, src.id)
-    ttft = summarize(frame["ttft_ms"])
+    kept = get_source(eng, src.name).n_requests
+    ttft = summarize(source_ttft_ms(eng, src.id))
     p50, p95 = ttft["p50"], ttft["p95"]
     lines = [
         (
             "success",
             f"{src.name}: read {rep.read:,} requests in {rep.pages:,} page{'' if rep.pages == 1 else 's'}, "
-            f"{rep.new:,} new, {len(rep.left_out):,} left out; {len(frame):,} kept.",
+            f"{rep.new:,} new, {len(rep.left_out):,} left out; {kept:,} kept.",
         )
     ]
     lines += [("warning", f"Left out {rid}: {why}.") for rid, why in rep.left_out[:5]]
@@ -359,7 +368,6 @@ with st.expander("Add a source", expanded=not sources, icon=":material/add:"):
 PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang"}
 PROM_MAX_HOURS = 24 * 30
 # A p95 of fewer requests is only the largest value: an hour needs this many to hand its queue p95 over.
-PROM_MIN_REQUESTS = 20
 
 
 def _host(url: str) -> str:
@@ -427,7 +435,8 @@ def _prom_show(got: dict) -> None:
             ]
         )
     )
-    top = max(busy, key=lambda h: (h.requests, h.hour_start_ms))
+    top = busiest_hour(busy)
+    assert top is not None  # busy holds an hour with requests
     st.markdown(
         md_text(
             f"Production TTFT p95, busiest hour ({viewer.fmt_ms(top.hour_start_ms, tz)}): {_ms(top.p95_ms)} "
@@ -440,8 +449,7 @@ def _prom_show(got: dict) -> None:
             "exact to their buckets; mean waiting is the engine's queued-requests gauge over the hour."
         )
     )
-    enough = [h for h in busy if h.requests >= PROM_MIN_REQUESTS and h.queue_p95_ms is not None]
-    pick = max(enough, key=lambda h: (h.queue_p95_ms, h.requests)) if enough else None
+    pick = queue_hour_for_worksheet(busy)
     if (
         st.button(
             "Use queue p95 in the worksheet",
@@ -469,7 +477,7 @@ def _prom_show(got: dict) -> None:
             md_text(
                 f"Hands the worksheet's queueing segment {_ms(pick.queue_p95_ms)}: the queue p95 of "
                 f"{viewer.fmt_ms(pick.hour_start_ms, tz)} ({pick.requests:,.0f} requests), the largest among the "
-                f"hours with at least {PROM_MIN_REQUESTS} requests."
+                f"hours with at least {MIN_REQUESTS_FOR_P95} requests."
             )
         )
     elif all(h.queue_p95_ms is None for h in busy):
@@ -482,7 +490,7 @@ def _prom_show(got: dict) -> None:
     else:
         st.caption(
             md_text(
-                f"No queue p95 to hand over: no hour has {PROM_MIN_REQUESTS} requests or more, and the p95 of fewer "
+                f"No queue p95 to hand over: no hour has {MIN_REQUESTS_FOR_P95} requests or more, and the p95 of fewer "
                 "is only the largest value."
             )
         )

@@ -15,17 +15,29 @@ histogram (vLLM's request_queue_time_seconds: arrival to a slot), the worksheet'
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from planner.errors import PlannerError
+from planner.stats import min_n_for
 from planner.urls import UrlError, check_url
 
-__all__ = ["PROFILES", "HourTtft", "PrometheusError", "Profile", "ttft_by_hour"]
+__all__ = [
+    "MIN_REQUESTS_FOR_P95",
+    "PROFILES",
+    "HourTtft",
+    "PrometheusError",
+    "Profile",
+    "busiest_hour",
+    "queue_hour_for_worksheet",
+    "ttft_by_hour",
+]
 
 HOUR_MS = 3_600_000
+MIN_REQUESTS_FOR_P95 = min_n_for(0.95)  # below it an hour's p95 is just its largest value
 
 
 @dataclass(frozen=True)
@@ -166,3 +178,16 @@ def ttft_by_hour(
             )
         )
     return out
+
+
+def busiest_hour(hours: Sequence[HourTtft]) -> HourTtft | None:
+    """The hour with the most requests (the later on a tie); None when no hour has any."""
+    busy = [h for h in hours if h.requests > 0]
+    return max(busy, key=lambda h: (h.requests, h.hour_start_ms)) if busy else None
+
+
+def queue_hour_for_worksheet(hours: Sequence[HourTtft]) -> HourTtft | None:
+    """The hour whose queue p95 fills the worksheet's queueing segment: the largest queue p95 among the hours with
+    enough requests for a p95 (MIN_REQUESTS_FOR_P95); None when no hour has that many."""
+    enough = [h for h in hours if h.requests >= MIN_REQUESTS_FOR_P95 and h.queue_p95_ms is not None]
+    return max(enough, key=lambda h: (h.queue_p95_ms or 0.0, h.requests)) if enough else None

@@ -138,3 +138,14 @@ def test_a_url_that_is_not_http_is_refused_before_any_request():
     for url in ("prometheus:9090", "file:///etc/passwd", "http://a b"):
         with pytest.raises(PrometheusError, match="the Prometheus URL"):
             ttft_by_hour(url, 0, HOUR_MS)
+
+
+def test_the_worksheet_takes_the_largest_queue_p95_of_an_hour_with_enough_requests_for_a_p95():
+    from planner.sources.prometheus import MIN_REQUESTS_FOR_P95, HourTtft, busiest_hour, queue_hour_for_worksheet
+
+    assert MIN_REQUESTS_FOR_P95 == 20
+    few = HourTtft(0, 19, 100.0, 900.0, 1.0, queue_p95_ms=5_000.0)  # the largest queue, but a p95 of 19 is a max
+    a = HourTtft(HOUR_MS, 20, 100.0, 300.0, 1.0, queue_p95_ms=800.0)
+    b = HourTtft(2 * HOUR_MS, 400, 100.0, 300.0, 1.0, queue_p95_ms=600.0)
+    assert queue_hour_for_worksheet([few, a, b]) == a and queue_hour_for_worksheet([few]) is None
+    assert busiest_hour([few, a, b]) == b and busiest_hour([HourTtft(0, 0, None, None, None)]) is None
