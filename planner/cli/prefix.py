@@ -20,7 +20,7 @@ from planner.cli._capacity.options import (
 from planner.cli._common import echo_json
 from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
-from planner.kvcache.regime import capacity_grid, knee, regime, sentence
+from planner.kvcache.regime import deployment_name, study
 from planner.kvcache.simulate import Engine, Routing, ServiceRates, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
 
@@ -166,16 +166,10 @@ def prefix(
     rates = ServiceRates(prefill_ms_per_token=ms_per_token)
     chosen = [Routing(r) for r in routings] or list(Routing)
     ceiling, within = reuse_ceiling(trace.requests, trace.block_tokens)
-    grid = capacity_grid(trace, cap.tokens if cap else None)
-    sweep = regime(trace, grid, replicas[:1], chosen, rates, engine, slots)
-    at_cap = regime(trace, [cap.tokens], replicas + [replicas[-1] + 1], chosen, rates, engine, slots) if cap else []
-    knees = {r.value: knee([p for p in sweep if p.routing == r.value]) for r in chosen}
-    deployment = (
-        f"{replicas[0]} replica{'s' if replicas[0] > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
-        if cap
-        else ""
-    )
-    said = sentence({(p.routing, p.replicas): p for p in at_cap}, deployment, replicas[0]) if cap else ""
+    found = study(trace, cap.tokens if cap else None, replicas, chosen, rates, engine, slots)
+    sweep, at_cap, knees = found.sweep, found.at_capacity, found.knees
+    deployment = deployment_name(replicas[0], cap) if cap else ""
+    said = found.sentence(deployment, replicas[0]) if cap else ""
     if as_json:
         echo_json(
             {

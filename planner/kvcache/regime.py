@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from planner.kvcache.capacity import KvCapacity
 from planner.kvcache.chains import PrefixTrace
 from planner.kvcache.simulate import Engine, PrefixRun, Routing, ServiceRates, simulate
 
-__all__ = ["RegimePoint", "capacity_grid", "knee", "regime", "sentence"]
+__all__ = ["RegimePoint", "Study", "capacity_grid", "deployment_name", "knee", "regime", "sentence", "study"]
 
 KNEE_SHARE = 0.95
 
@@ -132,3 +133,41 @@ def sentence(at: dict[tuple[str, int], RegimePoint], deployment: str, replicas: 
         else:
             text += f"; a {nth} replica does not change it"
     return text + "."
+
+
+def deployment_name(replicas: int, cap: KvCapacity) -> str:
+    """The deployment as the sentence names it: '2 replicas of 2× L40S 48GB (Qwen2.5-Coder 32B)'."""
+    return f"{replicas} replica{'s' if replicas > 1 else ''} of {cap.gpus_per_replica}× {cap.gpu} ({cap.model})"
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the command and the Prefix cache tab show for a trace and a deployment."""
+
+    sweep: list[RegimePoint]  # over capacity_grid, at the first replica count
+    at_capacity: list[RegimePoint]  # at the deployment's capacity: each replica count, and one more than the last
+    knees: dict[str, int | None]  # routing → its knee (tokens per replica)
+
+    def sentence(self, deployment: str, replicas: int) -> str:
+        return sentence({(p.routing, p.replicas): p for p in self.at_capacity}, deployment, replicas)
+
+
+def study(
+    trace: PrefixTrace,
+    capacity_tokens: int | None,
+    replicas: Sequence[int],
+    routings: Sequence[Routing | str],
+    rates: ServiceRates | None = None,
+    engine: Engine | str = Engine.BLOCKS,
+    slots: int = 4,
+) -> Study:
+    """The regime swept at the first replica count (capacity_grid, with the deployment's capacity among the points),
+    the points at the deployment's capacity (none without one), and each routing's knee."""
+    names = [Routing(r).value for r in routings]
+    sweep = regime(trace, capacity_grid(trace, capacity_tokens), replicas[:1], names, rates, engine, slots)
+    at_cap = (
+        regime(trace, [capacity_tokens], [*replicas, replicas[-1] + 1], names, rates, engine, slots)
+        if capacity_tokens
+        else []
+    )
+    return Study(sweep, at_cap, {r: knee([p for p in sweep if p.routing == r]) for r in names})

@@ -23,7 +23,7 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import TP_DEGREES
 from planner.kvcache.capacity import KvCapacity, kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTrace, PrefixTraceError, read_prefix_trace
-from planner.kvcache.regime import RegimePoint, capacity_grid, knee, regime, sentence
+from planner.kvcache.regime import RegimePoint, Study, deployment_name, study
 from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
 from planner.logs.samples import SAMPLE_DIR
 from planner.provenance import Figure, Source
@@ -33,7 +33,7 @@ from ttft_planner_app.charts.prefix import regime_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet, usable_share
 from ttft_planner_app.widgets import persisted_number, wrapped_table
 
-__all__ = ["SAMPLES", "TraceView", "deployment_text", "render"]
+__all__ = ["SAMPLES", "TraceView", "render"]
 
 #: The traces this tab offers from assets/sample_logs (file → label): one with message text and session ids, one
 #: with Mooncake hash_ids. (agent_sessions.jsonl is not among the Logs page's samples: it has no token counts.)
@@ -99,32 +99,16 @@ def _upload_trace(digest: str, name: str, _data: bytes) -> TraceView:
     return _view(f"upload:{digest}", name, trace)
 
 
-@dataclass(frozen=True)
-class Regime:
-    sweep: list[RegimePoint]  # over capacity_grid, at the deployment's replica count
-    at_capacity: list[RegimePoint]  # at the deployment's capacity, at its replica count and one more
-    knees: dict[str, int | None]
-
-
 @st.cache_data(show_spinner=False, max_entries=16)
-def _regime(
+def _study(
     trace_key: str,  # identifies `_trace` in the cache key
     _trace: PrefixTrace,
     capacity_tokens: int,
     replicas: int,
     routings: tuple[str, ...],
     ms_per_token: float,
-) -> Regime:
-    rates = ServiceRates(prefill_ms_per_token=ms_per_token)
-    sweep = regime(_trace, capacity_grid(_trace, capacity_tokens), [replicas], routings, rates)
-    at_cap = regime(_trace, [capacity_tokens], [replicas, replicas + 1], routings, rates)
-    knees = {r: knee([p for p in sweep if p.routing == r]) for r in routings}
-    return Regime(sweep, at_cap, knees)
-
-
-def deployment_text(replicas: int, cap: KvCapacity, gpu: P.GpuSpec) -> str:
-    """The deployment as the sentence names it (the same words as `ttft-planner prefix`)."""
-    return f"{replicas} replica{'s' if replicas > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
+) -> Study:
+    return study(_trace, capacity_tokens, [replicas], routings, ServiceRates(prefill_ms_per_token=ms_per_token))
 
 
 def _read_error(exc: Exception) -> str:
@@ -274,7 +258,7 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             st.info("Pick at least one routing policy.")
             return
         chosen = tuple(r for r in _ROUTINGS if r in routings)
-        result = _regime(view.key, view.trace, cap.tokens, replicas, chosen, ms_per_token)
+        result = _study(view.key, view.trace, cap.tokens, replicas, chosen, ms_per_token)
         held = cap.blocks * cap.block_tokens  # what the replay holds: whole blocks
         st.plotly_chart(regime_figure(result.sweep, held, result.knees, replicas), key="cap_px_chart")
         st.subheader("At this deployment's capacity")
@@ -283,9 +267,7 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             f"{'s' if replicas > 1 else ''} and at one more."
         )
         wrapped_table(_at_capacity_table(result.at_capacity))
-        said = sentence(
-            {(p.routing, p.replicas): p for p in result.at_capacity}, deployment_text(replicas, cap, gpu), replicas
-        )
+        said = result.sentence(deployment_name(replicas, cap), replicas)
         if said:
             st.info(md_text(said), icon=":material/forward_to_inbox:")
         else:
@@ -332,7 +314,7 @@ def _at_capacity_table(points: list[RegimePoint]) -> pd.DataFrame:
 
 
 def _hand_off(
-    view: TraceView, result: Regime, cap: KvCapacity, gpu: P.GpuSpec, replicas: int, chosen: tuple[str, ...]
+    view: TraceView, result: Study, cap: KvCapacity, gpu: P.GpuSpec, replicas: int, chosen: tuple[str, ...]
 ) -> None:
     """The routing to hand over and the button: the worksheet's p95 prompt becomes that routing's uncached p95, and
     its cache-hit rate 0 (the worksheet takes p95 prompt × (1 − hit rate) as uncached: the cached part is out
@@ -356,7 +338,7 @@ def _hand_off(
     )
     if st.button("Use uncached p95 in the worksheet", key="cap_px_use", icon=":material/input:"):
         deployment = (
-            f"{pick} routing, {deployment_text(replicas, cap, gpu)}, {cap.kv_dtype} KV, "
+            f"{pick} routing, {deployment_name(replicas, cap)}, {cap.kv_dtype} KV, "
             f"{cap.blocks * cap.block_tokens:,} KV tokens per replica"
         )
         n = len(view.trace.requests)
