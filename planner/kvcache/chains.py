@@ -111,8 +111,7 @@ def _ts_ms(value: Any, line: int, label: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    text = path.read_text(encoding="utf-8-sig")
+def _records(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if text.lstrip().startswith("["):
         for i, rec in enumerate(json.loads(text), 1):
             yield i, rec
@@ -122,9 +121,9 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise PrefixTraceError(f"{path.name}:{i}: not JSON ({exc.msg})") from None
+                raise PrefixTraceError(f"{label}:{i}: not JSON ({exc.msg})") from None
             if not isinstance(rec, dict):
-                raise PrefixTraceError(f"{path.name}:{i}: a JSON object per line expected")
+                raise PrefixTraceError(f"{label}:{i}: a JSON object per line expected")
             yield i, rec
 
 
@@ -136,8 +135,11 @@ def _prompt(rec: dict[str, Any]) -> Any:
     return _prompt(body) if isinstance(body, dict) else None
 
 
-def read_prefix_trace(path: Path, block_tokens: int | None = None, counter: TokenCounter | None = None) -> PrefixTrace:
-    """The requests of a JSON Lines (or JSON array) trace with their prompt identity.
+def read_prefix_trace(
+    trace_file: Path | tuple[str, bytes], block_tokens: int | None = None, counter: TokenCounter | None = None
+) -> PrefixTrace:
+    """The requests of a JSON Lines (or JSON array) trace with their prompt identity. `trace_file`: a path, or a (file
+    name, bytes) pair as read_logs takes an upload (read in memory, nothing written).
 
     Mooncake/AIPerf records (`hash_ids`, `input_length`, `output_length`, `timestamp` in ms) keep their 512-token
     blocks; chat records (`messages`, or `prompt`/`input` text, under `request`/`body` too) are hashed from their
@@ -146,8 +148,8 @@ def read_prefix_trace(path: Path, block_tokens: int | None = None, counter: Toke
 
     Raises PrefixTraceError naming the file and line of a record with neither.
     """
-    label = path.name
-    recs = list(_records(path))
+    label, data = (trace_file.name, trace_file.read_bytes()) if isinstance(trace_file, Path) else trace_file
+    recs = list(_records(data.decode("utf-8-sig"), label))
     if not recs:
         raise PrefixTraceError(f"{label}: no records")
     mooncake = all("hash_ids" in r for _, r in recs)

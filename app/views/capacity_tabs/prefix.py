@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -78,24 +75,11 @@ def _sample_trace(name: str) -> TraceView:
     return _view(f"sample:{name}", SAMPLES[name], read_prefix_trace(SAMPLE_DIR / name))
 
 
-def _safe_name(name: str) -> str:
-    """An uploaded file's name as a file name in a private folder (its errors then name the file as the user does)."""
-    safe = re.sub(r"[^A-Za-z0-9._ -]", "_", Path(name).name).strip()[:120]
-    return safe if safe.strip(".") else "trace.jsonl"
-
-
 @st.cache_data(show_spinner=False, max_entries=4)
 def _upload_trace(digest: str, name: str, _data: bytes) -> TraceView:
-    """The trace of an upload (keyed by its digest: the bytes are not part of the cache key, and the cached value
-    holds block hashes, never text). read_prefix_trace reads a path, so the bytes go to a private temporary folder
-    (mode 0700) for the read and are deleted right after."""
-    with tempfile.TemporaryDirectory(prefix="ttft-prefix-") as folder:
-        path = Path(folder) / _safe_name(name)
-        path.write_bytes(_data)
-        try:
-            trace = read_prefix_trace(path)
-        finally:
-            path.unlink(missing_ok=True)
+    """The trace of an upload, read in memory (keyed by its digest: the bytes are not part of the cache key, and the
+    cached value holds block hashes, never text)."""
+    trace = read_prefix_trace((name, _data))
     return _view(f"upload:{digest}", name, trace)
 
 
