@@ -23,6 +23,7 @@ import httpx
 
 from planner.errors import PlannerError
 from planner.stats import min_n_for
+from planner.store.sources import HOUR_MS, HourTtft
 from planner.urls import UrlError, check_url
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "ttft_by_hour",
 ]
 
-HOUR_MS = 3_600_000
 MIN_REQUESTS_FOR_P95 = min_n_for(0.95)  # below it an hour's p95 is just its largest value
 
 
@@ -61,18 +61,6 @@ PROFILES = {
 
 class PrometheusError(PlannerError, RuntimeError):
     """Prometheus cannot answer: unreachable, an error from the query, or no such metric or label value."""
-
-
-@dataclass(frozen=True)
-class HourTtft:
-    """One hour (its start, UTC epoch ms): requests, TTFT p50/p95 (ms; None without requests), mean queue."""
-
-    hour_start_ms: int
-    requests: float
-    p50_ms: float | None
-    p95_ms: float | None
-    waiting_mean: float | None
-    queue_p95_ms: float | None = None  # time waiting for a slot (the profile's queue histogram), p95
 
 
 def _get(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:

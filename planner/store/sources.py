@@ -25,6 +25,9 @@ from planner.errors import PlannerError
 from planner.store.engine import table_of
 
 __all__ = [
+    "HOUR_MS",
+    "HourTtft",
+    "SourceHourRow",
     "SourceInfo",
     "SourceKind",
     "SourceNotFound",
@@ -43,19 +46,39 @@ __all__ = [
 ]
 
 
+HOUR_MS = 3_600_000
+
+
 class SourceKind(StrEnum):
     LITELLM = "litellm"  # the LiteLLM proxy's PostgreSQL (its LiteLLM_SpendLogs table), synced by the worker
     OTLP = "otlp"  # OpenTelemetry GenAI spans pushed to the receiver (`ttft-planner sources receive`)
+    PROMETHEUS = "prometheus"  # the engines' TTFT histograms, read per hour from Prometheus' HTTP API by the worker
 
     @property
     def short(self) -> str:
         """The kind in a picker's label."""
-        return {SourceKind.LITELLM: "LiteLLM", SourceKind.OTLP: "OpenTelemetry"}[self]
+        return {SourceKind.LITELLM: "LiteLLM", SourceKind.OTLP: "OpenTelemetry", SourceKind.PROMETHEUS: "Prometheus"}[
+            self
+        ]
 
     @property
     def origin(self) -> str:
         """Where the requests come from, in a provenance line."""
-        return {SourceKind.LITELLM: "the LiteLLM proxy", SourceKind.OTLP: "OpenTelemetry spans"}[self]
+        return {
+            SourceKind.LITELLM: "the LiteLLM proxy",
+            SourceKind.OTLP: "OpenTelemetry spans",
+            SourceKind.PROMETHEUS: "Prometheus",
+        }[self]
+
+    @property
+    def pulled(self) -> bool:
+        """Read by a sync (the worker's, or Sync now), not pushed to the receiver."""
+        return self is not SourceKind.OTLP
+
+    @property
+    def per_request(self) -> bool:
+        """Keeps one row per request (source_request); a Prometheus source keeps hours (source_hour)."""
+        return self is not SourceKind.PROMETHEUS
 
 
 class SourceRow(SQLModel, table=True):
@@ -66,13 +89,16 @@ class SourceRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=120, unique=True)
     kind: str = Field(max_length=20)  # SourceKind
-    secret_ref: str = Field(max_length=200)  # the env var holding the DSN (or the receiver's token); never the value
+    secret_ref: str = Field(max_length=200)  # the env var holding the DSN (or a token); never the value; "" for none
     created_at_ms: int = Field(sa_type=sa.BigInteger)
     watermark_ms: int | None = Field(default=None, sa_type=sa.BigInteger)  # the newest request read: its start
     watermark_id: str | None = Field(default=None, max_length=200)  # … and its id (ties at one start)
     synced_at_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
     n_requests: int = 0
     last_error: str | None = Field(default=None, max_length=500)
+    url: str | None = Field(default=None, max_length=500)  # Prometheus: its URL (never with a password in it)
+    profile: str | None = Field(default=None, max_length=40)  # Prometheus: the metric names' profile (vllm, sglang)
+    model_filter: str | None = Field(default=None, max_length=200)  # Prometheus: only this model label (None: all)
 
 
 class SourceRequestRow(SQLModel, table=True):
@@ -97,8 +123,41 @@ class SourceRequestRow(SQLModel, table=True):
     duration_ms: float | None = None
 
 
+class SourceHourRow(SQLModel, table=True):
+    """One hour (its start, UTC epoch ms) of production TTFT for one model ("" for every model together), as a
+    source that reports hours gives it: requests, TTFT p50/p95 and queue-time p95 (ms), mean waiting requests, and
+    the bucket counts the percentiles came from (JSON) where the source sends a histogram to add to."""
+
+    __tablename__ = "source_hour"
+    __table_args__ = (sa.UniqueConstraint("source_id", "hour_start_ms", "model", name="uq_source_hour"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_id: int = Field(foreign_key="source.id", ondelete="CASCADE")
+    hour_start_ms: int = Field(sa_type=sa.BigInteger)
+    model: str = Field(max_length=200)
+    requests: float
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    queue_p95_ms: float | None = None
+    waiting_mean: float | None = None
+    buckets_json: str | None = Field(default=None, sa_type=sa.Text)
+
+
+@dataclass(frozen=True)
+class HourTtft:
+    """One hour (its start, UTC epoch ms): requests, TTFT p50/p95 (ms; None without requests), mean queue."""
+
+    hour_start_ms: int
+    requests: float
+    p50_ms: float | None
+    p95_ms: float | None
+    waiting_mean: float | None
+    queue_p95_ms: float | None = None  # time waiting for a slot (the profile's queue histogram), p95
+
+
 _SOURCE = table_of(SourceRow)
 _REQUEST = table_of(SourceRequestRow)
+_HOUR = table_of(SourceHourRow)
 REQUEST_COLUMNS = tuple(c.name for c in _REQUEST.columns if c.name not in ("id", "source_id"))
 
 
@@ -117,6 +176,9 @@ class SourceInfo:
     synced_at_ms: int | None
     n_requests: int
     last_error: str | None
+    url: str | None = None
+    profile: str | None = None
+    model_filter: str | None = None
 
 
 def _info(row: Any) -> SourceInfo:
@@ -130,19 +192,42 @@ def _info(row: Any) -> SourceInfo:
         row.synced_at_ms,
         row.n_requests,
         row.last_error,
+        row.url,
+        row.profile,
+        row.model_filter,
     )
 
 
-def add_source(engine: Engine, name: str, kind: SourceKind, secret_ref: str) -> int:
-    """A new source; ValueError for an empty or taken name or an empty secret reference."""
+def add_source(
+    engine: Engine,
+    name: str,
+    kind: SourceKind,
+    secret_ref: str,
+    *,
+    url: str | None = None,
+    profile: str | None = None,
+    model_filter: str | None = None,
+) -> int:
+    """A new source; ValueError for an empty or taken name, an empty secret reference (a Prometheus source may have
+    none: its server may need no credentials) or a Prometheus source without a URL."""
     name, secret_ref = name.strip(), secret_ref.strip()
-    if not name or not secret_ref:
-        raise ValueError("a source needs a name and the name of the variable holding its credentials")
+    if not name:
+        raise ValueError("a source needs a name")
+    if not secret_ref and kind is not SourceKind.PROMETHEUS:
+        raise ValueError("a source needs the name of the variable holding its credentials")
+    if kind is SourceKind.PROMETHEUS and not (url or "").strip():
+        raise ValueError("a Prometheus source needs its URL")
     try:
         with engine.begin() as conn:
             got = conn.execute(
                 _SOURCE.insert().values(
-                    name=name, kind=str(kind), secret_ref=secret_ref, created_at_ms=int(time.time() * 1000)
+                    name=name,
+                    kind=str(kind),
+                    secret_ref=secret_ref,
+                    created_at_ms=int(time.time() * 1000),
+                    url=(url or "").strip() or None,
+                    profile=profile,
+                    model_filter=(model_filter or "").strip() or None,
                 )
             )
     except sa.exc.IntegrityError:
@@ -170,6 +255,7 @@ def remove_source(engine: Engine, name: str) -> None:
     src = get_source(engine, name)
     with engine.begin() as conn:
         conn.execute(_REQUEST.delete().where(_REQUEST.c.source_id == src.id))
+        conn.execute(_HOUR.delete().where(_HOUR.c.source_id == src.id))
         conn.execute(_SOURCE.delete().where(_SOURCE.c.id == src.id))
 
 
