@@ -1,4 +1,5 @@
-"""`ttft-planner sources`: live production sources (the LiteLLM proxy's PostgreSQL), read-only, synced here."""
+"""`ttft-planner sources`: live production sources (the LiteLLM proxy's PostgreSQL, Prometheus, OpenTelemetry
+spans), read-only, kept here."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import click
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.sources import litellm
 from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
-from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source
+from planner.sources.prometheus import models as prometheus_models
+from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source, token_of
 from planner.stats import summarize
+from planner.store.source_hours import production_hours
 from planner.store.sources import (
+    HourTtft,
     SourceKind,
     SourceNotFound,
     add_source,
@@ -20,6 +24,7 @@ from planner.store.sources import (
     remove_source,
     source_ttft_ms,
 )
+from planner.urls import UrlError, check_url
 
 __all__ = ["COMMANDS"]
 
@@ -62,15 +67,56 @@ def sources() -> None:
     help="An OpenTelemetry source instead: the environment variable holding the bearer token its exporters send "
     "to `ttft-planner sources receive NAME`.",
 )
+@click.option(
+    "--prometheus-url",
+    "prom_url",
+    metavar="URL",
+    help="A Prometheus source instead: its URL (without a password; a bearer token comes from --prometheus-token-env).",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(sorted(PROFILES)),
+    default="vllm",
+    show_default=True,
+    help="Prometheus: whose metric names to read.",
+)
+@click.option("--model", default=None, help="Prometheus: only this model (the profile's model label).")
+@click.option(
+    "--prometheus-token-env",
+    "prom_token_env",
+    metavar="VAR",
+    default="",
+    help="Prometheus: the variable holding a bearer token, where the server wants one.",
+)
 @store_option
-def add(name: str, dsn_env: str | None, token_env: str | None, database_url: str | None) -> None:
-    """Add a source NAME: the LiteLLM proxy's database (its URL read from $VAR at each sync), or an OpenTelemetry
-    receiver's (spans pushed to it, with the token in $VAR)."""
-    if (dsn_env is None) == (token_env is None):
-        raise click.UsageError("give one of --litellm-dsn-env VAR or --otlp-token-env VAR")
+def add(
+    name: str,
+    dsn_env: str | None,
+    token_env: str | None,
+    prom_url: str | None,
+    profile: str,
+    model: str | None,
+    prom_token_env: str,
+    database_url: str | None,
+) -> None:
+    """Add a source NAME: the LiteLLM proxy's database (its URL read from $VAR at each sync), an OpenTelemetry
+    receiver's (spans pushed to it, with the token in $VAR), or Prometheus scraping the engines (read per hour)."""
+    if sum(v is not None for v in (dsn_env, token_env, prom_url)) != 1:
+        raise click.UsageError("give one of --litellm-dsn-env VAR, --otlp-token-env VAR or --prometheus-url URL")
+    engine = open_engine(database_url)
+    if prom_url is not None:
+        try:
+            url = check_url(prom_url, what="the Prometheus URL")
+            add_source(
+                engine, name, SourceKind.PROMETHEUS, prom_token_env, url=url, profile=profile, model_filter=model
+            )
+        except (UrlError, ValueError) as exc:
+            raise click.BadParameter(str(exc)) from None
+        token = f", bearer token from ${prom_token_env}" if prom_token_env else ""
+        click.echo(f"added source {name} (prometheus {url}, {profile}, model {model or 'every model'}{token})")
+        return
     kind, var = (SourceKind.LITELLM, dsn_env) if dsn_env else (SourceKind.OTLP, token_env)
     assert var is not None
-    engine = open_engine(database_url)
     try:
         add_source(engine, name, kind, var)
     except ValueError as exc:
@@ -119,9 +165,8 @@ def list_(as_json: bool, database_url: str | None) -> None:
         click.echo("no sources; add one with `ttft-planner sources add NAME --litellm-dsn-env VAR`")
     for r in rows:
         state = f"error: {r.last_error}" if r.last_error else f"synced {_when(r.synced_at_ms)}"
-        click.echo(
-            f"{r.name}  {r.kind}  ${r.secret_ref}  {r.n_requests:,} requests up to {_when(r.watermark_ms)}  {state}"
-        )
+        where = r.url if r.kind is SourceKind.PROMETHEUS else f"${r.secret_ref}"
+        click.echo(f"{r.name}  {r.kind}  {where}  {r.n_requests:,} requests up to {_when(r.watermark_ms)}  {state}")
 
 
 @sources.command()
@@ -130,8 +175,17 @@ def list_(as_json: bool, database_url: str | None) -> None:
 def test(name: str, database_url: str | None) -> None:
     """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
     src = _source(open_engine(database_url), name)
-    if src.kind is not SourceKind.LITELLM:
+    if src.kind is SourceKind.OTLP:
         fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to test")
+    if src.kind is SourceKind.PROMETHEUS:
+        try:
+            found = prometheus_models(
+                src.url or "", profile=src.profile or "vllm", model=src.model_filter, bearer_token=token_of(src)
+            )
+        except PrometheusError as exc:
+            fail(f"{name}: {exc}")
+        click.echo(f"{name}: Prometheus has {PROFILES[src.profile or 'vllm'].ttft} for {', '.join(found)}")
+        return
     try:
         engine = litellm.connect(dsn_of(src))
         try:
@@ -160,12 +214,15 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
     """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
     engine = open_engine(database_url)
     src = _source(engine, name)
-    if src.kind is not SourceKind.LITELLM:
+    if src.kind is SourceKind.OTLP:
         fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to sync")
     try:
         rep = sync_source(engine, src, page_rows=page_rows)
-    except litellm.LiteLLMError as exc:
+    except (litellm.LiteLLMError, PrometheusError) as exc:
         fail(f"{name}: {exc} (nothing of this sync was stored past the last page)")
+    if src.kind is SourceKind.PROMETHEUS:
+        _print_hours(production_hours(engine, src.id), as_json, lead=f"{name}: read {rep.read:,} hours")
+        return
     src = get_source(engine, name)
     ttft = summarize(source_ttft_ms(engine, src.id))
     if as_json:
@@ -213,14 +270,38 @@ def prometheus(url: str, profile: str, metric: str | None, model: str | None, ho
         got = ttft_by_hour(url, now_ms - hours * HOUR_MS, now_ms, profile=profile, metric=metric, model=model)
     except PrometheusError as exc:
         fail(str(exc))
+    _print_hours(got, as_json)
+
+
+def _print_hours(hours: list[HourTtft], as_json: bool, lead: str = "") -> None:
     if as_json:
-        echo_json([h.__dict__ for h in got])
+        echo_json([h.__dict__ for h in hours])
         return
+    if lead:
+        click.echo(lead)
     click.echo("hour (UTC)            requests   TTFT p50   TTFT p95  queue p95  waiting")
-    for h in got:
+    for h in hours:
         p50, p95, qp95 = ("—" if v is None else f"{v:,.0f} ms" for v in (h.p50_ms, h.p95_ms, h.queue_p95_ms))
         waiting = "—" if h.waiting_mean is None else f"{h.waiting_mean:.1f}"
         click.echo(f"{_when(h.hour_start_ms)[:16]}  {h.requests:>10,.0f}  {p50:>9}  {p95:>9}  {qp95:>9}  {waiting:>7}")
+
+
+@sources.command()
+@click.argument("name")
+@click.option(
+    "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to the newest."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@store_option
+def hours(name: str, hours: int, as_json: bool, database_url: str | None) -> None:
+    """Production TTFT per hour as stored for NAME (any kind): requests and TTFT p50/p95 per hour with requests,
+    over the HOURS hours up to its newest request."""
+    engine = open_engine(database_url)
+    got = production_hours(engine, _source(engine, name).id, hours)
+    if not got and not as_json:
+        click.echo(f"{name}: no requests stored yet (`ttft-planner sources sync {name}`, or the receiver)")
+        return
+    _print_hours(got, as_json)
 
 
 @sources.command()

@@ -27,12 +27,14 @@ from planner.store.sources import HOUR_MS, HourTtft
 from planner.urls import UrlError, check_url
 
 __all__ = [
+    "HOUR_MS",
     "MIN_REQUESTS_FOR_P95",
     "PROFILES",
     "HourTtft",
     "PrometheusError",
     "Profile",
     "busiest_hour",
+    "models",
     "queue_hour_for_worksheet",
     "ttft_by_hour",
 ]
@@ -100,6 +102,60 @@ def _gained(series: str, by: str = "") -> str:
     return f"({now} - ({agg} (max_over_time({series}[1h] offset 1h)) or {now} * 0))"
 
 
+def _profile(profile: str, metric: str | None) -> Profile:
+    return PROFILES[profile] if metric is None else Profile(metric, PROFILES[profile].model_label, None)
+
+
+def _client(base_url: str, bearer_token: str | None, timeout_s: float) -> httpx.Client:
+    """A client for Prometheus at `base_url` (checked first), with the bearer token a guarded server wants."""
+    try:
+        base_url = check_url(base_url, what="the Prometheus URL", allow_credentials=True)
+    except UrlError as exc:
+        raise PrometheusError(str(exc)) from None
+    headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
+    return httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
+
+
+def _models(client: httpx.Client, prof: Profile, profile: str) -> list[str]:
+    """The model label's values on the profile's TTFT histogram; PrometheusError when it has no series."""
+    seen = _series(client, f"{prof.ttft}_count")
+    if not seen:
+        raise PrometheusError(
+            f"Prometheus has no series named {prof.ttft}_count: is the engine scraped, and is this its profile "
+            f"({profile})? Give the histogram's name for another engine."
+        )
+    return sorted({s.get(prof.model_label, "") for s in seen})
+
+
+def _model_match(prof: Profile, models: list[str], model: str | None) -> str:
+    """The PromQL label matcher for `model` ("" for every model); PrometheusError when no series has it."""
+    if model is None:
+        return ""
+    if model not in models:
+        raise PrometheusError(
+            f"no series of {prof.ttft} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
+        )
+    return "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
+
+
+def models(
+    base_url: str,
+    *,
+    profile: str = "vllm",
+    metric: str | None = None,
+    model: str | None = None,
+    bearer_token: str | None = None,
+    timeout_s: float = 10.0,
+) -> list[str]:
+    """What a Test finds: the models with the profile's TTFT histogram (PrometheusError when none has it, or when
+    `model` is given and is not among them)."""
+    prof = _profile(profile, metric)
+    with _client(base_url, bearer_token, timeout_s) as client:
+        found = _models(client, prof, profile)
+    _model_match(prof, found, model)
+    return found
+
+
 def ttft_by_hour(
     base_url: str,
     start_ms: int,
@@ -108,31 +164,15 @@ def ttft_by_hour(
     profile: str = "vllm",
     metric: str | None = None,
     model: str | None = None,
+    bearer_token: str | None = None,
     timeout_s: float = 30.0,
 ) -> list[HourTtft]:
     """The hours ending in (start_ms, end_ms], rounded out to whole hours: requests and TTFT p50/p95 per hour."""
-    try:
-        base_url = check_url(base_url, what="the Prometheus URL", allow_credentials=True)
-    except UrlError as exc:
-        raise PrometheusError(str(exc)) from None
-    prof = PROFILES[profile] if metric is None else Profile(metric, PROFILES[profile].model_label, None)
+    prof = _profile(profile, metric)
     first_end = (start_ms // HOUR_MS + 1) * HOUR_MS
     last_end = -(-end_ms // HOUR_MS) * HOUR_MS
-    with httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s) as client:
-        seen = _series(client, f"{prof.ttft}_count")
-        if not seen:
-            raise PrometheusError(
-                f"Prometheus has no series named {prof.ttft}_count: is the engine scraped, and is this its profile "
-                f"({profile})? Give the histogram's name for another engine."
-            )
-        match = ""
-        if model is not None:
-            models = sorted({s.get(prof.model_label, "") for s in seen})
-            if model not in models:
-                raise PrometheusError(
-                    f"no series of {prof.ttft} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
-                )
-            match = "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
+    with _client(base_url, bearer_token, timeout_s) as client:
+        match = _model_match(prof, _models(client, prof, profile), model)
         buckets = _gained(f"{prof.ttft}_bucket{match}", "le")
         p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
         p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)

@@ -1,25 +1,34 @@
 """A source read into the store, a bounded batch at a time: restart-safe, nothing lost, nothing twice.
 
-Each page is read in its own read-only transaction on the source and stored with the new watermark in one
-transaction here, so a sync cut off anywhere resumes after the last page stored. Rows can land in LiteLLM's table
-after rows that started later (a long request is written when it ends): each sync first re-reads an overlap window
-before the watermark, and the store keeps one row per request id.
+A LiteLLM source is read by request: each page is read in its own read-only transaction on the source and stored
+with the new watermark in one transaction here, so a sync cut off anywhere resumes after the last page stored. Rows
+can land in LiteLLM's table after rows that started later (a long request is written when it ends): each sync first
+re-reads an overlap window before the watermark, and the store keeps one row per request id.
+
+A Prometheus source is read by the hour (planner.sources.prometheus): the first sync reads the last
+PROMETHEUS_BACKFILL_HOURS, each later one from the newest hour stored (it was still filling) to now, and each hour
+read replaces the one stored.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 
-from planner.sources import litellm
-from planner.store.sources import SourceInfo, SourceKind, record_sync_error, store_batch
+from planner.errors import PlannerError
+from planner.sources import litellm, prometheus
+from planner.store.source_hours import store_hours
+from planner.store.sources import HOUR_MS, SourceInfo, SourceKind, record_sync_error, store_batch
 
-__all__ = ["DEFAULT_OVERLAP_MS", "SyncReport", "dsn_of", "sync_source"]
+__all__ = ["DEFAULT_OVERLAP_MS", "PROMETHEUS_BACKFILL_HOURS", "SyncReport", "dsn_of", "sync_source", "token_of"]
 
 DEFAULT_OVERLAP_MS = 15 * 60_000  # a request longer than this that ends after a sync is not re-read
 DEFAULT_PAGE_ROWS = 5_000
+PROMETHEUS_BACKFILL_HOURS = 7 * 24  # a new Prometheus source's first sync reads this far back (its default retention
+# is 15 days)
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,17 @@ def dsn_of(source: SourceInfo) -> str:
     return dsn
 
 
+def token_of(source: SourceInfo) -> str | None:
+    """A Prometheus source's bearer token from the variable it names (None when it names none); PrometheusError when
+    the variable is unset."""
+    if not source.secret_ref:
+        return None
+    token = os.environ.get(source.secret_ref, "")
+    if not token:
+        raise prometheus.PrometheusError(f"${source.secret_ref} is not set: it should hold Prometheus' bearer token")
+    return token
+
+
 def sync_source(
     store: Engine,
     source: SourceInfo,
@@ -46,8 +66,12 @@ def sync_source(
     page_rows: int = DEFAULT_PAGE_ROWS,
     max_pages: int | None = None,
     overlap_ms: int = DEFAULT_OVERLAP_MS,
+    now_ms: int | None = None,
 ) -> SyncReport:
-    """Read `source` from its watermark (less the overlap) to its newest row, or `max_pages` pages."""
+    """Read `source` from its watermark (less the overlap) to its newest row, or `max_pages` pages; a Prometheus
+    source from its newest hour stored to `now_ms` (the wall clock when None)."""
+    if source.kind is SourceKind.PROMETHEUS:
+        return _sync_prometheus(store, source, int(time.time() * 1000) if now_ms is None else now_ms)
     if source.kind is not SourceKind.LITELLM:
         raise ValueError(f"no sync for sources of kind {source.kind}")
     try:
@@ -82,3 +106,22 @@ def sync_source(
     finally:
         engine.dispose()
     return SyncReport(read, new, left_out, pages, watermark)
+
+
+def _sync_prometheus(store: Engine, source: SourceInfo, now_ms: int) -> SyncReport:
+    """Read the hours from the newest one stored (or the backfill) to now; each hour read replaces the stored one."""
+    start_ms = source.watermark_ms if source.watermark_ms is not None else now_ms - PROMETHEUS_BACKFILL_HOURS * HOUR_MS
+    try:
+        hours = prometheus.ttft_by_hour(
+            source.url or "",
+            start_ms,
+            now_ms,
+            profile=source.profile or "vllm",
+            model=source.model_filter,
+            bearer_token=token_of(source),
+        )
+    except PlannerError as exc:
+        record_sync_error(store, source.id, str(exc))
+        raise
+    busy = store_hours(store, source.id, hours)
+    return SyncReport(read=len(hours), new=busy, left_out=[], pages=1, watermark=None)

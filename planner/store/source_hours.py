@@ -17,7 +17,7 @@ from planner.stats import nearest_rank
 from planner.store.engine import table_of
 from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow
 
-__all__ = ["load_hours", "request_hours", "store_hours"]
+__all__ = ["load_hours", "newest_ms", "production_hours", "request_hours", "store_hours"]
 
 _SOURCE = table_of(SourceRow)
 _REQUEST = table_of(SourceRequestRow)
@@ -113,3 +113,33 @@ def request_hours(engine: Engine, source_id: int, since_ms: int, until_ms: int) 
         p95 = nearest_rank(values, 0.95) if values else None
         out.append(HourTtft(int(h), float(counts[h]), p50, p95, None))
     return out
+
+
+def newest_ms(engine: Engine, source_id: int) -> int | None:
+    """When the source's newest request arrived, or the start of its newest hour with requests where it reports
+    hours (Prometheus, OpenTelemetry's TTFT metric), whichever is later; None before any."""
+    with engine.connect() as conn:
+        request = conn.execute(
+            sa.select(sa.func.max(_REQUEST.c.ts_ms)).where(_REQUEST.c.source_id == source_id)
+        ).scalar_one_or_none()
+        hour = conn.execute(
+            sa.select(sa.func.max(_HOUR.c.hour_start_ms)).where(
+                _HOUR.c.source_id == source_id, _HOUR.c.model == "", _HOUR.c.requests > 0
+            )
+        ).scalar_one_or_none()
+    known = [int(v) for v in (request, hour) if v is not None]
+    return max(known) if known else None
+
+
+def production_hours(engine: Engine, source_id: int, hours: int = 24) -> list[HourTtft]:
+    """The source's hours with requests among the `hours` hours up to its newest: requests and TTFT p50/p95 per
+    hour. An hour with stored requests is read from them; another from the hour the source reported (every model
+    together), so a source sending both spans and the TTFT metric is not counted twice."""
+    newest = newest_ms(engine, source_id)
+    if newest is None:
+        return []
+    until_ms = newest - newest % HOUR_MS + HOUR_MS
+    since_ms = until_ms - hours * HOUR_MS
+    by_hour = {h.hour_start_ms: h for h in load_hours(engine, source_id, since_ms, until_ms) if h.requests > 0}
+    by_hour.update((h.hour_start_ms, h) for h in request_hours(engine, source_id, since_ms, until_ms))
+    return [by_hour[k] for k in sorted(by_hour)]

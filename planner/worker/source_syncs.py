@@ -1,4 +1,5 @@
-"""The worker's source syncs: every live source (planner.store.sources) read into the store on a period.
+"""The worker's source syncs: every pulled live source (planner.store.sources: the LiteLLM proxy's database,
+Prometheus) read into the store on a period; an OpenTelemetry source is pushed to its receiver instead.
 
 Only a lease holder syncs (one worker per vantage; where several vantages run, each holder syncs, and the store's one
 row per request id keeps their reads from doubling anything), in a thread of its own: a long first sync (a million
@@ -18,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from planner.errors import PlannerError
 from planner.sources.sync import sync_source
-from planner.store.sources import SourceKind, list_sources
+from planner.store.sources import list_sources
 
 __all__ = ["SourceSyncs"]
 
@@ -48,15 +49,15 @@ class SourceSyncs:
     def sync_all(self) -> None:
         """One pass: each source in turn; a failing one is recorded and the others still sync."""
         for source in list_sources(self.engine):
-            if source.kind is not SourceKind.LITELLM:
-                continue  # pushed to the receiver, not pulled
+            if not source.kind.pulled:
+                continue  # pushed to the receiver
             try:
                 rep = sync_source(self.engine, source)
             except (PlannerError, ValueError, SQLAlchemyError, OSError) as exc:
                 log.warning("source %s: sync failed (tried again next period): %s", source.name, exc)
                 continue
             if rep.new or rep.left_out:
-                log.info("source %s: %d new requests, %d left out", source.name, rep.new, len(rep.left_out))
+                log.info("source %s: %d new, %d left out", source.name, rep.new, len(rep.left_out))
         self.passes += 1
 
     async def run(self) -> None:

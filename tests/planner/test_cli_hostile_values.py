@@ -53,6 +53,7 @@ BASE: dict[str, list[str]] = {
     "sources sync": ["src", "--database-url", "{db}"],  # its DSN variable is unset: it stops there, exit 1
     "sources receive": ["spans", "--database-url", "{db}"],  # its token variable is unset: it stops there, exit 1
     "sources prometheus": ["http://127.0.0.1:9"],  # nothing listens there: it stops at the first request, exit 1
+    "sources hours": ["src", "--database-url", "{db}"],  # nothing stored yet: it says so
     "cold-reading": ["cold-ep", "--no-wait", "--database-url", "{db}"],
     "worker": ["--database-url", "{db}"],
     "serve": ["--database-url", "{db}"],

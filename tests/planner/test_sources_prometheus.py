@@ -10,12 +10,16 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.simulator.app import build_app
 from planner.simulator.metrics import VLLM_TTFT_BUCKETS_S
 from planner.sources.prometheus import HOUR_MS, PrometheusError, ttft_by_hour
+from planner.sources.sync import PROMETHEUS_BACKFILL_HOURS, sync_source
 from planner.stats import nearest_rank
+from planner.store.source_hours import load_hours, production_hours
+from planner.store.sources import SourceInfo, SourceKind, add_source, get_source
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
 
@@ -149,3 +153,88 @@ def test_the_worksheet_takes_the_largest_queue_p95_of_an_hour_with_enough_reques
     b = HourTtft(2 * HOUR_MS, 400, 100.0, 300.0, 1.0, queue_p95_ms=600.0)
     assert queue_hour_for_worksheet([few, a, b]) == a and queue_hour_for_worksheet([few]) is None
     assert busiest_hour([few, a, b]) == b and busiest_hour([HourTtft(0, 0, None, None, None)]) is None
+
+
+# --- a stored Prometheus source: synced by the command and the worker, read back per hour ---------------------------
+
+
+def _stored(engine, prom: str, name: str = "engines", model: str | None = "sim-model") -> SourceInfo:
+    add_source(engine, name, SourceKind.PROMETHEUS, "", url=prom, profile="vllm", model_filter=model)
+    return get_source(engine, name)
+
+
+def test_a_stored_source_keeps_the_hours_the_library_reads_and_a_second_sync_replaces_them(scraped, sqlite_engine):
+    prom, log = scraped
+    src = _stored(sqlite_engine, prom)
+    now = max(at for _, _, at in log) + 1
+    rep = sync_source(sqlite_engine, src, now_ms=now)
+    want = ttft_by_hour(prom, now - PROMETHEUS_BACKFILL_HOURS * HOUR_MS, now, model="sim-model")
+    assert rep.read == len(want) >= PROMETHEUS_BACKFILL_HOURS and rep.new == sum(1 for h in want if h.requests)
+    assert load_hours(sqlite_engine, src.id) == want
+    busy = [h for h in want if h.requests]
+    assert production_hours(sqlite_engine, src.id) == busy
+    assert sum(h.requests for h in production_hours(sqlite_engine, src.id)) == N
+    src = get_source(sqlite_engine, "engines")
+    assert src.n_requests == N and src.last_error is None and src.watermark_ms == want[-1].hour_start_ms
+
+    # the next sync reads from the newest hour stored (it may still have been filling): nothing twice
+    again = sync_source(sqlite_engine, src, now_ms=now)
+    assert again.read == 1
+    assert load_hours(sqlite_engine, src.id) == want and get_source(sqlite_engine, "engines").n_requests == N
+
+
+def test_an_unreachable_server_is_recorded_on_the_source_and_nothing_stored_is_lost(scraped, sqlite_engine):
+    prom, log = scraped
+    now = max(at for _, _, at in log) + 1
+    src = _stored(sqlite_engine, prom)
+    sync_source(sqlite_engine, src, now_ms=now)
+    kept = load_hours(sqlite_engine, src.id)
+    with sqlite_engine.begin() as conn:  # the server moves away
+        conn.execute(sa.text("UPDATE source SET url = 'http://127.0.0.1:9' WHERE id = :i"), {"i": src.id})
+    with pytest.raises(PrometheusError, match="cannot be reached"):
+        sync_source(sqlite_engine, get_source(sqlite_engine, "engines"), now_ms=now)
+    assert "cannot be reached" in (get_source(sqlite_engine, "engines").last_error or "")
+    assert load_hours(sqlite_engine, src.id) == kept
+
+
+def test_the_worker_syncs_a_prometheus_source_on_its_period(scraped, sqlite_engine):
+    from tests.support.fake_clock import FakeClock
+    from tests.support.worker_driver import drive, until
+
+    prom, _ = scraped
+    src = _stored(sqlite_engine, prom)
+
+    async def body(worker):
+        await until(lambda: worker.source_syncs.passes >= 1, "a first pass over the sources")
+        return production_hours(sqlite_engine, src.id)
+
+    got = drive(sqlite_engine, body, clock=FakeClock(), source_sync_s=300.0)
+    assert sum(h.requests for h in got) == N and all(h.p95_ms for h in got)
+
+
+def test_the_commands_add_test_sync_and_show_a_prometheus_source_and_refuse_a_password(scraped, sqlite_store_url):
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    prom, _ = scraped
+    run = lambda *args: CliRunner().invoke(cli, ["sources", *args, "--database-url", sqlite_store_url])  # noqa: E731
+    host = prom.split("://", 1)[1]
+    refused = run("add", "p", "--prometheus-url", f"http://reader:pa55w0rd@{host}")
+    assert refused.exit_code == 2 and "pa55w0rd" not in refused.output and "credentials" in refused.output
+    added = run("add", "prom", "--prometheus-url", prom, "--model", "sim-model")
+    assert added.exit_code == 0 and "added source prom (prometheus" in added.output, added.output
+    tested = run("test", "prom")
+    assert tested.exit_code == 0 and "vllm:time_to_first_token_seconds for sim-model" in tested.output
+    synced = run("sync", "prom", "--json")
+    assert synced.exit_code == 0, synced.output
+    assert sum(h["requests"] for h in json.loads(synced.output)) == N
+    shown = run("hours", "prom", "--json")
+    assert json.loads(shown.output) == json.loads(synced.output)
+    assert "prom  prometheus  " + prom in run("list").output
+    wrong = run("add", "other", "--prometheus-url", prom, "--model", "gpt-4o")
+    assert wrong.exit_code == 0
+    said = run("test", "other")
+    assert said.exit_code == 1 and "model_name='gpt-4o'; it has sim-model" in said.output
