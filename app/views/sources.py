@@ -10,36 +10,24 @@ on Read, kept in the session) and hands the worksheet's queueing segment the lar
 at least 20 requests.
 """
 
-import dataclasses
 import os
 import re
-import time
 from urllib.parse import unquote, urlsplit
 
-import httpx
 import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import ArgumentError
 
-from planner.auth import ACTIONS
-from planner.provenance import Figure, Source
 from planner.sources import litellm
-from planner.sources.prometheus import (
-    HOUR_MS,
-    MIN_REQUESTS_FOR_P95,
-    HourTtft,
-    PrometheusError,
-    busiest_hour,
-    queue_hour_for_worksheet,
-    ttft_by_hour,
-)
-from planner.sources.sync import sync_source
+from planner.sources.prometheus import PROFILES, PrometheusError
+from planner.sources.prometheus import models as prometheus_models
+from planner.sources.sync import sync_source, token_of
 from planner.stats import summarize
+from planner.store.source_hours import production_hours
 from planner.store.sources import (
     SourceInfo,
     SourceKind,
     SourceNotFound,
-    add_source,
     get_source,
     list_sources,
     remove_source,
@@ -50,16 +38,18 @@ from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
-from ttft_planner_app.views.capacity_tabs._common import to_worksheet
 from ttft_planner_app.views.logs_tabs.source import LINK, link_value
+from ttft_planner_app.views.sources_sections.add import show_add_form
+from ttft_planner_app.views.sources_sections.common import KINDS, host, is_set, unset
+from ttft_planner_app.views.sources_sections.hours import show_hours
+from ttft_planner_app.views.sources_sections.prometheus_read import show_prometheus_read
 from ttft_planner_app.widgets import wrapped_table
 
 # One click reads at most this many pages of SYNC_PAGE_ROWS (the page waits for it); the next click goes on from
 # there, and `ttft-planner sources sync` reads without a limit.
 SYNC_PAGE_ROWS = 5_000
 SYNC_MAX_PAGES = 40
-KINDS = {SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)", SourceKind.OTLP: "OpenTelemetry spans (OTLP receiver)"}
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+HOURS_SHOWN = 24  # a source's card shows its hours with requests among the last this many up to its newest
 # Any URL a driver's message may carry (the source's own, or SQLAlchemy's redacted form): up to white space or a
 # closing parenthesis, less a trailing colon that ends the clause ("postgresql+psycopg://u:***@h:5432/db: refused").
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()]*?(?=:?(?:[\s)]|$))")
@@ -81,10 +71,6 @@ if flash:
         getattr(st, flash[0])(flash[1])
 
 
-def _is_set(var: str) -> bool:
-    return bool(os.environ.get(var))
-
-
 def _clean(message: str, src: SourceInfo) -> str:
     """A message from the source's database with no URL and no password in it: every URL (the source's own, or its
     redacted form) becomes "the database in $VAR"."""
@@ -103,17 +89,10 @@ def _problem(src: SourceInfo) -> str | None:
     """Why the source's variable cannot be used as it is (unset, or not a PostgreSQL URL), without showing it."""
     dsn = os.environ.get(src.secret_ref, "")
     if not dsn:
-        return _unset(src.secret_ref)
+        return unset(src.secret_ref)
     if not dsn.startswith(("postgresql://", "postgresql+psycopg://")):  # what litellm.connect takes
         return f"${src.secret_ref} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
     return None
-
-
-def _unset(var: str) -> str:
-    return (
-        f"${var} is not set on the dashboard's server: set it there to the LiteLLM proxy's PostgreSQL URL "
-        "(postgresql://user:password@host/db; a read-only role is enough) and restart the dashboard."
-    )
 
 
 def _not_a_url(src: SourceInfo, exc: Exception) -> str:
@@ -124,8 +103,47 @@ def _when(ms: int | None, never: str = "—") -> str:
     return never if ms is None else viewer.fmt_ms(ms, tz)
 
 
+def _prom_where(src: SourceInfo) -> str:
+    return f"Prometheus {host(src.url or '')}, {src.profile or 'vllm'}, model {src.model_filter or 'every model'}"
+
+
+def _prom_error(src: SourceInfo, exc: Exception) -> str:
+    """A Prometheus failure in one sentence, with any token the source's variable holds masked."""
+    text = " ".join(str(exc).split()).rstrip(".")
+    token = os.environ.get(src.secret_ref, "") if src.secret_ref else ""
+    return f"{src.name}: " + (mask_secret(text, token) if token else text) + "."
+
+
+def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:
+    try:
+        found = prometheus_models(
+            src.url or "", profile=src.profile or "vllm", model=src.model_filter, bearer_token=token_of(src)
+        )
+    except PrometheusError as exc:
+        return [("error", _prom_error(src, exc))]
+    metric = PROFILES[src.profile or "vllm"].ttft
+    return [("success", f"{src.name}: Prometheus has {metric} for {', '.join(found)}.")]
+
+
+def _prom_sync(src: SourceInfo) -> dict:
+    try:
+        with st.spinner(f"Reading {md_text(src.name)}'s hours from Prometheus…"):
+            rep = sync_source(eng, src)
+    except PrometheusError as exc:
+        return {"lines": [("error", _prom_error(src, exc) + " The hours read before are kept.")]}
+    record("source.sync", src.name, f"synced source: {rep.read:,} hours read")
+    kept = get_source(eng, src.name).n_requests
+    line = (
+        f"{src.name}: read {rep.read:,} hours from {_prom_where(src)}, {rep.new:,} with requests; "
+        f"{kept:,} requests in the hours kept."
+    )
+    return {"lines": [("success", line)], "metrics": [("Hours read", f"{rep.read:,}"), ("Requests", f"{kept:,}")]}
+
+
 def _test(src: SourceInfo) -> list[tuple[str, str]]:
-    """Connect read-only and say what the proxy's table holds: [(level, text)]."""
+    """Connect read-only and say what the proxy's table (or Prometheus) holds: [(level, text)]."""
+    if src.kind is SourceKind.PROMETHEUS:
+        return _prom_test(src)
     if problem := _problem(src):
         return [("error", problem)]
     try:
@@ -151,6 +169,8 @@ def _test(src: SourceInfo) -> list[tuple[str, str]]:
 
 def _sync(src: SourceInfo) -> dict:
     """Read the source's new requests into the store; what to show: {"lines": [(level, text)], "metrics": […]}."""
+    if src.kind is SourceKind.PROMETHEUS:
+        return _prom_sync(src)
     if problem := _problem(src):
         return {"lines": [("error", problem)]}
     try:
@@ -210,9 +230,44 @@ def _show(src: SourceInfo, result: dict) -> None:
     for level, text in result["lines"]:
         getattr(st, level)(md_text(text))
     link = link_value(("source", src.id))  # how the Logs page's address names this source
-    if result.get("metrics") and link:
+    if result.get("metrics") and link and src.kind.per_request:
         st.page_link(
             "views/logs.py", label="Open it on the Logs page", icon=":material/receipt_long:", query_params={LINK: link}
+        )
+
+
+def _url_from(src: SourceInfo) -> str:
+    """Where the source's URL (or token) comes from, for the table: the variable's name, never its value."""
+    var = f"${src.secret_ref}" + ("" if is_set(src.secret_ref) else " (not set on this server)")
+    if src.kind is SourceKind.PROMETHEUS:
+        return (src.url or "") + (f", token from {var}" if src.secret_ref else "")
+    return var
+
+
+def _hours_of(src: SourceInfo) -> None:
+    """The source's production TTFT per hour, as stored: the HOURS_SHOWN hours up to its newest request."""
+    hours = production_hours(eng, src.id, HOURS_SHOWN)
+    if not hours:
+        how = {
+            SourceKind.LITELLM: "Sync now reads them",
+            SourceKind.PROMETHEUS: "Sync now reads its hours",
+            SourceKind.OTLP: "they arrive with the spans",
+        }[src.kind]
+        st.caption(f"No production requests stored yet: {how}.")
+        return
+    newest = _when(max(h.hour_start_ms for h in hours))
+    with st.expander(f"Production TTFT per hour: {len(hours):,} hours with requests, up to {newest}", expanded=True):
+        where = _prom_where(src) if src.kind is SourceKind.PROMETHEUS else f"{src.kind.origin} ({src.name})"
+        show_hours(hours, where=where, key=f"sources_use_{src.id}", engine_figures=src.kind is SourceKind.PROMETHEUS)
+        st.caption(
+            md_text(
+                f"The {HOURS_SHOWN} hours up to the newest request stored for {src.name}: "
+                + (
+                    "from the engines' histograms, exact to their buckets."
+                    if src.kind is SourceKind.PROMETHEUS
+                    else "first token − start per request, nearest rank, over the requests with a first-token time."
+                )
+            )
         )
 
 
@@ -223,7 +278,7 @@ if sources:
             {
                 "Name": s.name,
                 "Kind": KINDS.get(s.kind, str(s.kind)),
-                "URL from": f"${s.secret_ref}" + ("" if _is_set(s.secret_ref) else " (not set on this server)"),
+                "URL from": _url_from(s),
                 "Requests kept": f"{s.n_requests:,}",
                 "Read up to": _when(s.watermark_ms),
                 "Last synced": _when(s.synced_at_ms, "never"),
@@ -239,11 +294,16 @@ else:
 results = ss.setdefault("sources_results", {})
 for s in sources:
     with st.container(border=True):
-        pulled = s.kind is SourceKind.LITELLM  # an OTLP source is pushed to the receiver: nothing to test or sync
-        secret = "URL" if pulled else "bearer token"
-        st.markdown(
-            f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · {secret} from {md_text('$' + s.secret_ref)}"
-        )
+        pulled = s.kind.pulled  # an OTLP source is pushed to the receiver: nothing to test or sync
+        if s.kind is SourceKind.PROMETHEUS:
+            token = f" · bearer token from {md_text('$' + s.secret_ref)}" if s.secret_ref else ""
+            st.markdown(f"**{md_text(s.name)}** · {md_text(_prom_where(s))}{token}")
+        else:
+            secret = "URL" if pulled else "bearer token"
+            st.markdown(
+                f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · {secret} from "
+                f"{md_text('$' + s.secret_ref)}"
+            )
         if not pulled:
             st.caption(f"Spans arrive through `ttft-planner sources receive {md_text(s.name)}` (OTLP/HTTP).")
         b = st.columns([1, 1, 1, 3])
@@ -292,260 +352,7 @@ for s in sources:
                     st.rerun()
         if s.id in results:
             _show(s, results.pop(s.id))  # once: a later run of the page shows the table's state, not an old answer
+        _hours_of(s)
 
-
-def _reset_add_form() -> None:
-    for k in ("sources_add_name", "sources_add_var"):
-        ss.pop(k, None)
-
-
-with st.expander("Add a source", expanded=not sources, icon=":material/add:"):
-    kind_label = st.radio(  # by label: a kind's value ("litellm") is not for the page
-        "Kind", [KINDS[SourceKind.LITELLM], KINDS[SourceKind.OTLP]], horizontal=True, key="sources_add_kind"
-    )
-    kind = next(k for k, label in KINDS.items() if label == kind_label)
-    pulled_kind = kind is SourceKind.LITELLM
-    with st.form("sources_add"):
-        c = st.columns(2)
-        name = c[0].text_input(
-            "Name", key="sources_add_name", placeholder="prod-proxy" if pulled_kind else "agents", max_chars=120
-        )
-        var = c[1].text_input(
-            "Environment variable holding its PostgreSQL URL"
-            if pulled_kind
-            else "Environment variable holding the bearer token its exporters send",
-            key="sources_add_var",
-            placeholder="LITELLM_DSN" if pulled_kind else "OTLP_TOKEN",
-            help="The variable's name, not its value: e.g. LITELLM_DSN, set to postgresql://user:password@host/db."
-            if pulled_kind
-            else "The variable's name, not the token: e.g. OTLP_TOKEN, set in the receiver's environment.",
-        )
-        st.caption(
-            "The URL is read from this variable in the dashboard server's environment at each Test and sync: it is "
-            "never stored and never shown. A read-only role on the proxy's database is enough."
-            if pulled_kind
-            else "Spans arrive when `ttft-planner sources receive NAME` runs (OTLP/HTTP on port 4318 by default) with "
-            "the token in that variable; point the SDKs' OTLP exporter at it with `Authorization: Bearer <token>`."
-        )
-        if st.form_submit_button("Add source", type="primary", disabled=not can("source.write")) and require(
-            "source.write"
-        ):
-            var = var.strip()
-            if not _VARIABLE.fullmatch(var):
-                # never echoed: what was typed may be the URL itself, password and all; the box is emptied
-                ss.pop("sources_add_var", None)
-                ss.sources_flash = (
-                    "error",
-                    "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
-                    "URL itself (or the token): it stays in the server's environment.",
-                )
-                st.rerun()
-            try:
-                add_source(eng, name, kind, var)
-                what = "URL" if pulled_kind else "token"
-                record("source.write", name.strip(), f"added source: {kind.short}, {what} from ${var}")
-            except ValueError as exc:
-                st.error(md_text(str(exc)[:1].upper() + str(exc)[1:] + "."))
-            except STORE_FAILURES as exc:
-                show_store_failure(exc)
-            else:
-                then = (
-                    "press Test to check the connection, then Sync now"
-                    if pulled_kind
-                    else f"run `ttft-planner sources receive {md_text(name.strip())}` where its exporters can reach it"
-                )
-                ss.sources_flash = (
-                    "success",
-                    f"Added {md_text(name.strip())}: {then}."
-                    + ("" if not pulled_kind or _is_set(var) else f" {md_text(_unset(var))}"),
-                )
-                _reset_add_form()
-                st.rerun()
-
-
-# --- Prometheus: production TTFT per hour from the engines' own histograms (planner.sources.prometheus) ----------
-
-PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang"}
-PROM_MAX_HOURS = 24 * 30
-# A p95 of fewer requests is only the largest value: an hour needs this many to hand its queue p95 over.
-
-
-def _host(url: str) -> str:
-    """The URL's host[:port] (never a user or password it may carry), or the URL itself when it has none."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return url
-    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "") if host else url
-
-
-def _prom_read(url: str, profile: str, model: str | None, hours: int) -> dict:
-    """Read the last `hours` hours from Prometheus at `url`: {"hours": [HourTtft as dict], …} or {"error": sentence}
-    (one sentence, with any password the URL carries masked)."""
-    kept = {"url": url, "profile": profile, "model": model}
-    if not url.startswith(("http://", "https://")):
-        return kept | {"error": "Give Prometheus' URL with its scheme, such as http://prometheus:9090."}
-    now_ms = int(time.time() * 1000)
-    try:
-        with st.spinner(f"Reading {hours:,} hours from Prometheus at {md_text(_host(url))}…"):
-            got = ttft_by_hour(url, now_ms - hours * HOUR_MS, now_ms, profile=profile, model=model)
-    except (PrometheusError, httpx.InvalidURL, ValueError) as exc:
-        text = " ".join(str(exc).split()).rstrip(".")
-        if not isinstance(exc, PrometheusError):
-            text = f"{url} is not a URL Prometheus can be read at ({text})"
-        try:
-            password = urlsplit(url).password or ""
-        except ValueError:
-            password = ""
-        for secret in (password, unquote(password)):
-            text = mask_secret(text, secret) if secret else text
-        return kept | {"error": "Prometheus: " + text + "."}
-    return kept | {"hours": [dataclasses.asdict(h) for h in got], "read_at_ms": now_ms}
-
-
-def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f} ms"
-
-
-def _prom_show(got: dict) -> None:
-    """Draw what the last Read found: the hours with requests, the busiest hour's p95, the queue p95 hand-off."""
-    if got.get("error"):
-        st.error(md_text(got["error"]))
-        return
-    busy = [h for h in (HourTtft(**d) for d in got["hours"]) if h.requests > 0]
-    model = got["model"] or "every model"
-    where = f"{_host(got['url'])}, {got['profile']}, model {model}"
-    if not busy:
-        st.info(md_text(f"Prometheus at {where}: no requests in the {len(got['hours']):,} hours read."))
-        return
-    wrapped_table(
-        pd.DataFrame(
-            [
-                {
-                    "Hour": viewer.fmt_ms(h.hour_start_ms, tz),
-                    "Requests": f"{h.requests:,.0f}",
-                    "TTFT p50": _ms(h.p50_ms),
-                    "TTFT p95": _ms(h.p95_ms),
-                    "Queue p95": _ms(h.queue_p95_ms),
-                    "Mean waiting": "—" if h.waiting_mean is None else f"{h.waiting_mean:,.1f}",
-                }
-                for h in busy
-            ]
-        )
-    )
-    top = busiest_hour(busy)
-    assert top is not None  # busy holds an hour with requests
-    st.markdown(
-        md_text(
-            f"Production TTFT p95, busiest hour ({viewer.fmt_ms(top.hour_start_ms, tz)}): {_ms(top.p95_ms)} "
-            f"({top.requests:,.0f} requests)."
-        )
-    )
-    st.caption(
-        md_text(
-            f"Prometheus at {where}: TTFT and queue time (arrival to a slot) from the engine's histograms, "
-            "exact to their buckets; mean waiting is the engine's queued-requests gauge over the hour."
-        )
-    )
-    pick = queue_hour_for_worksheet(busy)
-    if (
-        st.button(
-            "Use queue p95 in the worksheet",
-            key="sources_prom_use",
-            icon=":material/input:",
-            type="primary",
-            disabled=pick is None,
-        )
-        and pick is not None
-        and pick.queue_p95_ms is not None
-    ):
-        hour = viewer.fmt_ms(pick.hour_start_ms, tz)
-        to_worksheet(
-            "queue_ms",
-            Figure(
-                float(pick.queue_p95_ms),
-                "ms",
-                Source.LOG,
-                detail=f"production queue-time p95 from Prometheus {where}, hour {hour}",
-                n=int(pick.requests),
-            ),
-        )
-    if pick is not None:
-        st.caption(
-            md_text(
-                f"Hands the worksheet's queueing segment {_ms(pick.queue_p95_ms)}: the queue p95 of "
-                f"{viewer.fmt_ms(pick.hour_start_ms, tz)} ({pick.requests:,.0f} requests), the largest among the "
-                f"hours with at least {MIN_REQUESTS_FOR_P95} requests."
-            )
-        )
-    elif all(h.queue_p95_ms is None for h in busy):
-        st.caption(
-            md_text(
-                f"No queue p95 to hand over: the {PROM_PROFILES.get(got['profile'], got['profile'])} profile has no "
-                "queue-time histogram read here."
-            )
-        )
-    else:
-        st.caption(
-            md_text(
-                f"No queue p95 to hand over: no hour has {MIN_REQUESTS_FOR_P95} requests or more, and the p95 of fewer "
-                "is only the largest value."
-            )
-        )
-
-
-st.subheader("Prometheus: production TTFT per hour")
-st.caption(
-    "The engines' own first-token and queue-time histograms, read from Prometheus' HTTP API: TTFT p50/p95 and the "
-    "queue-time p95 (the worksheet's queueing segment) per hour, with the requests each rests on."
-)
-with st.container(border=True):
-    pc = st.columns([3, 1, 2, 1])
-    prom_url = pc[0].text_input(
-        "Prometheus URL",
-        key="sources_prom_url",
-        placeholder="http://prometheus:9090",
-        persist_state="session",
-        bind="query-params",
-    )
-    prom_profile = pc[1].selectbox(
-        "Profile",
-        list(PROM_PROFILES),  # as the CLI's --profile names them (and the address bar: ?sources_prom_profile=sglang)
-        key="sources_prom_profile",
-        persist_state="session",
-        bind="query-params",
-        help="Which engine's metric names to read: vLLM's vllm:… or SGLang's sglang:….",
-    )
-    prom_model = pc[2].text_input(
-        "Model (optional)",
-        key="sources_prom_model",
-        placeholder="every model",
-        persist_state="session",
-        bind="query-params",
-        help="The engine's model_name label; empty reads every model together.",
-    )
-    prom_hours = pc[3].number_input(
-        "Hours to read",
-        min_value=1,
-        max_value=PROM_MAX_HOURS,
-        value=24,
-        step=1,
-        key="sources_prom_hours",
-        persist_state="session",
-        bind="query-params",
-    )
-    if st.button(
-        "Read",
-        key="sources_prom_read",
-        icon=":material/query_stats:",
-        disabled=not can("source.sync"),
-    ) and require("source.sync"):
-        ss.sources_prom = _prom_read(
-            prom_url.strip(), prom_profile, (prom_model or "").strip() or None, int(prom_hours)
-        )
-    if not can("source.sync"):
-        st.caption(f"Reading Prometheus needs the {ACTIONS['source.sync']} role (as Test and Sync now do).")
-    if ss.get("sources_prom"):
-        _prom_show(ss.sources_prom)
+show_add_form(eng, expanded=not sources)
+show_prometheus_read()

@@ -414,11 +414,11 @@ def test_the_hand_off_puts_the_largest_queue_p95_on_the_worksheet_with_its_prove
 
 
 def test_an_hour_of_fewer_than_20_requests_is_not_handed_over(scraped, monkeypatch):
-    import planner.sources.prometheus as prometheus
     from planner.sources.prometheus import HourTtft
+    from ttft_planner_app.views.sources_sections import prometheus_read
 
     few = [HourTtft(0, 0.0, None, None, 0.0, None), HourTtft(HOUR_MS, 19.0, 120.0, 340.0, 1.5, 900.0)]
-    monkeypatch.setattr(prometheus, "ttft_by_hour", lambda *a, **k: few)
+    monkeypatch.setattr(prometheus_read, "ttft_by_hour", lambda *a, **k: few)
     at = _read_prometheus(open_page("sources"), scraped[0])
     assert len(_hour_table(at)) == 1
     assert at.button(key="sources_prom_use").disabled
@@ -463,3 +463,80 @@ def test_an_opentelemetry_source_is_added_on_the_page_and_offers_no_test_or_sync
     assert (src.name, src.kind, src.secret_ref) == ("agents", SourceKind.OTLP, "OTLP_TOKEN_OF_THE_PAGE_TEST")
     assert at.button(key=f"sources_test_{src.id}").disabled and at.button(key=f"sources_sync_{src.id}").disabled
     assert "OpenTelemetry spans (OTLP receiver)" in _every_text(at)
+
+
+# --- a stored Prometheus source, and every source's hours on its card -----------------------------------------------
+
+
+def _add_prometheus_on_the_page(at: AppTest, name: str, url: str, model: str = "") -> AppTest:
+    at.radio(key="sources_add_kind").set_value("Prometheus (engine histograms)").run()
+    at.text_input(key="sources_add_name").input(name)
+    at.text_input(key="sources_add_url").input(url)
+    at.text_input(key="sources_add_model").input(model)
+    _button(at, "Add source").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _card_hours(at: AppTest) -> pd.DataFrame:
+    return next(shown_table(at, i) for i, t in enumerate(at.table) if "TTFT p95" in t.value.columns)
+
+
+def test_a_prometheus_source_added_on_the_page_syncs_and_shows_the_stored_hours_and_hands_off_its_queue(scraped):
+    from planner.store.source_hours import production_hours
+
+    prom, _ = scraped
+    at = open_page("sources")
+    # a URL carrying a password is refused before anything is stored, and never echoed
+    host = urlsplit(prom).netloc
+    _add_prometheus_on_the_page(at, "engines", f"http://reader:pa55w0rd@{host}")
+    assert at.error and "credentials" in at.error[0].value and list_sources(open_store()) == []
+    assert "pa55w0rd" not in _every_text(at)
+
+    _add_prometheus_on_the_page(at, "engines", prom, "sim-model")
+    [src] = list_sources(open_store())
+    assert (src.kind, src.url, src.profile, src.model_filter) == (SourceKind.PROMETHEUS, prom, "vllm", "sim-model")
+    assert any("No production requests stored yet: Sync now reads its hours" in c.value for c in at.caption)
+
+    at.button(key=f"sources_test_{src.id}").click().run()
+    assert any("has vllm:time_to_first_token_seconds for sim-model" in s.value for s in at.success)
+    at.button(key=f"sources_sync_{src.id}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    stored = production_hours(open_store(), src.id)
+    assert sum(h.requests for h in stored) == N_PROM
+    assert any(f"{N_PROM:,} requests in the hours kept" in s.value for s in at.success)
+
+    # the card's hours are the stored ones, as the Prometheus section draws them
+    table = _card_hours(at)
+    assert list(table.columns) == ["Hour", "Requests", "TTFT p50", "TTFT p95", "Queue p95", "Mean waiting"]
+    fmt = lambda v: "—" if v is None else f"{v:,.0f} ms"  # noqa: E731
+    assert [(r["Hour"], r["Requests"], r["TTFT p95"], r["Queue p95"]) for _, r in table.iterrows()] == [
+        (f"{viewer_hour(h.hour_start_ms)} UTC", f"{h.requests:,.0f}", fmt(h.p95_ms), fmt(h.queue_p95_ms))
+        for h in stored
+    ]
+    assert prom in shown_table(at).iloc[0]["URL from"] and shown_table(at).iloc[0]["Requests kept"] == f"{N_PROM}"
+
+    # the hand-off from the stored source, with the source named in the provenance
+    pick = max((h for h in stored if h.requests >= 20), key=lambda h: (h.queue_p95_ms, h.requests))
+    at.button(key=f"sources_use_{src.id}").click().run()
+    assert at.title[0].value == "TTFT worksheet"
+    assert at.number_input(key="queue_ms").value == pytest.approx(pick.queue_p95_ms)
+    detail = at.session_state["ws_figures"]["queue_ms"]["detail"]
+    assert detail.startswith(f"production queue-time p95 from Prometheus {host}, vllm, model sim-model, hour ")
+
+
+@postgres
+def test_a_synced_proxy_shows_its_production_ttft_per_hour_on_its_card(proxy_db, monkeypatch):
+    _insert(proxy_db, _requests(120))
+    monkeypatch.setenv(VAR, proxy_db)
+    at = open_page("sources")
+    _add_on_the_page(at, "prod", VAR)
+    [src] = list_sources(open_store())
+    at.button(key=f"sources_sync_{src.id}").click().run()
+    table = _card_hours(at)
+    # 120 requests a second apart from 09:00 UTC: one hour; TTFT of request i is 150 + i ms (nearest rank)
+    assert list(table.columns) == ["Hour", "Requests", "TTFT p50", "TTFT p95"]
+    assert table.to_dict("records") == [
+        {"Hour": "2026-11-16 09:00 UTC", "Requests": "120", "TTFT p50": "209 ms", "TTFT p95": "263 ms"}
+    ]
+    assert not any(b.key == f"sources_use_{src.id}" for b in at.button)  # no queue figures to hand over

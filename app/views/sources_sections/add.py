@@ -1,0 +1,160 @@
+"""The Sources page's "Add a source" form: a LiteLLM proxy or an OpenTelemetry receiver by the NAME of the variable
+holding its URL or token, or a Prometheus by its URL (never with a password), profile and model."""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from planner.store.sources import SourceKind, add_source
+from planner.untrusted import md_text
+from planner.urls import UrlError, check_url
+from ttft_planner_app.auth import can, record, require
+from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.views.sources_sections.common import KINDS, PROM_PROFILES, VARIABLE, host, is_set, unset
+
+__all__ = ["show_add_form"]
+
+ss = st.session_state
+PLACEHOLDER = {SourceKind.LITELLM: "prod-proxy", SourceKind.OTLP: "agents", SourceKind.PROMETHEUS: "engines"}
+
+
+def _reset_add_form() -> None:
+    for k in ("sources_add_name", "sources_add_var", "sources_add_url", "sources_add_model", "sources_add_token"):
+        ss.pop(k, None)
+
+
+def _add_prometheus(eng: Engine, name: str) -> None:
+    """The Prometheus fields of the add form, and the source they make on submit."""
+    c = st.columns([3, 1, 2])
+    url = c[0].text_input("Prometheus URL", key="sources_add_url", placeholder="http://prometheus:9090")
+    profiles: list[str] = list(PROM_PROFILES)
+    profile = c[1].selectbox(
+        "Profile", profiles, key="sources_add_profile", format_func=lambda p: PROM_PROFILES[str(p)]
+    )
+    model = c[2].text_input("Model (optional)", key="sources_add_model", placeholder="every model")
+    token_var = st.text_input(
+        "Environment variable holding a bearer token (optional)",
+        key="sources_add_token",
+        placeholder="PROMETHEUS_TOKEN",
+        help="Only where Prometheus sits behind a proxy that wants one: the variable's name, not the token.",
+    )
+    st.caption(
+        "The worker reads the hours on its own every period (and Sync now at once): a week back at first, then each "
+        "hour as it fills. The URL is stored, so it must not carry a password: put a token in a variable instead."
+    )
+    if not (
+        st.form_submit_button("Add source", type="primary", disabled=not can("source.write"))
+        and require("source.write")
+    ):
+        return
+    token_var = token_var.strip()
+    if token_var and not VARIABLE.fullmatch(token_var):
+        ss.pop("sources_add_token", None)
+        ss.sources_flash = (
+            "error",
+            "Give the name of an environment variable (such as PROMETHEUS_TOKEN), not the token.",
+        )
+        st.rerun()
+    try:
+        checked = check_url(url, what="the Prometheus URL")
+        add_source(
+            eng,
+            name,
+            SourceKind.PROMETHEUS,
+            token_var,
+            url=checked,
+            profile=profile,
+            model_filter=model.strip() or None,
+        )
+        record("source.write", name.strip(), f"added source: Prometheus {host(checked)}")
+    except UrlError as exc:
+        ss.pop("sources_add_url", None)  # it may carry a password: never echoed, the box is emptied
+        ss.sources_flash = ("error", md_text(f"{str(exc)[:1].upper()}{str(exc)[1:]}".rstrip(".") + "."))
+        st.rerun()
+    except ValueError as exc:
+        st.error(md_text(str(exc)[:1].upper() + str(exc)[1:] + "."))
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
+    else:
+        ss.sources_flash = ("success", f"Added {md_text(name.strip())}: press Test to check it, then Sync now.")
+        _reset_add_form()
+        st.rerun()
+
+
+def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
+    """The LiteLLM and OpenTelemetry fields of the add form (a variable's name), and the source they make."""
+    pulled_kind = kind is SourceKind.LITELLM
+    var = st.text_input(
+        "Environment variable holding its PostgreSQL URL"
+        if pulled_kind
+        else "Environment variable holding the bearer token its exporters send",
+        key="sources_add_var",
+        placeholder="LITELLM_DSN" if pulled_kind else "OTLP_TOKEN",
+        help="The variable's name, not its value: e.g. LITELLM_DSN, set to postgresql://user:password@host/db."
+        if pulled_kind
+        else "The variable's name, not the token: e.g. OTLP_TOKEN, set in the receiver's environment.",
+    )
+    st.caption(
+        "The URL is read from this variable in the dashboard server's environment at each Test and sync: it is "
+        "never stored and never shown. A read-only role on the proxy's database is enough."
+        if pulled_kind
+        else "Spans arrive when `ttft-planner sources receive NAME` runs (OTLP/HTTP on port 4318 by default) with "
+        "the token in that variable; point the SDKs' OTLP exporter at it with `Authorization: Bearer <token>`."
+    )
+    if not (
+        st.form_submit_button("Add source", type="primary", disabled=not can("source.write"))
+        and require("source.write")
+    ):
+        return
+    var = var.strip()
+    if not VARIABLE.fullmatch(var):
+        # never echoed: what was typed may be the URL itself, password and all; the box is emptied
+        ss.pop("sources_add_var", None)
+        ss.sources_flash = (
+            "error",
+            "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
+            "URL itself (or the token): it stays in the server's environment.",
+        )
+        st.rerun()
+    try:
+        add_source(eng, name, kind, var)
+        what = "URL" if pulled_kind else "token"
+        record("source.write", name.strip(), f"added source: {kind.short}, {what} from ${var}")
+    except ValueError as exc:
+        st.error(md_text(str(exc)[:1].upper() + str(exc)[1:] + "."))
+    except STORE_FAILURES as exc:
+        show_store_failure(exc)
+    else:
+        then = (
+            "press Test to check the connection, then Sync now"
+            if pulled_kind
+            else f"run `ttft-planner sources receive {md_text(name.strip())}` where its exporters can reach it"
+        )
+        ss.sources_flash = (
+            "success",
+            f"Added {md_text(name.strip())}: {then}."
+            + ("" if not pulled_kind or is_set(var) else f" {md_text(unset(var))}"),
+        )
+        _reset_add_form()
+        st.rerun()
+
+
+def show_add_form(eng: Engine, *, expanded: bool) -> None:
+    """The form, in an expander (open when there is no source yet)."""
+    with st.expander("Add a source", expanded=expanded, icon=":material/add:"):
+        kind_label = st.radio(  # by label: a kind's value ("litellm") is not for the page
+            "Kind", list(KINDS.values()), horizontal=True, key="sources_add_kind"
+        )
+        kind = next(k for k, label in KINDS.items() if label == kind_label)
+        with st.form("sources_add"):
+            placeholder = {
+                SourceKind.LITELLM: "prod-proxy",
+                SourceKind.OTLP: "agents",
+                SourceKind.PROMETHEUS: "engines",
+            }
+            name = st.text_input("Name", key="sources_add_name", placeholder=placeholder[kind], max_chars=120)
+            if kind is SourceKind.PROMETHEUS:
+                _add_prometheus(eng, name)
+            else:
+                _add_pulled_or_pushed(eng, name, kind)

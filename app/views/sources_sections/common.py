@@ -1,0 +1,42 @@
+"""What the Sources page's sections share: the kinds as the page names them, the Prometheus profiles, and the
+checks on a variable's name and a URL's host that never show a secret."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit
+
+from planner.store.sources import SourceKind
+
+__all__ = ["KINDS", "PROM_PROFILES", "VARIABLE", "host", "is_set", "unset"]
+
+KINDS = {
+    SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)",
+    SourceKind.OTLP: "OpenTelemetry spans (OTLP receiver)",
+    SourceKind.PROMETHEUS: "Prometheus (engine histograms)",
+}
+PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang"}
+VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+
+
+def is_set(var: str) -> bool:
+    return bool(os.environ.get(var))
+
+
+def unset(var: str) -> str:
+    return (
+        f"${var} is not set on the dashboard's server: set it there to the LiteLLM proxy's PostgreSQL URL "
+        "(postgresql://user:password@host/db; a read-only role is enough) and restart the dashboard."
+    )
+
+
+def host(url: str) -> str:
+    """The URL's host[:port] (never a user or password it may carry), or the URL itself when it has none."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return url
+    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "") if host else url
