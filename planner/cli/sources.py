@@ -133,8 +133,9 @@ def add(
 )
 @store_option
 def receive(name: str, port: int, address: str, database_url: str | None) -> None:
-    """Receive OpenTelemetry GenAI spans for source NAME on http://ADDRESS:PORT/v1/traces (OTLP/HTTP, protobuf or
-    JSON, the bearer token from the source's variable) until Ctrl-C; each model call is stored as a request."""
+    """Receive OpenTelemetry GenAI telemetry for source NAME on http://ADDRESS:PORT (OTLP/HTTP, protobuf or JSON,
+    the bearer token from the source's variable) until Ctrl-C: spans at /v1/traces, each model call stored as a
+    request; metrics at /v1/metrics, the gen_ai.server.time_to_first_token histogram added up per hour and model."""
     import os
 
     import uvicorn
@@ -148,7 +149,10 @@ def receive(name: str, port: int, address: str, database_url: str | None) -> Non
     token = os.environ.get(src.secret_ref, "")
     if not token:
         fail(f"${src.secret_ref} is not set: it should hold the bearer token the exporters send")
-    click.echo(f"receiving OTLP spans for {name} on http://{address}:{port}/v1/traces (Ctrl-C stops)")
+    base = f"http://{address}:{port}"
+    click.echo(
+        f"receiving OTLP spans at {base}/v1/traces and TTFT metrics at {base}/v1/metrics for {name} (Ctrl-C stops)"
+    )
     uvicorn.run(receiver_app(engine, src.id, token), host=address, port=port, log_level="warning", access_log=False)
 
 
