@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["UNITS", "AlertKind", "AlertState", "Rule", "SeriesStatus", "Transition"]
+__all__ = ["PRODUCTION_VANTAGE", "UNITS", "AlertKind", "AlertState", "Rule", "SeriesStatus", "Transition"]
 
 
 class AlertKind(StrEnum):
@@ -21,6 +21,14 @@ class AlertKind(StrEnum):
     ERROR_RATE_OVER = "error_rate_over"  # failed / attempts over the window, a fraction 0..1
     NO_SUCCESS = "no_success"  # minutes since the last successful sample
     COLD_OVER = "cold_over"  # the newest cold reading's cold TTFT in the window, s
+    # p95 TTFT of the production requests a live source read that went to the endpoint (planner.sources.endpoints)
+    PRODUCTION_P95_OVER = "production_p95_over"  # ms
+
+    @property
+    def production(self) -> bool:
+        """Watches the team's own requests (read by a live source), not the probes; its series' vantage is
+        PRODUCTION_VANTAGE."""
+        return self is AlertKind.PRODUCTION_P95_OVER
 
 
 class AlertState(StrEnum):
@@ -36,7 +44,18 @@ class Transition(StrEnum):
     RESOLVED = "resolved"
 
 
-UNITS = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "", AlertKind.NO_SUCCESS: "min", AlertKind.COLD_OVER: "s"}
+UNITS = {
+    AlertKind.P95_OVER: "ms",
+    AlertKind.ERROR_RATE_OVER: "",
+    AlertKind.NO_SUCCESS: "min",
+    AlertKind.COLD_OVER: "s",
+    AlertKind.PRODUCTION_P95_OVER: "ms",
+}
+
+#: The vantage of a production rule's series, stored beside the probe series (rule, endpoint, vantage): production
+#: requests are seen from no probe vantage. Rules of the probe kinds never make a series with it, and a rule's series
+#: are its own, so a probe vantage that happens to carry this label is never confused with it.
+PRODUCTION_VANTAGE = "production"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Alerts: SLO rules over the stored probes, the state of every series they watch, their history and deliveries."""
+"""Alerts: SLO rules over the stored probes (and over production requests from live sources), the state of every
+series they watch, their history and deliveries."""
 
 import os
 import time
@@ -26,7 +27,8 @@ st.caption(
     "fires only after its breach has held for the for-duration with at least the minimum n in the window, and "
     "resolves only once the value is back below the threshold by the clear margin. The worker evaluates the rules "
     "on its housekeeping tick (or run `ttft-planner alerts evaluate`); each transition notifies once per channel, "
-    "and a failed delivery is retried with backoff."
+    "and a failed delivery is retried with backoff. A production p95 TTFT rule watches your users' own requests to "
+    "each endpoint instead, as a live source (the Sources page) read them: its series show the vantage “production”."
 )
 eng = engine()
 URL = database_url()
@@ -200,7 +202,7 @@ with st.expander("Add a rule", expanded=not rules):
             key="alert_endpoint",
         )
         interaction = st.selectbox(
-            "Threshold from an interaction type's or a saved worksheet's p95 target (p95 only)",
+            "Threshold from an interaction type's or a saved worksheet's p95 target (p95 and production p95 only)",
             ["", *targets],
             format_func=lambda k: "— enter a threshold —" if not k else f"{target_words(k)} ({targets[k]:g} ms)",
             key="alert_interaction",

@@ -10,6 +10,7 @@ from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
 from planner.segment_figures import queueing_segment, segment1_figure, segment2_figure
+from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
 from planner.store import database_url
 from planner.store import leases as lease
 from planner.store import probe_queries as pq
@@ -80,6 +81,11 @@ def _ecdf_points(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
 @_cached
 def _phase_breakdown(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
     return pq.phase_breakdown(engine(), key, start_ms, end_ms)
+
+
+@_cached
+def _production(url: str, base_url: str, model: str, start_ms: int, end_ms: int) -> ProductionTtft | None:
+    return production_for(engine(), EndpointAddress(base_url, model), start_ms, end_ms)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
@@ -196,6 +202,18 @@ def live_view() -> None:
         )
     rate = summ["error_rate"]
     m[5].metric("error rate", present.pct(rate), help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
+    users = users_p95_words(_production(URL, ep.base_url, ep.model, start_ms, end_ms))
+    if users is None:
+        st.caption(
+            "Your users' p95: no live source has read a request to this endpoint (its base URL and model). Add the "
+            "LiteLLM proxy your users' requests go through on the Sources page to see it beside the probe's."
+        )
+    else:
+        st.markdown(
+            md_text(users),
+            help="The TTFT of your users' own requests to this endpoint in the same range, from every live source "
+            "whose stored API base is this endpoint's base URL and whose model is its model (nearest rank).",
+        )
     st.caption(f"{DEFINITION} {window}.")
     if summ["n_rollup"]:
         st.caption(

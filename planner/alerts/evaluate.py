@@ -1,5 +1,7 @@
 """One evaluation pass: observe every rule's series in the store, step their state machines, store the result with
-one queued delivery per channel for each transition, and send the deliveries that are due.
+one queued delivery per channel for each transition, and send the deliveries that are due. A probe rule observes the
+probe samples (planner.store.probe_queries); a production rule the live sources' requests mapped to each endpoint
+(planner.sources.endpoints), one series per endpoint under the vantage PRODUCTION_VANTAGE.
 
 The worker calls `evaluate_all` on its housekeeping tick; `ttft-planner alerts evaluate` calls the same function,
 so a rule behaves the same whichever runs it. Delivery is at least once: a send that fails is retried with backoff
@@ -17,11 +19,14 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy.engine import Engine
 
 from planner.alerts.notify import BACKOFF_S, MAX_ATTEMPTS, SEND_LEASE_S, Notice, channels_of, message, send
-from planner.alerts.rules import AlertKind, Observation, Rule, SeriesStatus, Transition, step
+from planner.alerts.rules import PRODUCTION_VANTAGE, AlertKind, Observation, Rule, SeriesStatus, Transition, step
+from planner.alerts.words import series_where
+from planner.sources.endpoints import EndpointTarget, production_ttft
 from planner.store import alerts as store
+from planner.store.endpoints import endpoint_rows
 from planner.store.probe_queries import SeriesKey, series_keys, summary
 
-__all__ = ["PassResult", "deliver_due", "evaluate_all", "observe"]
+__all__ = ["PassResult", "deliver_due", "evaluate_all", "observe", "observe_production"]
 
 
 @dataclass
@@ -29,13 +34,13 @@ class PassResult:
     """What one pass did: series evaluated, transitions, deliveries sent and failed."""
 
     series: int = 0
-    transitions: list[tuple[str, str, str]] = field(default_factory=list)  # (rule, endpoint @ vantage, transition)
+    transitions: list[tuple[str, str, str]] = field(default_factory=list)  # (rule, where: series_where, transition)
     delivered: int = 0
     failed: list[str] = field(default_factory=list)
 
 
 def observe(engine: Engine, rule: Rule, key: SeriesKey, now_ms: int) -> Observation:
-    """The rule's value for one series over [now − window, now)."""
+    """The rule's value for one probe series over [now − window, now)."""
     start_ms = now_ms - int(rule.window_s * 1000)
     if rule.kind in (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER):
         s = summary(engine, key, start_ms, now_ms)
@@ -50,6 +55,13 @@ def observe(engine: Engine, rule: Rule, key: SeriesKey, now_ms: int) -> Observat
     return Observation(value, 0 if value is None else 1)
 
 
+def observe_production(engine: Engine, rule: Rule, endpoint: EndpointTarget, now_ms: int) -> Observation:
+    """A production rule's value for one endpoint: the p95 TTFT (and n) of the live sources' requests mapped to it
+    (planner.sources.endpoints) that arrived in [now − window, now)."""
+    prod = production_ttft(engine, endpoint, now_ms - int(rule.window_s * 1000), now_ms)
+    return Observation(prod.p95.value, prod.n)
+
+
 def _threshold_in_window(rule: Rule) -> Rule:
     """A no-success rule fires when the gap exceeds its window: its threshold is the window, in minutes."""
     if rule.kind is AlertKind.NO_SUCCESS:
@@ -57,11 +69,30 @@ def _threshold_in_window(rule: Rule) -> Rule:
     return rule
 
 
+def _production_series(
+    engine: Engine, rule: Rule, states: dict[tuple[int, int, str], SeriesStatus], now_ms: int
+) -> list[tuple[SeriesKey, Observation]]:
+    """A production rule's series and what each sees now: the rule's one endpoint always; with every endpoint, each
+    one that has production requests in the window or a series stored already (an endpoint no source sends to is not
+    listed as watched)."""
+    out = []
+    for ep in endpoint_rows(engine):
+        if ep.id is None or (rule.endpoint_id is not None and ep.id != rule.endpoint_id):
+            continue
+        obs = observe_production(engine, rule, ep, now_ms)
+        stored = (int(rule.id or 0), ep.id, PRODUCTION_VANTAGE) in states
+        if rule.endpoint_id is not None or obs.n or stored:
+            out.append((SeriesKey(ep.id, ep.name, PRODUCTION_VANTAGE), obs))
+    return out
+
+
 def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: str | None = None) -> PassResult:
     """Evaluate every rule on every series it watches, then (unless `deliver` is False) send what is due.
 
-    `vantage` limits the pass to that vantage's series and their deliveries: each vantage's lease holder evaluates
-    its own, so two workers never both notify one transition."""
+    `vantage` limits the pass to that vantage's probe series and their deliveries: each vantage's lease holder
+    evaluates its own, so two workers never both notify one transition. A production rule's series belong to no
+    vantage: every pass evaluates and delivers them, and the store's conditional writes (one stored step per
+    transition, one claim per delivery) keep one transition one event, sent once per channel."""
     result = PassResult()
     rules = store.load_rules(engine)
     if not rules:
@@ -70,64 +101,83 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
     states = store.series_states(engine)
     for rule in rules:
         judged = _threshold_in_window(rule)
+        if rule.kind.production:
+            for key, obs in _production_series(engine, judged, states, now_ms):
+                _evaluate_series(engine, rule, judged, key, obs, states, now_ms, result)
+            continue
         for key in keys:
             if rule.endpoint_id is not None and key.endpoint_id != rule.endpoint_id:
                 continue
             if vantage is not None and key.vantage != vantage:
                 continue
-            stored = states.get((int(rule.id or 0), key.endpoint_id, key.vantage))
-            prev = stored or SeriesStatus()
             obs = observe(engine, judged, key, now_ms)
-            status, transition = step(judged, prev, obs, now_ms)
-            event = None
-            if transition is not None:
-                notice = Notice(judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
-                event = store.AlertEventRow(
-                    rule_id=int(rule.id or 0),
-                    endpoint_id=key.endpoint_id,
-                    vantage=key.vantage,
-                    transition=str(transition),
-                    value=obs.value,
-                    threshold=judged.threshold,
-                    n=obs.n,
-                    window_s=rule.window_s,
-                    message=message(notice)[:1000],
-                    at_ms=now_ms,
-                )
-            saved = store.save_evaluation(
-                engine,
-                rule,
-                key.endpoint_id,
-                key.vantage,
-                status,
-                now_ms,
-                event,
-                channels_of(rule) if event is not None else [],
-                seen=None if stored is None else stored.state,
-            )
-            if not saved:  # another pass stored this series' step since we read it (and its transition, if any)
-                continue
-            if transition is not None:
-                result.transitions.append((rule.name, key.label, str(transition)))
-            result.series += 1
+            _evaluate_series(engine, rule, judged, key, obs, states, now_ms, result)
     if deliver:
         deliver_due(engine, now_ms, result, vantage=vantage)
     return result
 
 
+def _evaluate_series(
+    engine: Engine,
+    rule: Rule,
+    judged: Rule,
+    key: SeriesKey,
+    obs: Observation,
+    states: dict[tuple[int, int, str], SeriesStatus],
+    now_ms: int,
+    result: PassResult,
+) -> None:
+    """Step one series on what it saw and store the step (with its event and deliveries) unless another pass
+    stepped it first."""
+    stored = states.get((int(rule.id or 0), key.endpoint_id, key.vantage))
+    prev = stored or SeriesStatus()
+    status, transition = step(judged, prev, obs, now_ms)
+    event = None
+    if transition is not None:
+        notice = Notice(judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
+        event = store.AlertEventRow(
+            rule_id=int(rule.id or 0),
+            endpoint_id=key.endpoint_id,
+            vantage=key.vantage,
+            transition=str(transition),
+            value=obs.value,
+            threshold=judged.threshold,
+            n=obs.n,
+            window_s=rule.window_s,
+            message=message(notice)[:1000],
+            at_ms=now_ms,
+        )
+    saved = store.save_evaluation(
+        engine,
+        rule,
+        key.endpoint_id,
+        key.vantage,
+        status,
+        now_ms,
+        event,
+        channels_of(rule) if event is not None else [],
+        seen=None if stored is None else stored.state,
+    )
+    if not saved:  # another pass stored this series' step since we read it (and its transition, if any)
+        return
+    if transition is not None:
+        result.transitions.append((rule.name, series_where(rule.kind, key.endpoint_name, key.vantage), str(transition)))
+    result.series += 1
+
+
 def deliver_due(
     engine: Engine, now_ms: int, result: PassResult | None = None, *, vantage: str | None = None
 ) -> PassResult:
-    """Send every delivery that is due (of `vantage`'s series when given); a failure is stored with its reason and
-    retried after a backoff."""
+    """Send every delivery that is due (of `vantage`'s series when given, and of every production rule's); a failure
+    is stored with its reason and retried after a backoff."""
     result = result or PassResult()
     rules = {r.id: r for r in store.load_rules(engine)}
     names = {k.endpoint_id: k.endpoint_name for k in series_keys(engine)}
     for d, e in store.due_deliveries(engine, now_ms):
-        if vantage is not None and e.vantage != vantage:
-            continue
         rule = rules.get(e.rule_id)
         if rule is None:
+            continue
+        if vantage is not None and e.vantage != vantage and not rule.kind.production:
             continue
         notice = Notice(
             _threshold_in_window(rule),

@@ -17,8 +17,7 @@ import httpx
 
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
-from planner.alerts.words import KIND_WHAT, format_value, target_words
-from planner.settings import vantage_name
+from planner.alerts.words import KIND_WHAT, format_value, series_where, target_words
 
 __all__ = [
     "BACKOFF_S",
@@ -66,7 +65,7 @@ def message(n: Notice) -> str:
     """One line a person can act on: what, where, the numbers with n and window, and the link."""
     r = n.rule
     head = ("TEST " if n.test else "") + ("FIRING" if n.transition is Transition.FIRING else "RESOLVED")
-    where = f"{n.endpoint} @ {vantage_name(n.vantage)}"
+    where = series_where(r.kind, n.endpoint, n.vantage)
     target = f" ({target_words(r.interaction)} target)" if r.interaction else ""
     shown = format_value(r.kind, r.threshold)
     cmp = (
@@ -74,7 +73,8 @@ def message(n: Notice) -> str:
         if n.transition is Transition.FIRING
         else f"is back under {format_value(r.kind, r.clear_below)} (threshold {shown})"
     )
-    sample = f", n={n.n}" if r.kind in (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER) else ""
+    counted = (AlertKind.P95_OVER, AlertKind.ERROR_RATE_OVER, AlertKind.PRODUCTION_P95_OVER)
+    sample = f", n={n.n}" if r.kind in counted else ""
     return (
         f"[{head}] {r.name}: {KIND_WHAT[r.kind]} on {where} {cmp}: {format_value(r.kind, n.value)}{sample} "
         f"over the last {r.window_s / 60:g} min. {n.link}"
@@ -98,6 +98,7 @@ def webhook_body(fmt: str, n: Notice) -> dict:
         "status": str(n.transition),
         "rule": r.name,
         "kind": str(r.kind),
+        "what": KIND_WHAT[r.kind],
         "endpoint": n.endpoint,
         "vantage": n.vantage,
         "value": n.value,

@@ -1,7 +1,8 @@
 """SLO alert rules and their state machine: pure data and one pure function, no I/O.
 
 A rule watches one endpoint (or every endpoint) from every vantage it is probed from; each
-(rule, endpoint, vantage) is a *series* with its own state:
+(rule, endpoint, vantage) is a *series* with its own state. A production p95 rule watches the team's own requests
+to the endpoint, read by a live source, instead: its one series per endpoint has the vantage PRODUCTION_VANTAGE.
 
     ok ──breach──▶ pending ──breach held for `for_s`──▶ firing ──clear──▶ ok
      ▲               │                                  (one "firing" notification,
@@ -9,7 +10,8 @@ A rule watches one endpoint (or every endpoint) from every vantage it is probed 
 
 Hysteresis, so one slow sample does not page anyone and a value hovering at the threshold does
 not flap:
-- a breach needs at least `min_n` samples in the window (an error-rate rule counts attempts);
+- a breach needs at least `min_n` samples in the window (an error-rate rule counts attempts, a production p95
+  rule the production requests);
   below it the window says nothing and the state holds (pending falls back to ok);
 - a firing series resolves only when the value is back below the threshold by `clear_margin`
   (default 10 %: a 500 ms p95 rule that fired resolves at 450 ms or less, with `min_n` samples);
@@ -21,13 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 # The vocabulary lives below the store and this module (planner.store.alerts reads and writes it); re-exported here.
-from planner.alerts_vocab import UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
+from planner.alerts_vocab import PRODUCTION_VANTAGE, UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
 
 __all__ = [
+    "PRODUCTION_VANTAGE",
     "UNITS",
     "AlertKind",
     "AlertState",
     "Observation",
+    "P95_KINDS",
     "Rule",
     "SeriesStatus",
     "Transition",
@@ -36,7 +40,14 @@ __all__ = [
 ]
 
 # The unit a threshold is typed in (an error rate as a percentage), for messages.
-_THRESHOLD_UNIT = {AlertKind.P95_OVER: "ms", AlertKind.ERROR_RATE_OVER: "%", AlertKind.COLD_OVER: "s"}
+_THRESHOLD_UNIT = {
+    AlertKind.P95_OVER: "ms",
+    AlertKind.ERROR_RATE_OVER: "%",
+    AlertKind.COLD_OVER: "s",
+    AlertKind.PRODUCTION_P95_OVER: "ms",
+}
+#: The kinds whose threshold is a p95 TTFT target (an interaction type's or a saved worksheet's may set it).
+P95_KINDS = (AlertKind.P95_OVER, AlertKind.PRODUCTION_P95_OVER)
 
 
 @dataclass(frozen=True)
@@ -98,8 +109,11 @@ def build_rule(
         raise ValueError("the rule needs a name")
     if interaction:
         targets_ms = targets_ms or {}
-        if kind is not AlertKind.P95_OVER:
-            raise ValueError("an interaction type or worksheet sets a p95 TTFT target: use it with a p95 TTFT rule")
+        if kind not in P95_KINDS:
+            raise ValueError(
+                "an interaction type or worksheet sets a p95 TTFT target: use it with a p95 TTFT or production p95 "
+                "TTFT rule"
+            )
         if interaction not in targets_ms:
             raise ValueError(f"unknown p95 target {interaction!r}; known: {', '.join(targets_ms)}")
         target_ms = targets_ms[interaction]
@@ -115,7 +129,7 @@ def build_rule(
     if threshold is None or not threshold > 0:
         raise ValueError(
             f"threshold: give a number > 0 ({_THRESHOLD_UNIT.get(kind, 'min')})"
-            + (" or take an interaction type's target" if kind is AlertKind.P95_OVER else "")
+            + (" or take an interaction type's target" if kind in P95_KINDS else "")
         )
     if kind is AlertKind.ERROR_RATE_OVER:
         if threshold >= 100:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from planner.alerts.rules import AlertKind, Rule
 from planner.alerts.targets import WORKSHEET_PREFIX
 from planner.interactions import interactions
+from planner.settings import vantage_name
 
-__all__ = ["KIND_CHOICES", "KIND_WHAT", "audit_detail", "condition", "format_value", "target_words"]
+__all__ = ["KIND_CHOICES", "KIND_WHAT", "audit_detail", "condition", "format_value", "series_where", "target_words"]
 
 #: What a rule of each kind measures (the subject of its sentences: "p95 TTFT on chat-eu is over 500 ms").
 KIND_WHAT: dict[AlertKind, str] = {
@@ -19,6 +20,7 @@ KIND_WHAT: dict[AlertKind, str] = {
     AlertKind.ERROR_RATE_OVER: "error rate",
     AlertKind.NO_SUCCESS: "time since the last successful sample",
     AlertKind.COLD_OVER: "cold-start TTFT",
+    AlertKind.PRODUCTION_P95_OVER: "production p95 TTFT",
 }
 
 #: Each kind as a choice in a form, with the unit its threshold is typed in.
@@ -27,6 +29,7 @@ KIND_CHOICES: dict[AlertKind, str] = {
     AlertKind.ERROR_RATE_OVER: "error rate over (%)",
     AlertKind.NO_SUCCESS: "no successful sample for the window",
     AlertKind.COLD_OVER: "cold reading over (s)",
+    AlertKind.PRODUCTION_P95_OVER: "production p95 TTFT over a target (ms): your users' requests, from a live source",
 }
 
 
@@ -37,9 +40,15 @@ def format_value(kind: AlertKind, v: float | None) -> str:
         return "no data"
     if kind is AlertKind.ERROR_RATE_OVER:
         return f"{v:.1%}"
-    if kind is AlertKind.P95_OVER:
+    if kind in (AlertKind.P95_OVER, AlertKind.PRODUCTION_P95_OVER):
         return f"{v:,.0f} ms"
     return f"{v:,.1f} {'min' if kind is AlertKind.NO_SUCCESS else 's'}"
+
+
+def series_where(kind: AlertKind, endpoint: str, vantage: str) -> str:
+    """Where a series looks: "chat-eu @ eu-west" for the probes from a vantage; the endpoint alone for a production
+    rule (its kind already says whose requests: production requests are seen from no vantage)."""
+    return endpoint if kind.production else f"{endpoint} @ {vantage_name(vantage)}"
 
 
 def target_words(interaction: str) -> str:

@@ -1,4 +1,5 @@
-"""`ttft-planner alerts`: SLO alert rules over the stored probes (add, list, test, remove, evaluate, history)."""
+"""`ttft-planner alerts`: SLO alert rules over the stored probes, and over the production requests live sources read
+(add, list, test, remove, evaluate, history)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from planner.alerts.evaluate import evaluate_all
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
 from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
+from planner.alerts.words import KIND_WHAT
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.endpoints import EndpointNotFound, get_endpoint
 from planner.store import alerts as store
@@ -20,7 +22,9 @@ __all__ = ["COMMANDS"]
 _KIND_HELP = (
     "p95_over: rolling p95 TTFT (ms) over the window exceeds --threshold or the --interaction target; "
     "error_rate_over: failed ÷ attempts (%) exceeds --threshold; no_success: no successful sample for the "
-    "whole window; cold_over: the newest cold reading in the window took longer than --threshold s."
+    "whole window; cold_over: the newest cold reading in the window took longer than --threshold s; "
+    "production_p95_over: production p95 TTFT (ms) — your users' requests to the endpoint, read by a live source "
+    "(Sources page) — over the window exceeds --threshold or the --interaction target."
 )
 
 
@@ -35,6 +39,8 @@ def alerts() -> None:
     A rule fires only after its breach has held for --for-min with at least --min-n samples in the window,
     and resolves only when the value is back below the threshold by --clear-margin-pct (hysteresis). Each
     transition notifies once per channel; a failed delivery is retried with backoff and its error is kept.
+    A production_p95_over rule watches the production p95 TTFT instead: your users' requests to each endpoint, as a
+    live source read them (see `ttft-planner sources`).
     """
 
 
@@ -51,18 +57,21 @@ def alerts() -> None:
 @click.option(
     "--interaction",
     default=None,
-    help="p95_over: use this interaction type's p95 target as the threshold (inline, chat, agent, …).",
+    help="p95_over, production_p95_over: use this interaction type's p95 target as the threshold (inline, chat, "
+    "agent, …).",
 )
 @click.option(
     "--worksheet",
     default=None,
-    help="p95_over: use this saved worksheet's p95 target (for its interaction type) as the threshold.",
+    help="p95_over, production_p95_over: use this saved worksheet's p95 target (for its interaction type) as the "
+    "threshold.",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="ms for p95_over, % for error_rate_over, s for cold_over (no_success uses the window).",
+    help="ms for p95_over and production_p95_over, % for error_rate_over, s for cold_over (no_success uses the "
+    "window).",
 )
 @click.option(
     "--window-min",
@@ -83,7 +92,8 @@ def alerts() -> None:
     type=click.IntRange(1, 1_000_000),
     default=20,
     show_default=True,
-    help="Fewest samples (attempts for error_rate_over) in the window for a breach to count.",
+    help="Fewest samples (attempts for error_rate_over, production requests for production_p95_over) in the window "
+    "for a breach to count.",
 )
 @click.option(
     "--clear-margin-pct",
@@ -167,6 +177,7 @@ def _rule_dict(rule: Rule, series: dict[tuple[int, int, str], SeriesStatus]) -> 
     return {
         "name": rule.name,
         "kind": str(rule.kind),
+        "what": KIND_WHAT[rule.kind],
         "threshold": rule.threshold,
         "unit": rule.unit,
         "window_s": rule.window_s,
@@ -204,7 +215,7 @@ def list_cmd(as_json, database_url) -> None:
             key=[AlertState.OK, AlertState.PENDING, AlertState.FIRING].index,
         )
         click.echo(
-            f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} over "
+            f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} ({KIND_WHAT[r.kind]}) over "
             f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
             f"({len(d['series'])} series) · channels: "
             f"{', '.join(f'{c} {t}' for c, t in channels_of(r)) or 'none'}"

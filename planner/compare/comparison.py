@@ -36,6 +36,7 @@ from planner.compare.ranking import RANKING_RULE, TARGETS_RULE, Ranked, decision
 from planner.compare.regions import ServingRegion, serving_regions
 from planner.compare.stats import DEFAULT_MARGIN, DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval, Margin
 from planner.samples import DEFINITION
+from planner.sources.endpoints import ProductionTtft, production_by_endpoint
 
 __all__ = ["Comparison", "compare", "day_range_ms", "format_window", "method_lines", "metrics_table"]
 
@@ -63,6 +64,8 @@ class Comparison:
     p95_intervals: dict[str, Interval] = field(default_factory=dict)
     margin: Margin = DEFAULT_MARGIN
     serving: dict[str, ServingRegion] = field(default_factory=dict)  # endpoint name → catalog region it serves from
+    # endpoint name → your users' TTFT there over the window, from live sources (None: no source maps to it)
+    production: dict[str, ProductionTtft | None] = field(default_factory=dict)
 
     @property
     def decision(self) -> pd.DataFrame:
@@ -168,6 +171,7 @@ def compare(
     ranked = rank(metrics, boots)
     diffs = pairwise([r.metrics.name for r in ranked], boots)
     intervals = {name: boots.interval(name) for name in ttft}
+    production = production_by_endpoint(engine, [e.name for e in endpoints], since_ms, until_ms)
     return Comparison(
         endpoints,
         samples,
@@ -188,6 +192,7 @@ def compare(
         intervals,
         margin,
         serving,
+        production,
     )
 
 
@@ -212,6 +217,9 @@ def metrics_table(cmp: Comparison) -> pd.DataFrame:
         row["cold_minus_warm_ms"] = None if m.cold is None else m.cold.segment_ms
         row["rtt_median_ms"] = None if m.rtt is None else m.rtt.median_ms
         row["monthly_cost_usd"] = m.monthly_cost_usd
+        prod = cmp.production.get(m.name)
+        row["production_p95_ms"] = None if prod is None else prod.p95.value
+        row["production_n"] = 0 if prod is None else prod.n
         for col in PHASES:
             row[f"{col.removesuffix('_ms')}_p50_ms"] = m.phases_p50_ms[col]
         rows.append(row)
@@ -248,6 +256,9 @@ def method_lines(cmp: Comparison) -> list[str]:
         "warm), network from the RTT median to its own region — else the worksheet’s typed value (labelled "
         "“entered by hand”); a figure the worksheet measured elsewhere is never borrowed: the segment is missing "
         "and the endpoint gets no verdict. Goodput = share of attempted samples that succeeded within the target.",
+        "Production p95: the TTFT of your users' own requests to each endpoint in the same window, from every live "
+        "source whose stored API base is the endpoint's base URL and whose model is its model (nearest rank, with "
+        "n); “—” where no source maps to the endpoint.",
         f"Cost: {cmp.cost.tokens_per_month:,.0f} tokens a month at each endpoint's blended price per 1M tokens "
         f"({cmp.cost.source}).",
         f"Generated {_utc(cmp.generated_at_ms, cmp.tz)}.",

@@ -20,6 +20,7 @@ from planner.budget import SEGMENTS
 from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.sources.endpoints import compare_cell
 from planner.untrusted import csv_text, md_text
 
 __all__ = [
@@ -91,6 +92,7 @@ def summary_table(cmp: Comparison) -> pd.DataFrame:
                 "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
                 "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
                 "Samples (n)": int(r["n"]),
+                "Production p95": compare_cell(cmp.production.get(r["endpoint"])),
                 "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
                 "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
                 "error rate": _pct(r["error_rate"]),

@@ -356,3 +356,38 @@ def source_api_bases(engine: Engine, source_id: int) -> dict[str, int]:
             .order_by(n.desc(), _REQUEST.c.api_base)
         )
         return {str(base): int(count) for base, count in got}
+
+
+def _in_window(source_id: int, since_ms: int | None, until_ms: int | None) -> list[sa.ColumnElement[bool]]:
+    where = [_REQUEST.c.source_id == source_id]
+    if since_ms is not None:
+        where.append(_REQUEST.c.ts_ms >= since_ms)
+    if until_ms is not None:
+        where.append(_REQUEST.c.ts_ms < until_ms)
+    return where
+
+
+def source_routes(
+    engine: Engine, source_id: int, since_ms: int | None = None, until_ms: int | None = None
+) -> dict[tuple[str, str], int]:
+    """Each (API base, model) the source's requests were sent to (as stored), with how many requests; only those
+    arriving in [since_ms, until_ms) when given."""
+    n = sa.func.count().label("n")
+    cols = (_REQUEST.c.api_base, _REQUEST.c.model)
+    with engine.connect() as conn:
+        got = conn.execute(sa.select(*cols, n).where(*_in_window(source_id, since_ms, until_ms)).group_by(*cols))
+        return {(str(base), str(model)): int(count) for base, model, count in got}
+
+
+def source_route_ttft_ms(
+    engine: Engine, source_id: int, routes: Sequence[tuple[str, str]], since_ms: int | None, until_ms: int | None
+) -> list[float]:
+    """The TTFTs (ms, one sorted column) of the source's requests arriving in [since_ms, until_ms) that were sent to
+    one of `routes` ((API base, model) pairs as stored); [] for no routes."""
+    if not routes:
+        return []
+    where = [*_in_window(source_id, since_ms, until_ms), _REQUEST.c.ttft_ms.is_not(None)]
+    where.append(sa.tuple_(_REQUEST.c.api_base, _REQUEST.c.model).in_(list(routes)))
+    query = sa.select(_REQUEST.c.ttft_ms).where(*where).order_by(_REQUEST.c.ttft_ms)
+    with engine.connect() as conn:
+        return [float(v) for (v,) in conn.execute(query)]

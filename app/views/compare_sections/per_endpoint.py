@@ -1,5 +1,6 @@
-"""Compare › per endpoint: the metrics table (percentiles with too few samples greyed), where each endpoint serves
-from, and the charts (p95 by hour of day, p95 intervals, phases)."""
+"""Compare › per endpoint: the metrics table (percentiles with too few samples greyed, and the production p95 of your
+users' requests where a live source maps to the endpoint), where each endpoint serves from, and the charts (p95 by
+hour of day, p95 intervals, phases)."""
 
 import streamlit as st
 
@@ -37,6 +38,11 @@ def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
         ),
         hide_index=True,
         key="cmp_metrics",
+    )
+    st.caption(
+        "Production p95: your users' own requests to the endpoint in the same window (n: how many), from every live "
+        "source whose stored API base is its base URL and whose model is its model; “—” where no source maps to it "
+        "(add the LiteLLM proxy your users' requests go through on the Sources page)."
     )
     st.caption(
         "Where each endpoint serves from, and the round trip to there from this vantage (the network share of "
