@@ -159,6 +159,19 @@ def _worker_options(f):
         show_default=True,
         help="How often the lease holder reads the live sources (`ttft-planner sources`) into the store; 0: never.",
     )(f)
+    f = click.option(
+        "--otlp-port",
+        type=rule_type(PORT),
+        default=None,
+        help="Receive every OpenTelemetry source's OTLP/HTTP exports (/v1/traces, /v1/metrics; the bearer token "
+        "picks the source) on this port (off by default; 4318 is OTLP/HTTP's).",
+    )(f)
+    f = click.option(
+        "--otlp-address",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address of the OTLP receiver (0.0.0.0 for exporters on other machines).",
+    )(f)
     return f
 
 

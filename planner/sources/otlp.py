@@ -26,7 +26,9 @@ import hmac
 import importlib
 import json
 import math
+import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +42,17 @@ from planner.errors import PlannerError
 from planner.logs.otel import keyed_spans
 from planner.logs.records import Reject
 from planner.sources.otlp_metrics import ExportShapeError, store_ttft_points, ttft_points
-from planner.store.sources import store_batch
+from planner.store.sources import SourceKind, list_sources, store_batch
 
-__all__ = ["MAX_BODY_BYTES", "MAX_UNZIPPED_BYTES", "OtlpError", "OtlpTooLarge", "decode", "receiver_app"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_UNZIPPED_BYTES",
+    "OtlpError",
+    "OtlpTooLarge",
+    "decode",
+    "receiver_app",
+    "shared_receiver_app",
+]
 
 MAX_BODY_BYTES = 16 << 20  # an OTLP batch larger than this is refused (the SDK's batches are far smaller)
 MAX_UNZIPPED_BYTES = 64 << 20  # … and a gzip body that unzips to more than this
@@ -174,11 +184,34 @@ def receiver_app(store: Engine, source_id: int, token: str) -> Starlette:
     if not token:
         raise ValueError("the receiver needs a bearer token")
     expected = f"Bearer {token}".encode()
+    return _receiver(store, lambda given: source_id if hmac.compare_digest(given, expected) else None)
 
-    async def export_of(request: Request, signal: str) -> dict[str, Any] | Response:
-        """The posted export, or the error response: 401 without the token, 413 too large, 400 not an export."""
+
+def shared_receiver_app(store: Engine) -> Starlette:
+    """Every OpenTelemetry source's receiver on one port (the worker's `--otlp-port`): the bearer token says which
+    source an export is for — each source's token is read from the variable it names at each export, so a source
+    added later is received without a restart; a source whose variable is unset receives nothing."""
+
+    def resolve(given: bytes) -> int | None:
+        found = None
+        for src in list_sources(store):
+            token = os.environ.get(src.secret_ref, "") if src.kind is SourceKind.OTLP else ""
+            if token and hmac.compare_digest(given, f"Bearer {token}".encode()):
+                found = src.id  # every token compared, in constant time each: no early answer to time
+        return found
+
+    return _receiver(store, resolve, resolve_in_thread=True)
+
+
+def _receiver(store: Engine, resolve: Callable[[bytes], int | None], *, resolve_in_thread: bool = False) -> Starlette:
+    """The routes, for the source `resolve` finds from the Authorization header (None: refused with a 401)."""
+
+    async def export_of(request: Request, signal: str) -> tuple[int, dict[str, Any]] | Response:
+        """The source and its posted export, or the error response: 401 without a token, 413 too large, 400 not an
+        export."""
         given = request.headers.get("authorization", "").encode()
-        if not hmac.compare_digest(given, expected):
+        source_id = await asyncio.to_thread(resolve, given) if resolve_in_thread else resolve(given)
+        if source_id is None:
             return JSONResponse({"message": "a valid bearer token is required"}, status_code=401)
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
@@ -191,25 +224,27 @@ def receiver_app(store: Engine, source_id: int, token: str) -> Starlette:
             return JSONResponse({"message": str(exc)}, status_code=413)
         except OtlpError as exc:
             return JSONResponse({"message": str(exc)}, status_code=400)
-        return got
+        return source_id, got
 
     async def traces(request: Request) -> Response:
-        export = await export_of(request, "traces")
-        if isinstance(export, Response):
-            return export
+        got = await export_of(request, "traces")
+        if isinstance(got, Response):
+            return got
+        source_id, export = got
         rows, rejected = [], []
-        for key, got in keyed_spans(export):
-            if isinstance(got, Reject):
-                rejected.append(str(got))
+        for key, span in keyed_spans(export):
+            if isinstance(span, Reject):
+                rejected.append(str(span))
             else:
-                rows.append(_row(key, got))
+                rows.append(_row(key, span))
         await asyncio.to_thread(store_batch, store, source_id, rows, None)  # a database call off the event loop
         return _answer(request, SIGNALS["traces"], rejected)
 
     async def metrics(request: Request) -> Response:
-        export = await export_of(request, "metrics")
-        if isinstance(export, Response):
-            return export
+        got = await export_of(request, "metrics")
+        if isinstance(got, Response):
+            return got
+        source_id, export = got
         try:
             points, rejected = ttft_points(export)
         except ExportShapeError as exc:

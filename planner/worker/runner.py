@@ -54,6 +54,7 @@ from planner.worker.flusher import Flusher
 from planner.worker.housekeeping import Housekeeping
 from planner.worker.lease_keeper import LeaseKeeper
 from planner.worker.loader import ScheduleLoader, endpoint_key
+from planner.worker.otlp_receiver import OtlpReceiver
 from planner.worker.prober import ProbeFn, Prober
 from planner.worker.requests import RequestRunner
 from planner.worker.schedule_loop import ScheduleLoop, run_scheduled_rtt
@@ -94,6 +95,8 @@ class WorkerConfig:
     metrics_address: str = "127.0.0.1"
     alerts_every_s: float = 30.0  # how often the lease holder evaluates its vantage's alert rules
     source_sync_s: float = 300.0  # how often the lease holder syncs the live sources (0: never)
+    otlp_port: int | None = None  # receive OpenTelemetry sources' OTLP/HTTP on this port (planner.worker.otlp_receiver)
+    otlp_address: str = "127.0.0.1"
     holder: str = field(default_factory=leases.holder_id)
 
 
@@ -106,7 +109,8 @@ class Worker:
     worker follow within `max_tick_s`. Real time is left to measurements and their bounds (a probe's timeout, a cold
     TTFT). Collaborators: `schedule` (ScheduleLoop), `prober` (Prober), `buffer` (RowBuffer), `flusher` (Flusher),
     `lease` (LeaseKeeper), `loader` (ScheduleLoader), `statuses` (EndpointStatuses), `requests` (RequestRunner),
-    `housekeeping` (Housekeeping), `supervisor` (TaskSupervisor), `state` (StatePublisher), `team` (TeamHooks).
+    `housekeeping` (Housekeeping), `otlp` (OtlpReceiver, opt-in), `supervisor` (TaskSupervisor), `state`
+    (StatePublisher), `team` (TeamHooks).
     """
 
     def __init__(
@@ -199,6 +203,7 @@ class Worker:
             holds_lease=lambda: self.holds_lease,
             poll_s=cfg.max_tick_s,
         )
+        self.otlp = OtlpReceiver(engine, port=cfg.otlp_port, address=cfg.otlp_address) if cfg.otlp_port else None
         self.housekeeping = Housekeeping(
             self,
             cfg,
@@ -281,6 +286,8 @@ class Worker:
         self.supervisor.supervise("housekeeping", self.housekeeping.run)
         self.supervisor.supervise("flusher", self.flusher.run)
         self.supervisor.supervise("sources", self.source_syncs.run)
+        if self.otlp is not None:
+            self.supervisor.supervise("otlp receiver", self.otlp.run)
         try:
             await self.schedule.run()
         finally:
