@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.peers import PEERS, Workload, measured_run, peer_tokenizer, run_peer, summary_line  # noqa: E402
 from planner.probes.fit import fit_prefill  # noqa: E402
+from tests.support.stopping import stop_process  # noqa: E402
 
 ENGINE = ROOT / ".engine"
 MODEL = ENGINE / "gemma-3-270m-q4_k_m.gguf"
@@ -71,34 +72,7 @@ class Server:
                 sys.exit(f"port {port} is already in use (another benchmark's llama-server?): stop it or use --port")
         self.log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"  # never inside the engine
         self.log = open(self.log_path, "w")
-        # Unpinned processes of others wander onto the server's core; as root, a nice of -15 keeps ~97 % of it
-        # against processes of the same session. With the kernel's autogroups (sched_autogroup_enabled), CPU is
-        # shared between sessions first and nice counts only inside one: a neighbour started from another shell
-        # took half the core and made prefill 4× slower (2026-12-03). So the server gets a session of its own, and
-        # its group the same priority (_raise_group).
-        prio = ["nice", "-n", "-15"] if os.geteuid() == 0 else []
-        cmd = [
-            *prio,
-            "taskset",
-            "-c",
-            str(core),
-            str(server_binary()),
-            "-m",
-            str(MODEL),
-            "-t",
-            "1",
-            "-tb",
-            "1",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "-c",
-            str(ctx),
-            "--parallel",
-            "1",
-        ]
-        self.proc = start_server(cmd, self.log)
+        self.proc = start_server(core, port, ["-c", str(ctx), "--parallel", "1"], self.log)
         if not healthy(self.proc, port):
             self.stop()
             sys.exit(f"llama-server exited or did not become healthy within 120 s; see {self.log_path}")
@@ -108,16 +82,36 @@ class Server:
         return [(float(ms), int(n)) for ms, n in PROMPT_EVAL.findall(self.log_path.read_text(errors="replace"))]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
+        stop_process(self.proc, self.log)
 
 
-def start_server(cmd: list[str], log) -> subprocess.Popen:
-    """llama-server in a session of its own, its autogroup at nice -15 (see _raise_group), output to `log`."""
+def start_server(core: int, port: int, flags: list[str], log) -> subprocess.Popen:
+    """llama-server on 127.0.0.1:`port` pinned to `core` (`-t 1 -tb 1`) with this run's `flags`, in a session of
+    its own, as root at nice -15 and its autogroup too (see _raise_group); output to `log`."""
+    # Unpinned processes of others wander onto the server's core; as root, a nice of -15 keeps ~97 % of it
+    # against processes of the same session. With the kernel's autogroups (sched_autogroup_enabled), CPU is
+    # shared between sessions first and nice counts only inside one: a neighbour started from another shell
+    # took half the core and made prefill 4× slower (2026-12-03). So the server gets a session of its own, and
+    # its group the same priority (_raise_group).
+    prio = ["nice", "-n", "-15"] if os.geteuid() == 0 else []
+    cmd = [
+        *prio,
+        "taskset",
+        "-c",
+        str(core),
+        str(server_binary()),
+        "-m",
+        str(MODEL),
+        "-t",
+        "1",
+        "-tb",
+        "1",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *flags,
+    ]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     _raise_group(proc.pid)
     return proc

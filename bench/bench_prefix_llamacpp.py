@@ -42,8 +42,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_engine import MODEL, healthy, server_binary, start_server  # noqa: E402
+from bench.bench_engine import healthy, server_binary, start_server  # noqa: E402
 from planner.kvcache.slots import DEFAULT_SIMILARITY, LlamaCppSlots  # noqa: E402
+from tests.support.stopping import stop_process  # noqa: E402
 
 TOKEN_LOW, TOKEN_HIGH = 1000, 100_000  # ordinary text pieces of Gemma 3's vocabulary (no control tokens)
 ALTERNATIVES = (0.0, 0.1, 0.5)  # LRU only; this build's default; older servers' default
@@ -91,7 +92,6 @@ class SlotServer:
                 sys.exit(f"port {self.port} is already in use (another llama-server?): stop it or use --port")
         self.log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
         self.log = open(self.log_path, "w")
-        prio = ["nice", "-n", "-15"] if os.geteuid() == 0 else []
         self.flags = [
             "-c",
             str(args.slots * args.ctx_per_slot),
@@ -104,25 +104,7 @@ class SlotServer:
             *(["--kv-unified"] if args.kv_unified else ["--no-kv-unified"]),
             *([] if args.no_swa_full else ["--swa-full"]),
         ]
-        cmd = [
-            *prio,
-            "taskset",
-            "-c",
-            str(args.core),
-            str(server_binary()),
-            "-m",
-            str(MODEL),
-            "-t",
-            "1",
-            "-tb",
-            "1",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *self.flags,
-        ]
-        self.proc = start_server(cmd, self.log)
+        self.proc = start_server(args.core, self.port, self.flags, self.log)
         if not healthy(self.proc, self.port):
             self.stop()
             sys.exit(f"llama-server exited or did not become healthy within 120 s; see {self.log_path}")
@@ -155,12 +137,7 @@ class SlotServer:
         return [(int(i), "lru" if how == "LRU" else "similarity") for i, how in SELECTED.findall(text)]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
+        stop_process(self.proc, self.log)
 
 
 def replay(args: argparse.Namespace, trace: Trace, srv: SlotServer, slot_tokens: int) -> list[dict[str, Any]]:

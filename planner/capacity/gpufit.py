@@ -104,41 +104,23 @@ def fit(
         f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + "
         f"KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)"
     )
+    headroom: float | None = None
+    max_seq: int | None = None
     if tp is None:
         node = TP_DEGREES[-1]
-        return GpuFit(
-            model.label,
-            gpu.label,
-            weights,
-            kv_tok,
-            kv,
-            total,
-            usable,
-            min_gpus,
-            None,
-            None,
-            None,
+        message = (
             f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
             f"it needs at least {min_gpus} GPUs across nodes. "
-            f"Quantise the weights, shorten the context or serve fewer sequences.",
+            f"Quantise the weights, shorten the context or serve fewer sequences."
         )
-    headroom = tp * usable - total
-    max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
-    return GpuFit(
-        model.label,
-        gpu.label,
-        weights,
-        kv_tok,
-        kv,
-        total,
-        usable,
-        min_gpus,
-        tp,
-        headroom,
-        max_seq,
-        f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
-        f"(room for {max_seq:,} sequences of {context_tokens:,} tokens).",
-    )
+    else:
+        headroom = tp * usable - total
+        max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
+        message = (
+            f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
+            f"(room for {max_seq:,} sequences of {context_tokens:,} tokens)."
+        )
+    return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, tp, headroom, max_seq, message)
 
 
 def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Unpack[FitOptions]) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import click
 
@@ -42,6 +43,14 @@ FLAG_FOR_FIELD = {
 }
 
 _D = SimulatorConfig()
+_FIELD_FOR_FLAG = {flag: field for field, flag in FLAG_FOR_FIELD.items()}
+
+
+def _setting(flag: str, value_type: type, help_text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The option for one SimulatorConfig setting: its flag names the field, and its default is the config's own."""
+    return click.option(
+        flag, type=value_type, default=getattr(_D, _FIELD_FOR_FLAG[flag]), show_default=True, help=help_text
+    )
 
 
 @click.command()
@@ -53,47 +62,19 @@ _D = SimulatorConfig()
     show_default=True,
     help="Port to listen on (0 = any free port).",
 )
-@click.option(
+@_setting(
     "--prefill-tokens-per-s",
-    type=float,
-    default=_D.prefill_tokens_per_s,
-    show_default=True,
-    help="Prefill speed: uncached prompt tokens per second (prefill time = uncached tokens / rate).",
+    float,
+    "Prefill speed: uncached prompt tokens per second (prefill time = uncached tokens / rate).",
 )
-@click.option(
-    "--decode-tokens-per-s",
-    type=float,
-    default=_D.decode_tokens_per_s,
-    show_default=True,
-    help="Decode speed: output tokens per second after the first.",
-)
-@click.option(
-    "--slots",
-    type=int,
-    default=_D.slots,
-    show_default=True,
-    help="Requests served at once; more wait in a first-in-first-out queue.",
-)
-@click.option(
-    "--base-overhead-ms",
-    type=float,
-    default=_D.base_overhead_ms,
-    show_default=True,
-    help="Fixed admission/scheduling time before prefill (ms).",
-)
-@click.option(
-    "--network-delay-ms",
-    type=float,
-    default=_D.network_delay_ms,
-    show_default=True,
-    help="Extra delay before the response headers (ms), standing in for distance.",
-)
-@click.option(
+@_setting("--decode-tokens-per-s", float, "Decode speed: output tokens per second after the first.")
+@_setting("--slots", int, "Requests served at once; more wait in a first-in-first-out queue.")
+@_setting("--base-overhead-ms", float, "Fixed admission/scheduling time before prefill (ms).")
+@_setting("--network-delay-ms", float, "Extra delay before the response headers (ms), standing in for distance.")
+@_setting(
     "--prefix-cache-tokens",
-    type=int,
-    default=_D.prefix_cache_tokens,
-    show_default=True,
-    help="Tokens of recent prompts kept for prefix reuse (0 = no prefix cache); --cached probes hit it.",
+    int,
+    "Tokens of recent prompts kept for prefix reuse (0 = no prefix cache); --cached probes hit it.",
 )
 @click.option(
     "--scale-down-window-s",
@@ -101,12 +82,10 @@ _D = SimulatorConfig()
     default=None,
     help="Unload the model after this many idle seconds (default: never); the next request pays a cold start.",
 )
-@click.option(
+@_setting(
     "--cold-start-s",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Cold start (weight loading) in seconds; 0 with --checkpoint-gb and --load-gb-per-s = their ratio.",
+    float,
+    "Cold start (weight loading) in seconds; 0 with --checkpoint-gb and --load-gb-per-s = their ratio.",
 )
 @click.option("--checkpoint-gb", type=float, default=None, help="Checkpoint size (GB) for a projected cold start.")
 @click.option(
@@ -116,21 +95,9 @@ _D = SimulatorConfig()
     "--cold-503", is_flag=True, help="While loading, answer 503 with Retry-After instead of holding the request."
 )
 @click.option("--start-cold", is_flag=True, help="Start unloaded: the first request pays the cold start.")
-@click.option(
-    "--rate-429",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Fraction of requests answered 429 Too Many Requests (with Retry-After).",
-)
-@click.option("--rate-5xx", type=float, default=0.0, show_default=True, help="Fraction of requests answered 500.")
-@click.option(
-    "--retry-after-s",
-    type=int,
-    default=_D.retry_after_s,
-    show_default=True,
-    help="Retry-After (seconds) sent with simulated 429s.",
-)
+@_setting("--rate-429", float, "Fraction of requests answered 429 Too Many Requests (with Retry-After).")
+@_setting("--rate-5xx", float, "Fraction of requests answered 500.")
+@_setting("--retry-after-s", int, "Retry-After (seconds) sent with simulated 429s.")
 @click.option(
     "--load-curve",
     default="none",
@@ -138,20 +105,8 @@ _D = SimulatorConfig()
     help="Background load by UTC hour: 'office' (quiet nights, busy working day), 'none', or 24 "
     "comma-separated utilisations 0..0.95. A request waits behind it with probability ρ.",
 )
-@click.option(
-    "--load-service-ms",
-    type=float,
-    default=_D.load_service_ms,
-    show_default=True,
-    help="Mean service time (ms) of background requests; queue wait ≈ this × ρ/(1−ρ).",
-)
-@click.option(
-    "--max-output-tokens",
-    type=int,
-    default=_D.max_output_tokens,
-    show_default=True,
-    help="Cap on generated tokens (the request's max_tokens applies below it).",
-)
+@_setting("--load-service-ms", float, "Mean service time (ms) of background requests; queue wait ≈ this × ρ/(1−ρ).")
+@_setting("--max-output-tokens", int, "Cap on generated tokens (the request's max_tokens applies below it).")
 @click.option(
     "--role-chunk-early/--role-chunk-late",
     "role_chunk_early",
@@ -160,20 +115,8 @@ _D = SimulatorConfig()
     help="Send the OpenAI role-only chunk (Anthropic message_start) on admission, before prefill, so the first "
     "event is not the first token; --role-chunk-late sends it with the first token.",
 )
-@click.option(
-    "--ping-interval-s",
-    type=float,
-    default=_D.ping_interval_s,
-    show_default=True,
-    help="During a long prefill, send an SSE ': ping' comment this often (0 = never).",
-)
-@click.option(
-    "--speedup",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Divide every simulated duration by this (time-compressed replays).",
-)
+@_setting("--ping-interval-s", float, "During a long prefill, send an SSE ': ping' comment this often (0 = never).")
+@_setting("--speedup", float, "Divide every simulated duration by this (time-compressed replays).")
 @click.option(
     "--model",
     "models",

@@ -40,6 +40,17 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
+def _check_size(name: str, inflated_bytes: int, max_bytes: int) -> None:
+    """Raise TooLarge once more than max_bytes came out of `name`."""
+    if inflated_bytes > max_bytes:
+        raise TooLarge(f"{name} decompresses to more than {_mb(max_bytes)}, the size limit")
+
+
+def _inflates_like_a_bomb(inflated_bytes: int, compressed_bytes: int) -> bool:
+    """True once more than _RATIO_CHECK_AFTER_BYTES came out, over MAX_GZIP_RATIO × what went in."""
+    return inflated_bytes > _RATIO_CHECK_AFTER_BYTES and inflated_bytes > MAX_GZIP_RATIO * compressed_bytes
+
+
 def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
     # wbits 47 = auto-detect gzip/zlib header; concatenated gzip members are followed below.
     out: list[bytes] = []
@@ -51,9 +62,8 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
         while buf:
             chunk = d.decompress(buf, _CHUNK)
             total += len(chunk)
-            if total > max_bytes:
-                raise TooLarge(f"{name} decompresses to more than {_mb(max_bytes)}, the size limit")
-            if total > _RATIO_CHECK_AFTER_BYTES and total > MAX_GZIP_RATIO * len(data):
+            _check_size(name, total, max_bytes)
+            if _inflates_like_a_bomb(total, len(data)):
                 raise TooLarge(
                     f"{name} inflates more than {MAX_GZIP_RATIO}× ({_mb(len(data))} → over {_mb(total)}): "
                     "refused as a likely gzip bomb"
@@ -83,9 +93,8 @@ def _unzstd(data: bytes, name: str, max_bytes: int) -> bytes:
                 if not chunk:
                     break
                 total += len(chunk)
-                if total > max_bytes:
-                    raise TooLarge(f"{name} decompresses to more than {_mb(max_bytes)}, the size limit")
-                if total > _RATIO_CHECK_AFTER_BYTES and total > MAX_GZIP_RATIO * len(data):
+                _check_size(name, total, max_bytes)
+                if _inflates_like_a_bomb(total, len(data)):
                     raise TooLarge(
                         f"{name} inflates more than {MAX_GZIP_RATIO}×: refused as a likely decompression bomb"
                     )

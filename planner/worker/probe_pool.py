@@ -46,7 +46,7 @@ from planner.worker.probe_wire import (
     parse_ready,
 )
 
-__all__ = ["QUARANTINE_CLASSES", "ProbePool", "ProbeProcessError"]
+__all__ = ["QUARANTINE_CLASSES", "ProbePool", "ProbeProcessError", "start_probe_process"]
 
 log = logging.getLogger("planner.worker")
 
@@ -151,19 +151,8 @@ class ProbePool:
                 ln.restarts += 1
                 log.warning("probe process %d exited (code %s): restarting it", ln.index, ln.proc.returncode)
             ln.last_start = self._mono()
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
             try:
-                ln.proc = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "planner.worker.probe_child",
-                    *(["--nice", str(QUARANTINE_NICE)] if ln.index == 0 else []),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    env=env,
-                    limit=1 << 20,
-                )
+                ln.proc = await start_probe_process(nice=QUARANTINE_NICE if ln.index == 0 else None)
             except OSError as exc:
                 ln.proc = None
                 raise ProbeProcessError(f"cannot start a probe process: {exc}") from None
@@ -230,6 +219,23 @@ class ProbePool:
             if ln.reader_task is not None:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(ln.reader_task, timeout=1.0)
+
+
+async def start_probe_process(*, nice: int | None = None) -> asyncio.subprocess.Process:
+    """Start one probe process (planner.worker.probe_child) running this same code, its stdin and stdout piped;
+    `nice` lowers its CPU priority by that much. Raises OSError."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "planner.worker.probe_child",
+        *(["--nice", str(nice)] if nice is not None else []),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
+        limit=1 << 20,
+    )
 
 
 def _package_root() -> str:

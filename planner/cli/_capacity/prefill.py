@@ -9,7 +9,8 @@ import click
 
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.capacity.prefill import estimate, largest_prompts, rate_from_slope
+from planner.capacity.prefill import PrefillEstimate, estimate, largest_prompts, rate_from_slope
+from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.cli._capacity.options import (
     by_key,
     model_from_options,
@@ -111,17 +112,11 @@ def prefill(
         raise click.BadParameter(f"must be between 0 and 1, got {cache_hit:g}", param_hint="--cache-hit")
     mfu = mfu if mfu is not None else float(P.gpu_defaults()["mfu"])
     try:
+        model: ModelSpec | None = None
+        gpu: GpuSpec | None = None
+        est: PrefillEstimate | None = None
         if slope_ms_per_1k is not None:
             rate = rate_from_slope(slope_ms_per_1k)
-            est = None
-            table = largest_prompts(
-                interactions(),
-                queue_ms=queue_ms,
-                cold_ms=cold_ms,
-                network_ms=network_ms,
-                cache_hit_fraction=cache_hit,
-                rate_tokens_per_s=rate,
-            )
             source = f"slope {slope_ms_per_1k:g} ms per 1K uncached tokens"
         else:
             model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, need_d_model=True)
@@ -130,19 +125,21 @@ def prefill(
                 model, gpu, prompt_tokens, dtype=dtype, mfu=mfu, gpus=gpu_count, cache_hit_fraction=cache_hit
             )
             rate = est.tokens_per_s
-            table = largest_prompts(
-                interactions(),
-                queue_ms=queue_ms,
-                cold_ms=cold_ms,
-                network_ms=network_ms,
-                cache_hit_fraction=cache_hit,
-                model=model,
-                gpu=gpu,
-                dtype=dtype,
-                mfu=mfu,
-                gpus=gpu_count,
-            )
             source = f"model: {est.detail}"
+        # the largest prompts: at the measured rate, or (no slope) each one's own modelled prefill
+        table = largest_prompts(
+            interactions(),
+            queue_ms=queue_ms,
+            cold_ms=cold_ms,
+            network_ms=network_ms,
+            cache_hit_fraction=cache_hit,
+            rate_tokens_per_s=rate if est is None else None,
+            model=model,
+            gpu=gpu,
+            dtype=dtype,
+            mfu=mfu,
+            gpus=gpu_count,
+        )
     except CapacityError as exc:
         raise usage_error(exc) from None
     out = {
