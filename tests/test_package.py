@@ -37,6 +37,15 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout_
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
 
 
+def _build_wheel(src: Path, dist: Path) -> None:
+    """Build the wheel of the project at `src` into `dist` (no network: no deps, no build isolation)."""
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)],
+        cwd=dist.parent,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The `bin/` folder of a fresh venv holding only the built wheel (plus the current venv's dependencies)."""
@@ -47,22 +56,7 @@ def installed(tmp_path_factory) -> Path:
             shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(ROOT / name, src / name)
-    built = _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp / "dist"),
-            str(src),
-        ],
-        cwd=tmp,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
+    _build_wheel(src, tmp / "dist")
     (wheel,) = (tmp / "dist").glob("ttft_planner-*.whl")
     other = _other_app_wheel(tmp)
 
@@ -106,22 +100,7 @@ def _other_app_wheel(tmp: Path) -> Path:
         '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n\n'
         '[project]\nname = "other-app"\nversion = "1.0"\n\n[tool.setuptools]\npackages = ["app"]\n'
     )
-    built = _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp / "dist"),
-            str(src),
-        ],
-        cwd=tmp,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
+    _build_wheel(src, tmp / "dist")
     (wheel,) = (tmp / "dist").glob("other_app-*.whl")
     return wheel
 

@@ -11,6 +11,7 @@ from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
 from tests.app.conftest import chart_spec, new_app, open_page, plotly_array
+from tests.support.probe_rows import slot_row
 
 SEED = "seed-h200"
 
@@ -143,7 +144,7 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     from planner.spread import speed_sd_of
     from planner.store.endpoints import EndpointRow
     from planner.store.engine import session
-    from planner.store.probes import ProbeSampleRow, insert_samples
+    from planner.store.probes import insert_samples
 
     now = int(time.time() * 1000)
     eng = open_store(database_url())
@@ -160,14 +161,8 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     insert_samples(
         eng,
         [
-            ProbeSampleRow(
-                endpoint_id=ep_id,
-                scheduled_at_ms=now - day_ms * (i < 3) + i,
-                started_at_ms=now - day_ms * (i < 3) + i,
-                ok=True,
-                prompt_tokens=t,
-                cached_tokens=0,
-                ttft_ms=50 + (0.02 if i < 3 else 0.03) * t,
+            slot_row(
+                ep_id, now - day_ms * (i < 3) + i, 50 + (0.02 if i < 3 else 0.03) * t, prompt_tokens=t, cached_tokens=0
             )
             for i, t in enumerate([256, 2048, 8192, 256, 2048, 8192])
         ],

@@ -13,9 +13,10 @@ import sqlalchemy as sa
 from planner.endpoints import add_endpoint
 from planner.store import leases as lease
 from planner.store import open_store
-from planner.store.probes import ProbeSampleRow, insert_samples
-from planner.store.worker import ColdReadingRow
+from planner.store.probes import insert_samples
 from tests.app.conftest import open_page, plotly_array, store_snapshot, use_store
+from tests.support.cold_readings import store_cold_reading
+from tests.support.probe_rows import slot_row
 
 HOUR = 3_600_000
 
@@ -48,33 +49,10 @@ def _seed_into(eng, interval_s=60.0, window_s=None, api_key_env=""):
         t = start + k * 120_000
         hour = (t // HOUR) % 24
         ttft = 200.0 + (500.0 if hour == 14 else 0.0) + (k % 7)
-        rows.append(
-            ProbeSampleRow(
-                endpoint_id=ep.id,
-                vantage="",
-                kind="scheduled",
-                scheduled_at_ms=t,
-                started_at_ms=t,
-                ok=True,
-                ttft_ms=ttft,
-                headers_ms=ttft - 20,
-                dns_ms=1.0,
-                connect_ms=0.4,
-            )
-        )
+        rows.append(slot_row(ep.id, t, ttft, headers_ms=ttft - 20, dns_ms=1.0, connect_ms=0.4))
     # 3 o'clock UTC is thin: only 5 samples (not enough for a p95).
     rows = [r for r in rows if not ((r.started_at_ms // HOUR) % 24 == 3 and (r.started_at_ms // 120_000) % 30 >= 5)]
-    rows.append(
-        ProbeSampleRow(
-            endpoint_id=ep.id,
-            vantage="",
-            kind="scheduled",
-            scheduled_at_ms=now - 1000,
-            started_at_ms=now - 1000,
-            ok=False,
-            error_class="server_error",
-        )
-    )
+    rows.append(slot_row(ep.id, now - 1000))  # a failure (server_error)
     insert_samples(eng, rows)
     return ep.id
 
@@ -157,22 +135,17 @@ def test_hour_of_day_shows_p50_p95_with_n_greys_thin_hours_exports_csv_and_hands
 def test_cold_reading_shows_and_feeds_segment_2(seed):
     eng, endpoint_id = seed(window_s=300.0)
     now = int(time.time() * 1000)
-    with eng.begin() as c:
-        c.execute(
-            sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=endpoint_id,
-                vantage="",
-                state="done",
-                idle_s=330.0,
-                requested_at_ms=now - 400_000,
-                cold_ttft_ms=21_400.0,
-                warm_ttft_ms=250.0,
-                cold_minus_warm_ms=21_150.0,
-                cold_attempts=4,
-                cold_status_503=3,
-                completed_at_ms=now,
-            )
-        )
+    store_cold_reading(
+        eng,
+        endpoint_id,
+        idle_s=330.0,
+        cold_ttft_ms=21_400.0,
+        warm_ttft_ms=250.0,
+        cold_attempts=4,
+        cold_status_503=3,
+        requested_at_ms=now - 400_000,
+        completed_at_ms=now,
+    )
     at = open_page("probes")
     # 60 s probes keep a 300 s scale-down window warm: the page says so, beside segment 2 (not as a warning first).
     assert any("keep this endpoint warm" in c.value for c in at.caption)
@@ -228,17 +201,7 @@ def test_a_range_older_than_retention_reads_the_hourly_rollups_and_says_so():
     for start in (now - 95 * 24 * HOUR, now - 24 * HOUR):  # one day long gone (rolled up), one day of raw samples
         for k in range(24 * 6):  # every 10 minutes
             t = start + k * 600_000
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage="",
-                    kind="scheduled",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=True,
-                    ttft_ms=300.0 + k % 13,
-                )
-            )
+            rows.append(slot_row(ep.id, t, 300.0 + k % 13))
     insert_samples(eng, rows)
     assert apply_retention(eng, now, 90).deleted_samples == 24 * 6
     at = open_page("probes")
@@ -270,15 +233,7 @@ def test_a_base_url_in_the_provenance_caption_is_code_not_a_link():
     ep = get_or_create_manual_endpoint(eng, "http://127.0.0.1:1/v1", "m", "openai-chat")
     now = int(time.time() * 1000) // HOUR * HOUR
     rows = [
-        ProbeSampleRow(
-            endpoint_id=ep.id,
-            vantage="",
-            kind="manual",
-            scheduled_at_ms=t,
-            started_at_ms=t,
-            ok=True,
-            ttft_ms=200.0 + (300.0 if h == 2 else 0.0) + k,
-        )
+        slot_row(ep.id, t, 200.0 + (300.0 if h == 2 else 0.0) + k, kind="manual")
         for h in (2, 3)
         for k in range(25)
         if (t := now - h * HOUR + k * 60_000)

@@ -11,11 +11,12 @@ import sqlalchemy as sa
 from planner.endpoints import add_endpoint
 from planner.samples import MEASURED_KINDS
 from planner.store import open_store
-from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.probes import insert_samples
 from planner.store.requests import create_request
-from planner.store.worker import ColdReadingRow
 from tests.app.conftest import open_page, plotly_array
 from tests.app.test_probes import _chart
+from tests.support.cold_readings import store_cold_reading
+from tests.support.probe_rows import slot_row
 
 HOUR = 3_600_000
 
@@ -29,18 +30,7 @@ def _endpoint(eng, name: str):
 def _samples(eng, ep, start_ms: int, n: int, ttft_ms: float, step_ms: int = 60_000, kind: str = "scheduled"):
     insert_samples(
         eng,
-        [
-            ProbeSampleRow(
-                endpoint_id=ep.id,
-                vantage="",
-                kind=kind,
-                scheduled_at_ms=start_ms + i * step_ms,
-                started_at_ms=start_ms + i * step_ms,
-                ok=True,
-                ttft_ms=ttft_ms + i % 5,
-            )
-            for i in range(n)
-        ],
+        [slot_row(ep.id, start_ms + i * step_ms, ttft_ms + i % 5, kind=kind) for i in range(n)],
     )
 
 
@@ -56,21 +46,15 @@ def test_a_finished_cold_reading_with_no_detail_reads_cleanly_after_refresh():
     req = create_request(eng, ep.id, "cold_reading", idle_s=60)
     with eng.begin() as c:
         c.execute(sa.text("UPDATE probe_request SET status = 'done', detail = NULL WHERE id = :i"), {"i": req})
-        c.execute(
-            sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=ep.id,
-                vantage="",
-                state="done",
-                idle_s=60.0,
-                requested_at_ms=now - 90_000,
-                cold_ttft_ms=9_200.0,
-                warm_ttft_ms=200.0,
-                cold_minus_warm_ms=9_000.0,
-                cold_attempts=1,
-                cold_status_503=0,
-                completed_at_ms=now,
-            )
-        )
+    store_cold_reading(
+        eng,
+        ep.id,
+        idle_s=60.0,
+        cold_ttft_ms=9_200.0,
+        warm_ttft_ms=200.0,
+        requested_at_ms=now - 90_000,
+        completed_at_ms=now,
+    )
     at = open_page("probes")
     at.run()  # the next auto-refresh
     assert not at.exception, at.exception
@@ -110,17 +94,7 @@ def test_segment_1_from_one_hour_says_why_and_offers_no_hand_off():
     _samples(eng, ep, start, 60, 200.0)  # one full hour
     insert_samples(
         eng,
-        [
-            ProbeSampleRow(
-                endpoint_id=ep.id,
-                vantage="",
-                kind="cold",
-                scheduled_at_ms=start + 1,
-                started_at_ms=start + 1,
-                ok=True,
-                ttft_ms=9_000.0,
-            )
-        ],
+        [slot_row(ep.id, start + 1, 9_000.0, kind="cold")],
     )
     at = open_page("probes")
     assert not at.exception, at.exception

@@ -3,14 +3,12 @@ running and buffering N rows since T, and why — not "No worker is running"."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 
 from planner.endpoints import add_endpoint
 from planner.store import open_store, worker_state
-from planner.store.worker_state import write_state
 from tests.app.conftest import open_page
+from tests.support.worker_states import write_disk_full_state
 
 
 def test_a_buffering_worker_is_shown_as_running_and_buffering(monkeypatch):
@@ -21,23 +19,7 @@ def test_a_buffering_worker_is_shown_as_running_and_buffering(monkeypatch):
     add_endpoint(eng, {"name": "sim", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
     now = int(time.time() * 1000)
     # What the worker writes while its lease cannot be renewed (the database is full): no live lease row.
-    write_state(
-        eng,
-        "",
-        {
-            "holder": f"{socket.gethostname()}:{os.getpid()}:x",
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "vantage": "",
-            "updated_at_ms": now,
-            "holds_lease": True,
-            "unsaved_rows": 42,
-            "unsaved_since_ms": now - 120_000,
-            "last_error": "database or disk is full",
-            "spooled_rows": 0,
-            "task_failures": [],
-        },
-    )
+    write_disk_full_state(eng, now_ms=now, holds_lease=True, unsaved_rows=42, unsaved_since_ms=now - 120_000)
     at = open_page("probes")
     texts = [w.value for w in at.warning]
     assert any("buffering 42 rows since" in t and "disk is full" in t for t in texts), texts

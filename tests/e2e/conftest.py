@@ -32,6 +32,7 @@ from planner.cli.worker import dashboard_argv
 from planner.store import open_store
 from tests.support.browser import CHROMIUM_ARGS
 from tests.support.hostile import seed_failing_endpoints
+from tests.support.stopping import stop_process
 from tests.support.store_template import seed_data_dir
 from tests.support.waiting import wait_for
 
@@ -176,12 +177,7 @@ class StreamlitServer:
             raise RuntimeError(f"streamlit did not become healthy; log: {log}")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
+        stop_process(self.proc, self.log)
 
 
 class Attacker:

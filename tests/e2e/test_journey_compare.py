@@ -15,11 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 
 from planner.store import open_store
-from planner.store.worker import ColdReadingRow
 from tests.e2e.conftest import (
     StreamlitServer,
     new_context,
@@ -31,6 +29,7 @@ from tests.e2e.conftest import (
 )
 from tests.planner.test_compare_exports import _parse, _rows
 from tests.support.compare_seed import seed_endpoint
+from tests.support.store_states import store_acme_cold_reading
 from tests.support.store_template import migrated_sqlite
 
 DAY_MS = 86_400_000
@@ -57,23 +56,7 @@ def two_endpoints(tmp_path_factory):
             eng, "simulated", median_ms=420, n=24 * 60, seed=6, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
         ),
     }
-    with eng.begin() as c:
-        eid = c.execute(sa.text("SELECT id FROM endpoint WHERE name = 'acme-sim-eu'")).scalar()
-        c.execute(
-            sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=eid,
-                vantage="",
-                state="done",
-                idle_s=330.0,
-                requested_at_ms=now - 600_000,
-                cold_ttft_ms=9_300.0,
-                warm_ttft_ms=300.0,
-                cold_minus_warm_ms=9_000.0,
-                cold_attempts=2,
-                cold_status_503=1,
-                completed_at_ms=now - 200_000,
-            )
-        )
+    store_acme_cold_reading(eng, now)
     eng.dispose()
     server = StreamlitServer(data)
     yield server, values

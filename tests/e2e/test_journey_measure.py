@@ -26,10 +26,11 @@ from playwright.sync_api import Page, expect
 from planner.endpoints import add_endpoint, get_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import leases, open_store
-from planner.store.probes import ProbeSampleRow, insert_samples
+from planner.store.probes import insert_samples
 from planner.store.rtt import add_target, load_samples
-from planner.store.worker import ColdReadingRow
 from tests.e2e.conftest import StreamlitServer, open_expander, pick, wait_for_app
+from tests.support.cold_readings import store_cold_reading
+from tests.support.probe_rows import slot_row
 from tests.support.rtt_target import serve_in_thread
 from tests.support.store_template import migrated_sqlite
 from tests.support.worker_proc import running_worker, wait_logged
@@ -121,36 +122,18 @@ def measured(tmp_path_factory):
         rows = []
         for at, level in ((quiet_at, 60.0), (busy_at, 500.0)):
             t0 = int(at.timestamp() * 1000)
-            rows += [
-                ProbeSampleRow(
-                    endpoint_id=fast.id,
-                    vantage="",
-                    kind="scheduled",
-                    scheduled_at_ms=t0 + i * 60_000,
-                    started_at_ms=t0 + i * 60_000,
-                    ok=True,
-                    ttft_ms=level + 2 * i,
-                )
-                for i in range(25)
-            ]
+            rows += [slot_row(fast.id, t0 + i * 60_000, level + 2 * i) for i in range(25)]
         insert_samples(eng, rows)
         done = int(time.time() * 1000)
-        with eng.begin() as c:
-            c.execute(
-                sa.insert(ColdReadingRow.__table__).values(
-                    endpoint_id=fast.id,
-                    vantage="",
-                    state="done",
-                    idle_s=90.0,
-                    requested_at_ms=done - 120_000,
-                    cold_ttft_ms=7_540.0,
-                    warm_ttft_ms=41.0,
-                    cold_minus_warm_ms=7_499.0,
-                    cold_attempts=1,
-                    cold_status_503=0,
-                    completed_at_ms=done,
-                )
-            )
+        store_cold_reading(
+            eng,
+            fast.id,
+            idle_s=90.0,
+            cold_ttft_ms=7_540.0,
+            warm_ttft_ms=41.0,
+            requested_at_ms=done - 120_000,
+            completed_at_ms=done,
+        )
         target = serve_in_thread()
         add_target(eng, "local-box", f"{target.base_url}/ping", name="Local box", lat=52.5, lon=13.4, enabled=False)
         server = StreamlitServer(data, env=ENV)

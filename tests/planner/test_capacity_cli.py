@@ -7,6 +7,9 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 
+#: `weights` of a 70B-parameter checkpoint in FP8 (its flags after).
+WEIGHTS_70B_FP8 = ("weights", "--params-b", "70", "--dtype", "fp8")
+
 
 def run(*args: str, code: int = 0) -> dict | str:
     result = CliRunner().invoke(cli, list(args))
@@ -73,18 +76,7 @@ def test_cost_usage_errors_exit_2_with_a_message():
 
 
 def test_weights_json_projection():
-    out = run(
-        "weights",
-        "--params-b",
-        "70",
-        "--dtype",
-        "fp8",
-        "--load-row",
-        "s3-streamer-c32",
-        "--load-row",
-        "gp3-safetensors",
-        "--json",
-    )
+    out = run(*WEIGHTS_70B_FP8, "--load-row", "s3-streamer-c32", "--load-row", "gp3-safetensors", "--json")
     row = out["projection"][0]
     assert row["checkpoint_gb"] == 70
     secs = list(row["load_s"].values())
@@ -94,11 +86,7 @@ def test_weights_json_projection():
 
 def test_weights_from_a_cold_reading_and_bad_row():
     out = run(
-        "weights",
-        "--params-b",
-        "70",
-        "--dtype",
-        "fp8",
+        *WEIGHTS_70B_FP8,
         "--cold-ms",
         "36400",
         "--warm-ms",

@@ -14,6 +14,7 @@ from planner.store.endpoints import EndpointRow
 from planner.store.engine import session
 from planner.store.logs import load_upload_frame, save_upload
 from planner.store.probes import ProbeSampleRow, insert_samples
+from tests.support.probe_rows import slot_row
 
 DAY_MS = 86_400_000
 T0 = 1_780_000_000_000 - (1_780_000_000_000 % DAY_MS)  # a UTC midnight
@@ -63,17 +64,7 @@ def test_measured_slope_per_endpoint(engine):
     rows = []
     # TTFT = 40 ms + 0.05 ms per uncached token (50 ms per 1K → 20,000 tokens/s)
     for i, (tokens, cached) in enumerate([(256, 0), (4096, 0), (8192, 0), (8192, 4096), (1024, 0)]):
-        rows.append(
-            ProbeSampleRow(
-                endpoint_id=ep_id,
-                scheduled_at_ms=now + i,
-                started_at_ms=now + i,
-                ok=True,
-                prompt_tokens=tokens,
-                cached_tokens=cached,
-                ttft_ms=40 + 0.05 * (tokens - cached),
-            )
-        )
+        rows.append(slot_row(ep_id, now + i, 40 + 0.05 * (tokens - cached), prompt_tokens=tokens, cached_tokens=cached))
     # left out: a failure, a deliberate cached series, a cold reading
     rows.append(
         ProbeSampleRow(
@@ -85,33 +76,9 @@ def test_measured_slope_per_endpoint(engine):
             prompt_tokens=512,
         )
     )
-    rows.append(
-        ProbeSampleRow(
-            endpoint_id=ep_id,
-            scheduled_at_ms=now + 11,
-            started_at_ms=now + 11,
-            ok=True,
-            prompt_tokens=512,
-            cached_series=True,
-            ttft_ms=5000,
-        )
-    )
-    rows.append(
-        ProbeSampleRow(
-            endpoint_id=ep_id,
-            kind="cold",
-            scheduled_at_ms=now + 12,
-            started_at_ms=now + 12,
-            ok=True,
-            prompt_tokens=512,
-            ttft_ms=60_000,
-        )
-    )
-    rows.append(
-        ProbeSampleRow(
-            endpoint_id=flat_id, scheduled_at_ms=now, started_at_ms=now, ok=True, prompt_tokens=1000, ttft_ms=90
-        )
-    )
+    rows.append(slot_row(ep_id, now + 11, 5000, prompt_tokens=512, cached_series=True))
+    rows.append(slot_row(ep_id, now + 12, 60_000, kind="cold", prompt_tokens=512))
+    rows.append(slot_row(flat_id, now, 90, prompt_tokens=1000))
     insert_samples(engine, rows)
     slopes = measured_slopes(engine)
     assert [s.endpoint for s in slopes] == ["sim"]
@@ -180,20 +147,9 @@ def test_the_slope_day_by_day_gives_the_endpoints_speed_spread(engine):
     for day, rate in enumerate((20_000, 16_000, 25_000)):
         for i, tokens in enumerate((1000, 4000, 8000)):
             t = day0 + day * 86_400_000 + i * 60_000
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep_id,
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=True,
-                    prompt_tokens=tokens,
-                    ttft_ms=40 + tokens * 1000 / rate,
-                )
-            )
+            rows.append(slot_row(ep_id, t, 40 + tokens * 1000 / rate, prompt_tokens=tokens))
     t = day0 + 3 * 86_400_000  # a fourth day with one length only
-    rows.append(
-        ProbeSampleRow(endpoint_id=ep_id, scheduled_at_ms=t, started_at_ms=t, ok=True, prompt_tokens=1000, ttft_ms=90)
-    )
+    rows.append(slot_row(ep_id, t, 90, prompt_tokens=1000))
     insert_samples(engine, rows)
     (slope,) = measured_slopes(engine)
     assert slope.daily_tokens_per_s == pytest.approx((20_000, 16_000, 25_000))

@@ -15,6 +15,9 @@ from planner.store import open_store
 from planner.store.audit import audit_log, cli_actor
 from tests.support.cli_tree import write_tiny_log
 
+#: `endpoints add` of an endpoint "eu" (its flags after).
+ADD_EU = ["endpoints", "add", "eu", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+
 
 @pytest.fixture
 def store(sqlite_store_url):
@@ -51,17 +54,7 @@ def test_every_cli_write_adds_one_audit_row_by_the_os_user(store, tmp_path, monk
     log = write_tiny_log(tmp_path / "team.jsonl")
     steps = [
         (
-            [
-                "endpoints",
-                "add",
-                "eu",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-                "--model",
-                "m",
-                "--api-key-env",
-                "ACME_KEY",
-            ],
+            [*ADD_EU, "--api-key-env", "ACME_KEY"],
             ("endpoint.write", "eu", "created: openai-chat m"),
         ),
         (
@@ -95,19 +88,7 @@ def test_every_cli_write_adds_one_audit_row_by_the_os_user(store, tmp_path, monk
 
 def test_a_refused_or_empty_write_adds_no_audit_row(store, tmp_path):
     url, engine = store
-    _run(
-        url,
-        "endpoints",
-        "add",
-        "eu",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--model",
-        "m",
-        "--interval-s",
-        "inf",
-        code=2,
-    )
+    _run(url, *ADD_EU, "--interval-s", "inf", code=2)
     _run(url, "endpoints", "remove", "nope", "--yes", code=2)
     _run(url, "logs", "delete", "7", code=2)
     _run(url, "regions", "remove", "nope", code=2)

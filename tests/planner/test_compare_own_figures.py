@@ -12,9 +12,9 @@ from planner.compare.stats import EQUIVALENT, Margin, bootstrap_difference
 from planner.provenance import Figure, Source
 from planner.segment_figures import queueing_segment
 from planner.stats import percentile
-from planner.store import session
-from planner.store.probes import ProbeSampleRow
+from planner.store.probes import insert_samples
 from tests.support.compare_seed import SEED_START_MS, seed_endpoint
+from tests.support.probe_rows import slot_row
 
 HOUR_MS = 3_600_000
 
@@ -104,30 +104,14 @@ def test_compare_counts_the_same_samples_as_the_probes_page(sqlite_engine):
 
     values = seed_endpoint(sqlite_engine, "one", median_ms=300, n=27, seed=1, cold_ms=9_000.0)
     [info] = [e for e in pq.series_keys(sqlite_engine) if e.endpoint_name == "one"]
-    with session(sqlite_engine) as s:  # a manual probe counts on both pages; a deliberately cached series on neither
-        s.add(
-            ProbeSampleRow(
-                endpoint_id=info.endpoint_id,
-                vantage="office",
-                kind="manual",
-                scheduled_at_ms=SEED_START_MS + 5,
-                started_at_ms=SEED_START_MS + 5,
-                ok=True,
-                ttft_ms=310.0,
-            )
-        )
-        s.add(
-            ProbeSampleRow(
-                endpoint_id=info.endpoint_id,
-                vantage="office",
-                kind="manual",
-                scheduled_at_ms=SEED_START_MS + 6,
-                started_at_ms=SEED_START_MS + 6,
-                ok=True,
-                ttft_ms=5.0,
-                cached_series=True,
-            )
-        )
+    # a manual probe counts on both pages; a deliberately cached series on neither
+    insert_samples(
+        sqlite_engine,
+        [
+            slot_row(info.endpoint_id, SEED_START_MS + 5, 310.0, kind="manual", vantage="office"),
+            slot_row(info.endpoint_id, SEED_START_MS + 6, 5.0, kind="manual", vantage="office", cached_series=True),
+        ],
+    )
     cmp = compare(sqlite_engine, ["one"], vantage="office")
     key = pq.SeriesKey(info.endpoint_id, "one", "office")
     probes = pq.summary(sqlite_engine, key, SEED_START_MS - 1, SEED_START_MS + 4 * 86_400_000)

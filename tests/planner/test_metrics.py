@@ -20,8 +20,14 @@ from tests.support.compare_seed import seed_endpoint
 from tests.support.rtt_target import free_port
 
 
-def _scrape(port: int) -> dict[tuple[str, tuple], float]:
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+def _scrape(metrics: WorkerMetrics) -> dict[tuple[str, tuple], float]:
+    """Serve `metrics` on a free port, scrape /metrics once and stop: (sample name, sorted labels) → value."""
+    port = free_port()
+    server, _ = metrics.serve(port)
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    finally:
+        server.shutdown()
     out = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -52,12 +58,7 @@ def test_histogram_counts_equal_the_stored_samples(tmp_path):
         rows = [ProbeSampleRow(**dict(r)) for r in conn.execute(sa.select(ProbeSampleRow.__table__)).mappings()]
     metrics = WorkerMetrics()
     metrics.observe_stored(rows, names)
-    port = free_port()
-    server, _ = metrics.serve(port)
-    try:
-        scraped = _scrape(port)
-    finally:
-        server.shutdown()
+    scraped = _scrape(metrics)
     for endpoint_id, name in names.items():
         with engine.connect() as conn:
             ttfts = np.array(
@@ -85,12 +86,7 @@ def test_alert_states_replace_what_was_shown():
     metrics = WorkerMetrics()
     metrics.set_alert_states([("chat p95", "fast-a", "office", "firing"), ("errors", "fast-a", "office", "ok")])
     metrics.set_alert_states([("chat p95", "fast-a", "office", "pending")])
-    port = free_port()
-    server, _ = metrics.serve(port)
-    try:
-        scraped = _scrape(port)
-    finally:
-        server.shutdown()
+    scraped = _scrape(metrics)
     states = {k[1]: v for k, v in scraped.items() if k[0] == "ttft_planner_alert_state"}
     assert states == {(("endpoint", "fast-a"), ("rule", "chat p95"), ("vantage", "office")): 1.0}
 

@@ -34,6 +34,26 @@ def invoke(*args: str, env: dict | None = None):
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
+def invoke_probe(base_url: str, *flags: str, model: str, n: int, prompt_tokens: str, max_tokens: int):
+    """`probe` of `model` at `base_url`, `n` samples back to back (--interval 0), with `flags` added."""
+    return invoke(
+        "probe",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "-n",
+        str(n),
+        "--interval",
+        "0",
+        *flags,
+        "--prompt-tokens",
+        prompt_tokens,
+        "--max-tokens",
+        str(max_tokens),
+    )
+
+
 def refit_ms_per_1k(samples: list[dict]) -> float:
     """The prefill slope fitted anew from the printed samples (JSON mode), as the summary should report it."""
     fields = {f.name for f in dataclasses.fields(TtftSample)}
@@ -42,21 +62,7 @@ def refit_ms_per_1k(samples: list[dict]) -> float:
 
 
 def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
-    r = invoke(
-        "probe",
-        "--base-url",
-        sim_url,
-        "--model",
-        "sim-model",
-        "-n",
-        "3",
-        "--interval",
-        "0",
-        "--prompt-tokens",
-        "200",
-        "--max-tokens",
-        "4",
-    )
+    r = invoke_probe(sim_url, model="sim-model", n=3, prompt_tokens="200", max_tokens=4)
     assert r.exit_code == 0, r.output
     assert r.output.count("ttft") >= 3
     assert "TTFT p50" in r.output and "p95" in r.output and "max" in r.output and "n=3" in r.output
@@ -65,24 +71,7 @@ def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
 
 
 def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):
-    r = invoke(
-        "probe",
-        "--base-url",
-        sim_url,
-        "--model",
-        "m",
-        "-n",
-        "2",
-        "--interval",
-        "0",
-        "--json",
-        "--protocol",
-        "anthropic",
-        "--prompt-tokens",
-        "100",
-        "--max-tokens",
-        "3",
-    )
+    r = invoke_probe(sim_url, "--json", "--protocol", "anthropic", model="m", n=2, prompt_tokens="100", max_tokens=3)
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.output.strip().splitlines()]
     assert [x["type"] for x in lines] == ["sample", "sample", "summary"]
@@ -93,22 +82,7 @@ def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):
 
 
 def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
-    r = invoke(
-        "probe",
-        "--base-url",
-        sim_url,
-        "--model",
-        "m",
-        "-n",
-        "3",
-        "--interval",
-        "0",
-        "--json",
-        "--prompt-tokens",
-        "256,6000",
-        "--max-tokens",
-        "2",
-    )
+    r = invoke_probe(sim_url, "--json", model="m", n=3, prompt_tokens="256,6000", max_tokens=2)
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.output.strip().splitlines()]
     samples, summary = lines[:-1], lines[-1]
@@ -120,23 +94,7 @@ def test_two_prompt_lengths_fit_the_prefill_slope(sim_url):
 
 
 def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
-    r = invoke(
-        "probe",
-        "--base-url",
-        sim_url,
-        "--model",
-        "m",
-        "-n",
-        "3",
-        "--interval",
-        "0",
-        "--json",
-        "--keep-alive",
-        "--prompt-tokens",
-        "50",
-        "--max-tokens",
-        "2",
-    )
+    r = invoke_probe(sim_url, "--json", "--keep-alive", model="m", n=3, prompt_tokens="50", max_tokens=2)
     samples = [json.loads(line) for line in r.output.strip().splitlines()[:-1]]
     assert [s["conn_reused"] for s in samples] == [False, True, True]
     assert samples[1]["connect_ms"] is None
@@ -144,25 +102,17 @@ def test_keep_alive_reuses_one_connection_and_says_so(sim_url):
 
 def test_store_writes_a_manual_run(sim_url, sqlite_store_url):
     db = sqlite_store_url
-    r = invoke(
-        "probe",
-        "--base-url",
+    r = invoke_probe(
         sim_url,
-        "--model",
-        "sim-model",
-        "-n",
-        "3",
-        "--interval",
-        "0",
         "--store",
         "--database-url",
         db,
         "--vantage",
         "laptop",
-        "--prompt-tokens",
-        "50",
-        "--max-tokens",
-        "2",
+        model="sim-model",
+        n=3,
+        prompt_tokens="50",
+        max_tokens=2,
     )
     assert r.exit_code == 0, r.output
     assert "stored 3 sample(s)" in r.output
@@ -260,22 +210,7 @@ def test_simulate_serves_a_probeable_endpoint_from_the_command_line():
             line = proc.stdout.readline().decode()
             assert line, f"simulate exited before listening: {''.join(head)}"
             head.append(line)
-        ok = invoke(
-            "probe",
-            "--base-url",
-            url,
-            "--model",
-            "demo",
-            "-n",
-            "2",
-            "--interval",
-            "0",
-            "--json",
-            "--prompt-tokens",
-            "100",
-            "--max-tokens",
-            "2",
-        )
+        ok = invoke_probe(url, "--json", model="demo", n=2, prompt_tokens="100", max_tokens=2)
         wrong = invoke("probe", "--base-url", url, "--model", "other", "-n", "1", "--json")
     finally:
         proc.terminate()
@@ -301,37 +236,8 @@ def test_the_servers_prompt_token_count_is_shown_and_the_prefill_fit_uses_it():
         )
 
     with ScriptedServer(script) as srv:
-        r = invoke(
-            "probe",
-            "--base-url",
-            srv.url,
-            "--model",
-            "m",
-            "-n",
-            "3",
-            "--interval",
-            "0",
-            "--json",
-            "--prompt-tokens",
-            "100,1000",
-            "--max-tokens",
-            "1",
-        )
-        text = invoke(
-            "probe",
-            "--base-url",
-            srv.url,
-            "--model",
-            "m",
-            "-n",
-            "1",
-            "--interval",
-            "0",
-            "--prompt-tokens",
-            "100",
-            "--max-tokens",
-            "1",
-        )
+        r = invoke_probe(srv.url, "--json", model="m", n=3, prompt_tokens="100,1000", max_tokens=1)
+        text = invoke_probe(srv.url, model="m", n=1, prompt_tokens="100", max_tokens=1)
     assert r.exit_code == 0, r.output
     lines = [json.loads(line) for line in r.output.strip().splitlines()]
     samples, summary = lines[:-1], lines[-1]

@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import sys
 import types
 import typing
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -28,7 +26,7 @@ from planner.store import session
 from planner.store.endpoints import get_or_create_manual_endpoint
 from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow, insert_samples, sample_row
-from planner.worker.probe_pool import ProbePool, ProbeProcessError
+from planner.worker.probe_pool import ProbePool, ProbeProcessError, start_probe_process
 from planner.worker.probe_wire import (
     WIRE_VERSION,
     ProbeCancel,
@@ -43,7 +41,6 @@ from planner.worker.probe_wire import (
     sample_from_dict,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 120.0  # real seconds before a pipe read counts as a hang (not a speed check)
 
 SAMPLE_HINTS = typing.get_type_hints(TtftSample)
@@ -191,15 +188,7 @@ async def _readline(stream: asyncio.StreamReader) -> bytes:
 
 def test_a_probe_process_answers_a_request_of_another_version_with_an_error():
     async def main() -> tuple[bool, ProbeResult]:
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "planner.worker.probe_child",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=env,
-        )
+        proc = await start_probe_process()
         assert proc.stdin is not None and proc.stdout is not None
         try:
             ready = parse_ready(await _readline(proc.stdout))

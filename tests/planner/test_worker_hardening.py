@@ -31,10 +31,13 @@ from planner.store.rtt import add_target
 from planner.store.worker_state import WorkerReport, worker_report, write_state
 from planner.worker import spool
 from planner.worker.runner import Worker, WorkerConfig
+from tests.support.probe_rows import slot_row
+from tests.support.sql_rows import sql_rows
 from tests.support.store_template import migrated_sqlite
 from tests.support.waiting import wait_for
 from tests.support.worker_driver import drive, until
 from tests.support.worker_proc import HANG_S, spawn_worker_on, wait_for_line, wait_logged
+from tests.support.worker_states import write_disk_full_state
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=4)
 
@@ -50,13 +53,8 @@ def sim_url():
         yield url
 
 
-def q(engine, sql: str, **params):
-    with engine.connect() as c:
-        return [dict(r) for r in c.execute(sa.text(sql), params).mappings()]
-
-
 def n_rows(engine, where: str = "1 = 1", **params) -> int:
-    return q(engine, f"SELECT count(*) AS n FROM probe_sample WHERE {where}", **params)[0]["n"]
+    return sql_rows(engine, f"SELECT count(*) AS n FROM probe_sample WHERE {where}", **params)[0]["n"]
 
 
 def served(sim_url: str) -> int:
@@ -103,11 +101,11 @@ def test_out_of_range_rows_from_an_older_version_are_reported_and_the_rest_keeps
     w, late = drive(engine, body, reload_interval_s=0.3)
     counts = {
         r["endpoint_id"]: r["n"]
-        for r in q(engine, "SELECT endpoint_id, count(*) AS n FROM probe_sample GROUP BY endpoint_id")
+        for r in sql_rows(engine, "SELECT endpoint_id, count(*) AS n FROM probe_sample GROUP BY endpoint_id")
     }
     assert counts[good.id] >= 3 and counts[late] >= 2
     assert huge.id not in counts and inf.id not in counts
-    status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
+    status = {r["endpoint_id"]: r for r in sql_rows(engine, "SELECT * FROM endpoint_status")}
     assert status[huge.id]["state"] == "error"
     assert "prompt_tokens must be a whole number from 1 to 2,000,000" in status[huge.id]["detail"]
     assert status[inf.id]["state"] == "error" and "interval_s" in status[inf.id]["detail"]
@@ -159,7 +157,7 @@ def _in_a_write(proc: subprocess.Popen, engine, app: str) -> bool:
     sql = "SELECT state, backend_xid IS NOT NULL AS writes FROM pg_stat_activity WHERE application_name = :app"
 
     def settled() -> list[dict] | None:  # a stopped client's statement still runs to its end on the server
-        rows = q(engine, sql, app=app)
+        rows = sql_rows(engine, sql, app=app)
         return None if any(r["state"] == "active" for r in rows) else rows
 
     sessions = wait_for(lambda: (s := settled()) is not None and [s], HANG_S, "the stopped worker's last statement")[0]
@@ -212,7 +210,7 @@ def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_sto
     # The next start replays the spool (idempotently) before probing.
     assert spool.replay(engine) == spooled
     assert spool.replay(engine) == 0 and not list(spool.spool_dir(engine).glob("*.jsonl"))
-    stored = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
+    stored = sql_rows(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
     assert len(stored) == stored_before + spooled
     assert len({(r["kind"], r["scheduled_at_ms"]) for r in stored}) == len(stored)
     engine.dispose()
@@ -220,25 +218,13 @@ def test_sigterm_while_sqlite_is_locked_spools_the_buffer_and_the_next_start_sto
 
 def test_spool_replay_is_idempotent_and_drops_rows_of_removed_endpoints(engine, sim_url):
     a, b = ep(engine, "a", sim_url), ep(engine, "b", sim_url)
-    rows = [
-        ProbeSampleRow(
-            endpoint_id=x.id,
-            vantage="",
-            kind="scheduled",
-            scheduled_at_ms=1000 * i,
-            started_at_ms=1000 * i,
-            ok=True,
-            ttft_ms=50.0,
-        )
-        for x in (a, b)
-        for i in range(1, 4)
-    ]
+    rows = [slot_row(x.id, 1000 * i, 50.0) for x in (a, b) for i in range(1, 4)]
     insert_samples(engine, rows[:2])  # some reached the database before the outage
     spool.write(engine, rows)
     with engine.begin() as c:
         c.execute(sa.text("DELETE FROM endpoint WHERE id = :i"), {"i": b.id})
     assert spool.replay(engine) == 1  # a's third row; a's first two were already stored; b is gone
-    assert len(q(engine, "SELECT id FROM probe_sample")) == 3
+    assert len(sql_rows(engine, "SELECT id FROM probe_sample")) == 3
 
 
 # ------------------------------------------------------------------ items 4 and 5: leases
@@ -280,7 +266,7 @@ def test_a_slot_has_exactly_one_outcome(engine, sim_url):
     insert_samples(engine, [row("skipped", 1000)])  # the paused one, late
     got = [
         (r["kind"], r["scheduled_at_ms"])
-        for r in q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample ORDER BY 2")
+        for r in sql_rows(engine, "SELECT kind, scheduled_at_ms FROM probe_sample ORDER BY 2")
     ]
     assert got == [("scheduled", 1000), ("skipped", 2000), ("scheduled", 3000)]
 
@@ -311,33 +297,22 @@ def test_a_woken_holder_rechecks_its_lease_and_drops_its_skips_for_the_new_holde
                 error_class="skipped",
                 error_detail="late",
             ),
-            ProbeSampleRow(
-                endpoint_id=e.id,
-                vantage="",
-                kind="scheduled",
-                scheduled_at_ms=slot - 300,
-                started_at_ms=slot - 300,
-                ok=True,
-                ttft_ms=40.0,
-            ),
+            slot_row(e.id, slot - 300, 40.0),
         ]
         await w.flush()
 
     asyncio.run(main())
     assert not w.holds_lease
-    assert [r["kind"] for r in q(engine, "SELECT kind FROM probe_sample")] == ["scheduled"]
+    assert [r["kind"] for r in sql_rows(engine, "SELECT kind FROM probe_sample")] == ["scheduled"]
 
 
 # ------------------------------------------------------------------ item 7: read-only database
 
 
-def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
-    path = tmp_path / "ro.db"
-    eng = open_store(migrated_sqlite(path))
-    ep(eng, "a", sim_url)
-    eng.dispose()
-    url = f"sqlite:///file:{path}?mode=ro&uri=true"
-    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": url}
+def _worker_failing_read_only(database_url: str) -> subprocess.CompletedProcess[str]:
+    """Run `ttft-planner worker` on the read-only store at `database_url`; check it exits 1 with one error line
+    naming the read-only database, and return the finished process."""
+    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": database_url}
     proc = subprocess.run(
         [sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
         env=env,
@@ -348,6 +323,16 @@ def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
+    return proc
+
+
+def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
+    path = tmp_path / "ro.db"
+    eng = open_store(migrated_sqlite(path))
+    ep(eng, "a", sim_url)
+    eng.dispose()
+    url = f"sqlite:///file:{path}?mode=ro&uri=true"
+    proc = _worker_failing_read_only(url)
     assert "Traceback" not in proc.stderr and "warning" not in proc.stderr.lower()
     assert not Path("file:").exists()  # the URI form names a file; no "file:/…" folder appears in the working dir
 
@@ -357,23 +342,7 @@ def test_a_read_only_database_fails_fast_with_one_message(tmp_path, sim_url):
 
 def test_the_report_says_buffering_n_rows_since_t_and_why(sqlite_engine):
     now = int(time.time() * 1000)
-    write_state(
-        sqlite_engine,
-        "",
-        {
-            "holder": f"{socket.gethostname()}:{os.getpid()}:x",
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "vantage": "",
-            "updated_at_ms": now,
-            "holds_lease": False,
-            "unsaved_rows": 17,
-            "unsaved_since_ms": now - 60_000,
-            "last_error": "database or disk is full",
-            "spooled_rows": 0,
-            "task_failures": [],
-        },
-    )
+    write_disk_full_state(sqlite_engine, now_ms=now, holds_lease=False, unsaved_rows=17, unsaved_since_ms=now - 60_000)
     r = worker_report(sqlite_engine, "", [], now, fmt_ms=lambda ms: f"<{ms}>")
     assert r.running and r.level == "warning"
     assert f"buffering 17 rows since <{now - 60_000}>" in r.text and "disk is full" in r.text
@@ -447,7 +416,7 @@ def test_sigterm_while_postgresql_is_frozen_exits_in_bounded_time_and_spools(
     assert m and int(m.group(1)) >= 1, text[-3000:]
     before = n_rows(engine, "endpoint_id = :e", e=e.id)
     assert spool.replay(engine) >= 1  # at least the probe's after the freeze (a commit cut by the freeze may be in)
-    after = q(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
+    after = sql_rows(engine, "SELECT kind, scheduled_at_ms FROM probe_sample WHERE endpoint_id = :e", e=e.id)
     assert len(after) > before and len({(r["kind"], r["scheduled_at_ms"]) for r in after}) == len(after)
     engine.dispose()
 
@@ -461,17 +430,7 @@ def test_a_read_only_postgresql_database_fails_fast_with_one_message(pg_store_ur
         c.execute(sa.text(f'ALTER DATABASE "{dbname}" SET default_transaction_read_only = on'))
         c.commit()
     eng.dispose()
-    env = {**os.environ, "TTFT_PLANNER_DATABASE_URL": pg_store_url}
-    proc = subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", "worker", "--probe-processes", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,  # a hang guard: "fails fast" means it exits with its message instead of retrying for ever
-    )
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "read-only" in errors[0], proc.stderr[-2000:]
+    proc = _worker_failing_read_only(pg_store_url)
     assert "Traceback" not in proc.stderr
 
 
@@ -510,7 +469,7 @@ def test_a_holder_paused_past_its_lease_resumes_without_double_outcomes(store_ur
             if p.poll() is None:
                 p.send_signal(signal.SIGCONT)
                 p.kill()
-    rows = q(engine, f"SELECT kind, scheduled_at_ms FROM probe_sample WHERE {slots}")
+    rows = sql_rows(engine, f"SELECT kind, scheduled_at_ms FROM probe_sample WHERE {slots}")
     slot_ms = [r["scheduled_at_ms"] for r in rows]
     assert len(slot_ms) == len(set(slot_ms)), "a slot with two outcomes (probed and skipped, or probed twice)"
 

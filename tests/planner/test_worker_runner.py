@@ -29,6 +29,7 @@ from planner.store import engine as store_engine
 from planner.store import open_store
 from planner.store.requests import create_request, get_request
 from tests.support.fake_clock import FakeClock
+from tests.support.sql_rows import sql_rows
 from tests.support.worker_driver import drive, step, until
 
 FAST = SimulatorConfig(prefill_tokens_per_s=200_000, decode_tokens_per_s=5000, seed=2)
@@ -40,13 +41,8 @@ def sim_url():
         yield url
 
 
-def q(engine, sql: str, **params):
-    with engine.connect() as c:
-        return [dict(r) for r in c.execute(sa.text(sql), params).mappings()]
-
-
 def samples(engine, endpoint_id: int) -> list[dict]:
-    return q(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=endpoint_id)
+    return sql_rows(engine, "SELECT * FROM probe_sample WHERE endpoint_id = :e ORDER BY scheduled_at_ms", e=endpoint_id)
 
 
 def ep(engine, name, url, **kw):
@@ -108,7 +104,7 @@ def test_a_down_and_a_hanging_endpoint_do_not_disturb_the_healthy_one(sqlite_eng
         for r in by[hang.id]
         if r["kind"] == "skipped"
     )
-    status = {r["endpoint_id"]: r for r in q(engine, "SELECT * FROM endpoint_status")}
+    status = {r["endpoint_id"]: r for r in sql_rows(engine, "SELECT * FROM endpoint_status")}
     assert status[good.id]["state"] == "ok"
     assert status[down.id]["state"] == "failing" and status[down.id]["consecutive_failures"] == len(by[down.id])
     assert "refused" in status[down.id]["detail"]
@@ -175,7 +171,7 @@ def test_missing_key_is_reported_instead_of_probing_until_it_is_set(sqlite_engin
     e = ep(engine, "keyed", sim_url, api_key_env="SIM_TEST_KEY")
 
     def status() -> dict | None:
-        rows = q(engine, "SELECT * FROM endpoint_status WHERE endpoint_id = :e", e=e.id)
+        rows = sql_rows(engine, "SELECT * FROM endpoint_status WHERE endpoint_id = :e", e=e.id)
         return rows[0] if rows and rows[0]["state"] == "key missing" else None
 
     async def body(w):
@@ -189,7 +185,7 @@ def test_missing_key_is_reported_instead_of_probing_until_it_is_set(sqlite_engin
     assert "SIM_TEST_KEY" in missing["detail"]
     rows = samples(engine, e.id)  # nothing for the slot without its key; each slot after it probed
     assert [r["scheduled_at_ms"] for r in rows] == slots_of(probed, e.id) and all(r["ok"] for r in rows)
-    assert q(engine, "SELECT state FROM endpoint_status WHERE endpoint_id = :e", e=e.id) == [{"state": "ok"}]
+    assert sql_rows(engine, "SELECT state FROM endpoint_status WHERE endpoint_id = :e", e=e.id) == [{"state": "ok"}]
     # The key itself is never stored anywhere.
     with engine.connect() as c:
         for table in ("probe_sample", "endpoint", "endpoint_status", "probe_request"):
@@ -231,7 +227,7 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
 
         async def body(w):
             [reading] = await until(
-                lambda: q(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id),
+                lambda: sql_rows(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id),
                 "cold reading started",
                 in_thread=True,
             )
@@ -246,7 +242,7 @@ def test_cold_reading_pauses_the_schedule_then_times_a_cold_and_a_warm_probe(eng
         sim = health(url)
     req = get_request(engine, rid)
     assert req["status"] == "done", req
-    [reading] = q(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id)
+    [reading] = sql_rows(engine, "SELECT * FROM cold_reading WHERE endpoint_id = :e", e=e.id)
     assert reading["state"] == "done"
     # Idle for 25 s from the claim (no probe had run), then the cold probe at once.
     assert reading["idle_until_ms"] == requested_ms + 25_000 == reading["cold_started_at_ms"]
@@ -321,7 +317,7 @@ def test_rtt_targets_run_on_the_same_schedule(sqlite_engine, sim_url):
 
     decided = drive(engine, body, clock=clock)
     assert [key for key, _ in decided] == [f"rtt:{t.id}"] * 2
-    rtts = q(engine, "SELECT * FROM rtt_sample WHERE region_id = 'local-sim'")
+    rtts = sql_rows(engine, "SELECT * FROM rtt_sample WHERE region_id = 'local-sim'")
     connects = Counter(r["run_id"] for r in rtts if r["method"] == "tcp-connect")
     assert sorted(connects.values()) == [10, 10]  # one measurement (10 kept connects) per slot
     assert any(r["rtt_ms"] is not None and r["rtt_ms"] >= 0 for r in rtts)
@@ -348,4 +344,4 @@ def test_removing_an_endpoint_while_probing_keeps_the_others_stored(engine, sim_
     rows = samples(engine, keep.id)  # each of its slots stored once
     assert [r["scheduled_at_ms"] for r in rows] == slots_of(decided, keep.id)
     assert all(r["kind"] == "scheduled" and r["ok"] for r in rows)
-    assert q(engine, "SELECT COUNT(*) AS n FROM probe_sample WHERE endpoint_id <> :e", e=keep.id)[0]["n"] == 0
+    assert sql_rows(engine, "SELECT COUNT(*) AS n FROM probe_sample WHERE endpoint_id <> :e", e=keep.id)[0]["n"] == 0

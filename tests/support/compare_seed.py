@@ -8,6 +8,7 @@ told apart). Samples are spread over every hour of three days (UTC).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -60,16 +61,20 @@ def seed_endpoint(
         )
         s.add(ep)
         s.flush()
+
+        def slot(kind: str, t_ms: int, **columns: Any) -> ProbeSampleRow:
+            """A row of this endpoint for the slot at t_ms, started then."""
+            return ProbeSampleRow(
+                endpoint_id=ep.id, vantage=vantage, kind=kind, scheduled_at_ms=t_ms, started_at_ms=t_ms, **columns
+            )
+
         rows = []
         for i, t in enumerate(times[:n]):
             v = float(ttft[i])
             rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage=vantage,
-                    kind="scheduled",
-                    scheduled_at_ms=int(t),
-                    started_at_ms=int(t),
+                slot(
+                    "scheduled",
+                    int(t),
                     ok=True,
                     attempts=2 if i < retries else 1,
                     dns_ms=2.0,
@@ -83,33 +88,10 @@ def seed_endpoint(
                 )
             )
         for t in times[n:]:
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage=vantage,
-                    kind="scheduled",
-                    scheduled_at_ms=int(t),
-                    started_at_ms=int(t),
-                    ok=False,
-                    error_class="http_503",
-                    status_code=503,
-                    attempts=3,
-                )
-            )
+            rows.append(slot("scheduled", int(t), ok=False, error_class="http_503", status_code=503, attempts=3))
         if cold_ms is not None:
             t = int(start_ms + span_ms - 60_000)
-            rows.append(
-                ProbeSampleRow(
-                    endpoint_id=ep.id,
-                    vantage=vantage,
-                    kind="cold",
-                    scheduled_at_ms=t,
-                    started_at_ms=t,
-                    ok=True,
-                    ttft_ms=cold_ms,
-                    first_content_ms=cold_ms + 10,
-                )
-            )
+            rows.append(slot("cold", t, ok=True, ttft_ms=cold_ms, first_content_ms=cold_ms + 10))
             rows.append(
                 ProbeSampleRow(
                     endpoint_id=ep.id,

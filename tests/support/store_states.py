@@ -14,11 +14,12 @@ from sqlalchemy.engine import Engine
 
 from planner.budget import Worksheet
 from planner.endpoints import add_endpoint
-from planner.store.probes import ProbeSampleRow, insert_samples
-from planner.store.worker import ColdReadingRow
+from planner.store.probes import insert_samples
+from tests.support.cold_readings import store_cold_reading
 from tests.support.compare_seed import seed_endpoint
+from tests.support.probe_rows import slot_row
 
-__all__ = ["STATES", "seed_state"]
+__all__ = ["STATES", "seed_state", "store_acme_cold_reading"]
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -37,21 +38,25 @@ def _three_samples(engine: Engine) -> None:
     now = int(time.time() * 1000)
     insert_samples(
         engine,
-        [
-            ProbeSampleRow(
-                endpoint_id=ep.id,
-                vantage="",
-                kind="scheduled",
-                scheduled_at_ms=now - i * 60_000,
-                started_at_ms=now - i * 60_000,
-                ok=True,
-                ttft_ms=250.0 + i,
-                headers_ms=200.0,
-                dns_ms=1.0,
-                connect_ms=0.5,
-            )
-            for i in range(3)
-        ],
+        [slot_row(ep.id, now - i * 60_000, 250.0 + i, headers_ms=200.0, dns_ms=1.0, connect_ms=0.5) for i in range(3)],
+    )
+
+
+def store_acme_cold_reading(engine: Engine, now_ms: int) -> None:
+    """The cold reading of the two-endpoint state: acme-sim-eu's, done 200 s before now_ms (9,300 ms cold after two
+    attempts, one of them a 503; 300 ms warm)."""
+    with engine.begin() as c:
+        eid = c.execute(sa.text("SELECT id FROM endpoint WHERE name = 'acme-sim-eu'")).scalar()
+    store_cold_reading(
+        engine,
+        eid,
+        idle_s=330.0,
+        cold_ttft_ms=9_300.0,
+        warm_ttft_ms=300.0,
+        cold_attempts=2,
+        cold_status_503=1,
+        requested_at_ms=now_ms - 600_000,
+        completed_at_ms=now_ms - 200_000,
     )
 
 
@@ -73,23 +78,7 @@ def _two_endpoints_a_day(engine: Engine) -> None:
     seed_endpoint(
         engine, "simulated", median_ms=450, n=24 * 30, seed=2, start_ms=start, span_ms=DAY_MS - 60_000, vantage=""
     )
-    with engine.begin() as c:
-        eid = c.execute(sa.text("SELECT id FROM endpoint WHERE name = 'acme-sim-eu'")).scalar()
-        c.execute(
-            sa.insert(ColdReadingRow.__table__).values(
-                endpoint_id=eid,
-                vantage="",
-                state="done",
-                idle_s=330.0,
-                requested_at_ms=now - 600_000,
-                cold_ttft_ms=9_300.0,
-                warm_ttft_ms=300.0,
-                cold_minus_warm_ms=9_000.0,
-                cold_attempts=2,
-                cold_status_503=1,
-                completed_at_ms=now - 200_000,
-            )
-        )
+    store_acme_cold_reading(engine, now)
 
 
 def _uploaded_log(engine: Engine) -> None:
