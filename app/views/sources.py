@@ -256,7 +256,9 @@ def _hours_of(src: SourceInfo) -> None:
         st.caption(f"No production requests stored yet: {how}.")
         return
     newest = _when(max(h.hour_start_ms for h in hours))
-    with st.expander(f"Production TTFT per hour: {len(hours):,} hours with requests, up to {newest}", expanded=True):
+    n = len(hours)
+    label = f"Production TTFT per hour: {n:,} hour{'' if n == 1 else 's'} with requests, up to {newest}"
+    with st.expander(label, expanded=True):
         where = _prom_where(src) if src.kind is SourceKind.PROMETHEUS else f"{src.kind.origin} ({src.name})"
         show_hours(hours, where=where, key=f"sources_use_{src.id}", engine_figures=src.kind is SourceKind.PROMETHEUS)
         st.caption(
@@ -293,7 +295,7 @@ else:
 
 results = ss.setdefault("sources_results", {})
 for s in sources:
-    with st.container(border=True):
+    with st.container(border=True, key=f"sources_card_{s.id}"):  # .st-key-sources_card_<id> in the page
         pulled = s.kind.pulled  # an OTLP source is pushed to the receiver: nothing to test or sync
         if s.kind is SourceKind.PROMETHEUS:
             token = f" · bearer token from {md_text('$' + s.secret_ref)}" if s.secret_ref else ""
@@ -324,10 +326,20 @@ for s in sources:
                 show_store_failure(exc)
             else:
                 st.rerun()  # the table above shows the new count, watermark, sync time or error
+        kept = (
+            f"its {s.n_requests:,} stored requests"
+            if s.kind.per_request
+            else f"its stored hours ({s.n_requests:,} requests)"
+        )
+        untouched = {
+            SourceKind.LITELLM: "the proxy's database is not touched",
+            SourceKind.PROMETHEUS: "Prometheus is not touched",
+            SourceKind.OTLP: "the exporters are not touched",
+        }[s.kind]
         sure = b[3].checkbox(
-            f"Yes, remove {md_text(s.name)} and its {s.n_requests:,} stored requests",
+            f"Yes, remove {md_text(s.name)} and {kept}",
             key=f"sources_sure_{s.id}",
-            help="The proxy's own database is not touched.",
+            help=f"{untouched[:1].upper()}{untouched[1:]}.",
         )
         if b[2].button(
             "Remove", key=f"sources_remove_{s.id}", icon=":material/delete:", disabled=not can("source.write")
@@ -346,8 +358,7 @@ for s in sources:
                     results.pop(s.id, None)
                     ss.sources_flash = (
                         "success",
-                        f"Removed {md_text(s.name)} and its {s.n_requests:,} stored requests (the proxy's database "
-                        "is not touched).",
+                        f"Removed {md_text(s.name)} and {kept} ({untouched}).",
                     )
                     st.rerun()
         if s.id in results:
