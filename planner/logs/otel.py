@@ -18,7 +18,7 @@ from typing import Any
 
 from planner.logs.records import Reject, Row, epoch_ms, token_count
 
-__all__ = ["FORMATS", "keyed_spans", "looks_like", "spans"]
+__all__ = ["FORMATS", "keyed_spans", "looks_like", "server_base", "spans"]
 
 FORMATS = {"otel": "OpenTelemetry GenAI spans as OTLP JSON (resourceSpans, gen_ai.usage.input_tokens)"}
 
@@ -85,8 +85,27 @@ def _span_row(span: dict, tz: str) -> Row | None:
     return Row(start, str(model or ""), prompt, cached, output, ttft, duration)
 
 
-def keyed_spans(rec: dict, tz: str = "UTC") -> Iterator[tuple[str, Row | Reject]]:
-    """(trace id + span id, the span as a Row or a Reject naming it) for each GenAI span of one OTLP object."""
+def server_base(span: dict) -> str | None:
+    """The base URL a GenAI client span says it called (semantic conventions: `server.address`, `server.port`), or
+    None without an address. The scheme is `url.scheme` where given; else https on port 443 or no port, http on any
+    other (an engine on :8000 inside the network, as vLLM and llama.cpp serve by default)."""
+    attrs = _attrs(span.get("attributes"))
+    address = attrs.get("server.address")
+    if not address:
+        return None
+    port = attrs.get("server.port")
+    try:
+        port = int(port) if port is not None else None
+    except (TypeError, ValueError):
+        port = None
+    scheme = str(attrs.get("url.scheme") or ("https" if port in (None, 443) else "http"))
+    host = f"[{address}]" if ":" in str(address) else str(address)
+    return f"{scheme}://{host}" + ("" if port is None else f":{port}")
+
+
+def keyed_spans(rec: dict, tz: str = "UTC") -> Iterator[tuple[str, Row | Reject, dict]]:
+    """(trace id + span id, the span as a Row or a Reject naming it, the span itself) for each GenAI span of one OTLP
+    object."""
     for rs in rec.get("resourceSpans") or ():
         for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or ():
             for span in (ss or {}).get("spans") or ():
@@ -94,13 +113,13 @@ def keyed_spans(rec: dict, tz: str = "UTC") -> Iterator[tuple[str, Row | Reject]
                 try:
                     row = _span_row(span, tz)
                 except Reject as exc:
-                    yield key, Reject(f"span {str(span.get('name', '?'))[:40]!r}: {exc}")
+                    yield key, Reject(f"span {str(span.get('name', '?'))[:40]!r}: {exc}"), span
                     continue
                 if row is not None:
-                    yield key, row
+                    yield key, row, span
 
 
 def spans(rec: dict, tz: str = "UTC") -> Iterator[Row | Reject]:
     """Each GenAI span of one OTLP object as a Row, or a Reject naming the span; other spans are skipped."""
-    for _, got in keyed_spans(rec, tz):
+    for _, got, _ in keyed_spans(rec, tz):
         yield got

@@ -8,7 +8,7 @@ A request maps to an endpoint when both of these hold:
   `/messages`, `/responses`) and then a trailing `/v1` dropped; so `https://API.openai.com:443/v1/` matches
   `https://api.openai.com`, and an Azure deployment's full URL matches the deployment's base. The path is otherwise
   kept as it is (paths are case-sensitive). A stored API base that is not an http(s) URL — an OpenTelemetry span
-  carries none and is stored as "otlp" — maps to no endpoint.
+  that names no server (`server.address`) is stored as "otlp" — maps to no endpoint.
 - its model is the endpoint's model (`model_matches`): the same name, or LiteLLM's `provider/model` form of it
   (`openai/gpt-4o-mini` for `gpt-4o-mini`, `hosted_vllm/meta-llama/Llama-3.1-8B` for `meta-llama/Llama-3.1-8B`:
   one leading segment before a `/`, then exactly the endpoint's model). One base URL serves many models, and the

@@ -10,8 +10,9 @@ request's encoding, with partial success counting what was rejected; nothing hal
 
 Traces: each GenAI span (planner.logs.otel: gen_ai.usage.* attributes; TTFT from a first-token event or
 `gen_ai.server.time_to_first_token`) becomes one row of the source, keyed by trace and span id, so a batch the
-exporter retries is stored once. A span that cannot be read is counted back as rejected (rejectedSpans) and the rest
-are stored. Spans that are not model calls (HTTP, tools) are left out.
+exporter retries is stored once; its API base is the server the span names (`server.address`, `server.port`), so
+it maps to a registered endpoint as a LiteLLM row does. A span that cannot be read is counted back as rejected
+(rejectedSpans) and the rest are stored. Spans that are not model calls (HTTP, tools) are left out.
 
 Metrics: the GenAI TTFT histogram `gen_ai.server.time_to_first_token` (planner/sources/otlp_metrics.py: units,
 temporality, resets, bucket bounds): each data point's bucket counts are added to the hour it ends in, per model and
@@ -39,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from planner.errors import PlannerError
-from planner.logs.otel import keyed_spans
+from planner.logs.otel import keyed_spans, server_base
 from planner.logs.records import Reject
 from planner.sources.otlp_metrics import ExportShapeError, store_ttft_points, ttft_points
 from planner.store.sources import SourceKind, list_sources, store_batch
@@ -164,12 +165,14 @@ def _answer(request: Request, signal: _Signal, rejected: list[str]) -> Response:
     return JSONResponse({"partialSuccess": partial})
 
 
-def _row(key: str, row: Any) -> dict[str, Any]:
+def _row(key: str, row: Any, api_base: str | None) -> dict[str, Any]:
+    """A span's request row; its API base from the span's server.address/port (planner.logs.otel.server_base), so
+    planner.sources.endpoints maps it to a registered endpoint, or "otlp" where the span names no server."""
     return {
         "request_id": key[:200],
         "ts_ms": int(row.ts_ms),
         "model": str(row.model)[:200],
-        "api_base": "otlp",
+        "api_base": (api_base or "otlp")[:300],
         "prompt_tokens": int(row.prompt_tokens),
         "cached_tokens": int(row.cached_tokens),
         "output_tokens": int(row.output_tokens),
@@ -232,11 +235,11 @@ def _receiver(store: Engine, resolve: Callable[[bytes], int | None], *, resolve_
             return got
         source_id, export = got
         rows, rejected = [], []
-        for key, span in keyed_spans(export):
-            if isinstance(span, Reject):
-                rejected.append(str(span))
+        for key, row, span in keyed_spans(export):
+            if isinstance(row, Reject):
+                rejected.append(str(row))
             else:
-                rows.append(_row(key, span))
+                rows.append(_row(key, row, server_base(span)))
         await asyncio.to_thread(store_batch, store, source_id, rows, None)  # a database call off the event loop
         return _answer(request, SIGNALS["traces"], rejected)
 

@@ -171,3 +171,55 @@ def test_whatif_replays_a_source_as_it_replays_the_same_requests_from_a_file(sql
     assert any("production traffic from OpenTelemetry spans, source “prod”" in n for n in a["notes"])
     neither = CliRunner().invoke(cli, ["whatif", "--deployment", spec, "--database-url", sqlite_store_url])
     assert neither.exit_code == 2 and "--log FILE… or --source NAME" in neither.output
+
+
+def _span(i: int, attrs: dict) -> dict:
+    """One GenAI span as OTLP JSON: 1,000 input tokens, TTFT 300 + i ms, the given extra attributes."""
+    start = T0_NS + i * 1_000_000_000
+    every = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1000, **attrs}
+    return {
+        "traceId": f"{i:032x}",
+        "spanId": f"{i:016x}",
+        "name": "chat gpt-4o-mini",
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 900_000_000),
+        "attributes": [{"key": k, "value": _any_value(v)} for k, v in every.items()],
+        "events": [{"name": "gen_ai.first_token", "timeUnixNano": str(start + (300 + i) * 1_000_000)}],
+    }
+
+
+def _any_value(v) -> dict:
+    return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": str(v)}
+
+
+def test_a_span_naming_its_server_maps_to_the_registered_endpoint_it_called(engine, receiver):
+    from planner.endpoints import add_endpoint
+    from planner.logs.otel import server_base
+    from planner.sources.endpoints import production_ttft
+    from planner.store.endpoints import endpoint_rows
+
+    url, source_id = receiver
+    add_endpoint(engine, {"name": "openai", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini"})
+    add_endpoint(engine, {"name": "local", "base_url": "http://10.0.0.5:8000/v1", "model": "gpt-4o-mini"})
+    spans = [_span(i, {"server.address": "api.openai.com", "server.port": 443}) for i in range(3)]
+    spans += [_span(i, {"server.address": "10.0.0.5", "server.port": 8000}) for i in range(3, 5)]
+    spans += [_span(5, {})]  # names no server: kept, mapped to nothing
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    got = httpx.post(url, json=export, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert got.status_code == 200, got.text
+    stored = {r["request_id"].split(":")[1][-1]: r["api_base"] for r in load_source_requests(engine, source_id)}
+    assert stored == {
+        **{str(i): "https://api.openai.com:443" for i in range(3)},
+        "3": "http://10.0.0.5:8000",
+        "4": "http://10.0.0.5:8000",
+        "5": "otlp",
+    }
+    endpoints = {e.name: e for e in endpoint_rows(engine)}
+    openai = production_ttft(engine, endpoints["openai"])
+    local = production_ttft(engine, endpoints["local"])
+    assert (openai.n, openai.p95.value) == (3, 302.0) and (local.n, local.p95.value) == (2, 304.0)
+    # the scheme: url.scheme where given, else https on 443 or no port, http on another port
+    assert server_base({"attributes": [{"key": "server.address", "value": {"stringValue": "h"}}]}) == "https://h"
+    both = {"server.address": "h", "server.port": 8443, "url.scheme": "https"}
+    assert server_base({"attributes": both}) == "https://h:8443"
+    assert server_base({"attributes": {"server.address": "::1", "server.port": 8000}}) == "http://[::1]:8000"
