@@ -19,7 +19,7 @@ import streamlit as st
 from sqlalchemy.exc import ArgumentError
 
 from planner.sources import litellm
-from planner.sources.prometheus import PROFILES, PrometheusError
+from planner.sources.prometheus import PrometheusError, found_words
 from planner.sources.prometheus import models as prometheus_models
 from planner.sources.sync import sync_source, token_of
 from planner.stats import summarize
@@ -121,8 +121,7 @@ def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:
         )
     except PrometheusError as exc:
         return [("error", _prom_error(src, exc))]
-    metric = PROFILES[src.profile or "vllm"].ttft
-    return [("success", f"{src.name}: Prometheus has {metric} for {', '.join(found)}.")]
+    return [("success", f"{src.name}: Prometheus has {found_words(src.profile or 'vllm', found)}.")]
 
 
 def _prom_sync(src: SourceInfo) -> dict:

@@ -9,7 +9,7 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.sources import litellm
-from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
+from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, found_words, ttft_by_hour
 from planner.sources.prometheus import models as prometheus_models
 from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source, token_of
 from planner.stats import summarize
@@ -188,7 +188,7 @@ def test(name: str, database_url: str | None) -> None:
             )
         except PrometheusError as exc:
             fail(f"{name}: {exc}")
-        click.echo(f"{name}: Prometheus has {PROFILES[src.profile or 'vllm'].ttft} for {', '.join(found)}")
+        click.echo(f"{name}: Prometheus has {found_words(src.profile or 'vllm', found)}")
         return
     try:
         engine = litellm.connect(dsn_of(src))

@@ -7,9 +7,11 @@ linearly inside the bucket holding the quantile), the requests the count's gain.
 in the hour and extrapolates a short series past them, so a series that first appears with its final value (an
 engine that made its histogram at the first request) would read as nothing. A counter reset inside an hour (an engine
 restart) undercounts that hour. Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`,
-SGLang's `sglang:time_to_first_token_seconds` — or a custom histogram name; `model` filters on the profile's model
-label. Beside them: the engine's waiting-requests gauge averaged over the hour, and the p95 of its queue-time
-histogram (vLLM's request_queue_time_seconds: arrival to a slot), the worksheet's queueing segment.
+SGLang's `sglang:time_to_first_token_seconds`; TGI has none, so its profile reads the queue-time histogram alone
+(`tgi_request_queue_duration`, whose count is the requests) — or a custom histogram name; `model` filters on the
+profile's model label (TGI's series carry none). Beside them: the engine's waiting-requests gauge averaged over the
+hour, and the p95 of its queue-time histogram (vLLM's request_queue_time_seconds: arrival to a slot), the
+worksheet's queueing segment.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "PrometheusError",
     "Profile",
     "busiest_hour",
+    "found_words",
     "models",
     "queue_hour_for_worksheet",
     "ttft_by_hour",
@@ -44,10 +47,17 @@ MIN_REQUESTS_FOR_P95 = min_n_for(0.95)  # below it an hour's p95 is just its lar
 
 @dataclass(frozen=True)
 class Profile:
-    ttft: str  # the TTFT histogram's name (without _bucket)
-    model_label: str
+    ttft: str | None  # the TTFT histogram's name (without _bucket); None where the engine has none (TGI)
+    model_label: str  # "" where the engine's series carry no model (one server, one model)
     waiting: str | None  # the queued-requests gauge
     queue: str | None = None  # the queue-time histogram (arrival to a slot): the worksheet's queueing segment
+
+    @property
+    def counted(self) -> str:
+        """The histogram whose count is the hour's requests: the TTFT one, else the queue-time one."""
+        name = self.ttft or self.queue
+        assert name is not None  # every profile has one of them
+        return name
 
 
 PROFILES = {
@@ -58,6 +68,8 @@ PROFILES = {
         "vllm:request_queue_time_seconds",
     ),
     "sglang": Profile("sglang:time_to_first_token_seconds", "model_name", "sglang:num_queue_reqs"),
+    # TGI has no first-token histogram: its queue time (the queueing segment) and queue size, per server
+    "tgi": Profile(None, "", "tgi_queue_size", "tgi_request_queue_duration"),
 }
 
 
@@ -117,25 +129,33 @@ def _client(base_url: str, bearer_token: str | None, timeout_s: float) -> httpx.
 
 
 def _models(client: httpx.Client, prof: Profile, profile: str) -> list[str]:
-    """The model label's values on the profile's TTFT histogram; PrometheusError when it has no series."""
-    seen = _series(client, f"{prof.ttft}_count")
+    """The model label's values on the profile's counted histogram; PrometheusError when it has no series."""
+    seen = _series(client, f"{prof.counted}_count")
     if not seen:
         raise PrometheusError(
-            f"Prometheus has no series named {prof.ttft}_count: is the engine scraped, and is this its profile "
+            f"Prometheus has no series named {prof.counted}_count: is the engine scraped, and is this its profile "
             f"({profile})? Give the histogram's name for another engine."
         )
-    return sorted({s.get(prof.model_label, "") for s in seen})
+    return sorted({s.get(prof.model_label, "") for s in seen}) if prof.model_label else []
 
 
 def _model_match(prof: Profile, models: list[str], model: str | None) -> str:
     """The PromQL label matcher for `model` ("" for every model); PrometheusError when no series has it."""
     if model is None:
         return ""
+    if not prof.model_label:
+        raise PrometheusError(f"{prof.counted} has no model label (one server serves one model): leave the model out")
     if model not in models:
         raise PrometheusError(
-            f"no series of {prof.ttft} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
+            f"no series of {prof.counted} has {prof.model_label}={model!r}; it has {', '.join(models) or 'none'}"
         )
     return "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
+
+
+def found_words(profile: str, found: Sequence[str]) -> str:
+    """What a Test found, in words: "vllm:time_to_first_token_seconds for m1, m2"."""
+    prof = PROFILES[profile]
+    return f"{prof.counted} for {', '.join(found)}" if found else f"{prof.counted} (one server: no model label)"
 
 
 def models(
@@ -173,10 +193,13 @@ def ttft_by_hour(
     last_end = -(-end_ms // HOUR_MS) * HOUR_MS
     with _client(base_url, bearer_token, timeout_s) as client:
         match = _model_match(prof, _models(client, prof, profile), model)
-        buckets = _gained(f"{prof.ttft}_bucket{match}", "le")
-        p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
-        p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)
-        count = _range(client, _gained(f"{prof.ttft}_count{match}"), first_end / 1000, last_end / 1000)
+        p50: dict[int, float] = {}
+        p95: dict[int, float] = {}
+        if prof.ttft:
+            buckets = _gained(f"{prof.ttft}_bucket{match}", "le")
+            p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
+            p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)
+        count = _range(client, _gained(f"{prof.counted}_count{match}"), first_end / 1000, last_end / 1000)
         queue = (
             _range(
                 client,

@@ -238,3 +238,68 @@ def test_the_commands_add_test_sync_and_show_a_prometheus_source_and_refuse_a_pa
     assert wrong.exit_code == 0
     said = run("test", "other")
     assert said.exit_code == 1 and "model_name='gpt-4o'; it has sim-model" in said.output
+
+
+# --- TGI: no first-token histogram; its queue time (the queueing segment) and its count ----------------------------
+
+TGI_EXPOSITION = """# TYPE tgi_request_queue_duration histogram
+tgi_request_queue_duration_bucket{le="0.01"} 2
+tgi_request_queue_duration_bucket{le="0.05"} 7
+tgi_request_queue_duration_bucket{le="0.1"} 15
+tgi_request_queue_duration_bucket{le="0.5"} 23
+tgi_request_queue_duration_bucket{le="1"} 25
+tgi_request_queue_duration_bucket{le="+Inf"} 25
+tgi_request_queue_duration_sum 6.2
+tgi_request_queue_duration_count 25
+# TYPE tgi_queue_size gauge
+tgi_queue_size 3
+"""
+
+
+@pytest.fixture(scope="module")
+def tgi_scraped():
+    """Prometheus scraping a server that answers TGI's metric names (a fixed exposition of 25 queued requests)."""
+    import http.server
+    import threading
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True  # TCP_NODELAY, like every local test server
+
+        def do_GET(self):  # noqa: N802
+            body = TGI_EXPOSITION.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with running_prometheus([f"127.0.0.1:{server.server_address[1]}"]) as prom:
+            yield prom
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_tgi_hours_carry_its_queue_p95_and_requests_and_no_ttft(tgi_scraped):
+    import time
+
+    now = int(time.time() * 1000)
+    hours = [h for h in ttft_by_hour(tgi_scraped, now - HOUR_MS, now, profile="tgi") if h.requests]
+    assert len(hours) == 1
+    [h] = hours
+    # 0.95 × 25 = 23.75th request: in the (0.5 s, 1 s] bucket (23 → 25), linearly 0.5 + 0.5 × 0.75 / 2 = 0.6875 s
+    assert (h.requests, h.p50_ms, h.p95_ms, h.waiting_mean) == (25.0, None, None, 3.0)
+    assert h.queue_p95_ms == pytest.approx(687.5)
+    with pytest.raises(PrometheusError, match="has no model label"):
+        ttft_by_hour(tgi_scraped, now - HOUR_MS, now, profile="tgi", model="m")
+    from planner.sources.prometheus import found_words, models
+
+    assert found_words("tgi", models(tgi_scraped, profile="tgi")) == (
+        "tgi_request_queue_duration (one server: no model label)"
+    )

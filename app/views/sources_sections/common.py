@@ -16,7 +16,7 @@ KINDS = {
     SourceKind.OTLP: "OpenTelemetry spans (OTLP receiver)",
     SourceKind.PROMETHEUS: "Prometheus (engine histograms)",
 }
-PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang"}
+PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 
 

@@ -94,7 +94,8 @@ def show_prometheus_read() -> None:
             key="sources_prom_profile",
             persist_state="session",
             bind="query-params",
-            help="Which engine's metric names to read: vLLM's vllm:… or SGLang's sglang:….",
+            help="Which engine's metric names to read: vLLM's vllm:…, SGLang's sglang:…, or TGI's tgi_… (its queue "
+            "time only: TGI has no first-token histogram).",
         )
         prom_model = pc[2].text_input(
             "Model (optional)",
