@@ -104,7 +104,8 @@ def _when(ms: int | None, never: str = "—") -> str:
 
 
 def _prom_where(src: SourceInfo) -> str:
-    return f"Prometheus {host(src.url or '')}, {src.profile or 'vllm'}, model {src.model_filter or 'every model'}"
+    what = src.metric or src.profile or "vllm"
+    return f"Prometheus {host(src.url or '')}, {what}, model {src.model_filter or 'every model'}"
 
 
 def _prom_error(src: SourceInfo, exc: Exception) -> str:
@@ -117,11 +118,15 @@ def _prom_error(src: SourceInfo, exc: Exception) -> str:
 def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:
     try:
         found = prometheus_models(
-            src.url or "", profile=src.profile or "vllm", model=src.model_filter, bearer_token=token_of(src)
+            src.url or "",
+            profile=src.profile or "vllm",
+            metric=src.metric,
+            model=src.model_filter,
+            bearer_token=token_of(src),
         )
     except PrometheusError as exc:
         return [("error", _prom_error(src, exc))]
-    return [("success", f"{src.name}: Prometheus has {found_words(src.profile or 'vllm', found)}.")]
+    return [("success", f"{src.name}: Prometheus has {found_words(src.profile or 'vllm', found, src.metric)}.")]
 
 
 def _prom_sync(src: SourceInfo) -> dict:

@@ -82,6 +82,9 @@ def sources() -> None:
 )
 @click.option("--model", default=None, help="Prometheus: only this model (the profile's model label).")
 @click.option(
+    "--metric", "prom_metric", default=None, help="Prometheus: a TTFT histogram of another name (without _bucket)."
+)
+@click.option(
     "--prometheus-token-env",
     "prom_token_env",
     metavar="VAR",
@@ -96,6 +99,7 @@ def add(
     prom_url: str | None,
     profile: str,
     model: str | None,
+    prom_metric: str | None,
     prom_token_env: str,
     database_url: str | None,
 ) -> None:
@@ -108,7 +112,14 @@ def add(
         try:
             url = check_url(prom_url, what="the Prometheus URL")
             add_source(
-                engine, name, SourceKind.PROMETHEUS, prom_token_env, url=url, profile=profile, model_filter=model
+                engine,
+                name,
+                SourceKind.PROMETHEUS,
+                prom_token_env,
+                url=url,
+                profile=profile,
+                model_filter=model,
+                metric=prom_metric,
             )
         except (UrlError, ValueError) as exc:
             raise click.BadParameter(str(exc)) from None
@@ -184,11 +195,15 @@ def test(name: str, database_url: str | None) -> None:
     if src.kind is SourceKind.PROMETHEUS:
         try:
             found = prometheus_models(
-                src.url or "", profile=src.profile or "vllm", model=src.model_filter, bearer_token=token_of(src)
+                src.url or "",
+                profile=src.profile or "vllm",
+                metric=src.metric,
+                model=src.model_filter,
+                bearer_token=token_of(src),
             )
         except PrometheusError as exc:
             fail(f"{name}: {exc}")
-        click.echo(f"{name}: Prometheus has {found_words(src.profile or 'vllm', found)}")
+        click.echo(f"{name}: Prometheus has {found_words(src.profile or 'vllm', found, src.metric)}")
         return
     try:
         engine = litellm.connect(dsn_of(src))

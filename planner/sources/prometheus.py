@@ -152,9 +152,9 @@ def _model_match(prof: Profile, models: list[str], model: str | None) -> str:
     return "{" + prof.model_label + '="' + model.replace("\\", "\\\\").replace('"', '\\"') + '"}'
 
 
-def found_words(profile: str, found: Sequence[str]) -> str:
+def found_words(profile: str, found: Sequence[str], metric: str | None = None) -> str:
     """What a Test found, in words: "vllm:time_to_first_token_seconds for m1, m2"."""
-    prof = PROFILES[profile]
+    prof = _profile(profile, metric)
     return f"{prof.counted} for {', '.join(found)}" if found else f"{prof.counted} (one server: no model label)"
 
 

@@ -117,6 +117,7 @@ def _sync_prometheus(store: Engine, source: SourceInfo, now_ms: int) -> SyncRepo
             start_ms,
             now_ms,
             profile=source.profile or "vllm",
+            metric=source.metric,
             model=source.model_filter,
             bearer_token=token_of(source),
         )

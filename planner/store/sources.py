@@ -99,6 +99,9 @@ class SourceRow(SQLModel, table=True):
     url: str | None = Field(default=None, max_length=500)  # Prometheus: its URL (never with a password in it)
     profile: str | None = Field(default=None, max_length=40)  # Prometheus: the metric names' profile (vllm, sglang)
     model_filter: str | None = Field(default=None, max_length=200)  # Prometheus: only this model label (None: all)
+    metric: str | None = Field(
+        default=None, max_length=200
+    )  # Prometheus: a TTFT histogram read instead of the profile's
 
 
 class SourceRequestRow(SQLModel, table=True):
@@ -179,6 +182,7 @@ class SourceInfo:
     url: str | None = None
     profile: str | None = None
     model_filter: str | None = None
+    metric: str | None = None
 
 
 def _info(row: Any) -> SourceInfo:
@@ -195,6 +199,7 @@ def _info(row: Any) -> SourceInfo:
         row.url,
         row.profile,
         row.model_filter,
+        row.metric,
     )
 
 
@@ -207,6 +212,7 @@ def add_source(
     url: str | None = None,
     profile: str | None = None,
     model_filter: str | None = None,
+    metric: str | None = None,
 ) -> int:
     """A new source; ValueError for an empty or taken name, an empty secret reference (a Prometheus source may have
     none: its server may need no credentials) or a Prometheus source without a URL."""
@@ -228,6 +234,7 @@ def add_source(
                     url=(url or "").strip() or None,
                     profile=profile,
                     model_filter=(model_filter or "").strip() or None,
+                    metric=(metric or "").strip() or None,
                 )
             )
     except sa.exc.IntegrityError:

@@ -234,6 +234,13 @@ def test_the_commands_add_test_sync_and_show_a_prometheus_source_and_refuse_a_pa
     shown = run("hours", "prom", "--json")
     assert json.loads(shown.output) == json.loads(synced.output)
     assert "prom  prometheus  " + prom in run("list").output
+    # another name for the TTFT histogram: read instead of the profile's (SGLang's has no series here)
+    named = ["--profile", "sglang", "--metric", "vllm:time_to_first_token_seconds", "--model", "sim-model"]
+    assert run("add", "custom", "--prometheus-url", prom, *named).exit_code == 0
+    assert "vllm:time_to_first_token_seconds for sim-model" in run("test", "custom").output
+    custom = run("sync", "custom", "--json")
+    ttft = lambda out: [(h["hour_start_ms"], h["requests"], h["p50_ms"], h["p95_ms"]) for h in json.loads(out)]  # noqa: E731
+    assert custom.exit_code == 0 and ttft(custom.output) == ttft(synced.output)  # the TTFT figures; no queue ones
     wrong = run("add", "other", "--prometheus-url", prom, "--model", "gpt-4o")
     assert wrong.exit_code == 0
     said = run("test", "other")

@@ -20,7 +20,14 @@ PLACEHOLDER = {SourceKind.LITELLM: "prod-proxy", SourceKind.OTLP: "agents", Sour
 
 
 def _reset_add_form() -> None:
-    for k in ("sources_add_name", "sources_add_var", "sources_add_url", "sources_add_model", "sources_add_token"):
+    for k in (
+        "sources_add_name",
+        "sources_add_var",
+        "sources_add_url",
+        "sources_add_model",
+        "sources_add_metric",
+        "sources_add_token",
+    ):
         ss.pop(k, None)
 
 
@@ -33,7 +40,15 @@ def _add_prometheus(eng: Engine, name: str) -> None:
         "Profile", profiles, key="sources_add_profile", format_func=lambda p: PROM_PROFILES[str(p)]
     )
     model = c[2].text_input("Model (optional)", key="sources_add_model", placeholder="every model")
-    token_var = st.text_input(
+    d = st.columns(2)
+    metric = d[0].text_input(
+        "TTFT histogram (optional)",
+        key="sources_add_metric",
+        placeholder="the profile's",
+        help="Another engine's first-token histogram, without _bucket (e.g. my_engine_ttft_seconds): read instead of "
+        "the profile's, with the profile's model label.",
+    )
+    token_var = d[1].text_input(
         "Environment variable holding a bearer token (optional)",
         key="sources_add_token",
         placeholder="PROMETHEUS_TOKEN",
@@ -66,6 +81,7 @@ def _add_prometheus(eng: Engine, name: str) -> None:
             url=checked,
             profile=profile,
             model_filter=model.strip() or None,
+            metric=metric.strip() or None,
         )
         record("source.write", name.strip(), f"added source: Prometheus {host(checked)}")
     except UrlError as exc:
