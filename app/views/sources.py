@@ -19,9 +19,8 @@ import streamlit as st
 from sqlalchemy.exc import ArgumentError
 
 from planner.sources import litellm
-from planner.sources.prometheus import PrometheusError, found_words
-from planner.sources.prometheus import models as prometheus_models
-from planner.sources.sync import sync_source, token_of
+from planner.sources.prometheus import PrometheusError
+from planner.sources.sync import describe_prometheus, sync_source
 from planner.stats import summarize
 from planner.store.source_hours import production_hours
 from planner.store.sources import (
@@ -117,16 +116,10 @@ def _prom_error(src: SourceInfo, exc: Exception) -> str:
 
 def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:
     try:
-        found = prometheus_models(
-            src.url or "",
-            profile=src.profile or "vllm",
-            metric=src.metric,
-            model=src.model_filter,
-            bearer_token=token_of(src),
-        )
+        said = describe_prometheus(src)
     except PrometheusError as exc:
         return [("error", _prom_error(src, exc))]
-    return [("success", f"{src.name}: Prometheus has {found_words(src.profile or 'vllm', found, src.metric)}.")]
+    return [("success", f"{src.name}: Prometheus has {said}.")]
 
 
 def _prom_sync(src: SourceInfo) -> dict:

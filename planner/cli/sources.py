@@ -9,9 +9,8 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.sources import litellm
-from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, found_words, ttft_by_hour
-from planner.sources.prometheus import models as prometheus_models
-from planner.sources.sync import DEFAULT_PAGE_ROWS, dsn_of, sync_source, token_of
+from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
+from planner.sources.sync import DEFAULT_PAGE_ROWS, describe_prometheus, dsn_of, sync_source
 from planner.stats import summarize
 from planner.store.source_hours import production_hours
 from planner.store.sources import (
@@ -194,16 +193,10 @@ def test(name: str, database_url: str | None) -> None:
         fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to test")
     if src.kind is SourceKind.PROMETHEUS:
         try:
-            found = prometheus_models(
-                src.url or "",
-                profile=src.profile or "vllm",
-                metric=src.metric,
-                model=src.model_filter,
-                bearer_token=token_of(src),
-            )
+            said = describe_prometheus(src)
         except PrometheusError as exc:
             fail(f"{name}: {exc}")
-        click.echo(f"{name}: Prometheus has {found_words(src.profile or 'vllm', found, src.metric)}")
+        click.echo(f"{name}: Prometheus has {said}")
         return
     try:
         engine = litellm.connect(dsn_of(src))

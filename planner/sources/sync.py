@@ -23,7 +23,15 @@ from planner.sources import litellm, prometheus
 from planner.store.source_hours import store_hours
 from planner.store.sources import HOUR_MS, SourceInfo, SourceKind, record_sync_error, store_batch
 
-__all__ = ["DEFAULT_OVERLAP_MS", "PROMETHEUS_BACKFILL_HOURS", "SyncReport", "dsn_of", "sync_source", "token_of"]
+__all__ = [
+    "DEFAULT_OVERLAP_MS",
+    "PROMETHEUS_BACKFILL_HOURS",
+    "SyncReport",
+    "describe_prometheus",
+    "dsn_of",
+    "sync_source",
+    "token_of",
+]
 
 DEFAULT_OVERLAP_MS = 15 * 60_000  # a request longer than this that ends after a sync is not re-read
 DEFAULT_PAGE_ROWS = 5_000
@@ -57,6 +65,19 @@ def token_of(source: SourceInfo) -> str | None:
     if not token:
         raise prometheus.PrometheusError(f"${source.secret_ref} is not set: it should hold Prometheus' bearer token")
     return token
+
+
+def describe_prometheus(source: SourceInfo) -> str:
+    """What a Test of a Prometheus source finds, in words ("vllm:time_to_first_token_seconds for m1, m2");
+    PrometheusError when it cannot answer, has no such histogram, or no series of the source's model."""
+    found = prometheus.models(
+        source.url or "",
+        profile=source.profile or "vllm",
+        metric=source.metric,
+        model=source.model_filter,
+        bearer_token=token_of(source),
+    )
+    return prometheus.found_words(source.profile or "vllm", found, source.metric)
 
 
 def sync_source(

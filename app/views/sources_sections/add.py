@@ -3,6 +3,8 @@ holding its URL or token, or a Prometheus by its URL (never with a password), pr
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import streamlit as st
 from sqlalchemy.engine import Engine
 
@@ -29,6 +31,21 @@ def _reset_add_form() -> None:
         "sources_add_token",
     ):
         ss.pop(k, None)
+
+
+def _submitted() -> bool:
+    """The form's Add source, pressed by someone allowed to add sources."""
+    return bool(
+        st.form_submit_button("Add source", type="primary", disabled=not can("source.write"))
+        and require("source.write")
+    )
+
+
+def _refuse(key: str, message: str) -> NoReturn:
+    """Empty the box `key` (what was typed there may be a secret: never echoed), say why, and run the page again."""
+    ss.pop(key, None)
+    ss.sources_flash = ("error", message)
+    st.rerun()
 
 
 def _add_prometheus(eng: Engine, name: str) -> None:
@@ -58,19 +75,13 @@ def _add_prometheus(eng: Engine, name: str) -> None:
         "The worker reads the hours on its own every period (and Sync now at once): a week back at first, then each "
         "hour as it fills. The URL is stored, so it must not carry a password: put a token in a variable instead."
     )
-    if not (
-        st.form_submit_button("Add source", type="primary", disabled=not can("source.write"))
-        and require("source.write")
-    ):
+    if not _submitted():
         return
     token_var = token_var.strip()
     if token_var and not VARIABLE.fullmatch(token_var):
-        ss.pop("sources_add_token", None)
-        ss.sources_flash = (
-            "error",
-            "Give the name of an environment variable (such as PROMETHEUS_TOKEN), not the token.",
+        _refuse(
+            "sources_add_token", "Give the name of an environment variable (such as PROMETHEUS_TOKEN), not the token."
         )
-        st.rerun()
     try:
         checked = check_url(url, what="the Prometheus URL")
         add_source(
@@ -118,21 +129,15 @@ def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
         else "Spans arrive when `ttft-planner sources receive NAME` runs (OTLP/HTTP on port 4318 by default) with "
         "the token in that variable; point the SDKs' OTLP exporter at it with `Authorization: Bearer <token>`."
     )
-    if not (
-        st.form_submit_button("Add source", type="primary", disabled=not can("source.write"))
-        and require("source.write")
-    ):
+    if not _submitted():
         return
     var = var.strip()
     if not VARIABLE.fullmatch(var):
-        # never echoed: what was typed may be the URL itself, password and all; the box is emptied
-        ss.pop("sources_add_var", None)
-        ss.sources_flash = (
-            "error",
+        _refuse(
+            "sources_add_var",
             "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
             "URL itself (or the token): it stays in the server's environment.",
         )
-        st.rerun()
     try:
         add_source(eng, name, kind, var)
         what = "URL" if pulled_kind else "token"
