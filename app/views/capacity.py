@@ -50,10 +50,10 @@ uploads, sources = [], {}
 if engine is not None:
     try:
         from planner.store.logs import list_uploads
-        from planner.store.sources import list_sources
+        from planner.store.sources import request_sources
 
         uploads = list_uploads(engine)
-        sources = {f"{SOURCE_PREFIX}{s.id}": s for s in list_sources(engine) if s.n_requests}
+        sources = {f"{SOURCE_PREFIX}{s.id}": s for s in request_sources(engine)}
     except SQLAlchemyError as exc:  # the store opened but the logs table is unreadable: typed numbers still work
         db_error = str(exc)
 choices: dict[int | str, str] = {0: "Typed numbers"}

@@ -11,7 +11,7 @@ from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
 from planner.provenance import Figure, Source
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
-from planner.store.sources import SourceInfo, list_sources, load_source_frame
+from planner.store.sources import SourceInfo, load_source_frame, request_sources
 from planner.untrusted import md_text
 from planner.whatif.deployment import (
     DEDICATED_KEYS,
@@ -161,7 +161,7 @@ ss = st.session_state
 # upload's name (the user's own) or a sample's title is read whole in the box
 files = st.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
-sources = {s.id: s for s in list_sources(eng) if s.n_requests}  # a source with no requests yet has nothing to replay
+sources = {s.id: s for s in request_sources(eng)}  # a source with no requests yet has nothing to replay
 options: list[LogChoice] = [("stored", u.id) for u in uploads]
 options += [("source", i) for i in sources]
 options += [("sample", name) for name in samples()]

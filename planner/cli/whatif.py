@@ -57,6 +57,10 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
         src = get_source(engine, name)
     except SourceNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="--source") from None
+    if not src.kind.per_request:
+        raise click.BadParameter(
+            f"{name} is a {src.kind.short} source: it keeps hours, not requests to replay", param_hint="--source"
+        )
     trace = trace_from_frame(load_source_frame(engine, src.id), source=name)
     note = f"replayed: production traffic from {src.kind.origin}, source “{name}”, {src.n_requests:,} requests"
     return replace(trace, notes=(*trace.notes, note))

@@ -42,6 +42,7 @@ __all__ = [
     "source_ttft_ms",
     "record_sync_error",
     "remove_source",
+    "request_sources",
     "store_batch",
 ]
 
@@ -247,6 +248,12 @@ def add_source(
 def list_sources(engine: Engine) -> list[SourceInfo]:
     with engine.connect() as conn:
         return [_info(r) for r in conn.execute(sa.select(_SOURCE).order_by(_SOURCE.c.name))]
+
+
+def request_sources(engine: Engine) -> list[SourceInfo]:
+    """The sources holding requests to read as a log (a LiteLLM proxy, OpenTelemetry spans) with at least one: what a
+    log picker offers. A Prometheus source keeps hours, not requests, and is never one."""
+    return [s for s in list_sources(engine) if s.kind.per_request and s.n_requests]
 
 
 def get_source(engine: Engine, name: str) -> SourceInfo:

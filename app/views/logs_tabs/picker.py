@@ -8,7 +8,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 from planner.logs import UPLOAD_EXTENSIONS
 from planner.logs.samples import samples
 from planner.store.logs import UploadInfo, list_uploads
-from planner.store.sources import SourceInfo, list_sources
+from planner.store.sources import SourceInfo, request_sources
 from ttft_planner_app.views.logs_tabs.source import drop_spool, open_link
 
 __all__ = ["render", "stored_inputs"]
@@ -31,7 +31,7 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo], list[Sour
     """
     ss = st.session_state
     uploads = list_uploads(eng)
-    sources = [s for s in list_sources(eng) if s.n_requests]
+    sources = request_sources(eng)
     linked = open_link(uploads, sources)
     if linked is not None:  # the picker shows what the link opened
         ss.logs_stored = linked[1] if linked[0] == "stored" else f"source-{linked[1]}"
