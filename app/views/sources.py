@@ -304,7 +304,10 @@ for s in sources:
                 f"{md_text('$' + s.secret_ref)}"
             )
         if not pulled:
-            st.caption(f"Spans arrive through `ttft-planner sources receive {md_text(s.name)}` (OTLP/HTTP).")
+            st.caption(
+                "Spans and the TTFT metric arrive (OTLP/HTTP) at the worker's receiver (`ttft-planner serve "
+                f"--otlp-port 4318`) or at `ttft-planner sources receive {md_text(s.name)}`."
+            )
         b = st.columns([1, 1, 1, 3])
         may_pull = pulled and can("source.sync")
         if b[0].button("Test", key=f"sources_test_{s.id}", icon=":material/lan:", disabled=not may_pull) and require(

@@ -126,8 +126,9 @@ def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
         "The URL is read from this variable in the dashboard server's environment at each Test and sync: it is "
         "never stored and never shown. A read-only role on the proxy's database is enough."
         if pulled_kind
-        else "Spans arrive when `ttft-planner sources receive NAME` runs (OTLP/HTTP on port 4318 by default) with "
-        "the token in that variable; point the SDKs' OTLP exporter at it with `Authorization: Bearer <token>`."
+        else "Spans and the TTFT metric arrive at the worker's receiver (`ttft-planner serve --otlp-port 4318`, every "
+        "OpenTelemetry source on one port) or at `ttft-planner sources receive NAME`, with the token in that variable "
+        "in their environment; point the SDKs' OTLP exporters at it with `Authorization: Bearer <token>`."
     )
     if not _submitted():
         return
@@ -150,7 +151,8 @@ def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
         then = (
             "press Test to check the connection, then Sync now"
             if pulled_kind
-            else f"run `ttft-planner sources receive {md_text(name.strip())}` where its exporters can reach it"
+            else "point its exporters at the worker's receiver (`ttft-planner serve --otlp-port 4318`) or at "
+            f"`ttft-planner sources receive {md_text(name.strip())}`"
         )
         ss.sources_flash = (
             "success",
