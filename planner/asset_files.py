@@ -5,10 +5,11 @@ planner.regions, planner.providers)."""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ASSETS_DIR", "assets_dir", "load_asset"]
+__all__ = ["ASSETS_DIR", "assets_dir", "first_repeat", "load_asset"]
 
 
 def assets_dir() -> Path:
@@ -30,3 +31,13 @@ def load_asset(name: str) -> dict[str, Any]:
             return tomllib.load(fh)
         except tomllib.TOMLDecodeError as exc:
             raise tomllib.TOMLDecodeError(f"{path}: {exc}") from exc
+
+
+def first_repeat(keys: Iterable[str]) -> str | None:
+    """The first key that `keys` has already given (a catalog's duplicate key), or None when each is new."""
+    seen: set[str] = set()
+    for key in keys:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from planner.asset_files import load_asset
+from planner.asset_files import first_repeat, load_asset
 from planner.errors import CatalogError
 from planner.probes.protocols import PROTOCOLS
 
@@ -179,11 +179,9 @@ def parse_catalog(
         raise CatalogError("assets/providers.toml needs a non-empty [[provider]] list")
     rids, pkeys = set(region_ids), set(price_keys)
     out = tuple(_row(i, e, rids, pkeys) for i, e in enumerate(rows))
-    seen: set[str] = set()
-    for p in out:
-        if p.key in seen:
-            raise CatalogError(f"assets/providers.toml: provider key {p.key!r} appears more than once")
-        seen.add(p.key)
+    repeated = first_repeat(p.key for p in out)
+    if repeated is not None:
+        raise CatalogError(f"assets/providers.toml: provider key {repeated!r} appears more than once")
     return out
 
 

@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from planner.asset_files import load_asset
+from planner.asset_files import first_repeat, load_asset
 from planner.errors import CatalogError
 from planner.provenance import Figure, Source
 from planner.urls import UrlError, check_url
@@ -239,11 +239,9 @@ def parse_catalog(data: Mapping[str, Any]) -> tuple[Region, ...]:
     if not isinstance(entries, list) or not entries:
         raise CatalogError("the region catalog needs a non-empty [[region]] list")
     regions = tuple(_entry(i, e) for i, e in enumerate(entries))
-    seen: set[str] = set()
-    for r in regions:
-        if r.id in seen:
-            raise CatalogError(f"region id {r.id!r} appears more than once in the catalog")
-        seen.add(r.id)
+    repeated = first_repeat(r.id for r in regions)
+    if repeated is not None:
+        raise CatalogError(f"region id {repeated!r} appears more than once in the catalog")
     return regions
 
 

@@ -15,6 +15,7 @@ from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.stats import Percentile
 from ttft_planner_app.charts import SEMANTIC
 from ttft_planner_app.charts._labels import log_ticks
+from ttft_planner_app.charts._layout import axes_layout
 
 __all__ = [
     "cold_curve_figure",
@@ -30,15 +31,7 @@ __all__ = [
 
 
 def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(
-        xaxis_title=x,
-        yaxis_title=y,
-        margin=dict(l=10, r=10, t=40, b=10),
-        height=320,
-        legend=dict(orientation="h", y=-0.25),
-        **kw,
-    )
-    return fig
+    return axes_layout(fig, x, y, height_px=320, **kw)
 
 
 def _series(fig: go.Figure, frame: pd.DataFrame, x: str, *series: dict[str, Any]) -> go.Figure:

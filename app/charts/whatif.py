@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from planner.whatif.interval import DEFAULT_LEVEL, Band
 from ttft_planner_app.charts import SEMANTIC
 from ttft_planner_app.charts._labels import log_ticks, place_labels
+from ttft_planner_app.charts._layout import axes_layout
 
 __all__ = [
     "CANDIDATE_COLORS",
@@ -42,15 +43,7 @@ def _wide(values: pd.Series) -> bool:
 
 
 def _layout(fig: go.Figure, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(
-        xaxis_title=x,
-        yaxis_title=y,
-        margin=dict(l=10, r=10, t=40, b=10),
-        height=340,
-        legend=dict(orientation="h", y=-0.25),
-        **kw,
-    )
-    return fig
+    return axes_layout(fig, x, y, height_px=340, **kw)
 
 
 #: One colour per candidate (line and band alike): Plotly's D3 palette without its red, which marks the target.

@@ -174,6 +174,16 @@ class CostInputs:
     gpu_label: str = "typed"
     traffic_label: str = "typed"
 
+    @classmethod
+    def from_mix(cls, mix: TokenMix, **fields: Any) -> CostInputs:
+        """CostInputs whose three mix_* volumes are `mix`'s (the inverse of .mix); `fields` are the others."""
+        return cls(
+            mix_uncached_input_tokens=mix.uncached_input_tokens,
+            mix_cached_input_tokens=mix.cached_input_tokens,
+            mix_output_tokens=mix.output_tokens,
+            **fields,
+        )
+
     @property
     def mix(self) -> TokenMix:
         return TokenMix(self.mix_uncached_input_tokens, self.mix_cached_input_tokens, self.mix_output_tokens)

@@ -100,6 +100,18 @@ def _shown(value: Any) -> str | None:
     return repr(value.strip()) if isinstance(value, str) else None
 
 
+def _convert_in_range(
+    t: click.FloatRange | click.IntRange, base: click.ParamType, value, param, ctx, *, integer: bool
+) -> Any:
+    """`value` converted by click's `base` type, then kept by the Rule of range `t`: one line naming the option and
+    the range (t.fail, exit 2) when it breaks it."""
+    x = base.convert(value, param, ctx)
+    why = _rule_of(t, integer=integer).problem(x, _shown(value))
+    if why is not None:
+        t.fail(why, param, ctx)
+    return x
+
+
 class BoundedFloat(click.FloatRange):
     """click's FloatRange kept by a planner.validate Rule: also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE,
     and never a non-zero value smaller than MIN_MAGNITUDE. Bad input exits 2 with one line naming the option and
@@ -108,11 +120,7 @@ class BoundedFloat(click.FloatRange):
     name = "float"
 
     def convert(self, value, param, ctx):
-        x = click.FLOAT.convert(value, param, ctx)
-        why = _rule_of(self, integer=False).problem(x, _shown(value))
-        if why is not None:
-            self.fail(why, param, ctx)
-        return x
+        return _convert_in_range(self, click.FLOAT, value, param, ctx, integer=False)
 
     def _describe_range(self) -> str:
         return "finite" if self.min is None and self.max is None else super()._describe_range()
@@ -125,11 +133,7 @@ class BoundedInt(click.IntRange):
     name = "integer"
 
     def convert(self, value, param, ctx):
-        x = click.INT.convert(value, param, ctx)
-        why = _rule_of(self, integer=True).problem(x, _shown(value))
-        if why is not None:
-            self.fail(why, param, ctx)
-        return x
+        return _convert_in_range(self, click.INT, value, param, ctx, integer=True)
 
     def _describe_range(self) -> str:
         return f"|x|<={MAX_MAGNITUDE:g}" if self.min is None and self.max is None else super()._describe_range()

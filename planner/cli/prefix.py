@@ -98,12 +98,7 @@ def _num(x: float | None, unit: str = "") -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def prefix(
     file,
-    model_key,
-    params_b,
-    layers,
-    kv_heads,
-    head_dim,
-    d_model,
+    model_options,
     gpu_key,
     gpus_per_replica,
     weight_dtype,
@@ -145,10 +140,9 @@ def prefix(
     except PrefixTraceError as exc:
         raise click.BadParameter(str(exc), param_hint="FILE") from None
     cap = None
-    have_model = model_key or any(v is not None for v in (params_b, layers, kv_heads, head_dim))
     gpu = by_key(P.gpus(), gpu_key, "GPU preset", "--gpu")
     frac = usable_fraction if usable_fraction is not None else float(P.gpu_defaults()["usable_memory_fraction"])
-    model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model) if have_model else None
+    model = model_from_options(model_options) if model_options.given else None
     try:
         if model is not None:
             cap = kv_capacity(

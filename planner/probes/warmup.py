@@ -105,34 +105,26 @@ async def warm_up(protocol: str = "openai-chat", keep_alive: bool = False) -> bo
     except OSError:
         return False
     port = server.sockets[0].getsockname()[1]
-    try:
-        target = ProbeTarget(
-            base_url=f"http://localhost:{port}/v1",
+
+    def local_target(host: str, pooled: bool) -> ProbeTarget:
+        """The canned stream at `host`, probed once on a fresh connection or (`pooled`) a kept-alive one."""
+        return ProbeTarget(
+            base_url=f"http://{host}:{port}/v1",
             model="warm-up",
             protocol=protocol,
             prompt_tokens=16,
             max_tokens=2,
             timeout_s=5.0,
-            keep_alive=False,
+            keep_alive=pooled,
         )
-        sample = await probe_once(target, max_attempts=1)
+
+    try:
+        sample = await probe_once(local_target("localhost", pooled=False), max_attempts=1)
         if keep_alive:  # the pooled-client path the CLI uses with --keep-alive
             import httpx
 
             async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(5.0)) as client:
-                await probe_once(
-                    ProbeTarget(
-                        base_url=f"http://127.0.0.1:{port}/v1",
-                        model="warm-up",
-                        protocol=protocol,
-                        prompt_tokens=16,
-                        max_tokens=2,
-                        timeout_s=5.0,
-                        keep_alive=True,
-                    ),
-                    client=client,
-                    max_attempts=1,
-                )
+                await probe_once(local_target("127.0.0.1", pooled=True), client=client, max_attempts=1)
         return sample.ok
     finally:
         server.close()

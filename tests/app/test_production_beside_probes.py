@@ -61,6 +61,15 @@ def _probe_samples(engine, endpoint_id: int, now_ms: int) -> None:
     )
 
 
+def _probed_chat_and_a_proxy(engine, now_ms: int) -> int:
+    """The endpoint "chat" (http://127.0.0.1:1/v1, model m) with its 25 probe samples, and a LiteLLM source
+    "prod-proxy"; returns the source's id."""
+    ep = add_endpoint(engine, {"name": "chat", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
+    assert ep.id is not None
+    _probe_samples(engine, ep.id, now_ms)
+    return add_source(engine, "prod-proxy", SourceKind.LITELLM, "PROXY_DSN")
+
+
 def _users_line(at) -> list[str]:
     return [m.value for m in at.markdown if m.value.startswith("Your users' p95")]
 
@@ -68,10 +77,7 @@ def _users_line(at) -> list[str]:
 def test_the_probes_page_shows_your_users_p95_of_the_requests_mapped_to_the_endpoint_in_its_range():
     engine = open_store()
     now = int(time.time() * 1000)
-    ep = add_endpoint(engine, {"name": "chat", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
-    assert ep.id is not None
-    _probe_samples(engine, ep.id, now)
-    proxy = add_source(engine, "prod-proxy", SourceKind.LITELLM, "PROXY_DSN")
+    proxy = _probed_chat_and_a_proxy(engine, now)
     inside = [300 + (k * 37) % 400 for k in range(60)]  # the last 6 hours: inside the default range (7 days)
     _requests(engine, proxy, now - 6 * HOUR, inside, base="http://127.0.0.1:1/v1/", model="openai/m", tag="in")
     # 30 days ago, outside the range; and, today, another model at the same base URL: neither counts
@@ -90,10 +96,7 @@ def test_the_probes_page_shows_your_users_p95_of_the_requests_mapped_to_the_endp
 def test_a_source_sending_to_another_base_url_shows_nothing_and_the_page_says_how_to_add_one():
     engine = open_store()
     now = int(time.time() * 1000)
-    ep = add_endpoint(engine, {"name": "chat", "base_url": "http://127.0.0.1:1/v1", "model": "m"})
-    assert ep.id is not None
-    _probe_samples(engine, ep.id, now)
-    proxy = add_source(engine, "prod-proxy", SourceKind.LITELLM, "PROXY_DSN")
+    proxy = _probed_chat_and_a_proxy(engine, now)
     _requests(engine, proxy, now - 3 * HOUR, [400] * 40, base="http://127.0.0.1:2/v1", model="m", tag="x")
     engine.dispose()
 

@@ -206,3 +206,21 @@ def test_cost_inputs_round_trip_as_a_plain_dict():
     assert inputs.monthly_tokens == pytest.approx(sum(range(24)) * 1e6 * 1.5 * 730 / 24)
     with pytest.raises(CapacityError, match="malformed"):
         CostInputs.from_dict({"gpu_usd_per_hour": 1})
+
+
+def test_cost_inputs_from_a_token_mix_keep_its_three_volumes():
+    mix = TokenMix.from_totals(1_000, 800, 10)
+    inputs = CostInputs.from_mix(
+        mix,
+        input_usd_per_mtok=0.56,
+        cached_input_usd_per_mtok=0.28,
+        output_usd_per_mtok=1.68,
+        gpu_usd_per_hour=3.20,
+        capacity_tokens_per_min=SEED_TPM,
+    )
+    assert (inputs.mix_uncached_input_tokens, inputs.mix_cached_input_tokens, inputs.mix_output_tokens) == (
+        mix.uncached_input_tokens,
+        mix.cached_input_tokens,
+        mix.output_tokens,
+    )
+    assert inputs.mix == mix

@@ -95,6 +95,15 @@ def test_a_bad_row_is_refused_naming_the_row_and_field(edit, words):
     assert "assets/providers.toml" in str(err.value) and all(w in str(err.value) for w in words), str(err.value)
 
 
+def test_a_repeated_provider_key_is_refused_naming_it():
+    data = _raw()
+    data["provider"].append(dict(data["provider"][0]))
+    with pytest.raises(CatalogError) as err:
+        parse_catalog(data, (r.id for r in region_catalog()), (p.key for p in serverless_prices()))
+    key = data["provider"][0]["key"]
+    assert str(err.value) == f"assets/providers.toml: provider key {key!r} appears more than once"
+
+
 def test_spec_keeps_colons_in_bedrock_model_ids_and_fields_fill_the_region_template():
     assert parse_spec("bedrock:anthropic.claude-3-5-haiku-20241022-v1:0@eu-central-1") == (
         "bedrock",

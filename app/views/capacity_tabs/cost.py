@@ -142,13 +142,11 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
         )
         hourly = (flat,) * 24
 
-    return CostInputs(
+    return CostInputs.from_mix(
+        mix,
         input_usd_per_mtok=p_in,
         cached_input_usd_per_mtok=p_cached,
         output_usd_per_mtok=p_out,
-        mix_uncached_input_tokens=mix.uncached_input_tokens,
-        mix_cached_input_tokens=mix.cached_input_tokens,
-        mix_output_tokens=mix.output_tokens,
         gpu_usd_per_hour=gpu_usd,
         capacity_tokens_per_min=tpm,
         gpus_per_replica=int(gpus_per_replica),

@@ -174,13 +174,11 @@ def cost(
             f"{min_replicas} is more than --max-replicas ({max_replicas})", param_hint="--min-replicas"
         )
     try:
-        inputs = CostInputs(
+        inputs = CostInputs.from_mix(
+            mix,
             input_usd_per_mtok=p_in,
             cached_input_usd_per_mtok=p_cached,
             output_usd_per_mtok=p_out,
-            mix_uncached_input_tokens=mix.uncached_input_tokens,
-            mix_cached_input_tokens=mix.cached_input_tokens,
-            mix_output_tokens=mix.output_tokens,
             gpu_usd_per_hour=gpu_usd_per_hour,
             capacity_tokens_per_min=capacity_tokens_per_min,
             gpus_per_replica=gpus_per_replica,

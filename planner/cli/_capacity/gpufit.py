@@ -41,12 +41,7 @@ __all__ = ["gpu_fit"]
 @usable_fraction_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def gpu_fit(
-    model_key,
-    params_b,
-    layers,
-    kv_heads,
-    head_dim,
-    d_model,
+    model_options,
     gpu_keys,
     weight_dtype,
     kv_dtype,
@@ -62,7 +57,7 @@ def gpu_fit(
       ttft-planner gpu-fit --model llama-3.1-70b --weight-dtype fp8 --context-tokens 32768 --sequences 8
       ttft-planner gpu-fit --params-b 32 --layers 64 --kv-heads 8 --head-dim 128 --gpu H100 --gpu L40S --json
     """
-    model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model)
+    model = model_from_options(model_options)
     gpus = [by_key(P.gpus(), k, "GPU preset", "--gpu") for k in gpu_keys] or list(P.gpus())
     frac = usable_fraction if usable_fraction is not None else float(P.gpu_defaults()["usable_memory_fraction"])
     try:

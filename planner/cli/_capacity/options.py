@@ -3,7 +3,9 @@ and the model options (a preset key, or a custom shape)."""
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import astuple, dataclass
 
 import click
 
@@ -13,6 +15,7 @@ from planner.capacity.weights import BYTES_PER_PARAM
 
 __all__ = [
     "DTYPES",
+    "ModelOptions",
     "by_key",
     "model_from_options",
     "non_negative",
@@ -50,11 +53,28 @@ def non_negative(ctx, param, value):
     return value
 
 
-def model_from_options(
-    model_key, params_b, layers, kv_heads, head_dim, d_model, *, need_d_model: bool = False
-) -> P.ModelSpec:
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model options as given (None where left out): --model KEY, or a custom shape."""
+
+    model_key: str | None
+    params_b: float | None
+    layers: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    d_model: int | None
+
+    @property
+    def given(self) -> bool:
+        """--model, or any of the custom shape's four required options (--d-model alone names no model)."""
+        custom = (self.params_b, self.layers, self.kv_heads, self.head_dim)
+        return bool(self.model_key) or any(v is not None for v in custom)
+
+
+def model_from_options(options: ModelOptions, *, need_d_model: bool = False) -> P.ModelSpec:
     """The model from --model KEY, or from a custom shape; raises click.UsageError / BadParameter
     when they are mixed or incomplete."""
+    model_key, params_b, layers, kv_heads, head_dim, d_model = astuple(options)
     custom = (params_b, layers, kv_heads, head_dim)
     if model_key:
         if any(v is not None for v in custom):
@@ -85,10 +105,17 @@ _MODEL_OPTIONS = [
 
 
 def with_model_options(f):
-    """Decorator: add the model options (--model, or --params-b --layers --kv-heads --head-dim [--d-model])."""
+    """Decorator: add the model options (--model, or --params-b --layers --kv-heads --head-dim [--d-model]) and
+    hand them to the command as one keyword argument, `model_options` (a ModelOptions)."""
+
+    @functools.wraps(f)
+    def command(*args, model_key, params_b, layers, kv_heads, head_dim, d_model, **kwargs):
+        options = ModelOptions(model_key, params_b, layers, kv_heads, head_dim, d_model)
+        return f(*args, model_options=options, **kwargs)
+
     for opt in reversed(_MODEL_OPTIONS):
-        f = opt(f)
-    return f
+        command = opt(command)
+    return command
 
 
 usable_fraction_option = click.option(

@@ -79,12 +79,7 @@ __all__ = ["prefill"]
 @click.option("--network-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 4.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def prefill(
-    model_key,
-    params_b,
-    layers,
-    kv_heads,
-    head_dim,
-    d_model,
+    model_options,
     gpu_key,
     gpu_count,
     dtype,
@@ -119,7 +114,7 @@ def prefill(
             rate = rate_from_slope(slope_ms_per_1k)
             source = f"slope {slope_ms_per_1k:g} ms per 1K uncached tokens"
         else:
-            model = model_from_options(model_key, params_b, layers, kv_heads, head_dim, d_model, need_d_model=True)
+            model = model_from_options(model_options, need_d_model=True)
             gpu = by_key(P.gpus(), gpu_key, "GPU preset", "--gpu")
             est = estimate(
                 model, gpu, prompt_tokens, dtype=dtype, mfu=mfu, gpus=gpu_count, cache_hit_fraction=cache_hit
