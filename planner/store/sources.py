@@ -38,7 +38,6 @@ __all__ = [
     "list_sources",
     "load_source_frame",
     "load_source_requests",
-    "source_api_bases",
     "source_ttft_ms",
     "record_sync_error",
     "remove_source",
@@ -337,39 +336,15 @@ def load_source_frame(engine: Engine, source_id: int) -> pd.DataFrame:
     return frame[list(COLUMNS)]
 
 
-def source_ttft_ms(
-    engine: Engine,
-    source_id: int,
-    since_ms: int | None = None,
-    until_ms: int | None = None,
-    *,
-    api_base: str | None = None,
-) -> list[float]:
-    """The TTFTs (ms) of the requests read from a source, one sorted column: for percentiles without the rows.
-    Optionally only requests arriving in [since_ms, until_ms) and only those sent to `api_base` (as stored)."""
-    where = [_REQUEST.c.source_id == source_id, _REQUEST.c.ttft_ms.is_not(None)]
-    if since_ms is not None:
-        where.append(_REQUEST.c.ts_ms >= since_ms)
-    if until_ms is not None:
-        where.append(_REQUEST.c.ts_ms < until_ms)
-    if api_base is not None:
-        where.append(_REQUEST.c.api_base == api_base)
-    with engine.connect() as conn:
-        got = conn.execute(sa.select(_REQUEST.c.ttft_ms).where(*where).order_by(_REQUEST.c.ttft_ms))
-        return [float(v) for (v,) in got]
-
-
-def source_api_bases(engine: Engine, source_id: int) -> dict[str, int]:
-    """Each API base the source's requests were sent to (as stored), with how many requests, most first."""
-    n = sa.func.count().label("n")
+def source_ttft_ms(engine: Engine, source_id: int) -> list[float]:
+    """The TTFTs (ms) of the requests read from a source, one column, in order: for percentiles without the rows."""
     with engine.connect() as conn:
         got = conn.execute(
-            sa.select(_REQUEST.c.api_base, n)
-            .where(_REQUEST.c.source_id == source_id)
-            .group_by(_REQUEST.c.api_base)
-            .order_by(n.desc(), _REQUEST.c.api_base)
+            sa.select(_REQUEST.c.ttft_ms)
+            .where(_REQUEST.c.source_id == source_id, _REQUEST.c.ttft_ms.is_not(None))
+            .order_by(_REQUEST.c.ttft_ms)
         )
-        return {str(base): int(count) for base, count in got}
+        return [float(v) for (v,) in got]
 
 
 def _in_window(source_id: int, since_ms: int | None, until_ms: int | None) -> list[sa.ColumnElement[bool]]:
