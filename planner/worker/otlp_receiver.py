@@ -3,7 +3,8 @@ port, in the worker's own event loop (planner.sources.otlp.shared_receiver_app: 
 
 Every worker that is given a port serves it, lease or not: exporters push to an address, not to a lease holder, and
 the store keeps one row per span, so two receivers of one source never double anything. The worker keeps its own
-signal handling (uvicorn's is switched off); a receiver that dies (its port taken) is restarted by the supervisor.
+signal handling (uvicorn's is switched off); a receiver that cannot listen (its port taken: uvicorn would exit the
+process) is recorded as a task failure and restarted by the supervisor, and the worker goes on probing.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class OtlpReceiver:
         log.info("receiving OTLP for the OpenTelemetry sources on http://%s:%d/v1/", self.address, self.port)
         try:
             await self.server.serve()
+        except SystemExit:  # uvicorn exits the process when it cannot listen: here the supervisor tries again
+            raise OSError(f"the OTLP receiver could not listen on {self.address}:{self.port}") from None
         finally:
             self.server.should_exit = True
-        if not self.server.started:  # it never listened (the port is taken): the supervisor tries again
+        if not self.server.started:  # stopped before it listened
             raise OSError(f"the OTLP receiver could not listen on {self.address}:{self.port}")

@@ -49,3 +49,27 @@ def test_a_source_whose_variable_is_unset_receives_nothing(sqlite_engine, monkey
 
     assert set(drive(sqlite_engine, body, clock=FakeClock(), otlp_port=port)) == {SpanExportResult.FAILURE}
     assert load_source_requests(sqlite_engine, sid) == []
+
+
+def test_a_port_taken_is_a_task_failure_and_the_receiver_listens_once_it_is_free(sqlite_engine, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("AGENTS_OTLP_TOKEN_OF_THE_TEST", "token-a")
+    sid = add_source(sqlite_engine, "agents", SourceKind.OTLP, "AGENTS_OTLP_TOKEN_OF_THE_TEST")
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    port = squatter.getsockname()[1]
+
+    async def body(worker):
+        await until(lambda: worker.task_failures, "the receiver's failure recorded")
+        failure = worker.task_failures[0]
+        squatter.close()  # the port is free: the supervisor's next start listens
+        await until(lambda: worker.otlp.started, "the receiver listening after its restart")
+        sent = await asyncio.to_thread(_emit, f"http://127.0.0.1:{port}/v1/traces", "token-a", 2)
+        return failure, sent, worker.stopping
+
+    failure, sent, stopping = drive(sqlite_engine, body, clock=FakeClock(), otlp_port=port)
+    assert failure["task"] == "otlp receiver" and "could not listen" in failure["error"]
+    assert set(sent) == {SpanExportResult.SUCCESS} and not stopping
+    assert len(load_source_requests(sqlite_engine, sid)) == 2
