@@ -2,7 +2,8 @@
 
 `summarize_table` gives the LogSummary that planner.logs.summary.summarize_logs gives for the same requests,
 figure for figure (tests/planner/test_logs_engine.py holds them equal): nearest-rank percentiles are
-`quantile_disc` (the same rank rule), local hours and weekdays come from one zone offset per quarter hour
+`quantile_disc` (the same rank rule), or for the whole log's token counts picked at the same ranks from a histogram
+of the values (cheaper than gathering every value), local hours and weekdays come from one zone offset per quarter hour
 of the log's span (zones change only on quarter-hour instants), and the cold-start curve replays the
 arrivals in time order with window functions. The table has the columns of planner.logs.COLUMNS
 (ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a timing not
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from planner.lazy import lazy_module
@@ -74,6 +76,38 @@ def _pcts(column: str, where: str = "") -> str:
     return f"quantile_disc({column}, [{levels}]){flt}, count({column}){flt}, max({column}){flt}"
 
 
+def _ranked(column: str, source: str, filters: Sequence[str] = ("true",)) -> str:
+    """SQL: one row with, for each filter, [p50, p90, p95, p99] of integer `column` over `source` (NULLs left out),
+    its count and max, the nearest-rank percentiles picked from a histogram of the column's values.
+
+    One hash aggregate (a token count takes some thousands of distinct values, however many requests) and a running
+    count over its rows, not a gather and partial sort of every value as quantile_disc does: the same figures,
+    ranks exact in integers as quantile_disc's are for decimal fractions, ceil(n·p) and at least 1.
+    """
+    counts = ", ".join(f"count(*) FILTER (WHERE {f}) AS c{i}" for i, f in enumerate(filters))
+    running = ", ".join(
+        f"sum(c{i}) OVER (ORDER BY v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r{i}, "
+        f"sum(c{i}) OVER () AS n{i}"
+        for i in range(len(filters))
+    )
+    picks = []
+    for i in range(len(filters)):
+        for p in PS:
+            f = Fraction(str(p))  # the decimal quantile_disc is given
+            rank = f"greatest(1, (n{i} * {f.numerator} + {f.denominator - 1}) // {f.denominator})"
+            picks.append(f"min(v) FILTER (WHERE r{i} >= {rank})")
+        picks.append(f"coalesce(any_value(n{i}), 0)::BIGINT, max(v) FILTER (WHERE c{i} > 0)")
+    return f"""WITH h AS (SELECT {column} AS v, {counts} FROM {source} WHERE {column} IS NOT NULL GROUP BY v),
+        r AS (SELECT *, {running} FROM h)
+        SELECT {", ".join(picks)} FROM r"""
+
+
+def _from_ranked(row: Sequence[Any]) -> list[dict[str, Percentile]]:
+    """The percentiles of each filter from a row of _ranked's query."""
+    k = len(PS) + 2
+    return [_percentiles(row[i : i + len(PS)], row[i + len(PS)], row[i + len(PS) + 1]) for i in range(0, len(row), k)]
+
+
 def _percentiles(values: Sequence[Any] | None, n: int, top: Any) -> dict[str, Percentile]:
     out: dict[str, Percentile] = {}
     picked = list(values or []) + [top] if n else [None] * len(_LEVELS)
@@ -85,12 +119,12 @@ def _percentiles(values: Sequence[Any] | None, n: int, top: Any) -> dict[str, Pe
 
 def _models(con, table: str) -> Rows:
     rows = con.execute(
-        f"""SELECT model, count(*), quantile_disc(prompt_tokens, 0.5), quantile_disc(prompt_tokens, 0.95),
+        f"""SELECT model, count(*), quantile_disc(prompt_tokens, [0.5, 0.95]),
                sum(cached_tokens), sum(prompt_tokens), avg(output_tokens)
         FROM {table} GROUP BY model ORDER BY model"""
     ).fetchall()
     out = []
-    for model, n, p50, p95, cached, prompt, output_mean in rows:
+    for model, n, (p50, p95), cached, prompt, output_mean in rows:
         pc = Percentile(p=0.95, value=float(p95), n=n)
         out.append(
             {
@@ -149,40 +183,62 @@ def _by_hour(con, view: str, days: int) -> tuple[Rows, Rows, Rows]:
     return hourly, Rows(_PER_HOUR_COLUMNS, prompt), Rows(_PER_HOUR_COLUMNS, ttft)
 
 
-def _weekdays(con, view: str, first_day: int | None, last_day: int | None) -> Rows:
+def _hour_buckets(con, view: str) -> list[tuple[int, int, int, int]]:
+    """(weekday, requests, prompt tokens, output tokens) of each local clock hour of the log (a few thousand rows a
+    year): the peak hour and the weekday traffic both come from this one pass."""
+    return con.execute(
+        f"""SELECT (hour_bucket // 24 + 3) % 7, count(*), coalesce(sum(prompt_tokens), 0),
+               coalesce(sum(output_tokens), 0)
+        FROM {view} GROUP BY hour_bucket"""
+    ).fetchall()
+
+
+def _weekdays(buckets: Sequence[tuple[int, int, int, int]], first_day: int | None, last_day: int | None) -> Rows:
     columns = ("weekday", "name", "requests", "prompt_tokens", "output_tokens")
     if first_day is None or last_day is None:
         return Rows(columns, [dict(zip(columns, (d, WEEKDAYS[d], 0.0, 0.0, 0.0), strict=True)) for d in range(7)])
     occurrences = [0] * 7  # how often each weekday occurs in the log's span (day 0, 1970-01-01, was a Thursday)
     for day in range(first_day, last_day + 1):
         occurrences[(day + 3) % 7] += 1
-    got = {
-        int(r[0]): r[1:]
-        for r in con.execute(
-            f"SELECT dow, count(*), sum(prompt_tokens), sum(output_tokens) FROM {view} GROUP BY dow"
-        ).fetchall()
-    }
-    rows = [(dow, *got.get(dow, (0, 0, 0))) for dow in range(7)]
+    totals = [[0, 0, 0] for _ in range(7)]
+    for dow, n, prompt, output in buckets:
+        got = totals[int(dow)]
+        got[0], got[1], got[2] = got[0] + n, got[1] + int(prompt), got[2] + int(output)
     out = []
-    for dow, n, prompt, output in rows:
+    for dow, (n, prompt, output) in enumerate(totals):
         times = occurrences[dow]  # 0: a weekday the span does not hold, and no requests on it
-        values = (n / times, float(prompt or 0) / times, float(output or 0) / times) if times else (0.0, 0.0, 0.0)
+        values = (n / times, float(prompt) / times, float(output) / times) if times else (0.0, 0.0, 0.0)
         out.append(dict(zip(columns, (dow, WEEKDAYS[dow], *values), strict=True)))
     return Rows(columns, out)
 
 
-def _cold(con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool) -> Rows:
-    """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL)."""
+def _cold(
+    con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool, instants: int
+) -> Rows:
+    """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL).
+
+    instants: at most how many distinct arrival instants the log holds (n, or fewer when its times are whole
+    seconds).
+    """
     windows = [float(w) for w in windows_s]
     if any(w < 0 for w in windows):
         raise ValueError("scale-down windows must be ≥ 0 s")
     counts = ", ".join(f"count(*) FILTER (WHERE gap > {w * 1000.0!r})" for w in windows)
+    # Only the first arrival at an instant can find the replica idle: the others follow an arrival at the same
+    # instant, busy until at least then (timings are ≥ 0; every reader checks). So when requests share instants
+    # (times in whole seconds, several a second) the gaps are taken between the distinct instants, a hash
+    # aggregate and a sort of a few hundred thousand, not a sort of every arrival; the same counts either way.
+    # With (nearly) one request an instant the aggregate would only add to the sort, so every arrival is sorted.
+    rows = f"(SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0)) AS fin FROM {table} GROUP BY ts_ms)"
+    if 4 * instants > n:
+        rows = f"(SELECT ts_ms, ts_ms + coalesce(duration_ms, 0.0) AS fin FROM {table})"
     if with_durations:  # busy until the latest finish so far
-        gaps = f"""WITH s AS (SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0))
-                     OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy FROM {table})
-                   SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap FROM s"""
-    else:  # no service times: busy until the arrival itself, so the gaps are between arrivals (one column sorted)
-        gaps = f"SELECT ts_ms - lag(ts_ms) OVER (ORDER BY ts_ms) AS gap FROM {table}"
+        gaps = f"""SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap
+                   FROM (SELECT ts_ms, max(fin) OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                         AS busy FROM {rows})"""
+    else:  # no service times: busy until the arrival itself, so the gaps are between arrivals
+        distinct = f"(SELECT DISTINCT ts_ms FROM {table})" if 4 * instants <= n else table
+        gaps = f"SELECT ts_ms - lag(ts_ms) OVER (ORDER BY ts_ms) AS gap FROM {distinct}"
     row = con.execute(f"SELECT {counts} FROM ({gaps})").fetchall()[0]
     out = [
         {
@@ -214,33 +270,25 @@ def summarize_table(
         table = table.name
     view = _clock_view(con, table, tz)
     wd = f"dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end}"
-    (
-        n,
-        first,
-        last,
-        prompt_sum,
-        cached_sum,
-        hits,
-        first_day,
-        last_day,
-        durations,
-        *pcts,
-    ) = con.execute(
+    n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, sub_second, *ttft_pcts = con.execute(
         f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
                count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day), count(duration_ms),
-               {_pcts("prompt_tokens")}, {_pcts("prompt_tokens", wd)}, {_pcts("output_tokens")}, {_pcts("ttft_ms")}
+               count(*) FILTER (WHERE ts_ms % 1000 <> 0), {_pcts("ttft_ms")}
         FROM {view}"""
     ).fetchall()[0]
-    prompt, prompt_wd, output, ttft = (_percentiles(*pcts[i : i + 3]) for i in range(0, 12, 3))
+    ttft = _percentiles(*ttft_pcts)
+    instants = n if sub_second or not n else (last - first) // 1000 + 1  # whole seconds: at most one a second
+    prompt, prompt_wd = _from_ranked(con.execute(_ranked("prompt_tokens", view, ("true", wd))).fetchall()[0])
+    (output,) = _from_ranked(con.execute(_ranked("output_tokens", table)).fetchall()[0])
     span_s = (last - first) / 1000.0 if n else 0.0
     rate = (n - 1) / span_s if n >= 2 and span_s > 0 else math.nan
+    buckets = _hour_buckets(con, view) if n else []
     if n == 0:
         peak = 0.0
     elif span_s < 3600:
         peak = n / max(span_s, 1.0)
     else:
-        busiest = con.execute(f"SELECT max(c) FROM (SELECT count(*) AS c FROM {view} GROUP BY hour_bucket)")
-        peak = float(busiest.fetchall()[0][0]) / 3600.0
+        peak = float(max(b[1] for b in buckets)) / 3600.0
     days = int(last_day - first_day) + 1 if n else 1
     hourly, prompt_by_hour, ttft_by_hour = _by_hour(con, view, days)
     return LogSummary(
@@ -262,9 +310,9 @@ def summarize_table(
         tables={
             "models": _models(con, table),
             "hourly": hourly,
-            "weekdays": _weekdays(con, view, first_day, last_day),
+            "weekdays": _weekdays(buckets, first_day, last_day),
             "prompt_by_hour": prompt_by_hour,
             "ttft_by_hour": ttft_by_hour,
-            "cold": _cold(con, table, windows_s, n, rate, durations > 0) if n else Rows(()),
+            "cold": _cold(con, table, windows_s, n, rate, durations > 0, instants) if n else Rows(()),
         },
     )

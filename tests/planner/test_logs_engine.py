@@ -241,3 +241,63 @@ def test_logs_summarize_reads_and_summarises_without_loading_pandas_or_numpy(tmp
     assert got["n"] == 200
     for key in ("prompt_tokens", "hourly", "weekdays", "models", "cold_exposure"):
         assert got[key] == expected[key], key
+
+
+def test_the_percentiles_picked_from_a_histogram_are_quantile_disc_s_for_every_sample_size():
+    """Whole-log token percentiles come from a histogram of the column and a running count (engine._ranked), not
+    from quantile_disc: the same value at every rank, ties and NULLs included, under a filter, and none for none."""
+    from planner.logs.engine import _from_ranked, _pcts, _percentiles, _ranked
+
+    rng = np.random.default_rng(11)
+    con = duckdb.connect()
+    for n in [0, *range(1, 130), 199, 200, 201, 999, 1000, 1001, 20_021]:
+        values = rng.integers(0, max(2, n // 3), n).tolist()  # many ties
+        values = [None if i % 17 == 5 else v for i, v in enumerate(values)]
+        flags = (rng.random(n) < 0.3).tolist()
+        con.execute(
+            "CREATE OR REPLACE TABLE t AS SELECT unnest($v::INTEGER[]) AS v, unnest($f::BOOLEAN[]) AS f",
+            {"v": values, "f": flags},
+        )
+        got = _from_ranked(con.execute(_ranked("v", "t", ("true", "f", "false"))).fetchall()[0])
+        row = con.execute(f"SELECT {_pcts('v')}, {_pcts('v', 'f')}, {_pcts('v', 'false')} FROM t").fetchall()[0]
+        expected = [_percentiles(*row[i : i + 3]) for i in range(0, 9, 3)]
+        assert got == expected, n
+
+
+def test_many_requests_at_each_instant_give_the_cold_curve_of_every_arrival():
+    """The cold-start curve takes its gaps between distinct instants when requests share them (engine._cold): with
+    many requests a second, with and without durations, either way of taking the gaps gives the curve replayed over
+    every arrival."""
+    from planner.logs.engine import _cold
+    from planner.logs.exposure import DEFAULT_WINDOWS_S
+
+    rng = np.random.default_rng(5)
+    n = 6_000
+    # whole seconds with bursts and quiet stretches: most instants hold several requests
+    ts = np.sort(1795165200000 + 1000 * np.cumsum(rng.choice([0, 0, 0, 1, 2, 15, 40, 700], n)))
+    frame = pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": "m",
+            "prompt_tokens": rng.integers(0, 5_000, n),
+            "cached_tokens": 0,
+            "output_tokens": rng.integers(0, 500, n),
+            "ttft_ms": np.nan,
+            "duration_ms": np.where(rng.random(n) < 0.3, np.nan, rng.gamma(2.0, 20_000.0, n)),
+            "source": "ties.csv",
+        }
+    ).sample(frac=1.0, random_state=3)  # not in arrival order
+    for durations in (True, False):
+        f = frame if durations else frame.assign(duration_ms=np.nan)
+        numpy_side, engine_side = _both(f, "UTC")
+        _same(numpy_side, engine_side, f"durations={durations}")
+        expected = numpy_side["cold_exposure"]
+        assert len({r["trace_cold_fraction"] for r in expected}) > 3
+        con = duckdb.connect()
+        table = RequestTable(con)
+        table.append(f)
+        table.flush()
+        rate = numpy_side["mean_rate_per_s"]
+        for instants in (1, n):  # the distinct instants' gaps, every arrival's
+            got = _cold(con, table.name, DEFAULT_WINDOWS_S, n, rate, durations, instants).records
+            assert [r["trace_cold_fraction"] for r in got] == [r["trace_cold_fraction"] for r in expected], instants
