@@ -206,7 +206,8 @@ def live_view() -> None:
     if users is None:
         st.caption(
             "Your users' p95: no live source has read a request to this endpoint (its base URL and model). Add the "
-            "LiteLLM proxy your users' requests go through on the Sources page to see it beside the probe's."
+            "LiteLLM proxy your users' requests go through, or your SDKs' OpenTelemetry spans, on the Sources page to "
+            "see it beside the probe's."
         )
     else:
         st.markdown(

@@ -42,7 +42,8 @@ def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
     st.caption(
         "Production p95: your users' own requests to the endpoint in the same window (n: how many), from every live "
         "source whose stored API base is its base URL and whose model is its model; “—” where no source maps to it "
-        "(add the LiteLLM proxy your users' requests go through on the Sources page)."
+        "(add the LiteLLM proxy your users' requests go through, or your SDKs' OpenTelemetry spans, on the Sources "
+        "page)."
     )
     st.caption(
         "Where each endpoint serves from, and the round trip to there from this vantage (the network share of "
