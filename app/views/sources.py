@@ -71,8 +71,13 @@ if flash:
 
 
 def _clean(message: str, src: SourceInfo) -> str:
-    """A message from the source's database with no URL and no password in it: every URL (the source's own, or its
-    redacted form) becomes "the database in $VAR"."""
+    """A message from the source with no secret in it, on one line. A Prometheus source's URL is stored and shown (it
+    never carries a password), so only the token its variable holds is masked. A database's: every URL (the source's
+    own, or its redacted form) becomes "the database in $VAR", and its password is masked."""
+    if src.kind is SourceKind.PROMETHEUS:
+        text = " ".join(message.split())
+        token = os.environ.get(src.secret_ref, "") if src.secret_ref else ""
+        return (mask_secret(text, token) if token else text).rstrip(".")
     text = _URL.sub(f"the database in ${src.secret_ref}", message)
     dsn = os.environ.get(src.secret_ref, "")
     try:
@@ -109,9 +114,7 @@ def _prom_where(src: SourceInfo) -> str:
 
 def _prom_error(src: SourceInfo, exc: Exception) -> str:
     """A Prometheus failure in one sentence, with any token the source's variable holds masked."""
-    text = " ".join(str(exc).split()).rstrip(".")
-    token = os.environ.get(src.secret_ref, "") if src.secret_ref else ""
-    return f"{src.name}: " + (mask_secret(text, token) if token else text) + "."
+    return f"{src.name}: {_clean(str(exc), src)}."
 
 
 def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:

@@ -540,3 +540,26 @@ def test_a_synced_proxy_shows_its_production_ttft_per_hour_on_its_card(proxy_db,
         {"Hour": "2026-11-16 09:00 UTC", "Requests": "120", "TTFT p50": "209 ms", "TTFT p95": "263 ms"}
     ]
     assert not any(b.key == f"sources_use_{src.id}" for b in at.button)  # no queue figures to hand over
+
+
+def test_an_unreachable_prometheus_source_says_so_with_its_url_and_the_token_masked(monkeypatch):
+    monkeypatch.setenv("PROM_TOKEN_OF_THE_PAGE_TEST", "tok-3e2f")
+    add_source(
+        open_store(),
+        "engines",
+        SourceKind.PROMETHEUS,
+        "PROM_TOKEN_OF_THE_PAGE_TEST",
+        url="http://127.0.0.1:9",
+        profile="vllm",
+    )
+    at = open_page("sources")
+    [src] = list_sources(open_store())
+    at.button(key=f"sources_sync_{src.id}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    [error] = [_plain(e.value).replace("`", "") for e in at.error]  # a URL is shown as inert code
+    assert error.startswith("engines: Prometheus at http://127.0.0.1:9 cannot be reached") and "tok-3e2f" not in error
+    assert "The hours read before are kept." in error
+    row = shown_table(at).iloc[0]
+    shown = _plain(row["Last error"]).replace("`", "").replace("\u200b", "")  # inert code, break opportunities
+    assert "http://127.0.0.1:9 cannot be reached" in shown and "the database in" not in shown
+    assert "tok-3e2f" not in _every_text(at)
