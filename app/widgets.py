@@ -4,6 +4,9 @@
 it to the URL's query parameter named by its key, so a shared link carries it. The key is that parameter's name:
 renaming one breaks the links people already shared.
 
+`persisted_preset`: a select box over a catalogue of presets (keyed, each with a `.label`), kept and bound the same
+way; it returns the picked key.
+
 `wrapped_table`: a small table read whole — its cells wrap to the page's width, so every column is in view without a
 sideways scroll (st.dataframe's grid sizes columns to their content and cuts or scrolls the rest).
 """
@@ -11,6 +14,7 @@ sideways scroll (st.dataframe's grid sizes columns to their content and cuts or 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -18,7 +22,7 @@ import streamlit as st
 
 from planner.untrusted import md_text
 
-__all__ = ["persisted_number", "wrapped_table"]
+__all__ = ["persisted_number", "persisted_preset", "wrapped_table"]
 
 
 def persisted_number(label: str, *, key: str, where: Any = None, **kwargs: Any) -> Any:
@@ -29,6 +33,24 @@ def persisted_number(label: str, *, key: str, where: Any = None, **kwargs: Any) 
     """
     return (st if where is None else where).number_input(
         label, persist_state="session", bind="query-params", key=key, **kwargs
+    )
+
+
+def persisted_preset(label: str, presets: Mapping[str, Any], *, key: str, where: Any = None, **kwargs: Any) -> Any:
+    """st.selectbox(label, list(presets), key=key, **kwargs), each option shown by its preset's `.label`, kept for
+    the session and bound to the query parameter `key`; returns the picked key (of `presets`).
+
+    `where`: the container to draw in (a column, say); None draws in the page. kwargs are selectbox's own (index,
+    help).
+    """
+    return (st if where is None else where).selectbox(
+        label,
+        list(presets),
+        format_func=lambda k: presets[k].label,
+        persist_state="session",
+        bind="query-params",
+        key=key,
+        **kwargs,
     )
 
 

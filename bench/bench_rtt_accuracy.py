@@ -60,6 +60,22 @@ def _stats(values: list[float], rtt: float) -> str:
     return f"{med:7.2f} ({med - rtt:+5.2f})"
 
 
+def _browser_samples(link: DelayLink, target: str, n: int, what: str) -> list[dict]:
+    """`n` browser RTT samples of `target`, from this script's --browser-part in namespace "a" (the page served
+    there); `what` names the probe in the RuntimeError raised when it fails."""
+    run = link.run_in(
+        "a",
+        [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=180,
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed: {run.stderr[-2000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def measure(rtt_ms: float, n: int) -> dict:
     cli = str(Path(sys.executable).parent / "ttft-planner")
     with DelayLink(rtt_ms=rtt_ms) as link:
@@ -79,36 +95,9 @@ def measure(rtt_ms: float, n: int) -> dict:
         if srv.returncode != 0:
             raise RuntimeError(f"server probe failed: {srv.stderr or srv.stdout}")
         tcp = json.loads(srv.stdout)["results"][0]["tcp_connect_ms"]
-        br = link.run_in(
-            "a",
-            [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=180,
-        )
-        if br.returncode != 0:
-            raise RuntimeError(f"browser probe failed: {br.stderr[-2000:]}")
-        samples = json.loads(br.stdout.strip().splitlines()[-1])
+        samples = _browser_samples(link, target, n, "browser probe")
         # a target with no CORS and no Timing-Allow-Origin headers: no-cors fetch, the labelled fallback (issue 14)
-        nc = link.run_in(
-            "a",
-            [
-                sys.executable,
-                __file__,
-                "--browser-part",
-                f"http://127.0.0.1:{PAGE_PORT}/page",
-                f"http://{ADDR_B}:{TARGET_PORT}/ping-no-cors",
-                str(n),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=180,
-        )
-        if nc.returncode != 0:
-            raise RuntimeError(f"browser probe (no CORS) failed: {nc.stderr[-2000:]}")
-        no_cors = json.loads(nc.stdout.strip().splitlines()[-1])
+        no_cors = _browser_samples(link, f"http://{ADDR_B}:{TARGET_PORT}/ping-no-cors", n, "browser probe (no CORS)")
     ok = [s for s in samples if s["error_class"] is None]
     nc_ok = [s for s in no_cors if s["error_class"] is None]
     return {

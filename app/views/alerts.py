@@ -96,6 +96,15 @@ def _forget() -> None:
         reader.clear()
 
 
+def _after_rule_write(verb: str, rule: Rule, flash: str) -> None:
+    """A rule was `verb` ("added", "deleted"): drop what the readers hold, audit it, say `flash` on the next run
+    (Markdown, names already made inert), and run the page again."""
+    _forget()
+    record("alert.write", rule.name, audit_detail(verb, rule))
+    ss.alerts_flash = flash
+    st.rerun()
+
+
 rules = _rules(URL)
 endpoints = _endpoint_names(URL)
 
@@ -182,10 +191,7 @@ if rules:
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
                 else:
-                    _forget()
-                    record("alert.write", r.name, audit_detail("deleted", r))
-                    ss.alerts_flash = f"Deleted rule {md_text(r.name)} with its history and deliveries."
-                    st.rerun()
+                    _after_rule_write("deleted", r, f"Deleted rule {md_text(r.name)} with its history and deliveries.")
 
 # ---- add a rule
 with st.expander("Add a rule", expanded=not rules):
@@ -241,12 +247,9 @@ with st.expander("Add a rule", expanded=not rules):
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
             else:
-                _forget()
-                record("alert.write", rule.name, audit_detail("added", rule))
-                ss.alerts_flash = f"Added rule {md_text(rule.name)}: {md_text(condition(rule))}."
                 for key in _FORM_KEYS:
                     ss.pop(key, None)
-                st.rerun()
+                _after_rule_write("added", rule, f"Added rule {md_text(rule.name)}: {md_text(condition(rule))}.")
 
 # ---- history and deliveries
 history = _history(URL)

@@ -7,6 +7,7 @@ is read by columns. --format, --map, --start and --prefix-cache-blocks mean the 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -18,6 +19,7 @@ from planner.logs.traces import DEFAULT_START, start_ms
 
 __all__ = [
     "ByteProgress",
+    "checked_value",
     "format_option",
     "input_paths",
     "map_option",
@@ -38,14 +40,18 @@ def _mapping(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
     return out or None
 
 
-def _start(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
+def checked_value(check: Callable[[str], object], value: str) -> str:
+    """`value` as given, once `check(value)` has accepted it (an option callback's body): the ValueError it raises
+    becomes a usage error naming the option (exit 2)."""
     try:
-        start_ms(value, "UTC")
+        check(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     return value
+
+
+def _start(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return None if value is None else checked_value(lambda v: start_ms(v, "UTC"), value)
 
 
 def input_paths(items: tuple[str, ...], hint: str) -> list[Path]:

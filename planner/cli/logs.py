@@ -9,6 +9,7 @@ import click
 
 from planner.cli._common import echo_json, open_engine, store_option
 from planner.cli._log_input import (
+    checked_value,
     format_option,
     input_paths,
     map_option,
@@ -30,19 +31,11 @@ _SHOWN_REJECTS = 5
 
 
 def _workday(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    try:
-        parse_workday(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
+    return checked_value(parse_workday, value)
 
 
 def _tz(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    try:
-        zone(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
+    return checked_value(zone, value)
 
 
 file_args = click.argument("files", nargs=-1, required=True, metavar="FILE|DIR|GLOB|S3-URL...")

@@ -256,40 +256,22 @@ def _verdict(
     good = None if n_att == 0 else float(((att["ok"]) & (att["ttft_ms"] <= target_ms)).sum()) / n_att
     p95 = percentile(ttft_ms, 0.95)
     meets = None if p95.value is None else p95.value <= target_ms
+    if ttft_ms and not missing:
+        r = compute_worksheet(ws)
+        level, sentence = verdict_text(r)
+        return InteractionVerdict(key, label, target_ms, level, sentence, _deciding_segment(r), good, meets, r, ws, [])
+    # no verdict: no worksheet result, nor a deciding segment
     if not ttft_ms:
-        return InteractionVerdict(
-            key,
-            label,
-            target_ms,
-            "no data",
-            "No samples in this window: nothing to judge.",
-            "",
-            good,
-            meets,
-            None,
-            ws,
-            missing,
-        )
-    if missing:
+        level, sentence = "no data", "No samples in this window: nothing to judge."
+    else:
         names = ", ".join(SEGMENTS[k].lower() for k in missing)
-        return InteractionVerdict(
-            key,
-            label,
-            target_ms,
-            "missing",
+        level = "missing"
+        sentence = (
             f"No verdict: {names} not measured for this endpoint (the worksheet's figure was measured elsewhere and "
             "is not borrowed). Measure it here — a cold reading, a day of probing, the RTT to its region — or type "
-            "a value on the Worksheet page.",
-            "",
-            good,
-            meets,
-            None,
-            ws,
-            missing,
+            "a value on the Worksheet page."
         )
-    r = compute_worksheet(ws)
-    level, sentence = verdict_text(r)
-    return InteractionVerdict(key, label, target_ms, level, sentence, _deciding_segment(r), good, meets, r, ws, [])
+    return InteractionVerdict(key, label, target_ms, level, sentence, "", good, meets, None, ws, missing)
 
 
 def endpoint_metrics(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.probes import azure, bedrock, gemini, responses
 from planner.probes.errors import ProbeFault, parse_retry_after
-from planner.probes.events import EventInfo
+from planner.probes.events import EventInfo, read_openai_usage
 from planner.probes.sse import SseEvent, SseParser
 
 if TYPE_CHECKING:  # botocore ships no types: reads as Any
@@ -162,18 +162,6 @@ def _stream_error(obj: dict[str, Any]) -> ProbeFault:
     return ProbeFault(cls, f"error event in the stream: {kind} {msg}".strip())
 
 
-def _usage_openai(usage: object, info: EventInfo) -> None:
-    if not isinstance(usage, dict):
-        return
-    if isinstance(usage.get("prompt_tokens"), int):
-        info.prompt_tokens = usage["prompt_tokens"]
-    if isinstance(usage.get("completion_tokens"), int):
-        info.output_tokens = usage["completion_tokens"]
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        info.cached_tokens = details["cached_tokens"]
-
-
 def _openai(protocol: str, ev: SseEvent) -> EventInfo:
     info = EventInfo()
     if ev.data.strip() == "[DONE]":
@@ -184,7 +172,13 @@ def _openai(protocol: str, ev: SseEvent) -> EventInfo:
         raise ProbeFault("bad_json", f"an SSE event's data is JSON but not an object: {ev.data[:80]!r}")
     if "error" in obj and obj["error"]:
         raise _stream_error(obj)
-    _usage_openai(obj.get("usage"), info)
+    read_openai_usage(
+        info,
+        obj.get("usage"),
+        prompt_key="prompt_tokens",
+        output_key="completion_tokens",
+        details_key="prompt_tokens_details",
+    )
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices:
         return info  # usage-only chunk, or something else without choices

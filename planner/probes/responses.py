@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from planner.probes.errors import ProbeFault
-from planner.probes.events import EventInfo
+from planner.probes.events import EventInfo, read_openai_usage
 
 __all__ = ["MIN_OUTPUT_TOKENS", "TOKEN_EVENTS", "VISIBLE_EVENTS", "build_body", "interpret_event"]
 
@@ -75,12 +75,10 @@ def interpret_event(event: str, data: str, info: EventInfo) -> None:
         info.is_visible = info.is_token and kind in VISIBLE_EVENTS
     elif kind in ("response.completed", "response.incomplete"):
         info.done = True
-        usage = (obj.get("response") or {}).get("usage")
-        if isinstance(usage, dict):
-            if isinstance(usage.get("input_tokens"), int):
-                info.prompt_tokens = usage["input_tokens"]
-            if isinstance(usage.get("output_tokens"), int):
-                info.output_tokens = usage["output_tokens"]
-            details = usage.get("input_tokens_details")
-            if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-                info.cached_tokens = details["cached_tokens"]
+        read_openai_usage(
+            info,
+            (obj.get("response") or {}).get("usage"),
+            prompt_key="input_tokens",
+            output_key="output_tokens",
+            details_key="input_tokens_details",
+        )

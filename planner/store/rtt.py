@@ -17,7 +17,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from planner.errors import PlannerError
 from planner.probes.rtt_record import SampleRecord
@@ -194,22 +194,24 @@ def list_targets(engine: Engine) -> list[RttTargetRow]:
         return list(s.exec(select(RttTargetRow).order_by(RttTargetRow.region_id)).all())
 
 
-def get_target(engine: Engine, region_id: str) -> RttTargetRow:
-    """The target stored as `region_id`; raises TargetNotFound."""
-    with session(engine) as s:
-        row = s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first()
+def _target_row(s: Session, region_id: str) -> RttTargetRow:
+    """The row of the target stored as `region_id`, in session `s`; raises TargetNotFound."""
+    row = s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first()
     if row is None:
         raise TargetNotFound(f"no RTT target with id {region_id!r}")
     return row
 
 
+def get_target(engine: Engine, region_id: str) -> RttTargetRow:
+    """The target stored as `region_id`; raises TargetNotFound."""
+    with session(engine) as s:
+        return _target_row(s, region_id)
+
+
 def remove_target(engine: Engine, region_id: str) -> None:
     """Delete the target `region_id` (its samples stay: they are history). Raises TargetNotFound."""
     with session(engine) as s:
-        row = s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first()
-        if row is None:
-            raise TargetNotFound(f"no RTT target with id {region_id!r}")
-        s.delete(row)
+        s.delete(_target_row(s, region_id))
 
 
 def set_target_enabled(engine: Engine, region_id: str, enabled: bool, interval_s: float | None = None) -> RttTargetRow:
@@ -217,9 +219,7 @@ def set_target_enabled(engine: Engine, region_id: str, enabled: bool, interval_s
     if interval_s is not None:
         interval_s = check_rtt_interval_s(region_id, interval_s)
     with session(engine) as s:
-        row = s.exec(select(RttTargetRow).where(RttTargetRow.region_id == region_id)).first()
-        if row is None:
-            raise TargetNotFound(f"no RTT target with id {region_id!r}")
+        row = _target_row(s, region_id)
         row.enabled = enabled
         if interval_s is not None:
             row.interval_s = float(interval_s)

@@ -12,7 +12,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from planner.budget import Worksheet
 from planner.errors import PlannerError
@@ -81,12 +81,18 @@ def save_worksheet(engine: Engine, ws: Worksheet, *, overwrite: bool = False) ->
     return Worksheet.from_dict(json.loads(data))
 
 
+def _worksheet_row(s: Session, name: str) -> WorksheetRow:
+    """The row of the worksheet saved as `name`, in session `s`; raises WorksheetNotFound."""
+    row = s.exec(select(WorksheetRow).where(WorksheetRow.name == name)).first()
+    if row is None:
+        raise WorksheetNotFound(f"no worksheet named {name!r}")
+    return row
+
+
 def load_worksheet(engine: Engine, name: str) -> Worksheet:
     """The worksheet saved as `name`; raises WorksheetNotFound."""
     with session(engine) as s:
-        row = s.exec(select(WorksheetRow).where(WorksheetRow.name == name)).first()
-    if row is None:
-        raise WorksheetNotFound(f"no worksheet named {name!r}")
+        row = _worksheet_row(s, name)
     return Worksheet.from_dict(json.loads(row.data_json))
 
 
@@ -108,7 +114,4 @@ def duplicate_worksheet(engine: Engine, name: str, new_name: str) -> Worksheet:
 def delete_worksheet(engine: Engine, name: str) -> None:
     """Delete the worksheet `name`; raises WorksheetNotFound."""
     with session(engine) as s:
-        row = s.exec(select(WorksheetRow).where(WorksheetRow.name == name)).first()
-        if row is None:
-            raise WorksheetNotFound(f"no worksheet named {name!r}")
-        s.delete(row)
+        s.delete(_worksheet_row(s, name))

@@ -62,6 +62,14 @@ def _one_slot_sweep() -> SweepResult:
     )
 
 
+def _open_with_stored(result: SweepResult):
+    """The Sweep page, `result` stored first (vantage "ci")."""
+    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
+    store_sweep(eng, result, vantage="ci", tool_version="test")
+    eng.dispose()
+    return open_page("sweep")
+
+
 def test_empty_store_says_how_to_run_a_sweep():
     at = open_page("sweep")
     assert any("ttft-planner sweep" in i.value for i in at.info)
@@ -69,11 +77,7 @@ def test_empty_store_says_how_to_run_a_sweep():
 
 def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     result = _one_slot_sweep()
-    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
-    store_sweep(eng, result, vantage="ci", tool_version="test")
-    eng.dispose()
-
-    at = open_page("sweep")
+    at = _open_with_stored(result)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Knee"] == "2 requests/s" and metrics["p95 target"] == "500 ms"
     table = at.dataframe[0].value
@@ -103,11 +107,7 @@ def test_a_sweep_that_never_left_the_target_says_the_knee_was_not_reached():
     result = SweepResult(
         spec=whole.spec, steps=steps, started_at_ms=T0_MS, finished_at_ms=T0_MS + 1_500, knee_load=knee, over_load=over
     )
-    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
-    store_sweep(eng, result, vantage="ci", tool_version="test")
-    eng.dispose()
-
-    at = open_page("sweep")
+    at = _open_with_stored(result)
     assert {m.label: m.value for m in at.metric}["Knee"] == "not reached"
     assert any(
         "Not reached: p95 stays within 500 ms up to 2 requests/s, the sweep's last step" in c.value for c in at.caption
@@ -118,10 +118,6 @@ def test_a_sweep_that_never_left_the_target_says_the_knee_was_not_reached():
 
 
 def test_a_run_label_names_its_zone_once():
-    result = _one_slot_sweep()
-    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
-    store_sweep(eng, result, vantage="ci", tool_version="test")
-    eng.dispose()
-    at = open_page("sweep")
+    at = _open_with_stored(_one_slot_sweep())
     label = at.selectbox(key="sweep_run").options[0]
     assert label.count("UTC") == 1, label

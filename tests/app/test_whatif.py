@@ -43,6 +43,15 @@ def store_log() -> int:
     return upload_id
 
 
+def _replay_stored_log(app, specs: str) -> int:
+    """Store the log (store_log), open the What-if page in `app` and replay it with `specs`; the upload's id."""
+    upload_id = store_log()
+    open_page("whatif", app)
+    app.selectbox(key="wi_source").set_value(("stored", upload_id))
+    app.text_area(key="wi_specs").set_value(specs).run()
+    return upload_id
+
+
 def test_a_stored_log_and_two_candidates_give_a_table_charts_and_the_cheapest(app):
     upload_id = store_log()
     open_page("whatif", app)
@@ -83,10 +92,7 @@ def test_the_target_and_the_time_zone_change_the_verdict_and_the_hours(app):
 
 
 def test_bad_candidates_are_named_and_one_that_cannot_keep_up_says_so(app):
-    upload_id = store_log()
-    open_page("whatif", app)
-    app.selectbox(key="wi_source").set_value(("stored", upload_id))
-    app.text_area(key="wi_specs").set_value("serverless:window=300,cold=20,slots=eight,max=1,prefill=1,decode=1").run()
+    _replay_stored_log(app, "serverless:window=300,cold=20,slots=eight,max=1,prefill=1,decode=1")
     assert any("slots must be a whole number, got 'eight'" in e.value for e in app.error)
     never = "dedicated:name=never,replicas=1,slots=1,prefill=20,decode=1,usd_per_gpu_h=0.1"
     app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{never}").run()
@@ -124,11 +130,7 @@ def test_targets_come_from_the_worksheet_custom_types_included(app):
 
 
 def test_the_table_has_labels_not_internal_names(app):
-
-    upload_id = store_log()
-    open_page("whatif", app)
-    app.selectbox(key="wi_source").set_value(("stored", upload_id))
-    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SLOW}").run()
+    _replay_stored_log(app, f"{CHEAP}\n{SLOW}")
     table = shown_table(app)
     assert not [c for c in table.columns if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", c)]
     text = table.to_string()
@@ -224,10 +226,7 @@ def _replayed(upload_id: int, specs: list[str]):
 
 
 def test_a_measured_speed_spread_gives_each_p95_an_interval_in_words_in_the_table_and_as_a_band(app):
-    upload_id = store_log()
-    open_page("whatif", app)
-    app.selectbox(key="wi_source").set_value(("stored", upload_id))
-    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{SPREAD}").run()
+    upload_id = _replay_stored_log(app, f"{CHEAP}\n{SPREAD}")
     assert not app.exception, app.exception
     band = _replayed(upload_id, [CHEAP, SPREAD])["spread"].interval["p95"]
     assert band.lo_ms < band.value_ms < band.hi_ms  # ±20 % speed: a real interval around the prediction
@@ -265,10 +264,7 @@ def test_a_measured_speed_spread_gives_each_p95_an_interval_in_words_in_the_tabl
 
 
 def test_a_candidates_predicted_queueing_goes_to_the_worksheet_with_its_interval(app):
-    upload_id = store_log()
-    open_page("whatif", app)
-    app.selectbox(key="wi_source").set_value(("stored", upload_id))
-    app.text_area(key="wi_specs").set_value(f"{CHEAP}\n{BUSY}").run()
+    upload_id = _replay_stored_log(app, f"{CHEAP}\n{BUSY}")
     assert not app.exception, app.exception
     want = _replayed(upload_id, [CHEAP, BUSY])
     # the cheapest candidate meeting the target is offered first: a serverless pool, so its cold start goes too

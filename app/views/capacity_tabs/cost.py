@@ -13,7 +13,7 @@ from planner.untrusted import md_text
 from ttft_planner_app import page_state, present
 from ttft_planner_app.charts.capacity import break_even_figure, hybrid_figure
 from ttft_planner_app.views.capacity_tabs._common import source_caption
-from ttft_planner_app.widgets import persisted_number
+from ttft_planner_app.widgets import persisted_number, persisted_preset
 
 __all__ = ["render"]
 
@@ -35,14 +35,7 @@ def render(traffic: LogTraffic | None) -> CostInputs:
 def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.subheader("Serverless price")
     prices = {p.key: p for p in P.serverless_prices()}
-    pkey = st.selectbox(
-        "Price preset",
-        list(prices),
-        format_func=lambda k: prices[k].label,
-        persist_state="session",
-        bind="query-params",
-        key="cap_price",
-    )
+    pkey = persisted_preset("Price preset", prices, key="cap_price")
     sp = prices[pkey]
     st.caption(
         source_caption(sp.source, sp.as_of)
@@ -89,14 +82,7 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
 
     st.subheader("Dedicated")
     gprices = {g.key: g for g in P.gpu_hour_prices()}
-    gkey = st.selectbox(
-        "GPU-hour preset",
-        list(gprices),
-        format_func=lambda k: gprices[k].label,
-        persist_state="session",
-        bind="query-params",
-        key="cap_gpu_price",
-    )
+    gkey = persisted_preset("GPU-hour preset", gprices, key="cap_gpu_price")
     gp = gprices[gkey]
     st.caption(source_caption(gp.source, gp.as_of))
     claim, claim_note = P.capacity_claim(gp, gprices.values())

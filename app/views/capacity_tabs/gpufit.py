@@ -13,7 +13,7 @@ from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import gpu_fit_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, usable_share
-from ttft_planner_app.widgets import persisted_number
+from ttft_planner_app.widgets import persisted_number, persisted_preset
 
 __all__ = ["render"]
 
@@ -28,14 +28,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
     left, right = st.columns([2, 3], gap="large")
     gdef = P.gpu_defaults()
     with left:
-        mkey = st.selectbox(
-            "Model",
-            list(models),
-            format_func=lambda k: models[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_model",
-        )
+        mkey = persisted_preset("Model", models, key="cap_fit_model")
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
         f_wdtype, f_kvdtype = dtype_pickers("cap_fit")
@@ -44,14 +37,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
         )
         seqs = persisted_number("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
         usable = usable_share("cap_fit_usable", gdef["usable_memory_fraction"], gdef["usable_memory_source"])
-        fkey = st.selectbox(
-            "GPU",
-            list(gpu_by_key),
-            format_func=lambda k: gpu_by_key[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_fit_gpu",
-        )
+        fkey = persisted_preset("GPU", gpu_by_key, key="cap_fit_gpu")
     with right:
         try:
             kw: FitOptions = dict(

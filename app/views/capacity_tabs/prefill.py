@@ -16,7 +16,7 @@ from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import try_engine
 from ttft_planner_app.charts.capacity import prefill_figure
 from ttft_planner_app.views.capacity_tabs._common import to_worksheet
-from ttft_planner_app.widgets import persisted_number
+from ttft_planner_app.widgets import persisted_number, persisted_preset
 
 __all__ = ["render"]
 
@@ -59,22 +59,8 @@ def render(
             st.caption(
                 "No endpoint has probes at two prompt lengths yet: the FLOPs model (or a typed slope) stands in."
             )
-        pkey = st.selectbox(
-            "Model",
-            list(models),
-            format_func=lambda k: models[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_pf_model",
-        )
-        pgpu = st.selectbox(
-            "GPU",
-            list(gpu_by_key),
-            format_func=lambda k: gpu_by_key[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_pf_gpu",
-        )
+        pkey = persisted_preset("Model", models, key="cap_pf_model")
+        pgpu = persisted_preset("GPU", gpu_by_key, key="cap_pf_gpu")
         c1, c2 = st.columns(2)
         pdtype = c1.selectbox(
             "Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype"

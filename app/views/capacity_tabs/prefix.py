@@ -28,7 +28,7 @@ from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.charts.prefix import regime_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet, usable_share
-from ttft_planner_app.widgets import persisted_number, wrapped_table
+from ttft_planner_app.widgets import persisted_number, persisted_preset, wrapped_table
 
 __all__ = ["SAMPLES", "TraceView", "render"]
 
@@ -154,26 +154,11 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
         view = _pick_trace(left)
     with left:
         st.subheader("Deployment")
-        mkeys, gkeys = list(models), list(gpu_by_key)
-        mkey = st.selectbox(
-            "Model",
-            mkeys,
-            index=_default_index(mkeys, _DEFAULT_MODEL),
-            format_func=lambda k: models[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_px_model",
-        )
+        mkey = persisted_preset("Model", models, key="cap_px_model", index=_default_index(list(models), _DEFAULT_MODEL))
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
-        gkey = st.selectbox(
-            "GPU",
-            gkeys,
-            index=_default_index(gkeys, _DEFAULT_GPU),
-            format_func=lambda k: gpu_by_key[k].label,
-            persist_state="session",
-            bind="query-params",
-            key="cap_px_gpu",
+        gkey = persisted_preset(
+            "GPU", gpu_by_key, key="cap_px_gpu", index=_default_index(list(gpu_by_key), _DEFAULT_GPU)
         )
         gpu = gpu_by_key[gkey]
         wdtype, kvdtype = dtype_pickers("cap_px")
