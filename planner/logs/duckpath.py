@@ -2,11 +2,14 @@
 
 DuckDB parses the file in parallel and streams the five needed fields back in record batches, so
 only the numeric columns (about 40 bytes a request) are ever held, whatever the file's size: a
-10 M-request log of several GB becomes ~0.4 GB of arrays. In a chat JSON Lines file every line is
-accounted for in SQL: the lines it vouches for are read there, the few others (malformed, a count that is
-not a whole number or out of range, a non-chat record, a truncated last line) come back as text, in line
-order, for the line-by-line reader to read or name; lines the CSV layer refuses (invalid UTF-8, over
-16 MB) are named from DuckDB's rejects table. No size cap: one bad line costs one line.
+10 M-request log of several GB becomes ~0.4 GB of arrays. A chat JSON Lines file is read by DuckDB's JSON
+reader: whole when it vouches for every row (the fast tier); else with ignore_errors (the tolerant tier), its
+rows being the file's non-blank lines, so the few it does not vouch for (malformed, a count that is not a whole
+number or out of range, a non-chat record, a truncated last line, invalid UTF-8, a line over 16 MB) are found
+by their places in one pass over the file's bytes (json_row_lines) and only they come back as text, in line
+order, for the line-by-line reader to read or name. Where the rows cannot be mapped to lines, every line is
+accounted for in SQL as text (the line-accounted tier; the CSV layer's refusals named from its rejects table).
+No size cap: one bad line costs one line.
 A large mapped CSV is read the same way: the rows DuckDB cannot type are named from its rejects table's
 lines, the others it leaves out are returned by place, for the row reader to name.
 
@@ -28,6 +31,8 @@ from typing import TYPE_CHECKING
 from planner.errors import PlannerError
 from planner.lazy import lazy_module
 from planner.logs.csvfile import NOT_UTF8
+from planner.logs.json_lines import MAX_LINE_BYTES, json_row_lines, tail_is_cut
+from planner.logs.json_lines import compression as _compression
 from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS, Row
 
 if TYPE_CHECKING:
@@ -43,19 +48,22 @@ __all__ = [
     "connect",
     "column_types",
     "csv_scan",
+    "explain_found",
     "explain_lines",
     "insert_chat",
+    "insert_chat_tolerant",
     "iter_chat_frames",
     "iter_mapped_csv",
+    "json_row_lines",
     "line_counts",
     "physical_lines",
     "read_chat_jsonl",
     "scan_chat",
     "sample_head",
+    "tail_is_cut",
 ]
 
 _BATCH_ROWS = 262_144
-MAX_LINE_BYTES = 16 << 20  # a JSON line longer than this (4 M tokens of text) is rejected (named), not read
 
 # Each line as text (blank lines kept as NULL, so positions count physical lines; a UTF-8 BOM is dropped).
 # Lines the CSV layer cannot hold (invalid UTF-8, over MAX_LINE_BYTES) go to its rejects table, with their line.
@@ -130,6 +138,22 @@ SELECT CASE WHEN ok THEN created::BIGINT END AS created, CASE WHEN ok THEN coale
 FROM c
 """
 
+# The tolerant tier: the fast tier's reading and checks over a file with bad lines. DuckDB's JSON reader skips
+# them (ignore_errors: a NULL row for a line it cannot parse or type, none for a blank line), so its rows are the
+# file's non-blank lines in order; the rows it does not vouch for are mapped back to their lines by
+# json_row_lines, in Python, and only those lines are read as text. A cached count is read as text (a value of
+# another type made NULL by ignore_errors would otherwise pass as "no cached count", 0).
+_TOLERANT_COLUMNS = _FAST_COLUMNS.replace("cached_tokens DOUBLE", "cached_tokens VARCHAR")
+_TOLERANT_SQL = (
+    _FAST_SQL.replace(_FAST_COLUMNS, _TOLERANT_COLUMNS)
+    .replace("compression = $compression)", "compression = $compression, ignore_errors = true)")
+    .replace(
+        "coalesce(usage.prompt_tokens_details.cached_tokens, 0)",
+        "CASE WHEN usage.prompt_tokens_details.cached_tokens IS NULL THEN 0 "
+        "ELSE try_cast(usage.prompt_tokens_details.cached_tokens AS DOUBLE) END",
+    )
+)
+
 
 MEMORY_LIMIT = "640MB"  # the engine's share of a 1 GB budget; past it, sorts and tables spill to a private folder
 STREAM_MEMORY_LIMIT = "256MB"  # a reader that streams batches to Python, beside the engine's
@@ -153,11 +177,6 @@ def connect(keep_order: bool = True, memory_limit: str = STREAM_MEMORY_LIMIT):
     )
     con.execute("SET enable_progress_bar = false")  # the callers draw their own, by bytes
     return con
-
-
-def _compression(path: Path) -> str:
-    name = path.name.lower()
-    return "gzip" if name.endswith(".gz") else "zstd" if name.endswith(".zst") else "none"
 
 
 def sample_head(path: Path, n_bytes: int = 1 << 20) -> tuple[bytes, float]:
@@ -197,8 +216,10 @@ class ChatBatch:
     """One DuckDB batch of a chat JSON Lines file: the rows it vouches for, and the lines it leaves to Python.
 
     created (epoch s), codes (model codes into the reader's names), prompt, cached, output: the good rows;
-    positions: their 0-based places among the file's lines as the CSV layer kept them; doubtful:
-    (place, line text) of every other non-blank line, for the line-by-line reader to read or name.
+    positions: their 0-based places among the file's lines as the CSV layer kept them (the tolerant tier: among
+    the JSON reader's rows, the non-blank lines); doubtful: (place, line text) of every other non-blank line, for
+    the line-by-line reader to read or name (the tolerant tier: text "", found later by json_row_lines); rows:
+    the batch's rows, good and doubtful.
     """
 
     created: np.ndarray
@@ -208,6 +229,7 @@ class ChatBatch:
     output: np.ndarray
     positions: np.ndarray
     doubtful: list[tuple[int, str]]
+    rows: int = 0
 
 
 def _csv_rejects(con) -> list[tuple[int, str]]:
@@ -243,12 +265,15 @@ def chat_batches(
     refused: list[tuple[int, str]],
     *,
     exact: bool = True,
+    tolerant: bool = False,
 ) -> Iterator[ChatBatch]:
     """An OpenAI chat JSON Lines file (plain, .gz, .zst) a DuckDB batch at a time, in file order.
 
     exact: every line is accounted for (_CHAT_SQL): good rows in the batch, other non-blank lines as `doubtful`
     text, and lines the CSV layer refused appended to `refused` (line, reason) once the scan ends. Otherwise the
-    fast tier (_FAST_SQL), which raises Doubt at its first doubtful row or unparseable line. Model names are coded
+    fast tier (_FAST_SQL), which raises Doubt at its first doubtful row or unparseable line; or (tolerant, not exact)
+    the tolerant tier (_TOLERANT_SQL): good rows, and the other rows' places as `doubtful` ("" for their text,
+    json_row_lines finds it), places counted among the JSON reader's rows (non-blank lines). Model names are coded
     into `names`. Raises Doubt when the file cannot be scanned at all (unreadable, corrupt compression).
     """
     import duckdb
@@ -256,7 +281,7 @@ def chat_batches(
     bytes_per_line, total_bytes = _bytes_per_line(path)
     con = connect()
     try:
-        sql = _CHAT_SQL if exact else _FAST_SQL
+        sql = _CHAT_SQL if exact else _TOLERANT_SQL if tolerant else _FAST_SQL
         rel = con.sql(sql, params={"path": str(path), "compression": _compression(path)})
         place = 0
         for batch in rel.to_arrow_reader(_BATCH_ROWS):
@@ -264,7 +289,7 @@ def chat_batches(
             raw = batch.column("raw")
             doubtful = []
             if raw.null_count != n:
-                if not exact:
+                if not exact and not tolerant:
                     raise Doubt("a row the fast reader does not vouch for")
                 texts = raw.to_pylist()
                 doubtful = [(place + i, t) for i, t in enumerate(texts) if t is not None]
@@ -274,7 +299,7 @@ def chat_batches(
             model = rows.column("model").dictionary_encode()
             local = [names.setdefault(m, len(names)) for m in model.dictionary.to_pylist()]
             codes = np.asarray(local, dtype=np.int32)[model.indices.to_numpy(zero_copy_only=False)]
-            yield ChatBatch(col[0], codes, col[1], col[2], col[3], idx + place, doubtful)
+            yield ChatBatch(col[0], codes, col[1], col[2], col[3], idx + place, doubtful, n)
             place += n
             if progress:
                 progress(min(place * bytes_per_line / total_bytes, 0.99))
@@ -323,6 +348,49 @@ def insert_chat(con, table: str, path: Path) -> int:
     return int(got[0][0])
 
 
+def insert_chat_tolerant(con, table: str, path: Path) -> tuple[int, list[int], int]:
+    """Insert the requests of an OpenAI chat JSON Lines file with bad lines into `table` in one statement of the
+    tolerant tier, never through Python: (rows inserted, the ascending places of the rows it does not vouch for
+    among the JSON reader's rows, the number of those rows), for json_row_lines to find their lines.
+
+    The rows are inserted in file order (their row ids are their places), the doubtful ones as markers (no time)
+    that are then read and deleted. Raises Doubt when DuckDB cannot read the file or the row ids are not one run
+    (nothing is left inserted then but what the caller rolls back).
+    """
+    import duckdb
+
+    params = {"path": str(path), "compression": _compression(path)}
+    try:
+        kept = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
+        before = con.execute(f"SELECT coalesce(max(rowid), -1) FROM {table}").fetchall()[0][0]
+        con.execute("SET preserve_insertion_order = true")  # row ids in file order
+        try:
+            con.execute(
+                f"""INSERT INTO {table}
+                SELECT CASE WHEN raw IS NULL THEN created * 1000 END, model, prompt, cached, output, NULL, NULL
+                FROM ({_TOLERANT_SQL})""",
+                params,
+            )
+        finally:
+            con.execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}")
+        first, last, n_rows = con.execute(
+            f"SELECT min(rowid), max(rowid), count(*) FROM {table} WHERE rowid > {int(before)}"
+        ).fetchall()[0]
+        if n_rows and last - first + 1 != n_rows:
+            raise Doubt("the rows are not in one run of row ids")
+        places = [
+            int(r[0]) - int(first)
+            for r in con.execute(
+                f"SELECT rowid FROM {table} WHERE rowid > {int(before)} AND ts_ms IS NULL ORDER BY rowid"
+            ).fetchall()
+        ]
+        if places:
+            con.execute(f"DELETE FROM {table} WHERE rowid > {int(before)} AND ts_ms IS NULL")
+    except (duckdb.Error, OSError) as exc:
+        raise Doubt(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    return int(n_rows) - len(places), places, int(n_rows)
+
+
 def iter_chat_frames(path: Path, progress: Callable[[float], None] | None = None) -> Iterator[pd.DataFrame]:
     """An OpenAI chat JSON Lines file (plain, .gz, .zst) as frames of at most 262,144 requests, in file order.
 
@@ -345,29 +413,65 @@ def scan_chat(
     restart: Callable[[], None],
     *,
     fast: bool = True,
+    tolerant: bool = True,
 ) -> list[tuple[int, Row]]:
     """Every batch of a chat JSON Lines file to take(), then the lines DuckDB did not vouch for, in line order.
 
     The fast tier first (unless fast is False: a caller that tried it already); at its first doubt, restart()
-    (drop what was taken) and the line-accounted tier. Its
+    (drop what was taken) and the tolerant tier (unless tolerant is False: tried already), whose doubtful rows
+    json_row_lines maps back to lines; where it cannot (the rows are not the file's non-blank lines), restart()
+    again and the line-accounted tier. The
     doubtful lines go to explain(line, text), which returns the row the line-by-line reader makes of it or
-    None (having named it); lines the CSV layer refused go to reject(line, reason). Returns (line, row) of the
-    rows explain() read. Raises Doubt when the file cannot be scanned at all.
+    None (having named it); lines the CSV layer refuses go to reject(line, reason). Returns (key, row) of the
+    rows explain() read, key ordering them among the batches' positions + 1 (the line, or in the tolerant tier
+    the 1-based row). Raises Doubt when the file cannot be scanned at all.
     """
     refused: list[tuple[int, str]] = []
     doubtful: list[tuple[int, str]] = []
     try:  # most files: the fast tier vouches for every row
-        if not fast:
-            raise Doubt("the fast tier already had a doubt")
+        if not fast or tail_is_cut(path):
+            raise Doubt("the fast tier already had a doubt, or would at the last line")
         for b in chat_batches(path, names, progress, refused, exact=False):
             take(b)
-    except Doubt:  # read again, every line accounted for
+    except Doubt:
         restart()
         names.clear()
+        try:  # a few bad lines: DuckDB's JSON reader reads the others, and only the bad ones are read as text
+            if not tolerant:
+                raise Doubt("the tolerant tier already had a doubt")
+            places: list[int] = []
+            n_rows = 0
+            for b in chat_batches(path, names, progress, refused, exact=False, tolerant=True):
+                take(b)
+                places.extend(p for p, _ in b.doubtful)
+                n_rows += b.rows
+            found = json_row_lines(path, places, n_rows)
+        except (Doubt, OSError, EOFError, ValueError):
+            found = None
+        if found is not None:
+            return explain_found(found, explain, reject)
+        if tolerant:
+            restart()  # read again, every line accounted for
+            names.clear()
         for b in chat_batches(path, names, progress, refused):
             take(b)
             doubtful.extend(b.doubtful)
     return explain_lines(doubtful, refused, explain, reject)
+
+
+def explain_found(
+    found: list[tuple[int, int, str, str | None]],
+    explain: Callable[[int, str], Row | None],
+    reject: Callable[[int, str], None],
+) -> list[tuple[int, Row]]:
+    """json_row_lines' lines, in line order, to reject(line, reason) or explain(line, text); (row + 1, row read)."""
+    extra: list[tuple[int, Row]] = []
+    for line, place, text, reason in found:
+        if reason is not None:
+            reject(line, reason)
+        elif (row := explain(line, text)) is not None:
+            extra.append((place + 1, row))
+    return extra
 
 
 def explain_lines(

@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING
 from planner.lazy import lazy_module
 from planner.logs import otel
 from planner.logs.context import MAP_HINT_CLI, TRACE_FORMATS, ReadContext, relative_times
-from planner.logs.duckpath import Doubt, batch_frame, iter_chat_frames, read_chat_jsonl, sample_head, scan_chat
+from planner.logs.duckpath import (
+    Doubt,
+    batch_frame,
+    explain_found,
+    iter_chat_frames,
+    json_row_lines,
+    read_chat_jsonl,
+    sample_head,
+    scan_chat,
+    tail_is_cut,
+)
 from planner.logs.fastpath import read_openai_jsonl
 from planner.logs.formats import EXTRACTORS, FORMATS, classify, detect
 from planner.logs.gateways import Skip
@@ -208,22 +218,29 @@ def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], N
             frame = read_chat_jsonl(path, explain, reject, tick)
             if frame is not None:
                 out.add_frame(_with_source(frame, name))
-        else:  # into the sink: by the engine alone, or else a batch at a time with every line accounted for
-            try:
+        else:  # into the sink: by the engine alone (the bad lines then read one by one), or else a batch at a time
+            try:  # with every line accounted for
+                if tail_is_cut(path):
+                    raise Doubt("the last line is cut off: the engine would read the file only to fail there")
                 out.n_sunk += out.sink.insert_chat(path)
             except Doubt:
-                names: dict[str, int] = {}
                 mark = out.mark()
-                extra = scan_chat(
-                    path,
-                    names,
-                    explain,
-                    reject,
-                    tick,
-                    lambda b: out.add_frame(_with_source(batch_frame(b, names), name)),
-                    lambda: out.rollback(mark),
-                    fast=False,
-                )
+                if (found := _tolerant_into_sink(path, out)) is not None:
+                    extra = explain_found(found, explain, reject)
+                else:
+                    out.rollback(mark)
+                    names: dict[str, int] = {}
+                    extra = scan_chat(
+                        path,
+                        names,
+                        explain,
+                        reject,
+                        tick,
+                        lambda b: out.add_frame(_with_source(batch_frame(b, names), name)),
+                        lambda: out.rollback(mark),
+                        fast=False,
+                        tolerant=False,
+                    )
                 for _, row in extra:
                     out.add(row, name)
     except Doubt as exc:
@@ -231,6 +248,22 @@ def _chat_file(path: Path, fmt: str, ctx: ReadContext, tick: Callable[[float], N
         return True
     ctx.res.formats[name] = "openai_chat"
     return True
+
+
+def _tolerant_into_sink(path: Path, out: Collector) -> list[tuple[int, int, str, str | None]] | None:
+    """A chat JSON Lines file with bad lines into the sink by the engine, but for the rows it does not vouch for:
+    their (line, place, text, reason) (planner.logs.duckpath.json_row_lines); None when they cannot be mapped to
+    lines (the caller rolls back what was inserted)."""
+    assert out.sink is not None
+    try:
+        inserted, places, n_rows = out.sink.insert_chat_tolerant(path)
+    except Doubt:
+        return None
+    out.n_sunk += inserted
+    try:
+        return json_row_lines(path, places, n_rows)
+    except (OSError, EOFError, ValueError):
+        return None
 
 
 @dataclass

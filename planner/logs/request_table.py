@@ -91,6 +91,16 @@ class RequestTable:
         self.n += got
         return got
 
+    def insert_chat_tolerant(self, path: Path) -> tuple[int, list[int], int]:
+        """A chat JSON Lines file with bad lines inserted by DuckDB alone but for the rows it does not vouch for:
+        (inserted, their places among its rows, its rows) (planner.logs.duckpath.insert_chat_tolerant)."""
+        from planner.logs.duckpath import insert_chat_tolerant
+
+        self.flush()
+        got = insert_chat_tolerant(self.con, self.name, path)
+        self.n += got[0]
+        return got
+
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """The rows of a table source (read_csv / read_parquet SQL) under a plain mapping, inserted by DuckDB alone
         (planner.logs.sqlmap); the number inserted.

@@ -41,6 +41,11 @@ class Sink(Protocol):
         """An OpenAI chat JSON Lines file inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
+    def insert_chat_tolerant(self, path: Path) -> tuple[int, list[int], int]:
+        """A chat JSON Lines file inserted by the engine but for the rows it does not vouch for: (inserted, their
+        places among the JSON reader's rows, its rows) (raises Doubt when it cannot read the file)."""
+        ...
+
     def insert_mapped(self, source: str, params: dict, mapping: Mapping[str, str], start_ms: int, tz: str) -> int:
         """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
