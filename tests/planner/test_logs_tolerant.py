@@ -106,6 +106,20 @@ def _no_line_accounted(monkeypatch) -> None:
     monkeypatch.setattr(duckpath, "_csv_rejects", refuse)
 
 
+def _both_tiers(monkeypatch, path: Path, scan_bytes: int | None = None) -> tuple[tuple, tuple]:
+    """(what the line-accounted tier reads, what the tolerant tier reads) of `path`; `scan_bytes`: the mapping pass's
+    window, small to put lines across windows."""
+    with monkeypatch.context() as m:
+        _line_accounted(m)
+        want = _read(path)
+    with monkeypatch.context() as m:
+        _no_line_accounted(m)
+        if scan_bytes:
+            m.setattr(json_lines, "_SCAN_BYTES", scan_bytes)
+        got = _read(path)
+    return want, got
+
+
 @pytest.mark.parametrize(
     ("packed", "blank", "chunk", "newline"),
     [
@@ -124,14 +138,7 @@ def test_the_tolerant_tier_names_and_reads_what_the_line_accounted_tier_does(
     data = b"\xef\xbb\xbf" + newline.join(lines) + newline + line(chat(99))[:-9]  # a BOM, and a cut-off tail
     path = _write(tmp_path / "agent.jsonl", data, packed)
 
-    with monkeypatch.context() as m:
-        _line_accounted(m)
-        want = _read(path)
-    with monkeypatch.context() as m:
-        _no_line_accounted(m)
-        if chunk:  # lines across the scan's buffers
-            m.setattr(json_lines, "_SCAN_BYTES", chunk)
-        got = _read(path)
+    want, got = _both_tiers(monkeypatch, path, chunk)  # a small chunk: lines across the scan's buffers
 
     assert got == want
     rejected, rows, sunk_rejected, sunk_rows = got
@@ -150,13 +157,7 @@ def test_a_line_over_the_size_limit_is_named_as_the_line_accounted_tier_names_it
     path = tmp_path / "long.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
 
-    with monkeypatch.context() as m:
-        _line_accounted(m)
-        want = _read(path)
-    with monkeypatch.context() as m:
-        _no_line_accounted(m)
-        m.setattr(json_lines, "_SCAN_BYTES", 1 << 20)  # the long line spans many buffers
-        got = _read(path)
+    want, got = _both_tiers(monkeypatch, path, 1 << 20)  # the long line spans many buffers
 
     assert got == want
     assert [ln for ln, _ in got[0]] == [3, 5]
@@ -202,12 +203,7 @@ def test_lines_the_fast_tier_refuses_but_the_tolerant_one_reads_are_read_as_the_
     path = tmp_path / "odd.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
 
-    with monkeypatch.context() as m:
-        _line_accounted(m)
-        want = _read(path)
-    with monkeypatch.context() as m:
-        _no_line_accounted(m)
-        got = _read(path)
+    want, got = _both_tiers(monkeypatch, path)
 
     assert got == want
     assert got[0] == [] and len(got[1]) == 6
