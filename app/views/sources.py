@@ -22,6 +22,7 @@ from planner.sources import litellm
 from planner.sources.prometheus import PrometheusError
 from planner.sources.sync import describe_prometheus, sync_source
 from planner.stats import summarize
+from planner.store import database_url
 from planner.store.source_hours import production_hours
 from planner.store.sources import (
     SourceInfo,
@@ -244,9 +245,17 @@ def _url_from(src: SourceInfo) -> str:
     return var
 
 
+@st.cache_data(ttl=300, show_spinner=False)
+def _stored_hours(url: str, source_id: int, state: tuple) -> list:
+    """production_hours, read again only when the source's stored state (`state`: requests kept, last sync, watermark;
+    every sync, receiver batch and metric export moves it) or the database changes: a rerun of the page (any click)
+    does not re-read a large source's 24 hours of requests."""
+    return production_hours(engine(), source_id, HOURS_SHOWN)
+
+
 def _hours_of(src: SourceInfo) -> None:
     """The source's production TTFT per hour, as stored: the HOURS_SHOWN hours up to its newest request."""
-    hours = production_hours(eng, src.id, HOURS_SHOWN)
+    hours = _stored_hours(database_url(), src.id, (src.n_requests, src.synced_at_ms, src.watermark_ms))
     if not hours:
         how = {
             SourceKind.LITELLM: "Sync now reads them",
