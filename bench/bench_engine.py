@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.peers import PEERS, Workload, measured_run, peer_tokenizer, run_peer, summary_line  # noqa: E402
+from bench.peers import PEERS, Workload, measured_cli, peer_tokenizer, run_peer, summary_line  # noqa: E402
 from planner.probes.fit import fit_prefill  # noqa: E402
 from tests.support.stopping import stop_process  # noqa: E402
 
@@ -144,24 +144,8 @@ def _raise_group(pid: int) -> None:
 
 def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
     """(samples, summary, CPU seconds) of one fresh `ttft-planner probe --json` process."""
-    out, cpu, _ = measured_run(
-        [
-            sys.executable,
-            "-c",
-            "from planner.cli import main; main()",
-            "probe",
-            "--base-url",
-            url,
-            "--model",
-            "gemma",
-            "--json",
-            "--interval",
-            "0.2",
-            *args,
-        ],
-        timeout_s=1800,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    out, cpu, _ = measured_cli(
+        "probe", "--base-url", url, "--model", "gemma", "--json", "--interval", "0.2", *args, timeout_s=1800
     )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:
@@ -305,33 +289,24 @@ def main() -> int:
             return _finish(report, args, say)
 
         # 5. calibration → a what-if spec
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from planner.cli import main; main()",
-                "calibrate",
-                "--base-url",
-                srv.url,
-                "--model",
-                "gemma",
-                "--prompt-tokens",
-                "128,1024",
-                "-n",
-                "3",
-                "--decode-tokens",
-                "32",
-                "--concurrency",
-                "1,2",
-                "--step-duration",
-                "20",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        out, _, _ = measured_cli(
+            "calibrate",
+            "--base-url",
+            srv.url,
+            "--model",
+            "gemma",
+            "--prompt-tokens",
+            "128,1024",
+            "-n",
+            "3",
+            "--decode-tokens",
+            "32",
+            "--concurrency",
+            "1,2",
+            "--step-duration",
+            "20",
+            "--json",
+            timeout_s=900,
         )
         report["calibration"] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
         say(f"5. calibration: {report['calibration'].get('spec') or report['calibration']}")

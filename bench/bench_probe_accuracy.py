@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.peers import PEERS, Workload, measured_run, peer_tokenizer, run_peer  # noqa: E402
+from bench.peers import PEERS, Workload, measured_cli, peer_tokenizer, run_peer  # noqa: E402
 from planner.probes.ttft import ProbeTarget, probe_once  # noqa: E402
 from planner.stats import summarize  # noqa: E402
 from tests.support.servers import (  # noqa: E402
@@ -288,30 +288,22 @@ class OpenAIClient:
 
 def _fresh_cli_run(url: str, n: int) -> tuple[list[float | None], float]:
     """(TTFT in ms of each sample, None when it failed; CPU seconds) of one fresh `ttft-planner probe` process."""
-    code = "from planner.cli import main; main()"
-    out, cpu_s, _ = measured_run(
-        [
-            sys.executable,
-            "-c",
-            code,
-            "probe",
-            "--base-url",
-            url,
-            "--model",
-            "m",
-            "-n",
-            str(n),
-            "--interval",
-            "0.1",
-            "--prompt-tokens",
-            "50",
-            "--max-tokens",
-            str(TOKENS),
-            "--json",
-        ],
+    out, cpu_s, _ = measured_cli(
+        "probe",
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "-n",
+        str(n),
+        "--interval",
+        "0.1",
+        "--prompt-tokens",
+        "50",
+        "--max-tokens",
+        str(TOKENS),
+        "--json",
         timeout_s=600,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     samples = [json.loads(line) for line in out.stdout.splitlines() if line.startswith('{"type": "sample"')]
     return [s["ttft_ms"] if s["ok"] else None for s in samples], cpu_s

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.peers import Workload, measured_run, run_peers, summary_line  # noqa: E402
+from bench.peers import Workload, measured_cli, run_peers, summary_line  # noqa: E402
 from planner.simulator import SimulatorConfig, running_simulator  # noqa: E402
 
 PROMPT_TOKENS = 400  # 100 ms of the simulator's prefill
@@ -51,31 +51,24 @@ def main() -> int:
     proc.start()
     url = parent.recv()
     load0 = os.getloadavg()[0]
-    out, cpu_s, _ = measured_run(
-        [
-            sys.executable,
-            "-c",
-            "from planner.cli import main; main()",
-            "sweep",
-            "--base-url",
-            url,
-            "--model",
-            "m",
-            "--rates",
-            "2,5,8,15",
-            "--step-duration",
-            str(args.step_duration),
-            "--prompt-tokens",
-            str(PROMPT_TOKENS),
-            "--max-tokens",
-            str(MAX_TOKENS),
-            "--target-p95-ms",
-            "500",
-            "--json",
-        ],
+    out, cpu_s, _ = measured_cli(
+        "sweep",
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "--rates",
+        "2,5,8,15",
+        "--step-duration",
+        str(args.step_duration),
+        "--prompt-tokens",
+        str(PROMPT_TOKENS),
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--target-p95-ms",
+        "500",
+        "--json",
         timeout_s=900,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:

@@ -21,6 +21,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ __all__ = [
     "SKIPPED",
     "Workload",
     "find_peer",
+    "measured_cli",
     "measured_run",
     "parse_aiperf_records",
     "parse_guidellm_benchmarks",
@@ -135,6 +137,16 @@ def measured_run(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), cpu_s, wall_s
+
+
+def measured_cli(*args: str, timeout_s: float) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """`measured_run` of one fresh `ttft-planner <args>` process, run from this checkout's source."""
+    return measured_run(
+        [sys.executable, "-c", "from planner.cli import main; main()", *args],
+        timeout_s=timeout_s,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 @contextlib.contextmanager

@@ -18,6 +18,8 @@ form one transaction boundary.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -248,6 +250,12 @@ def series_states(engine: Engine) -> dict[tuple[int, int, str], SeriesStatus]:
         }
 
 
+def _frame(engine: Engine, q: sa.Select[Any]) -> pd.DataFrame:
+    """The rows of `q`, one column per selected column in the select's order (the columns kept when no row is)."""
+    with engine.connect() as conn:
+        return pd.DataFrame(conn.execute(q).mappings().all(), columns=list(q.selected_columns.keys()))
+
+
 def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest transitions first, with the rule and endpoint names."""
     e, r, ep = table_of(AlertEventRow), table_of(AlertRuleRow), table_of(EndpointRow)
@@ -270,23 +278,7 @@ def alert_history(engine: Engine, limit: int = 200) -> pd.DataFrame:
         .order_by(e.c.at_ms.desc(), e.c.id.desc())
         .limit(limit)
     )
-    with engine.connect() as conn:
-        return pd.DataFrame(
-            conn.execute(q).mappings().all(),
-            columns=[
-                "id",
-                "at_ms",
-                "rule",
-                "endpoint",
-                "vantage",
-                "transition",
-                "value",
-                "threshold",
-                "n",
-                "window_s",
-                "message",
-            ],
-        )
+    return _frame(engine, q)
 
 
 def series_frame(engine: Engine) -> pd.DataFrame:
@@ -308,22 +300,7 @@ def series_frame(engine: Engine) -> pd.DataFrame:
         .join(r, r.c.id == a.c.rule_id)
         .join(ep, ep.c.id == a.c.endpoint_id)
     )
-    with engine.connect() as conn:
-        df = pd.DataFrame(
-            conn.execute(q).mappings().all(),
-            columns=[
-                "rule",
-                "kind",
-                "threshold",
-                "endpoint",
-                "vantage",
-                "state",
-                "value",
-                "n",
-                "since_ms",
-                "evaluated_at_ms",
-            ],
-        )
+    df = _frame(engine, q)
     order = {str(AlertState.FIRING): 0, str(AlertState.PENDING): 1, str(AlertState.OK): 2}
     return df.sort_values(
         ["state", "rule", "endpoint"], key=lambda c: c.map(order) if c.name == "state" else c, ignore_index=True
@@ -333,9 +310,7 @@ def series_frame(engine: Engine) -> pd.DataFrame:
 def deliveries(engine: Engine, limit: int = 200) -> pd.DataFrame:
     """Newest deliveries first: channel, target, attempts, delivered or the last error."""
     d = table_of(AlertDeliveryRow)
-    q = sa.select(d).order_by(d.c.id.desc()).limit(limit)
-    with engine.connect() as conn:
-        return pd.DataFrame(conn.execute(q).mappings().all(), columns=[c.name for c in d.columns])
+    return _frame(engine, sa.select(d).order_by(d.c.id.desc()).limit(limit))
 
 
 def last_success_ms(engine: Engine, endpoint_id: int, vantage: str) -> tuple[int | None, int | None]:
