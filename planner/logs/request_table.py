@@ -131,6 +131,16 @@ class RequestTable:
         self.n += int(inserted)
         return int(inserted)
 
+    def columns(self, source: str, params: dict) -> list[str] | None:
+        """The column names of a table source (read_parquet / read_csv SQL) as DuckDB reads them, in order; None
+        when it cannot read the source (the caller's own reader then says why)."""
+        import duckdb
+
+        try:
+            return [str(r[0]) for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()]
+        except duckdb.Error:
+            return None
+
     def insert_csv(self, path: Path, header: list[str], delimiter: str, rows, tz: str):
         """A CSV file's rows inserted by the engine, the lines it does not vouch for returned with their text
         (planner.logs.csvengine.insert_csv); None (nothing kept) when it cannot place them."""

@@ -50,6 +50,10 @@ class Sink(Protocol):
         """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
+    def columns(self, source: str, params: dict) -> list[str] | None:
+        """A table source's column names as the engine reads them; None when it cannot read the source."""
+        ...
+
     def zero_output_since(self, mark: int) -> int:
         """Rows appended since mark() with 0 output tokens."""
         ...

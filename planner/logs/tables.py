@@ -457,17 +457,17 @@ def _explain_rows(
 
 
 def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
-    """A Parquet file, read in batches of the mapped columns only (rows numbered from 1)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    """A Parquet file, read in batches of the mapped columns only (rows numbered from 1); a clean file on disk read
+    into the sink by DuckDB alone (pyarrow is then not imported)."""
     out, res = ctx.out, ctx.res
-    try:
-        pf = pq.ParquetFile(source if isinstance(source, Path) else pa.BufferReader(source))
-    except (pa.ArrowInvalid, OSError) as exc:
-        out.reject(name, 0, f"not a readable Parquet file ({exc})")
-        return
-    columns = list(pf.schema_arrow.names)
+    scan = ("read_parquet($path)", {"path": str(source)})
+    columns = out.sink.columns(*scan) if isinstance(source, Path) and out.sink is not None else None
+    pf = None
+    if columns is None:
+        pf = _parquet_file(name, source, out)
+        if pf is None:
+            return
+        columns = list(pf.schema_arrow.names)
     res.columns[name] = columns
     mapped = _mapped_table(name, columns, ctx, "parquet")
     if mapped is None:
@@ -478,11 +478,15 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
     if isinstance(source, Path) and out.sink is not None and prefix is None:
         mark = out.mark()
         try:  # a clean file, by DuckDB alone
-            out.n_sunk += out.sink.insert_mapped("read_parquet($path)", {"path": str(source)}, used, ts0, ctx.tz)
+            out.n_sunk += out.sink.insert_mapped(*scan, used, ts0, ctx.tz)
         except Doubt:
             pass
         else:
             _table_read(name, columns, used, res.formats[name], out.sink.zero_output_since(mark[1]), ctx)
+            return
+    if pf is None:
+        pf = _parquet_file(name, source, out)
+        if pf is None:
             return
     get = dict.get
     row_no = 0
@@ -508,6 +512,18 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
                 out.reject(name, at, str(exc))
                 continue
             out.add(row, name)
+
+
+def _parquet_file(name: str, source: Path | bytes, out: Collector):
+    """The file opened by pyarrow (pyarrow.parquet.ParquetFile), or None having rejected it as unreadable."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(source if isinstance(source, Path) else pa.BufferReader(source))
+    except (pa.ArrowInvalid, OSError) as exc:
+        out.reject(name, 0, f"not a readable Parquet file ({exc})")
+        return None
 
 
 #: Where a table file's column names are, in the words of a message: a CSV's header, a Parquet file's schema.

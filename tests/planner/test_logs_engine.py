@@ -215,13 +215,16 @@ try:
     main()
 except SystemExit:
     pass
-print("LOADED", json.dumps([m for m in ("pandas", "numpy") if type(sys.modules.get(m)).__name__ == "module"]))
+LOADED = [m for m in ("pandas", "numpy", "pyarrow") if type(sys.modules.get(m)).__name__ == "module"]
+print("LOADED", json.dumps(LOADED))
 """
 
 
-def test_logs_summarize_reads_and_summarises_without_loading_pandas_or_numpy(tmp_path):
-    """The command line's summary is DuckDB's alone: pandas and numpy (half a second of a fresh process) are never
-    loaded, in JSON or in text, and the figures are the ones read through pandas."""
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_logs_summarize_reads_and_summarises_without_loading_pandas_numpy_or_pyarrow(tmp_path, kind):
+    """The command line's summary of a CSV or a Parquet file is DuckDB's alone: pandas, numpy and pyarrow (half a
+    second of a fresh process) are never loaded, in JSON or in text, and the figures are the ones read through
+    pandas."""
     import subprocess
     import sys
 
@@ -229,6 +232,12 @@ def test_logs_summarize_reads_and_summarises_without_loading_pandas_or_numpy(tmp
     rows += [f"2026-03-0{1 + i % 5}T{9 + i % 8:02d}:00:{i % 60:02d}Z,m{i % 2},{100 + 37 * i},0,{i}" for i in range(200)]
     path = tmp_path / "log.csv"
     path.write_text("\n".join(rows) + "\n")
+    if kind == "parquet":
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        pq.write_table(pacsv.read_csv(path), tmp_path / "log.parquet")
+        path = tmp_path / "log.parquet"
     outputs = {}
     for flag in ("--json", "--tz=UTC"):
         argv = [sys.executable, "-c", _SUMMARIZE_THEN_SAY_WHAT_LOADED, "logs", "summarize", flag, str(path)]
