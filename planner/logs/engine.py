@@ -217,8 +217,8 @@ def _cold(
 ) -> Rows:
     """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL).
 
-    instants: at most how many distinct arrival instants the log holds (n, or fewer when its times are whole
-    seconds).
+    instants: about how many distinct arrival instants the log holds (DuckDB's approx_count_distinct: a gate, not a
+    figure; the counts are exact either way).
     """
     windows = [float(w) for w in windows_s]
     if any(w < 0 for w in windows):
@@ -226,9 +226,10 @@ def _cold(
     counts = ", ".join(f"count(*) FILTER (WHERE gap > {w * 1000.0!r})" for w in windows)
     # Only the first arrival at an instant can find the replica idle: the others follow an arrival at the same
     # instant, busy until at least then (timings are ≥ 0; every reader checks). So when requests share instants
-    # (times in whole seconds, several a second) the gaps are taken between the distinct instants, a hash
-    # aggregate and a sort of a few hundred thousand, not a sort of every arrival; the same counts either way.
-    # With (nearly) one request an instant the aggregate would only add to the sort, so every arrival is sorted.
+    # (times in whole seconds, several a second; or ms times in bursts) the gaps are taken between the distinct
+    # instants, a hash aggregate and a sort of a few hundred thousand, not a sort of every arrival; the same counts
+    # either way. With most requests at an instant of their own the aggregate would only add to the sort (a hash
+    # table of every arrival), so every arrival is sorted.
     rows = f"(SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0)) AS fin FROM {table} GROUP BY ts_ms)"
     if 4 * instants > n:
         rows = f"(SELECT ts_ms, ts_ms + coalesce(duration_ms, 0.0) AS fin FROM {table})"
@@ -270,14 +271,13 @@ def summarize_table(
         table = table.name
     view = _clock_view(con, table, tz)
     wd = f"dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end}"
-    n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, sub_second, *ttft_pcts = con.execute(
+    n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, instants, *ttft_pcts = con.execute(
         f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
                count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day), count(duration_ms),
-               count(*) FILTER (WHERE ts_ms % 1000 <> 0), {_pcts("ttft_ms")}
+               approx_count_distinct(ts_ms), {_pcts("ttft_ms")}
         FROM {view}"""
     ).fetchall()[0]
     ttft = _percentiles(*ttft_pcts)
-    instants = n if sub_second or not n else (last - first) // 1000 + 1  # whole seconds: at most one a second
     prompt, prompt_wd = _from_ranked(con.execute(_ranked("prompt_tokens", view, ("true", wd))).fetchall()[0])
     (output,) = _from_ranked(con.execute(_ranked("output_tokens", table)).fetchall()[0])
     span_s = (last - first) / 1000.0 if n else 0.0

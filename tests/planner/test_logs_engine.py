@@ -296,6 +296,10 @@ def test_many_requests_at_each_instant_give_the_cold_curve_of_every_arrival():
             "source": "ties.csv",
         }
     ).sample(frac=1.0, random_state=3)  # not in arrival order
+    # and ms times that still share instants (a quarter-second clock): the summary's gate takes the same path
+    quarter = frame.assign(ts_ms=frame.ts_ms + 250 * rng.integers(0, 4, n))
+    numpy_side, engine_side = _both(quarter, "UTC")
+    _same(numpy_side, engine_side, "ms times in bursts")
     for durations in (True, False):
         f = frame if durations else frame.assign(duration_ms=np.nan)
         numpy_side, engine_side = _both(f, "UTC")
