@@ -125,22 +125,30 @@ def base_jsonl(requests: int) -> Path:
 
 
 def format_file(fmt: str, src: Path) -> Path:
-    suffix, select, options, _, _ = FORMATS[fmt]
+    suffix, select, _, _, _ = FORMATS[fmt]
     if select is None:
         return src
-    if select == "csv":
-        select = FORMATS["csv"][1]
     path = src.with_name(src.name.removesuffix(".jsonl") + suffix)
 
     def make(part: Path) -> None:
-        import duckdb
-
-        con = duckdb.connect()
-        con.execute("SET TimeZone = 'UTC'")
-        requests = _REQ.replace("{src}", str(src))
-        con.execute(f"COPY (WITH r AS ({requests}) {select}) TO '{part}' ({options})")
+        # in a child process: a parent that had grown would pass its peak RSS on to every contender it starts
+        # (Linux keeps the larger maxrss across fork and exec)
+        subprocess.run([sys.executable, __file__, "--make", fmt, "--file", str(src), "--to", str(part)], check=True)
 
     return _made(path, make)
+
+
+def make_child(fmt: str, src: str, part: str) -> None:
+    """Write the requests of the JSON Lines file `src` as format `fmt` to `part` (DuckDB's COPY)."""
+    import duckdb
+
+    _, select, options, _, _ = FORMATS[fmt]
+    if select == "csv":
+        select = FORMATS["csv"][1]
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    requests = _REQ.replace("{src}", src)
+    con.execute(f"COPY (WITH r AS ({requests}) {select}) TO '{part}' ({options})")
 
 
 def bad_twin(path: Path) -> Path:
@@ -335,7 +343,12 @@ def main() -> None:
     ap.add_argument("--child", choices=list(FORMATS), help=argparse.SUPPRESS)
     ap.add_argument("--file", help=argparse.SUPPRESS)
     ap.add_argument("--same", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--make", choices=list(FORMATS), help=argparse.SUPPRESS)
+    ap.add_argument("--to", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.make:
+        make_child(args.make, args.file, args.to)
+        return
     if args.child:
         (same_child if args.same else duckdb_child)(args.child, args.file, args.bad)
         return
