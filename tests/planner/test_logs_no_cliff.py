@@ -231,16 +231,17 @@ def _summarize_json(*args: str) -> dict:
     return json.loads(r.output)
 
 
-def _bad_twin_csv(tmp_path: Path, rows: list[str], name: str = "agent.csv") -> Path:
+def _bad_twin_csv(tmp_path: Path, rows: list[str], name: str = "agent.csv", newline: str = "\n") -> Path:
     """The rows with a UTF-8 BOM, a line that is not CSV in the middle and the last line cut in half."""
     lines = rows[:4] + ['{"this line": "is not a request'] + rows[4:-1] + [rows[-1][: len(rows[-1]) // 2]]
     path = tmp_path / name
-    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())
+    path.write_bytes(b"\xef\xbb\xbf" + newline.join(lines).encode())
     return path
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
 def test_a_csv_with_a_bom_a_bad_line_and_a_cut_tail_is_summarised_in_one_engine_pass_naming_those_lines(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, newline
 ):
     # The batch reader (DuckDB's batches through Python) and the row reader's walk over the file fail the test:
     # the engine reads the file once and names the lines it refused from its own copy of them.
@@ -249,7 +250,7 @@ def test_a_csv_with_a_bom_a_bad_line_and_a_cut_tail_is_summarised_in_one_engine_
     rows = ["timestamp,model,prompt_tokens,output_tokens"]
     rows += [f"2026-11-20T09:{i // 60:02d}:{i % 60:02d}Z,m{i % 2},{100 + i},{i % 5}" for i in range(200)]
     rows[50] = "2026-11-20T09:00:50Z,m\xff,150,0"  # a model name with a byte that is not UTF-8
-    path = _bad_twin_csv(tmp_path, rows)
+    path = _bad_twin_csv(tmp_path, rows, newline=newline)  # a Windows export's CRLF: the same lines, same reasons
     path.write_bytes(path.read_bytes().replace("\xff".encode(), b"\xff"))
 
     d = _summarize_json(str(path))
