@@ -141,7 +141,7 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
         )
         return
     fmt_list = ", ".join(f"{k} ({v})" for k, v in res.formats.items())
-    click.echo(f"{s.n:,} requests from {fmt_list}")
+    click.echo(f"{s.n:,} request{'' if s.n == 1 else 's'} from {fmt_list}")
     if res.n_rejected:
         click.echo(
             f"{res.n_rejected:,} line{'' if res.n_rejected == 1 else 's'} rejected, first: "

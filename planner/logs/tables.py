@@ -488,6 +488,11 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         pf = _parquet_file(name, source, out)
         if pf is None:
             return
+    names = pf.schema_arrow.names
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:  # pyarrow cannot pick one by name (DuckDB had read the first, where it vouched for every row)
+        out.reject(name, 0, f"a column name is repeated in the file ({', '.join(repeated)}): rename one")
+        return
     get = dict.get
     row_no = 0
     done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)

@@ -187,6 +187,27 @@ def test_the_cli_names_an_out_of_range_count_instead_of_a_traceback(tmp_path):
     assert "2 requests from a.jsonl" in r.output
 
 
+def test_a_parquet_file_with_a_repeated_column_name_is_named_not_a_traceback(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # text times DuckDB will not vouch for, so the file is read by pyarrow, which cannot pick a repeated column
+    columns = [pa.array(["2026-03-01 10:00"]), pa.array([10]), pa.array([5]), pa.array([7])]
+    table = pa.Table.from_arrays(columns, names=["timestamp", "prompt_tokens", "output_tokens", "prompt_tokens"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    r = CliRunner().invoke(cli, ["logs", "summarize", str(tmp_path / "dup.parquet")])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output  # a usage error, not a crash
+    assert "dup.parquet: a column name is repeated in the file (prompt_tokens): rename one" in r.output
+
+
+def test_one_request_is_one_request(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_bytes(b"timestamp,model,prompt_tokens,output_tokens\n2026-03-01T10:00:00Z,m,10,5\n")
+    r = CliRunner().invoke(cli, ["logs", "summarize", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "1 request from one.csv (csv)" in r.output
+
+
 def test_a_csv_with_only_a_header_names_the_file_and_its_columns():
     with pytest.raises(LogFormatError, match=r"h\.csv: a header \(timestamp, model, prompt_tokens\) and no rows"):
         read_logs([("h.csv", b"timestamp,model,prompt_tokens\n")])
