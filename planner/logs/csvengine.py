@@ -114,8 +114,8 @@ def insert_csv(
     named: list[tuple[int, list[str] | str]] = []
     for line, kind, text in refused:
         # in a CRLF file DuckDB's copy of a refused line starts with the LF of the line before it
-        record = text.lstrip("\r\n").encode()
-        named.append((line, NOT_UTF8 if kind == "INVALID ENCODING" else fields(record, delimiter)))
+        refused_line = text.lstrip("\r\n").encode()
+        named.append((line, NOT_UTF8 if kind == "INVALID ENCODING" else fields(refused_line, delimiter)))
     # the header is line 1: the places count the records after it
     at_lines = physical_lines([place for place, _ in staged], [1] + [line for line, _, _ in refused])
     for line, (_, record) in zip(at_lines, staged, strict=True):
