@@ -296,32 +296,32 @@ def _duck(fmt: str, path: Path, bad: bool, same: bool = False) -> dict:
 
 
 def compare(fmt: str, path: Path, reps: int, bad: bool, before: Path | None = None) -> dict:
-    ours, duck, same, old = [], [], [], []
+    ours, duck, figures, old = [], [], [], []
     for _ in range(reps):  # alternate, so a busy moment of the machine lands on all
         ours.append(_ours(path))
         duck.append(_duck(fmt, path, bad))
-        same.append(_duck(fmt, path, bad, same=True))
+        figures.append(_duck(fmt, path, bad, same=True))
         if before is not None:
             old.append(_ours(path, before))
-    for o, d in zip(ours + ours, duck + same, strict=True):
+    for o, d in zip(ours + ours, duck + figures, strict=True):
         if (o["n"], [float(x) for x in o["p"]]) != (d["n"], [float(x) for x in d["p"]]):
             print(f"  {fmt}: ours n={o['n']} p={o['p']} vs DuckDB n={d['n']} p={d['p']}")
     ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(ours, duck, strict=True)]
-    same_ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(ours, same, strict=True)]
+    same_ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(ours, figures, strict=True)]
     return {
         "format": ("bad " if bad else "") + fmt,
         "n": ours[0]["n"],
-        "same": all(o["n"] == d["n"] and o["p"] == d["p"] for o, d in zip(ours + ours, duck + same, strict=True)),
+        "same": all(o["n"] == d["n"] and o["p"] == d["p"] for o, d in zip(ours + ours, duck + figures, strict=True)),
         "ours_s": statistics.median(o["wall_s"] for o in ours),
         "ours_min_s": min(o["wall_s"] for o in ours),
         "duck_s": statistics.median(d["wall_s"] for d in duck),
         "duck_min_s": min(d["wall_s"] for d in duck),
         "ratio_median": statistics.median(ratios),
         "ratio_min": min(ratios),
-        "same_s": statistics.median(d["wall_s"] for d in same),
+        "same_s": statistics.median(d["wall_s"] for d in figures),
         "same_ratio_median": statistics.median(same_ratios),
         "same_ratio_min": min(same_ratios),
-        "same_rss_mb": max(d["rss_mb"] for d in same),
+        "same_rss_mb": max(d["rss_mb"] for d in figures),
         "ours_rss_mb": max(o["rss_mb"] for o in ours),
         "duck_rss_mb": max(d["rss_mb"] for d in duck),
         "before_s": statistics.median(o["wall_s"] for o in old) if old else None,
