@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from planner.errors import PlannerError
+from planner.untrusted import mask_secret
 
-__all__ = ["MAX_URL_CHARS", "UrlError", "check_url", "redact_url"]
+__all__ = ["MAX_URL_CHARS", "UrlError", "check_url", "mask_url_password", "redact_url"]
 
 MAX_URL_CHARS = 500
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
@@ -48,6 +49,18 @@ def redact_url(url: str) -> str:
     if "@" in url:
         return "***@" + url.rpartition("@")[2][:80]
     return url
+
+
+def mask_url_password(text: str, url: str) -> str:
+    """`text` (a message that may quote `url` or parts of it) with the password `url` carries masked, as written and
+    percent-decoded; unchanged when `url` has none or cannot be parsed."""
+    try:
+        password = urlsplit(url).password or ""
+    except ValueError:
+        return text
+    for secret in (password, unquote(password)):
+        text = mask_secret(text, secret)
+    return text
 
 
 def _shown(url: str) -> str:

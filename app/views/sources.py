@@ -12,7 +12,6 @@ at least 20 requests.
 
 import os
 import re
-from urllib.parse import unquote, urlsplit
 
 import pandas as pd
 import streamlit as st
@@ -34,6 +33,7 @@ from planner.store.sources import (
     source_ttft_ms,
 )
 from planner.untrusted import mask_secret, md_text
+from planner.urls import mask_url_password
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
@@ -81,13 +81,7 @@ def _clean(message: str, src: SourceInfo) -> str:
         return (mask_secret(text, token) if token else text).rstrip(".")
     text = _URL.sub(f"the database in ${src.secret_ref}", message)
     dsn = os.environ.get(src.secret_ref, "")
-    try:
-        password = urlsplit(dsn).password or ""
-    except ValueError:
-        password = ""
-    for secret in (dsn, password, unquote(password)):
-        text = mask_secret(text, secret) if secret else text
-    return text.rstrip(".")
+    return mask_url_password(mask_secret(text, dsn), dsn).rstrip(".")
 
 
 def _problem(src: SourceInfo) -> str | None:

@@ -6,7 +6,7 @@ import pytest
 
 from planner.endpoints import EndpointError, validate
 from planner.regions import CatalogError, parse_target
-from planner.urls import UrlError, check_url, redact_url
+from planner.urls import UrlError, check_url, mask_url_password, redact_url
 
 GOOD = [
     "https://api.example.com/v1",
@@ -56,3 +56,11 @@ def test_messages_never_show_a_password():
     assert "hunter2" not in str(exc.value)
     assert redact_url("http://bob:hunter2@proxy.local:3128") == "http://***@proxy.local:3128"
     assert check_url("http://bob:hunter2@proxy.local:3128", schemes=("http",), allow_credentials=True)
+
+
+def test_a_message_quoting_a_url_keeps_no_part_of_its_password():
+    url = "postgresql://app:s3cr%2Ft!@db.internal/proxy"
+    message = "connect failed for app:s3cr%2Ft! (password 's3cr/t!') at db.internal"
+    assert mask_url_password(message, url) == "connect failed for app:*** (password '***') at db.internal"
+    assert mask_url_password(message, "http://db.internal") == message  # no password: nothing to mask
+    assert mask_url_password(message, "http://[::1") == message  # not a URL

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from urllib.parse import unquote, urlsplit
 
 import httpx
 import streamlit as st
 
 from planner.auth import ACTIONS
 from planner.sources.prometheus import HOUR_MS, HourTtft, PrometheusError, ttft_by_hour
-from planner.untrusted import mask_secret, md_text
+from planner.untrusted import md_text
+from planner.urls import mask_url_password
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.views.sources_sections.common import PROM_PROFILES, host
 from ttft_planner_app.views.sources_sections.hours import show_hours
@@ -38,13 +38,7 @@ def _prom_read(url: str, profile: str, model: str | None, hours: int) -> dict:
         text = " ".join(str(exc).split()).rstrip(".")
         if not isinstance(exc, PrometheusError):
             text = f"{url} is not a URL Prometheus can be read at ({text})"
-        try:
-            password = urlsplit(url).password or ""
-        except ValueError:
-            password = ""
-        for secret in (password, unquote(password)):
-            text = mask_secret(text, secret) if secret else text
-        return kept | {"error": "Prometheus: " + text + "."}
+        return kept | {"error": "Prometheus: " + mask_url_password(text, url) + "."}
     return kept | {"hours": [dataclasses.asdict(h) for h in got], "read_at_ms": now_ms}
 
 
@@ -86,11 +80,10 @@ def show_prometheus_read() -> None:
             persist_state="session",
             bind="query-params",
         )
+        # the profiles as the CLI's --profile names them (and the address bar: ?sources_prom_profile=sglang)
         prom_profile = pc[1].selectbox(
             "Profile",
-            list(
-                PROM_PROFILES
-            ),  # as the CLI's --profile names them (and the address bar: ?sources_prom_profile=sglang)
+            list(PROM_PROFILES),
             key="sources_prom_profile",
             persist_state="session",
             bind="query-params",
