@@ -131,15 +131,28 @@ class RequestTable:
         self.n += int(inserted)
         return int(inserted)
 
-    def columns(self, source: str, params: dict) -> list[str] | None:
-        """The column names of a table source (read_parquet / read_csv SQL) as DuckDB reads them, in order; None
-        when it cannot read the source (the caller's own reader then says why)."""
+    def parquet_columns(self, path: Path) -> list[str] | None:
+        """A Parquet file's top-level column names as its schema writes them (a repeated name twice: DuckDB's own
+        scan would rename one), in order, read by DuckDB; None when it cannot read the file (the caller's own reader
+        then says why)."""
         import duckdb
 
         try:
-            return [str(r[0]) for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()]
+            q = "SELECT name, num_children FROM parquet_schema($path)"
+            rows = self.con.execute(q, {"path": str(path)}).fetchall()
         except duckdb.Error:
             return None
+        names: list[str] = []
+        left = [rows[0][1] or 0] if rows else [0]  # children still to come at each depth, the root's first
+        for column, children in rows[1:]:
+            if len(left) == 1:
+                names.append(str(column))
+            left[-1] -= 1
+            if children:
+                left.append(int(children))
+            while len(left) > 1 and left[-1] == 0:
+                left.pop()
+        return names
 
     def insert_csv(self, path: Path, header: list[str], delimiter: str, rows, tz: str):
         """A CSV file's rows inserted by the engine, the lines it does not vouch for returned with their text

@@ -50,8 +50,9 @@ class Sink(Protocol):
         """A table source under a plain mapping inserted whole by the engine (raises Doubt when it does not vouch)."""
         ...
 
-    def columns(self, source: str, params: dict) -> list[str] | None:
-        """A table source's column names as the engine reads them; None when it cannot read the source."""
+    def parquet_columns(self, path: Path) -> list[str] | None:
+        """A Parquet file's top-level column names as its schema writes them, read by the engine; None when it
+        cannot read the file."""
         ...
 
     def zero_output_since(self, mark: int) -> int:

@@ -460,8 +460,7 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
     """A Parquet file, read in batches of the mapped columns only (rows numbered from 1); a clean file on disk read
     into the sink by DuckDB alone (pyarrow is then not imported)."""
     out, res = ctx.out, ctx.res
-    scan = ("read_parquet($path)", {"path": str(source)})
-    columns = out.sink.columns(*scan) if isinstance(source, Path) and out.sink is not None else None
+    columns = out.sink.parquet_columns(source) if isinstance(source, Path) and out.sink is not None else None
     pf = None
     if columns is None:
         pf = _parquet_file(name, source, out)
@@ -469,6 +468,10 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
             return
         columns = list(pf.schema_arrow.names)
     res.columns[name] = columns
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:  # which one a mapping means cannot be told (DuckDB would read one, pyarrow neither)
+        out.reject(name, 0, f"a column name is repeated in the file ({', '.join(repeated)}): rename one")
+        return
     mapped = _mapped_table(name, columns, ctx, "parquet")
     if mapped is None:
         return
@@ -478,7 +481,7 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
     if isinstance(source, Path) and out.sink is not None and prefix is None:
         mark = out.mark()
         try:  # a clean file, by DuckDB alone
-            out.n_sunk += out.sink.insert_mapped(*scan, used, ts0, ctx.tz)
+            out.n_sunk += out.sink.insert_mapped("read_parquet($path)", {"path": str(source)}, used, ts0, ctx.tz)
         except Doubt:
             pass
         else:
@@ -488,11 +491,6 @@ def read_parquet(name: str, source: Path | bytes, ctx: ReadContext) -> None:
         pf = _parquet_file(name, source, out)
         if pf is None:
             return
-    names = pf.schema_arrow.names
-    repeated = sorted({c for c in names if names.count(c) > 1})
-    if repeated:  # pyarrow cannot pick one by name (DuckDB had read the first, where it vouched for every row)
-        out.reject(name, 0, f"a column name is repeated in the file ({', '.join(repeated)}): rename one")
-        return
     get = dict.get
     row_no = 0
     done_rows, total_rows = 0, max(pf.metadata.num_rows, 1)

@@ -187,17 +187,38 @@ def test_the_cli_names_an_out_of_range_count_instead_of_a_traceback(tmp_path):
     assert "2 requests from a.jsonl" in r.output
 
 
-def test_a_parquet_file_with_a_repeated_column_name_is_named_not_a_traceback(tmp_path):
+@pytest.mark.parametrize("when", [1.764e9, "2026-03-01 10:00"], ids=["engine-read", "pyarrow-read"])
+def test_a_parquet_file_with_a_repeated_column_name_is_named_not_a_traceback(tmp_path, when):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    # text times DuckDB will not vouch for, so the file is read by pyarrow, which cannot pick a repeated column
-    columns = [pa.array(["2026-03-01 10:00"]), pa.array([10]), pa.array([5]), pa.array([7])]
+    # epoch times DuckDB would read (it would pick one of the two columns), or text times it does not vouch for
+    # (then pyarrow, which cannot pick one by name): either way the file is named, not half read
+    columns = [pa.array([when]), pa.array([10]), pa.array([5]), pa.array([7])]
     table = pa.Table.from_arrays(columns, names=["timestamp", "prompt_tokens", "output_tokens", "prompt_tokens"])
     pq.write_table(table, tmp_path / "dup.parquet")
     r = CliRunner().invoke(cli, ["logs", "summarize", str(tmp_path / "dup.parquet")])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output  # a usage error, not a crash
     assert "dup.parquet: a column name is repeated in the file (prompt_tokens): rename one" in r.output
+
+
+def test_the_engine_reads_a_parquet_file_s_top_level_columns_as_pyarrow_does(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from planner.logs.request_table import RequestTable, connect
+
+    table = pa.table(
+        {
+            "timestamp": [1.764e9],
+            "usage": pa.array([{"prompt_tokens": 10, "details": {"cached_tokens": 2}}]),
+            "tags": pa.array([[{"k": "a", "v": "b"}]]),
+            "output_tokens": [5],
+        }
+    )
+    pq.write_table(table, tmp_path / "nested.parquet")
+    got = RequestTable(connect()).parquet_columns(tmp_path / "nested.parquet")
+    assert got == pq.ParquetFile(tmp_path / "nested.parquet").schema_arrow.names == list(table.column_names)
 
 
 def test_one_request_is_one_request(tmp_path):
