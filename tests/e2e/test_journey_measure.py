@@ -186,7 +186,9 @@ def _add_on_the_endpoints_page(page: Page, url: str, fields: dict) -> None:
         ("Prompt tokens", "prompt_tokens"),
         ("Max tokens", "max_tokens"),
     ):
-        page.get_by_role("spinbutton", name=label, exact=True).fill(f"{fields[key]:g}")
+        box = page.get_by_role("spinbutton", name=label, exact=True)
+        box.fill(f"{fields[key]:g}")
+        box.press("Tab")  # committed before the submit click (a click racing the commit was once lost under load)
     page.get_by_role("button", name="Add endpoint").click()
     wait_for_app(page)
     expect(page.get_by_text(f"Added {fields['name']}")).to_be_visible()
