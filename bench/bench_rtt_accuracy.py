@@ -60,20 +60,19 @@ def _stats(values: list[float], rtt: float) -> str:
     return f"{med:7.2f} ({med - rtt:+5.2f})"
 
 
+def _output_in_a(link: DelayLink, argv: list[str], what: str, timeout_s: float) -> str:
+    """The standard output of `argv` run in namespace "a"; a RuntimeError naming `what` when it fails."""
+    run = link.run_in("a", argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+    if run.returncode != 0:
+        raise RuntimeError(f"{what} failed: {(run.stderr or run.stdout)[-2000:]}")
+    return run.stdout
+
+
 def _browser_samples(link: DelayLink, target: str, n: int, what: str) -> list[dict]:
     """`n` browser RTT samples of `target`, from this script's --browser-part in namespace "a" (the page served
     there); `what` names the probe in the RuntimeError raised when it fails."""
-    run = link.run_in(
-        "a",
-        [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=180,
-    )
-    if run.returncode != 0:
-        raise RuntimeError(f"{what} failed: {run.stderr[-2000:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, __file__, "--browser-part", f"http://127.0.0.1:{PAGE_PORT}/page", target, str(n)]
+    return json.loads(_output_in_a(link, argv, what, 180).strip().splitlines()[-1])
 
 
 def measure(rtt_ms: float, n: int) -> dict:
@@ -84,17 +83,8 @@ def measure(rtt_ms: float, n: int) -> dict:
         target = f"http://{ADDR_B}:{TARGET_PORT}/ping"
         _wait_http(link, target)
         _wait_http(link, f"http://127.0.0.1:{PAGE_PORT}/ping")
-        srv = link.run_in(
-            "a",
-            [cli, "rtt", "--url", target, "-n", str(n), "--json", "--vantage", "bench"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=120,
-        )
-        if srv.returncode != 0:
-            raise RuntimeError(f"server probe failed: {srv.stderr or srv.stdout}")
-        tcp = json.loads(srv.stdout)["results"][0]["tcp_connect_ms"]
+        argv = [cli, "rtt", "--url", target, "-n", str(n), "--json", "--vantage", "bench"]
+        tcp = json.loads(_output_in_a(link, argv, "server probe", 120))["results"][0]["tcp_connect_ms"]
         samples = _browser_samples(link, target, n, "browser probe")
         # a target with no CORS and no Timing-Allow-Origin headers: no-cors fetch, the labelled fallback (issue 14)
         no_cors = _browser_samples(link, f"http://{ADDR_B}:{TARGET_PORT}/ping-no-cors", n, "browser probe (no CORS)")
