@@ -8,17 +8,23 @@ Three sinks, one function each:
   Markdown never turns into a link.
 - CSV (every CSV we write): `csv_cell` neutralises a cell a spreadsheet would run as a formula (OWASP: a leading
   = + - @ tab or carriage return gets a `'` prefix); `csv_text` writes a whole table that way.
-- Secrets in error bodies: `mask_secret` replaces the secret *and* any piece of it cut by truncation, so a
-  body padded to push the key across a length limit still never shows it.
+- Secrets in error bodies and messages: `mask_secret` replaces the secret in every encoding a body carries it
+  (as written, JSON-escaped, percent-encoded, HTML references, base64 alone or as `user:key`) *and* any piece of it
+  cut by truncation, so a server echoing the key escaped, or a body padded to push it across a length limit, still
+  never shows it. Every place that masks a secret (a probe's error detail, a URL's password, a source's token) calls
+  it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import csv
 import io
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["FORMULA_PREFIXES", "csv_cell", "csv_text", "mask_secret", "md_text"]
@@ -112,20 +118,164 @@ def csv_text(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None)
 
 
 def mask_secret(text: str, secret: str | None) -> str:
-    """`text` with `secret` replaced by *** wherever it occurs, whole or cut at either end of `text`.
+    """`text` with `secret` replaced by *** wherever it occurs, in any encoding a server body or a message carries it.
 
-    A body truncated mid-key ends with a prefix of it; one that starts mid-key begins with a suffix: both are
-    masked when at least 4 characters long. Apply before any further truncation.
+    Found as written; JSON-escaped (`\\/`, `\\uXXXX` of any character, upper or lower hex); percent-encoded (upper or
+    lower hex, `+` for a space); as HTML character references; one such encoding inside another (a percent-encoded
+    key in a JSON string); and base64 (also URL-safe, padded or not) of the key alone or of `user:key` (Basic
+    auth, any user, or none), where the whole base64 run is masked. A piece cut by truncation is masked too: `text`
+    ending with the key's first 4+ characters (in any of those encodings, an escape cut mid-way included) or
+    starting with its last 4+. Apply before any further truncation. None or '' masks nothing.
     """
     if not secret:
         return text
-    text = text.replace(secret, "***")
-    for n in range(len(secret) - 1, _MIN_SECRET_PIECE - 1, -1):
-        if text.endswith(secret[:n]):
-            text = text[:-n] + "***"
-            break
-    for n in range(len(secret) - 1, _MIN_SECRET_PIECE - 1, -1):
-        if text.startswith(secret[-n:]):
-            text = "***" + text[n:]
-            break
-    return text
+    cuts: list[tuple[int, int]] = []
+    for view in _views(text):
+        cuts += _hits(view, secret)
+    return _masked(text, cuts)
+
+
+# ---- mask_secret's machinery: decoded views of a text, each character mapped back to the span it came from ----
+
+
+def _json_char(m: re.Match[str]) -> str:
+    hex4, short = m.groups()
+    return chr(int(hex4, 16)) if hex4 else _JSON_SHORT.get(short, short)
+
+
+def _percent_char(m: re.Match[str]) -> str:
+    return " " if m.group() == "+" else chr(int(m.group(1), 16))
+
+
+def _html_char(m: re.Match[str]) -> str:
+    dec, hexa, named = m.groups()
+    if named:
+        return _HTML_NAMED[named]
+    return chr(min(int(dec) if dec else int(hexa, 16), 0x10FFFF))
+
+
+_JSON_SHORT = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HTML_NAMED = {"amp": "&", "quot": '"', "lt": "<", "gt": ">", "apos": "'"}
+# Each decoder: an escape, the escape cut off at the very end of a text (truncation), the character it stands for.
+_Decoder = tuple[re.Pattern[str], re.Pattern[str], Callable[[re.Match[str]], str]]
+_DECODERS: tuple[_Decoder, ...] = (
+    (re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\\/\"'bfnrt]))"), re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$"), _json_char),
+    (re.compile(r"%([0-9a-fA-F]{2})"), re.compile(r"%[0-9a-fA-F]?$"), _percent_char),
+    (re.compile(r"%([0-9a-fA-F]{2})|\+"), re.compile(r"%[0-9a-fA-F]?$"), _percent_char),  # a query's: + is a space
+    (
+        re.compile(r"&(?:#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|quot|lt|gt|apos));"),
+        re.compile(r"&#?[xX]?[0-9A-Za-z]{0,7}$"),
+        _html_char,
+    ),
+)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+_TO_THE_END = -1  # a span's end: the original text's end
+
+
+@dataclass(frozen=True)
+class _View:
+    """A text decoded some way: `spans[i]` is the (start, end) in the original of decoded character i; `cut` when an
+    escape cut off by truncation ended the original (the view's end then stands for the original's)."""
+
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    cut: bool = False
+
+
+def _views(text: str) -> list[_View]:
+    """The text as written, decoded by each decoder, and by each pair of them in turn; without repeats."""
+    raw = _View(text, tuple((i, i + 1) for i in range(len(text))))
+    seen, out, frontier = {(text, False)}, [raw], [raw]
+    for _depth in range(2):
+        found = []
+        for view in (_decoded(v, decoder) for v in frontier for decoder in _DECODERS):
+            if (view.text, view.cut) not in seen:
+                seen.add((view.text, view.cut))
+                found.append(view)
+        out += found
+        frontier = found
+    return out
+
+
+def _decoded(view: _View, decoder: _Decoder) -> _View:
+    """`view` with every escape of `decoder` decoded, less an escape cut off at its end."""
+    escape, partial, char = decoder
+    src, chars, spans, at = view.text, [], [], 0
+    tail = partial.search(src)
+    end = tail.start() if tail else len(src)
+    for m in escape.finditer(src, 0, end):
+        chars.append(src[at : m.start()])
+        spans += view.spans[at : m.start()]
+        chars.append(char(m))
+        spans.append((view.spans[m.start()][0], view.spans[m.end() - 1][1]))
+        at = m.end()
+    chars.append(src[at:end])
+    spans += view.spans[at:end]
+    return _View("".join(chars), tuple(spans), view.cut or tail is not None)
+
+
+def _hits(view: _View, secret: str) -> list[tuple[int, int]]:
+    """The spans of the original to mask for what `view` shows of `secret`: whole copies, a truncated piece at
+    either end, and base64 runs holding it."""
+    text, out = view.text, []
+    # a non-ASCII key percent-encoded decodes byte by byte: its UTF-8 bytes read as Latin-1 are looked for too
+    for form in dict.fromkeys((secret, secret.encode().decode("latin-1"))):
+        at = text.find(form)
+        while at >= 0:
+            out.append(_span(view, at, at + len(form)))
+            at = text.find(form, at + len(form))
+        for n in range(len(form) - 1, _MIN_SECRET_PIECE - 1, -1):
+            if text.endswith(form[:n]):
+                out.append(_span(view, len(text) - n, len(text)))
+                break
+        for n in range(len(form) - 1, _MIN_SECRET_PIECE - 1, -1):
+            if text.startswith(form[-n:]):
+                out.append(_span(view, 0, n))
+                break
+    if len(secret) >= _MIN_SECRET_PIECE:
+        for m in _BASE64_RUN.finditer(text):
+            padded = len(text) - len(text[m.end() :].lstrip("=")) if text[m.end() :].startswith("=") else m.end()
+            padded = min(padded, m.end() + 2)
+            if _base64_holds(m.group(), secret.encode(), at_end=padded == len(text)):
+                out.append(_span(view, m.start(), padded))
+    return out
+
+
+def _base64_holds(run: str, key: bytes, *, at_end: bool) -> bool:
+    """Whether `run` (base64 or URL-safe base64, perhaps starting mid-group) decodes to bytes holding `key`, or,
+    when the run ends the text, ending with its first 4+ bytes (a Basic credential cut by truncation)."""
+    std = run.replace("-", "+").replace("_", "/")
+    for offset in range(min(4, len(std) - 3)):
+        chunk = std[offset:]
+        chunk = chunk[:-1] if len(chunk) % 4 == 1 else chunk + "=" * (-len(chunk) % 4)  # a last group, padded
+        try:
+            got = base64.b64decode(chunk, validate=True)
+        except binascii.Error:
+            continue
+        if key in got or (at_end and any(got.endswith(key[:n]) for n in range(_MIN_SECRET_PIECE, len(key)))):
+            return True
+    return False
+
+
+def _span(view: _View, start: int, end: int) -> tuple[int, int]:
+    """Decoded characters [start, end) of `view` as a span of the original: to the original's end where they end
+    a view whose last escape was cut off."""
+    if end == len(view.text) and view.cut:
+        return (view.spans[start][0] if start < end else _TO_THE_END, _TO_THE_END)
+    return (view.spans[start][0], view.spans[end - 1][1])
+
+
+def _masked(text: str, cuts: list[tuple[int, int]]) -> str:
+    """`text` with each span replaced by *** (spans that overlap or touch masked as one)."""
+    end = len(text)
+    spans = sorted((end if a == _TO_THE_END else a, end if b == _TO_THE_END else b) for a, b in cuts)
+    out: list[str] = []
+    at = -1  # the end of the last span masked
+    for a, b in spans:
+        if a >= b or b <= at:
+            continue
+        if a > at:
+            out += [text[max(at, 0) : a], "***"]
+        at = b
+    out.append(text[max(at, 0) :])
+    return "".join(out)

@@ -131,7 +131,9 @@ class ProbeFault(PlannerError):
 
 
 def scrub(text: str, secret: str | None, limit: int = 500) -> str:
-    """`text` with every occurrence of `secret` replaced by ***, cut to `limit` characters.
+    """`text` with `secret` replaced by *** in every encoding a body can carry it (planner.untrusted.mask_secret: as
+    written, JSON-escaped — `\\/`, `\\uXXXX` —, percent-encoded, base64 alone or as Basic `user:key`, and any
+    piece cut by truncation), on one line, cut to `limit` characters.
 
     Applied to every error detail so that a key echoed by a server or an
     exception never reaches the database, a log or the page.
