@@ -27,11 +27,21 @@ __all__ = [
     "SOURCE_SYNC_S",
     "COLD_IDLE_S",
     "CONCURRENCY",
+    "CONTEXT_TOKENS",
     "FRACTION",
+    "GPUS_PER_REPLICA",
+    "KV_BLOCK_TOKENS",
+    "KV_CACHE_BLOCKS",
     "LEASE_TTL_S",
     "MAX_MAGNITUDE",
     "MAX_REQUESTS_PER_STEP",
     "MIN_MAGNITUDE",
+    "MIN_REPLICAS",
+    "MODEL_HEADS",
+    "MODEL_HEAD_DIM",
+    "MODEL_LAYERS",
+    "MODEL_PARAMS_B",
+    "MODEL_WIDTH",
     "OutOfRange",
     "PORT",
     "PORT_OR_ANY",
@@ -40,11 +50,13 @@ __all__ = [
     "PROBE_PROCESSES",
     "PROBE_TIMEOUT_S",
     "PROMPT_TOKENS",
+    "REPLICAS",
     "REQUESTS_PER_S",
     "RETENTION_DAYS",
     "Rule",
     "SCALE_DOWN_WINDOW_S",
     "SEED",
+    "SEQUENCES",
     "USD_PER_MTOK",
     "parse_list",
 ]
@@ -176,3 +188,20 @@ PROBE_TIMEOUT_S = Rule(0, 3600, unit="s", lo_open=True)
 PROBE_MAX_TOKENS = Rule(1, 131_072, integer=True, unit="tokens")
 SCALE_DOWN_WINDOW_S = Rule(0, 7 * 86_400, unit="s")
 COLD_IDLE_S = Rule(0, SCALE_DOWN_WINDOW_S.hi + 86_400, unit="s")  # an endpoint's scale-down window plus the margin
+# A deployment and its model (gpu-fit, prefill, prefix, cost, whatif: their options, `--kv-from-gpu` and the
+# candidate spec keys). Each end is past any real deployment — the largest serve one replica from 8 nodes of 8 GPUs,
+# and fleets of a few hundred replicas; the largest published models have ~130 layers, 128 heads of 128 dimensions,
+# a hidden size of 16,384 and 2 T parameters — and keeps the work they size bounded: the prefix replay builds one
+# cache per replica (`prefix --replicas 9999999` held 3.3 GB and ran past 90 s), the KV arithmetic multiplies them.
+REPLICAS = Rule(1, 1024, integer=True, unit="replicas")
+MIN_REPLICAS = Rule(0, REPLICAS.hi, integer=True, unit="replicas")  # a pool's floor kept warm (0: scale to zero)
+GPUS_PER_REPLICA = Rule(1, 64, integer=True, unit="GPUs")
+MODEL_PARAMS_B = Rule(0, 100_000, unit="billion parameters", lo_open=True)
+MODEL_LAYERS = Rule(1, 1000, integer=True, unit="layers")
+MODEL_HEADS = Rule(1, 1024, integer=True, unit="heads")
+MODEL_HEAD_DIM = Rule(1, 4096, integer=True)
+MODEL_WIDTH = Rule(1, 131_072, integer=True)  # d_model, the hidden size
+CONTEXT_TOKENS = Rule(1, 16_777_216, integer=True, unit="tokens")  # 16 Mi: past the longest context offered (10 M)
+SEQUENCES = Rule(1, 100_000, integer=True, unit="sequences")  # in flight at once on one deployment
+KV_BLOCK_TOKENS = Rule(1, 65_536, integer=True, unit="tokens")  # vLLM uses 16, Mooncake traces 512
+KV_CACHE_BLOCKS = Rule(1, 100_000_000, integer=True, unit="blocks")  # 51 G tokens at 512 a block

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import click
 
+from planner.cli._common import rule_type
 from planner.logs import FORMATS
 from planner.logs.inputs import expand_inputs
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.traces import DEFAULT_START, start_ms
+from planner.validate import KV_CACHE_BLOCKS
 
 __all__ = [
     "ByteProgress",
@@ -91,7 +93,7 @@ start_option = click.option(
 prefix_option = click.option(
     "--prefix-cache-blocks",
     "cache_blocks",
-    type=click.IntRange(min=1),
+    type=rule_type(KV_CACHE_BLOCKS),
     default=DEFAULT_CACHE_BLOCKS,
     show_default=True,
     help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "

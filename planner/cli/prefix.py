@@ -17,24 +17,18 @@ from planner.cli._capacity.options import (
     usage_error,
     with_model_options,
 )
-from planner.cli._common import echo_json
+from planner.cli._common import NumberList, echo_json, rule_type
 from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import deployment_name, study
 from planner.kvcache.simulate import Engine, Routing, ServiceRates, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
+from planner.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS, REPLICAS
 
-__all__ = ["COMMANDS", "prefix"]
+__all__ = ["COMMANDS", "MAX_REPLICA_COUNTS", "prefix"]
 
-
-def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
-    try:
-        out = sorted({int(v) for v in value.split(",") if v.strip()})
-    except ValueError:
-        raise click.BadParameter(f"a comma-separated list of whole numbers, got {value!r}") from None
-    if not out or out[0] < 1:
-        raise click.BadParameter("each replica count must be at least 1")
-    return out
+MAX_REPLICA_COUNTS = 16  # --replicas: each count is replayed under every routing, one more than the last too
+_SHOWN_REJECTS, _JSON_REJECTS = 5, 20  # rejected lines named in the text and in --json, as `logs summarize` does
 
 
 def _pct(x: float) -> str:
@@ -51,7 +45,7 @@ def _num(x: float | None, unit: str = "") -> str:
 @click.option("--gpu", "gpu_key", default="H100", show_default=True, help="GPU preset key (assets/gpus.toml).")
 @click.option(
     "--gpus-per-replica",
-    type=click.IntRange(min=1),
+    type=rule_type(GPUS_PER_REPLICA),
     default=None,
     help="GPUs a replica spans (tensor parallel; default: the fewest that hold the weights and some KV).",
 )
@@ -59,7 +53,11 @@ def _num(x: float | None, unit: str = "") -> str:
 @click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
 @usable_fraction_option
 @click.option(
-    "--replicas", default="1,2,3", show_default=True, callback=_int_list, help="Replica counts, comma-separated."
+    "--replicas",
+    type=NumberList(REPLICAS, max_items=MAX_REPLICA_COUNTS),
+    default="1,2,3",
+    show_default=True,
+    help=f"Replica counts, comma-separated: up to {MAX_REPLICA_COUNTS}, each {REPLICAS.describe()}.",
 )
 @click.option(
     "--routing",
@@ -85,7 +83,7 @@ def _num(x: float | None, unit: str = "") -> str:
 )
 @click.option(
     "--block-tokens",
-    type=click.IntRange(min=1),
+    type=rule_type(KV_BLOCK_TOKENS),
     default=None,
     help="Tokens a KV block holds (default: 512 for hash_ids traces, 16 — vLLM's — for chat text).",
 )

@@ -21,6 +21,7 @@ from planner.cli._log_input import (
 from planner.interactions import interactions
 from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
+from planner.validate import GPUS_PER_REPLICA, OutOfRange
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
@@ -30,20 +31,25 @@ __all__ = ["COMMANDS"]
 
 
 def _kv_from_gpu(ctx: click.Context, param: click.Parameter, value: str | None) -> KvCapacity | None:
-    """MODEL@GPU[:GPUS] → the KV capacity of one replica, in the hash_ids' 512-token blocks."""
+    """MODEL@GPU[:GPUS] → the KV capacity of one replica, in the hash_ids' 512-token blocks. GPUS follows
+    planner.validate's GPUS_PER_REPLICA; a bad or empty count is a usage error naming the option (exit 2)."""
     if value is None:
         return None
     model_key, at, rest = value.partition("@")
-    gpu_key, _, n = rest.partition(":")
-    if not at or not model_key or not gpu_key or (n and not n.isdigit()):
+    gpu_key, colon, n = rest.partition(":")
+    if not at or not model_key or not gpu_key or (colon and not n.strip()):
         raise click.BadParameter(f"{value!r} is not MODEL@GPU[:GPUS] (e.g. llama-3.1-70b@H100:4)")
+    try:
+        gpus = int(GPUS_PER_REPLICA.parse(n)) if colon else None
+    except OutOfRange as exc:
+        raise click.BadParameter(f"GPUS in {value!r}: {exc.reason}") from None
     model = next((m for m in P.models() if m.key.lower() == model_key.lower()), None)
     gpu = next((g for g in P.gpus() if g.key.lower() == gpu_key.lower()), None)
     if model is None or gpu is None:
         known = ", ".join(m.key for m in P.models()) if model is None else ", ".join(g.key for g in P.gpus())
         raise click.BadParameter(f"unknown {'model' if model is None else 'GPU'} in {value!r}; known: {known}")
     try:
-        return kv_capacity(model, gpu, gpus_per_replica=int(n) if n else None, block_tokens=MOONCAKE_BLOCK_TOKENS)
+        return kv_capacity(model, gpu, gpus_per_replica=gpus, block_tokens=MOONCAKE_BLOCK_TOKENS)
     except CapacityError as exc:
         raise click.BadParameter(str(exc)) from None
 

@@ -15,6 +15,7 @@ from planner.capacity.gpufit import TP_DEGREES, kv_bytes_per_token
 from planner.capacity.prefill import estimate
 from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.capacity.weights import checkpoint_gb
+from planner.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS
 
 __all__ = [
     "ASSUMED_MS_PER_TOKEN",
@@ -71,12 +72,20 @@ def kv_capacity(
     """The KV capacity of one replica of `model` on `gpus_per_replica` × `gpu` (default: the smallest tensor-parallel
     degree whose memory holds the weights and at least one block).
 
-    Raises CapacityError when the weights leave no room for KV, or for a bad fraction, reserve or block size.
+    Raises CapacityError when the weights leave no room for KV, or for a bad fraction, reserve, GPU count or block
+    size (the counts by planner.validate's GPUS_PER_REPLICA and KV_BLOCK_TOKENS).
     """
     if not 0 < usable_fraction <= 1:
         raise CapacityError(f"usable memory fraction must be in (0, 1], got {usable_fraction:g}")
-    if reserve_gb < 0 or block_tokens < 1:
-        raise CapacityError("the reserve must be ≥ 0 GB and a block at least 1 token")
+    if reserve_gb < 0:
+        raise CapacityError(f"the reserve must be ≥ 0 GB, got {reserve_gb:g}")
+    for what, rule, value in (
+        ("GPUs per replica", GPUS_PER_REPLICA, gpus_per_replica),
+        ("a KV block's tokens", KV_BLOCK_TOKENS, block_tokens),
+    ):
+        why = None if value is None else rule.problem(value)
+        if why is not None:
+            raise CapacityError(f"{what} {why}")
     weights = checkpoint_gb(model.params_b, weight_dtype)
     per_token = kv_bytes_per_token(model, kv_dtype)
     per_gpu = gpu.hbm_gb * usable_fraction
@@ -90,8 +99,6 @@ def kv_capacity(
             raise CapacityError(
                 f"{model.label} ({weight_dtype}, {weights:,.1f} GB) leaves no KV room on {TP_DEGREES[-1]}× {gpu.label}"
             )
-    elif gpus_per_replica < 1:
-        raise CapacityError(f"a replica needs at least one GPU, got {gpus_per_replica}")
     tokens = tokens_on(gpus_per_replica)
     if tokens < block_tokens:
         raise CapacityError(

@@ -24,7 +24,7 @@ from typing import Any
 
 from planner.errors import PlannerError
 from planner.provenance import Figure
-from planner.validate import USD_PER_MTOK, Rule
+from planner.validate import GPUS_PER_REPLICA, MIN_REPLICAS, REPLICAS, USD_PER_MTOK, Rule
 
 __all__ = [
     "DEDICATED_KEYS",
@@ -192,10 +192,10 @@ KEY_RULES: dict[str, Rule] = {
     "window": Rule(0, 30 * 86_400, "s"),
     "cold": Rule(0, 86_400, "s"),
     "slots": Rule(1, 4096, integer=True),
-    "max": Rule(1, 1000, integer=True),
-    "min": Rule(0, 1000, integer=True),
-    "replicas": Rule(1, 1000, integer=True),
-    "gpus": Rule(1, 1024, integer=True),
+    "max": REPLICAS,
+    "min": MIN_REPLICAS,
+    "replicas": REPLICAS,
+    "gpus": GPUS_PER_REPLICA,
     "prefill": Rule(0.01, 1e9, "tokens/s"),
     "decode": Rule(0.01, 1e9, "tokens/s"),
     "rtt": Rule(0, 60_000, "ms"),

@@ -1,8 +1,9 @@
 """Every numeric option of every command, fuzzed: exit 0 or 2, never a traceback, never "nan"/"inf" in the output.
 
 The options are enumerated from the click command tree (tests/support/cli_tree.py), so a new command or option is
-covered without touching this file. Commands that serve or probe the network are fuzzed through parsing only;
-the others run to completion on tiny inputs and a temp database.
+covered without touching this file; a new whole-number option (a count) must also declare its largest value.
+Commands that serve or probe the network are fuzzed through parsing only; the others run to completion on tiny
+inputs and a temp database.
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cli import cli
-from planner.cli._common import BoundedFloat, BoundedInt
+from planner.cli._common import BoundedFloat, BoundedInt, NumberList
 from planner.store import open_store
-from tests.support.cli_tree import BASE_ARGS, NO_RUN, PARSE_ARGS, numeric_options, write_tiny_log
+from planner.validate import MAX_MAGNITUDE
+from tests.support.cli_tree import (
+    BASE_ARGS,
+    COUNTS_CHECKED_ELSEWHERE,
+    NO_RUN,
+    PARSE_ARGS,
+    count_types,
+    declared_max,
+    numeric_options,
+    write_tiny_log,
+)
 
 OPTIONS = numeric_options()
 # The attacks of the issue, then the edges of every range.
@@ -65,7 +76,24 @@ def test_every_numeric_option_is_bounded():
     assert len(OPTIONS) > 80
     for path, _cmd, param in OPTIONS:
         inner = param.type.types if isinstance(param.type, click.Tuple) else [param.type]
-        assert all(isinstance(t, (BoundedFloat, BoundedInt)) for t in inner), (path, param.name, param.type)
+        assert all(isinstance(t, (BoundedFloat, BoundedInt, NumberList)) for t in inner), (path, param.name, param.type)
+
+
+def test_every_count_declares_its_largest_value():
+    """A whole-number option is a count (replicas, GPUs, layers, blocks, tokens …): it states the largest value a
+    real deployment could need (a planner.validate Rule, or an IntRange with a max), not only the default magnitude
+    bound of 10¹², which `prefix --replicas` (3.3 GB of caches) and `--kv-from-gpu …:2^63` showed is no bound."""
+    counts = [(path, param, t) for path, _cmd, param in OPTIONS for t in count_types(param)]
+    found = {(path, param.name) for path, param, _t in counts}
+    assert {("prefix", "replicas"), ("prefix", "d_model"), ("gpu-fit", "layers"), ("cost", "max_replicas")} <= found
+    assert set(COUNTS_CHECKED_ELSEWHERE) <= found  # no exemption outlives its option
+    open_ended = [
+        (path, param.name, declared_max(t))
+        for path, param, t in counts
+        if (path, param.name) not in COUNTS_CHECKED_ELSEWHERE
+        and (declared_max(t) is None or declared_max(t) >= MAX_MAGNITUDE)
+    ]
+    assert open_ended == []
 
 
 def _args(path: str, param: click.Parameter, value: str, env: dict) -> list[str]:

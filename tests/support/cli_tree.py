@@ -1,5 +1,6 @@
-"""The numeric options of the whole `ttft-planner` command tree, and a base invocation per command that
-runs quickly without a network or a server (used by the numeric fuzz test)."""
+"""The numeric options of the whole `ttft-planner` command tree (list options typed NumberList among them), the
+whole-number ones that must each declare their largest value, and a base invocation per command that runs quickly
+without a network or a server (used by the numeric fuzz test)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,18 @@ import click
 
 from planner.asset_files import assets_dir
 from planner.cli import cli
+from planner.cli._common import NumberList
 
-__all__ = ["BASE_ARGS", "NO_RUN", "PARSE_ARGS", "numeric_options", "write_tiny_log"]
+__all__ = [
+    "BASE_ARGS",
+    "COUNTS_CHECKED_ELSEWHERE",
+    "NO_RUN",
+    "PARSE_ARGS",
+    "count_types",
+    "declared_max",
+    "numeric_options",
+    "write_tiny_log",
+]
 
 MOONCAKE = assets_dir() / "sample_logs" / "mooncake_conversation.jsonl"  # hash_ids: a prefix trace
 SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3"
@@ -49,8 +60,40 @@ PARSE_ARGS: dict[str, list[str]] = {
 }
 
 
+# Whole-number options that declare no largest value of their own, and why that is safe: every other whole number
+# a command takes is a count (replicas, GPUs, layers, blocks, …) and states its range (a planner.validate Rule).
+COUNTS_CHECKED_ELSEWHERE: dict[tuple[str, str], str] = {
+    ("logs delete", "upload_id"): "an id looked up in the store, not a count",
+    ("endpoints add", "prompt_tokens"): "planner.endpoints checks it with PROMPT_TOKENS",
+    ("endpoints add", "max_tokens"): "planner.endpoints checks it with PROBE_MAX_TOKENS",
+    ("endpoints edit", "prompt_tokens"): "planner.endpoints checks it with PROMPT_TOKENS",
+    ("endpoints edit", "max_tokens"): "planner.endpoints checks it with PROBE_MAX_TOKENS",
+}
+
+
+def _inner(t: click.ParamType) -> list[click.ParamType]:
+    return list(t.types) if isinstance(t, click.Tuple) else [t]
+
+
+def count_types(param: click.Parameter) -> list[click.ParamType]:
+    """The whole-number types of a parameter: int types, and NumberLists of a whole-number rule."""
+    return [
+        t
+        for t in _inner(param.type)
+        if isinstance(t, click.types.IntParamType) or (isinstance(t, NumberList) and t.rule.integer)
+    ]
+
+
+def declared_max(t: click.ParamType) -> float | None:
+    """The largest value a whole-number type declares (its IntRange's max, its NumberList rule's top end); None when
+    it declares none (only the default magnitude bounds it)."""
+    if isinstance(t, NumberList):
+        return t.rule.hi
+    return getattr(t, "max", None)
+
+
 def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
-    """(command path, command, parameter) for every int/float parameter in the tree."""
+    """(command path, command, parameter) for every int/float parameter in the tree, and every NumberList."""
     out = []
 
     def walk(cmd: click.Command, path: list[str]) -> None:
@@ -60,12 +103,10 @@ def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
                 walk(cmd.get_command(ctx, name), path + [name])
             return
         for p in cmd.params:
-            t = p.type
-            inner = t.types if isinstance(t, click.Tuple) else [t]
             if any(
                 getattr(x, "name", "") in ("float", "integer")
-                or isinstance(x, (click.types.FloatParamType, click.types.IntParamType))
-                for x in inner
+                or isinstance(x, (click.types.FloatParamType, click.types.IntParamType, NumberList))
+                for x in _inner(p.type)
             ):
                 out.append((" ".join(path), cmd, p))
 

@@ -10,7 +10,8 @@ from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, break_even, summarize
 from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import by_key, non_negative, usage_error
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
+from planner.validate import GPUS_PER_REPLICA, MIN_REPLICAS, REPLICAS
 
 __all__ = ["cost"]
 
@@ -24,7 +25,7 @@ __all__ = ["cost"]
 )
 @click.option(
     "--gpus-per-replica",
-    type=click.IntRange(1, 1024),
+    type=rule_type(GPUS_PER_REPLICA),
     default=1,
     show_default=True,
     help="GPUs in one replica/node (node size).",
@@ -89,12 +90,12 @@ __all__ = ["cost"]
 )
 @click.option(
     "--min-replicas",
-    type=click.IntRange(0, 1000),
+    type=rule_type(MIN_REPLICAS),
     default=0,
     show_default=True,
     help="Minimum warm replicas (hybrid base lower bound).",
 )
-@click.option("--max-replicas", type=click.IntRange(1, 1000), default=8, show_default=True, help="Maximum replicas.")
+@click.option("--max-replicas", type=rule_type(REPLICAS), default=8, show_default=True, help="Maximum replicas.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def cost(
     gpu_usd_per_hour,

@@ -15,7 +15,8 @@ from planner.cli._capacity.options import (
     usage_error,
     with_model_options,
 )
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
+from planner.validate import CONTEXT_TOKENS, SEQUENCES
 
 __all__ = ["gpu_fit"]
 
@@ -32,12 +33,12 @@ __all__ = ["gpu_fit"]
 @click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
 @click.option(
     "--context-tokens",
-    type=click.IntRange(min=1),
+    type=rule_type(CONTEXT_TOKENS),
     default=32_768,
     show_default=True,
     help="Tokens in flight per sequence.",
 )
-@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True, help="Concurrent sequences.")
+@click.option("--sequences", type=rule_type(SEQUENCES), default=1, show_default=True, help="Concurrent sequences.")
 @usable_fraction_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def gpu_fit(

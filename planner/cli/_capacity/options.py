@@ -12,6 +12,8 @@ import click
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import BYTES_PER_PARAM
+from planner.cli._common import rule_type
+from planner.validate import MODEL_HEAD_DIM, MODEL_HEADS, MODEL_LAYERS, MODEL_PARAMS_B, MODEL_WIDTH
 
 __all__ = [
     "DTYPES",
@@ -86,9 +88,6 @@ def model_from_options(options: ModelOptions, *, need_d_model: bool = False) -> 
         raise click.UsageError(
             "give --model KEY, or all of --params-b --layers --kv-heads --head-dim for a custom model"
         )
-    for name, v in zip(("--params-b", "--layers", "--kv-heads", "--head-dim"), custom, strict=True):
-        if v <= 0:
-            raise click.BadParameter("must be greater than 0", param_hint=name)
     if need_d_model and not d_model:
         raise click.UsageError("the prefill model of a custom model needs --d-model (its hidden size)")
     return P.ModelSpec("custom", "custom model", params_b, layers, kv_heads, head_dim, d_model or 0)
@@ -96,11 +95,12 @@ def model_from_options(options: ModelOptions, *, need_d_model: bool = False) -> 
 
 _MODEL_OPTIONS = [
     click.option("--model", "model_key", help="Model preset key from assets/models.toml (e.g. llama-3.1-70b)."),
-    click.option("--params-b", type=float, help="Custom model: parameters (billions)."),
-    click.option("--layers", type=int, help="Custom model: transformer layers."),
-    click.option("--kv-heads", type=int, help="Custom model: KV heads."),
-    click.option("--head-dim", type=int, help="Custom model: head dimension."),
-    click.option("--d-model", type=int, help="Custom model: hidden size (prefill attention term)."),
+    # Each shape option is kept by its planner.validate rule (the range shows in --help): exit 2 naming it.
+    click.option("--params-b", type=rule_type(MODEL_PARAMS_B), help="Custom model: parameters (billions)."),
+    click.option("--layers", type=rule_type(MODEL_LAYERS), help="Custom model: transformer layers."),
+    click.option("--kv-heads", type=rule_type(MODEL_HEADS), help="Custom model: KV heads."),
+    click.option("--head-dim", type=rule_type(MODEL_HEAD_DIM), help="Custom model: head dimension."),
+    click.option("--d-model", type=rule_type(MODEL_WIDTH), help="Custom model: hidden size (prefill attention term)."),
 ]
 
 

@@ -19,8 +19,9 @@ from planner.cli._capacity.options import (
     usage_error,
     with_model_options,
 )
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
 from planner.interactions import interactions
+from planner.validate import GPUS_PER_REPLICA
 
 __all__ = ["prefill"]
 
@@ -31,7 +32,7 @@ __all__ = ["prefill"]
 @click.option(
     "--gpus",
     "gpu_count",
-    type=click.IntRange(1, 1024),
+    type=rule_type(GPUS_PER_REPLICA),
     default=1,
     show_default=True,
     help="GPUs working on one prompt (tensor parallel).",

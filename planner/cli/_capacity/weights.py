@@ -16,7 +16,8 @@ from planner.capacity.weights import (
     rate_from_row,
 )
 from planner.cli._capacity.options import DTYPES, by_key, non_negative, usage_error
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
+from planner.validate import MODEL_PARAMS_B
 
 __all__ = ["weights"]
 
@@ -24,7 +25,7 @@ __all__ = ["weights"]
 @click.command()
 @click.option(
     "--params-b",
-    type=click.FloatRange(0, min_open=True),
+    type=rule_type(MODEL_PARAMS_B),
     multiple=True,
     help="Parameters in billions (repeatable). Default: the 8B–1T projection.",
 )
