@@ -113,7 +113,8 @@ def prefix(
 ) -> None:
     """Prefix reuse under memory pressure: KV cache hit rate, uncached p95 and prefill p95 by routing and replicas.
 
-    FILE is a JSON Lines trace: Mooncake/AIPerf hash_ids, or chat logs with message text. First the share of
+    FILE is a JSON Lines trace (plain, .gz or .zst, read as `logs summarize` reads a file: a line it cannot use
+    is named and the rest read): Mooncake/AIPerf hash_ids, or chat logs with message text. First the share of
     prompt tokens that repeat an earlier prefix; then, for the deployment (--model on --gpu), the KV cache hit
     rate, uncached prompt p95 and predicted prefill p95 per routing policy and replica count, the capacity
     where cache pressure stops eroding reuse (the knee), and one sentence to forward.
@@ -167,6 +168,11 @@ def prefix(
             {
                 "file": str(file),
                 "requests": len(trace.requests),
+                "n_rejected": trace.n_rejected,
+                "rejected": [
+                    {"source": r.source, "line_no": r.line_no, "reason": r.reason}
+                    for r in trace.rejected[:_JSON_REJECTS]
+                ],
                 "sessions": len({r.session for r in trace.requests if r.session is not None}),
                 "prefix_source": trace.source,
                 "approximate": trace.approximate,
@@ -185,6 +191,11 @@ def prefix(
         return
     sessions = len({r.session for r in trace.requests if r.session is not None})
     click.echo(f"{len(trace.requests):,} requests, {sessions:,} sessions; prefix identity from {trace.source}")
+    if trace.n_rejected:
+        click.echo(
+            f"{trace.n_rejected:,} line{'' if trace.n_rejected == 1 else 's'} rejected, first: "
+            + "; ".join(str(r) for r in trace.rejected[:_SHOWN_REJECTS])
+        )
     click.echo(
         f"reuse ceiling: {ceiling:.1%} of prompt tokens repeat an earlier request's prefix"
         + (f" ({within:.1%} within the same session)" if sessions else "")

@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
+from planner.kvcache.fields import arrival_ms, block_hashes, counts, session_of
+from planner.logs.limits import load_source
+from planner.logs.records import Reject, RejectedLine
+from planner.logs.splitting import Collector, decode_bom, split_records
 from planner.logs.tokenize import CHARS_PER_TOKEN, TokenCounter, message_text
 
 __all__ = [
@@ -35,11 +39,11 @@ __all__ = [
 ]
 
 MOONCAKE_BLOCK_TOKENS = 512
-_SESSION_KEYS = ("session_id", "conversation_id", "thread_id")  # top level or under `metadata`
 
 
 class PrefixTraceError(PlannerError, ValueError):
-    """A trace that gives no prompt identity (no hash_ids, messages or prompt text), naming file and line."""
+    """A trace none of whose records can be used, or a file that cannot be read at all (too large, a bomb, not a
+    regular file, not JSON); the message names the file and, for records, the first rejected lines."""
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,15 @@ class PrefixRequest:
 
 @dataclass(frozen=True)
 class PrefixTrace:
+    """The requests read, in arrival order, and the lines that were not (the first MAX_REJECTED_KEPT of them
+    named, all of them counted)."""
+
     requests: tuple[PrefixRequest, ...]
     block_tokens: int
     source: str  # how the prefix identity was made, for the page and the command's provenance line
     approximate: bool  # True when blocks were cut from text at ≈ 4 characters a token
+    rejected: tuple[RejectedLine, ...] = ()
+    n_rejected: int = 0
 
 
 def _h(prev: int, payload: bytes) -> int:
@@ -85,48 +94,6 @@ def chain_text(text: str, block_tokens: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _session(rec: dict[str, Any]) -> str | None:
-    meta = rec.get("metadata")
-    for where in (rec, meta if isinstance(meta, dict) else {}):
-        for key in _SESSION_KEYS:
-            if where.get(key) not in (None, ""):
-                return str(where[key])
-    return None
-
-
-def _ts_ms(value: Any, line: int, label: str) -> int:
-    import datetime as dt
-
-    if isinstance(value, bool) or value is None:
-        raise PrefixTraceError(f"{label}:{line}: no timestamp")
-    if isinstance(value, (int, float)):
-        v = float(value)
-        return int(v if v > 1e11 or v < 1e9 else v * 1000)  # seconds since 1970, or ms (Mooncake: ms from start)
-    try:
-        when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise PrefixTraceError(f"{label}:{line}: timestamp {value!r} is not a number or an ISO time") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp() * 1000)
-
-
-def _records(text: str, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    if text.lstrip().startswith("["):
-        for i, rec in enumerate(json.loads(text), 1):
-            yield i, rec
-        return
-    for i, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PrefixTraceError(f"{label}:{i}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise PrefixTraceError(f"{label}:{i}: a JSON object per line expected")
-            yield i, rec
-
-
 def _prompt(rec: dict[str, Any]) -> Any:
     for key in ("messages", "prompt", "input"):
         if key in rec:
@@ -135,50 +102,115 @@ def _prompt(rec: dict[str, Any]) -> Any:
     return _prompt(body) if isinstance(body, dict) else None
 
 
+def _request(rec: dict[str, Any], hashed: bool, size: int, counter: TokenCounter | None) -> PrefixRequest:
+    """One record as a request (`hashed`: by its hash_ids; else by its prompt text, in blocks of `size` tokens);
+    raises Reject naming what it lacks or what a field held."""
+    ts, session = arrival_ms(rec), session_of(rec)
+    if hashed:
+        if "hash_ids" not in rec:
+            raise Reject("no hash_ids, as the trace's first record has")
+        blocks = block_hashes(rec["hash_ids"])
+        prompt, output = counts(rec, "input_length", ("output_length",))
+        return PrefixRequest(ts, session, prompt, blocks[: prompt // size], output)
+    value = _prompt(rec)
+    if value is None and "hash_ids" in rec:
+        raise Reject("hash_ids but no prompt text, as the trace's first record has: a trace is one or the other")
+    if value is None:
+        raise Reject("no hash_ids, messages or prompt text to tell the prefix by")
+    _, output = counts(rec, None, ("output_tokens", "completion_tokens"))
+    text = message_text(value)
+    if counter is not None and not counter.estimated:
+        ids = counter.token_ids(text)
+        return PrefixRequest(ts, session, len(ids), chain_tokens(ids, size), output)
+    return PrefixRequest(ts, session, (counter or TokenCounter()).count(text), chain_text(text, size), output)
+
+
+def _label(trace_file: Path | tuple[str, bytes]) -> str:
+    return trace_file.name if isinstance(trace_file, Path) else str(trace_file[0])
+
+
+def _records(trace_file: Path | tuple[str, bytes], out: Collector, max_bytes: int | None) -> Iterator[tuple[int, dict]]:
+    """The file's numbered JSON records, opened as the log reader opens a file (planner.logs.limits.load_source:
+    .gz / .zst inflated under the size and bomb caps; planner.logs.splitting: BOM / UTF-16 decoding, and a line
+    that is not JSON, not UTF-8 or nested too deeply rejected into `out`, named). Raises PrefixTraceError when the
+    file cannot be read at all."""
+    label = _label(trace_file)
+    try:
+        name, data = load_source(trace_file, max_bytes)
+    except (ValueError, OSError) as exc:  # TooLarge, a corrupt .gz / .zst, not a regular file, unreadable
+        why = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
+        raise PrefixTraceError(why if why.startswith(label) else f"{label}: {why}") from None
+    data = decode_bom(data)
+    if not data.strip():
+        raise PrefixTraceError(f"{name}: no records")
+    found = split_records(data, name, out)
+    if found is None:
+        raise PrefixTraceError(f"{name}: not JSON: a prefix trace is JSON Lines (hash_ids, or messages or prompt text)")
+    return found[1]
+
+
+def _nothing_read(label: str, out: Collector) -> str:
+    """Why a trace gave no request: its first rejected lines, or that it held no records."""
+    if not out.n_rejected:
+        return f"{label}: no records"
+    if all(r.line_no == 0 for r in out.rejected):  # the file as a whole (a JSON array that does not parse)
+        return "; ".join(str(r) for r in out.rejected[:3])
+    first = "; ".join(str(r) for r in out.rejected[:3])
+    lines = f"{out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'}"
+    return f"{label}: no request could be read; {lines} rejected, first: {first}"
+
+
 def read_prefix_trace(
-    trace_file: Path | tuple[str, bytes], block_tokens: int | None = None, counter: TokenCounter | None = None
+    trace_file: Path | tuple[str, bytes],
+    block_tokens: int | None = None,
+    counter: TokenCounter | None = None,
+    max_bytes: int | None = None,
 ) -> PrefixTrace:
     """The requests of a JSON Lines (or JSON array) trace with their prompt identity. `trace_file`: a path, or a (file
-    name, bytes) pair as read_logs takes an upload (read in memory, nothing written).
+    name, bytes) pair as read_logs takes an upload (read in memory, nothing written); plain, .gz or .zst, opened
+    as `logs summarize` opens it (the same size cap, `max_bytes`, default planner.logs.limits.DEFAULT_MAX_BYTES, and
+    the same bomb and nesting limits).
 
     Mooncake/AIPerf records (`hash_ids`, `input_length`, `output_length`, `timestamp` in ms) keep their 512-token
     blocks; chat records (`messages`, or `prompt`/`input` text, under `request`/`body` too) are hashed from their
-    text: exact token blocks when `counter` holds a real tokenizer, else blocks of ≈ 4 characters a token.
-    Sessions come from session_id / conversation_id / thread_id (top level or in `metadata`).
+    text: exact token blocks when `counter` holds a real tokenizer, else blocks of ≈ 4 characters a token. The
+    first readable record decides which (hash_ids, or text). Sessions come from session_id / conversation_id /
+    thread_id (top level or in `metadata`).
 
-    Raises PrefixTraceError naming the file and line of a record with neither.
+    A record that cannot be used (not JSON, not UTF-8, too deeply nested, no prompt identity, a hash that is not a
+    whole number, a bad time or count) is a rejected line in the result, named by file and line; the rest is read.
+    Raises PrefixTraceError naming the file when it cannot be read at all or no record can be used.
     """
-    label, data = (trace_file.name, trace_file.read_bytes()) if isinstance(trace_file, Path) else trace_file
-    recs = list(_records(data.decode("utf-8-sig"), label))
-    if not recs:
-        raise PrefixTraceError(f"{label}: no records")
-    mooncake = all("hash_ids" in r for _, r in recs)
+    label = _label(trace_file)
+    out = Collector()
     exact = counter is not None and not counter.estimated
-    size = block_tokens or (MOONCAKE_BLOCK_TOKENS if mooncake else 16)
-    out = []
-    for line, rec in recs:
-        ts = _ts_ms(rec.get("timestamp", rec.get("created", rec.get("startTime"))), line, label)
-        if mooncake:
-            prompt, blocks = int(rec.get("input_length", 0)), tuple(int(h) for h in rec["hash_ids"])
-            full = prompt // size
-            out.append(PrefixRequest(ts, _session(rec), prompt, blocks[:full], int(rec.get("output_length", 0))))
-            continue
-        value = _prompt(rec)
-        if value is None:
-            raise PrefixTraceError(f"{label}:{line}: no hash_ids, messages or prompt text to tell the prefix by")
-        text = message_text(value)
-        if exact and counter is not None:
-            ids = counter.token_ids(text)
-            prompt, blocks = len(ids), chain_tokens(ids, size)
-        else:
-            prompt, blocks = (counter or TokenCounter()).count(text), chain_text(text, size)
-        output = rec.get("output_tokens", rec.get("completion_tokens", 0))
-        out.append(PrefixRequest(ts, _session(rec), prompt, blocks, int(output or 0)))
-    out.sort(key=lambda r: r.ts_ms)
-    if mooncake:
+    hashed: bool | None = None  # decided by the first readable record
+    size = 0
+    requests = []
+    for line, rec in _records(trace_file, out, max_bytes):
+        if hashed is None:
+            hashed = "hash_ids" in rec
+            size = block_tokens or (MOONCAKE_BLOCK_TOKENS if hashed else 16)
+        try:
+            requests.append(_request(rec, hashed, size, counter))
+        except Reject as exc:
+            out.reject(label, line, str(exc))
+        except RecursionError:
+            out.reject(label, line, "nested too deeply to be a log record")
+    if not requests:
+        raise PrefixTraceError(_nothing_read(label, out))
+    requests.sort(key=lambda r: r.ts_ms)
+    if hashed:
         source = f"hash_ids ({size}-token blocks)"
     elif exact and counter is not None:
         source = f"message text, {counter.label} ({size}-token blocks)"
     else:
         source = f"message text cut at ≈ {CHARS_PER_TOKEN:g} characters a token ({size}-token blocks, an estimate)"
-    return PrefixTrace(tuple(out), size, source, approximate=not mooncake and not exact)
+    return PrefixTrace(
+        tuple(requests),
+        size,
+        source,
+        approximate=not hashed and not exact,
+        rejected=tuple(out.rejected),
+        n_rejected=out.n_rejected,
+    )

@@ -239,5 +239,7 @@ def test_an_upload_is_read_from_memory_never_stored_nor_its_text_shown(app, tmp_
     bad = b'{"timestamp": 1, "hash_ids": [1], "input_length": 600}\nnot json\n'
     app.file_uploader(key="cap_px_file").set_value([("broken.jsonl", bad, "application/jsonl")]).run()
     assert not app.exception
-    assert any(e.startswith("Cannot read that trace: broken.jsonl:2: not JSON") for e in texts(app, "error"))
+    # the bad line is named among the rejected lines, as on the Logs page, and the good one read (issue 42 item 17)
+    assert [e.label for e in app.expander if "rejected" in e.label] == ["1 line rejected"]
+    assert any(c.startswith("broken.jsonl: 1 requests") for c in texts(app, "caption")), texts(app, "caption")
     assert os.listdir(spool) == []

@@ -67,8 +67,12 @@ def test_a_record_without_prompt_identity_is_named_by_file_and_line(tmp_path):
         tmp_path / "t.jsonl",
         [{"timestamp": 0, "messages": [{"role": "user", "content": "hi"}]}, {"timestamp": 1, "x": 1}],
     )
-    with pytest.raises(PrefixTraceError, match=r"t\.jsonl:2: no hash_ids, messages or prompt text"):
-        read_prefix_trace(path)
+    trace = read_prefix_trace(path)  # the line is rejected, named, and the rest read (issue 42 item 17)
+    assert len(trace.requests) == 1 and trace.n_rejected == 1
+    assert str(trace.rejected[0]) == "t.jsonl:2: no hash_ids, messages or prompt text to tell the prefix by"
+    only = _chat(tmp_path / "only.jsonl", [{"timestamp": 1, "x": 1}])
+    with pytest.raises(PrefixTraceError, match=r"only\.jsonl:1: no hash_ids, messages or prompt text"):
+        read_prefix_trace(only)
 
 
 def test_kv_capacity_of_two_real_models_against_the_hand_figures():

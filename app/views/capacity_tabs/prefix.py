@@ -9,7 +9,6 @@ prefix` does (planner/cli/prefix.py). Its button hands the chosen routing's unca
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,6 +44,8 @@ _ABOUT = {
     "blocks, no session ids (assets/sample_logs/README.md).",
 }
 _UPLOAD = "upload"
+_UPLOAD_TYPES = ["jsonl", "ndjson", "json", "gz", "zst"]  # what planner.kvcache.chains reads (.gz / .zst inflated)
+_SHOWN_REJECTS = 50  # rejected lines listed, as the Logs page lists them
 #: The prompt at which a modelled prefill rate is read, as the CLI does (planner/cli/prefix.py keeps it private).
 #: The rate assumed for a model without a width (no FLOPs model) and no typed slope: the simulator's default.
 _DEFAULT_MODEL, _DEFAULT_GPU, _DEFAULT_REPLICAS = "qwen2.5-coder-32b", "L40S", 2
@@ -96,13 +97,10 @@ def _study(
 
 
 def _read_error(exc: Exception) -> str:
-    """Why a trace could not be read, without quoting its content."""
+    """Why a trace could not be read, without quoting its content: the reader's own words (it names the file and
+    its first rejected lines), else what a trace needs."""
     if isinstance(exc, PrefixTraceError):
         return str(exc)
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    if isinstance(exc, json.JSONDecodeError):  # a JSON array that does not parse
-        return f"not JSON ({exc.msg})"
     return (
         "a record this tab cannot read: each needs hash_ids with input_length (Mooncake), or messages or prompt "
         "text, and a timestamp"
@@ -127,8 +125,9 @@ def _pick_trace(left) -> TraceView | None:
             return _sample_trace(choice)
         upload = left.file_uploader(
             "JSON Lines trace (kept in memory, never stored)",
-            help="Prompt text is read for its prefix identity only: never stored, never shown.",
-            type=["jsonl", "json"],
+            help="Prompt text is read for its prefix identity only: never stored, never shown. Plain, .gz or .zst, "
+            "read as the Logs page reads a file: a line that cannot be used is named and the rest read.",
+            type=_UPLOAD_TYPES,
             key="cap_px_file",
         )
         if upload is None:
@@ -250,6 +249,15 @@ def _trace_summary(view: TraceView) -> None:
         f"{md_text(view.label)}: {present.count(len(trace.requests))} requests, "
         f"{present.count(view.sessions)} sessions; prefix identity from {md_text(trace.source)}."
     )
+    if trace.n_rejected:
+        with st.expander(
+            f"{trace.n_rejected:,} line{'' if trace.n_rejected == 1 else 's'} rejected", icon=":material/warning:"
+        ):
+            st.dataframe(
+                [{"file": r.source, "line": r.line_no, "reason": r.reason} for r in trace.rejected[:_SHOWN_REJECTS]],
+                hide_index=True,
+                key="cap_px_rejected",
+            )
     if trace.approximate:
         st.caption(
             ":material/warning: An estimate: this trace has message text and no token ids, so each prompt is cut "
