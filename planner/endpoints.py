@@ -33,6 +33,7 @@ import tomli_w
 from sqlalchemy.engine import Engine
 
 from planner import settings
+from planner.env_names import env_name_problem
 from planner.errors import PlannerError
 from planner.probes.protocols import PROTOCOLS, ProbeProtocol
 from planner.secrets_file import lookup_key
@@ -124,7 +125,6 @@ _DEFAULT_CREDENTIALS: dict[str, str] = {
     ProbeProtocol.BEDROCK: "AWS credential chain",
     ProbeProtocol.VERTEX: "Application Default Credentials",
 }
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class EndpointError(PlannerError, ValueError):
@@ -269,12 +269,8 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         raise EndpointError(
             f"timeout_s ({out['timeout_s']:g} s) must be shorter than interval_s ({out['interval_s']:g} s)", "timeout_s"
         )
-    if out["api_key_env"] and not _ENV_NAME.match(out["api_key_env"]):
-        raise EndpointError(
-            f"api_key_env must be an environment variable NAME (letters, digits, _), got {out['api_key_env']!r}; "
-            "never paste the key itself",
-            "api_key_env",
-        )
+    if out["api_key_env"] and (problem := env_name_problem(out["api_key_env"], "api_key_env")):
+        raise EndpointError(problem, "api_key_env")  # never quotes what was typed: it may be the key itself
     return out
 
 

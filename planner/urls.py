@@ -15,19 +15,30 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+import socket
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from planner.errors import PlannerError
 from planner.untrusted import mask_secret
 
-__all__ = ["MAX_URL_CHARS", "UrlError", "check_url", "mask_url_password", "redact_url"]
+__all__ = [
+    "MAX_URL_CHARS",
+    "UrlError",
+    "check_url",
+    "mask_credential",
+    "mask_url_password",
+    "redact_url",
+    "url_secrets",
+]
 
 MAX_URL_CHARS = 500
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 _HOST = re.compile(r"^[\w-]+(\.[\w-]+)*\.?$")  # letters (any script), digits, - and _; dots between labels
+# A query parameter holding a secret: the common names, any name ending in key/token/secret after a - or _, and any
+# ending in password/passwd/secret/token (libpq's sslpassword).
 _SECRET_PARAM = re.compile(
     r"^(api[-_]?key|apikey|key|token|access[-_]?token|auth|authorization|bearer|secret|client[-_]?secret|password|passwd|"
-    r"pwd|sig|signature|x[-_]api[-_]key)$|[-_](key|token|secret|password)$",
+    r"pwd|pass|sig|signature|x[-_]api[-_]key)$|[-_](key|token|secret|password)$|(password|passwd|secret|token)$",
     re.IGNORECASE,
 )
 
@@ -36,31 +47,114 @@ class UrlError(PlannerError, ValueError):
     """A URL the product will not use; the message says why and names the URL (credentials masked)."""
 
 
-def redact_url(url: str) -> str:
-    """`url` with any password (and the user name) replaced by ***, for messages;
-    unparseable input is cut to 80 chars."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is not None or parts.username is not None:
-            host = parts.netloc.rpartition("@")[2]
-            return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
-    except ValueError:
-        pass
-    if "@" in url:
-        return "***@" + url.rpartition("@")[2][:80]
-    return url
+def redact_url(url: str, *, keep_user: bool = False) -> str:
+    """`url` with every credential it carries replaced by ***, for messages and logs: the userinfo (`user:password@`;
+    with `keep_user`, `user:***@`), read the widest way any parser reads it (a password holding an unencoded `@`,
+    `/`, `?` or `#` included), and the value of every query parameter that holds a secret (libpq's `password=` and
+    `sslpassword=`, `?api_key=`, `?token=`, … as _SECRET_PARAM names them, the name percent-decoded).
+    Text without `://` but with an `@` keeps only what follows the last `@`, cut to 80 characters."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "***@" + url.rpartition("@")[2][:80] if "@" in url else url
+    end = _userinfo_end(rest)
+    if end >= 0:
+        user, colon, _password = rest[:end].partition(":")
+        shown = "***"
+        if keep_user:
+            shown = f"{user}:***" if colon else user
+        rest = f"{shown}{rest[end:]}"
+    head, q, query = rest.partition("?")
+    if not q:
+        return f"{scheme}://{rest}"
+    query, h, fragment = query.partition("#")
+    params = [_masked_param(p) for p in query.split("&")]
+    return f"{scheme}://{head}?{'&'.join(params)}{h}{fragment}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every secret `url` carries, each as written and percent-decoded, longest first: the password however a
+    parser reads it (libpq and SQLAlchemy end it at the first `@`, urllib at the last: the widest reading, and each
+    `@`-separated piece of 4+ characters, since a driver's message may quote the "host" it read after the first
+    `@`), and the value of each secret query parameter (see redact_url). [] for none."""
+    found: list[str] = []
+    _scheme, sep, rest = url.partition("://")
+    end = _userinfo_end(rest) if sep else -1
+    if end >= 0:
+        _user, colon, password = rest[:end].partition(":")
+        if colon:
+            found += [password, *(p for p in password.split("@") if len(p) >= _MIN_PIECE)]
+    query = rest[end + 1 :].partition("?")[2].partition("#")[0] if sep else ""
+    for param in query.split("&") if query else ():
+        name, eq, value = param.partition("=")
+        if eq and value and _SECRET_PARAM.search(unquote_plus(name)):
+            found.append(value)
+    decoded = [form for secret in found for form in (secret, unquote(secret), unquote_plus(secret))]
+    return sorted({s for s in decoded if s and s != "***"}, key=len, reverse=True)  # *** : already redacted
 
 
 def mask_url_password(text: str, url: str) -> str:
-    """`text` (a message that may quote `url` or parts of it) with the password `url` carries masked, as written and
-    percent-decoded; unchanged when `url` has none or cannot be parsed."""
-    try:
-        password = urlsplit(url).password or ""
-    except ValueError:
-        return text
-    for secret in (password, unquote(password)):
+    """`text` (a message that may quote `url` or parts of it: a driver's error, a host it read) with every secret
+    `url` carries (url_secrets: its password, a secret query parameter's value) masked in any encoding
+    (planner.untrusted.mask_secret); unchanged when `url` carries none."""
+    for secret in url_secrets(url):
         text = mask_secret(text, secret)
     return text
+
+
+def mask_credential(text: str, value: str | None) -> str:
+    """`text` with `value` — a credential read from the environment: a database URL, a bearer token — masked whole
+    and, where it is a URL, each secret it carries (mask_url_password), in any encoding; unchanged for None or ''."""
+    if not value:
+        return text
+    return mask_url_password(mask_secret(text, value), value)
+
+
+_MIN_PIECE = 4  # a shorter piece of a password (between two of its @) says nothing about it
+
+
+def _userinfo_end(rest: str) -> int:
+    """Where the userinfo of a URL's text after `scheme://` ends (the index of its `@`), or -1 for none.
+
+    Read the widest way: the user name holds no `:` or `/` (SQLAlchemy's rule); the password runs to the last `@`
+    before the path, query or fragment that follows the first `@`, so `reader:p@ss@host` and `reader:a/b?c@host`
+    are read whole."""
+    first = rest.find("@")
+    if first < 0 or "/" in rest[:first].partition(":")[0]:
+        return -1
+    stop = min((i for i in (rest.find(c, first) for c in "/?#") if i >= 0), default=len(rest))
+    return rest.rfind("@", 0, stop)
+
+
+def _masked_param(param: str) -> str:
+    name, eq, value = param.partition("=")
+    return f"{name}=***" if eq and value and _SECRET_PARAM.search(unquote_plus(name)) else param
+
+
+# Cloud metadata services outside the link-local range, by address and by name (AWS IPv6, Alibaba; GCP, AWS).
+_METADATA_IPS = frozenset({ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")})
+_METADATA_NAMES = frozenset(
+    {"metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+)
+_LEGACY_IPV4 = re.compile(r"^(0[xX][0-9a-fA-F]+|[0-9]+)(\.(0[xX][0-9a-fA-F]+|[0-9]+)){0,3}$")  # inet_aton's forms
+
+
+def _is_metadata_host(host: str) -> bool:
+    """Whether `host` (as urlsplit gives it: lower case, no brackets) is link-local or a cloud metadata service."""
+    name = host.lower().rstrip(".")
+    if name in _METADATA_NAMES:
+        return True
+    try:
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name)
+    except ValueError:
+        if not _LEGACY_IPV4.match(name):
+            return False
+        try:  # 0xa9fea9fe, 2852039166, 169.254.43518: spellings a resolver reads as an IPv4 address
+            ip = ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_link_local or ip in _METADATA_IPS
 
 
 def _shown(url: str) -> str:
@@ -75,11 +169,15 @@ def check_url(
     what: str = "URL",
     schemes: tuple[str, ...] = ("http", "https"),
     allow_credentials: bool = False,
+    allow_link_local: bool = False,
     max_chars: int = MAX_URL_CHARS,
 ) -> str:
     """The URL (surrounding spaces removed) when it is safe to store and request; raises UrlError otherwise.
 
-    `what` names the field in the message (e.g. 'base_url', '--proxy').
+    `what` names the field in the message (e.g. 'base_url', '--proxy'). A host in the link-local range
+    (169.254.0.0/16, fe80::/10, in any spelling a resolver takes: `0xa9fea9fe`, `::ffff:169.254.169.254`) or a cloud
+    metadata service's address or name (fd00:ec2::254, metadata.google.internal, …) is refused unless
+    `allow_link_local`: a URL pointed there would have the product fetch the machine's own credentials.
     """
     if not isinstance(url, str):
         raise UrlError(f"{what} must be text, got {type(url).__name__}")
@@ -118,6 +216,12 @@ def check_url(
             raise UrlError(f"{what} {_shown(url)}: {host!r} is not a valid IP address") from None
     elif not _HOST.match(host):
         raise UrlError(f"{what} {_shown(url)}: {host!r} is not a host name")
+    if not allow_link_local and _is_metadata_host(host):
+        raise UrlError(
+            f"{what} {_shown(url)} points at {host!r}, a link-local or cloud metadata address, which the product never "
+            "requests (a cloud machine's metadata service answers there with its credentials); give the server's own "
+            "address"
+        )
     if (user or password) and not allow_credentials:
         raise UrlError(
             f"{what} must not contain credentials (user:password@): they would be stored and shown; "

@@ -11,6 +11,7 @@ from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_
 from planner.alerts.targets import p95_targets
 from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_value, target_words
 from planner.endpoints import list_endpoints
+from planner.env_names import check_env_name, shown_env_name
 from planner.store import alerts as store
 from planner.store import database_url
 from planner.untrusted import md_text
@@ -148,7 +149,9 @@ if rules:
     st.subheader("Rules")
     for r in rules:
         where = endpoints.get(r.endpoint_id, "every endpoint") if r.endpoint_id is not None else "every endpoint"
-        channels = ", ".join(f"{c} {t}" for c, t in channels_of(r)) or "no channel (this page only)"
+        # a webhook's variable kept by an older version that did not check may be the URL itself: never shown
+        shown = [(c, shown_env_name(t, sigil="") if c == "webhook" else t) for c, t in channels_of(r)]
+        channels = ", ".join(f"{c} {t}" for c, t in shown) or "no channel (this page only)"
         with st.container(border=True):
             st.markdown(
                 f"**{md_text(r.name)}** — {md_text(condition(r))} on {md_text(where)}; "
@@ -157,7 +160,7 @@ if rules:
             )
             if r.webhook_env:
                 st.caption(
-                    f"`{md_text(r.webhook_env)}` is "
+                    f"`{md_text(shown_env_name(r.webhook_env, sigil=''))}` is "
                     + ("present" if os.environ.get(r.webhook_env) else "**missing** on this server")
                 )
             b1, b2, _ = st.columns([1, 1, 4])
@@ -226,6 +229,7 @@ with st.expander("Add a rule", expanded=not rules):
         email_to = st.text_input("E-mail to (comma-separated; SMTP from the SMTP_* settings)", key="alert_email")
         if st.form_submit_button("Add rule", disabled=not can("alert.write")) and require("alert.write"):
             try:
+                webhook_env = check_env_name(webhook_env, "The webhook URL variable", optional=True)  # never echoed
                 rule = build_rule(
                     name,
                     kind,

@@ -23,6 +23,7 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
+from planner.env_names import shown_env_name
 from planner.probes.protocols import ProbeProtocol
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
@@ -103,7 +104,7 @@ if rows:
                 "Protocol": e.protocol,
                 "Base URL": e.base_url,
                 "Model": e.model,
-                "Key env var": e.api_key_env or "—",
+                "Key env var": shown_env_name(e.api_key_env, sigil="") if e.api_key_env else "—",
                 "Interval (s)": f"{e.interval_s:,.0f}",
                 "Timeout (s)": f"{e.timeout_s:,.0f}",
                 "Prompt tokens": f"{e.prompt_tokens:,}",

@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import ArgumentError
 
+from planner.env_names import env_name_problem, mask_env_value, shown_env_name
 from planner.sources import litellm
 from planner.sources.prometheus import PrometheusError
 from planner.sources.sync import describe_prometheus, sync_source
@@ -32,8 +33,7 @@ from planner.store.sources import (
     remove_source,
     source_ttft_ms,
 )
-from planner.untrusted import mask_secret, md_text
-from planner.urls import mask_url_password
+from planner.untrusted import md_text
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
@@ -76,26 +76,26 @@ def _clean(message: str, src: SourceInfo) -> str:
     never carries a password), so only the token its variable holds is masked. A database's: every URL (the source's
     own, or its redacted form) becomes "the database in $VAR", and its password is masked."""
     if src.kind is SourceKind.PROMETHEUS:
-        text = " ".join(message.split())
-        token = os.environ.get(src.secret_ref, "") if src.secret_ref else ""
-        return (mask_secret(text, token) if token else text).rstrip(".")
-    text = _URL.sub(f"the database in ${src.secret_ref}", message)
-    dsn = os.environ.get(src.secret_ref, "")
-    return mask_url_password(mask_secret(text, dsn), dsn).rstrip(".")
+        return mask_env_value(" ".join(message.split()), src.secret_ref).rstrip(".")
+    text = _URL.sub(f"the database in {shown_env_name(src.secret_ref)}", message)
+    return mask_env_value(text, src.secret_ref).rstrip(".")
 
 
 def _problem(src: SourceInfo) -> str | None:
-    """Why the source's variable cannot be used as it is (unset, or not a PostgreSQL URL), without showing it."""
+    """Why the source's variable cannot be used as it is (no variable's name, unset, or not a PostgreSQL URL),
+    without showing it."""
+    if env_name_problem(src.secret_ref, "") is not None:
+        return f"{shown_env_name(src.secret_ref)}."
     dsn = os.environ.get(src.secret_ref, "")
     if not dsn:
         return unset(src.secret_ref)
     if not dsn.startswith(("postgresql://", "postgresql+psycopg://")):  # what litellm.connect takes
-        return f"${src.secret_ref} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
+        return f"{shown_env_name(src.secret_ref)} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
     return None
 
 
 def _not_a_url(src: SourceInfo, exc: Exception) -> str:
-    return f"${src.secret_ref} does not hold a PostgreSQL URL that can be opened ({type(exc).__name__})."
+    return f"{shown_env_name(src.secret_ref)} does not hold a PostgreSQL URL that can be opened ({type(exc).__name__})."
 
 
 def _when(ms: int | None, never: str = "—") -> str:
@@ -233,7 +233,7 @@ def _show(src: SourceInfo, result: dict) -> None:
 
 def _url_from(src: SourceInfo) -> str:
     """Where the source's URL (or token) comes from, for the table: the variable's name, never its value."""
-    var = f"${src.secret_ref}" + ("" if is_set(src.secret_ref) else " (not set on this server)")
+    var = shown_env_name(src.secret_ref) + ("" if is_set(src.secret_ref) else " (not set on this server)")
     if src.kind is SourceKind.PROMETHEUS:
         return (src.url or "") + (f", token from {var}" if src.secret_ref else "")
     return var
@@ -301,18 +301,18 @@ for s in sources:
     with st.container(border=True, key=f"sources_card_{s.id}"):  # .st-key-sources_card_<id> in the page
         pulled = s.kind.pulled  # an OTLP source is pushed to the receiver: nothing to test or sync
         if s.kind is SourceKind.PROMETHEUS:
-            token = f" · bearer token from {md_text('$' + s.secret_ref)}" if s.secret_ref else ""
+            token = f" · bearer token from {md_text(shown_env_name(s.secret_ref))}" if s.secret_ref else ""
             st.markdown(f"**{md_text(s.name)}** · {md_text(_prom_where(s))}{token}")
         else:
             secret = "URL" if pulled else "bearer token"
             st.markdown(
                 f"**{md_text(s.name)}** · {KINDS.get(s.kind, str(s.kind))} · {secret} from "
-                f"{md_text('$' + s.secret_ref)}"
+                f"{md_text(shown_env_name(s.secret_ref))}"
             )
         if not pulled:
-            st.caption(
+            st.caption(  # the source's name is outside text: md_text sets a URL in it as code, never a link
                 "Spans and the TTFT metric arrive (OTLP/HTTP) at the worker's receiver (`ttft-planner serve "
-                f"--otlp-port 4318`) or at `ttft-planner sources receive {md_text(s.name)}`."
+                f"--otlp-port 4318`) or at {md_text(f'ttft-planner sources receive {s.name}')}."
             )
         b = st.columns([1, 1, 1, 3])
         may_pull = pulled and can("source.sync")

@@ -14,6 +14,7 @@ from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.endpoints import EndpointNotFound, get_endpoint
+from planner.env_names import EnvNameError, check_env_name
 from planner.store import alerts as store
 from planner.store import audit
 
@@ -131,6 +132,10 @@ def add_cmd(
     """Add a rule NAME."""
     if interaction and worksheet:
         fail("give --interaction or --worksheet, not both", 2)
+    try:  # a webhook URL (it holds a token) pasted where its variable's name goes: refused, never echoed
+        webhook_env = check_env_name(webhook_env, "--webhook-env", optional=True)
+    except EnvNameError as exc:
+        fail(str(exc), 2)
     engine = open_engine(database_url)
     endpoint_id = None
     if endpoint:

@@ -3,11 +3,13 @@ spans), read-only, kept here."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
 from planner.sources import litellm
 from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
 from planner.sources.sync import DEFAULT_PAGE_ROWS, describe_prometheus, dsn_of, sync_source
@@ -15,6 +17,7 @@ from planner.stats import summarize
 from planner.store.source_hours import production_hours
 from planner.store.sources import (
     HourTtft,
+    SourceInfo,
     SourceKind,
     SourceNotFound,
     add_source,
@@ -23,7 +26,7 @@ from planner.store.sources import (
     remove_source,
     source_ttft_ms,
 )
-from planner.urls import UrlError, check_url
+from planner.urls import UrlError, check_url, redact_url
 
 __all__ = ["COMMANDS"]
 
@@ -32,11 +35,16 @@ def _when(ms: int | None) -> str:
     return "—" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _source(engine, name: str):
+def _source(engine, name: str, *, to_connect: bool = False):
+    """Source `name`; with `to_connect`, refused (never shown) when what it keeps as its variable is no variable's
+    name (kept by a version that did not check: most likely the secret itself)."""
     try:
-        return get_source(engine, name)
+        src = get_source(engine, name)
     except SourceNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
+    if to_connect and src.secret_ref and env_name_problem(src.secret_ref, "") is not None:
+        fail(f"{name}: {shown_env_name(src.secret_ref)}")
+    return src
 
 
 @click.group()
@@ -106,6 +114,12 @@ def add(
     receiver's (spans pushed to it, with the token in $VAR), or Prometheus scraping the engines (read per hour)."""
     if sum(v is not None for v in (dsn_env, token_env, prom_url)) != 1:
         raise click.UsageError("give one of --litellm-dsn-env VAR, --otlp-token-env VAR or --prometheus-url URL")
+    try:  # a secret pasted where its variable's name goes is refused before anything is opened, and never echoed
+        dsn_env = None if dsn_env is None else check_env_name(dsn_env, "--litellm-dsn-env")
+        token_env = None if token_env is None else check_env_name(token_env, "--otlp-token-env")
+        prom_token_env = check_env_name(prom_token_env, "--prometheus-token-env", optional=True)
+    except EnvNameError as exc:
+        raise click.UsageError(str(exc)) from None
     engine = open_engine(database_url)
     if prom_url is not None:
         try:
@@ -153,7 +167,7 @@ def receive(name: str, port: int, address: str, database_url: str | None) -> Non
     from planner.sources.otlp import receiver_app
 
     engine = open_engine(database_url)
-    src = _source(engine, name)
+    src = _source(engine, name, to_connect=True)
     if src.kind is not SourceKind.OTLP:
         raise click.BadParameter(f"{name} is a {src.kind} source, not an OpenTelemetry one", param_hint="NAME")
     token = os.environ.get(src.secret_ref, "")
@@ -171,7 +185,7 @@ def receive(name: str, port: int, address: str, database_url: str | None) -> Non
 @store_option
 def list_(as_json: bool, database_url: str | None) -> None:
     """The sources, their sync state and requests kept."""
-    rows = list_sources(open_engine(database_url))
+    rows = [_shown(r) for r in list_sources(open_engine(database_url))]
     if as_json:
         echo_json([{**r.__dict__, "kind": str(r.kind)} for r in rows])
         return
@@ -179,8 +193,20 @@ def list_(as_json: bool, database_url: str | None) -> None:
         click.echo("no sources; add one with `ttft-planner sources add NAME --litellm-dsn-env VAR`")
     for r in rows:
         state = f"error: {r.last_error}" if r.last_error else f"synced {_when(r.synced_at_ms)}"
-        where = r.url if r.kind is SourceKind.PROMETHEUS else f"${r.secret_ref}"
+        where = r.url if r.kind is SourceKind.PROMETHEUS else shown_env_name(r.secret_ref)
         click.echo(f"{r.name}  {r.kind}  {where}  {r.n_requests:,} requests up to {_when(r.watermark_ms)}  {state}")
+
+
+def _shown(src: SourceInfo) -> SourceInfo:
+    """`src` as it may be printed: its variable's name (a stored value that is no name is hidden), its URL without
+    credentials, its last error with whatever its variable holds masked (rows kept by older versions)."""
+    hidden = src.secret_ref and env_name_problem(src.secret_ref, "") is not None
+    return dataclasses.replace(
+        src,
+        secret_ref=shown_env_name(src.secret_ref) if hidden else src.secret_ref,
+        url=redact_url(src.url) if src.url else src.url,
+        last_error=mask_env_value(src.last_error, src.secret_ref) if src.last_error else src.last_error,
+    )
 
 
 @sources.command()
@@ -188,14 +214,14 @@ def list_(as_json: bool, database_url: str | None) -> None:
 @store_option
 def test(name: str, database_url: str | None) -> None:
     """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
-    src = _source(open_engine(database_url), name)
+    src = _source(open_engine(database_url), name, to_connect=True)
     if src.kind is SourceKind.OTLP:
         fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to test")
     if src.kind is SourceKind.PROMETHEUS:
         try:
             said = describe_prometheus(src)
         except PrometheusError as exc:
-            fail(f"{name}: {exc}")
+            fail(f"{name}: {mask_env_value(str(exc), src.secret_ref)}")
         click.echo(f"{name}: Prometheus has {said}")
         return
     try:
@@ -204,8 +230,8 @@ def test(name: str, database_url: str | None) -> None:
             got = litellm.describe(engine)
         finally:
             engine.dispose()
-    except litellm.LiteLLMError as exc:
-        fail(f"{name}: {exc}")
+    except litellm.LiteLLMError as exc:  # a driver's message may quote the URL, or a piece of its password
+        fail(f"{name}: {mask_env_value(str(exc), src.secret_ref)}")
     click.echo(
         f'{name}: "{litellm.TABLE}" holds {got["rows"]:,} requests, {_when(got["first_ms"])} → {_when(got["last_ms"])}'
     )
@@ -225,13 +251,14 @@ def test(name: str, database_url: str | None) -> None:
 def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> None:
     """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
     engine = open_engine(database_url)
-    src = _source(engine, name)
+    src = _source(engine, name, to_connect=True)
     if src.kind is SourceKind.OTLP:
         fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to sync")
     try:
         rep = sync_source(engine, src, page_rows=page_rows)
     except (litellm.LiteLLMError, PrometheusError) as exc:
-        fail(f"{name}: {exc} (nothing of this sync was stored past the last page)")
+        said = mask_env_value(str(exc), src.secret_ref)
+        fail(f"{name}: {said} (nothing of this sync was stored past the last page)")
     if src.kind is SourceKind.PROMETHEUS:
         _print_hours(production_hours(engine, src.id), as_json, lead=f"{name}: read {rep.read:,} hours")
         return

@@ -30,6 +30,7 @@ from sqlmodel import Session, SQLModel
 from planner import settings
 from planner.errors import PlannerError
 from planner.store.timeouts import SQLITE_BUSY_TIMEOUT_MS
+from planner.urls import redact_url
 
 __all__ = [
     "DATABASE_URL_ENV",
@@ -72,9 +73,12 @@ def database_url() -> str:
 
 
 def redacted(url: str) -> str:
-    """The URL with any password replaced by ***, safe for messages and logs."""
+    """The database URL as SQLAlchemy renders it with every credential replaced by ***, safe for messages and logs:
+    the password however it is written (percent-encoded, or holding an unencoded `@`, which SQLAlchemy and libpq
+    read as the end of the password and the rest as the host) and a secret query parameter's value (libpq's
+    `?password=`, `?sslpassword=`; planner.urls.redact_url). The user name is kept."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return redact_url(make_url(url).render_as_string(hide_password=True), keep_user=True)
     except ArgumentError:
         return "<unparseable database URL>"
 

@@ -21,8 +21,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
+from planner.env_names import check_env_name, mask_env_value
 from planner.errors import PlannerError
 from planner.store.engine import table_of
+from planner.store.text_fields import text_problem
 
 __all__ = [
     "HOUR_MS",
@@ -214,13 +216,19 @@ def add_source(
     model_filter: str | None = None,
     metric: str | None = None,
 ) -> int:
-    """A new source; ValueError for an empty or taken name, an empty secret reference (a Prometheus source may have
-    none: its server may need no credentials) or a Prometheus source without a URL."""
+    """A new source; ValueError for an empty or taken name, a name with a control character or longer than its
+    column, a secret reference that is not a variable's NAME (planner.env_names; the message never shows what was
+    given: it may be the secret), an empty one (a Prometheus source may have none: its server may need no
+    credentials) or a Prometheus source without a URL."""
     name, secret_ref = name.strip(), secret_ref.strip()
     if not name:
         raise ValueError("a source needs a name")
+    for field, value in (("name", name), ("model_filter", model_filter or ""), ("metric", metric or "")):
+        if problem := text_problem(_SOURCE, field, value):
+            raise ValueError(f"the source's {problem}")
     if not secret_ref and kind is not SourceKind.PROMETHEUS:
         raise ValueError("a source needs the name of the variable holding its credentials")
+    check_env_name(secret_ref, "the variable holding the source's credentials", optional=True)
     if kind is SourceKind.PROMETHEUS and not (url or "").strip():
         raise ValueError("a Prometheus source needs its URL")
     try:
@@ -304,7 +312,12 @@ def store_batch(
 
 
 def record_sync_error(engine: Engine, source_id: int, message: str) -> None:
+    """Keep `message` as the source's last error (at most 500 characters), with every secret the variable the source
+    names holds masked first (planner.env_names.mask_env_value): a driver's message can quote the database URL, or a
+    piece of its password read as the host."""
     with engine.begin() as conn:
+        ref = conn.execute(sa.select(_SOURCE.c.secret_ref).where(_SOURCE.c.id == source_id)).scalar()
+        message = mask_env_value(message, ref or "")
         conn.execute(_SOURCE.update().where(_SOURCE.c.id == source_id).values(last_error=message[:500]))
 
 

@@ -78,7 +78,7 @@ def test_adding_a_rule_in_the_form_stores_it_and_a_url_for_the_variable_is_refus
     at.selectbox(key="alert_interaction").set_value("inline")
     at.text_input(key="alert_webhook_env").set_value("https://hooks.slack.com/services/T/B/token")
     at.button[0].click().run()
-    assert any("give the NAME of an environment variable" in e.value for e in at.error)
+    assert any("must be the NAME of an environment variable" in e.value for e in at.error)
     assert store.load_rules(open_store()) == []
     at.text_input(key="alert_webhook_env").set_value("TEAM_SLACK_WEBHOOK")
     at.button[0].click().run()

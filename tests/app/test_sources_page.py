@@ -191,7 +191,7 @@ def test_an_unset_variable_is_named_and_a_bad_database_is_one_sentence_without_i
 
     # a URL typed where the variable's name goes is refused, and neither kept nor shown
     _add_on_the_page(at, "typed-url", proxy_db)
-    assert any("not the URL itself" in e.value for e in at.error)
+    assert any("not its value: the value you gave was not stored or shown" in e.value for e in at.error)
     assert [s.name for s in list_sources(eng)] == ["prod"]
     assert at.text_input(key="sources_add_var").value == ""
     _assert_no_url(at, proxy_db)

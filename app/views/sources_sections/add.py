@@ -8,12 +8,13 @@ from typing import NoReturn
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from planner.env_names import EnvNameError, check_env_name
 from planner.store.sources import SourceKind, add_source
 from planner.untrusted import md_text
 from planner.urls import UrlError, check_url
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
-from ttft_planner_app.views.sources_sections.common import KINDS, PROM_PROFILES, VARIABLE, host, is_set, unset
+from ttft_planner_app.views.sources_sections.common import KINDS, PROM_PROFILES, host, is_set, unset
 
 __all__ = ["show_add_form"]
 
@@ -77,11 +78,10 @@ def _add_prometheus(eng: Engine, name: str) -> None:
     )
     if not _submitted():
         return
-    token_var = token_var.strip()
-    if token_var and not VARIABLE.fullmatch(token_var):
-        _refuse(
-            "sources_add_token", "Give the name of an environment variable (such as PROMETHEUS_TOKEN), not the token."
-        )
+    try:
+        token_var = check_env_name(token_var, "The bearer token's variable", optional=True)
+    except EnvNameError as exc:
+        _refuse("sources_add_token", md_text(f"{exc} (such as PROMETHEUS_TOKEN)."))
     try:
         checked = check_url(url, what="the Prometheus URL")
         add_source(
@@ -132,13 +132,11 @@ def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
     )
     if not _submitted():
         return
-    var = var.strip()
-    if not VARIABLE.fullmatch(var):
-        _refuse(
-            "sources_add_var",
-            "Give the name of an environment variable (letters, digits and _, such as LITELLM_DSN), not the "
-            "URL itself (or the token): it stays in the server's environment.",
-        )
+    try:
+        var = check_env_name(var, "The variable")
+    except EnvNameError as exc:
+        example = "LITELLM_DSN" if pulled_kind else "OTLP_TOKEN"
+        _refuse("sources_add_var", md_text(f"{exc} (such as {example}: the value stays in the server's environment)."))
     try:
         add_source(eng, name, kind, var)
         what = "URL" if pulled_kind else "token"
@@ -152,7 +150,7 @@ def _add_pulled_or_pushed(eng: Engine, name: str, kind: SourceKind) -> None:
             "press Test to check the connection, then Sync now"
             if pulled_kind
             else "point its exporters at the worker's receiver (`ttft-planner serve --otlp-port 4318`) or at "
-            f"`ttft-planner sources receive {md_text(name.strip())}`"
+            + md_text(f"ttft-planner sources receive {name.strip()}")  # outside text: a URL in it is code, not a link
         )
         ss.sources_flash = (
             "success",

@@ -1,15 +1,14 @@
-"""What the Sources page's sections share: the kinds as the page names them, the Prometheus profiles, and the
-checks on a variable's name and a URL's host that never show a secret."""
+"""What the Sources page's sections share: the kinds as the page names them, the Prometheus profiles, whether a
+variable is set, and a URL's host that never shows a secret (a variable's name is checked by planner.env_names)."""
 
 from __future__ import annotations
 
 import os
-import re
 from urllib.parse import urlsplit
 
 from planner.store.sources import SourceKind
 
-__all__ = ["KINDS", "PROM_PROFILES", "VARIABLE", "host", "is_set", "unset"]
+__all__ = ["KINDS", "PROM_PROFILES", "host", "is_set", "unset"]
 
 KINDS = {
     SourceKind.LITELLM: "LiteLLM proxy (PostgreSQL)",
@@ -17,7 +16,6 @@ KINDS = {
     SourceKind.PROMETHEUS: "Prometheus (engine histograms)",
 }
 PROM_PROFILES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
-VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 
 
 def is_set(var: str) -> bool:
