@@ -9,22 +9,30 @@ never one label per sample):
 - ttft_planner_phase_seconds{phase}: dns, connect, tls, headers, first event of the same samples;
 - ttft_planner_probe_outcomes_total{kind, outcome}: every stored row: ok, an error class, or skipped;
 - ttft_planner_schedule_lateness_seconds: how late the schedule started its probes;
-- ttft_planner_buffer_rows: rows waiting to be written (a store that is down shows here first);
+- ttft_planner_buffer_rows: rows held in memory, waiting to be written (a store that is down shows here first);
+- ttft_planner_buffer_rows_max: the most rows the worker holds (`worker --max-held-rows`); past it the oldest go;
+- ttft_planner_buffer_rows_dropped_total: rows lost unsaved, past that bound (or refused by the spool at stop);
+- ttft_planner_store_write_failing: 1 while the store refuses the held rows (the last flush failed), else 0;
 - ttft_planner_alert_state{rule}: 0 ok, 1 pending, 2 firing.
 
-Observed when rows are *stored* (after insert), so a scrape never counts a sample the store does not hold.
+Outcomes and timings are observed when rows are *stored* (after insert), so a scrape never counts a sample the store
+does not hold. The buffer's figures (`watch_buffer`) are read from the worker's row buffer at each scrape, so they
+are current even while the store, and every task that writes to it, is stuck.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from planner.probes.errors import ERROR_CLASSES
 from planner.samples import is_sample
 
-__all__ = ["PHASE_COLUMNS", "TTFT_BUCKETS_S", "WorkerMetrics"]
+__all__ = ["PHASE_COLUMNS", "TTFT_BUCKETS_S", "HeldRows", "WorkerMetrics"]
 
 #: Upper bounds (s): every interaction target (0.2, 0.5, 1.0 s) is a bucket edge, with resolution around each.
 TTFT_BUCKETS_S = (
@@ -58,6 +66,41 @@ PHASE_COLUMNS = {
     "first_event": "first_event_ms",
 }
 ALERT_STATE_VALUE = {"ok": 0, "pending": 1, "firing": 2}
+
+
+class HeldRows(Protocol):
+    """What /metrics reads of a worker's row buffer (planner.worker.buffer.RowBuffer)."""
+
+    rows: list  # held in memory, unsaved
+    max_rows: int  # the bound of `rows`
+    dropped: int  # lost unsaved so far
+    last_error: str | None  # the store's last refusal; None after a good flush
+
+
+class _BufferCollector(Collector):
+    """The buffer figures of one vantage's worker, read at each scrape."""
+
+    def __init__(self, vantage: str, buffer: HeldRows) -> None:
+        self.vantage = vantage
+        self.buffer = buffer
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        b, v = self.buffer, [self.vantage]
+        bound = GaugeMetricFamily(
+            "ttft_planner_buffer_rows_max", "Most rows held while the store refuses them.", labels=["vantage"]
+        )
+        bound.add_metric(v, b.max_rows)
+        dropped = CounterMetricFamily(
+            "ttft_planner_buffer_rows_dropped",
+            "Probe rows lost unsaved: past the held-rows bound, or refused by the spool at stop.",
+            labels=["vantage"],
+        )
+        dropped.add_metric(v, b.dropped)
+        failing = GaugeMetricFamily(
+            "ttft_planner_store_write_failing", "1 while the store refuses the held rows, else 0.", labels=["vantage"]
+        )
+        failing.add_metric(v, int(bool(b.rows) and b.last_error is not None))
+        yield from (bound, dropped, failing)
 
 
 class WorkerMetrics:
@@ -130,6 +173,12 @@ class WorkerMetrics:
 
     def set_buffer_rows(self, vantage: str, rows: int) -> None:
         self.buffer_rows.labels(vantage).set(rows)
+
+    def watch_buffer(self, vantage: str, buffer: HeldRows) -> None:
+        """Read `buffer`'s held, bound, dropped and failing figures at every scrape from now on (set_buffer_rows is
+        then ignored: the scrape's reading is newer)."""
+        self.buffer_rows.labels(vantage).set_function(lambda: len(buffer.rows))
+        self.registry.register(_BufferCollector(vantage, buffer))
 
     def set_alert_states(self, states: Iterable[tuple[str, str, str, str]]) -> None:
         """(rule, endpoint, vantage, state) for every series: replaces what was shown (a removed rule disappears)."""

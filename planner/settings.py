@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_VANTAGE_NAME",
     "DATABASE_URL",
     "DATA_DIR",
+    "MAX_HELD_ROWS",
     "METRICS_PORT",
     "MIN_INTERVAL_S",
     "PUBLIC_URL",
@@ -109,6 +110,13 @@ METRICS_PORT = Setting(
     "off",
     "Port on which `worker` serves Prometheus /metrics (or --metrics-port); unset: no metrics server.",
 )
+MAX_HELD_ROWS = Setting(
+    "TTFT_PLANNER_MAX_HELD_ROWS",
+    "50000",
+    "Probe rows a worker holds in memory while the store refuses them (locked, full, down), retried every flush; "
+    "past it the oldest are dropped and counted on the Probes page and in /metrics. A whole number from 1 to "
+    "10,000,000 (about 1.7 KB of memory a row); `worker --max-held-rows` overrides it.",
+)
 SMTP_HOST = Setting("TTFT_PLANNER_SMTP_HOST", "unset: no e-mail", "SMTP server for alert e-mails.")
 SMTP_PORT = Setting("TTFT_PLANNER_SMTP_PORT", "25", "SMTP port (587 with STARTTLS).")
 SMTP_STARTTLS = Setting("TTFT_PLANNER_SMTP_STARTTLS", "0", "1 to upgrade the SMTP connection with STARTTLS.")
@@ -127,6 +135,7 @@ SETTINGS: tuple[Setting, ...] = (
     PUBLIC_URL,
     ROLES_FILE,
     METRICS_PORT,
+    MAX_HELD_ROWS,
     SMTP_HOST,
     SMTP_PORT,
     SMTP_STARTTLS,

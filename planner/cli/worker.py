@@ -32,6 +32,7 @@ from planner.validate import (
     RETENTION_DAYS,
     SOURCE_SYNC_S,
 )
+from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, MAX_HELD_ROWS
 from planner.worker.runner import Worker, WorkerConfig, run_worker
 
 __all__ = ["COMMANDS", "dashboard_argv", "demo_simulator_config"]
@@ -130,6 +131,16 @@ def _worker_options(f):
         envvar=settings.RETENTION_DAYS.name,
         show_envvar=True,
         help="Days of raw samples to keep (older ones are rolled up hourly). Default: 90.",
+    )(f)
+    f = click.option(
+        "--max-held-rows",
+        type=rule_type(MAX_HELD_ROWS),
+        default=DEFAULT_MAX_HELD_ROWS,
+        show_default=True,
+        envvar=settings.MAX_HELD_ROWS.name,
+        show_envvar=True,
+        help="Probe rows held in memory while the store refuses them (full disk, outage), retried every flush; past "
+        "it the oldest are dropped and counted (Probes page, /metrics).",
     )(f)
     f = click.option(
         "--metrics-port",

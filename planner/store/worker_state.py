@@ -6,8 +6,10 @@ running" while the worker was running and buffering. The worker therefore
 also writes a small JSON file next to the database every couple of seconds
 (``<file>.db.workers/<vantage digest>.json`` for SQLite; under the data
 directory for PostgreSQL): whether it holds the lease, how many probe rows it
-holds unsaved and since when, the last database error, spooled rows, and the
-background tasks that died and were restarted.
+holds unsaved and since when, how many it dropped unsaved (past its bound of
+held rows, or refused by the spool at stop), the last database error, spooled
+rows, and the background tasks that died and were restarted. On a full disk
+the file is written over its own blocks, so the page still hears of it.
 
 `worker_report()` turns that file and the lease row into one sentence for the
 page (a report; `level` is "ok", "warning" or "error").
@@ -15,6 +17,7 @@ page (a report; `level` is "ok", "warning" or "error").
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -35,6 +38,8 @@ __all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker
 
 #: A state file not rewritten for this long belongs to a worker that stopped or hangs.
 STALE_AFTER_MS = 15_000
+#: State files are padded to whole blocks of this size (bytes), so a full disk can still take the next state in place.
+_BLOCK_BYTES = 4096
 
 
 def _folder(engine: Engine) -> Path:
@@ -50,12 +55,32 @@ def state_path(engine: Engine, vantage: str) -> Path:
 
 
 def write_state(engine: Engine, vantage: str, state: dict[str, Any]) -> None:
-    """Atomically replace the state file (write + rename). Raises OSError (disk full: the caller logs)."""
+    """Atomically replace the state file (write + rename). On a full disk, where no new file fits, the state is
+    written over the old file's own bytes instead (every state is padded to whole _BLOCK_BYTES, so the next one
+    fits): the page still learns of the outage. Raises OSError (the caller logs)."""
     path = state_path(engine, vantage)
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(state)  # ASCII only: one byte a character
+    text += " " * (-len(text) % _BLOCK_BYTES)  # JSON allows trailing white space
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno != errno.ENOSPC:
+            raise
+        _write_in_place(path, text.encode("ascii"))
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Overwrite `path` with `data`, padded to its size: no new block is needed (not atomic: a reader may see a torn
+    file once, which read_state takes as unreadable). Raises OSError (ENOSPC when `data` is larger than the file)."""
+    with open(path, "r+b") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if len(data) > size:
+            raise OSError(errno.ENOSPC, "the disk is full and the state grew past the file's blocks", str(path))
+        fh.write(data + b" " * (size - len(data)))
 
 
 def read_state(engine: Engine, vantage: str) -> dict[str, Any] | None:
@@ -98,6 +123,8 @@ def worker_report(
     if st is not None and fresh and st.get("host") == socket.gethostname() and not pid_alive(int(st.get("pid", 0))):
         fresh = False  # its process is gone (kill -9): the file is a last word, not a heartbeat
     state = st if fresh else None  # the state file when it is a live heartbeat
+    if st is not None and st.get("updated_at_ms") == 0:  # it stopped: a lease it could not give back is no heartbeat
+        live = [r for r in live if r["holder"] != st.get("holder")]
     notes = []
     if state is not None:
         for f in state.get("task_failures", [])[-3:]:
@@ -106,6 +133,8 @@ def worker_report(
             )
         if state.get("spooled_rows"):
             notes.append(f"{state['spooled_rows']} rows wait in its local spool for the database")
+        if state.get("dropped_rows"):
+            notes.append("it " + _dropped(state))
     tail = ("; " + "; ".join(notes)) if notes else ""
     if state is not None and state.get("unsaved_rows") and state.get("unsaved_since_ms"):
         why = state.get("last_error") or "the database refused the write"
@@ -130,9 +159,18 @@ def worker_report(
         )
     if state is not None:
         return WorkerReport("warning", f"The worker for vantage {name} is running but its lease lapsed{tail}.", True)
+    last_words = f" Its last worker {_dropped(st)}." if st is not None and st.get("dropped_rows") else ""
     return WorkerReport(
         "warning",
         f"No worker is probing for vantage {name} right now: run `ttft-planner serve` "
-        f"or `ttft-planner worker{' --vantage ' + vantage if vantage else ''}`.",
+        f"or `ttft-planner worker{' --vantage ' + vantage if vantage else ''}`.{last_words}",
         False,
     )
+
+
+def _dropped(state: dict[str, Any]) -> str:
+    """'lost 57 probe rows unsaved (…; it holds at most 10 in memory)' from a state file with dropped rows."""
+    why = state.get("last_error") or "the database refused them"
+    bound = state.get("max_held_rows")
+    held = f"; it holds at most {int(bound):,} in memory" if bound else ""
+    return f"lost {int(state['dropped_rows']):,} probe rows unsaved ({why}{held})"

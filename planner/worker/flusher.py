@@ -34,7 +34,7 @@ _STATE_EVERY_S = 2.0
 
 class Flusher:
     """Stores `buffer` every `interval_s` (counted on `mono_s`) and calls `publish()` (the state file, on a thread)
-    every two seconds; keeps `stats`' stored / failed / spooled counts."""
+    every two seconds; keeps `stats`' stored / failed / spooled / dropped counts."""
 
     def __init__(
         self,
@@ -76,7 +76,12 @@ class Flusher:
                             before - len(buffer.rows),
                         )
             await buffer.flush_locked(final)
-            self.stats.stored, self.stats.failed_flushes = buffer.stored, buffer.failed_flushes
+            self._count()
+
+    def _count(self) -> None:
+        """Copy the buffer's counts into `stats` (what the exit line says)."""
+        b = self.buffer
+        self.stats.stored, self.stats.failed_flushes, self.stats.dropped = b.stored, b.failed_flushes, b.dropped
 
     async def run(self) -> None:
         """Flush every interval and publish the state file every two seconds, until cancelled."""
@@ -102,9 +107,11 @@ class Flusher:
             log.info("stored %d rows from the local spool", n)
 
     async def stop_flush(self, timeout_s: float) -> None:
-        """The last flush, bounded by timeout_s; whatever is still unsaved is written to the local spool."""
+        """The last flush, bounded by timeout_s; whatever is still unsaved is written to the local spool (what the
+        spool refuses too, a full disk, is counted as dropped)."""
         try:
             await asyncio.wait_for(self.flush(final=True), timeout=timeout_s)
         except TimeoutError:
             log.warning("the database did not answer within %.1f s at stop", timeout_s)
         self.stats.spooled += self.buffer.spool_rest()
+        self._count()

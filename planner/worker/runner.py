@@ -10,8 +10,9 @@ The Worker is a composition of collaborators with one job each, one module each,
   or in this loop) and ends every probe as one ProbeSampleRow (planner.store.probes.sample_row);
 - the *row buffer* (planner.worker.buffer) holds those rows and the *flusher* (planner.worker.flusher) stores them in
   batches (default every second) through ``planner.store.probes.insert_samples``, idempotent per slot, so a crash
-  and restart never duplicates a row; a locked or full database keeps the rows in memory (bounded) and retries;
-  what a stop cannot store goes to the spool (planner.worker.spool), replayed at the next start;
+  and restart never duplicates a row; a locked or full database keeps the rows in memory (at most `max_held_rows`;
+  past it the oldest are dropped and counted) and retries; what a stop cannot store goes to the spool
+  (planner.worker.spool), replayed at the next start;
 - the *lease keeper* (planner.worker.lease_keeper) takes and renews the vantage lease (planner.store.leases) and
   labels a killed predecessor's last slots; the *schedule loader* (planner.worker.loader) reads the endpoints and RTT
   targets into the schedule;
@@ -48,7 +49,7 @@ from planner.store import leases
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import check_writable
-from planner.worker.buffer import RowBuffer
+from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, RowBuffer
 from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.flusher import Flusher
 from planner.worker.housekeeping import Housekeeping
@@ -79,7 +80,7 @@ class WorkerConfig:
     lease_ttl_s: float = leases.DEFAULT_LEASE_TTL_S
     flush_interval_s: float = 1.0
     flush_max_rows: int = 500
-    max_buffer_rows: int = 200_000
+    max_held_rows: int = DEFAULT_MAX_HELD_ROWS  # rows held while the store refuses them; past it the oldest go
     reload_interval_s: float = 2.0
     request_poll_s: float = 1.0
     retention_days: float | None = None  # None: $TTFT_PLANNER_RETENTION_DAYS or 90
@@ -137,9 +138,11 @@ class Worker:
             engine,
             now_ms=clock.now_ms,
             flush_max_rows=cfg.flush_max_rows,
-            max_rows=cfg.max_buffer_rows,
+            max_rows=cfg.max_held_rows,
             on_stored=self._stored,
         )
+        if self.team.metrics is not None:  # /metrics reads the held / dropped rows at each scrape
+            self.team.metrics.watch_buffer(cfg.vantage, self.buffer)
         self.statuses = EndpointStatuses(engine, cfg.vantage, now_ms=clock.now_ms, next_slot_ms=self._next_slot_ms)
         self.supervisor = TaskSupervisor(now_ms=clock.now_ms, on_failure=self._publish_state)
         self.lease = LeaseKeeper(
@@ -306,12 +309,13 @@ class Worker:
             self.team.stop()
             self._publish_state(stopped=True)
             log.info(
-                "worker stopped: %d probes, %d skipped slots%s, %d rows stored, %d spooled",
+                "worker stopped: %d probes, %d skipped slots%s, %d rows stored, %d spooled, %d dropped",
                 self.stats.runs,
                 self.stats.skipped,
                 by_cause(self.stats.skip_causes),
-                self.stats.stored,
+                self.stats.stored,  # rows the store took: not rows re-sent after a fault, nor slots it held already
                 self.stats.spooled,
+                self.stats.dropped,
             )
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:

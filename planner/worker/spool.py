@@ -52,12 +52,16 @@ def write(engine: Engine, rows: list[ProbeSampleRow]) -> Path | None:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
     tmp = path.with_suffix(".writing")  # renamed when complete: a replay never reads a file half-written
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps({c: getattr(r, c) for c in _COLS}) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps({c: getattr(r, c) for c in _COLS}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: the part written would only take space no replay reads
+        raise
     return path
 
 

@@ -1,7 +1,10 @@
 """The worker's state file: what the dashboard knows of a running worker (planner.store.worker_state reads it).
 
 Written every couple of seconds by the flusher, after a background task died and at stop (then with
-`updated_at_ms` 0: stopped). It does not need the database: a worker whose database is down still says so.
+`updated_at_ms` 0: stopped). It does not need the database: a worker whose database is down still says so, and a
+full disk still takes it (planner.store.worker_state.write_state writes it over its own blocks then). It says how
+many rows the worker holds unsaved and since when, its bound (`max_held_rows`), and how many it dropped unsaved
+(`dropped_rows`: past that bound, or refused by the spool at stop).
 Stamped with the worker's injected clock (`now_ms`), never the system's.
 """
 
@@ -60,6 +63,8 @@ class StatePublisher:
             "holds_lease": self.lease.holds,
             "unsaved_rows": len(self.buffer.rows),
             "unsaved_since_ms": self.buffer.unsaved_since_ms if self.buffer.rows else None,
+            "max_held_rows": self.buffer.max_rows,
+            "dropped_rows": self.buffer.dropped,
             "last_error": self.buffer.last_error,
             "spooled_rows": self.stats.spooled,
             "task_failures": self.supervisor.failures,

@@ -1,4 +1,5 @@
-"""The worker's counters (WorkerStats): probes run, slots skipped (by cause), rows stored and spooled, lateness."""
+"""The worker's counters (WorkerStats): probes run, slots skipped (by cause), rows stored, spooled and dropped,
+lateness."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ class WorkerStats:
 
     runs: int = 0
     skipped: int = 0
-    stored: int = 0
+    stored: int = 0  # rows the store took: neither rows sent again after a failed flush nor slots it already held
     failed_flushes: int = 0
     spooled: int = 0
+    dropped: int = 0  # rows lost unsaved: past the held-rows bound, or refused by the spool at stop
     lateness_ms: list[float] = field(default_factory=list)
     skip_causes: Counter[SkipCause] = field(default_factory=Counter)
 

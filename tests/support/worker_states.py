@@ -14,10 +14,18 @@ __all__ = ["write_disk_full_state"]
 
 
 def write_disk_full_state(
-    engine: Engine, *, now_ms: int, holds_lease: bool, unsaved_rows: int, unsaved_since_ms: int
+    engine: Engine,
+    *,
+    now_ms: int,
+    holds_lease: bool,
+    unsaved_rows: int,
+    unsaved_since_ms: int,
+    dropped_rows: int = 0,
+    max_held_rows: int = 50_000,
 ) -> None:
     """The state file of a live worker (this process, vantage "") that cannot store its rows because the database
-    is full: `unsaved_rows` held in memory since `unsaved_since_ms`, nothing spooled, no task failures."""
+    is full: `unsaved_rows` held in memory since `unsaved_since_ms` (at most `max_held_rows`; `dropped_rows` lost
+    past that bound), nothing spooled, no task failures."""
     write_state(
         engine,
         "",
@@ -30,6 +38,8 @@ def write_disk_full_state(
             "holds_lease": holds_lease,
             "unsaved_rows": unsaved_rows,
             "unsaved_since_ms": unsaved_since_ms,
+            "max_held_rows": max_held_rows,
+            "dropped_rows": dropped_rows,
             "last_error": "database or disk is full",
             "spooled_rows": 0,
             "task_failures": [],
