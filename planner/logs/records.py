@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from planner.errors import PlannerError
 
 __all__ = [
+    "FUTURE_SKEW_MS",
     "MAX_EPOCH_MS",
     "MAX_TOKENS",
     "Reject",
@@ -56,6 +57,7 @@ class RejectedLine:
 
 MAX_TOKENS = 1_000_000_000  # a count above this is not a request's token count (and would overflow int64 sums)
 MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z: an arrival from 1970 up to here is a time, beyond is not
+FUTURE_SKEW_MS = 24 * 3_600_000  # a live request dated further ahead of now is a bad row (planner.sources.admit)
 
 
 class Reject(PlannerError, ValueError):

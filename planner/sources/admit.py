@@ -21,11 +21,12 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+from planner.logs.records import FUTURE_SKEW_MS, MAX_EPOCH_MS, MAX_TOKENS
 
-__all__ = ["FUTURE_SKEW_MS", "MAX_TIMING_MS", "admit", "problem"]
+__all__ = ["FUTURE_SKEW_MS", "MAX_TIMING_MS", "admit", "problem", "start_problem"]
 
-FUTURE_SKEW_MS = 24 * 3_600_000  # clocks disagree by seconds, time zones by hours: a day ahead is not a clock skew
+# FUTURE_SKEW_MS (a day): clocks disagree by seconds, time zones by hours; a day ahead is not a clock skew. It lives
+# beside MAX_EPOCH_MS so the store (a layer below) reads the same window (planner.store.source_hours.newest_ms).
 MAX_TIMING_MS = 7 * 24 * 3_600_000  # a week: no streamed request waits longer for its first token or its end
 
 
@@ -49,13 +50,21 @@ def _count_problem(value: Any, field: str) -> str | None:
     return None
 
 
-def problem(row: dict[str, Any], now_ms: int) -> str | None:
-    """Why `row` (a dict of planner.store.sources.REQUEST_COLUMNS) cannot be stored, or None when it can."""
-    ts = row.get("ts_ms")
+def start_problem(ts: Any, now_ms: int) -> str | None:
+    """Why `ts` (a request's start, UTC epoch ms) is no start a live request has, or None when it is one: a row
+    with such a start must never move a watermark; one left out for another reason may."""
     if isinstance(ts, bool) or not isinstance(ts, int) or not 0 < ts < MAX_EPOCH_MS:
         return f"its start is not a time from 1970 to 2100: {str(ts)[:40]!r}"
     if ts > now_ms + FUTURE_SKEW_MS:
         return f"its start is more than a day in the future ({_iso(ts)}; now {_iso(now_ms)})"
+    return None
+
+
+def problem(row: dict[str, Any], now_ms: int) -> str | None:
+    """Why `row` (a dict of planner.store.sources.REQUEST_COLUMNS) cannot be stored, or None when it can."""
+    why = start_problem(row.get("ts_ms"), now_ms)
+    if why:
+        return why
     for field in ("ttft_ms", "duration_ms"):
         why = _timing_problem(row.get(field), field)
         if why:

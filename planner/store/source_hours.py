@@ -13,9 +13,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.logs.records import FUTURE_SKEW_MS
 from planner.stats import nearest_rank
 from planner.store.engine import table_of
-from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow
+from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow, newest_request
 
 __all__ = ["load_hours", "newest_ms", "production_hours", "request_hours", "store_hours"]
 
@@ -115,27 +116,32 @@ def request_hours(engine: Engine, source_id: int, since_ms: int, until_ms: int) 
     return out
 
 
-def newest_ms(engine: Engine, source_id: int) -> int | None:
+def newest_ms(engine: Engine, source_id: int, now_ms: int | None = None) -> int | None:
     """When the source's newest request arrived, or the start of its newest hour with requests where it reports
-    hours (Prometheus, OpenTelemetry's TTFT metric), whichever is later; None before any."""
+    hours (Prometheus, OpenTelemetry's TTFT metric), whichever is later; None before any. A row or an hour later than
+    `now_ms` (UTC epoch ms; the wall clock when None) plus planner.logs.records.FUTURE_SKEW_MS is not the newest: a
+    bad row some older version stored (dated 2098, say) would otherwise hide every real hour."""
+    until_ms = (int(time.time() * 1000) if now_ms is None else now_ms) + FUTURE_SKEW_MS
+    request = newest_request(engine, source_id, until_ms)
     with engine.connect() as conn:
-        request = conn.execute(
-            sa.select(sa.func.max(_REQUEST.c.ts_ms)).where(_REQUEST.c.source_id == source_id)
-        ).scalar_one_or_none()
         hour = conn.execute(
             sa.select(sa.func.max(_HOUR.c.hour_start_ms)).where(
-                _HOUR.c.source_id == source_id, _HOUR.c.model == "", _HOUR.c.requests > 0
+                _HOUR.c.source_id == source_id,
+                _HOUR.c.model == "",
+                _HOUR.c.requests > 0,
+                _HOUR.c.hour_start_ms <= until_ms,
             )
         ).scalar_one_or_none()
-    known = [int(v) for v in (request, hour) if v is not None]
+    known = [int(v) for v in (None if request is None else request[0], hour) if v is not None]
     return max(known) if known else None
 
 
-def production_hours(engine: Engine, source_id: int, hours: int = 24) -> list[HourTtft]:
-    """The source's hours with requests among the `hours` hours up to its newest: requests and TTFT p50/p95 per
-    hour. An hour with stored requests is read from them; another from the hour the source reported (every model
-    together), so a source sending both spans and the TTFT metric is not counted twice."""
-    newest = newest_ms(engine, source_id)
+def production_hours(engine: Engine, source_id: int, hours: int = 24, now_ms: int | None = None) -> list[HourTtft]:
+    """The source's hours with requests among the `hours` hours up to its newest (newest_ms as of `now_ms`, UTC
+    epoch ms; the wall clock when None): requests and TTFT p50/p95 per hour. An hour with stored requests is read
+    from them; another from the hour the source reported (every model together), so a source sending both spans and
+    the TTFT metric is not counted twice."""
+    newest = newest_ms(engine, source_id, now_ms)
     if newest is None:
         return []
     until_ms = newest - newest % HOUR_MS + HOUR_MS
