@@ -9,9 +9,10 @@ engine that made its histogram at the first request) would read as nothing. A co
 restart) undercounts that hour. Metric names come from a profile — vLLM's `vllm:time_to_first_token_seconds`,
 SGLang's `sglang:time_to_first_token_seconds`; TGI has none, so its profile reads the queue-time histogram alone
 (`tgi_request_queue_duration`, whose count is the requests) — or a custom histogram name; `model` filters on the
-profile's model label (TGI's series carry none). Beside them: the engine's waiting-requests gauge averaged over the
-hour, and the p95 of its queue-time histogram (vLLM's request_queue_time_seconds: arrival to a slot), the
-worksheet's queueing segment.
+profile's model label (TGI's series carry none). Beside them: the engine's waiting-requests gauge (of the same
+model) averaged over the hour, and the p95 of its queue-time histogram (vLLM's request_queue_time_seconds: arrival
+to a slot), the worksheet's queueing segment. Every answer is read bounded and checked
+(planner.sources.prometheus_api).
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import httpx
-
-from planner.errors import PlannerError
+from planner.sources.prometheus_api import DEFAULT_DEADLINE_S, MAX_ANSWER_BYTES, PrometheusApi, PrometheusError
 from planner.stats import min_n_for
 from planner.store.sources import HOUR_MS, HourTtft
-from planner.urls import UrlError, check_url
 
 __all__ = [
     "HOUR_MS",
@@ -73,39 +70,6 @@ PROFILES = {
 }
 
 
-class PrometheusError(PlannerError, RuntimeError):
-    """Prometheus cannot answer: unreachable, an error from the query, or no such metric or label value."""
-
-
-def _get(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
-    try:
-        r = client.get(path, params=params)
-    except httpx.HTTPError as exc:
-        raise PrometheusError(f"Prometheus at {client.base_url} cannot be reached: {exc}") from None
-    try:
-        body = r.json()
-    except ValueError:
-        raise PrometheusError(f"{client.base_url}{path} answered {r.status_code}, not Prometheus' JSON") from None
-    if body.get("status") != "success":
-        raise PrometheusError(f"Prometheus refused the query: {body.get('errorType', '')} {body.get('error', '')}")
-    return body["data"]
-
-
-def _series(client: httpx.Client, name: str) -> list[dict[str, str]]:
-    return list(_get(client, "/api/v1/series", {"match[]": name}))
-
-
-def _range(client: httpx.Client, query: str, start_s: float, end_s: float) -> dict[int, float]:
-    data = _get(client, "/api/v1/query_range", {"query": query, "start": start_s, "end": end_s, "step": 3600})
-    out: dict[int, float] = {}
-    for series in data.get("result", []):
-        for t, v in series.get("values", []):
-            value = float(v)
-            if math.isfinite(value):
-                out[int(round(float(t) * 1000))] = value
-    return out
-
-
 def _gained(series: str, by: str = "") -> str:
     """PromQL: what the counters `series` gained in the hour to each evaluation (summed, by `by`): the last value in
     the hour less the last before it, zero for a series that did not exist before."""
@@ -118,19 +82,9 @@ def _profile(profile: str, metric: str | None) -> Profile:
     return PROFILES[profile] if metric is None else Profile(metric, PROFILES[profile].model_label, None)
 
 
-def _client(base_url: str, bearer_token: str | None, timeout_s: float) -> httpx.Client:
-    """A client for Prometheus at `base_url` (checked first), with the bearer token a guarded server wants."""
-    try:
-        base_url = check_url(base_url, what="the Prometheus URL", allow_credentials=True)
-    except UrlError as exc:
-        raise PrometheusError(str(exc)) from None
-    headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
-    return httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
-
-
-def _models(client: httpx.Client, prof: Profile, profile: str) -> list[str]:
+def _models(api: PrometheusApi, prof: Profile, profile: str) -> list[str]:
     """The model label's values on the profile's counted histogram; PrometheusError when it has no series."""
-    seen = _series(client, f"{prof.counted}_count")
+    seen = api.series(f"{prof.counted}_count")
     if not seen:
         raise PrometheusError(
             f"Prometheus has no series named {prof.counted}_count: is the engine scraped, and is this its profile "
@@ -165,13 +119,15 @@ def models(
     metric: str | None = None,
     model: str | None = None,
     bearer_token: str | None = None,
-    timeout_s: float = 10.0,
+    deadline_s: float = 15.0,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> list[str]:
-    """What a Test finds: the models with the profile's TTFT histogram (PrometheusError when none has it, or when
-    `model` is given and is not among them)."""
+    """What a Test finds: the models with the profile's TTFT histogram (PrometheusError when none has it, when
+    `model` is given and is not among them, or when Prometheus does not answer within `deadline_s` seconds and
+    `max_bytes` bytes)."""
     prof = _profile(profile, metric)
-    with _client(base_url, bearer_token, timeout_s) as client:
-        found = _models(client, prof, profile)
+    with PrometheusApi(base_url, bearer_token=bearer_token, deadline_s=deadline_s, max_bytes=max_bytes) as api:
+        found = _models(api, prof, profile)
     _model_match(prof, found, model)
     return found
 
@@ -185,36 +141,35 @@ def ttft_by_hour(
     metric: str | None = None,
     model: str | None = None,
     bearer_token: str | None = None,
-    timeout_s: float = 30.0,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> list[HourTtft]:
-    """The hours ending in (start_ms, end_ms], rounded out to whole hours: requests and TTFT p50/p95 per hour."""
+    """The hours ending in (start_ms, end_ms], rounded out to whole hours: requests, TTFT p50/p95 (ms), the mean of
+    the waiting gauge and the queue-time p95 (ms) per hour, of `model`'s series (every model's when None).
+
+    Every query together gets `deadline_s` seconds, each answer `max_bytes` bytes. PrometheusError (one line naming
+    the server) when Prometheus cannot be reached, is too slow or too large, answers anything but its API's
+    documented shape, or has no such histogram or model."""
     prof = _profile(profile, metric)
     first_end = (start_ms // HOUR_MS + 1) * HOUR_MS
     last_end = -(-end_ms // HOUR_MS) * HOUR_MS
-    with _client(base_url, bearer_token, timeout_s) as client:
-        match = _model_match(prof, _models(client, prof, profile), model)
+    start_s, end_s = first_end / 1000, last_end / 1000
+    with PrometheusApi(base_url, bearer_token=bearer_token, deadline_s=deadline_s, max_bytes=max_bytes) as api:
+        match = _model_match(prof, _models(api, prof, profile), model)
         p50: dict[int, float] = {}
         p95: dict[int, float] = {}
         if prof.ttft:
             buckets = _gained(f"{prof.ttft}_bucket{match}", "le")
-            p50 = _range(client, f"histogram_quantile(0.5, {buckets})", first_end / 1000, last_end / 1000)
-            p95 = _range(client, f"histogram_quantile(0.95, {buckets})", first_end / 1000, last_end / 1000)
-        count = _range(client, _gained(f"{prof.counted}_count{match}"), first_end / 1000, last_end / 1000)
+            p50 = api.range(f"histogram_quantile(0.5, {buckets})", start_s, end_s)
+            p95 = api.range(f"histogram_quantile(0.95, {buckets})", start_s, end_s)
+        count = api.range(_gained(f"{prof.counted}_count{match}"), start_s, end_s)
         queue = (
-            _range(
-                client,
-                f"histogram_quantile(0.95, {_gained(f'{prof.queue}_bucket{match}', 'le')})",
-                first_end / 1000,
-                last_end / 1000,
-            )
+            api.range(f"histogram_quantile(0.95, {_gained(f'{prof.queue}_bucket{match}', 'le')})", start_s, end_s)
             if prof.queue
             else {}
         )
-        waiting = (
-            _range(client, f"avg(avg_over_time({prof.waiting}[1h]))", first_end / 1000, last_end / 1000)
-            if prof.waiting
-            else {}
-        )
+        # the model's own gauge: the same label matcher as its histograms (an unfiltered avg is every model's mean)
+        waiting = api.range(f"avg(avg_over_time({prof.waiting}{match}[1h]))", start_s, end_s) if prof.waiting else {}
     out = []
     for end in range(first_end, last_end + 1, HOUR_MS):
         n = count.get(end, 0.0)

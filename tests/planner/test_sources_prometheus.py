@@ -20,6 +20,7 @@ from planner.sources.sync import PROMETHEUS_BACKFILL_HOURS, sync_source
 from planner.stats import nearest_rank
 from planner.store.source_hours import load_hours, production_hours
 from planner.store.sources import SourceInfo, SourceKind, add_source, get_source
+from tests.support.metrics_server import TWO_MODELS, exposition_server
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
 
@@ -86,7 +87,7 @@ def test_a_missing_metric_a_wrong_label_and_no_server_are_clear_errors(scraped):
     with pytest.raises(PrometheusError, match=r"model_name='gpt-4o'; it has sim-model"):
         ttft_by_hour(prom, now - HOUR_MS, now, model="gpt-4o")
     with pytest.raises(PrometheusError, match="cannot be reached"):
-        ttft_by_hour("http://127.0.0.1:9", now - HOUR_MS, now, timeout_s=2)
+        ttft_by_hour("http://127.0.0.1:9", now - HOUR_MS, now, deadline_s=2)
 
 
 def test_the_command_prints_the_hours_the_library_reads(scraped):
@@ -266,31 +267,8 @@ tgi_queue_size 3
 @pytest.fixture(scope="module")
 def tgi_scraped():
     """Prometheus scraping a server that answers TGI's metric names (a fixed exposition of 25 queued requests)."""
-    import http.server
-    import threading
-
-    class Metrics(http.server.BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True  # TCP_NODELAY, like every local test server
-
-        def do_GET(self):  # noqa: N802
-            body = TGI_EXPOSITION.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with running_prometheus([f"127.0.0.1:{server.server_address[1]}"]) as prom:
-            yield prom
-    finally:
-        server.shutdown()
-        server.server_close()
+    with exposition_server(TGI_EXPOSITION) as target, running_prometheus([target]) as prom:
+        yield prom
 
 
 def test_tgi_hours_carry_its_queue_p95_and_requests_and_no_ttft(tgi_scraped):
@@ -310,3 +288,19 @@ def test_tgi_hours_carry_its_queue_p95_and_requests_and_no_ttft(tgi_scraped):
     assert found_words("tgi", models(tgi_scraped, profile="tgi")) == (
         "tgi_request_queue_duration (one server: no model label)"
     )
+
+
+# --- two models on one server: each hour's mean waiting is the model's own gauge, not every model's ------------------
+
+
+def test_mean_waiting_is_the_chosen_models_own_gauge_read_and_stored(sqlite_engine):
+    """m1 waits 2, m2 waits 10: m1's hour says 2.0 (not 6.0, the mean over both), read and synced alike."""
+    import time
+
+    with exposition_server(TWO_MODELS) as target, running_prometheus([target]) as prom:
+        now = int(time.time() * 1000)
+        hours = [h for h in ttft_by_hour(prom, now - HOUR_MS, now, model="m1") if h.requests]
+        src = _stored(sqlite_engine, prom, model="m1")
+        sync_source(sqlite_engine, src, now_ms=now)
+    assert [(h.requests, h.waiting_mean) for h in hours] == [(30.0, 2.0)]
+    assert [(h.requests, h.waiting_mean) for h in production_hours(sqlite_engine, src.id)] == [(30.0, 2.0)]

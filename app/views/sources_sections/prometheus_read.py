@@ -38,7 +38,8 @@ def _prom_read(url: str, profile: str, model: str | None, hours: int) -> dict:
         text = " ".join(str(exc).split()).rstrip(".")
         if not isinstance(exc, PrometheusError):
             text = f"{url} is not a URL Prometheus can be read at ({text})"
-        return kept | {"error": "Prometheus: " + mask_url_password(text, url) + "."}
+        said = mask_url_password(text, url)  # a reader's error names the server itself ("Prometheus at …")
+        return kept | {"error": (said if said.startswith("Prometheus at ") else "Prometheus: " + said) + "."}
     return kept | {"hours": [dataclasses.asdict(h) for h in got], "read_at_ms": now_ms}
 
 
