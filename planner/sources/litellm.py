@@ -219,7 +219,7 @@ def read_page(engine: sa.Engine, after: tuple[str, str], n: int, now_ms: int) ->
             ).all()
     except sa.exc.SQLAlchemyError as exc:
         raise LiteLLMError(_why(exc, engine)) from None
-    read = []
+    read: list[dict[str, Any]] = []
     for r in got:
         start = _number(r.start_ms)
         read.append(

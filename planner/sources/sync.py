@@ -31,8 +31,8 @@ from sqlalchemy.engine import Engine
 from planner.errors import PlannerError
 from planner.sources import litellm, prometheus
 from planner.sources.admit import FUTURE_SKEW_MS
-from planner.store.source_hours import store_hours
-from planner.store.sources import HOUR_MS, SourceInfo, SourceKind, newest_request, record_sync_error, store_batch
+from planner.store.source_hours import newest_request, store_hours
+from planner.store.sources import HOUR_MS, SourceInfo, SourceKind, record_sync_error, store_batch
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

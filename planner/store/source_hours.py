@@ -16,9 +16,9 @@ from sqlalchemy.engine import Engine
 from planner.logs.records import FUTURE_SKEW_MS
 from planner.stats import nearest_rank
 from planner.store.engine import table_of
-from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow, newest_request
+from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow
 
-__all__ = ["load_hours", "newest_ms", "production_hours", "request_hours", "store_hours"]
+__all__ = ["load_hours", "newest_ms", "newest_request", "production_hours", "request_hours", "store_hours"]
 
 _SOURCE = table_of(SourceRow)
 _REQUEST = table_of(SourceRequestRow)
@@ -114,6 +114,19 @@ def request_hours(engine: Engine, source_id: int, since_ms: int, until_ms: int) 
         p95 = nearest_rank(values, 0.95) if values else None
         out.append(HourTtft(int(h), float(counts[h]), p50, p95, None))
     return out
+
+
+def newest_request(engine: Engine, source_id: int, until_ms: int | None = None) -> tuple[int, str] | None:
+    """The source's newest stored request arriving no later than `until_ms` (UTC epoch ms; None: any): (arrival,
+    request id), or None before any. A row dated far ahead (stored before planner.sources.admit refused such rows)
+    is left out by an `until_ms` of now plus the admitted skew."""
+    where = [_REQUEST.c.source_id == source_id]
+    if until_ms is not None:
+        where.append(_REQUEST.c.ts_ms <= until_ms)
+    query = sa.select(_REQUEST.c.ts_ms, _REQUEST.c.request_id).where(*where)
+    with engine.connect() as conn:
+        row = conn.execute(query.order_by(_REQUEST.c.ts_ms.desc(), _REQUEST.c.request_id.desc()).limit(1)).first()
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def newest_ms(engine: Engine, source_id: int, now_ms: int | None = None) -> int | None:

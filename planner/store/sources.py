@@ -40,7 +40,6 @@ __all__ = [
     "list_sources",
     "load_source_frame",
     "load_source_requests",
-    "newest_request",
     "source_ttft_ms",
     "record_sync_error",
     "remove_source",
@@ -330,19 +329,6 @@ def load_source_requests(engine: Engine, source_id: int) -> list[dict[str, Any]]
             sa.select(*cols).where(_REQUEST.c.source_id == source_id).order_by(_REQUEST.c.ts_ms, _REQUEST.c.id)
         )
         return [dict(r._mapping) for r in rows]
-
-
-def newest_request(engine: Engine, source_id: int, until_ms: int | None = None) -> tuple[int, str] | None:
-    """The source's newest stored request arriving no later than `until_ms` (UTC epoch ms; None: any): (arrival,
-    request id), or None before any. A row dated far ahead (stored before planner.sources.admit refused such rows)
-    is left out by an `until_ms` of now plus the admitted skew."""
-    where = [_REQUEST.c.source_id == source_id]
-    if until_ms is not None:
-        where.append(_REQUEST.c.ts_ms <= until_ms)
-    query = sa.select(_REQUEST.c.ts_ms, _REQUEST.c.request_id).where(*where)
-    with engine.connect() as conn:
-        row = conn.execute(query.order_by(_REQUEST.c.ts_ms.desc(), _REQUEST.c.request_id.desc()).limit(1)).first()
-    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def load_source_frame(engine: Engine, source_id: int) -> pd.DataFrame:
