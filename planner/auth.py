@@ -7,6 +7,7 @@ page needs sign-in and the role of the signed-in user comes from a small roles f
 ROLES_FILE setting, default `.streamlit/roles.toml`):
 
     default_role = "viewer"            # anyone who signs in and matches nothing below ("none" refuses them)
+    trust_unverified_email = false     # true: a provider that never sends email_verified (see below)
     [roles]
     admin = ["lead@example.com"]
     editor = ["*@platform.example.com"]  # a whole domain
@@ -16,6 +17,13 @@ ROLES_FILE setting, default `.streamlit/roles.toml`):
     ttft-editors = "editor"
 
 The highest role that matches wins. Roles nest: an admin may do what an editor may, an editor what a viewer may.
+
+An e-mail rule (an address or a domain) matches only an address the provider vouches for: the ID token's
+`email_verified` claim must be the boolean `true`. A string (`"false"`, even `"true"`), a number or `false` is not
+verified, and neither is a missing claim, unless the roles file says `trust_unverified_email = true` (for a provider
+that never sends the claim and lets nobody choose their own address). The `email` must be one address: with two `@`
+(`admin@example.com@evil.com`) it matches no rule. An unverified or malformed address still signs in, with the role
+its claims give or the default role.
 
 Streamlit's sign-in always comes back to the home page. The link a signed-out visitor opened (a page and its query:
 a shared worksheet carries all its inputs and provenance there) travels through the provider's round trip in a
@@ -35,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from planner import settings
+from planner.email_address import is_address
 from planner.errors import PlannerError
 
 __all__ = [
@@ -106,12 +115,13 @@ class RolesConfig:
     emails: Mapping[Role, tuple[str, ...]] = field(default_factory=dict)  # patterns, fnmatch-style, lower case
     claim: str = ""
     claim_roles: Mapping[str, Role] = field(default_factory=dict)
+    trust_unverified_email: bool = False  # a missing email_verified claim counts as verified
 
     def role_for(self, user: Mapping[str, Any]) -> Role | None:
-        """The highest role the signed-in user's email or claim gives, else the default (None: refused)."""
+        """The highest role the signed-in user's verified email or claim gives, else the default (None: refused)."""
         found: list[Role] = []
-        email = str(user.get("email") or "").strip().lower()
-        if email and user.get("email_verified", True) is not False:
+        email = self.verified_email(user)
+        if email:
             found += [
                 role for role, patterns in self.emails.items() if any(fnmatch.fnmatchcase(email, p) for p in patterns)
             ]
@@ -122,6 +132,19 @@ class RolesConfig:
         if found:
             return max(found, key=_RANK.__getitem__)
         return self.default_role
+
+    def verified_email(self, user: Mapping[str, Any]) -> str:
+        """The user's e-mail in lower case when the roles may be matched against it, else "": one address (exactly
+        one @) that the provider verified (`email_verified` is the boolean true; a missing or null claim only with
+        trust_unverified_email)."""
+        verified = user.get("email_verified")
+        if verified is not True and not (verified is None and self.trust_unverified_email):
+            return ""
+        email = user.get("email")
+        if not isinstance(email, str):
+            return ""
+        email = email.strip().lower()
+        return email if is_address(email) else ""
 
 
 def _role(value: Any, where: str) -> Role:
@@ -149,11 +172,15 @@ def load_roles(path: Path | None = None) -> RolesConfig:
     claims = dict(data.get("claims") or {})
     claim = str(claims.pop("claim", ""))
     claim_roles = {str(k): _role(v, f"{path}: [claims] {k}") for k, v in claims.items()}
+    trust = data.get("trust_unverified_email", False)
+    if not isinstance(trust, bool):
+        raise AuthConfigError(f"{path}: trust_unverified_email must be true or false, got {trust!r}")
     return RolesConfig(
         default_role=None if default == "none" else _role(default, f"{path}: default_role"),
         emails=emails,
         claim=claim,
         claim_roles=claim_roles,
+        trust_unverified_email=trust,
     )
 
 

@@ -31,7 +31,8 @@ def _roles(tmp_path, monkeypatch):
 def _app(user: dict | None, page: str | None = None) -> AppTest:
     at = new_app()
     at.secrets["auth"] = AUTH
-    at.user = {"is_logged_in": False} if user is None else {"is_logged_in": True, **user}
+    # a provider that verified the address (the boolean claim): only then does an e-mail rule give its role
+    at.user = {"is_logged_in": False} if user is None else {"is_logged_in": True, "email_verified": True, **user}
     at.run()
     if page is not None:
         at.switch_page(f"views/{page}.py").run()

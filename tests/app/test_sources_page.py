@@ -435,7 +435,7 @@ def test_with_sign_in_on_reading_prometheus_needs_the_source_sync_action(scraped
     def signed_in(email: str) -> AppTest:
         at = new_app()
         at.secrets["auth"] = AUTH
-        at.user = {"is_logged_in": True, "email": email}
+        at.user = {"is_logged_in": True, "email": email, "email_verified": True}
         at.run()
         return open_page("sources", at)
 

@@ -2,7 +2,9 @@
 is sent to the provider before any page renders, comes back signed in with the role the roles file gives their
 e-mail, a viewer's write controls are disabled and a forged write stores nothing, an admin's write lands in the
 audit log under their e-mail, and signing out ends the session. A link opened while signed out (a shared
-worksheet with its inputs and provenance in the query, or another page) is where the visitor lands after signing in."""
+worksheet with its inputs and provenance in the query, or another page) is where the visitor lands after signing in.
+An address the provider did not verify (its `email_verified` the string "false", as some providers send it) or one
+with two `@` gets no e-mail rule's role."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -26,6 +29,17 @@ from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, ope
 from tests.support.waiting import wait_for
 
 HANG_S = 120.0  # a hang guard for waits on the store: four suites may share two cores
+
+#: The people the provider knows (subject → the claims of its ID token). oidc-provider-mock sends only `email` for a
+#: subject it does not know; these carry `email_verified` as providers send it: the boolean for a verified address,
+#: the string "false" for one nobody verified (typed by whoever signed up as mallory), and a verified address with
+#: two @ that a domain rule's text would match.
+PEOPLE = {
+    "lead@example.com": {"email": "lead@example.com", "email_verified": True},
+    "pm@example.com": {"email": "pm@example.com", "email_verified": True},
+    "mallory": {"email": "lead@example.com", "email_verified": "false"},
+    "two-ats": {"email": "a@b@platform.example.com", "email_verified": True},
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +56,8 @@ def provider():
     except AssertionError:
         proc.kill()
         raise
+    for sub, claims in PEOPLE.items():
+        httpx.put(f"{url}/users/{sub}", json=claims, timeout=30).raise_for_status()
     yield url
     proc.terminate()
     proc.wait(10)
@@ -60,7 +76,9 @@ def signed_app(provider, tmp_path_factory):
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n'
     )
     roles = data / "roles.toml"
-    roles.write_text('default_role = "viewer"\n[roles]\nadmin = ["lead@example.com"]\n')
+    roles.write_text(
+        'default_role = "viewer"\n[roles]\nadmin = ["lead@example.com"]\neditor = ["*@platform.example.com"]\n'
+    )
     server = StreamlitServer(
         data, {"TTFT_PLANNER_ROLES_FILE": str(roles)}, port=port, args=(f"--secrets.files={secrets}",)
     )
@@ -68,8 +86,9 @@ def signed_app(provider, tmp_path_factory):
     server.stop()
 
 
-def _sign_in(page: Page, app_url: str, email: str, link: str = "/alerts") -> None:
-    """Open `link` while signed out, sign in at the provider's own form, and wait for the dashboard's first run."""
+def _sign_in(page: Page, app_url: str, email: str, link: str = "/alerts", *, shown: str | None = None) -> None:
+    """Open `link` while signed out, sign in at the provider's own form as subject `email`, and wait for the
+    dashboard's first run (its sidebar names `shown`: the subject's e-mail claim, by default the subject)."""
     page.goto(app_url + link)
     wait_for_app(page)
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
@@ -80,7 +99,19 @@ def _sign_in(page: Page, app_url: str, email: str, link: str = "/alerts") -> Non
     page.get_by_role("button", name="Authorize").click()
     page.wait_for_url(f"{app_url}/**")
     wait_for_app(page)
-    expect(page.get_by_text(f"Signed in as {email}")).to_be_visible()
+    expect(page.get_by_text(f"Signed in as {shown or email}")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("subject", "email"), [("mallory", "lead@example.com"), ("two-ats", "a@b@platform.example.com")]
+)
+def test_an_unverified_or_two_at_address_gets_no_role_from_its_text(page: Page, signed_app, subject, email):
+    # mallory's provider account says lead's address, verified "false" (a string): before, anything but the boolean
+    # false counted as verified and mallory was an admin; two-ats matched "*@platform.example.com" and was an editor
+    _sign_in(page, signed_app.url, subject, shown=email)
+    expect(page.get_by_text(f"Signed in as {email} · viewer")).to_be_visible()
+    open_expander(page, "Add a rule")
+    expect(page.get_by_role("button", name="Add rule")).to_be_disabled()
 
 
 def test_a_viewer_signs_in_reads_and_cannot_write(page: Page, signed_app):
