@@ -9,7 +9,7 @@ import streamlit as st
 from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
-from planner.segment_figures import queueing_segment, segment1_figure, segment2_figure
+from planner.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure, segment2_figure
 from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
 from planner.store import database_url
 from planner.store import leases as lease
@@ -248,7 +248,7 @@ def live_view() -> None:
             hide_index=True,
         )
 
-    queue = queueing_segment(hours)
+    queue = queueing_segment(hours, ep.interval_s)
     seg1 = segment1_figure(
         hours, series=key.label, tz=tz, window=window, measured_at_ms=min(end_ms, int(time.time() * 1000))
     )
@@ -281,8 +281,7 @@ def live_view() -> None:
             seg1,
             "worst-hour p95 − quietest-hour p50",
             queue.reason or "Cannot be computed from this range.",
-            "Worst hour's p95 − the quietest other hour's p50, over hours with n ≥ 20; cold-reading probes "
-            "and skipped slots never enter.",
+            f"{SEGMENT1_RULE} Cold-reading probes and skipped slots never enter.",
         )
     with s2:
         warm_note = (

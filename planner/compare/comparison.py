@@ -252,10 +252,11 @@ def method_lines(cmp: Comparison) -> list[str]:
         "faster” only when it lies wholly beyond it, otherwise the data cannot yet tell.",
         "Worksheet verdicts: the worksheet’s targets, prefill rate, p95 prompt and cache hit; each segment is the "
         "endpoint’s own measurement where it has one — queueing from its own hours (worst hour’s p95 − quietest "
-        "other hour’s p50, at least two hours with n ≥ 20), cold start from its own latest cold reading (cold − "
-        "warm), network from the RTT median to its own region — else the worksheet’s typed value (labelled "
-        "“entered by hand”); a figure the worksheet measured elsewhere is never borrowed: the segment is missing "
-        "and the endpoint gets no verdict. Goodput = share of attempted samples that succeeded within the target.",
+        "hour’s p50, possibly the same hour, at least two hours with n ≥ 20), cold start from its own latest cold "
+        "reading (cold − warm), network from the RTT median to its own region — else the worksheet’s typed value "
+        "(labelled “entered by hand”); a figure the worksheet measured elsewhere is never borrowed: the segment is "
+        "missing and the endpoint gets no verdict. Goodput = share of attempted samples that succeeded within the "
+        "target.",
         "Production p95: the TTFT of your users' own requests to each endpoint in the same window, from every live "
         "source whose stored API base is the endpoint's base URL and whose model is its model (nearest rank, with "
         "n); “—” where no source maps to the endpoint.",

@@ -21,7 +21,7 @@ from planner.budget import SEGMENTS, BudgetResult, Worksheet, compute_worksheet,
 from planner.compare.data import ColdReading, EndpointInfo, RttFigure
 from planner.provenance import Figure, Source
 from planner.samples import MEASURED_KINDS
-from planner.segment_figures import Queueing, queueing_segment
+from planner.segment_figures import Queueing, queueing_segment, queueing_words
 from planner.stats import Percentile, percentile, summarize
 
 __all__ = [
@@ -178,7 +178,7 @@ def hourly_profile(df: pd.DataFrame, tz: str = "UTC") -> pd.DataFrame:
 
 def queue_excess_ms(hourly: pd.DataFrame) -> float | None:
     """Segment 1 for one endpoint's hourly rows (planner.segment_figures.queueing_segment: the worst hour's p95 −
-    the quietest other hour's p50, over hours with n ≥ 20); None when fewer than two hours have n ≥ 20."""
+    the quietest hour's p50, over hours with n ≥ 20); None when fewer than two hours have n ≥ 20."""
     return queueing_segment(hourly).value_ms
 
 
@@ -204,7 +204,7 @@ def own_segments(
             queue.value_ms,
             "ms",
             Source.PROBE,
-            f"{info.name} · worst hour {queue.worst_hour:02d}:00 p95 − quietest {queue.quiet_hour:02d}:00 p50",
+            f"{info.name} · {queueing_words(queue)}",
             queue.n,
             window,
         )
@@ -295,7 +295,7 @@ def endpoint_metrics(
     ok = measured(samples)
     ttft_ms = ok["ttft_ms"].tolist()
     n_att = len(att)
-    queue = queueing_segment(hourly) if not hourly.empty else Queueing(None, reason="no samples")
+    queue = queueing_segment(hourly, info.interval_s) if not hourly.empty else Queueing(None, reason="no samples")
     own = own_segments(info, queue, cold, rtt, window)
     verdicts = [
         _verdict(key, target_ms, worksheet, own, att, ttft_ms) for key, target_ms in worksheet.targets_ms.items()
