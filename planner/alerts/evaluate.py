@@ -3,9 +3,11 @@ one queued delivery per channel for each transition, and send the deliveries tha
 probe samples (planner.store.probe_queries); a production rule the live sources' requests mapped to each endpoint
 (planner.sources.endpoints), one series per endpoint under the vantage PRODUCTION_VANTAGE.
 
-The worker calls `evaluate_all` on its housekeeping tick; `ttft-planner alerts evaluate` calls the same function,
-so a rule behaves the same whichever runs it. Delivery is at least once: a send that fails is retried with backoff
-(planner.alerts.notify.BACKOFF_S) on later passes until MAX_ATTEMPTS, and its last error stays in the store.
+The worker calls `evaluate_all(deliver=False)` on its housekeeping tick and sends the deliveries on a thread of
+their own (planner.worker.team), so no receiver holds up its housekeeping; `ttft-planner alerts evaluate` calls
+`evaluate_all` and sends in the same call. A rule behaves the same whichever runs it. Sending is
+planner.alerts.deliver: at least once, all of a pass's sends within one deadline, a failure retried with backoff on
+later passes until MAX_ATTEMPTS, and its last error kept in the store.
 
 Both may run at once: a transition is stored only by the pass that stepped the stored state (the other's is
 dropped), and a delivery is claimed before it is sent (planner.store.alerts.claim_delivery), so a pass sends only
@@ -14,12 +16,12 @@ what it won, and every attempt is counted once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 from sqlalchemy.engine import Engine
 
-from planner.alerts.notify import BACKOFF_S, MAX_ATTEMPTS, SEND_LEASE_S, Notice, channels_of, message, send
-from planner.alerts.rules import PRODUCTION_VANTAGE, AlertKind, Observation, Rule, SeriesStatus, Transition, step
+# deliver_due and PassResult live in planner.alerts.deliver; re-exported here, where a pass starts.
+from planner.alerts.deliver import PassResult, deliver_due
+from planner.alerts.notify import Notice, channels_of, message
+from planner.alerts.rules import PRODUCTION_VANTAGE, AlertKind, Observation, Rule, SeriesStatus, judged, step
 from planner.alerts.words import series_where
 from planner.sources.endpoints import EndpointTarget, production_ttft
 from planner.store import alerts as store
@@ -27,16 +29,6 @@ from planner.store.endpoints import endpoint_rows
 from planner.store.probe_queries import SeriesKey, series_keys, summary
 
 __all__ = ["PassResult", "deliver_due", "evaluate_all", "observe", "observe_production"]
-
-
-@dataclass
-class PassResult:
-    """What one pass did: series evaluated, transitions, deliveries sent and failed."""
-
-    series: int = 0
-    transitions: list[tuple[str, str, str]] = field(default_factory=list)  # (rule, where: series_where, transition)
-    delivered: int = 0
-    failed: list[str] = field(default_factory=list)
 
 
 def observe(engine: Engine, rule: Rule, key: SeriesKey, now_ms: int) -> Observation:
@@ -60,13 +52,6 @@ def observe_production(engine: Engine, rule: Rule, endpoint: EndpointTarget, now
     (planner.sources.endpoints) that arrived in [now − window, now)."""
     prod = production_ttft(engine, endpoint, now_ms - int(rule.window_s * 1000), now_ms)
     return Observation(prod.p95.value, prod.n)
-
-
-def _threshold_in_window(rule: Rule) -> Rule:
-    """A no-success rule fires when the gap exceeds its window: its threshold is the window, in minutes."""
-    if rule.kind is AlertKind.NO_SUCCESS:
-        return replace(rule, threshold=rule.window_s / 60)
-    return rule
 
 
 def _production_series(
@@ -100,18 +85,18 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
     keys = series_keys(engine)
     states = store.series_states(engine)
     for rule in rules:
-        judged = _threshold_in_window(rule)
+        as_judged = judged(rule)
         if rule.kind.production:
-            for key, obs in _production_series(engine, judged, states, now_ms):
-                _evaluate_series(engine, rule, judged, key, obs, states, now_ms, result)
+            for key, obs in _production_series(engine, as_judged, states, now_ms):
+                _evaluate_series(engine, rule, as_judged, key, obs, states, now_ms, result)
             continue
         for key in keys:
             if rule.endpoint_id is not None and key.endpoint_id != rule.endpoint_id:
                 continue
             if vantage is not None and key.vantage != vantage:
                 continue
-            obs = observe(engine, judged, key, now_ms)
-            _evaluate_series(engine, rule, judged, key, obs, states, now_ms, result)
+            obs = observe(engine, as_judged, key, now_ms)
+            _evaluate_series(engine, rule, as_judged, key, obs, states, now_ms, result)
     if deliver:
         deliver_due(engine, now_ms, result, vantage=vantage)
     return result
@@ -120,7 +105,7 @@ def evaluate_all(engine: Engine, now_ms: int, *, deliver: bool = True, vantage: 
 def _evaluate_series(
     engine: Engine,
     rule: Rule,
-    judged: Rule,
+    as_judged: Rule,
     key: SeriesKey,
     obs: Observation,
     states: dict[tuple[int, int, str], SeriesStatus],
@@ -131,17 +116,17 @@ def _evaluate_series(
     stepped it first."""
     stored = states.get((int(rule.id or 0), key.endpoint_id, key.vantage))
     prev = stored or SeriesStatus()
-    status, transition = step(judged, prev, obs, now_ms)
+    status, transition = step(as_judged, prev, obs, now_ms)
     event = None
     if transition is not None:
-        notice = Notice(judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
+        notice = Notice(as_judged, transition, key.endpoint_name, key.vantage, obs.value, obs.n, now_ms)
         event = store.AlertEventRow(
             rule_id=int(rule.id or 0),
             endpoint_id=key.endpoint_id,
             vantage=key.vantage,
             transition=str(transition),
             value=obs.value,
-            threshold=judged.threshold,
+            threshold=as_judged.threshold,
             n=obs.n,
             window_s=rule.window_s,
             message=message(notice)[:1000],
@@ -163,49 +148,3 @@ def _evaluate_series(
     if transition is not None:
         result.transitions.append((rule.name, series_where(rule.kind, key.endpoint_name, key.vantage), str(transition)))
     result.series += 1
-
-
-def deliver_due(
-    engine: Engine, now_ms: int, result: PassResult | None = None, *, vantage: str | None = None
-) -> PassResult:
-    """Send every delivery that is due (of `vantage`'s series when given, and of every production rule's); a failure
-    is stored with its reason and retried after a backoff."""
-    result = result or PassResult()
-    rules = {r.id: r for r in store.load_rules(engine)}
-    names = {k.endpoint_id: k.endpoint_name for k in series_keys(engine)}
-    for d, e in store.due_deliveries(engine, now_ms):
-        rule = rules.get(e.rule_id)
-        if rule is None:
-            continue
-        if vantage is not None and e.vantage != vantage and not rule.kind.production:
-            continue
-        notice = Notice(
-            _threshold_in_window(rule),
-            Transition(e.transition),
-            names.get(e.endpoint_id, "?"),
-            e.vantage,
-            e.value,
-            e.n,
-            e.at_ms,
-        )
-        attempt = store.claim_delivery(engine, d, now_ms=now_ms, lease_ms=int(SEND_LEASE_S * 1000))
-        if attempt is None:  # another pass is sending it, or has sent it
-            continue
-        try:
-            send(d.channel, d.target, notice)
-        except RuntimeError as exc:
-            retry = attempt < MAX_ATTEMPTS
-            wait_s = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
-            store.finish_delivery(
-                engine,
-                int(d.id or 0),
-                attempt,
-                now_ms=now_ms,
-                error=str(exc),
-                next_attempt_at_ms=now_ms + int(wait_s * 1000) if retry else None,
-            )
-            result.failed.append(f"{d.channel} {d.target}: {exc}" + ("" if retry else " (given up)"))
-            continue
-        store.finish_delivery(engine, int(d.id or 0), attempt, now_ms=now_ms, error="", next_attempt_at_ms=None)
-        result.delivered += 1
-    return result

@@ -3,6 +3,10 @@
 Secrets stay in the environment: a webhook is named by the variable holding its URL (the URL carries a token and
 never appears in a message, an error or the store); SMTP comes from the SMTP_* settings (planner.settings), its
 password included. Errors name the variable or the SMTP host, never the URL.
+
+`send` fails in one way only: DeliveryError (a RuntimeError), one line, whatever went wrong underneath (a refused
+URL, a timeout, a header an old rule's text would break): the CLI's `alerts test`, the Alerts page and the worker's
+passes record or show that line, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,24 +15,31 @@ import os
 import smtplib
 from dataclasses import dataclass
 from email.message import EmailMessage
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
 from planner.alerts.words import KIND_WHAT, format_value, series_where, target_words
+from planner.email_address import parse_address_list
+from planner.env_names import shown_env_name
+from planner.untrusted import mask_secret
+from planner.urls import UrlError, check_url
 
 __all__ = [
     "BACKOFF_S",
     "MAX_ATTEMPTS",
     "SEND_LEASE_S",
+    "TIMEOUT_S",
+    "DeliveryError",
     "Notice",
     "WEBHOOK_FORMATS",
     "channels_of",
     "format_value",
     "message",
     "send",
+    "shown_target",
 ]
 
 
@@ -36,6 +47,7 @@ WEBHOOK_FORMATS = ("json", "slack", "teams")
 MAX_ATTEMPTS = 5
 #: Wait before attempt k+1 after k failed attempts (s): 30 s, 1 min, 2 min, 4 min, then given up.
 BACKOFF_S = (30.0, 60.0, 120.0, 240.0)
+#: The longest one network step of a send may take (connect, one read, one write), s.
 TIMEOUT_S = 10.0
 #: How long an evaluator holds a delivery it claimed to send (s): far longer than one send (TIMEOUT_S per network
 #: step), so no other evaluator sends it meanwhile; an evaluator that died mid-send leaves it to be retried after.
@@ -122,40 +134,72 @@ def channels_of(rule: Rule) -> list[tuple[str, str]]:
     return out
 
 
-def _send_webhook(env_name: str, fmt: str, n: Notice) -> None:
-    url = os.environ.get(env_name, "")
+class DeliveryError(RuntimeError):
+    """One notification not delivered; the message is one line naming the channel's variable, addresses or SMTP
+    host, never a URL or a password."""
+
+
+def _webhook_url(env_name: str) -> str:
+    """The URL in variable `env_name`, checked; DeliveryError naming the variable when it is unset or unusable.
+
+    Its origin (scheme, host, port, any user:password@) goes through planner.urls.check_url, whose message shows only
+    the origin (credentials masked). Its path and query hold the webhook's token (Slack, Teams, a `?token=`): they are
+    never shown, and check_url's rule against a secret in a stored query does not apply to a URL kept in the
+    environment; httpx refuses a line break or another control character there (caught in _send_webhook)."""
+    url = os.environ.get(env_name, "").strip()
     if not url:
-        raise RuntimeError(f"the webhook variable {env_name} is not set")
-    try:  # the URL may carry its token in the path or query (Slack, Teams): check its shape, never print it
-        parts = urlsplit(url.strip())
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        valid = False
-    if not valid:
-        raise RuntimeError(f"the webhook URL in {env_name} is not a valid http(s) URL")
+        raise DeliveryError(f"the webhook variable {env_name} is not set")
     try:
-        resp = httpx.post(url.strip(), json=webhook_body(fmt, n), timeout=TIMEOUT_S)
+        parts = urlsplit(url)
+    except ValueError:
+        raise DeliveryError(f"the webhook URL in {env_name} is not a valid http(s) URL") from None
+    try:
+        check_url(
+            urlunsplit((parts.scheme, parts.netloc, "", "", "")),
+            what=f"the webhook URL in {env_name}",
+            allow_credentials=True,
+        )
+    except UrlError as exc:
+        raise DeliveryError(str(exc)) from None
+    return url
+
+
+def _send_webhook(env_name: str, fmt: str, n: Notice, timeout_s: float) -> None:
+    url = _webhook_url(env_name)
+    try:
+        resp = httpx.post(url, json=webhook_body(fmt, n), timeout=timeout_s)
+    except httpx.InvalidURL:
+        raise DeliveryError(
+            f"the webhook URL in {env_name} is not a valid URL: its path or query holds a line break or another "
+            "control character"
+        ) from None
     except httpx.HTTPError as exc:
-        raise RuntimeError(f"webhook {env_name}: {type(exc).__name__}") from None
+        waited = f" (no answer within {timeout_s:g} s)" if isinstance(exc, httpx.TimeoutException) else ""
+        raise DeliveryError(f"webhook {env_name}: {type(exc).__name__}{waited}") from None
     if resp.status_code >= 300:
-        raise RuntimeError(f"webhook {env_name} answered HTTP {resp.status_code}")
+        raise DeliveryError(f"webhook {env_name} answered HTTP {resp.status_code}")
 
 
-def _send_email(addresses: str, n: Notice) -> None:
+def _send_email(addresses: str, n: Notice, timeout_s: float) -> None:
     host = settings.SMTP_HOST.raw()
     if not host:
-        raise RuntimeError(f"{settings.SMTP_HOST.name} is not set: no SMTP server to send e-mail through")
+        raise DeliveryError(f"{settings.SMTP_HOST.name} is not set: no SMTP server to send e-mail through")
     try:
         port = int(settings.SMTP_PORT.raw() or settings.SMTP_PORT.default)
     except ValueError:
-        raise RuntimeError(f"{settings.SMTP_PORT.name} is not a port number") from None
+        raise DeliveryError(f"{settings.SMTP_PORT.name} is not a port number") from None
+    try:  # a rule stored before its addresses were checked at `alerts add`
+        to = parse_address_list(addresses, what="e-mail recipients")
+    except ValueError as exc:
+        raise DeliveryError(str(exc)) from None
     msg = EmailMessage()
     msg["From"] = settings.SMTP_FROM.raw() or settings.SMTP_FROM.default
-    msg["To"] = addresses
-    msg["Subject"] = message(n).split(": ", 1)[0] + f" on {n.endpoint}"
+    msg["To"] = ", ".join(to)
+    # one line: a header holding a line break is refused (and a name stored before names were checked may hold one)
+    msg["Subject"] = " ".join((message(n).split(": ", 1)[0] + f" on {n.endpoint}").split())
     msg.set_content(message(n) + "\n")
     try:
-        with smtplib.SMTP(host, port, timeout=TIMEOUT_S) as smtp:
+        with smtplib.SMTP(host, port, timeout=timeout_s) as smtp:
             if (settings.SMTP_STARTTLS.raw() or "") in ("1", "true", "yes"):
                 smtp.starttls()
             user = settings.SMTP_USER.raw()
@@ -163,14 +207,40 @@ def _send_email(addresses: str, n: Notice) -> None:
                 smtp.login(user, settings.SMTP_PASSWORD.raw() or "")
             smtp.send_message(msg)
     except (OSError, smtplib.SMTPException) as exc:
-        raise RuntimeError(f"SMTP {host}:{port}: {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise DeliveryError(f"SMTP {host}:{port}: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-def send(channel: str, target: str, n: Notice) -> None:
-    """Deliver one notification; raises RuntimeError with a one-line reason (never a secret) when it fails."""
+def _one_line(text: str) -> str:
+    """`text` with every control character escaped (a line break reads as \\n): one line, whatever it held."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown_target(channel: str, target: str) -> str:
+    """A channel's target as one line, for a message or the log: a webhook's variable name (hidden when an older
+    version stored something else there: most likely the URL itself), addresses with control characters escaped."""
+    return shown_env_name(target, sigil="") if channel == "webhook" else _one_line(target)
+
+
+def _without_secrets(text: str, channel: str, target: str) -> str:
+    """`text` on one line with the secrets a send may have seen masked: the webhook's URL and the SMTP password."""
+    secrets = [settings.SMTP_PASSWORD.raw() or ""]
     if channel == "webhook":
-        _send_webhook(target, n.rule.webhook_format, n)
-    elif channel == "email":
-        _send_email(target, n)
-    else:
-        raise RuntimeError(f"unknown channel {channel!r}")
+        secrets.append(os.environ.get(target, "").strip())
+    for secret in secrets:
+        text = mask_secret(text, secret)
+    return _one_line(text)
+
+
+def send(channel: str, target: str, n: Notice, *, timeout_s: float = TIMEOUT_S) -> None:
+    """Deliver one notification, each network step within `timeout_s` (s); raises DeliveryError with a one-line
+    reason (never a secret, never anything else) when it fails, whatever failed."""
+    try:
+        if channel == "webhook":
+            _send_webhook(target, n.rule.webhook_format, n, timeout_s)
+        elif channel == "email":
+            _send_email(target, n, timeout_s)
+        else:
+            raise DeliveryError(f"unknown channel {channel!r}")
+    except Exception as exc:  # noqa: BLE001 - any failure of one delivery is that delivery's error, shown as such
+        reason = str(exc) if isinstance(exc, DeliveryError) else f"{channel}: {type(exc).__name__}: {exc}"
+        raise DeliveryError(_without_secrets(reason, channel, target)[:500]) from None

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 
 # The vocabulary lives below the store and this module (planner.store.alerts reads and writes it); re-exported here.
 from planner.alerts_vocab import PRODUCTION_VANTAGE, UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
+from planner.email_address import parse_address_list
+from planner.env_names import check_env_name
 
 __all__ = [
     "PRODUCTION_VANTAGE",
@@ -36,6 +38,7 @@ __all__ = [
     "SeriesStatus",
     "Transition",
     "build_rule",
+    "judged",
     "step",
 ]
 
@@ -48,6 +51,9 @@ _THRESHOLD_UNIT = {
 }
 #: The kinds whose threshold is a p95 TTFT target (an interaction type's or a saved worksheet's may set it).
 P95_KINDS = (AlertKind.P95_OVER, AlertKind.PRODUCTION_P95_OVER)
+#: The longest name and recipient list the store keeps (planner.store.alerts.AlertRuleRow's columns), characters.
+_NAME_MAX_CHARS = 120
+_EMAIL_TO_MAX_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,26 @@ def step(rule: Rule, prev: SeriesStatus, obs: Observation, now_ms: int) -> tuple
     return SeriesStatus(AlertState.PENDING, since, obs.value, obs.n), None
 
 
+def judged(rule: Rule) -> Rule:
+    """The rule as its series are judged: a no-success rule fires when the gap exceeds its window, so its threshold
+    is the window, in minutes."""
+    if rule.kind is AlertKind.NO_SUCCESS:
+        return replace(rule, threshold=rule.window_s / 60)
+    return rule
+
+
+def _one_line(value: str, field: str, max_chars: int) -> str:
+    """`value` stripped, when it is one line of printable text of at most `max_chars`; else ValueError naming `field`
+    (what was typed is shown escaped: a line break reads as \\n)."""
+    value = value.strip()
+    shown = repr(value if len(value) <= 60 else value[:59] + "…")
+    if not value.isprintable():
+        raise ValueError(f"{field} {shown}: one line of text, without line breaks, tabs or other control characters")
+    if len(value) > max_chars:
+        raise ValueError(f"{field}: {len(value)} characters; at most {max_chars} are kept")
+    return value
+
+
 def build_rule(
     name: str,
     kind: AlertKind | str,
@@ -102,11 +128,17 @@ def build_rule(
 ) -> Rule:
     """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
     with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction; with
-    an interaction type the threshold is its target (a different one typed as well is refused)."""
+    an interaction type the threshold is its target (a different one typed as well is refused).
+
+    The name is one line of text; `email_to` comma-separated e-mail addresses (stored as "a@x.com, b@y.com");
+    `webhook_env` the NAME of an environment variable (anything else typed there is never echoed: it may be the URL
+    with its token)."""
     kind = AlertKind(kind)
-    name = name.strip()
+    name = _one_line(name, "name", _NAME_MAX_CHARS)
     if not name:
         raise ValueError("the rule needs a name")
+    emails = ", ".join(parse_address_list(_one_line(email_to, "e-mail", _EMAIL_TO_MAX_CHARS), what="e-mail"))
+    webhook_env = check_env_name(webhook_env, "webhook variable", optional=True)
     if interaction:
         targets_ms = targets_ms or {}
         if kind not in P95_KINDS:
@@ -135,8 +167,6 @@ def build_rule(
         if threshold >= 100:
             raise ValueError(f"threshold {threshold:g} %: an error rate is below 100 %")
         threshold /= 100.0
-    if webhook_env and not webhook_env.replace("_", "").isalnum():
-        raise ValueError(f"webhook variable {webhook_env!r}: give the NAME of an environment variable, not the URL")
     return Rule(
         name=name,
         kind=kind,
@@ -147,7 +177,7 @@ def build_rule(
         clear_margin=clear_margin_pct / 100,
         endpoint_id=endpoint_id,
         interaction=interaction,
-        webhook_env=webhook_env.strip(),
+        webhook_env=webhook_env,
         webhook_format=webhook_format,
-        email_to=email_to.strip(),
+        email_to=emails,
     )

@@ -8,7 +8,7 @@ import time
 import click
 
 from planner.alerts.evaluate import evaluate_all
-from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, format_value, send
+from planner.alerts.notify import WEBHOOK_FORMATS, DeliveryError, Notice, channels_of, format_value, send, shown_target
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
 from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
@@ -223,7 +223,7 @@ def list_cmd(as_json, database_url) -> None:
             f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} ({KIND_WHAT[r.kind]}) over "
             f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
             f"({len(d['series'])} series) · channels: "
-            f"{', '.join(f'{c} {t}' for c, t in channels_of(r)) or 'none'}"
+            f"{', '.join(f'{c} {shown_target(c, t)}' for c, t in channels_of(r)) or 'none'}"
         )
 
 
@@ -242,12 +242,13 @@ def test_cmd(name, database_url) -> None:
     notice = Notice(rule, Transition.FIRING, "test-endpoint", "test", rule.threshold, rule.min_n, _now_ms(), test=True)
     failed = 0
     for channel, target in channels:
+        shown = shown_target(channel, target)
         try:
             send(channel, target, notice)
-            click.echo(f"{channel} {target}: delivered")
-        except RuntimeError as exc:
+            click.echo(f"{channel} {shown}: delivered")
+        except DeliveryError as exc:  # whatever failed, one line (planner.alerts.notify.send)
             failed += 1
-            click.echo(f"{channel} {target}: failed: {exc}", err=True)
+            click.echo(f"{channel} {shown}: failed: {exc}", err=True)
     if failed:
         raise SystemExit(1)
 
@@ -268,7 +269,8 @@ def remove_cmd(name, database_url) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with the pass's outcome.")
 @store_option
 def evaluate_cmd(as_json, database_url) -> None:
-    """Evaluate every rule once now and send the notifications that are due (the worker does this on its own)."""
+    """Evaluate every rule once now and send the notifications that are due (the worker does this on its own); the
+    sends run side by side, and the pass ends by its deadline however slowly the receivers answer."""
     engine = open_engine(database_url)
     now = _now_ms()
     result = evaluate_all(engine, now)
@@ -279,6 +281,7 @@ def evaluate_cmd(as_json, database_url) -> None:
                 "transitions": result.transitions,
                 "delivered": result.delivered,
                 "failed": result.failed,
+                "unfinished": result.unfinished,
             }
         )
         return
@@ -288,6 +291,12 @@ def evaluate_cmd(as_json, database_url) -> None:
     click.echo(f"notifications delivered: {result.delivered}")
     for f in result.failed:
         click.echo(f"delivery failed (will retry unless given up): {f}", err=True)
+    if result.unfinished:
+        click.echo(
+            f"{result.unfinished} notification(s) still sending or not started when the pass's deadline ran out: "
+            "what is not delivered is retried by the next pass",
+            err=True,
+        )
 
 
 @alerts.command("history")

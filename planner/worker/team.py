@@ -5,19 +5,28 @@ sample the store lacks), `on_lateness` when the schedule starts a probe, and `ti
 `due`, so an idle worker starts no thread five times a second for nothing. Alerts are evaluated by the lease holder of
 each vantage for that vantage's series only, at most every `alerts_every_s`, so standbys and other vantages never
 notify the same transition twice.
+
+The evaluation (reads and writes of the store) runs in the tick; the deliveries it queues do not: they are sent on a
+thread of their own (planner.alerts.deliver: all of a pass's sends within `delivery_deadline_s`), so a webhook or an
+SMTP server that accepts and never answers never holds up housekeeping, and the lease's renewal in it. One delivery
+pass at a time: a tick that finds the last one still under way leaves what is due to the next tick.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 
 from sqlalchemy.engine import Engine
 
+from planner.alerts.deliver import PASS_DEADLINE_S, deliver_due
 from planner.alerts.evaluate import evaluate_all
+from planner.alerts.notify import TIMEOUT_S
 from planner.metrics import WorkerMetrics
 from planner.store import alerts as alert_store
 from planner.store.probes import ProbeSampleRow
+from planner.worker.buffer import first_line
 
 __all__ = ["TeamHooks"]
 
@@ -25,6 +34,9 @@ log = logging.getLogger("planner.worker")
 
 
 class TeamHooks:
+    """The team hooks of one worker. `delivery_deadline_s` bounds one delivery pass's sends together and
+    `send_timeout_s` each network step of a send (real seconds, both)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -33,6 +45,8 @@ class TeamHooks:
         metrics_port: int | None = None,
         metrics_address: str = "127.0.0.1",
         alerts_every_s: float = 30.0,
+        delivery_deadline_s: float = PASS_DEADLINE_S,
+        send_timeout_s: float = TIMEOUT_S,
     ) -> None:
         self.engine = engine
         self.vantage = vantage
@@ -42,6 +56,9 @@ class TeamHooks:
         self._server = None
         self.alerts_every_ms = int(alerts_every_s * 1000)
         self._next_alerts_ms = 0
+        self.delivery_deadline_s = delivery_deadline_s
+        self.send_timeout_s = send_timeout_s
+        self.delivering: threading.Thread | None = None  # the delivery pass under way, if any
 
     def start(self) -> None:
         if self.metrics is not None and self._metrics_port:
@@ -70,22 +87,58 @@ class TeamHooks:
         return now_ms >= self._next_alerts_ms
 
     def tick(self, now_ms: int, *, holds_lease: bool) -> None:
-        """Evaluate this vantage's alert series when due (lease holder only); refresh the alert-state gauges."""
+        """Evaluate this vantage's alert series when due (lease holder only), start sending what is due on the
+        delivery thread (returns without waiting for it), refresh the alert-state gauges."""
         if not holds_lease or not self.due(now_ms):
             return
         self._next_alerts_ms = now_ms + self.alerts_every_ms
         try:
-            result = evaluate_all(self.engine, now_ms, vantage=self.vantage)
-        except Exception:  # noqa: BLE001 - an alert pass must never stop the probes; it is retried next tick
-            log.exception("alert evaluation failed; retrying on the next tick")
+            result = evaluate_all(self.engine, now_ms, vantage=self.vantage, deliver=False)
+        except Exception as exc:  # noqa: BLE001 - an alert pass must never stop the probes; it is retried next tick
+            log.warning(
+                "alert evaluation failed (retried on the next tick): %s: %s", type(exc).__name__, first_line(exc)
+            )
             return
         for rule, where, transition in result.transitions:
             log.warning("alert %s: %s on %s", transition, rule, where)
-        for failure in result.failed:
-            log.warning("alert delivery failed: %s", failure)
+        self._start_deliveries(now_ms)
         if self.metrics is not None:
             frame = alert_store.series_frame(self.engine)
             frame = frame[frame["vantage"] == self.vantage]
             self.metrics.set_alert_states(
                 zip(frame["rule"], frame["endpoint"], frame["vantage"], frame["state"], strict=True)
+            )
+
+    def _start_deliveries(self, now_ms: int) -> None:
+        """Send the due deliveries as of `now_ms` on a daemon thread (a stop never waits for a receiver), unless the
+        last pass is still under way."""
+        if self.delivering is not None and self.delivering.is_alive():
+            log.info("alert deliveries: the last pass is still sending; what is due waits for the next tick")
+            return
+        self.delivering = threading.Thread(target=self._deliver, args=(now_ms,), name="alert-deliveries", daemon=True)
+        self.delivering.start()
+
+    def _deliver(self, now_ms: int) -> None:
+        """One delivery pass; its failures are logged one line each (their errors are in the store)."""
+        try:
+            result = deliver_due(
+                self.engine,
+                now_ms,
+                vantage=self.vantage,
+                deadline_s=self.delivery_deadline_s,
+                send_timeout_s=self.send_timeout_s,
+            )
+        except Exception as exc:  # noqa: BLE001 - a store problem: what is due stays due for the next pass
+            log.warning(
+                "alert deliveries failed (retried on the next tick): %s: %s", type(exc).__name__, first_line(exc)
+            )
+            return
+        for failure in result.failed:
+            log.warning("alert delivery failed: %s", failure)
+        if result.unfinished:
+            log.warning(
+                "alert deliveries: %d still sending or not started when the pass's %g s ran out; what is not "
+                "delivered is retried on a later pass",
+                result.unfinished,
+                self.delivery_deadline_s,
             )
