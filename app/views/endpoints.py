@@ -58,6 +58,15 @@ if flash or flash_errors:
             st.error(line)
 
 
+def _refuse_key(exc: Exception, key: str) -> None:
+    """A refused API key variable: what was typed may be the key itself, so its box is emptied (never shown again)
+    and the page runs again saying why; any other refusal returns."""
+    if getattr(exc, "field", None) == "api_key_env":
+        ss.pop(key, None)
+        ss.endpoints_flash_errors = [md_text(form_message(exc))]
+        st.rerun()
+
+
 def _reset_form(prefix: str) -> None:
     """Forget a form's typed values (after a successful add), so the next run shows it empty."""
     for k in [k for k in ss if str(k).startswith(f"{prefix}_")]:
@@ -296,6 +305,7 @@ with st.expander("Add an endpoint", expanded=not rows, icon=":material/add:"):
                 _reset_form("add")
                 st.rerun()
             except EndpointError as exc:
+                _refuse_key(exc, "add_key")
                 st.error(md_text(form_message(exc)))
             except STORE_FAILURES as exc:
                 show_store_failure(exc)
@@ -317,6 +327,7 @@ if rows:
                     ss.endpoints_flash = f"Saved {values.get('name') or name}."
                     st.rerun()
                 except (EndpointError, EndpointNotFound) as exc:
+                    _refuse_key(exc, f"edit{current.id}_key")
                     st.error(md_text(form_message(exc)))
                 except STORE_FAILURES as exc:
                     show_store_failure(exc)
