@@ -213,4 +213,5 @@ with save_tab:
 with compare_tab:
     render_compare(engine)
 with share_tab:
-    render_share(ws, set(worksheet_state.BUILTIN), problem)
+    # Read again: a save in this very run named the worksheet, and the exports offered now carry that name.
+    render_share(worksheet_state.get(), set(worksheet_state.BUILTIN), problem)
