@@ -200,7 +200,9 @@ def _views(text: str) -> list[_View]:
 def _decoded(view: _View, decoder: _Decoder) -> _View:
     """`view` with every escape of `decoder` decoded, less an escape cut off at its end."""
     escape, partial, char = decoder
-    src, chars, spans, at = view.text, [], [], 0
+    src, at = view.text, 0
+    chars: list[str] = []
+    spans: list[tuple[int, int]] = []
     tail = partial.search(src)
     end = tail.start() if tail else len(src)
     for m in escape.finditer(src, 0, end):

@@ -65,7 +65,8 @@ def sources() -> None:
     "--litellm-dsn-env",
     "dsn_env",
     metavar="VAR",
-    help="The environment variable holding the LiteLLM proxy's PostgreSQL URL (a read-only role is enough).",
+    help="The NAME of the environment variable holding the LiteLLM proxy's PostgreSQL URL (a read-only role is "
+    "enough); a URL given here is refused, never stored or shown.",
 )
 @click.option(
     "--otlp-token-env",
