@@ -72,7 +72,10 @@ def shown_env_name(value: str, sigil: str = "$") -> str:
 def mask_env_value(text: str, name: str) -> str:
     """`text` with the value of the environment variable `name` (a database URL, a token) masked whole and, for a
     URL, each credential it carries (planner.urls.mask_credential): a message from a driver or a server may quote
-    it. Unchanged when `name` is no variable's name or the variable is unset."""
-    if env_name_problem(name, "") is not None:
+    it. Where `name` is no variable's name (kept by an older version that did not check: most likely the secret
+    itself, which a message such as "$… is not set" then quotes), `name` is what is masked."""
+    if not name:
         return text
+    if env_name_problem(name, "") is not None:
+        return mask_credential(text, name)
     return mask_credential(text, os.environ.get(name.strip()))

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.store.sources import SourceKind, add_source, list_sources
+from planner.worker.source_syncs import SourceSyncs
 from tests.support.secret_forms import leaks
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a name's characters, a token's shape
@@ -117,6 +118,10 @@ def test_a_secret_kept_by_an_older_version_is_never_listed_or_used(sqlite_store_
         _cli("sources", "sync", "old", store=sqlite_store_url),
     ]
     assert [r.exit_code for r in out] == [0, 0, 1, 1]
+    SourceSyncs(eng, every_s=60, now_ms=lambda: 0, holds_lease=lambda: True).sync_all()  # the worker's sync
+    with eng.connect() as conn:
+        [kept] = conn.execute(sa.text("SELECT last_error FROM source WHERE name = 'old'")).one()
+    assert kept and not leaks(kept, ["Dsn-pw-7f3e", SECRETS[0]]), kept
     assert all("not a variable's name: hidden" in r.output for r in out), [r.output for r in out]
     assert not leaks("\n".join(r.output for r in out), ["Dsn-pw-7f3e", SECRETS[0]])
 
