@@ -23,7 +23,7 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
-from planner.env_names import shown_env_name
+from planner.env_names import env_name_problem, shown_env_name
 from planner.probes.protocols import ProbeProtocol
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
@@ -167,6 +167,9 @@ def _form(prefix: str, e=None) -> dict:
     c2 = st.columns(3)
     c3 = st.columns(3)
     c4 = st.columns(3)
+    key_var = g("api_key_env", "")
+    if key_var and env_name_problem(key_var, ""):  # a key an older version kept here, unchecked: never shown again
+        key_var = ""
     out = {
         "name": c[0].text_input("Name", g("name", ""), key=f"{prefix}_name"),
         "provider": c[1].text_input("Provider", g("provider", ""), key=f"{prefix}_provider"),
@@ -180,7 +183,7 @@ def _form(prefix: str, e=None) -> dict:
         ),
         "api_key_env": wide[1].text_input(
             "API key env var (name, not the key)",
-            g("api_key_env", ""),
+            key_var,
             key=f"{prefix}_key",
             placeholder="OPENAI_API_KEY",
         ),

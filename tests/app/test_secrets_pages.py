@@ -23,7 +23,7 @@ from planner.store.probes import insert_samples, sample_row
 from planner.store.sources import SourceKind, add_source
 from planner.store.worker import upsert_statuses
 from tests.app.conftest import open_page
-from tests.app.test_sources_page import _every_text
+from tests.support.page_text import every_text
 from tests.support.secret_forms import leaks
 from tests.support.servers import Script, ScriptedServer, Step
 
@@ -51,7 +51,7 @@ def _plain(markdown: str) -> str:
 
 
 def _assert_no_secret(at) -> None:
-    text = _every_text(at)
+    text = every_text(at)
     assert at.title[0].value in text  # the walk reached the page
     found = leaks(text, [KEY, *DSN_PASSWORDS, TYPED, "PgTyped3c4d5e6f", OLD_REF, "PgOldRow1a2b3c4d"])
     assert not found, found
@@ -81,7 +81,7 @@ def test_the_sources_page_shows_no_database_password_and_links_no_source_name(mo
             at.button(key=f"sources_{action}_{sid}").click().run()
             assert not at.exception, [e.value for e in at.exception]
             assert at.error, "the failure is said"
-    said = _plain(_every_text(at))  # the driver's message, with the piece of the password it quotes masked
+    said = _plain(every_text(at))  # the driver's message, with the piece of the password it quotes masked
     assert "failed to resolve host '***@127.0.0.1'" in said and "port" in said and "Connection refused" in said
     at.text_input(key="sources_add_name").input("typed")
     at.text_input(key="sources_add_var").input(TYPED)
@@ -105,7 +105,11 @@ def test_the_endpoints_page_shows_no_echoed_or_typed_key(monkeypatch):
     upsert_statuses(
         eng, "", {ep.id: {"state": "failing", "detail": sample.error_detail, "consecutive_failures": 5}}, now_ms
     )
+    old = add_endpoint(eng, {"name": "aaa-old", "base_url": "https://api.example.com/v1", "model": "m"})
+    with eng.begin() as conn:  # a key an older version kept, unchecked, where its variable's name goes
+        conn.execute(sa.text("UPDATE endpoint SET api_key_env = :k WHERE id = :i"), {"k": KEY, "i": old.id})
     at = open_page("endpoints")
+    assert at.selectbox(key="edit_pick").value == "aaa-old"  # its edit form is drawn, the key box empty
     assert any("5 failures in a row" in w.value and "***" in _plain(w.value) for w in at.warning), at.warning
     at.text_input(key="add_name").set_value("typed")
     at.text_input(key="add_base_url").set_value("https://api.example.com/v1")

@@ -36,6 +36,7 @@ from planner.store.sources import (
 from tests.app.conftest import new_app, open_page, shown_table
 from tests.planner import test_sources_litellm as library_tests
 from tests.planner.test_sources_litellm import _insert, _requests
+from tests.support.page_text import every_text as _every_text
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
 
@@ -49,30 +50,6 @@ postgres = pytest.mark.postgres  # the LiteLLM tests; the Prometheus ones need n
 VAR = "LITELLM_PAGE_TEST_DSN"  # the environment variable the source names
 PASSWORD = "s3cret-pw"  # in proxy_db's URL
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
-
-
-def _every_text(at: AppTest) -> str:
-    """Everything the page sent to the browser, as text: every element's and block's message (labels, bodies,
-    help, options, table bytes) and every table's cells."""
-    out: list[str] = []
-
-    def walk(node) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            out.append(str(proto))
-        try:
-            value = getattr(node, "value", None)
-        except Exception:  # noqa: BLE001 — some element types raise for attributes they lack
-            value = None
-        if isinstance(value, pd.DataFrame):
-            out.append(value.to_string())
-        elif isinstance(value, str):
-            out.append(value)
-        for child in (getattr(node, "children", None) or {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return "\n".join(out)
 
 
 def _assert_no_url(at: AppTest, dsn: str, *, database_named: bool = False) -> None:
