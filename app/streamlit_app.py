@@ -7,7 +7,9 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-st.set_page_config(page_title="TTFT Planner", page_icon=":material/timer:", layout="wide")
+# The tab icon is our own file, sent inline (Streamlit turns an SVG file into a data: URL): a Material icon here would
+# make every page fetch it from fonts.gstatic.com, which an offline or strict-CSP deployment cannot.
+st.set_page_config(page_title="TTFT Planner", page_icon=Path(__file__).parent / "static" / "favicon.svg", layout="wide")
 
 _VIEWS = Path(__file__).resolve().parent / "views"
 

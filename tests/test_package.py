@@ -248,6 +248,8 @@ def test_serve_from_the_wheel_answers_health_and_serves_the_app_static_files(ins
         assert health.text == "ok"
         topo = httpx.get(f"http://127.0.0.1:{port}/app/static/topojson/world_110m.json", timeout=5)
         assert topo.status_code == 200 and topo.json()["type"] == "Topology"  # the Regions page's offline map
+        icon = httpx.get(f"http://127.0.0.1:{port}/app/static/favicon.svg", timeout=5)
+        assert icon.status_code == 200 and b"<svg" in icon.content  # the tab icon, shipped (never a CDN's)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
