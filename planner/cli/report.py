@@ -51,10 +51,11 @@ def parse_when(text: str, now_ms: int) -> int:
     return int(ms)
 
 
-def endpoint_names(values: tuple[str, ...], stored: set[str]) -> list[str]:
-    """The endpoint names the --endpoints values mean, in order without repeats: a value that is exactly a
-    stored name is that name (commas included); any other value is a comma-separated list."""
-    out: list[str] = []
+def endpoint_names(values: tuple[str, ...], stored: set[str], whole: tuple[str, ...] = ()) -> list[str]:
+    """The endpoint names the options mean, in order without repeats: each --endpoint value (`whole`) as typed, never
+    split; then the --endpoints `values`, where a value that is exactly a stored name is that name (commas included)
+    and any other value is a comma-separated list."""
+    out: list[str] = list(whole)
     for v in values:
         out += [v] if v in stored else [n.strip() for n in v.split(",") if n.strip()]
     return list(dict.fromkeys(out))
@@ -97,11 +98,18 @@ def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False
 @click.option(
     "--endpoints",
     "endpoint_args",
-    required=True,
     multiple=True,
     metavar="NAMES",
-    help="Endpoint names, comma-separated (fast-a,slow-b) or one per repeated option (--endpoints 'eu, fast' "
-    "--endpoints slow-b); a value that is exactly a stored name is taken whole. 2–5 is typical.",
+    help="Endpoint names, comma-separated (fast-a,slow-b), repeatable; a value that is exactly a stored name is taken "
+    "whole. 2–5 is typical.",
+)
+@click.option(
+    "--endpoint",
+    "endpoint_whole",
+    multiple=True,
+    metavar="NAME",
+    help="One endpoint by its full name, never split (repeatable): the way to choose a name with a comma "
+    "(--endpoint 'eu, fast' --endpoint slow-b). Combines with --endpoints.",
 )
 @click.option("--since", default=None, help="Start of the window: YYYY-MM-DD, ISO date-time (UTC), or an age like 3d.")
 @click.option("--until", default=None, help="End of the window (exclusive), same forms as --since. Default: now.")
@@ -148,6 +156,7 @@ def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False
 @store_option
 def report(
     endpoint_args,
+    endpoint_whole,
     since,
     until,
     vantage,
@@ -170,6 +179,8 @@ def report(
 
     Example: ttft-planner report --endpoints fast-a,slow-b --since 3d --out report.html --markdown report.md
     """
+    if not endpoint_args and not endpoint_whole:  # before the store is opened: nothing to read
+        raise click.UsageError("name the endpoints to compare: --endpoints a,b or --endpoint NAME (repeatable)")
     now_ms = int(time.time() * 1000)
     since_ms = _when_ms(since, now_ms, "--since")
     until_ms = _when_ms(until, now_ms, "--until")
@@ -183,10 +194,10 @@ def report(
         ) from None
     typed_prices = _prices(prices)
     engine = open_engine(database_url)
-    names = endpoint_names(endpoint_args, {e.name for e in list_endpoints(engine)})
+    names = endpoint_names(endpoint_args, {e.name for e in list_endpoints(engine)}, endpoint_whole)
     if not names:
         engine.dispose()
-        raise click.BadParameter("name at least one endpoint", param_hint="--endpoints")
+        raise click.BadParameter("name at least one endpoint", param_hint="--endpoints or --endpoint")
     try:
         worksheet = load_worksheet(engine, worksheet_name) if worksheet_name else None
         infos = load_endpoints(engine, names)
