@@ -11,6 +11,7 @@ from planner.capacity.errors import CapacityError
 from planner.compare import CostBasis, compare, cost_basis, endpoint_names, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
+from planner.endpoint_status import failing_by_endpoint
 from planner.untrusted import md_text
 from ttft_planner_app import page_state, worksheet_state
 from ttft_planner_app.cache import engine
@@ -79,7 +80,7 @@ st.caption(
     )
 )
 
-decision.render(cmp, len(picked.endpoints), margin)
+decision.render(cmp, len(picked.endpoints), margin, failing_by_endpoint(eng, picked.endpoints, picked.vantage))
 per_endpoint.render(cmp, picked.vantage, tz)
 worksheets.render(cmp, tz)
 report.render(picked.endpoints, html_report, md_report, csv_report)

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
+from planner.endpoint_status import failing_warnings
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
 from planner.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure, segment2_figure
@@ -127,8 +128,9 @@ elif status and status["state"] == EndpointState.PAUSED:
         f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
         icon=":material/ac_unit:",
     )
-elif status and status["state"] == EndpointState.FAILING:
-    st.warning(f"Failing ({status['consecutive_failures']} in a row): {md_text(status['detail'])}")
+elif status:  # the one failing rule of every page (planner.endpoint_status): from 3 failures in a row
+    for line in failing_warnings(ep, [status]):
+        st.warning(md_text(line))
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)
 
 b1, b2, b3 = st.columns([1, 2, 2])

@@ -293,5 +293,7 @@ def report_csv(cmp: Comparison) -> str:
         else t
     )
     if "rank" in merged:  # a whole number ("1", not "1.0"; empty where an endpoint has no rank)
-        merged["rank"] = [None if v is None or pd.isna(v) else int(v) for v in merged["rank"]]
+        # object dtype: a list of ints with a None would become floats again ("1.0")
+        ranks = [None if v is None or pd.isna(v) else int(v) for v in merged["rank"]]
+        merged["rank"] = pd.Series(ranks, index=merged.index, dtype=object)
     return csv_text(merged)  # cells from outside (names, regions) cannot run as spreadsheet formulas

@@ -1,6 +1,8 @@
 """Compare › decision: whether the data can tell the candidates apart yet, the ranked decision table (each verdict
 cell coloured by its level) and the difference statements."""
 
+from collections.abc import Mapping
+
 import streamlit as st
 
 from planner.compare import Comparison
@@ -22,10 +24,20 @@ LEVEL_CSS = {
 }
 
 
-def render(cmp: Comparison, n_picked: int, margin: Margin) -> None:
-    """Draw the Decision section of `cmp` (`n_picked` endpoints picked), saying first what would make it final."""
+def render(cmp: Comparison, n_picked: int, margin: Margin, failing: Mapping[str, list[str]]) -> None:
+    """Draw the Decision section of `cmp` (`n_picked` endpoints picked), saying first what would make it final.
+
+    `failing`: the failing warnings by endpoint name (planner.endpoint_status.failing_by_endpoint); such an endpoint
+    is named with its failure, never told to wait for more probing.
+    """
     need = min_n_for(0.95)
-    thin = [m.name for m in cmp.metrics if m.n_ok < need]
+    for name in (m.name for m in cmp.metrics):
+        for line in failing.get(name, []):
+            st.warning(
+                f"Failing: {md_text(line)}. More probing will not fill it: fix the endpoint (Endpoints page).",
+                icon=":material/error:",
+            )
+    thin = [m.name for m in cmp.metrics if m.n_ok < need and m.name not in failing]
     if n_picked < 2 or thin:
         why = []
         if n_picked < 2:
