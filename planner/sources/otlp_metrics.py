@@ -18,7 +18,9 @@ Bucket bounds: a point with other bounds than its hour's is added on the bounds 
 summed into the coarser common ones: exact (no count split or guessed), at the coarser resolution. A point whose
 bounds share no finite bound with its hour's (for its model or for every model) is rejected whole. So are points
 that cannot be read (no buckets, a count that does not add up, another unit, an exponential histogram, no
-temporality), with a reason; the rest are stored, and other metrics ignored.
+temporality, a value of the wrong type or nested too deeply), with a reason, and so is each entry at any level of
+the export that is not an object (planner.logs.otlp_walk: one rejection each); the rest are stored, and other
+metrics ignored.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from planner.errors import PlannerError
+from planner.logs.otlp_walk import Refusals, attributes, entries, shown
 from planner.logs.records import MAX_EPOCH_MS, Reject
 from planner.store.otlp_metrics import HourKey, HourState, MetricPlan, SeriesState, merge_metric_export
 from planner.store.sources import HOUR_MS
@@ -43,7 +45,6 @@ from planner.store.sources import HOUR_MS
 __all__ = [
     "TTFT_METRIC",
     "Buckets",
-    "ExportShapeError",
     "TtftPoint",
     "add_buckets",
     "gained",
@@ -64,10 +65,6 @@ _CUMULATIVE: dict[int | str, bool] = {
     "AGGREGATION_TEMPORALITY_DELTA": False,
     "AGGREGATION_TEMPORALITY_CUMULATIVE": True,
 }
-
-
-class ExportShapeError(PlannerError, ValueError):
-    """A body that is JSON (or protobuf) but not shaped as an OTLP metrics export: the message says where."""
 
 
 @dataclass(frozen=True)
@@ -178,32 +175,11 @@ def gained(last: SeriesState | None, point: TtftPoint) -> Buckets | None:
     )
 
 
-def _objects(parent: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
-    got = parent.get(key)
-    if got is None:
-        return []
-    if not isinstance(got, list):
-        raise ExportShapeError(f"{where}.{key} is not a list")
-    for i, item in enumerate(got):
-        if not isinstance(item, dict):
-            raise ExportShapeError(f"{where}.{key}[{i}] is not an object")
-    return got
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, dict) and len(v) == 1:
-        return next(iter(v.values()))  # {"stringValue": …}, {"intValue": …}, {"arrayValue": …}, …
-    return v
-
-
-def _attrs(items: Any) -> dict[str, Any]:
-    if isinstance(items, dict):  # some exporters write attributes as a plain object
-        return dict(items)
-    if not isinstance(items, list):
-        return {}
-    return {
-        str(item["key"]): _value(item.get("value")) for item in items or () if isinstance(item, dict) and "key" in item
-    }
+def _whole(value: Any) -> int | None:
+    """A whole number from JSON (an int, or its digits as OTLP JSON writes 64-bit ints), else None."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _ns(value: Any, field: str, required: bool) -> int:
@@ -211,28 +187,28 @@ def _ns(value: Any, field: str, required: bool) -> int:
         if required:
             raise Reject(f"no {field}")
         return 0
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < _MAX_NS:
-        raise Reject(f"{field} is not a time from 1970 to 2100 in ns: {str(value)[:40]!r}")
-    return value
+    ns = _whole(value)
+    if ns is None or not 0 < ns < _MAX_NS:
+        raise Reject(f"{field} is not a time from 1970 to 2100 in ns: {shown(value)}")
+    return ns
 
 
 def _count(value: Any, field: str) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Reject(f"{field} holds {str(value)[:40]!r}, not a count")
-    return value
+    n = _whole(value)
+    if n is None or n < 0:
+        raise Reject(f"{field} holds {shown(value)}, not a count")
+    return n
 
 
-def _bounds(raw: Any, ms_per_unit: float) -> tuple[float, ...]:
+def _bounds(raw: list[Any], ms_per_unit: float) -> tuple[float, ...]:
     out: list[float] = []
     for v in raw:
         try:
-            b = float(v)
-        except (TypeError, ValueError):
-            raise Reject(f"explicitBounds holds {str(v)[:40]!r}, not a number") from None
+            b = float(v) if isinstance(v, int | float | str) and not isinstance(v, bool) else math.nan
+        except (ValueError, OverflowError):
+            b = math.nan
+        if math.isnan(b):
+            raise Reject(f"explicitBounds holds {shown(v)}, not a number")
         ms = round(b * ms_per_unit, 6)  # to the ns: the same bounds in s and in ms compare equal
         if not math.isfinite(ms) or (out and ms <= out[-1]):
             raise Reject("explicitBounds are not finite and increasing")
@@ -258,62 +234,88 @@ def _point(p: Mapping[str, Any], ms_per_unit: float, cumulative: bool, identity:
     counts = tuple(_count(c, "bucketCounts") for c in raw_counts)
     if p.get("count") is not None and _count(p["count"], "count") != sum(counts):
         raise Reject(f"count {p['count']} is not the sum of bucketCounts ({sum(counts)})")
-    attrs = _attrs(p.get("attributes"))
-    model = next((str(attrs[k]) for k in _MODEL_KEYS if attrs.get(k) not in (None, "")), "")[:200]
+    attrs = attributes(p.get("attributes"))
+    model = next((str(attrs[k]) for k in _MODEL_KEYS if attrs.get(k) not in (None, "")), "")
+    model = model.replace("\x00", "")[:200]  # PostgreSQL refuses a NUL in text
     key = hashlib.sha256(json.dumps([*identity, sorted(attrs.items())], sort_keys=True, default=str).encode())
     buckets = Buckets(_bounds(raw_bounds, ms_per_unit), counts)
     return TtftPoint(key.hexdigest(), model, start_ns, time_ns, cumulative, buckets)
 
 
-def _metric_points(metric: Mapping[str, Any], identity: list[Any], where: str) -> tuple[list[TtftPoint], list[str]]:
+def _metric_points(metric: Mapping[str, Any], identity: list[Any], where: str, rejected: Refusals) -> list[TtftPoint]:
+    """The metric's readable points; each other one, and each entry that is no point, added to `rejected`."""
     kind = next((k for k in ("histogram", "exponentialHistogram", "sum", "gauge", "summary") if k in metric), None)
-    data = metric.get(kind) if kind else None
-    if kind is None or not isinstance(data, dict):
-        return [], []
-    raw = _objects(data, "dataPoints", f"{where}.{kind}")
-    unit = str(metric.get("unit", ""))
+    if kind is None or metric[kind] is None:
+        return []
+    data = metric[kind]
+    if not isinstance(data, dict):
+        rejected.add(f"{TTFT_METRIC} at {where}: {kind} is {shown(data)}, not an object")
+        return []
+    raw = entries(data, ("dataPoints",), f"{where}.{kind}")
+    unit = metric.get("unit", "")
     why = None
     if kind != "histogram":
         why = f"a {kind}, not an explicit-bucket histogram"
-    elif unit not in _MS_PER_UNIT:
-        why = f"unit {unit!r} is neither 's' nor 'ms'"
+    elif not isinstance(unit, str) or unit not in _MS_PER_UNIT:
+        why = f"unit {shown(unit)} is neither 's' nor 'ms'"
     temporality = data.get("aggregationTemporality")
     cumulative = _CUMULATIVE.get(temporality) if isinstance(temporality, int | str) else None
     if why is None and cumulative is None:
-        why = f"aggregationTemporality {str(temporality)[:40]!r} is neither delta nor cumulative"
+        why = f"aggregationTemporality {shown(temporality)} is neither delta nor cumulative"
     if why is not None or cumulative is None:
-        return [], [f"{TTFT_METRIC}: {why}"] * len(raw)
-    points, rejected = [], []
-    for i, p in enumerate(raw):
+        rejected.extend(f"{TTFT_METRIC}: {p if isinstance(p, Reject) else why}" for _, p in raw)
+        return []
+    points = []
+    for i, (place, p) in enumerate(raw):
+        if isinstance(p, Reject):
+            rejected.add(f"{TTFT_METRIC}: {p}")
+            continue
         try:
             got = _point(p, _MS_PER_UNIT[unit], cumulative, [*identity, unit])
         except Reject as exc:
-            rejected.append(f"{TTFT_METRIC} point {i}: {exc}")
+            rejected.add(f"{TTFT_METRIC} point {i}: {exc}")
+            continue
+        except RecursionError:  # an attribute nested thousands deep: a hostile body, not a crash
+            rejected.add(f"{TTFT_METRIC} point {i} at {place}: nested too deeply to be a data point")
             continue
         if got is not None:
             points.append(got)
-    return points, rejected
+    return points
 
 
-def ttft_points(export: Mapping[str, Any]) -> tuple[list[TtftPoint], list[str]]:
+def _scope_id(sm: Mapping[str, Any]) -> list[Any]:
+    scope = sm.get("scope") or sm.get("instrumentationLibrary") or {}
+    if isinstance(scope, dict):
+        return [scope.get("name"), scope.get("version")]
+    return [str(scope) if isinstance(scope, str | int | float) else shown(scope)]
+
+
+def ttft_points(export: Mapping[str, Any]) -> tuple[list[TtftPoint], Refusals]:
     """The TTFT histogram's data points of one export (OTLP JSON's dict shape), and a reason for each point of that
-    metric that cannot be read; other metrics are left out. ExportShapeError for a body not shaped as an export."""
+    metric that cannot be read and for each entry at any level that is not an object (one each); other metrics are
+    left out."""
     points: list[TtftPoint] = []
-    rejected: list[str] = []
-    for i, rm in enumerate(_objects(export, "resourceMetrics", "the export")):
+    rejected = Refusals()
+    for rm_place, rm in entries(export, ("resourceMetrics",)):
+        if isinstance(rm, Reject):
+            rejected.add(str(rm))
+            continue
         res = rm.get("resource")
-        resource = sorted(_attrs(res.get("attributes") if isinstance(res, dict) else None).items())
-        scopes = "scopeMetrics" if "scopeMetrics" in rm else "instrumentationLibraryMetrics"
-        for j, sm in enumerate(_objects(rm, scopes, f"resourceMetrics[{i}]")):
-            scope = sm.get("scope") or sm.get("instrumentationLibrary") or {}
-            scope_id = [scope.get("name"), scope.get("version")] if isinstance(scope, dict) else [str(scope)]
-            for k, metric in enumerate(_objects(sm, "metrics", f"resourceMetrics[{i}].{scopes}[{j}]")):
-                if metric.get("name") != TTFT_METRIC:
-                    continue
-                where = f"resourceMetrics[{i}].{scopes}[{j}].metrics[{k}]"
-                got, why = _metric_points(metric, [TTFT_METRIC, resource, scope_id], where)
-                points += got
-                rejected += why
+        try:
+            resource = sorted(attributes(res.get("attributes") if isinstance(res, dict) else None).items())
+        except Reject as exc:
+            rejected.add(f"{rm_place}.resource: {exc}")
+            continue
+        for sm_place, sm in entries(rm, ("scopeMetrics", "instrumentationLibraryMetrics"), rm_place):
+            if isinstance(sm, Reject):
+                rejected.add(str(sm))
+                continue
+            scope_id = _scope_id(sm)
+            for place, metric in entries(sm, ("metrics",), sm_place):
+                if isinstance(metric, Reject):
+                    rejected.add(str(metric))
+                elif metric.get("name") == TTFT_METRIC:
+                    points += _metric_points(metric, [TTFT_METRIC, resource, scope_id], place, rejected)
     return points, rejected
 
 
@@ -338,7 +340,7 @@ def _clash(p: TtftPoint, gain: Buckets, hour: HourKey, stored: Buckets | None) -
     )
 
 
-def _plan(points: Iterable[TtftPoint], rejected: list[str]) -> MetricPlan:
+def _plan(points: Iterable[TtftPoint], rejected: Refusals) -> MetricPlan:
     """The merge of `points` as the store runs it: series states and hours in, what to write out; each point that
     cannot be added is named in `rejected`."""
     ordered = sorted(points, key=lambda p: p.time_ns)  # a series' points in order: each gains on the one before
@@ -367,7 +369,7 @@ def _plan(points: Iterable[TtftPoint], rejected: list[str]) -> MetricPlan:
             merged = {k: None if k in blocked else add_buckets(sums.get(k), gain) for k in keys}
             clash = next((k for k, m in merged.items() if m is None), None)
             if clash is not None:
-                rejected.append(_clash(p, gain, clash, sums.get(clash)))
+                rejected.add(_clash(p, gain, clash, sums.get(clash)))
                 continue
             for k, m in merged.items():
                 sums[k] = m
@@ -382,12 +384,15 @@ def _plan(points: Iterable[TtftPoint], rejected: list[str]) -> MetricPlan:
     return plan
 
 
-def store_ttft_points(engine: Engine, source_id: int, points: Sequence[TtftPoint]) -> list[str]:
-    """Add the points to the source's hours (and their series' states), in one transaction; returns a reason for
-    each point that could not be added (its bounds share none with its hour's)."""
+def store_ttft_points(
+    engine: Engine, source_id: int, points: Sequence[TtftPoint], rejected: Refusals | None = None
+) -> Refusals:
+    """Add the points to the source's hours (and their series' states), in one transaction; returns `rejected`
+    (new when None) with a reason added for each point that could not be added (its bounds share none with its
+    hour's)."""
+    rejected = Refusals() if rejected is None else rejected
     if not points:
-        return []
-    rejected: list[str] = []
+        return rejected
     series_keys = {p.series_key for p in points if p.cumulative}
     hour_keys = {(p.hour_start_ms, m) for p in points for m in {"", p.model}}
     merge_metric_export(engine, source_id, series_keys, hour_keys, _plan(points, rejected))

@@ -173,13 +173,13 @@ def test_whatif_replays_a_source_as_it_replays_the_same_requests_from_a_file(sql
     assert neither.exit_code == 2 and "--log FILE… or --source NAME" in neither.output
 
 
-def _span(i: int, attrs: dict) -> dict:
+def _span(i: int, attrs: dict | None = None) -> dict:
     """One GenAI span as OTLP JSON: 1,000 input tokens, TTFT 300 + i ms, the given extra attributes."""
     start = T0_NS + i * 1_000_000_000
-    every = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1000, **attrs}
+    every = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1000, **(attrs or {})}
     return {
-        "traceId": f"{i:032x}",
-        "spanId": f"{i:016x}",
+        "traceId": f"7{i:031x}",  # never all zeros: OTLP's "no id"
+        "spanId": f"5{i:015x}",
         "name": "chat gpt-4o-mini",
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(start + 900_000_000),
@@ -223,3 +223,147 @@ def test_a_span_naming_its_server_maps_to_the_registered_endpoint_it_called(engi
     both = {"server.address": "h", "server.port": 8443, "url.scheme": "https"}
     assert server_base({"attributes": both}) == "https://h:8443"
     assert server_base({"attributes": {"server.address": "::1", "server.port": 8000}}) == "http://[::1]:8000"
+
+
+# --- unreadable, id-less and impossible spans (issue 42) --------------------------------------------------------------
+
+
+def _finished_spans(n: int, shape=None) -> list:
+    """n GenAI spans as the SDK finishes them (its ReadableSpans, nothing sent yet), like _emit's; `shape(i, span)`
+    may set more on span i before it ends and return its end time (ns), or None for _emit's."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = otel_sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("agent")
+    for i in range(n):
+        start = T0_NS + i * 1_000_000_000
+        span = tracer.start_span(f"chat {i}", start_time=start)
+        span.set_attributes({"gen_ai.request.model": "claude-sonnet-4-5", "gen_ai.usage.input_tokens": 1000 + i})
+        end = shape(i, span) if shape else None
+        span.end(end_time=end or start + 1_500_000_000)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def _export_once(url: str, spans: list, timeout_s: float = 10.0) -> SpanExportResult:
+    """One export of `spans` by the SDK's OTLP/HTTP exporter (protobuf), retrying as it does."""
+    exporter = OTLPSpanExporter(endpoint=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout_s)
+    try:
+        return exporter.export(spans)
+    finally:
+        exporter.shutdown()
+
+
+def test_one_unreadable_span_costs_only_itself_and_is_counted_back(engine, receiver):
+    """99 readable spans and one whose TTFT attribute is "abc", in one SDK export: the 99 are stored, the one is
+    rejected with its reason (OTLP's partial success), and the export is a success: never a 500 the SDK drops."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    url, source_id = receiver
+
+    def shape(i, span):
+        span.set_attribute("gen_ai.server.time_to_first_token", "abc" if i == 42 else 0.25)
+
+    spans = _finished_spans(100, shape)
+    assert _export_once(url, spans) is SpanExportResult.SUCCESS
+    assert len(load_source_requests(engine, source_id)) == 99
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    auth = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/x-protobuf"}
+    again = httpx.post(url, content=encode_spans(spans).SerializeToString(), headers=auth)  # to read the answer
+    partial = ExportTraceServiceResponse.FromString(again.content).partial_success
+    assert again.status_code == 200 and partial.rejected_spans == 1
+    assert "span 'chat 42'" in partial.error_message and "time_to_first_token is 'abc'" in partial.error_message
+    assert len(load_source_requests(engine, source_id)) == 99  # the retry stored nothing twice
+
+
+def test_spans_without_ids_are_refused_not_stored_as_one(engine, receiver):
+    """20 spans without usable trace or span ids, in two exports: none stored (not one row under the key ":"), each
+    counted back naming its id; the SDK's own spans are keyed by the hex of their ids, as the same span in JSON is."""
+    url, source_id = receiver
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    broken = [{"traceId": None}, {"spanId": None}, {"traceId": "", "spanId": ""}, {"spanId": "xyz"}]
+    for half in (range(10), range(10, 20)):
+        spans = [{k: v for k, v in (_span(i) | broken[i % 4]).items() if v is not None} for i in half]
+        got = httpx.post(url, json={"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, headers=auth)
+        partial = got.json()["partialSuccess"]
+        assert got.status_code == 200 and partial["rejectedSpans"] == 10
+        assert "no traceId" in partial["errorMessage"] and "no spanId" in partial["errorMessage"]
+    assert load_source_requests(engine, source_id) == []
+
+    [sdk_span] = _finished_spans(1)
+    assert _export_once(url, [sdk_span]) is SpanExportResult.SUCCESS
+    ctx = sdk_span.get_span_context()
+    [row] = load_source_requests(engine, source_id)
+    assert row["request_id"] == f"{ctx.trace_id:032x}:{ctx.span_id:016x}"
+    as_json = {
+        "traceId": f"{ctx.trace_id:032X}",  # hex in either case is the same id
+        "spanId": f"{ctx.span_id:016x}",
+        "name": "chat 0",
+        "startTimeUnixNano": str(T0_NS),
+        "attributes": [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "1000"}}],
+    }
+    got = httpx.post(url, json={"resourceSpans": [{"scopeSpans": [{"spans": [as_json]}]}]}, headers=auth)
+    assert got.status_code == 200 and got.json() == {"partialSuccess": {}}
+    assert len(load_source_requests(engine, source_id)) == 1  # the same span, sent as JSON: stored once
+
+
+def test_negative_infinite_and_future_timings_are_refused_by_the_receiver_s_clock(engine):
+    """Through the SDK: a first-token event before the span's start, an end before it, a TTFT of -5 s or +inf are
+    refused with their reasons; a span dated two days after the receiver's clock is refused until its clock
+    reaches it (the clock is the receiver's `now_ms`)."""
+    source_id = add_source(engine, "agents", SourceKind.OTLP, "OTLP_TOKEN_OF_THE_TEST")
+    now = {"ms": T0_NS // 1_000_000}
+    ahead_ns = T0_NS + 2 * 86_400_000 * 1_000_000
+
+    def shape(i, span):
+        start = T0_NS + i * 1_000_000_000
+        if i == 1:
+            span.add_event("gen_ai.first_token", timestamp=start - 1_000_000)
+        elif i == 2:
+            return start - 5_000_000
+        elif i == 3:
+            span.set_attribute("gen_ai.server.time_to_first_token", -5.0)
+        elif i == 4:
+            span.set_attribute("gen_ai.server.time_to_first_token", float("inf"))
+        return None
+
+    spans = _finished_spans(5, shape)
+    with running_simulator(app=receiver_app(engine, source_id, TOKEN, now_ms=lambda: now["ms"])) as base:
+        url = f"{base}/traces"
+        assert _export_once(url, spans) is SpanExportResult.SUCCESS
+        [kept] = load_source_requests(engine, source_id)
+        assert kept["prompt_tokens"] == 1000 and kept["duration_ms"] == 1500.0
+        ahead = {**_span(9), "startTimeUnixNano": str(ahead_ns), "endTimeUnixNano": str(ahead_ns + 900_000_000)}
+        ahead["events"] = [{"name": "gen_ai.first_token", "timeUnixNano": str(ahead_ns + 300_000_000)}]
+        export = {"resourceSpans": [{"scopeSpans": [{"spans": [ahead]}]}]}
+        refused = httpx.post(url, json=export, headers={"Authorization": f"Bearer {TOKEN}"}).json()["partialSuccess"]
+        assert refused["rejectedSpans"] == 1 and "more than a day in the future" in refused["errorMessage"]
+        now["ms"] = ahead_ns // 1_000_000  # the clock reaches it: the same span is a request
+        assert httpx.post(url, json=export, headers={"Authorization": f"Bearer {TOKEN}"}).json() == {
+            "partialSuccess": {}
+        }
+    stored = load_source_requests(engine, source_id)
+    assert len(stored) == 2 and all(r["ttft_ms"] is None or r["ttft_ms"] >= 0 for r in stored)
+
+
+def test_an_export_to_an_unreachable_postgresql_is_a_503_to_send_again():
+    """PostgreSQL stopped (nothing listens at its address): the export is answered 503 with Retry-After, which
+    OTLP exporters send again (a 500 they drop), in one line; the worker's shared receiver answers the same."""
+    from sqlalchemy import create_engine
+
+    from planner.sources.otlp import RETRY_AFTER_S, shared_receiver_app
+    from tests.support.rtt_target import free_port
+
+    away = create_engine(
+        f"postgresql+psycopg://planner@127.0.0.1:{free_port()}/gone", connect_args={"connect_timeout": 5}
+    )
+    export = {"resourceSpans": [{"scopeSpans": [{"spans": [_span(1)]}]}]}
+    for app in (receiver_app(away, 1, TOKEN), shared_receiver_app(away)):
+        with running_simulator(app=app) as base:
+            got = httpx.post(f"{base}/traces", json=export, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert got.status_code == 503 and got.headers["retry-after"] == str(RETRY_AFTER_S)
+        message = got.json()["message"]
+        assert "the database is unreachable" in message and "\n" not in message

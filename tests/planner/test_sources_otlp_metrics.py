@@ -287,8 +287,10 @@ def test_a_body_that_is_not_an_export_is_a_400_and_stores_nothing(engine, source
     before = load_hours(engine, source)
     bad = httpx.post(receiver, content=b'{"resourceMetrics": [', headers=JSON)
     assert bad.status_code == 400 and "not JSON" in bad.json()["message"]
-    shape = _post(receiver, {"resourceMetrics": [{"scopeMetrics": [{"metrics": [7]}]}]})
-    assert shape.status_code == 400 and "metrics[0] is not an object" in shape.json()["message"]
+    shape = httpx.post(receiver, content=b'{"resourceMetrics": {"scopeMetrics": []}}', headers=JSON)
+    assert shape.status_code == 400 and "no resourceMetrics list" in shape.json()["message"]
+    listed = httpx.post(receiver, content=b"[1, 2]", headers=JSON)
+    assert listed.status_code == 400 and "not an OTLP metrics export" in listed.json()["message"]
     junk = httpx.post(receiver, content=b"\x0a\xff\xff", headers={**AUTH, "content-type": "application/x-protobuf"})
     assert junk.status_code == 400 and "not an OTLP protobuf metrics export" in junk.json()["message"]
     zipped = httpx.post(receiver, content=b"not gzip", headers={**JSON, "content-encoding": "gzip"})
@@ -395,3 +397,61 @@ def test_exports_arriving_at_once_are_all_added(engine, source, receiver):
     with ThreadPoolExecutor(8) as pool:
         assert set(pool.map(send, range(24))) == {200}
     assert _total(engine, source) == 24 and _total(engine, source, "m0") == _total(engine, source, "m1") == 12
+
+
+def test_an_export_while_the_store_is_locked_is_retried_by_the_sdk_and_added_once(sqlite_store_url, monkeypatch):
+    """The store write-locked: the SDK's metrics export is answered 503 with Retry-After and nothing is added; the
+    SDK sends it again and, the lock released, the hour holds its 20 requests once."""
+    import logging
+    import threading
+
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from planner.store import engine as store_engine
+    from planner.store import open_store
+    from tests.support.store_lock import sqlite_write_lock
+
+    monkeypatch.setattr(store_engine, "SQLITE_BUSY_TIMEOUT_MS", 200)  # a locked write fails after 0.2 s, not 5 s
+    engine = open_store(sqlite_store_url)
+    sid = add_source(engine, "agents", SourceKind.OTLP, "OTLP_TOKEN_OF_THE_TEST")
+    memory = InMemoryMetricReader(preferred_temporality={Histogram: AggregationTemporality.DELTA})
+    provider = MeterProvider(metric_readers=[memory])
+    meter = provider.get_meter("genai-agent")
+    ttft = meter.create_histogram(TTFT, unit="s", explicit_bucket_boundaries_advisory=BOUNDS_S)
+    for v in CLAUDE:
+        ttft.record(v, {"gen_ai.request.model": "claude-sonnet-4-5"})
+    data = memory.get_metrics_data()
+    provider.shutdown()
+    answered = threading.Event()
+
+    class Retrying(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "retrying" in record.getMessage():
+                answered.set()
+
+    sdk_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http.metric_exporter")
+    handler = Retrying(logging.WARNING)
+    sdk_log.addHandler(handler)
+    result: list[MetricExportResult] = []
+    try:
+        with (
+            running_simulator(app=receiver_app(engine, sid, TOKEN)) as base,
+            sqlite_write_lock(sqlite_store_url) as release,
+        ):
+            exporter = OTLPMetricExporter(
+                endpoint=f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=600
+            )
+            sender = threading.Thread(target=lambda: result.append(exporter.export(data, timeout_millis=600_000)))
+            sender.start()
+            while not answered.wait(0.05) and sender.is_alive():
+                pass  # until the receiver has answered the locked export (or the SDK gave up)
+            added_while_locked = _total(engine, sid)
+            release.set()
+            sender.join(600)  # a hang guard, not a speed check
+            exporter.shutdown()
+    finally:
+        sdk_log.removeHandler(handler)
+    assert added_while_locked == 0 and answered.is_set()
+    assert result == [MetricExportResult.SUCCESS]
+    assert _total(engine, sid) == 20 and _total(engine, sid, "claude-sonnet-4-5") == 20
+    engine.dispose()

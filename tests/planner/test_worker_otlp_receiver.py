@@ -73,3 +73,56 @@ def test_a_port_taken_is_a_task_failure_and_the_receiver_listens_once_it_is_free
     assert failure["task"] == "otlp receiver" and "could not listen" in failure["error"]
     assert set(sent) == {SpanExportResult.SUCCESS} and not stopping
     assert len(load_source_requests(sqlite_engine, sid)) == 2
+
+
+def test_an_export_while_the_store_is_locked_is_retried_by_the_sdk_and_stored_whole(sqlite_store_url, monkeypatch):
+    """The store write-locked by another program: the receiver answers the SDK's 50-span export 503 with Retry-After
+    (a 500 the SDK would drop), nothing half-stored; the SDK sends it again and, the lock released, 50 of 50 are
+    stored once."""
+    import contextlib
+    import logging
+    import threading
+
+    from planner.store import engine as store_engine
+    from planner.store import open_store
+    from tests.planner.test_sources_otlp import _export_once, _finished_spans
+    from tests.support.store_lock import sqlite_write_lock
+
+    monkeypatch.setattr(store_engine, "SQLITE_BUSY_TIMEOUT_MS", 200)  # a locked write fails after 0.2 s, not 5 s
+    monkeypatch.setenv("AGENTS_OTLP_TOKEN_OF_THE_TEST", "s3cret-token")  # _export_once's token
+    engine = open_store(sqlite_store_url)
+    sid = add_source(engine, "agents", SourceKind.OTLP, "AGENTS_OTLP_TOKEN_OF_THE_TEST")
+    port = free_port()
+    spans = _finished_spans(50)
+    answered = threading.Event()  # the SDK logs each retryable answer before it waits to send again
+
+    class Retrying(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "retrying" in record.getMessage():
+                answered.set()
+
+    sdk_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    handler = Retrying(logging.WARNING)
+    sdk_log.addHandler(handler)
+
+    async def body(worker):
+        await until(lambda: worker.otlp.started, "the receiver listening")
+        with contextlib.ExitStack() as stack:
+            release = await asyncio.to_thread(stack.enter_context, sqlite_write_lock(sqlite_store_url))
+            url = f"http://127.0.0.1:{port}/v1/traces"
+            export = asyncio.ensure_future(asyncio.to_thread(_export_once, url, spans, 600.0))
+            await until(lambda: answered.is_set() or export.done(), "the receiver's answer to the locked export")
+            stored_while_locked = len(load_source_requests(engine, sid))
+            release.set()
+            result = await export
+        return stored_while_locked, result
+
+    try:
+        stored_while_locked, result = drive(engine, body, clock=FakeClock(), otlp_port=port)
+    finally:
+        sdk_log.removeHandler(handler)
+    assert stored_while_locked == 0 and answered.is_set()
+    assert result is SpanExportResult.SUCCESS
+    rows = load_source_requests(engine, sid)
+    assert len(rows) == 50 and len({r["request_id"] for r in rows}) == 50
+    engine.dispose()
