@@ -29,9 +29,20 @@ __all__ = [
     "rate",
     "seconds",
     "signed_ms",
+    "TOO_FEW",
+    "too_few",
 ]
 
 MISSING = "—"
+
+#: The one mark of a figure resting on fewer samples than it needs (a p95 from n < 20 is only the largest value).
+TOO_FEW = "(too few)"
+
+
+def too_few(text: str, enough: bool) -> str:
+    """`text` as shown, marked TOO_FEW when the figure behind it rests on too few samples (`enough` False)."""
+    return text if enough else f"{text} {TOO_FEW}"
+
 
 # Internal column name → what a user reads (with its unit). Add a row when a new column reaches a page.
 LABELS: dict[str, str] = {

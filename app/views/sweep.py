@@ -4,8 +4,9 @@ import json
 
 import streamlit as st
 
+from planner.stats import min_n_for
 from planner.store.sweeps import load_sweep_runs, load_sweep_steps
-from planner.sweep import knee_sentence, queueing_p95_ms
+from planner.sweep import knee_caveat, knee_sentence, load_words, queueing_p95_ms, thin_percentiles
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.sweep import sweep_figure
@@ -53,12 +54,17 @@ steps = load_sweep_steps(eng, run_id)
 unit = "concurrent requests" if run["mode"] == "concurrency" else "requests/s"
 knee, over = _missing(run["knee_load"]), _missing(run["over_load"])
 target = _missing(run["target_p95_ms"])
-knee_words = knee_sentence(knee, over, target, unit)
+knee_words = knee_sentence(knee, over, target, run["mode"])
+caveat = knee_caveat(knee if over is not None else None, list(steps["load"]), list(steps["n_ok"]), run["mode"])
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(
     "Knee",
-    "—" if knee is None else "not reached" if over is None else f"{knee:g} {unit}",
+    "—"
+    if knee is None
+    else "not reached"
+    if over is None
+    else present.too_few(load_words(knee, run["mode"]), not caveat),
     help="The last load whose p95 TTFT stayed within the target: " + knee_words + ".",
 )
 c2.metric("p95 target", present.ms(target))
@@ -72,6 +78,8 @@ if target is not None and knee is None:
     st.warning("p95 was over the target already at the first step: start the sweep at a lower load.")
 elif target is not None:
     st.caption(knee_words[0].upper() + knee_words[1:] + ".")
+if caveat:
+    st.warning(caveat, icon=":material/hourglass_empty:")
 st.plotly_chart(
     sweep_figure(steps, unit=unit, target_p95_ms=target, knee_load=knee if over is not None else None),
     key="sweep_curve",
@@ -92,13 +100,15 @@ table = steps[
         "client_cpu_ms_per_request",
     ]
 ]
+table = table.copy()
+thin = [thin_percentiles(int(n)) for n in table["n_ok"]]
+for name in ("p50", "p95", "p99"):  # marked as the command marks them: a percentile from too few requests
+    col = f"ttft_{name}_ms"
+    table[col] = [present.too_few(present.ms(v), name not in t) for v, t in zip(table[col], thin, strict=True)]
 st.dataframe(
     present.display_frame(
         table,
         {
-            "ttft_p50_ms": present.ms,
-            "ttft_p95_ms": present.ms,
-            "ttft_p99_ms": present.ms,
             "error_rate": present.pct,
             "offered_rps": lambda v: present.rate(v, "req/s", 2),
             "achieved_rps": lambda v: present.rate(v, "req/s", 2),
@@ -120,7 +130,8 @@ st.caption(
     f"“{run['vantage']}” with ttft-planner {run['tool_version']}"
     + (f", key from ${run['api_key_env']}" if run["api_key_env"] else "")
     + ". Percentiles are nearest-rank over "
-    "successful requests; a p95 from fewer than 20 requests is the largest value. Send lag above a few ms means the "
+    f"successful requests; {present.TOO_FEW} marks one from fewer requests than it needs (p95 {min_n_for(0.95)}, "
+    f"p99 {min_n_for(0.99)}): it is only the largest value seen. Send lag above a few ms means the "
     "client, not the endpoint, was the bottleneck."
 )
 
@@ -134,7 +145,8 @@ if len(ok_steps) >= 2:
         list(ok_steps["load"]),
         list(ok_steps["ttft_p95_ms"]),
         at_load,
-        detail=f"sweep #{run_id} ({run['model']}): p95 at {at_load:g} {unit} minus p95 at {lo:g}",
+        detail=f"sweep #{run_id} ({run['model']}): p95 at {load_words(at_load, run['mode'])} minus p95 at "
+        f"{load_words(lo, run['mode'])}",
         n=int(ok_steps["n_ok"].sum()),
         measured_at_ms=int(run["finished_at_ms"]),
     )

@@ -40,7 +40,7 @@ def _knee_line(r: SweepResult) -> str:
     spec = r.spec
     if spec.target_p95_ms is None:
         return "no --target-p95-ms given: no knee"
-    return "knee: " + knee_sentence(r.knee_load, r.over_load, spec.target_p95_ms, _unit(spec.mode))
+    return "knee: " + knee_sentence(r.knee_load, r.over_load, spec.target_p95_ms, spec.mode)
 
 
 @click.command()

@@ -7,7 +7,7 @@ them and summarises each step, `knee` finds where p95 TTFT leaves a target,
 
 from planner.sweep.arrivals import ARRIVAL_KINDS, arrival_offsets_s
 from planner.sweep.curve import queueing_p95_ms
-from planner.sweep.knee import knee_of, knee_sentence
+from planner.sweep.knee import knee_caveat, knee_of, knee_sentence, load_words, thin_percentiles
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
 
 __all__ = [
@@ -16,8 +16,11 @@ __all__ = [
     "SweepSpec",
     "SweepStep",
     "arrival_offsets_s",
+    "knee_caveat",
     "knee_of",
     "knee_sentence",
+    "load_words",
     "queueing_p95_ms",
     "run_sweep",
+    "thin_percentiles",
 ]
