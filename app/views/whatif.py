@@ -66,6 +66,14 @@ def _source_provenance(s: SourceInfo) -> str:
     return f"production traffic from {s.kind.origin}, source “{s.name}”"
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _replay(trace_key: str, _trace: Trace, deployments: tuple[Deployment, ...], interaction, tz: str):
+    """The replay of `_trace` against `deployments` (planner.whatif.results.compare), once per set of inputs: a click
+    that changes none of them (the candidate picked for the worksheet, a tab) reuses it. `trace_key` names the trace
+    (its source and reading, busiest day, growth); the deployments, target and zone are hashed as they are."""
+    return compare(_trace, list(deployments), interaction=interaction, tz=tz)
+
+
 def _fmt(f: Figure) -> str:
     """A figure's value with its unit, never in scientific notation: '12,000 tokens/s', '40 ms', '22.8 s'."""
     digits = 0 if abs(f.value) >= 100 or float(f.value).is_integer() else 2
@@ -328,7 +336,10 @@ except TraceError as exc:
     st.error(str(exc))
     st.stop()
 with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidates…"):
-    result = compare(trace, deployments, interaction=targets[interaction], tz=tz)
+    # The trace is identified by what it was read from (wi_frame_key) and what was done to it, not hashed: a
+    # million requests would take longer to hash than a rerun should.
+    trace_key = json.dumps([ss.wi_frame_key, only_busiest, day, growth])
+    result = _replay(trace_key, trace, tuple(deployments), targets[interaction], tz)
 
 # ---- results
 target = result.interaction
