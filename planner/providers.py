@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from planner.asset_files import first_repeat, load_asset
+from planner.env_names import env_name_problem
 from planner.errors import CatalogError
 from planner.probes.protocols import PROTOCOLS
 
@@ -37,7 +38,6 @@ __all__ = [
 FRONT_DOORS = ("global", "regional", "self-hosted")
 _REQUIRED = ("key", "provider", "protocol", "base_url", "source", "as_of", "front_door", "scale_to_zero")
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,59}$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -101,8 +101,9 @@ def _row(i: int, e: Any, region_ids: set[str], price_keys: set[str]) -> Provider
     if e["front_door"] not in FRONT_DOORS:
         raise CatalogError(f"{where}: front_door must be one of {', '.join(FRONT_DOORS)}, got {e['front_door']!r}")
     key_env = e.get("key_env", "")
-    if not isinstance(key_env, str) or (key_env and not _ENV_RE.match(key_env)):
-        raise CatalogError(f'{where}: key_env must be an environment variable name or "", got {key_env!r}')
+    problem = env_name_problem(key_env, "key_env") if not isinstance(key_env, str) or key_env else None
+    if problem:
+        raise CatalogError(f"{where}: {problem}")
     models = e.get("models")
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m.strip() for m in models):
         raise CatalogError(f"{where}: models must be a non-empty list of model ids")

@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from planner.errors import PlannerError
 from planner.logs.records import MAX_EPOCH_MS
 from planner.sources.admit import admit, start_problem
+from planner.urls import mask_url_password
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -162,7 +163,8 @@ def _why(exc: sa.exc.SQLAlchemyError, engine: sa.Engine) -> str:
         limit_s = engine.url.query.get("connect_timeout", CONNECT_TIMEOUT_S)
         return f"{_where(engine)}: no answer within {limit_s} s (connect timeout)"
     first = str(orig).strip().splitlines()
-    return f"{_where(engine)}: {first[0] if first else type(exc).__name__}"
+    line = mask_url_password(first[0], engine.url.render_as_string(hide_password=False)) if first else ""
+    return f"{_where(engine)}: {line or type(exc).__name__}"
 
 
 def describe(engine: sa.Engine) -> dict[str, Any]:
