@@ -4,25 +4,29 @@ An export nests lists of objects (resourceSpans → scopeSpans → spans, resour
 dataPoints). `entries` yields each object of one such list with its place ("resourceSpans[0].scopeSpans[2]"), and a
 Reject naming the place of each entry that is not an object (or of the list, when it is not a list), so one malformed
 entry is counted and named while the rest are read. `attributes` reads OTLP's key/value list, `any_value` its
-AnyValue, and `shown` pictures an outside value in a message in at most ~40 characters, whatever its type or size.
+AnyValue, and `shown` pictures an outside value in a message in at most ~40 characters, whatever its type or size;
+`storable` makes outside text a column can take (no NUL, no lone surrogate: JSON's "\\ud800" is a Python str that
+UTF-8, hence every database driver, refuses).
 `Refusals` counts what a reader refused and keeps the first reasons only: an export of millions of bad entries
 costs a number, not millions of messages.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from planner.logs.records import Reject
 
-__all__ = ["MAX_REASONS_KEPT", "Refusals", "any_value", "attributes", "entries", "shown"]
+__all__ = ["MAX_REASONS_KEPT", "Refusals", "any_value", "attributes", "entries", "shown", "storable"]
 
 MAX_REASONS_KEPT = 20  # an answer names the first few; the count says how many in all
 
 #: AnyValue's fields (OTLP JSON's names): exactly one is set.
 _ANY_VALUE_KEYS = ("stringValue", "intValue", "doubleValue", "boolValue", "arrayValue", "kvlistValue", "bytesValue")
 _SHOWN_CHARS = 40
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from JSON only unpaired: json pairs the others
 _JSON_TYPE: dict[type, str] = {dict: "an object", list: "an array"}
 
 
@@ -36,6 +40,11 @@ def shown(value: Any) -> str:
     if isinstance(value, str):
         return repr(value[:_SHOWN_CHARS])
     return _JSON_TYPE.get(type(value), f"a {type(value).__name__}")
+
+
+def storable(text: str, limit_chars: int) -> str:
+    """`text` cut to `limit_chars`, with NULs dropped (PostgreSQL refuses them) and lone surrogates as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))[:limit_chars]
 
 
 def entries(parent: Mapping[str, Any], keys: tuple[str, ...], where: str = "") -> Iterator[tuple[str, Any]]:

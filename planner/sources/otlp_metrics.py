@@ -37,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from planner.logs.otlp_walk import Refusals, attributes, entries, shown
+from planner.logs.otlp_walk import Refusals, attributes, entries, shown, storable
 from planner.logs.records import MAX_EPOCH_MS, Reject
 from planner.store.otlp_metrics import HourKey, HourState, MetricPlan, SeriesState, merge_metric_export
 from planner.store.sources import HOUR_MS
@@ -236,7 +236,7 @@ def _point(p: Mapping[str, Any], ms_per_unit: float, cumulative: bool, identity:
         raise Reject(f"count {p['count']} is not the sum of bucketCounts ({sum(counts)})")
     attrs = attributes(p.get("attributes"))
     model = next((str(attrs[k]) for k in _MODEL_KEYS if attrs.get(k) not in (None, "")), "")
-    model = model.replace("\x00", "")[:200]  # PostgreSQL refuses a NUL in text
+    model = storable(model, 200)
     key = hashlib.sha256(json.dumps([*identity, sorted(attrs.items())], sort_keys=True, default=str).encode())
     buckets = Buckets(_bounds(raw_bounds, ms_per_unit), counts)
     return TtftPoint(key.hexdigest(), model, start_ns, time_ns, cumulative, buckets)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.logs.otel import server_base, span_records
-from planner.logs.otlp_walk import Refusals, shown
+from planner.logs.otlp_walk import Refusals, shown, storable
 from planner.logs.records import Reject, Row
 from planner.sources.admit import admit
 
@@ -54,8 +54,8 @@ def _row(key: str, row: Row, api_base: str | None) -> dict[str, Any]:
     return {
         "request_id": key,
         "ts_ms": int(row.ts_ms),
-        "model": _text(str(row.model), 200),
-        "api_base": _text(api_base or "otlp", 300),
+        "model": storable(str(row.model), 200),
+        "api_base": storable(api_base or "otlp", 300),
         "prompt_tokens": int(row.prompt_tokens),
         "cached_tokens": int(row.cached_tokens),
         "output_tokens": int(row.output_tokens),

@@ -367,3 +367,16 @@ def test_an_export_to_an_unreachable_postgresql_is_a_503_to_send_again():
         assert got.status_code == 503 and got.headers["retry-after"] == str(RETRY_AFTER_S)
         message = got.json()["message"]
         assert "the database is unreachable" in message and "\n" not in message
+
+
+def test_a_model_or_server_with_a_nul_or_a_lone_surrogate_is_stored_as_text_the_database_takes(engine, receiver):
+    """JSON can carry "\\u0000" and an unpaired "\\ud800", which neither PostgreSQL nor UTF-8 take: the span is
+    stored with the NUL dropped and the surrogate as U+FFFD, not refused by the database (a 503 forever)."""
+    url, source_id = receiver
+    odd = _span(1, {"gen_ai.request.model": "gpt\x00-4o\ud800", "server.address": "h\udfff", "server.port": 8000})
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [odd]}]}]})
+    headers = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+    got = httpx.post(url, content=body, headers=headers)
+    assert got.status_code == 200 and got.json() == {"partialSuccess": {}}
+    [row] = load_source_requests(engine, source_id)
+    assert (row["model"], row["api_base"]) == ("gpt-4o\ufffd", "http://h\ufffd:8000")

@@ -166,6 +166,12 @@ HOSTILE_TRACES: list[tuple[str, dict, int, str]] = [
     ("all-zero ids", traces(_with(10, traceId="0" * 32)), 1, "all zeros"),
     ("a good span twice", traces(span(0)), 0, ""),  # stored once: the export is at-least-once
     ("server port abc", traces(span(10, **{"server.address": "h", "server.port": "abc"})), 0, ""),
+    (
+        "model and server with a lone surrogate and a NUL",
+        traces(span(10, **{"gen_ai.request.model": "m\ud800\x00", "server.address": "h\udfff"})),
+        0,
+        "",
+    ),
 ]
 
 # --- metrics --------------------------------------------------------------------------------------------------------
@@ -237,6 +243,12 @@ HOSTILE_METRICS: list[tuple[str, dict, int, str]] = [
         "aggregationTemporality an array is neither delta nor cumulative",
     ),
     ("a deep point attribute is an attribute", metrics(good_point(attributes=[{"key": "x", "value": deep()}])), 0, ""),
+    (
+        "a model with a lone surrogate and a NUL",
+        metrics(good_point(attributes=[{"key": "gen_ai.request.model", "value": {"stringValue": "m\ud800\x00"}}])),
+        0,
+        "",
+    ),
 ]
 
 # --- not an export at all -------------------------------------------------------------------------------------------
@@ -260,7 +272,12 @@ def as_json(export: dict) -> bytes:
 
 
 #: Cases whose hostile part holds something readable besides the GOOD spans or the good point: what more it stores.
-_MORE_STORED = {"server port abc": 1, "a deep point attribute is an attribute": 6, "a good span twice": 0}
+_MORE_STORED = {
+    "server port abc": 1,
+    "model and server with a lone surrogate and a NUL": 1,
+    "a deep point attribute is an attribute": 6,
+    "a model with a lone surrogate and a NUL": 6,
+}
 
 
 def stored_expected(signal: str, case_id: str) -> int:
