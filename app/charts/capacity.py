@@ -236,6 +236,12 @@ def _tradeoff_labels(table: pd.DataFrame) -> list[dict]:
     return place_labels(xs, ys, texts, marker_px=_TRADEOFF_MARKER_PX, width_px=width, height_px=height)
 
 
+def _top_ms(values: pd.Series) -> float:
+    """The top of a ms axis that starts at 0: 15 % above the largest value (1 ms when there is none)."""
+    top = float(values.max()) if len(values) else 0.0
+    return top * 1.15 if top > 0 else 1.0
+
+
 def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
     """Keep-warm cost per month vs p95 TTFT with cold starts, one point per scale-down window (and always-warm).
 
@@ -259,6 +265,9 @@ def tradeoff_figure(table: pd.DataFrame) -> go.Figure:
         "<br><sup>red: more than 5% of requests are cold, so the cold start is in the p95</sup>",
         xaxis_title="USD per month (warm GPU time)",
         yaxis_title="p95 TTFT (ms)",
+        # From 0: equal p95s (no window puts a cold start in the p95) would otherwise span a 2 ms sliver.
+        yaxis_range=[0, _top_ms(table["p95_ttft_ms"])],
+        xaxis_rangemode="tozero",
         height=440,
         showlegend=False,
         annotations=_tradeoff_labels(table) if len(table) else [],

@@ -10,6 +10,7 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.capacity.errors import CapacityError
+from planner.capacity.traffic import DAILY_RULE, daily_words
 from planner.store import database_url
 from planner.untrusted import md_text
 from ttft_planner_app import page_state, present, viewer
@@ -98,7 +99,9 @@ if traffic_id:
             f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
             f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
             f"peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
-            f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar)."
+            f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar). "
+            f"{daily_words(traffic)} Every tab uses this daily model.",
+            help=DAILY_RULE,
         )
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")

@@ -2,6 +2,12 @@
 
 Thin glue over planner.logs.summary (hourly_profile, peak_hour_rate_per_s): the Capacity & cost page
 and the Compare page price and size the team's own traffic when a log upload exists.
+
+The daily model of a log (DAILY_RULE), the one every capacity model uses: a log stands for
+`days_represented(span)` = max(1, span ÷ 24 h) days of traffic, span = first to last request. A log shorter than a
+day is one day's traffic — its requests once a day at their own clock times, none in the rest of the day — so the
+Break-even tab prices its tokens once a day and the Warm pool tab keeps a replica warm for its span once a day;
+a longer log is averaged per day (tokens per hour of day over the clock hours it covers).
 """
 
 from __future__ import annotations
@@ -16,9 +22,41 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.specs import TokenMix
 from planner.logs.summary import local_times, peak_hour_rate_per_s
 
-__all__ = ["LogTraffic", "hourly_tokens_over_covered_hours", "traffic_from_frame"]
+__all__ = [
+    "DAILY_RULE",
+    "LogTraffic",
+    "daily_words",
+    "days_represented",
+    "hourly_tokens_over_covered_hours",
+    "traffic_from_frame",
+]
 
 _MS_PER_HOUR = 3_600_000
+SECONDS_PER_DAY = 86_400.0
+
+#: The daily model of a log, in words, as the Capacity & cost page states it.
+DAILY_RULE = (
+    "A log stands for max(1, its span ÷ 24 h) days: one shorter than a day is one day's traffic, its requests once "
+    "a day at their own clock times and none in the rest of the day; a longer one is averaged per day."
+)
+
+
+def days_represented(span_s: float) -> float:
+    """Days of traffic a log spanning `span_s` seconds (first to last request) stands for: max(1, span_s / 86,400).
+
+    Raises CapacityError for a negative or non-finite span.
+    """
+    if span_s is None or not math.isfinite(span_s) or span_s < 0:
+        raise CapacityError(f"a log's span must be a number of seconds ≥ 0, got {span_s!r}")
+    return max(1.0, float(span_s) / SECONDS_PER_DAY)
+
+
+def _duration_words(span_s: float) -> str:
+    if span_s < 2 * 3600:
+        return f"{span_s / 60:,.0f} min"
+    if span_s < 2 * SECONDS_PER_DAY:
+        return f"{span_s / 3600:,.1f} h"
+    return f"{span_s / SECONDS_PER_DAY:,.1f} days"
 
 
 def hourly_tokens_over_covered_hours(frame: pd.DataFrame, tz: str = "UTC") -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -62,6 +100,38 @@ class LogTraffic:
     n_durations: int = 0  # requests with a logged duration (behind mean_service_s)
     mean_output_tokens: float = 0.0  # per request
     mean_ttft_s: float | None = None  # mean logged TTFT (s), None when not logged
+
+    @property
+    def span_s(self) -> float:
+        """Seconds from the first request to the last."""
+        return float(self.arrival_ms[-1] - self.arrival_ms[0]) / 1000.0 if len(self.arrival_ms) else 0.0
+
+    @property
+    def days(self) -> float:
+        """Days of traffic the log stands for (days_represented of its span)."""
+        return days_represented(self.span_s)
+
+    @property
+    def busy_hours_of_day(self) -> int:
+        """Hours of day (of 24) in which the log has requests."""
+        return sum(1 for t in self.hourly_tokens if t > 0)
+
+
+def daily_words(traffic: LogTraffic) -> str:
+    """The daily model of `traffic` in one sentence (DAILY_RULE applied), e.g. "The log spans 57 min, in 2 of the
+    24 hours of day (UTC): taken as one day's traffic — its requests once a day at their own clock times, none in
+    the other 22 hours."."""
+    span = _duration_words(traffic.span_s)
+    busy = traffic.busy_hours_of_day
+    if traffic.days <= 1.0:
+        return (
+            f"The log spans {span}, in {busy} of the 24 hours of day ({traffic.tz}): taken as one day's traffic — its "
+            f"requests once a day at their own clock times, none in the other {24 - busy} hours."
+        )
+    return (
+        f"The log spans {span}: averaged per day, each hour of day over the clock hours the log covers "
+        f"({traffic.tz}); an hour of day it never covers carries no traffic."
+    )
 
 
 def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogTraffic:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from planner.capacity.cost import HOURS_PER_MONTH
 from planner.capacity.errors import CapacityError
+from planner.capacity.traffic import days_represented
 from planner.logs.exposure import DEFAULT_WINDOWS_S, cold_in_p95, poisson_cold_fraction, trace_cold_fraction
 
 __all__ = [
@@ -206,6 +207,9 @@ def keep_warm_tradeoff(
     """Cost of keeping one replica warm vs the p95 TTFT with cold starts, per scale-down window.
 
     Traffic is a request trace (arrival_ms, UTC epoch ms: trace-driven) or a Poisson rate (arrivals_per_hour).
+    A trace is read by the daily model of planner.capacity.traffic (DAILY_RULE): it stands for
+    days_represented(its span) days, so a trace shorter than a day runs once a day and the replica scales to zero
+    for the rest of it; hours per day are its warm (busy) seconds ÷ those days.
     Columns: option, window_s, cold_fraction, warm_hours_per_day, idle_gpu_hours_per_day (warm but serving
     nothing, × gpus_per_replica), keep_warm_usd_per_month, p95_ttft_ms, cold_in_p95.
     The last row is an always-warm replica (min_replicas = 1). Raises CapacityError on bad input.
@@ -228,12 +232,12 @@ def keep_warm_tradeoff(
         if span_s <= 0:
             raise CapacityError("every request in the trace arrived at the same instant: no gaps to measure")
         busy_s = len(times) * service_ms / 1000.0
+        days = days_represented((times[-1] - times[0]) / 1000.0)  # the daily model every capacity tab uses
         for w in windows_s:
             cold = _cold_fraction(w, arrival_ms=times, rate_per_s=None, service_ms=service_ms)
             warm_s = min(span_s + w, busy_s + trace_idle_seconds(times, w, service_ms))
-            rows.append(
-                (f"scale to zero, W = {w:g} s", w, cold, 24.0 * warm_s / (span_s + w), 24.0 * busy_s / (span_s + w))
-            )
+            per_day_h = (min(24.0, warm_s / 3600.0 / days), min(24.0, busy_s / 3600.0 / days))
+            rows.append((f"scale to zero, W = {w:g} s", w, cold, *per_day_h))
     else:
         assert arrivals_per_hour is not None  # exactly one of the two, checked above
         lam = arrivals_per_hour / 3600.0

@@ -8,7 +8,7 @@ import streamlit as st
 from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
-from planner.capacity.traffic import LogTraffic
+from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
 from planner.untrusted import md_text
 from ttft_planner_app import page_state, present
 from ttft_planner_app.charts.capacity import break_even_figure, hybrid_figure
@@ -120,7 +120,9 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
         hourly = traffic.hourly_tokens
         st.caption(
             f"Tokens per hour of day from the log (prompt incl. cached + output), averaged over the "
-            f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor."
+            f"{present.count(traffic.covered_hours)} clock hours it covers, in {traffic.tz}; times the growth factor. "
+            + daily_words(traffic),
+            help=DAILY_RULE,
         )
     else:
         flat = persisted_number(

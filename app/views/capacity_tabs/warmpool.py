@@ -7,7 +7,7 @@ import streamlit as st
 
 from planner.capacity.cost import CostInputs
 from planner.capacity.errors import CapacityError
-from planner.capacity.traffic import LogTraffic
+from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
 from planner.capacity.warmpool import keep_warm_tradeoff, min_slots_for_target, queue_wait
 from planner.untrusted import md_text
 from ttft_planner_app import present
@@ -113,7 +113,10 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
                 )
                 st.caption(
                     f"Trace-driven from {md_text(traffic.label)}; "
-                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
+                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab. {daily_words(traffic)} Warm and idle "
+                    "hours per day are the trace's own ÷ the days it stands for; outside them the replica is scaled "
+                    "to zero.",
+                    help=DAILY_RULE,
                 )
             elif arrivals > 0:
                 trade = keep_warm_tradeoff(
