@@ -5,6 +5,7 @@ import math
 import streamlit as st
 
 from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compute, verdict_text
+from planner.first_step import first_step
 from planner.provenance import Figure
 from planner.untrusted import md_text
 from planner.worksheet_report import per_interaction_rows
@@ -91,6 +92,17 @@ st.caption(
     "p95 TTFT = admission/queueing + weight loading + prefill + network. "
     "Subtract the three you cannot choose away from your target: what is left is the prefill budget you are buying."
 )
+
+guide = first_step({f: Figure.from_dict(d) for f, d in ss.ws_figures.items()})
+if guide:  # a first-time visitor: every figure typed; each links to the page that measures it
+    with st.container(border=True, key="first_step"):
+        st.markdown("**First step: measure your own figures.** Each is typed until a page hands it over:")
+        for where in guide:
+            st.page_link(
+                f"views/{where.page}.py",
+                label=f"{where.label} → {where.page_title}: {where.how}",
+                icon=":material/arrow_forward:",
+            )
 
 inputs, results = st.columns([2, 3], gap="large")
 tz = viewer.time_zone()

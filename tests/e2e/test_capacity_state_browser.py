@@ -21,7 +21,7 @@ def test_typed_inputs_survive_navigation_and_travel_in_the_url(page: Page, app_u
     page.get_by_role("link", name="Worksheet").click()
     wait_for_app(page)
     expect(page.get_by_role("heading", name="TTFT worksheet")).to_be_visible()
-    page.get_by_role("link", name="Capacity & cost").click()
+    page.get_by_role("link", name="Capacity & cost", exact=True).click()
     wait_for_app(page)
     expect(page.get_by_role("spinbutton", name="GPUs per replica (node size)")).to_have_value("4")
 

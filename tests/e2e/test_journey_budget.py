@@ -65,7 +65,7 @@ def test_an_engineering_lead_fills_a_budget(page: Page, app_url, browser, artifa
     expect_number(page, "p95 TTFT target (ms)", 3000)
 
     # 2. a modelled cold start from Capacity & cost → Weight loading, handed over with one click
-    page.get_by_role("link", name="Capacity & cost").click()
+    page.get_by_role("link", name="Capacity & cost", exact=True).click()
     wait_for_app(page)
     page.get_by_role("tab", name="Weight loading").click()
     page.get_by_role("button", name="Use this cold start in the worksheet").click()

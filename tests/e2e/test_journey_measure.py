@@ -302,7 +302,7 @@ def test_a_lead_measures_two_endpoints_and_a_region(measured, page: Page, artifa
     expect(page.get_by_text(re.compile(rf"probe · {fast.name}"))).to_be_visible()
 
     # Segment 2: back on Probes (the sidebar keeps the session), the cold reading goes to the worksheet too.
-    page.get_by_role("link", name="Probes").click()
+    page.get_by_role("link", name="Probes", exact=True).click()
     wait_for_app(page)
     _pick_series(page, fast.name)
     page.get_by_role("button", name="Use in worksheet (segment 2)").click()
