@@ -17,6 +17,7 @@ from planner.asset_files import load_asset
 from planner.capacity.errors import CapacityError
 
 __all__ = [
+    "NO_FP8",
     "GpuHourPrice",
     "GpuSpec",
     "LoaderRow",
@@ -25,6 +26,7 @@ __all__ = [
     "TokenMix",
     "capacity_claim",
     "default_mix",
+    "fp8_cell",
     "gpu_hour_prices",
     "gpu_defaults",
     "gpu_from_record",
@@ -319,11 +321,24 @@ def _positive(kind: str, row: str, d: dict[str, Any], name: str, names: Mapping[
         raise CapacityError(f"{kind} row {row!r}: {column} must be a finite number greater than 0, got {v!r}")
 
 
+#: What an FP8 cell holds for a GPU without FP8 tensor cores (shown as it, read back as none).
+NO_FP8 = "—"
+_NO_FP8_WORDS = {NO_FP8, "-", "no fp8", "none"}
+
+
+def fp8_cell(tflops: float | None) -> str:
+    """A GPU's FP8 dense TFLOPS as the preset editor shows it: "1979", or NO_FP8 ("—") for none."""
+    return NO_FP8 if tflops is None or tflops != tflops else f"{float(tflops):g}"
+
+
 def gpu_from_record(d: dict[str, Any], names: Mapping[str, str] | None = None) -> GpuSpec:
-    """A GpuSpec from an edited table row (an empty FP8 cell: no FP8 tensor cores); CapacityError naming the row
-    and the column otherwise. `names`: field → the column header the user sees (the message uses it)."""
+    """A GpuSpec from an edited table row (an empty or "—" FP8 cell: no FP8 tensor cores); CapacityError naming the
+    row and the column otherwise. `names`: field → the column header the user sees (the message uses it)."""
     names = names or {}
     d = _clean(d)
+    fp8 = d.get("fp8_dense_tflops")
+    if isinstance(fp8, str):  # the editor shows the FP8 column as text: "—" (NO_FP8) for none, "1,979" for a figure
+        d["fp8_dense_tflops"] = None if fp8.strip().casefold() in _NO_FP8_WORDS else fp8.replace(",", "").strip()
     d["key"] = d.get("key") or d.get("label")
     if not d["key"]:
         raise CapacityError(f"a GPU row has an empty {names.get('label', 'label')} cell: name the GPU")

@@ -97,8 +97,21 @@ def _edit(df: pd.DataFrame, columns: dict[str, str], **kwargs) -> pd.DataFrame:
 
 def _edited_gpus() -> dict[str, P.GpuSpec]:
     gpu_df = pd.DataFrame([g.__dict__ for g in P.gpus()])
+    gpu_df["fp8_dense_tflops"] = [P.fp8_cell(v) for v in gpu_df["fp8_dense_tflops"]]  # "—", never "None"
     with st.expander("GPU presets (editable: dense TFLOPS, HBM, bandwidth, with source and date)"):
-        gpu_df = _edit(gpu_df, _GPU_COLUMNS, disabled=["Key", "Source", "As of"], key="cap_gpu_editor")
+        gpu_df = _edit(
+            gpu_df,
+            _GPU_COLUMNS,
+            disabled=["Key", "Source", "As of"],
+            key="cap_gpu_editor",
+            column_config={
+                _GPU_COLUMNS["fp8_dense_tflops"]: st.column_config.TextColumn(
+                    help=f"{P.NO_FP8} = no FP8: the GPU has no FP8 tensor cores (A100, A10G), so FP8 prefill is "
+                    "not offered for it. Type a number to give one."
+                )
+            },
+        )
+        st.caption(f"FP8 dense TFLOPS {P.NO_FP8}: no FP8 (the GPU has no FP8 tensor cores).")
     gpu_list = []
     for r in gpu_df.to_dict(orient="records"):
         try:
