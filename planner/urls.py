@@ -28,6 +28,7 @@ __all__ = [
     "mask_credential",
     "mask_url_password",
     "redact_url",
+    "url_host",
     "url_secrets",
 ]
 
@@ -90,6 +91,18 @@ def url_secrets(url: str) -> list[str]:
             found.append(value)
     decoded = [form for secret in found for form in (secret, unquote(secret), unquote_plus(secret))]
     return sorted({s for s in decoded if s and s != "***"}, key=len, reverse=True)  # *** : already redacted
+
+
+def url_host(url: str) -> str:
+    """The URL's host[:port] for a sentence — never a user or password it may carry — or the URL itself when it has
+    no host."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return url
+    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "") if host else url
 
 
 def mask_url_password(text: str, url: str) -> str:

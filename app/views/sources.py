@@ -10,28 +10,19 @@ on Read, kept in the session) and hands the worksheet's queueing segment the lar
 at least 20 requests.
 """
 
-import os
-import re
-
 import pandas as pd
 import streamlit as st
-from sqlalchemy.exc import ArgumentError
 
-from planner.env_names import env_name_problem, mask_env_value, shown_env_name
-from planner.sources import litellm
-from planner.sources.prometheus import PrometheusError
-from planner.sources.sync import describe_prometheus, sync_source
-from planner.stats import summarize
+from planner.env_names import shown_env_name
+from planner.sources import actions
 from planner.store import database_url
-from planner.store.source_hours import production_hours
+from planner.store.source_hours import newest_ms, production_hours
 from planner.store.sources import (
     SourceInfo,
     SourceKind,
     SourceNotFound,
-    get_source,
     list_sources,
     remove_source,
-    source_ttft_ms,
 )
 from planner.untrusted import md_text
 from ttft_planner_app import viewer
@@ -40,7 +31,7 @@ from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.views.logs_tabs.source import LINK, link_value
 from ttft_planner_app.views.sources_sections.add import show_add_form
-from ttft_planner_app.views.sources_sections.common import KINDS, host, is_set, unset
+from ttft_planner_app.views.sources_sections.common import KINDS, is_set
 from ttft_planner_app.views.sources_sections.hours import show_hours
 from ttft_planner_app.views.sources_sections.prometheus_read import show_prometheus_read
 from ttft_planner_app.widgets import wrapped_table
@@ -50,15 +41,13 @@ from ttft_planner_app.widgets import wrapped_table
 SYNC_PAGE_ROWS = 5_000
 SYNC_MAX_PAGES = 40
 HOURS_SHOWN = 24  # a source's card shows its hours with requests among the last this many up to its newest
-# Any URL a driver's message may carry (the source's own, or SQLAlchemy's redacted form): up to white space or a
-# closing parenthesis, less a trailing colon that ends the clause ("postgresql+psycopg://u:***@h:5432/db: refused").
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()]*?(?=:?(?:[\s)]|$))")
 
 st.title("Sources")
 st.caption(
-    "Your own production traffic, read where it already lives: the LiteLLM proxy's PostgreSQL (its "
-    "LiteLLM_SpendLogs table), read-only. Sync now copies the requests' times, token counts and first-token times "
-    "(never prompts or replies) into this dashboard's store; the Logs page then shows them like a stored upload."
+    "Your own production traffic, read where it already lives, read-only: the LiteLLM proxy's PostgreSQL (its "
+    "LiteLLM_SpendLogs table), the engines' TTFT histograms in Prometheus (vLLM, SGLang, TGI), or OpenTelemetry GenAI "
+    "spans and metrics your services export to the worker's receiver. Only requests' times, token counts and "
+    "first-token times are kept (never prompts or replies); the Logs page then shows a source like a stored upload."
 )
 eng = engine()
 ss = st.session_state
@@ -71,161 +60,37 @@ if flash:
         getattr(st, flash[0])(flash[1])
 
 
-def _clean(message: str, src: SourceInfo) -> str:
-    """A message from the source with no secret in it, on one line. A Prometheus source's URL is stored and shown (it
-    never carries a password), so only the token its variable holds is masked. A database's: every URL (the source's
-    own, or its redacted form) becomes "the database in $VAR", and its password is masked."""
-    if src.kind is SourceKind.PROMETHEUS:
-        return mask_env_value(" ".join(message.split()), src.secret_ref).rstrip(".")
-    text = _URL.sub(f"the database in {shown_env_name(src.secret_ref)}", message)
-    return mask_env_value(text, src.secret_ref).rstrip(".")
-
-
-def _problem(src: SourceInfo) -> str | None:
-    """Why the source's variable cannot be used as it is (no variable's name, unset, or not a PostgreSQL URL),
-    without showing it."""
-    if env_name_problem(src.secret_ref, "") is not None:
-        return f"{shown_env_name(src.secret_ref)}."
-    dsn = os.environ.get(src.secret_ref, "")
-    if not dsn:
-        return unset(src.secret_ref)
-    if not dsn.startswith(("postgresql://", "postgresql+psycopg://")):  # what litellm.connect takes
-        return f"{shown_env_name(src.secret_ref)} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
-    return None
-
-
-def _not_a_url(src: SourceInfo, exc: Exception) -> str:
-    return f"{shown_env_name(src.secret_ref)} does not hold a PostgreSQL URL that can be opened ({type(exc).__name__})."
-
-
 def _when(ms: int | None, never: str = "—") -> str:
     return never if ms is None else viewer.fmt_ms(ms, tz)
 
 
-def _prom_where(src: SourceInfo) -> str:
-    what = src.metric or src.profile or "vllm"
-    return f"Prometheus {host(src.url or '')}, {what}, model {src.model_filter or 'every model'}"
+def _test(src: SourceInfo) -> actions.Outcome:
+    """Connect read-only and say what the proxy's table (or Prometheus) holds."""
+    with st.spinner(f"Testing {md_text(src.name)}…"):
+        return actions.test_source(eng, src, when=_when)
 
 
-def _prom_error(src: SourceInfo, exc: Exception) -> str:
-    """A Prometheus failure in one sentence, with any token the source's variable holds masked."""
-    return f"{src.name}: {_clean(str(exc), src)}."
+def _sync(src: SourceInfo) -> actions.Outcome:
+    """Read the source's new requests (or hours) into the store: at most SYNC_MAX_PAGES pages per click."""
+    with st.spinner(
+        f"Reading {md_text(src.name)}'s new {'hours' if src.kind is SourceKind.PROMETHEUS else 'requests'}…"
+    ):
+        got = actions.sync_now(eng, src, when=_when, page_rows=SYNC_PAGE_ROWS, max_pages=SYNC_MAX_PAGES)
+    if got.ok:
+        record("source.sync", src.name, f"synced source: {got.first}")
+    return got
 
 
-def _prom_test(src: SourceInfo) -> list[tuple[str, str]]:
-    try:
-        said = describe_prometheus(src)
-    except PrometheusError as exc:
-        return [("error", _prom_error(src, exc))]
-    return [("success", f"{src.name}: Prometheus has {said}.")]
-
-
-def _prom_sync(src: SourceInfo) -> dict:
-    try:
-        with st.spinner(f"Reading {md_text(src.name)}'s hours from Prometheus…"):
-            rep = sync_source(eng, src)
-    except PrometheusError as exc:
-        return {"lines": [("error", _prom_error(src, exc) + " The hours read before are kept.")]}
-    record("source.sync", src.name, f"synced source: {rep.read:,} hours read")
-    kept = get_source(eng, src.name).n_requests
-    line = (
-        f"{src.name}: read {rep.read:,} hours from {_prom_where(src)}, {rep.new:,} with requests; "
-        f"{kept:,} requests in the hours kept."
-    )
-    return {"lines": [("success", line)], "metrics": [("Hours read", f"{rep.read:,}"), ("Requests", f"{kept:,}")]}
-
-
-def _test(src: SourceInfo) -> list[tuple[str, str]]:
-    """Connect read-only and say what the proxy's table (or Prometheus) holds: [(level, text)]."""
-    if src.kind is SourceKind.PROMETHEUS:
-        return _prom_test(src)
-    if problem := _problem(src):
-        return [("error", problem)]
-    try:
-        reader = litellm.connect(os.environ[src.secret_ref])
-        try:
-            got = litellm.describe(reader)
-        finally:
-            reader.dispose()
-    except litellm.LiteLLMError as exc:
-        return [("error", f"{src.name}: {_clean(str(exc), src)}.")]
-    except (ArgumentError, ValueError) as exc:
-        return [("error", f"{src.name}: {_not_a_url(src, exc)}")]
-    if not got["rows"]:
-        return [("success", f"{src.name}: connected; {litellm.TABLE} holds no requests yet.")]
-    return [
-        (
-            "success",
-            f"{src.name}: {litellm.TABLE} holds {got['rows']:,} requests, first {_when(got['first_ms'])}, "
-            f"last {_when(got['last_ms'])}.",
-        )
-    ]
-
-
-def _sync(src: SourceInfo) -> dict:
-    """Read the source's new requests into the store; what to show: {"lines": [(level, text)], "metrics": […]}."""
-    if src.kind is SourceKind.PROMETHEUS:
-        return _prom_sync(src)
-    if problem := _problem(src):
-        return {"lines": [("error", problem)]}
-    try:
-        with st.spinner(f"Reading {md_text(src.name)}'s new requests…"):
-            rep = sync_source(eng, src, page_rows=SYNC_PAGE_ROWS, max_pages=SYNC_MAX_PAGES)
-    except litellm.LiteLLMError as exc:
-        why = _clean(str(exc), src)
-        return {"lines": [("error", f"{src.name}: {why}; what was read before it is kept, the next sync goes on.")]}
-    except (ArgumentError, ValueError) as exc:
-        return {"lines": [("error", f"{src.name}: {_not_a_url(src, exc)}")]}
-    record("source.sync", src.name, f"synced source: {rep.new:,} new requests")
-    kept = get_source(eng, src.name).n_requests
-    ttft = summarize(source_ttft_ms(eng, src.id))
-    p50, p95 = ttft["p50"], ttft["p95"]
-    lines = [
-        (
-            "success",
-            f"{src.name}: read {rep.read:,} requests in {rep.pages:,} page{'' if rep.pages == 1 else 's'}, "
-            f"{rep.new:,} new, {len(rep.left_out):,} left out; {kept:,} kept.",
-        )
-    ]
-    lines += [("warning", f"Left out {rid}: {why}.") for rid, why in rep.left_out[:5]]
-    if rep.pages >= SYNC_MAX_PAGES:
-        lines.append(
-            (
-                "info",
-                f"Stopped after {rep.pages:,} pages of {SYNC_PAGE_ROWS:,}: press Sync now again for the rest, or run "
-                f"ttft-planner sources sync {src.name}.",
-            )
-        )
-    if p50.n:
-        unreliable = "" if p95.reliable else " The p95 rests on fewer than 20 requests: it is only the largest value."
-        note = (
-            f"Production TTFT (first token − start, nearest rank) over the {p50.n:,} kept requests with a first-token "
-            f"time.{unreliable}"
-        )
-    else:
-        note = "No kept request has a first-token time (the proxy records one for streamed replies only)."
-    lines.append(("caption", note))
-    fmt = lambda pc: "—" if pc.value is None else f"{pc.value:,.0f} ms"  # noqa: E731
-    metrics = [
-        ("Read", f"{rep.read:,}"),
-        ("New", f"{rep.new:,}"),
-        ("Left out", f"{len(rep.left_out):,}"),
-        ("Production TTFT p50", fmt(p50)),
-        ("Production TTFT p95", fmt(p95)),
-    ]
-    return {"lines": lines, "metrics": metrics}
-
-
-def _show(src: SourceInfo, result: dict) -> None:
+def _show(src: SourceInfo, result: actions.Outcome) -> None:
     """Draw what the last Test or Sync now of `src` found (outside text made inert)."""
-    if result.get("metrics"):
-        cols = st.columns(len(result["metrics"]))
-        for col, (label, value) in zip(cols, result["metrics"], strict=True):
+    if result.figures:
+        cols = st.columns(len(result.figures))
+        for col, (label, value) in zip(cols, result.figures, strict=True):
             col.metric(label, value)
-    for level, text in result["lines"]:
-        getattr(st, level)(md_text(text))
+    for line in result.lines:
+        getattr(st, line.level)(md_text(line.text))
     link = link_value(("source", src.id))  # how the Logs page's address names this source
-    if result.get("metrics") and link and src.kind.per_request:
+    if result.figures and link and src.kind.per_request:
         st.page_link(
             "views/logs.py", label="Open it on the Logs page", icon=":material/receipt_long:", query_params={LINK: link}
         )
@@ -233,6 +98,8 @@ def _show(src: SourceInfo, result: dict) -> None:
 
 def _url_from(src: SourceInfo) -> str:
     """Where the source's URL (or token) comes from, for the table: the variable's name, never its value."""
+    if src.kind is SourceKind.OTLP:  # the receiver reads the token where it runs (the worker, `sources receive`)
+        return f"{shown_env_name(src.secret_ref)} (read by the receiver)"
     var = shown_env_name(src.secret_ref) + ("" if is_set(src.secret_ref) else " (not set on this server)")
     if src.kind is SourceKind.PROMETHEUS:
         return (src.url or "") + (f", token from {var}" if src.secret_ref else "")
@@ -262,7 +129,7 @@ def _hours_of(src: SourceInfo) -> None:
     n = len(hours)
     label = f"Production TTFT per hour: {n:,} hour{'' if n == 1 else 's'} with requests, up to {newest}"
     with st.expander(label, expanded=True):
-        where = _prom_where(src) if src.kind is SourceKind.PROMETHEUS else f"{src.kind.origin} ({src.name})"
+        where = actions.where(src) if src.kind is SourceKind.PROMETHEUS else f"{src.kind.origin} ({src.name})"
         show_hours(hours, where=where, key=f"sources_use_{src.id}", engine_figures=src.kind is SourceKind.PROMETHEUS)
         st.caption(
             md_text(
@@ -285,9 +152,9 @@ if sources:
                 "Kind": KINDS.get(s.kind, str(s.kind)),
                 "URL from": _url_from(s),
                 "Requests kept": f"{s.n_requests:,}",
-                "Read up to": _when(s.watermark_ms),
+                "Read up to": _when(s.watermark_ms if s.kind is SourceKind.LITELLM else newest_ms(eng, s.id)),
                 "Last synced": _when(s.synced_at_ms, "never"),
-                "Last error": _clean(s.last_error, s) if s.last_error else "—",
+                "Last error": actions.clean(s.last_error, s) if s.last_error else "—",
             }
             for s in sources
         ]
@@ -302,7 +169,7 @@ for s in sources:
         pulled = s.kind.pulled  # an OTLP source is pushed to the receiver: nothing to test or sync
         if s.kind is SourceKind.PROMETHEUS:
             token = f" · bearer token from {md_text(shown_env_name(s.secret_ref))}" if s.secret_ref else ""
-            st.markdown(f"**{md_text(s.name)}** · {md_text(_prom_where(s))}{token}")
+            st.markdown(f"**{md_text(s.name)}** · {md_text(actions.where(s))}{token}")
         else:
             secret = "URL" if pulled else "bearer token"
             st.markdown(
@@ -319,7 +186,7 @@ for s in sources:
         if b[0].button("Test", key=f"sources_test_{s.id}", icon=":material/lan:", disabled=not may_pull) and require(
             "source.sync"
         ):
-            results[s.id] = {"lines": _test(s)}
+            results[s.id] = _test(s)
         if b[1].button(
             "Sync now",
             key=f"sources_sync_{s.id}",

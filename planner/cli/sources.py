@@ -10,10 +10,9 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
-from planner.sources import litellm
+from planner.sources import actions
 from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
-from planner.sources.sync import DEFAULT_PAGE_ROWS, describe_prometheus, dsn_of, sync_source
-from planner.stats import summarize
+from planner.sources.sync import DEFAULT_PAGE_ROWS
 from planner.store.source_hours import production_hours
 from planner.store.sources import (
     HourTtft,
@@ -24,7 +23,6 @@ from planner.store.sources import (
     get_source,
     list_sources,
     remove_source,
-    source_ttft_ms,
 )
 from planner.urls import UrlError, check_url, redact_url
 
@@ -210,32 +208,26 @@ def _shown(src: SourceInfo) -> SourceInfo:
     )
 
 
+def _said(outcome) -> None:
+    """Print what a Test or a Sync now found (planner.sources.actions), or fail with its first sentence."""
+    if not outcome.ok:
+        fail(outcome.first)
+    for line in outcome.lines:
+        click.echo(line.text)
+
+
 @sources.command()
 @click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @store_option
-def test(name: str, database_url: str | None) -> None:
+def test(name: str, as_json: bool, database_url: str | None) -> None:
     """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
-    src = _source(open_engine(database_url), name, to_connect=True)
-    if src.kind is SourceKind.OTLP:
-        fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to test")
-    if src.kind is SourceKind.PROMETHEUS:
-        try:
-            said = describe_prometheus(src)
-        except PrometheusError as exc:
-            fail(f"{name}: {mask_env_value(str(exc), src.secret_ref)}")
-        click.echo(f"{name}: Prometheus has {said}")
+    engine = open_engine(database_url)
+    outcome = actions.test_source(engine, _source(engine, name), when=_when)
+    if as_json and outcome.ok:
+        echo_json({"source": name, **outcome.facts})
         return
-    try:
-        engine = litellm.connect(dsn_of(src))
-        try:
-            got = litellm.describe(engine)
-        finally:
-            engine.dispose()
-    except litellm.LiteLLMError as exc:  # a driver's message may quote the URL, or a piece of its password
-        fail(f"{name}: {mask_env_value(str(exc), src.secret_ref)}")
-    click.echo(
-        f'{name}: "{litellm.TABLE}" holds {got["rows"]:,} requests, {_when(got["first_ms"])} → {_when(got["last_ms"])}'
-    )
+    _said(outcome)
 
 
 @sources.command()
@@ -252,39 +244,17 @@ def test(name: str, database_url: str | None) -> None:
 def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> None:
     """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
     engine = open_engine(database_url)
-    src = _source(engine, name, to_connect=True)
-    if src.kind is SourceKind.OTLP:
-        fail(f"{name} receives OpenTelemetry spans (`ttft-planner sources receive {name}`): there is nothing to sync")
-    try:
-        rep = sync_source(engine, src, page_rows=page_rows)
-    except (litellm.LiteLLMError, PrometheusError) as exc:
-        said = mask_env_value(str(exc), src.secret_ref)
-        fail(f"{name}: {said} (nothing of this sync was stored past the last page)")
+    src = _source(engine, name)
+    outcome = actions.sync_now(engine, src, when=_when, page_rows=page_rows)
+    if not outcome.ok:
+        fail(outcome.first)
     if src.kind is SourceKind.PROMETHEUS:
-        _print_hours(production_hours(engine, src.id), as_json, lead=f"{name}: read {rep.read:,} hours")
+        _print_hours(production_hours(engine, src.id), as_json, lead=outcome.first)
         return
-    src = get_source(engine, name)
-    ttft = summarize(source_ttft_ms(engine, src.id))
     if as_json:
-        echo_json(
-            {
-                "source": name,
-                "read": rep.read,
-                "new": rep.new,
-                "pages": rep.pages,
-                "left_out": [{"request_id": i, "reason": why} for i, why in rep.left_out[:20]],
-                "n_left_out": len(rep.left_out),
-                "n_requests": src.n_requests,
-                "watermark_ms": src.watermark_ms,
-                "ttft_ms": {k: {"value": v.value, "n": v.n, "reliable": v.reliable} for k, v in ttft.items()},
-            }
-        )
+        echo_json(outcome.facts)
         return
-    click.echo(f"{name}: read {rep.read:,} requests in {rep.pages} pages, {rep.new:,} new; {src.n_requests:,} kept")
-    for rid, why in rep.left_out[:5]:
-        click.echo(f"left out {rid}: {why}")
-    cells = "  ".join(f"{k} {'—' if v.value is None else f'{v.value:,.0f}'}" for k, v in ttft.items())
-    click.echo(f"production TTFT ms (n={ttft['p50'].n:,}): {cells}")
+    _said(outcome)
 
 
 @sources.command()

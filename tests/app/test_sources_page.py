@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.logs import read_logs
-from planner.logs.summary import summarize_logs
+from planner.logs import summarize as summarize_log
 from planner.provenance import Source
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.simulator.app import build_app
@@ -32,6 +32,7 @@ from planner.store.sources import (
     list_sources,
     load_source_frame,
     load_source_requests,
+    store_batch,
 )
 from tests.app.conftest import new_app, open_page, shown_table
 from tests.planner import test_sources_litellm as library_tests
@@ -144,13 +145,13 @@ def test_an_unset_variable_is_named_and_a_bad_database_is_one_sentence_without_i
         at.button(key=f"sources_{action}_{src.id}").click().run()
         assert not at.exception
         [error] = at.error
-        assert error.value.startswith(f"\\${VAR} is not set on the dashboard's server: set it there")
+        assert error.value.startswith(f"prod: \\${VAR} is not set on this server: set it to the LiteLLM proxy's")
 
     # the variable holds another database's URL
     monkeypatch.setenv(VAR, f"mysql://root:{PASSWORD}@db.internal/litellm")
     at.button(key=f"sources_test_{src.id}").click().run()
     [error] = at.error
-    assert error.value == f"\\${VAR} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
+    assert error.value == f"prod: \\${VAR} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
     _assert_no_url(at, f"mysql://root:{PASSWORD}@db.internal/litellm")
 
     # the variable holds a URL to a database that is not there: one sentence, with no URL in it
@@ -184,7 +185,7 @@ def test_the_logs_page_opens_a_source_like_a_stored_upload_and_a_link_reopens_it
     src = get_source(eng, "prod")
     assert src.id == upload_id == 1, "an upload and a source with the same id: the picker tells them apart"
     sync_source(eng, src)
-    expected = summarize_logs(load_source_frame(eng, src.id)).ttft["p95"]
+    expected = summarize_log(load_source_frame(eng, src.id)).ttft["p95"]
     assert expected.value == 263.0 and expected.n == 120
 
     at = open_page("logs")
@@ -216,7 +217,7 @@ def test_the_logs_page_opens_a_source_like_a_stored_upload_and_a_link_reopens_it
     _insert(proxy_db, _requests(30, start_s=120))
     sync_source(eng, get_source(eng, "prod"))
     at.run()
-    _shows_the_source(at, summarize_logs(load_source_frame(eng, src.id)).ttft["p95"].value, 150)
+    _shows_the_source(at, summarize_log(load_source_frame(eng, src.id)).ttft["p95"].value, 150)
 
 
 def _shows_the_source(at: AppTest, ttft_p95: float, n: int) -> None:
@@ -225,7 +226,7 @@ def _shows_the_source(at: AppTest, ttft_p95: float, n: int) -> None:
     assert any("Production traffic from the LiteLLM proxy: source “prod”" in c.value for c in at.caption)
     [ttft] = [t.value for t in at.dataframe if "what" in t.value and (t.value["what"] == "TTFT users waited").any()]
     p95 = ttft.loc[ttft["percentile"] == "p95"].iloc[0]
-    assert p95["value"] == ttft_p95 and p95["n"] == n
+    assert p95["value"] == f"{ttft_p95:,.0f}" and p95["n"] == n  # as the grid shows it
     charts = {c.proto.id for c in at.get("plotly_chart")}
     for key in ("logs_hist", "logs_prompt_hour", "logs_traffic", "logs_cold", "logs_ttft_hour"):
         assert any(key in c for c in charts), f"the {key} chart is drawn for a source"
@@ -535,8 +536,38 @@ def test_an_unreachable_prometheus_source_says_so_with_its_url_and_the_token_mas
     assert not at.exception, [e.value for e in at.exception]
     [error] = [_plain(e.value).replace("`", "") for e in at.error]  # a URL is shown as inert code
     assert error.startswith("engines: Prometheus at http://127.0.0.1:9 cannot be reached") and "tok-3e2f" not in error
-    assert "The hours read before are kept." in error
+    assert error.endswith("what was read before is kept, and the next sync goes on")
     row = shown_table(at).iloc[0]
     shown = _plain(row["Last error"]).replace("`", "").replace("\u200b", "")  # inert code, break opportunities
     assert "http://127.0.0.1:9 cannot be reached" in shown and "the database in" not in shown
     assert "tok-3e2f" not in _every_text(at)
+
+
+def test_an_opentelemetry_source_card_names_its_token_as_the_receiver_reads_it_and_its_newest_request(monkeypatch):
+    """An OpenTelemetry source's token is read by the receiver (the worker, `sources receive`), not by the dashboard:
+    its row never says "not set on this server"; and "Read up to" is its newest stored request, not "—" (it has no
+    watermark: spans are pushed)."""
+    monkeypatch.delenv("OTEL_TOKEN_OF_THE_CARD_TEST", raising=False)
+    eng = open_store()
+    source_id = add_source(eng, "spans", SourceKind.OTLP, "OTEL_TOKEN_OF_THE_CARD_TEST")
+    t0 = 1_796_000_000_000  # 2026-11-30 00:53:20 UTC
+    rows = [
+        {
+            "request_id": f"{i:032x}:{i:016x}",
+            "ts_ms": t0 + i * 60_000,
+            "model": "m",
+            "api_base": "otlp",
+            "prompt_tokens": 100,
+            "cached_tokens": 0,
+            "output_tokens": 10,
+            "ttft_ms": 200.0 + i,
+            "duration_ms": 900.0,
+        }
+        for i in range(30)
+    ]
+    store_batch(eng, source_id, rows, None)
+    at = open_page("sources")
+    assert not at.exception, [e.value for e in at.exception]
+    row = shown_table(at).iloc[0]
+    assert row["URL from"] == "$OTEL_TOKEN_OF_THE_CARD_TEST (read by the receiver)"
+    assert row["Requests kept"] == "30" and row["Read up to"] == "2026-11-30 01:22 UTC"

@@ -4,9 +4,9 @@ variable is set, and a URL's host that never shows a secret (a variable's name i
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
 from planner.store.sources import SourceKind
+from planner.urls import url_host as host
 
 __all__ = ["KINDS", "PROM_PROFILES", "host", "is_set", "unset"]
 
@@ -27,14 +27,3 @@ def unset(var: str) -> str:
         f"${var} is not set on the dashboard's server: set it there to the LiteLLM proxy's PostgreSQL URL "
         "(postgresql://user:password@host/db; a read-only role is enough) and restart the dashboard."
     )
-
-
-def host(url: str) -> str:
-    """The URL's host[:port] (never a user or password it may carry), or the URL itself when it has none."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return url
-    return (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "") if host else url
