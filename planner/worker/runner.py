@@ -206,7 +206,11 @@ class Worker:
             holds_lease=lambda: self.holds_lease,
             poll_s=cfg.max_tick_s,
         )
-        self.otlp = OtlpReceiver(engine, port=cfg.otlp_port, address=cfg.otlp_address) if cfg.otlp_port else None
+        self.otlp = (
+            OtlpReceiver(engine, port=cfg.otlp_port, address=cfg.otlp_address, now_ms=clock.now_ms)
+            if cfg.otlp_port
+            else None
+        )
         self.housekeeping = Housekeeping(
             self,
             cfg,
