@@ -38,6 +38,7 @@ __all__ = [
     "channels_of",
     "format_value",
     "message",
+    "one_line",
     "send",
     "shown_target",
 ]
@@ -210,7 +211,7 @@ def _send_email(addresses: str, n: Notice, timeout_s: float) -> None:
         raise DeliveryError(f"SMTP {host}:{port}: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """`text` with every control character escaped (a line break reads as \\n): one line, whatever it held."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
@@ -218,7 +219,7 @@ def _one_line(text: str) -> str:
 def shown_target(channel: str, target: str) -> str:
     """A channel's target as one line, for a message or the log: a webhook's variable name (hidden when an older
     version stored something else there: most likely the URL itself), addresses with control characters escaped."""
-    return shown_env_name(target, sigil="") if channel == "webhook" else _one_line(target)
+    return shown_env_name(target, sigil="") if channel == "webhook" else one_line(target)
 
 
 def _without_secrets(text: str, channel: str, target: str) -> str:
@@ -228,7 +229,7 @@ def _without_secrets(text: str, channel: str, target: str) -> str:
         secrets.append(os.environ.get(target, "").strip())
     for secret in secrets:
         text = mask_secret(text, secret)
-    return _one_line(text)
+    return one_line(text)
 
 
 def send(channel: str, target: str, n: Notice, *, timeout_s: float = TIMEOUT_S) -> None:

@@ -8,7 +8,16 @@ import time
 import click
 
 from planner.alerts.evaluate import evaluate_all
-from planner.alerts.notify import WEBHOOK_FORMATS, DeliveryError, Notice, channels_of, format_value, send, shown_target
+from planner.alerts.notify import (
+    WEBHOOK_FORMATS,
+    DeliveryError,
+    Notice,
+    channels_of,
+    format_value,
+    one_line,
+    send,
+    shown_target,
+)
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
 from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
@@ -191,7 +200,7 @@ def _rule_dict(rule: Rule, series: dict[tuple[int, int, str], SeriesStatus]) -> 
         "clear_margin": rule.clear_margin,
         "endpoint_id": rule.endpoint_id,
         "interaction": rule.interaction,
-        "webhook_env": rule.webhook_env,
+        "webhook_env": shown_target("webhook", rule.webhook_env) if rule.webhook_env else rule.webhook_env,
         "webhook_format": rule.webhook_format,
         "email_to": rule.email_to,
         "series": states,
@@ -220,7 +229,7 @@ def list_cmd(as_json, database_url) -> None:
             key=[AlertState.OK, AlertState.PENDING, AlertState.FIRING].index,
         )
         click.echo(
-            f"{r.name}: {r.kind} > {format_value(r.kind, r.threshold)} ({KIND_WHAT[r.kind]}) over "
+            f"{one_line(r.name)}: {r.kind} > {format_value(r.kind, r.threshold)} ({KIND_WHAT[r.kind]}) over "
             f"{r.window_s / 60:g} min, for {r.for_s / 60:g} min, min n {r.min_n} · {worst} "
             f"({len(d['series'])} series) · channels: "
             f"{', '.join(f'{c} {shown_target(c, t)}' for c, t in channels_of(r)) or 'none'}"

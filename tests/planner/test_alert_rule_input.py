@@ -163,3 +163,19 @@ def test_in_the_worker_a_bad_rules_deliveries_fail_with_their_error_and_no_trace
         assert row["next_attempt_at_ms"] > NOW_MS
     assert not [r for r in caplog.records if r.exc_info], "a traceback in the worker's log"
     assert sum("alert delivery failed" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_alerts_list_shows_a_rule_stored_unchecked_on_one_line_and_never_its_webhook_url(
+    sqlite_store_url, sqlite_engine
+):
+    """An older version kept a name with a line break and the webhook's URL where its variable's name goes: `alerts
+    list` prints the rule on one line and hides the URL, in text and in --json."""
+    _old_rule(sqlite_engine, webhook_env=SLACK_URL, email_to="oncall@example.com")
+    out = run_cli(sqlite_store_url, "alerts", "list")
+    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert len(out.stdout.strip().splitlines()) == 1, out.stdout
+    assert out.stdout.startswith("chat\\r\\np95: ")
+    as_json = run_cli(sqlite_store_url, "alerts", "list", "--json")
+    assert as_json.returncode == 0
+    for text in (out.stdout, as_json.stdout):
+        assert "secret" not in text and "hooks.slack.com" not in text, text
