@@ -24,6 +24,7 @@ from planner.errors import PlannerError
 
 __all__ = [
     "ALERT_EVERY_S",
+    "BATCHED_TOKENS",
     "SOURCE_SYNC_S",
     "COLD_IDLE_S",
     "CONCURRENCY",
@@ -57,6 +58,8 @@ __all__ = [
     "SCALE_DOWN_WINDOW_S",
     "SEED",
     "SEQUENCES",
+    "STEP_MS",
+    "SWITCH",
     "USD_PER_MTOK",
     "parse_list",
 ]
@@ -205,3 +208,6 @@ CONTEXT_TOKENS = Rule(1, 16_777_216, integer=True, unit="tokens")  # 16 Mi: past
 SEQUENCES = Rule(1, 100_000, integer=True, unit="sequences")  # in flight at once on one deployment
 KV_BLOCK_TOKENS = Rule(1, 65_536, integer=True, unit="tokens")  # vLLM uses 16, Mooncake traces 512
 KV_CACHE_BLOCKS = Rule(1, 100_000_000, integer=True, unit="blocks")  # 51 G tokens at 512 a block
+BATCHED_TOKENS = Rule(1, 1_048_576, integer=True, unit="tokens")  # a batching engine's token budget per step
+STEP_MS = Rule(0, 600_000, unit="ms")  # a batching engine's fixed cost per scheduler step
+SWITCH = Rule(0, 1, integer=True)  # an on/off knob written 0 or 1 (chunked prefill, mixed steps)

@@ -24,9 +24,21 @@ from typing import Any
 
 from planner.errors import PlannerError
 from planner.provenance import Figure
-from planner.validate import GPUS_PER_REPLICA, MIN_REPLICAS, REPLICAS, USD_PER_MTOK, Rule
+from planner.validate import (
+    BATCHED_TOKENS,
+    GPUS_PER_REPLICA,
+    KV_BLOCK_TOKENS,
+    MIN_REPLICAS,
+    REPLICAS,
+    STEP_MS,
+    SWITCH,
+    USD_PER_MTOK,
+    Rule,
+)
+from planner.whatif.engines import BATCHING_ENGINES, ENGINES, StepCosts, profile
 
 __all__ = [
+    "BATCHING_KEYS",
     "DEDICATED_KEYS",
     "Dedicated",
     "Deployment",
@@ -113,6 +125,11 @@ class Dedicated:
     overflow: requests that find every dedicated slot busy on arrival go there instead of queueing.
     prompt_overhead_tokens: as for Serverless (tokens the server prefills on top of each logged prompt).
     speed_sd / request_sd: as for Serverless (how much the serving speed varies; 0 = a fixed speed).
+    engine: "slots" (independent slots, FIFO across the pool) or a continuous-batching engine ("vllm", "sglang",
+        "llama.cpp") replayed step by step (planner.whatif.steps), whose knobs are: slots = most sequences running
+        per replica; max_num_batched_tokens = token budget of one step (tokens); chunked_prefill, mixed (0/1);
+        block_size (tokens) and kv_blocks (KV cache blocks per replica, 0 = not limiting); step_ms = fixed cost of a
+        step (ms; None: the engine profile's share of a lone decode step). See planner.whatif.engines.
     """
 
     name: str
@@ -127,6 +144,13 @@ class Dedicated:
     prompt_overhead_tokens: Figure = field(default_factory=lambda: Figure.typed(0, "tokens"))
     speed_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
     request_sd: Figure = field(default_factory=lambda: Figure.typed(0, "fraction"))
+    engine: str = "slots"
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: int = 1
+    mixed: int = 1
+    block_size: int = 16
+    kv_blocks: int = 0
+    step_ms: Figure | None = None
 
     kind = "dedicated"
 
@@ -136,9 +160,32 @@ class Dedicated:
         _check_non_negative(
             self.name, usd_per_gpu_h=self.usd_per_gpu_h, rtt=self.rtt_ms, overhead_tokens=self.prompt_overhead_tokens
         )
+        if self.engine not in ENGINES:
+            raise SpecError(f"{self.name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         _check_rules(self, DEDICATED_KEYS)
         if self.overflow is not None and self.max_slots > MAX_POOL_SLOTS:
             raise SpecError(f"{self.name}: {self.max_slots:,} slots with the overflow pool; at most {MAX_POOL_SLOTS:,}")
+        if self.batching:
+            if self.overflow is not None:
+                raise SpecError(f"{self.name}: an overflow pool is replayed with engine=slots only")
+            try:
+                self.step_costs  # noqa: B018 - checks step_ms against the decode rate
+            except ValueError as exc:
+                raise SpecError(f"{self.name}: {exc}") from None
+
+    @property
+    def batching(self) -> bool:
+        """True for a continuous-batching engine (replayed step by step), False for the slot model."""
+        return self.engine != "slots"
+
+    @property
+    def step_costs(self) -> StepCosts:
+        """A batching engine's step costs (ms) from its prefill and decode rates and step_ms (planner.whatif.engines);
+        without step_ms, the engine profile's fixed share of a lone decode step. Raises ValueError for a step_ms
+        longer than a lone decode step, KeyError for the slot model."""
+        lone_ms = 1000.0 / self.decode_tokens_per_s.value
+        fixed = self.step_ms.value if self.step_ms is not None else profile(self.engine).fixed_share * lone_ms
+        return StepCosts.from_rates(self.prefill_tokens_per_s.value, self.decode_tokens_per_s.value, fixed)
 
     @property
     def max_slots(self) -> int:
@@ -164,13 +211,15 @@ def _check_counts(name: str, **counts: int) -> None:
 def _check_rules(dep: Serverless | Dedicated, keys: dict[str, tuple[str, str | None]]) -> None:
     """Every field within its KEY_RULES range (after the checks above, which word the common mistakes), and the
     pool within MAX_POOL_SLOTS."""
-    for key, (attr, _unit) in keys.items():
+    for key, (attr, unit) in keys.items():
         value = getattr(dep, attr)
+        if unit == _ENGINE or value is None:  # the engine's name is checked on its own; an unset step_ms is derived
+            continue
         why = KEY_RULES[key].problem(value.value if isinstance(value, Figure) else value)
         if why is not None:
             raise SpecError(f"{dep.name}: {key} {why}")
     slots = dep.slots_per_replica * (dep.max_replicas if isinstance(dep, Serverless) else dep.replicas)
-    if slots > MAX_POOL_SLOTS:
+    if slots > MAX_POOL_SLOTS and not (isinstance(dep, Dedicated) and dep.batching):
         raise SpecError(f"{dep.name}: {slots:,} slots (slots × replicas); at most {MAX_POOL_SLOTS:,}")
 
 
@@ -204,7 +253,16 @@ KEY_RULES: dict[str, Rule] = {
     "request_sd": Rule(0, 2, "fraction"),
     "usd_per_mtok": USD_PER_MTOK,
     "usd_per_gpu_h": Rule(0, 100_000, "USD/GPU-h"),
+    "max_num_batched_tokens": BATCHED_TOKENS,
+    "chunked_prefill": SWITCH,
+    "mixed": SWITCH,
+    "block_size": KV_BLOCK_TOKENS,
+    "kv_blocks": Rule(0, 100_000_000, integer=True, unit="blocks"),  # 0: the KV cache does not limit admission
+    "step_ms": STEP_MS,
 }
+#: A batching engine's knobs (spec keys that only a batching engine takes; `slots` is its most running sequences).
+BATCHING_KEYS = ("max_num_batched_tokens", "chunked_prefill", "mixed", "block_size", "kv_blocks", "step_ms")
+_ENGINE = "engine"  # the "unit" of the engine key in DEDICATED_KEYS: a name, not a number
 #: Most slots one candidate may have (replicas × slots, overflow included): the replay keeps one entry per slot.
 MAX_POOL_SLOTS = 100_000
 
@@ -236,6 +294,13 @@ DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
     "overhead_tokens": ("prompt_overhead_tokens", "tokens"),
     "speed_sd": ("speed_sd", "fraction"),
     "request_sd": ("request_sd", "fraction"),
+    "engine": ("engine", "engine"),
+    "max_num_batched_tokens": ("max_num_batched_tokens", None),
+    "chunked_prefill": ("chunked_prefill", None),
+    "mixed": ("mixed", None),
+    "block_size": ("block_size", None),
+    "kv_blocks": ("kv_blocks", None),
+    "step_ms": ("step_ms", "ms"),
 }
 _REQUIRED = {
     "serverless": ("window", "cold", "slots", "max", "prefill", "decode"),
@@ -245,7 +310,12 @@ _REQUIRED = {
 _OVERFLOW_PREFIX = "overflow_"
 
 
-def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int:
+def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int | str:
+    if unit == _ENGINE:
+        name = raw.strip().lower()
+        if name not in ENGINES:
+            raise SpecError(f"deployment {spec!r}: engine must be one of {', '.join(ENGINES)}, got {raw!r}")
+        return name
     if unit is None:
         try:
             return int(raw)
@@ -269,7 +339,7 @@ def _fields(
         raise SpecError(
             f"deployment {spec!r}: missing {', '.join(missing)} (a {kind} spec needs {', '.join(_REQUIRED[kind])})"
         )
-    out: dict[str, Figure | int] = {keys[k][0]: f for k, f in usable.items()}
+    out: dict[str, Figure | int | str] = {keys[k][0]: f for k, f in usable.items()}
     out.update({keys[k][0]: _convert(spec, k, v, keys[k][1]) for k, v in pairs.items()})
     return out
 
@@ -309,6 +379,25 @@ def defaults_taken(deployments: Sequence[Deployment], defaults: Mapping[str, Fig
     return taken
 
 
+def _engine_defaults(spec: str, pairs: dict[str, str]) -> None:
+    """Fill a batching engine's knobs the spec leaves out from its profile (assets/engines.toml), `slots` included;
+    refuse a batching knob on the slot model. Raises SpecError naming the spec and the key."""
+    engine = pairs.get("engine", "slots").strip().lower()
+    if engine not in ENGINES:
+        raise SpecError(f"deployment {spec!r}: engine must be one of {', '.join(ENGINES)}, got {pairs['engine']!r}")
+    if engine not in BATCHING_ENGINES:
+        given = [k for k in BATCHING_KEYS if k in pairs]
+        if given and engine == "slots":
+            raise SpecError(
+                f"deployment {spec!r}: {', '.join(given)} applies to a batching engine "
+                f"(engine={'|'.join(BATCHING_ENGINES)}), not to the slot model"
+            )
+        return
+    prof = profile(engine)
+    for key in ("slots", "max_num_batched_tokens", "chunked_prefill", "mixed", "block_size"):
+        pairs.setdefault(key, str(getattr(prof, key)))
+
+
 def parse_deployment(
     spec: str, default_name: str | None = None, defaults: Mapping[str, Figure] | None = None
 ) -> Deployment:
@@ -322,7 +411,10 @@ def parse_deployment(
     serverless `min=`, `gpus=`, `usd_per_gpu_h=`;
     dedicated `gpus=` and an overflow pool via
     `overflow_max=N,overflow_cold=S,overflow_window=S[,overflow_usd_per_mtok=…]` (its slots, rates, RTT,
-    overhead tokens and speed spreads default to the dedicated ones).
+    overhead tokens and speed spreads default to the dedicated ones);
+    dedicated `engine=vllm|sglang|llama.cpp` (a continuous-batching engine replayed step by step; `slots` is then its
+    most running sequences) with its knobs `max_num_batched_tokens=`, `chunked_prefill=0|1`, `mixed=0|1`,
+    `block_size=`, `kv_blocks=`, `step_ms=` (defaults from assets/engines.toml; see planner.whatif.engines).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
     (see defaults_from_worksheet); a value in the spec always wins.
     Raises SpecError naming the spec and the offending key.
@@ -342,6 +434,12 @@ def parse_deployment(
             raise SpecError(f"deployment {spec!r}: {key} given twice")
         pairs[key] = value.strip()
     name = pairs.pop("name", None) or default_name or spec
+    if kind == "serverless" and "engine" in pairs:
+        raise SpecError(
+            f"deployment {spec!r}: engine= applies to dedicated replicas (a serverless pool is replayed as slots)"
+        )
+    if kind == "dedicated":
+        _engine_defaults(spec, pairs)
     keys = SERVERLESS_KEYS if kind == "serverless" else DEDICATED_KEYS
     overflow_pairs = {k[len(_OVERFLOW_PREFIX) :]: v for k, v in pairs.items() if k.startswith(_OVERFLOW_PREFIX)}
     unknown = [k for k in pairs if k not in keys and not (kind == "dedicated" and k.startswith(_OVERFLOW_PREFIX))]

@@ -118,11 +118,9 @@ def _replays(
     rng = np.random.default_rng(seed)
     out = []
     for f in levels:
-        slowdown = np.full(trace.n, f)
-        if request_sd > 0:
-            slowdown *= np.exp(request_sd * rng.standard_normal(trace.n))
+        jitter = np.exp(request_sd * rng.standard_normal(trace.n)) if request_sd > 0 else None
         try:
-            out.append(replay(dep, trace, max_wait_s=max_wait_s, slowdown=slowdown).ttft_ms)
+            out.append(replay(dep, trace, max_wait_s=max_wait_s, slowdown=jitter, speed=float(f)).ttft_ms)
         except CannotKeepUp:
             out.append(np.full(trace.n, np.inf))
     return out

@@ -60,6 +60,8 @@ class Replay:
     serverless: from each scale-up until release). serverless_tokens: tokens billed per token
     (prompt incl. cached + output) on a serverless pool. period_h: first arrival to last
     completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
+    A batching engine's replay (planner.whatif.batched) also gives first_step_decodes: the decode tokens in the step
+    that gave each request its first token (None for the slot model), and engine_steps: the scheduler steps run.
     """
 
     name: str
@@ -77,6 +79,8 @@ class Replay:
     period_h: float
     cold_starts: int
     peak_replicas: int
+    first_step_decodes: np.ndarray | None = None
+    engine_steps: int = 0
 
     @property
     def n(self) -> int:
@@ -249,15 +253,27 @@ def _check_capacity(dep: Deployment, trace: Trace, hold_ms: np.ndarray, max_wait
 
 
 def replay(
-    dep: Deployment, trace: Trace, max_wait_s: float = DEFAULT_MAX_WAIT_S, slowdown: np.ndarray | None = None
+    dep: Deployment,
+    trace: Trace,
+    max_wait_s: float = DEFAULT_MAX_WAIT_S,
+    slowdown: np.ndarray | None = None,
+    speed: float = 1.0,
 ) -> Replay:
     """Replay `trace` against `dep` in virtual time and return per-request TTFT segments and totals.
 
     `slowdown`: per request, how many times longer than the deployment's rates say its prefill and slot hold take
-    (1 = as specified; planner.whatif.interval draws them from the deployment's speed spread).
-    Runs in O(n log slots) for a fixed pool and O(n · replicas) for a serverless pool.
+    (1 = as specified; planner.whatif.interval draws them from the deployment's speed spread); `speed`: the same
+    for the whole run (a batching engine's every step takes `speed` × its cost).
+    A dedicated deployment with a batching engine (engine=vllm|sglang|llama.cpp) is replayed step by step
+    (planner.whatif.batched). Runs in O(n log slots) for a fixed pool and O(n · replicas) for a serverless pool.
     Raises CannotKeepUp when the deployment cannot serve the trace (see the module docstring).
     """
+    if isinstance(dep, Dedicated) and dep.batching:
+        from planner.whatif.batched import replay_batched  # it builds on this module's Replay
+
+        return replay_batched(dep, trace, max_wait_s=max_wait_s, slowdown=slowdown, speed=speed)
+    if speed != 1.0:
+        slowdown = np.full(trace.n, speed) if slowdown is None else slowdown * speed
     n = trace.n
     max_wait_ms = max_wait_s * 1000.0
     prefill, hold = service_ms(
