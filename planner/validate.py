@@ -26,6 +26,7 @@ __all__ = [
     "ALERT_EVERY_S",
     "BATCHED_TOKENS",
     "SOURCE_SYNC_S",
+    "HELD_ROWS",
     "COLD_IDLE_S",
     "CONCURRENCY",
     "CONTEXT_TOKENS",
@@ -183,6 +184,7 @@ PROBE_PROCESSES = Rule(0, 64, integer=True)
 RETENTION_DAYS = Rule(0.01, 36_500, unit="days")
 ALERT_EVERY_S = Rule(0.5, 3600, unit="s")
 SOURCE_SYNC_S = Rule(0, 86_400, unit="s")  # how often the worker syncs the live sources (0: never)
+HELD_ROWS = Rule(1, 10_000_000, integer=True, unit="rows")  # rows a worker holds while the store refuses them
 # An endpoint's probe settings (planner.endpoints: the CLI, the Endpoints page, TOML import and stored rows).
 # The interval's floor is 10 s for real use (planner.endpoints.min_interval_s); PROBE_INTERVAL_S.lo is the
 # absolute floor a test may lower it to.

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import missing_endpoints
-from planner.validate import Rule
+from planner.validate import HELD_ROWS
 
 __all__ = ["DEFAULT_MAX_HELD_ROWS", "MAX_HELD_ROWS", "RowBuffer", "first_line"]
 
@@ -29,8 +29,8 @@ log = logging.getLogger("planner.worker")
 #: Rows a worker holds in memory while the store refuses them: about five days of 7 endpoints probed every 60 s,
 #: 85 MB at the 1.7 KB a row takes in memory (3 KB with a 500-character error detail).
 DEFAULT_MAX_HELD_ROWS = 50_000
-#: The range of `worker --max-held-rows` / $TTFT_PLANNER_MAX_HELD_ROWS.
-MAX_HELD_ROWS = Rule(1, 10_000_000, integer=True, unit="rows")
+#: The range of `worker --max-held-rows` / $TTFT_PLANNER_MAX_HELD_ROWS (planner.validate.HELD_ROWS).
+MAX_HELD_ROWS = HELD_ROWS
 
 
 def first_line(exc: BaseException) -> str:
