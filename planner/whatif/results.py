@@ -29,6 +29,7 @@ __all__ = [
     "compare",
     "cost_usd",
     "interaction_by_key",
+    "p95_segments",
     "percentiles_sorted",
     "summarize_replay",
 ]
@@ -78,7 +79,11 @@ def _reliable_p95(h: HourStat) -> float:
 class CandidateResult:
     """The prediction for one candidate, or why there is none (`ok` False, `message`).
 
-    tail_segments_ms: mean of each segment over the requests at or above the p95 (the tail).
+    tail_segments_ms: mean of each segment over the requests at or above the p95 (the tail): what the slowest 5 %
+        wait for. Its segments can add up to more than the p95 (the slowest queue and the slowest cold start are
+        often different requests), so it is never handed on as a decomposition of the p95.
+    p95_segments_ms: the p95 itself split into its segments (p95_segments: the requests at the p95's rank), which
+        add up to the p95 exactly — what the worksheet is handed.
     share_meeting: fraction of requests at or under each interaction's target.
     cost_usd: for the replayed period; usd_per_day scales it to 24 h.
     """
@@ -91,6 +96,7 @@ class CandidateResult:
     overall: dict[str, Percentile] = field(default_factory=dict)
     hourly: tuple[HourStat, ...] = ()
     tail_segments_ms: dict[str, float] = field(default_factory=dict)
+    p95_segments_ms: dict[str, float] = field(default_factory=dict)
     share_meeting: dict[str, float] = field(default_factory=dict)
     meets_target: bool = False
     worst_hour: int | None = None
@@ -156,6 +162,7 @@ class CandidateResult:
             },
             "overall": {k: pc(v) for k, v in self.overall.items()},
             "tail_segments_ms": self.tail_segments_ms,
+            "p95_segments_ms": self.p95_segments_ms,
             "share_meeting": self.share_meeting,
             "meets_target": self.meets_target,
             "worst_hour": self.worst_hour,
@@ -269,6 +276,26 @@ def _finite(ms: float) -> float | None:
     return ms if math.isfinite(ms) else None
 
 
+def p95_segments(rep: Replay, p: float = 0.95, around: float = 0.005) -> dict[str, float]:
+    """The p-percentile TTFT split into its segments (ms), adding up to that percentile exactly.
+
+    The requests within ±`around` × n ranks of the nearest-rank p-percentile (at least the request at that rank) are
+    taken, each segment's mean over them, scaled so that the segments add up to the percentile: the population at the
+    p95, not the tail above it, whose slowest queue and slowest cold start can belong to different requests and add
+    up to more than any request waited.
+    """
+    order = np.argsort(rep.ttft_ms, kind="stable")
+    n = rep.n
+    k = nearest_rank_index(p, n)
+    half = int(around * n)
+    rows = order[max(0, k - half) : k + half + 1]
+    means = {key: float(getattr(rep, key)[rows].mean()) for key in SEGMENT_KEYS}
+    total = sum(means.values())
+    value = float(rep.ttft_ms[order[k]])
+    scale = value / total if total > 0 else 0.0
+    return {key: m * scale for key, m in means.items()}
+
+
 def _hourly(rep: Replay, tz: str, pred: Prediction | None = None) -> tuple[HourStat, ...]:
     hours = hour_of_day(rep.arrival_ms, tz)
     order = np.lexsort((rep.ttft_ms, hours))
@@ -316,6 +343,7 @@ def summarize_replay(
         overall=overall,
         hourly=hourly,
         tail_segments_ms=tail_segments,
+        p95_segments_ms=p95_segments(rep),
         share_meeting=share,
         meets_target=meets,
         worst_hour=worst.hour if worst else None,
