@@ -96,8 +96,12 @@ if traffic_id:
         st.caption(
             f"{lead}: {present.count(traffic.n_requests)} "
             f"requests over {present.count(traffic.covered_hours)} clock hours, "
-            f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
-            f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
+            + (
+                f"{present.pct(traffic.mix.cache_hit_fraction)} of prompt tokens cached, "
+                if traffic.cache_known
+                else "cache-hit rate unknown (no request records cached tokens), "
+            )
+            + f"{traffic.mix.input_output_ratio:,.0f}:1 input:output, "
             f"peak hour {present.rate(traffic.peak_arrivals_per_hour, 'requests/h')}. "
             f"Hours of day in {viewer.zone_label(tz)} (the time zone in the sidebar). "
             f"{daily_words(traffic)} Every tab uses this daily model.",

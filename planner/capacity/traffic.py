@@ -21,13 +21,16 @@ import pandas as pd
 from planner.capacity.errors import CapacityError
 from planner.capacity.specs import TokenMix
 from planner.logs.summary import local_times, peak_hour_rate_per_s
+from planner.stats import percentile
 
 __all__ = [
     "DAILY_RULE",
     "LogTraffic",
+    "PromptFigures",
     "daily_words",
     "days_represented",
     "hourly_tokens_over_covered_hours",
+    "prompt_figures",
     "traffic_from_frame",
 ]
 
@@ -100,6 +103,10 @@ class LogTraffic:
     n_durations: int = 0  # requests with a logged duration (behind mean_service_s)
     mean_output_tokens: float = 0.0  # per request
     mean_ttft_s: float | None = None  # mean logged TTFT (s), None when not logged
+    prompt_tokens_p95: float | None = None  # nearest rank over the requests' prompt tokens (planner.stats)
+    # Whether the log records cached prompt tokens: as the Logs page rules (planner.logs.engine), a log where no request
+    # has a cached token (no cache column, or nothing hit) leaves the cache-hit rate unknown, never a measured 0.
+    cache_known: bool = False
 
     @property
     def span_s(self) -> float:
@@ -155,6 +162,7 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
     order = np.argsort(frame["ts_ms"].to_numpy(dtype=np.float64), kind="stable")
     service = np.nan_to_num(durations[order], nan=0.0)
     peak = peak_hour_rate_per_s(frame, tz) * 3600.0
+    p95 = percentile(frame["prompt_tokens"].to_numpy(dtype=np.float64), 0.95).value
     return LogTraffic(
         label,
         len(frame),
@@ -169,4 +177,44 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
         n_durations=int(known.size),
         mean_output_tokens=output / len(frame),
         mean_ttft_s=float(ttft_known.mean()) / 1000.0 if ttft_known.size else None,
+        prompt_tokens_p95=p95,
+        cache_known=bool(cached > 0),
+    )
+
+
+@dataclass(frozen=True)
+class PromptFigures:
+    """The p95 prompt (tokens) and the prefix-cache hit rate (0–1) the Prefill tab starts from, from ONE source
+    (`source`: "log" or "worksheet"), and that source in words (`words`)."""
+
+    prompt_tokens_p95: float
+    cache_hit_fraction: float
+    source: str
+    words: str
+
+
+def prompt_figures(
+    traffic: LogTraffic | None, worksheet_prompt_p95: float, worksheet_cache_hit: float, worksheet_name: str
+) -> PromptFigures:
+    """The p95 prompt and cache-hit rate as a pair from one source: the log's own when it has both (a p95 prompt, and
+    a cache-hit rate it records), else the worksheet's — never the log's prompt beside the worksheet's cache hit, nor
+    a log without cached tokens read as a 0 % hit rate."""
+    ws = f"your worksheet “{worksheet_name}”"
+    if traffic is not None and traffic.prompt_tokens_p95 is not None and traffic.cache_known:
+        return PromptFigures(
+            traffic.prompt_tokens_p95,
+            traffic.mix.cache_hit_fraction,
+            "log",
+            f"p95 prompt and cache-hit rate from the log {traffic.label} (nearest rank; cached ÷ prompt tokens)",
+        )
+    why = (
+        ""
+        if traffic is None
+        else f" — the log {traffic.label} records no cached prompt tokens, so its cache-hit rate is unknown, not 0"
+    )
+    return PromptFigures(
+        worksheet_prompt_p95,
+        worksheet_cache_hit,
+        "worksheet",
+        f"p95 prompt and cache-hit rate from {ws}{why}",
     )

@@ -82,7 +82,7 @@ def test_gpu_fit_no_fit_is_explained(app):
 def test_prefill_model_rate_goes_to_the_worksheet(app):
     open_page("capacity", app)
     app.selectbox(key="cap_pf_model").set_value("llama-3.1-8b")
-    app.number_input(key="cap_pf_prompt").set_value(8192.0)
+    app.number_input(key="cap_pf_prompt_0").set_value(8192.0)
     app.number_input(key="cap_pf_hit_0").set_value(0.0).run()
     assert metric(app, "Modelled prefill") == "302 ms"
     app.button(key="cap_pf_use").click().run()
@@ -245,7 +245,7 @@ def test_the_prefill_tab_reads_the_worksheet(app):
     app.number_input(key="new_interaction_target").set_value(3000).run()
     app.button(key="add_interaction").click().run()
     open_page("capacity", app)
-    assert app.number_input(key="cap_pf_prompt").value == 6000
+    assert app.number_input(key="cap_pf_prompt_0").value == 6000
     assert app.number_input(key="cap_pf_q").value == 100 and app.number_input(key="cap_pf_n").value == 40
     assert app.number_input(key="cap_pf_hit_0").value == 0.5
     table = next(d.value for d in app.dataframe if "Interaction type" in d.value.columns)

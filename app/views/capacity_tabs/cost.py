@@ -61,7 +61,15 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.subheader("Token mix")
     if traffic is not None:
         mix = traffic.mix
-        st.caption(f"From the log {md_text(traffic.label)}.")
+        st.caption(
+            f"From the log {md_text(traffic.label)}."
+            + (
+                ""
+                if traffic.cache_known
+                else " It records no cached prompt tokens: its cache-hit rate is unknown, so every prompt token is "
+                "priced as uncached (an upper bound)."
+            )
+        )
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)

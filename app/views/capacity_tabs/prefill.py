@@ -9,9 +9,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import Segments, estimate, largest_prompts, prefill_curve, rate_from_slope
-from planner.capacity.traffic import LogTraffic
+from planner.capacity.traffic import LogTraffic, prompt_figures
 from planner.provenance import Figure, Source
 from planner.store import database_url
+from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import try_engine
 from ttft_planner_app.charts.capacity import prefill_figure
@@ -77,20 +78,22 @@ def render(
             key="cap_pf_mfu",
             help=gdef["mfu_source"],
         )
+        start = prompt_figures(traffic, ws.prompt_tokens_p95.value, ws.cache_hit_fraction.value, ws.name)
         prompt_p95 = st.number_input(
             "p95 prompt tokens",
             min_value=1.0,
-            value=float(ws.prompt_tokens_p95.value),
+            value=max(1.0, float(start.prompt_tokens_p95)),
             step=500.0,
             format="%.0f",
-            key="cap_pf_prompt",
+            key=f"cap_pf_prompt_{traffic_id}",
         )
         hit = st.number_input(
             "Prefix-cache hit rate (0–1)",
             0.0,
             1.0,
-            float(traffic.mix.cache_hit_fraction if traffic is not None else ws.cache_hit_fraction.value),
+            float(start.cache_hit_fraction),
             key=f"cap_pf_hit_{traffic_id}",
+            help=None if traffic is None or traffic.cache_known else "Unknown in the log: the worksheet's value.",
         )
         slope_typed = (
             persisted_number("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, key="cap_pf_slope")
@@ -98,9 +101,9 @@ def render(
             else 0.0
         )
         st.caption(
-            f"From your worksheet “{ws.name}” (edit it there to keep a change): p95 prompt, "
-            + ("cache-hit rate from the log, " if traffic is not None else "cache-hit rate, ")
-            + "the other segments and every interaction type's target. Other segments:"
+            md_text(start.words)
+            + f". From your worksheet “{md_text(ws.name)}” (edit it there to keep a change): the other segments and "
+            "every interaction type's target. Other segments:"
         )
         c1, c2, c3 = st.columns(3)
         q_ms = c1.number_input("Queue ms", min_value=0.0, value=float(ws.queue_ms.value), key="cap_pf_q")
