@@ -49,3 +49,18 @@ def test_strict_packages_get_every_flag_of_strict():
     _, _, strict_flags = define_options()
     missing = sorted(dest for dest, value in strict_flags if in_force.get(dest) != value)
     assert not missing, f"--strict's {missing} not set for {sorted(STRICT_MODULES)}"
+
+
+def test_every_test_module_is_collected():
+    """A test module outside pyproject.toml's testpaths never runs (this one was, for a while): each tests/**/test_*.py
+    lies under one of them."""
+    paths = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"][
+        "testpaths"
+    ]
+    roots = [ROOT / p for p in paths]
+    lost = [
+        str(f.relative_to(ROOT))
+        for f in sorted((ROOT / "tests").rglob("test_*.py"))
+        if not any(f == r or r in f.parents for r in roots)
+    ]
+    assert not lost, f"never collected (add to [tool.pytest.ini_options] testpaths): {lost}"

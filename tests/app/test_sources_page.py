@@ -41,6 +41,9 @@ from tests.support.page_text import every_text as _every_text
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
 
+# Each module that starts a real Prometheus runs on one xdist worker: two at once would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("prometheus")
+
 # The library tests' fixtures: a LiteLLM database made by litellm-proxy-extras' own migrations (a session template)
 # and a copy per test, with a password in its URL (the test server trusts local connections: it is never checked).
 litellm_template = library_tests.litellm_template
@@ -151,7 +154,10 @@ def test_an_unset_variable_is_named_and_a_bad_database_is_one_sentence_without_i
     monkeypatch.setenv(VAR, f"mysql://root:{PASSWORD}@db.internal/litellm")
     at.button(key=f"sources_test_{src.id}").click().run()
     [error] = at.error
-    assert error.value == f"prod: \\${VAR} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
+    assert (
+        error.value
+        == f"prod: \\${VAR} does not hold a PostgreSQL URL: it should be postgresql://user:password@host/db."
+    )
     _assert_no_url(at, f"mysql://root:{PASSWORD}@db.internal/litellm")
 
     # the variable holds a URL to a database that is not there: one sentence, with no URL in it

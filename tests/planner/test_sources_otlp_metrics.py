@@ -28,6 +28,9 @@ from planner.store.otlp_metrics import SeriesState, load_hour_buckets, load_seri
 from planner.store.source_hours import load_hours
 from planner.store.sources import HOUR_MS, SourceKind, add_source, get_source, remove_source
 
+# Each module that starts a real Prometheus runs on one xdist worker: two at once would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("prometheus")
+
 TTFT = "gen_ai.server.time_to_first_token"
 T0_NS = 1_794_819_600_000_000_000  # 2026-11-16 09:00 UTC
 HOUR0 = T0_NS // 1_000_000

@@ -24,6 +24,9 @@ from tests.support.metrics_server import TWO_MODELS, exposition_server
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
 
+# Each module that starts a real Prometheus runs on one xdist worker: two at once would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("prometheus")
+
 N = 120
 
 

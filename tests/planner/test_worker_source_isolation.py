@@ -16,6 +16,9 @@ from tests.support.prometheus import running_prometheus
 from tests.support.prometheus_hostile import hostile_prometheus
 from tests.support.worker_driver import until
 
+# Each module that starts a real Prometheus runs on one xdist worker: two at once would compete for the same cores.
+pytestmark = pytest.mark.xdist_group("prometheus")
+
 PERIOD_S = 300.0
 
 
