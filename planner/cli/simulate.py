@@ -40,6 +40,11 @@ FLAG_FOR_FIELD = {
     "models": "--model",
     "api_key": "--require-key-env",
     "seed": "--seed",
+    "batching": "--batching",
+    "step_ms": "--step-ms",
+    "max_batched_tokens": "--max-batched-tokens",
+    "speed_drift_sd": "--speed-drift-sd",
+    "speed_drift_period_s": "--speed-drift-period-s",
 }
 
 _D = SimulatorConfig()
@@ -117,6 +122,21 @@ def _setting(flag: str, value_type: type, help_text: str) -> Callable[[Callable[
 )
 @_setting("--ping-interval-s", float, "During a long prefill, send an SSE ': ping' comment this often (0 = never).")
 @_setting("--speedup", float, "Divide every simulated duration by this (time-compressed replays).")
+@click.option(
+    "--batching",
+    is_flag=True,
+    help="Serve as a continuous-batching engine: scheduler steps carry every running decode token and prompt chunks "
+    "up to --max-batched-tokens, --slots running sequences at most (what `whatif` replays as engine=vllm).",
+)
+@_setting("--step-ms", float, "With --batching: fixed cost of one step (ms); a decode token costs 1000/decode − it.")
+@_setting("--max-batched-tokens", int, "With --batching: tokens one scheduler step may carry.")
+@_setting(
+    "--speed-drift-sd",
+    float,
+    "The engine's speed drifts: compute takes exp(sd × a normal draw) times as long, redrawn every "
+    "--speed-drift-period-s simulated seconds (0 = no drift).",
+)
+@_setting("--speed-drift-period-s", float, "Simulated seconds between redraws of the speed drift.")
 @click.option(
     "--model",
     "models",

@@ -83,13 +83,18 @@ async def _timeline(
         if cfg.role_chunk_early:
             yield "role", ""
         await engine.sleep(engine.background_wait_s())
-        await engine.acquire_slot()
-        holding = True
+        if engine.steps is None:  # a batching engine admits up to `slots` running requests in its scheduler
+            await engine.acquire_slot()
+            holding = True
         engine.metrics.scheduled(model, engine.now_s() - arrived)
         await engine.sleep(cfg.base_overhead_ms / 1000.0)
         cached = min(engine.cached_prefix_tokens(tokens), max(0, len(tokens) - 1))
         stats["cached_tokens"] = cached
-        prefill_s = (len(tokens) - cached) / cfg.prefill_tokens_per_s
+        if engine.steps is not None:  # continuous batching: the scheduler's steps give every token
+            async for item in _batched(engine, tokens, cached, max_tokens, stats, model, arrived):
+                yield item
+            return
+        prefill_s = (len(tokens) - cached) / cfg.prefill_tokens_per_s * engine.speed_factor()
         while cfg.ping_interval_s > 0 and prefill_s > cfg.ping_interval_s:
             await engine.sleep(cfg.ping_interval_s)
             prefill_s -= cfg.ping_interval_s
@@ -101,7 +106,7 @@ async def _timeline(
         n = min(max_tokens, cfg.max_output_tokens)
         for i in range(n):
             if i:
-                await engine.sleep(1.0 / cfg.decode_tokens_per_s)
+                await engine.sleep(engine.speed_factor() / cfg.decode_tokens_per_s)
             else:
                 engine.metrics.first_token(model, engine.now_s() - arrived, engine.wall_ms())
             stats["output_tokens"] = i + 1
@@ -111,6 +116,28 @@ async def _timeline(
         if holding:
             engine.release_slot()
         engine.end()
+
+
+async def _batched(
+    engine: SimEngine, tokens: tuple[str, ...], cached: int, max_tokens: int, stats: dict, model: str, arrived: float
+) -> AsyncIterator[tuple[str, str]]:
+    """The rest of _timeline on a batching engine (planner.simulator.batching): each token when its step ends."""
+    assert engine.steps is not None
+    n = min(max_tokens, engine.config.max_output_tokens)
+    seq = engine.steps.join(len(tokens) - cached, n)
+    try:
+        for i in range(n):
+            await seq.tokens.get()
+            if i == 0:
+                engine.remember(tokens)
+                if not engine.config.role_chunk_early:
+                    yield "role", ""
+                engine.metrics.first_token(model, engine.now_s() - arrived, engine.wall_ms())
+            stats["output_tokens"] = i + 1
+            yield "token", " " + _WORDS[i % len(_WORDS)]
+        yield "done", ""
+    finally:
+        engine.steps.leave(seq)
 
 
 async def _frames(

@@ -33,6 +33,10 @@ FIELD_RULES: dict[str, Rule] = {
     "ping_interval_s": Rule(0, 3600, "s"),
     "speedup": Rule(0.001, 1_000_000),
     "seed": SEED,
+    "step_ms": Rule(0, 600_000, "ms"),
+    "max_batched_tokens": Rule(1, 1_048_576, integer=True, unit="tokens"),
+    "speed_drift_sd": Rule(0, 2, "fraction"),
+    "speed_drift_period_s": Rule(0.001, 1e7, "s"),
 }
 
 #: Background load (slot utilisation 0..1) per UTC hour: quiet nights, a working-day hump.
@@ -91,7 +95,14 @@ class SimulatorConfig:
     speedup: divide every simulated duration by this (time-compressed replays).
     models: accepted model names (None = any; an unknown one gets 404).
     api_key: when set, requests must carry it (Bearer or x-api-key) or get 401.
-    seed: seed of the random source (errors, background load); None = random.
+    seed: seed of the random source (errors, background load, speed drift); None = random.
+    batching: serve as a continuous-batching engine (planner.simulator.batching: scheduler steps of decode tokens and
+      prompt chunks up to max_batched_tokens, `slots` = most running sequences) instead of independent slots.
+    step_ms: with batching, the fixed cost of a step (ms); a decode token then costs 1000 / decode_tokens_per_s −
+      step_ms, a prompt token 1000 / prefill_tokens_per_s.
+    max_batched_tokens: with batching, the tokens one step may carry.
+    speed_drift_sd: the engine's speed level drifts: every speed_drift_period_s simulated seconds prefill and decode
+      (and every step) take exp(speed_drift_sd × a standard normal draw) times as long (seeded; 0 = no drift).
     """
 
     prefill_tokens_per_s: float = 4000.0
@@ -118,6 +129,11 @@ class SimulatorConfig:
     models: tuple[str, ...] | None = None
     api_key: str | None = None
     seed: int | None = None
+    batching: bool = False
+    step_ms: float = 0.0
+    max_batched_tokens: int = 8192
+    speed_drift_sd: float = 0.0
+    speed_drift_period_s: float = 60.0
 
     def __post_init__(self) -> None:
         for name, rule in FIELD_RULES.items():
@@ -125,6 +141,11 @@ class SimulatorConfig:
             why = None if v is None and name in _OPTIONAL else rule.problem(v)
             if why is not None:
                 raise ValueError(f"simulator {name} {why}")
+        if self.batching and self.step_ms > 1000.0 / self.decode_tokens_per_s:
+            raise ValueError(
+                f"simulator step_ms {self.step_ms:g} is longer than a lone decode step "
+                f"({1000.0 / self.decode_tokens_per_s:.3g} ms at {self.decode_tokens_per_s:g} tokens/s)"
+            )
         if self.rate_429 + self.rate_5xx > 1.0:
             raise ValueError("simulator rate_429 + rate_5xx must not exceed 1")
         if self.load_curve is not None:

@@ -18,6 +18,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from planner.simulator.batching import StepScheduler
 from planner.simulator.config import SimulatorConfig
 from planner.simulator.metrics import SimMetrics
 
@@ -62,7 +63,19 @@ class SimEngine:
         self._load_waiters: deque[asyncio.Future[None]] = deque()
         self.cold_starts = 0
         self.requests = 0
-        self.metrics = SimMetrics(running=lambda: self._busy, waiting=lambda: self.queued)
+        self.metrics = SimMetrics(running=self._running, waiting=lambda: self.queued)
+        self._drift: tuple[int, float] = (-1, 1.0)  # (period index, speed factor) last drawn
+        self.steps: StepScheduler | None = None
+        if config.batching:
+            self.steps = StepScheduler(
+                step_ms=config.step_ms,
+                prompt_token_ms=1000.0 / config.prefill_tokens_per_s,
+                decode_token_ms=1000.0 / config.decode_tokens_per_s - config.step_ms,
+                max_batched_tokens=config.max_batched_tokens,
+                max_seqs=config.slots,
+                sleep=self.sleep,
+                factor=self.speed_factor,
+            )
 
     # --- time -------------------------------------------------------------------------------------------------
     def now_s(self) -> float:
@@ -80,6 +93,18 @@ class SimEngine:
     async def sleep(self, simulated_s: float) -> None:
         if simulated_s > 0:
             await asyncio.sleep(self.real_s(simulated_s))
+
+    def speed_factor(self) -> float:
+        """How many times longer compute takes now than configured (1 without drift): exp(speed_drift_sd × z), z a
+        standard normal drawn afresh every speed_drift_period_s simulated seconds (the same for a seed)."""
+        sd = self.config.speed_drift_sd
+        if sd <= 0:
+            return 1.0
+        k = math.floor(self.now_s() / self.config.speed_drift_period_s)
+        if self._drift[0] != k:
+            z = random.Random(f"{self.config.seed or 0}:{k}").gauss(0.0, 1.0)
+            self._drift = (k, math.exp(sd * z))
+        return self._drift[1]
 
     # --- admission ----------------------------------------------------------------------------------------------
     def inject_error(self) -> Admission | None:
@@ -201,7 +226,11 @@ class SimEngine:
 
     @property
     def queued(self) -> int:
-        return len(self._waiters)
+        """Requests waiting for a slot (or, batching, to be admitted by the scheduler)."""
+        return self.steps.waiting if self.steps is not None else len(self._waiters)
+
+    def _running(self) -> int:
+        return self.steps.running if self.steps is not None else self._busy
 
     # --- prefix cache -------------------------------------------------------------------------------------------
     def cached_prefix_tokens(self, tokens: tuple[str, ...]) -> int:

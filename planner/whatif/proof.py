@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,18 +150,27 @@ def simulator_config_for(dep: Deployment, speedup: float, max_output_tokens: int
 
 
 async def measure_trace(
-    trace: Trace, base_url: str, speedup: float, timeout_s: float = 120.0, model: str = "sim-model"
+    trace: Trace,
+    base_url: str,
+    speedup: float,
+    timeout_s: float = 120.0,
+    model: str = "sim-model",
+    *,
+    client: httpx.AsyncClient | None = None,
+    clock_ns: Callable[[], int] = time.perf_counter_ns,
 ) -> list[TtftSample]:
     """Send every trace request at (arrival − first arrival) ÷ speedup from now; returns the samples in trace order.
 
     Each request is a fresh connection with a nonce-first prompt of its prompt tokens (at least 8) and
     max_tokens = its output tokens (at least 1); nothing is retried (a failure stays a failure).
+    `client` and `clock_ns`: a caller's client and clock (a virtual simulator's, planner.simulator.virtual), else
+    a fresh client without keep-alive and the process's clock.
     """
     offsets_s = ((trace.arrival_ms - trace.arrival_ms[0]) / 1000.0 / speedup).tolist()
     prompts = np.maximum(trace.prompt_tokens, _MIN_PROMPT_TOKENS).astype(int).tolist()
     outputs = np.maximum(trace.output_tokens, 1).astype(int).tolist()
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
-    async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(timeout_s), limits=limits) as client:
+
+    async def send_all(c: httpx.AsyncClient) -> list[TtftSample]:
         loop = asyncio.get_running_loop()
         t0 = loop.time() + 0.2
 
@@ -168,9 +179,15 @@ async def measure_trace(
             target = ProbeTarget(
                 base_url=base_url, model=model, prompt_tokens=prompts[i], max_tokens=outputs[i], timeout_s=timeout_s
             )
-            return await probe_once(target, client=client, max_attempts=1)
+            return await probe_once(target, client=c, max_attempts=1, clock_ns=clock_ns)
 
         return list(await asyncio.gather(*(one(i) for i in range(trace.n))))
+
+    if client is not None:
+        return await send_all(client)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+    async with httpx.AsyncClient(trust_env=False, timeout=httpx.Timeout(timeout_s), limits=limits) as fresh:
+        return await send_all(fresh)
 
 
 def _endpoint_cold_starts(base_url: str) -> int | None:
