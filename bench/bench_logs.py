@@ -2,7 +2,7 @@
 
 Each contender runs in a fresh child process so its peak memory (max RSS) is its own:
 
-  ours       planner.logs.read_logs + summarize_logs (percentiles whole / working day / per model /
+  ours       planner.logs.read_logs + summarize (percentiles whole / working day / per model /
              per hour, cached share, hourly and weekday traffic, peak rate, cold-exposure curve)
   duckdb     read_json over the same file, computing the same nearest-rank prompt-token percentiles
              (quantile_disc), whole and working day, and the cached share
@@ -45,13 +45,12 @@ PS = (0.5, 0.9, 0.95, 0.99)
 
 
 def run_ours(path: Path) -> dict:
-    from planner.logs import read_logs
-    from planner.logs.summary import summarize_logs
+    from planner.logs import read_logs, summarize
 
     t0 = time.perf_counter()
     res = read_logs([path])
     t1 = time.perf_counter()
-    s = summarize_logs(res.frame, tz="Europe/Berlin")
+    s = summarize(res.frame, tz="Europe/Berlin")
     t2 = time.perf_counter()
     return {
         "n": s.n,

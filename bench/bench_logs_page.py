@@ -11,7 +11,7 @@ it is the browser's drawing, what comes before it the upload and the server's wo
 
 Baseline, in the same run and alternated with it: a fresh Python process that does what the page's server does
 with the file, timed in-process after its imports: planner.logs.read_logs([path]) then
-planner.logs.summary.summarize_logs(frame) (viewer zone UTC, the default working day). "p95 sent" minus the
+planner.logs.summarize(frame) (viewer zone UTC, the default working day). "p95 sent" minus the
 baseline is the upload, the copy to disk and the page's own work; the first result minus "p95 sent" is the browser's
 drawing. The page's request count and p95 are checked equal to the baseline's.
 
@@ -190,13 +190,12 @@ def page_run(browser, path: Path, timeout_s: float) -> dict:
 
 def baseline_child(path: str) -> None:
     """In this process: read and summarise `path` as the page's server does; print the times (after the imports)."""
-    from planner.logs import read_logs
-    from planner.logs.summary import summarize_logs
+    from planner.logs import read_logs, summarize
 
     t0 = time.perf_counter()
     res = read_logs([path])
     t1 = time.perf_counter()
-    s = summarize_logs(res.frame, tz="UTC")
+    s = summarize(res.frame, tz="UTC")
     t2 = time.perf_counter()
     p95 = s.headline_prompt()[1]["p95"].value
     print(json.dumps({"read_s": t1 - t0, "summary_s": t2 - t1, "n": len(res.frame), "p95": p95}))

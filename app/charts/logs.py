@@ -1,6 +1,7 @@
 """Figures for the Logs page: prompt-token distribution, hour-of-day shapes, traffic, cold-start exposure.
 
-Pure functions over the frames planner.logs.summary returns. Unreliable percentiles (n below
+Pure functions over the frames a LogSummary (planner.logs.summarize) and planner.logs.distribution give. Unreliable
+percentiles (n below
 planner.stats.min_n_for) are drawn in the muted colour.
 """
 
@@ -16,6 +17,7 @@ from planner.stats import Percentile
 from ttft_planner_app.charts import SEMANTIC
 from ttft_planner_app.charts._labels import log_ticks
 from ttft_planner_app.charts._layout import axes_layout
+from ttft_planner_app.present import count
 
 __all__ = [
     "cold_curve_figure",
@@ -59,12 +61,14 @@ def percentile_rows(groups: dict[str, dict[str, Percentile]], unit: str) -> pd.D
 
 
 def percentile_table_style(rows: pd.DataFrame):
-    """Styler: values with n too small for their percentile in the muted colour."""
+    """Styler: values as counts, '—' where there is none (n = 0: the grid would draw a missing number as "None"),
+    those with n too small for their percentile in the muted colour."""
 
     def grey(col: pd.Series) -> list[str]:
         return ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["reliable"]]
 
-    return rows.style.apply(grey, subset=["value", "percentile"]).format({"value": "{:,.0f}"}, na_rep="—")
+    shown = rows.assign(value=[count(v) for v in rows["value"]])
+    return shown.style.apply(grey, subset=["value", "percentile"])
 
 
 def _marks(fig: go.Figure, marks: dict[str, Percentile]) -> None:
@@ -88,7 +92,7 @@ def _marks(fig: go.Figure, marks: dict[str, Percentile]) -> None:
 
 
 def histogram_figure(hist: pd.DataFrame, marks: dict[str, Percentile], what: str = "prompt tokens") -> go.Figure:
-    """Bars of requests per token bin (from summary.histogram) with p50/p95 lines."""
+    """Bars of requests per token bin (from planner.logs.distribution.histogram) with p50/p95 lines."""
     fig = go.Figure(
         go.Bar(
             x=(hist["left"] + hist["right"]) / 2,
@@ -104,7 +108,7 @@ def histogram_figure(hist: pd.DataFrame, marks: dict[str, Percentile], what: str
 
 
 def ecdf_figure(points: pd.DataFrame, marks: dict[str, Percentile], what: str = "prompt tokens") -> go.Figure:
-    """Step line of the empirical CDF (summary.ecdf_points) with p50/p95 lines."""
+    """Step line of the empirical CDF (planner.logs.distribution.ecdf_points) with p50/p95 lines."""
     fig = go.Figure(
         go.Scatter(
             x=points["value"],
@@ -121,7 +125,7 @@ def ecdf_figure(points: pd.DataFrame, marks: dict[str, Percentile], what: str = 
 
 
 def hour_percentiles_figure(by_hour: pd.DataFrame, what: str, tz: str) -> go.Figure:
-    """p50 and p95 per local hour (summary.per_hour_percentiles); hours with n < 20 have muted p95 markers."""
+    """p50 and p95 per local hour (LogSummary.prompt_by_hour); hours with n < 20 have muted p95 markers."""
 
     def line(q: str, **kw: Any) -> dict[str, Any]:
         hover = f"%{{x}}:00 {q} %{{y:,.0f}} (n=%{{customdata}})<extra></extra>"
@@ -209,7 +213,7 @@ def cold_curve_figure(cold: pd.DataFrame) -> go.Figure:
 def ttft_vs_probes_figure(
     production: pd.DataFrame, probes: pd.DataFrame | None, probe_label: str, tz: str
 ) -> go.Figure:
-    """Production TTFT p50/p95 per local hour (summary.per_hour_percentiles of ttft_ms) beside a probe
+    """Production TTFT p50/p95 per local hour (LogSummary.ttft_by_hour) beside a probe
     series' p50_ms/p95_ms per hour (planner.store.probe_queries.hour_of_day), when one is chosen."""
     fig = hour_percentiles_figure(production, "TTFT (ms)", tz)
     fig.data[0].name, fig.data[1].name = "users waited, p50", "users waited, p95"

@@ -1,6 +1,6 @@
 """Traffic for the capacity models from a stored request log: token mix, hour-of-day tokens, peak arrivals.
 
-Thin glue over planner.logs.summary (hourly_profile, peak_hour_rate_per_s): the Capacity & cost page
+Thin glue over the log summary (planner.logs.summarize: the busiest clock hour): the Capacity & cost page
 and the Compare page price and size the team's own traffic when a log upload exists.
 
 The daily model of a log (DAILY_RULE), the one every capacity model uses: a log stands for
@@ -20,7 +20,7 @@ import pandas as pd
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.specs import TokenMix
-from planner.logs.summary import local_times, peak_hour_rate_per_s
+from planner.logs import summarize
 from planner.stats import percentile
 
 __all__ = [
@@ -76,7 +76,7 @@ def hourly_tokens_over_covered_hours(frame: pd.DataFrame, tz: str = "UTC") -> tu
     if tz in ("UTC", "utc"):
         wall = ts
     else:
-        wall = local_times(frame, tz).tz_localize(None).as_unit("ms").asi8
+        wall = pd.to_datetime(ts, unit="ms", utc=True).tz_convert(tz).tz_localize(None).as_unit("ms").asi8
     bucket = wall // _MS_PER_HOUR  # local wall-clock hour number
     first, last = int(bucket.min()), int(bucket.max())
     covered = np.bincount(np.arange(first, last + 1) % 24, minlength=24)[:24]
@@ -161,7 +161,7 @@ def traffic_from_frame(frame: pd.DataFrame, label: str, tz: str = "UTC") -> LogT
     arrival = np.sort(frame["ts_ms"].to_numpy(dtype=np.float64))
     order = np.argsort(frame["ts_ms"].to_numpy(dtype=np.float64), kind="stable")
     service = np.nan_to_num(durations[order], nan=0.0)
-    peak = peak_hour_rate_per_s(frame, tz) * 3600.0
+    peak = summarize(frame, tz=tz).peak_hour_rate_per_s * 3600.0  # the busiest clock hour's requests, as Logs says
     p95 = percentile(frame["prompt_tokens"].to_numpy(dtype=np.float64), 0.95).value
     return LogTraffic(
         label,

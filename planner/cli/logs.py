@@ -23,7 +23,7 @@ from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
 from planner.logs.normalise import stream_logs
 from planner.logs.records import zone
-from planner.logs.summary import DEFAULT_WORKDAY, parse_workday
+from planner.logs.summary import DEFAULT_WORKDAY, busiest_hour_words, parse_workday, span_words
 
 __all__ = ["COMMANDS"]
 
@@ -85,6 +85,14 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:,.0f}"
 
 
+def _per_hour(rate_per_s: float) -> str:
+    """A rate per hour: '9,240/h', '2.38/h', '—' when unknown (fewer than two requests)."""
+    per_h = rate_per_s * 3600
+    if per_h != per_h:  # NaN
+        return "—"
+    return f"{per_h:,.0f}/h" if per_h >= 100 else f"{per_h:.3g}/h"
+
+
 @click.group()
 def logs() -> None:
     """Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."""
@@ -117,14 +125,14 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
-    from planner.logs.engine import summarize_table
+    from planner.logs import summarize
     from planner.logs.request_table import RequestTable, connect
 
-    # The requests go into DuckDB a batch at a time and every figure is computed there: only results come back.
-    con = connect()
-    table = RequestTable(con)
+    # The requests go into DuckDB a batch at a time and every figure is computed there (the Logs page's summary):
+    # only results come back.
+    table = RequestTable(connect())
     res = _read(files, fmt, mapping, tz, tokenizer, start, cache_blocks, show_progress, sink=table)
-    s = summarize_table(con, table, tz=tz, workday=workday)
+    s = summarize(table, tz=tz, workday=workday)
     if as_json:
         echo_json(
             {
@@ -163,11 +171,15 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
     if s.ttft["p50"].n:
         cells = "  ".join(f"{k} {_fmt(v.value)}" for k, v in s.ttft.items())
         click.echo(f"production TTFT ms (n={s.ttft['p50'].n}): {cells}")
-    click.echo(
-        f"cached share: {s.cached['token_fraction']:.1%} of prompt tokens, "
-        f"{s.cached['request_fraction']:.1%} of requests had a cache hit"
-    )
-    click.echo(f"arrival rate: mean {s.mean_rate_per_s:.4f}/s, peak hour {s.peak_hour_rate_per_s:.4f}/s")
+    if s.cache_known:
+        click.echo(
+            f"cached share: {s.cached['token_fraction']:.1%} of prompt tokens, "
+            f"{s.cached['request_fraction']:.1%} of requests had a cache hit"
+        )
+    else:
+        click.echo("cached share: — (no request records a cached token: no cache column, or nothing hit)")
+    click.echo(f"arrival rate: mean {_per_hour(s.mean_rate_per_s)} over {span_words(s.span_s)}")
+    click.echo(f"busiest clock hour: {busiest_hour_words(s)}")
     click.echo("cold-start exposure (one scale-to-zero replica): window → trace / Poisson e^(−λW)")
     for r in s.tables["cold"].records:
         trace, poisson = r["trace_cold_fraction"], r["poisson_cold_fraction"]

@@ -1,10 +1,13 @@
 """Request logs → a normalised request frame, summaries, traffic shape and cold-start exposure.
 
 The public surface other modules use: `read_logs` (files → LogParseResult), `LogFormatError`,
-`RejectedLine`; summaries live in planner.logs.summary, cold-start exposure in planner.logs.exposure.
+`RejectedLine`, and `summarize` (a log's requests → the one LogSummary the Logs page and `logs summarize` show,
+computed by DuckDB in planner.logs.engine; its vocabulary in planner.logs.summary); cold-start exposure in
+planner.logs.exposure.
 Prompt and completion text never leave the readers: the frame holds only times, counts and model names.
 """
 
+from planner.logs.engine import summarize
 from planner.logs.formats import FORMATS
 from planner.logs.inputs import LOG_SUFFIXES
 from planner.logs.limits import DEFAULT_MAX_BYTES
@@ -23,6 +26,7 @@ __all__ = [
     "TokenCounter",
     "empty_frame",
     "read_logs",
+    "summarize",
 ]
 
 # File name endings the upload widgets accept: the same as the command line's (the readers sniff the content).

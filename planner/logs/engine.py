@@ -1,13 +1,14 @@
-"""The log summary computed by DuckDB over a table of requests: only the results come back to Python.
+"""The log summary, computed by DuckDB over a table of requests: only the results come back to Python.
 
-`summarize_table` gives the LogSummary that planner.logs.summary.summarize_logs gives for the same requests,
-figure for figure (tests/planner/test_logs_engine.py holds them equal): nearest-rank percentiles are
-`quantile_disc` (the same rank rule), or for the whole log's token counts picked at the same ranks from a histogram
-of the values (cheaper than gathering every value), local hours and weekdays come from one zone offset per quarter hour
-of the log's span (zones change only on quarter-hour instants), and the cold-start curve replays the
-arrivals in time order with window functions. The table has the columns of planner.logs.COLUMNS
-(ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a timing not
-logged); planner.logs.request_table.RequestTable builds one from the readers' batches.
+`summarize` is the one summary the Logs page and `logs summarize` show: it takes the command's RequestTable (filled by
+the readers' sink) or the page's frame (loaded into one), and `summarize_table` computes every figure in SQL.
+Nearest-rank percentiles are `quantile_disc` (planner.stats' rank rule), or for the whole log's token counts picked
+at the same ranks from a histogram of the values (cheaper than gathering every value); local hours and weekdays come
+from one zone offset per quarter hour of the log's span (zones change only on quarter-hour instants); the busiest
+clock hour is counted per local clock hour; the cold-start curve replays the arrivals in time order with window
+functions. The table has the columns of planner.logs.COLUMNS (ts_ms, model, prompt_tokens, cached_tokens,
+output_tokens, ttft_ms, duration_ms; NULL for a timing not logged). tests/planner/test_logs_summary.py holds every
+figure equal to an independent pure-Python computation.
 """
 
 from __future__ import annotations
@@ -17,20 +18,16 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from planner.lazy import lazy_module
 from planner.logs.exposure import DEFAULT_WINDOWS_S
 from planner.logs.records import zone
-from planner.logs.request_table import RequestTable
+from planner.logs.request_table import RequestTable, connect
 from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, Rows, parse_workday
 from planner.stats import Percentile
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
-else:  # imported on first use: `logs summarize` reads through DuckDB alone
-    np, pd = lazy_module("numpy"), lazy_module("pandas")
+    import pandas as pd  # a frame is only ever handed in: `logs summarize` never loads pandas
 
-__all__ = ["summarize_table"]
+__all__ = ["summarize", "summarize_table"]
 
 _LEVELS = (*PS, 1.0)
 
@@ -59,12 +56,14 @@ def _clock_view(con, table: str, tz: str) -> str:
             f"WHEN ts_ms < {q * 900000} THEN {prev}" for (q, _), (_, prev) in zip(runs[1:], runs, strict=False)
         )
         off_sql = f"(CASE {arms} ELSE {runs[-1][1]} END)"
+    # hour_start_ms: the UTC instant the arrival's local clock hour began (the hour repeated when clocks go back
+    # starts twice: its rows carry either start)
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW _clocked AS
         SELECT t.*, h // 24 AS day, h % 24 AS hour, m - (h // 24) * 1440 AS minute_of_day, (h // 24 + 3) % 7 AS dow,
-               h AS hour_bucket
-        FROM (SELECT t.*, (t.ts_ms + {off_sql}) // 60000 AS m, (t.ts_ms + {off_sql}) // 3600000 AS h
-              FROM {table} t) t"""
+               h AS hour_bucket, h * 3600000 - off_ms AS hour_start_ms
+        FROM (SELECT t.*, (t.ts_ms + t.off_ms) // 60000 AS m, (t.ts_ms + t.off_ms) // 3600000 AS h
+              FROM (SELECT t.*, {off_sql} AS off_ms FROM {table} t) t) t"""
     )
     return "_clocked"
 
@@ -117,7 +116,9 @@ def _percentiles(values: Sequence[Any] | None, n: int, top: Any) -> dict[str, Pe
     return out
 
 
-def _models(con, table: str) -> Rows:
+def _models(con, table: str, cache_known: bool) -> Rows:
+    """Per model, by name: n, prompt-token p50/p95, p95_reliable, cached share of prompt tokens (None when the log
+    records no cached token, or the model no prompt token), mean output tokens."""
     rows = con.execute(
         f"""SELECT model, count(*), quantile_disc(prompt_tokens, [0.5, 0.95]),
                sum(cached_tokens), sum(prompt_tokens), avg(output_tokens)
@@ -133,7 +134,7 @@ def _models(con, table: str) -> Rows:
                 "prompt_tokens_p50": float(p50),
                 "prompt_tokens_p95": pc.value,
                 "p95_reliable": pc.reliable,
-                "cached_token_fraction": int(cached) / int(prompt) if prompt else 0.0,
+                "cached_token_fraction": int(cached) / int(prompt) if cache_known and prompt else None,
                 "output_tokens_mean": float(output_mean),
             }
         )
@@ -183,17 +184,30 @@ def _by_hour(con, view: str, days: int) -> tuple[Rows, Rows, Rows]:
     return hourly, Rows(_PER_HOUR_COLUMNS, prompt), Rows(_PER_HOUR_COLUMNS, ttft)
 
 
-def _hour_buckets(con, view: str) -> list[tuple[int, int, int, int]]:
-    """(weekday, requests, prompt tokens, output tokens) of each local clock hour of the log (a few thousand rows a
-    year): the peak hour and the weekday traffic both come from this one pass."""
+def _hour_buckets(con, view: str) -> list[tuple[int, int, int, int, int, int, int]]:
+    """(weekday, requests, prompt tokens, output tokens, hour number, first and last UTC start ms) of each local clock
+    hour of the log (a few thousand rows a year): the busiest hour and the weekday traffic both come from this one
+    pass. The two starts differ only for the hour repeated when clocks go back."""
     return con.execute(
         f"""SELECT (hour_bucket // 24 + 3) % 7, count(*), coalesce(sum(prompt_tokens), 0),
-               coalesce(sum(output_tokens), 0)
+               coalesce(sum(output_tokens), 0), hour_bucket, min(hour_start_ms), max(hour_start_ms)
         FROM {view} GROUP BY hour_bucket"""
     ).fetchall()
 
 
-def _weekdays(buckets: Sequence[tuple[int, int, int, int]], first_day: int | None, last_day: int | None) -> Rows:
+def _busiest(buckets: Sequence[Sequence[int]], first: int, last: int) -> tuple[int, int | None, float, float]:
+    """(requests, UTC start ms, seconds covered by the log, requests per second of its length) of the busiest local
+    clock hour: the most requests, the earliest of a tie. Covered: the part of the hour between the log's first and
+    last arrival; its length is 3600 s but for the hour repeated when clocks go back (twice as long)."""
+    if not buckets:
+        return 0, None, 0.0, 0.0
+    _, n, _, _, _, start, last_start = max(buckets, key=lambda b: (b[1], -b[4]))
+    end = int(last_start) + 3_600_000
+    covered_s = max(0, min(int(last), end) - max(int(first), int(start))) / 1000.0
+    return int(n), int(start), covered_s, int(n) / ((end - int(start)) / 1000.0)
+
+
+def _weekdays(buckets: Sequence[Sequence[int]], first_day: int | None, last_day: int | None) -> Rows:
     columns = ("weekday", "name", "requests", "prompt_tokens", "output_tokens")
     if first_day is None or last_day is None:
         return Rows(columns, [dict(zip(columns, (d, WEEKDAYS[d], 0.0, 0.0, 0.0), strict=True)) for d in range(7)])
@@ -201,7 +215,7 @@ def _weekdays(buckets: Sequence[tuple[int, int, int, int]], first_day: int | Non
     for day in range(first_day, last_day + 1):
         occurrences[(day + 3) % 7] += 1
     totals = [[0, 0, 0] for _ in range(7)]
-    for dow, n, prompt, output in buckets:
+    for dow, n, prompt, output, *_ in buckets:
         got = totals[int(dow)]
         got[0], got[1], got[2] = got[0] + n, got[1] + int(prompt), got[2] + int(output)
     out = []
@@ -252,6 +266,34 @@ def _cold(
     return Rows(("window_s", "trace_cold_fraction", "poisson_cold_fraction"), out)
 
 
+def summarize(
+    requests: RequestTable | pd.DataFrame,
+    *,
+    tz: str = "UTC",
+    workday: str = DEFAULT_WORKDAY,
+    windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S,
+) -> LogSummary:
+    """The summary of a log's requests, hours and working day in `tz`: the one the Logs page and `logs summarize`
+    show.
+
+    requests: a RequestTable (the command reads its files into one through read_logs' sink) or a frame of
+    planner.logs.COLUMNS (the page's reading, a stored upload, a production source), loaded into a private DuckDB
+    table for the summary (the frame is left as it is). Either way summarize_table computes every figure.
+    Raises ValueError for a bad working-day window or time zone.
+    """
+    parse_workday(workday)
+    zone(tz)
+    if isinstance(requests, RequestTable):
+        return summarize_table(requests.con, requests, tz, workday, windows_s)
+    con = connect()
+    try:
+        table = RequestTable(con)
+        table.append(requests)
+        return summarize_table(con, table, tz, workday, windows_s)
+    finally:
+        con.close()
+
+
 def summarize_table(
     con,
     table: str | RequestTable = "requests",
@@ -259,8 +301,7 @@ def summarize_table(
     workday: str = DEFAULT_WORKDAY,
     windows_s: tuple[float, ...] = DEFAULT_WINDOWS_S,
 ) -> LogSummary:
-    """The whole summary of the requests in `table` (its name, or the RequestTable) as summarize_logs gives it,
-    computed by DuckDB.
+    """The whole summary of the requests in `table` (its name on `con`, or the RequestTable), computed by DuckDB.
 
     Raises ValueError for a bad working-day window or time zone.
     """
@@ -283,14 +324,10 @@ def summarize_table(
     span_s = (last - first) / 1000.0 if n else 0.0
     rate = (n - 1) / span_s if n >= 2 and span_s > 0 else math.nan
     buckets = _hour_buckets(con, view) if n else []
-    if n == 0:
-        peak = 0.0
-    elif span_s < 3600:
-        peak = n / max(span_s, 1.0)
-    else:
-        peak = float(max(b[1] for b in buckets)) / 3600.0
+    peak_n, peak_start, peak_covered_s, peak_rate = _busiest(buckets, first, last)
     days = int(last_day - first_day) + 1 if n else 1
     hourly, prompt_by_hour, ttft_by_hour = _by_hour(con, view, days)
+    cache_known = hits > 0  # no request with a cached token: no cache column, or nothing hit — unknown, not 0 %
     return LogSummary(
         n=n,
         first_ts_ms=int(first) if n else None,
@@ -302,13 +339,16 @@ def summarize_table(
         output=output,
         ttft=ttft,
         cached={
-            "token_fraction": float(cached_sum) / float(prompt_sum) if prompt_sum > 0 else 0.0,
-            "request_fraction": hits / n if n else 0.0,
+            "token_fraction": float(cached_sum) / float(prompt_sum) if cache_known and prompt_sum > 0 else None,
+            "request_fraction": hits / n if cache_known else None,
         },
         mean_rate_per_s=rate,
-        peak_hour_rate_per_s=peak,
+        peak_hour_requests=peak_n,
+        peak_hour_start_ms=peak_start,
+        peak_hour_covered_s=peak_covered_s,
+        peak_hour_rate_per_s=peak_rate,
         tables={
-            "models": _models(con, table),
+            "models": _models(con, table, cache_known),
             "hourly": hourly,
             "weekdays": _weekdays(buckets, first_day, last_day),
             "prompt_by_hour": prompt_by_hour,

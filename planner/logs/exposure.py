@@ -11,24 +11,20 @@ more than 5% of requests are cold.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from planner.lazy import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
-else:  # imported on first use: `logs summarize` reads through DuckDB alone
-    np, pd = lazy_module("numpy"), lazy_module("pandas")
+else:  # imported on first use: `logs summarize` reads through DuckDB alone (its curve: planner.logs.engine)
+    np = lazy_module("numpy")
 
 
 __all__ = [
     "DEFAULT_WINDOWS_S",
     "P95_COLD_THRESHOLD",
-    "cold_fraction_curve",
     "cold_in_p95",
-    "mean_rate_per_s",
     "poisson_cold_fraction",
     "trace_cold_fraction",
 ]
@@ -82,33 +78,6 @@ def poisson_cold_fraction(rate_per_s: float, window_s: float) -> float:
     if rate_per_s < 0 or window_s < 0:
         raise ValueError("rate and window must be ≥ 0")
     return math.exp(-rate_per_s * window_s)
-
-
-def mean_rate_per_s(arrival_ms: np.ndarray) -> float:
-    """Mean arrival rate over the trace: (n − 1) / (last − first); NaN when it spans no time."""
-    arrival = np.asarray(arrival_ms, dtype=np.float64)
-    if arrival.size < 2:
-        return math.nan
-    span_s = (arrival.max() - arrival.min()) / 1000.0
-    return float((arrival.size - 1) / span_s) if span_s > 0 else math.nan
-
-
-def cold_fraction_curve(
-    arrival_ms: np.ndarray, windows_s: Sequence[float] = DEFAULT_WINDOWS_S, service_ms: np.ndarray | float = 0.0
-) -> pd.DataFrame:
-    """Trace-driven and Poisson cold fractions for each scale-down window.
-
-    Columns: window_s, trace_cold_fraction, poisson_cold_fraction (e^(−λW) at the trace's mean rate;
-    NaN when the trace spans no time). Raises ValueError for an empty trace.
-    """
-    arrival, busy_until = _prepare(arrival_ms, service_ms)
-    windows = np.asarray(list(windows_s), dtype=np.float64)
-    if (windows < 0).any():
-        raise ValueError("scale-down windows must be ≥ 0 s")
-    trace = _cold_counts(arrival, busy_until, windows * 1000.0) / arrival.size
-    rate = mean_rate_per_s(arrival)
-    poisson = np.exp(-rate * windows) if math.isfinite(rate) else np.full(windows.shape, np.nan)
-    return pd.DataFrame({"window_s": windows, "trace_cold_fraction": trace, "poisson_cold_fraction": poisson})
 
 
 def cold_in_p95(cold_fraction: float) -> bool:

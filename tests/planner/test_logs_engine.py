@@ -1,13 +1,13 @@
-"""The summary DuckDB computes (planner.logs.engine) is the summary numpy computes, figure for figure.
+"""The engine's summary (planner.logs.engine) whichever way the requests reach it: batches appended to a RequestTable,
+a file inserted by DuckDB, or a frame; and `logs summarize` computing it without pandas.
 
-Both run over the same requests: every shipped sample, and generated traffic across a daylight-saving change
-with missing timings, several models, an unnamed one and a working day in another zone.
+Every figure is held to the independent plain-Python summary (tests/support/log_summary_reference.py); the summary of
+a file read into the engine (the command's path) equals the summary of the same file read into a frame (the page's).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import duckdb
@@ -15,69 +15,33 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.logs import read_logs
+from planner.logs import read_logs, summarize
 from planner.logs.engine import summarize_table
 from planner.logs.request_table import RequestTable, connect
-from planner.logs.summary import summarize_logs
+from tests.support.log_summary_reference import reference_summary
+from tests.support.log_summary_reference import same as _same
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
 
-def _same(a, b, where: str) -> None:
-    if isinstance(a, dict):
-        assert set(a) == set(b), where
-        for k in a:
-            _same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12, abs=1e-12), (where, a, b)
-    else:
-        assert a == b, (where, a, b)
-
-
 def _both(frame: pd.DataFrame, tz: str, workday: str = "09:00-18:00") -> tuple[dict, dict]:
+    """(the independent summary of `frame`, the engine's over the same requests appended in several batches)."""
     con = duckdb.connect()
     table = RequestTable(con)
     for start in range(0, len(frame), 700):  # several batches, as the readers hand them over
         table.append(frame.iloc[start : start + 700])
     engine_side = summarize_table(con, table, tz, workday).to_dict()
-    return summarize_logs(frame, tz=tz, workday=workday).to_dict(), engine_side
+    return reference_summary(frame, tz, workday), engine_side
 
 
-@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/St_Johns"])
-def test_every_sample_gives_the_same_summary_in_the_engine(tz):
-    for path in sorted(SAMPLES.iterdir()):
-        if path.suffix not in (".jsonl", ".csv", ".json") or path.name == "gateway_custom_columns.csv":
-            continue
-        frame = read_logs([path], tz=tz).frame
-        numpy_side, engine_side = _both(frame, tz)
-        _same(numpy_side, engine_side, path.name)
+def test_batches_appended_to_a_request_table_give_the_summary_of_the_whole_frame():
+    from tests.planner.test_logs_summary import generated_traffic
 
-
-def test_generated_traffic_across_a_clock_change_gives_the_same_summary():
-    rng = np.random.default_rng(7)
-    n = 5_000
-    # 2026-10-20 .. 2026-11-03 (Berlin leaves summer time on 25 October), bursts and quiet nights.
-    ts = np.sort(1792454400000 + rng.integers(0, 14 * 86_400_000, n))
-    prompt = rng.integers(0, 40_000, n)
-    frame = pd.DataFrame(
-        {
-            "ts_ms": ts,
-            "model": rng.choice(["gpt-4.1", "claude-sonnet-4-5", "", "llama-3.3-70b"], n),
-            "prompt_tokens": prompt,
-            "cached_tokens": (prompt * rng.random(n) * (rng.random(n) < 0.6)).astype(np.int64),
-            "output_tokens": rng.integers(0, 2_000, n),
-            "ttft_ms": np.where(rng.random(n) < 0.3, np.nan, rng.gamma(2.0, 300.0, n)),
-            "duration_ms": np.where(rng.random(n) < 0.2, np.nan, rng.gamma(2.0, 4000.0, n)),
-            "source": "generated.csv",
-        }
-    )
-    for tz, workday in (("Europe/Berlin", "09:00-18:00"), ("Asia/Kolkata", "10:30-19:15"), ("UTC", "00:00-24:00")):
-        numpy_side, engine_side = _both(frame, tz, workday)
-        _same(numpy_side, engine_side, tz)
+    frame = generated_traffic(n=2_000, seed=9)
+    for tz in ("Europe/Berlin", "UTC"):
+        reference, engine_side = _both(frame, tz)
+        _same(reference, engine_side, tz)
+        _same(summarize(frame, tz=tz).to_dict(), engine_side, f"{tz}: a frame, summarised")
 
 
 def test_a_single_request_and_one_within_the_hour():
@@ -168,7 +132,7 @@ def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_reading_in
     for path in _files(tmp_path):
         framed = _row_read([path], tz, monkeypatch)
         res, engine_side = _engine_read([path], tz)
-        _same(summarize_logs(framed.frame, tz=tz).to_dict(), engine_side, path.name)
+        _same(summarize(framed.frame, tz=tz).to_dict(), engine_side, path.name)
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
         assert (res.formats, res.notes, res.n_read) == (framed.formats, framed.notes, len(framed.frame))
 
@@ -204,7 +168,7 @@ def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_alone_with_
         res, engine_side = _engine_read([path], "Europe/Berlin")
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
         assert len(framed.rejected) == 6 and res.n_read == len(framed.frame)
-        _same(summarize_logs(framed.frame, tz="Europe/Berlin").to_dict(), engine_side, path.name)
+        _same(summarize(framed.frame, tz="Europe/Berlin").to_dict(), engine_side, path.name)
 
 
 _SUMMARIZE_THEN_SAY_WHAT_LOADED = """
@@ -246,10 +210,9 @@ def test_logs_summarize_reads_and_summarises_without_loading_pandas_numpy_or_pya
         outputs[flag], loaded = done.stdout.rsplit("LOADED ", 1)
         assert json.loads(loaded) == [], f"logs summarize {flag} loaded {loaded.strip()}"
     assert "200 requests" in outputs["--tz=UTC"]
-    got, expected = json.loads(outputs["--json"]), summarize_logs(read_logs([path]).frame).to_dict()
+    got, expected = json.loads(outputs["--json"]), reference_summary(read_logs([path]).frame)
     assert got["n"] == 200
-    for key in ("prompt_tokens", "hourly", "weekdays", "models", "cold_exposure"):
-        assert got[key] == expected[key], key
+    _same({k: got[k] for k in expected}, expected, "logs summarize --json")
 
 
 def test_the_percentiles_picked_from_a_histogram_are_quantile_disc_s_for_every_sample_size():
@@ -298,19 +261,19 @@ def test_many_requests_at_each_instant_give_the_cold_curve_of_every_arrival():
     ).sample(frac=1.0, random_state=3)  # not in arrival order
     # and ms times that still share instants (a quarter-second clock): the summary's gate takes the same path
     quarter = frame.assign(ts_ms=frame.ts_ms + 250 * rng.integers(0, 4, n))
-    numpy_side, engine_side = _both(quarter, "UTC")
-    _same(numpy_side, engine_side, "ms times in bursts")
+    reference, engine_side = _both(quarter, "UTC")
+    _same(reference, engine_side, "ms times in bursts")
     for durations in (True, False):
         f = frame if durations else frame.assign(duration_ms=np.nan)
-        numpy_side, engine_side = _both(f, "UTC")
-        _same(numpy_side, engine_side, f"durations={durations}")
-        expected = numpy_side["cold_exposure"]
+        reference, engine_side = _both(f, "UTC")
+        _same(reference, engine_side, f"durations={durations}")
+        expected = reference["cold_exposure"]
         assert len({r["trace_cold_fraction"] for r in expected}) > 3
         con = duckdb.connect()
         table = RequestTable(con)
         table.append(f)
         table.flush()
-        rate = numpy_side["mean_rate_per_s"]
+        rate = reference["mean_rate_per_s"]
         for instants in (1, n):  # the distinct instants' gaps, every arrival's
             got = _cold(con, table.name, DEFAULT_WINDOWS_S, n, rate, durations, instants).records
             assert [r["trace_cold_fraction"] for r in got] == [r["trace_cold_fraction"] for r in expected], instants

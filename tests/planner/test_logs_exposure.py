@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+import pandas as pd
 import pytest
 
-from planner.logs.exposure import cold_fraction_curve, cold_in_p95, poisson_cold_fraction, trace_cold_fraction
+from planner.logs import summarize
+from planner.logs.exposure import cold_in_p95, poisson_cold_fraction, trace_cold_fraction
 
 S = 1000.0  # ms per second
+
+
+def cold_fraction_curve(arrival_ms, windows_s) -> pd.DataFrame:
+    """The cold-start curve the log summary gives (planner.logs.summarize) for these arrivals."""
+    n = len(arrival_ms)
+    frame = pd.DataFrame(
+        {
+            "ts_ms": np.asarray(arrival_ms, dtype=np.int64),
+            "model": "m",
+            "prompt_tokens": 1,
+            "cached_tokens": 0,
+            "output_tokens": 1,
+            "ttft_ms": np.full(n, np.nan),
+            "duration_ms": np.full(n, np.nan),
+        }
+    )
+    return summarize(frame, windows_s=tuple(windows_s)).cold
 
 
 def test_hand_made_trace_without_service_time():
@@ -58,4 +75,4 @@ def test_curve_is_non_increasing_in_the_window_and_flags_the_p95():
     curve = cold_fraction_curve(arrivals, [10, 60, 600, 3600])
     assert (np.diff(curve["trace_cold_fraction"]) <= 0).all()
     assert cold_in_p95(0.051) and not cold_in_p95(0.05)
-    assert math.isnan(cold_fraction_curve(np.array([1.0]), [60])["poisson_cold_fraction"][0])
+    assert pd.isna(cold_fraction_curve(np.array([1.0]), [60])["poisson_cold_fraction"][0])

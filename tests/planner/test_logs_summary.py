@@ -1,27 +1,25 @@
-"""Summaries: percentiles against an independent computation, working-day window, traffic shape."""
+"""The log summary (planner.logs.summarize, DuckDB): every figure against an independent computation.
+
+tests/support/log_summary_reference.py computes each figure in plain Python, request by request; the summary must give
+the same for every shipped sample and for generated traffic across a daylight-saving change, in three zones.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from planner.logs import empty_frame
-from planner.logs.summary import (
-    cached_share,
-    ecdf_points,
-    histogram,
-    hourly_profile,
-    parse_workday,
-    peak_hour_rate_per_s,
-    per_hour_percentiles,
-    per_model,
-    summarize_logs,
-    weekday_profile,
-)
+from planner.logs import empty_frame, read_logs, summarize
+from planner.logs.distribution import ecdf_points, histogram
+from planner.logs.summary import busiest_hour_words, parse_workday
+from tests.support.log_summary_reference import reference_summary, same
+
+SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
 
 def frame_at(times: list[dt.datetime], prompts=None, cached=None, models=None) -> pd.DataFrame:
@@ -43,13 +41,49 @@ def nearest_rank_reference(values, p):
     return float(np.percentile(np.asarray(values, dtype=float), p * 100, method="inverted_cdf"))
 
 
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin", "America/St_Johns"])
+def test_every_sample_gives_the_independent_summary(tz):
+    for path in sorted(SAMPLES.iterdir()):
+        if path.suffix not in (".jsonl", ".csv", ".json") or path.name == "gateway_custom_columns.csv":
+            continue
+        frame = read_logs([path], tz=tz).frame
+        same(summarize(frame, tz=tz).to_dict(), reference_summary(frame, tz), path.name)
+
+
+def generated_traffic(n: int = 5_000, seed: int = 7) -> pd.DataFrame:
+    """2026-10-20 .. 2026-11-03 (Berlin leaves summer time on 25 October): bursts and quiet nights, missing timings,
+    several models and an unnamed one."""
+    rng = np.random.default_rng(seed)
+    ts = np.sort(1792454400000 + rng.integers(0, 14 * 86_400_000, n))
+    prompt = rng.integers(0, 40_000, n)
+    return pd.DataFrame(
+        {
+            "ts_ms": ts,
+            "model": rng.choice(["gpt-4.1", "claude-sonnet-4-5", "", "llama-3.3-70b"], n),
+            "prompt_tokens": prompt,
+            "cached_tokens": (prompt * rng.random(n) * (rng.random(n) < 0.6)).astype(np.int64),
+            "output_tokens": rng.integers(0, 2_000, n),
+            "ttft_ms": np.where(rng.random(n) < 0.3, np.nan, rng.gamma(2.0, 300.0, n)),
+            "duration_ms": np.where(rng.random(n) < 0.2, np.nan, rng.gamma(2.0, 4000.0, n)),
+            "source": "generated.csv",
+        }
+    )
+
+
+def test_generated_traffic_across_a_clock_change_gives_the_independent_summary():
+    frame = generated_traffic()
+    for tz, workday in (("Europe/Berlin", "09:00-18:00"), ("Asia/Kolkata", "10:30-19:15"), ("UTC", "00:00-24:00")):
+        got = summarize(frame, tz=tz, workday=workday).to_dict()
+        same(got, reference_summary(frame, tz, workday), tz)
+
+
 def test_prompt_percentiles_match_an_independent_computation():
     rng = np.random.default_rng(5)
     n = 5003
     prompts = rng.lognormal(8, 1, n).astype(int)
     start = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     times = [start + dt.timedelta(seconds=int(s)) for s in np.sort(rng.uniform(0, 7 * 86400, n))]
-    s = summarize_logs(frame_at(times, prompts), tz="UTC")
+    s = summarize(frame_at(times, prompts), tz="UTC")
     for key, p in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
         assert s.prompt[key].value == nearest_rank_reference(prompts, p)
         assert s.prompt[key].n == n
@@ -65,23 +99,25 @@ def test_working_day_window_is_local_and_weekdays_only():
         dt.datetime(2026, 11, 16, 17, 0, tzinfo=dt.UTC),  # Mon 18:00 Berlin: the end is exclusive
         dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC),  # Saturday
     ]
-    s = summarize_logs(frame_at(times, [1, 2, 3, 4, 5]), tz="Europe/Berlin", workday="09:00-18:00")
+    s = summarize(frame_at(times, [1, 2, 3, 4, 5]), tz="Europe/Berlin", workday="09:00-18:00")
     assert s.prompt_workday["p50"].n == 2 and s.prompt_workday["max"].value == 3
     assert not s.prompt_workday["p95"].reliable  # n = 2 is far below 20: the page greys it
     with pytest.raises(ValueError, match="HH:MM-HH:MM"):
         parse_workday("9 to 5")
     with pytest.raises(ValueError, match="start before it ends"):
         parse_workday("18:00-09:00")
+    with pytest.raises(ValueError, match="unknown time zone"):
+        summarize(frame_at(times), tz="Mars/Olympus")
 
 
-def test_hourly_profile_averages_over_the_days_and_peak_hour_is_the_busiest_clock_hour():
+def test_hourly_profile_averages_over_the_days_and_the_busiest_clock_hour_is_counted():
     start = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     # Day 1: 360 requests 10:00–10:59 UTC; day 2: 36 requests 10:00–10:59 and one at 23:00.
     times = [start + dt.timedelta(hours=10, seconds=10 * i) for i in range(360)]
     times += [start + dt.timedelta(days=1, hours=10, seconds=100 * i) for i in range(36)]
     times += [start + dt.timedelta(days=1, hours=23)]
-    f = frame_at(times)
-    prof = hourly_profile(f, "UTC")
+    s = summarize(frame_at(times), tz="UTC")
+    prof = s.hourly
     assert list(prof.columns) == [
         "hour",
         "requests",
@@ -91,34 +127,73 @@ def test_hourly_profile_averages_over_the_days_and_peak_hour_is_the_busiest_cloc
         "output_tokens",
         "tokens_per_hour",
     ]
-    assert len(prof) == 24
     assert prof.loc[10, "requests"] == pytest.approx((360 + 36) / 2)
-    assert prof.loc[10, "requests_per_s"] == pytest.approx(198 / 3600)
     assert prof.loc[23, "requests"] == pytest.approx(0.5)
     assert prof.loc[10, "tokens_per_hour"] == pytest.approx(198 * 110)
-    assert peak_hour_rate_per_s(f, "UTC") == pytest.approx(360 / 3600)
+    assert (s.peak_hour_requests, s.peak_hour_covered_s) == (360, 3600.0)
+    assert s.peak_hour_start_ms == int((start + dt.timedelta(hours=10)).timestamp() * 1000)
+    assert s.peak_hour_rate_per_s == pytest.approx(360 / 3600)
     # In Berlin the same traffic sits at 11:00, and the 23:00 UTC request falls on a third local day
-    berlin = hourly_profile(f, "Europe/Berlin")
+    berlin = summarize(frame_at(times), tz="Europe/Berlin").hourly
     assert berlin.loc[11, "requests"] == pytest.approx(396 / 3) and berlin.loc[0, "requests"] == pytest.approx(1 / 3)
 
 
-def test_weekday_profile_and_short_logs():
-    start = dt.datetime(2026, 11, 16, 9, tzinfo=dt.UTC)  # Monday
-    times = [start + dt.timedelta(days=d, minutes=m) for d in range(14) for m in range(3 if d % 7 < 5 else 1)]
-    wd = weekday_profile(frame_at(times), "UTC")
-    assert wd.loc[0, "requests"] == pytest.approx(3) and wd.loc[6, "requests"] == pytest.approx(1)
-    # A 10-minute log: the rate over its span, not n / 3600
-    short = frame_at([start + dt.timedelta(seconds=6 * i) for i in range(101)])
-    assert peak_hour_rate_per_s(short) == pytest.approx(101 / 600)
+def test_a_log_shorter_than_an_hour_counts_its_busiest_clock_hour_and_says_it_is_short():
+    """Issue 43: a 57-minute trace across two clock hours showed its whole-log mean as the "peak-hour arrival rate"
+    of the "busiest clock hour". The summary counts the busiest local clock hour and says the log is short."""
+    start = dt.datetime(2023, 11, 16, 18, 15, tzinfo=dt.UTC)
+    # 18:15–18:59: one request every 10 s (270); 19:00–19:12: one every 20 s (37)
+    times = [start + dt.timedelta(seconds=10 * i) for i in range(270)]
+    times += [dt.datetime(2023, 11, 16, 19, 0, tzinfo=dt.UTC) + dt.timedelta(seconds=20 * i) for i in range(37)]
+    s = summarize(frame_at(times), tz="UTC")
+    assert s.peak_hour_requests == 270  # the 18:00 hour, not n = 307 nor the mean rate
+    assert s.peak_hour_start_ms == int(dt.datetime(2023, 11, 16, 18, tzinfo=dt.UTC).timestamp() * 1000)
+    assert s.peak_hour_covered_s == 45 * 60  # from the first arrival, 18:15, to 19:00
+    assert s.span_s == 57 * 60
+    assert s.mean_rate_per_s == pytest.approx(306 / (57 * 60))
+    words = busiest_hour_words(s)
+    assert words == "2023-11-16 18:00–19:00 UTC: 270 requests (the log spans 57 min, less than an hour)"
+    # In Kolkata (+05:30) the local clock hours are UTC's half hours: 18:15–18:29 UTC (90 requests) is 23:45–23:59
+    # local, 18:30–19:12 UTC (180 + 37) is 00:00–00:42 on the next local day
+    kolkata = summarize(frame_at(times), tz="Asia/Kolkata")
+    assert kolkata.peak_hour_requests == 180 + 37 and kolkata.peak_hour_covered_s == 42 * 60
+    assert busiest_hour_words(kolkata).startswith("2023-11-17 00:00–01:00 Asia/Kolkata: 217 requests")
+
+
+def test_the_hour_repeated_when_clocks_go_back_is_one_clock_hour_twice_as_long():
+    # Berlin, 2026-10-25: 02:00–03:00 local happens twice (00:00–01:00 and 01:00–02:00 UTC)
+    night = dt.datetime(2026, 10, 25, 0, 0, tzinfo=dt.UTC)
+    times = [night + dt.timedelta(minutes=i) for i in range(120)]  # 120 requests in that local hour
+    times += [night + dt.timedelta(hours=5, minutes=i) for i in range(100)]  # 100 in 06:00 local, a day's hour
+    frame = frame_at(times)
+    s = summarize(frame, tz="Europe/Berlin")
+    assert (s.peak_hour_requests, s.peak_hour_start_ms) == (120, int(night.timestamp() * 1000))
+    assert s.peak_hour_rate_per_s == pytest.approx(120 / 7200)  # its requests over its two hours
+    same(s.to_dict(), reference_summary(frame, "Europe/Berlin"), "fall back")
+
+
+def test_a_log_with_no_cached_tokens_has_an_unknown_cache_share_everywhere():
+    """Issue 43: the per-model table said 0.0 % cached for a log with no cache column while the headline said "—":
+    unknown is None in the summary (the headline, the per-model rows and `logs summarize` alike)."""
+    t = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
+    none = summarize(frame_at([t] * 4, prompts=[1000, 1000, 2000, 4000], models=["a", "a", "b", "b"]))
+    assert none.cached == {"token_fraction": None, "request_fraction": None} and not none.cache_known
+    assert [r["cached_token_fraction"] for r in none.tables["models"].records] == [None, None]
+    some = summarize(
+        frame_at([t] * 4, prompts=[1000, 1000, 2000, 4000], cached=[0, 500, 0, 0], models=["a", "a", "b", "b"])
+    )
+    assert some.cached == {"token_fraction": 500 / 8000, "request_fraction": 0.25}
+    # a model with no hit in a log that records hits: a measured 0 %
+    assert [r["cached_token_fraction"] for r in some.tables["models"].records] == [0.25, 0.0]
 
 
 def test_cached_share_and_per_model():
     t = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
     f = frame_at([t] * 4, prompts=[1000, 1000, 2000, 4000], cached=[0, 500, 1500, 0], models=["a", "a", "b", "b"])
-    share = cached_share(f)
-    assert share["token_fraction"] == pytest.approx(2000 / 8000)
-    assert share["request_fraction"] == pytest.approx(0.5)
-    pm = per_model(f).set_index("model")
+    s = summarize(f)
+    assert s.cached["token_fraction"] == pytest.approx(2000 / 8000)
+    assert s.cached["request_fraction"] == pytest.approx(0.5)
+    pm = s.models.set_index("model")
     assert pm.loc["a", "n"] == 2 and pm.loc["b", "prompt_tokens_p95"] == 4000
     assert pm.loc["b", "cached_token_fraction"] == pytest.approx(1500 / 6000)
 
@@ -132,39 +207,19 @@ def test_histogram_ecdf_and_hour_percentiles_cover_every_value():
     assert len(e) <= 500 and e["fraction"].iloc[-1] == 1.0 and e["value"].iloc[-1] == values.max()
     assert e["value"].is_monotonic_increasing
     t = dt.datetime(2026, 11, 16, tzinfo=dt.UTC)
-    f = frame_at([t + dt.timedelta(minutes=i) for i in range(120)], prompts=list(range(120)))
-    ph = per_hour_percentiles(f, "prompt_tokens", "UTC")
+    ph = summarize(frame_at([t + dt.timedelta(minutes=i) for i in range(120)], prompts=list(range(120)))).prompt_by_hour
     assert ph.loc[0, "n"] == 60 and ph.loc[1, "p50"] == nearest_rank_reference(range(60, 120), 0.5)
-    assert ph.loc[5, "n"] == 0 and ph.loc[5, "p50"] is None or math.isnan(ph.loc[5, "p50"])
+    assert ph.loc[5, "n"] == 0 and pd.isna(ph.loc[5, "p50"])
 
 
 def test_summary_of_a_frame_with_ttft_and_to_dict_is_json_ready():
-    import json
-
     t = dt.datetime(2026, 11, 16, 9, tzinfo=dt.UTC)
     f = frame_at([t + dt.timedelta(minutes=i) for i in range(30)])
     f["ttft_ms"] = np.arange(30, dtype=float) * 10
-    s = summarize_logs(f)
+    s = summarize(f)
     assert s.ttft["p95"].value == nearest_rank_reference(np.arange(30) * 10, 0.95) and s.ttft["p95"].n == 30
     d = s.to_dict()
     json.dumps(d, allow_nan=False)
     assert d["prompt_tokens"]["p95"] == {"value": 100.0, "n": 30, "reliable": True}
     assert d["cold_exposure"][0]["window_s"] == 10
-
-
-def test_local_hours_across_a_dst_change_and_a_half_hour_zone_match_the_zoneinfo_conversion():
-    import datetime as dt
-    from zoneinfo import ZoneInfo
-
-    from planner.logs.summary import _Clock
-
-    # Every 7 minutes across the EU autumn change and Newfoundland's (−03:30, changes at 05:30 UTC).
-    start = int(dt.datetime(2026, 10, 24, 0, 0, tzinfo=dt.UTC).timestamp() * 1000)
-    ts = np.arange(start, start + 10 * 86_400_000, 7 * 60_000, dtype=np.int64)
-    frame = pd.DataFrame({"ts_ms": ts})
-    for tz in ("Europe/Berlin", "America/St_Johns"):
-        c = _Clock(frame, tz)
-        want = [dt.datetime.fromtimestamp(t / 1000, ZoneInfo(tz)) for t in ts.tolist()]
-        assert c.hour.tolist() == [w.hour for w in want]
-        assert c.minute_of_day.tolist() == [w.hour * 60 + w.minute for w in want]
-        assert c.dow.tolist() == [w.weekday() for w in want]
+    assert len(f) == 30 and list(f.columns) == list(frame_at([t]).columns)  # the frame handed in is left as it was

@@ -18,9 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.logs import LogFormatError, read_logs
+from planner.logs import LogFormatError, read_logs, summarize
 from planner.logs.prefix import PrefixCache
-from planner.logs.summary import summarize_logs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
@@ -47,7 +46,7 @@ def test_csv_traces_are_recognised_and_percentiles_match_an_independent_computat
     res = read_logs([SAMPLES / file])
     assert res.formats == {file: fmt} and res.n_rejected == 0
     prompts, outputs = csv_column(SAMPLES / file, prompt_col), csv_column(SAMPLES / file, output_col)
-    s = summarize_logs(res.frame)
+    s = summarize(res.frame)
     assert s.n == len(prompts)
     for p in (0.5, 0.9, 0.95, 0.99):
         key = f"p{round(p * 100)}"
@@ -79,7 +78,7 @@ def test_mooncake_sample_percentiles_and_derived_cache_share():
     recs = [json.loads(line) for line in open(SAMPLES / "mooncake_conversation.jsonl")]
     res = read_logs([SAMPLES / "mooncake_conversation.jsonl"])
     assert res.formats == {"mooncake_conversation.jsonl": "mooncake"}
-    s = summarize_logs(res.frame)
+    s = summarize(res.frame)
     assert s.prompt["p50"].value == nearest_rank([r["input_length"] for r in recs], 0.5)
     assert s.prompt["p95"].value == nearest_rank([r["input_length"] for r in recs], 0.95)
     # Independent count: block 0 is the only one shared in these rows, so every request after the first reuses
@@ -101,8 +100,10 @@ def test_prefix_share_from_hash_ids_on_a_hand_built_trace_under_a_small_lru():
     res = read_logs([("hand.jsonl", data)], cache_blocks=4)
     assert res.frame["cached_tokens"].tolist() == [0, 1024, 0, 300, 0]
     assert read_logs([("hand.jsonl", data)], cache_blocks=100).frame["cached_tokens"].tolist() == [0, 1024, 0, 300, 512]
-    cache = PrefixCache(2, block_tokens=10)
-    assert [cache.hit_blocks(h) for h in ([1, 2], [1, 2], [3], [1])] == [0, 2, 0, 0]  # [3] evicts 1 (least recent)
+    cache = PrefixCache(2, block_tokens=10)  # vLLM's rule: a request's blocks are freed tail first (issue 45)
+    assert [cache.hit_blocks(h) for h in ([1, 2], [1, 2], [3], [1])] == [0, 2, 0, 1]  # [3] evicts 2: 1 stays
+    lru = PrefixCache(2, block_tokens=10, eviction="lru")
+    assert [lru.hit_blocks(h) for h in ([1, 2], [1, 2], [3], [1])] == [0, 2, 0, 0]  # [3] evicts 1, the prefix
 
 
 def test_parquet_round_trip_keeps_every_number(tmp_path):

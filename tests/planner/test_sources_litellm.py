@@ -181,8 +181,8 @@ def test_the_commands_connect_sync_and_never_keep_the_password(sqlite_store_url,
 
 
 def test_a_source_reads_as_a_request_frame_the_log_summary_takes(engine, proxy_db, monkeypatch):
+    from planner.logs import summarize
     from planner.logs.result import COLUMNS
-    from planner.logs.summary import summarize_logs
     from planner.store.sources import load_source_frame
 
     _insert(proxy_db, _requests(120))
@@ -190,7 +190,7 @@ def test_a_source_reads_as_a_request_frame_the_log_summary_takes(engine, proxy_d
     sync_source(engine, src)
     frame = load_source_frame(engine, src.id)
     assert list(frame.columns) == list(COLUMNS) and len(frame) == 120 and frame["ts_ms"].is_monotonic_increasing
-    s = summarize_logs(frame)
+    s = summarize(frame)
     # TTFT of request i is 150 + i ms: p95 of 0…119 by nearest rank is the 114th value, 150 + 113
     assert s.ttft["p95"].value == 263.0 and s.ttft["p95"].n == 120
     assert s.prompt["max"].value == 1119 and set(frame["source"]) == {"https://api.openai.com/v1"}

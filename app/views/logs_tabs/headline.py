@@ -5,11 +5,12 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.logs.summary import LogSummary, summarize_logs
+from planner.logs import summarize
+from planner.logs.summary import LogSummary, busiest_hour_words
 from planner.provenance import Figure, Source
 from planner.store.logs import save_upload
 from planner.untrusted import md_text
-from ttft_planner_app import viewer, worksheet_state
+from ttft_planner_app import present, viewer, worksheet_state
 from ttft_planner_app.auth import can, record, require
 
 __all__ = ["render"]
@@ -17,7 +18,8 @@ __all__ = ["render"]
 
 def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, LogSummary]:
     """Draw the headline of the result on show (st.session_state["logs_result"], read with `key`); return its frame
-    and its summary over `workday` in the viewer's zone `tz` (summarised once per reading, working day and zone)."""
+    and its summary over `workday` in the viewer's zone `tz` (summarised once per reading, working day and zone, by
+    planner.logs.summarize: the summary `logs summarize` prints)."""
     ss = st.session_state
     result = ss.logs_result
     frame, parsed = result["frame"], result["parsed"]
@@ -43,7 +45,7 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
     summary_key = (key, workday, tz)
     if ss.get("logs_summary_key") != summary_key:
         with st.spinner("Summarising…"):
-            ss.logs_summary = summarize_logs(frame, tz=tz, workday=workday)
+            ss.logs_summary = summarize(frame, tz=tz, workday=workday)
         ss.logs_summary_key = summary_key
     s = ss.logs_summary
 
@@ -66,28 +68,33 @@ def render(eng: Engine, key: str, workday: str, tz: str) -> tuple[pd.DataFrame, 
         help=f"nearest-rank, n={p95w.n}" + ("" if p95w.reliable else " — too few requests for a p95 (needs 20)"),
     )
     m[1].metric(f"p50 prompt tokens ({span})", "—" if p50w.value is None else f"{p50w.value:,.0f}", help=f"n={p50w.n}")
-    # A log that records no cached token at all has no cache columns (or none hit): its cache share is absent,
-    # not a measured 0 %, and it is not handed to the worksheet.
-    cache_known = s.cached["request_fraction"] > 0
+    # A log that records no cached token at all has no cache columns (or none hit): its cache share is unknown
+    # (None in the summary, "—" here and in the Per model tab), not a measured 0 %, and not handed to the worksheet.
+    cache_known = s.cache_known
     m[2].metric(
         "Cached share of prompt tokens",
-        f"{s.cached['token_fraction']:.0%}" if cache_known else "—",
+        present.pct(s.cached["token_fraction"], 0),
         help=(
-            f"{s.cached['request_fraction']:.0%} of requests had a prefix-cache hit; only uncached tokens cost prefill"
+            f"{present.pct(s.cached['request_fraction'], 0)} of requests had a prefix-cache hit; only uncached "
+            "tokens cost prefill"
             if cache_known
             else "This log records no cached tokens (no cache column, or no request hit the cache): "
             "the worksheet keeps its own cache-hit figure."
         ),
     )
+    busiest = busiest_hour_words(s)
     m[3].metric(
-        "Peak-hour arrival rate",
-        f"{s.peak_hour_rate_per_s * 3600:,.0f} req/h",
-        help=f"busiest clock hour; mean {s.mean_rate_per_s * 3600:,.1f} req/h",
+        "Busiest clock hour",
+        f"{s.peak_hour_requests:,} requests",
+        help=f"Requests in the busiest clock hour of the log ({tz}): {busiest}. Mean over the whole log: "
+        f"{present.rate(s.mean_rate_per_s * 3600, 'req/h', 1)}.",
     )
     if not p95w.reliable:
         st.caption(
             f":grey[The {span} p95 rests on n={p95w.n}: fewer than 20 requests, so it is only the largest value.]"
         )
+    if s.n and s.peak_hour_covered_s < 3600:  # part of an hour: its count is not an hourly rate, and says so
+        st.caption(f":grey[Busiest clock hour {md_text(busiest)}.]")
 
     b1, b2, b3 = st.columns([1, 1, 2])
     if b1.button(

@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from planner.logs.summary import LogSummary, ecdf_points, histogram
+from planner.logs.distribution import ecdf_points, histogram
+from planner.logs.summary import LogSummary
 from ttft_planner_app.charts.logs import (
     ecdf_figure,
     histogram_figure,
@@ -17,13 +18,10 @@ __all__ = ["render"]
 
 def render(frame: pd.DataFrame, s: LogSummary, tz: str) -> None:
     """Draw the Prompt tokens tab for the requests in `frame` and their summary `s` (hours in `tz`)."""
+    # a window no request falls in has no percentiles: its rows show "—", and their label says why
+    workday = "prompt tokens, working day" + ("" if s.prompt_workday["max"].n else " (no request in the working day)")
     rows = percentile_rows(
-        {
-            "prompt tokens, all": s.prompt,
-            "prompt tokens, working day": s.prompt_workday,
-            "output tokens, all": s.output,
-        },
-        "tokens",
+        {"prompt tokens, all": s.prompt, workday: s.prompt_workday, "output tokens, all": s.output}, "tokens"
     )
     st.dataframe(percentile_table_style(rows), hide_index=True, key="logs_percentiles")
     # the charts draw every request, so their lines are the whole log's percentiles, and say so (the headline's
