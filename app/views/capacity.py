@@ -13,7 +13,7 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, daily_words
 from planner.store import database_url
 from planner.untrusted import md_text
-from ttft_planner_app import page_state, present, viewer
+from ttft_planner_app import page_state, present, session_log, viewer
 from ttft_planner_app.cache import try_engine
 from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, prefix, warmpool, weights
 
@@ -39,6 +39,17 @@ def _log_traffic(db_url: str, log_id: int | str, label: str, tz: str, synced: tu
     return traffic_from_frame(frame, label, tz)
 
 
+def _session_traffic(log: session_log.SessionLog, tz: str):
+    """The traffic of the log read on the Logs page in this session (not saved), built once per reading and zone."""
+    from planner.capacity.traffic import traffic_from_frame
+
+    ss = st.session_state
+    if ss.get("cap_session_traffic_key") != (log.key, tz):
+        ss.cap_session_traffic = traffic_from_frame(log.frame, log.choice_label, tz)
+        ss.cap_session_traffic_key = (log.key, tz)
+    return ss.cap_session_traffic
+
+
 st.title("Capacity & cost")
 st.caption(
     "What does it cost, what fits, how fast is prefill, how many warm replicas? Every price and spec below is a preset "
@@ -62,9 +73,13 @@ choices |= {u.id: f"{u.name} ({u.n_requests:,} requests)" for u in uploads}
 # A source is labelled as on the Logs page, less its request count: the option's label is the address's value
 # (?cap_traffic=…), and a sync changes the count (the link, or the browser's pick, would name no option).
 choices |= {k: f"production: {s.name} ({s.kind.short})" for k, s in sources.items()}
+session = session_log.offered()  # the log read on the Logs page in this session, saved or not
+if session is not None:
+    choices[session_log.CHOICE] = session.choice_label
 if st.session_state.get("cap_traffic") not in choices:  # first visit, or the kept choice was deleted
     st.session_state.pop("cap_traffic", None)
-    st.session_state.cap_traffic = page_state.selected_log() if page_state.selected_log() in choices else 0
+    picked = page_state.selected_log()
+    st.session_state.cap_traffic = picked if picked in choices else session_log.CHOICE if session is not None else 0
 traffic_id = st.selectbox(
     "Token mix and traffic from",
     list(choices),
@@ -72,13 +87,18 @@ traffic_id = st.selectbox(
     persist_state="session",
     bind="query-params",
     key="cap_traffic",
-    help="Pick a request log uploaded on the Logs page, a production source synced on the Sources page, or type the "
-    "numbers. Kept when you leave the page.",
+    help="Pick a request log uploaded on the Logs page (read there in this session, or saved), a production source "
+    "synced on the Sources page, or type the numbers. Kept when you leave the page.",
 )
 live = sources.get(traffic_id) if isinstance(traffic_id, str) else None  # the production source picked
+unsaved = session if traffic_id == session_log.CHOICE else None  # the Logs page's reading picked
 page_state.select_log(traffic_id if isinstance(traffic_id, int) else None)  # the shared pick names uploads only
-# The tabs key their inputs by the traffic choice (an int): a source's are keyed by its id negated, never an upload's.
-tab_key = -int(traffic_id.removeprefix(SOURCE_PREFIX)) if isinstance(traffic_id, str) else traffic_id
+# The tabs key their inputs by the traffic choice (an int): a source's are keyed by its id negated, never an upload's;
+# the session's log by its own key (session_log.SessionLog.tab_key).
+if unsaved is not None:
+    tab_key = unsaved.tab_key
+else:
+    tab_key = -int(traffic_id.removeprefix(SOURCE_PREFIX)) if isinstance(traffic_id, str) else traffic_id
 traffic = None
 if traffic_id:
     tz = viewer.time_zone()
@@ -91,6 +111,9 @@ if traffic_id:
                 f"From production traffic from {live.kind.origin}, source “{md_text(live.name)}” (up to "
                 f"{viewer.fmt_ms(live.watermark_ms, tz)}, last synced {viewer.fmt_ms(live.synced_at_ms, tz)})"
             )
+        elif unsaved is not None:
+            traffic = _session_traffic(unsaved, tz)
+            lead = f"From the log read on the Logs page, {md_text(unsaved.label)} (not saved)"
         else:
             traffic, lead = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz), "From the log"
         st.caption(
@@ -109,7 +132,7 @@ if traffic_id:
         )
     except (CapacityError, KeyError) as exc:
         st.warning(f"Cannot use that log: {md_text(exc)}. Using typed numbers.")
-elif not uploads and not sources:
+elif not uploads and not sources and session is None:
     st.caption(
         "No request log uploaded yet (Logs page): the typed numbers below stand in."
         + (f" Database: {db_error}" if db_error else "")

@@ -26,7 +26,7 @@ from planner.whatif.deployment import (
 )
 from planner.whatif.results import CandidateResult, compare
 from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
-from ttft_planner_app import page_state, viewer, worksheet_state
+from ttft_planner_app import page_state, session_log, viewer, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_view
 from ttft_planner_app.widgets import persisted_number, wrapped_table
@@ -40,8 +40,14 @@ DEFAULT_SPECS = (
 
 # This page has no mapping box: a log whose columns must be named is mapped on the Logs page and stored there.
 # What the page reads: a stored upload (its id), a production source (its id: ("source", id) is never taken for
-# ("stored", id)) or a sample (its file name), or the files just uploaded.
-LogChoice = tuple[Literal["stored"], int] | tuple[Literal["source"], int] | tuple[Literal["sample"], str]
+# ("stored", id)), the log read on the Logs page in this session, not saved (its reading's serial), or a sample (its
+# file name), or the files just uploaded.
+LogChoice = (
+    tuple[Literal["stored"], int]
+    | tuple[Literal["source"], int]
+    | tuple[Literal["session"], int]
+    | tuple[Literal["sample"], str]
+)
 LogSource = LogChoice | tuple[Literal["files"], tuple[tuple[str, str], ...]]
 WHATIF_MAP_HINT = "map it in the Column mapping box on the Logs page, save the upload there, and pick it here"
 
@@ -170,12 +176,19 @@ ss = st.session_state
 files = st.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
 uploads = list_uploads(eng)
 sources = {s.id: s for s in request_sources(eng)}  # a source with no requests yet has nothing to replay
-options: list[LogChoice] = [("stored", u.id) for u in uploads]
+session = session_log.offered()  # the log read on the Logs page in this session, saved or not
+options: list[LogChoice] = [("session", session.serial)] if session is not None else []
+options += [("stored", u.id) for u in uploads]
 options += [("source", i) for i in sources]
 options += [("sample", name) for name in samples()]
 labels: dict[LogChoice, str] = {("stored", u.id): f"stored: {u.name} ({u.n_requests:,} requests)" for u in uploads}
 labels.update({("source", i): _source_label(s) for i, s in sources.items()})
+if session is not None:
+    labels[("session", session.serial)] = session.choice_label
 labels.update({("sample", k): f"sample: {v}" for k, v in samples().items()})
+kept = ss.get("wi_source")
+if kept is not None and tuple(kept)[:1] == ("session",) and tuple(kept) not in options:
+    del ss["wi_source"]  # an earlier reading of the Logs page, replaced or cleared since
 if "wi_source" not in ss and ("stored", page_state.selected_log()) in options:
     ss.wi_source = ("stored", page_state.selected_log())  # the log picked on another page
 picked = st.selectbox(
@@ -287,6 +300,10 @@ if ss.get("wi_frame_key") != frame_key:
     try:
         if source[0] == "stored":
             frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
+        elif source[0] == "session":  # the Logs page's own reading: the same requests, not read again
+            if session is None or session.serial != source[1]:
+                raise ValueError("that log is no longer on the Logs page: read it there again, or pick another log")
+            frame, label = session.frame, session.label
         elif source[0] == "source":  # read as the Logs page reads it, then replayed exactly as a stored upload
             if live is None:
                 raise ValueError("that production source was removed, or holds no requests: pick another log")

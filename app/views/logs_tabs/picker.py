@@ -40,7 +40,8 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo], list[Sour
         accept_multiple_files=True,
         key="logs_files",
         type=list(UPLOAD_EXTENSIONS),
-        help="Several files at once are read together. Over the size limit, a file is refused with a message.",
+        help=f"Up to {st.get_option('server.maxUploadSize'):,} MB per file (the server's maxUploadSize; a larger file "
+        "is refused with a message). Several files at once are read together.",
     )
     # Below the uploader, half the page each: a sample's title and an upload's name (the user's own) read whole.
     left, right = st.columns(2)

@@ -20,7 +20,7 @@ from planner.logs.spool import Spool
 from planner.store.logs import UploadInfo, UploadNotFound, load_upload_frame
 from planner.store.sources import SourceInfo, load_source_frame
 from planner.untrusted import md_text
-from ttft_planner_app import viewer
+from ttft_planner_app import session_log, viewer
 from ttft_planner_app.views.logs_tabs.options import ReadOptions
 
 __all__ = ["LINK", "Reading", "current", "drop_spool", "keep_link", "kept_mapping", "link_value", "open_link", "read"]
@@ -43,7 +43,9 @@ class Reading:
 
 
 def drop_spool() -> None:
-    """Remove the last upload's files from disk (a new upload, a sample or a stored upload replaces it)."""
+    """Remove the last upload's files from disk (a new upload, a sample or a stored upload replaces it), and stop
+    offering its reading to the other pages."""
+    session_log.withdraw()
     spool = st.session_state.pop("logs_spool", None)
     if spool is not None:
         spool.close()
@@ -137,7 +139,8 @@ def read(
 
     Leaves {"frame", "label", "parsed"} in st.session_state["logs_result"], or {"message", "columns"} in
     ["logs_error"] when nothing could be read. A stored upload or a production source that has gone stops the page
-    with the reason. A production source is read again once a sync has added requests to it.
+    with the reason. A production source is read again once a sync has added requests to it. A reading of files (an
+    upload, a sample) is offered to Capacity & cost and What-if before it is saved (ttft_planner_app.session_log).
     """
     ss = st.session_state
     src, synced = None, None  # a production source on show, and its sync state (part of the reading's key)
@@ -230,6 +233,11 @@ def read(
                 ss.logs_result = {"frame": res.frame, "label": ", ".join(res.formats) or "log", "parsed": res}
             bar.empty()
         ss.logs_key = key
+    result = ss.get("logs_result")
+    if result is not None and result["parsed"] is not None:
+        session_log.offer(ss.logs_key, result["label"], result["frame"])
+    else:
+        session_log.withdraw()
     return Reading(key, source_id, mapping, kept=was_kept)
 
 
