@@ -117,11 +117,11 @@ def logs() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, show_progress, as_json) -> None:
     """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories, globs and
-    s3://bucket/prefix/*.parquet too): p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, peak-hour
-    rate and cold-start exposure. Public traces (Azure 2023/2024, BurstGPT, Mooncake/AIPerf) are recognised by
-    their columns. Files are read through DuckDB; a bad line is named (file:line: why) and the rest is read.
-    S3 objects are fetched to a private temporary folder first (credentials from the usual AWS sources; an
-    S3-compatible endpoint from AWS_ENDPOINT_URL).
+    s3://bucket/prefix/*.parquet too): p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, the
+    busiest clock hour and cold-start exposure: the figures the Logs page shows. Public traces (Azure 2023/2024,
+    BurstGPT, Mooncake/AIPerf) are recognised by their columns. Files are read through DuckDB; a bad line is named
+    (file:line: why) and the rest is read. S3 objects are fetched to a private temporary folder first (credentials
+    from the usual AWS sources; an S3-compatible endpoint from AWS_ENDPOINT_URL).
 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """

@@ -110,8 +110,9 @@ class LogSummary:
     peak_hour_*: the busiest local clock hour (the most requests; the earliest of a tie): its requests, the UTC epoch
     ms it starts at, and how many of its seconds lie between the log's first and last arrival (3600 for an hour the
     log covers whole; less for the first or last hour, and for a log shorter than an hour). peak_hour_rate_per_s is
-    its requests ÷ 3600 s: an hourly count, never extrapolated from part of an hour. mean_rate_per_s: (n − 1) ÷ the
-    log's span, NaN below two requests or a zero span.
+    its requests ÷ its length (3600 s; 7200 s for the hour repeated when clocks go back): an hourly count, never
+    extrapolated from the part of an hour a log covers. mean_rate_per_s: (n − 1) ÷ the log's span, NaN below two
+    requests or a zero span.
     The tables (TABLES' keys) are Rows, read as frames by the attributes of the same name.
     """
 
