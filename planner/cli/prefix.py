@@ -19,9 +19,9 @@ from planner.cli._capacity.options import (
 )
 from planner.cli._common import NumberList, echo_json, rule_type
 from planner.kvcache.capacity import kv_capacity, prefill_rate
-from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
-from planner.kvcache.regime import deployment_name, study
-from planner.kvcache.simulate import Engine, Routing, ServiceRates, reuse_ceiling
+from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS, BlockSizeError, PrefixTraceError, read_prefix_trace
+from planner.kvcache.regime import RULE_WORDS, deployment_name, study
+from planner.kvcache.simulate import Engine, Eviction, Routing, ServiceRates, engine_eviction, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
 from planner.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS, REPLICAS
 
@@ -69,10 +69,18 @@ def _num(x: float | None, unit: str = "") -> str:
 @click.option(
     "--engine",
     type=click.Choice([e.value for e in Engine]),
-    default=Engine.BLOCKS.value,
+    default=Engine.VLLM.value,
     show_default=True,
-    help="What a replica keeps: blocks (vLLM/SGLang: an LRU cache of KV blocks) or llama.cpp (its server's slots, "
-    "each keeping its last prompt; see --slots).",
+    help="What a replica keeps: vllm (a KV block cache freeing a finished request's blocks tail first, so a shared "
+    "prefix outlives its tails), sglang (a radix tree evicting least recently used leaves, each a whole run of "
+    "blocks) or llama.cpp (its server's slots, each keeping its last prompt; see --slots).",
+)
+@click.option(
+    "--eviction",
+    type=click.Choice([e.value for e in Eviction]),
+    default=None,
+    help="Override the engine's eviction rule (vllm, sglang): tail-first, radix-leaf, or lru (a prompt's first "
+    "block first, as no engine does: to compare). Default: the engine's own.",
 )
 @click.option(
     "--slots",
@@ -85,7 +93,16 @@ def _num(x: float | None, unit: str = "") -> str:
     "--block-tokens",
     type=rule_type(KV_BLOCK_TOKENS),
     default=None,
-    help="Tokens a KV block holds (default: 512 for hash_ids traces, 16 — vLLM's — for chat text).",
+    help="Tokens the engine's KV block holds (default: the trace's hash block for hash_ids traces, 16 — vLLM's — "
+    "for chat text). On a hash_ids trace it must divide the trace's block (each hash read as that many blocks) or "
+    "be a multiple of it; another size is refused.",
+)
+@click.option(
+    "--trace-block-tokens",
+    type=rule_type(KV_BLOCK_TOKENS),
+    default=MOONCAKE_BLOCK_TOKENS,
+    show_default=True,
+    help="hash_ids traces only: tokens each hash stands for (Mooncake's and AIPerf's 512; see the trace's README).",
 )
 @slope_option
 @click.option(
@@ -105,8 +122,10 @@ def prefix(
     replicas,
     routings,
     engine,
+    eviction,
     slots,
     block_tokens,
+    trace_block_tokens,
     slope_ms_per_1k,
     tokenizer,
     as_json,
@@ -119,8 +138,9 @@ def prefix(
     rate, uncached prompt p95 and predicted prefill p95 per routing policy and replica count, the capacity
     where cache pressure stops eroding reuse (the knee), and one sentence to forward.
 
-    Each replica is an LRU block cache (vLLM/SGLang); predicted TTFT is the uncached prompt at the prefill rate
-    (no queueing: the what-if adds that).
+    Each replica is a KV block cache evicting by its engine's rule (vLLM: a finished request's blocks freed tail
+    first; SGLang: radix-tree leaves first), or llama.cpp's slots; predicted TTFT is the uncached prompt at the
+    prefill rate (no queueing: the what-if adds that).
 
     \b
     Examples:
@@ -135,7 +155,13 @@ def prefix(
         except (ValueError, RuntimeError) as exc:
             raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
     try:
-        trace = read_prefix_trace(file, block_tokens, counter)
+        rule = engine_eviction(engine, eviction)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--eviction") from None
+    try:
+        trace = read_prefix_trace(file, block_tokens, counter, trace_block_tokens=trace_block_tokens)
+    except BlockSizeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--block-tokens") from None
     except PrefixTraceError as exc:
         raise click.BadParameter(str(exc), param_hint="FILE") from None
     cap = None
@@ -159,7 +185,7 @@ def prefix(
     rates = ServiceRates(prefill_ms_per_token=ms_per_token)
     chosen = [Routing(r) for r in routings] or list(Routing)
     ceiling, within = reuse_ceiling(trace.requests, trace.block_tokens)
-    found = study(trace, cap.tokens if cap else None, replicas, chosen, rates, engine, slots)
+    found = study(trace, cap.tokens if cap else None, replicas, chosen, rates, engine, slots, rule)
     sweep, at_cap, knees = found.sweep, found.at_capacity, found.knees
     deployment = deployment_name(replicas[0], cap) if cap else ""
     said = found.sentence(deployment, replicas[0]) if cap else ""
@@ -177,11 +203,13 @@ def prefix(
                 "prefix_source": trace.source,
                 "approximate": trace.approximate,
                 "block_tokens": trace.block_tokens,
+                "trace_block_tokens": trace.trace_block_tokens,
                 "reuse_ceiling": ceiling,
                 "reuse_within_session": within,
                 "kv_capacity": None if cap is None else {**cap.__dict__, "blocks": cap.blocks, "label": cap.label()},
                 "prefill_rate": rate_source,
-                "engine": engine if engine == Engine.BLOCKS else f"{engine}, {slots} slots a replica",
+                "engine": engine if rule is not None else f"{engine}, {slots} slots a replica",
+                "eviction": None if rule is None else rule.value,
                 "regime": [p.__dict__ for p in sweep],
                 "knee_tokens": knees,
                 "deployment": [p.__dict__ for p in at_cap if p.replicas in replicas],
@@ -201,18 +229,21 @@ def prefix(
         + (f" ({within:.1%} within the same session)" if sessions else "")
     )
     click.echo(f"prefill: {rate_source}")
-    if engine != Engine.BLOCKS:
+    if rule is None:
         click.echo(f"engine: llama.cpp's slots, {slots} a replica, each keeping its last prompt")
+    else:
+        click.echo(f"engine: {engine}, eviction {rule.value}: {RULE_WORDS[rule.value]}")
     if cap is None:
         click.echo("(give --model and --gpu for the deployment's KV capacity, the table at it and the sentence)")
     else:
         click.echo(f"KV per replica: {cap.label()}")
-        click.echo("routing        replicas  hit rate  requests hit  uncached p95  prefill p95")
+        click.echo("routing        replicas  hit rate  requests hit  fully cached  uncached p95  prefill p95")
         for p in at_cap:
             if p.replicas in replicas:
                 click.echo(
                     f"{p.routing:<14} {p.replicas:>8}  {_pct(p.hit_rate)}  {_pct(p.request_hit_fraction):>12}  "
-                    f"{_num(p.uncached_p95):>12}  {_num(p.ttft_p95_ms, ' ms'):>11}"
+                    f"{f'{p.fully_cached:,}/{p.requests:,}':>12}  {_num(p.uncached_p95):>12}  "
+                    f"{_num(p.ttft_p95_ms, ' ms'):>11}"
                 )
     click.echo(f"regime ({replicas[0]} replica{'s' if replicas[0] > 1 else ''}): hit rate by KV tokens per replica")
     for r in chosen:

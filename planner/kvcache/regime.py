@@ -1,8 +1,11 @@
 """The regime a deployment lands in: hit rate, uncached prompt and predicted TTFT as KV capacity grows, per routing.
 
 Below the knee, cache pressure evicts prefixes before they are reused and the hit rate climbs with capacity; past
-it, more KV memory buys nothing (the trace's own reuse is the ceiling). The knee is the smallest capacity whose hit
-rate is within 95 % of the unpressured one (the largest capacity swept). `sentence` says it for a lead to forward.
+it, more KV memory buys nothing (the trace's own reuse is the ceiling). Each point is replayed under the engine's
+own eviction rule (planner.logs.prefix: vLLM frees tail first, SGLang evicts radix leaves), which decides how much a
+pressured cache keeps of the prefixes prompts share, and so where the knee falls. The knee is the smallest capacity
+whose hit rate is within 95 % of the unpressured one (the largest capacity swept). `sentence` says it for a lead to
+forward.
 """
 
 from __future__ import annotations
@@ -12,9 +15,19 @@ from dataclasses import dataclass
 
 from planner.kvcache.capacity import KvCapacity
 from planner.kvcache.chains import PrefixTrace
-from planner.kvcache.simulate import Engine, PrefixRun, Routing, ServiceRates, simulate
+from planner.kvcache.simulate import Engine, Eviction, PrefixRun, Routing, ServiceRates, simulate
 
-__all__ = ["RegimePoint", "Study", "capacity_grid", "deployment_name", "knee", "regime", "sentence", "study"]
+__all__ = [
+    "RULE_WORDS",
+    "RegimePoint",
+    "Study",
+    "capacity_grid",
+    "deployment_name",
+    "knee",
+    "regime",
+    "sentence",
+    "study",
+]
 
 KNEE_SHARE = 0.95
 
@@ -30,6 +43,9 @@ class RegimePoint:
     uncached_p95: float | None
     ttft_p50_ms: float | None
     ttft_p95_ms: float | None
+    fully_cached: int = 0  # requests whose every full block was a hit
+    requests: int = 0
+    eviction: str = ""  # the rule the replicas evicted by ("" for llama.cpp's slots)
 
     @classmethod
     def of(cls, run: PrefixRun) -> RegimePoint:
@@ -43,6 +59,9 @@ class RegimePoint:
             run.uncached_p(0.95).value,
             run.ttft_p(0.5).value,
             run.ttft_p(0.95).value,
+            run.fully_cached,
+            len(run.cached_tokens),
+            "" if run.eviction is None else run.eviction.value,
         )
 
 
@@ -63,10 +82,12 @@ def regime(
     replicas: Sequence[int],
     routings: Sequence[Routing | str],
     rates: ServiceRates | None = None,
-    engine: Engine | str = Engine.BLOCKS,
+    engine: Engine | str = Engine.VLLM,
     slots: int = 4,
+    eviction: Eviction | str | None = None,
 ) -> list[RegimePoint]:
-    """One point per (routing, replicas, capacity), on `engine` (planner.kvcache.simulate.Engine)."""
+    """One point per (routing, replicas, capacity), on `engine` (planner.kvcache.simulate.Engine) under `eviction`
+    (default: the engine's rule)."""
     out = []
     for routing in routings:
         for n in replicas:
@@ -81,6 +102,7 @@ def regime(
                     rates=rates,
                     engine=engine,
                     slots=slots,
+                    eviction=eviction,
                 )
                 out.append(RegimePoint.of(run))
     return out
@@ -104,9 +126,19 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:,.0f} ms"
 
 
+#: How the sentence names each eviction rule (RegimePoint.eviction; "" is llama.cpp's slots).
+RULE_WORDS = {
+    "tail-first": "each replica's cache frees a request's blocks tail first, as vLLM does",
+    "radix-leaf": "each replica's cache evicts radix-tree leaves first, as SGLang does",
+    "lru": "each replica's cache evicts by plain LRU, a prompt's first block first (no engine does)",
+    "": "each replica keeps one sequence per llama.cpp slot",
+}
+
+
 def sentence(at: dict[tuple[str, int], RegimePoint], deployment: str, replicas: int) -> str:
     """A lead's sentence from points at the deployment's capacity, keyed (routing, replicas): round-robin against
-    session affinity (or prefix-aware routing without session ids), and whether one more replica helps."""
+    session affinity (or prefix-aware routing without session ids), whether one more replica helps, and the eviction
+    rule it all assumes."""
     rr = at.get((Routing.ROUND_ROBIN.value, replicas))
     if rr is None:
         return ""
@@ -132,7 +164,7 @@ def sentence(at: dict[tuple[str, int], RegimePoint], deployment: str, replicas: 
             text += f"; a {nth} replica raises it to {_pct(more.hit_rate)} ({_ms(more.ttft_p95_ms)})"
         else:
             text += f"; a {nth} replica does not change it"
-    return text + "."
+    return f"{text} ({RULE_WORDS.get(rr.eviction, rr.eviction)})."
 
 
 def deployment_name(replicas: int, cap: KvCapacity) -> str:
@@ -158,15 +190,17 @@ def study(
     replicas: Sequence[int],
     routings: Sequence[Routing | str],
     rates: ServiceRates | None = None,
-    engine: Engine | str = Engine.BLOCKS,
+    engine: Engine | str = Engine.VLLM,
     slots: int = 4,
+    eviction: Eviction | str | None = None,
 ) -> Study:
     """The regime swept at the first replica count (capacity_grid, with the deployment's capacity among the points),
-    the points at the deployment's capacity (none without one), and each routing's knee."""
+    the points at the deployment's capacity (none without one), and each routing's knee; every replica evicting by
+    `eviction` (default: `engine`'s rule)."""
     names = [Routing(r).value for r in routings]
-    sweep = regime(trace, capacity_grid(trace, capacity_tokens), replicas[:1], names, rates, engine, slots)
+    sweep = regime(trace, capacity_grid(trace, capacity_tokens), replicas[:1], names, rates, engine, slots, eviction)
     at_cap = (
-        regime(trace, [capacity_tokens], [*replicas, replicas[-1] + 1], names, rates, engine, slots)
+        regime(trace, [capacity_tokens], [*replicas, replicas[-1] + 1], names, rates, engine, slots, eviction)
         if capacity_tokens
         else []
     )

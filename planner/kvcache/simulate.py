@@ -1,8 +1,9 @@
 """Replicas, a router and each replica's KV cache replayed over a team's requests: the cached tokens of each.
 
-Each replica holds `capacity_blocks` blocks under LRU eviction (vLLM's and SGLang's prefix caches: a request reuses
-its leading blocks still cached; all its blocks are then cached, the least recently used evicted). The router picks
-the replica a request goes to:
+Each replica holds `capacity_blocks` blocks of one prefix cache (planner.logs.prefix.PrefixCache, the one cache model:
+a request reuses its leading blocks still cached; all its blocks are then cached), evicting by its engine's rule:
+vLLM frees a request's blocks tail first, SGLang evicts radix-tree leaves (`eviction` overrides it, `lru` included to
+compare). The router picks the replica a request goes to:
 
 - round-robin: in turn;
 - least-loaded: the replica with the fewest requests in flight at the arrival (a request is in flight for its
@@ -12,11 +13,11 @@ the replica a request goes to:
 - prefix: the replica holding the longest cached prefix of the prompt, ties and misses least-loaded (SGLang's
   cache-aware router, without its balance threshold).
 
-The engine decides what a replica keeps (a stated parameter): `blocks`, vLLM's and SGLang's LRU block cache above;
-or `llama.cpp`, its server's slots (planner.kvcache.slots, proven against the server's own counters): the replica's
-KV split into `slots` slots, each keeping its last prompt, a request landing on the most similar slot or the least
-recently used and reusing its common prefix with it — replayed here at block granularity (a slot's tokens are the
-prompt's block hashes; its output is not known, so not kept).
+The engine decides what a replica keeps (a stated parameter): `vllm` or `sglang`, the block cache above under the
+engine's eviction rule; or `llama.cpp`, its server's slots (planner.kvcache.slots, proven against the server's own
+counters): the replica's KV split into `slots` slots, each keeping its last prompt, a request landing on the most
+similar slot or the least recently used and reusing its common prefix with it — replayed here at block granularity
+(a slot's tokens are the prompt's block hashes; its output is not known, so not kept).
 
 Predicted TTFT here is service only: a fixed overhead plus the uncached prompt at the prefill rate; queueing is the
 what-if's business (planner.whatif), which can take these uncached tokens as its prompts.
@@ -33,15 +34,30 @@ from enum import StrEnum
 
 from planner.kvcache.chains import PrefixRequest
 from planner.kvcache.slots import LlamaCppSlots, common_prefix
-from planner.logs.prefix import PrefixCache
+from planner.logs.prefix import Eviction, PrefixCache, eviction_for
 from planner.stats import Percentile, percentile
 
-__all__ = ["Engine", "PrefixRun", "Routing", "ServiceRates", "reuse_ceiling", "simulate"]
+__all__ = ["Engine", "Eviction", "PrefixRun", "Routing", "ServiceRates", "engine_eviction", "reuse_ceiling", "simulate"]
 
 
 class Engine(StrEnum):
-    BLOCKS = "blocks"  # vLLM / SGLang: an LRU cache of KV blocks per replica
+    VLLM = "vllm"  # a block cache per replica, freed tail first (planner.logs.prefix)
+    SGLANG = "sglang"  # a block cache per replica, radix-tree leaves evicted first
     LLAMA_CPP = "llama.cpp"  # llama.cpp's server: slots, each keeping its last sequence
+
+
+def engine_eviction(engine: Engine | str, eviction: Eviction | str | None = None) -> Eviction | None:
+    """The eviction rule a replica of `engine` follows: `eviction` when given, else the engine's own (vLLM
+    tail-first, SGLang radix-leaf); None for llama.cpp, whose slots keep whole sequences.
+
+    Raises ValueError for an unknown engine or rule, or an eviction rule given for llama.cpp.
+    """
+    engine = Engine(engine)
+    if engine is Engine.LLAMA_CPP:
+        if eviction is not None:
+            raise ValueError("llama.cpp keeps one sequence per slot: an eviction rule applies to vllm or sglang")
+        return None
+    return Eviction(eviction) if eviction is not None else eviction_for(engine.value)
 
 
 class _Slots:
@@ -98,6 +114,8 @@ class PrefixRun:
     cached_tokens: tuple[int, ...]
     prompt_tokens: tuple[int, ...]
     rates: ServiceRates
+    eviction: Eviction | None = None  # None: llama.cpp's slots
+    cacheable_tokens: tuple[int, ...] = ()  # per request, its full blocks' tokens (the most a cache can serve)
 
     @property
     def hit_rate(self) -> float:
@@ -109,6 +127,11 @@ class PrefixRun:
     def request_hit_fraction(self) -> float:
         n = len(self.cached_tokens)
         return sum(1 for c in self.cached_tokens if c > 0) / n if n else 0.0
+
+    @property
+    def fully_cached(self) -> int:
+        """Requests whose every full block was served from the cache (a request without one is never counted)."""
+        return sum(1 for c, k in zip(self.cached_tokens, self.cacheable_tokens, strict=True) if 0 < k <= c)
 
     def uncached(self) -> list[int]:
         return [p - c for p, c in zip(self.prompt_tokens, self.cached_tokens, strict=True)]
@@ -132,23 +155,26 @@ def simulate(
     block_tokens: int,
     routing: Routing | str = Routing.ROUND_ROBIN,
     rates: ServiceRates | None = None,
-    engine: Engine | str = Engine.BLOCKS,
+    engine: Engine | str = Engine.VLLM,
     slots: int = 4,
+    eviction: Eviction | str | None = None,
 ) -> PrefixRun:
     """Replay `requests` (in arrival order) on `replicas` replicas of `capacity_blocks` blocks each (for the
-    llama.cpp engine, split over `slots` slots).
+    llama.cpp engine, split over `slots` slots), each evicting by `eviction` (default: the engine's rule,
+    engine_eviction).
 
-    Raises ValueError for fewer than one replica, block or slot.
+    Raises ValueError for fewer than one replica, block or slot, or an unknown engine, routing or rule.
     """
     if replicas < 1 or capacity_blocks < 1 or block_tokens < 1 or slots < 1:
         raise ValueError("a deployment needs at least one replica of at least one block of at least one token")
     routing = Routing(routing)
     rates = rates or ServiceRates()
+    rule = engine_eviction(engine, eviction)
     caches: list[PrefixCache | _Slots]
-    if Engine(engine) is Engine.LLAMA_CPP:
+    if rule is None:
         caches = [_Slots(slots, capacity_blocks) for _ in range(replicas)]
     else:
-        caches = [PrefixCache(capacity_blocks, block_tokens) for _ in range(replicas)]
+        caches = [PrefixCache(capacity_blocks, block_tokens, rule) for _ in range(replicas)]
     busy: list[list[float]] = [[] for _ in range(replicas)]  # per replica: a heap of finish times (ms)
     replica_of, cached = [], []
     turn = 0
@@ -187,6 +213,8 @@ def simulate(
         tuple(cached),
         tuple(r.prompt_tokens for r in requests),
         rates,
+        rule,
+        tuple(min(len(r.blocks) * block_tokens, r.prompt_tokens) for r in requests),
     )
 
 

@@ -40,7 +40,13 @@ def routing_table(at):
 
 
 def expected(
-    sample: str, model_key: str, gpu_key: str, replicas: int, routings: list[str], ms_per_1k: float | None = None
+    sample: str,
+    model_key: str,
+    gpu_key: str,
+    replicas: int,
+    routings: list[str],
+    ms_per_1k: float | None = None,
+    engine: str = "vllm",
 ) -> dict:
     """What the library says for these inputs, computed as `ttft-planner prefix` does (prefill rate read from the
     prefill model at an 8,192-token prompt unless a slope is given; usable share: the GPU defaults')."""
@@ -59,8 +65,8 @@ def expected(
     else:
         ms_per_token = 1000 / estimate(model, gpu, 8192, gpus=cap.gpus_per_replica).tokens_per_s
     rates = ServiceRates(prefill_ms_per_token=ms_per_token)
-    at_cap = regime(trace, [cap.tokens], [replicas, replicas + 1], routings, rates)
-    sweep = regime(trace, capacity_grid(trace, cap.tokens), [replicas], routings, rates)
+    at_cap = regime(trace, [cap.tokens], [replicas, replicas + 1], routings, rates, engine)
+    sweep = regime(trace, capacity_grid(trace, cap.tokens), [replicas], routings, rates, engine)
     deployment = f"{replicas} replica{'s' if replicas > 1 else ''} of {cap.gpus_per_replica}× {gpu.label} ({cap.model})"
     return {
         "trace": trace,
@@ -106,6 +112,7 @@ def test_the_agent_sample_shows_the_ceiling_the_capacity_and_the_sentence_the_li
         "Replicas",
         "Hit rate",
         "Requests with a hit",
+        "Fully cached",
         "Uncached prompt p95",
         "Predicted prefill p95",
     ]
@@ -113,6 +120,7 @@ def test_the_agent_sample_shows_the_ceiling_the_capacity_and_the_sentence_the_li
     for row in table.to_dict(orient="records"):
         p = want["at"][(row["Routing"], int(row["Replicas"]))]
         assert row["Hit rate"] == f"{p.hit_rate:.1%}"
+        assert row["Fully cached"] == f"{p.fully_cached} of {p.requests}"
         assert row["Requests with a hit"] == f"{p.request_hit_fraction:.1%}"
         assert row["Uncached prompt p95"] == f"{p.uncached_p95:,.0f} tokens"
         assert row["Predicted prefill p95"] == f"{p.ttft_p95_ms:,.0f} ms"
@@ -125,6 +133,27 @@ def test_the_agent_sample_shows_the_ceiling_the_capacity_and_the_sentence_the_li
     for k in set(want["knees"].values()):
         assert any(n.startswith(f"knee at {k:,} tokens") for n in names), names
     assert spec["layout"]["xaxis2"]["type"] == "log"
+
+
+def test_the_engine_picks_the_eviction_rule_the_chart_knees_and_sentence_assume(app):
+    open_page("capacity", app)
+    assert app.selectbox(key="cap_px_engine").value == "vllm"
+    assert any(
+        "Eviction: tail-first: each replica's cache frees a request's blocks tail first" in c
+        for c in texts(app, "caption")
+    )
+    app.selectbox(key="cap_px_engine").set_value("sglang").run()
+    assert not app.exception
+    want = expected(AGENT, "qwen2.5-coder-32b", "L40S", 2, ALL, engine="sglang")
+    assert any(
+        "Eviction: radix-leaf: each replica's cache evicts radix-tree leaves first" in c for c in texts(app, "caption")
+    )
+    assert want["sentence"] in texts(app, "info") and want["sentence"].endswith("as SGLang does).")
+    names = [t.get("name") for t in chart_spec(app, "cap_px_chart")["data"] if t.get("showlegend") is not False]
+    for k in set(want["knees"].values()):
+        assert any(n.startswith(f"knee at {k:,} tokens") for n in names), names
+    row = routing_table(app).iloc[0]
+    assert row["Hit rate"] == f"{want['at'][(row['Routing'], int(row['Replicas']))].hit_rate:.1%}"
 
 
 def test_another_trace_deployment_and_a_typed_slope_follow_the_library(app):

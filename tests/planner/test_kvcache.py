@@ -211,7 +211,9 @@ def test_whatif_sizes_the_prefix_cache_from_the_deployment_as_the_same_number_of
     typed = CliRunner().invoke(cli, [*base, "--prefix-cache-blocks", str(blocks)])
     assert from_gpu.exit_code == 0 and typed.exit_code == 0, from_gpu.output + typed.output
     a, b = json.loads(from_gpu.output), json.loads(typed.output)
-    assert a["candidates"] == b["candidates"] and f"LRU cache of {blocks:,} blocks" in " ".join(a["notes"])
+    assert a["candidates"] == b["candidates"] and f"tail-first prefix cache of {blocks:,} blocks" in " ".join(
+        a["notes"]
+    )
     assert "4× H100" in a["kv_capacity"]
     both = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:4", "--prefix-cache-blocks", "9"])
     assert both.exit_code == 2 and "not both" in both.output

@@ -19,8 +19,8 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import TP_DEGREES
 from planner.kvcache.capacity import KvCapacity, kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTrace, PrefixTraceError, read_prefix_trace
-from planner.kvcache.regime import RegimePoint, Study, deployment_name, study
-from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
+from planner.kvcache.regime import RULE_WORDS, RegimePoint, Study, deployment_name, study
+from planner.kvcache.simulate import Engine, Routing, ServiceRates, engine_eviction, reuse_ceiling
 from planner.logs.samples import SAMPLE_DIR
 from planner.provenance import Figure, Source
 from planner.untrusted import md_text
@@ -50,6 +50,8 @@ _SHOWN_REJECTS = 50  # rejected lines listed, as the Logs page lists them
 #: The rate assumed for a model without a width (no FLOPs model) and no typed slope: the simulator's default.
 _DEFAULT_MODEL, _DEFAULT_GPU, _DEFAULT_REPLICAS = "qwen2.5-coder-32b", "L40S", 2
 _ROUTINGS = [r.value for r in Routing]
+#: The block-cache engines this tab replays, each with its own eviction rule (planner.logs.prefix).
+_ENGINES = {Engine.VLLM.value: "vLLM (tail-first eviction)", Engine.SGLANG.value: "SGLang (radix-leaf eviction)"}
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,10 @@ def _study(
     replicas: int,
     routings: tuple[str, ...],
     ms_per_token: float,
+    engine: str = Engine.VLLM.value,
 ) -> Study:
-    return study(_trace, capacity_tokens, [replicas], routings, ServiceRates(prefill_ms_per_token=ms_per_token))
+    rates = ServiceRates(prefill_ms_per_token=ms_per_token)
+    return study(_trace, capacity_tokens, [replicas], routings, rates, engine)
 
 
 def _read_error(exc: Exception) -> str:
@@ -177,6 +181,17 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             )
         )
         usable = usable_share("cap_px_usable", gdef["usable_memory_fraction"], gdef["usable_memory_source"])
+        engine = st.selectbox(
+            "Engine",
+            list(_ENGINES),
+            format_func=_ENGINES.__getitem__,
+            persist_state="session",
+            bind="query-params",
+            key="cap_px_engine",
+            help="How a full cache gives blocks up. vLLM frees a finished request's blocks tail first, so a shared "
+            "prefix outlives the tails hanging off it; SGLang evicts the least recently used radix-tree leaf, a "
+            "whole run of blocks at once.",
+        )
         routings = st.multiselect(
             "Routing policies",
             _ROUTINGS,
@@ -226,8 +241,11 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             st.info("Pick at least one routing policy.")
             return
         chosen = tuple(r for r in _ROUTINGS if r in routings)
-        result = _study(view.key, view.trace, cap.tokens, replicas, chosen, ms_per_token)
+        result = _study(view.key, view.trace, cap.tokens, replicas, chosen, ms_per_token, engine)
         held = cap.blocks * cap.block_tokens  # what the replay holds: whole blocks
+        rule = engine_eviction(engine)
+        assert rule is not None  # the tab offers block-cache engines only
+        st.caption(f"Eviction: {rule.value}: {RULE_WORDS[rule.value]}. The chart, knees and sentence assume it.")
         st.plotly_chart(regime_figure(result.sweep, held, result.knees, replicas), key="cap_px_chart")
         st.subheader("At this deployment's capacity")
         st.caption(
@@ -282,6 +300,7 @@ def _at_capacity_table(points: list[RegimePoint]) -> pd.DataFrame:
                 "Replicas": present.count(p.replicas),
                 "Hit rate": present.pct(p.hit_rate),
                 "Requests with a hit": present.pct(p.request_hit_fraction),
+                "Fully cached": f"{present.count(p.fully_cached)} of {present.count(p.requests)}",
                 "Uncached prompt p95": present.tokens(p.uncached_p95),
                 "Predicted prefill p95": present.ms(p.ttft_p95_ms),
             }
