@@ -1,9 +1,10 @@
 """GPU fit: weights + KV cache for the context × concurrent sequences vs the GPUs' memory.
 
 KV bytes per token = 2 (K and V) · layers · kv_heads · head_dim · bytes per element
-(Llama-3-8B bf16: 128 KiB; Llama-3-70B: 320 KiB). Memory in GB = 1e9 bytes; usable memory per GPU
-= HBM × usable fraction (vLLM's gpu_memory_utilization, default 0.9, leaves the rest for activations
-and the runtime). Tensor parallelism splits weights and KV evenly over 1, 2, 4 or 8 GPUs of one node.
+(Llama-3-8B bf16: 128 KiB; Llama-3-70B: 320 KiB). Memory in GiB = 2³⁰ bytes, the unit the card's size is given in
+and vLLM counts in (an H100 "80GB" is 80 GiB; weights of 8.03 B bf16 parameters, 16.06 × 10⁹ bytes, are 14.96 GiB);
+usable memory per GPU = memory × usable fraction (vLLM's gpu_memory_utilization, default 0.9, leaves the rest for
+activations and the runtime). Tensor parallelism splits weights and KV evenly over 1, 2, 4 or 8 GPUs of one node.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 import pandas as pd
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.specs import GpuSpec, ModelSpec
+from planner.capacity.specs import GpuSpec, ModelSpec, gib
 from planner.capacity.weights import bytes_per_param, checkpoint_gb
 
 __all__ = ["TP_DEGREES", "FitOptions", "GpuFit", "fit", "fit_table", "kv_bytes_per_token"]
@@ -36,18 +37,18 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16") -> float:
 
 @dataclass(frozen=True)
 class GpuFit:
-    """Whether a model with its KV cache fits, on how many GPUs, and the headroom left."""
+    """Whether a model with its KV cache fits, on how many GPUs, and the headroom left; memory in GiB (2³⁰ bytes)."""
 
     model: str
     gpu: str
-    weights_gb: float
+    weights_gib: float
     kv_bytes_per_token: float
-    kv_gb: float
-    total_gb: float
-    usable_gb_per_gpu: float
+    kv_gib: float
+    total_gib: float
+    usable_gib_per_gpu: float
     min_gpus: int  # ceil(total / usable per GPU), ignoring TP constraints
     tp_gpus: int | None  # smallest TP degree in TP_DEGREES that fits; None = not on one node
-    headroom_gb: float | None  # free usable memory on tp_gpus GPUs
+    headroom_gib: float | None  # free usable memory on tp_gpus GPUs
     max_sequences: int | None  # concurrent sequences at this context that fit on tp_gpus
     message: str
 
@@ -81,7 +82,7 @@ def fit(
     concurrent_sequences: int = 1,
     usable_fraction: float = 0.9,
 ) -> GpuFit:
-    """Fit `model` on `gpu`: weights (params × bytes) + KV (bytes/token × context × sequences) vs usable HBM.
+    """Fit `model` on `gpu`: weights (params × bytes) + KV (bytes/token × context × sequences) vs usable memory, in GiB.
 
     Raises CapacityError for a context or sequence count < 1, a usable fraction outside (0, 1], or a GPU
     without memory. A model that fits on no single node is a result (tp_gpus None) with a message, not an error.
@@ -90,52 +91,53 @@ def fit(
         raise CapacityError("context length and concurrent sequences must each be at least 1")
     if not 0 < usable_fraction <= 1:
         raise CapacityError(f"usable memory fraction must be in (0, 1], got {usable_fraction:g}")
-    if gpu.hbm_gb <= 0:
-        raise CapacityError(f"GPU {gpu.label!r} needs a memory size greater than 0 GB")
-    weights = checkpoint_gb(model.params_b, weight_dtype)
+    if gpu.memory_gib <= 0:
+        raise CapacityError(f"GPU {gpu.label!r} needs a memory size greater than 0 GiB")
+    weights = gib(checkpoint_gb(model.params_b, weight_dtype) * 1e9)
     kv_tok = kv_bytes_per_token(model, kv_dtype)
-    kv_seq_gb = kv_tok * context_tokens / 1e9
-    kv = kv_seq_gb * concurrent_sequences
+    kv_seq_gib = gib(kv_tok * context_tokens)
+    kv = kv_seq_gib * concurrent_sequences
     total = weights + kv
-    usable = gpu.hbm_gb * usable_fraction
+    usable = gpu.memory_gib * usable_fraction
     min_gpus = max(1, math.ceil(total / usable - 1e-12))
     tp = next((n for n in TP_DEGREES if n >= min_gpus), None)
     what = (
-        f"{model.label} ({weight_dtype} weights {weights:,.1f} GB + "
-        f"KV {kv:,.1f} GB for {concurrent_sequences} × {context_tokens:,} tokens)"
+        f"{model.label} ({weight_dtype} weights {weights:,.1f} GiB + "
+        f"KV {kv:,.1f} GiB for {concurrent_sequences} × {context_tokens:,} tokens)"
     )
     headroom: float | None = None
     max_seq: int | None = None
     if tp is None:
         node = TP_DEGREES[-1]
         message = (
-            f"{what} = {total:,.0f} GB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GB usable): "
+            f"{what} = {total:,.0f} GiB does not fit on one {node}×{gpu.label} node ({node * usable:,.0f} GiB usable): "
             f"it needs at least {min_gpus} GPUs across nodes. "
             f"Quantise the weights, shorten the context or serve fewer sequences."
         )
     else:
         headroom = tp * usable - total
-        max_seq = int((tp * usable - weights) // kv_seq_gb) if kv_seq_gb > 0 else None
+        max_seq = int((tp * usable - weights) // kv_seq_gib) if kv_seq_gib > 0 else None
         message = (
-            f"{what} = {total:,.1f} GB fits on {tp}× {gpu.label} with {headroom:,.1f} GB headroom "
+            f"{what} = {total:,.1f} GiB fits on {tp}× {gpu.label} with {headroom:,.1f} GiB headroom "
             f"(room for {max_seq:,} sequences of {context_tokens:,} tokens)."
         )
     return GpuFit(model.label, gpu.label, weights, kv_tok, kv, total, usable, min_gpus, tp, headroom, max_seq, message)
 
 
 def fit_table(model: ModelSpec, gpus: Sequence[GpuSpec], **kwargs: Unpack[FitOptions]) -> pd.DataFrame:
-    """fit() for each GPU: columns gpu, hbm_gb, min_gpus, tp_gpus, headroom_gb, max_sequences, fits."""
+    """fit() for each GPU: columns gpu, memory_gib, total_gib, min_gpus, tp_gpus, headroom_gib, max_sequences, fits
+    (memory in GiB)."""
     rows = []
     for g in gpus:
         f = fit(model, g, **kwargs)
         rows.append(
             {
                 "gpu": g.label,
-                "hbm_gb": g.hbm_gb,
-                "total_gb": f.total_gb,
+                "memory_gib": g.memory_gib,
+                "total_gib": f.total_gib,
                 "min_gpus": f.min_gpus,
                 "tp_gpus": f.tp_gpus,
-                "headroom_gb": f.headroom_gb,
+                "headroom_gib": f.headroom_gib,
                 "max_sequences": f.max_sequences,
                 "fits": f.fits,
             }

@@ -17,6 +17,7 @@ from planner.asset_files import load_asset
 from planner.capacity.errors import CapacityError
 
 __all__ = [
+    "GIB_BYTES",
     "NO_FP8",
     "GpuHourPrice",
     "GpuSpec",
@@ -27,6 +28,7 @@ __all__ = [
     "capacity_claim",
     "default_mix",
     "fp8_cell",
+    "gib",
     "gpu_hour_prices",
     "gpu_defaults",
     "gpu_from_record",
@@ -39,13 +41,24 @@ __all__ = [
 ]
 
 
+#: Bytes in a GiB. GPU memory is counted in GiB, as CUDA, PyTorch and vLLM count it: an "80GB" H100 has 80 GiB
+#: (85.9 × 10⁹ bytes), and vLLM sizes its KV cache from that total, not from 80 × 10⁹.
+GIB_BYTES = 1 << 30
+
+
+def gib(n_bytes: float) -> float:
+    """`n_bytes` in GiB (2³⁰ bytes)."""
+    return n_bytes / GIB_BYTES
+
+
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU: memory (GB), bandwidth (TB/s) and DENSE peak TFLOPS (None where the GPU lacks that format)."""
+    """One GPU: memory (GiB, 2³⁰ bytes: the card's "80GB" is 80 GiB), bandwidth (TB/s) and DENSE peak TFLOPS (None
+    where the GPU lacks that format)."""
 
     key: str
     label: str
-    hbm_gb: float
+    memory_gib: float
     bandwidth_tb_per_s: float
     bf16_dense_tflops: float
     fp8_dense_tflops: float | None
@@ -343,7 +356,7 @@ def gpu_from_record(d: dict[str, Any], names: Mapping[str, str] | None = None) -
     if not d["key"]:
         raise CapacityError(f"a GPU row has an empty {names.get('label', 'label')} cell: name the GPU")
     d["label"] = d.get("label") or d["key"]
-    for name in ("hbm_gb", "bandwidth_tb_per_s", "bf16_dense_tflops", "fp8_dense_tflops"):
+    for name in ("memory_gib", "bandwidth_tb_per_s", "bf16_dense_tflops", "fp8_dense_tflops"):
         _positive("GPU", d["label"], d, name, names, required=name != "fp8_dense_tflops")
     d["source"] = d.get("source") or "entered by hand"
     d["as_of"] = d.get("as_of") or ""

@@ -307,7 +307,7 @@ def test_emptied_preset_cells_are_named_and_their_rows_left_out_never_a_tracebac
     gpus, models = P.gpus(), P.models()
     open_page("capacity", app)
     app.session_state["cap_gpu_editor"] = {
-        "edited_rows": {0: {"HBM (GB)": None}, 1: {"GPU": None}},
+        "edited_rows": {0: {"Memory (GiB)": None}, 1: {"GPU": None}},
         "added_rows": [],
         "deleted_rows": [],
     }
@@ -319,7 +319,7 @@ def test_emptied_preset_cells_are_named_and_their_rows_left_out_never_a_tracebac
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     warnings = [w.value for w in app.warning]
-    assert f"GPU row {gpus[0].label!r}: the HBM (GB) cell is empty" in " ".join(warnings)
+    assert f"GPU row {gpus[0].label!r}: the Memory (GiB) cell is empty" in " ".join(warnings)
     assert f"model row {models[0].label!r}: the Layers cell is empty" in " ".join(warnings)
     assert "model row 'my 7B': the Layers cell is empty" in " ".join(warnings)
     assert not any("'custom'" in w for w in warnings)  # the blank new row is ignored, not reported

@@ -40,5 +40,5 @@ def test_an_edited_fp8_cell_is_read_back(app, typed, expected):
     assert not app.exception, app.exception
     assert not any("A100" in w.value for w in app.warning)
     assert any("A100" in o for o in app.selectbox(key="cap_fit_gpu").options)  # the row is kept
-    record = {"key": "a100", "label": "A100", "hbm_gb": 80, "bandwidth_tb_per_s": 2, "bf16_dense_tflops": 312}
+    record = {"key": "a100", "label": "A100", "memory_gib": 80, "bandwidth_tb_per_s": 2, "bf16_dense_tflops": 312}
     assert P.gpu_from_record({**record, "fp8_dense_tflops": typed}).fp8_dense_tflops == expected

@@ -27,26 +27,29 @@ def test_70b_fp8_with_8_long_sequences_by_hand():
         concurrent_sequences=8,
         usable_fraction=0.9,
     )
-    kv_gb = 327_680 * 32_768 * 8 / 1e9  # 85.9 GB
-    assert f.weights_gb == pytest.approx(70.6)
-    assert f.kv_gb == pytest.approx(kv_gb)
-    assert f.min_gpus == 3  # 156.5 GB / 72 GB usable per H100
+    # memory in GiB (2³⁰ bytes), as the card's 80 GiB and vLLM count it
+    weights_gib = 70.6e9 / 2**30  # 65.75 GiB
+    assert 327_680 * 32_768 * 8 == 80 * 2**30  # the KV: 80 GiB exactly
+    assert f.weights_gib == pytest.approx(weights_gib)
+    assert f.kv_gib == pytest.approx(80.0)
+    assert f.min_gpus == 3  # 145.75 GiB / 72 GiB usable per H100
     assert f.tp_gpus == 4  # tensor parallel over a power of two
-    assert f.headroom_gb == pytest.approx(4 * 72 - (70.6 + kv_gb))
+    assert f.headroom_gib == pytest.approx(4 * 72 - (weights_gib + 80))
+    assert "= 145.8 GiB fits on 4× H100" in f.message
     assert f.fits and "fits on 4× H100" in f.message
 
 
 def test_8b_fits_one_h100_and_reports_room_for_more_sequences():
     f = fit(M["llama-3.1-8b"], G["H100"], context_tokens=8192, concurrent_sequences=1)
     assert f.tp_gpus == 1
-    per_seq_gb = 131_072 * 8192 / 1e9
-    assert f.max_sequences == int((72 - 16.06) // per_seq_gb)
+    per_seq_gib = 131_072 * 8192 / 2**30  # 1 GiB a sequence
+    assert f.max_sequences == int((72 - 16.06e9 / 2**30) // per_seq_gib) == 57
 
 
 def test_a_model_that_fits_on_no_node_is_a_clear_result():
     huge = dataclasses.replace(M["llama-3.1-405b"], params_b=1000)
     f = fit(huge, G["L4"], weight_dtype="bf16")
-    assert not f.fits and f.tp_gpus is None and f.headroom_gb is None
+    assert not f.fits and f.tp_gpus is None and f.headroom_gib is None
     assert "does not fit on one 8×L4" in f.message
     assert f"at least {f.min_gpus} GPUs" in f.message
     table = fit_table(huge, list(gpus()), weight_dtype="bf16")

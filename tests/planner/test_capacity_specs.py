@@ -38,7 +38,7 @@ def test_the_seven_gpus_with_dense_figures():
     g = {x.key: x for x in P.gpus()}
     assert set(g) == {"H100", "H200", "B200", "A100-80GB", "L40S", "A10G", "L4"}
     assert g["H100"].bf16_dense_tflops == 989 and g["H100"].fp8_dense_tflops == 1979  # dense, not the 3,958 sparse
-    assert g["H200"].hbm_gb == 141 and g["A100-80GB"].fp8_dense_tflops is None
+    assert g["H200"].memory_gib == 141 and g["A100-80GB"].fp8_dense_tflops is None
 
 
 def test_loader_rows_are_the_published_table():
@@ -71,10 +71,12 @@ def test_edited_table_rows_become_specs_or_clear_messages():
         )
     a100 = next(g for g in P.gpus() if g.key == "A100-80GB").to_dict()
     assert P.gpu_from_record({**a100, "fp8_dense_tflops": float("nan")}).fp8_dense_tflops is None
-    with pytest.raises(CapacityError, match="hbm_gb must be a finite number greater than 0, got 0"):
-        P.gpu_from_record({**a100, "hbm_gb": 0})
-    with pytest.raises(CapacityError, match=r"'A100 .*': HBM \(GB\) must be a finite number greater than 0, got inf"):
-        P.gpu_from_record({**a100, "hbm_gb": float("inf")}, {"hbm_gb": "HBM (GB)"})  # named as the table heads it
+    with pytest.raises(CapacityError, match="memory_gib must be a finite number greater than 0, got 0"):
+        P.gpu_from_record({**a100, "memory_gib": 0})
+    with pytest.raises(
+        CapacityError, match=r"'A100 .*': Memory \(GiB\) must be a finite number greater than 0, got inf"
+    ):
+        P.gpu_from_record({**a100, "memory_gib": float("inf")}, {"memory_gib": "Memory (GiB)"})  # as the table heads it
     with pytest.raises(CapacityError, match="a GPU row has an empty GPU cell"):
         P.gpu_from_record({**a100, "key": None, "label": "  "}, {"label": "GPU"})
     assert P.gpu_from_record({**a100, "label": float("nan")}).label == a100["key"]  # an emptied name: the key

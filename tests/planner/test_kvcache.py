@@ -76,18 +76,22 @@ def test_a_record_without_prompt_identity_is_named_by_file_and_line(tmp_path):
 
 
 def test_kv_capacity_of_two_real_models_against_the_hand_figures():
-    # Llama 3.1 8B on one H100 (80 GB): 0.9 × 80 = 72 GB usable; bf16 weights 8.03 B × 2 = 16.06 GB;
-    # KV = 2 × 32 layers × 8 KV heads × 128 × 2 bytes = 131,072 B a token → (72 − 16.06) e9 / 131,072 = 426,788.3
+    # Memory in GiB, as vLLM counts it (issue 45). Llama 3.1 8B on one H100 (80 GiB): 0.9 × 80 = 72 GiB usable =
+    # 77,309,411,328 B; bf16 weights 8.03 B × 2 = 16,060,000,000 B (14.96 GiB); KV = 2 × 32 layers × 8 KV heads × 128
+    # × 2 bytes = 131,072 B a token → (77,309,411,328 − 16,060,000,000) / 131,072 = 467,295.9. (In decimal GB, the
+    # old reading, it was (72 − 16.06) × 10⁹ / 131,072 = 426,788: 9.5 % fewer tokens than the engine holds.)
     c = kv_capacity(MODELS["llama-3.1-8b"], GPUS["H100"])
-    assert (c.gpus_per_replica, c.kv_bytes_per_token, c.tokens, c.blocks) == (1, 131_072, 426_788, 426_788 // 16)
-    # Llama 3.1 70B, fp8 weights (70.6 GB) on 2 × H100 = 144 GB usable; KV 2 × 80 × 8 × 128 × 2 = 327,680 B a token
-    # → 73.4e9 / 327,680 = 223,999.0; fp8 KV halves the bytes: 447,998.0
+    assert (c.gpus_per_replica, c.kv_bytes_per_token, c.tokens, c.blocks) == (1, 131_072, 467_295, 467_295 // 16)
+    assert c.tokens == (72 * 2**30 - 16_060_000_000) // 131_072
+    assert "72.0 GiB usable − 15.0 GiB weights − 0.0 GiB reserve = 467,295 tokens" in c.label()
+    # Llama 3.1 70B, fp8 weights (70.6 × 10⁹ B) on 2 × H100 = 144 GiB usable; KV 2 × 80 × 8 × 128 × 2 = 327,680 B a
+    # token → (144 × 2³⁰ − 70.6 × 10⁹) / 327,680 = 256,405.1; fp8 KV halves the bytes: 512,810.2
     c = kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"], gpus_per_replica=2, weight_dtype="fp8")
-    assert (c.kv_bytes_per_token, c.tokens) == (327_680, 223_999)
+    assert (c.kv_bytes_per_token, c.tokens) == (327_680, 256_405)
     c8 = kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"], gpus_per_replica=2, weight_dtype="fp8", kv_dtype="fp8")
-    assert c8.tokens == 447_998
-    # bf16 weights (141.2 GB) leave 2.8 GB on 2 × H100: the fewest GPUs is 2, with 8,544 tokens
-    assert kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"]).tokens == int((144 - 141.2) * 1e9 // 327_680)
+    assert c8.tokens == 512_810
+    # bf16 weights (141.2 × 10⁹ B) leave 13.4 × 10⁹ B on 2 × H100: the fewest GPUs is 2, with 40,950 tokens
+    assert kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"]).tokens == (144 * 2**30 - 141_200_000_000) // 327_680
     with pytest.raises(CapacityError, match="leaves no KV room on 1× H100"):
         kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"], gpus_per_replica=1)
 
@@ -206,7 +210,7 @@ def test_whatif_sizes_the_prefix_cache_from_the_deployment_as_the_same_number_of
     spec = "dedicated:replicas=1,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=4,rtt=40"
     base = ["whatif", "--log", sample, "--deployment", spec, "--json"]
     blocks = kv_capacity(MODELS["llama-3.1-70b"], GPUS["H100"], gpus_per_replica=4, block_tokens=512).blocks
-    assert blocks == 447_998 // 512  # (288 − 141.2) GB ÷ 327,680 B a token, in 512-token blocks
+    assert blocks == (288 * 2**30 - 141_200_000_000) // 327_680 // 512  # 288 GiB − 141.2 × 10⁹ B, in 512-token blocks
     from_gpu = CliRunner().invoke(cli, [*base, "--kv-from-gpu", "llama-3.1-70b@H100:4"])
     typed = CliRunner().invoke(cli, [*base, "--prefix-cache-blocks", str(blocks)])
     assert from_gpu.exit_code == 0 and typed.exit_code == 0, from_gpu.output + typed.output

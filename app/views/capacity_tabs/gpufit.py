@@ -66,7 +66,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
 _GPU_COLUMNS = {
     "key": "Key",
     "label": "GPU",
-    "hbm_gb": "HBM (GB)",
+    "memory_gib": "Memory (GiB)",
     "bandwidth_tb_per_s": "Bandwidth (TB/s)",
     "bf16_dense_tflops": "BF16 dense TFLOPS",
     "fp8_dense_tflops": "FP8 dense TFLOPS",
@@ -98,7 +98,7 @@ def _edit(df: pd.DataFrame, columns: dict[str, str], **kwargs) -> pd.DataFrame:
 def _edited_gpus() -> dict[str, P.GpuSpec]:
     gpu_df = pd.DataFrame([g.__dict__ for g in P.gpus()])
     gpu_df["fp8_dense_tflops"] = [P.fp8_cell(v) for v in gpu_df["fp8_dense_tflops"]]  # "—", never "None"
-    with st.expander("GPU presets (editable: dense TFLOPS, HBM, bandwidth, with source and date)"):
+    with st.expander("GPU presets (editable: dense TFLOPS, memory in GiB, bandwidth, with source and date)"):
         gpu_df = _edit(
             gpu_df,
             _GPU_COLUMNS,
@@ -141,8 +141,9 @@ def _edited_models() -> dict[str, P.ModelSpec]:
     return models or {m.key: m for m in P.models()}
 
 
-def _gb(v) -> str:
-    return present.MISSING if present.is_missing(v) else f"{v:,.1f} GB"
+def _gib(v) -> str:
+    """Memory as the GPU fit counts it: GiB (2³⁰ bytes), the unit of the card's size and of vLLM's budget."""
+    return present.MISSING if present.is_missing(v) else f"{v:,.1f} GiB"
 
 
 def _fit_table(table: pd.DataFrame) -> list[dict]:
@@ -150,13 +151,13 @@ def _fit_table(table: pd.DataFrame) -> list[dict]:
     return [
         {
             "GPU": r["gpu"],
-            "HBM per GPU": _gb(r["hbm_gb"]),
-            "Weights + KV cache": _gb(r["total_gb"]),
+            "Memory per GPU": _gib(r["memory_gib"]),
+            "Weights + KV cache": _gib(r["total_gib"]),
             "GPUs needed": present.count(r["min_gpus"]),
             "Tensor-parallel GPUs": "no single node"
             if present.is_missing(r["tp_gpus"])
             else present.count(r["tp_gpus"]),
-            "Headroom": _gb(r["headroom_gb"]),
+            "Headroom": _gib(r["headroom_gib"]),
             "Max concurrent sequences": present.MISSING
             if present.is_missing(r["max_sequences"])
             or (isinstance(r["max_sequences"], float) and math.isinf(r["max_sequences"]))

@@ -249,8 +249,9 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
         st.plotly_chart(regime_figure(result.sweep, held, result.knees, replicas), key="cap_px_chart")
         st.subheader("At this deployment's capacity")
         st.caption(
-            f"{held:,} KV tokens per replica (whole {cap.block_tokens}-token blocks), at {replicas} replica"
-            f"{'s' if replicas > 1 else ''} and at one more."
+            f"{held:,} KV tokens per replica (whole {cap.block_tokens}-token blocks: "
+            f"{P.gib(held * cap.kv_bytes_per_token):,.1f} GiB of the {cap.usable_gib:,.1f} GiB usable, memory in "
+            f"GiB as vLLM counts it), at {replicas} replica{'s' if replicas > 1 else ''} and at one more."
         )
         wrapped_table(_at_capacity_table(result.at_capacity))
         said = result.sentence(deployment_name(replicas, cap), replicas)
