@@ -11,7 +11,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["speed_sd_of"]
+__all__ = ["pooled_speed_sd_of", "speed_sd_of"]
 
 # Student t's 90th percentile by degrees of freedom: how much wider the next run's 80 % interval is than the
 # draws' own spread says, when that spread rests on few draws (the normal's is 1.2816).
@@ -26,6 +26,24 @@ def speed_sd_of(rates: Sequence[float]) -> float:
     if k < 2:
         return 0.0
     logs = [math.log(r) for r in rates]
+    return statistics.stdev(logs) * _t90(k - 1) / _Z90 * math.sqrt(1 + 1 / k)
+
+
+def pooled_speed_sd_of(groups: Sequence[Sequence[float]]) -> float:
+    """speed_sd_of over rates from several kinds of measurement (a calibration's rounds; a probe's slope day by
+    day), each group about its own mean level (their units and fixed parts differ) and their spreads pooled:
+    √(Σ (log rate − its group's mean)² ÷ (N − G)) × t(0.9, N − G) / z(0.9) × √(1 + 1/N). Groups of one rate add
+    nothing; 0 when no group has two."""
+    used = [[math.log(r) for r in g] for g in groups if len(g) >= 2]
+    n = sum(len(g) for g in used)
+    df = n - len(used)
+    if df < 1:
+        return 0.0
+    ss = sum(sum((x - statistics.fmean(g)) ** 2 for x in g) for g in used)
+    return math.sqrt(ss / df) * _t90(df) / _Z90 * math.sqrt(1 + 1 / n)
+
+
+def _t90(df: int) -> float:
+    """Student t's 90th percentile at `df` degrees of freedom."""
     # past 10 degrees of freedom the first Cornish–Fisher term is within 0.5 % of t: z + (z³ + z) / (4 df)
-    t = _T90.get(k - 1, _Z90 + (_Z90**3 + _Z90) / (4 * (k - 1)))
-    return statistics.stdev(logs) * t / _Z90 * math.sqrt(1 + 1 / k)
+    return _T90.get(df, _Z90 + (_Z90**3 + _Z90) / (4 * df))

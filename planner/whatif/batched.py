@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.whatif.deployment import Dedicated
-from planner.whatif.replay import DEFAULT_MAX_WAIT_S, CannotKeepUp, Replay, _when
+from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, CannotKeepUp, Replay, when_text
 from planner.whatif.steps import StepConfig, StepOverflow, StepWaitTooLong, kv_blocks_needed, replay_replica
 from planner.whatif.trace import Trace
 
@@ -115,7 +115,7 @@ def replay_batched(
         except StepWaitTooLong as exc:
             raise CannotKeepUp(
                 dep.name,
-                f"cannot keep up: a request arriving at {_when(exc.arrival_ms)} would wait "
+                f"cannot keep up: a request arriving at {when_text(exc.arrival_ms)} would wait "
                 f"{exc.wait_ms / 1000:,.0f} s for its first step (limit {max_wait_s:,.0f} s); the queue grows faster "
                 "than it drains around then",
                 at_ms=exc.arrival_ms,

@@ -23,68 +23,19 @@ wait passes `max_wait_s`, raises `CannotKeepUp` instead of replaying a queue tha
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-from dataclasses import dataclass
 from heapq import heapreplace
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.whatif.batched import replay_batched
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
+from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, when_text
 from planner.whatif.trace import Trace
 
 __all__ = ["DEFAULT_MAX_WAIT_S", "CannotKeepUp", "Replay", "SEGMENT_KEYS", "replay", "service_ms"]
 
-DEFAULT_MAX_WAIT_S = 3600.0
-SEGMENT_KEYS = ("queue_ms", "cold_ms", "prefill_ms", "network_ms")
 _NEG_INF = float("-inf")
-
-
-class CannotKeepUp(PlannerError):
-    """The deployment can never serve the trace: its queue grows without bound. The message says why and when."""
-
-    def __init__(self, deployment: str, message: str, at_ms: float | None = None) -> None:
-        super().__init__(f"{deployment}: {message}")
-        self.deployment = deployment
-        self.reason = message
-        self.at_ms = at_ms
-
-
-@dataclass(frozen=True)
-class Replay:
-    """Per-request predictions (arrays in trace order) and the pool's totals.
-
-    Arrays: arrival_ms (UTC epoch ms), ttft_ms and its four segments (ms), overflow (bool:
-    served by the overflow pool). gpu_hours: GPU-hours paid for (dedicated: whole period;
-    serverless: from each scale-up until release). serverless_tokens: tokens billed per token
-    (prompt incl. cached + output) on a serverless pool. period_h: first arrival to last
-    completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
-    A batching engine's replay (planner.whatif.batched) also gives first_step_decodes: the decode tokens in the step
-    that gave each request its first token (None for the slot model), and engine_steps: the scheduler steps run.
-    """
-
-    name: str
-    arrival_ms: np.ndarray
-    ttft_ms: np.ndarray
-    queue_ms: np.ndarray
-    cold_ms: np.ndarray
-    prefill_ms: np.ndarray
-    network_ms: np.ndarray
-    overflow: np.ndarray
-    gpu_hours: float
-    dedicated_gpu_hours: float
-    serverless_gpu_hours: float
-    serverless_tokens: float
-    period_h: float
-    cold_starts: int
-    peak_replicas: int
-    first_step_decodes: np.ndarray | None = None
-    engine_steps: int = 0
-
-    @property
-    def n(self) -> int:
-        return len(self.ttft_ms)
 
 
 def service_ms(
@@ -101,14 +52,10 @@ def service_ms(
     return prefill, prefill + decode
 
 
-def _when(ms: float) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def _too_long(name: str, a: float, s: float, max_wait_ms: float) -> CannotKeepUp:
     return CannotKeepUp(
         name,
-        f"cannot keep up: a request arriving at {_when(a)} would wait {(s - a) / 1000:,.0f} s for a slot "
+        f"cannot keep up: a request arriving at {when_text(a)} would wait {(s - a) / 1000:,.0f} s for a slot "
         f"(limit {max_wait_ms / 1000:,.0f} s); the queue grows faster than it drains around then",
         at_ms=a,
     )
@@ -269,8 +216,6 @@ def replay(
     Raises CannotKeepUp when the deployment cannot serve the trace (see the module docstring).
     """
     if isinstance(dep, Dedicated) and dep.batching:
-        from planner.whatif.batched import replay_batched  # it builds on this module's Replay
-
         return replay_batched(dep, trace, max_wait_s=max_wait_s, slowdown=slowdown, speed=speed)
     if speed != 1.0:
         slowdown = np.full(trace.n, speed) if slowdown is None else slowdown * speed

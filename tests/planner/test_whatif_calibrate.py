@@ -54,7 +54,7 @@ def test_calibration_reads_back_the_simulators_slots_prefill_and_decode():
     assert abs(dep.prefill_tokens_per_s.value - cal.prefill.prefill_tokens_per_s) < 1
 
 
-def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses():
+def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses(tmp_path):
     """`ttft-planner calibrate --json` over real HTTP, with the shortest steps it takes: the figures a loaded
     machine can move are not asserted here (they are above, in virtual time), their wiring into the spec is."""
     cfg = SimulatorConfig(
@@ -79,6 +79,8 @@ def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses():
                 "1,2",
                 "--step-duration",
                 "0.5",
+                "--database-url",
+                f"sqlite:///{tmp_path / 'store.db'}",
                 "--json",
             ],
             catch_exceptions=False,

@@ -1,0 +1,68 @@
+"""What a replay gives (planner.whatif.replay for the slot model, planner.whatif.batched for a batching engine):
+per-request TTFT segments and the pool's totals, and the error a deployment that can never keep up raises.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.errors import PlannerError
+
+__all__ = ["DEFAULT_MAX_WAIT_S", "SEGMENT_KEYS", "CannotKeepUp", "Replay", "when_text"]
+
+DEFAULT_MAX_WAIT_S = 3600.0
+SEGMENT_KEYS = ("queue_ms", "cold_ms", "prefill_ms", "network_ms")
+
+
+class CannotKeepUp(PlannerError):
+    """The deployment can never serve the trace: its queue grows without bound. The message says why and when."""
+
+    def __init__(self, deployment: str, message: str, at_ms: float | None = None) -> None:
+        super().__init__(f"{deployment}: {message}")
+        self.deployment = deployment
+        self.reason = message
+        self.at_ms = at_ms
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Per-request predictions (arrays in trace order) and the pool's totals.
+
+    Arrays: arrival_ms (UTC epoch ms), ttft_ms and its four segments (ms), overflow (bool:
+    served by the overflow pool). gpu_hours: GPU-hours paid for (dedicated: whole period;
+    serverless: from each scale-up until release). serverless_tokens: tokens billed per token
+    (prompt incl. cached + output) on a serverless pool. period_h: first arrival to last
+    completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
+    A batching engine's replay (planner.whatif.batched) also gives first_step_decodes: the decode tokens in the step
+    that gave each request its first token (None for the slot model), and engine_steps: the scheduler steps run.
+    """
+
+    name: str
+    arrival_ms: np.ndarray
+    ttft_ms: np.ndarray
+    queue_ms: np.ndarray
+    cold_ms: np.ndarray
+    prefill_ms: np.ndarray
+    network_ms: np.ndarray
+    overflow: np.ndarray
+    gpu_hours: float
+    dedicated_gpu_hours: float
+    serverless_gpu_hours: float
+    serverless_tokens: float
+    period_h: float
+    cold_starts: int
+    peak_replicas: int
+    first_step_decodes: np.ndarray | None = None
+    engine_steps: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.ttft_ms)
+
+
+def when_text(ms: float) -> str:
+    """A UTC epoch ms as '2025-11-30 14:05 UTC'."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
