@@ -96,8 +96,9 @@ prefix_option = click.option(
     type=rule_type(KV_CACHE_BLOCKS),
     default=DEFAULT_CACHE_BLOCKS,
     show_default=True,
-    help="LRU prefix-cache size (blocks of 512 tokens) under which cached tokens are derived "
-    "from a trace's hash_ids (Mooncake/AIPerf).",
+    help="Prefix-cache size (blocks of 512 tokens) under which cached tokens are derived from a trace's hash_ids "
+    "(Mooncake/AIPerf), evicting as vLLM does (a request's blocks tail first); with whatif's routing=, each "
+    "replica's.",
 )
 progress_option = click.option(
     "--progress/--no-progress",

@@ -24,6 +24,7 @@ from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.validate import GPUS_PER_REPLICA, OutOfRange
 from planner.whatif.deployment import SpecError, parse_deployment
 from planner.whatif.results import compare
+from planner.whatif.routing import attach_prefix
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
 from planner.whatif.trace import busiest_day as pick_busiest_day
 
@@ -115,7 +116,9 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     metavar="SPEC",
     help="A candidate, repeatable: "
     "'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or "
-    "'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it).",
+    "'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it; "
+    "routing=round-robin|least-loaded|session|prefix gives each dedicated replica its own prefix cache, evicting by "
+    "the engine's rule or eviction=tail-first|radix-leaf|lru).",
 )
 @click.option(
     "--growth",
@@ -178,6 +181,9 @@ def whatif(
     its uncached tokens and adds the RTT; the cheapest candidate meeting the target is marked.
     Each candidate's p50 and p95 come with a prediction interval (--interval), wide when its speed varies
     (speed_sd, request_sd in its spec) or the trace is short.
+    A dedicated candidate with routing= sends each request to a replica by that policy (as `ttft-planner prefix`
+    replays them) and queues it there; each replica keeps its own prefix cache of --prefix-cache-blocks (or
+    --kv-from-gpu), read from the log's hash_ids or message text, and reports its hit rate.
     """
     deployments = []
     for i, spec in enumerate(specs):
@@ -206,6 +212,10 @@ def whatif(
                 trace = read_trace(
                     paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks, progress=bar
                 )
+                if any(getattr(d, "routing", None) for d in deployments):  # a prefix cache per replica (issue 45)
+                    if len(paths) != 1:
+                        raise click.UsageError("routing= reads each request's prefix identity from one --log file")
+                    trace = attach_prefix(trace, paths[0], cache_blocks * MOONCAKE_BLOCK_TOKENS)
         finally:
             if bar is not None:
                 bar.close()
@@ -260,6 +270,13 @@ def whatif(
     for c in result.candidates:
         if c.ok:
             click.echo(f"{c.name}: " + "; ".join(c.interval_sentence(k) for k in ("p50", "p95")))
+        if c.ok and c.prefix_cache:
+            pc = c.prefix_cache
+            click.echo(
+                f"{c.name}: {pc['routing']} routing over {pc['replicas']} replicas, each with its own prefix cache "
+                f"({pc['eviction']}): hit rate {pc['hit_rate']:.1%}, {pc['fully_cached']:,}/{pc['requests']:,} "
+                "prompts fully cached"
+            )
     if result.cheapest is None:
         click.echo(f"No candidate meets the {it.label} target of {it.target_p95_ms:,.0f} ms at p95.")
     click.echo("Percentiles are nearest-rank; values in parentheses have too few requests (p95 needs 20, p99 100).")

@@ -9,7 +9,7 @@ The mapping goes from a canonical field to a column name (CSV) or a dotted path 
   prompt_text      prompt text: tokens are counted (tokenizer or estimate)
   cached_tokens, output_tokens, model, ttft_ms, ttft_s, duration_ms, duration_s,
   first_token_time, end_time (timestamps: TTFT/duration from ts), output_text,
-  hash_ids         prompt block hashes: cached tokens derived under an LRU prefix cache (planner.logs.prefix)
+  hash_ids         prompt block hashes: cached tokens derived under a prefix cache (planner.logs.prefix)
 
 `guess_mapping` proposes one from column names; the page shows it for the user to correct.
 """

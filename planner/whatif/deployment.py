@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.errors import PlannerError
+from planner.kvcache.simulate import Eviction, Routing
 from planner.provenance import Figure
 from planner.validate import (
     BATCHED_TOKENS,
@@ -44,6 +45,7 @@ __all__ = [
     "Deployment",
     "KEY_RULES",
     "MAX_POOL_SLOTS",
+    "NAMED_KEYS",
     "SERVERLESS_KEYS",
     "Serverless",
     "SpecError",
@@ -130,6 +132,11 @@ class Dedicated:
         per replica; max_num_batched_tokens = token budget of one step (tokens); chunked_prefill, mixed (0/1);
         block_size (tokens) and kv_blocks (KV cache blocks per replica, 0 = not limiting); step_ms = fixed cost of a
         step (ms; None: the engine profile's share of a lone decode step). See planner.whatif.engines.
+    routing: how a router spreads requests over the replicas ("round-robin", "least-loaded", "session", "prefix",
+        as `ttft-planner prefix` replays them); set, each replica keeps its own prefix cache (planner.whatif.routing)
+        and queues its own requests. None: one FIFO queue over every slot and the log's cached tokens, as before.
+    eviction: the replicas' cache rule ("tail-first", "radix-leaf", "lru"; None: the engine's own, vLLM's
+        tail-first for the slot model). See planner.logs.prefix.
     """
 
     name: str
@@ -151,6 +158,8 @@ class Dedicated:
     block_size: int = 16
     kv_blocks: int = 0
     step_ms: Figure | None = None
+    routing: str | None = None
+    eviction: str | None = None
 
     kind = "dedicated"
 
@@ -163,6 +172,7 @@ class Dedicated:
         if self.engine not in ENGINES:
             raise SpecError(f"{self.name}: engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         _check_rules(self, DEDICATED_KEYS)
+        _check_routing(self)
         if self.overflow is not None and self.max_slots > MAX_POOL_SLOTS:
             raise SpecError(f"{self.name}: {self.max_slots:,} slots with the overflow pool; at most {MAX_POOL_SLOTS:,}")
         if self.batching:
@@ -213,7 +223,7 @@ def _check_rules(dep: Serverless | Dedicated, keys: dict[str, tuple[str, str | N
     pool within MAX_POOL_SLOTS."""
     for key, (attr, unit) in keys.items():
         value = getattr(dep, attr)
-        if unit == _ENGINE or value is None:  # the engine's name is checked on its own; an unset step_ms is derived
+        if unit in (_ENGINE, _NAME) or value is None:  # names are checked on their own; an unset step_ms is derived
             continue
         why = KEY_RULES[key].problem(value.value if isinstance(value, Figure) else value)
         if why is not None:
@@ -221,6 +231,20 @@ def _check_rules(dep: Serverless | Dedicated, keys: dict[str, tuple[str, str | N
     slots = dep.slots_per_replica * (dep.max_replicas if isinstance(dep, Serverless) else dep.replicas)
     if slots > MAX_POOL_SLOTS and not (isinstance(dep, Dedicated) and dep.batching):
         raise SpecError(f"{dep.name}: {slots:,} slots (slots × replicas); at most {MAX_POOL_SLOTS:,}")
+
+
+def _check_routing(dep: Dedicated) -> None:
+    """routing= and eviction= name a known policy and rule; a rule is refused for llama.cpp's slots and without a
+    router (no per-replica cache to apply it to), and a router with an overflow pool (not replayed)."""
+    for key, value in (("routing", dep.routing), ("eviction", dep.eviction)):
+        if value is not None and value not in NAMED_KEYS[key]:
+            raise SpecError(f"{dep.name}: {key} must be one of {', '.join(NAMED_KEYS[key])}, got {value!r}")
+    if dep.eviction is not None and dep.engine == "llama.cpp":
+        raise SpecError(f"{dep.name}: eviction= applies to a block cache; llama.cpp keeps one sequence per slot")
+    if dep.eviction is not None and dep.routing is None:
+        raise SpecError(f"{dep.name}: eviction= needs routing=, which gives each replica its own prefix cache")
+    if dep.routing is not None and dep.overflow is not None:
+        raise SpecError(f"{dep.name}: routing= with an overflow pool is not replayed; give one or the other")
 
 
 def _check_rates(name: str, **rates: Figure) -> None:
@@ -263,6 +287,12 @@ KEY_RULES: dict[str, Rule] = {
 #: A batching engine's knobs (spec keys that only a batching engine takes; `slots` is its most running sequences).
 BATCHING_KEYS = ("max_num_batched_tokens", "chunked_prefill", "mixed", "block_size", "kv_blocks", "step_ms")
 _ENGINE = "engine"  # the "unit" of the engine key in DEDICATED_KEYS: a name, not a number
+_NAME = "name"  # the "unit" of routing= and eviction=: one of NAMED_KEYS[key]
+#: The keys whose value is a name from a list: the prefix replay's routing policies and the cache's eviction rules.
+NAMED_KEYS: dict[str, tuple[str, ...]] = {
+    "routing": tuple(r.value for r in Routing),
+    "eviction": tuple(e.value for e in Eviction),
+}
 #: Most slots one candidate may have (replicas × slots, overflow included): the replay keeps one entry per slot.
 MAX_POOL_SLOTS = 100_000
 
@@ -301,6 +331,8 @@ DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
     "block_size": ("block_size", None),
     "kv_blocks": ("kv_blocks", None),
     "step_ms": ("step_ms", "ms"),
+    "routing": ("routing", _NAME),
+    "eviction": ("eviction", _NAME),
 }
 _REQUIRED = {
     "serverless": ("window", "cold", "slots", "max", "prefill", "decode"),
@@ -315,6 +347,11 @@ def _convert(spec: str, key: str, raw: str, unit: str | None) -> Figure | int | 
         name = raw.strip().lower()
         if name not in ENGINES:
             raise SpecError(f"deployment {spec!r}: engine must be one of {', '.join(ENGINES)}, got {raw!r}")
+        return name
+    if unit == _NAME:
+        name = raw.strip().lower()
+        if name not in NAMED_KEYS[key]:
+            raise SpecError(f"deployment {spec!r}: {key} must be one of {', '.join(NAMED_KEYS[key])}, got {raw!r}")
         return name
     if unit is None:
         try:
@@ -414,7 +451,9 @@ def parse_deployment(
     overhead tokens and speed spreads default to the dedicated ones);
     dedicated `engine=vllm|sglang|llama.cpp` (a continuous-batching engine replayed step by step; `slots` is then its
     most running sequences) with its knobs `max_num_batched_tokens=`, `chunked_prefill=0|1`, `mixed=0|1`,
-    `block_size=`, `kv_blocks=`, `step_ms=` (defaults from assets/engines.toml; see planner.whatif.engines).
+    `block_size=`, `kv_blocks=`, `step_ms=` (defaults from assets/engines.toml; see planner.whatif.engines);
+    dedicated `routing=round-robin|least-loaded|session|prefix` (each replica then keeps its own prefix cache and
+    queue: planner.whatif.routing) and `eviction=tail-first|radix-leaf|lru` (default: the engine's rule).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}
     (see defaults_from_worksheet); a value in the spec always wins.
     Raises SpecError naming the spec and the offending key.
@@ -437,6 +476,12 @@ def parse_deployment(
     if kind == "serverless" and "engine" in pairs:
         raise SpecError(
             f"deployment {spec!r}: engine= applies to dedicated replicas (a serverless pool is replayed as slots)"
+        )
+    routed = [k for k in NAMED_KEYS if k in pairs]
+    if kind == "serverless" and routed:
+        raise SpecError(
+            f"deployment {spec!r}: {'= and '.join(routed)}= appl{'y' if len(routed) > 1 else 'ies'} to dedicated "
+            "replicas (a serverless pool packs requests onto its oldest replica with a free slot)"
         )
     if kind == "dedicated":
         _engine_defaults(spec, pairs)

@@ -31,6 +31,7 @@ import numpy as np
 from planner.whatif.batched import replay_batched
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, when_text
+from planner.whatif.routing import routed
 from planner.whatif.trace import Trace
 
 __all__ = ["DEFAULT_MAX_WAIT_S", "CannotKeepUp", "Replay", "SEGMENT_KEYS", "replay", "service_ms"]
@@ -73,6 +74,19 @@ def _fixed(name: str, arr: list[float], svc: list[float], slots: int, max_wait_m
             raise _too_long(name, a, s, max_wait_ms)
         heapreplace(heap, s + svc[i])
         start[i] = s
+    return start
+
+
+def _per_replica(
+    dep: Dedicated, arr: np.ndarray, hold: np.ndarray, replica_of: np.ndarray, max_wait_ms: float
+) -> np.ndarray:
+    """Start times when each request queues FIFO on its own replica's slots (a router's choice, planner.whatif.routing)
+    instead of on the first free slot of the pool."""
+    start = np.empty(len(arr))
+    for r in range(dep.replicas):
+        idx = np.flatnonzero(replica_of == r)
+        if idx.size:
+            start[idx] = _fixed(dep.name, arr[idx].tolist(), hold[idx].tolist(), dep.slots_per_replica, max_wait_ms)
     return start
 
 
@@ -213,10 +227,13 @@ def replay(
     for the whole run (a batching engine's every step takes `speed` × its cost).
     A dedicated deployment with a batching engine (engine=vllm|sglang|llama.cpp) is replayed step by step
     (planner.whatif.batched). Runs in O(n log slots) for a fixed pool and O(n · replicas) for a serverless pool.
+    A dedicated deployment with routing= sends each request to a replica by that policy, each replica keeping its own
+    prefix cache (planner.whatif.routing), and queues it there.
     Raises CannotKeepUp when the deployment cannot serve the trace (see the module docstring).
     """
+    trace, replica_of = routed(dep, trace)  # its replica, and the tokens that replica's cache serves (issue 45)
     if isinstance(dep, Dedicated) and dep.batching:
-        return replay_batched(dep, trace, max_wait_s=max_wait_s, slowdown=slowdown, speed=speed)
+        return replay_batched(dep, trace, max_wait_s=max_wait_s, slowdown=slowdown, speed=speed, replica_of=replica_of)
     if speed != 1.0:
         slowdown = np.full(trace.n, speed) if slowdown is None else slowdown * speed
     n = trace.n
@@ -244,8 +261,11 @@ def replay(
         start = np.asarray(s)
         ready = np.asarray(r)
     elif dep.overflow is None:
-        slots = dep.replicas * dep.slots_per_replica
-        start = np.asarray(_fixed(dep.name, arr, hold.tolist(), slots, max_wait_ms))
+        if replica_of is None:
+            slots = dep.replicas * dep.slots_per_replica
+            start = np.asarray(_fixed(dep.name, arr, hold.tolist(), slots, max_wait_ms))
+        else:
+            start = _per_replica(dep, arr_np, hold, replica_of, max_wait_ms)
         peak = dep.replicas
     else:
         sl_pool = dep.overflow

@@ -8,7 +8,7 @@ overall p95 and every reliable hourly p95 are at or under the target.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from planner.stats import Percentile, nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.interval import DEFAULT_LEVEL, Band, Prediction, predict
 from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay
+from planner.whatif.routing import placement
 from planner.whatif.trace import Trace, hour_of_day
 
 __all__ = [
@@ -110,6 +111,7 @@ class CandidateResult:
     interval: dict[str, Band] = field(default_factory=dict)  # "p50"/"p95"/"p99" → value and interval
     interval_level: float = DEFAULT_LEVEL
     interval_driven_by: str = ""  # "engine" (the speed level), "requests" (their jitter), "trace" (its size alone)
+    prefix_cache: dict[str, Any] | None = None  # routing=: its replicas' caches (planner.whatif.routing.Placement)
 
     def interval_sentence(self, key: str = "p95") -> str:
         """'p95 812 ms (80 %: 700–950 ms), width set by the engine's speed spread'; '' without an interval."""
@@ -173,6 +175,7 @@ class CandidateResult:
             "cold_starts": self.cold_starts,
             "peak_replicas": self.peak_replicas,
             "overflow_fraction": self.overflow_fraction,
+            "prefix_cache": self.prefix_cache,
         }
 
 
@@ -386,7 +389,9 @@ def compare(
         except CannotKeepUp as exc:
             results.append(CandidateResult(name=dep.name, kind=dep.kind, ok=False, message=exc.reason))
             continue
-        results.append(summarize_replay(dep, pred.nominal, it, tz, pred))
+        placed = placement(dep, trace)  # routing=: the replicas' caches the replay served from (made once, reused)
+        result = summarize_replay(dep, pred.nominal, it, tz, pred)
+        results.append(result if placed is None else replace(result, prefix_cache=placed.summary()))
     meeting = [c for c in results if c.ok and c.meets_target]
     cheapest = min(meeting, key=lambda c: c.cost_usd).name if meeting else None
     return Comparison(tuple(results), it, cheapest, trace.n, tz, level)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import PlannerError
+from planner.whatif.prefix_identity import PrefixIdentity
 
 __all__ = [
     "Trace",
@@ -50,6 +51,7 @@ class Trace:
     output_tokens: np.ndarray
     source: str = ""
     notes: tuple[str, ...] = ()  # what the reader derived or defaulted (relative times, prefix-cache share)
+    prefix: PrefixIdentity | None = None  # each request's block hashes and session, for routing= (issue 45)
 
     @property
     def n(self) -> int:
@@ -74,6 +76,7 @@ class Trace:
             self.output_tokens[mask_or_index],
             self.source,
             self.notes,
+            None if self.prefix is None else self.prefix.take(mask_or_index),
         )
 
 
@@ -210,4 +213,5 @@ def grow(trace: Trace, growth: float, seed: int = 0, jitter_ms: float = 60_000.0
         trace.output_tokens[idx],
         trace.source,
         trace.notes,
+        None if trace.prefix is None else trace.prefix.take(idx),
     )

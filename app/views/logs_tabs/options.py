@@ -77,7 +77,8 @@ def render(tz: str) -> ReadOptions:
                 step=1024,
                 value=int(prefs["cache_blocks"]),
                 key="logs_cache_blocks",
-                help="LRU size under which the cached share is derived from a trace's hash_ids.",
+                help="Prefix-cache size (evicting as vLLM does) under which the cached share is derived from a "
+                "trace's hash_ids.",
             )
         )
     prefs.update(fmt=fmt, naive_tz=naive_tz, workday=workday, start=start, cache_blocks=cache_blocks)
