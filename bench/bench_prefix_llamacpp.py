@@ -17,6 +17,13 @@ follow: the run then shows how much more the server serves than the slots-only p
 
     python bench/bench_prefix_llamacpp.py [--slots 2] [--sessions 6] [--turns 6] [--seed 1] [--similarity 0.1]
         [--cache-ram 0] [--out rows.jsonl]
+    python bench/bench_prefix_llamacpp.py --matrix [--turns 6]   # --parallel 2 and 4, more sessions than slots
+
+`--parallel` is `--slots` (llama-server's own name for -np). `--matrix` runs `--parallel 2` with 6 sessions and
+`--parallel 4` with 10 (issue 45), each on a fresh server, and prints one Markdown row per setting: per-request cached
+tokens against `timings.cache_n`, and beside it what the planner's own replay predicts for the same requests
+(planner.kvcache.simulate with engine=llama.cpp: the prompts as 16-token blocks, a slot keeping its last prompt but
+not the output, as `ttft-planner prefix --engine llama.cpp` replays a log that has no output ids).
 
 Set up the engine once with `make engine`. At roughly 170 prefill tokens/s on one core the defaults take about a
 minute; run it under `taskset -c 1` beside the server's core.
@@ -43,11 +50,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_engine import healthy, server_binary, start_server  # noqa: E402
+from planner.kvcache.chains import PrefixRequest, chain_tokens  # noqa: E402
+from planner.kvcache.simulate import simulate  # noqa: E402
 from planner.kvcache.slots import DEFAULT_SIMILARITY, LlamaCppSlots  # noqa: E402
 from tests.support.stopping import stop_process  # noqa: E402
 
 TOKEN_LOW, TOKEN_HIGH = 1000, 100_000  # ordinary text pieces of Gemma 3's vocabulary (no control tokens)
 ALTERNATIVES = (0.0, 0.1, 0.5)  # LRU only; this build's default; older servers' default
+MATRIX = ((2, 6), (4, 10))  # (--parallel, sessions): more sessions than slots, so slots are taken over
+PLANNER_BLOCK_TOKENS = 16  # the planner's blocks for token-id prompts (vLLM's default block)
 SELECTED = re.compile(r"get_availabl\S*: id +(\d+) \| task -?\d+ \| selected slot by (LRU|LCP similarity)")
 
 
@@ -160,6 +171,7 @@ def replay(args: argparse.Namespace, trace: Trace, srv: SlotServer, slot_tokens:
                 "i": i,
                 "session": s,
                 "turn": t,
+                "blocks": chain_tokens(prompt, PLANNER_BLOCK_TOKENS),
                 "prompt_tokens": len(prompt),
                 "output_tokens": len(output),
                 "cache_n": timings["cache_n"],
@@ -205,6 +217,27 @@ def naive_affinity(rows: list[dict[str, Any]], slots: int, system_tokens: int) -
     return total
 
 
+def planner_prediction(rows: list[dict[str, Any]], slots: int, slot_tokens: int, similarity: float) -> list[int]:
+    """Cached tokens per request as the planner's own replay predicts them (planner.kvcache.simulate, engine
+    llama.cpp, one replica of `slots` slots of `slot_tokens`): prompts as 16-token blocks, output unknown."""
+    requests = [
+        PrefixRequest(r["i"], str(r["session"]), r["prompt_tokens"], tuple(r["blocks"]), r["output_tokens"])
+        for r in rows
+    ]
+    capacity = slots * slot_tokens // PLANNER_BLOCK_TOKENS
+    if similarity != DEFAULT_SIMILARITY:
+        print(f"note: the planner's llama.cpp replay uses -sps {DEFAULT_SIMILARITY}; this run used {similarity}")
+    run = simulate(
+        requests,
+        replicas=1,
+        capacity_blocks=capacity,
+        block_tokens=PLANNER_BLOCK_TOKENS,
+        engine="llama.cpp",
+        slots=slots,
+    )
+    return list(run.cached_tokens)
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     prompt = sum(r["prompt_tokens"] for r in rows)
@@ -230,62 +263,39 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rule_known": len(with_rule),
         "count_mismatch": sum(r["cache_n"] + r["prompt_n"] != r["prompt_tokens"] for r in rows),
         "server_lru": sum(r.get("server_rule") == "lru" for r in rows),
+        "hit_planner": sum(r["planner_predicted"] for r in rows) / prompt,
+        "planner_pp": 100 * (sum(r["planner_predicted"] for r in rows) - measured) / prompt,
+        "planner_mean_abs": sum(abs(r["planner_predicted"] - r["cache_n"]) for r in rows) / n,
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
-    )
-    ap.add_argument("--slots", type=int, default=2, help="server slots, -np (default 2)")
-    ap.add_argument("--sessions", type=int, default=6, help="agent sessions, more than slots (default 6)")
-    ap.add_argument("--turns", type=int, default=6, help="requests per session (default 6)")
-    ap.add_argument("--seed", type=int, default=1, help="trace seed (default 1)")
-    ap.add_argument(
-        "--similarity",
-        type=float,
-        default=DEFAULT_SIMILARITY,
-        help=f"--slot-prompt-similarity, for the server and the model (default {DEFAULT_SIMILARITY}, this build's)",
-    )
-    ap.add_argument(
-        "--cache-ram", type=int, default=0, help="the server's host prompt cache in MiB (default 0: off, slots only)"
-    )
-    ap.add_argument("--out", type=Path, help="write the per-request rows to this JSON Lines file")
-    ap.add_argument("--system-tokens", type=int, default=320, help="shared system prompt (default 320 tokens)")
-    ap.add_argument("--output-tokens", type=int, default=8, help="n_predict per request (default 8)")
-    ap.add_argument("--ctx-per-slot", type=int, default=2048, help="context per slot: -c = slots × this (2048)")
-    ap.add_argument("--kv-unified", action="store_true", help="one KV pool shared by the slots (default: per slot)")
-    ap.add_argument("--no-swa-full", action="store_true", help="leave out --swa-full (reuse then limited by SWA)")
-    ap.add_argument("--port", type=int, default=8095)
-    ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
-    ap.add_argument("-v", "--verbose", action="store_true", help="print each request as it completes")
-    args = ap.parse_args()
-    if args.sessions <= args.slots:
-        print(f"note: {args.sessions} sessions on {args.slots} slots: no slot needs to be taken over")
-
+def run_setting(args: argparse.Namespace) -> tuple[list[dict[str, Any]], SlotServer, int, str, float, float]:
+    """One server with args.slots slots over its trace: (rows, the server, n_ctx per slot, build, load, seconds)."""
     trace = build_trace(args.sessions, args.turns, args.system_tokens, args.seed)
-    load0 = os.getloadavg()
+    load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     srv = SlotServer(args)
     try:
-        slots_info = srv.get("/slots")
-        slot_tokens = int(slots_info[0]["n_ctx"])
-        build = srv.get("/props").get("build_info", "?")
+        slot_tokens = int(srv.get("/slots")[0]["n_ctx"])
+        build = str(srv.get("/props").get("build_info", "?"))
         rows = replay(args, trace, srv, slot_tokens)
     finally:
         srv.stop()
-    wall = time.monotonic() - t0
-    if args.out:
-        with open(args.out, "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    planned = planner_prediction(rows, args.slots, slot_tokens, args.similarity)
+    for r, p in zip(rows, planned, strict=True):
+        r["planner_predicted"] = p
+        del r["blocks"]
+    return rows, srv, slot_tokens, build, load0, time.monotonic() - t0
 
+
+def report(args: argparse.Namespace, rows, srv: SlotServer, slot_tokens: int, build: str, load0: float, wall: float):
+    """The full text report of one setting (as before issue 45, plus the planner's block-level replay)."""
     s = summarise(rows)
     version = subprocess.run([str(server_binary()), "--version"], capture_output=True, text=True).stderr.strip()
     print(
         f"llama-server {version.splitlines()[0] if version else '?'} (build_info {build}), Gemma 3 270M Q4_K_M on "
         f"core {args.core} (-t 1), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
-        f"{load0[0]:.1f} at start, {wall:.0f} s"
+        f"{load0:.1f} at start, {wall:.0f} s"
     )
     print(f"server flags: {' '.join(srv.flags)}; n_ctx per slot {slot_tokens}")
     print(
@@ -305,6 +315,10 @@ def main() -> int:
         ("slot length agreement (tokens_cached)", f"{s['len_agree']}/{s['len_known']}"),
         ("rule agreement (server log)", f"{s['rule_agree']}/{s['rule_known']} (LRU {s['server_lru']}×)"),
         ("cache_n + prompt_n ≠ prompt", f"{s['count_mismatch']}"),
+        (
+            "planner replay (16-token blocks, no output)",
+            f"{s['hit_planner']:.2%} ({s['planner_pp']:+.2f} pp), mean |diff| {s['planner_mean_abs']:.1f} tokens",
+        ),
     ]
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
@@ -329,6 +343,68 @@ def main() -> int:
                 f"  {r['i']:3d} s{r['session']} t{r['turn']} {r['prompt_tokens']:5d} {r['cache_n']:5d} "
                 f"{r['predicted']:5d} {r['id_slot']}/{r['predicted_slot']} "
                 f"({r.get('server_rule')}/{r['predicted_rule']})"
+            )
+    return s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    ap.add_argument("--slots", "--parallel", type=int, default=2, help="server slots, -np / --parallel (default 2)")
+    ap.add_argument("--sessions", type=int, default=6, help="agent sessions, more than slots (default 6)")
+    ap.add_argument("--turns", type=int, default=6, help="requests per session (default 6)")
+    ap.add_argument("--seed", type=int, default=1, help="trace seed (default 1)")
+    ap.add_argument(
+        "--similarity",
+        type=float,
+        default=DEFAULT_SIMILARITY,
+        help=f"--slot-prompt-similarity, for the server and the model (default {DEFAULT_SIMILARITY}, this build's)",
+    )
+    ap.add_argument(
+        "--cache-ram", type=int, default=0, help="the server's host prompt cache in MiB (default 0: off, slots only)"
+    )
+    ap.add_argument("--out", type=Path, help="write the per-request rows to this JSON Lines file")
+    ap.add_argument("--system-tokens", type=int, default=320, help="shared system prompt (default 320 tokens)")
+    ap.add_argument("--output-tokens", type=int, default=8, help="n_predict per request (default 8)")
+    ap.add_argument("--ctx-per-slot", type=int, default=2048, help="context per slot: -c = slots × this (2048)")
+    ap.add_argument("--kv-unified", action="store_true", help="one KV pool shared by the slots (default: per slot)")
+    ap.add_argument("--no-swa-full", action="store_true", help="leave out --swa-full (reuse then limited by SWA)")
+    ap.add_argument("--port", type=int, default=8095)
+    ap.add_argument("--core", type=int, default=1, help="CPU core for the server (default 1)")
+    ap.add_argument(
+        "--matrix",
+        action="store_true",
+        help=f"run {', '.join(f'--parallel {n} with {m} sessions' for n, m in MATRIX)} and print a Markdown table",
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each request as it completes")
+    args = ap.parse_args()
+    settings = [(n, m) for n, m in MATRIX] if args.matrix else [(args.slots, args.sessions)]
+    table = []
+    for n, m in settings:
+        args.slots, args.sessions = n, m
+        if args.sessions <= args.slots:
+            print(f"note: {args.sessions} sessions on {args.slots} slots: no slot needs to be taken over")
+        rows, srv, slot_tokens, build, load0, wall = run_setting(args)
+        if args.out:
+            out = args.out if not args.matrix else args.out.with_name(f"{args.out.stem}.np{n}{args.out.suffix}")
+            with open(out, "w") as f:
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+        s = report(args, rows, srv, slot_tokens, build, load0, wall)
+        table.append((n, m, s))
+    if args.matrix:
+        print()
+        print(
+            "| --parallel | sessions | requests | cache_n hit rate | predicted (slots profile) | per-request exact | "
+            "id_slot | planner replay (16-token blocks) |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for n, m, s in table:
+            print(
+                f"| {n} | {m} | {s['requests']} | {s['hit_measured']:.2%} | {s['hit_predicted']:.2%} "
+                f"({s['pp_apart']:+.2f} pp) | {s['exact']}/{s['requests']} | {s['slot_agree']}/{s['slot_known']} | "
+                f"{s['hit_planner']:.2%} ({s['planner_pp']:+.2f} pp) |"
             )
     return 0
 
