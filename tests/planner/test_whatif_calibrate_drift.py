@@ -7,7 +7,6 @@ exactly, whatever else the machine is doing."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import pytest
@@ -104,8 +103,11 @@ def test_one_calibration_alone_carries_its_rounds_and_the_stated_prior():
     s = next_run_spread([(0, [100.0, 110.0, 95.0])])
     assert s.prior_sd == DRIFT_PRIOR_SD == 0.15
     assert s.measured_sd == pytest.approx(speed_sd_of([100.0, 110.0, 95.0]))
-    assert s.speed_sd == pytest.approx(math.hypot(s.measured_sd, 0.15))
-    assert "plus a prior of ±15%" in s.describe()
+    assert s.speed_sd == pytest.approx(0.15)  # the rounds agree to ±5 %: the prior is the floor
+    assert "at least a prior of ±15%" in s.describe()
+    wide = next_run_spread([(0, [100.0, 140.0, 70.0])])
+    assert wide.speed_sd == pytest.approx(speed_sd_of([100.0, 140.0, 70.0]))  # rounds wider than the prior …
+    assert wide.speed_sd > 0.15 and wide.prior_sd == 0.15  # … stand for the drift themselves
 
 
 def test_calibrations_over_an_hour_replace_the_prior_with_the_drift_between_them():
