@@ -1,4 +1,4 @@
-"""GPU fit: KV bytes per token, weights + KV vs HBM, and a model that fits on no node."""
+"""GPU fit: KV bytes per token, weights + KV vs GPU memory (GiB), and a model that fits on no node."""
 
 import dataclasses
 

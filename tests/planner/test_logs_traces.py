@@ -85,7 +85,7 @@ def test_mooncake_sample_percentiles_and_derived_cache_share():
     # exactly one 512-token block (capped at its prompt).
     expected = sum(min(512, r["input_length"]) for r in recs[1:] if r["hash_ids"][:1] == [0])
     assert int(res.frame["cached_tokens"].sum()) == expected
-    assert any("derived from hash_ids" in n and "LRU" in n for n in res.notes)
+    assert any("derived from hash_ids" in n and "tail-first prefix cache" in n for n in res.notes)
 
 
 def test_prefix_share_from_hash_ids_on_a_hand_built_trace_under_a_small_lru():
