@@ -12,7 +12,12 @@ Two shapes:
 Every rate is a `planner.provenance.Figure` so a value measured elsewhere (a probe's prefill
 slope, a cold reading) keeps its provenance; `parse_deployment` makes typed figures.
 Rates are per slot: a request in a slot prefills at `prefill_tokens_per_s` and decodes at
-`decode_tokens_per_s` whatever the other slots do (see docs/whatif-model.md).
+`decode_tokens_per_s` whatever the other slots do (see docs/whatif-model.md); a batching engine's (`engine=`) are
+the engine's, shared by the requests of one step (planner.whatif.engines).
+
+Over 400 lines: the candidate shapes, their key tables and the spec grammar that fills them are one vocabulary read
+by the CLI, the page and every test through this module; the engine profiles and step costs live in
+planner.whatif.engines.
 """
 
 from __future__ import annotations
