@@ -218,7 +218,7 @@ def _coerce(name: str, value: Any) -> Any:
         return str(value).strip()
     except EndpointError:
         raise
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
         raise EndpointError(f"{name} must be a {typ.__name__}, got {value!r}", name) from None
 
 
@@ -261,7 +261,10 @@ def validate(fields: Mapping[str, Any]) -> dict[str, Any]:
         value = out[name]
         if value is None:
             continue
-        shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**15 else str(value)
+        try:
+            shown = f"{value:g}" if isinstance(value, float) or abs(value) >= 10**15 else str(value)
+        except OverflowError:  # a whole number past any float (10**400)
+            shown = f"a {len(str(abs(value)))}-digit number"
         problem = rule.problem(value, shown)
         if problem is not None:
             raise EndpointError(f"{name} {problem}", name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -31,7 +33,9 @@ from planner.providers import (
 )
 from planner.store.audit import record_cli
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "MAX_IMPORT_BYTES"]
+
+MAX_IMPORT_BYTES = 16 << 20  # an endpoints file holds ~300 bytes an endpoint: one this large is something else
 
 
 def _field_options(required: bool):
@@ -228,15 +232,31 @@ def export_cmd(output, database_url) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
+def _read_capped(path: str) -> bytes:
+    """The bytes of `path` ("-": stdin), at most MAX_IMPORT_BYTES. ValueError for a path that is not a regular file
+    (a named pipe nobody writes would be waited on forever, /dev/zero read without end) or one over the cap."""
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
+    else:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # stat never waits on a pipe; open would
+            raise ValueError("not a regular file (a pipe, a device or a folder): save the endpoints to a file")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise ValueError(f"more than {MAX_IMPORT_BYTES >> 20} MB: not an endpoints file")
+    return data
+
+
 @endpoints.command("import")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--no-update", is_flag=True, help="Reject records whose name exists instead of updating them.")
 @store_option
 def import_cmd(path, no_update, database_url) -> None:
-    """Add or update endpoints from a TOML file of [[endpoint]] tables (exit 1 if any record was rejected)."""
+    """Add or update endpoints from a TOML file of [[endpoint]] tables, at most 16 MB (exit 1 if any record was
+    rejected)."""
     engine = open_engine(database_url)
     try:
-        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+        data = _read_capped(path)
         text = data.decode("utf-8")
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="PATH") from None
@@ -245,6 +265,8 @@ def import_cmd(path, no_update, database_url) -> None:
             f"{path} is not UTF-8 text (byte {exc.start:,} is {data[exc.start]:#04x}): is it a binary file?",
             param_hint="PATH",
         ) from None
+    except ValueError as exc:  # not a regular file, or larger than an endpoints file is
+        raise click.BadParameter(f"{path}: {exc}", param_hint="PATH") from None
     try:
         res = import_toml(engine, text, update=not no_update)
     except EndpointError as exc:

@@ -90,7 +90,7 @@ def _ms(col) -> Checked | None:
     if got is None:
         return None
     v, finite = got
-    return v, ~finite | (v >= 0)  # a missing timing is NaN; a negative one is rejected
+    return v, np.isnan(v) | (finite & (v >= 0))  # a missing timing is NaN; a negative or infinite one is rejected
 
 
 def batch_rows(

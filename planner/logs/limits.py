@@ -3,7 +3,9 @@
 A log arrives as a path or as (name, bytes) from an upload. Compressed input is
 inflated in chunks and stopped as soon as it passes the byte cap, or inflates
 faster than a real log can (ratio cap): a few KB of gzip must not become GBs
-in memory.
+in memory. The ratio is what came out over the compressed bytes read so far, checked
+once 16 MB came out, so a bomb is stopped there (a 1 MB bomb of 1 GB held 200 MB
+when the ratio was taken over its whole size).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def _check_size(name: str, inflated_bytes: int, max_bytes: int) -> None:
 
 
 def _inflates_like_a_bomb(inflated_bytes: int, compressed_bytes: int) -> bool:
-    """True once more than _RATIO_CHECK_AFTER_BYTES came out, over MAX_GZIP_RATIO × what went in."""
+    """True once more than _RATIO_CHECK_AFTER_BYTES came out, over MAX_GZIP_RATIO × the compressed bytes read."""
     return inflated_bytes > _RATIO_CHECK_AFTER_BYTES and inflated_bytes > MAX_GZIP_RATIO * compressed_bytes
 
 
@@ -63,9 +65,10 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
             chunk = d.decompress(buf, _CHUNK)
             total += len(chunk)
             _check_size(name, total, max_bytes)
-            if _inflates_like_a_bomb(total, len(data)):
+            read = len(data) - len(d.unconsumed_tail) - len(d.unused_data)  # the compressed bytes read so far
+            if _inflates_like_a_bomb(total, read):
                 raise TooLarge(
-                    f"{name} inflates more than {MAX_GZIP_RATIO}× ({_mb(len(data))} → over {_mb(total)}): "
+                    f"{name} inflates more than {MAX_GZIP_RATIO}× ({read:,} bytes → over {_mb(total)}): "
                     "refused as a likely gzip bomb"
                 )
             out.append(chunk)
@@ -86,15 +89,16 @@ def _unzstd(data: bytes, name: str, max_bytes: int) -> bytes:
 
     out: list[bytes] = []
     total = 0
+    raw = pa.BufferReader(data)
     try:
-        with pa.CompressedInputStream(pa.BufferReader(data), "zstd") as stream:
+        with pa.CompressedInputStream(raw, "zstd") as stream:
             while True:
                 chunk = stream.read(_CHUNK)
                 if not chunk:
                     break
                 total += len(chunk)
                 _check_size(name, total, max_bytes)
-                if _inflates_like_a_bomb(total, len(data)):
+                if _inflates_like_a_bomb(total, raw.tell()):  # the compressed bytes read so far
                     raise TooLarge(
                         f"{name} inflates more than {MAX_GZIP_RATIO}×: refused as a likely decompression bomb"
                     )

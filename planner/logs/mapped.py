@@ -177,7 +177,7 @@ def mapping_complete(mapping: Mapping[str, str]) -> bool:
 def _number(value: Any, field: str) -> float:
     try:
         f = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
         raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
     if not math.isfinite(f) or f < 0:
         raise Reject(f"{field} is negative or not finite: {str(value)[:40]!r}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
 from planner.lazy import lazy_module
+from planner.logs.otlp_walk import storable
 from planner.logs.records import RejectedLine, Row
 
 if TYPE_CHECKING:
@@ -71,6 +72,14 @@ def rows_frame(rows: list[Row], sources: list[str]) -> pd.DataFrame:
         arr = {c: [] for c in Row._fields}
     else:
         arr = dict(zip(Row._fields, zip(*rows, strict=True), strict=True))
+    try:
+        return _frame(arr, sources)
+    except UnicodeEncodeError:  # a model named by JSON's "\ud800": a lone surrogate, which no string column takes
+        arr["model"] = [storable(m, len(m)) for m in arr["model"]]
+        return _frame(arr, sources)
+
+
+def _frame(arr: dict[str, Sequence[Any]], sources: list[str]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "ts_ms": np.asarray(arr["ts_ms"], dtype=np.int64),

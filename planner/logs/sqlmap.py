@@ -127,7 +127,7 @@ def mapped_select(mapping: Mapping[str, str], types: Mapping[str, str], start_ms
             return None
         v = f"{_q(used[f])}::DOUBLE"
         timings.append(f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END")
-        timing_oks.append(f"coalesce(isnan({v}) OR {v} >= 0, true)")
+        timing_oks.append(f"coalesce(isnan({v}) OR (isfinite({v}) AND {v} >= 0), true)")  # not inf, not negative
     model = f"coalesce({_q(used['model'])}::VARCHAR, '')" if "model" in used else "''"
     rs.select = _columns(ts, model, prompt, cached, output, *timings)
     rs.ok = _all([ts_ok, prompt_ok, cached_ok, output_ok, f"{cached_n} <= {prompt_n}", *timing_oks])

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from planner.probes.errors import MissingApiKey, ProbeFault
-from planner.probes.events import EventInfo
+from planner.probes.events import EventInfo, as_object, token_count, token_total
 
 __all__ = ["MissingGoogleCredentials", "adc_token", "build_body", "interpret_data", "request_url", "retry_delay_s"]
 
@@ -79,8 +79,8 @@ def adc_token() -> str | None:
 def retry_delay_s(body: str) -> float | None:
     """Seconds a 429 `RESOURCE_EXHAUSTED` body asks to wait (its RetryInfo `retryDelay`, e.g. "7s"), or None."""
     try:
-        details = (json.loads(body).get("error") or {}).get("details") or []
-    except (ValueError, AttributeError):
+        details = as_object(as_object(json.loads(body)).get("error")).get("details") or []
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
         return None
     for d in details if isinstance(details, list) else []:
         delay = d.get("retryDelay") if isinstance(d, dict) else None
@@ -109,15 +109,13 @@ def interpret_data(data: str, info: EventInfo) -> None:
         cls = "rate_limited" if status == "RESOURCE_EXHAUSTED" else "server_error"
         msg = err.get("message", "") if isinstance(err, dict) else str(err)
         raise ProbeFault(cls, f"error event in the stream: {status} {msg}".strip())
-    usage = obj.get("usageMetadata")
-    if isinstance(usage, dict):
-        if isinstance(usage.get("promptTokenCount"), int):
-            info.prompt_tokens = usage["promptTokenCount"]
-        out = [usage.get(k) for k in ("candidatesTokenCount", "thoughtsTokenCount")]
-        if any(isinstance(v, int) for v in out):
-            info.output_tokens = sum(v for v in out if isinstance(v, int))
-        if isinstance(usage.get("cachedContentTokenCount"), int):
-            info.cached_tokens = usage["cachedContentTokenCount"]
+    usage = as_object(obj.get("usageMetadata"))
+    if (prompt := token_count(usage.get("promptTokenCount"))) is not None:
+        info.prompt_tokens = prompt
+    if (output := token_total(usage.get(k) for k in ("candidatesTokenCount", "thoughtsTokenCount"))) is not None:
+        info.output_tokens = output
+    if (cached := token_count(usage.get("cachedContentTokenCount"))) is not None:
+        info.cached_tokens = cached
     candidates = obj.get("candidates")
     if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
         return

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.probes import azure, bedrock, gemini, responses
 from planner.probes.errors import ProbeFault, parse_retry_after
-from planner.probes.events import EventInfo, read_openai_usage
+from planner.probes.events import EventInfo, as_object, read_openai_usage, token_count, token_total
 from planner.probes.sse import SseEvent, SseParser
 
 if TYPE_CHECKING:  # botocore ships no types: reads as Any
@@ -212,32 +212,30 @@ def _anthropic(ev: SseEvent) -> EventInfo:
     if kind == "error":
         raise _stream_error(obj)
     if kind == "message_start":
-        usage = (obj.get("message") or {}).get("usage") or {}
-        _usage_anthropic(usage, info)
+        _usage_anthropic(as_object(as_object(obj.get("message")).get("usage")), info)
     elif kind == "content_block_start":
         info.is_first_event = True
     elif kind == "content_block_delta":
         info.is_first_event = True
-        delta = obj.get("delta") or {}
+        delta = as_object(obj.get("delta"))
         info.is_token = True
-        info.is_visible = delta.get("type") == "text_delta" and bool(delta.get("text"))
+        text = delta.get("text")
+        info.is_visible = delta.get("type") == "text_delta" and isinstance(text, str) and text != ""
     elif kind == "message_delta":
-        _usage_anthropic(obj.get("usage") or {}, info)
+        _usage_anthropic(as_object(obj.get("usage")), info)
     elif kind == "message_stop":
         info.done = True
     return info
 
 
 def _usage_anthropic(usage: dict[str, Any], info: EventInfo) -> None:
-    if not isinstance(usage, dict):
-        return
     parts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-    if any(isinstance(p, int) for p in parts):
-        info.prompt_tokens = sum(p for p in parts if isinstance(p, int))
-    if isinstance(usage.get("cache_read_input_tokens"), int):
-        info.cached_tokens = usage["cache_read_input_tokens"]
-    if isinstance(usage.get("output_tokens"), int):
-        info.output_tokens = usage["output_tokens"]
+    if (prompt := token_total(parts)) is not None:
+        info.prompt_tokens = prompt
+    if (cached := token_count(usage.get("cache_read_input_tokens"))) is not None:
+        info.cached_tokens = cached
+    if (output := token_count(usage.get("output_tokens"))) is not None:
+        info.output_tokens = output
 
 
 def interpret(protocol: str, ev: SseEvent | EventStreamMessage) -> EventInfo:

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from planner.probes.errors import ProbeFault
-from planner.probes.events import EventInfo, read_openai_usage
+from planner.probes.events import EventInfo, as_object, read_openai_usage
 
 __all__ = ["MIN_OUTPUT_TOKENS", "TOKEN_EVENTS", "VISIBLE_EVENTS", "build_body", "interpret_event"]
 
@@ -62,7 +62,7 @@ def interpret_event(event: str, data: str, info: EventInfo) -> None:
     if kind == "error":
         raise _fault(kind, obj.get("code"), obj.get("message"))
     if kind == "response.failed":
-        err = (obj.get("response") or {}).get("error") or {}
+        err = as_object(obj.get("response")).get("error") or {}
         if not isinstance(err, dict):
             err = {"message": err}
         raise _fault(kind, err.get("code"), err.get("message"))
@@ -77,7 +77,7 @@ def interpret_event(event: str, data: str, info: EventInfo) -> None:
         info.done = True
         read_openai_usage(
             info,
-            (obj.get("response") or {}).get("usage"),
+            as_object(obj.get("response")).get("usage"),
             prompt_key="input_tokens",
             output_key="output_tokens",
             details_key="input_tokens_details",

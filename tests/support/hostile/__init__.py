@@ -1,4 +1,13 @@
-"""Endpoints whose names and server error bodies carry outside markup: what a misbehaving provider or a careless
+"""Hostile input for every reader of outside data.
+
+- `corpus`: the hostile cases (deep JSON, wrong types, NaN/Inf/huge numbers, times outside 1970–2100, invalid
+  UTF-8, UTF-16, BOM, NUL, bombs, drip / black-hole / never-accepting servers, huge bodies, echoed secrets), each
+  saying which kinds of input it applies to (an HTTP body, a file, a database row, an OTLP export);
+- `readers`: every reader of outside data as one callable per name (READERS: a new reader joins by one line);
+- `server`, `documents`, `heavy`: the hostile HTTP server, the readers' documents with the case in them, and the
+  subprocess that runs the memory-heavy cases and reads their peak RSS.
+
+Here: endpoints whose names and server error bodies carry outside markup, what a misbehaving provider or a careless
 teammate could store. The AppTest hostile-text tests (tests/app/test_hostile_and_faults.py) and the browser walk of
 every page (tests/e2e/conftest.py) seed the same shape of store."""
 
