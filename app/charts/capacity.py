@@ -145,18 +145,32 @@ def gpu_fit_figure(table: pd.DataFrame) -> go.Figure:
         else f"≥ {int(m)} GPUs: no single node"
         for t, m, f in zip(table["tp_gpus"].fillna(0), table["min_gpus"], table["fits"], strict=True)
     ]
+    # Bars across, each label to the right of its bar at full size: upright bars squeezed a long label ("needs 3, runs
+    # on 4 (tensor parallel)") into the bar's width, down to 4 px text.
+    top = float(table["min_gpus"].max()) if len(table) else 1.0
     fig = go.Figure(
         go.Bar(
-            x=table["gpu"],
-            y=table["min_gpus"],
+            y=table["gpu"],
+            x=table["min_gpus"],
+            orientation="h",
             marker_color=colors,
             text=labels,
             textposition="outside",
-            hovertemplate="%{x}: %{text}<extra></extra>",
+            constraintext="none",
+            cliponaxis=False,
+            textfont={"size": 12},
+            hovertemplate="%{y}: %{text}<extra></extra>",
         )
     )
     fig.update_layout(
-        title="GPUs needed for weights + KV cache", yaxis_title="GPUs (minimum)", height=380, showlegend=False
+        title="GPUs needed for weights + KV cache",
+        xaxis_title="GPUs (minimum)",
+        # room right of the longest bar for its label (about 2.2 bar lengths of the axis at most)
+        xaxis_range=[0, top * 2.2],
+        yaxis={"autorange": "reversed", "automargin": True},
+        height=max(300, 60 + 42 * len(table)),
+        showlegend=False,
+        uniformtext={"minsize": 12, "mode": "show"},
     )
     return fig
 

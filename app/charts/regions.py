@@ -14,7 +14,7 @@ from planner.probes.rtt_rank import ranked, row_outcome, row_status
 from planner.regions import Region, RttMethod
 from planner.settings import vantage_name
 from planner.stats import min_n_for, percentile
-from ttft_planner_app.charts import SEMANTIC
+from ttft_planner_app.charts import SEMANTIC, SIDE_COLORS
 
 __all__ = [
     "MAP_CONFIG",
@@ -217,15 +217,23 @@ def distribution_figure(samples: pd.DataFrame, labels: dict[str, str]) -> go.Fig
     """Box plot of RTT samples per region (server TCP connects and browser samples side by side), ms."""
     fig = go.Figure()
     ok = samples[samples["rtt_ms"].notna() & samples["error_class"].isna() & samples["method"].isin(_RTT_METHODS)]
+    shown: set[str] = set()
     for (side, method), g in ok.groupby(["side", "method"], sort=True):
+        # One legend entry and one colour per side (SIDE_COLORS, as on Server vs browser); the method is in the
+        # hover: "browser · Resource Timing" and its fallback in the legend made it two rows, over the title.
         fig.add_trace(
             go.Box(
                 x=[_two_lines(labels.get(r, r)) for r in g["region_id"]],
                 y=g["rtt_ms"].tolist(),
-                name=f"{side} · {METHOD_LABELS.get(method, method)}",
+                name=side,
+                legendgroup=side,
+                showlegend=side not in shown,
+                marker_color=SIDE_COLORS.get(side),
                 boxpoints="outliers",
+                hovertemplate=f"{side} · {METHOD_LABELS.get(method, method)}: %{{y:.1f}} ms<extra></extra>",
             )
         )
+        shown.add(side)
     fig.update_layout(
         boxmode="group",
         yaxis_title="RTT (ms)",
@@ -249,6 +257,7 @@ def server_vs_browser_figure(rows: pd.DataFrame) -> go.Figure:
                 x=[_two_lines(r) for r in g["region"]],
                 y=g["median_ms"].tolist(),
                 name=side,
+                marker_color=SIDE_COLORS.get(side),
                 hovertext=[
                     f"{side} from {vantage_label(v)}: {m:.1f} ms, n={n}"
                     for v, m, n in zip(g["vantage"], g["median_ms"], g["n"], strict=True)
@@ -282,6 +291,7 @@ def history_figure(samples: pd.DataFrame, labels: dict[str, str], tz: str = "UTC
                 y=[r[1] for r in runs],
                 mode="lines+markers",
                 name=f"{labels.get(region_id, region_id)} · {side}",
+                line={"dash": "solid" if side == "server" else "dot"},  # a colour per region; the side by its dash
                 hovertext=[f"median {v:.1f} ms (n={n})" for _, v, n in runs],
             )
         )

@@ -37,6 +37,7 @@ from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.widgets import wrapped_table
 
 st.title("Endpoints")
 st.caption(
@@ -103,6 +104,8 @@ else:  # the worker's own account (running and buffering, lease lapsed, or not r
 
 
 if rows:
+    # Two tables that each fit the page at 1,400 px (one of 17 columns scrolled sideways and cut its last column
+    # mid-word): who and where, then how each is probed.
     table = pd.DataFrame(
         [
             {
@@ -110,37 +113,50 @@ if rows:
                 "Status": endpoint_state(e, _reports(e)),
                 "Provider": e.provider or "—",
                 "Region": e.region or "—",
-                "Protocol": e.protocol,
-                "Base URL": e.base_url,
                 "Model": e.model,
                 "Key env var": shown_env_name(e.api_key_env, sigil="") if e.api_key_env else "—",
                 "Interval (s)": f"{e.interval_s:,.0f}",
-                "Timeout (s)": f"{e.timeout_s:,.0f}",
-                "Prompt tokens": f"{e.prompt_tokens:,}",
-                "Max tokens": f"{e.max_tokens:,}",
-                "Connection": e.connection_policy,
-                "Scale-down window (s)": "—" if e.scale_down_window_s is None else f"{e.scale_down_window_s:,.0f}",
-                "Enabled": "yes" if e.enabled else "no",
-                "Vantage": e.vantage or "every worker",
-                "Simulated": "yes" if e.simulated else "no",
             }
             for e in rows
         ]
     )
-    wide = st.column_config.TextColumn(width="medium")
     st.dataframe(
         table,
         hide_index=True,
         key="endpoints_table",
-        column_config={
-            # large: a "manual: MODEL @ URL (protocol)" name reads whole (its first 60 or so characters)
-            "Name": st.column_config.TextColumn(width="large", pinned=True),
-            "Region": st.column_config.TextColumn(width=120),
-            "Status": wide,
-            "Base URL": wide,
-            "Model": wide,
+        column_config={  # px, together within the main column's ~930 px at a 1,400 px window
+            "Name": st.column_config.TextColumn(width=220, pinned=True),
+            "Status": st.column_config.TextColumn(width=140),
+            "Provider": st.column_config.TextColumn(width=95),
+            "Region": st.column_config.TextColumn(width=105),
+            "Model": st.column_config.TextColumn(width=170),
+            "Key env var": st.column_config.TextColumn(width=110),
+            "Interval (s)": st.column_config.TextColumn(width=80),
         },
     )
+    with st.expander("How each endpoint is probed (protocol, base URL, timeout, tokens, connection, vantage)"):
+        wrapped_table(
+            pd.DataFrame(
+                [
+                    {
+                        "Name": e.name,
+                        "Protocol": e.protocol,
+                        "Base URL": e.base_url,
+                        "Timeout (s)": f"{e.timeout_s:,.0f}",
+                        "Prompt tokens": f"{e.prompt_tokens:,}",
+                        "Max tokens": f"{e.max_tokens:,}",
+                        "Connection": e.connection_policy,
+                        "Scale-down window (s)": "—"
+                        if e.scale_down_window_s is None
+                        else f"{e.scale_down_window_s:,.0f}",
+                        "Enabled": "yes" if e.enabled else "no",
+                        "Vantage": e.vantage or "every worker",
+                        "Simulated": "yes" if e.simulated else "no",
+                    }
+                    for e in rows
+                ]
+            )
+        )
     warm = [e.name for e in rows if e.enabled and keeps_itself_warm(e.interval_s, e.scale_down_window_s)]
     if warm:
         st.info(

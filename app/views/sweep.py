@@ -11,6 +11,7 @@ from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.sweep import sweep_figure
 from ttft_planner_app.viewer import fmt_ms
+from ttft_planner_app.widgets import wrapped_table
 
 st.title("Load sweep")
 st.caption(
@@ -105,7 +106,7 @@ thin = [thin_percentiles(int(n)) for n in table["n_ok"]]
 for name in ("p50", "p95", "p99"):  # marked as the command marks them: a percentile from too few requests
     col = f"ttft_{name}_ms"
     table[col] = [present.too_few(present.ms(v), name not in t) for v, t in zip(table[col], thin, strict=True)]
-st.dataframe(
+wrapped_table(  # every column in view at 1,400 px (a grid of eleven scrolled sideways, its last one cut)
     present.display_frame(
         table,
         {
@@ -116,9 +117,9 @@ st.dataframe(
             "client_cpu_ms_per_request": lambda v: present.ms(v, 2),
             "n_sent": present.count,
             "n_ok": present.count,
+            "load": lambda v: f"{v:g}",
         },
-    ),
-    hide_index=True,
+    )
 )
 errors = {k: v for e in steps["errors_json"] for k, v in json.loads(e or "{}").items()}
 if errors:

@@ -296,7 +296,7 @@ def test_a_gpu_fit_bar_is_labelled_with_its_own_height():
         {"gpu": ["L40S", "H100", "A10G"], "min_gpus": [3, 1, 9], "tp_gpus": [4, 1, None], "fits": [True, True, False]}
     )
     bar = gpu_fit_figure(table).data[0]
-    assert list(bar.y) == [3, 1, 9]
+    assert list(bar.x) == [3, 1, 9] and bar.orientation == "h"
     # 3 GPUs hold the model; tensor parallelism runs it on 4: the label says both, never "4" over a bar of 3
     assert list(bar.text) == ["needs 3, runs on 4 (tensor parallel)", "1 GPU", "≥ 9 GPUs: no single node"]
 
@@ -327,7 +327,7 @@ def test_emptied_preset_cells_are_named_and_their_rows_left_out_never_a_tracebac
     fit_gpus = app.selectbox(key="cap_fit_gpu").options
     assert gpus[0].label not in fit_gpus and gpus[1].key in fit_gpus  # an emptied name falls back to the key
     assert models[0].label not in app.selectbox(key="cap_fit_model").options
-    table = app.dataframe[-1].value
+    table = next(t.value for t in app.table if "Weights + KV cache" in t.value.columns)
     assert not table.astype(str).apply(lambda col: col.str.contains("nan|None|inf", case=False)).any().any()
     title = chart_spec(app, "cap_fit_chart")["layout"]["title"]["text"]
     assert "nan" not in title.lower()

@@ -16,7 +16,7 @@ from planner.store.sweeps import store_sweep
 from planner.sweep import SweepResult, SweepSpec
 from planner.sweep.knee import knee_of
 from planner.sweep.run import SweepStep
-from tests.app.conftest import chart_spec, open_page
+from tests.app.conftest import chart_spec, open_page, shown_table
 
 T0_MS = 1_780_000_000_000
 
@@ -81,7 +81,7 @@ def test_a_stored_sweep_shows_its_knee_curve_and_steps():
     metrics = {m.label: m.value for m in at.metric}
     # the knee step's p95 rests on 3 requests: marked, as its table cell is (tests/app/test_sweep_thin_steps.py)
     assert metrics["Knee"] == "2 requests/s (too few)" and metrics["p95 target"] == "500 ms"
-    table = at.dataframe[0].value
+    table = shown_table(at)
     assert list(table.columns[:3]) == ["Load", "Requests sent", "Successful samples"]
     assert "TTFT p95 (ms)" in table.columns and "Achieved (req/s)" in table.columns
     fig = chart_spec(at, "sweep_curve")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from planner.sweep.knee import knee_of
+from tests.app.conftest import shown_table
 from tests.app.test_sweep_page import _one_slot_sweep, _open_with_stored, _step
 
 
@@ -17,11 +18,11 @@ def test_thin_percentiles_are_marked_and_the_knee_on_one_is_provisional():
     assert (knee, over) == (1.0, 15.0)
     at = _open_with_stored(dataclasses.replace(whole, steps=steps, knee_load=knee, over_load=over))
     assert not at.exception, at.exception
-    table = at.dataframe[0].value.set_index("Load")
-    assert table.loc[1.0, "TTFT p95 (ms)"] == "110 ms (too few)"
-    assert table.loc[1.0, "TTFT p50 (ms)"] == "105 ms"
-    assert table.loc[15.0, "TTFT p95 (ms)"].endswith(" ms")  # 22 requests: enough for a p95
-    assert table.loc[15.0, "TTFT p99 (ms)"].endswith("(too few)")  # a p99 needs 100
+    table = shown_table(at).set_index("Load")
+    assert table.loc["1", "TTFT p95 (ms)"] == "110 ms (too few)"
+    assert table.loc["1", "TTFT p50 (ms)"] == "105 ms"
+    assert table.loc["15", "TTFT p95 (ms)"].endswith(" ms")  # 22 requests: enough for a p95
+    assert table.loc["15", "TTFT p99 (ms)"].endswith("(too few)")  # a p99 needs 100
     assert {m.label: m.value for m in at.metric}["Knee"] == "1 request/s (too few)"
     assert any("The knee rests on a p95 from 3 successful requests" in w.value for w in at.warning)
     captions = " ".join(c.value for c in at.caption)

@@ -13,7 +13,7 @@ from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import gpu_fit_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, usable_share
-from ttft_planner_app.widgets import persisted_number, persisted_preset
+from ttft_planner_app.widgets import persisted_number, persisted_preset, wrapped_table
 
 __all__ = ["render"]
 
@@ -56,7 +56,7 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
             )
             table = fit_table(model, list(gpu_by_key.values()), **kw)
             st.plotly_chart(gpu_fit_figure(table), key="cap_fit_chart")
-            st.dataframe(_fit_table(table), hide_index=True)
+            wrapped_table(pd.DataFrame(_fit_table(table)))  # every column in view at 1,400 px, in this column
         except CapacityError as exc:
             st.error(str(exc))
     return models, gpu_by_key

@@ -2,6 +2,7 @@
 users' requests where a live source maps to the endpoint), where each endpoint serves from, and the charts (p95 by
 hour of day, p95 intervals, phases)."""
 
+import pandas as pd
 import streamlit as st
 
 from planner.compare import Comparison
@@ -11,6 +12,7 @@ from planner.compare.report import summary_table
 from planner.samples import DEFINITION
 from ttft_planner_app import present
 from ttft_planner_app.charts.compare import hourly_p95_figure, p95_interval_figure, phases_figure
+from ttft_planner_app.widgets import wrapped_table
 
 __all__ = ["render"]
 
@@ -29,16 +31,12 @@ def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
     st.subheader("Per endpoint")
     st.caption(f"{DEFINITION} Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).")
     table, raw = summary_table(cmp), metrics_table(cmp).set_index("endpoint")
-    st.dataframe(
-        table.style.apply(
-            lambda row: [
-                GREY if c in RELIABLE and not raw.loc[row["Endpoint"], RELIABLE[c]] else "" for c in row.index
-            ],
-            axis=1,
-        ),
-        hide_index=True,
-        key="cmp_metrics",
+    # Static tables that wrap: every column in view at 1,400 px (as grids they scrolled sideways, the last cut).
+    grey = pd.DataFrame(
+        {c: ["" if raw.loc[name, flag] else GREY for name in table["Endpoint"]] for c, flag in RELIABLE.items()},
+        index=table.index,
     )
+    wrapped_table(table.astype(str), grey)
     st.caption(
         "Production p95: your users' own requests to the endpoint in the same window (n: how many), from every live "
         "source whose stored API base is its base URL and whose model is its model; “—” where no source maps to it "
@@ -49,10 +47,9 @@ def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
         "Where each endpoint serves from, and the round trip to there from this vantage (the network share of "
         "its TTFT; an anycast edge's RTT is to the nearest edge, not to the serving region)."
     )
-    st.dataframe(
-        present.display_frame(region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage)),
-        hide_index=True,
-        key="cmp_regions",
+    regions = region_table(cmp.endpoints, cmp.serving, {m.name: m.rtt for m in cmp.metrics}, vantage)
+    wrapped_table(
+        present.display_frame(regions, {"RTT median (ms)": lambda v: present.ms(v, 1), "RTT n": present.count})
     )
     order = [r.metrics.name for r in cmp.ranked]
     st.plotly_chart(hourly_p95_figure(cmp.hourly, tz, order), key="cmp_hourly")
