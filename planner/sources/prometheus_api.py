@@ -147,7 +147,9 @@ class PrometheusApi:
 
     def range(self, query: str, start_s: float, end_s: float, step_s: int = 3600) -> dict[int, float]:
         """{evaluation time ms: value} of `query` from `start_s` to `end_s` (seconds) every `step_s`, over every series
-        of the result (the last one wins a shared time: the queries here are summed to one series)."""
+        of the result (the last one wins a shared time: the queries here are summed to one series). A value that is
+        not finite, or negative, is left out, its time read as unknown: every figure read here (a count's gain, a
+        quantile, a gauge) is ≥ 0, and a negative gain is a counter reset between the two hours compared."""
         data = self._data("/api/v1/query_range", {"query": query, "start": start_s, "end": end_s, "step": step_s})
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(result, list) or not all(isinstance(s, dict) for s in result):
@@ -159,7 +161,7 @@ class PrometheusApi:
                 raise self._fail(f"answered a series whose values are {_quoted(values)}, not a list of samples")
             for sample in values:
                 t_ms, value = self._sample(sample)
-                if math.isfinite(value):
+                if math.isfinite(value) and value >= 0:
                     out[t_ms] = value
         return out
 

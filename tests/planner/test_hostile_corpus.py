@@ -43,10 +43,6 @@ _PREFIX_10_400 = (
     "for a timestamp of 10^400: a traceback, not a rejected line"
 )
 XFAILS: dict[tuple[str, str], str] = {
-    ("prometheus", "value -1"): (
-        "owner: Prometheus reader — a sample value of -1 is read as -1 requests in the hour and a TTFT p50/p95 of "
-        "-1,000 ms (a negative count or time is no engine's figure)"
-    ),
     ("prefix read_prefix_trace", "value 10^400"): _PREFIX_10_400,
     ("prefix command", "value 10^400"): _PREFIX_10_400,
     ("prefix command", "value a lone surrogate"): (
