@@ -43,7 +43,10 @@ def arrival_ms(rec: dict[str, Any]) -> int:
     if isinstance(value, bool):
         raise Reject(f"{key} is {_shown(value)}, not a time")
     if isinstance(value, (int, float)):
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # a JSON integer beyond any float (10^400)
+            raise Reject(f"{key} is {_shown(value)}, not a time") from None
         if not math.isfinite(v):
             raise Reject(f"{key} is {_shown(value)}, not a finite number")
         ms = v if v > 1e11 or v < 1e9 else v * 1000  # seconds since 1970, or ms (Mooncake: ms from its start)

@@ -144,7 +144,8 @@ class PrefixRun:
 
 
 def _stable(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+    # surrogatepass: a session id may hold a lone surrogate (JSON's "\ud800"), which is text, not UTF-8
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
 def simulate(

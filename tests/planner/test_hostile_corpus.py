@@ -38,18 +38,7 @@ PEAK_RSS_BOUND_MB = 400  # the peak RSS of a process reading a huge body or a bo
 KILL_RSS_MB = 2048  # a heavy case's process is killed here (so a runaway read cannot take the machine)
 
 # (reader, case) → "owner: <area> — what fails"; each is xfail(strict=True): remove it when the fix lands
-_PREFIX_10_400 = (
-    "owner: prefix reader — OverflowError 'int too large to convert to float' (planner/kvcache/fields.py arrival_ms) "
-    "for a timestamp of 10^400: a traceback, not a rejected line"
-)
-XFAILS: dict[tuple[str, str], str] = {
-    ("prefix read_prefix_trace", "value 10^400"): _PREFIX_10_400,
-    ("prefix command", "value 10^400"): _PREFIX_10_400,
-    ("prefix command", "value a lone surrogate"): (
-        "owner: prefix reader — UnicodeEncodeError 'surrogates not allowed' (planner/kvcache/simulate.py _stable, "
-        'session routing) for a chat trace whose session_id is JSON\'s "\\ud800": a traceback'
-    ),
-}
+XFAILS: dict[tuple[str, str], str] = {}
 
 TALLY: collections.Counter[str] = collections.Counter()
 PEAK: dict[str, Any] = {"rss_mb": 0.0, "pair": None}
