@@ -20,6 +20,12 @@
 
     python bench/bench_engine_whatif.py [--engine]               # llama.cpp from `make engine`, pinned to one core
     python bench/bench_engine_whatif.py --base-url URL --model M  # any OpenAI-compatible endpoint
+    python bench/bench_engine_whatif.py --engine --parallel 4     # continuous batching: the step model (issue 45)
+
+`--parallel N` (N > 1) runs llama.cpp with N slots batching every step and checks the step model (engine=llama.cpp)
+instead, on a decode-heavy and a prompt-heavy mix at busy shares 0.3 / 0.6 / 0.85 (bench/engine_batching.py): the
+measured p50/p95 inside the 80 % interval, and each request's TTFT against the server's own `timings`, beside the
+slot model's error on the same cells.
 
 Targets (issue 29): the measured p50 and p95 inside the predicted 80 % interval in ≥ 80 % of ≥ 9 cells, the
 interval's half-width ≤ 35 % of its centre at ρ = 0.3 and 0.6. Each level takes about requests × mean service ÷
@@ -117,6 +123,36 @@ def _band(b: Band, measured: float) -> str:
     return f"{b.value_ms:>6.0f} [{b.lo_ms:>5.0f}–{b.hi_ms:<6.0f}] {measured:>6.0f} {inside}"
 
 
+def batching_main(args: argparse.Namespace, levels: list[float]) -> int:
+    """The continuous-batching run (bench/engine_batching.py): llama.cpp with --parallel N, or --base-url."""
+    from bench.engine_batching import ParallelServer, run_batching, summary
+
+    if not args.engine and not args.base_url:
+        if not (ROOT / ".engine" / "venv").exists():
+            print("skipped: no --base-url and the engine is not set up (`make engine`)")
+            return 0
+        args.engine = True
+    srv = ParallelServer(8090, 1, args.parallel) if args.engine else None
+    url = srv.url if srv else args.base_url
+    args.levels, args.mixes = levels, [m for m in args.mixes.split(",") if m]
+    args.lengths = [int(x) for x in args.calibration_lengths.split(",")]
+    args.requests = min(args.requests, 60) if args.requests == 120 else args.requests  # 120 is the --parallel 1 default
+    load0 = os.getloadavg()[0]
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, load average {load0:.1f}; "
+        f"llama.cpp --parallel {args.parallel}, {args.requests} requests per cell",
+        flush=True,
+    )
+    try:
+        cells = run_batching(url, args.model, args)
+    finally:
+        if srv is not None:
+            srv.stop()
+    summary(cells)
+    print(f"load average {load0:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", action="store_true", help="start llama.cpp from `make engine` (bench_engine.Server)")
@@ -144,8 +180,13 @@ def main() -> int:
     ap.add_argument("--level", type=float, default=0.8, help="the prediction interval's level")
     ap.add_argument("--spec", help="a deployment spec from an earlier, separate calibration (skips calibrating)")
     ap.add_argument("--out", help="write per-request predicted and measured TTFT here (JSON lines)")
+    ap.add_argument("--parallel", type=int, default=1, help="llama.cpp slots; > 1: the continuous-batching run")
+    ap.add_argument("--mixes", default="decode,prompt", help="with --parallel > 1: the mixes (decode, prompt)")
+    ap.add_argument("--calibration-lengths", default="32,256", help="with --parallel > 1: calibration prompt lengths")
     args = ap.parse_args()
     levels = [float(x) for x in args.levels.split(",")]
+    if args.parallel > 1:
+        return batching_main(args, levels)
     srv = None
     if not args.engine and not args.base_url:  # `make bench` runs every script without arguments
         if not (ROOT / ".engine" / "venv").exists():

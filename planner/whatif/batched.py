@@ -98,6 +98,7 @@ def replay_batched(
     end = np.zeros(n)
     decodes = np.zeros(n, dtype=np.int64)
     steps = 0
+    busy_ms = 0.0
     arrival = trace.arrival_ms
     for r in range(dep.replicas):
         idx = np.flatnonzero(where == r)
@@ -133,6 +134,7 @@ def replay_batched(
         end[idx] = res.end_ms
         decodes[idx] = res.decodes
         steps += res.steps
+        busy_ms += res.busy_ms
     queue = start - arrival
     prefill = first - start
     network = np.full(n, dep.rtt_ms.value)
@@ -157,4 +159,5 @@ def replay_batched(
         peak_replicas=dep.replicas,
         first_step_decodes=decodes,
         engine_steps=steps,
+        engine_busy_ms=busy_ms,
     )

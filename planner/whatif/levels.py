@@ -13,13 +13,15 @@ would mostly measure the lull and the busy part would run far above it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from planner.whatif.deployment import Deployment
-from planner.whatif.replay import service_ms
+from planner.whatif.deployment import Dedicated, Deployment
+from planner.whatif.replay import replay, service_ms
 from planner.whatif.trace import Trace
 
-__all__ = ["at_utilisation", "cap_gaps", "scale_tokens", "utilisation"]
+__all__ = ["at_busy_fraction", "at_utilisation", "busy_fraction", "cap_gaps", "scale_tokens", "utilisation"]
 
 _MIN_PROMPT_TOKENS = 8
 
@@ -70,6 +72,46 @@ def at_utilisation(trace: Trace, dep: Deployment, rho: float) -> Trace:
         trace.output_tokens,
         f"{trace.source} (time ×{factor:.3g}, ρ={rho:g})",
     )
+
+
+def busy_fraction(trace: Trace, dep: Deployment) -> float:
+    """A batching engine's busy share over the trace: the replay's step time over every replica ÷ (replicas × span
+    of the arrivals); raises ValueError for the slot model (use utilisation) or fewer than two requests."""
+    if not (isinstance(dep, Dedicated) and dep.batching):
+        raise ValueError(f"{dep.name}: a busy fraction is a batching engine's (engine=vllm|sglang|llama.cpp)")
+    if trace.n < 2 or trace.span_ms <= 0:
+        raise ValueError("a busy fraction needs two or more requests spread over time")
+    return replay(dep, trace, max_wait_s=1e7).engine_busy_ms / (dep.replicas * trace.span_ms)
+
+
+def at_busy_fraction(trace: Trace, dep: Deployment, rho: float, iterations: int = 20) -> Trace:
+    """The trace with its arrival gaps scaled by one factor so that busy_fraction(trace, dep) ≈ rho (within 1 %):
+    a batching engine's steps are fuller under more load, so its busy time is not the work alone (bisection on the
+    factor's log). Raises ValueError for rho outside (0, 1)."""
+    if not 0 < rho < 1:
+        raise ValueError(f"a busy fraction must be between 0 and 1, got {rho}")
+
+    def at(factor: float) -> Trace:
+        arrival = trace.arrival_ms[0] + (trace.arrival_ms - trace.arrival_ms[0]) * factor
+        return Trace(
+            arrival,
+            trace.prompt_tokens,
+            trace.cached_tokens,
+            trace.output_tokens,
+            f"{trace.source} (time ×{factor:.3g}, busy {rho:g})",
+        )
+
+    lo, hi = math.log(1e-4), math.log(1e4)
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        frac = busy_fraction(at(math.exp(mid)), dep)
+        if abs(frac - rho) <= 0.01 * rho:
+            break
+        if frac > rho:
+            lo = mid
+        else:
+            hi = mid
+    return at(math.exp(mid))
 
 
 def cap_gaps(trace: Trace, max_gap_ms: float) -> Trace:

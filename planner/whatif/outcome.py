@@ -37,7 +37,8 @@ class Replay:
     (prompt incl. cached + output) on a serverless pool. period_h: first arrival to last
     completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
     A batching engine's replay (planner.whatif.batched) also gives first_step_decodes: the decode tokens in the step
-    that gave each request its first token (None for the slot model), and engine_steps: the scheduler steps run.
+    that gave each request its first token (None for the slot model), engine_steps: the scheduler steps run, and
+    engine_busy_ms: their total time over every replica (ms).
     """
 
     name: str
@@ -57,6 +58,7 @@ class Replay:
     peak_replicas: int
     first_step_decodes: np.ndarray | None = None
     engine_steps: int = 0
+    engine_busy_ms: float = 0.0
 
     @property
     def n(self) -> int:

@@ -68,13 +68,15 @@ class StepOverflow(Exception):
 @dataclass(frozen=True)
 class ReplicaSteps:
     """Per request of one replica (lists in its arrival order): the start of its first step (ms), its first token
-    (ms), its last token (ms), and the decode tokens in the step that gave its first token; and the steps run."""
+    (ms), its last token (ms), and the decode tokens in the step that gave its first token; and the steps run and
+    their total time (ms: the replica's busy time)."""
 
     start_ms: list[float]
     first_ms: list[float]
     end_ms: list[float]
     decodes: list[int]
     steps: int
+    busy_ms: float = 0.0
 
 
 def replay_replica(
@@ -115,6 +117,7 @@ def replay_replica(
     t = -math.inf
     i = 0
     steps = 0
+    busy = 0.0
     ceil = math.ceil
     while True:
         if not waiting and not prefilling and not heap:
@@ -142,6 +145,7 @@ def replay_replica(
                 if to_arrival < k:
                     k = to_arrival if to_arrival > 1 else 1
             t += k * step
+            busy += k * step
             done_at += k
             steps += k
             while heap and heap[0][0] <= done_at:
@@ -198,7 +202,9 @@ def replay_replica(
         prefilling = still
         if ptok == 0:
             dtok = running  # nothing to prefill after all: a decode step
-        t += c0 + a * ptok + b * dtok
+        step = c0 + a * ptok + b * dtok
+        t += step
+        busy += step
         steps += 1
         if dtok:
             done_at += 1
@@ -219,7 +225,7 @@ def replay_replica(
                     free += need[r]
         if waiting and t - arrival_ms[waiting[0]] > max_wait_ms:
             raise StepWaitTooLong(arrival_ms[waiting[0]], t - arrival_ms[waiting[0]])
-    return ReplicaSteps(start, first, end, decodes, steps)
+    return ReplicaSteps(start, first, end, decodes, steps, busy)
 
 
 def kv_blocks_needed(prompt_tokens: np.ndarray, output_tokens: np.ndarray, block_size: int) -> list[int]:
