@@ -4,9 +4,10 @@ series they watch, their history and deliveries."""
 import os
 import time
 
+import pandas as pd
 import streamlit as st
 
-from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send
+from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send, shown_target
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
 from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_value, target_words
@@ -114,7 +115,13 @@ def _when(epoch_ms, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return "—" if present.is_missing(epoch_ms) else fmt_ms(epoch_ms, fmt=fmt)
 
 
-_STATE_ICON = {str(AlertState.FIRING): "🔴 firing", str(AlertState.PENDING): "🟡 pending", str(AlertState.OK): "🟢 ok"}
+# A state as a word with a coloured dot (● is in every font; a colour emoji is a box where none is installed)
+_STATE_WORD = {str(AlertState.FIRING): "● firing", str(AlertState.PENDING): "● pending", str(AlertState.OK): "● ok"}
+_STATE_CSS = {
+    str(AlertState.FIRING): "color: #c62828; font-weight: 600",
+    str(AlertState.PENDING): "color: #b26a00",
+    str(AlertState.OK): "color: #2e7d32",
+}
 
 # ---- current state
 series = _series(URL)
@@ -135,14 +142,16 @@ elif series.empty:
     )
 else:
     shown = series.assign(
-        state=series["state"].map(_STATE_ICON),
+        state=series["state"].map(_STATE_WORD),
         value=[format_value(AlertKind(k), v) for k, v in zip(series["kind"], series["value"], strict=True)],
         threshold=[format_value(AlertKind(k), v) for k, v in zip(series["kind"], series["threshold"], strict=True)],
         since=[_when(v) for v in series["since_ms"]],
         evaluated=[_when(v) for v in series["evaluated_at_ms"]],
     )[["state", "rule", "endpoint", "value", "threshold", "n", "since", "evaluated", "vantage"]]
     # Wrapped, not a grid: a long endpoint name wraps in its cell, and both times and the vantage stay in view.
-    wrapped_table(present.display_frame(shown, {"n": present.count}))
+    frame = present.display_frame(shown, {"n": present.count})
+    colours = series["state"].map(_STATE_CSS).fillna("").to_numpy()
+    wrapped_table(frame, css=pd.DataFrame({frame.columns[0]: colours}, index=frame.index))
 
 # ---- rules
 if rules:
@@ -150,7 +159,7 @@ if rules:
     for r in rules:
         where = endpoints.get(r.endpoint_id, "every endpoint") if r.endpoint_id is not None else "every endpoint"
         # a webhook's variable kept by an older version that did not check may be the URL itself: never shown
-        shown = [(c, shown_env_name(t, sigil="") if c == "webhook" else t) for c, t in channels_of(r)]
+        shown = [(c, shown_target(c, t)) for c, t in channels_of(r)]
         channels = ", ".join(f"{c} {t}" for c, t in shown) or "no channel (this page only)"
         with st.container(border=True):
             st.markdown(
@@ -180,7 +189,7 @@ if rules:
                 for channel, target in channels_of(r):
                     try:
                         send(channel, target, notice)
-                        st.success(f"Test sent by {channel} to {md_text(target)}.")
+                        st.success(f"Test sent by {channel} to {md_text(shown_target(channel, target))}.")
                     except RuntimeError as exc:
                         st.error(f"Test by {channel} failed: {md_text(str(exc))}")
             confirm = b2.checkbox("Delete…", key=f"alert_del_confirm_{r.id}", disabled=not can("alert.write"))

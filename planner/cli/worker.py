@@ -306,6 +306,9 @@ def serve(port, address, no_simulator, no_worker, secrets_file, database_url, **
     _logging(False)
     engine = open_engine(database_url)
     config = WorkerConfig(**worker_options)
+    if not settings.PUBLIC_URL.raw():  # alerts link to the Probes page of this dashboard, on the port it serves
+        host = "localhost" if address in ("127.0.0.1", "0.0.0.0", "::", "::1", "localhost") else address
+        os.environ[settings.PUBLIC_URL.name] = f"http://{host}:{port}"
     env = dict(os.environ)
     if database_url:
         env[settings.DATABASE_URL.name] = database_url

@@ -204,13 +204,15 @@ def add_rule(engine: Engine, rule: Rule, now_ms: int) -> int:
             ).scalar()
             if twin is not None:  # rolls the insert back
                 raise DuplicateRule(
-                    f"the alert rule {twin!r} already does this (same endpoint, condition, window, for-duration, "
-                    "min n, clear margin and channels): not added again"
+                    f"The alert rule “{twin}” already does this (same endpoint, condition, window, for-duration, "
+                    "min n, clear margin and channels): not added again."
                 )
             return int(new_id)
     except IntegrityError:
         if rule_by_name(engine, rule.name) is not None:  # the name is taken (its unique index refused the insert)
-            raise DuplicateRule(f"an alert rule named {rule.name!r} exists already") from None
+            raise DuplicateRule(
+                f"An alert rule named “{rule.name}” exists already: choose another name, or remove that rule first."
+            ) from None
         raise
 
 

@@ -36,7 +36,7 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery_and_a_rer
     at = _firing_rule_page(monkeypatch)
     assert [m.value for m in at.metric][:2] == ["1", "1"]  # one rule, one series firing
     table = at.table[0].value  # the series table wraps (st.table)
-    assert table.iloc[0]["State"] == "🔴 firing" and table.iloc[0]["Endpoint"] == "slow-b"
+    assert table.iloc[0]["State"] == "● firing" and table.iloc[0]["Endpoint"] == "slow-b"
     assert table.iloc[0]["Threshold"] == "500 ms" and table.iloc[0]["Samples (n)"] == "30"
     history = at.dataframe[0].value
     assert history.iloc[0]["Message"].startswith("[FIRING] chat p95: p95 TTFT on slow-b")
@@ -59,7 +59,7 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery_and_a_rer
     assert not at.exception
     assert statements == []
     assert [m.value for m in at.metric] == ["1", "1", "1"]
-    assert at.table[0].value.iloc[0]["State"] == "🔴 firing"
+    assert at.table[0].value.iloc[0]["State"] == "● firing"
 
     # Past the readers' 5 s the page reads again: what the worker writes shows within 5 s.
     cache_clock.now += 5.1
@@ -133,7 +133,7 @@ def test_an_added_rule_is_confirmed_in_plain_words_the_form_empties_and_the_same
 
     # The same rule again under another name, with the target typed out: refused, naming the rule it repeats.
     _add(at, "chat p95 again", threshold=500.0)
-    assert any("'chat p95' already does this" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("The alert rule “chat p95” already does this" in e.value for e in at.error), [e.value for e in at.error]
     assert not at.success
     # A threshold that is not the chosen target's would be labelled with a target it is not: refused.
     _add(at, "chat 200", interaction="chat", threshold=200.0)

@@ -49,6 +49,7 @@ def _serve(tmp_path, *args: str):
     port = free_port()
     env = {**os.environ, "TTFT_PLANNER_DATA_DIR": str(tmp_path)}
     env.pop("TTFT_PLANNER_DATABASE_URL", None)
+    env.pop("TTFT_PLANNER_PUBLIC_URL", None)
     with open(tmp_path / "serve.log", "w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(
             [sys.executable, "-c", "from planner.cli import main; main()", "serve", "--port", str(port), *args],
@@ -78,6 +79,9 @@ def test_serve_starts_everything_and_sigterm_stops_everything(tmp_path):
         assert urllib.request.urlopen(url + "/models", timeout=HANG_S).status == 200  # the simulated endpoint is up
         dashboard = _children(proc.pid)
         assert dashboard
+        # alert notifications (the worker, in this process) and the dashboard link to the port it serves on
+        environ = dict(v.split(b"=", 1) for v in open(f"/proc/{dashboard[0]}/environ", "rb").read().split(b"\0") if v)
+        assert environ[b"TTFT_PLANNER_PUBLIC_URL"] == f"http://localhost:{port}".encode()
         everything = _children(proc.pid, dashboard_only=False)  # the probe processes too
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(HANG_S) == 0
