@@ -98,7 +98,8 @@ TEST_PG_URL = Setting(
 PUBLIC_URL = Setting(
     "TTFT_PLANNER_PUBLIC_URL",
     "http://localhost:8501",
-    "Where the team reaches the dashboard; alert notifications link to its Probes page.",
+    "Where the team reaches the dashboard; alert notifications link to its Probes page (`serve` sets it to the "
+    "port it serves on when unset).",
 )
 ROLES_FILE = Setting(
     "TTFT_PLANNER_ROLES_FILE",
