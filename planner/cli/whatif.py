@@ -118,7 +118,11 @@ def _fmt(value: float | None, reliable: bool = True) -> str:
     "'serverless:window=300,cold=20,slots=8,max=4,prefill=12000,decode=60,rtt=40,usd_per_mtok=0.3' or "
     "'dedicated:replicas=2,slots=8,prefill=12000,decode=60,usd_per_gpu_h=3.2,gpus=1,rtt=40' (add name=… to label it; "
     "routing=round-robin|least-loaded|session|prefix gives each dedicated replica its own prefix cache, evicting by "
-    "the engine's rule or eviction=tail-first|radix-leaf|lru).",
+    "the engine's rule or eviction=tail-first|radix-leaf|lru). A dedicated candidate's engine=vllm|sglang|llama.cpp "
+    "replays a continuous-batching scheduler step by step, with its knobs: slots (most running sequences), "
+    "max_num_batched_tokens (tokens a step carries), chunked_prefill=0|1, mixed=0|1 (decodes share a step with "
+    "prompts), block_size and kv_blocks (KV cache, 0 = not limiting), step_ms (fixed cost of a step, ms); "
+    "engine=slots (the default) is independent slots.",
 )
 @click.option(
     "--growth",
@@ -184,6 +188,18 @@ def whatif(
     A dedicated candidate with routing= sends each request to a replica by that policy (as `ttft-planner prefix`
     replays them) and queues it there; each replica keeps its own prefix cache of --prefix-cache-blocks (or
     --kv-from-gpu), read from the log's hash_ids or message text, and reports its hit rate.
+
+    \b
+    Engines (engine= in a dedicated spec; defaults from assets/engines.toml):
+      slots      N independent slots per replica, FIFO across the pool, each at the full rate (the default)
+      vllm       continuous batching: each step carries every running decode, then prompt chunks up to
+                 max_num_batched_tokens=8192 (chunked_prefill=1, mixed=1), slots=256 sequences, block_size=16
+      sglang     as vllm, but a step with prompt work carries no decodes (mixed=0), block_size=1
+      llama.cpp  --parallel slots=4, max_num_batched_tokens=2048 (its -b), mixed=1
+    A batching step takes step_ms + prompt tokens ÷ prefill + decode tokens × (1000 ÷ decode − step_ms) ms, so a
+    lone request decodes at `decode` tokens/s; `ttft-planner calibrate --engine …` measures step_ms. Each candidate
+    also gets the sentence a lead forwards: what its p95 waits for (decode-bound, capacity-bound, …) and what one
+    replica more does to it.
     """
     deployments = []
     for i, spec in enumerate(specs):
@@ -270,6 +286,8 @@ def whatif(
     for c in result.candidates:
         if c.ok:
             click.echo(f"{c.name}: " + "; ".join(c.interval_sentence(k) for k in ("p50", "p95")))
+            if c.regime:
+                click.echo(f"{c.name}: {c.regime}")
         if c.ok and c.prefix_cache:
             pc = c.prefix_cache
             click.echo(

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.stats import nearest_rank_index
 
-__all__ = ["DEFAULT_MAX_WAIT_S", "SEGMENT_KEYS", "CannotKeepUp", "Replay", "when_text"]
+__all__ = ["DEFAULT_MAX_WAIT_S", "SEGMENT_KEYS", "CannotKeepUp", "Replay", "p95_segments", "when_text"]
 
 DEFAULT_MAX_WAIT_S = 3600.0
 SEGMENT_KEYS = ("queue_ms", "cold_ms", "prefill_ms", "network_ms")
@@ -68,3 +69,23 @@ class Replay:
 def when_text(ms: float) -> str:
     """A UTC epoch ms as '2025-11-30 14:05 UTC'."""
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def p95_segments(rep: Replay, p: float = 0.95, around: float = 0.005) -> dict[str, float]:
+    """The p-percentile TTFT split into its segments (ms), adding up to that percentile exactly.
+
+    The requests within ±`around` × n ranks of the nearest-rank p-percentile (at least the request at that rank) are
+    taken, each segment's mean over them, scaled so that the segments add up to the percentile: the population at the
+    p95, not the tail above it, whose slowest queue and slowest cold start can belong to different requests and add
+    up to more than any request waited.
+    """
+    order = np.argsort(rep.ttft_ms, kind="stable")
+    n = rep.n
+    k = nearest_rank_index(p, n)
+    half = int(around * n)
+    rows = order[max(0, k - half) : k + half + 1]
+    means = {key: float(getattr(rep, key)[rows].mean()) for key in SEGMENT_KEYS}
+    total = sum(means.values())
+    value = float(rep.ttft_ms[order[k]])
+    scale = value / total if total > 0 else 0.0
+    return {key: m * scale for key, m in means.items()}

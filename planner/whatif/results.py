@@ -18,6 +18,8 @@ from planner.interactions import Interaction, interactions
 from planner.stats import Percentile, nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.interval import DEFAULT_LEVEL, Band, Prediction, predict
+from planner.whatif.outcome import p95_segments
+from planner.whatif.regime import regime_sentence
 from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay
 from planner.whatif.routing import placement
 from planner.whatif.trace import Trace, hour_of_day
@@ -30,7 +32,6 @@ __all__ = [
     "compare",
     "cost_usd",
     "interaction_by_key",
-    "p95_segments",
     "percentiles_sorted",
     "summarize_replay",
 ]
@@ -98,6 +99,7 @@ class CandidateResult:
     hourly: tuple[HourStat, ...] = ()
     tail_segments_ms: dict[str, float] = field(default_factory=dict)
     p95_segments_ms: dict[str, float] = field(default_factory=dict)
+    regime: str = ""  # what the p95 waits for and what one replica more does (planner.whatif.regime)
     share_meeting: dict[str, float] = field(default_factory=dict)
     meets_target: bool = False
     worst_hour: int | None = None
@@ -165,6 +167,7 @@ class CandidateResult:
             "overall": {k: pc(v) for k, v in self.overall.items()},
             "tail_segments_ms": self.tail_segments_ms,
             "p95_segments_ms": self.p95_segments_ms,
+            "regime": self.regime,
             "share_meeting": self.share_meeting,
             "meets_target": self.meets_target,
             "worst_hour": self.worst_hour,
@@ -279,26 +282,6 @@ def _finite(ms: float) -> float | None:
     return ms if math.isfinite(ms) else None
 
 
-def p95_segments(rep: Replay, p: float = 0.95, around: float = 0.005) -> dict[str, float]:
-    """The p-percentile TTFT split into its segments (ms), adding up to that percentile exactly.
-
-    The requests within ±`around` × n ranks of the nearest-rank p-percentile (at least the request at that rank) are
-    taken, each segment's mean over them, scaled so that the segments add up to the percentile: the population at the
-    p95, not the tail above it, whose slowest queue and slowest cold start can belong to different requests and add
-    up to more than any request waited.
-    """
-    order = np.argsort(rep.ttft_ms, kind="stable")
-    n = rep.n
-    k = nearest_rank_index(p, n)
-    half = int(around * n)
-    rows = order[max(0, k - half) : k + half + 1]
-    means = {key: float(getattr(rep, key)[rows].mean()) for key in SEGMENT_KEYS}
-    total = sum(means.values())
-    value = float(rep.ttft_ms[order[k]])
-    scale = value / total if total > 0 else 0.0
-    return {key: m * scale for key, m in means.items()}
-
-
 def _hourly(rep: Replay, tz: str, pred: Prediction | None = None) -> tuple[HourStat, ...]:
     hours = hour_of_day(rep.arrival_ms, tz)
     order = np.lexsort((rep.ttft_ms, hours))
@@ -391,6 +374,7 @@ def compare(
             continue
         placed = placement(dep, trace)  # routing=: the replicas' caches the replay served from (made once, reused)
         result = summarize_replay(dep, pred.nominal, it, tz, pred)
+        result = replace(result, regime=regime_sentence(dep, pred.nominal, trace, max_wait_s))
         results.append(result if placed is None else replace(result, prefix_cache=placed.summary()))
     meeting = [c for c in results if c.ok and c.meets_target]
     cheapest = min(meeting, key=lambda c: c.cost_usd).name if meeting else None
