@@ -94,8 +94,11 @@ st.caption(
 )
 
 guide = first_step({f: Figure.from_dict(d) for f, d in ss.ws_figures.items()})
+# Drawn on every run, empty once a figure is measured: the elements below keep their place in the page's tree (a
+# block that came and went made the browser keep a second, stale set of the tabs below).
+first_step_box = st.container(key="first_step")
 if guide:  # a first-time visitor: every figure typed; each links to the page that measures it
-    with st.container(border=True, key="first_step"):
+    with first_step_box.container(border=True):
         st.markdown("**First step: measure your own figures.** Each is typed until a page hands it over:")
         for where in guide:
             st.page_link(
