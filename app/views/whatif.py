@@ -9,22 +9,22 @@ import streamlit as st
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
-from planner.provenance import Figure, Source
+from planner.store.calibrations import recent_fits
 from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
 from planner.store.sources import SourceInfo, load_source_frame, request_sources
 from planner.untrusted import md_text
 from planner.whatif.deployment import (
     DEDICATED_KEYS,
     SERVERLESS_KEYS,
-    Dedicated,
     Deployment,
-    Serverless,
     SpecError,
     defaults_from_worksheet,
     defaults_taken,
     parse_deployment,
 )
-from planner.whatif.results import CandidateResult, compare
+from planner.whatif.describe import figure_text, fit_words, has_spread, serving_model, speed_spread
+from planner.whatif.handoff import worksheet_figures
+from planner.whatif.results import compare
 from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
 from ttft_planner_app import page_state, session_log, viewer, worksheet_state
 from ttft_planner_app.cache import engine
@@ -80,85 +80,12 @@ def _replay(trace_key: str, _trace: Trace, deployments: tuple[Deployment, ...], 
     return compare(_trace, list(deployments), interaction=interaction, tz=tz)
 
 
-def _fmt(f: Figure) -> str:
-    """A figure's value with its unit, never in scientific notation: '12,000 tokens/s', '40 ms', '22.8 s'."""
-    digits = 0 if abs(f.value) >= 100 or float(f.value).is_integer() else 2
-    return f"{f.value:,.{digits}f} {f.unit}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
-
-
-def _pool(d: Serverless) -> str:
-    """A serverless pool in words: '0–4 replicas × 8 slots, started on demand (cold start 20 s), released after
-    300 s idle'."""
-    if d.min_replicas == d.max_replicas:
-        replicas = _plural(d.max_replicas, "replica")
-    else:
-        replicas = f"{d.min_replicas}–{d.max_replicas} replicas"
-    gpus = f" of {_plural(d.gpus_per_replica, 'GPU')}" if d.gpus_per_replica > 1 else ""
-    warm = f", {d.min_replicas:,} always warm" if d.min_replicas else ""
-    return (
-        f"{replicas}{gpus} × {_plural(d.slots_per_replica, 'slot')}, started on demand (cold start "
-        f"{_fmt(d.cold_start_s)}), released after {_fmt(d.scale_down_window_s)} idle{warm}"
-    )
-
-
-def _serving_model(d: Deployment) -> str:
-    """The serving model a candidate assumes, in words (docs/whatif-model.md has the details)."""
-    fifo = "first in first out across the pool, each slot at the full prefill/decode rate"
-    if isinstance(d, Serverless):
-        return f"{_pool(d)}; {fifo}"
-    assert isinstance(d, Dedicated)
-    gpus = f" of {_plural(d.gpus_per_replica, 'GPU')}" if d.gpus_per_replica > 1 else ""
-    text = f"{_plural(d.replicas, 'replica')}{gpus} × {_plural(d.slots_per_replica, 'slot')}, always warm; {fifo}"
-    if d.overflow is not None:
-        text += f"; a request finding every slot busy goes to a serverless overflow of {_pool(d.overflow)} instead"
-    return text
-
-
-def _spread_pct(fraction: float) -> str:
-    return f"±{fraction * 100:.1f}".removesuffix(".0") + "%"
-
-
-def _speed_spread(d: Deployment) -> str:
-    """'speed ±15% run to run, ±5% request to request', or 'fixed speed …' without a spread."""
-    parts = []
-    if d.speed_sd.value > 0:
-        parts.append(f"{_spread_pct(d.speed_sd.value)} run to run")
-    if d.request_sd.value > 0:
-        parts.append(f"{_spread_pct(d.request_sd.value)} request to request")
-    return "speed " + ", ".join(parts) if parts else "fixed speed (no speed_sd or request_sd in its spec)"
-
-
-def _has_spread(d: Deployment) -> bool:
-    return d.speed_sd.value > 0 or d.request_sd.value > 0
-
-
 def _window(trace: Trace, tz: str, day: str | None) -> str:
     """The replayed period, for a figure's provenance: 'busiest day 2025-11-30 (UTC)' or first…last arrival."""
     if day:
         return f"busiest day {day} ({tz})"
     first, last = pd.to_datetime([trace.arrival_ms[0], trace.arrival_ms[-1]], unit="ms", utc=True).tz_convert(tz)
     return f"{first:%Y-%m-%d %H:%M}…{last:%Y-%m-%d %H:%M} {tz}"
-
-
-def _handed_over(c: CandidateResult, trace: Trace, growth: float, window: str) -> dict[str, Figure]:
-    """The worksheet figures a candidate's replay gives: the mean queueing over its p95 tail, and the mean cold
-    start there when its replay started replicas; the p95 and its interval in the provenance."""
-    grown = f" ×{growth:g}" if growth != 1 else ""
-    detail = f"what-if replay of {c.name} on {trace.source}{grown}: p95 {c.interval['p95'].describe(c.interval_level)}"
-
-    def fig(key: str) -> Figure:
-        return Figure(
-            value=round(c.tail_segments_ms[key], 1), unit="ms", source=Source.MODEL, detail=detail, n=c.n, window=window
-        )
-
-    figures = {"queue_ms": fig("queue_ms")}
-    if c.cold_starts:
-        figures["cold_ms"] = fig("cold_ms")
-    return figures
 
 
 st.title("What-if")
@@ -258,7 +185,10 @@ specs_text = st.text_area(
     + ", ".join(SERVERLESS_KEYS)
     + " · dedicated: "
     + ", ".join(DEDICATED_KEYS)
-    + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD.",
+    + ", overflow_<serverless key>. Units: window/cold s, prefill/decode tokens/s per slot, rtt ms, USD. "
+    "engine=vllm|sglang|llama.cpp (dedicated) replays a continuous-batching scheduler step by step: slots is then "
+    "its running sequences, with max_num_batched_tokens, chunked_prefill, mixed, block_size, kv_blocks and step_ms "
+    "(`ttft-planner whatif --help` has each).",
 )
 defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
 deployments, problems = [], []
@@ -275,7 +205,7 @@ if len(set(names)) != len(names):
 
 # Say which worksheet figures are in use, and by which candidates: only those a candidate really left out.
 used = [
-    f"{k} = {_fmt(defaults[k])} ({defaults[k].describe(tz)}) for {', '.join(who)}"
+    f"{k} = {figure_text(defaults[k])} ({defaults[k].describe(tz)}) for {', '.join(who)}"
     for k, who in defaults_taken(deployments, defaults).items()
 ]
 if deployments:
@@ -387,8 +317,11 @@ ok = [c for c in result.candidates if c.ok]
 for c in ok:
     if c.interval:
         st.caption(f"**{md_text(c.name)}**: {md_text(c.interval_sentence('p95'))}.")
+for c in ok:
+    if c.regime:  # the sentence a lead forwards: what the p95 waits for, and what one replica more does
+        st.markdown(f"**{md_text(c.name)}** is {md_text(c.regime)}.")
 by_name = {d.name: d for d in deployments}
-fixed = [c.name for c in ok if not _has_spread(by_name[c.name])]
+fixed = [c.name for c in ok if not has_spread(by_name[c.name])]
 if fixed:
     one = len(fixed) == 1
     st.caption(
@@ -415,19 +348,21 @@ if ok:
     if len(ok) > 1:
         h1.selectbox("Candidate for the worksheet", names_ok, key="wi_use_pick")
     chosen = next(c for c in ok if c.name == (ss.wi_use_pick if len(ok) > 1 else names_ok[0]))
-    figures = _handed_over(chosen, trace, growth, _window(trace, tz, day))
+    grown = f" ×{growth:g}" if growth != 1 else ""
+    figures = worksheet_figures(chosen, f"{trace.source}{grown}", _window(trace, tz, day))
     if h2.button(
         f"Use {md_text(chosen.name)}'s predicted queueing in the worksheet",
         key="wi_use",
         icon=":material/input:",
         help="Fills the worksheet's queueing segment"
         + (" and cold start" if "cold_ms" in figures else "")
-        + " with the mean over this candidate's slowest 5% of requests ("
+        + " with the segments of this candidate's replayed p95 request, which add up to its p95 ("
         + ", ".join(f"{_SEGMENT_WORDS[k]} {v.value:,.0f} ms" for k, v in figures.items())
         + "), its p95 interval in the provenance.",
     ):
         worksheet_state.hand_over(figures)
 
+fits = recent_fits(eng)  # the step-model fits of the calibrations on record, for a batching candidate's spec
 with st.expander("Where each candidate's rates come from, and the serving model it assumes", icon=":material/info:"):
     for d in deployments:
         figs = {
@@ -437,10 +372,14 @@ with st.expander("Where each candidate's rates come from, and the serving model 
         }
         st.markdown(
             f"**{md_text(d.name)}** — "
-            + md_text(" · ".join(f"{_RATE_LABELS[k]} {_fmt(f)} ({f.describe(tz)})" for k, f in figs.items()))
+            + md_text(" · ".join(f"{_RATE_LABELS[k]} {figure_text(f)} ({f.describe(tz)})" for k, f in figs.items()))
         )
-        st.caption(md_text(f"Serving model: {_serving_model(d)} · {_speed_spread(d)}."))
+        st.caption(md_text(f"Serving model: {serving_model(d)} · {speed_spread(d)}."))
+        fit = fit_words(d, fits)
+        if fit:
+            st.caption(md_text(f"{fit}."))
     st.caption(
-        "The model is simpler than a real server (no batching slowdown of prefill, no prefix-cache eviction, "
-        "no decode interference): see docs/whatif-model.md."
+        "engine=slots is simpler than a real server (no batching: prefill does not slow under load and decodes do "
+        "not delay new prompts); engine=vllm|sglang|llama.cpp replays the engine's scheduler step by step, each "
+        "step's time fitted by `ttft-planner calibrate --engine …`: see docs/whatif-model.md."
     )

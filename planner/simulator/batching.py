@@ -94,7 +94,7 @@ class StepScheduler:
         while self._seqs:
             decoding = [s for s in self._seqs if s.admitted and s.decoding]
             running = self.running
-            left = self._budget - len(decoding)
+            left: float = self._budget - len(decoding)
             prompt = 0.0
             finishing: list[Sequence] = []
             for s in self._seqs:  # in arrival order: the admitted ones come before the waiting ones

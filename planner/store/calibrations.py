@@ -1,8 +1,10 @@
 """Calibrations on record: each `ttft-planner calibrate` run's prefill rounds per endpoint (issue 45).
 
 One row per calibration: the endpoint (base URL, model), when it ended (UTC epoch ms), its rounds' prefill rates
-(tokens/s, in the order measured) and the spec it printed. planner.whatif.drift pools the rounds of every calibration
-of an endpoint into the speed spread of the next spec. Never an API key: a calibration keeps no credentials.
+(tokens/s, in the order measured), the spec it printed and, for a batching engine, its step-model fit as JSON
+(planner.whatif.calibrate_steps.StepFit: step costs, step times by running decodes, residuals). planner.whatif.drift
+pools the rounds of every calibration of an endpoint into the speed spread of the next spec. Never an API key: a
+calibration keeps no credentials.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -18,7 +21,7 @@ from sqlmodel import Field, SQLModel, col, select
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import session
 
-__all__ = ["CalibrationRow", "calibration_history", "endpoint_names_of", "record_calibration"]
+__all__ = ["CalibrationRow", "calibration_history", "endpoint_names_of", "recent_fits", "record_calibration"]
 
 _MAX_KEPT = 200  # calibrations of one endpoint read back, newest first: drift older than that is history enough
 
@@ -34,6 +37,7 @@ class CalibrationRow(SQLModel, table=True):
     at_ms: int = Field(sa_type=sa.BigInteger)
     rates_json: str = Field(sa_type=sa.Text)
     spec: str = Field(max_length=2000)
+    fit_json: str | None = Field(default=None, sa_type=sa.Text)
 
 
 def _key(base_url: str) -> str:
@@ -41,9 +45,16 @@ def _key(base_url: str) -> str:
 
 
 def record_calibration(
-    engine: Engine, base_url: str, model: str, at_ms: int, rates: Sequence[float], spec: str
+    engine: Engine,
+    base_url: str,
+    model: str,
+    at_ms: int,
+    rates: Sequence[float],
+    spec: str,
+    fit: dict[str, Any] | None = None,
 ) -> None:
-    """Keep one calibration (its round prefill rates, tokens/s; non-finite or non-positive ones are left out)."""
+    """Keep one calibration (its round prefill rates, tokens/s; non-finite or non-positive ones are left out), and a
+    batching engine's step fit (JSON-ready)."""
     kept = [float(r) for r in rates if math.isfinite(r) and r > 0]
     with session(engine) as s:
         s.add(
@@ -53,6 +64,7 @@ def record_calibration(
                 at_ms=int(at_ms),
                 rates_json=json.dumps(kept),
                 spec=spec[:2000],
+                fit_json=None if fit is None else json.dumps(fit),
             )
         )
 
@@ -75,6 +87,28 @@ def calibration_history(engine: Engine, base_url: str, model: str) -> list[tuple
         except (ValueError, TypeError):
             continue  # a row another tool wrote badly: left out, never fatal
         out.append((int(at_ms), rates))
+    return out
+
+
+def recent_fits(engine: Engine, limit: int = 50) -> list[tuple[str, str, int, str, dict[str, Any]]]:
+    """(base URL, model, UTC epoch ms, spec, step fit) of the newest calibrations that kept a step fit, newest first.
+    A fit that is not a JSON object is left out."""
+    q = (
+        select(CalibrationRow)
+        .where(col(CalibrationRow.fit_json).is_not(None))
+        .order_by(col(CalibrationRow.at_ms).desc())
+        .limit(limit)
+    )
+    with session(engine) as s:
+        rows = s.exec(q).all()
+    out = []
+    for row in rows:
+        try:
+            fit = json.loads(row.fit_json or "")
+        except ValueError:
+            continue
+        if isinstance(fit, dict):
+            out.append((row.base_url, row.model, int(row.at_ms), row.spec, fit))
     return out
 
 

@@ -21,6 +21,7 @@ import asyncio
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.probes.ttft import ProbeTarget, TtftSample
 
@@ -44,6 +45,36 @@ class StepFit:
     itl_ms_by_running: dict[int, float]
     load: int = 0
     residuals: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (kept with the calibration in the store: planner.store.calibrations)."""
+        return {
+            "step_ms": self.step_ms,
+            "decode_token_ms": self.decode_token_ms,
+            "itl_ms_by_running": {str(k): v for k, v in self.itl_ms_by_running.items()},
+            "load": self.load,
+            "residuals": list(self.residuals),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepFit:
+        """The fit to_dict wrote; raises ValueError (or KeyError, TypeError) for one it did not."""
+        return cls(
+            float(d["step_ms"]),
+            float(d["decode_token_ms"]),
+            {int(k): float(v) for k, v in d["itl_ms_by_running"].items()},
+            int(d.get("load", 0)),
+            tuple(float(r) for r in d.get("residuals", ())),
+        )
+
+    @property
+    def line_residuals(self) -> dict[int, float]:
+        """Each measured step time ÷ the fitted line's − 1, by running decodes: how straight the line is."""
+        out = {}
+        for k, itl in self.itl_ms_by_running.items():
+            line = self.step_ms + self.decode_token_ms * k
+            out[k] = itl / line - 1 if line > 0 else 0.0
+        return out
 
     @property
     def median_abs_residual(self) -> float | None:

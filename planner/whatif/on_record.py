@@ -45,5 +45,6 @@ def spread_on_record(
     this = (at_ms, list(cal.round_prefill_tokens_per_s))
     spread = next_run_spread([*history, this], daily, prior_sd=prior_sd)
     spec = cal.spec(name, speed_sd=spread.speed_sd)
-    record_calibration(engine, base_url, model, at_ms, cal.round_prefill_tokens_per_s, spec)
+    fit = cal.step.to_dict() if cal.step is not None else None
+    record_calibration(engine, base_url, model, at_ms, cal.round_prefill_tokens_per_s, spec, fit)
     return spread, spec

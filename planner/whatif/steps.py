@@ -158,7 +158,7 @@ def replay_replica(
             continue
         # A step with prompt work: decodes first (when mixed), then chunks of running prompts, then admissions.
         dtok = running if mixed else 0
-        left = room
+        left: float = room
         ptok = 0.0
         finished: list[int] = []
         still: list[int] = []

@@ -1,5 +1,6 @@
 """Calibrations on record (issue 45): each `ttft-planner calibrate` run's prefill rounds, so that the speed spread a
-spec carries pools every calibration of the same endpoint.
+spec carries pools every calibration of the same endpoint, and a batching engine's step-model fit (shown on the
+What-if page).
 
 Revision ID: 0016_i45_calibration
 Revises: 0015_i32_source_metric
@@ -23,6 +24,7 @@ def upgrade() -> None:
         sa.Column("at_ms", sa.BigInteger(), nullable=False),
         sa.Column("rates_json", sa.Text(), nullable=False),
         sa.Column("spec", sa.String(2000), nullable=False),
+        sa.Column("fit_json", sa.Text(), nullable=True),
     )
     op.create_index("ix_calibration_base_url", "calibration", ["base_url"])
 
