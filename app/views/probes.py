@@ -196,8 +196,8 @@ def live_view() -> None:
         v = summ[f"p{p}_ms"]
         reliable = summ["reliable"].get(f"p{p}", False)
         col.metric(
-            f"p{p} TTFT" + ("" if reliable else " (too few)"),
-            "—" if v is None else f"{v:,.0f} ms",
+            f"p{p} TTFT",
+            present.too_few(present.ms(v), reliable),
             help=f"nearest rank over n={summ['n']:,}"
             + ("" if reliable else "; not enough samples to trust it")
             + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""),

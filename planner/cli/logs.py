@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from planner import present
 from planner.cli._common import echo_json, open_engine, store_option
 from planner.cli._log_input import (
     checked_value,
@@ -79,10 +80,6 @@ def _read(files, fmt, mapping, tz, tokenizer=None, start=None, cache_blocks=None
     finally:
         if bar is not None:
             bar.close()
-
-
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:,.0f}"
 
 
 def _per_hour(rate_per_s: float) -> str:
@@ -166,10 +163,10 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
         (f"prompt tokens (working day {workday} Mon–Fri, n={s.prompt_workday['p50'].n})", s.prompt_workday),
         (f"output tokens (n={s.output['p50'].n})", s.output),
     ):
-        cells = "  ".join(f"{k} {_fmt(v.value)}{'' if v.reliable else ' (n too small)'}" for k, v in pcs.items())
+        cells = "  ".join(f"{k} {present.too_few(present.number(v.value), v.reliable)}" for k, v in pcs.items())
         click.echo(f"{title}: {cells}")
     if s.ttft["p50"].n:
-        cells = "  ".join(f"{k} {_fmt(v.value)}" for k, v in s.ttft.items())
+        cells = "  ".join(f"{k} {present.too_few(present.number(v.value), v.reliable)}" for k, v in s.ttft.items())
         click.echo(f"production TTFT ms (n={s.ttft['p50'].n}): {cells}")
     if s.cache_known:
         click.echo(

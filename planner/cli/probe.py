@@ -10,7 +10,7 @@ from collections import Counter
 import click
 import httpx
 
-from planner import settings
+from planner import present, settings
 from planner.cli._common import NumberList, echo_json, fail, open_engine, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.probes.errors import ERROR_CLASSES
@@ -44,10 +44,6 @@ def summary_of(samples: list[TtftSample]) -> dict:
     return out
 
 
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:,.1f}"
-
-
 def _line(i: int, s: TtftSample) -> str:
     counted = f" (server {s.prompt_tokens})" if s.prompt_tokens is not None else ""
     head = f"#{i:<3} {s.prompt_tokens_requested:>6} tok{counted}  "
@@ -67,10 +63,11 @@ def _line(i: int, s: TtftSample) -> str:
     if s.cached_tokens:
         extra.append(f"{s.cached_tokens} cached")
     return (
-        head
-        + f"ttft {_fmt(s.ttft_ms):>8} ms  (dns {_fmt(s.dns_ms)}, connect {_fmt(s.connect_ms)}, tls {_fmt(s.tls_ms)}, "
-        f"headers {_fmt(s.headers_ms)}, first event {_fmt(s.first_event_ms)}, content {_fmt(s.first_content_ms)}, "
-        f"end {_fmt(s.total_ms)})  {s.output_tokens} out" + (f"  [{'; '.join(extra)}]" if extra else "")
+        head + f"ttft {present.number(s.ttft_ms, 1):>8} ms  (dns {present.number(s.dns_ms, 1)}, "
+        f"connect {present.number(s.connect_ms, 1)}, tls {present.number(s.tls_ms, 1)}, "
+        f"headers {present.number(s.headers_ms, 1)}, first event {present.number(s.first_event_ms, 1)}, "
+        f"content {present.number(s.first_content_ms, 1)}, end {present.number(s.total_ms, 1)})  {s.output_tokens} out"
+        + (f"  [{'; '.join(extra)}]" if extra else "")
     )
 
 
@@ -300,16 +297,16 @@ def _report(
         return
     click.echo("")
     for L, s in per_length.items():
-        grey = "" if s["ttft_p95_reliable"] else "  (p95 needs n ≥ 20: it is just the largest value)"
         fails = ", ".join(f"{k} {v}" for k, v in s["failures_by_class"].items())
         click.echo(
-            f"{L:>6} prompt tokens: TTFT p50 {_fmt(s['ttft_p50_ms'])} ms · p95 {_fmt(s['ttft_p95_ms'])} ms · "
-            f"max {_fmt(s['ttft_max_ms'])} ms · n={s['n']} · failures {s['failures']}"
+            f"{L:>6} prompt tokens: TTFT p50 {present.ms(s['ttft_p50_ms'], 1)} · "
+            f"p95 {present.too_few(present.ms(s['ttft_p95_ms'], 1), s['ttft_p95_reliable'])} · "
+            f"max {present.ms(s['ttft_max_ms'], 1)} · n={s['n']} · failures {s['failures']}"
             + (f" ({fails})" if fails else "")
-            + grey
         )
         click.echo(
-            f"{'':>6} first event p50 {_fmt(s['first_event_p50_ms'])} ms · headers p50 {_fmt(s['headers_p50_ms'])} ms"
+            f"{'':>6} first event p50 {present.ms(s['first_event_p50_ms'], 1)} · "
+            f"headers p50 {present.ms(s['headers_p50_ms'], 1)}"
             + (
                 f" · {s['buffered']} buffered stream(s): TTFT ≈ total, a proxy may be holding the stream"
                 if s["buffered"]

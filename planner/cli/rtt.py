@@ -3,11 +3,11 @@ and `ttft-planner regions add|list|remove` (the catalog and custom targets)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
 
+from planner import present
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
 from planner.probes.rtt_rank import ranked, row_note
@@ -27,18 +27,15 @@ from planner.urls import UrlError, check_url, redact_url
 __all__ = ["COMMANDS"]
 
 
-def _fmt(v: float | None, digits: int = 1) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.{digits}f}"
-
-
 def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
     click.echo(f"{'region':<30} {'min':>7} {'median':>7} {'p90':>7} {'n':>3} {'dns':>6} {'tls':>7} {'ttfb':>7}  note")
     for r in ranked(results, median_ms=lambda r: r.stats.median_ms, label=lambda r: r.region_id):
         s = r.stats
         note = row_note(r.error_class, r.error_detail, anycast=r.region_id in anycast_ids, proxy=r.proxy)
         click.echo(
-            f"{r.region_id[:30]:<30} {_fmt(s.min_ms):>7} {_fmt(s.median_ms):>7} {_fmt(s.p90_ms):>7} {s.n:>3} "
-            f"{_fmt(r.dns_ms):>6} {_fmt(r.tls_ms):>7} {_fmt(r.ttfb_ms):>7}  {note}"
+            f"{r.region_id[:30]:<30} {present.number(s.min_ms, 1):>7} {present.number(s.median_ms, 1):>7} "
+            f"{present.number(s.p90_ms, 1):>7} {s.n:>3} {present.number(r.dns_ms, 1):>6} "
+            f"{present.number(r.tls_ms, 1):>7} {present.number(r.ttfb_ms, 1):>7}  {note}"
         )
     click.echo("ms; min ≈ path RTT (TCP connect = 1 round trip, first connect dropped); p90 needs n ≥ 10.")
     notes = sorted({n for r in results for n in r.notes if not n.startswith("TCP connect figures are to the proxy")})

@@ -6,7 +6,7 @@ import socket
 
 import click
 
-from planner import __version__, settings
+from planner import __version__, present, settings
 from planner.cli._common import NumberList, echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.probes.ttft import ProbeTarget
@@ -18,10 +18,6 @@ from planner.validate import CONCURRENCY, MAX_REQUESTS_PER_STEP, REQUESTS_PER_S,
 __all__ = ["COMMANDS"]
 
 
-def _fmt(v: float | None, reliable: bool = True) -> str:
-    return "—" if v is None else f"{v:,.1f}" + ("" if reliable else "*")
-
-
 def _unit(mode: str) -> str:
     return "concurrent" if mode == "concurrency" else "req/s"
 
@@ -29,8 +25,9 @@ def _unit(mode: str) -> str:
 def _step_line(mode: str, s: SweepStep) -> str:
     errors = ", ".join(f"{k} {v}" for k, v in s.errors_by_class.items())
     return (
-        f"{s.load:>8g} {_unit(mode):<10} n={s.n_ok:<5} TTFT p50 {_fmt(s.ttft_p50_ms):>8} · p95 "
-        f"{_fmt(s.ttft_p95_ms, s.p95_reliable):>9} · p99 {_fmt(s.ttft_p99_ms, s.p99_reliable):>9} ms · errors "
+        f"{s.load:>8g} {_unit(mode):<10} n={s.n_ok:<5} TTFT p50 {present.ms(s.ttft_p50_ms):>8} · p95 "
+        f"{present.too_few(present.ms(s.ttft_p95_ms), s.p95_reliable):>8} · p99 "
+        f"{present.too_few(present.ms(s.ttft_p99_ms), s.p99_reliable):>8} · errors "
         f"{s.error_rate:.1%}{f' ({errors})' if errors else ''} · achieved {s.achieved_rps:,.2f} req/s · "
         f"send lag p95 {s.send_lag_p95_ms:,.1f} ms · client CPU {s.client_cpu_ms_per_request:,.2f} ms/request"
     )

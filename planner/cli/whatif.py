@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import click
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.cli._common import echo_json, open_engine, store_option
@@ -71,13 +72,6 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     trace = trace_from_frame(load_source_frame(engine, src.id), source=name)
     note = f"replayed: production traffic from {src.kind.origin}, source “{name}”, {src.n_requests:,} requests"
     return replace(trace, notes=(*trace.notes, note))
-
-
-def _fmt(value: float | None, reliable: bool = True) -> str:
-    if value is None:
-        return "—"
-    text = f"{value:,.0f}"
-    return text if reliable else f"({text})"
 
 
 @click.command()
@@ -273,14 +267,16 @@ def whatif(
             click.echo(f"{c.name:<24} {'—':>8} {'—':>8} {'—':>8} {'—':>12} {'—':>7} {'—':>8} {'—':>10}  {c.message}")
             continue
         worst = next((h for h in c.hourly if h.hour == c.worst_hour), None)
-        worst_txt = f"{_fmt(worst.p95.value)} @{worst.hour:02d}h" if worst else "—"
+        worst_txt = f"{present.number(worst.p95.value)} @{worst.hour:02d}h" if worst else "—"
         verdict = "meets target" if c.meets_target else "misses target"
         if c.name == result.cheapest:
             verdict += " · CHEAPEST"
         p = c.overall
         click.echo(
-            f"{c.name:<24} {_fmt(p['p50'].value):>8} {_fmt(p['p95'].value, p['p95'].reliable):>8} "
-            f"{_fmt(p['p99'].value, p['p99'].reliable):>8} {worst_txt:>12} {c.share_meeting[it.key]:>7.1%} "
+            f"{c.name:<24} {present.number(p['p50'].value):>8} "
+            f"{present.too_few(present.number(p['p95'].value), p['p95'].reliable):>8} "
+            f"{present.too_few(present.number(p['p99'].value), p['p99'].reliable):>8} {worst_txt:>12} "
+            f"{c.share_meeting[it.key]:>7.1%} "
             f"{c.gpu_hours:>8,.1f} {c.cost_usd:>10,.2f}  {verdict}"
         )
     for c in result.candidates:
@@ -297,7 +293,9 @@ def whatif(
             )
     if result.cheapest is None:
         click.echo(f"No candidate meets the {it.label} target of {it.target_p95_ms:,.0f} ms at p95.")
-    click.echo("Percentiles are nearest-rank; values in parentheses have too few requests (p95 needs 20, p99 100).")
+    click.echo(
+        f"Percentiles are nearest-rank; {present.TOO_FEW} marks one from too few requests (p95 needs 20, p99 100)."
+    )
 
 
 COMMANDS = [whatif]

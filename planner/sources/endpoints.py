@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Engine
 
+from planner.present import MISSING, ms, too_few
 from planner.stats import Percentile, summarize
 from planner.store.endpoints import endpoint_rows
 from planner.store.sources import SourceInfo, list_sources, source_route_ttft_ms, source_routes
@@ -197,14 +198,13 @@ def users_p95_words(prod: ProductionTtft | None) -> str | None:
     via = ", ".join(prod.sources)
     if not prod.n or prod.p95.value is None:
         return f"Your users' p95: — (no requests in this window via {via})"
-    few = "" if prod.p95.reliable else "; too few to trust a p95"
     noun = "request" if prod.n == 1 else "requests"
-    return f"Your users' p95: {prod.p95.value:,.0f} ms ({prod.n:,} {noun} via {via}{few})"
+    return f"Your users' p95: {too_few(ms(prod.p95.value), prod.p95.reliable)} ({prod.n:,} {noun} via {via})"
 
 
 def compare_cell(prod: ProductionTtft | None) -> str:
-    """A production p95 in a table cell: "412 ms (n=1,204)", "212 ms (n=12, too few)" below the n a p95 needs; "—"
-    where no source maps or no request is in the window."""
+    """A production p95 in a table cell: "412 ms (n=1,204)", "212 ms (n=12) (too few)" below the n a p95 needs (the
+    one mark, planner.present.TOO_FEW); "—" where no source maps or no request is in the window."""
     if prod is None or not prod.n or prod.p95.value is None:
-        return "—"
-    return f"{prod.p95.value:,.0f} ms (n={prod.n:,}{'' if prod.p95.reliable else ', too few'})"
+        return MISSING
+    return too_few(f"{ms(prod.p95.value)} (n={prod.n:,})", prod.p95.reliable)

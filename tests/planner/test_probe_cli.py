@@ -67,7 +67,7 @@ def test_probe_prints_each_sample_and_a_nearest_rank_summary(sim_url):
     assert r.output.count("ttft") >= 3
     assert "TTFT p50" in r.output and "p95" in r.output and "max" in r.output and "n=3" in r.output
     assert "failures 0" in r.output
-    assert "p95 needs n ≥ 20" in r.output  # greyed at small n
+    assert "p95 " in r.output and "ms (too few)" in r.output  # a p95 of 3 samples: planner.present's one mark
 
 
 def test_json_mode_prints_one_object_per_sample_then_a_summary(sim_url):

@@ -195,6 +195,6 @@ def test_too_few_requests_say_so(sqlite_engine):
     )
     prod = production_ttft(sqlite_engine, EndpointAddress("https://api.example.com/v1", "m"), T0, T0 + MIN)
     assert prod.n == 3 and prod.p95.value == 102.0 and not prod.p95.reliable
-    assert users_p95_words(prod) == "Your users' p95: 102 ms (3 requests via prod-proxy; too few to trust a p95)"
-    assert compare_cell(prod) == "102 ms (n=3, too few)"
+    assert users_p95_words(prod) == "Your users' p95: 102 ms (too few) (3 requests via prod-proxy)"
+    assert compare_cell(prod) == "102 ms (n=3) (too few)"
     assert get_source(sqlite_engine, "prod-proxy").n_requests == 3

@@ -1,6 +1,6 @@
-"""Compare › per endpoint: the metrics table (percentiles with too few samples greyed, and the production p95 of your
-users' requests where a live source maps to the endpoint), where each endpoint serves from, and the charts (p95 by
-hour of day, p95 intervals, phases)."""
+"""Compare › per endpoint: the metrics table (a percentile with too few samples marked "(too few)" and greyed, and
+the production p95 of your users' requests where a live source maps to the endpoint), where each endpoint serves
+from, and the charts (p95 by hour of day, p95 intervals, phases)."""
 
 import pandas as pd
 import streamlit as st
@@ -29,14 +29,17 @@ RELIABLE = {
 def render(cmp: Comparison, vantage: str | None, tz: str) -> None:
     """Draw the Per endpoint section of `cmp` as seen from `vantage` (None: all), hours of day in `tz`."""
     st.subheader("Per endpoint")
-    st.caption(f"{DEFINITION} Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).")
-    table, raw = summary_table(cmp), metrics_table(cmp).set_index("endpoint")
-    # Static tables that wrap: every column in view at 1,400 px (as grids they scrolled sideways, the last cut).
-    grey = pd.DataFrame(
-        {c: ["" if raw.loc[name, flag] else GREY for name in table["Endpoint"]] for c, flag in RELIABLE.items()},
-        index=table.index,
+    st.caption(
+        f"{DEFINITION} {present.TOO_FEW} marks, in grey, a percentile with too few samples (p95 needs n ≥ 20, p99 "
+        "n ≥ 100)."
     )
-    wrapped_table(table.astype(str), grey)
+    table, raw = summary_table(cmp).astype(str), metrics_table(cmp).set_index("endpoint")
+    enough = {c: [bool(raw.loc[name, flag]) for name in table["Endpoint"]] for c, flag in RELIABLE.items()}
+    for c, flags in enough.items():
+        table[c] = [present.too_few(v, ok) for v, ok in zip(table[c], flags, strict=True)]
+    # Static tables that wrap: every column in view at 1,400 px (as grids they scrolled sideways, the last cut).
+    grey = pd.DataFrame({c: ["" if ok else GREY for ok in flags] for c, flags in enough.items()}, index=table.index)
+    wrapped_table(table, grey)
     st.caption(
         "Production p95: your users' own requests to the endpoint in the same window (n: how many), from every live "
         "source whose stored API base is its base URL and whose model is its model; “—” where no source maps to it "
