@@ -182,3 +182,33 @@ def test_a_calibration_without_a_slope_stores_nothing(tmp_path):
         spread_on_record(engine, "http://x/v1", "m", flat, at_ms=0)
     assert calibration_history(engine, "http://x/v1", "m") == []
     engine.dispose()
+
+
+def test_the_command_measures_the_step_model_and_pools_its_record(tmp_path):
+    """`calibrate --engine vllm --json` over real HTTP against the batching simulator, twice into one store: the
+    wiring (engine, step fit, the record pooled), not figures a loaded machine can move (those are above)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+    from planner.simulator import running_simulator
+
+    cfg = SimulatorConfig(
+        prefill_tokens_per_s=4000, decode_tokens_per_s=100, slots=4, base_overhead_ms=0, prefix_cache_tokens=0,
+        ping_interval_s=0, batching=True, step_ms=5, max_output_tokens=100_000, seed=0,
+    )  # fmt: skip
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    args = ["calibrate", "--prompt-tokens", "50,400", "-n", "2", "--decode-tokens", "16", "--concurrency", "1,2"]
+    args += ["--step-duration-s", "0.5", "--engine", "vllm", "--slots", "4", "--database-url", store, "--json"]
+    with running_simulator(cfg) as url:
+        runs = [CliRunner().invoke(cli, [*args, "--base-url", url, "--model", "m"]) for _ in range(2)]
+    for r in runs:
+        assert r.exit_code == 0, r.output
+    first, second = (json.loads(r.output) for r in runs)
+    dep = parse_deployment(second["spec"])
+    assert dep.engine == "vllm" and dep.slots_per_replica == 4 and dep.step_ms is not None
+    assert second["step"]["itl_ms_by_running"].keys() == {"1", "2"} and second["engine"] == "vllm"
+    assert first["speed_spread"]["calibrations"] == 1 and second["speed_spread"]["calibrations"] == 2
+    assert dep.speed_sd.value == pytest.approx(second["speed_sd"], abs=5e-4) and second["speed_sd"] >= 0.15
+    assert len(second["round_at_s"]) == 3 and second["round_at_s"][0] < second["round_at_s"][1]
