@@ -7,12 +7,12 @@ PORT ?= 8501
 # Every core (pytest-xdist), at most four workers; pyproject.toml's addopts set how work is shared out.
 PYTEST_ARGS ?= -n auto --maxprocesses 4
 
-.PHONY: run test coverage lint deps venv bench engine bench-engine peers clean
+.PHONY: run test coverage lint docs deps venv bench engine bench-engine peers clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -e '.[test,bench,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -37,8 +37,14 @@ lint: venv
 	mkdir -p $(dir $(MYPY_LINK)) && ln -sfn ../../app $(MYPY_LINK)
 	$(BIN)/mypy
 
-## Install everything, then lint, then run the whole test suite (unit, store on SQLite + PostgreSQL, AppTest, browser).
-test: deps venv lint
+## The manual (docs/, mkdocs.yml), built in strict mode into build/site/: a broken link or anchor, or a page missing
+## from the nav, fails the build (run by `make test` after lint). Open build/site/index.html, or `mkdocs serve`.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+## Install everything, then lint, then build the manual, then run the whole test suite (unit, store on SQLite +
+## PostgreSQL, AppTest, browser).
+test: deps venv lint docs
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## Line coverage of planner/ over the whole suite (in-process code; a child process is not traced).
@@ -58,7 +64,7 @@ engine:
 peers:
 	bash scripts/setup-peers.sh
 
-## Benchmarks against that engine, pinned to one core (see README "Measured against llama.cpp").
+## Benchmarks against that engine, pinned to one core (docs/benchmarks.md, "Measured against llama.cpp").
 bench-engine: venv engine
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_engine_whatif.py --engine

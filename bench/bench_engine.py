@@ -18,7 +18,7 @@ The server runs under `taskset -c 1` with `-t 1 -tb 1` so the client on the othe
 
     python bench/bench_engine.py [--port 8089] [--core 1] [--runs 5] [--lengths 64,256,512,768] [--no-calibrate]
 
-Figures go to the README with the date, the machine and its load average.
+Figures go to docs/benchmarks.md with the date, the machine and its load average.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ __all__ = [
 
 MIN_HOURS = 2  # distinct hours of day with n ≥ 20 that segment 1 needs (a day's shape, not one hour)
 
-#: Segment 1's rule in words, as the Probes page and the README state it.
+#: Segment 1's rule in words, as the Probes page and the manual (docs/measurement.md) state it.
 SEGMENT1_RULE = (
     "Worst hour's p95 − quietest hour's p50, over hours of day with n ≥ 20: the worst hour has the largest p95, the "
     "quietest the smallest p50, and they may be the same hour (then it is that hour's p95 − p50)."

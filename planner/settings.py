@@ -3,7 +3,7 @@
 The planner has no configuration file of its own: a process is configured by these environment variables, by command
 line flags (`ttft-planner CMD --help`) and by Streamlit's own `.streamlit/` files (API keys in `secrets.toml`, read by
 `planner.secrets_file`). Code reads a variable through its `Setting` here, never by spelling the name again, and
-`tests/test_docs.py` fails when a row is missing from the README's settings table.
+`tests/test_docs.py` fails when a row is missing from the settings table in docs/settings.md.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ SMTP_USER = Setting("TTFT_PLANNER_SMTP_USER", "unset: no login", "SMTP login use
 SMTP_PASSWORD = Setting("TTFT_PLANNER_SMTP_PASSWORD", "unset", "SMTP login password (read from the environment only).")
 SMTP_FROM = Setting("TTFT_PLANNER_SMTP_FROM", "ttft-planner@localhost", "Sender address of alert e-mails.")
 
-#: Every setting, in the order of the README's table.
+#: Every setting, in the order of the table in docs/settings.md.
 SETTINGS: tuple[Setting, ...] = (
     DATABASE_URL,
     DATA_DIR,

@@ -12,7 +12,7 @@ AWS_ENDPOINT_URL (MinIO, Ceph, R2, a local moto server). No credential is ever e
   s3://bucket/daily/*.parquet              a pattern (* ? [ ] within a path segment, ** across them)
 
 Past what one machine holds, the same summaries are one SQL query away in a warehouse or MotherDuck:
-see the README ("Logs beyond one machine").
+see docs/pages/logs.md ("Logs beyond one file and one machine").
 """
 
 from __future__ import annotations

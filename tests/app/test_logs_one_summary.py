@@ -88,7 +88,7 @@ def test_the_uploader_states_the_configured_upload_limit_and_the_readme_the_same
     assert limit_mb <= 500  # above 500 the uploader writes it as "1GB"
     at = open_page("logs")
     assert f"Up to {limit_mb:,} MB per file" in at.file_uploader(key="logs_files").help
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "pages" / "logs.md").read_text()  # the Logs page's manual (was the README's)
     assert f"an upload at {limit_mb} MB" in readme and f"under the page's {limit_mb} MB upload limit" in readme
     other = rf"\b(?!{limit_mb}\b)\d+ MB upload limit|an upload at (?!{limit_mb}\b)\d+ MB"
     assert not re.search(other, readme)  # no second figure

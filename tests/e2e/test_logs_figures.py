@@ -60,14 +60,14 @@ def test_a_short_night_trace_reads_truthfully_and_the_uploader_states_the_config
     expect(_cell(models, 5, 0)).to_have_text("—")
     page.screenshot(path=str(artifacts_dir / "logs-short-trace.png"), full_page=True)
 
-    # A fresh visit: the uploader states the limit the config sets, as the README does.
+    # A fresh visit: the uploader states the limit the config sets, as the Logs page's manual does.
     limit_mb = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
     fresh = page.context.new_page()
     fresh.goto(f"{app_url}/logs")
     wait_for_app(fresh)
     instructions = fresh.locator("[data-testid='stFileUploaderDropzoneInstructions']").first
     expect(instructions).to_contain_text(f"{limit_mb}MB per file")
-    assert f"an upload at {limit_mb} MB" in (ROOT / "README.md").read_text()
+    assert f"an upload at {limit_mb} MB" in (ROOT / "docs" / "pages" / "logs.md").read_text()
     fresh.close()
 
 
