@@ -9,6 +9,10 @@ C = 0.32 at c = 4, 0.13 at c = 5, 0.047 at c = 6.
 Scale-to-zero (§5): a request is cold when the gap since the previous request finished exceeds the
 scale-down window W; the cold fraction comes from planner.logs.exposure (trace-driven or Poisson).
 Cold starts reach the p95 only when more than 5% of requests are cold (nearest rank).
+
+plan_warm_pool is the one flow the Warm pool tab and `capacity warm-pool` both run: the pool's slots (replicas ×
+slots per replica), its queue wait, the fewest replicas for a target, and the keep-warm trade-off priced for the
+replica's GPUs.
 """
 
 from __future__ import annotations
@@ -28,10 +32,15 @@ from planner.logs.exposure import DEFAULT_WINDOWS_S, cold_in_p95, poisson_cold_f
 
 __all__ = [
     "DEFAULT_WINDOWS_S",
+    "NO_TRAFFIC",
+    "KeepWarm",
     "QueueWait",
+    "WarmPoolPlan",
     "erlang_c",
     "keep_warm_tradeoff",
     "min_slots_for_target",
+    "plan_warm_pool",
+    "pool_slots",
     "queue_wait",
     "queue_wait_quantile_s",
     "trace_idle_seconds",
@@ -281,3 +290,103 @@ def keep_warm_tradeoff(
         }
     )
     return pd.DataFrame(out)
+
+
+#: What the trade-off says when there is no traffic to keep warm for.
+NO_TRAFFIC = "No traffic: nothing to keep warm; scale-to-zero costs nothing."
+
+
+def pool_slots(replicas: int, slots_per_replica: int) -> int:
+    """Request slots in a pool: replicas × slots per replica. Raises CapacityError when either is below 1."""
+    if replicas < 1 or slots_per_replica < 1:
+        raise CapacityError(f"a pool needs at least 1 replica of at least 1 slot, got {replicas} × {slots_per_replica}")
+    return int(replicas) * int(slots_per_replica)
+
+
+@dataclass(frozen=True)
+class KeepWarm:
+    """What the keep-warm vs scale-to-zero trade-off needs beyond the pool: one replica's cost (USD/h) and GPUs, the
+    warm p95 TTFT (ms), the cold start (ms); `arrival_ms` (UTC epoch ms) and `service_ms` a request trace's arrivals
+    and mean service time when a log drives it (None: Poisson arrivals at the pool's rate and service time)."""
+
+    replica_usd_per_hour: float
+    warm_ttft_p95_ms: float
+    cold_start_ms: float
+    gpus_per_replica: int = 1
+    arrival_ms: Sequence[float] | None = None
+    service_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class WarmPoolPlan:
+    """plan_warm_pool's answer. `queue`: the pool's Erlang C figures (None without a pool size); `min_slots` and
+    `min_replicas`: the fewest for the target (None without one); `tradeoff`: keep_warm_tradeoff's rows (None when
+    not asked, or with no traffic: `tradeoff_note` says so), `tradeoff_from_trace` True when the log's trace drove it
+    (False: Poisson arrivals)."""
+
+    arrivals_per_hour: float
+    service_s: float
+    p: float
+    slots_per_replica: int
+    slots: int | None
+    queue: QueueWait | None
+    target_wait_s: float | None
+    min_slots: int | None
+    min_replicas: int | None
+    tradeoff: pd.DataFrame | None
+    tradeoff_note: str = ""
+    tradeoff_from_trace: bool = False
+
+
+def plan_warm_pool(
+    arrivals_per_hour: float,
+    service_s: float,
+    *,
+    slots_per_replica: int = 1,
+    replicas: int | None = None,
+    slots: int | None = None,
+    target_wait_s: float | None = None,
+    p: float = 0.95,
+    keep_warm: KeepWarm | None = None,
+) -> WarmPoolPlan:
+    """A warm pool sized one way for the page and the command: the pool is `replicas` × `slots_per_replica` slots (or
+    `slots` outright; neither: no queue figures), the minimum replicas for a queue-wait p-quantile ≤ target_wait_s
+    is ⌈min slots ÷ slots per replica⌉, and the trade-off (`keep_warm`) counts idle GPU-hours for every GPU of the
+    replica. Arrivals per hour, service time in s. Raises CapacityError on bad input (both `replicas` and `slots`,
+    fewer than 1 slot per replica, a negative rate, …)."""
+    if replicas is not None and slots is not None:
+        raise CapacityError("give the pool as replicas or as slots, not both")
+    if slots_per_replica < 1:
+        raise CapacityError(f"slots per replica must be at least 1, got {slots_per_replica}")
+    pool = pool_slots(replicas, slots_per_replica) if replicas is not None else slots
+    qw = queue_wait(arrivals_per_hour, service_s, pool, p) if pool is not None else None
+    need = min_slots_for_target(arrivals_per_hour, service_s, target_wait_s, p) if target_wait_s is not None else None
+    trade, note, trace = None, "", False
+    if keep_warm is not None:
+        trace = keep_warm.arrival_ms is not None and len(keep_warm.arrival_ms) >= 2
+        if trace or arrivals_per_hour > 0:
+            trade = keep_warm_tradeoff(
+                node_usd_per_hour=keep_warm.replica_usd_per_hour,
+                warm_ttft_p95_ms=keep_warm.warm_ttft_p95_ms,
+                cold_start_ms=keep_warm.cold_start_ms,
+                arrivals_per_hour=None if trace else arrivals_per_hour,
+                arrival_ms=keep_warm.arrival_ms if trace else None,
+                service_ms=keep_warm.service_ms if trace and keep_warm.service_ms is not None else service_s * 1000,
+                gpus_per_replica=keep_warm.gpus_per_replica,
+            )
+        else:
+            note = NO_TRAFFIC
+    return WarmPoolPlan(
+        arrivals_per_hour=float(arrivals_per_hour),
+        service_s=float(service_s),
+        p=p,
+        slots_per_replica=int(slots_per_replica),
+        slots=pool,
+        queue=qw,
+        target_wait_s=target_wait_s,
+        min_slots=need,
+        min_replicas=math.ceil(need / slots_per_replica) if need is not None else None,
+        tradeoff=trade,
+        tradeoff_note=note,
+        tradeoff_from_trace=trace,
+    )

@@ -8,7 +8,7 @@ import streamlit as st
 from planner.capacity.cost import CostInputs
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
-from planner.capacity.warmpool import keep_warm_tradeoff, min_slots_for_target, queue_wait
+from planner.capacity.warmpool import KeepWarm, WarmPoolPlan, plan_warm_pool
 from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import tradeoff_figure
@@ -85,60 +85,62 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
         warm_p95 = persisted_number("Warm p95 TTFT (ms)", min_value=0.0, value=500.0, key="cap_wp_warm")
     with right:
         try:
-            slots = int(replicas * slots_per_rep)
-            qw = queue_wait(arrivals, service_s, slots)
-            m1, m2, m3 = st.columns(3)
-            m1.metric("P(wait)", f"{qw.wait_probability:.1%}")
-            m2.metric(
-                "Queue-wait p95",
-                "∞" if math.isinf(qw.wait_quantile_s) else f"{qw.wait_quantile_s:,.1f} s",
-                help="∞: the pool is overloaded, the queue grows without bound.",
-            )
-            need = min_slots_for_target(arrivals, service_s, target_wait)
-            m3.metric(
-                "Minimum warm replicas",
-                f"{math.ceil(need / slots_per_rep)}",
-                help=f"{need} slots for a queue-wait p95 ≤ {target_wait:g} s",
-            )
-            (st.success if qw.stable else st.error)(qw.message)
-            node_usd = cost_inputs.node_usd_per_hour
-            if traffic is not None and traffic.n_requests >= 2:
-                trade = keep_warm_tradeoff(
-                    node_usd_per_hour=node_usd,
+            plan = plan_warm_pool(
+                arrivals,
+                service_s,
+                slots_per_replica=int(slots_per_rep),
+                replicas=int(replicas),
+                target_wait_s=target_wait,
+                keep_warm=KeepWarm(
+                    replica_usd_per_hour=cost_inputs.node_usd_per_hour,
                     warm_ttft_p95_ms=warm_p95,
                     cold_start_ms=cold_s * 1000,
-                    arrival_ms=traffic.arrival_ms,
-                    service_ms=float(pd.Series(traffic.service_ms).mean()),
                     gpus_per_replica=cost_inputs.gpus_per_replica,
-                )
-                st.caption(
-                    f"Trace-driven from {md_text(traffic.label)}; "
-                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab. {daily_words(traffic)} Warm and idle "
-                    "hours per day are the trace's own ÷ the days it stands for; outside them the replica is scaled "
-                    "to zero.",
-                    help=DAILY_RULE,
-                )
-            elif arrivals > 0:
-                trade = keep_warm_tradeoff(
-                    node_usd_per_hour=node_usd,
-                    warm_ttft_p95_ms=warm_p95,
-                    cold_start_ms=cold_s * 1000,
-                    arrivals_per_hour=arrivals,
-                    service_ms=service_s * 1000,
-                    gpus_per_replica=cost_inputs.gpus_per_replica,
-                )
-                st.caption(
-                    f"Poisson arrivals at {arrivals:,.0f}/h (P(cold) = e^(−λW)); "
-                    f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
-                )
-            else:
-                trade = None
-                st.info("No traffic: nothing to keep warm; scale-to-zero costs nothing.")
-            if trade is not None:
-                st.plotly_chart(tradeoff_figure(trade), key="cap_wp_chart")
-                st.dataframe(_tradeoff_table(trade), hide_index=True)
+                    arrival_ms=traffic.arrival_ms if traffic is not None else None,
+                    service_ms=float(pd.Series(traffic.service_ms).mean()) if traffic is not None else None,
+                ),
+            )
+            _show(plan, traffic, cost_inputs.node_usd_per_hour)
         except CapacityError as exc:
             st.error(str(exc))
+
+
+def _show(plan: WarmPoolPlan, traffic: LogTraffic | None, node_usd: float) -> None:
+    """Draw `plan`: the pool's queue figures, the fewest replicas for the target, and the keep-warm trade-off."""
+    qw = plan.queue
+    assert qw is not None and plan.min_slots is not None  # the tab always gives a pool and a target
+    m1, m2, m3 = st.columns(3)
+    m1.metric("P(wait)", present.pct(qw.wait_probability))
+    m2.metric(
+        "Queue-wait p95",
+        "∞" if math.isinf(qw.wait_quantile_s) else present.seconds(qw.wait_quantile_s),
+        help="∞: the pool is overloaded, the queue grows without bound.",
+    )
+    m3.metric(
+        "Minimum warm replicas",
+        present.count(plan.min_replicas),
+        help=f"{plan.min_slots} slots for a queue-wait p95 ≤ {plan.target_wait_s:g} s",
+    )
+    (st.success if qw.stable else st.error)(qw.message)
+    if plan.tradeoff is None:
+        st.info(plan.tradeoff_note)
+        return
+    if plan.tradeoff_from_trace:
+        assert traffic is not None  # a trace comes from the picked log
+        st.caption(
+            f"Trace-driven from {md_text(traffic.label)}; "
+            f"replica cost ${node_usd:,.2f}/h from the Break-even tab. {daily_words(traffic)} Warm and idle "
+            "hours per day are the trace's own ÷ the days it stands for; outside them the replica is scaled "
+            "to zero.",
+            help=DAILY_RULE,
+        )
+    else:
+        st.caption(
+            f"Poisson arrivals at {plan.arrivals_per_hour:,.0f}/h (P(cold) = e^(−λW)); "
+            f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
+        )
+    st.plotly_chart(tradeoff_figure(plan.tradeoff), key="cap_wp_chart")
+    st.dataframe(_tradeoff_table(plan.tradeoff), hide_index=True)
 
 
 def _tradeoff_table(trade: pd.DataFrame) -> list[dict]:

@@ -7,9 +7,10 @@ import math
 import click
 
 from planner.capacity.errors import CapacityError
-from planner.capacity.warmpool import keep_warm_tradeoff, min_slots_for_target, queue_wait
+from planner.capacity.warmpool import KeepWarm, plan_warm_pool
 from planner.cli._capacity.options import non_negative, usage_error
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
+from planner.validate import GPUS_PER_REPLICA
 
 __all__ = ["warm_pool"]
 
@@ -72,6 +73,13 @@ __all__ = ["warm_pool"]
     callback=non_negative,
     help="One replica's cost per hour, for the trade-off.",
 )
+@click.option(
+    "--gpus-per-replica",
+    type=rule_type(GPUS_PER_REPLICA),
+    default=1,
+    show_default=True,
+    help="GPUs in one replica: the trade-off's idle GPU-hours count each (the Break-even tab's node size).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def warm_pool(
     arrivals_per_hour,
@@ -83,6 +91,7 @@ def warm_pool(
     cold_start_s,
     warm_p95_ms,
     replica_usd_per_hour,
+    gpus_per_replica,
     as_json,
 ) -> None:
     """Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for a target.
@@ -106,22 +115,24 @@ def warm_pool(
         raise click.UsageError("give --slots (to size a pool) and/or --target-wait-s (to find the minimum slots)")
     if slots is not None and slots < 1:
         raise click.BadParameter("must be at least 1", param_hint="--slots")
+    keep_warm = (
+        KeepWarm(replica_usd_per_hour, warm_p95_ms, cold_start_s * 1000, gpus_per_replica)
+        if cold_start_s is not None
+        else None
+    )
     try:
-        qw = queue_wait(arrivals_per_hour, service_s, slots, p) if slots is not None else None
-        need = (
-            min_slots_for_target(arrivals_per_hour, service_s, target_wait_s, p) if target_wait_s is not None else None
+        plan = plan_warm_pool(
+            arrivals_per_hour,
+            service_s,
+            slots_per_replica=slots_per_replica,
+            slots=slots,
+            target_wait_s=target_wait_s,
+            p=p,
+            keep_warm=keep_warm,
         )
-        trade = None
-        if cold_start_s is not None:
-            trade = keep_warm_tradeoff(
-                node_usd_per_hour=replica_usd_per_hour,
-                warm_ttft_p95_ms=warm_p95_ms,
-                cold_start_ms=cold_start_s * 1000,
-                arrivals_per_hour=arrivals_per_hour,
-                service_ms=service_s * 1000,
-            )
     except CapacityError as exc:
         raise usage_error(exc) from None
+    qw, need, trade = plan.queue, plan.min_slots, plan.tradeoff
     label = f"p{p * 100:g}"
     out = {
         "arrivals_per_hour": arrivals_per_hour,
@@ -132,7 +143,8 @@ def warm_pool(
         f"queue_wait_{label}_s": qw.wait_quantile_s if qw else None,
         "target_wait_s": target_wait_s,
         "min_slots": need,
-        "min_replicas": math.ceil(need / slots_per_replica) if need is not None else None,
+        "min_replicas": plan.min_replicas,
+        "gpus_per_replica": gpus_per_replica,
         "tradeoff": trade.to_dict(orient="records") if trade is not None else None,
     }
     if as_json:
@@ -145,10 +157,13 @@ def warm_pool(
             f"minimum for queue-wait {label} ≤ {target_wait_s:g} s: {need} slots "
             f"= {out['min_replicas']} replica(s) of {slots_per_replica} slot(s)"
         )
+    if plan.tradeoff_note:
+        click.echo(plan.tradeoff_note)
     if trade is not None:
-        click.echo("keep-warm trade-off (one replica):")
+        click.echo(f"keep-warm trade-off (one replica of {gpus_per_replica} GPU(s)):")
         for r in out["tradeoff"]:
             click.echo(
                 f"  {r['option']:<28} cold {r['cold_fraction']:6.1%}  warm {r['warm_hours_per_day']:5.1f} h/day  "
+                f"idle {r['idle_gpu_hours_per_day']:5.1f} GPU-h/day  "
                 f"${r['keep_warm_usd_per_month']:>8,.0f}/month  p95 {r['p95_ttft_ms']:>8,.0f} ms"
             )
