@@ -34,7 +34,7 @@ def idle_seconds_for(scale_down_window_s: float | None, idle_s: float | None = N
         return float(idle_s)
     if scale_down_window_s is None:
         raise ColdReadingError(
-            "the endpoint has no scale-down window: give an idle time (--idle S) or set scale_down_window_s"
+            "the endpoint has no scale-down window: give an idle time (--idle-s S) or set scale_down_window_s"
         )
     return float(scale_down_window_s) + max(IDLE_MARGIN_S, 0.1 * scale_down_window_s)
 

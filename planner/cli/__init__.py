@@ -5,6 +5,9 @@ line `ttft-planner --help` shows. A command's module is imported only when that 
 asked for), so `ttft-planner --help` imports none of them. Adding a command means adding its module and one line
 here; tests/planner/test_cli_registry.py fails when a module's `COMMANDS` is not listed or a line drifts from the
 command's own help.
+The output contract (which commands take `--json`, and its one shape per kind) is planner/cli/_output.py's; old
+spellings of renamed options and commands live one release in planner/cli/_renamed.py; docs/cli.md is generated
+from this tree's --help by scripts/gen_cli_reference.py.
 Usage errors (bad flags, bad values, a number that is not finite or out of range) exit with code 2;
 runtime failures exit 1. A database that is locked, full, read-only or unreachable is one line on
 stderr and exit 1 under every command, never a traceback.
@@ -18,6 +21,7 @@ from typing import NamedTuple
 import click
 
 from planner import __version__
+from planner.cli._renamed import RENAMED_COMMANDS, note_renamed
 
 __all__ = ["REGISTRY", "Registered", "cli", "main"]
 
@@ -50,6 +54,11 @@ REGISTRY: dict[str, Registered] = {
         "Measure prefill (on the server's counted tokens), decode and effective parallelism; "
         "print a `dedicated:` spec.",
     ),
+    "capacity": Registered(
+        f"{_C}.capacity",
+        "capacity",
+        "Capacity & cost models: break-even cost, weight loading, GPU fit, prefill rate, warm-pool sizing.",
+    ),
     "cold-reading": Registered(
         f"{_C}.worker",
         "cold_reading",
@@ -57,28 +66,11 @@ REGISTRY: dict[str, Registered] = {
         "scale-down window, time one cold probe (503s and retries included) then one warm "
         "probe.",
     ),
-    "cost": Registered(
-        f"{_C}._capacity.cost",
-        "cost",
-        "Serverless vs dedicated: break-even utilisation u* = dedicated $/h ÷ (blended $/token × capacity tokens/h).",
-    ),
     "endpoints": Registered(
         f"{_C}.endpoints", "endpoints", "The endpoints the worker probes (name, URL, model, key env var, interval, …)."
     ),
-    "gpu-fit": Registered(
-        f"{_C}._capacity.gpufit",
-        "gpu_fit",
-        "Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.",
-        fixed=True,
-    ),
     "logs": Registered(
         f"{_C}.logs", "logs", "Request logs: prompt-token percentiles, cache share, traffic shape, cold-start exposure."
-    ),
-    "prefill": Registered(
-        f"{_C}._capacity.prefill",
-        "prefill",
-        "Prefill rate: (2·N·L + 2·layers·L²·d) / (dense FLOPS × MFU × GPUs), uncached tokens only; "
-        "or a measured slope.",
     ),
     "prefix": Registered(
         f"{_C}.prefix",
@@ -120,16 +112,6 @@ REGISTRY: dict[str, Registered] = {
         "sweep",
         "TTFT p50/p95/p99 of an endpoint at a list of loads, and the knee where p95 leaves a target.",
     ),
-    "warm-pool": Registered(
-        f"{_C}._capacity.warmpool",
-        "warm_pool",
-        "Warm-pool sizing with Erlang C: P(wait), queue-wait percentile, and the minimum slots for a target.",
-    ),
-    "weights": Registered(
-        f"{_C}._capacity.weights",
-        "weights",
-        "Weight-load projection (segment 2 for scale-to-zero): checkpoint GB = params × bytes/param; time = GB ÷ rate.",
-    ),
     "whatif": Registered(
         f"{_C}.whatif",
         "whatif",
@@ -164,6 +146,21 @@ class _Cli(click.Group):
             bound_numeric_options(command)
             self.add_command(command, cmd_name)
         return self.commands[cmd_name]
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A command by name; an old top-level name (planner.cli._renamed.RENAMED_COMMANDS) runs the command it is
+        now, after a one-line note on stderr."""
+        if args and args[0] in RENAMED_COMMANDS:
+            *groups, name = RENAMED_COMMANDS[args[0]]
+            command: click.Command | None = self
+            for part in (*groups, name):
+                assert isinstance(command, click.Group)  # every step but the last is a group
+                command = command.get_command(ctx, part)
+            note_renamed(f"`ttft-planner {args[0]}`", "`ttft-planner " + " ".join((*groups, name)) + "`")
+            return args[0], command, args[1:]
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from REGISTRY's summaries, laid out as click lays it out, without importing a command."""

@@ -57,8 +57,13 @@ def _finite(obj: Any) -> Any:
 
 
 def echo_json(obj: Any) -> None:
-    """Print one JSON object on one line (NaN/inf become null, so the output is valid JSON)."""
-    click.echo(json.dumps(_finite(json.loads(json.dumps(obj, default=json_default))), allow_nan=False))
+    """Print one JSON object on one line (NaN/inf become null, so the output is valid JSON): one line of `--json`'s
+    output (planner/cli/_output.py). Raises TypeError for anything that is not an object once encoded (a list is
+    printed one object a line, by _output.echo_lines)."""
+    data = _finite(json.loads(json.dumps(obj, default=json_default)))
+    if not isinstance(data, dict):
+        raise TypeError(f"--json prints one object a line, not a {type(data).__name__}")
+    click.echo(json.dumps(data, allow_nan=False))
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -22,6 +22,7 @@ from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Tran
 from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.endpoints import EndpointNotFound, get_endpoint
 from planner.env_names import EnvNameError, check_env_name
 from planner.store import alerts as store
@@ -54,6 +55,7 @@ def alerts() -> None:
     """
 
 
+@no_json(CHANGE)
 @alerts.command("add")
 @click.argument("name")
 @click.option(
@@ -208,7 +210,7 @@ def _rule_dict(rule: Rule, series: dict[tuple[int, int, str], SeriesStatus]) -> 
 
 
 @alerts.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per rule, with each series' state.")
+@output_option(Shape.LIST, "rule")
 @store_option
 def list_cmd(as_json, database_url) -> None:
     """Rules and the state of each series they watch."""
@@ -216,8 +218,7 @@ def list_cmd(as_json, database_url) -> None:
     series = store.series_states(engine)
     rules = store.load_rules(engine)
     if as_json:
-        for r in rules:
-            echo_json(_rule_dict(r, series))
+        echo_lines(_rule_dict(r, series) for r in rules)
         return
     if not rules:
         click.echo("no alert rules (add one with `ttft-planner alerts add`)")
@@ -238,8 +239,9 @@ def list_cmd(as_json, database_url) -> None:
 
 @alerts.command("test")
 @click.argument("name")
+@output_option(Shape.LIST, "channel")
 @store_option
-def test_cmd(name, database_url) -> None:
+def test_cmd(name, as_json, database_url) -> None:
     """Send a test notification of rule NAME through each of its channels now; exit 1 if one fails."""
     engine = open_engine(database_url)
     rule = store.rule_by_name(engine, name)
@@ -254,14 +256,21 @@ def test_cmd(name, database_url) -> None:
         shown = shown_target(channel, target)
         try:
             send(channel, target, notice)
-            click.echo(f"{channel} {shown}: delivered")
+            error = None
         except DeliveryError as exc:  # whatever failed, one line (planner.alerts.notify.send)
             failed += 1
-            click.echo(f"{channel} {shown}: failed: {exc}", err=True)
+            error = str(exc)
+        if as_json:
+            echo_json({"channel": channel, "target": shown, "delivered": error is None, "error": error})
+        elif error is None:
+            click.echo(f"{channel} {shown}: delivered")
+        else:
+            click.echo(f"{channel} {shown}: failed: {error}", err=True)
     if failed:
         raise SystemExit(1)
 
 
+@no_json(CHANGE)
 @alerts.command("remove")
 @click.argument("name")
 @store_option
@@ -275,7 +284,7 @@ def remove_cmd(name, database_url) -> None:
 
 
 @alerts.command("evaluate")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object with the pass's outcome.")
+@output_option(Shape.OBJECT)
 @store_option
 def evaluate_cmd(as_json, database_url) -> None:
     """Evaluate every rule once now and send the notifications that are due (the worker does this on its own); the
@@ -309,11 +318,17 @@ def evaluate_cmd(as_json, database_url) -> None:
 
 
 @alerts.command("history")
-@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 100_000), default=50, show_default=True, help="The newest transitions shown."
+)
+@output_option(Shape.LIST, "transition")
 @store_option
-def history_cmd(limit, database_url) -> None:
+def history_cmd(limit, as_json, database_url) -> None:
     """The newest firing and resolved transitions, with their numbers."""
     df = store.alert_history(open_engine(database_url), limit)
+    if as_json:
+        echo_lines(df.to_dict("records"))
+        return
     if df.empty:
         click.echo("no alert has fired yet")
     for row in df.itertuples():

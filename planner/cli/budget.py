@@ -8,6 +8,7 @@ import click
 
 from planner.budget import SEGMENTS, BudgetError, compute, verdict_text
 from planner.cli._common import echo_json
+from planner.cli._output import Shape, output_option
 
 __all__ = ["COMMANDS"]
 
@@ -63,7 +64,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
     show_default=True,
     help="Prefix-cache hit rate 0..1; only uncached tokens cost prefill.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def budget(
     target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, prompt_tokens_p95, cache_hit, as_json
 ) -> None:

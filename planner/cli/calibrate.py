@@ -8,6 +8,8 @@ import click
 
 from planner.cli._common import NumberList, echo_json, open_engine, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.cli._output import Shape, output_option
+from planner.cli._renamed import renamed_option
 from planner.probes.ttft import ProbeTarget
 from planner.validate import CONCURRENCY, PROMPT_TOKENS
 from planner.whatif.calibrate import DISAGREE_FRACTION
@@ -18,6 +20,8 @@ from planner.whatif.engines import ENGINES
 __all__ = ["COMMANDS"]
 
 
+@renamed_option("--step-duration", "--step-duration-s")
+@renamed_option("--timeout", "--timeout-s")
 @click.command()
 @target_options
 @click.option(
@@ -60,7 +64,7 @@ __all__ = ["COMMANDS"]
     help="Closed-loop steps of the parallelism measurement.",
 )
 @click.option(
-    "--step-duration",
+    "--step-duration-s",
     "step_duration_s",
     type=click.FloatRange(0.5, 600),
     default=20.0,
@@ -99,8 +103,15 @@ __all__ = ["COMMANDS"]
 )
 @store_option
 @click.option("--name", default="calibrated", show_default=True, help="Name of the printed deployment.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 3600), default=120.0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
+@click.option(
+    "--timeout-s",
+    "timeout_s",
+    type=click.FloatRange(0.1, 3600),
+    default=120.0,
+    show_default=True,
+    help="Seconds per request before it counts as a timeout.",
+)
+@output_option(Shape.OBJECT)
 def calibrate(
     base_url,
     model,
@@ -132,7 +143,7 @@ def calibrate(
     A slowdown near the concurrency means the slots share one compute budget (llama.cpp's parallel slots
     on one core do), which the FIFO-slot model does not represent: use slots=1 there.
 
-    Example: ttft-planner calibrate --base-url http://127.0.0.1:8089/v1 --model gemma --step-duration 30
+    Example: ttft-planner calibrate --base-url http://127.0.0.1:8089/v1 --model gemma --step-duration-s 30
     """
     target = ProbeTarget(
         base_url=base_url, model=model, protocol=protocol, api_key_env=api_key_env, timeout_s=timeout_s

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import CHANGE, EXPORT, Shape, no_json, output_option
 from planner.endpoints import (
     EDITABLE_FIELDS,
     EndpointError,
@@ -107,6 +108,7 @@ def _from_catalog(spec: str, params: tuple[str, ...]) -> dict[str, str]:
         raise click.BadParameter(str(exc), param_hint="--from") from None
 
 
+@no_json(CHANGE)
 @endpoints.command("add")
 @click.argument("name", required=False)
 @click.option(
@@ -154,6 +156,7 @@ def add_cmd(name, from_spec, params, database_url, **fields) -> None:
     )
 
 
+@no_json(CHANGE)
 @endpoints.command("edit")
 @click.argument("name")
 @click.option("--rename", default=None, help="New name.")
@@ -178,6 +181,7 @@ def edit_cmd(name, rename, database_url, **fields) -> None:
     click.echo(f"updated {row.name}")
 
 
+@no_json(CHANGE)
 @endpoints.command("remove")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask; its samples are deleted too.")
@@ -196,7 +200,7 @@ def remove_cmd(name, yes, database_url) -> None:
 
 
 @endpoints.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@output_option(Shape.LIST, "endpoint")
 @store_option
 def list_cmd(as_json, database_url) -> None:
     """List endpoints with their key status ("key missing" when the env var is not set here)."""
@@ -216,6 +220,7 @@ def list_cmd(as_json, database_url) -> None:
         click.echo("no endpoints yet: ttft-planner endpoints add NAME --base-url URL --model MODEL")
 
 
+@no_json(EXPORT)
 @endpoints.command("export")
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", help="File (default stdout)."
@@ -250,8 +255,9 @@ def _read_capped(path: str) -> bytes:
 @endpoints.command("import")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--no-update", is_flag=True, help="Reject records whose name exists instead of updating them.")
+@output_option(Shape.OBJECT)
 @store_option
-def import_cmd(path, no_update, database_url) -> None:
+def import_cmd(path, no_update, as_json, database_url) -> None:
     """Add or update endpoints from a TOML file of [[endpoint]] tables, at most 16 MB (exit 1 if any record was
     rejected)."""
     engine = open_engine(database_url)
@@ -279,15 +285,24 @@ def import_cmd(path, no_update, database_url) -> None:
             f"imported: added {len(res.added)} ({', '.join(res.added) or '-'}), "
             f"updated {len(res.updated)} ({', '.join(res.updated) or '-'}), rejected {len(res.rejected)}",
         )
-    click.echo(f"added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}")
-    for i, name, msg in res.rejected:
-        click.echo(f"  {path}: endpoint #{i} {name!r}: {msg}", err=True)
+    if as_json:
+        echo_json(
+            {
+                "added": list(res.added),
+                "updated": list(res.updated),
+                "rejected": [{"record": i, "name": name, "reason": msg} for i, name, msg in res.rejected],
+            }
+        )
+    else:
+        click.echo(f"added {len(res.added)}, updated {len(res.updated)}, rejected {len(res.rejected)}")
+        for i, name, msg in res.rejected:
+            click.echo(f"  {path}: endpoint #{i} {name!r}: {msg}", err=True)
     if res.rejected:
         fail(f"{len(res.rejected)} record(s) rejected")
 
 
 @endpoints.command("catalog")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@output_option(Shape.LIST, "provider")
 def catalog_cmd(as_json) -> None:
     """The provider catalog (assets/providers.toml): what `endpoints add --from KEY:MODEL[@REGION]` can fill,
     with each row's key variable "key set"/"key missing" here (its name only, never a value)."""

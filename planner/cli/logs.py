@@ -19,6 +19,7 @@ from planner.cli._log_input import (
     progress_option,
     start_option,
 )
+from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.logs import LogFormatError, TokenCounter, read_logs
 from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
@@ -111,7 +112,7 @@ def logs() -> None:
 @prefix_option
 @tokenizer_option
 @progress_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, show_progress, as_json) -> None:
     """Summarise FILE… (CSV, JSON Lines, JSON, Parquet; optionally .gz/.zst; directories, globs and
     s3://bucket/prefix/*.parquet too): p50/p90/p95/p99 prompt tokens, cache share, traffic per hour, the
@@ -138,7 +139,7 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
                 "mapping": res.mapping,
                 "n_rejected": res.n_rejected,
                 "n_skipped": res.n_skipped,
-                "rejected": [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in res.rejected[:20]],
+                "rejected": _rejected_json(res.rejected),
                 "tokens_estimated": res.tokens_estimated,
                 "token_counter": res.token_counter,
                 "notes": res.notes,
@@ -193,8 +194,9 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 @prefix_option
 @click.option("--name", default=None, help="Name of the upload (default: the first file's name).")
 @progress_option
+@output_option(Shape.OBJECT)
 @store_option
-def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, database_url) -> None:
+def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, as_json, database_url) -> None:
     """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
 
     OpenAI chat JSON Lines, Parquet and CSV files (plain, .gz, .zst) are stored as they are read, a batch
@@ -217,7 +219,7 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
             pass  # nothing was stored (one transaction): the row-by-row reader below names every bad line
         else:
             record_cli(engine, "logs.upload", name or paths[0].name, f"stored upload {upload_id}: {n:,} requests")
-            click.echo(f"stored upload {upload_id}: {n:,} requests, 0 rejected")
+            _say_stored(as_json, upload_id, name or paths[0].name, n, [], 0)
             return
         finally:
             if bar is not None:
@@ -227,21 +229,42 @@ def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, d
     name = name or next(iter(res.formats), Path(str(files[0])).name)
     upload_id = save_upload(engine, name, res)
     record_cli(engine, "logs.upload", name, f"stored upload {upload_id}: {len(res.frame):,} requests")
-    click.echo(f"stored upload {upload_id}: {len(res.frame):,} requests, {res.n_rejected:,} rejected")
-    if res.n_rejected:
-        click.echo("first rejected: " + "; ".join(str(r) for r in res.rejected[:_SHOWN_REJECTS]))
+    _say_stored(as_json, upload_id, name, len(res.frame), res.rejected, res.n_rejected)
+
+
+def _rejected_json(rejected) -> list[dict]:
+    """The first rejected lines, as --json names them (file, line number, why)."""
+    return [{"source": r.source, "line_no": r.line_no, "reason": r.reason} for r in rejected[:20]]
+
+
+def _say_stored(as_json: bool, upload_id: int, name: str, n_requests: int, rejected, n_rejected: int) -> None:
+    """What `logs import` stored: its id, requests and rejected lines (the first named), in words or as --json."""
+    if as_json:
+        echo_json(
+            {
+                "upload_id": upload_id,
+                "name": name,
+                "n_requests": n_requests,
+                "n_rejected": n_rejected,
+                "rejected": _rejected_json(rejected),
+            }
+        )
+        return
+    click.echo(f"stored upload {upload_id}: {n_requests:,} requests, {n_rejected:,} rejected")
+    if n_rejected:
+        click.echo("first rejected: " + "; ".join(str(r) for r in rejected[:_SHOWN_REJECTS]))
 
 
 @logs.command(name="list")
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.LIST, "upload")
 def list_(database_url, as_json) -> None:
     """List stored uploads."""
     from planner.store.logs import list_uploads
 
     uploads = list_uploads(open_engine(database_url))
     if as_json:
-        echo_json({"uploads": uploads})
+        echo_lines(uploads)
         return
     for u in uploads:
         click.echo(
@@ -250,6 +273,7 @@ def list_(database_url, as_json) -> None:
         )
 
 
+@no_json(CHANGE)
 @logs.command()
 @click.argument("upload_id", type=int)
 @store_option

@@ -9,15 +9,17 @@ import click
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import (
-    DTYPES,
     by_key,
+    kv_dtype_option,
     model_from_options,
     slope_option,
     usable_fraction_option,
     usage_error,
+    weight_dtype_option,
     with_model_options,
 )
 from planner.cli._common import NumberList, echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS, BlockSizeError, PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import RULE_WORDS, deployment_name, study
@@ -49,8 +51,8 @@ def _num(x: float | None, unit: str = "") -> str:
     default=None,
     help="GPUs a replica spans (tensor parallel; default: the fewest that hold the weights and some KV).",
 )
-@click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
-@click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
+@weight_dtype_option
+@kv_dtype_option
 @usable_fraction_option
 @click.option(
     "--replicas",
@@ -110,7 +112,7 @@ def _num(x: float | None, unit: str = "") -> str:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A Hugging Face tokenizer.json: exact token blocks of chat text (default: ≈ 4 characters a token).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def prefix(
     file,
     model_options,

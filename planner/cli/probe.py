@@ -13,6 +13,8 @@ import httpx
 from planner import present, settings
 from planner.cli._common import NumberList, echo_json, fail, open_engine, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.cli._output import Shape, output_option
+from planner.cli._renamed import renamed_option
 from planner.probes.errors import ERROR_CLASSES
 from planner.probes.fit import fit_points, fit_prefill
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
@@ -100,6 +102,8 @@ async def _run(
             await client.aclose()
 
 
+@renamed_option("--interval", "--interval-s")
+@renamed_option("--timeout", "--timeout-s")
 @click.command()
 @target_options
 @click.option(
@@ -112,7 +116,7 @@ async def _run(
     help="Samples per prompt length.",
 )
 @click.option(
-    "--interval",
+    "--interval-s",
     "interval_s",
     type=click.FloatRange(0, 86_400),
     default=1.0,
@@ -133,7 +137,7 @@ async def _run(
     "--max-tokens", type=click.IntRange(1, 100_000), default=64, show_default=True, help="max_tokens of each request."
 )
 @click.option(
-    "--timeout",
+    "--timeout-s",
     "timeout_s",
     type=click.FloatRange(0.1, 3600),
     default=30.0,
@@ -153,7 +157,7 @@ async def _run(
 @click.option(
     "--keep-alive", is_flag=True, help="Reuse one pooled connection (default: a fresh connection per sample)."
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per sample, then a summary object.")
+@output_option(Shape.STREAM, "sample")
 @click.option("--store", is_flag=True, help="Also write the samples to the database as a manual run (Probes page).")
 @click.option(
     "--vantage",

@@ -14,6 +14,7 @@ import click
 from planner.budget import BudgetError
 from planner.capacity.errors import CapacityError
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import Shape, output_option
 from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
@@ -152,7 +153,7 @@ def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False
     show_default=True,
     help="…or this percentage of the faster p95, whichever is larger.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print a one-line JSON summary instead of text.")
+@output_option(Shape.OBJECT)
 @store_option
 def report(
     endpoint_args,

@@ -9,6 +9,8 @@ import click
 
 from planner import present
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
+from planner.cli._renamed import renamed_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
 from planner.probes.rtt_rank import ranked, row_note
 from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_target
@@ -43,6 +45,7 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
         click.echo(f"note: {n}")
 
 
+@renamed_option("--timeout", "--timeout-s")
 @click.command()
 @click.option(
     "--region",
@@ -64,7 +67,7 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
     help="TCP connects kept per target (one more is made and dropped).",
 )
 @click.option(
-    "--timeout",
+    "--timeout-s",
     "timeout_s",
     type=click.FloatRange(min=0.05, max=120),
     default=3.0,
@@ -94,7 +97,7 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
     help="Store the samples in the database (the Regions page shows them).",
 )
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def rtt(region_ids, urls, all_catalog, n, timeout_s, proxy, vantage, concurrency, store, database_url, as_json) -> None:
     """Round-trip time from this machine to regions: DNS (timed once), n TCP connects, TLS, one HTTPS TTFB.
 
@@ -163,7 +166,7 @@ def regions() -> None:
 @regions.command("list")
 @click.option("--provider", default=None, help="Only this provider (case-insensitive substring).")
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.LIST, "region")
 def regions_list(provider, database_url, as_json) -> None:
     """Catalog regions and custom targets, with probe URL, anycast flag and scheduling."""
     engine = open_engine(database_url)
@@ -192,7 +195,7 @@ def regions_list(provider, database_url, as_json) -> None:
             }
         )
     if as_json:
-        echo_json({"regions": out})
+        echo_lines(out)
         return
     for d in out:
         flags = " ".join(
@@ -208,17 +211,19 @@ def regions_list(provider, database_url, as_json) -> None:
     click.echo(f"{len(out)} regions. Anycast entries measure the nearest edge, not the serving region.")
 
 
+@renamed_option("--interval", "--interval-s")
+@no_json(CHANGE)
 @regions.command("add")
 @click.argument("region_id")
 @click.argument("target", required=False)
 @click.option("--name", default="", help="Display name (default: the id).")
-@click.option("--provider", default="custom", show_default=True)
-@click.option("--city", default="")
+@click.option("--provider", default="custom", show_default=True, help="Provider label (the map's colour).")
+@click.option("--city", default="", help="City shown on the map and in the list.")
 @click.option("--lat", type=click.FloatRange(-90, 90), default=None, help="Latitude (degrees) for the map.")
 @click.option("--lon", type=click.FloatRange(-180, 180), default=None, help="Longitude (degrees) for the map.")
 @click.option("--anycast", is_flag=True, help="The host is a global front door (measures the edge).")
 @click.option(
-    "--interval",
+    "--interval-s",
     "interval_s",
     type=click.FloatRange(min=10, max=7 * 86400),
     default=300,
@@ -226,7 +231,7 @@ def regions_list(provider, database_url, as_json) -> None:
     help="Seconds between scheduled probes.",
 )
 @click.option(
-    "--schedule/--no-schedule", default=True, show_default=True, help="Let the worker probe it every --interval."
+    "--schedule/--no-schedule", default=True, show_default=True, help="Let the worker probe it every --interval-s."
 )
 @click.option("--vantage", default="", help="Only the worker with this vantage probes it (default: every worker).")
 @store_option
@@ -237,7 +242,7 @@ def regions_add(
 
     Examples: ttft-planner regions add acme-eu https://eu.api.acme.dev/health --lat 50.1 --lon 8.7
 
-              ttft-planner regions add aws-eu-west-1 --interval 600
+              ttft-planner regions add aws-eu-west-1 --interval-s 600
     """
     if (lat is None) != (lon is None):
         raise click.UsageError("give --lat and --lon together (or neither)")
@@ -284,6 +289,7 @@ def regions_add(
     click.echo(f"added {row.region_id} → {row.target} ({when})")
 
 
+@no_json(CHANGE)
 @regions.command("remove")
 @click.argument("region_id")
 @store_option

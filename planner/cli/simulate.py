@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from planner.cli._common import rule_type
+from planner.cli._output import SERVER, no_json
 from planner.simulator import SimulatorConfig, parse_load_curve, serve_forever
 from planner.simulator.config import FIELD_RULES
 from planner.validate import PORT_OR_ANY
@@ -58,6 +59,7 @@ def _setting(flag: str, value_type: type, help_text: str) -> Callable[[Callable[
     )
 
 
+@no_json(SERVER)
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(

@@ -9,6 +9,7 @@ import datetime as dt
 import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import CHANGE, SERVER, Shape, echo_lines, no_json, output_option
 from planner.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
 from planner.sources import actions
 from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
@@ -57,6 +58,7 @@ def sources() -> None:
     """
 
 
+@no_json(CHANGE)
 @sources.command()
 @click.argument("name")
 @click.option(
@@ -148,6 +150,7 @@ def add(
     click.echo(f"added source {name} ({kind}, {what} from ${var})")
 
 
+@no_json(SERVER)
 @sources.command()
 @click.argument("name")
 @click.option("--port", type=click.IntRange(1, 65535), default=4318, show_default=True, help="OTLP/HTTP's port.")
@@ -180,13 +183,13 @@ def receive(name: str, port: int, address: str, database_url: str | None) -> Non
 
 
 @sources.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@output_option(Shape.LIST, "source")
 @store_option
 def list_(as_json: bool, database_url: str | None) -> None:
     """The sources, their sync state and requests kept."""
     rows = [_shown(r) for r in list_sources(open_engine(database_url))]
     if as_json:
-        echo_json([{**r.__dict__, "kind": str(r.kind)} for r in rows])
+        echo_lines({**r.__dict__, "kind": str(r.kind)} for r in rows)
         return
     if not rows:
         click.echo("no sources; add one with `ttft-planner sources add NAME --litellm-dsn-env VAR`")
@@ -218,7 +221,7 @@ def _said(outcome) -> None:
 
 @sources.command()
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 @store_option
 def test(name: str, as_json: bool, database_url: str | None) -> None:
     """Connect to NAME read-only and say what it holds (rows, first and last request); nothing is stored."""
@@ -239,7 +242,7 @@ def test(name: str, as_json: bool, database_url: str | None) -> None:
     show_default=True,
     help="Requests read (and stored) per transaction.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 @store_option
 def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> None:
     """Read NAME's new requests into the store (from its watermark; restart-safe), then print production TTFT."""
@@ -248,24 +251,31 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
     outcome = actions.sync_now(engine, src, when=_when, page_rows=page_rows)
     if not outcome.ok:
         fail(outcome.first)
-    if src.kind is SourceKind.PROMETHEUS:
-        _print_hours(production_hours(engine, src.id), as_json, lead=outcome.first)
-        return
+    hours = production_hours(engine, src.id) if src.kind is SourceKind.PROMETHEUS else None
     if as_json:
-        echo_json(outcome.facts)
+        echo_json(outcome.facts if hours is None else {**outcome.facts, "hours": [h.__dict__ for h in hours]})
+        return
+    if hours is not None:
+        _print_hours(hours, lead=outcome.first)
         return
     _said(outcome)
 
 
 @sources.command()
 @click.argument("url")
-@click.option("--profile", type=click.Choice(sorted(PROFILES)), default="vllm", show_default=True)
+@click.option(
+    "--profile",
+    type=click.Choice(sorted(PROFILES)),
+    default="vllm",
+    show_default=True,
+    help="Whose metric names to read (the engine exporting them).",
+)
 @click.option("--metric", default=None, help="A TTFT histogram of another name (without _bucket).")
 @click.option("--model", default=None, help="Only this model (the profile's model label).")
 @click.option(
     "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to now to read."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@output_option(Shape.LIST, "hour")
 def prometheus(url: str, profile: str, metric: str | None, model: str | None, hours: int, as_json: bool) -> None:
     """Production TTFT p50/p95 per hour from the engines' histograms in Prometheus at URL (its HTTP API),
     with requests, the queue-time p95 (the worksheet's queueing segment) and the mean waiting requests per hour.
@@ -280,13 +290,13 @@ def prometheus(url: str, profile: str, metric: str | None, model: str | None, ho
         got = ttft_by_hour(url, now_ms - hours * HOUR_MS, now_ms, profile=profile, metric=metric, model=model)
     except PrometheusError as exc:
         fail(str(exc))
-    _print_hours(got, as_json)
-
-
-def _print_hours(hours: list[HourTtft], as_json: bool, lead: str = "") -> None:
     if as_json:
-        echo_json([h.__dict__ for h in hours])
+        echo_lines(h.__dict__ for h in got)
         return
+    _print_hours(got)
+
+
+def _print_hours(hours: list[HourTtft], lead: str = "") -> None:
     if lead:
         click.echo(lead)
     click.echo("hour (UTC)            requests   TTFT p50   TTFT p95  queue p95  waiting")
@@ -301,19 +311,23 @@ def _print_hours(hours: list[HourTtft], as_json: bool, lead: str = "") -> None:
 @click.option(
     "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to the newest."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+@output_option(Shape.LIST, "hour")
 @store_option
 def hours(name: str, hours: int, as_json: bool, database_url: str | None) -> None:
     """Production TTFT per hour as stored for NAME (any kind): requests and TTFT p50/p95 per hour with requests,
     over the HOURS hours up to its newest request."""
     engine = open_engine(database_url)
     got = production_hours(engine, _source(engine, name).id, hours)
-    if not got and not as_json:
+    if as_json:
+        echo_lines(h.__dict__ for h in got)
+        return
+    if not got:
         click.echo(f"{name}: no requests stored yet (`ttft-planner sources sync {name}`, or the receiver)")
         return
-    _print_hours(got, as_json)
+    _print_hours(got)
 
 
+@no_json(CHANGE)
 @sources.command()
 @click.argument("name")
 @store_option

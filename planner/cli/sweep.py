@@ -9,6 +9,8 @@ import click
 from planner import __version__, present, settings
 from planner.cli._common import NumberList, echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
+from planner.cli._output import Shape, output_option
+from planner.cli._renamed import renamed_option
 from planner.probes.ttft import ProbeTarget
 from planner.sweep.arrivals import ARRIVAL_KINDS
 from planner.sweep.knee import knee_sentence
@@ -40,6 +42,8 @@ def _knee_line(r: SweepResult) -> str:
     return "knee: " + knee_sentence(r.knee_load, r.over_load, spec.target_p95_ms, spec.mode)
 
 
+@renamed_option("--step-duration", "--step-duration-s")
+@renamed_option("--timeout", "--timeout-s")
 @click.command()
 @target_options
 @click.option(
@@ -62,7 +66,7 @@ def _knee_line(r: SweepResult) -> str:
     help="Open-loop arrival process: Poisson (exponential gaps) or constant spacing.",
 )
 @click.option(
-    "--step-duration",
+    "--step-duration-s",
     "step_duration_s",
     type=click.FloatRange(0.1, 86_400),
     default=30.0,
@@ -87,7 +91,7 @@ def _knee_line(r: SweepResult) -> str:
     "--max-tokens", type=click.IntRange(1, 100_000), default=16, show_default=True, help="max_tokens of each request."
 )
 @click.option(
-    "--timeout",
+    "--timeout-s",
     "timeout_s",
     type=click.FloatRange(0.1, 3600),
     default=60.0,
@@ -101,7 +105,7 @@ def _knee_line(r: SweepResult) -> str:
     show_default=True,
     help="Seed of the Poisson schedules (same seed, same arrivals).",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per step, then a summary object.")
+@output_option(Shape.STREAM, "step")
 @click.option("--store", is_flag=True, help="Also store the run and its steps (Sweep page).")
 @click.option(
     "--vantage",
@@ -148,7 +152,7 @@ def sweep(
     if rates is not None and max(loads) * step_duration_s > MAX_REQUESTS_PER_STEP:
         raise click.BadParameter(
             f"{max(loads):g} requests/s for {step_duration_s:g} s is {max(loads) * step_duration_s:,.0f} requests "
-            f"in one step; at most {MAX_REQUESTS_PER_STEP:,} (lower --rates or --step-duration)",
+            f"in one step; at most {MAX_REQUESTS_PER_STEP:,} (lower --rates or --step-duration-s)",
             param_hint="--rates",
         )
     target = ProbeTarget(

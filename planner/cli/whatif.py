@@ -19,6 +19,8 @@ from planner.cli._log_input import (
     progress_option,
     start_option,
 )
+from planner.cli._output import Shape, output_option
+from planner.cli._renamed import renamed_option
 from planner.interactions import interactions
 from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
@@ -74,6 +76,7 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     return replace(trace, notes=(*trace.notes, note))
 
 
+@renamed_option("--interval", "--interval-level")
 @click.command()
 @click.option(
     "--log",
@@ -144,7 +147,7 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     help="A queue wait past this means the candidate cannot keep up (s).",
 )
 @click.option(
-    "--interval",
+    "--interval-level",
     "level",
     type=click.FloatRange(0.5, 0.99),
     default=0.8,
@@ -153,7 +156,7 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     "`ttft-planner calibrate`) and the trace's size.",
 )
 @progress_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def whatif(
     log_paths,
     source_name,
@@ -177,7 +180,7 @@ def whatif(
 
     Each request of the log queues FIFO for a slot, may wait for a cold start, pays prefill for
     its uncached tokens and adds the RTT; the cheapest candidate meeting the target is marked.
-    Each candidate's p50 and p95 come with a prediction interval (--interval), wide when its speed varies
+    Each candidate's p50 and p95 come with a prediction interval (--interval-level), wide when its speed varies
     (speed_sd, request_sd in its spec) or the trace is short.
     A dedicated candidate with routing= sends each request to a replica by that policy (as `ttft-planner prefix`
     replays them) and queues it there; each replica keeps its own prefix cache of --prefix-cache-blocks (or

@@ -18,6 +18,8 @@ import click
 from planner import settings
 from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._measure import run_measuring
+from planner.cli._output import SERVER, Shape, no_json, output_option
+from planner.cli._renamed import renamed_option
 from planner.cold_policy import ColdReadingError, idle_seconds_for
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store import leases as lease
@@ -186,6 +188,7 @@ def _worker_options(f):
     return f
 
 
+@no_json(SERVER)
 @click.command()
 @_worker_options
 @click.option("--simulator", is_flag=True, help="Also serve the built-in simulated endpoint in this process.")
@@ -209,10 +212,11 @@ def worker(simulator, verbose, database_url, **worker_options) -> None:
             fail(str(exc))
 
 
+@renamed_option("--idle", "--idle-s")
 @click.command("cold-reading")
 @click.argument("endpoint")
 @click.option(
-    "--idle",
+    "--idle-s",
     "idle_s",
     type=rule_type(COLD_IDLE_S),
     default=None,
@@ -220,7 +224,7 @@ def worker(simulator, verbose, database_url, **worker_options) -> None:
 )
 @click.option("--vantage", default=None, help="Which vantage's worker runs it (default: the endpoint's, else any).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the result.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@output_option(Shape.OBJECT)
 @store_option
 def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None:
     """Ask the worker for a cold reading of ENDPOINT: pause its probes, idle past the scale-down window,
@@ -233,7 +237,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
     try:
         idle = idle_seconds_for(ep.scale_down_window_s, idle_s)
     except ColdReadingError as exc:
-        raise click.BadParameter(str(exc), param_hint="--idle") from None
+        raise click.BadParameter(str(exc), param_hint="--idle-s") from None
     vantage = ep.vantage if vantage is None else vantage
     now = int(time.time() * 1000)
     live = lease.live_leases(lease.current(engine), now, vantage or None)
@@ -246,7 +250,10 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
     assert ep.id is not None  # a stored endpoint has an id
     req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
     if not wait:
-        click.echo(f"queued cold reading #{req_id} of {ep.name} (idle {idle:g} s)")
+        if as_json:
+            echo_json({"id": req_id, "endpoint": ep.name, "status": "queued", "idle_s": idle})
+        else:
+            click.echo(f"queued cold reading #{req_id} of {ep.name} (idle {idle:g} s)")
         return
     click.echo(f"cold reading of {ep.name}: idling {idle:g} s, then one cold and one warm probe…", err=True)
     while True:
@@ -282,6 +289,7 @@ async def _serve(engine, config: WorkerConfig, proc: subprocess.Popen) -> None:
         watcher.cancel()
 
 
+@no_json(SERVER)
 @click.command()
 @click.option("--port", type=rule_type(PORT), default=8501, show_default=True, help="Dashboard port.")
 @click.option(

@@ -7,6 +7,7 @@ import datetime as dt
 import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._output import EXPORT, Shape, no_json, output_option
 from planner.store.worksheets import WorksheetNotFound, list_worksheets, load_worksheet
 from planner.worksheet_report import to_json, to_markdown
 
@@ -20,7 +21,7 @@ def worksheets() -> None:
 
 @worksheets.command("list")
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per worksheet.")
+@output_option(Shape.LIST, "worksheet")
 def list_cmd(database_url, as_json) -> None:
     """List saved worksheets, newest first."""
     engine = open_engine(database_url)
@@ -32,9 +33,17 @@ def list_cmd(database_url, as_json) -> None:
             click.echo(f"{when}  {name}")
 
 
+@no_json(EXPORT)
 @worksheets.command("export")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for a design doc; json for its inputs, each with where it came from, and its result.",
+)
 @store_option
 def export_cmd(name, fmt, database_url) -> None:
     """Print the worksheet NAME as Markdown (for design docs) or JSON (inputs with provenance + result)."""

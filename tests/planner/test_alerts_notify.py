@@ -107,7 +107,7 @@ def test_slow_endpoint_fires_once_and_resolves_once_on_webhook_and_email(sqlite_
                 "m",
                 "-n",
                 str(n),
-                "--interval",
+                "--interval-s",
                 "0.05",
                 "--prompt-tokens",
                 "40",

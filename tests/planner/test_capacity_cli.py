@@ -1,4 +1,4 @@
-"""`ttft-planner cost | weights | gpu-fit | prefill | warm-pool`: --json outputs and usage errors."""
+"""`ttft-planner capacity cost | weights | gpu-fit | prefill | warm-pool`: --json outputs and usage errors."""
 
 import json
 
@@ -12,7 +12,8 @@ WEIGHTS_70B_FP8 = ("weights", "--params-b", "70", "--dtype", "fp8")
 
 
 def run(*args: str, code: int = 0) -> dict | str:
-    result = CliRunner().invoke(cli, list(args))
+    """`ttft-planner capacity ARGS…`: its output, parsed when --json was asked for."""
+    result = CliRunner().invoke(cli, ["capacity", *args])
     assert result.exit_code == code, result.output
     if "--json" in args and code == 0:
         return json.loads(result.output)
@@ -201,7 +202,7 @@ def test_warm_pool_overload_and_tradeoff():
 
 def test_help_has_examples():
     for cmd in ("cost", "weights", "gpu-fit", "prefill", "warm-pool"):
-        assert "Examples:" in run(cmd, "--help") and f"ttft-planner {cmd}" in run(cmd, "--help")
+        assert "Examples:" in run(cmd, "--help") and f"ttft-planner capacity {cmd}" in run(cmd, "--help")
 
 
 def test_a_mix_with_more_cached_than_prompt_tokens_is_a_usage_error():
@@ -210,6 +211,18 @@ def test_a_mix_with_more_cached_than_prompt_tokens_is_a_usage_error():
     from planner.cli import cli
 
     out = CliRunner().invoke(
-        cli, ["cost", "--gpu-usd-per-hour", "3.2", "--capacity-tokens-per-min", "720000", "--mix", "10", "20", "1"]
+        cli,
+        [
+            "capacity",
+            "cost",
+            "--gpu-usd-per-hour",
+            "3.2",
+            "--capacity-tokens-per-min",
+            "720000",
+            "--mix",
+            "10",
+            "20",
+            "1",
+        ],
     )
     assert out.exit_code == 2 and "--mix" in out.output and "exceed prompt tokens" in out.output

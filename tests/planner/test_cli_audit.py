@@ -69,7 +69,7 @@ def test_every_cli_write_adds_one_audit_row_by_the_os_user(store, tmp_path, monk
         (["logs", "import", str(log), "--name", "team"], ("logs.upload", "team", "stored upload 1: 40 requests")),
         (["logs", "delete", "1"], ("logs.delete", "team", "deleted upload 1")),
         (
-            ["regions", "add", "acme-eu", "https://eu.api.acme.dev/health", "--interval", "600"],
+            ["regions", "add", "acme-eu", "https://eu.api.acme.dev/health", "--interval-s", "600"],
             ("region.write", "acme-eu", "added RTT target https://eu.api.acme.dev/health"),
         ),
         (["regions", "remove", "acme-eu"], ("region.write", "acme-eu", "removed RTT target")),

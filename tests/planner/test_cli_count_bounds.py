@@ -68,8 +68,8 @@ def test_whatif_kv_from_gpu_takes_a_count_within_the_rule(tmp_path):
 @pytest.mark.parametrize(
     ("command", "base"),
     [
-        ("gpu-fit", ["--gpu", "H100"]),
-        ("prefill", ["--prompt-tokens", "4000"]),
+        ("capacity gpu-fit", ["--gpu", "H100"]),
+        ("capacity prefill", ["--prompt-tokens", "4000"]),
         ("prefix", [TRACE, "--gpu", "H100"]),
     ],
 )
@@ -80,7 +80,7 @@ def test_whatif_kv_from_gpu_takes_a_count_within_the_rule(tmp_path):
 def test_a_custom_model_shape_past_its_rule_is_refused(command, base, option, value):
     args = list(CUSTOM)
     args[args.index(option) + 1] = value
-    _refused([command, *base, *args], option)
+    _refused([*command.split(), *base, *args], option)
 
 
 @pytest.mark.parametrize(
@@ -88,12 +88,12 @@ def test_a_custom_model_shape_past_its_rule_is_refused(command, base, option, va
     [
         ("prefix", [TRACE, "--model", "llama-3.1-8b", "--gpus-per-replica", "65"], "--gpus-per-replica"),
         ("prefix", [TRACE, "--block-tokens", BIG], "--block-tokens"),
-        ("prefill", ["--model", "llama-3.1-8b", "--gpus", "65"], "--gpus"),
-        ("gpu-fit", ["--model", "llama-3.1-8b", "--context-tokens", BIG], "--context-tokens"),
-        ("gpu-fit", ["--model", "llama-3.1-8b", "--sequences", BIG], "--sequences"),
-        ("cost", [*BASE_ARGS["cost"], "--gpus-per-replica", "65"], "--gpus-per-replica"),
-        ("cost", [*BASE_ARGS["cost"], "--max-replicas", "1025"], "--max-replicas"),
-        ("weights", ["--params-b", "1e9"], "--params-b"),
+        ("capacity prefill", ["--model", "llama-3.1-8b", "--gpus", "65"], "--gpus"),
+        ("capacity gpu-fit", ["--model", "llama-3.1-8b", "--context-tokens", BIG], "--context-tokens"),
+        ("capacity gpu-fit", ["--model", "llama-3.1-8b", "--sequences", BIG], "--sequences"),
+        ("capacity cost", [*BASE_ARGS["capacity cost"], "--gpus-per-replica", "65"], "--gpus-per-replica"),
+        ("capacity cost", [*BASE_ARGS["capacity cost"], "--max-replicas", "1025"], "--max-replicas"),
+        ("capacity weights", ["--params-b", "1e9"], "--params-b"),
         ("logs summarize", ["{log}", "--prefix-cache-blocks", BIG], "--prefix-cache-blocks"),
     ],
 )

@@ -35,7 +35,7 @@ def test_urls_with_credentials_secrets_or_breaks_are_refused_before_anything_is_
 
 def test_a_proxy_password_is_never_printed():
     res = _run(
-        "rtt", "--url", "127.0.0.1:9", "--proxy", "http://bob:hunter2@127.0.0.1:9", "-n", "1", "--timeout", "0.3"
+        "rtt", "--url", "127.0.0.1:9", "--proxy", "http://bob:hunter2@127.0.0.1:9", "-n", "1", "--timeout-s", "0.3"
     )
     assert "hunter2" not in res.output and "via proxy http://***@127.0.0.1:9" in res.output
 
@@ -65,5 +65,5 @@ def test_report_refuses_non_finite_and_out_of_range_values(args, hint, tmp_path)
 
 
 def test_prefill_nan_is_refused_not_printed_as_nan_tokens():
-    res = _run("prefill", "--model", "llama-3.1-8b", "--params-b", "nan")
+    res = _run("capacity", "prefill", "--model", "llama-3.1-8b", "--params-b", "nan")
     assert res.exit_code == 2 and "not a finite number" in res.output

@@ -37,15 +37,15 @@ _TARGET = ["--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
 # Command path → arguments that make it run (or reach its start) on its own; {db}, {log}, {tmp} are filled in.
 BASE: dict[str, list[str]] = {
     **BASE_ARGS,
-    "prefill": [*_CUSTOM_MODEL, "--d-model", "4096", "--prompt-tokens", "4000"],
-    "gpu-fit": [*_CUSTOM_MODEL, "--gpu", "H100"],
+    "capacity prefill": [*_CUSTOM_MODEL, "--d-model", "4096", "--prompt-tokens", "4000"],
+    "capacity gpu-fit": [*_CUSTOM_MODEL, "--gpu", "H100"],
     "prefix": [BASE_ARGS["prefix"][0], *_CUSTOM_MODEL, "--gpu", "H100"],
     "alerts add": ["rule-{uid}", "--threshold", "500", "--database-url", "{db}"],
     "endpoints add": ["ep-{uid}", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--database-url", "{db}"],
     "endpoints edit": ["edit-ep", "--model", "m2", "--database-url", "{db}"],
     "regions add": ["region-{uid}", "http://127.0.0.1:9/", "--database-url", "{db}"],
     "report": ["--endpoints", "cold-ep", "--out", "{tmp}/r.html", "--database-url", "{db}"],
-    "warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2", "--slots", "4"],
+    "capacity warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2", "--slots", "4"],
     "alerts history": ["--database-url", "{db}"],
     "logs import": ["{log}", "--database-url", "{db}"],
     "logs summarize": ["{log}"],

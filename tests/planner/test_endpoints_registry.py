@@ -155,9 +155,9 @@ def test_cli_cold_reading_refuses_without_an_idle_time_or_window(sqlite_store_ur
     r.invoke(cli, ["endpoints", "add", "nowin", "--base-url", "https://x.example/v1", "--model", "m", *db])
     out = r.invoke(cli, ["cold-reading", "nowin", *db])
     assert out.exit_code == 2 and "--idle" in out.output
-    out = r.invoke(cli, ["cold-reading", "ghost", "--idle", "5", *db])
+    out = r.invoke(cli, ["cold-reading", "ghost", "--idle-s", "5", *db])
     assert out.exit_code == 2 and "no endpoint named" in out.output
-    out = r.invoke(cli, ["cold-reading", "nowin", "--idle", "5", "--no-wait", *db])
+    out = r.invoke(cli, ["cold-reading", "nowin", "--idle-s", "5", "--no-wait", *db])
     assert out.exit_code == 0 and "queued cold reading" in out.output and "no worker is running" in out.output
 
 

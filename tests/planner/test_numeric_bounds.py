@@ -68,7 +68,7 @@ def test_registry_api_refuses_a_prompt_that_would_be_built_in_memory(engine):
 @pytest.mark.parametrize("value", ["inf", "nan", "1e9"])
 def test_regions_add_refuses_a_non_finite_or_huge_interval(sqlite_store_url, value):
     res = CliRunner().invoke(
-        cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval", value, "--database-url", sqlite_store_url]
+        cli, ["regions", "add", "r1", "http://127.0.0.1:9", "--interval-s", value, "--database-url", sqlite_store_url]
     )
     assert res.exit_code == 2, res.output
     assert "interval" in res.output.lower() and "Traceback" not in res.output

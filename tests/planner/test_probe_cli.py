@@ -35,7 +35,7 @@ def invoke(*args: str, env: dict | None = None):
 
 
 def invoke_probe(base_url: str, *flags: str, model: str, n: int, prompt_tokens: str, max_tokens: int):
-    """`probe` of `model` at `base_url`, `n` samples back to back (--interval 0), with `flags` added."""
+    """`probe` of `model` at `base_url`, `n` samples back to back (--interval-s 0), with `flags` added."""
     return invoke(
         "probe",
         "--base-url",
@@ -44,7 +44,7 @@ def invoke_probe(base_url: str, *flags: str, model: str, n: int, prompt_tokens: 
         model,
         "-n",
         str(n),
-        "--interval",
+        "--interval-s",
         "0",
         *flags,
         "--prompt-tokens",
@@ -154,7 +154,7 @@ def test_key_never_printed_even_when_the_server_echoes_it(monkeypatch):
 
 def test_all_failed_exits_1_with_the_classes():
     r = CliRunner().invoke(
-        cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--interval", "0"]
+        cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--interval-s", "0"]
     )
     assert r.exit_code == 1
     assert "FAILED refused" in r.output and "n=0" in r.output and "failures 2" in r.output

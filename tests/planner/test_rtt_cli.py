@@ -77,13 +77,13 @@ def test_regions_add_schedule_list_store_remove(runner, target):
             "52.5",
             "--lon",
             "13.4",
-            "--interval",
+            "--interval-s",
             "60",
         ],
     )
     assert res.exit_code == 0 and "every 60 s" in res.output
     assert runner.invoke(cli, ["regions", "add", "aws-eu-west-1", "--no-schedule"]).exit_code == 0
-    listed = json.loads(runner.invoke(cli, ["regions", "list", "--json"]).output)["regions"]
+    listed = [json.loads(line) for line in runner.invoke(cli, ["regions", "list", "--json"]).stdout.splitlines()]
     by_id = {r["id"]: r for r in listed}
     assert by_id["local-box"]["custom"] and by_id["local-box"]["scheduled"] and by_id["local-box"]["interval_s"] == 60
     assert not by_id["aws-eu-west-1"]["scheduled"] and by_id["openai-api"]["anycast"]

@@ -103,7 +103,7 @@ def test_no_key_echoed_or_pasted_reaches_the_store_output_log_metrics_or_exports
         # the key where it belongs, echoed back by the server in every encoding: the command line and the worker
         echo_args = ["endpoints", "add", "echo", "--base-url", srv.url, "--model", "m", "--api-key-env", "SWEEP_KEY"]
         _cli(out, *echo_args, "--timeout-s", "9", store=store, code=0)
-        args = ["probe", "--base-url", srv.url, "--model", "m", "-n", str(len(ECHOES)), "--interval", "0"]
+        args = ["probe", "--base-url", srv.url, "--model", "m", "-n", str(len(ECHOES)), "--interval-s", "0"]
         _cli(out, *args, "--api-key-env", "SWEEP_KEY", "--store", store=store, code=1)  # every sample failed
         assert out[-1].count("FAILED auth") == len(ECHOES), out[-1]
         engine = open_store(store)

@@ -54,7 +54,7 @@ def test_no_credential_form_of_a_dsn_is_printed_or_kept(sqlite_store_url, empty_
         assert res.exit_code == code, (args, res.output)
     assert "prod:" in said[0] and ("LiteLLM_SpendLogs" in said[0] or "resolve" in said[0]), said[0]
     assert "error:" in said[2], "the failed sync is listed with its error"
-    assert json.loads(said[3])[0]["last_error"]
+    assert json.loads(said[3].splitlines()[0])["last_error"]  # JSON Lines: the one source
     with sa.create_engine(sqlite_store_url).connect() as conn:
         kept = " ".join(str(v) for r in conn.execute(sa.text("SELECT * FROM source")) for v in r)
     assert not leaks("\n".join(said), secrets), said

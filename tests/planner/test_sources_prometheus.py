@@ -103,7 +103,7 @@ def test_the_command_prints_the_hours_the_library_reads(scraped):
     prom, log = scraped
     got = CliRunner().invoke(cli, ["sources", "prometheus", prom, "--model", "sim-model", "--hours", "2", "--json"])
     assert got.exit_code == 0, got.output
-    hours = [h for h in json.loads(got.output) if h["requests"]]
+    hours = [h for h in map(json.loads, got.stdout.splitlines()) if h["requests"]]  # JSON Lines: one hour a line
     assert sum(h["requests"] for h in hours) == N and all(h["p95_ms"] for h in hours)
     text = CliRunner().invoke(cli, ["sources", "prometheus", prom, "--profile", "sglang"])
     assert text.exit_code == 1 and "no series named sglang:" in text.output
@@ -234,17 +234,18 @@ def test_the_commands_add_test_sync_and_show_a_prometheus_source_and_refuse_a_pa
     assert tested.exit_code == 0 and "vllm:time_to_first_token_seconds for sim-model" in tested.output
     synced = run("sync", "prom", "--json")
     assert synced.exit_code == 0, synced.output
-    assert sum(h["requests"] for h in json.loads(synced.output)) == N
+    assert sum(h["requests"] for h in json.loads(synced.stdout)["hours"]) == N
     shown = run("hours", "prom", "--json")
-    assert json.loads(shown.output) == json.loads(synced.output)
+    assert [json.loads(line) for line in shown.stdout.splitlines()] == json.loads(synced.stdout)["hours"]
     assert "prom  prometheus  " + prom in run("list").output
     # another name for the TTFT histogram: read instead of the profile's (SGLang's has no series here)
     named = ["--profile", "sglang", "--metric", "vllm:time_to_first_token_seconds", "--model", "sim-model"]
     assert run("add", "custom", "--prometheus-url", prom, *named).exit_code == 0
     assert "vllm:time_to_first_token_seconds for sim-model" in run("test", "custom").output
     custom = run("sync", "custom", "--json")
-    ttft = lambda out: [(h["hour_start_ms"], h["requests"], h["p50_ms"], h["p95_ms"]) for h in json.loads(out)]  # noqa: E731
-    assert custom.exit_code == 0 and ttft(custom.output) == ttft(synced.output)  # the TTFT figures; no queue ones
+    hours = lambda out: json.loads(out)["hours"]  # noqa: E731
+    ttft = lambda out: [(h["hour_start_ms"], h["requests"], h["p50_ms"], h["p95_ms"]) for h in hours(out)]  # noqa: E731
+    assert custom.exit_code == 0 and ttft(custom.stdout) == ttft(synced.stdout)  # the TTFT figures; no queue ones
     wrong = run("add", "other", "--prometheus-url", prom, "--model", "gpt-4o")
     assert wrong.exit_code == 0
     said = run("test", "other")

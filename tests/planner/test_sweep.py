@@ -92,10 +92,10 @@ def test_the_cli_prints_each_step_and_the_knee_and_stores_the_run(sqlite_store_u
     with running_simulator(SimulatorConfig(slots=4, **SERVICE)) as url:
         out = _cli_sweep(
             url,
-            *("--rates", "4,8", "--step-duration", "0.5", "--target-p95-ms", "50", "--all-steps"),
+            *("--rates", "4,8", "--step-duration-s", "0.5", "--target-p95-ms", "50", "--all-steps"),
             *("--store", "--database-url", sqlite_store_url, "--vantage", "test lab"),
         )
-        closed = _cli_sweep(url, "--concurrency", "1,2", "--step-duration", "0.3")
+        closed = _cli_sweep(url, "--concurrency", "1,2", "--step-duration-s", "0.3")
     steps, summary = out[:-1], out[-1]
     assert [s["type"] for s in steps] == ["step", "step"] and summary["type"] == "summary"
     assert [s["load"] for s in steps] == [4.0, 8.0]  # --all-steps: the step after the knee runs too

@@ -77,7 +77,7 @@ def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses(tmp_path
                 "8",
                 "--concurrency",
                 "1,2",
-                "--step-duration",
+                "--step-duration-s",
                 "0.5",
                 "--database-url",
                 f"sqlite:///{tmp_path / 'store.db'}",
@@ -102,7 +102,7 @@ def test_the_cli_prints_the_calibration_as_json_with_a_spec_that_parses(tmp_path
 
 def test_an_unreachable_endpoint_is_a_clear_error():
     r = CliRunner().invoke(
-        cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--timeout", "2"]
+        cli, ["calibrate", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-n", "2", "--timeout-s", "2"]
     )
     assert r.exit_code == 1 and "prefill stage: every request failed (refused" in r.output
 

@@ -105,7 +105,7 @@ def test_a_calibrated_speed_spread_gives_each_percentile_an_interval_in_json_and
     assert (fixed["interval"]["driven_by"], varied["interval"]["driven_by"]) == ("trace", "engine")
     assert varied["p95_ms"] == fixed["p95_ms"]  # the point prediction is the spec's speed either way
 
-    text = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", spread, "--interval", "0.9"])
+    text = CliRunner().invoke(cli, ["whatif", "--log", str(log), "--deployment", spread, "--interval-level", "0.9"])
     assert text.exit_code == 0, text.output
     assert "spread: p50" in text.output and "(90% interval" in text.output
     assert "its width set by the engine's speed spread" in text.output

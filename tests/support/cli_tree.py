@@ -1,6 +1,7 @@
-"""The numeric options of the whole `ttft-planner` command tree (list options typed NumberList among them), the
-whole-number ones that must each declare their largest value, and a base invocation per command that runs quickly
-without a network or a server (used by the numeric fuzz test)."""
+"""The `ttft-planner` command tree, walked: every command with its path (`leaf_commands`), the numeric options (list
+options typed NumberList among them), the whole-number ones that must each declare their largest value, and a base
+invocation per command that runs quickly without a network or a server (used by the numeric fuzz test and the
+output contract's test)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import click
 from planner.asset_files import assets_dir
 from planner.cli import cli
 from planner.cli._common import NumberList
+from planner.cli._renamed import RenamedOption
 
 __all__ = [
     "BASE_ARGS",
@@ -20,6 +22,7 @@ __all__ = [
     "PARSE_ARGS",
     "count_types",
     "declared_max",
+    "leaf_commands",
     "numeric_options",
     "write_tiny_log",
 ]
@@ -30,7 +33,7 @@ SLS = "serverless:name=sls,window=3600,cold=20,slots=8,max=2,prefill=12000,decod
 # Command path → arguments that make it run to completion on its own ({db} and {log} are filled in).
 BASE_ARGS: dict[str, list[str]] = {
     "budget": ["--target-ms", "500", "--prefill-tokens-per-s", "5000", "--prompt-tokens-p95", "4000"],
-    "cost": [
+    "capacity cost": [
         "--gpu-usd-per-hour",
         "3.2",
         "--capacity-tokens-per-min",
@@ -40,11 +43,11 @@ BASE_ARGS: dict[str, list[str]] = {
         "--tokens-per-hour",
         "2e7",
     ],
-    "prefill": ["--model", "llama-3.1-8b", "--prompt-tokens", "4000"],
-    "gpu-fit": ["--model", "llama-3.1-8b", "--gpu", "H100"],
+    "capacity prefill": ["--model", "llama-3.1-8b", "--prompt-tokens", "4000"],
+    "capacity gpu-fit": ["--model", "llama-3.1-8b", "--gpu", "H100"],
     "prefix": [str(MOONCAKE), "--model", "llama-3.1-8b", "--gpu", "H100"],
-    "warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2"],
-    "weights": ["--params-b", "8"],
+    "capacity warm-pool": ["--arrivals-per-hour", "100", "--service-s", "2", "--slots", "4"],
+    "capacity weights": ["--params-b", "8"],
     "whatif": ["--log", "{log}", "--deployment", SLS],
     "report": ["--endpoints", "nope", "--out", "{tmp}/r.html", "--database-url", "{db}"],
     "endpoints add": ["fz", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--database-url", "{db}"],
@@ -92,26 +95,39 @@ def declared_max(t: click.ParamType) -> float | None:
     return getattr(t, "max", None)
 
 
-def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
-    """(command path, command, parameter) for every int/float parameter in the tree, and every NumberList."""
+def leaf_commands() -> list[tuple[str, click.Command]]:
+    """(command path, command) for every command of the tree that runs (groups left out), as `ttft-planner --help`
+    lists them; the old spellings kept for one release (planner.cli._renamed) are not walked."""
     out = []
 
     def walk(cmd: click.Command, path: list[str]) -> None:
         if isinstance(cmd, click.Group):
             ctx = click.Context(cmd)
             for name in sorted(cmd.list_commands(ctx)):  # get_command loads a lazily registered command
-                walk(cmd.get_command(ctx, name), path + [name])
+                sub = cmd.get_command(ctx, name)
+                assert sub is not None, name
+                walk(sub, path + [name])
             return
-        for p in cmd.params:
-            if any(
-                getattr(x, "name", "") in ("float", "integer")
-                or isinstance(x, (click.types.FloatParamType, click.types.IntParamType, NumberList))
-                for x in _inner(p.type)
-            ):
-                out.append((" ".join(path), cmd, p))
+        out.append((" ".join(path), cmd))
 
     walk(cli, [])
     return out
+
+
+def numeric_options() -> list[tuple[str, click.Command, click.Parameter]]:
+    """(command path, command, parameter) for every int/float parameter in the tree, and every NumberList (an old
+    spelling of an option, which sets the same parameter with the same type, is left out)."""
+    return [
+        (path, cmd, p)
+        for path, cmd in leaf_commands()
+        for p in cmd.params
+        if not isinstance(p, RenamedOption)
+        and any(
+            getattr(x, "name", "") in ("float", "integer")
+            or isinstance(x, (click.types.FloatParamType, click.types.IntParamType, NumberList))
+            for x in _inner(p.type)
+        )
+    ]
 
 
 def write_tiny_log(path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""`ttft-planner cost`: serverless vs dedicated break-even, and the monthly cost of your traffic."""
+"""`ttft-planner capacity cost`: serverless vs dedicated break-even, and the monthly cost of your traffic."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from planner.capacity.cost import CostInputs, break_even, summarize
 from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import by_key, non_negative, usage_error
 from planner.cli._common import echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.validate import GPUS_PER_REPLICA, MIN_REPLICAS, REPLICAS
 
 __all__ = ["cost"]
 
 
-@click.command()
+@click.command(short_help="Break-even: serverless vs dedicated cost, and the utilisation where they meet.")
 @click.option(
     "--gpu-usd-per-hour", type=float, callback=non_negative, help="Dedicated price per GPU-hour (USD). Or --gpu-price."
 )
@@ -96,7 +97,7 @@ __all__ = ["cost"]
     help="Minimum warm replicas (hybrid base lower bound).",
 )
 @click.option("--max-replicas", type=rule_type(REPLICAS), default=8, show_default=True, help="Maximum replicas.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def cost(
     gpu_usd_per_hour,
     gpu_price_key,
@@ -123,10 +124,10 @@ def cost(
 
     \b
     Examples:
-      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 1 --capacity-tokens-per-min 720000 \\
+      ttft-planner capacity cost --gpu-usd-per-hour 3.20 --gpus-per-replica 1 --capacity-tokens-per-min 720000 \\
           --blended-usd-per-mtok 0.212 --json
-      ttft-planner cost --gpu-price seed-h200 --price fireworks-deepseek-v3 --tokens-per-hour 20e6
-      ttft-planner cost --gpu-usd-per-hour 3.20 --gpus-per-replica 8 --capacity-tokens-per-min 720000 \\
+      ttft-planner capacity cost --gpu-price seed-h200 --price fireworks-deepseek-v3 --tokens-per-hour 20e6
+      ttft-planner capacity cost --gpu-usd-per-hour 3.20 --gpus-per-replica 8 --capacity-tokens-per-min 720000 \\
           --input-usd-per-mtok 0.56 --cached-usd-per-mtok 0.28 --output-usd-per-mtok 1.68
     """
     gpu_note = "typed"

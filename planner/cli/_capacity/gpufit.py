@@ -1,4 +1,4 @@
-"""`ttft-planner gpu-fit`: weights + KV cache against each GPU's memory."""
+"""`ttft-planner capacity gpu-fit`: weights + KV cache against each GPU's memory."""
 
 from __future__ import annotations
 
@@ -8,20 +8,22 @@ from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import fit
 from planner.cli._capacity.options import (
-    DTYPES,
     by_key,
+    kv_dtype_option,
     model_from_options,
     usable_fraction_option,
     usage_error,
+    weight_dtype_option,
     with_model_options,
 )
 from planner.cli._common import echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.validate import CONTEXT_TOKENS, SEQUENCES
 
 __all__ = ["gpu_fit"]
 
 
-@click.command("gpu-fit", short_help="Weights + KV cache vs GPU memory: fits on how many GPUs, with what headroom.")
+@click.command("gpu-fit", short_help="GPU fit: weights + KV cache vs GPU memory, on how many GPUs, with what headroom.")
 @with_model_options
 @click.option(
     "--gpu",
@@ -29,8 +31,8 @@ __all__ = ["gpu_fit"]
     multiple=True,
     help="GPU preset key (repeatable; default: every preset): H100, H200, B200, A100-80GB, L40S, A10G, L4.",
 )
-@click.option("--weight-dtype", type=DTYPES, default="bf16", show_default=True)
-@click.option("--kv-dtype", type=DTYPES, default="bf16", show_default=True)
+@weight_dtype_option
+@kv_dtype_option
 @click.option(
     "--context-tokens",
     type=rule_type(CONTEXT_TOKENS),
@@ -40,7 +42,7 @@ __all__ = ["gpu_fit"]
 )
 @click.option("--sequences", type=rule_type(SEQUENCES), default=1, show_default=True, help="Concurrent sequences.")
 @usable_fraction_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def gpu_fit(
     model_options,
     gpu_keys,
@@ -55,8 +57,8 @@ def gpu_fit(
 
     \b
     Examples:
-      ttft-planner gpu-fit --model llama-3.1-70b --weight-dtype fp8 --context-tokens 32768 --sequences 8
-      ttft-planner gpu-fit --params-b 32 --layers 64 --kv-heads 8 --head-dim 128 --gpu H100 --gpu L40S --json
+      ttft-planner capacity gpu-fit --model llama-3.1-70b --weight-dtype fp8 --context-tokens 32768 --sequences 8
+      ttft-planner capacity gpu-fit --params-b 32 --layers 64 --kv-heads 8 --head-dim 128 --gpu H100 --gpu L40S --json
     """
     model = model_from_options(model_options)
     gpus = [by_key(P.gpus(), k, "GPU preset", "--gpu") for k in gpu_keys] or list(P.gpus())

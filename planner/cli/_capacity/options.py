@@ -18,12 +18,14 @@ from planner.validate import MODEL_HEAD_DIM, MODEL_HEADS, MODEL_LAYERS, MODEL_PA
 __all__ = [
     "DTYPES",
     "ModelOptions",
+    "kv_dtype_option",
     "by_key",
     "model_from_options",
     "non_negative",
     "slope_option",
     "usable_fraction_option",
     "usage_error",
+    "weight_dtype_option",
     "with_model_options",
 ]
 
@@ -129,4 +131,18 @@ slope_option = click.option(
     type=click.FloatRange(0, min_open=True),
     default=None,
     help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
+)
+weight_dtype_option = click.option(
+    "--weight-dtype",
+    type=DTYPES,
+    default="bf16",
+    show_default=True,
+    help="Format the weights are held in: fp8/int8 1 byte a parameter, bf16/fp16 2, int4/fp4 0.5.",
+)
+kv_dtype_option = click.option(
+    "--kv-dtype",
+    type=DTYPES,
+    default="bf16",
+    show_default=True,
+    help="Format of the KV cache: bytes per value as for --weight-dtype (fp8 halves bf16's).",
 )

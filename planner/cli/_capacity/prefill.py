@@ -1,4 +1,4 @@
-"""`ttft-planner prefill`: the prefill rate (FLOPs model or a measured slope)
+"""`ttft-planner capacity prefill`: the prefill rate (FLOPs model or a measured slope)
 and the largest p95 prompt per interaction type."""
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from planner.cli._capacity.options import (
     with_model_options,
 )
 from planner.cli._common import echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.interactions import interactions
 from planner.validate import GPUS_PER_REPLICA
 
 __all__ = ["prefill"]
 
 
-@click.command()
+@click.command(short_help="Prefill rate and time of a prompt: from the FLOPs, or a measured slope.")
 @with_model_options
 @click.option("--gpu", "gpu_key", default="H100", show_default=True, help="GPU preset key.")
 @click.option(
@@ -78,7 +79,7 @@ __all__ = ["prefill"]
     "--cold-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 2 in the p95."
 )
 @click.option("--network-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 4.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def prefill(
     model_options,
     gpu_key,
@@ -100,9 +101,10 @@ def prefill(
 
     \b
     Examples:
-      ttft-planner prefill --model llama-3.1-8b --gpu H100 --prompt-tokens 8192 --json      # ≈ 0.30 s
-      ttft-planner prefill --model llama-3.1-70b --gpu H200 --dtype fp8 --cache-hit 0.85 --queue-ms 60 --network-ms 80
-      ttft-planner prefill --slope-ms-per-1k 45 --queue-ms 60 --network-ms 80
+      ttft-planner capacity prefill --model llama-3.1-8b --gpu H100 --prompt-tokens 8192 --json      # ≈ 0.30 s
+      ttft-planner capacity prefill --model llama-3.1-70b --gpu H200 --dtype fp8 --cache-hit 0.85 \\
+          --queue-ms 60 --network-ms 80
+      ttft-planner capacity prefill --slope-ms-per-1k 45 --queue-ms 60 --network-ms 80
     """
     if not 0 <= cache_hit <= 1:
         raise click.BadParameter(f"must be between 0 and 1, got {cache_hit:g}", param_hint="--cache-hit")

@@ -1,4 +1,4 @@
-"""`ttft-planner warm-pool`: Erlang C warm-pool sizing and the keep-warm vs scale-to-zero trade-off."""
+"""`ttft-planner capacity warm-pool`: Erlang C warm-pool sizing and the keep-warm vs scale-to-zero trade-off."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.warmpool import KeepWarm, plan_warm_pool
 from planner.cli._capacity.options import non_negative, usage_error
 from planner.cli._common import echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.validate import GPUS_PER_REPLICA
 
 __all__ = ["warm_pool"]
 
 
-@click.command("warm-pool")
+@click.command("warm-pool", short_help="Warm pool: Erlang C queue wait, and the fewest slots for a target.")
 @click.option(
     "--arrivals-per-hour",
     type=float,
@@ -80,7 +81,7 @@ __all__ = ["warm_pool"]
     show_default=True,
     help="GPUs in one replica: the trade-off's idle GPU-hours count each (the Break-even tab's node size).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def warm_pool(
     arrivals_per_hour,
     service_s,
@@ -100,9 +101,9 @@ def warm_pool(
 
     \b
     Examples:
-      ttft-planner warm-pool --arrivals-per-hour 30 --service-s 300 --slots 4 --json     # P(wait) ≈ 0.32
-      ttft-planner warm-pool --arrivals-per-hour 1200 --service-s 12 --target-wait-s 0.1 --slots-per-replica 8
-      ttft-planner warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 \\
+      ttft-planner capacity warm-pool --arrivals-per-hour 30 --service-s 300 --slots 4 --json     # P(wait) ≈ 0.32
+      ttft-planner capacity warm-pool --arrivals-per-hour 1200 --service-s 12 --target-wait-s 0.1 --slots-per-replica 8
+      ttft-planner capacity warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 \\
           --warm-p95-ms 400 --replica-usd-per-hour 3.2
     """
     if service_s <= 0 or not math.isfinite(service_s):

@@ -1,4 +1,5 @@
-"""`ttft-planner weights`: checkpoint size and weight-load time from published loader rows or your cold reading."""
+"""`ttft-planner capacity weights`: checkpoint size and weight-load time from published loader rows or your cold
+reading."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from planner.capacity.weights import (
 )
 from planner.cli._capacity.options import DTYPES, by_key, non_negative, usage_error
 from planner.cli._common import echo_json, rule_type
+from planner.cli._output import Shape, output_option
 from planner.validate import MODEL_PARAMS_B
 
 __all__ = ["weights"]
 
 
-@click.command()
+@click.command(short_help="Weight loading: checkpoint size and load time (segment 2 of a cold start).")
 @click.option(
     "--params-b",
     type=rule_type(MODEL_PARAMS_B),
@@ -68,7 +70,7 @@ __all__ = ["weights"]
     help="Engine start-up on top of the transfer (s); the published rows show 16–21 s for vLLM.",
 )
 @click.option("--list-rows", is_flag=True, help="List the published loader rows and exit.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@output_option(Shape.OBJECT)
 def weights(
     params_b, dtype, load_rows, cold_ms, warm_ms, cold_checkpoint_gb, engine_startup_s, list_rows, as_json
 ) -> None:
@@ -79,10 +81,10 @@ def weights(
 
     \b
     Examples:
-      ttft-planner weights --params-b 70 --dtype fp8 --load-row s3-streamer-c32 --load-row gp3-safetensors
-      ttft-planner weights --params-b 70 --dtype fp8 --cold-ms 95000 --warm-ms 400 \\
+      ttft-planner capacity weights --params-b 70 --dtype fp8 --load-row s3-streamer-c32 --load-row gp3-safetensors
+      ttft-planner capacity weights --params-b 70 --dtype fp8 --cold-ms 95000 --warm-ms 400 \\
           --cold-checkpoint-gb 16 --engine-startup-s 20 --json
-      ttft-planner weights --list-rows
+      ttft-planner capacity weights --list-rows
     """
     rows = P.loader_rows()
     if list_rows:
