@@ -30,6 +30,15 @@ from planner.urls import UrlError, check_url, redact_url
 __all__ = ["COMMANDS"]
 
 
+profile_option = click.option(
+    "--profile",
+    type=click.Choice(sorted(PROFILES)),
+    default="vllm",
+    show_default=True,
+    help="Prometheus: whose metric names to read (the engine exporting them).",
+)
+
+
 def _when(ms: int | None) -> str:
     return "—" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -81,13 +90,7 @@ def sources() -> None:
     metavar="URL",
     help="A Prometheus source instead: its URL (without a password; a bearer token comes from --prometheus-token-env).",
 )
-@click.option(
-    "--profile",
-    type=click.Choice(sorted(PROFILES)),
-    default="vllm",
-    show_default=True,
-    help="Prometheus: whose metric names to read.",
-)
+@profile_option
 @click.option("--model", default=None, help="Prometheus: only this model (the profile's model label).")
 @click.option(
     "--metric", "prom_metric", default=None, help="Prometheus: a TTFT histogram of another name (without _bucket)."
@@ -263,13 +266,7 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
 
 @sources.command()
 @click.argument("url")
-@click.option(
-    "--profile",
-    type=click.Choice(sorted(PROFILES)),
-    default="vllm",
-    show_default=True,
-    help="Whose metric names to read (the engine exporting them).",
-)
+@profile_option
 @click.option("--metric", default=None, help="A TTFT histogram of another name (without _bucket).")
 @click.option("--model", default=None, help="Only this model (the profile's model label).")
 @click.option(
