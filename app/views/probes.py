@@ -7,17 +7,18 @@ import pandas as pd
 import streamlit as st
 
 from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
+from planner.cold_readings import LATEST_RULE, cold_reading_history, cold_start_figure
 from planner.endpoint_status import failing_warnings
 from planner.endpoints import get_endpoint
 from planner.samples import DEFINITION
-from planner.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure, segment2_figure
+from planner.segment_figures import SEGMENT1_RULE, Figure, queueing_segment, segment1_figure
 from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
 from planner.store import database_url
 from planner.store import leases as lease
 from planner.store import probe_queries as pq
 from planner.store import rollup_queries as rq
 from planner.store.requests import RequestKind, create_request
-from planner.store.worker import ColdState, EndpointState, endpoint_statuses
+from planner.store.worker import EndpointState, endpoint_statuses
 from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
 from ttft_planner_app import present, viewer, worksheet_state
@@ -61,7 +62,12 @@ def _time_series(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int):
 
 @_cached
 def _cold_readings(url: str, endpoint_id: int, vantage: str):
-    return pq.cold_readings(engine(), endpoint_id, vantage)
+    return cold_reading_history(engine(), endpoint_id, vantage)
+
+
+@_cached
+def _cold_start(url: str, endpoint_id: int, vantage: str, series: str) -> Figure | None:
+    return cold_start_figure(engine(), endpoint_id, vantage, series=series)
 
 
 @_cached
@@ -259,8 +265,7 @@ def live_view() -> None:
             seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}"
         )
     readings = _cold_readings(URL, key.endpoint_id, key.vantage)
-    done = readings[readings["state"] == ColdState.DONE] if len(readings) else readings
-    seg2 = segment2_figure(done.iloc[0].to_dict(), series=key.label) if len(done) else None
+    seg2 = _cold_start(URL, key.endpoint_id, key.vantage, key.label)
 
     def segment_card(n: int, title: str, field: str, fig, metric: str, missing: str, note: str = "") -> None:
         st.subheader(f"Segment {n}: {title}")
@@ -302,7 +307,7 @@ def live_view() -> None:
             seg2,
             "latest cold − warm",
             "No completed cold reading yet: take one above.",
-            warm_note,
+            f"{warm_note} {LATEST_RULE}".strip(),
         )
     if len(readings):
         show = pd.DataFrame(

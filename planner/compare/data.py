@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from planner.cold_readings import latest_cold_readings as newest_cold_readings
 from planner.errors import PlannerError
 from planner.probes.ttft import PHASES_MS
 from planner.store import compare as store
@@ -166,15 +167,15 @@ def latest_cold_readings(
 ) -> dict[str, ColdReading]:
     """The latest cold reading per endpoint name (endpoints without one are absent).
 
-    Uses the worker's cold-reading table (completed readings) when the store has
-    it; an endpoint without one there falls back to its latest kind='cold' sample
-    and the kind='warm' sample right after it.
+    The worker's cold readings by the one rule of the Probes page (planner.cold_readings.LATEST_RULE: the newest
+    whose cold and warm probes both answered); an endpoint without one falls back to its latest kind='cold'
+    sample and the kind='warm' sample right after it.
     """
     ids = {e.id: e.name for e in endpoints}
     out: dict[str, ColdReading] = {}
-    for endpoint_id, at_ms, cold_ms, warm_ms in store.completed_cold_readings(engine, list(ids), vantage=vantage):
+    for endpoint_id, r in newest_cold_readings(engine, list(ids), vantage=vantage).items():
         out[ids[endpoint_id]] = ColdReading(
-            float(cold_ms), None if warm_ms is None else float(warm_ms), int(at_ms), "cold reading"
+            float(r["cold_ttft_ms"]), float(r["warm_ttft_ms"]), int(r["completed_at_ms"]), "cold reading"
         )
     fallback: dict[str, ColdReading] = {}
     for endpoint_id, kind, started, ttft in store.cold_warm_samples(engine, list(ids), vantage=vantage):

@@ -1,4 +1,5 @@
-"""The comparison's reads (planner.compare.data): endpoint names, vantages, raw samples, cold readings.
+"""The comparison's reads (planner.compare.data): endpoint names, vantages, raw samples, cold samples (its cold
+readings are planner.cold_readings').
 
 Only the SQL lives here; planner.compare.data turns the rows into its own values (EndpointInfo, ColdReading, the
 samples frame). Raw samples are the source of truth: nothing here aggregates them.
@@ -16,11 +17,9 @@ from sqlmodel import col, select
 from planner.store.endpoints import EndpointRow
 from planner.store.engine import session, table_of
 from planner.store.probes import ProbeSampleRow
-from planner.store.worker import ColdReadingRow
 
 __all__ = [
     "cold_warm_samples",
-    "completed_cold_readings",
     "endpoint_names",
     "endpoints_named",
     "sample_rows",
@@ -80,21 +79,6 @@ def sample_rows(
     q = q.order_by(t.c.started_at_ms)
     with engine.connect() as conn:
         return list(conn.execute(q).all())
-
-
-def completed_cold_readings(
-    engine: Engine, endpoint_ids: Collection[int], *, vantage: str | None = None
-) -> list[tuple[int, int, float, float | None]]:
-    """(endpoint_id, completed_at_ms, cold_ttft_ms, warm_ttft_ms) of the endpoints' completed cold readings (the
-    worker's cold_reading table) from `vantage` (None = all), oldest first."""
-    c = table_of(ColdReadingRow).c
-    q = sa.select(c.endpoint_id, c.completed_at_ms, c.cold_ttft_ms, c.warm_ttft_ms).where(
-        c.endpoint_id.in_(list(endpoint_ids)), c.cold_ttft_ms.is_not(None), c.completed_at_ms.is_not(None)
-    )
-    if vantage is not None:
-        q = q.where(c.vantage == vantage)
-    with engine.connect() as conn:
-        return [(e, at, cold, warm) for e, at, cold, warm in conn.execute(q.order_by(c.completed_at_ms)).all()]
 
 
 def cold_warm_samples(
