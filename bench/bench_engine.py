@@ -145,7 +145,7 @@ def _raise_group(pid: int) -> None:
 def cli_probe(url: str, *args: str) -> tuple[list[dict], dict, float]:
     """(samples, summary, CPU seconds) of one fresh `ttft-planner probe --json` process."""
     out, cpu, _ = measured_cli(
-        "probe", "--base-url", url, "--model", "gemma", "--json", "--interval", "0.2", *args, timeout_s=1800
+        "probe", "--base-url", url, "--model", "gemma", "--json", "--interval-s", "0.2", *args, timeout_s=1800
     )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     if not lines:
@@ -303,7 +303,7 @@ def main() -> int:
             "32",
             "--concurrency",
             "1,2",
-            "--step-duration",
+            "--step-duration-s",
             "20",
             "--json",
             timeout_s=900,

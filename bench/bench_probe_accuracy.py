@@ -296,7 +296,7 @@ def _fresh_cli_run(url: str, n: int) -> tuple[list[float | None], float]:
         "m",
         "-n",
         str(n),
-        "--interval",
+        "--interval-s",
         "0.1",
         "--prompt-tokens",
         "50",

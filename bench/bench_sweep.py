@@ -59,7 +59,7 @@ def main() -> int:
         "m",
         "--rates",
         "2,5,8,15",
-        "--step-duration",
+        "--step-duration-s",
         str(args.step_duration),
         "--prompt-tokens",
         str(PROMPT_TOKENS),
