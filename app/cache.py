@@ -9,7 +9,11 @@ from planner.store import StoreError, database_url, open_store, redacted
 from planner.store.faults import describe
 from planner.untrusted import md_text
 
-__all__ = ["engine", "try_engine"]
+__all__ = ["engine", "store_url", "try_engine"]
+
+#: The store's URL ($TTFT_PLANNER_DATABASE_URL, else the data directory's SQLite file): the key pages give their
+#: cached readers, so another database is read again.
+store_url = database_url
 
 
 @st.cache_resource(show_spinner=False)

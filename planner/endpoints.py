@@ -71,6 +71,7 @@ __all__ = [
     "SIMULATED_NAME",
     "EndpointError",
     "EndpointNotFound",
+    "EndpointRow",
     "ImportResult",
     "add_endpoint",
     "edit_endpoint",

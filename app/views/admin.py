@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
+from planner.audit_trail import audit_log
 from planner.auth import ACTION_WORDS, ACTIONS
-from planner.store.audit import audit_log
 from ttft_planner_app import present
 from ttft_planner_app.auth import auth_enabled, can, current_role, require
 from ttft_planner_app.cache import engine

@@ -7,18 +7,17 @@ import time
 import pandas as pd
 import streamlit as st
 
+from planner.alerts import registry as store
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send, shown_target
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
 from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_value, target_words
 from planner.endpoints import list_endpoints
 from planner.env_names import check_env_name, shown_env_name
-from planner.store import alerts as store
-from planner.store import database_url
 from planner.untrusted import md_text
 from ttft_planner_app import present
 from ttft_planner_app.auth import can, record, require
-from ttft_planner_app.cache import engine
+from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.viewer import fmt_ms
 from ttft_planner_app.widgets import wrapped_table
@@ -33,7 +32,7 @@ st.caption(
     "each endpoint instead, as a live source (the Sources page) read them: its series show the vantage “production”."
 )
 eng = engine()
-URL = database_url()
+URL = store_url()
 ss = st.session_state
 # What the last add or delete did, shown after the rerun that refreshed the page (a message shown before st.rerun()
 # would be gone with it).

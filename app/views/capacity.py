@@ -11,10 +11,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, daily_words
-from planner.store import database_url
 from planner.untrusted import md_text
 from ttft_planner_app import page_state, present, session_log, viewer
-from ttft_planner_app.cache import try_engine
+from ttft_planner_app.cache import store_url, try_engine
 from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, prefix, warmpool, weights
 
 # A production source's option: "source-<id>", a str, so it is never taken for an upload's id (an int; 0: typed).
@@ -27,15 +26,14 @@ def _log_traffic(db_url: str, log_id: int | str, label: str, tz: str, synced: tu
     it. db_url and `synced` (a source's sync state: its requests and watermark) are part of the cache key only, so a
     source is read again once a sync has added requests to it."""
     from planner.capacity.traffic import traffic_from_frame
-    from planner.store.logs import load_upload_frame
-    from planner.store.sources import load_source_frame
+    from planner.stored_logs import log_frame
 
     engine, _ = try_engine()
     assert engine is not None  # a stored log was picked, so the store opened
     if isinstance(log_id, str):
-        frame = load_source_frame(engine, int(log_id.removeprefix(SOURCE_PREFIX)))
+        frame = log_frame(engine, source_id=int(log_id.removeprefix(SOURCE_PREFIX)))
     else:
-        frame = load_upload_frame(engine, log_id)
+        frame = log_frame(engine, upload_id=log_id)
     return traffic_from_frame(frame, label, tz)
 
 
@@ -61,11 +59,11 @@ engine, db_error = try_engine()
 uploads, sources = [], {}
 if engine is not None:
     try:
-        from planner.store.logs import list_uploads
-        from planner.store.sources import request_sources
+        from planner.stored_logs import stored_logs
 
-        uploads = list_uploads(engine)
-        sources = {f"{SOURCE_PREFIX}{s.id}": s for s in request_sources(engine)}
+        logs = stored_logs(engine)
+        uploads = logs.uploads
+        sources = {f"{SOURCE_PREFIX}{s.id}": s for s in logs.sources}
     except SQLAlchemyError as exc:  # the store opened but the logs table is unreadable: typed numbers still work
         db_error = str(exc)
 choices: dict[int | str, str] = {0: "Typed numbers"}
@@ -106,7 +104,7 @@ if traffic_id:
         if live is not None:
             label = f"production: {live.name} ({live.kind.short}, {live.n_requests:,} requests)"
             synced = (live.n_requests, live.watermark_ms, live.watermark_id)
-            traffic = _log_traffic(database_url(), traffic_id, label, tz, synced)
+            traffic = _log_traffic(store_url(), traffic_id, label, tz, synced)
             lead = (
                 f"From production traffic from {live.kind.origin}, source “{md_text(live.name)}” (up to "
                 f"{viewer.fmt_ms(live.watermark_ms, tz)}, last synced {viewer.fmt_ms(live.synced_at_ms, tz)})"
@@ -115,7 +113,7 @@ if traffic_id:
             traffic = _session_traffic(unsaved, tz)
             lead = f"From the log read on the Logs page, {md_text(unsaved.label)} (not saved)"
         else:
-            traffic, lead = _log_traffic(database_url(), traffic_id, choices[traffic_id], tz), "From the log"
+            traffic, lead = _log_traffic(store_url(), traffic_id, choices[traffic_id], tz), "From the log"
         st.caption(
             f"{lead}: {present.count(traffic.n_requests)} "
             f"requests over {present.count(traffic.covered_hours)} clock hours, "

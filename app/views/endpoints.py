@@ -12,6 +12,7 @@ from planner.endpoints import (
     PROTOCOLS,
     EndpointError,
     EndpointNotFound,
+    EndpointRow,
     add_endpoint,
     edit_endpoint,
     export_toml,
@@ -28,11 +29,8 @@ from planner.probes.protocols import ProbeProtocol
 from planner.probes.rtt import default_vantage
 from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.settings import DEFAULT_VANTAGE_NAME
-from planner.store import leases as lease
-from planner.store.endpoints import EndpointRow
-from planner.store.worker import endpoint_statuses
-from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
+from planner.worker_watch import endpoint_statuses, running_workers, worker_account
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
@@ -86,8 +84,7 @@ def _reports(e: EndpointRow) -> list[dict]:
 
 now_ms = int(time.time() * 1000)
 
-all_leases = lease.current(eng)
-leases = lease.live_leases(all_leases, now_ms)
+leases = running_workers(eng, now_ms)
 if leases:
     st.caption(
         "Workers running: "
@@ -98,7 +95,7 @@ if leases:
         )
     )
 else:  # the worker's own account (running and buffering, lease lapsed, or not running), not the lease row alone
-    report = worker_report(eng, default_vantage(), all_leases, now_ms, fmt_ms=viewer.fmt_ms)
+    report = worker_account(eng, default_vantage(), now_ms, fmt_ms=viewer.fmt_ms)
     if report.level != "ok":
         st.warning(report.text, icon=":material/pause_circle:")
 

@@ -6,24 +6,20 @@ import time
 import pandas as pd
 import streamlit as st
 
-from planner.cold_policy import ColdReadingError, idle_seconds_for, keeps_itself_warm, suggested_idle_s
+from planner import probe_history as pq
+from planner.cold_policy import ColdReadingError, keeps_itself_warm, suggested_idle_s
 from planner.cold_readings import LATEST_RULE, cold_reading_history, cold_start_figure
 from planner.endpoint_status import failing_warnings
 from planner.endpoints import get_endpoint
+from planner.probe_requests import RequestKind, request_cold_reading, request_probe_now
 from planner.samples import DEFINITION
 from planner.segment_figures import SEGMENT1_RULE, Figure, queueing_segment, segment1_figure
 from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
-from planner.store import database_url
-from planner.store import leases as lease
-from planner.store import probe_queries as pq
-from planner.store import rollup_queries as rq
-from planner.store.requests import RequestKind, create_request
-from planner.store.worker import EndpointState, endpoint_statuses
-from planner.store.worker_state import worker_report
 from planner.untrusted import md_text
+from planner.worker_watch import EndpointState, endpoint_statuses, worker_account
 from ttft_planner_app import present, viewer, worksheet_state
 from ttft_planner_app.auth import can, require
-from ttft_planner_app.cache import engine
+from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.charts import probes as charts
 from ttft_planner_app.date_range import date_range_input
 from ttft_planner_app.store_errors import STORE_FAILURES, guarded, show_store_failure
@@ -38,7 +34,7 @@ st.caption(
     "does not explain (segment 1); a cold reading times the weight load after a scale-down (segment 2)."
 )
 eng = engine()
-URL = database_url()
+URL = store_url()
 
 
 # One cached reader per query (5 s, keyed by database URL and arguments), so a search for a query finds this page.
@@ -47,12 +43,12 @@ _cached = st.cache_data(ttl=5, show_spinner=False)
 
 @_cached
 def _summary(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int) -> dict:
-    return rq.summary(engine(), key, start_ms, end_ms)
+    return pq.summary(engine(), key, start_ms, end_ms)
 
 
 @_cached
 def _hour_of_day(url: str, key: pq.SeriesKey, start_ms: int, end_ms: int, tz: str):
-    return rq.hour_of_day(engine(), key, start_ms, end_ms, tz)
+    return pq.hour_of_day(engine(), key, start_ms, end_ms, tz)
 
 
 @_cached
@@ -122,7 +118,7 @@ window = rng.label
 ep = get_endpoint(eng, key.endpoint_name)
 assert ep.id is not None  # a stored endpoint has an id
 status = {s["vantage"]: s for s in endpoint_statuses(eng).get(ep.id, [])}.get(key.vantage)
-worker_now = worker_report(eng, key.vantage, lease.current(eng), int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
+worker_now = worker_account(eng, key.vantage, int(time.time() * 1000), fmt_ms=viewer.fmt_ms)
 if worker_now.level != "ok":  # the worker's own account: running and buffering, lease lapsed, or not running
     st.warning(worker_now.text, icon=":material/pause_circle:")
 if status and status["state"] == EndpointState.KEY_MISSING:
@@ -144,7 +140,7 @@ if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled 
     "probe.now"
 ):
     try:
-        create_request(eng, ep.id, RequestKind.PROBE_NOW, vantage=key.vantage)
+        request_probe_now(eng, ep.id, key.vantage)
         st.toast("Probe requested: the worker runs it within a second or two.")
     except STORE_FAILURES as exc:
         show_store_failure(exc)
@@ -156,13 +152,7 @@ if b3.button(
     "Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled or not can("cold.request")
 ) and require("cold.request"):
     try:
-        create_request(
-            eng,
-            ep.id,
-            RequestKind.COLD_READING,
-            vantage=key.vantage,
-            idle_s=idle_seconds_for(ep.scale_down_window_s, idle),
-        )
+        request_cold_reading(eng, ep.id, key.vantage, scale_down_window_s=ep.scale_down_window_s, idle_s=idle)
         st.toast(
             f"Cold reading requested: the worker pauses this endpoint, idles {idle:g} s, then probes cold and warm."
         )
@@ -192,7 +182,7 @@ def live_view() -> None:
             f"{roll['n_ok']:,} ok samples, {roll['n_failed']:,} failed, {roll['n_skipped']:,} skipped "
             f"({day(roll['first_ms'])} – {day(roll['end_ms'])}, {roll['hours']:,} hours). "
             "Percentiles that include them "
-            f"are {rq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
+            f"are {pq.ROLLUP_LABEL}; n, failures and error rates stay exact. The time series, heatmap, ECDF, phases "
             f"and CSV show raw samples only ({raw_from}).",
             icon=":material/history:",
         )
@@ -206,7 +196,7 @@ def live_view() -> None:
             present.too_few(present.ms(v), reliable),
             help=f"nearest rank over n={summ['n']:,}"
             + ("" if reliable else "; not enough samples to trust it")
-            + (f"; {summ['n_rollup']:,} of them {rq.ROLLUP_LABEL}" if summ["n_rollup"] else ""),
+            + (f"; {summ['n_rollup']:,} of them {pq.ROLLUP_LABEL}" if summ["n_rollup"] else ""),
         )
     rate = summ["error_rate"]
     m[5].metric("error rate", present.pct(rate), help=f"{summ['failed']:,} failed, {summ['skipped']:,} skipped slots")
@@ -226,7 +216,7 @@ def live_view() -> None:
     st.caption(f"{DEFINITION} {window}.")
     if summ["n_rollup"]:
         st.caption(
-            f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {rq.ROLLUP_LABEL} "
+            f"p50 / p90 / p95 / p99 over n={summ['n']:,}, of which {summ['n_rollup']:,} {pq.ROLLUP_LABEL} "
             "(never below the exact value)."
         )
 
@@ -262,7 +252,7 @@ def live_view() -> None:
     )
     if seg1 is not None and roll:
         seg1 = dataclasses.replace(
-            seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {rq.ROLLUP_LABEL}"
+            seg1, detail=f"{seg1.detail} · {int(hours['n_rollup'].sum()):,} samples {pq.ROLLUP_LABEL}"
         )
     readings = _cold_readings(URL, key.endpoint_id, key.vantage)
     seg2 = _cold_start(URL, key.endpoint_id, key.vantage, key.label)

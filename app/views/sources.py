@@ -15,19 +15,19 @@ import streamlit as st
 
 from planner.env_names import shown_env_name
 from planner.sources import actions
-from planner.store import database_url
-from planner.store.source_hours import newest_ms, production_hours
-from planner.store.sources import (
+from planner.sources.registry import (
     SourceInfo,
     SourceKind,
     SourceNotFound,
     list_sources,
+    production_hours,
+    read_up_to_ms,
     remove_source,
 )
 from planner.untrusted import md_text
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
-from ttft_planner_app.cache import engine
+from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.views.logs_tabs.source import LINK, link_value
 from ttft_planner_app.views.sources_sections.add import show_add_form
@@ -116,7 +116,7 @@ def _stored_hours(url: str, source_id: int, state: tuple) -> list:
 
 def _hours_of(src: SourceInfo) -> None:
     """The source's production TTFT per hour, as stored: the HOURS_SHOWN hours up to its newest request."""
-    hours = _stored_hours(database_url(), src.id, (src.n_requests, src.synced_at_ms, src.watermark_ms))
+    hours = _stored_hours(store_url(), src.id, (src.n_requests, src.synced_at_ms, src.watermark_ms))
     if not hours:
         how = {
             SourceKind.LITELLM: "Sync now reads them",
@@ -152,7 +152,7 @@ if sources:
                 "Kind": KINDS.get(s.kind, str(s.kind)),
                 "URL from": _url_from(s),
                 "Requests kept": f"{s.n_requests:,}",
-                "Read up to": _when(s.watermark_ms if s.kind is SourceKind.LITELLM else newest_ms(eng, s.id)),
+                "Read up to": _when(read_up_to_ms(eng, s)),
                 "Last synced": _when(s.synced_at_ms, "never"),
                 "Last error": actions.clean(s.last_error, s) if s.last_error else "—",
             }

@@ -5,8 +5,8 @@ import json
 import streamlit as st
 
 from planner.stats import min_n_for
-from planner.store.sweeps import load_sweep_runs, load_sweep_steps
 from planner.sweep import knee_caveat, knee_sentence, load_words, queueing_p95_ms, thin_percentiles
+from planner.sweep_history import load_sweep_runs, load_sweep_steps
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.sweep import sweep_figure

@@ -20,11 +20,12 @@ from planner.cli._common import echo_json, fail, open_engine, rule_type, store_o
 from planner.cli._measure import run_measuring
 from planner.cli._output import SERVER, Shape, no_json, output_option
 from planner.cli._renamed import renamed_option
-from planner.cold_policy import ColdReadingError, idle_seconds_for
+from planner.cold_policy import ColdReadingError
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
 from planner.store import leases as lease
 from planner.store.engine import StoreError
-from planner.store.requests import create_request, get_request
+from planner.probe_requests import request_cold_reading
+from planner.store.requests import get_request
 from planner.validate import (
     ALERT_EVERY_S,
     COLD_IDLE_S,
@@ -36,6 +37,7 @@ from planner.validate import (
 )
 from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, MAX_HELD_ROWS
 from planner.worker.runner import Worker, WorkerConfig, run_worker
+from planner.worker_watch import worker_running
 
 __all__ = ["COMMANDS", "dashboard_argv", "demo_simulator_config"]
 
@@ -234,21 +236,20 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
         ep = get_endpoint(engine, endpoint)
     except EndpointNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="ENDPOINT") from None
-    try:
-        idle = idle_seconds_for(ep.scale_down_window_s, idle_s)
+    vantage = ep.vantage if vantage is None else vantage
+    assert ep.id is not None  # a stored endpoint has an id
+    try:  # the Probes page's button asks the same way (planner.probe_requests)
+        req_id, idle = request_cold_reading(
+            engine, ep.id, vantage or "", scale_down_window_s=ep.scale_down_window_s, idle_s=idle_s
+        )
     except ColdReadingError as exc:
         raise click.BadParameter(str(exc), param_hint="--idle-s") from None
-    vantage = ep.vantage if vantage is None else vantage
-    now = int(time.time() * 1000)
-    live = lease.live_leases(lease.current(engine), now, vantage or None)
-    if not live:
+    if not worker_running(engine, vantage or None, int(time.time() * 1000)):
         click.echo(
             f"warning: no worker is running{f' for vantage {vantage!r}' if vantage else ''}; "
             "the reading starts when one does (ttft-planner worker)",
             err=True,
         )
-    assert ep.id is not None  # a stored endpoint has an id
-    req_id = create_request(engine, ep.id, "cold_reading", vantage=vantage or "", idle_s=idle)
     if not wait:
         if as_json:
             echo_json({"id": req_id, "endpoint": ep.name, "status": "queued", "idle_s": idle})

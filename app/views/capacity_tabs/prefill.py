@@ -11,10 +11,9 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import Segments, estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic, prompt_figures
 from planner.provenance import Figure, Source
-from planner.store import database_url
 from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
-from ttft_planner_app.cache import try_engine
+from ttft_planner_app.cache import store_url, try_engine
 from ttft_planner_app.charts.capacity import prefill_figure
 from ttft_planner_app.views.capacity_tabs._common import to_worksheet
 from ttft_planner_app.widgets import persisted_number, persisted_preset
@@ -44,7 +43,7 @@ def render(
     ws = worksheet_state.get()  # the worksheet's p95 prompt, cache hit, segments and interaction types
     gdef = P.gpu_defaults()
     left, right = st.columns([2, 3], gap="large")
-    slopes = _slopes(database_url())
+    slopes = _slopes(store_url())
     with left:
         modes = ["model"] + [f"measured: {s.endpoint}" for s in slopes] + ["typed slope"]
         mode = st.radio(

@@ -1,7 +1,7 @@
 """Regions › Measure: ask the worker of this server's vantage to probe the chosen regions, or probe them from this
 browser and store the browser's samples.
 
-The server probe is a request to the worker (planner.store.requests.create_rtt_request), as "Probe now" is on the
+The server probe is a request to the worker (planner.probe_requests.create_rtt_request), as "Probe now" is on the
 Probes page: the page never measures from the server itself, it shows the request's progress and then the samples the
 worker stored. The browser's samples are measured by the user's browser, so the page is the one to store them.
 """
@@ -13,19 +13,19 @@ from collections.abc import Sequence
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.probes.rtt import default_vantage
-from planner.probes.rtt_browser import records_from_browser
-from planner.regions import Region, RttMethod
-from planner.store import leases
-from planner.store.requests import (
+from planner.probe_requests import (
     RequestStatus,
     abandon_rtt_request,
     create_rtt_request,
     get_rtt_request,
     rtt_request_targets,
 )
-from planner.store.rtt import insert_rtt_samples, load_samples
+from planner.probes.rtt import default_vantage
+from planner.probes.rtt_browser import records_from_browser
+from planner.regions import Region, RttMethod
+from planner.rtt_history import insert_rtt_samples, load_samples
 from planner.untrusted import md_text
+from planner.worker_watch import worker_running
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.charts.regions import vantage_label
 from ttft_planner_app.components.browser_rtt import browser_rtt
@@ -153,7 +153,7 @@ def render(eng: Engine, regions: Sequence[Region]) -> None:
 
 def _worker_live(eng: Engine, vantage: str) -> bool:
     """True when a worker holds a live lease for `vantage` (only the lease holder claims requests)."""
-    return bool(leases.live_leases(leases.current(eng), int(time.time() * 1000), vantage))
+    return worker_running(eng, vantage, int(time.time() * 1000))
 
 
 def _no_worker(vantage: str) -> str:

@@ -7,7 +7,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.regions import ROUND_TRIPS, Region, network_figure
-from planner.store.rtt import load_samples, rtt_summary
+from planner.rtt_history import load_samples, rtt_summary
 from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.charts.regions import (

@@ -5,7 +5,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.regions import CatalogError, parse_target
-from planner.store.rtt import TargetExists, TargetNotFound, add_target, list_targets, remove_target
+from planner.rtt_history import TargetExists, TargetNotFound, add_target, list_targets, remove_target
 from planner.untrusted import md_text
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure

@@ -9,7 +9,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.env_names import EnvNameError, check_env_name
-from planner.store.sources import SourceKind, add_source
+from planner.sources.registry import SourceKind, add_source
 from planner.untrusted import md_text
 from planner.urls import UrlError, check_url
 from ttft_planner_app.auth import can, record, require

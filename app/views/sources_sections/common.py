@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from planner.store.sources import SourceKind
+from planner.sources.registry import SourceKind
 from planner.urls import url_host as host
 
 __all__ = ["KINDS", "PROM_PROFILES", "host", "is_set", "unset"]

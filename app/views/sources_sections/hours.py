@@ -11,7 +11,7 @@ import streamlit as st
 
 from planner.provenance import Figure, Source
 from planner.sources.prometheus import MIN_REQUESTS_FOR_P95, busiest_hour, queue_hour_for_worksheet
-from planner.store.sources import HourTtft
+from planner.sources.registry import HourTtft
 from planner.untrusted import md_text
 from ttft_planner_app import viewer
 from ttft_planner_app.charts.sources import production_hours_figure

@@ -8,7 +8,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.budget import BudgetError, Worksheet
-from planner.store.worksheets import (
+from planner.saved_worksheets import (
     NameTaken,
     WorksheetNotFound,
     delete_worksheet,

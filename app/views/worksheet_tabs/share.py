@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.budget import Worksheet
-from planner.store.worksheets import WorksheetNotFound, load_worksheet
+from planner.saved_worksheets import WorksheetNotFound, load_worksheet
 from planner.worksheet_report import to_json, to_markdown
 from planner.worksheet_url import query_for
 from ttft_planner_app import viewer
