@@ -1,5 +1,9 @@
 """Widgets more than one page draws the same way.
 
+`number_input_for`: a number input whose range is a planner.validate Rule, the one its command's option and the
+library's check also follow (the page never states a bound of its own); `persist=True` keeps it as persisted_number
+does.
+
 `persisted_number`: a number input that keeps its value for the session (leaving the page and coming back) and binds
 it to the URL's query parameter named by its key, so a shared link carries it. The key is that parameter's name:
 renaming one breaks the links people already shared.
@@ -21,8 +25,36 @@ import pandas as pd
 import streamlit as st
 
 from planner.untrusted import md_text
+from planner.validate import Rule
 
-__all__ = ["persisted_number", "persisted_preset", "wrapped_table"]
+__all__ = ["number_input_for", "persisted_number", "persisted_preset", "rule_bounds", "wrapped_table"]
+
+
+def rule_bounds(rule: Rule) -> dict[str, Any]:
+    """number_input's min_value and max_value for `rule`: its two ends, whole numbers for an integer rule. An open end
+    (a timeout "greater than 0") is the widget's bound too: its own value is refused, in the rule's words, by the check
+    behind the widget (planner.validate.Rule.check, the library's own)."""
+    if rule.integer:
+        return {"min_value": int(rule.lo), "max_value": int(rule.hi)}
+    return {"min_value": float(rule.lo), "max_value": float(rule.hi)}
+
+
+def number_input_for(
+    rule: Rule, label: str, *, key: str, where: Any = None, persist: bool = False, **kwargs: Any
+) -> Any:
+    """A number input whose bounds are `rule`'s (rule_bounds): st.number_input, or with `persist` persisted_number (kept
+    for the session, bound to the query parameter `key`). `value` and `step` are made the rule's kind of number
+    (Streamlit refuses an int beside float bounds); kwargs are number_input's own (value, step, format, help, …) less
+    min_value and max_value, which only the rule sets."""
+    if "min_value" in kwargs or "max_value" in kwargs:
+        raise TypeError("number_input_for takes its bounds from the rule: pass no min_value or max_value")
+    kind = int if rule.integer else float
+    for name in ("value", "step"):
+        if isinstance(kwargs.get(name), (int, float)):  # not None (an empty box) nor "min"
+            kwargs[name] = kind(kwargs[name])
+    if persist:
+        return persisted_number(label, key=key, where=where, **rule_bounds(rule), **kwargs)
+    return (st if where is None else where).number_input(label, key=key, **rule_bounds(rule), **kwargs)
 
 
 def persisted_number(label: str, *, key: str, where: Any = None, **kwargs: Any) -> Any:

@@ -3,9 +3,11 @@
 A `Rule` is a range (either end closed or open) with a unit, for a whole number or a real one. Every rule is finite at
 both ends: a value past the top is never a plan (a 9-quintillion-slot pool, a 1e308 s cold start) and overflows
 the arithmetic downstream, and a non-zero value below MIN_MAGNITUDE (1e-320, a denormal) turns a division into
-inf. The CLI's options (planner/cli/_common.py turns a rule into a click type), the what-if spec keys
-(planner/whatif/deployment.py), the simulator's settings and the worker's options all check their numbers with
-the rules named here, so a value refused in one place is refused, with the same words, in every other.
+inf. The CLI's options (planner/cli/_common.py turns a rule into a click type), the pages' number inputs
+(ttft_planner_app.widgets.number_input_for takes its bounds from one), the what-if spec keys
+(planner/whatif/deployment.py), the simulator's settings, the worker's options and stored rows (an alert rule,
+an endpoint) all check their numbers with the rules named here, so a value refused in one place is refused, with
+the same words, in every other.
 
     >>> PORT.check(8080, "--metrics-port")
     8080
@@ -23,20 +25,33 @@ from dataclasses import dataclass
 from planner.errors import PlannerError
 
 __all__ = [
+    "ALERT_CLEAR_MARGIN_PCT",
     "ALERT_EVERY_S",
+    "ALERT_FOR_MIN",
+    "ALERT_MIN_N",
+    "ALERT_THRESHOLD",
+    "ALERT_WINDOW_MIN",
+    "ARRIVALS_PER_HOUR",
     "BATCHED_TOKENS",
-    "SOURCE_SYNC_S",
-    "HELD_ROWS",
+    "CHECKPOINT_GB",
     "COLD_IDLE_S",
     "CONCURRENCY",
     "CONTEXT_TOKENS",
+    "DURATION_MS",
+    "DURATION_S",
+    "EQUIVALENCE_MARGIN_MS",
     "FRACTION",
     "GPUS_PER_REPLICA",
+    "GROWTH_FACTOR",
+    "HELD_ROWS",
     "KV_BLOCK_TOKENS",
     "KV_CACHE_BLOCKS",
+    "LATITUDE_DEG",
     "LEASE_TTL_S",
+    "LONGITUDE_DEG",
     "MAX_MAGNITUDE",
     "MAX_REQUESTS_PER_STEP",
+    "MFU",
     "MIN_MAGNITUDE",
     "MIN_REPLICAS",
     "MODEL_HEADS",
@@ -45,22 +60,38 @@ __all__ = [
     "MODEL_PARAMS_B",
     "MODEL_WIDTH",
     "OutOfRange",
+    "PERCENT",
     "PORT",
     "PORT_OR_ANY",
     "PROBE_INTERVAL_S",
     "PROBE_MAX_TOKENS",
     "PROBE_PROCESSES",
     "PROBE_TIMEOUT_S",
+    "PROMETHEUS_HOURS",
     "PROMPT_TOKENS",
+    "PROMPT_TOKENS_P95",
     "REPLICAS",
     "REQUESTS_PER_S",
     "RETENTION_DAYS",
+    "RTT_INTERVAL_S",
+    "RTT_SAMPLES",
     "Rule",
     "SCALE_DOWN_WINDOW_S",
     "SEED",
     "SEQUENCES",
+    "SERVICE_S",
+    "SLOPE_MS_PER_1K_TOKENS",
+    "SLOTS",
+    "SOURCE_SYNC_S",
     "STEP_MS",
     "SWITCH",
+    "TARGET_MS",
+    "TOKENS_PER_HOUR",
+    "TOKENS_PER_MIN",
+    "TOKENS_PER_S",
+    "TOKEN_RATIO",
+    "USABLE_HBM_FRACTION",
+    "USD_PER_HOUR",
     "USD_PER_MTOK",
     "parse_list",
 ]
@@ -213,3 +244,37 @@ KV_CACHE_BLOCKS = Rule(1, 100_000_000, integer=True, unit="blocks")  # 51 G toke
 BATCHED_TOKENS = Rule(1, 1_048_576, integer=True, unit="tokens")  # a batching engine's token budget per step
 STEP_MS = Rule(0, 600_000, unit="ms")  # a batching engine's fixed cost per scheduler step
 SWITCH = Rule(0, 1, integer=True)  # an on/off knob written 0 or 1 (chunked prefill, mixed steps)
+
+# Alert rules (planner.alerts.rules.build_rule checks them; `alerts add` and the Alerts page take them).
+ALERT_THRESHOLD = Rule(0, MAX_MAGNITUDE, lo_open=True)  # in the kind's unit: ms, % or s
+ALERT_WINDOW_MIN = Rule(0.01, 10_080, unit="min")  # up to a week
+ALERT_FOR_MIN = Rule(0, 10_080, unit="min")
+ALERT_MIN_N = Rule(1, 1_000_000, integer=True, unit="samples")
+ALERT_CLEAR_MARGIN_PCT = Rule(0, 90, unit="%")
+# Capacity & cost and the worksheet (the Capacity page's tabs, the Worksheet page, `capacity …` and `budget`).
+USD_PER_HOUR = Rule(0, 1_000_000, unit="USD/h")  # a GPU-hour, a replica-hour, an overhead per hour
+TOKENS_PER_HOUR = Rule(0, MAX_MAGNITUDE, unit="tokens/h")
+TOKENS_PER_MIN = Rule(0, MAX_MAGNITUDE, unit="tokens/min", lo_open=True)  # a replica's sustained capacity
+TOKENS_PER_S = Rule(0, MAX_MAGNITUDE, unit="tokens/s", lo_open=True)  # a prefill rate
+TOKEN_RATIO = Rule(0, 1_000_000)  # input : output tokens
+GROWTH_FACTOR = Rule(0, 1_000, unit="×")
+ARRIVALS_PER_HOUR = Rule(0, MAX_MAGNITUDE, unit="requests/h")
+SERVICE_S = Rule(0, 86_400, unit="s", lo_open=True)  # how long one request holds a slot
+SLOTS = Rule(1, 100_000, integer=True, unit="slots")  # request slots per replica, or in a pool
+DURATION_S = Rule(0, 86_400, unit="s")  # a cold start, an engine's start-up, a queue-wait target: up to a day
+DURATION_MS = Rule(0, 86_400_000, unit="ms")  # a TTFT, a segment of one: up to a day
+TARGET_MS = Rule(0, DURATION_MS.hi, unit="ms", lo_open=True)  # a p95 TTFT target (an interaction type's, `budget`'s)
+CHECKPOINT_GB = Rule(0, 1_000_000, unit="GB")
+PROMPT_TOKENS_P95 = Rule(0, CONTEXT_TOKENS.hi, unit="tokens")  # a p95 prompt: at most the longest context
+SLOPE_MS_PER_1K_TOKENS = Rule(0, MAX_MAGNITUDE, unit="ms per 1K tokens", lo_open=True)
+MFU = Rule(0, 1, lo_open=True)  # model FLOPs utilisation
+USABLE_HBM_FRACTION = Rule(0, 1, lo_open=True)
+# The comparison (Compare page, `report`).
+EQUIVALENCE_MARGIN_MS = Rule(0, MAX_MAGNITUDE, unit="ms")
+PERCENT = Rule(0, 100, unit="%")
+# Regions and Prometheus (the Regions and Sources pages, `rtt`, `regions add`, `sources prometheus|hours`).
+LATITUDE_DEG = Rule(-90, 90, unit="°")
+LONGITUDE_DEG = Rule(-180, 180, unit="°")
+RTT_INTERVAL_S = Rule(10, 7 * 86_400, unit="s")  # a custom target's scheduled probes
+RTT_SAMPLES = Rule(1, 1000, integer=True, unit="samples")  # TCP connects kept per target
+PROMETHEUS_HOURS = Rule(1, 24 * 90, integer=True, unit="hours")

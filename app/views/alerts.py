@@ -15,12 +15,19 @@ from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_v
 from planner.endpoints import list_endpoints
 from planner.env_names import check_env_name, shown_env_name
 from planner.untrusted import md_text
+from planner.validate import (
+    ALERT_CLEAR_MARGIN_PCT,
+    ALERT_FOR_MIN,
+    ALERT_MIN_N,
+    ALERT_THRESHOLD,
+    ALERT_WINDOW_MIN,
+)
 from ttft_planner_app import present
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.viewer import fmt_ms
-from ttft_planner_app.widgets import wrapped_table
+from ttft_planner_app.widgets import number_input_for, wrapped_table
 
 st.title("Alerts")
 st.caption(
@@ -224,12 +231,17 @@ with st.expander("Add a rule", expanded=not rules):
             format_func=lambda k: "— enter a threshold —" if not k else f"{target_words(k)} ({targets[k]:g} ms)",
             key="alert_interaction",
         )
-        threshold = st.number_input("Threshold (ms, %, or s by kind)", min_value=0.0, value=0.0, key="alert_threshold")
-        c1, c2, c3, c4 = st.columns(4)
-        window_min = c1.number_input("Window (min)", min_value=0.1, value=15.0, key="alert_window")
-        for_min = c2.number_input("For (min)", min_value=0.0, value=5.0, key="alert_for")
-        min_n = c3.number_input("Min n", min_value=1, value=20, step=1, key="alert_min_n")
-        clear_pct = c4.number_input("Clear margin (%)", min_value=0.0, max_value=90.0, value=10.0, key="alert_clear")
+        # 0 (the open end of its rule) reads as "no threshold typed": the interaction type's target then
+        threshold = number_input_for(
+            ALERT_THRESHOLD, "Threshold (ms, %, or s by kind)", value=0.0, key="alert_threshold"
+        )
+        c1, c2, c3, c4 = st.columns(4)  # the ranges of `alerts add`'s options, checked again by build_rule
+        window_min = number_input_for(ALERT_WINDOW_MIN, "Window (min)", value=15.0, key="alert_window", where=c1)
+        for_min = number_input_for(ALERT_FOR_MIN, "For (min)", value=5.0, key="alert_for", where=c2)
+        min_n = number_input_for(ALERT_MIN_N, "Min n", value=20, step=1, key="alert_min_n", where=c3)
+        clear_pct = number_input_for(
+            ALERT_CLEAR_MARGIN_PCT, "Clear margin (%)", value=10.0, key="alert_clear", where=c4
+        )
         webhook_env = st.text_input(
             "Webhook URL variable (its NAME; the URL holds a token and is never stored)", key="alert_webhook_env"
         )

@@ -9,6 +9,7 @@ from planner.cold_policy import keeps_itself_warm
 from planner.endpoint_status import endpoint_state, failing_warnings
 from planner.endpoints import (
     CONNECTION_POLICIES,
+    NUMERIC_RULES,
     PROTOCOLS,
     EndpointError,
     EndpointNotFound,
@@ -35,7 +36,7 @@ from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
-from ttft_planner_app.widgets import wrapped_table
+from ttft_planner_app.widgets import number_input_for, wrapped_table
 
 st.title("Endpoints")
 st.caption(
@@ -207,15 +208,17 @@ def _form(prefix: str, e=None) -> dict:
             index=PROTOCOLS.index(g("protocol", ProbeProtocol.OPENAI_CHAT.value)),
             key=f"{prefix}_protocol",
         ),
-        "interval_s": c2[0].number_input(
+        # each bound is the field's rule (planner.endpoints.NUMERIC_RULES: the command's, the TOML import's)
+        "interval_s": number_input_for(
+            NUMERIC_RULES["interval_s"],
             "Probe interval (s)",
-            min_value=0.0,
-            value=float(g("interval_s", 60.0)),
+            value=g("interval_s", 60.0),
             key=f"{prefix}_interval",
+            where=c2[0],
             help=f"At least {min_interval_s():g} s.",
         ),
-        "timeout_s": c2[1].number_input(
-            "Timeout (s)", min_value=0.0, value=float(g("timeout_s", 30.0)), key=f"{prefix}_timeout"
+        "timeout_s": number_input_for(
+            NUMERIC_RULES["timeout_s"], "Timeout (s)", value=g("timeout_s", 30.0), key=f"{prefix}_timeout", where=c2[1]
         ),
         "connection_policy": c2[2].selectbox(
             "Connection",
@@ -223,17 +226,22 @@ def _form(prefix: str, e=None) -> dict:
             index=CONNECTION_POLICIES.index(g("connection_policy", "fresh")),
             key=f"{prefix}_conn",
         ),
-        "prompt_tokens": c3[0].number_input(
-            "Prompt tokens", min_value=1, value=int(g("prompt_tokens", 1000)), key=f"{prefix}_prompt"
+        "prompt_tokens": number_input_for(
+            NUMERIC_RULES["prompt_tokens"],
+            "Prompt tokens",
+            value=g("prompt_tokens", 1000),
+            key=f"{prefix}_prompt",
+            where=c3[0],
         ),
-        "max_tokens": c3[1].number_input(
-            "Max tokens", min_value=1, value=int(g("max_tokens", 64)), key=f"{prefix}_max"
+        "max_tokens": number_input_for(
+            NUMERIC_RULES["max_tokens"], "Max tokens", value=g("max_tokens", 64), key=f"{prefix}_max", where=c3[1]
         ),
-        "scale_down_window_s": c3[2].number_input(
+        "scale_down_window_s": number_input_for(
+            NUMERIC_RULES["scale_down_window_s"],
             "Scale-down window (s), if known",
-            min_value=0.0,
             value=g("scale_down_window_s", None),
             key=f"{prefix}_window",
+            where=c3[2],
         ),
         "vantage": c4[0].text_input("Vantage (empty = every worker)", g("vantage", ""), key=f"{prefix}_vantage"),
         "enabled": c4[1].checkbox("Enabled", value=bool(g("enabled", True)), key=f"{prefix}_enabled"),

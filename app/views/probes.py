@@ -16,6 +16,7 @@ from planner.samples import DEFINITION
 from planner.segment_figures import SEGMENT1_RULE, Figure, queueing_segment, segment1_figure
 from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
 from planner.untrusted import md_text
+from planner.validate import COLD_IDLE_S
 from planner.worker_watch import EndpointState, endpoint_statuses, worker_account
 from ttft_planner_app import present, viewer, worksheet_state
 from ttft_planner_app.auth import can, require
@@ -24,6 +25,7 @@ from ttft_planner_app.charts import probes as charts
 from ttft_planner_app.date_range import date_range_input
 from ttft_planner_app.store_errors import STORE_FAILURES, guarded, show_store_failure
 from ttft_planner_app.viewer import fmt_ms, time_zone
+from ttft_planner_app.widgets import number_input_for
 
 REFRESH_S = 10
 REQUEST_KINDS = {RequestKind.PROBE_NOW: "Probe now", RequestKind.COLD_READING: "Cold reading"}
@@ -145,8 +147,8 @@ if b1.button("Probe now", icon=":material/play_arrow:", disabled=not ep.enabled 
     except STORE_FAILURES as exc:
         show_store_failure(exc)
 idle_default = suggested_idle_s(ep.scale_down_window_s)
-idle = b2.number_input(
-    "Idle before the cold probe (s)", min_value=0.0, value=float(idle_default), step=30.0, key=f"probes_idle_{ep.id}"
+idle = number_input_for(
+    COLD_IDLE_S, "Idle before the cold probe (s)", value=idle_default, step=30.0, key=f"probes_idle_{ep.id}", where=b2
 )
 if b3.button(
     "Take a cold reading", icon=":material/ac_unit:", disabled=not ep.enabled or not can("cold.request")

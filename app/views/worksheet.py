@@ -8,6 +8,7 @@ from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compu
 from planner.first_step import first_step
 from planner.provenance import Figure
 from planner.untrusted import md_text
+from planner.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S, Rule
 from planner.worksheet_report import per_interaction_rows
 from planner.worksheet_url import PARAMS, custom_key
 from ttft_planner_app import present, viewer, worksheet_state
@@ -15,6 +16,7 @@ from ttft_planner_app.cache import try_engine
 from ttft_planner_app.charts.worksheet import waterfall_figure
 from ttft_planner_app.views.worksheet_tabs.saved import render_compare, render_save
 from ttft_planner_app.views.worksheet_tabs.share import render_share
+from ttft_planner_app.widgets import number_input_for
 
 KEY_OF = {p.field: p.key for p in PARAMS}  # worksheet field → widget key (== URL parameter)
 HELP_OF = {p.key: p.help for p in PARAMS}
@@ -128,9 +130,9 @@ with inputs:
     ss.ws_interaction = interaction
     if "target_ms" not in ss:
         ss.target_ms = ss.ws_targets[interaction]
-    target_ms = st.number_input(
+    target_ms = number_input_for(
+        TARGET_MS,
         "p95 TTFT target (ms)",
-        min_value=0.0,
         step=50.0,
         format="%.0f",
         key="target_ms",
@@ -139,13 +141,13 @@ with inputs:
     )
     ss.ws_targets[interaction] = target_ms
 
-    def figure_input(field: str, label: str, **kwargs) -> float:
+    def figure_input(field: str, label: str, rule: Rule, **kwargs) -> float:
         key = KEY_OF[field]
         fig = Figure.from_dict(ss.ws_figures[field])
         if key not in ss:
             ss[key] = fig.value
         # persist_state: Streamlit resumes the session on a reload, and the new page must be told the kept value
-        value = st.number_input(label, key=key, help=HELP_OF[key], persist_state="session", **kwargs)
+        value = number_input_for(rule, label, key=key, help=HELP_OF[key], persist_state="session", **kwargs)
         fig = fig.with_value(value)  # an edited value becomes a typed override
         ss.ws_figures[field] = fig.to_dict()
         st.caption(f":material/{'sensors' if fig.is_measured else 'edit'}: {md_text(fig.describe(tz))}")
@@ -153,21 +155,19 @@ with inputs:
 
     st.subheader("Segments you cannot choose away")
     seg_ms = {
-        field: figure_input(field, f"{label} (ms)", min_value=0.0, step=10.0, format="%.0f")
+        field: figure_input(field, f"{label} (ms)", DURATION_MS, step=10.0, format="%.0f")
         for field, label in SEGMENTS.items()
     }
     st.subheader("Prefill")
     prefill_tps = figure_input(
-        "prefill_tokens_per_s", "Prefill rate (uncached prompt tokens/s)", min_value=0.0, step=500.0, format="%.0f"
+        "prefill_tokens_per_s", "Prefill rate (uncached prompt tokens/s)", TOKENS_PER_S, step=500.0, format="%.0f"
     )
-    prompt_p95 = figure_input("prompt_tokens_p95", "p95 prompt (tokens)", min_value=0.0, step=250.0, format="%.0f")
-    cache_hit = figure_input(
-        "cache_hit_fraction", "Prefix-cache hit rate (0–1)", min_value=0.0, max_value=1.0, step=0.05, format="%.2f"
-    )
+    prompt_p95 = figure_input("prompt_tokens_p95", "p95 prompt (tokens)", PROMPT_TOKENS_P95, step=250.0, format="%.0f")
+    cache_hit = figure_input("cache_hit_fraction", "Prefix-cache hit rate (0–1)", FRACTION, step=0.05, format="%.2f")
 
     with st.expander("Add an interaction type", expanded=bool(ss.get("add_interaction_error"))):
         st.text_input("Name", key="new_interaction_label", placeholder="e.g. Code review bot")
-        st.number_input("p95 target (ms)", min_value=1.0, value=2000.0, step=100.0, key="new_interaction_target")
+        number_input_for(TARGET_MS, "p95 target (ms)", value=2000.0, step=100.0, key="new_interaction_target")
         st.button("Add interaction type", key="add_interaction", on_click=_add_interaction)
         if ss.get("add_interaction_error"):
             st.error(ss.pop("add_interaction_error"))

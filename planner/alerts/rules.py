@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from planner.alerts_vocab import PRODUCTION_VANTAGE, UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
 from planner.email_address import parse_address_list
 from planner.env_names import check_env_name
+from planner.validate import ALERT_CLEAR_MARGIN_PCT, ALERT_FOR_MIN, ALERT_MIN_N, ALERT_THRESHOLD, ALERT_WINDOW_MIN
 
 __all__ = [
     "PRODUCTION_VANTAGE",
@@ -127,13 +128,21 @@ def build_rule(
     email_to: str = "",
 ) -> Rule:
     """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
-    with a one-line reason naming the field. `targets_ms` maps interaction type → p95 target for --interaction; with
-    an interaction type the threshold is its target (a different one typed as well is refused).
+    with a one-line reason naming the field (planner.validate.OutOfRange for a number outside its rule: the window
+    in minutes ALERT_WINDOW_MIN, for ALERT_FOR_MIN, min n ALERT_MIN_N, the clear margin ALERT_CLEAR_MARGIN_PCT, the
+    threshold ALERT_THRESHOLD — the ranges `alerts add` and the Alerts page take). `targets_ms` maps interaction
+    type → p95 target for --interaction; with an interaction type the threshold is its target (a different one typed
+    as well is refused).
 
     The name is one line of text; `email_to` comma-separated e-mail addresses (stored as "a@x.com, b@y.com");
     `webhook_env` the NAME of an environment variable (anything else typed there is never echoed: it may be the URL
     with its token)."""
     kind = AlertKind(kind)
+    # the ranges of `alerts add`'s options and the Alerts page's inputs (planner.validate): OutOfRange is a ValueError
+    window_min = ALERT_WINDOW_MIN.check(window_min, "window")
+    for_min = ALERT_FOR_MIN.check(for_min, "for")
+    min_n = int(ALERT_MIN_N.check(min_n, "min n"))
+    clear_margin_pct = ALERT_CLEAR_MARGIN_PCT.check(clear_margin_pct, "clear margin (%)")
     name = _one_line(name, "name", _NAME_MAX_CHARS)
     if not name:
         raise ValueError("the rule needs a name")
@@ -163,6 +172,7 @@ def build_rule(
             f"threshold: give a number > 0 ({_THRESHOLD_UNIT.get(kind, 'min')})"
             + (" or take an interaction type's target" if kind in P95_KINDS else "")
         )
+    threshold = ALERT_THRESHOLD.check(threshold, "threshold")
     if kind is AlertKind.ERROR_RATE_OVER:
         if threshold >= 100:
             raise ValueError(f"threshold {threshold:g} %: an error rate is below 100 %")

@@ -21,12 +21,19 @@ from planner.alerts.notify import (
 from planner.alerts.rules import AlertKind, AlertState, Rule, SeriesStatus, Transition, build_rule
 from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.endpoints import EndpointNotFound, get_endpoint
 from planner.env_names import EnvNameError, check_env_name
 from planner.store import alerts as store
 from planner.store import audit
+from planner.validate import (
+    ALERT_CLEAR_MARGIN_PCT,
+    ALERT_FOR_MIN,
+    ALERT_MIN_N,
+    ALERT_THRESHOLD,
+    ALERT_WINDOW_MIN,
+)
 
 __all__ = ["COMMANDS"]
 
@@ -80,28 +87,28 @@ def alerts() -> None:
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(min=0, min_open=True),
+    type=rule_type(ALERT_THRESHOLD),
     default=None,
     help="ms for p95_over and production_p95_over, % for error_rate_over, s for cold_over (no_success uses the "
     "window).",
 )
 @click.option(
     "--window-min",
-    type=click.FloatRange(0.01, 10_080),
+    type=rule_type(ALERT_WINDOW_MIN),
     default=15.0,
     show_default=True,
     help="Rolling window in minutes.",
 )
 @click.option(
     "--for-min",
-    type=click.FloatRange(0, 10_080),
+    type=rule_type(ALERT_FOR_MIN),
     default=5.0,
     show_default=True,
     help="Minutes the breach must hold before the rule fires.",
 )
 @click.option(
     "--min-n",
-    type=click.IntRange(1, 1_000_000),
+    type=rule_type(ALERT_MIN_N),
     default=20,
     show_default=True,
     help="Fewest samples (attempts for error_rate_over, production requests for production_p95_over) in the window "
@@ -109,7 +116,7 @@ def alerts() -> None:
 )
 @click.option(
     "--clear-margin-pct",
-    type=click.FloatRange(0, 90),
+    type=rule_type(ALERT_CLEAR_MARGIN_PCT),
     default=10.0,
     show_default=True,
     help="A firing rule resolves once the value is this far below the threshold.",

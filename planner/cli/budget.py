@@ -7,59 +7,53 @@ import math
 import click
 
 from planner.budget import SEGMENTS, BudgetError, compute, verdict_text
-from planner.cli._common import echo_json
+from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
+from planner.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S
 
 __all__ = ["COMMANDS"]
-
-
-def _non_negative(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and (value < 0 or not math.isfinite(value)):
-        raise click.BadParameter(f"must be a finite number ≥ 0, got {value:g}")
-    return value
 
 
 @click.command()
 @click.option(
     "--target-ms",
-    type=float,
+    type=rule_type(TARGET_MS),
     required=True,
-    callback=_non_negative,
     help="p95 TTFT target (ms), e.g. 200 inline, 500 chat, 1000 agent loop.",
 )
 @click.option(
     "--queue-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=_non_negative,
     help="Segment 1: admission/queueing (ms).",
 )
 @click.option(
     "--cold-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=_non_negative,
     help="Segment 2: weight loading / cold start in the p95 (ms).",
 )
 @click.option(
     "--network-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=_non_negative,
     help="Segment 4: network / first-token delivery (ms).",
 )
 @click.option(
-    "--prefill-tokens-per-s", type=float, default=None, help="Prefill rate (uncached prompt tokens per second)."
+    "--prefill-tokens-per-s",
+    type=rule_type(TOKENS_PER_S),
+    default=None,
+    help="Prefill rate (uncached prompt tokens per second).",
 )
 @click.option(
-    "--prompt-tokens-p95", type=float, default=None, callback=_non_negative, help="p95 prompt length (tokens)."
+    "--prompt-tokens-p95", type=rule_type(PROMPT_TOKENS_P95), default=None, help="p95 prompt length (tokens)."
 )
 @click.option(
     "--cache-hit",
-    type=float,
+    type=rule_type(FRACTION),
     default=0.0,
     show_default=True,
     help="Prefix-cache hit rate 0..1; only uncached tokens cost prefill.",
@@ -81,8 +75,6 @@ def budget(
         raise click.BadParameter(
             f"must be greater than 0 tokens/s, got {prefill_tokens_per_s:g}", param_hint="--prefill-tokens-per-s"
         )
-    if not 0 <= cache_hit <= 1:
-        raise click.BadParameter(f"must be between 0 and 1, got {cache_hit:g}", param_hint="--cache-hit")
     try:
         r = compute(target_ms, queue_ms, cold_ms, network_ms, prefill_tokens_per_s, prompt_tokens_p95, cache_hit)
     except BudgetError as exc:

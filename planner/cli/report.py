@@ -13,14 +13,14 @@ import click
 
 from planner.budget import BudgetError
 from planner.capacity.errors import CapacityError
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import Shape, output_option
 from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
 from planner.compare.data import load_endpoints
 from planner.compare.stats import Margin
 from planner.endpoints import list_endpoints
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
-from planner.validate import USD_PER_MTOK
+from planner.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
 
 __all__ = ["COMMANDS", "endpoint_names", "parse_when"]
 
@@ -140,7 +140,7 @@ def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False
 )
 @click.option(
     "--margin-ms",
-    type=click.FloatRange(min=0),
+    type=rule_type(EQUIVALENCE_MARGIN_MS),
     default=5.0,
     show_default=True,
     help="Practical-equivalence margin, at least this many ms: two p95s whose whole 95% interval of the "
@@ -148,7 +148,7 @@ def _file_option(flag: str, dest: str, help_text: str, *, required: bool = False
 )
 @click.option(
     "--margin-pct",
-    type=click.FloatRange(min=0, max=100),
+    type=rule_type(PERCENT),
     default=3.0,
     show_default=True,
     help="…or this percentage of the faster p95, whichever is larger.",

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from planner import present
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.cli._renamed import renamed_option
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
@@ -25,6 +25,7 @@ from planner.store.rtt import (
     remove_target,
 )
 from planner.urls import UrlError, check_url, redact_url
+from planner.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S, RTT_SAMPLES
 
 __all__ = ["COMMANDS"]
 
@@ -61,7 +62,7 @@ def _print_table(results: list[RttResult], anycast_ids: set[str]) -> None:
 @click.option(
     "-n",
     "n",
-    type=click.IntRange(min=1, max=1000),
+    type=rule_type(RTT_SAMPLES),
     default=10,
     show_default=True,
     help="TCP connects kept per target (one more is made and dropped).",
@@ -219,13 +220,13 @@ def regions_list(provider, database_url, as_json) -> None:
 @click.option("--name", default="", help="Display name (default: the id).")
 @click.option("--provider", default="custom", show_default=True, help="Provider label (the map's colour).")
 @click.option("--city", default="", help="City shown on the map and in the list.")
-@click.option("--lat", type=click.FloatRange(-90, 90), default=None, help="Latitude (degrees) for the map.")
-@click.option("--lon", type=click.FloatRange(-180, 180), default=None, help="Longitude (degrees) for the map.")
+@click.option("--lat", type=rule_type(LATITUDE_DEG), default=None, help="Latitude (degrees) for the map.")
+@click.option("--lon", type=rule_type(LONGITUDE_DEG), default=None, help="Longitude (degrees) for the map.")
 @click.option("--anycast", is_flag=True, help="The host is a global front door (measures the edge).")
 @click.option(
     "--interval-s",
     "interval_s",
-    type=click.FloatRange(min=10, max=7 * 86400),
+    type=rule_type(RTT_INTERVAL_S),
     default=300,
     show_default=True,
     help="Seconds between scheduled probes.",

@@ -8,7 +8,7 @@ import datetime as dt
 
 import click
 
-from planner.cli._common import echo_json, fail, open_engine, store_option
+from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, SERVER, Shape, echo_lines, no_json, output_option
 from planner.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
 from planner.sources import actions
@@ -26,6 +26,7 @@ from planner.store.sources import (
     remove_source,
 )
 from planner.urls import UrlError, check_url, redact_url
+from planner.validate import PROMETHEUS_HOURS
 
 __all__ = ["COMMANDS"]
 
@@ -270,7 +271,7 @@ def sync(name: str, page_rows: int, as_json: bool, database_url: str | None) -> 
 @click.option("--metric", default=None, help="A TTFT histogram of another name (without _bucket).")
 @click.option("--model", default=None, help="Only this model (the profile's model label).")
 @click.option(
-    "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to now to read."
+    "--hours", type=rule_type(PROMETHEUS_HOURS), default=24, show_default=True, help="The hours up to now to read."
 )
 @output_option(Shape.LIST, "hour")
 def prometheus(url: str, profile: str, metric: str | None, model: str | None, hours: int, as_json: bool) -> None:
@@ -306,7 +307,7 @@ def _print_hours(hours: list[HourTtft], lead: str = "") -> None:
 @sources.command()
 @click.argument("name")
 @click.option(
-    "--hours", type=click.IntRange(1, 24 * 90), default=24, show_default=True, help="The hours up to the newest."
+    "--hours", type=rule_type(PROMETHEUS_HOURS), default=24, show_default=True, help="The hours up to the newest."
 )
 @output_option(Shape.LIST, "hour")
 @store_option

@@ -10,10 +10,22 @@ from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
 from planner.untrusted import md_text
+from planner.validate import (
+    FRACTION,
+    GPUS_PER_REPLICA,
+    GROWTH_FACTOR,
+    MIN_REPLICAS,
+    REPLICAS,
+    TOKEN_RATIO,
+    TOKENS_PER_HOUR,
+    TOKENS_PER_MIN,
+    USD_PER_HOUR,
+    USD_PER_MTOK,
+)
 from ttft_planner_app import page_state, present
 from ttft_planner_app.charts.capacity import break_even_figure, hybrid_figure
 from ttft_planner_app.views.capacity_tabs._common import source_caption
-from ttft_planner_app.widgets import persisted_number, persisted_preset
+from ttft_planner_app.widgets import number_input_for, persisted_preset
 
 __all__ = ["render"]
 
@@ -46,7 +58,9 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
         )
     )
     p_in, p_cached, p_out = (
-        persisted_number(label, key=f"cap_{kind}_{pkey}", where=col, min_value=0.0, value=value, format="%.4f")
+        number_input_for(
+            USD_PER_MTOK, label, key=f"cap_{kind}_{pkey}", where=col, persist=True, value=value, format="%.4f"
+        )
         for col, (label, kind, value) in zip(
             st.columns(3),
             (
@@ -73,17 +87,22 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     else:
         dm = P.default_mix()
         c1, c2 = st.columns(2)
-        hit = persisted_number(
+        hit = number_input_for(
+            FRACTION,
             "Prompt tokens cached (0–1)",
             key="cap_mix_hit",
             where=c1,
-            min_value=0.0,
-            max_value=1.0,
+            persist=True,
             value=round(dm.cache_hit_fraction, 4),
             format="%.4f",
         )
-        ratio = persisted_number(
-            "Input : output ratio", key="cap_mix_ratio", where=c2, min_value=0.0, value=round(dm.input_output_ratio, 1)
+        ratio = number_input_for(
+            TOKEN_RATIO,
+            "Input : output ratio",
+            key="cap_mix_ratio",
+            where=c2,
+            persist=True,
+            value=round(dm.input_output_ratio, 1),
         )
         mix = P.TokenMix.from_fractions(hit, ratio, label=dm.label)
         st.caption(source_caption(f"{dm.label}, {dm.source}", dm.as_of))
@@ -95,16 +114,23 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
     st.caption(source_caption(gp.source, gp.as_of))
     claim, claim_note = P.capacity_claim(gp, gprices.values())
     c1, c2 = st.columns(2)
-    gpu_usd = persisted_number(
-        "$ per GPU-hour", key=f"cap_gusd_{gkey}", where=c1, min_value=0.0, value=gp.usd_per_gpu_hour, format="%.4f"
+    gpu_usd = number_input_for(
+        USD_PER_HOUR,
+        "$ per GPU-hour",
+        key=f"cap_gusd_{gkey}",
+        where=c1,
+        persist=True,
+        value=gp.usd_per_gpu_hour,
+        format="%.4f",
     )
-    gpus_per_replica = persisted_number(
-        "GPUs per replica (node size)", key="cap_gpr", where=c2, min_value=1, value=1, step=1
+    gpus_per_replica = number_input_for(
+        GPUS_PER_REPLICA, "GPUs per replica (node size)", key="cap_gpr", where=c2, persist=True, value=1, step=1
     )
-    tpm = persisted_number(
+    tpm = number_input_for(
+        TOKENS_PER_MIN,
         "Sustained capacity per replica (tokens/min)",
         key=f"cap_tpm_{gkey}",
-        min_value=0.0,
+        persist=True,
         value=claim,
         step=10_000.0,
         help="Measure your own at the target concurrency. " + claim_note,
@@ -119,11 +145,13 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
         "and cached tokens are assumed free to serve.",
     )
     c1, c2 = st.columns(2)
-    min_rep = persisted_number("Minimum warm replicas", key="cap_min_rep", where=c1, min_value=0, value=0, step=1)
-    max_rep = persisted_number("Maximum replicas", key="cap_max_rep", where=c2, min_value=1, value=8, step=1)
+    min_rep = number_input_for(
+        MIN_REPLICAS, "Minimum warm replicas", key="cap_min_rep", where=c1, persist=True, value=0, step=1
+    )
+    max_rep = number_input_for(REPLICAS, "Maximum replicas", key="cap_max_rep", where=c2, persist=True, value=8, step=1)
 
     st.subheader("Traffic")
-    growth = persisted_number("Growth factor", key="cap_growth", min_value=0.0, value=1.0, step=0.25)
+    growth = number_input_for(GROWTH_FACTOR, "Growth factor", key="cap_growth", persist=True, value=1.0, step=0.25)
     if traffic is not None:
         hourly = traffic.hourly_tokens
         st.caption(
@@ -133,8 +161,14 @@ def _read_inputs(traffic: LogTraffic | None) -> CostInputs:
             help=DAILY_RULE,
         )
     else:
-        flat = persisted_number(
-            "Tokens per hour (flat)", key="cap_flat_tph", min_value=0.0, value=20e6, step=1e6, format="%.0f"
+        flat = number_input_for(
+            TOKENS_PER_HOUR,
+            "Tokens per hour (flat)",
+            key="cap_flat_tph",
+            persist=True,
+            value=20e6,
+            step=1e6,
+            format="%.0f",
         )
         hourly = (flat,) * 24
 

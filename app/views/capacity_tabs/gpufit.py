@@ -10,10 +10,11 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import FitOptions, fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.untrusted import md_text
+from planner.validate import CONTEXT_TOKENS, SEQUENCES
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import gpu_fit_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, usable_share
-from ttft_planner_app.widgets import persisted_number, persisted_preset, wrapped_table
+from ttft_planner_app.widgets import number_input_for, persisted_preset, wrapped_table
 
 __all__ = ["render"]
 
@@ -32,10 +33,15 @@ def render() -> tuple[dict[str, P.ModelSpec], dict[str, P.GpuSpec]]:
         model = models[mkey]
         st.caption(source_caption(model.source, model.as_of))
         f_wdtype, f_kvdtype = dtype_pickers("cap_fit")
-        ctx = persisted_number(
-            "Context length (tokens in flight per sequence)", min_value=1, value=32768, step=1024, key="cap_fit_ctx"
+        ctx = number_input_for(
+            CONTEXT_TOKENS,
+            "Context length (tokens in flight per sequence)",
+            value=32768,
+            step=1024,
+            key="cap_fit_ctx",
+            persist=True,
         )
-        seqs = persisted_number("Concurrent sequences", min_value=1, value=8, key="cap_fit_seqs")
+        seqs = number_input_for(SEQUENCES, "Concurrent sequences", value=8, key="cap_fit_seqs", persist=True)
         usable = usable_share("cap_fit_usable", gdef["usable_memory_fraction"], gdef["usable_memory_source"])
         fkey = persisted_preset("GPU", gpu_by_key, key="cap_fit_gpu")
     with right:

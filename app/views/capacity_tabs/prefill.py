@@ -12,11 +12,12 @@ from planner.capacity.prefill import Segments, estimate, largest_prompts, prefil
 from planner.capacity.traffic import LogTraffic, prompt_figures
 from planner.provenance import Figure, Source
 from planner.untrusted import md_text
+from planner.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, PROMPT_TOKENS_P95, SLOPE_MS_PER_1K_TOKENS
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import store_url, try_engine
 from ttft_planner_app.charts.capacity import prefill_figure
 from ttft_planner_app.views.capacity_tabs._common import to_worksheet
-from ttft_planner_app.widgets import persisted_number, persisted_preset
+from ttft_planner_app.widgets import number_input_for, persisted_preset
 
 __all__ = ["render"]
 
@@ -65,7 +66,9 @@ def render(
         pdtype = c1.selectbox(
             "Compute format", ["bf16", "fp8"], persist_state="session", bind="query-params", key="cap_pf_dtype"
         )
-        pgpus = persisted_number("GPUs (tensor parallel)", min_value=1, value=1, key="cap_pf_gpus", where=c2)
+        pgpus = number_input_for(
+            GPUS_PER_REPLICA, "GPUs (tensor parallel)", value=1, key="cap_pf_gpus", where=c2, persist=True
+        )
         mfu = st.slider(
             "MFU",
             0.05,
@@ -78,24 +81,29 @@ def render(
             help=gdef["mfu_source"],
         )
         start = prompt_figures(traffic, ws.prompt_tokens_p95.value, ws.cache_hit_fraction.value, ws.name)
-        prompt_p95 = st.number_input(
+        prompt_p95 = number_input_for(
+            PROMPT_TOKENS_P95,
             "p95 prompt tokens",
-            min_value=1.0,
-            value=max(1.0, float(start.prompt_tokens_p95)),
+            value=float(start.prompt_tokens_p95),
             step=500.0,
             format="%.0f",
             key=f"cap_pf_prompt_{traffic_id}",
         )
-        hit = st.number_input(
+        hit = number_input_for(
+            FRACTION,
             "Prefix-cache hit rate (0–1)",
-            0.0,
-            1.0,
-            float(start.cache_hit_fraction),
+            value=float(start.cache_hit_fraction),
             key=f"cap_pf_hit_{traffic_id}",
             help=None if traffic is None or traffic.cache_known else "Unknown in the log: the worksheet's value.",
         )
         slope_typed = (
-            persisted_number("Typed slope (ms per 1K uncached tokens)", min_value=0.0, value=0.0, key="cap_pf_slope")
+            number_input_for(
+                SLOPE_MS_PER_1K_TOKENS,
+                "Typed slope (ms per 1K uncached tokens)",
+                value=0.0,
+                key="cap_pf_slope",
+                persist=True,
+            )
             if mode == "typed slope"
             else 0.0
         )
@@ -105,9 +113,9 @@ def render(
             "every interaction type's target. Other segments:"
         )
         c1, c2, c3 = st.columns(3)
-        q_ms = c1.number_input("Queue ms", min_value=0.0, value=float(ws.queue_ms.value), key="cap_pf_q")
-        c_ms = c2.number_input("Cold ms", min_value=0.0, value=float(ws.cold_ms.value), key="cap_pf_c")
-        n_ms = c3.number_input("Network ms", min_value=0.0, value=float(ws.network_ms.value), key="cap_pf_n")
+        q_ms = number_input_for(DURATION_MS, "Queue ms", value=ws.queue_ms.value, key="cap_pf_q", where=c1)
+        c_ms = number_input_for(DURATION_MS, "Cold ms", value=ws.cold_ms.value, key="cap_pf_c", where=c2)
+        n_ms = number_input_for(DURATION_MS, "Network ms", value=ws.network_ms.value, key="cap_pf_n", where=c3)
     with right:
         try:
             pmodel, pgpu_spec = models[pkey], gpu_by_key[pgpu]

@@ -24,10 +24,11 @@ from planner.kvcache.simulate import Engine, Routing, ServiceRates, engine_evict
 from planner.logs.samples import SAMPLE_DIR
 from planner.provenance import Figure, Source
 from planner.untrusted import md_text
+from planner.validate import SLOPE_MS_PER_1K_TOKENS
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.charts.prefix import regime_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet, usable_share
-from ttft_planner_app.widgets import persisted_number, persisted_preset, wrapped_table
+from ttft_planner_app.widgets import number_input_for, persisted_number, persisted_preset, wrapped_table
 
 __all__ = ["SAMPLES", "TraceView", "render"]
 
@@ -202,9 +203,10 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             help="round-robin: in turn; least-loaded: fewest requests in flight; session: a session's requests to "
             "one replica; prefix: the replica holding the longest cached prefix.",
         )
-        ms_per_1k = persisted_number(
+        ms_per_1k = number_input_for(
+            SLOPE_MS_PER_1K_TOKENS,  # `prefix --slope-ms-per-1k`'s; 0, its open end, reads as "none typed"
             "Prefill ms per 1K uncached tokens (0: from the prefill model)",
-            min_value=0.0,
+            persist=True,
             value=0.0,
             step=10.0,
             key="cap_px_ms1k",

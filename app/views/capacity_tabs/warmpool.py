@@ -10,9 +10,10 @@ from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
 from planner.capacity.warmpool import KeepWarm, WarmPoolPlan, plan_warm_pool
 from planner.untrusted import md_text
+from planner.validate import ARRIVALS_PER_HOUR, DURATION_MS, DURATION_S, REPLICAS, SERVICE_S, SLOTS
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import tradeoff_figure
-from ttft_planner_app.widgets import persisted_number
+from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["render"]
 
@@ -54,35 +55,40 @@ def render(traffic: LogTraffic | None, traffic_id: int, cost_inputs: CostInputs)
     left, right = st.columns([2, 3], gap="large")
     with left:
         default_rate = traffic.peak_arrivals_per_hour if traffic is not None else 30.0
-        arrivals = persisted_number(
+        arrivals = number_input_for(
+            ARRIVALS_PER_HOUR,
             "Arrivals per hour (peak hour)",
-            min_value=0.0,
+            persist=True,
             value=float(default_rate),
             key=f"cap_wp_rate_{traffic_id}",
             help="From the log's busiest clock hour when a log is picked.",
         )
         default_service, service_source = _default_service_s(traffic)
-        service_s = persisted_number(
+        service_s = number_input_for(
+            SERVICE_S,
             "Mean time a request holds a slot (s)",
-            min_value=0.001,
+            persist=True,
             value=float(default_service),
             key=f"cap_wp_service_{traffic_id}",
             help="TTFT + decode at the target concurrency.",
         )
         st.caption(f"Default: {service_source}.")
         c1, c2 = st.columns(2)
-        slots_per_rep = persisted_number("Slots per replica", min_value=1, value=1, key="cap_wp_spr", where=c1)
-        replicas = persisted_number("Warm replicas", min_value=1, value=4, key="cap_wp_reps", where=c2)
-        target_wait = persisted_number("Queue-wait p95 target (s)", min_value=0.0, value=1.0, key="cap_wp_target")
+        slots_per_rep = number_input_for(SLOTS, "Slots per replica", value=1, key="cap_wp_spr", where=c1, persist=True)
+        replicas = number_input_for(REPLICAS, "Warm replicas", value=4, key="cap_wp_reps", where=c2, persist=True)
+        target_wait = number_input_for(
+            DURATION_S, "Queue-wait p95 target (s)", value=1.0, key="cap_wp_target", persist=True
+        )
         st.caption("Scale-to-zero trade-off")
-        cold_s = persisted_number(
+        cold_s = number_input_for(
+            DURATION_S,
             "Cold start (s)",
-            min_value=0.0,
+            persist=True,
             value=60.0,
             key="cap_wp_cold",
             help="A cold reading from the Probes page, or the Weight loading projection.",
         )
-        warm_p95 = persisted_number("Warm p95 TTFT (ms)", min_value=0.0, value=500.0, key="cap_wp_warm")
+        warm_p95 = number_input_for(DURATION_MS, "Warm p95 TTFT (ms)", value=500.0, key="cap_wp_warm", persist=True)
     with right:
         try:
             plan = plan_warm_pool(

@@ -14,10 +14,11 @@ from planner.capacity.weights import (
     rate_from_row,
 )
 from planner.provenance import Figure, Source
+from planner.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
 from ttft_planner_app import present
 from ttft_planner_app.charts.capacity import projection_figure
 from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
-from ttft_planner_app.widgets import persisted_number
+from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["render"]
 
@@ -27,7 +28,9 @@ def render() -> None:
     left, right = st.columns([2, 3], gap="large")
     rows = {r.key: r for r in P.loader_rows()}
     with left:
-        params_b = persisted_number("Parameters (billions)", min_value=0.1, value=70.0, key="cap_w_params")
+        params_b = number_input_for(
+            MODEL_PARAMS_B, "Parameters (billions)", value=70.0, key="cap_w_params", persist=True
+        )
         wdtype = st.selectbox(
             "Weight format",
             DTYPES,
@@ -51,18 +54,23 @@ def render() -> None:
             source_caption(first.source, first.as_of)
             + ". Llama 3 8B, ~15 GB, one A10G, vLLM 0.5.5; GP3/IO2 are EBS network volumes."
         )
-        startup_s = persisted_number(
+        startup_s = number_input_for(
+            DURATION_S,
             "Engine start-up on top (s)",
-            min_value=0.0,
+            persist=True,
             value=0.0,
             key="cap_w_startup",
             help="Process start, rank setup, CUDA-graph capture: 16–21 s in the published rows (ready − load).",
         )
         with st.expander("From your own cold reading"):
-            cold_ms_in = persisted_number("Cold reading (ms)", min_value=0.0, value=0.0, key="cap_w_cold_ms")
-            warm_ms_in = persisted_number("Warm TTFT right after (ms)", min_value=0.0, value=0.0, key="cap_w_warm_ms")
-            cold_gb = persisted_number(
-                "Checkpoint of that endpoint (GB)", min_value=0.0, value=0.0, key="cap_w_cold_gb"
+            cold_ms_in = number_input_for(
+                DURATION_MS, "Cold reading (ms)", value=0.0, key="cap_w_cold_ms", persist=True
+            )
+            warm_ms_in = number_input_for(
+                DURATION_MS, "Warm TTFT right after (ms)", value=0.0, key="cap_w_warm_ms", persist=True
+            )
+            cold_gb = number_input_for(
+                CHECKPOINT_GB, "Checkpoint of that endpoint (GB)", value=0.0, key="cap_w_cold_gb", persist=True
             )
     with right:
         try:

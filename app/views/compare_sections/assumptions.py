@@ -8,6 +8,8 @@ import streamlit as st
 from planner.compare.data import EndpointInfo
 from planner.compare.stats import Margin
 from planner.untrusted import md_text
+from planner.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
+from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["render"]
 
@@ -28,9 +30,10 @@ def render(infos: Sequence[EndpointInfo], from_capacity_page: bool) -> tuple[dic
         )
         typed = {}
         for col, info in zip(st.columns(min(len(infos), 5)) * 2, infos, strict=False):
-            price = col.number_input(
+            price = number_input_for(
+                USD_PER_MTOK,
                 f"{md_text(info.name)} \\$/1M tokens",
-                min_value=0.0,
+                where=col,
                 value=None,
                 step=0.05,
                 key=f"cmp_price_{info.name}",
@@ -39,19 +42,20 @@ def render(infos: Sequence[EndpointInfo], from_capacity_page: bool) -> tuple[dic
             if price is not None:
                 typed[info.name] = price
         m1, m2 = st.columns(2)
-        margin_ms = m1.number_input(
+        margin_ms = number_input_for(
+            EQUIVALENCE_MARGIN_MS,
             "Equivalence margin, at least (ms)",
-            min_value=0.0,
+            where=m1,
             value=5.0,
             step=1.0,
             key="cmp_margin_ms",
             help="Two p95s whose whole 95% interval of the difference lies within ± the margin are "
             "“practically equivalent”; one is “faster” only when the interval lies wholly beyond it.",
         )
-        margin_pct = m2.number_input(
+        margin_pct = number_input_for(
+            PERCENT,
             "…or this share of the faster p95 (%)",
-            min_value=0.0,
-            max_value=100.0,
+            where=m2,
             value=3.0,
             step=0.5,
             key="cmp_margin_pct",

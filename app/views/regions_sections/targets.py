@@ -7,8 +7,10 @@ from sqlalchemy.engine import Engine
 from planner.regions import CatalogError, parse_target
 from planner.rtt_history import TargetExists, TargetNotFound, add_target, list_targets, remove_target
 from planner.untrusted import md_text
+from planner.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
+from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["render"]
 
@@ -23,10 +25,10 @@ def render(eng: Engine) -> None:
             new_id = a1.text_input("Id", placeholder="acme-eu-west")
             new_target = a2.text_input("URL or host:port", placeholder="https://eu.api.acme.dev/health")
             b1, b2, b3, b4 = st.columns(4)
-            new_lat = b1.number_input("Latitude", min_value=-90.0, max_value=90.0, value=None)
-            new_lon = b2.number_input("Longitude", min_value=-180.0, max_value=180.0, value=None)
+            new_lat = number_input_for(LATITUDE_DEG, "Latitude", value=None, key="rtt_new_lat", where=b1)
+            new_lon = number_input_for(LONGITUDE_DEG, "Longitude", value=None, key="rtt_new_lon", where=b2)
             schedule = b3.checkbox("Scheduled by the worker", value=True)
-            interval = b4.number_input("Every (s)", min_value=10, max_value=86_400, value=300)
+            interval = number_input_for(RTT_INTERVAL_S, "Every (s)", value=300, key="rtt_new_every", where=b4)
             if st.form_submit_button("Add target", disabled=not can("region.write")) and require("region.write"):
                 try:
                     parse_target(new_target)
@@ -37,7 +39,7 @@ def render(eng: Engine) -> None:
                     )
                     record("region.write", new_id, f"added RTT target {new_target}")
                     then = (
-                        f": the worker probes it every {interval:,} s."
+                        f": the worker probes it every {interval:,g} s."
                         if schedule
                         else "; pick it under Regions to measure."
                     )

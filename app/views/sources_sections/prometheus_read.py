@@ -14,14 +14,15 @@ from planner.auth import ACTIONS
 from planner.sources.prometheus import HOUR_MS, HourTtft, PrometheusError, ttft_by_hour
 from planner.untrusted import md_text
 from planner.urls import mask_url_password
+from planner.validate import PROMETHEUS_HOURS
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.views.sources_sections.common import PROM_PROFILES, host
 from ttft_planner_app.views.sources_sections.hours import show_hours
+from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["show_prometheus_read"]
 
 ss = st.session_state
-PROM_MAX_HOURS = 24 * 30
 
 
 def _prom_read(url: str, profile: str, model: str | None, hours: int) -> dict:
@@ -99,15 +100,8 @@ def show_prometheus_read() -> None:
             bind="query-params",
             help="The engine's model_name label; empty reads every model together.",
         )
-        prom_hours = pc[3].number_input(
-            "Hours to read",
-            min_value=1,
-            max_value=PROM_MAX_HOURS,
-            value=24,
-            step=1,
-            key="sources_prom_hours",
-            persist_state="session",
-            bind="query-params",
+        prom_hours = number_input_for(
+            PROMETHEUS_HOURS, "Hours to read", value=24, step=1, key="sources_prom_hours", where=pc[3], persist=True
         )
         if st.button(
             "Read",

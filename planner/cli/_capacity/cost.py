@@ -12,14 +12,23 @@ from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import by_key, non_negative, usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import GPUS_PER_REPLICA, MIN_REPLICAS, REPLICAS
+from planner.validate import (
+    GPUS_PER_REPLICA,
+    GROWTH_FACTOR,
+    MIN_REPLICAS,
+    REPLICAS,
+    TOKENS_PER_HOUR,
+    TOKENS_PER_MIN,
+    USD_PER_HOUR,
+    USD_PER_MTOK,
+)
 
 __all__ = ["cost"]
 
 
 @click.command(short_help="Break-even: serverless vs dedicated cost, and the utilisation where they meet.")
 @click.option(
-    "--gpu-usd-per-hour", type=float, callback=non_negative, help="Dedicated price per GPU-hour (USD). Or --gpu-price."
+    "--gpu-usd-per-hour", type=rule_type(USD_PER_HOUR), help="Dedicated price per GPU-hour (USD). Or --gpu-price."
 )
 @click.option(
     "--gpu-price", "gpu_price_key", help="A GPU-hour preset key from assets/prices.toml (e.g. seed-h200, modal-h100)."
@@ -33,15 +42,14 @@ __all__ = ["cost"]
 )
 @click.option(
     "--overhead-usd-per-hour",
-    type=float,
+    type=rule_type(USD_PER_HOUR),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="Extra cost per replica-hour (storage, egress, ops).",
 )
 @click.option(
     "--capacity-tokens-per-min",
-    type=click.FloatRange(0, min_open=True),
+    type=rule_type(TOKENS_PER_MIN),
     help="Sustained capacity of one replica (tokens/min). Or the preset's claim.",
 )
 @click.option(
@@ -51,21 +59,19 @@ __all__ = ["cost"]
 )
 @click.option(
     "--blended-usd-per-mtok",
-    type=float,
-    callback=non_negative,
+    type=rule_type(USD_PER_MTOK),
     help="Blended serverless price per 1M tokens; skips the token mix.",
 )
 @click.option("--price", "price_key", help="A serverless price preset key (e.g. fireworks-deepseek-v3).")
 @click.option(
-    "--input-usd-per-mtok", type=float, callback=non_negative, help="Serverless uncached input price per 1M tokens."
+    "--input-usd-per-mtok", type=rule_type(USD_PER_MTOK), help="Serverless uncached input price per 1M tokens."
 )
 @click.option(
     "--cached-usd-per-mtok",
-    type=float,
-    callback=non_negative,
+    type=rule_type(USD_PER_MTOK),
     help="Serverless cached input price per 1M tokens (default: the input price).",
 )
-@click.option("--output-usd-per-mtok", type=float, callback=non_negative, help="Serverless output price per 1M tokens.")
+@click.option("--output-usd-per-mtok", type=rule_type(USD_PER_MTOK), help="Serverless output price per 1M tokens.")
 @click.option(
     "--mix",
     "mix_tokens",
@@ -77,16 +83,14 @@ __all__ = ["cost"]
 )
 @click.option(
     "--tokens-per-hour",
-    type=float,
-    callback=non_negative,
+    type=rule_type(TOKENS_PER_HOUR),
     help="Your traffic as a flat rate (tokens/h), to place it on the curve.",
 )
 @click.option(
     "--growth",
-    type=float,
+    type=rule_type(GROWTH_FACTOR),
     default=1.0,
     show_default=True,
-    callback=non_negative,
     help="Growth factor applied to the traffic.",
 )
 @click.option(

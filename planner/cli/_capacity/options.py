@@ -13,7 +13,15 @@ from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.cli._common import rule_type
-from planner.validate import MODEL_HEAD_DIM, MODEL_HEADS, MODEL_LAYERS, MODEL_PARAMS_B, MODEL_WIDTH
+from planner.validate import (
+    MODEL_HEAD_DIM,
+    MODEL_HEADS,
+    MODEL_LAYERS,
+    MODEL_PARAMS_B,
+    MODEL_WIDTH,
+    SLOPE_MS_PER_1K_TOKENS,
+    USABLE_HBM_FRACTION,
+)
 
 __all__ = [
     "DTYPES",
@@ -122,13 +130,13 @@ def with_model_options(f):
 
 usable_fraction_option = click.option(
     "--usable-fraction",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=rule_type(USABLE_HBM_FRACTION),
     default=None,
     help="Share of HBM for weights + KV (default from assets/gpus.toml: vLLM's 0.9).",
 )
 slope_option = click.option(
     "--slope-ms-per-1k",
-    type=click.FloatRange(0, min_open=True),
+    type=rule_type(SLOPE_MS_PER_1K_TOKENS),
     default=None,
     help="Measured prefill slope (ms per 1K uncached tokens); overrides the model.",
 )

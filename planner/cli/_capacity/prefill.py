@@ -14,7 +14,6 @@ from planner.capacity.specs import GpuSpec, ModelSpec
 from planner.cli._capacity.options import (
     by_key,
     model_from_options,
-    non_negative,
     slope_option,
     usage_error,
     with_model_options,
@@ -22,7 +21,7 @@ from planner.cli._capacity.options import (
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
 from planner.interactions import interactions
-from planner.validate import GPUS_PER_REPLICA
+from planner.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, MFU, PROMPT_TOKENS_P95
 
 __all__ = ["prefill"]
 
@@ -47,21 +46,20 @@ __all__ = ["prefill"]
 )
 @click.option(
     "--mfu",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=rule_type(MFU),
     default=None,
     help="Model FLOPs utilisation (default from assets/gpus.toml: 0.5).",
 )
 @click.option(
     "--prompt-tokens",
-    type=float,
+    type=rule_type(PROMPT_TOKENS_P95),
     default=8192,
     show_default=True,
-    callback=non_negative,
     help="Prompt length (e.g. your p95).",
 )
 @click.option(
     "--cache-hit",
-    type=float,
+    type=rule_type(FRACTION),
     default=0.0,
     show_default=True,
     help="Prefix-cache hit rate 0..1; only uncached tokens are computed.",
@@ -69,16 +67,13 @@ __all__ = ["prefill"]
 @slope_option
 @click.option(
     "--queue-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="Segment 1, for the largest prompt per interaction.",
 )
-@click.option(
-    "--cold-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 2 in the p95."
-)
-@click.option("--network-ms", type=float, default=0.0, show_default=True, callback=non_negative, help="Segment 4.")
+@click.option("--cold-ms", type=rule_type(DURATION_MS), default=0.0, show_default=True, help="Segment 2 in the p95.")
+@click.option("--network-ms", type=rule_type(DURATION_MS), default=0.0, show_default=True, help="Segment 4.")
 @output_option(Shape.OBJECT)
 def prefill(
     model_options,
@@ -106,8 +101,6 @@ def prefill(
           --queue-ms 60 --network-ms 80
       ttft-planner capacity prefill --slope-ms-per-1k 45 --queue-ms 60 --network-ms 80
     """
-    if not 0 <= cache_hit <= 1:
-        raise click.BadParameter(f"must be between 0 and 1, got {cache_hit:g}", param_hint="--cache-hit")
     mfu = mfu if mfu is not None else float(P.gpu_defaults()["mfu"])
     try:
         model: ModelSpec | None = None

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from planner.capacity.errors import CapacityError
 from planner.capacity.warmpool import KeepWarm, plan_warm_pool
-from planner.cli._capacity.options import non_negative, usage_error
+from planner.cli._capacity.options import usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import GPUS_PER_REPLICA
+from planner.validate import (
+    ARRIVALS_PER_HOUR,
+    DURATION_MS,
+    DURATION_S,
+    GPUS_PER_REPLICA,
+    SERVICE_S,
+    SLOTS,
+    USD_PER_HOUR,
+)
 
 __all__ = ["warm_pool"]
 
@@ -19,59 +25,54 @@ __all__ = ["warm_pool"]
 @click.command("warm-pool", short_help="Warm pool: Erlang C queue wait, and the fewest slots for a target.")
 @click.option(
     "--arrivals-per-hour",
-    type=float,
+    type=rule_type(ARRIVALS_PER_HOUR),
     required=True,
-    callback=non_negative,
     help="Arrival rate at the peak hour (requests/h).",
 )
 @click.option(
     "--service-s",
-    type=float,
+    type=rule_type(SERVICE_S),
     required=True,
     help="Mean time one request holds a slot (s): TTFT + decode at the target concurrency.",
 )
 @click.option(
     "--slots",
-    type=click.IntRange(max=100_000),
+    type=rule_type(SLOTS),
     default=None,
     help="Request slots in the pool (replicas × slots per replica).",
 )
 @click.option("--p", "p", type=float, default=0.95, show_default=True, help="Queue-wait percentile.")
 @click.option(
     "--target-wait-s",
-    type=float,
+    type=rule_type(DURATION_S),
     default=None,
-    callback=non_negative,
     help="Queue-wait target (s) at --p: prints the minimum slots.",
 )
 @click.option(
     "--slots-per-replica",
-    type=click.IntRange(max=100_000),
+    type=rule_type(SLOTS),
     default=1,
     show_default=True,
     help="Concurrent request slots per replica.",
 )
 @click.option(
     "--cold-start-s",
-    type=float,
+    type=rule_type(DURATION_S),
     default=None,
-    callback=non_negative,
     help="Cold start (s): adds the keep-warm vs scale-to-zero trade-off.",
 )
 @click.option(
     "--warm-p95-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="Warm p95 TTFT (ms) for the trade-off.",
 )
 @click.option(
     "--replica-usd-per-hour",
-    type=float,
+    type=rule_type(USD_PER_HOUR),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="One replica's cost per hour, for the trade-off.",
 )
 @click.option(
@@ -106,16 +107,10 @@ def warm_pool(
       ttft-planner capacity warm-pool --arrivals-per-hour 60 --service-s 10 --slots 1 --cold-start-s 45 \\
           --warm-p95-ms 400 --replica-usd-per-hour 3.2
     """
-    if service_s <= 0 or not math.isfinite(service_s):
-        raise click.BadParameter(f"must be greater than 0 s, got {service_s:g}", param_hint="--service-s")
     if not 0 < p < 1:
         raise click.BadParameter(f"must be between 0 and 1, got {p:g}", param_hint="--p")
-    if slots_per_replica < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--slots-per-replica")
     if slots is None and target_wait_s is None:
         raise click.UsageError("give --slots (to size a pool) and/or --target-wait-s (to find the minimum slots)")
-    if slots is not None and slots < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--slots")
     keep_warm = (
         KeepWarm(replica_usd_per_hour, warm_p95_ms, cold_start_s * 1000, gpus_per_replica)
         if cold_start_s is not None

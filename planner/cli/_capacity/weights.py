@@ -16,10 +16,10 @@ from planner.capacity.weights import (
     rate_from_cold_reading,
     rate_from_row,
 )
-from planner.cli._capacity.options import DTYPES, by_key, non_negative, usage_error
+from planner.cli._capacity.options import DTYPES, by_key, usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import MODEL_PARAMS_B
+from planner.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
 
 __all__ = ["weights"]
 
@@ -44,29 +44,24 @@ __all__ = ["weights"]
     multiple=True,
     help="Published loader row key (repeatable; see --list-rows). Default: all rows.",
 )
-@click.option(
-    "--cold-ms", type=float, callback=non_negative, help="Your cold reading (ms), to derive your own load rate."
-)
+@click.option("--cold-ms", type=rule_type(DURATION_MS), help="Your cold reading (ms), to derive your own load rate.")
 @click.option(
     "--warm-ms",
-    type=float,
+    type=rule_type(DURATION_MS),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="Warm TTFT right after the cold reading (ms).",
 )
 @click.option(
     "--cold-checkpoint-gb",
-    type=float,
-    callback=non_negative,
+    type=rule_type(CHECKPOINT_GB),
     help="Checkpoint size (GB) of the endpoint behind --cold-ms.",
 )
 @click.option(
     "--engine-startup-s",
-    type=float,
+    type=rule_type(DURATION_S),
     default=0.0,
     show_default=True,
-    callback=non_negative,
     help="Engine start-up on top of the transfer (s); the published rows show 16–21 s for vLLM.",
 )
 @click.option("--list-rows", is_flag=True, help="List the published loader rows and exit.")
