@@ -70,6 +70,7 @@ __all__ = [
     "PROMETHEUS_HOURS",
     "PROMPT_TOKENS",
     "PROMPT_TOKENS_P95",
+    "REPLAY_GROWTH",
     "REPLICAS",
     "REQUESTS_PER_S",
     "RETENTION_DAYS",
@@ -258,6 +259,7 @@ TOKENS_PER_MIN = Rule(0, MAX_MAGNITUDE, unit="tokens/min", lo_open=True)  # a re
 TOKENS_PER_S = Rule(0, MAX_MAGNITUDE, unit="tokens/s", lo_open=True)  # a prefill rate
 TOKEN_RATIO = Rule(0, 1_000_000)  # input : output tokens
 GROWTH_FACTOR = Rule(0, 1_000, unit="×")
+REPLAY_GROWTH = Rule(0, 100, unit="×", lo_open=True)  # a what-if's request volume, scaled (the What-if page, `whatif`)
 ARRIVALS_PER_HOUR = Rule(0, MAX_MAGNITUDE, unit="requests/h")
 SERVICE_S = Rule(0, 86_400, unit="s", lo_open=True)  # how long one request holds a slot
 SLOTS = Rule(1, 100_000, integer=True, unit="slots")  # request slots per replica, or in a pool

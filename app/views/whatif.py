@@ -9,27 +9,26 @@ import streamlit as st
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
-from planner.store.calibrations import recent_fits
-from planner.store.logs import UploadNotFound, list_uploads, load_upload_frame
-from planner.store.sources import SourceInfo, load_source_frame, request_sources
+from planner.stored_logs import SourceInfo, UploadNotFound, log_frame, stored_logs
 from planner.untrusted import md_text
+from planner.validate import REPLAY_GROWTH
+from planner.whatif.candidates import parse_candidates
 from planner.whatif.deployment import (
     DEDICATED_KEYS,
     SERVERLESS_KEYS,
     Deployment,
-    SpecError,
     defaults_from_worksheet,
     defaults_taken,
-    parse_deployment,
 )
 from planner.whatif.describe import figure_text, fit_words, has_spread, serving_model, speed_spread
+from planner.whatif.fits import recent_fits
 from planner.whatif.handoff import worksheet_figures
 from planner.whatif.results import compare
 from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
 from ttft_planner_app import page_state, session_log, viewer, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.whatif import cost_vs_p95_figure, hourly_p95_figure, segments_figure, table_view
-from ttft_planner_app.widgets import persisted_number, wrapped_table
+from ttft_planner_app.widgets import number_input_for, wrapped_table
 
 # The starting candidates leave prefill and RTT out: they take the worksheet's figures (measured or typed, with
 # their provenance), so the comparison starts from what the team measured rather than from a number of ours.
@@ -101,8 +100,9 @@ ss = st.session_state
 # one under the other, each the page's width: the uploader lists every file type it takes, and a stored
 # upload's name (the user's own) or a sample's title is read whole in the box
 files = st.file_uploader("Request log", accept_multiple_files=True, key="wi_files", type=list(UPLOAD_EXTENSIONS))
-uploads = list_uploads(eng)
-sources = {s.id: s for s in request_sources(eng)}  # a source with no requests yet has nothing to replay
+stored = stored_logs(eng)
+uploads = stored.uploads
+sources = {s.id: s for s in stored.sources}  # a source with no requests yet has nothing to replay
 session = session_log.offered()  # the log read on the Logs page in this session, saved or not
 options: list[LogChoice] = [("session", session.serial)] if session is not None else []
 options += [("stored", u.id) for u in uploads]
@@ -156,12 +156,12 @@ interaction = c2.selectbox(
     format_func=lambda k: f"{targets[k].label} · p95 ≤ {targets[k].target_p95_ms:,.0f} ms",
     help="The interaction types and targets of your worksheet (Worksheet page), custom ones included.",
 )
-growth = persisted_number(
+growth = number_input_for(
+    REPLAY_GROWTH,  # `whatif --growth`'s
     "Growth ×",
     key="wi_growth",
     where=c3,
-    min_value=0.05,
-    max_value=100.0,
+    persist=True,
     value=1.0,
     step=0.25,
     help="Scale the request volume, keeping the hour-of-day shape (2 = twice the requests).",
@@ -191,17 +191,8 @@ specs_text = st.text_area(
     "(`ttft-planner whatif --help` has each).",
 )
 defaults = defaults_from_worksheet({f: getattr(worksheet, f) for f in worksheet_state.FIELDS})
-deployments, problems = [], []
-for i, line in enumerate(l for l in specs_text.splitlines() if l.strip()):
-    try:
-        deployments.append(
-            parse_deployment(line, default_name=f"#{i + 1} {line.partition(':')[0].strip()}", defaults=defaults)
-        )
-    except SpecError as exc:
-        problems.append(str(exc))
-names = [d.name for d in deployments]
-if len(set(names)) != len(names):
-    problems.append(f"Candidate names must differ (add name=… to a line): {', '.join(names)}")
+candidates = parse_candidates(specs_text.splitlines(), defaults)  # as `whatif --deployment` reads them
+deployments, problems = candidates.deployments, candidates.problems
 
 # Say which worksheet figures are in use, and by which candidates: only those a candidate really left out.
 used = [
@@ -229,7 +220,7 @@ frame_key = json.dumps([source, tz, synced], default=str)
 if ss.get("wi_frame_key") != frame_key:
     try:
         if source[0] == "stored":
-            frame, label = load_upload_frame(eng, source[1]), next(u.name for u in uploads if u.id == source[1])
+            frame, label = log_frame(eng, upload_id=source[1]), next(u.name for u in uploads if u.id == source[1])
         elif source[0] == "session":  # the Logs page's own reading: the same requests, not read again
             if session is None or session.serial != source[1]:
                 raise ValueError("that log is no longer on the Logs page: read it there again, or pick another log")
@@ -238,7 +229,7 @@ if ss.get("wi_frame_key") != frame_key:
             if live is None:
                 raise ValueError("that production source was removed, or holds no requests: pick another log")
             with st.spinner(f"Loading {live.n_requests:,} production requests…"):
-                frame = load_source_frame(eng, live.id)
+                frame = log_frame(eng, source_id=live.id)
             label = _source_provenance(live)
         else:
             # An upload is copied to disk in chunks and read out of core, with a bar that moves by bytes.

@@ -9,7 +9,7 @@ import click
 from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
-from planner.cli._common import echo_json, open_engine, store_option
+from planner.cli._common import echo_json, open_engine, rule_type, store_option
 from planner.cli._log_input import (
     format_option,
     input_paths,
@@ -24,8 +24,8 @@ from planner.cli._renamed import renamed_option
 from planner.interactions import interactions
 from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
-from planner.validate import GPUS_PER_REPLICA, OutOfRange
-from planner.whatif.deployment import SpecError, parse_deployment
+from planner.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
+from planner.whatif.candidates import parse_candidates
 from planner.whatif.results import compare
 from planner.whatif.routing import attach_prefix
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
@@ -123,7 +123,7 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
 )
 @click.option(
     "--growth",
-    type=click.FloatRange(0, 100, min_open=True),
+    type=rule_type(REPLAY_GROWTH),
     default=1.0,
     show_default=True,
     help="Scale the request volume (1.5 = 50% more requests, same hour-of-day shape).",
@@ -198,15 +198,11 @@ def whatif(
     also gets the sentence a lead forwards: what its p95 waits for (decode-bound, capacity-bound, …) and what one
     replica more does to it.
     """
-    deployments = []
-    for i, spec in enumerate(specs):
-        try:
-            deployments.append(parse_deployment(spec, default_name=f"#{i + 1} {spec.partition(':')[0].strip()}"))
-        except SpecError as exc:
-            raise click.BadParameter(str(exc), param_hint="--deployment") from None
-    names = [d.name for d in deployments]
-    if len(set(names)) != len(names):
-        raise click.BadParameter(f"candidate names must differ, got {', '.join(names)}", param_hint="--deployment")
+    candidates = parse_candidates(specs)  # as the What-if page reads its box
+    if candidates.problems or not candidates.deployments:
+        why = "; ".join(candidates.problems) or "every spec is empty: describe a deployment"
+        raise click.BadParameter(why, param_hint="--deployment")
+    deployments = candidates.deployments
     if max_wait_s <= 0:
         raise click.BadParameter("must be > 0 s", param_hint="--max-wait-s")
     if kv is not None:

@@ -39,7 +39,7 @@ PAGE_CHOICES: dict[tuple[str, str], str] = {
     "interactive (`prefix --replicas` takes REPLICAS)",
 }
 #: Views other engineers are reworking now (their number inputs move to rules with them).
-NOT_YET = {"logs_tabs", "whatif.py"}
+NOT_YET = {"logs_tabs"}
 
 
 def _name(call: ast.Call) -> str:

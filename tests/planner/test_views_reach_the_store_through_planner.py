@@ -18,7 +18,6 @@ STORE_IMPORTS_ALLOWED: dict[str, str] = {
     "ttft_planner_app.views.logs_tabs.source": "the Logs page's reader is being reworked (issue 43): its loader",
     "ttft_planner_app.views.logs_tabs.stored": "the Logs page's reader is being reworked (issue 43): delete",
     "ttft_planner_app.views.logs_tabs.ttft": "the Logs page's reader is being reworked (issue 43): probe series",
-    "ttft_planner_app.views.whatif": "the What-if page is being reworked (issue 45): its log picker and fits",
 }
 
 
