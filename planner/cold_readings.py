@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from planner.segment_figures import Figure, segment2_figure
+from planner.provenance import Figure
+from planner.segment_figures import segment2_figure
 from planner.store.cold_readings import newest_done_readings
 from planner.store.probe_queries import cold_readings
 

@@ -12,8 +12,9 @@ from planner.cold_readings import LATEST_RULE, cold_reading_history, cold_start_
 from planner.endpoint_status import failing_warnings
 from planner.endpoints import get_endpoint
 from planner.probe_requests import RequestKind, request_cold_reading, request_probe_now
+from planner.provenance import Figure
 from planner.samples import DEFINITION
-from planner.segment_figures import SEGMENT1_RULE, Figure, queueing_segment, segment1_figure
+from planner.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure
 from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
 from planner.untrusted import md_text
 from planner.validate import COLD_IDLE_S

@@ -313,7 +313,7 @@ class KeepWarm:
     warm_ttft_p95_ms: float
     cold_start_ms: float
     gpus_per_replica: int = 1
-    arrival_ms: Sequence[float] | None = None
+    arrival_ms: Sequence[float] | np.ndarray | None = None
     service_ms: float | None = None
 
 

@@ -173,9 +173,9 @@ def latest_cold_readings(
     """
     ids = {e.id: e.name for e in endpoints}
     out: dict[str, ColdReading] = {}
-    for endpoint_id, r in newest_cold_readings(engine, list(ids), vantage=vantage).items():
+    for endpoint_id, row in newest_cold_readings(engine, list(ids), vantage=vantage).items():
         out[ids[endpoint_id]] = ColdReading(
-            float(r["cold_ttft_ms"]), float(r["warm_ttft_ms"]), int(r["completed_at_ms"]), "cold reading"
+            float(row["cold_ttft_ms"]), float(row["warm_ttft_ms"]), int(row["completed_at_ms"]), "cold reading"
         )
     fallback: dict[str, ColdReading] = {}
     for endpoint_id, kind, started, ttft in store.cold_warm_samples(engine, list(ids), vantage=vantage):
