@@ -21,9 +21,7 @@ from planner.cli._log_input import (
 )
 from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.logs import LogFormatError, TokenCounter, read_logs
-from planner.logs.duckpath import Doubt
 from planner.logs.exposure import P95_COLD_THRESHOLD
-from planner.logs.normalise import stream_logs
 from planner.logs.records import zone
 from planner.logs.summary import DEFAULT_WORKDAY, busiest_hour_words, parse_workday, span_words
 
@@ -124,7 +122,7 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
     Example: ttft-planner logs summarize 'logs/*.jsonl.gz' --tz Europe/Berlin --workday 09:00-18:00
     """
     from planner.logs import summarize
-    from planner.logs.request_table import RequestTable, connect
+    from planner.logs.load import RequestTable, connect
 
     # The requests go into DuckDB a batch at a time and every figure is computed there (the Logs page's summary):
     # only results come back.
@@ -199,37 +197,32 @@ def summarize(files, fmt, mapping, workday, tz, start, cache_blocks, tokenizer, 
 def import_(files, fmt, mapping, tz, start, cache_blocks, name, show_progress, as_json, database_url) -> None:
     """Parse FILE|DIR|GLOB… and store the numbers (no prompt text) as one upload; prints its id.
 
-    OpenAI chat JSON Lines, Parquet and CSV files (plain, .gz, .zst) are stored as they are read, a batch
-    at a time, so a log of any size fits in memory; other files are read first, holding only their numbers.
-    A file with a bad row is read again with every line accounted for, and the rejected lines are named.
+    Every file is read through DuckDB into a table that spills to disk (as `logs summarize` reads it), then stored
+    a batch at a time, so a log of any size fits in memory; a bad line is named and the rest stored.
     """
+    from planner.logs.load import RequestTable, connect
     from planner.store.audit import record_cli
-    from planner.store.logs import save_upload, save_upload_frames
+    from planner.store.logs import save_upload_frames
 
-    paths = input_paths(files, "FILES")
-    bar = progress_bar(show_progress)
-    streamed = stream_logs(paths, fmt, mapping, tz, start, bar)
-    if streamed is not None:
+    con = connect(keep_order=True)  # stored in file order: rows at one instant as the page's frame has them
+    try:
+        table = RequestTable(con)
+        res = _read(files, fmt, mapping, tz, None, start, cache_blocks, show_progress, sink=table)
         engine = open_engine(database_url)
-        try:
-            upload_id, n = save_upload_frames(
-                engine, name or paths[0].name, streamed.frames, formats=streamed.formats, mapping=streamed.mapping
-            )
-        except (Doubt, ValueError):
-            pass  # nothing was stored (one transaction): the row-by-row reader below names every bad line
-        else:
-            record_cli(engine, "logs.upload", name or paths[0].name, f"stored upload {upload_id}: {n:,} requests")
-            _say_stored(as_json, upload_id, name or paths[0].name, n, [], 0)
-            return
-        finally:
-            if bar is not None:
-                bar.close()
-    res = _read(files, fmt, mapping, tz, None, start, cache_blocks, show_progress)
-    engine = open_engine(database_url)
-    name = name or next(iter(res.formats), Path(str(files[0])).name)
-    upload_id = save_upload(engine, name, res)
-    record_cli(engine, "logs.upload", name, f"stored upload {upload_id}: {len(res.frame):,} requests")
-    _say_stored(as_json, upload_id, name, len(res.frame), res.rejected, res.n_rejected)
+        name = name or next(iter(res.formats), Path(str(files[0])).name)
+        upload_id, n = save_upload_frames(
+            engine,
+            name,
+            table.batches(),
+            formats=res.formats,
+            mapping=res.mapping,
+            n_rejected=res.n_rejected,
+            tokens_estimated=res.tokens_estimated,
+        )
+    finally:
+        con.close()
+    record_cli(engine, "logs.upload", name, f"stored upload {upload_id}: {n:,} requests")
+    _say_stored(as_json, upload_id, name, n, res.rejected, res.n_rejected)
 
 
 def _rejected_json(rejected) -> list[dict]:

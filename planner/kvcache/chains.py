@@ -27,9 +27,8 @@ from typing import Any
 
 from planner.errors import PlannerError
 from planner.kvcache.fields import arrival_ms, block_hashes, counts, session_of
-from planner.logs.limits import load_source
-from planner.logs.records import Reject, RejectedLine
-from planner.logs.splitting import Collector, decode_bom, split_records
+from planner.logs.read import json_records
+from planner.logs.records import Reject, RejectedLine, Rejections
 from planner.logs.tokenize import CHARS_PER_TOKEN, TokenCounter, message_text
 
 __all__ = [
@@ -169,27 +168,27 @@ def _label(trace_file: Path | tuple[str, bytes]) -> str:
     return trace_file.name if isinstance(trace_file, Path) else str(trace_file[0])
 
 
-def _records(trace_file: Path | tuple[str, bytes], out: Collector, max_bytes: int | None) -> Iterator[tuple[int, dict]]:
-    """The file's numbered JSON records, opened as the log reader opens a file (planner.logs.limits.load_source:
-    .gz / .zst inflated under the size and bomb caps; planner.logs.splitting: BOM / UTF-16 decoding, and a line
-    that is not JSON, not UTF-8 or nested too deeply rejected into `out`, named). Raises PrefixTraceError when the
-    file cannot be read at all."""
+def _records(
+    trace_file: Path | tuple[str, bytes], out: Rejections, max_bytes: int | None
+) -> Iterator[tuple[int, dict]]:
+    """The file's numbered JSON records, opened and split as the log reader opens and splits a file
+    (planner.logs.read.json_records: .gz / .zst under the size and bomb caps, BOM / UTF-16 decoding), a line that
+    is not JSON, not UTF-8 or nested too deeply rejected into `out`, named. Raises PrefixTraceError when the file
+    cannot be read at all."""
     label = _label(trace_file)
     try:
-        name, data = load_source(trace_file, max_bytes)
-    except (ValueError, OSError) as exc:  # TooLarge, a corrupt .gz / .zst, not a regular file, unreadable
-        why = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
+        _, records = json_records(trace_file, max_bytes)
+        for line, rec in records:
+            if isinstance(rec, str):
+                out.reject(label, line, rec)
+            else:
+                yield line, rec
+    except (ValueError, OSError, EOFError) as exc:  # TooLarge, a corrupt .gz / .zst, not a regular file, not JSON
+        why = str(exc) if isinstance(exc, ValueError) else f"cannot read: {getattr(exc, 'strerror', None) or exc}"
         raise PrefixTraceError(why if why.startswith(label) else f"{label}: {why}") from None
-    data = decode_bom(data)
-    if not data.strip():
-        raise PrefixTraceError(f"{name}: no records")
-    found = split_records(data, name, out)
-    if found is None:
-        raise PrefixTraceError(f"{name}: not JSON: a prefix trace is JSON Lines (hash_ids, or messages or prompt text)")
-    return found[1]
 
 
-def _nothing_read(label: str, out: Collector) -> str:
+def _nothing_read(label: str, out: Rejections) -> str:
     """Why a trace gave no request: its first rejected lines, or that it held no records."""
     if not out.n_rejected:
         return f"{label}: no records"
@@ -227,7 +226,7 @@ def read_prefix_trace(
     if trace_block_tokens is not None and trace_block_tokens < 1:
         raise BlockSizeError(f"a trace's hash blocks hold at least one token, not {trace_block_tokens}")
     label = _label(trace_file)
-    out = Collector()
+    out = Rejections()
     exact = counter is not None and not counter.estimated
     hashed: bool | None = None  # decided by the first readable record
     size = trace_size = 0

@@ -10,9 +10,10 @@ Prompt and completion text never leave the readers: the frame holds only times, 
 from planner.logs.engine import summarize
 from planner.logs.formats import FORMATS
 from planner.logs.inputs import LOG_SUFFIXES
-from planner.logs.limits import DEFAULT_MAX_BYTES
-from planner.logs.normalise import COLUMNS, LogFormatError, LogParseResult, empty_frame, read_logs
+from planner.logs.opening import DEFAULT_MAX_BYTES
+from planner.logs.read import ReaderPolicy, read_logs
 from planner.logs.records import RejectedLine
+from planner.logs.result import COLUMNS, LogFormatError, LogParseResult, empty_frame
 from planner.logs.tokenize import TokenCounter
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "FORMATS",
     "LogFormatError",
     "LogParseResult",
+    "ReaderPolicy",
     "RejectedLine",
     "TokenCounter",
     "empty_frame",

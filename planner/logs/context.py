@@ -1,19 +1,30 @@
-"""The state one read_logs call shares across its files: options, the chosen mapping, derived-figure notes."""
+"""What one read_logs call shares across its files: options, the chosen mapping, notes, and the mapping's checks.
+
+`table_mapping` chooses a table's mapping (the user's, a public trace's, or a guess); `mapping_problem` says why a
+file cannot be read under it, in the words of where the reader is (MAP_HINT_CLI, MAP_HINT_PAGE).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from planner.logs.mapped import extract_mapped, guess_mapping
+from planner.logs.mapped import extract_mapped, guess_mapping, mapping_complete
 from planner.logs.prefix import PrefixCache
 from planner.logs.records import Row
 from planner.logs.result import LogParseResult
-from planner.logs.splitting import Collector
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import DEFAULT_START, PROFILES, match_profile, start_ms
 
-__all__ = ["MAP_HINT_CLI", "MAP_HINT_PAGE", "TRACE_FORMATS", "ReadContext", "relative_times"]
+__all__ = [
+    "MAP_HINT_CLI",
+    "MAP_HINT_PAGE",
+    "TRACE_FORMATS",
+    "ReadContext",
+    "mapping_problem",
+    "relative_times",
+    "wanted_column",
+]
 
 TRACE_FORMATS = tuple(p.name for p in PROFILES)
 #: How a message tells the reader to name a column the reader did not find, in the words of where they are: the
@@ -32,7 +43,6 @@ class ReadContext:
     counter: TokenCounter
     start: str | None
     cache_blocks: int
-    out: Collector
     res: LogParseResult
     map_hint: str = MAP_HINT_CLI  # how a missing-column message says to map it (MAP_HINT_CLI, MAP_HINT_PAGE)
 
@@ -53,7 +63,7 @@ class ReadContext:
             self.res.notes.append(cache.label())
         return cache
 
-    def table_mapping(self, name: str, columns: Sequence[str]) -> tuple[str, dict[str, str]]:
+    def table_mapping(self, columns: Sequence[str]) -> tuple[str, dict[str, str]]:
         """(format name, mapping) for a table's columns: the user's mapping, a public trace's, or a guess."""
         if self.fmt in TRACE_FORMATS:
             found = match_profile(columns)
@@ -75,3 +85,30 @@ class ReadContext:
 
 def relative_times(mapping: Mapping[str, str]) -> bool:
     return not mapping.get("ts") and any(mapping.get(k) for k in ("ts_relative_s", "ts_relative_ms"))
+
+
+#: Where a table file's column names are, in the words of a message: a CSV's header, a Parquet file's schema.
+_COLUMNS_IN = {"csv": "the header", "parquet": "the file", "json": "its records"}
+
+
+def mapping_problem(used: Mapping[str, str], columns: Sequence[str], kind: str, hint: str = MAP_HINT_CLI) -> str | None:
+    """Why a table file (`kind`: csv, parquet) with these columns cannot be read under the mapping `used`, or None
+    when it can: a mapped column it lacks, or no time / prompt-token column (wanted_column)."""
+    missing = [c for c in used.values() if c not in columns] if kind != "json" else []
+    if missing:
+        return f"mapped column(s) not in {_COLUMNS_IN[kind]}: {', '.join(missing)}"
+    if not mapping_complete(used):
+        return wanted_column(used, columns, hint)
+    return None
+
+
+def wanted_column(used: Mapping[str, str], columns: Sequence[str], hint: str = MAP_HINT_CLI) -> str:
+    """One sentence: which column the reader looked for and did not find, the columns there are, and how to map it
+    in the words of where the reader is (`hint`: MAP_HINT_CLI, the command line's flag; MAP_HINT_PAGE, the page's
+    mapping box)."""
+    shown = ", ".join(list(columns)[:12]) + (" …" if len(columns) > 12 else "") if columns else "none"
+    if not any(used.get(k) for k in ("ts", "ts_relative_s", "ts_relative_ms")):
+        want = "time column (e.g. timestamp, created_at, TIMESTAMP)"
+    else:
+        want = "prompt-token column (e.g. prompt_tokens, input_tokens, ContextTokens)"
+    return f"no {want} among its fields ({shown}); {hint}"

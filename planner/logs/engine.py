@@ -19,8 +19,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from planner.logs.exposure import DEFAULT_WINDOWS_S
+from planner.logs.load import RequestTable, connect
 from planner.logs.records import zone
-from planner.logs.request_table import RequestTable, connect
 from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, Rows, parse_workday
 from planner.stats import Percentile
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from planner.logs.prefix import PrefixCache
-from planner.logs.records import Reject, Row, dig, epoch_ms, token_count
+from planner.logs.records import MAX_EPOCH_MS, Reject, Row, dig, epoch_ms, timing_ms, token_count
 from planner.logs.tokenize import TokenCounter, message_text
 
 __all__ = ["FIELDS", "FIELD_LABELS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
@@ -174,7 +174,10 @@ def mapping_complete(mapping: Mapping[str, str]) -> bool:
     return has_time and any(mapping.get(k) for k in ("prompt_tokens", "prompt_tokens_uncached", "prompt_text"))
 
 
-def _number(value: Any, field: str) -> float:
+def _relative(value: Any, field: str) -> float:
+    """A time since the trace's start (s or ms): a finite number, not negative."""
+    if isinstance(value, bool):
+        raise Reject(f"{field} is not a number: {value!r}")
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
@@ -182,6 +185,23 @@ def _number(value: Any, field: str) -> float:
     if not math.isfinite(f) or f < 0:
         raise Reject(f"{field} is negative or not finite: {str(value)[:40]!r}")
     return f
+
+
+def _timing(
+    val: Callable[[str], Any], mapping: Mapping[str, str], fields: tuple[str, str, str], ts: int, tz: str
+) -> float:
+    """A timing in ms from the first of (ms, s, an end time) that is mapped and present; NaN when none is."""
+    in_ms, in_s, at = fields
+    if val(in_ms) is not None:
+        return timing_ms(val(in_ms), mapping[in_ms])
+    if val(in_s) is not None:
+        return timing_ms(val(in_s), mapping[in_s], 1000.0)
+    if val(at) is not None:
+        gap = epoch_ms(val(at), mapping[at], tz) - ts
+        if gap < 0:
+            raise Reject(f"{mapping[at]} is before the arrival time")
+        return timing_ms(gap, mapping[at])
+    return math.nan
 
 
 def extract_mapped(
@@ -213,7 +233,9 @@ def extract_mapped(
         raw = val(unit)
         if raw is None:
             raise Reject(f"missing timestamp {mapping.get(unit, unit)}")
-        ts = start_ms + int(round(_number(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
+        ts = start_ms + int(round(_relative(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
+        if not 0 < ts < MAX_EPOCH_MS:
+            raise Reject(f"{mapping[unit]} is outside 1970–2100 from the start: {str(raw)[:40]!r}")
     estimated = False
     cached = token_count(val("cached_tokens"), mapping.get("cached_tokens", "cached_tokens"), required=False)
     if mapping.get("prompt_tokens"):
@@ -243,20 +265,7 @@ def extract_mapped(
         estimated = estimated or counter.estimated
     else:
         output = 0
-    ttft = duration = math.nan
-    if val("ttft_ms") is not None:
-        ttft = _number(val("ttft_ms"), mapping["ttft_ms"])
-    elif val("ttft_s") is not None:
-        ttft = _number(val("ttft_s"), mapping["ttft_s"]) * 1000.0
-    elif val("first_token_time") is not None:
-        ttft = float(epoch_ms(val("first_token_time"), mapping["first_token_time"], tz) - ts)
-    if val("duration_ms") is not None:
-        duration = _number(val("duration_ms"), mapping["duration_ms"])
-    elif val("duration_s") is not None:
-        duration = _number(val("duration_s"), mapping["duration_s"]) * 1000.0
-    elif val("end_time") is not None:
-        duration = float(epoch_ms(val("end_time"), mapping["end_time"], tz) - ts)
-    if ttft < 0 or duration < 0:
-        raise Reject("first-token or end time is before the start time")
+    ttft = _timing(val, mapping, ("ttft_ms", "ttft_s", "first_token_time"), ts, tz)
+    duration = _timing(val, mapping, ("duration_ms", "duration_s", "end_time"), ts, tz)
     model = val("model")
     return Row(ts, "" if model is None else str(model), prompt, cached, output, ttft, duration), estimated

@@ -1,15 +1,23 @@
-"""Shared pieces of every log reader: the normalised row, rejections, timestamps and counts.
+"""Check: the one rule for a log's values, and the normalised row it makes.
 
-A reader turns one parsed record (a dict) into a `Row` of numbers and a model
-name, or raises `Reject` with a reason a user can act on. Prompt and completion
-text are never copied into a Row: they stay inside the reader.
+A reader turns one parsed record (a dict) into a `Row` of numbers and a model name, or raises `Reject` with a reason
+a user can act on. Prompt and completion text are never copied into a Row: they stay inside the reader.
+
+The rule: a token count is a whole number from 0 to MAX_TOKENS (10⁹); an arrival is a time from 1970 to 2100
+(MAX_EPOCH_MS); a timing (TTFT, duration) is a finite number of ms from 0 to MAX_TIMING_MS (a week, as the live
+sources take it: planner.sources.admit). Anything else — non-finite, negative, past int64 or 2^53, out of range — is
+a named rejection. A time written without a zone is read in the log's zone; where that zone's clock repeats (a DST
+end) or skips (a DST start) the smaller UTC offset is taken, as DuckDB does (planner.logs.sqlmap applies the same
+rule in SQL), and `TimeNotes` counts such times for the summary's note.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -18,13 +26,19 @@ from planner.errors import PlannerError
 __all__ = [
     "FUTURE_SKEW_MS",
     "MAX_EPOCH_MS",
+    "MAX_NAMED",
+    "MAX_TIMING_MS",
     "MAX_TOKENS",
     "Reject",
     "RejectedLine",
+    "Rejections",
     "Row",
+    "TimeNotes",
     "dig",
     "epoch_ms",
     "first_present",
+    "timing_ms",
+    "shift_hours",
     "token_count",
     "zone",
 ]
@@ -44,20 +58,56 @@ class Row(NamedTuple):
 
 @dataclass(frozen=True)
 class RejectedLine:
-    """A line (or record) that did not parse: file name, 1-based line number (0 = whole file), reason."""
+    """A line (or record, or Parquet row) that was left out: the file (its path relative to the files read
+    together), 1-based line number (0 = the whole file), reason; `unit` says what line_no counts."""
 
     source: str
     line_no: int
     reason: str
+    unit: str = "line"  # "line" (text files), "record" (a JSON array's element), "row" (Parquet)
 
     def __str__(self) -> str:
-        where = f"{self.source}" if self.line_no == 0 else f"{self.source}:{self.line_no}"
+        if self.line_no == 0:
+            return f"{self.source}: {self.reason}"
+        where = f"{self.source}:{self.line_no}" if self.unit == "line" else f"{self.source} {self.unit} {self.line_no}"
         return f"{where}: {self.reason}"
 
 
+@dataclass
+class Rejections:
+    """What a reader left out: every rejection counted, the first MAX_NAMED named."""
+
+    rejected: list[RejectedLine] = field(default_factory=list)
+    n_rejected: int = 0
+
+    def reject(self, source: str, line_no: int, reason: str, unit: str = "line") -> None:
+        self.n_rejected += 1
+        if len(self.rejected) < MAX_NAMED:
+            self.rejected.append(RejectedLine(source, line_no, reason, unit))
+
+
+MAX_NAMED = 1000  # rejections named by line (the count is exact)
 MAX_TOKENS = 1_000_000_000  # a count above this is not a request's token count (and would overflow int64 sums)
 MAX_EPOCH_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z: an arrival from 1970 up to here is a time, beyond is not
 FUTURE_SKEW_MS = 24 * 3_600_000  # a live request dated further ahead of now is a bad row (planner.sources.admit)
+MAX_TIMING_MS = 7 * 24 * 3_600_000  # a week: no request waits longer for its first token or its end
+
+
+@dataclass
+class TimeNotes:
+    """How many times a reading took without a zone (read in the log's zone), of those how many fell where the
+    clock repeats or skips (a DST change), and how many carried a zone; and how many JSON records named a key
+    twice (the first value read, as DuckDB reads it), the first such key."""
+
+    zoneless: int = 0
+    ambiguous: int = 0
+    zoned: int = 0
+    twice: int = 0
+    twice_key: str = ""
+
+
+#: Where epoch_ms counts what it read (None: nowhere); a reader sets it for the records it reads in Python.
+TIME_NOTES: ContextVar[TimeNotes | None] = ContextVar("TIME_NOTES", default=None)
 
 
 class Reject(PlannerError, ValueError):
@@ -117,6 +167,29 @@ def token_count(value: Any, field: str, *, required: bool = True) -> int:
     return n
 
 
+@functools.cache
+def shift_hours(tz: str) -> tuple[int, ...]:
+    """The local hours (0–23) in which the zone's clock repeats or skips at some time from 1970 to 2100 (a DST
+    change): only wall times in them can be ambiguous. Raises ValueError for an unknown zone."""
+    z = zone(tz)
+    hours: set[int] = set()
+    t, end, week = dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC), dt.timedelta(7)
+    before = t.astimezone(z).utcoffset()
+    while t < end:
+        after = (t + week).astimezone(z).utcoffset()
+        if after != before and before is not None and after is not None:
+            lo, hi = t, t + week
+            while hi - lo > dt.timedelta(minutes=1):
+                mid = lo + (hi - lo) / 2
+                lo, hi = (mid, hi) if mid.astimezone(z).utcoffset() == before else (lo, mid)
+            first, last = sorted(((hi + before).replace(tzinfo=None), (hi + after).replace(tzinfo=None)))
+            while first < last:
+                hours.add(first.hour)
+                first += dt.timedelta(minutes=15)
+        before, t = after, t + week
+    return tuple(sorted(hours))
+
+
 def zone(tz: str) -> dt.tzinfo:
     """The tzinfo for an IANA name; raises ValueError naming it when unknown."""
     if tz in ("UTC", "utc", ""):
@@ -132,7 +205,7 @@ def epoch_ms(value: Any, field: str, tz: str = "UTC") -> int:
     outside that range (see _epoch_ms for the forms read)."""
     ms = _epoch_ms(value, field, tz)
     if not 0 < ms < MAX_EPOCH_MS:
-        raise Reject(f"timestamp {field} is outside 1970–2100: {str(value)[:40]!r}")
+        raise Reject(f"{_called(field)} is outside 1970–2100: {str(value)[:40]!r}")
     return ms
 
 
@@ -144,9 +217,9 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
     zone is read in `tz` (the time zone the log was written in).
     """
     if value is None or value == "":
-        raise Reject(f"missing timestamp {field}")
+        raise Reject(f"missing {_called(field)}")
     if isinstance(value, bool):
-        raise Reject(f"timestamp {field} is not a time: {value!r}")
+        raise Reject(f"{_called(field)} is not a time: {value!r}")
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -155,19 +228,22 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
             try:
                 parsed = dt.datetime.fromisoformat(text)
             except (ValueError, OverflowError):
-                raise Reject(f"timestamp {field} is not ISO 8601 or epoch: {text[:40]!r}") from None
+                raise Reject(f"{_called(field)} is not ISO 8601 or epoch: {text[:40]!r}") from None
+            notes = TIME_NOTES.get()
             if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=zone(tz))
+                parsed = _local(parsed, zone(tz), notes)
+            elif notes is not None:
+                notes.zoned += 1
             try:
                 return int(round(parsed.timestamp() * 1000))
             except (OverflowError, OSError, ValueError):
-                raise Reject(f"timestamp {field} is outside 1970–2100: {text[:40]!r}") from None
+                raise Reject(f"{_called(field)} is outside 1970–2100: {text[:40]!r}") from None
     if isinstance(value, int) and value >= 100_000_000_000_000:  # µs / ns: integer maths, no float rounding
         return value // 1000 if value < 100_000_000_000_000_000 else value // 1_000_000
     if isinstance(value, (int, float)):
         f = float(value)
         if not math.isfinite(f) or f <= 0:
-            raise Reject(f"timestamp {field} is not a time: {value!r}")
+            raise Reject(f"{_called(field)} is not a time: {value!r}")
         if f < 1e11:  # seconds (until year 5138)
             return int(round(f * 1000))
         if f < 1e14:
@@ -175,4 +251,37 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
         if f < 1e17:
             return int(f // 1000)
         return int(f // 1_000_000)
-    raise Reject(f"timestamp {field} is not a time: {str(value)[:40]!r}")
+    raise Reject(f"{_called(field)} is not a time: {str(value)[:40]!r}")
+
+
+def _called(field: str) -> str:
+    """A time field as a message names it: 'timestamp created', but 'timestamp' alone for a field so named."""
+    return field if field.lower() in ("timestamp", "time", "ts") else f"timestamp {field}"
+
+
+def _local(wall: dt.datetime, tz: dt.tzinfo, notes: TimeNotes | None) -> dt.datetime:
+    """A wall-clock time in `tz`; where the clock repeats or skips, the smaller of the two UTC offsets."""
+    first, second = wall.replace(tzinfo=tz, fold=0), wall.replace(tzinfo=tz, fold=1)
+    off0, off1 = first.utcoffset(), second.utcoffset()
+    if notes is not None:
+        notes.zoneless += 1
+        notes.ambiguous += off0 != off1
+    return second if off0 is not None and off1 is not None and off1 < off0 else first
+
+
+def timing_ms(value: Any, field: str, scale: float = 1.0) -> float:
+    """A TTFT or duration in ms (value × scale: 1000 for seconds): a finite number from 0 to MAX_TIMING_MS; raises
+    Reject naming `field` otherwise."""
+    if isinstance(value, bool):
+        raise Reject(f"{field} is not a number: {value!r}")
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
+        raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
+    if not math.isfinite(f):
+        raise Reject(f"{field} is not finite: {str(value)[:40]!r}")
+    if f < 0:
+        raise Reject(f"{field} is negative: {str(value)[:40]!r}")
+    if f * scale > MAX_TIMING_MS:
+        raise Reject(f"{field} is {str(value)[:40]}, over a week: not a timing")
+    return f * scale

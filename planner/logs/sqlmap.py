@@ -1,10 +1,16 @@
-"""A plain column mapping as SQL: a table's (CSV's, Parquet's) columns → the engine's request columns, in DuckDB.
+"""Map: a log's mapped fields → the request columns and a verdict for each row, in DuckDB SQL.
 
-The SQL twin of planner.logs.columnar.batch_rows, for `logs summarize`'s engine (planner.logs.engine): the same
-plain cases (times as timestamps or epoch numbers, relative seconds/ms, numeric counts and timings, a model name),
-the same conversions (epoch magnitudes, rounding half to even) and the same checks (whole counts within 0–10⁹,
-cached ≤ prompt, times in 1970–2100, no negative timing). A file with a row that fails a check is not inserted
-here at all: the batch reader reads it and names the row. tests/planner/test_logs_engine.py holds both equal.
+The one mapping of every file DuckDB reads: JSON Lines and JSON arrays (read_json, each mapped path a JSON value),
+CSV (read_csv, every field text) and Parquet (read_parquet, typed columns). Each field's source column is of a kind:
+JSON, TEXT, NUMBER, TIME (with a zone), WALL (a timestamp without one: read in the log's zone) or OTHER. Values are
+converted by the rule of planner.logs.records, in SQL: counts whole numbers 0–10⁹, arrivals 1970–2100 (epoch s, ms,
+µs or ns told apart by magnitude, integers in integer maths; ISO 8601 text), timings finite 0–MAX_TIMING_MS.
+
+Each row gets a `flag`: NULL read; ZONELESS, AMBIGUOUS (a wall time the zone's clock repeats or skips, given the
+smaller UTC offset as records.epoch_ms gives it) or ZONED, read with its time noted; BAD, a value the rule refuses;
+DOUBT, a value SQL leaves to Python (a count written as a JSON string, a time DuckDB does not parse the way Python
+does, a record that did not parse). planner.logs.load names the BAD rows and has the Python record reader
+(planner.logs.fallback) read or name the DOUBT ones: the reasons are always records.py's.
 """
 
 from __future__ import annotations
@@ -12,185 +18,321 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from planner.logs.columnar import SIMPLE_FIELDS
-from planner.logs.records import MAX_EPOCH_MS, MAX_TOKENS
+from planner.logs.records import MAX_EPOCH_MS, MAX_TIMING_MS, MAX_TOKENS
 
-__all__ = ["LITELLM_CASTS", "LITELLM_COLUMNS", "RowSelect", "litellm_select", "mapped_select"]
+__all__ = [
+    "AMBIGUOUS",
+    "BAD",
+    "DOUBT",
+    "JSON",
+    "NUMBER",
+    "OTHER",
+    "SQL_FIELDS",
+    "TEXT",
+    "TIME",
+    "WALL",
+    "ZONED",
+    "ZONELESS",
+    "Source",
+    "kind_of",
+    "mapped_rows",
+]
 
-_NUMBER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
-_FLOAT = ("FLOAT", "DOUBLE", "REAL")
-_TZ = "TIMESTAMP WITH TIME ZONE"
+JSON, TEXT, NUMBER, TIME, WALL, OTHER = "json", "text", "number", "time", "wall", "other"
+ZONELESS, AMBIGUOUS, ZONED, BAD, DOUBT = 1, 2, 3, 8, 9
+#: The fields SQL maps; a mapping with another (prompt or output text, hash_ids) is the Python reader's.
+SQL_FIELDS = frozenset(
+    {
+        "ts",
+        "ts_relative_s",
+        "ts_relative_ms",
+        "model",
+        "prompt_tokens",
+        "prompt_tokens_uncached",
+        "cached_tokens",
+        "output_tokens",
+        "ttft_ms",
+        "ttft_s",
+        "duration_ms",
+        "duration_s",
+        "first_token_time",
+        "end_time",
+    }
+)
+_INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+def kind_of(duck_type: str) -> str:
+    """The kind of a column of DuckDB type `duck_type` (as DESCRIBE names it)."""
+    t = duck_type.upper()
+    if t == "JSON":
+        return JSON
+    if t == "VARCHAR":
+        return TEXT
+    if t in _INTEGER or t.startswith("DECIMAL") or t in ("FLOAT", "DOUBLE", "REAL"):
+        return NUMBER
+    if t.startswith("TIMESTAMPTZ") or t.startswith("TIMESTAMP") and t.endswith("WITH TIME ZONE"):
+        return TIME
+    if t.startswith("TIMESTAMP") or t == "DATE":
+        return WALL
+    return OTHER
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a field comes from: a SQL expression over the relation, its kind, the name a message gives it, and
+    whether it holds integers (NUMBER: an integer type; its epoch µs/ns are then divided exactly)."""
+
+    sql: str
+    kind: str
+    integer: bool = False
 
 
 @dataclass
-class RowSelect:
-    """The engine's seven columns (`select`) of a relation's rows, and the check (`ok`) a row passes when the
-    engine vouches for it. Both read `derived` columns, each computed once per row, in order, over the relation
-    (SELECT *, expr AS name), and never failing on a row: conversions that can fail (to BIGINT) are in `select`
-    only, which runs on the rows that pass."""
+class _Rows:
+    """Derived columns, each computed once per row over the relation (SELECT *, expr AS name), never failing."""
 
-    select: str = ""
-    ok: str = ""
     derived: list[tuple[str, str]] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)  # each 0 (fine), BAD or DOUBT
 
     def once(self, name: str, expr: str) -> str:
-        """The name of a derived column computing expr."""
         self.derived.append((name, expr))
         return name
 
     def over(self, relation: str) -> str:
-        """SQL: the relation with the derived columns."""
         for name, expr in self.derived:
             relation = f"SELECT *, {expr} AS {name} FROM ({relation})"
         return relation
 
 
-def _q(column: str) -> str:
-    return '"' + column.replace('"', '""') + '"'
+def _text(src: Source) -> str:
+    """The source as text (a JSON string unquoted)."""
+    return f"({src.sql}->>'$')" if src.kind == JSON else src.sql
 
 
-def _numeric(kind: str) -> bool:
-    return kind in _NUMBER or kind in _FLOAT or kind.startswith("DECIMAL")
+def _missing(src: Source) -> str:
+    if src.kind == JSON:
+        return f"({src.sql} IS NULL OR json_type({src.sql}) = 'NULL' OR ({src.sql}->>'$') = '')"
+    if src.kind == TEXT:
+        return f"({src.sql} IS NULL OR {src.sql} = '')"
+    return f"({src.sql} IS NULL)"
 
 
-def _epoch_ms(rs: RowSelect, name: str, col: str, kind: str) -> tuple[str, str] | None:
-    """(UTC epoch ms as a derived column, its check) of a time column of DuckDB type `kind`; None for a type not
-    taken here."""
-    if kind.startswith("TIMESTAMP"):
-        # Without a zone: wall-clock time in the session's zone (the log's --tz), as the row reader reads it.
-        ts = col if kind == _TZ else f"{col}::TIMESTAMP::TIMESTAMPTZ"
-        ms = f"round_even(epoch_us({ts}) / 1000.0, 0)::BIGINT"
-    elif _numeric(kind):
-        v = f"{col}::DOUBLE"
-        ms = (
-            f"(CASE WHEN {v} < 1e11 THEN round_even({v} * 1000, 0) WHEN {v} < 1e14 THEN round_even({v}, 0) "
-            f"WHEN {v} < 1e17 THEN floor({v} / 1000) ELSE floor({v} / 1e6) END)"
+def _number(rows: _Rows, name: str, src: Source) -> tuple[str, str]:
+    """(a DOUBLE derived column: the value, NULL when it is not a number; the state when it is not one)."""
+    if src.kind == JSON:
+        kind = rows.once(f"{name}_type", f"json_type({src.sql})")
+        value = (
+            f"CASE WHEN {kind} IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN {src.sql}::DOUBLE "
+            f"WHEN {kind} = 'VARCHAR' THEN try_cast({_text(src)} AS DOUBLE) END"
         )
-        ms = f"(CASE WHEN isfinite({v}) AND {v} > 0 AND {v} < 1e20 THEN {ms}::BIGINT END)"
-    else:
-        return None
-    at = rs.once(name, ms)
-    return at, f"{at} > 0 AND {at} < {MAX_EPOCH_MS}"
+        return rows.once(name, value), f"CASE WHEN {kind} = 'VARCHAR' THEN {_odd_text(_text(src))} ELSE {BAD} END"
+    if src.kind == TEXT:
+        return rows.once(name, f"try_cast({src.sql} AS DOUBLE)"), _odd_text(src.sql)
+    if src.kind == NUMBER:
+        return rows.once(name, f"{src.sql}::DOUBLE"), str(BAD)
+    return rows.once(name, "NULL::DOUBLE"), str(BAD)
 
 
-def _count(rs: RowSelect, name: str, col: str | None) -> tuple[str, str, str]:
-    """(the count as BIGINT, as a DOUBLE derived column, its check) of a numeric column; 0 when absent or NULL."""
-    if col is None:
-        return "0", "0", "true"
-    v = rs.once(name, f"coalesce({col}::DOUBLE, 0)")
-    return f"{v}::BIGINT", v, f"isfinite({v}) AND {v} = floor({v}) AND {v} BETWEEN 0 AND {MAX_TOKENS}"
+def _odd_text(text: str) -> str:
+    """The state of text DuckDB does not read as a number: BAD, unless Python might (digits beyond ASCII, `_`)."""
+    return f"CASE WHEN regexp_matches({text}, '[^\\x20-\\x7e]|_') THEN {DOUBT} ELSE {BAD} END"
 
 
-def _all(checks: list[str]) -> str:
-    return " AND ".join(f"coalesce({c}, false)" for c in checks)
+def _count(rows: _Rows, name: str, src: Source | None, required: bool) -> str:
+    """A token count as a DOUBLE derived column (0 when absent and optional); its state appended."""
+    if src is None:
+        return "0::DOUBLE"
+    value, odd = _number(rows, f"{name}_raw", src)
+    missing = _missing(src)
+    rows.states.append(
+        f"CASE WHEN {missing} THEN {BAD if required else 0} WHEN {value} IS NULL THEN {odd} "
+        f"WHEN isfinite({value}) AND {value} = floor({value}) AND {value} BETWEEN 0 AND {MAX_TOKENS} THEN 0 "
+        f"ELSE {BAD} END"
+    )
+    return rows.once(name, f"CASE WHEN {missing} THEN 0 ELSE {value} END")
 
 
-def _columns(ts: str, model: str, prompt: str, cached: str, output: str, ttft: str, duration: str) -> str:
+def _epoch(value: str, exact: str | None) -> str:
+    """UTC epoch ms (DOUBLE) of an epoch number by its magnitude (s, ms, µs, ns); `exact`: the same as HUGEINT for
+    integer maths past 10¹⁴ (as Python divides an int); NULL when not a time."""
+    big = (
+        f"(CASE WHEN {exact} < 100000000000000000 THEN {exact} // 1000 ELSE {exact} // 1000000 END)::DOUBLE"
+        if exact
+        else f"CASE WHEN {value} < 1e17 THEN floor({value} / 1000) ELSE floor({value} / 1e6) END"
+    )
     return (
-        f"{ts} AS ts_ms, {model} AS model, {prompt} AS prompt_tokens, {cached} AS cached_tokens, "
-        f"{output} AS output_tokens, {ttft} AS ttft_ms, {duration} AS duration_ms"
+        f"CASE WHEN NOT isfinite({value}) OR {value} <= 0 THEN NULL "
+        f"WHEN {value} < 1e11 THEN round_even({value} * 1000, 0) WHEN {value} < 1e14 THEN round_even({value}, 0) "
+        f"ELSE {big} END"
     )
 
 
-def mapped_select(mapping: Mapping[str, str], types: Mapping[str, str], start_ms: int) -> RowSelect | None:
-    """The engine's rows of a relation with the mapped columns, typed as `types` says (DuckDB's names); None when
-    the mapping or a column's type is not a plain case (the batch reader reads it)."""
-    used = {k: v for k, v in mapping.items() if v}
-    if not set(used) <= SIMPLE_FIELDS or "prompt_tokens" not in used or any(v not in types for v in used.values()):
-        return None
-    rs = RowSelect()
-    if "ts" in used:
-        got = _epoch_ms(rs, "__ts_ms", _q(used["ts"]), types[used["ts"]])
-        if got is None:
-            return None
-        ts, ts_ok = got
-    else:
-        unit = "ts_relative_s" if "ts_relative_s" in used else "ts_relative_ms"
-        if unit not in used or not _numeric(types[used[unit]]):
-            return None
-        rel = f"{_q(used[unit])}::DOUBLE"
-        ts = f"({start_ms} + round_even({rel} * {1000.0 if unit == 'ts_relative_s' else 1.0}, 0)::BIGINT)"
-        ts_ok = f"isfinite({rel})"
-    cols = {f: _q(used[f]) if f in used else None for f in ("prompt_tokens", "cached_tokens", "output_tokens")}
-    if any(col is not None and not _numeric(types[used[f]]) for f, col in cols.items()):
-        return None
-    prompt, prompt_n, prompt_ok = _count(rs, "__prompt", cols["prompt_tokens"])
-    prompt_ok = f"{cols['prompt_tokens']} IS NOT NULL AND {prompt_ok}"  # a missing prompt count is not 0
-    cached, cached_n, cached_ok = _count(rs, "__cached", cols["cached_tokens"])
-    output, _, output_ok = _count(rs, "__output", cols["output_tokens"])
-    timings, timing_oks = [], []
-    for f in ("ttft_ms", "duration_ms"):
-        if f not in used:
-            timings.append("NULL::DOUBLE")
-            continue
-        if not _numeric(types[used[f]]):
-            return None
-        v = f"{_q(used[f])}::DOUBLE"
-        timings.append(f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END")
-        timing_oks.append(f"coalesce(isnan({v}) OR (isfinite({v}) AND {v} >= 0), true)")  # not inf, not negative
-    model = f"coalesce({_q(used['model'])}::VARCHAR, '')" if "model" in used else "''"
-    rs.select = _columns(ts, model, prompt, cached, output, *timings)
-    rs.ok = _all([ts_ok, prompt_ok, cached_ok, output_ok, f"{cached_n} <= {prompt_n}", *timing_oks])
-    return rs
+def _time(rows: _Rows, name: str, src: Source, required: bool, shifts: str) -> tuple[str, str]:
+    """(UTC epoch ms as a DOUBLE derived column, NULL when absent; its note flag); its state appended.
 
-
-# A LiteLLM spend-log export's columns the engine converts (read as text; the others stay text)
-LITELLM_CASTS = {
-    "startTime": _TZ,
-    "completionStartTime": _TZ,
-    "endTime": _TZ,
-    "prompt_tokens": "DOUBLE",
-    "completion_tokens": "DOUBLE",
-}
-LITELLM_COLUMNS = (*LITELLM_CASTS, "status", "metadata", "model", "model_group")  # those litellm_select reads
-_LITELLM_CACHED = (
-    "['$.additional_usage_values.prompt_tokens_details.cached_tokens', "
-    "'$.usage_object.prompt_tokens_details.cached_tokens']"
-)
-
-
-def litellm_select(columns: set[str]) -> RowSelect | None:
-    """The engine's rows of a LiteLLM spend-log export (planner.logs.gateways.extract_litellm in SQL) over its
-    columns, those in LITELLM_CASTS converted; None without a startTime or prompt_tokens column.
-
-    The check vouches only for the plain case: a successful call, whole counts, the cached count an integer in the
-    metadata JSON (or none, or metadata that is not JSON), times in range and not before startTime. Any other row
-    is the extractor's.
+    shifts: the local hours where the zone's clock repeats or skips ('' for none): only times in them are checked.
     """
-    if "startTime" not in columns or "prompt_tokens" not in columns:
-        return None
-    col = {c: _q(c) if c in columns else "NULL" for c in LITELLM_COLUMNS}
-    rs = RowSelect()
-    ts, ts_ok = _epoch_ms(rs, "__ts_ms", col["startTime"], _TZ)  # type: ignore[misc]
-    timings, timing_oks = [], []
-    for c in ("completionStartTime", "endTime"):
-        if col[c] == "NULL":
-            timings.append("NULL::DOUBLE")
-            continue
-        at, at_ok = _epoch_ms(rs, f"__{c}_ms", col[c], _TZ)  # type: ignore[misc]
-        timings.append(f"({at} - {ts})::DOUBLE")
-        timing_oks.append(f"{col[c]} IS NULL OR ({at_ok} AND {at} >= {ts})")
-    prompt, prompt_n, prompt_ok = _count(rs, "__prompt", col["prompt_tokens"])
-    output, _, output_ok = _count(
-        rs, "__output", None if col["completion_tokens"] == "NULL" else col["completion_tokens"]
-    )
-    # The metadata JSON parsed once for both places the cached count may be (NULL when it is not JSON); the first
-    # place's value unless it is missing or JSON null.
-    if col["metadata"] == "NULL":
-        cached_json = "NULL::JSON"
+    missing = _missing(src)
+    note = "NULL"
+    if src.kind in (NUMBER, JSON):
+        value, odd = _number(rows, f"{name}_num", src)
+        exact = None
+        if src.kind == NUMBER and src.integer:
+            exact = f"{src.sql}::HUGEINT"
+        elif src.kind == JSON:
+            exact = f"CASE WHEN {name}_num_type IN ('UBIGINT', 'BIGINT') THEN {src.sql}::HUGEINT END"
+        ms = _epoch(value, exact)
+        if src.kind == JSON:  # a JSON string is read as text (ISO 8601 or an epoch number)
+            text_ms, text_state, note = _text_time(rows, name, _text(src), shifts)
+            ms = f"CASE WHEN {name}_num_type = 'VARCHAR' THEN {text_ms} ELSE {ms} END"
+            odd = f"CASE WHEN {name}_num_type = 'VARCHAR' THEN {text_state} ELSE {odd} END"
+        else:
+            odd = str(BAD)
+    elif src.kind == TEXT:
+        ms, odd, note = _text_time(rows, name, src.sql, shifts)
+    elif src.kind in (TIME, WALL):
+        at = f"{src.sql}::TIMESTAMPTZ" if src.kind == TIME else f"{src.sql}::TIMESTAMP::TIMESTAMPTZ"
+        ms = f"round_even(epoch_us({at}) / 1000.0, 0)"
+        odd = str(BAD)
+        if src.kind == WALL:
+            note = _wall_note(src.sql, at, shifts)
     else:
-        usage = rs.once("__usage", f"try(json_extract({col['metadata']}, {_LITELLM_CACHED}))")
-        cached_json = rs.once(
-            "__cached_json",
-            f"CASE WHEN coalesce(json_type({usage}[1]), 'NULL') = 'NULL' THEN {usage}[2] ELSE {usage}[1] END",
-        )
-    kind = rs.once("__cached_type", f"coalesce(json_type({cached_json}), 'NULL')")
-    cached_n = rs.once("__cached", f"coalesce(try_cast({cached_json} AS DOUBLE), 0)")
-    cached_ok = f"{kind} = 'NULL' OR ({kind} = 'UBIGINT' AND {cached_n} <= {MAX_TOKENS} AND {cached_n} <= {prompt_n})"
-    status_ok = f"lower(coalesce({col['status']}, 'success')) IN ('success', '')"
-    model = f"coalesce(nullif({col['model']}, ''), nullif({col['model_group']}, ''), '')"
-    rs.select = _columns(ts, model, prompt, f"{cached_n}::BIGINT", output, *timings)
-    rs.ok = _all(
-        [status_ok, ts_ok, f"{col['prompt_tokens']} IS NOT NULL", prompt_ok, output_ok, cached_ok, *timing_oks]
+        ms, odd = "NULL::DOUBLE", str(BAD)
+    value = rows.once(name, f"CASE WHEN {missing} THEN NULL ELSE {ms} END")
+    rows.states.append(
+        f"CASE WHEN {missing} THEN {BAD if required else 0} WHEN {value} IS NULL THEN {odd} "
+        f"WHEN {value} > 0 AND {value} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END"
     )
-    return rs
+    return value, note
+
+
+def _text_time(rows: _Rows, name: str, text: str, shifts: str) -> tuple[str, str, str]:
+    """(epoch ms of a time written as text, the state when it is not one, its note flag): ISO 8601 (a time without
+    a zone in the session's zone) or an epoch number."""
+    s = rows.once(f"{name}_text", f"trim({text})")
+    iso = rows.once(f"{name}_iso", f"length({s}) >= 10 AND substr({s}, 5, 1) = '-' AND substr({s}, 8, 1) = '-'")
+    at = rows.once(
+        f"{name}_at",
+        f"CASE WHEN {iso} AND NOT regexp_matches({s}, '[A-Za-z][A-Za-z]|T24') THEN try_cast({s} AS TIMESTAMPTZ) END",
+    )
+    num = rows.once(f"{name}_n", f"CASE WHEN NOT {iso} THEN try_cast({s} AS DOUBLE) END")
+    exact = f"try_cast({s} AS HUGEINT)"
+    ms = f"CASE WHEN {iso} THEN round_even(epoch_us({at}) / 1000.0, 0) ELSE {_epoch(num, exact)} END"
+    zoned = f"(right({s}, 1) = 'Z' OR regexp_matches(substr({s}, 11), '[+-]'))"
+    wall = f"CASE WHEN NOT {zoned} THEN {_wall_note(f'try_cast({s} AS TIMESTAMP)', at, shifts)} END"
+    note = f"CASE WHEN {iso} THEN coalesce({wall}, {ZONED}) END"
+    # A string Python may read as a time where DuckDB does not (a comma before the fraction, ISO's basic form)
+    odd = f"CASE WHEN {iso} OR regexp_matches({s}, '^[0-9]{{8}}') THEN {DOUBT} ELSE {BAD} END"
+    return ms, odd, note
+
+
+def _wall_note(wall: str, at: str, shifts: str) -> str:
+    """ZONELESS, or AMBIGUOUS for a wall time in an hour where the zone's clock repeats or skips and does so here
+    (an hour earlier or half an hour earlier shows the same wall time, or the instant shows another)."""
+    if not shifts:
+        return str(ZONELESS)
+    local = f"{at}::TIMESTAMP"
+    odd = (
+        f"(({at} - INTERVAL 1 HOUR)::TIMESTAMP = {local} OR ({at} - INTERVAL 30 MINUTE)::TIMESTAMP = {local} "
+        f"OR {local} <> {wall})"
+    )
+    return f"CASE WHEN hour({wall}) IN ({shifts}) AND {odd} THEN {AMBIGUOUS} ELSE {ZONELESS} END"
+
+
+def _timing(rows: _Rows, name: str, src: Source | None, scale: float) -> str | None:
+    """A TTFT or duration in ms as a derived column (NULL when absent), or None when unmapped; its state appended."""
+    if src is None:
+        return None
+    value, odd = _number(rows, f"{name}_raw", src)
+    missing = _missing(src)
+    rows.states.append(
+        f"CASE WHEN {missing} THEN 0 WHEN {value} IS NULL THEN {odd} WHEN isfinite({value}) AND {value} >= 0 "
+        f"AND {value} * {scale} <= {MAX_TIMING_MS} THEN 0 ELSE {BAD} END"
+    )
+    return rows.once(name, f"CASE WHEN {missing} THEN NULL ELSE {value} * {scale} END")
+
+
+def _gap(rows: _Rows, name: str, at: str, ts: str) -> str:
+    """A timing from an end time: at − ts, its state appended (not before the arrival, at most a week)."""
+    gap = rows.once(name, f"{at} - {ts}")
+    rows.states.append(f"CASE WHEN {gap} IS NULL THEN 0 WHEN {gap} BETWEEN 0 AND {MAX_TIMING_MS} THEN 0 ELSE {BAD} END")
+    return gap
+
+
+def mapped_rows(
+    sources: Mapping[str, Source],
+    relation: str,
+    *,
+    start_ms: int = 0,
+    shifts: str = "",
+    whole: tuple[str, ...] = (),
+    doubt: str | None = None,
+) -> str:
+    """SQL: the relation's rows as ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms
+    (NULL on a row flagged BAD or DOUBT), flag, and place (the relation's `_place`, 0-based, on a row flagged BAD
+    or DOUBT), under the mapping given as {field: Source} (SQL_FIELDS only).
+
+    start_ms: what relative times count from. shifts: planner.logs.zones.shift_hours of the session's zone. whole:
+    columns that are all NULL only on a record DuckDB did not parse (a JSON line): such a row is DOUBT. doubt: a
+    condition more that makes a row DOUBT (the chat format's records of another kind).
+    """
+    rows = _Rows()
+    notes: list[str] = []
+    if "ts" in sources:
+        ts, note = _time(rows, "_ts", sources["ts"], True, shifts)
+        notes.append(note)
+    else:
+        unit = "ts_relative_s" if "ts_relative_s" in sources else "ts_relative_ms"
+        value, odd = _number(rows, "_rel", sources[unit])
+        scale = 1000.0 if unit == "ts_relative_s" else 1.0
+        rows.states.append(
+            f"CASE WHEN {_missing(sources[unit])} THEN {BAD} WHEN {value} IS NULL THEN {odd} "
+            f"WHEN isfinite({value}) AND {value} >= 0 AND {value} * {scale} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END"
+        )
+        ts = rows.once("_ts", f"CASE WHEN isfinite({value}) THEN {start_ms} + round_even({value} * {scale}, 0) END")
+        rows.states.append(f"CASE WHEN {ts} > 0 AND {ts} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END")
+    cached = _count(rows, "_cached", sources.get("cached_tokens"), False)
+    if "prompt_tokens" in sources:
+        prompt = _count(rows, "_prompt", sources["prompt_tokens"], True)
+    else:
+        uncached = _count(rows, "_uncached", sources["prompt_tokens_uncached"], True)
+        prompt = rows.once("_prompt", f"{uncached} + {cached}")
+    rows.states.append(f"CASE WHEN {cached} <= {prompt} THEN 0 ELSE {BAD} END")
+    output = _count(rows, "_output", sources.get("output_tokens"), False)
+    timings = []
+    for ms, s, at in (("ttft_ms", "ttft_s", "first_token_time"), ("duration_ms", "duration_s", "end_time")):
+        got = _timing(rows, f"_{ms}", sources.get(ms), 1.0) or _timing(rows, f"_{s}", sources.get(s), 1000.0)
+        if got is None and at in sources:
+            end, note = _time(rows, f"_{at}", sources[at], False, shifts)
+            got = _gap(rows, f"_{ms}_gap", end, ts)
+        timings.append(got or "NULL::DOUBLE")
+    model = "''"
+    if "model" in sources:
+        src = sources["model"]
+        if src.kind == JSON:
+            kind = rows.once("_model_type", f"json_type({src.sql})")
+            rows.states.append(f"CASE WHEN coalesce({kind}, 'NULL') IN ('VARCHAR', 'NULL') THEN 0 ELSE {DOUBT} END")
+            model = f"coalesce({_text(src)}, '')"
+        elif src.kind in (TEXT, NUMBER):
+            model = f"coalesce({src.sql}::VARCHAR, '')"
+        else:
+            rows.states.append(f"CASE WHEN {src.sql} IS NULL THEN 0 ELSE {DOUBT} END")
+    if whole:
+        rows.states.append(f"CASE WHEN {' AND '.join(f'{c} IS NULL' for c in whole)} THEN {DOUBT} ELSE 0 END")
+    if doubt:
+        rows.states.append(f"CASE WHEN {doubt} THEN {DOUBT} ELSE 0 END")
+    state = rows.once("_state", f"greatest({', '.join(f'coalesce({s}, {BAD})' for s in rows.states)})")
+    flag = f"CASE WHEN {state} > 0 THEN {state} ELSE {notes[0] if notes else 'NULL'} END"
+    ok = f"{state} = 0"
+    counts = ((prompt, "prompt_tokens"), (cached, "cached_tokens"), (output, "output_tokens"))
+    out = [
+        f"CASE WHEN {ok} THEN {ts}::BIGINT END AS ts_ms",
+        f"CASE WHEN {ok} THEN {model} END AS model",
+        *(f"CASE WHEN {ok} THEN {c}::BIGINT END AS {n}" for c, n in counts),
+        f"CASE WHEN {ok} THEN {timings[0]} END AS ttft_ms",
+        f"CASE WHEN {ok} THEN {timings[1]} END AS duration_ms",
+        f"({flag})::TINYINT AS flag",
+        f"CASE WHEN {state} > 0 THEN _place END AS place",
+    ]
+    return f"SELECT {', '.join(out)} FROM ({rows.over(relation)})"

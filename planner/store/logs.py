@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from planner.errors import PlannerError
-from planner.logs.normalise import COLUMNS, LogParseResult, empty_frame
+from planner.logs.result import COLUMNS, LogParseResult, empty_frame
 from planner.store.engine import table_of
 
 __all__ = [

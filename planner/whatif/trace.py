@@ -131,7 +131,7 @@ def read_trace(
     Raises TraceError naming the file(s) when nothing in them can be read as requests with arrival times.
     """
     from planner.logs import read_logs
-    from planner.logs.normalise import return_freed_heap
+    from planner.logs.load import return_freed_heap
     from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 
     files = [Path(p) for p in paths]

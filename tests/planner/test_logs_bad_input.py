@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.logs import LogFormatError, read_logs
-from planner.logs.limits import MAX_GZIP_RATIO
+from planner.logs import LogFormatError, ReaderPolicy, read_logs
+from planner.logs.opening import MAX_GZIP_RATIO
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
@@ -179,12 +179,9 @@ def test_bad_time_zone_is_a_value_error():
         read_logs([SAMPLES / "requests.csv"], tz="Mars/Olympus")
 
 
-def test_a_long_line_by_line_log_is_collected_in_column_chunks_in_arrival_order(monkeypatch):
-    from planner.logs.splitting import Collector
-
-    monkeypatch.setattr(Collector, "FLUSH_ROWS", 1000)  # the chunking is what is tested, not its size
-    n = Collector.FLUSH_ROWS * 2 + 17
+def test_a_long_log_read_by_the_python_reader_is_kept_whole_in_arrival_order():
+    n = 2 * 65_536 + 17  # past two of the Python reader's batches into the table
     lines = [json.dumps({"timestamp": 1_764_000_000_000 + (n - i) * 10, "prompt_tokens": i}).encode() for i in range(n)]
-    res = read_logs([("long.jsonl", b"\n".join(lines))])
+    res = read_logs([("long.jsonl", b"\n".join(lines))], policy=ReaderPolicy(engine="python"))
     assert len(res.frame) == n and res.frame["ts_ms"].is_monotonic_increasing
     assert res.frame["prompt_tokens"].tolist() == list(range(n - 1, -1, -1))

@@ -165,15 +165,11 @@ def test_import_streams_chat_jsonl_into_the_store_with_every_number_of_the_reade
         assert got[col].astype(str).tolist() == want[col].astype(str).tolist(), col
 
 
-def test_a_bad_line_past_the_first_streamed_batch_stores_nothing_twice_and_is_named(
-    sqlite_store_url, tmp_path, monkeypatch
-):
-    from planner.logs import duckpath
+def test_a_bad_line_late_in_an_import_stores_nothing_twice_and_is_named(sqlite_store_url, tmp_path):
     from planner.store import open_store
     from planner.store.logs import list_uploads
 
-    monkeypatch.setattr(duckpath, "_BATCH_ROWS", 1_000)  # batches of 1,000 rows instead of 262,144: a small file
-    n = 5_000  # batches before the bad line are stored before it is met: they must be rolled back
+    n = 5_000
     (tmp_path / "big.jsonl").write_bytes(_chat_lines(n, bad_line=n - 10))
     r = run("logs", "import", tmp_path / "big.jsonl", "--database-url", sqlite_store_url)
     assert r.exit_code == 0, r.output

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.logs import read_logs, summarize
+from planner.logs import ReaderPolicy, read_logs, summarize
 from planner.logs.engine import summarize_table
-from planner.logs.request_table import RequestTable, connect
+from planner.logs.load import RequestTable, connect
 from tests.support.log_summary_reference import reference_summary
 from tests.support.log_summary_reference import same as _same
 
@@ -61,13 +61,9 @@ def test_a_single_request_and_one_within_the_hour():
     _same(*_both(two, "Europe/Berlin"), "two")
 
 
-def _row_read(paths, tz: str, monkeypatch):
-    """What the line-by-line reader makes of the files (a CSV too, however large): the engine's independent twin."""
-    import planner.logs.tables as tables
-
-    with monkeypatch.context() as m:
-        m.setattr(tables, "LARGE_CSV_BYTES", 1 << 62)
-        return read_logs(paths, tz=tz)
+def _row_read(paths, tz: str):
+    """What the Python record reader makes of the files, every record: the engine's independent twin."""
+    return read_logs(paths, tz=tz, policy=ReaderPolicy(engine="python"))
 
 
 def _engine_read(paths, tz: str, workday: str = "09:00-18:00"):
@@ -128,43 +124,22 @@ def _litellm_with_bad_rows(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
-def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_reading_into_a_frame(tmp_path, tz, monkeypatch):
+def test_reading_into_the_engine_gives_the_summary_and_the_rejects_of_the_python_record_reader(tmp_path, tz):
     for path in _files(tmp_path):
-        framed = _row_read([path], tz, monkeypatch)
+        framed = _row_read([path], tz)
         res, engine_side = _engine_read([path], tz)
         _same(summarize(framed.frame, tz=tz).to_dict(), engine_side, path.name)
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
         assert (res.formats, res.notes, res.n_read) == (framed.formats, framed.notes, len(framed.frame))
 
 
-def test_clean_chat_csv_and_parquet_files_go_into_the_engine_without_a_batch_through_python(tmp_path, monkeypatch):
-    import planner.logs.columnar as columnar
-    import planner.logs.duckpath as duckpath
-    import planner.logs.tables as tables
-
-    paths = [SAMPLES / "openai_chat_completions.jsonl", SAMPLES / "burstgpt_synthetic.csv", _files(tmp_path)[-1]]
-    expected = [_engine_read([p], "UTC")[1] for p in paths]
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a batch went through Python")
-
-    for module, name in ((columnar, "batch_rows"), (tables, "batch_rows"), (duckpath, "chat_batches")):
-        monkeypatch.setattr(module, name, refuse)
-    for path, want in zip(paths, expected, strict=True):
-        _same(_engine_read([path], "UTC")[1], want, path.name)
-
-
-def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_alone_with_their_lines(tmp_path, monkeypatch):
-    # No walk of the file through Python (the row reader's, the batch reader's): the engine inserts the good rows
-    # and hands back only the others, each with its text and line, for the reader to name or read.
-    import planner.logs.tables as tables
-
+def test_bad_rows_of_a_csv_a_record_a_line_come_back_from_the_engine_with_their_lines(tmp_path):
+    # The engine inserts the good rows and hands back only the others, each with its text and line, for the Python
+    # record reader to name or read: as it names them reading every record.
     files = _files(tmp_path)
     plain, litellm = files[-3], files[-1]
-    expected = {p: _row_read([p], "Europe/Berlin", monkeypatch) for p in (plain, litellm)}
-    monkeypatch.setattr(tables, "record_lines", lambda *a: pytest.fail("the file was walked row by row"))
-    monkeypatch.setattr(tables.TablePlan, "csv_batches", lambda *a: pytest.fail("batches came through Python"))
-    for path, framed in expected.items():
+    for path in (plain, litellm):
+        framed = _row_read([path], "Europe/Berlin")
         res, engine_side = _engine_read([path], "Europe/Berlin")
         assert [(r.line_no, r.reason) for r in res.rejected] == [(r.line_no, r.reason) for r in framed.rejected]
         assert len(framed.rejected) == 6 and res.n_read == len(framed.frame)

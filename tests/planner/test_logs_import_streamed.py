@@ -2,7 +2,6 @@
 
 What a user would notice: the streamed upload holds exactly the rows, formats and mapping that reading the
 whole file first stores, and a bad row still ends in an upload without it, with the row named by line number.
-Batches are made small (the sizes are module constants) so that a small file spans several of them.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.logs import duckpath, read_logs, tables
-from planner.logs.normalise import stream_logs
+from planner.logs import ReaderPolicy, read_logs
+from planner.logs.load import RequestTable, connect
 from planner.store import open_store
 from planner.store.logs import list_uploads, load_upload_frame, save_upload
 
@@ -26,13 +25,6 @@ BATCH_ROWS = 100
 N_REQUESTS = 450
 MAP = ("ts=time", "model=model_name", "prompt_tokens=in_tok", "cached_tokens=cache_tok", "output_tokens=out_tok")
 MAPPING = dict(m.split("=") for m in MAP)
-
-
-@pytest.fixture(autouse=True)
-def small_batches(monkeypatch):
-    monkeypatch.setattr(duckpath, "_BATCH_ROWS", BATCH_ROWS)
-    monkeypatch.setattr(tables, "_PARQUET_BATCH_ROWS", BATCH_ROWS)
-    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)  # every CSV counts as large: streamed through DuckDB
 
 
 def _requests(n: int) -> dict[str, list]:
@@ -80,8 +72,9 @@ def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(cas
     path = make(tmp_path)
     opts = dict(a.removeprefix("--map=").split("=") for a in args if a.startswith("--map="))
     start = args[1] if args[:1] == ["--start"] else None
-    streamed = stream_logs([path], mapping=opts or None, start=start)
-    assert streamed is not None and sum(1 for _ in streamed.frames) >= 2  # several batches, one held at a time
+    table = RequestTable(connect(keep_order=True))
+    read_logs([path], mapping=opts or None, start=start, sink=table)
+    assert sum(1 for _ in table.batches(BATCH_ROWS)) >= 2  # stored a batch at a time, one held at a time
 
     stdout = _import(store_url, path, *args)
     whole = read_logs([path], mapping=opts or None, start=start)
@@ -97,12 +90,11 @@ def test_a_streamed_import_stores_exactly_what_reading_the_whole_file_stores(cas
     engine.dispose()
 
 
-def test_a_streamed_csv_stores_what_the_row_by_row_reader_stores(sqlite_store_url, tmp_path, monkeypatch):
+def test_a_streamed_csv_stores_what_the_python_record_reader_stores(sqlite_store_url, tmp_path):
     path = _csv(tmp_path / "requests.csv", _requests(N_REQUESTS))
     _import(sqlite_store_url, path, *[f"--map={m}" for m in MAP])
-    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 1 << 40)  # the small-file reader, row by row
     engine = open_store(sqlite_store_url)
-    save_upload(engine, "rows", read_logs([path], mapping=MAPPING))
+    save_upload(engine, "rows", read_logs([path], mapping=MAPPING, policy=ReaderPolicy(engine="python")))
     got, want = load_upload_frame(engine, 1), load_upload_frame(engine, 2)
     assert got.astype(str).values.tolist() == want.astype(str).values.tolist()
     engine.dispose()
@@ -111,16 +103,15 @@ def test_a_streamed_csv_stores_what_the_row_by_row_reader_stores(sqlite_store_ur
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
 def test_a_bad_row_past_the_first_batch_is_named_and_nothing_is_stored_twice(kind, store_url, tmp_path):
     cols = _requests(N_REQUESTS)
-    bad = 3 * BATCH_ROWS + 7  # index of the bad request: batches before it are stored, then rolled back
+    bad = 3 * BATCH_ROWS + 7  # index of the bad request
     if kind == "csv":
         cols["in_tok"][bad] = -4
-        path, line_no = _csv(tmp_path / "requests.csv", cols), bad + 2  # line 1 is the header
+        path, where = _csv(tmp_path / "requests.csv", cols), f":{bad + 2}"  # line 1 is the header
     else:
         cols["in_tok"][bad] = None
-        path, line_no = _parquet(tmp_path / "requests.parquet", cols), bad + 1  # rows numbered from 1
+        path, where = _parquet(tmp_path / "requests.parquet", cols), f" row {bad + 1}"  # rows, numbered from 1
     stdout = _import(store_url, path, *[f"--map={m}" for m in MAP])
-    # (PostgreSQL's upload id skips the rolled-back one: sequences are not transactional)
-    assert f": {N_REQUESTS - 1:,} requests, 1 rejected\nfirst rejected: {path.name}:{line_no}: " in stdout
+    assert f": {N_REQUESTS - 1:,} requests, 1 rejected\nfirst rejected: {path.name}{where}: " in stdout
     engine = open_store(store_url)
     assert [u.n_requests for u in list_uploads(engine)] == [N_REQUESTS - 1]
     with engine.connect() as conn:

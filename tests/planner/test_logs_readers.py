@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.logs import COLUMNS, LogFormatError, TokenCounter, read_logs
+from planner.logs import COLUMNS, LogFormatError, ReaderPolicy, TokenCounter, read_logs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
 
@@ -256,13 +256,10 @@ def test_a_supplied_tokenizer_gives_exact_counts_not_an_estimate():
         TokenCounter.from_tokenizer_json(b'{"hello": 1}', "bad.json")
 
 
-def test_vectorised_and_line_by_line_readers_agree():
-    from planner.logs.fastpath import read_openai_jsonl
-
+def test_duckdb_and_the_python_record_reader_agree():
     data = (SAMPLES / "openai_chat_completions.jsonl").read_bytes()
-    assert read_openai_jsonl(data) is not None  # this file takes the pyarrow path
     fast = read_logs([("a.jsonl", data)])
-    slow = read_logs([("a.jsonl", data + b"{broken\n")])  # one bad line: the line reader explains it
+    slow = read_logs([("a.jsonl", data + b"{broken\n")], policy=ReaderPolicy(engine="python"))
     assert slow.n_rejected == 1 and slow.rejected[0].line_no == 401
     assert fast.frame.drop(columns="model").equals(slow.frame.drop(columns="model"))
     assert fast.frame["model"].tolist() == slow.frame["model"].tolist()
@@ -289,8 +286,6 @@ def test_chat_jsonl_on_disk_streams_plain_gzip_and_zstd_past_the_in_memory_cap(t
 
     import pyarrow as pa
 
-    from planner.logs.duckpath import read_chat_jsonl
-
     data = (SAMPLES / "openai_chat_completions.jsonl").read_bytes()
     (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(data))
     with pa.CompressedOutputStream(str(tmp_path / "a.jsonl.zst"), "zstd") as out:
@@ -298,9 +293,7 @@ def test_chat_jsonl_on_disk_streams_plain_gzip_and_zstd_past_the_in_memory_cap(t
     in_memory = read_logs([("a.jsonl", data)]).frame
     for name in ("a.jsonl.gz", "a.jsonl.zst"):
         seen: list[float] = []
-        # The streaming reader takes these, and vouches for every line (it leaves none to the line reader).
-        assert read_chat_jsonl(tmp_path / name, pytest.fail, pytest.fail) is not None
-        # The cap is for files read whole; a streamed file is held only as its numbers.
+        # The cap is for what is held in memory; a streamed file is held only as its numbers.
         res = read_logs([tmp_path / name], max_bytes=1000, progress=lambda f, m, seen=seen: seen.append(f))
         assert res.n_rejected == 0
         assert res.frame.drop(columns=["source", "model"]).equals(in_memory.drop(columns=["source", "model"]))

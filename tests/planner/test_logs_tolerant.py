@@ -1,9 +1,9 @@
 """A chat JSON Lines file with a few bad lines is read by DuckDB's JSON reader, only the bad lines as text.
 
-The tolerant tier (planner.logs.duckpath: read_json with ignore_errors, its doubtful rows mapped back to lines by
-planner.logs.json_lines.json_row_lines) must name the same lines with the same reasons, and read the same rows, as the
-line-accounted tier it replaces (every line read as text); and a bad twin of a clean log must summarise as the clean
-one.
+DuckDB with the Python record reader for the lines it leaves (planner.logs.read, ReaderPolicy's default) must name the
+same lines with the same reasons, and read the same rows, as the Python record reader reading every line
+(ReaderPolicy(engine="python")), into a frame and into the engine's table alike, with lines across the splitter's
+windows; and a bad twin of a clean log must summarise as the clean one.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import planner.logs.duckpath as duckpath
-import planner.logs.json_lines as json_lines
-import planner.logs.normalise as normalise
 from planner.cli import cli
-from planner.logs import read_logs
-from planner.logs.request_table import RequestTable, connect
+from planner.logs import ReaderPolicy, read_logs
+from planner.logs.load import RequestTable, connect
 
 HUGE = "99999999999999999999999"
 
@@ -79,12 +76,12 @@ def _rows(frame) -> list[tuple]:
     return sorted(map(tuple, frame[cols].astype({"model": str}).itertuples(index=False)))
 
 
-def _read(path: Path) -> tuple[list[tuple[int, str]], list[tuple], list[tuple[int, str]], list[tuple]]:
+def _read(path: Path, policy: ReaderPolicy | None = None) -> tuple:
     """(rejected, rows) read into a frame, then into the engine's table."""
-    res = read_logs([path], tz="Europe/Berlin", max_bytes=1000)
+    res = read_logs([path], tz="Europe/Berlin", max_bytes=1000, policy=policy)
     con = connect()
     table = RequestTable(con)
-    sunk = read_logs([path], tz="Europe/Berlin", max_bytes=1000, sink=table)
+    sunk = read_logs([path], tz="Europe/Berlin", max_bytes=1000, sink=table, policy=policy)
     return (
         [(r.line_no, r.reason) for r in res.rejected],
         _rows(res.frame),
@@ -93,30 +90,11 @@ def _read(path: Path) -> tuple[list[tuple[int, str]], list[tuple], list[tuple[in
     )
 
 
-def _line_accounted(monkeypatch) -> None:
-    """Make the tolerant tier give up (its rows cannot be mapped), so the line-accounted tier reads the file."""
-    monkeypatch.setattr(duckpath, "json_row_lines", lambda *a: None)
-    monkeypatch.setattr(normalise, "json_row_lines", lambda *a: None)
-
-
-def _no_line_accounted(monkeypatch) -> None:
-    def refuse(*a, **k):
-        raise AssertionError("the line-accounted tier ran")
-
-    monkeypatch.setattr(duckpath, "_csv_rejects", refuse)
-
-
-def _both_tiers(monkeypatch, path: Path, scan_bytes: int | None = None) -> tuple[tuple, tuple]:
-    """(what the line-accounted tier reads, what the tolerant tier reads) of `path`; `scan_bytes`: the mapping pass's
-    window, small to put lines across windows."""
-    with monkeypatch.context() as m:
-        _line_accounted(m)
-        want = _read(path)
-    with monkeypatch.context() as m:
-        _no_line_accounted(m)
-        if scan_bytes:
-            m.setattr(json_lines, "_SCAN_BYTES", scan_bytes)
-        got = _read(path)
+def _both_readers(path: Path, window: int | None = None) -> tuple[tuple, tuple]:
+    """(what the Python record reader reads of `path`, what DuckDB with it reads); `window`: the splitter's, small to
+    put lines across windows."""
+    want = _read(path, ReaderPolicy(engine="python"))
+    got = _read(path, ReaderPolicy(window_bytes=window) if window else ReaderPolicy())
     return want, got
 
 
@@ -131,40 +109,38 @@ def _both_tiers(monkeypatch, path: Path, scan_bytes: int | None = None) -> tuple
         ("zstd", False, None, b"\n"),
     ],
 )
-def test_the_tolerant_tier_names_and_reads_what_the_line_accounted_tier_does(
-    tmp_path, monkeypatch, packed, blank, chunk, newline
-):
+def test_duckdb_names_and_reads_what_the_python_record_reader_does(tmp_path, packed, blank, chunk, newline):
     lines = _bad_lines(blank)
     data = b"\xef\xbb\xbf" + newline.join(lines) + newline + line(chat(99))[:-9]  # a BOM, and a cut-off tail
     path = _write(tmp_path / "agent.jsonl", data, packed)
 
-    want, got = _both_tiers(monkeypatch, path, chunk)  # a small chunk: lines across the scan's buffers
+    want, got = _both_readers(path, chunk)  # a small window: lines across the splitter's windows
 
     assert got == want
     rejected, rows, sunk_rejected, sunk_rows = got
     assert rejected == sunk_rejected and rows == sunk_rows
     n = len(lines) + 1
     assert [ln for ln, _ in rejected] == sorted(ln for ln, _ in rejected) and rejected[-1][0] == n
-    assert dict(rejected)[11] == "not valid UTF-8; save the log as UTF-8"
+    assert dict(rejected)[11].startswith("not valid UTF-8")
     assert dict(rejected)[5] == f"usage.prompt_tokens is {HUGE}, over 10⁹: not a token count"
     assert 1795165200000 in [r[0] for r in rows]  # the ISO time, read by the line reader (10:00 Berlin)
 
 
-def test_a_line_over_the_size_limit_is_named_as_the_line_accounted_tier_names_it(tmp_path, monkeypatch):
+def test_a_line_over_the_size_limit_is_named_by_both_readers(tmp_path):
     lines = [line(chat(i)) for i in range(6)]
-    lines[2] = line({"created": 1764000000, "note": "x" * (duckpath.MAX_LINE_BYTES + 10)})
+    lines[2] = line({"created": 1764000000, "note": "x" * (ReaderPolicy().max_line_bytes + 10)})  # past DuckDB's buffer
     lines[4] = b'{"a": "abc'
     path = tmp_path / "long.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
 
-    want, got = _both_tiers(monkeypatch, path, 1 << 20)  # the long line spans many buffers
+    want, got = _both_readers(path, 1 << 20)  # the long line spans many windows
 
     assert got == want
     assert [ln for ln, _ in got[0]] == [3, 5]
-    assert got[0][0][1] == "a line over 16 MB: not a log record"
+    assert got[0][0][1] == "a line over 32 MiB: too long to be a log record"
 
 
-def test_a_bad_twin_of_a_chat_log_summarises_as_its_clean_twin_naming_its_bad_lines(tmp_path, monkeypatch):
+def test_a_bad_twin_of_a_chat_log_summarises_as_its_clean_twin_naming_its_bad_lines(tmp_path):
     lines = [line(chat(i)) for i in range(3000)]
     clean = tmp_path / "clean.jsonl"
     clean.write_bytes(b"\n".join(lines) + b"\n")
@@ -175,7 +151,6 @@ def test_a_bad_twin_of_a_chat_log_summarises_as_its_clean_twin_naming_its_bad_li
         + b"\n"
         + line(chat(3000))[:40]
     )
-    _no_line_accounted(monkeypatch)
 
     def summary(path: Path) -> dict:
         r = CliRunner().invoke(cli, ["logs", "summarize", "--json", str(path)])
@@ -194,49 +169,28 @@ def test_a_bad_twin_of_a_chat_log_summarises_as_its_clean_twin_naming_its_bad_li
             assert got.get(key) == want.get(key), key
 
 
-def test_lines_the_fast_tier_refuses_but_the_tolerant_one_reads_are_read_as_the_line_accounted_tier_reads_them(
-    tmp_path, monkeypatch
-):
+def test_lines_sql_leaves_to_python_are_read_as_the_python_reader_reads_them(tmp_path):
     lines = [line(chat(i)) for i in range(6)]
     lines[1] = line(chat(1))[:-1] + b', "created": 1764009999}'  # a key twice
     lines[3] = line(chat(3, prompt_tokens_details="none"))
     path = tmp_path / "odd.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
 
-    want, got = _both_tiers(monkeypatch, path)
+    want, got = _both_readers(path)
 
     assert got == want
     assert got[0] == [] and len(got[1]) == 6
 
 
-def test_a_crlf_line_in_a_file_of_lf_lines_does_not_shift_the_lines_named_after_it(tmp_path, monkeypatch):
-    # The line-accounted tier's CSV layer takes such a CR for a line break of its own (one line too many after it).
+def test_a_crlf_line_in_a_file_of_lf_lines_does_not_shift_the_lines_named_after_it(tmp_path):
     lines = [line(chat(i)) for i in range(8)]
     lines[2] += b"\r"
     lines[3] = b" \r"
     lines[5] = b'{"a": "abc'
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n" + line(chat(9))[:-3])
-    _no_line_accounted(monkeypatch)
 
     rejected, rows, sunk_rejected, sunk_rows = _read(path)
 
     assert [ln for ln, _ in rejected] == [ln for ln, _ in sunk_rejected] == [6, 9]
     assert len(rows) == len(sunk_rows) == 6
-
-
-def test_a_cut_tail_is_seen_before_the_file_is_read(tmp_path):
-    path = tmp_path / "a.jsonl"
-    for body, cut in [
-        (line(chat(0)) + b"\n" + line(chat(1))[:-3], True),
-        (line(chat(0)) + b"\n" + line(chat(1)) + b"\n\n \n", False),
-        (b"\xef\xbb\xbf" + line(chat(0))[:-1], True),
-        (b"\xef\xbb\xbf" + line(chat(0)), False),
-        (b"", False),
-        (b"x" * (70 << 10), False),  # no line start within the part looked at: unsure
-    ]:
-        path.write_bytes(body)
-        assert json_lines.tail_is_cut(path) is cut, body[-40:]
-    gz = tmp_path / "a.jsonl.gz"
-    gz.write_bytes(gzip.compress(line(chat(0))[:-3]))
-    assert json_lines.tail_is_cut(gz) is False  # compressed: not looked at

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.logs import LogFormatError, read_logs, summarize
+from planner.logs import LogFormatError, ReaderPolicy, read_logs, summarize
 from planner.logs.prefix import PrefixCache
 
 SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "sample_logs"
@@ -214,11 +214,9 @@ def test_deeply_nested_json_is_a_rejected_line_not_a_crash():
         read_logs([("deep.json", b"[" * 200_000 + b"]" * 200_000)])
 
 
-def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_the_same_numbers(tmp_path):
-    from planner.logs.columnar import batch_frame
-
+def test_a_parquet_file_reads_the_same_in_duckdb_and_in_python_and_a_bad_row_is_named_by_its_row(tmp_path):
     n = 1000
-    ts = [1_764_000_000_123_456 + i * 1_001_500 for i in range(n)]  # µs, sub-ms parts round like the row path
+    ts = [1_764_000_000_123_456 + i * 1_001_500 for i in range(n)]  # µs, sub-ms parts round as Python rounds
     good = pa.table(
         {
             "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
@@ -228,31 +226,18 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
             "model": ["m"] * n,
         }
     )
-    assert (
-        batch_frame(
-            good.to_batches()[0],
-            {
-                "ts": "ts",
-                "prompt_tokens": "prompt_tokens",
-                "cached_tokens": "cached_tokens",
-                "output_tokens": "output_tokens",
-                "model": "model",
-            },
-            "UTC",
-            0,
-            "x",
-        )
-        is not None
-    )
     bad = good.set_column(1, "prompt_tokens", pa.array([None if i == 500 else 100 + i for i in range(n)], pa.int64()))
     pq.write_table(good, tmp_path / "good.parquet")
     pq.write_table(bad, tmp_path / "bad.parquet")
     fast = read_logs([tmp_path / "good.parquet"]).frame
+    python = read_logs([tmp_path / "good.parquet"], policy=ReaderPolicy(engine="python")).frame
     slow = read_logs([tmp_path / "bad.parquet"])
-    assert [(r.line_no, "missing prompt_tokens" in r.reason) for r in slow.rejected] == [(501, True)]
+    assert [(r.line_no, r.unit, "missing prompt_tokens" in r.reason) for r in slow.rejected] == [(501, "row", True)]
+    assert str(slow.rejected[0]).startswith("bad.parquet row 501: ")  # a Parquet row is not called a line
     keep = fast.drop(index=500).reset_index(drop=True)
     for col in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens", "model"):
         assert slow.frame[col].tolist() == keep[col].tolist()
+        assert python[col].tolist() == fast[col].tolist()
 
 
 @pytest.mark.parametrize(
@@ -266,31 +251,20 @@ def test_parquet_batches_take_the_columnar_path_and_odd_rows_the_row_path_with_t
         "csv_quirks/quoted_line_breaks.csv",
     ],
 )
-def test_large_csv_files_go_through_the_engine_with_the_same_numbers_as_the_row_reader(file, tmp_path, monkeypatch):
-    import planner.logs.tables as tables
-
+def test_csv_files_read_the_same_in_duckdb_and_in_the_python_record_reader(file, tmp_path):
     src = (Path(__file__).parent / file) if file.startswith("csv_quirks") else SAMPLES / file
-    with monkeypatch.context() as m:  # the row reader's frame, the reference
-        m.setattr(tables, "LARGE_CSV_BYTES", 1 << 62)
-        rows = read_logs([src], tz="UTC")
-    calls = []
-    real = tables._engine_frame
-    monkeypatch.setattr(tables, "_engine_frame", lambda plan, ctx: real(plan, ctx) and not calls.append(plan.path))
-    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)  # treat the sample as large
+    rows = read_logs([src], tz="UTC", policy=ReaderPolicy(engine="python"))  # the reference
     (tmp_path / "big.csv.gz").write_bytes(gzip.compress(src.read_bytes()))
     for path in (src, tmp_path / "big.csv.gz"):
         streamed = read_logs([path], tz="UTC")
-        assert calls[-1] == path and streamed.n_rejected == 0
+        assert streamed.n_rejected == 0
         assert list(streamed.formats.values()) == list(rows.formats.values())
         assert streamed.notes == [n.replace(src.name, path.name) for n in rows.notes]
         for col in ("ts_ms", "prompt_tokens", "cached_tokens", "output_tokens", "model"):
             assert streamed.frame[col].tolist() == rows.frame[col].tolist(), col
 
 
-def test_a_large_csv_with_a_bad_row_falls_back_to_the_row_reader_that_names_it(tmp_path, monkeypatch):
-    import planner.logs.tables as tables
-
-    monkeypatch.setattr(tables, "LARGE_CSV_BYTES", 0)
+def test_a_csv_with_a_bad_row_names_it_by_its_line_and_reads_the_rest(tmp_path):
     lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"] + [f"2024-05-10 00:00:{i:02d},{100 + i},5" for i in range(50)]
     lines[31] = "2024-05-10 00:00:30,-4,5"
     (tmp_path / "azure.csv").write_text("\n".join(lines) + "\n")

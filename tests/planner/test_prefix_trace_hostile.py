@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.kvcache.chains import PrefixTraceError, read_prefix_trace
-from planner.logs.limits import load_source
+from planner.logs.read import json_records
 from tests.support.hostile_traces import (
     BAD_LINE,
     MOONCAKE,
@@ -95,7 +95,7 @@ def test_a_compressed_trace_gives_the_figures_of_the_plain_one(form, tmp_path):
 def test_a_gzip_bomb_is_refused_as_the_log_reader_refuses_it(tmp_path):
     bomb = gzip_bomb(tmp_path / "bomb.jsonl.gz")
     with pytest.raises(ValueError, match="likely gzip bomb") as by_logs:
-        load_source(bomb)  # what `logs summarize` opens a file with
+        json_records(bomb)  # the log reader's own opening
     line = _one_error(_prefix(bomb))
     assert str(by_logs.value) in line
 

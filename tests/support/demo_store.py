@@ -24,7 +24,7 @@ from planner.alerts.evaluate import evaluate_all
 from planner.alerts.rules import AlertKind, Rule
 from planner.budget import Worksheet
 from planner.endpoints import add_endpoint
-from planner.logs.normalise import read_logs
+from planner.logs import read_logs
 from planner.probes.ttft import ProbeTarget
 from planner.stats import summarize
 from planner.store import alerts as alert_store

@@ -82,7 +82,7 @@ def _two_endpoints_a_day(engine: Engine) -> None:
 
 
 def _uploaded_log(engine: Engine) -> None:
-    from planner.logs.normalise import read_logs
+    from planner.logs import read_logs
     from planner.store.logs import save_upload
 
     save_upload(engine, SAMPLE_LOG.name, read_logs([SAMPLE_LOG]))
