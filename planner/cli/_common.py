@@ -146,10 +146,12 @@ class BoundedInt(click.IntRange):
 
 def rule_type(rule: Rule) -> BoundedFloat | BoundedInt:
     """The click type of an option that follows `rule` (planner.validate): --help shows its range, a value
-    outside it exits 2 with one line naming the option."""
+    outside it exits 2 with one line naming the option. A rule whose top is MAX_MAGNITUDE shows no top ("x>=0", not
+    "0<=x<=1000000000000.0"): the bounded type keeps every option within it anyway."""
+    hi = None if rule.hi >= MAX_MAGNITUDE else rule.hi
     if rule.integer:
-        return BoundedInt(int(rule.lo), int(rule.hi), min_open=rule.lo_open, max_open=rule.hi_open)
-    return BoundedFloat(rule.lo, rule.hi, min_open=rule.lo_open, max_open=rule.hi_open)
+        return BoundedInt(int(rule.lo), None if hi is None else int(hi), min_open=rule.lo_open, max_open=rule.hi_open)
+    return BoundedFloat(rule.lo, hi, min_open=rule.lo_open, max_open=rule.hi_open)
 
 
 class NumberList(click.ParamType):
