@@ -193,7 +193,7 @@ def sync_now(
             "hours_with_requests": rep.new,
             "n_requests": kept.n_requests,
         }
-        figures = (("Hours read", f"{rep.read:,}"), ("Requests", f"{kept.n_requests:,}"))
+        figures: tuple[tuple[str, str], ...] = (("Hours read", f"{rep.read:,}"), ("Requests", f"{kept.n_requests:,}"))
         return Outcome(True, (Line("success", line),), figures, facts, rep)
     ttft = summarize(source_ttft_ms(store, src.id))
     p50, p95 = ttft["p50"], ttft["p95"]

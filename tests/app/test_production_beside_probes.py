@@ -122,7 +122,7 @@ def test_the_compare_page_shows_the_production_p95_where_a_source_maps_and_a_das
     engine.dispose()
 
     open_page("compare", app)
-    (table,) = [d.value for d in app.dataframe if "Production p95" in d.value.columns]
+    (table,) = [shown_table(app, i) for i, t in enumerate(app.table) if "Production p95" in t.value.columns]
     cells = dict(zip(table["Endpoint"], table["Production p95"], strict=True))
     assert cells == {"fast-a": f"{summarize(inside)['p95'].value:,.0f} ms (n=45)", "slow-b": "—"}
     assert any(c.value.startswith("Production p95: your users' own requests") for c in app.caption)
@@ -161,7 +161,7 @@ def test_the_alerts_page_offers_a_production_p95_rule_and_shows_its_series(cache
     at.run()
     row = shown_table(at).iloc[0]
     assert (row["State"], row["Rule"], row["Endpoint"], row["Vantage"]) == (
-        "🔴 firing",
+        "● firing",
         "users p95",
         "slow-b",
         "production",
