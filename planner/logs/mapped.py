@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from planner.logs.prefix import PrefixCache
-from planner.logs.records import MAX_EPOCH_MS, Reject, Row, dig, epoch_ms, timing_ms, token_count
+from planner.logs.records import MAX_EPOCH_MS, Reject, Row, dig, epoch_ms, shown, timing_ms, token_count
 from planner.logs.tokenize import TokenCounter, message_text
 
 __all__ = ["FIELDS", "FIELD_LABELS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
@@ -177,13 +177,13 @@ def mapping_complete(mapping: Mapping[str, str]) -> bool:
 def _relative(value: Any, field: str) -> float:
     """A time since the trace's start (s or ms): a finite number, not negative."""
     if isinstance(value, bool):
-        raise Reject(f"{field} is not a number: {value!r}")
+        raise Reject(f"{field} is not a number: {shown(value)}")
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
-        raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
+        raise Reject(f"{field} is not a number: {shown(value)}") from None
     if not math.isfinite(f) or f < 0:
-        raise Reject(f"{field} is negative or not finite: {str(value)[:40]!r}")
+        raise Reject(f"{field} is negative or not finite: {shown(value)}")
     return f
 
 
@@ -235,7 +235,7 @@ def extract_mapped(
             raise Reject(f"missing timestamp {mapping.get(unit, unit)}")
         ts = start_ms + int(round(_relative(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
         if not 0 < ts < MAX_EPOCH_MS:
-            raise Reject(f"{mapping[unit]} is outside 1970–2100 from the start: {str(raw)[:40]!r}")
+            raise Reject(f"{mapping[unit]} is outside 1970–2100 from the start: {shown(raw)}")
     estimated = False
     cached = token_count(val("cached_tokens"), mapping.get("cached_tokens", "cached_tokens"), required=False)
     if mapping.get("prompt_tokens"):

@@ -363,7 +363,12 @@ def _columns_spec(paths: Iterable[str]) -> str | None:
 
 def _read_json(f: _File) -> None:
     ctx, log = f.ctx, f.log
-    sample, why = _sample(f)
+    seen = TimeNotes()
+    token = TIME_NOTES.set(seen)
+    try:
+        sample, why = _sample(f)
+    finally:
+        TIME_NOTES.reset(token)
     fmt, mapping = ctx.fmt, ctx.mapping
     if fmt in ("auto", "csv") or fmt in TRACE_FORMATS:
         detected = detect(sample) if fmt not in TRACE_FORMATS and not mapping else None
@@ -395,7 +400,9 @@ def _read_json(f: _File) -> None:
         spec = _columns_spec([*_CHAT.values(), "object"])
     elif tabular and _sql_ready(used):
         spec = _columns_spec(used.values())
-    if f.policy.engine == "python" or spec is None:
+    # DuckDB's JSON reader takes a key given twice silently: a file whose first records do that is read in Python,
+    # which counts them for the note
+    if f.policy.engine == "python" or spec is None or seen.twice:
         if log.kind == ARRAY:
             _python(f, ((n, reader.text(t.encode(), len(t))) for n, t in _array_texts(f)), unit)
         else:
@@ -527,6 +534,9 @@ def _burstgpt(f: _File, fmt_name: str, mark: int) -> None:
 
 def _read_csv(f: _File) -> None:
     ctx, before = f.ctx, f.out.n_rejected
+    if len(f.log.head) >= 1 << 20 and b"\n" not in f.log.head:
+        f.out.reject(f.label, 0, "its first line is over 1 MiB: not a CSV header (nor a log of another kind)")
+        return
     header, delimiter = csv_header(f.log.head)
     f.delimiter = delimiter
     if not header or not any(header):

@@ -37,6 +37,7 @@ __all__ = [
     "dig",
     "epoch_ms",
     "first_present",
+    "shown",
     "timing_ms",
     "shift_hours",
     "token_count",
@@ -138,6 +139,20 @@ def first_present(rec: Any, paths: tuple[str, ...]) -> tuple[str | None, Any]:
     return None, None
 
 
+def shown(value: Any) -> str:
+    """A value for a message as the log wrote it: text and numbers quoted (the first 40 characters), JSON's
+    true/false/null, "a JSON object" / "a JSON array" (never a Python repr of a record)."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, dict | list):
+        kind = "a JSON object" if isinstance(value, dict) else "a JSON array"
+        inner, depth = value, 0
+        while isinstance(inner, dict | list) and inner and depth < 100:  # down its first members, iteratively
+            inner, depth = next(iter(inner.values())) if isinstance(inner, dict) else inner[0], depth + 1
+        return kind + (" nested too deeply" if depth >= 100 else "")
+    return repr(str(value)[:40])
+
+
 def token_count(value: Any, field: str, *, required: bool = True) -> int:
     """A token count as a non-negative int; raises Reject naming `field` when missing, non-numeric or negative.
 
@@ -149,16 +164,16 @@ def token_count(value: Any, field: str, *, required: bool = True) -> int:
             raise Reject(f"missing {field}")
         return 0
     if isinstance(value, bool):
-        raise Reject(f"{field} is not a number: {value!r}")
+        raise Reject(f"{field} is not a number: {shown(value)}")
     if isinstance(value, int):
         n = value
     else:
         try:
             f = float(value)
         except (TypeError, ValueError):
-            raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
+            raise Reject(f"{field} is not a number: {shown(value)}") from None
         if not math.isfinite(f) or f != int(f):
-            raise Reject(f"{field} is not a whole number: {str(value)[:40]!r}")
+            raise Reject(f"{field} is not a whole number: {shown(value)}")
         n = int(f)
     if n < 0:
         raise Reject(f"{field} is negative ({n})")
@@ -205,7 +220,7 @@ def epoch_ms(value: Any, field: str, tz: str = "UTC") -> int:
     outside that range (see _epoch_ms for the forms read)."""
     ms = _epoch_ms(value, field, tz)
     if not 0 < ms < MAX_EPOCH_MS:
-        raise Reject(f"{_called(field)} is outside 1970–2100: {str(value)[:40]!r}")
+        raise Reject(f"{_called(field)} is outside 1970–2100: {shown(value)}")
     return ms
 
 
@@ -219,7 +234,7 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
     if value is None or value == "":
         raise Reject(f"missing {_called(field)}")
     if isinstance(value, bool):
-        raise Reject(f"{_called(field)} is not a time: {value!r}")
+        raise Reject(f"{_called(field)} is not a time: {shown(value)}")
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -243,7 +258,7 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
     if isinstance(value, (int, float)):
         f = float(value)
         if not math.isfinite(f) or f <= 0:
-            raise Reject(f"{_called(field)} is not a time: {value!r}")
+            raise Reject(f"{_called(field)} is not a time: {shown(value)}")
         if f < 1e11:  # seconds (until year 5138)
             return int(round(f * 1000))
         if f < 1e14:
@@ -251,7 +266,7 @@ def _epoch_ms(value: Any, field: str, tz: str) -> int:
         if f < 1e17:
             return int(f // 1000)
         return int(f // 1_000_000)
-    raise Reject(f"{_called(field)} is not a time: {str(value)[:40]!r}")
+    raise Reject(f"{_called(field)} is not a time: {shown(value)}")
 
 
 def _called(field: str) -> str:
@@ -273,15 +288,15 @@ def timing_ms(value: Any, field: str, scale: float = 1.0) -> float:
     """A TTFT or duration in ms (value × scale: 1000 for seconds): a finite number from 0 to MAX_TIMING_MS; raises
     Reject naming `field` otherwise."""
     if isinstance(value, bool):
-        raise Reject(f"{field} is not a number: {value!r}")
+        raise Reject(f"{field} is not a number: {shown(value)}")
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
-        raise Reject(f"{field} is not a number: {str(value)[:40]!r}") from None
+        raise Reject(f"{field} is not a number: {shown(value)}") from None
     if not math.isfinite(f):
-        raise Reject(f"{field} is not finite: {str(value)[:40]!r}")
+        raise Reject(f"{field} is not finite: {shown(value)}")
     if f < 0:
-        raise Reject(f"{field} is negative: {str(value)[:40]!r}")
+        raise Reject(f"{field} is negative: {shown(value)}")
     if f * scale > MAX_TIMING_MS:
         raise Reject(f"{field} is {str(value)[:40]}, over a week: not a timing")
     return f * scale
