@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner import present
 from planner.probes.rtt_rank import ranked, row_outcome, row_status
 from planner.regions import Region, RttMethod
 from planner.settings import vantage_name
@@ -23,7 +24,7 @@ __all__ = [
     "history_figure",
     "map_figure",
     "ranked_rows",
-    "ranked_table_style",
+    "ranked_table",
     "server_vs_browser_figure",
     "vantage_label",
 ]
@@ -146,16 +147,39 @@ def ranked_rows(summary: pd.DataFrame, regions: Sequence[Region]) -> pd.DataFram
     return df
 
 
-def ranked_table_style(rows: pd.DataFrame):
-    """The ranked rows as a pandas Styler: p90 greyed where n is too small for it, failures in the error colour."""
-
-    def grey_p90(col: pd.Series) -> list[str]:
-        return ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["p90_reliable"]]
-
-    def error_status(col: pd.Series) -> list[str]:
-        return ["" if str(v).startswith("ok") else f"color: {SEMANTIC['error']}" for v in col]
-
-    return rows.style.apply(grey_p90, subset=["p90_ms"]).apply(error_status, subset=["status", "outcome"])
+def ranked_table(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ranked rows as (cells, css) for ttft_planner_app.widgets.wrapped_table, which wraps to the page's width:
+    a missing RTT is "—", a p90 from fewer than 10 samples carries the one too-few mark (and is greyed), a failure's
+    status is in the error colour."""
+    ms = lambda v: present.MISSING if present.is_missing(v) else f"{v:,.1f}"  # noqa: E731
+    cells = pd.DataFrame(
+        {
+            "Rank": [str(int(v)) for v in rows["rank"]],
+            "Region": rows["region"],
+            "Status": rows["outcome"],
+            "Median (ms)": [ms(v) for v in rows["median_ms"]],
+            "Min (ms)": [ms(v) for v in rows["min_ms"]],
+            "p90 (ms)": [
+                present.too_few(ms(v), bool(ok)) for v, ok in zip(rows["p90_ms"], rows["p90_reliable"], strict=True)
+            ],
+            "Samples (n)": [present.count(v) for v in rows["n"]],
+            "Side": rows["side"],
+            "Vantage": rows["vantage"],
+            "Last measured": [
+                present.MISSING if pd.isna(v) else v.strftime("%Y-%m-%d %H:%M") for v in rows["last_measured"]
+            ],
+            "Method": rows["method"],
+        },
+        index=rows.index,
+    )
+    css = pd.DataFrame(
+        {
+            "p90 (ms)": ["" if ok else f"color: {SEMANTIC['muted']}" for ok in rows["p90_reliable"]],
+            "Status": ["" if str(v).startswith("ok") else f"color: {SEMANTIC['error']}" for v in rows["outcome"]],
+        },
+        index=rows.index,
+    )
+    return cells, css
 
 
 def map_figure(rows: pd.DataFrame, regions: Sequence[Region]) -> go.Figure:

@@ -279,14 +279,13 @@ with st.expander("Add a rule", expanded=not rules):
 history = _history(URL)
 if not history.empty:
     st.subheader("History")
-    st.dataframe(
+    # Wrapped, not a grid: the message is a sentence or two, and a grid cuts it at the page's edge.
+    wrapped_table(
         present.display_frame(
             history.assign(at=[_when(v, "%Y-%m-%d %H:%M:%S") for v in history["at_ms"]])[
                 ["at", "transition", "rule", "endpoint", "vantage", "message"]
             ]
-        ),
-        hide_index=True,
-        key="alert_history",
+        )
     )
     newest = history.iloc[0]  # the message is a sentence or two: the newest one in full, the rest in the table
     st.caption(f"Newest ({_when(newest['at_ms'], '%Y-%m-%d %H:%M:%S')}): {md_text(newest['message'])}")
@@ -303,5 +302,6 @@ if not deliveries.empty:
     shown = deliveries.assign(
         delivered=[_when(v, "%H:%M:%S") for v in deliveries["delivered_at_ms"]],
         next_attempt=[_when(v, "%H:%M:%S") for v in deliveries["next_attempt_at_ms"]],
+        target=[shown_target(c, t) for c, t in zip(deliveries["channel"], deliveries["target"], strict=True)],
     )[["event_id", "channel", "target", "attempts", "delivered", "next_attempt", "last_error"]]
-    st.dataframe(present.display_frame(shown, {"attempts": present.count}), hide_index=True, key="alert_deliveries")
+    wrapped_table(present.display_frame(shown, {"attempts": present.count}))  # an error is a sentence: it wraps

@@ -4,9 +4,11 @@ import json
 
 import streamlit as st
 
+from planner.settings import vantage_name
 from planner.stats import min_n_for
 from planner.sweep import knee_caveat, knee_sentence, load_words, queueing_p95_ms, thin_percentiles
 from planner.sweep_history import load_sweep_runs, load_sweep_steps
+from planner.untrusted import md_text
 from ttft_planner_app import present, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.sweep import sweep_figure
@@ -128,7 +130,7 @@ st.caption(
     f"Provenance: {run['mode']} arrivals, {present.tokens(run['prompt_tokens'])} prompts, "
     f"max {run['max_tokens']} output "
     f"tokens, {present.seconds(run['step_duration_s'])} per step, seed {run['seed']}, measured from "
-    f"“{run['vantage']}” with ttft-planner {run['tool_version']}"
+    f"{md_text(vantage_name(run['vantage']))} with ttft-planner {run['tool_version']}"
     + (f", key from ${run['api_key_env']}" if run["api_key_env"] else "")
     + ". Percentiles are nearest-rank over "
     f"successful requests; {present.TOO_FEW} marks one from fewer requests than it needs (p95 {min_n_for(0.95)}, "

@@ -16,7 +16,7 @@ from planner.alerts.rules import AlertKind
 from planner.store import alerts as store
 from planner.store import open_store
 from planner.store.audit import audit_log
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, shown_table
 from tests.support.alerts import slow_endpoint_with_rule
 
 
@@ -38,9 +38,9 @@ def test_a_firing_rule_shows_its_state_history_and_the_failed_delivery_and_a_rer
     table = at.table[0].value  # the series table wraps (st.table)
     assert table.iloc[0]["State"] == "● firing" and table.iloc[0]["Endpoint"] == "slow-b"
     assert table.iloc[0]["Threshold"] == "500 ms" and table.iloc[0]["Samples (n)"] == "30"
-    history = at.dataframe[0].value
+    history = next(shown_table(at, i) for i, t in enumerate(at.table) if "Message" in t.value.columns)
     assert history.iloc[0]["Message"].startswith("[FIRING] chat p95: p95 TTFT on slow-b")
-    deliveries = at.dataframe[1].value
+    deliveries = next(shown_table(at, i) for i, t in enumerate(at.table) if "Last error" in t.value.columns)
     assert deliveries.iloc[0]["Last error"] == "the webhook variable NOT_SET_HOOK is not set"
     assert any("not delivered yet" in w.value for w in at.warning)
     assert any("`NOT_SET_HOOK` is **missing**" in c.value for c in at.caption)

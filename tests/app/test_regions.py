@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from planner.regions import catalog
 from planner.store import open_store
 from planner.store.rtt import SampleRecord, insert_rtt_samples, load_samples
-from tests.app.conftest import open_page, plotly_array
+from tests.app.conftest import open_page, plotly_array, shown_table
 
 
 def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-timing", vantage="Berlin office"):
@@ -36,7 +37,10 @@ def _browser_run(run_id, values, *, region="aws-eu-west-1", method="resource-tim
 
 
 def _table(at):
-    return at.dataframe[0].value
+    """The ranked table as its reader sees it (a wrapped static table), indexed by the region's catalog id."""
+    table = shown_table(at)
+    ids = {r.label: r.id for r in catalog()}
+    return table.assign(region_id=[ids.get(label, label) for label in table["Region"]])
 
 
 def test_empty_store_says_how_to_get_samples_and_mounts_the_browser_probe():
@@ -53,9 +57,9 @@ def test_browser_samples_are_stored_once_with_the_vantage_and_ranked():
     assert not at.exception, at.exception
     assert "Stored 10 browser samples as “Berlin office”" in at.success[0].value
     row = _table(at).iloc[0]
-    assert (row["region_id"], row["side"], row["vantage"]) == ("aws-eu-west-1", "browser", "Berlin office")
-    assert (row["median_ms"], row["min_ms"], row["p90_ms"], row["n"]) == ("24.0", "20.0", "28.0", 10)
-    assert row["method"] == "Resource Timing"
+    assert (row["region_id"], row["Side"], row["Vantage"]) == ("aws-eu-west-1", "browser", "Berlin office")
+    assert (row["Median (ms)"], row["Min (ms)"], row["p90 (ms)"], row["Samples (n)"]) == ("24.0", "20.0", "28.0", "10")
+    assert row["Method"] == "Resource Timing"
     geo = [t for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if t.get("name") == "median RTT"][0]
     assert plotly_array(geo["marker"]["color"]) == [24.0]
     at.run()  # a rerun with the same component state must not store the run again
@@ -67,7 +71,7 @@ def test_fallback_without_timing_allow_origin_is_labelled():
     at.session_state["browser_rtt"] = _browser_run("run-2", [50.0, 52.0, 54.0], method="fetch-performance-now")
     at.run()
     assert any("Timing-Allow-Origin" in w.value for w in at.warning)
-    assert "fallback" in _table(at).iloc[0]["method"]
+    assert "fallback" in _table(at).iloc[0]["Method"]
 
 
 def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
@@ -95,11 +99,13 @@ def test_each_failing_region_shows_its_own_reason_and_the_rest_still_fill():
     )
     at = open_page("regions")
     t = _table(at).set_index("region_id")
-    assert t.loc["aws-us-east-1", "median_ms"] == "84.0" and t.loc["aws-us-east-1", "status"] == "ok"
+    assert t.loc["aws-us-east-1", "Median (ms)"] == "84.0" and t.loc["aws-us-east-1", "Status"] == "ok"
     # no RTT for a failed region: the table says so, as every table on the page shows a missing value
-    assert [t.loc["openai-api", c] for c in ("median_ms", "min_ms", "p90_ms")] == ["—", "—", "—"]
-    assert t.loc["openai-api", "status"].startswith("unresolvable: 'api.openai.com' did not resolve")
-    assert "anycast" in t.loc["openai-api", "status"]
+    assert [t.loc["openai-api", c] for c in ("Median (ms)", "Min (ms)", "p90 (ms)")] == ["—", "—", "—"]
+    assert t.loc["openai-api", "Status"].startswith("unresolvable")
+    # its reason in full, under the table
+    [why] = [c.value for c in at.caption if "did not resolve" in c.value]
+    assert "unresolvable: 'api.openai.com' did not resolve" in why.replace("\\", "") and "anycast" in why
     assert t.iloc[-1].name == "openai-api"  # failures rank last
 
 
@@ -148,7 +154,7 @@ def test_map_reads_its_shapes_from_the_app_and_its_scale_starts_at_zero():
     marker = next(t for t in json.loads(chart.proto.spec)["data"] if t.get("name") == "median RTT")["marker"]
     assert marker["cmin"] == 0.0 and marker["cmax"] >= 1.0  # never a −0.4…0.4 ms scale around one value
     # The server's own samples carry the one default vantage, shown in words.
-    assert _table(at).iloc[0]["vantage"] == "this server (default vantage)"
+    assert _table(at).iloc[0]["Vantage"] == "this server (default vantage)"
 
 
 def test_adding_a_target_says_so():

@@ -19,7 +19,7 @@ from planner.store.requests import (
     get_rtt_request,
 )
 from planner.store.rtt import add_target, load_samples
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, shown_table
 from tests.support.rtt_target import serve_in_thread
 from tests.support.worker_proc import spawn_worker, stop_worker, wait_logged
 
@@ -83,9 +83,9 @@ def test_the_worker_measures_the_server_probe_once_and_the_page_shows_it(tmp_pat
     assert req["status"] == "done", (req, log.read_text()[-2000:])
     assert req["claimed_by"].split(":")[1] == str(worker.pid)  # measured by the worker, not by the page
     assert "The worker stored 10 server samples." in at.success[0].value
-    row = at.dataframe[0].value.iloc[0]
-    assert (row["region_id"], row["side"], row["n"]) == ("local-box", "server", 10)
-    assert row["method"] == "TCP connect" and row["status"] == "ok"
+    row = shown_table(at).iloc[0]
+    assert (row["Region"], row["Side"], row["Samples (n)"]) == ("custom · local-box", "server", "10")
+    assert row["Method"] == "TCP connect" and row["Status"] == "ok"
     samples = load_samples(eng, region_ids=["local-box"])
     assert (samples["method"] == "tcp-connect").sum() == 10 and samples["run_id"].nunique() == 1  # landed once
     # A forged second claim gets nothing, and the page's reruns store nothing more.

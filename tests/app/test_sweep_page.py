@@ -122,3 +122,14 @@ def test_a_run_label_names_its_zone_once():
     at = _open_with_stored(_one_slot_sweep())
     label = at.selectbox(key="sweep_run").options[0]
     assert label.count("UTC") == 1, label
+
+
+def test_a_sweep_from_the_default_vantage_names_it_in_words():
+    """A sweep run on the server's own (default, "") vantage: its provenance names "this server (default vantage)",
+    never an empty pair of quotes."""
+    eng = open_store(f"sqlite:///{os.environ['TTFT_PLANNER_DATA_DIR']}/planner.db")
+    store_sweep(eng, _one_slot_sweep(), vantage="", tool_version="test")
+    eng.dispose()
+    at = open_page("sweep")
+    [line] = [c.value for c in at.caption if c.value.startswith("Provenance:")]
+    assert "measured from this server (default vantage) with ttft-planner test" in line and "“”" not in line

@@ -89,7 +89,7 @@ def _gpu_fit_tab(page: Page) -> None:
     page.wait_for_function(CHARTS_DRAWN, polling=200)
 
 
-@pytest.mark.parametrize("path", ["endpoints", "sweep", "compare", "capacity"])
+@pytest.mark.parametrize("path", ["endpoints", "sweep", "compare", "capacity", "logs?log=upload-1", "regions", "alerts"])
 def test_every_table_shows_its_last_column_whole(page: Page, server, path):
     _open(page, f"{server.url}/{path}")
     if path == "compare":
@@ -120,3 +120,28 @@ def test_regions_legends_clear_their_titles(page: Page, server):
         (tl, tt, tr, tb), (ll, lt, lr, lb) = c["title"], c["legend"]
         overlap = min(tr, lr) > max(tl, ll) and min(tb, lb) > max(tt, lt)
         assert not overlap, c
+
+
+# Each chip of a multiselect (a [data-tag] in its tags container), its box and the box of the field it sits in: a chip
+# is seen when it lies inside the field (a chip scrolled out of a one-row field lies past its right edge).
+CHIPS_OUT_OF_SIGHT = """
+(label) => {
+  const field = [...document.querySelectorAll("[data-testid='stMultiSelect']")]
+    .find(w => w.querySelector("label") && w.querySelector("label").innerText.includes(label));
+  if (!field) return ["no multiselect labelled " + label];
+  const tags = field.querySelector("[data-testid='stMultiSelectTagsContainer']");
+  const box = tags.getBoundingClientRect();
+  return [...tags.querySelectorAll("[data-tag]")].filter(c => {
+    const b = c.getBoundingClientRect();
+    return b.width === 0 || b.right > box.right + 1 || b.left < box.left - 1 || b.bottom > box.bottom + 1;
+  }).map(c => c.innerText);
+}
+"""
+
+
+def test_the_prefix_tab_shows_every_routing_policy_chosen(page: Page, server):
+    _open(page, f"{server.url}/capacity")
+    page.get_by_role("tab", name="Prefix cache").click()
+    field = page.locator("[data-testid='stMultiSelect']", has_text="Routing policies")
+    expect(field.locator("[data-testid='stMultiSelectTagsContainer'] [data-tag]")).to_have_count(4)
+    assert page.evaluate(CHIPS_OUT_OF_SIGHT, "Routing policies") == []

@@ -200,6 +200,7 @@ def render(models: dict[str, P.ModelSpec], gpu_by_key: dict[str, P.GpuSpec]) -> 
             persist_state="session",
             bind="query-params",
             key="cap_px_routing",
+            wrap=True,  # in a column the chips would stay on one scrolling row, the fourth out of sight
             help="round-robin: in turn; least-loaded: fewest requests in flight; session: a session's requests to "
             "one replica; prefix: the replica holding the longest cached prefix.",
         )

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from planner.regions import ROUND_TRIPS, Region, network_figure
 from planner.rtt_history import load_samples, rtt_summary
 from planner.untrusted import md_text
-from ttft_planner_app import present, worksheet_state
+from ttft_planner_app import worksheet_state
 from ttft_planner_app.charts.regions import (
     MAP_CONFIG,
     METHOD_NAMES,
@@ -17,10 +17,11 @@ from ttft_planner_app.charts.regions import (
     history_figure,
     map_figure,
     ranked_rows,
-    ranked_table_style,
+    ranked_table,
     server_vs_browser_figure,
     vantage_label,
 )
+from ttft_planner_app.widgets import wrapped_table
 
 __all__ = ["WINDOWS_MS", "render"]
 
@@ -58,47 +59,12 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
             "or run `ttft-planner rtt --region ID --store`."
         )
     else:
-        shown = rows.copy()  # a failed row has no RTT: "—", as every table here shows a missing value
-        for col in ("median_ms", "min_ms", "p90_ms"):
-            shown[col] = [present.MISSING if present.is_missing(v) else f"{v:,.1f}" for v in rows[col]]
-        st.dataframe(
-            ranked_table_style(shown),
-            hide_index=True,
-            key="rtt_table",
-            # What ranks a row comes first, so it reads whole at 1,400 px; the status sentence is below the table.
-            column_order=[
-                "rank",
-                "region",
-                "outcome",
-                "median_ms",
-                "min_ms",
-                "p90_ms",
-                "n",
-                "side",
-                "vantage",
-                "last_measured",
-                "method",
-            ],
-            column_config={
-                "rank": st.column_config.NumberColumn("Rank", width="small"),
-                "region": st.column_config.TextColumn("Region", width=340),
-                "outcome": st.column_config.TextColumn(
-                    "Status", width=110, help="ok, or the newest failure's class (its reason is below the table)"
-                ),
-                "side": st.column_config.TextColumn("Side", width="small"),
-                "vantage": st.column_config.TextColumn("Vantage", width="medium"),
-                "median_ms": st.column_config.TextColumn("Median (ms)"),
-                "min_ms": st.column_config.TextColumn("Min (ms)", help="≈ the path RTT"),
-                "p90_ms": st.column_config.TextColumn("p90 (ms)", help="Greyed below n = 10"),
-                "n": st.column_config.NumberColumn("Samples (n)"),
-                "last_measured": st.column_config.DatetimeColumn(f"Last measured ({tz})", format="YYYY-MM-DD HH:mm"),
-                "method": st.column_config.TextColumn("Method", width="large"),
-            },
-        )
+        st.caption(f"Ranked by median RTT; times in {tz}.")
+        wrapped_table(*ranked_table(rows))
         for r in rows[rows["status"] != "ok"].itertuples():
             st.caption(md_text(f"{r.region} · {r.side} from {r.vantage}: {r.status}"))
         st.caption(
-            "Nearest-rank percentiles with n; p90 greyed below n = 10. Server rows are TCP connects (1 round "
+            "Nearest-rank percentiles with n; a p90 from fewer than 10 samples is greyed and marked (too few). Server rows are TCP connects (1 round "
             "trip); browser rows are Resource Timing, or the labelled performance.now() fallback."
         )
         st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map", config=MAP_CONFIG)
