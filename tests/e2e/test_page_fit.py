@@ -89,7 +89,9 @@ def _gpu_fit_tab(page: Page) -> None:
     page.wait_for_function(CHARTS_DRAWN, polling=200)
 
 
-@pytest.mark.parametrize("path", ["endpoints", "sweep", "compare", "capacity", "logs?log=upload-1", "regions", "alerts"])
+@pytest.mark.parametrize(
+    "path", ["endpoints", "sweep", "compare", "capacity", "logs?log=upload-1", "regions", "alerts"]
+)
 def test_every_table_shows_its_last_column_whole(page: Page, server, path):
     _open(page, f"{server.url}/{path}")
     if path == "compare":

@@ -64,8 +64,9 @@ def render(eng: Engine, regions: Sequence[Region], tz: str) -> None:
         for r in rows[rows["status"] != "ok"].itertuples():
             st.caption(md_text(f"{r.region} · {r.side} from {r.vantage}: {r.status}"))
         st.caption(
-            "Nearest-rank percentiles with n; a p90 from fewer than 10 samples is greyed and marked (too few). Server rows are TCP connects (1 round "
-            "trip); browser rows are Resource Timing, or the labelled performance.now() fallback."
+            "Nearest-rank percentiles with n; a p90 from fewer than 10 samples is greyed and marked (too few). "
+            "Server rows are TCP connects (1 round trip); browser rows are Resource Timing, or the labelled "
+            "performance.now() fallback."
         )
         st.plotly_chart(map_figure(rows.drop_duplicates("region_id"), regions), key="rtt_map", config=MAP_CONFIG)
         samples = load_samples(
