@@ -20,6 +20,7 @@ from planner.budget import SEGMENTS
 from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.present import TOO_FEW, too_few
 from planner.sources.endpoints import compare_cell
 from planner.untrusted import csv_text, md_text
 
@@ -81,20 +82,23 @@ def segment_cell(v, key: str, tz: str = "UTC") -> str:
 
 
 def summary_table(cmp: Comparison) -> pd.DataFrame:
-    """The per-endpoint table as display strings plus a `few` set of cells to grey (column names with units)."""
+    """The per-endpoint table as display strings (column names with units); a percentile from too few samples carries
+    planner.present's one mark, "(too few)", in every format the report is written in."""
     t = metrics_table(cmp)
     rows = []
     for _, r in t.iterrows():
         rows.append(
             {
                 "Endpoint": r["endpoint"],
-                "TTFT p50 (ms)": _fmt(r["ttft_p50_ms"]),
-                "TTFT p95 (ms)": _fmt(r["ttft_p95_ms"]),
-                "TTFT p99 (ms)": _fmt(r["ttft_p99_ms"]),
+                "TTFT p50 (ms)": too_few(_fmt(r["ttft_p50_ms"]), bool(r["ttft_p50_reliable"])),
+                "TTFT p95 (ms)": too_few(_fmt(r["ttft_p95_ms"]), bool(r["ttft_p95_reliable"])),
+                "TTFT p99 (ms)": too_few(_fmt(r["ttft_p99_ms"]), bool(r["ttft_p99_reliable"])),
                 "Samples (n)": int(r["n"]),
                 "Production p95": compare_cell(cmp.production.get(r["endpoint"])),
                 "first content p50 (ms)": _fmt(r["first_content_p50_ms"]),
-                "first content p95 (ms)": _fmt(r["first_content_p95_ms"]),
+                "first content p95 (ms)": too_few(
+                    _fmt(r["first_content_p95_ms"]), bool(r["first_content_p95_reliable"])
+                ),
                 "error rate": _pct(r["error_rate"]),
                 "retry rate": _pct(r["retry_rate"]),
                 "queueing excess (ms)": _fmt(r["queue_excess_ms"]),
@@ -232,7 +236,8 @@ def report_html(cmp: Comparison, charts: Sequence[go.Figure] | None = None) -> s
         f'<p class="note">Equivalence margin: {html.escape(cmp.margin.describe())}.</p>',
         f'<ul id="differences">{statements}</ul>',
         "<h2>Per endpoint</h2>",
-        '<p class="note">Greyed percentiles have too few samples (p95 needs n ≥ 20, p99 n ≥ 100).</p>',
+        f'<p class="note">{TOO_FEW} (and greyed): too few samples for that percentile (p95 needs n ≥ 20, p99 n ≥ '
+        "100); it is only the largest values seen.</p>",
         _html_table(summary_table(cmp), "metrics", _greyed(cmp)),
         "<h2>Charts</h2>",
         *[f'<div class="chart">{c}</div>' for c in chart_html],
@@ -270,7 +275,8 @@ def report_markdown(cmp: Comparison) -> str:
         *[f"- {md_text(d.statement())}" for d in cmp.differences],
         "",
         "## Per endpoint\n",
-        "Percentiles with n below the minimum (p95: 20, p99: 100) are not reliable.\n",
+        f"{TOO_FEW} marks a percentile with n below its minimum (p95: 20, p99: 100): it is only the largest values "
+        "seen.\n",
         _md_table(summary_table(cmp)),
         "## Worksheets\n",
         _md_table(worksheet_frame(cmp)),

@@ -230,3 +230,15 @@ def test_cli_report_margin_is_settable_and_stated(three_url, tmp_path):
     assert res.exit_code == 0, res.output
     assert "practically equivalent" in res.output and "±5,000 ms" in res.output
     assert "larger of 5000 ms" in out.read_text()
+
+
+def test_a_percentile_from_too_few_samples_carries_the_one_mark_in_every_report_format(cmp):
+    """new-d has 12 samples: its p95 and p99 rest on too few (p95 needs 20), marked "(too few)" as on the pages and in
+    the commands (planner.present), in the Markdown and in the HTML; the others' are not."""
+    c, _ = cmp
+    md_rows = [line for line in report_markdown(c).splitlines() if line.startswith("| new-d") or "fast-a" in line]
+    new_d = next(line for line in md_rows if line.startswith("| new-d"))
+    assert new_d.count("(too few)") >= 2, new_d
+    metrics = {r["Endpoint"][0]: r for r in _rows(_parse(report_html(c)).tables["metrics"])}
+    assert metrics["new-d"]["TTFT p95 (ms)"][0].endswith(" (too few)")
+    assert not metrics["fast-a"]["TTFT p95 (ms)"][0].endswith("(too few)")
