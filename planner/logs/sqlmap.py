@@ -1,15 +1,17 @@
 """Map: a log's mapped fields → the request columns and a verdict for each row, in DuckDB SQL.
 
-The one mapping of every file DuckDB reads: JSON Lines and JSON arrays (read_json, each mapped path a JSON value),
-CSV (read_csv, every field text) and Parquet (read_parquet, typed columns). Each field's source column is of a kind:
-JSON, TEXT, NUMBER, TIME (with a zone), WALL (a timestamp without one: read in the log's zone) or OTHER. Values are
+The one mapping of every file DuckDB reads: JSON Lines and JSON arrays (read_json, each mapped path typed as the
+file's first records suggest), CSV (read_csv, every field text) and Parquet (read_parquet, typed columns). Each
+field's source column is of a kind: TEXT, NUMBER, TIME (with a zone), WALL (a timestamp without one: read in the
+log's zone) or OTHER; an `unsure` one's NULL may be a value DuckDB could not type (a JSON string where a number was
+read): such a row is DOUBT, never a missing value. Values are
 converted by the rule of planner.logs.records, in SQL: counts whole numbers 0–10⁹, arrivals 1970–2100 (epoch s, ms,
 µs or ns told apart by magnitude, integers in integer maths; ISO 8601 text), timings finite 0–MAX_TIMING_MS.
 
 Each row gets a `flag`: NULL read; ZONELESS, AMBIGUOUS (a wall time the zone's clock repeats or skips, given the
 smaller UTC offset as records.epoch_ms gives it) or ZONED, read with its time noted; BAD, a value the rule refuses;
-DOUBT, a value SQL leaves to Python (a count written as a JSON string, a time DuckDB does not parse the way Python
-does, a record that did not parse). planner.logs.load names the BAD rows and has the Python record reader
+DOUBT, a value SQL leaves to Python (an unsure NULL, a time DuckDB does not parse the way Python does, a record that
+did not parse). planner.logs.load names the BAD rows and has the Python record reader
 (planner.logs.fallback) read or name the DOUBT ones: the reasons are always records.py's.
 """
 
@@ -24,7 +26,6 @@ __all__ = [
     "AMBIGUOUS",
     "BAD",
     "DOUBT",
-    "JSON",
     "NUMBER",
     "OTHER",
     "SQL_FIELDS",
@@ -38,7 +39,7 @@ __all__ = [
     "mapped_rows",
 ]
 
-JSON, TEXT, NUMBER, TIME, WALL, OTHER = "json", "text", "number", "time", "wall", "other"
+TEXT, NUMBER, TIME, WALL, OTHER = "text", "number", "time", "wall", "other"
 ZONELESS, AMBIGUOUS, ZONED, BAD, DOUBT = 1, 2, 3, 8, 9
 #: The fields SQL maps; a mapping with another (prompt or output text, hash_ids) is the Python reader's.
 SQL_FIELDS = frozenset(
@@ -65,8 +66,6 @@ _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
 def kind_of(duck_type: str) -> str:
     """The kind of a column of DuckDB type `duck_type` (as DESCRIBE names it)."""
     t = duck_type.upper()
-    if t == "JSON":
-        return JSON
     if t == "VARCHAR":
         return TEXT
     if t in _INTEGER or t.startswith("DECIMAL") or t in ("FLOAT", "DOUBLE", "REAL"):
@@ -80,12 +79,13 @@ def kind_of(duck_type: str) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a field comes from: a SQL expression over the relation, its kind, the name a message gives it, and
-    whether it holds integers (NUMBER: an integer type; its epoch µs/ns are then divided exactly)."""
+    """Where a field comes from: a SQL expression over the relation, its kind, whether it holds integers (NUMBER:
+    an integer type; its epoch µs/ns are then divided exactly), and whether a NULL in it is unsure (DOUBT)."""
 
     sql: str
     kind: str
     integer: bool = False
+    unsure: bool = False
 
 
 @dataclass
@@ -105,28 +105,22 @@ class _Rows:
         return relation
 
 
-def _text(src: Source) -> str:
-    """The source as text (a JSON string unquoted)."""
-    return f"({src.sql}->>'$')" if src.kind == JSON else src.sql
-
-
 def _missing(src: Source) -> str:
-    if src.kind == JSON:
-        return f"({src.sql} IS NULL OR json_type({src.sql}) = 'NULL' OR ({src.sql}->>'$') = '')"
-    if src.kind == TEXT:
-        return f"({src.sql} IS NULL OR {src.sql} = '')"
-    return f"({src.sql} IS NULL)"
+    return f"({src.sql} IS NULL OR {src.sql} = '')" if src.kind == TEXT else f"({src.sql} IS NULL)"
+
+
+def _absent(src: Source, required: bool) -> int:
+    """The state of a row where the field is NULL: DOUBT when unsure, else BAD when required, else fine."""
+    return DOUBT if src.unsure else BAD if required else 0
+
+
+def _true(src: Source, value: str) -> str:
+    """An unsure number's 1, which DuckDB's JSON reader makes of true (Python's rule refuses it): DOUBT."""
+    return f"WHEN {value} = 1 THEN {DOUBT} " if src.unsure else ""
 
 
 def _number(rows: _Rows, name: str, src: Source) -> tuple[str, str]:
     """(a DOUBLE derived column: the value, NULL when it is not a number; the state when it is not one)."""
-    if src.kind == JSON:
-        kind = rows.once(f"{name}_type", f"json_type({src.sql})")
-        value = (
-            f"CASE WHEN {kind} IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN {src.sql}::DOUBLE "
-            f"WHEN {kind} = 'VARCHAR' THEN try_cast({_text(src)} AS DOUBLE) END"
-        )
-        return rows.once(name, value), f"CASE WHEN {kind} = 'VARCHAR' THEN {_odd_text(_text(src))} ELSE {BAD} END"
     if src.kind == TEXT:
         return rows.once(name, f"try_cast({src.sql} AS DOUBLE)"), _odd_text(src.sql)
     if src.kind == NUMBER:
@@ -146,7 +140,7 @@ def _count(rows: _Rows, name: str, src: Source | None, required: bool) -> str:
     value, odd = _number(rows, f"{name}_raw", src)
     missing = _missing(src)
     rows.states.append(
-        f"CASE WHEN {missing} THEN {BAD if required else 0} WHEN {value} IS NULL THEN {odd} "
+        f"CASE WHEN {missing} THEN {_absent(src, required)} WHEN {value} IS NULL THEN {odd} "
         f"WHEN isfinite({value}) AND {value} = floor({value}) AND {value} BETWEEN 0 AND {MAX_TOKENS} THEN 0 "
         f"ELSE {BAD} END"
     )
@@ -175,20 +169,9 @@ def _time(rows: _Rows, name: str, src: Source, required: bool, shifts: str) -> t
     """
     missing = _missing(src)
     note = "NULL"
-    if src.kind in (NUMBER, JSON):
+    if src.kind == NUMBER:
         value, odd = _number(rows, f"{name}_num", src)
-        exact = None
-        if src.kind == NUMBER and src.integer:
-            exact = f"{src.sql}::HUGEINT"
-        elif src.kind == JSON:
-            exact = f"CASE WHEN {name}_num_type IN ('UBIGINT', 'BIGINT') THEN {src.sql}::HUGEINT END"
-        ms = _epoch(value, exact)
-        if src.kind == JSON:  # a JSON string is read as text (ISO 8601 or an epoch number)
-            text_ms, text_state, note = _text_time(rows, name, _text(src), shifts)
-            ms = f"CASE WHEN {name}_num_type = 'VARCHAR' THEN {text_ms} ELSE {ms} END"
-            odd = f"CASE WHEN {name}_num_type = 'VARCHAR' THEN {text_state} ELSE {odd} END"
-        else:
-            odd = str(BAD)
+        ms = _epoch(value, f"{src.sql}::HUGEINT" if src.integer else None)
     elif src.kind == TEXT:
         ms, odd, note = _text_time(rows, name, src.sql, shifts)
     elif src.kind in (TIME, WALL):
@@ -201,29 +184,37 @@ def _time(rows: _Rows, name: str, src: Source, required: bool, shifts: str) -> t
         ms, odd = "NULL::DOUBLE", str(BAD)
     value = rows.once(name, f"CASE WHEN {missing} THEN NULL ELSE {ms} END")
     rows.states.append(
-        f"CASE WHEN {missing} THEN {BAD if required else 0} WHEN {value} IS NULL THEN {odd} "
-        f"WHEN {value} > 0 AND {value} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END"
+        f"CASE WHEN {missing} THEN {_absent(src, required)} WHEN {value} IS NULL THEN {odd} "
+        f"{_true(src, src.sql)}WHEN {value} > 0 AND {value} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END"
     )
     return value, note
 
 
-def _text_time(rows: _Rows, name: str, text: str, shifts: str) -> tuple[str, str, str]:
+def _text_time(rows: _Rows, name: str, s: str, shifts: str) -> tuple[str, str, str]:
     """(epoch ms of a time written as text, the state when it is not one, its note flag): ISO 8601 (a time without
-    a zone in the session's zone) or an epoch number."""
-    s = rows.once(f"{name}_text", f"trim({text})")
-    iso = rows.once(f"{name}_iso", f"length({s}) >= 10 AND substr({s}, 5, 1) = '-' AND substr({s}, 8, 1) = '-'")
-    at = rows.once(
-        f"{name}_at",
-        f"CASE WHEN {iso} AND NOT regexp_matches({s}, '[A-Za-z][A-Za-z]|T24') THEN try_cast({s} AS TIMESTAMPTZ) END",
+    a zone in the session's zone) or an epoch number.
+
+    DuckDB reads some text Python's fromisoformat does not (a zone's name after the time, hour 24): such text, and
+    text with white space around it, is DOUBT, left to Python. String functions only, no regular expression on a
+    row that reads (a regular expression is ten times a cast).
+    """
+    iso = rows.once(f"{name}_iso", f"{s}[5] = '-' AND {s}[8] = '-'")
+    plain = (
+        f"({s}[-1] BETWEEN '0' AND '9' OR ends_with({s}, 'Z')) AND {s}[1] BETWEEN '0' AND '9' "
+        f"AND NOT contains({s}, 'T24:') AND NOT contains({s}, ' 24:')"
     )
+    at = rows.once(f"{name}_at", f"CASE WHEN {iso} AND {plain} THEN try_cast({s} AS TIMESTAMPTZ) END")
     num = rows.once(f"{name}_n", f"CASE WHEN NOT {iso} THEN try_cast({s} AS DOUBLE) END")
-    exact = f"try_cast({s} AS HUGEINT)"
-    ms = f"CASE WHEN {iso} THEN round_even(epoch_us({at}) / 1000.0, 0) ELSE {_epoch(num, exact)} END"
-    zoned = f"(right({s}, 1) = 'Z' OR regexp_matches(substr({s}, 11), '[+-]'))"
+    epoch = _epoch(num, f"try_cast({s} AS HUGEINT)")
+    ms = f"CASE WHEN {iso} THEN round_even(epoch_us({at}) / 1000.0, 0) ELSE {epoch} END"
+    zoned = (
+        f"CASE WHEN ends_with({s}, 'Z') OR contains({s}, '+') THEN true WHEN length({s}) > 10 "
+        f"THEN regexp_matches({s}, '[0-9]-[0-9]{{2}}(:?[0-9]{{2}})?$') ELSE false END"
+    )
     wall = f"CASE WHEN NOT {zoned} THEN {_wall_note(f'try_cast({s} AS TIMESTAMP)', at, shifts)} END"
     note = f"CASE WHEN {iso} THEN coalesce({wall}, {ZONED}) END"
-    # A string Python may read as a time where DuckDB does not (a comma before the fraction, ISO's basic form)
-    odd = f"CASE WHEN {iso} OR regexp_matches({s}, '^[0-9]{{8}}') THEN {DOUBT} ELSE {BAD} END"
+    # text Python may read as a time where DuckDB does not: a comma before the fraction, ISO's basic form, spaces
+    odd = f"CASE WHEN {iso} OR regexp_matches({s}, '^[0-9]{{8}}|^\\s|\\s$') THEN {DOUBT} ELSE {BAD} END"
     return ms, odd, note
 
 
@@ -247,8 +238,8 @@ def _timing(rows: _Rows, name: str, src: Source | None, scale: float) -> str | N
     value, odd = _number(rows, f"{name}_raw", src)
     missing = _missing(src)
     rows.states.append(
-        f"CASE WHEN {missing} THEN 0 WHEN {value} IS NULL THEN {odd} WHEN isfinite({value}) AND {value} >= 0 "
-        f"AND {value} * {scale} <= {MAX_TIMING_MS} THEN 0 ELSE {BAD} END"
+        f"CASE WHEN {missing} THEN {_absent(src, False)} WHEN {value} IS NULL THEN {odd} WHEN isfinite({value}) "
+        f"AND {value} >= 0 AND {value} * {scale} <= {MAX_TIMING_MS} THEN 0 ELSE {BAD} END"
     )
     return rows.once(name, f"CASE WHEN {missing} THEN NULL ELSE {value} * {scale} END")
 
@@ -287,7 +278,8 @@ def mapped_rows(
         value, odd = _number(rows, "_rel", sources[unit])
         scale = 1000.0 if unit == "ts_relative_s" else 1.0
         rows.states.append(
-            f"CASE WHEN {_missing(sources[unit])} THEN {BAD} WHEN {value} IS NULL THEN {odd} "
+            f"CASE WHEN {_missing(sources[unit])} THEN {_absent(sources[unit], True)} WHEN {value} IS NULL THEN {odd} "
+            f"{_true(sources[unit], value)}"
             f"WHEN isfinite({value}) AND {value} >= 0 AND {value} * {scale} < {MAX_EPOCH_MS} THEN 0 ELSE {BAD} END"
         )
         ts = rows.once("_ts", f"CASE WHEN isfinite({value}) THEN {start_ms} + round_even({value} * {scale}, 0) END")
@@ -310,11 +302,7 @@ def mapped_rows(
     model = "''"
     if "model" in sources:
         src = sources["model"]
-        if src.kind == JSON:
-            kind = rows.once("_model_type", f"json_type({src.sql})")
-            rows.states.append(f"CASE WHEN coalesce({kind}, 'NULL') IN ('VARCHAR', 'NULL') THEN 0 ELSE {DOUBT} END")
-            model = f"coalesce({_text(src)}, '')"
-        elif src.kind in (TEXT, NUMBER):
+        if src.kind in (TEXT, NUMBER):
             model = f"coalesce({src.sql}::VARCHAR, '')"
         else:
             rows.states.append(f"CASE WHEN {src.sql} IS NULL THEN 0 ELSE {DOUBT} END")
