@@ -21,6 +21,17 @@ ours / same, and the peak RSS (os.wait4, the process alone). n and p50/p90/p95/p
   python bench/bench_logs_formats.py --bad                    # the BOM / malformed / truncated twins as well
   git worktree add /tmp/before HEAD~1 && python bench/bench_logs_formats.py --before /tmp/before
                                                               # the previous code as a third contender
+  python bench/bench_logs_formats.py --matrix                 # the defect matrix's worst cells, 1 M requests
+  python bench/bench_logs_formats.py --matrix --requests 10000000 --reps 3 --cells rfc-clean-lf-plain-early,...
+
+--matrix runs cells of the defect matrix (tests/support/log_matrix.py: the same requests as JSON Lines, a gateway CSV,
+an RFC-4180 CSV and Parquet, with its defects) instead: by default each format's clean file and its worst cell (all
+its defects together, far, CRLF + BOM + .gz; for Parquet zstd with its count column stored as text) and the RFC CSV
+the issue names (BOM, CRLF, a quoted line break, a malformed line). Alternated, `--reps` times each, in fresh
+processes: `logs summarize --json` (its figures and named lines checked against the cell's truth: "exact", or how many
+figures differ) and DuckDB alone computing the same figures over the same file (ignore_errors, every needed column
+cast in SQL). Printed per cell: median and fastest wall time, median and minimum ratio ours / DuckDB, peak RSS of
+each, beside the issue's targets (≤ 1.3× on clean files, ≤ 1.5× on the worst cell, ≤ 1 GB peak everywhere).
 Files live in bench/out/ (made once; several GB at 10 M).
 """
 
@@ -230,13 +241,18 @@ def duckdb_child(fmt: str, path: str, bad: bool) -> None:
 
 def same_child(fmt: str, path: str, bad: bool) -> None:
     """DuckDB alone computing the figures `logs summarize` shows, in as few queries as it takes."""
+    same_figures(f"SELECT {SAME_COLUMNS[fmt]} FROM {_scan(fmt, path, bad)}", FORMATS[fmt][4] == "parquet")
+
+
+def same_figures(rows: str, columnar: bool) -> None:
+    """The figures `logs summarize` shows over `rows` (SQL: arrival ms, model, prompt, output and cached tokens,
+    TTFT ms), by DuckDB alone; prints {n, p: the prompt-token percentiles}."""
     import duckdb
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    rows = f"SELECT {SAME_COLUMNS[fmt]} FROM {_scan(fmt, path, bad)}"
     cols = "ts, model, p, o, c, ttft"
-    if FORMATS[fmt][4] == "parquet":  # columnar: each query reads only its columns
+    if columnar:  # columnar: each query reads only its columns
         con.execute(f"CREATE VIEW r({cols}) AS {rows}")
     else:  # text: parsed once
         con.execute(f"CREATE TEMP TABLE r({cols}) AS {rows}")
@@ -329,6 +345,125 @@ def compare(fmt: str, path: Path, reps: int, bad: bool, before: Path | None = No
     }
 
 
+_ALL_CAST = "read_csv('{path}', ignore_errors = true, all_varchar = true)"
+# matrix format → DuckDB's rows of a cell's file for same_figures: arrival ms, model, prompt, output, cached, TTFT ms
+MATRIX_SAME = {
+    "jsonl": "SELECT try_cast(created AS BIGINT) * 1000, model, try_cast(usage.prompt_tokens AS BIGINT), "
+    "try_cast(usage.completion_tokens AS BIGINT), coalesce(try_cast(usage.prompt_tokens_details.cached_tokens AS "
+    "BIGINT), 0), NULL::DOUBLE FROM read_json('{path}', format = 'newline_delimited', ignore_errors = true, "
+    "columns = {{created: 'VARCHAR', model: 'VARCHAR', usage: 'STRUCT(prompt_tokens VARCHAR, completion_tokens "
+    "VARCHAR, prompt_tokens_details STRUCT(cached_tokens VARCHAR))'}})",
+    "csv": "SELECT epoch_ms(try_cast(started AS TIMESTAMP)), llm, try_cast(tok_in_total AS BIGINT), "
+    "try_cast(tok_out AS BIGINT), try_cast(tok_in_hit AS BIGINT), try_cast(first_byte_ms AS DOUBLE) FROM " + _ALL_CAST,
+    "rfc": "SELECT epoch_ms(try_cast(timestamp AS TIMESTAMPTZ)), model, try_cast(prompt_tokens AS BIGINT), "
+    "try_cast(completion_tokens AS BIGINT), try_cast(cached_tokens AS BIGINT), try_cast(ttft_ms AS DOUBLE) FROM "
+    + _ALL_CAST,
+    "parquet": "SELECT epoch_ms(timestamp), model, try_cast(prompt_tokens AS BIGINT), completion_tokens, "
+    "cached_tokens, ttft_ms FROM read_parquet('{path}')",
+}
+
+
+def _matrix_cells() -> tuple[dict, list[str]]:
+    """({cell id: cell} of the cells --matrix can run, the ids it runs by default): each format's clean file and its
+    worst cell, the RFC CSV the issue names, and every cell of the test's quick and cover matrices."""
+    sys.path.insert(0, str(ROOT))
+    from tests.support.log_matrix import Cell
+    from tests.support.log_matrix_cells import cover_cells, quick_cells
+
+    values = ("text_count", "negative", "year_2999", "big_count")
+    light = {
+        "jsonl": ("malformed", "cut_tail", *values),
+        "csv": ("malformed", "cut_tail", *values, "inf_ttft", "nan_ttft", "qbreak"),
+        "rfc": ("malformed", "cut_tail", *values, "inf_ttft", "nan_ttft", "qbreak"),
+        "parquet": (*values, "inf_ttft", "nan_ttft"),
+    }
+    default = []
+    for fmt, defects in light.items():
+        text = fmt != "parquet"
+        default += [Cell(fmt), Cell(fmt, defects, crlf=text, bom=text, packing="gz" if text else "zst", far=True)]
+    default.append(Cell("rfc", ("malformed", "qbreak"), crlf=True, bom=True, far=True))
+    return {c.id: c for c in (*default, *quick_cells(), *cover_cells())}, [c.id for c in default]
+
+
+def matrix_make_child(requests: int, folder: Path, ids: list[str]) -> None:
+    """Write the cells into `folder` (tests/support/log_matrix.py) and add their truths to its truth.json."""
+    from dataclasses import asdict
+
+    from tests.support.log_matrix import LogMatrix
+
+    cells, _ = _matrix_cells()
+    folder.mkdir(parents=True, exist_ok=True)
+    index = folder / "truth.json"
+    known = json.loads(index.read_text()) if index.exists() else {}
+    m = LogMatrix(folder, requests)
+    for cell_id in ids:
+        t = time.perf_counter()
+        w = m.write(cells[cell_id])
+        known[cell_id] = {
+            "fmt": cells[cell_id].fmt,
+            "file": w.path.name,
+            "mapping": w.mapping,
+            "truth": asdict(w.truth),
+        }
+        print(
+            f"made {w.path.name} ({w.path.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:.0f} s", flush=True
+        )
+        index.write_text(json.dumps(known))
+    for base in folder.glob("base-*"):  # the unedited copies, kept only while the cells were made
+        base.unlink()
+
+
+def matrix(requests: int, reps: int, ids: list[str] | None) -> None:
+    """Each cell: `logs summarize --json` and DuckDB's same figures alternated `reps` times; ours checked against
+    the truth; the ratios and peak RSS printed."""
+    cells, default = _matrix_cells()  # first: it puts the checkout's tests/ on the path
+    from tests.support.log_matrix import Truth
+    from tests.support.log_matrix_cells import mismatches
+
+    ids = ids or default
+    unknown = [i for i in ids if i not in cells]
+    if unknown:
+        raise SystemExit(f"unknown cell(s): {', '.join(unknown)}; e.g. {', '.join(default[:3])}")
+    folder = OUT / f"matrix-{requests // 1000}k"
+    index = folder / "truth.json"
+    missing = [i for i in ids if i not in (json.loads(index.read_text()) if index.exists() else {})]
+    if missing:  # in a child process, so the contenders do not inherit the RSS of the writing
+        argv = [sys.executable, __file__, "--matrix-make", "--requests", str(requests), "--to", str(folder)]
+        subprocess.run([*argv, "--cells", ",".join(missing)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    known = json.loads(index.read_text())
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {reps} reps each, alternated")
+    print("targets: ours/DuckDB ≤ 1.3× on clean files, ≤ 1.5× on the worst cell, peak RSS ≤ 1,000 MB")
+    for cell_id in ids:
+        entry = known[cell_id]
+        path = folder / entry["file"]
+        argv = [str(Path(sys.executable).with_name("ttft-planner")), "logs", "summarize", "--json", str(path)]
+        for field, column in (entry["mapping"] or {}).items():
+            argv += ["--map", f"{field}={column}"]
+        ours, duck = [], []
+        try:
+            for _ in range(reps):
+                ours.append(_measured(argv))
+                duck.append(_measured([sys.executable, __file__, "--matrix-same", entry["fmt"], "--file", str(path)]))
+        except SystemExit as exc:  # a traceback or a refusal: said, and on to the next cell
+            print(f"{cell_id:<72} {str(exc)[-300:]}", flush=True)
+            continue
+        truth = Truth(**{**entry["truth"], "named": tuple(map(tuple, entry["truth"]["named"]))})
+        problems = sorted({p for o in ours for p in mismatches(truth, json.loads(o["stdout"]), path.name)})
+        ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(ours, duck, strict=True)]
+        print(
+            f"{cell_id:<72} n={truth.n:>10,} {'exact' if not problems else f'{len(problems)} differ'}  "
+            f"ours {statistics.median(o['wall_s'] for o in ours):6.2f} s (min {min(o['wall_s'] for o in ours):.2f})  "
+            f"DuckDB same figures {statistics.median(d['wall_s'] for d in duck):6.2f} s "
+            f"(min {min(d['wall_s'] for d in duck):.2f})  ratio median {statistics.median(ratios):.2f}× "
+            f"min {min(ratios):.2f}×  peak RSS ours {max(o['rss_mb'] for o in ours):,.0f} MB DuckDB "
+            f"{max(d['rss_mb'] for d in duck):,.0f} MB",
+            flush=True,
+        )
+        for problem in problems[:4]:
+            print(f"    {problem[:200]}")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=1_000_000)
@@ -346,9 +481,24 @@ def main() -> None:
     ap.add_argument("--same", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--make", choices=list(FORMATS), help=argparse.SUPPRESS)
     ap.add_argument("--to", help=argparse.SUPPRESS)
+    ap.add_argument("--matrix", action="store_true", help="run cells of the defect matrix instead (see above)")
+    ap.add_argument("--cells", help="with --matrix: comma-separated cell ids (default: each format's clean and worst)")
+    ap.add_argument("--matrix-make", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--matrix-same", choices=list(MATRIX_SAME), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.make:
         make_child(args.make, args.file, args.to)
+        return
+    if args.matrix_make:
+        matrix_make_child(args.requests, Path(args.to), args.cells.split(","))
+        return
+    if args.matrix_same:
+        same_figures(MATRIX_SAME[args.matrix_same].format(path=args.file), args.matrix_same == "parquet")
+        return
+    if args.matrix:
+        OUT.mkdir(parents=True, exist_ok=True)
+        compileall.compile_dir(str(ROOT / "planner"), quiet=1)
+        matrix(args.requests, args.reps, args.cells.split(",") if args.cells else None)
         return
     if args.child:
         (same_child if args.same else duckdb_child)(args.child, args.file, args.bad)

@@ -15,7 +15,8 @@ goes wrong; the rework removes each mark as it fixes the cell.
 Which cells: TTFT_PLANNER_MATRIX_CELLS=quick (the default, about half a minute), cover (a pairwise cover of the byte
 variants for every defect and pair, some minutes) or all (every combination, hours). How many rows:
 TTFT_PLANNER_MATRIX_ROWS (default 3,000; the marks are not strict at another size or set of cells). The 1 M-row run
-(some minutes for the default cells; at 1 M a CRLF gateway CSV with a cut tail names line 1,000,002 of 1,000,001):
+(a quarter of an hour for the default cells; before the reader's rework a CRLF gateway CSV with a cut tail named
+line 1,000,002 of 1,000,001 there):
 
     TTFT_PLANNER_MATRIX_ROWS=1000000 make test PYTEST_ARGS='-n 0 -p no:cacheprovider tests/planner/test_logs_matrix.py'
     TTFT_PLANNER_MATRIX_ROWS=1000000 .venv/bin/python -m pytest -n 0 tests/planner/test_logs_matrix.py   # no lint

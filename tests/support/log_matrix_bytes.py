@@ -65,8 +65,11 @@ _HUGE_WHY = r"16 ?mi?b|too long|too large|over"
 def bad_value(defect: str, fmt: str, seed: int) -> tuple[dict[str, Any], str]:
     """(the fields a bad-value or huge-field defect writes in a text format, by canonical name; the pattern the
     reason naming its line must match)."""
-    names = NAMES[fmt]
-    col = lambda f: re.escape(names.get(f, f))  # noqa: E731
+    names: dict[str, str] = NAMES[fmt]
+
+    def col(field: str) -> str:
+        return re.escape(names.get(field, field))
+
     json_file = fmt == "jsonl"
     if defect == "text_count":
         return {"prompt_tokens": "12a"}, rf"{col('prompt_tokens')}.*number"
