@@ -1,9 +1,15 @@
 """What-if: replay the team's own request log against candidate deployments in virtual time.
 
 deployment  typed candidate specs (serverless, dedicated + overflow) and the `--deployment` parser
+engines     engine=slots|vllm|sglang|llama.cpp: profiles (assets/engines.toml) and a batching step's costs
 trace       the request trace (arrivals, tokens), growth scaling, busiest day
-replay      the discrete-event replay (heap of slot-free times; no sleeping)
-results     percentiles overall and per hour, tail segments, targets met, GPU-hours, cost
+replay      the discrete-event replay (heap of slot-free times; no sleeping); a batching engine's goes to
+            batched (per replica) and steps (its scheduler, step by step); outcome holds what a replay gives
+interval    the prediction interval (speed levels, request jitter, the trace's size)
+results     percentiles overall and per hour, tail segments, targets met, GPU-hours, cost; regime its sentence
+handoff     what a candidate hands the worksheet (its p95's own segments)
+calibrate   measure a live endpoint into a spec (calibration, calibrate_steps); drift and on_record pool the
+            spread of every calibration on record
 proof       drive the simulated endpoint with the same trace and compare measured vs predicted
 """
 
