@@ -90,19 +90,19 @@ class Source:
 
 @dataclass
 class _Rows:
-    """Derived columns, each computed once per row over the relation (SELECT *, expr AS name), never failing."""
+    """Derived columns, each computed once per row over the relation, never failing."""
 
     derived: list[tuple[str, str]] = field(default_factory=list)
     states: list[str] = field(default_factory=list)  # each 0 (fine), BAD or DOUBT
 
     def once(self, name: str, expr: str) -> str:
-        self.derived.append((name, expr))
-        return name
+        self.derived.append((f"_m{name}", expr))  # _m_…: apart from the file's own column names
+        return f"_m{name}"
 
     def over(self, relation: str) -> str:
-        for name, expr in self.derived:
-            relation = f"SELECT *, {expr} AS {name} FROM ({relation})"
-        return relation
+        """The relation with the derived columns: one SELECT, each naming those before it (DuckDB's lateral column
+        aliases)."""
+        return f"SELECT *, {', '.join(f'{expr} AS {name}' for name, expr in self.derived)} FROM ({relation})"
 
 
 def _missing(src: Source) -> str:
