@@ -46,12 +46,18 @@ def json_error(exc: ValueError | RecursionError) -> str:
 
 
 def _first(pairs: list[tuple[str, object]]) -> dict:
-    """An object's keys, the first value of a key given twice (as DuckDB's JSON reader takes it), counted."""
-    out = dict(reversed(pairs))
-    if len(out) != len(pairs) and (notes := TIME_NOTES.get()) is not None:
-        notes.twice += 1
-        seen: set[str] = set()
-        notes.twice_key = notes.twice_key or next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    """An object's keys in order, the first value of a key given twice (as DuckDB's JSON reader takes it), counted."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        out, twice = {}, []
+        for key, value in pairs:
+            if key in out:
+                twice.append(key)
+            else:
+                out[key] = value
+        if (notes := TIME_NOTES.get()) is not None:
+            notes.twice += 1
+            notes.twice_key = notes.twice_key or twice[0]
     return out
 
 

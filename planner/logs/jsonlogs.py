@@ -78,7 +78,7 @@ def _sample(f: FileRead) -> tuple[list[dict], str]:
     for text in texts:
         if not text.strip():
             continue
-        rec = parse_json(text)
+        rec = parse_json(text.encode() if isinstance(text, str) else text)
         if isinstance(rec, str):
             why = why or rec
             continue

@@ -150,12 +150,14 @@ def _recode(path: Path | bytes, compression: str, encoding: str, folder: Path | 
     import codecs
 
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    parts: list[bytes] = []
     out = folder / f"recoded-{len(list(folder.iterdir()))}.utf8" if folder is not None else None
-    with open_bytes(path, compression) as src, open(out, "wb") if out is not None else io.BytesIO() as dst:
+    with open_bytes(path, compression) as src, open(out if out is not None else os.devnull, "wb") as dst:
+        write = dst.write if out is not None else parts.append
         while chunk := src.read(4 << 20):
-            dst.write(decoder.decode(chunk).encode("utf-8"))
-        dst.write(decoder.decode(b"", final=True).encode("utf-8"))
-        return out if out is not None else dst.getvalue()
+            write(decoder.decode(chunk).encode("utf-8"))
+        write(decoder.decode(b"", final=True).encode("utf-8"))
+    return out if out is not None else b"".join(parts)
 
 
 def _kind(head: bytes) -> str:

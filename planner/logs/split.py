@@ -221,13 +221,13 @@ class _Walk:  # noqa: PLR0902 - the state one pass carries across windows
             keep[k] = not self.blank(int(starts[k]), int(ends[k]))
         return keep
 
-    def found(self, starts: Any, ends: Any, first: Any, k: int) -> Found:
+    def found(self, starts: Any, ends: Any, first: Any, k: Any) -> Found:
         start, end = int(starts[k]), int(ends[k])
         return Found(int(first[k]), self.text(start, end), end - start, start)
 
 
 def locate(
-    path: Path,
+    path: Path | bytes,
     compression: str,
     grammar: str,
     places: Sequence[int],
