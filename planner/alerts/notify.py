@@ -24,6 +24,7 @@ from planner.alerts.rules import AlertKind, Rule, Transition
 from planner.alerts.words import KIND_WHAT, format_value, series_where, target_words
 from planner.email_address import parse_address_list
 from planner.env_names import shown_env_name
+from planner.errors import PlannerError
 from planner.untrusted import mask_secret
 from planner.urls import UrlError, check_url
 
@@ -135,7 +136,7 @@ def channels_of(rule: Rule) -> list[tuple[str, str]]:
     return out
 
 
-class DeliveryError(RuntimeError):
+class DeliveryError(PlannerError, RuntimeError):
     """One notification not delivered; the message is one line naming the channel's variable, addresses or SMTP
     host, never a URL or a password."""
 

@@ -59,3 +59,17 @@ def test_one_catalog_error_for_regions_and_providers():
     from planner import providers, regions
 
     assert regions.CatalogError is providers.CatalogError is CatalogError
+
+
+def test_the_tree_in_errors_docstring_names_every_planner_error():
+    """planner/errors.py's docstring draws the exception tree by what a reader of the message can do: a new error class
+    (or a renamed one) is drawn there too."""
+    import planner.errors
+
+    doc = planner.errors.__doc__ or ""
+    missing = [
+        f"{e.__module__}.{e.__qualname__}"
+        for e in _own_exceptions()
+        if issubclass(e, PlannerError) and not e.__name__.startswith("_") and e.__name__ not in doc
+    ]
+    assert not missing, f"not in planner/errors.py's tree: {missing}"
