@@ -35,6 +35,7 @@ The tree, by what the person reading the message can do (tests/planner/test_erro
     │   ├── HttpReadError (http_read)     a bounded HTTP read
     │   ├── DeliveryError (alerts.notify) an alert's webhook or e-mail
     │   ├── SimulatorStartError (simulator.runner), ProbeProcessError (worker.probe_pool)  a process of ours
+    │   ├── StepWaitTooLong, StepOverflow (whatif.steps)  a replayed replica that cannot keep up or hold a request
     │   └── ProbeFault (probes.errors)    a probe's internal hand-off (never leaves the probe: a sample says it)
     └── a credential is missing — set it (MissingApiKey → MissingAwsCredentials, MissingGoogleCredentials)
 """

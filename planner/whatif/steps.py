@@ -29,6 +29,7 @@ from heapq import heappop, heappush
 
 import numpy as np
 
+from planner.errors import PlannerError
 from planner.whatif.engines import StepCosts
 
 __all__ = ["ReplicaSteps", "StepConfig", "StepOverflow", "StepWaitTooLong", "kv_blocks_needed", "replay_replica"]
@@ -47,7 +48,7 @@ class StepConfig:
     kv_blocks: int = 0
 
 
-class StepWaitTooLong(Exception):
+class StepWaitTooLong(PlannerError, RuntimeError):
     """A request waited longer than the limit for its first step: the replica cannot keep up (arrival, wait in ms)."""
 
     def __init__(self, arrival_ms: float, wait_ms: float) -> None:
@@ -56,7 +57,7 @@ class StepWaitTooLong(Exception):
         self.wait_ms = wait_ms
 
 
-class StepOverflow(Exception):
+class StepOverflow(PlannerError, RuntimeError):
     """A request needs more KV blocks than the replica has (its index in the replica's requests, blocks needed)."""
 
     def __init__(self, index: int, blocks: int) -> None:
