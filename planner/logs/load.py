@@ -161,6 +161,17 @@ class RequestTable:
         for batch in reader:
             yield self._frame(batch)
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' arrival (UTC epoch ms), prompt, cached (at most the prompt) and output tokens as float64
+        arrays in arrival order, ties in load order: what a replay needs, and nothing else, out of DuckDB."""
+        self.flush()
+        got = self.con.execute(
+            f"SELECT ts_ms::DOUBLE, prompt_tokens::DOUBLE, least(cached_tokens, prompt_tokens)::DOUBLE, "
+            f"output_tokens::DOUBLE FROM {self.name} ORDER BY ts_ms, rowid"
+        ).fetchnumpy()
+        a, p, c, o = (np.asarray(v, dtype=np.float64) for v in got.values())
+        return a, p, c, o
+
     def zero_output_since(self, mark: int) -> int:
         """Rows loaded since mark() with 0 output tokens (BurstGPT's failed requests)."""
         self.flush()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -131,25 +131,29 @@ def read_trace(
     Raises TraceError naming the file(s) when nothing in them can be read as requests with arrival times.
     """
     from planner.logs import read_logs
-    from planner.logs.load import return_freed_heap
+    from planner.logs.load import RequestTable, connect, return_freed_heap
     from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 
     files = [Path(p) for p in paths]
     label = ", ".join(f.name for f in files[:3]) + (" …" if len(files) > 3 else "")
     blocks = DEFAULT_CACHE_BLOCKS if cache_blocks is None else cache_blocks  # read_logs' own default when unset
+    con = connect(keep_order=True)  # the requests into DuckDB (spilling to disk), then only the replay's four columns
     try:
-        res = read_logs(files, fmt=fmt, mapping=mapping, tz=tz, start=start, progress=progress, cache_blocks=blocks)
+        table = RequestTable(con)
+        res = read_logs(
+            files, fmt=fmt, mapping=mapping, tz=tz, start=start, progress=progress, cache_blocks=blocks, sink=table
+        )
+        arrival, prompt, cached, output = table.arrays()
     except (OSError, ValueError) as exc:
         reason = str(exc).removeprefix("Nothing could be read: ")
         raise TraceError(
             f"{label}: cannot read the log as a request trace: each request needs an arrival timestamp and "
             f"token counts ({reason})"
         ) from None
-    trace = trace_from_frame(res.frame, source=label)
-    notes = tuple(res.notes)
-    del res  # the request frame: gone before the replay allocates its own arrays
+    finally:
+        con.close()
     return_freed_heap()
-    return replace(trace, notes=notes)
+    return Trace(arrival, prompt, cached, output, label, notes=tuple(res.notes))
 
 
 def read_trace_file(path: str | Path, tz: str = "UTC") -> Trace:
