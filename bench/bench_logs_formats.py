@@ -459,7 +459,7 @@ def matrix(requests: int, reps: int, ids: list[str] | None) -> None:
             f"{max(d['rss_mb'] for d in duck):,.0f} MB",
             flush=True,
         )
-        for problem in problems[:4]:
+        for problem in problems[:10]:
             print(f"    {problem[:200]}")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
