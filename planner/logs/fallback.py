@@ -100,7 +100,7 @@ class RecordReader:
     mapped: Callable[[Mapping], Row] | None = None
     header: Sequence[str] = ()  # a CSV file's columns
     delimiter: str = ","
-    limit: int = 32 << 20  # a record longer is not read
+    limit: int = 16 << 20  # a record longer is not read
 
     def record(self, rec: Mapping) -> Iterator[Row | str]:
         """The rows of one parsed record (an OTel export holds many spans), or the reason it is not one, or

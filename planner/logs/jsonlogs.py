@@ -192,7 +192,7 @@ def read_json(f: FileRead) -> None:
     fmt_arg = "array" if log.kind == ARRAY else "newline_delimited"
 
     def scan(lf: LogFile, attempt: int) -> str:
-        limit = f.policy.max_line_bytes // 2  # DuckDB's JSON reader reads a line of up to twice this, then fails
+        limit = f.line_limit // 2  # DuckDB's JSON reader reads a line of up to twice this, then fails
         return (
             f"SELECT *, ordinality - 1 AS _place FROM read_json({literal(str(lf.path))}, format = '{fmt_arg}', "
             f"columns = {spec}, ignore_errors = true, compression = '{lf.compression}', "
@@ -229,7 +229,7 @@ def _array_texts(f: FileRead, wanted: set[int] | None = None, limit: int | None 
     where += "" if limit is None else f" LIMIT {int(limit)}"
     rel = con.cursor().execute(
         f"SELECT ordinality, json::VARCHAR FROM read_json_objects({literal(str(f.log.path))}, format = 'array', "
-        f"ignore_errors = true, compression = '{f.log.compression}', maximum_object_size = {f.policy.max_line_bytes}) "
+        f"ignore_errors = true, compression = '{f.log.compression}', maximum_object_size = {f.line_limit // 2}) "
         f"WITH ORDINALITY {where}"
     )
     while batch := rel.fetchmany(4096):

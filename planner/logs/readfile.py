@@ -22,8 +22,10 @@ from planner.logs.context import (
 from planner.logs.fallback import SKIPPED, RecordReader, too_long
 from planner.logs.load import RequestTable, Verdicts, load
 from planner.logs.opening import (
+    ARRAY,
     CSV,
     DEFAULT_MAX_BYTES,
+    JSONL,
     LogFile,
 )
 from planner.logs.records import TIME_NOTES, Rejections, Row, TimeNotes, dig, shift_hours
@@ -53,13 +55,14 @@ class ReaderPolicy:
 
     engine: "duckdb" (DuckDB reads and checks every record it can map, the Python record reader only the records
     it leaves) or "python" (the Python record reader reads every record: the fallback alone, to hold the two equal).
-    max_line_bytes: a record longer is named, not read (32 MiB: what DuckDB's JSON reader holds at its default
-    maximum_object_size, and its CSV reader's max_line_size). window_bytes: the splitter reads this much at a time.
+    max_line_bytes: a CSV record longer is named, not read (16 MiB: DuckDB's CSV reader is set to stop there); a JSON
+    line is named past twice this (32 MiB: DuckDB's JSON reader reads a line of up to twice its maximum_object_size,
+    which it takes no lower than 16 MiB). window_bytes: the splitter reads this much at a time.
     memory_limit: DuckDB's, for the private table of a read without a sink.
     """
 
     engine: str = "duckdb"
-    max_line_bytes: int = 32 << 20
+    max_line_bytes: int = 16 << 20
     window_bytes: int = 16 << 20
     memory_limit: str = "640MB"
 
@@ -127,7 +130,12 @@ class FileRead:
             ts0 = self.ctx.start_ms() if relative_times(mapping) else 0
             prefix = self.ctx.prefix(mapping)
             mapped = lambda rec: self.ctx.extract(rec, mapping, get, ts0, prefix)  # noqa: E731
-        return RecordReader(fmt, self.ctx.tz, mapped, limit=self.policy.max_line_bytes, **kw)
+        return RecordReader(fmt, self.ctx.tz, mapped, limit=self.line_limit, **kw)
+
+    @property
+    def line_limit(self) -> int:
+        """The bytes a record of this file may hold (ReaderPolicy.max_line_bytes; twice that for a JSON line)."""
+        return self.policy.max_line_bytes * (2 if self.log.kind in (JSONL, ARRAY) else 1)
 
 
 def sql_ready(mapping: Mapping[str, str]) -> bool:
@@ -179,10 +187,10 @@ def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping
             grammar,
             masked,
             window=f.policy.window_bytes,
-            limit=f.policy.max_line_bytes,
+            limit=f.line_limit,
             delimiter=f.delimiter,
         ):
-            f.out.reject(f.label, found.line, too_long(f.policy.max_line_bytes))
+            f.out.reject(f.label, found.line, too_long(f.line_limit))
         log = f.log = LogFile(masked, log.label, "zstd", log.kind, log.head)
     return None
 
@@ -203,7 +211,7 @@ def explain(
         [at for at, _ in got.refused],
         rows,
         window=f.policy.window_bytes,
-        keep=f.policy.max_line_bytes + 1,
+        keep=f.line_limit + 1,
         delimiter=f.delimiter,
     )
     if found is None:
@@ -263,7 +271,7 @@ def read_text_in_python(f: FileRead, reader: RecordReader, grammar: str, skip_he
         f.log.compression,
         grammar,
         window=f.policy.window_bytes,
-        keep=f.policy.max_line_bytes + 1,
+        keep=f.line_limit + 1,
         delimiter=f.delimiter,
     )
     if skip_header:

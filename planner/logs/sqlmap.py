@@ -178,8 +178,7 @@ def _time(rows: _Rows, name: str, src: Source, required: bool, shifts: str) -> t
         at = f"{src.sql}::TIMESTAMPTZ" if src.kind == TIME else f"{src.sql}::TIMESTAMP::TIMESTAMPTZ"
         ms = f"round_even(epoch_us({at}) / 1000.0, 0)"
         odd = str(BAD)
-        if src.kind == WALL:
-            note = _wall_note(src.sql, at, shifts)
+        note = _wall_note(src.sql, at, shifts) if src.kind == WALL else str(ZONED)
     else:
         ms, odd = "NULL::DOUBLE", str(BAD)
     value = rows.once(name, f"CASE WHEN {missing} THEN NULL ELSE {ms} END")

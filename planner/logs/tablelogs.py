@@ -8,7 +8,8 @@ a mapping SQL does not map (prompt text to count, hash_ids to replay), go to the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 
 from planner.logs import split
 from planner.logs.context import (
@@ -35,7 +36,7 @@ from planner.logs.readfile import (
     sql_ready,
 )
 from planner.logs.records import TimeNotes
-from planner.logs.sqlmap import BAD, TEXT, Source, kind_of
+from planner.logs.sqlmap import BAD, NUMBER, TEXT, TIME, WALL, Source, kind_of
 
 __all__ = ["read_csv", "read_parquet"]
 
@@ -88,7 +89,7 @@ def read_csv(f: FileRead) -> None:
         ctx.res.columns[f.label], ctx.res.formats[f.label] = header, record_fmt
         read_text_in_python(
             f,
-            RecordReader(record_fmt, ctx.tz, header=header, delimiter=delimiter, limit=f.policy.max_line_bytes),
+            RecordReader(record_fmt, ctx.tz, header=header, delimiter=delimiter, limit=f.line_limit),
             split.CSV,
             True,
         )
@@ -102,19 +103,19 @@ def read_csv(f: FileRead) -> None:
     if f.policy.engine == "python" or not sql_ready(used):
         read_text_in_python(f, reader, split.CSV, True)
     else:
-        names = "{" + ", ".join(f"{literal(c)}: 'VARCHAR'" for c in header) + "}"
-
-        limit = f.policy.max_line_bytes
+        types, sources, when = _csv_types(f, header, delimiter, used)
+        names = "{" + ", ".join(f"{literal(c)}: {literal(types.get(c, 'VARCHAR'))}" for c in header) + "}"
+        limit = f.line_limit
 
         def scan(lf: LogFile, attempt: int) -> str:
             return (
                 f"SELECT *, ordinality - 1 AS _place FROM read_csv({literal(str(lf.path))}, columns = {names}, "
                 f"header = true, auto_detect = false, delim = {literal(delimiter)}, quote = '\"', escape = '\"', "
                 f"strict_mode = true, ignore_errors = true, store_rejects = true, max_line_size = {limit}, "
-                f"buffer_size = {2 * limit}, compression = '{lf.compression}') WITH ORDINALITY"
+                f"buffer_size = {8 * limit}, compression = '{lf.compression}'{when}) WITH ORDINALITY"
             )
 
-        got = load_file(f, scan, {k: Source(quoted(v), TEXT) for k, v in used.items()})
+        got = load_file(f, scan, sources)
         if got is None:  # DuckDB cannot read it (mixed line ends, say): every record in Python
             read_text_in_python(f, reader, split.CSV, True)
         else:
@@ -127,6 +128,63 @@ def read_csv(f: FileRead) -> None:
     if f.out.table.mark() == mark and f.out.n_rejected == before:
         f.out.reject(f.label, 0, f"a header ({', '.join(header[:6])}{' …' if len(header) > 6 else ''}) and no rows")
     _burstgpt(f, fmt_name, mark)
+
+
+_NUMERIC = ("prompt_tokens", "prompt_tokens_uncached", "cached_tokens", "output_tokens", "ttft_ms", "ttft_s")
+_NUMERIC += ("duration_ms", "duration_s", "ts_relative_s", "ts_relative_ms")
+_NUMBER_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+# DuckDB strptime formats an arrival column may be written in, and how the time it gives is placed: "wall" a time in
+# the log's zone, "utc" a time written with Z, "zoned" one with its offset (%z, a TIMESTAMPTZ)
+_TIME_FORMATS = tuple(
+    (date + sep + clock + frac + zone, place)
+    for zone, place in (("", "wall"), ("Z", "utc"), ("%z", "zoned"))
+    for date in ("%Y-%m-%d",)
+    for sep in (" ", "T")
+    for clock in ("%H:%M:%S",)
+    for frac in (".%f", "")
+)
+
+
+def _csv_types(
+    f: FileRead, header: list[str], delimiter: str, used: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, Source], str]:
+    """({column: DuckDB type}, {field: Source}, the read_csv option for times) of a CSV file under a mapping: a
+    column the file's first records write as plain numbers read as DOUBLE, an arrival column in one strptime format
+    as a timestamp (DuckDB's CSV reader parses these far faster than text converted in SQL); any other as text. A
+    value that does not fit its column's type makes DuckDB's CSV reader refuse the record, which the Python record
+    reader then reads or names, so the rule stays records.py's."""
+    from planner.logs.fallback import csv_fields
+
+    rows = []
+    for line in f.log.head.split(b"\n")[1:-1][:200]:
+        values = csv_fields(line.rstrip(b"\r"), delimiter)
+        if not isinstance(values, str) and len(values) == len(header):
+            rows.append(dict(zip(header, values, strict=True)))
+    types: dict[str, str] = {}
+    sources: dict[str, Source] = {}
+    when = ""
+    for name, col in used.items():
+        values = [r[col] for r in rows if r[col] != ""]
+        sources[name] = Source(quoted(col), TEXT)
+        if not values or types.get(col, "VARCHAR") != "VARCHAR":
+            continue
+        if name in _NUMERIC and all(_NUMBER_TEXT.fullmatch(v) for v in values):
+            types[col], sources[name] = "DOUBLE", Source(quoted(col), NUMBER)
+        elif name == "ts" and not when and (found := _time_format(f, values)) is not None:
+            fmt, place = found
+            types[col] = "TIMESTAMPTZ" if place == "zoned" else "TIMESTAMP"
+            sql = f"timezone('UTC', {quoted(col)})" if place == "utc" else quoted(col)
+            sources[name] = Source(sql, WALL if place == "wall" else TIME)
+            when = f", timestampformat = {literal(fmt)}"
+    return types, sources, when
+
+
+def _time_format(f: FileRead, values: list[str]) -> tuple[str, str] | None:
+    """(the first strptime format every sampled time fits, how its times are placed), or None: one query."""
+    sample = "[" + ", ".join(literal(v) for v in values) + "]"
+    checks = ", ".join(f"bool_and(try_strptime(v, {literal(fmt)}) IS NOT NULL)" for fmt, _ in _TIME_FORMATS)
+    fits = f.out.table.con.execute(f"SELECT {checks} FROM unnest({sample}) t(v)").fetchall()[0]
+    return next((found for found, ok in zip(_TIME_FORMATS, fits, strict=True) if ok), None)
 
 
 def _parquet_columns(f: FileRead) -> list[str] | None:

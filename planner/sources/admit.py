@@ -21,13 +21,12 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from planner.logs.records import FUTURE_SKEW_MS, MAX_EPOCH_MS, MAX_TOKENS
+from planner.logs.records import FUTURE_SKEW_MS, MAX_EPOCH_MS, MAX_TIMING_MS, MAX_TOKENS
 
 __all__ = ["FUTURE_SKEW_MS", "MAX_TIMING_MS", "admit", "problem", "start_problem"]
 
 # FUTURE_SKEW_MS (a day): clocks disagree by seconds, time zones by hours; a day ahead is not a clock skew. It lives
 # beside MAX_EPOCH_MS so the store (a layer below) reads the same window (planner.store.source_hours.newest_ms).
-MAX_TIMING_MS = 7 * 24 * 3_600_000  # a week: no streamed request waits longer for its first token or its end
 
 
 def _timing_problem(value: Any, field: str) -> str | None:

@@ -128,7 +128,7 @@ def test_duckdb_names_and_reads_what_the_python_record_reader_does(tmp_path, pac
 
 def test_a_line_over_the_size_limit_is_named_by_both_readers(tmp_path):
     lines = [line(chat(i)) for i in range(6)]
-    lines[2] = line({"created": 1764000000, "note": "x" * (ReaderPolicy().max_line_bytes + 10)})  # past DuckDB's buffer
+    lines[2] = line({"created": 1764000000, "note": "x" * (2 * ReaderPolicy().max_line_bytes + 10)})  # past DuckDB's
     lines[4] = b'{"a": "abc'
     path = tmp_path / "long.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
