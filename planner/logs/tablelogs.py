@@ -130,8 +130,10 @@ def read_csv(f: FileRead) -> None:
     _burstgpt(f, fmt_name, mark)
 
 
-_NUMERIC = ("prompt_tokens", "prompt_tokens_uncached", "cached_tokens", "output_tokens", "ttft_ms", "ttft_s")
-_NUMERIC += ("duration_ms", "duration_s", "ts_relative_s", "ts_relative_ms")
+_NUMERIC = frozenset(
+    ("prompt_tokens", "prompt_tokens_uncached", "cached_tokens", "output_tokens", "ttft_ms", "ttft_s")
+    + ("duration_ms", "duration_s", "ts_relative_s", "ts_relative_ms")
+)
 _NUMBER_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 # DuckDB strptime formats an arrival column may be written in, and how the time it gives is placed: "wall" a time in
 # the log's zone, "utc" a time written with Z, "zoned" one with its offset (%z, a TIMESTAMPTZ)
