@@ -39,6 +39,7 @@ def step_config(dep: Dedicated, speed: float = 1.0) -> StepConfig:
         mixed=bool(dep.mixed),
         max_seqs=dep.slots_per_replica,
         kv_blocks=dep.kv_blocks,
+        prompt_tail=dep.prompt_tail,
     )
 
 

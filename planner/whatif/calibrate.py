@@ -48,7 +48,7 @@ from planner.probes.warmup import warm_up
 from planner.sweep.run import SweepSpec, run_sweep
 from planner.whatif.calibrate_steps import StepFit, decode_steps, fit_step_line, prompts_under_load
 from planner.whatif.calibration import DISAGREE_FRACTION, Calibration
-from planner.whatif.engines import ENGINES, profile
+from planner.whatif.engines import ENGINES, StepCosts, profile
 
 __all__ = ["DISAGREE_FRACTION", "Calibration", "calibrate"]
 
@@ -294,15 +294,16 @@ async def _check_steps(
         step_s=lone_step / 1000,
         sleep=pause,
     )
-    a_ms = 1000.0 / cal.prefill.prefill_tokens_per_s
-    # a lone request's TTFT is intercept + a × counted tokens = rtt + one step of its prompt: rtt = intercept − step
-    rtt = cal.prefill.intercept_ms - step.step_ms
+    costs = StepCosts(step.step_ms, 1000.0 / cal.prefill.prefill_tokens_per_s, step.decode_token_ms)
+    tail = profile(cal.engine).prompt_tail
+    # a lone request's TTFT is intercept + a × counted tokens = rtt + its prompt's steps (one, or two with a tail)
+    rtt = cal.prefill.intercept_ms - costs.step_ms * (2 if tail else 1)
     residuals = []
     for s in samples:
         if not s.ok or s.ttft_ms is None:
             continue
         tokens = s.prompt_tokens if s.prompt_tokens else (s.prompt_tokens_requested or 0) + cal.prompt_overhead_tokens
-        predicted = rtt + lone_step / 2 + step.step_ms + a_ms * tokens + step.decode_token_ms * load
+        predicted = rtt + lone_step / 2 + costs.lone_prompt_ms(tokens, load, tail)
         if predicted > 0:
             residuals.append(s.ttft_ms / predicted - 1)
     return replace(step, load=load, residuals=tuple(residuals))

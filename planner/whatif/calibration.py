@@ -113,10 +113,13 @@ class Calibration:
             if self.step is not None:
                 decode = 1000.0 / max(self.step.step_ms + self.step.decode_token_ms, 1e-6)
             step_ms = min(step_ms, 1000.0 / decode)
-            overhead = max(0.0, self.prompt_overhead_tokens + min(0.0, icpt - step_ms) * rate / 1000.0)
+            # A lone prompt takes one step, or two where the engine runs its tail in a step of its own: the
+            # intercept less those steps' fixed cost is the rtt.
+            steps_ms = step_ms * (2 if profile(self.engine).prompt_tail else 1)
+            overhead = max(0.0, self.prompt_overhead_tokens + min(0.0, icpt - steps_ms) * rate / 1000.0)
             return (
                 f"dedicated:name={name},engine={self.engine},replicas=1,slots={self.spec_slots},prefill={rate:.0f},"
-                f"decode={decode:.2f},step_ms={step_ms:.2f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - step_ms):.0f},"
+                f"decode={decode:.2f},step_ms={step_ms:.2f},usd_per_gpu_h=0,gpus=1,rtt={max(0.0, icpt - steps_ms):.0f},"
                 f"overhead_tokens={overhead:.0f},{spread}"
             )
         # The fixed server time holds the slot: it moves from rtt into overhead tokens at the prefill rate.

@@ -136,7 +136,8 @@ class Dedicated:
         "llama.cpp") replayed step by step (planner.whatif.steps), whose knobs are: slots = most sequences running
         per replica; max_num_batched_tokens = token budget of one step (tokens); chunked_prefill, mixed (0/1);
         block_size (tokens) and kv_blocks (KV cache blocks per replica, 0 = not limiting); step_ms = fixed cost of a
-        step (ms; None: the engine profile's share of a lone decode step). See planner.whatif.engines.
+        step (ms; None: the engine profile's share of a lone decode step); prompt_tail = a prompt's last tokens run in
+        a step after the rest of it (tokens; llama.cpp on a model it checkpoints: 4). See planner.whatif.engines.
     routing: how a router spreads requests over the replicas ("round-robin", "least-loaded", "session", "prefix",
         as `ttft-planner prefix` replays them); set, each replica keeps its own prefix cache (planner.whatif.routing)
         and queues its own requests. None: one FIFO queue over every slot and the log's cached tokens, as before.
@@ -163,6 +164,7 @@ class Dedicated:
     block_size: int = 16
     kv_blocks: int = 0
     step_ms: Figure | None = None
+    prompt_tail: int = 0
     routing: str | None = None
     eviction: str | None = None
 
@@ -288,9 +290,18 @@ KEY_RULES: dict[str, Rule] = {
     "block_size": KV_BLOCK_TOKENS,
     "kv_blocks": Rule(0, 100_000_000, integer=True, unit="blocks"),  # 0: the KV cache does not limit admission
     "step_ms": STEP_MS,
+    "prompt_tail": Rule(0, 65_536, integer=True, unit="tokens"),  # 0: a prompt's last token ends its body's step
 }
 #: A batching engine's knobs (spec keys that only a batching engine takes; `slots` is its most running sequences).
-BATCHING_KEYS = ("max_num_batched_tokens", "chunked_prefill", "mixed", "block_size", "kv_blocks", "step_ms")
+BATCHING_KEYS = (
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "mixed",
+    "block_size",
+    "kv_blocks",
+    "step_ms",
+    "prompt_tail",
+)
 _ENGINE = "engine"  # the "unit" of the engine key in DEDICATED_KEYS: a name, not a number
 _NAME = "name"  # the "unit" of routing= and eviction=: one of NAMED_KEYS[key]
 #: The keys whose value is a name from a list: the prefix replay's routing policies and the cache's eviction rules.
@@ -336,6 +347,7 @@ DEDICATED_KEYS: dict[str, tuple[str, str | None]] = {
     "block_size": ("block_size", None),
     "kv_blocks": ("kv_blocks", None),
     "step_ms": ("step_ms", "ms"),
+    "prompt_tail": ("prompt_tail", None),
     "routing": ("routing", _NAME),
     "eviction": ("eviction", _NAME),
 }
@@ -436,7 +448,7 @@ def _engine_defaults(spec: str, pairs: dict[str, str]) -> None:
             )
         return
     prof = profile(engine)
-    for key in ("slots", "max_num_batched_tokens", "chunked_prefill", "mixed", "block_size"):
+    for key in ("slots", "max_num_batched_tokens", "chunked_prefill", "mixed", "block_size", "prompt_tail"):
         pairs.setdefault(key, str(getattr(prof, key)))
 
 
@@ -456,7 +468,7 @@ def parse_deployment(
     overhead tokens and speed spreads default to the dedicated ones);
     dedicated `engine=vllm|sglang|llama.cpp` (a continuous-batching engine replayed step by step; `slots` is then its
     most running sequences) with its knobs `max_num_batched_tokens=`, `chunked_prefill=0|1`, `mixed=0|1`,
-    `block_size=`, `kv_blocks=`, `step_ms=` (defaults from assets/engines.toml; see planner.whatif.engines);
+    `block_size=`, `kv_blocks=`, `step_ms=`, `prompt_tail=` (defaults from assets/engines.toml; see planner.whatif.engines);
     dedicated `routing=round-robin|least-loaded|session|prefix` (each replica then keeps its own prefix cache and
     queue: planner.whatif.routing) and `eviction=tail-first|radix-leaf|lru` (default: the engine's rule).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}

@@ -30,8 +30,9 @@ BATCHING_ENGINES = ENGINES[1:]
 @dataclass(frozen=True)
 class EngineProfile:
     """One engine's scheduler defaults (see assets/engines.toml): token budget per step (tokens), chunked prefill
-    and mixed steps (0/1), running sequences per replica, KV block size (tokens), and the fixed share of a lone
-    decode step (fraction), with where they come from."""
+    and mixed steps (0/1), running sequences per replica, KV block size (tokens), the fixed share of a lone
+    decode step (fraction), with where they come from, and the prompt's last tokens run in a step after the rest
+    (prompt_tail, tokens; 0 = none: planner.whatif.steps)."""
 
     key: str
     label: str
@@ -42,6 +43,7 @@ class EngineProfile:
     block_size: int
     fixed_share: float
     source: str
+    prompt_tail: int = 0
 
 
 @cache
@@ -59,6 +61,7 @@ def profiles() -> dict[str, EngineProfile]:
             block_size=int(e["block_size"]),
             fixed_share=float(e["fixed_share"]),
             source=e["source"],
+            prompt_tail=int(e.get("prompt_tail", 0)),
         )
         for e in data["engine"]
     }
@@ -80,6 +83,13 @@ class StepCosts:
     step_ms: float
     prompt_token_ms: float
     decode_token_ms: float
+
+    def lone_prompt_ms(self, prompt_tokens: float, decode_tokens: float, prompt_tail: int = 0) -> float:
+        """A prompt's time from its first step to its first token when nothing else prefills (ms): one step with the
+        prompt and `decode_tokens` running decodes, or two when the engine runs the prompt's last `prompt_tail`
+        tokens in a step of their own (planner.whatif.steps)."""
+        steps = 2 if 0 < prompt_tail < prompt_tokens else 1
+        return self.step_time_ms(prompt_tokens, decode_tokens) + (steps - 1) * self.step_time_ms(0, decode_tokens)
 
     def scaled(self, factor: float) -> StepCosts:
         """Every cost × `factor` (a slower engine: factor > 1)."""

@@ -15,6 +15,13 @@ it is longer than the whole budget). The step then takes `StepCosts.step_time_ms
 request whose prompt's last chunk was in it has its first token at the step's end, so a new request's first token
 waits on the decodes in flight. A request leaves after its output tokens − 1 further decode tokens.
 
+`prompt_tail` (tokens, 0 = none): the engine runs a prompt's last that many tokens in a step after the rest of it.
+llama.cpp's server does so for a model whose KV cache it checkpoints (sliding-window attention, hybrid or recurrent
+models such as Gemma 3): it stops filling a prompt's batch 4 tokens before its end so that a checkpoint can be taken
+there (llama.cpp PR 20288), and the last 4 go in the next iteration, with whatever that iteration admits. So a
+prompt's first token waits for the next step too, and a prompt arriving while another's body runs shares that step
+with the other's tail: the first request's first token then waits for the second's whole prompt.
+
 Speed: runs of decode-only steps (nothing waiting that could be admitted) are taken in one jump up to the next
 completion or arrival, so the loop turns about three times per request plus once per prompt chunk, whatever the
 output lengths (bench/bench_step_replay.py measures a million requests).
@@ -38,7 +45,8 @@ __all__ = ["ReplicaSteps", "StepConfig", "StepOverflow", "StepWaitTooLong", "kv_
 @dataclass(frozen=True)
 class StepConfig:
     """One replica's scheduler: step costs, token budget per step (tokens), chunked prefill and mixed steps,
-    most running sequences, and KV blocks (0 = not limiting)."""
+    most running sequences, KV blocks (0 = not limiting), and the prompt's last tokens run in a step of their own
+    (prompt_tail, tokens; 0 = none: see the module docstring)."""
 
     costs: StepCosts
     max_num_batched_tokens: int
@@ -46,6 +54,7 @@ class StepConfig:
     mixed: bool
     max_seqs: int
     kv_blocks: int = 0
+    prompt_tail: int = 0
 
 
 class StepWaitTooLong(PlannerError, RuntimeError):
@@ -107,6 +116,11 @@ def replay_replica(
             raise StepOverflow(need.index(worst), worst)
     free = cfg.kv_blocks if limited else 0
     rem = [p if p >= 1.0 else 1.0 for p in prompt_tokens]
+    # A prompt longer than the tail runs its body first; its tail is put back to prefill in the next step.
+    tail_of = float(cfg.prompt_tail)
+    tail = [tail_of if x > tail_of else 0.0 for x in rem] if tail_of > 0 else None
+    if tail is not None:
+        rem = [x - t for x, t in zip(rem, tail, strict=True)]
     start = [0.0] * n
     first = [0.0] * n
     end = [0.0] * n
@@ -200,6 +214,16 @@ def replay_replica(
                 ptok += left
                 left = 0
                 still.append(r)
+        if tail is not None:
+            done = []
+            for r in finished:
+                if tail[r] > 0:  # its body is done: the tail prefills in the next step, its first token comes then
+                    rem[r] = tail[r]
+                    tail[r] = 0.0
+                    still.append(r)
+                else:
+                    done.append(r)
+            finished = done
         prefilling = still
         if ptok == 0:
             dtok = running  # nothing to prefill after all: a decode step
