@@ -24,6 +24,7 @@ from planner.whatif.describe import figure_text, fit_words, has_spread, serving_
 from planner.whatif.fits import recent_fits
 from planner.whatif.handoff import worksheet_figures
 from planner.whatif.results import compare
+from planner.whatif.routing import LogFile, prefix_cache_sentence, with_prefix_identity
 from planner.whatif.trace import Trace, TraceError, busiest_day, grow, trace_from_frame
 from ttft_planner_app import page_state, session_log, viewer, worksheet_state
 from ttft_planner_app.cache import engine
@@ -77,6 +78,16 @@ def _replay(trace_key: str, _trace: Trace, deployments: tuple[Deployment, ...], 
     that changes none of them (the candidate picked for the worksheet, a tab) reuses it. `trace_key` names the trace
     (its source and reading, busiest day, growth); the deployments, target and zone are hashed as they are."""
     return compare(_trace, list(deployments), interaction=interaction, tz=tz)
+
+
+def _log_files(source: LogSource, files) -> list[LogFile]:
+    """The log file(s) a trace was read from, for routing='s prefix identity: an upload's (name, bytes), a sample's
+    path; none for a stored upload or a production source (they keep token counts only)."""
+    if source[0] == "files":
+        return [(f.name, f.getvalue()) for f in files]
+    if source[0] == "sample":
+        return [SAMPLE_DIR / source[1]]
+    return []
 
 
 def _window(trace: Trace, tz: str, day: str | None) -> str:
@@ -267,6 +278,13 @@ if not deployments or problems:
 
 trace, day = ss.wi_trace, None
 try:
+    # routing=: each request's prefix identity from the log file, as `whatif` reads it (one call for both fronts),
+    # read once per log and kept while the candidates change
+    routed = any(getattr(d, "routing", None) for d in deployments)
+    if ss.get("wi_ident_key") != [ss.wi_frame_key, routed]:
+        ss.wi_ident_trace = with_prefix_identity(trace, deployments, _log_files(source, files) if routed else [])
+        ss.wi_ident_key = [ss.wi_frame_key, routed]
+    trace = ss.wi_ident_trace
     if only_busiest:
         trace, day = busiest_day(trace, tz)
     trace = grow(trace, growth)
@@ -276,7 +294,7 @@ except TraceError as exc:
 with st.spinner(f"Replaying {trace.n:,} requests × {len(deployments)} candidates…"):
     # The trace is identified by what it was read from (wi_frame_key) and what was done to it, not hashed: a
     # million requests would take longer to hash than a rerun should.
-    trace_key = json.dumps([ss.wi_frame_key, only_busiest, day, growth])
+    trace_key = json.dumps([ss.wi_frame_key, routed, only_busiest, day, growth])
     result = _replay(trace_key, trace, tuple(deployments), targets[interaction], tz)
 
 # ---- results
@@ -311,6 +329,12 @@ for c in ok:
 for c in ok:
     if c.regime:  # the sentence a lead forwards: what the p95 waits for, and what one replica more does
         st.markdown(f"**{md_text(c.name)}** is {md_text(c.regime)}.")
+for c in ok:
+    if c.prefix_cache:  # routing=: its replicas' own prefix caches, in the command's words
+        st.caption(f"**{md_text(c.name)}**: {md_text(prefix_cache_sentence(c.prefix_cache))}.")
+for note in trace.notes:
+    if note.startswith("routing="):
+        st.caption(md_text(note))
 by_name = {d.name: d for d in deployments}
 fixed = [c.name for c in ok if not has_spread(by_name[c.name])]
 if fixed:

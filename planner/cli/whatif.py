@@ -27,7 +27,7 @@ from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
 from planner.whatif.candidates import parse_candidates
 from planner.whatif.results import compare
-from planner.whatif.routing import attach_prefix
+from planner.whatif.routing import prefix_cache_sentence, with_prefix_identity
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
 from planner.whatif.trace import busiest_day as pick_busiest_day
 
@@ -221,10 +221,8 @@ def whatif(
                 trace = read_trace(
                     paths, tz=tz, fmt=fmt, mapping=mapping, start=start, cache_blocks=cache_blocks, progress=bar
                 )
-                if any(getattr(d, "routing", None) for d in deployments):  # a prefix cache per replica (issue 45)
-                    if len(paths) != 1:
-                        raise click.UsageError("routing= reads each request's prefix identity from one --log file")
-                    trace = attach_prefix(trace, paths[0], cache_blocks * MOONCAKE_BLOCK_TOKENS)
+            # routing=: a prefix cache per replica, read from the log file, as the What-if page does (issue 45)
+            trace = with_prefix_identity(trace, deployments, paths, cache_blocks * MOONCAKE_BLOCK_TOKENS)
         finally:
             if bar is not None:
                 bar.close()
@@ -284,12 +282,7 @@ def whatif(
             if c.regime:
                 click.echo(f"{c.name}: {c.regime}")
         if c.ok and c.prefix_cache:
-            pc = c.prefix_cache
-            click.echo(
-                f"{c.name}: {pc['routing']} routing over {pc['replicas']} replicas, each with its own prefix cache "
-                f"({pc['eviction']}): hit rate {pc['hit_rate']:.1%}, {pc['fully_cached']:,}/{pc['requests']:,} "
-                "prompts fully cached"
-            )
+            click.echo(f"{c.name}: {prefix_cache_sentence(c.prefix_cache)}")
     if result.cheapest is None:
         click.echo(f"No candidate meets the {it.label} target of {it.target_p95_ms:,.0f} ms at p95.")
     click.echo(

@@ -468,7 +468,8 @@ def parse_deployment(
     overhead tokens and speed spreads default to the dedicated ones);
     dedicated `engine=vllm|sglang|llama.cpp` (a continuous-batching engine replayed step by step; `slots` is then its
     most running sequences) with its knobs `max_num_batched_tokens=`, `chunked_prefill=0|1`, `mixed=0|1`,
-    `block_size=`, `kv_blocks=`, `step_ms=`, `prompt_tail=` (defaults from assets/engines.toml; see planner.whatif.engines);
+    `block_size=`, `kv_blocks=`, `step_ms=`, `prompt_tail=` (defaults from assets/engines.toml; see
+    planner.whatif.engines);
     dedicated `routing=round-robin|least-loaded|session|prefix` (each replica then keeps its own prefix cache and
     queue: planner.whatif.routing) and `eviction=tail-first|radix-leaf|lru` (default: the engine's rule).
     `defaults`: figures (with provenance) for keys the spec leaves out, e.g. {"prefill": a probe's slope}

@@ -14,25 +14,44 @@ speed of the interval, and it is made once per trace and deployment.
 Without prefix identity on the trace (a log with cached tokens and no block hashes), the router still picks each
 replica (session and prefix-aware routing fall back to least-loaded, as without session ids or cached prefixes) and
 the log's cached tokens stand.
+
+`with_prefix_identity` is the one call that readies a trace for its candidates: `ttft-planner whatif` and the What-if
+page both go through it, so `routing=` gives the same replicas, caches and fully-cached count on either front.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from planner.kvcache.chains import PrefixRequest, PrefixTraceError, read_prefix_trace
+from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS, PrefixRequest, PrefixTraceError, read_prefix_trace
 from planner.kvcache.simulate import Engine, ServiceRates, simulate
-from planner.logs.prefix import DEFAULT_EVICTION, ENGINE_EVICTION, Eviction
+from planner.logs.prefix import DEFAULT_CACHE_BLOCKS, DEFAULT_EVICTION, ENGINE_EVICTION, Eviction
 from planner.whatif.deployment import Dedicated, Deployment
 from planner.whatif.prefix_identity import PrefixIdentity
 from planner.whatif.trace import Trace, TraceError
 
-__all__ = ["Placement", "attach_prefix", "cache_rule", "placement", "routed"]
+__all__ = [
+    "DEFAULT_CAPACITY_TOKENS",
+    "LogFile",
+    "Placement",
+    "attach_prefix",
+    "cache_rule",
+    "placement",
+    "prefix_cache_sentence",
+    "routed",
+    "with_prefix_identity",
+]
+
+#: A log file as the fronts hold it: a path (the command line, a sample) or an upload's (file name, bytes).
+LogFile = Path | str | tuple[str, bytes]
+#: Each replica's prefix cache without --prefix-cache-blocks / --kv-from-gpu: the log reader's default (tokens).
+DEFAULT_CAPACITY_TOKENS = DEFAULT_CACHE_BLOCKS * MOONCAKE_BLOCK_TOKENS
 
 
 @dataclass(frozen=True)
@@ -81,21 +100,22 @@ class Placement:
 
 def attach_prefix(
     trace: Trace,
-    path: str | Path,
+    path: LogFile,
     capacity_tokens: int,
     block_tokens: int | None = None,
     trace_block_tokens: int | None = None,
 ) -> Trace:
-    """`trace` with each request's prefix identity read from `path`, the file it was read from (hash_ids, or message
-    text: planner.kvcache.chains, in `block_tokens`-token blocks, default the trace's), for a prefix cache of
-    `capacity_tokens` KV tokens a replica (whole blocks).
+    """`trace` with each request's prefix identity read from `path`, the file it was read from (a path, or an
+    upload's (name, bytes), read in memory; hash_ids, or message text: planner.kvcache.chains, in `block_tokens`-token
+    blocks, default the trace's), for a prefix cache of `capacity_tokens` KV tokens a replica (whole blocks).
 
     Raises TraceError naming the file when it has no prefix identity, or when its requests do not pair one to one,
     in order, with the trace's (another count, or another prompt length at some request).
     """
-    path = Path(path)
+    source = path if isinstance(path, tuple) else Path(path)
+    name = source[0] if isinstance(source, tuple) else source.name
     try:
-        found = read_prefix_trace(path, block_tokens, trace_block_tokens=trace_block_tokens)
+        found = read_prefix_trace(source, block_tokens, trace_block_tokens=trace_block_tokens)
     except PrefixTraceError as exc:
         raise TraceError(f"routing= needs each request's prefix identity (hash_ids or message text): {exc}") from None
     prompts = np.array([r.prompt_tokens for r in found.requests], dtype=float)
@@ -105,7 +125,7 @@ def attach_prefix(
             if len(prompts) != trace.n
             else f"request {int(np.flatnonzero(prompts != trace.prompt_tokens)[0]) + 1} has another prompt length"
         )
-        raise TraceError(f"{path.name}: cannot pair each request with its prefix identity for routing= ({where})")
+        raise TraceError(f"{name}: cannot pair each request with its prefix identity for routing= ({where})")
     capacity_blocks = max(1, int(capacity_tokens) // found.block_tokens)
     identity = PrefixIdentity(
         tuple(r.blocks for r in found.requests),
@@ -119,6 +139,43 @@ def attach_prefix(
         f"prefix identity from {found.source}"
     )
     return replace(trace, prefix=identity, notes=(*trace.notes, note))
+
+
+def with_prefix_identity(
+    trace: Trace,
+    deployments: Sequence[Deployment],
+    logs: Sequence[LogFile],
+    capacity_tokens: int = DEFAULT_CAPACITY_TOKENS,
+) -> Trace:
+    """`trace` ready for `deployments`, on the command line and the What-if page alike: when a dedicated candidate
+    has routing=, each request's prefix identity read from `logs`, the one log file the trace was read from
+    (attach_prefix, each replica's cache `capacity_tokens` KV tokens); `trace` unchanged when none has. Without a
+    file (a stored upload or a production source keeps token counts, not the prompts' hashes or text) the trace gets
+    a note that each replica takes the log's cached tokens.
+
+    Raises TraceError for more than one file, and as attach_prefix does.
+    """
+    if not any(isinstance(d, Dedicated) and d.routing is not None for d in deployments):
+        return trace
+    if not logs:
+        note = (
+            "routing=: this log keeps token counts, not each prompt's hash_ids or text, so each replica takes the "
+            "log's cached tokens; replay the log file itself to give each replica its own prefix cache"
+        )
+        return replace(trace, notes=(*trace.notes, note))
+    if len(logs) > 1:
+        raise TraceError(f"routing= reads each request's prefix identity from one log file; {len(logs)} were given")
+    return attach_prefix(trace, logs[0], capacity_tokens)
+
+
+def prefix_cache_sentence(summary: dict[str, Any]) -> str:
+    """One candidate's replicas and caches in words (Placement.summary's figures): 'round-robin routing over 2
+    replicas, each with its own prefix cache (tail-first): hit rate 66.7%, 12/18 prompts fully cached'."""
+    return (
+        f"{summary['routing']} routing over {summary['replicas']} replicas, each with its own prefix cache "
+        f"({summary['eviction']}): hit rate {summary['hit_rate']:.1%}, {summary['fully_cached']:,}/"
+        f"{summary['requests']:,} prompts fully cached"
+    )
 
 
 def cache_rule(dep: Dedicated) -> tuple[Engine, Eviction | None]:

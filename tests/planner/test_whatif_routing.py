@@ -162,4 +162,7 @@ def test_routing_keys_are_checked_with_a_reason(tmp_path, three_sessions):
     got = CliRunner().invoke(
         cli, ["whatif", "--log", str(three_sessions), "--log", str(other), "--deployment", base + ",routing=session"]
     )
-    assert got.exit_code == 2 and "routing= reads each request's prefix identity from one --log file" in got.output
+    assert (
+        got.exit_code == 2
+        and "routing= reads each request's prefix identity from one log file; 2 were given" in got.output
+    )
