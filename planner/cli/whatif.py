@@ -26,6 +26,7 @@ from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
 from planner.whatif.candidates import parse_candidates
+from planner.whatif.gpu_kv import with_kv_blocks
 from planner.whatif.results import compare
 from planner.whatif.routing import prefix_cache_sentence, with_prefix_identity
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
@@ -103,7 +104,9 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     metavar="MODEL@GPU[:GPUS]",
     callback=_kv_from_gpu,
     help="Size the prefix cache of a hash_ids trace from a deployment instead of --prefix-cache-blocks: the KV "
-    "memory one replica of MODEL on GPUS × GPU keeps after its weights (e.g. llama-3.1-70b@H100:4).",
+    "memory one replica of MODEL on GPUS × GPU keeps after its weights, in GiB as the engine sizes it (e.g. "
+    "llama-3.1-70b@H100:4); it also fills kv_blocks of each batching candidate (engine=…) that leaves it out, so "
+    "requests wait for KV blocks as on that GPU.",
 )
 @click.option(
     "--deployment",
@@ -205,10 +208,12 @@ def whatif(
     deployments = candidates.deployments
     if max_wait_s <= 0:
         raise click.BadParameter("must be > 0 s", param_hint="--max-wait-s")
+    kv_given: dict[str, int] = {}
     if kv is not None:
         if click.get_current_context().get_parameter_source("cache_blocks") is click.core.ParameterSource.COMMANDLINE:
             raise click.UsageError("give --kv-from-gpu or --prefix-cache-blocks, not both")
         cache_blocks = kv.blocks
+        deployments, kv_given = with_kv_blocks(deployments, kv)  # a batching candidate's KV cache: its GPU's
     if bool(log_paths) == bool(source_name):
         raise click.UsageError("give --log FILE… or --source NAME")
     paths = input_paths(log_paths, "--log") if log_paths else []
@@ -242,11 +247,18 @@ def whatif(
                 "busiest_day": day,
                 "notes": list(trace.notes),
                 "kv_capacity": None if kv is None else kv.label(),
+                "kv_blocks": kv_given,
             }
         )
         return
     if kv is not None:
         click.echo(f"prefix cache: {kv.label()} = {kv.blocks:,} blocks of {kv.block_tokens} tokens")
+        for d in deployments:
+            if d.name in kv_given:
+                click.echo(
+                    f"{d.name}: kv_blocks={kv_given[d.name]:,} ({kv.tokens:,} tokens ÷ block_size {d.block_size}): a "
+                    "request waits for the blocks of its prompt and output"
+                )
     for note in trace.notes:
         click.echo(f"note: {note}")
     it = result.interaction
