@@ -191,13 +191,15 @@ def read_json(f: FileRead) -> None:
         return
     fmt_arg = "array" if log.kind == ARRAY else "newline_delimited"
 
-    def scan(lf: LogFile, attempt: int) -> str:
+    def scan(lf: LogFile, attempt: int, placed: bool) -> str:
         limit = f.line_limit // 2  # DuckDB's JSON reader reads a line of up to twice this, then fails
-        return (
-            f"SELECT *, ordinality - 1 AS _place FROM read_json({literal(str(lf.path))}, format = '{fmt_arg}', "
-            f"columns = {spec}, ignore_errors = true, compression = '{lf.compression}', "
-            f"maximum_object_size = {limit}) WITH ORDINALITY"
+        read = (
+            f"read_json({literal(str(lf.path))}, format = '{fmt_arg}', columns = {spec}, ignore_errors = true, "
+            f"compression = '{lf.compression}', maximum_object_size = {limit})"
         )
+        if placed:
+            return f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY"
+        return f"SELECT *, NULL::BIGINT AS _place FROM {read}"
 
     sources = {n: src for n, (_, src) in (typed or {}).items()}
     top = tuple(dict.fromkeys(quoted(v.split(".")[0]) for v in [*used.values(), *(["object"] if not tabular else [])]))

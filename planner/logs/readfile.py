@@ -160,10 +160,13 @@ def too_long_error(exc: Exception) -> bool:
     return "maximum_object_size" in text or "Maximum line size" in text or "line size" in text.lower()
 
 
-def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping[str, Source], **kw) -> Verdicts | None:
-    """Load the file through DuckDB (`scan(log, attempt)`: its relation with `_place`; attempt 1 reads a copy whose
-    lines past the limit are blanked, named here, when attempt 0 met one past DuckDB's buffers: the file read from
-    then on). None when DuckDB cannot read it (f.error says why): the caller reads it in Python, or names it."""
+def load_file(
+    f: FileRead, scan: Callable[[LogFile, int, bool], str], sources: Mapping[str, Source], **kw
+) -> Verdicts | None:
+    """Load the file through DuckDB (`scan(log, attempt, placed)`: its relation with `_place`, each row's 0-based
+    place when placed, else NULL; attempt 1 reads a copy whose lines past the limit are blanked, named here, when
+    attempt 0 met one past DuckDB's buffers: the file read from then on). None when DuckDB cannot read it (f.error
+    says why): the caller reads it in Python, or names it."""
     import duckdb
 
     tz_sql = "SET TimeZone = " + literal(f.ctx.tz)
@@ -173,8 +176,11 @@ def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping
     log = f.log
     for attempt in range(2):
         try:
-            sql = mapped_rows(sources, scan(log, attempt), start_ms=start, shifts=shifts, **kw)
-            return load(f.out.table, sql, {}, f.tick)
+            sql, placed = (
+                mapped_rows(sources, scan(log, attempt, placed), start_ms=start, shifts=shifts, **kw)
+                for placed in (False, True)
+            )
+            return load(f.out.table, sql, {}, f.tick, placed if placed != sql else None)
         except duckdb.Error as exc:
             f.error = str(exc).splitlines()[0][:200]
             if attempt or not too_long_error(exc):
