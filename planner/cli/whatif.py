@@ -122,7 +122,9 @@ def _source_trace(name: str, database_url: str | None) -> Trace:
     "replays a continuous-batching scheduler step by step, with its knobs: slots (most running sequences), "
     "max_num_batched_tokens (tokens a step carries), chunked_prefill=0|1, mixed=0|1 (decodes share a step with "
     "prompts), block_size and kv_blocks (KV cache, 0 = not limiting), step_ms (fixed cost of a step, ms); "
-    "engine=slots (the default) is independent slots.",
+    "prompt_tail (a prompt's last tokens run in the next step: llama.cpp checkpointing an SWA model, 4); "
+    "engine=slots (the default) is independent slots. A batching candidate's overflow_… pool (overflow_slots= "
+    "required) takes the requests that find their replica's sequences all taken; a serverless pool is slots only.",
 )
 @click.option(
     "--growth",
@@ -195,7 +197,8 @@ def whatif(
       vllm       continuous batching: each step carries every running decode, then prompt chunks up to
                  max_num_batched_tokens=8192 (chunked_prefill=1, mixed=1), slots=256 sequences, block_size=16
       sglang     as vllm, but a step with prompt work carries no decodes (mixed=0), block_size=1
-      llama.cpp  --parallel slots=4, max_num_batched_tokens=2048 (its -b), mixed=1
+      llama.cpp  --parallel slots=4, max_num_batched_tokens=2048 (its -b), mixed=1, prompt_tail=4 (a
+                 prompt's last 4 tokens in the next step, as llama-server does for a model it checkpoints)
     A batching step takes step_ms + prompt tokens ÷ prefill + decode tokens × (1000 ÷ decode − step_ms) ms, so a
     lone request decodes at `decode` tokens/s; `ttft-planner calibrate --engine …` measures step_ms. Each candidate
     also gets the sentence a lead forwards: what its p95 waits for (decode-bound, capacity-bound, …) and what one

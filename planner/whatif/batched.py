@@ -11,6 +11,12 @@ request's TTFT segments are
     network_ms  the deployment's RTT
 
 and the replica's GPUs are paid for the whole period, as for the slot model.
+
+With an overflow pool (`overflow_…` keys) a replica turns away a request that finds it full when its scheduler first
+sees it — every one of its `slots` sequences running, prefilling or waiting, or too few KV blocks free beyond those the
+waiting requests need — instead of queueing it, as a gateway with a per-replica concurrency limit spills to a
+serverless API; the overflow pool (planner.whatif.pool) serves it as the slot model's overflow does, cold starts and
+per-token or per-GPU-hour price included. The dedicated side then never queues past its running sequences.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 
 from planner.whatif.deployment import Dedicated
 from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, CannotKeepUp, Replay, when_text
+from planner.whatif.pool import overflow_run
 from planner.whatif.steps import StepConfig, StepOverflow, StepWaitTooLong, kv_blocks_needed, replay_replica
 from planner.whatif.trace import Trace
 
@@ -87,7 +94,9 @@ def replay_batched(
     if slowdown is not None:
         prompt = prompt * slowdown
     max_wait_ms = max_wait_s * 1000.0
-    _check_capacity(dep, trace, prompt, cfg, max_wait_ms)
+    spill = dep.overflow is not None
+    if not spill:  # an overflow pool takes what the replicas cannot: it has its own limit (planner.whatif.pool)
+        _check_capacity(dep, trace, prompt, cfg, max_wait_ms)
     output = np.maximum(np.round(trace.output_tokens), 1).astype(np.int64)
     need = None
     if dep.kv_blocks > 0:
@@ -98,6 +107,7 @@ def replay_batched(
     first = np.zeros(n)
     end = np.zeros(n)
     decodes = np.zeros(n, dtype=np.int64)
+    overflow = np.zeros(n, dtype=bool)
     steps = 0
     busy_ms = 0.0
     arrival = trace.arrival_ms
@@ -113,6 +123,7 @@ def replay_batched(
                 None if need is None else need[idx].tolist(),
                 cfg,
                 max_wait_ms,
+                spill,
             )
         except StepWaitTooLong as exc:
             raise CannotKeepUp(
@@ -134,30 +145,47 @@ def replay_batched(
         first[idx] = res.first_ms
         end[idx] = res.end_ms
         decodes[idx] = res.decodes
+        if res.spilled is not None:
+            overflow[idx] = res.spilled
         steps += res.steps
         busy_ms += res.busy_ms
     queue = start - arrival
     prefill = first - start
+    cold = np.zeros(n)
     network = np.full(n, dep.rtt_ms.value)
-    t0 = float(arrival[0])
-    period_ms = max(float(end.max()) - t0, 0.0) if n else 0.0
-    gpu_h = dep.replicas * dep.gpus_per_replica * period_ms / 3_600_000.0
+    t0 = float(arrival[0]) if n else 0.0
+    done = end.copy()
+    spilled = np.flatnonzero(overflow)
+    run = None
+    if dep.overflow is not None and spilled.size:
+        factor = None if slowdown is None and speed == 1.0 else (np.ones(n) if slowdown is None else slowdown) * speed
+        run = overflow_run(dep.overflow, trace, spilled, t0, max_wait_ms, factor)
+        at = arrival[spilled]
+        cold[spilled] = np.clip(np.minimum(run.start_ms, run.ready_ms) - at, 0.0, None)
+        queue[spilled] = run.start_ms - at - cold[spilled]
+        prefill[spilled] = run.prefill_ms
+        network[spilled] = dep.overflow.rtt_ms.value
+        done[spilled] = run.start_ms + run.hold_ms
+        decodes[spilled] = 0
+    period_ms = max(float(done.max()) - t0, 0.0) if n else 0.0
+    dedicated_h = dep.replicas * dep.gpus_per_replica * period_ms / 3_600_000.0
+    serverless_h = run.gpu_hours(dep.overflow, period_ms) if run is not None and dep.overflow is not None else 0.0
     return Replay(
         name=dep.name,
         arrival_ms=arrival,
-        ttft_ms=network + queue + prefill,
+        ttft_ms=network + queue + cold + prefill,
         queue_ms=queue,
-        cold_ms=np.zeros(n),
+        cold_ms=cold,
         prefill_ms=prefill,
         network_ms=network,
-        overflow=np.zeros(n, dtype=bool),
-        gpu_hours=gpu_h,
-        dedicated_gpu_hours=gpu_h,
-        serverless_gpu_hours=0.0,
-        serverless_tokens=0.0,
+        overflow=overflow,
+        gpu_hours=dedicated_h + serverless_h,
+        dedicated_gpu_hours=dedicated_h,
+        serverless_gpu_hours=serverless_h,
+        serverless_tokens=float(trace.prompt_tokens[overflow].sum() + trace.output_tokens[overflow].sum()),
         period_h=period_ms / 3_600_000.0,
-        cold_starts=0,
-        peak_replicas=dep.replicas,
+        cold_starts=run.cold_starts if run is not None else 0,
+        peak_replicas=dep.replicas + (run.peak if run is not None else 0),
         first_step_decodes=decodes,
         engine_steps=steps,
         engine_busy_ms=busy_ms,

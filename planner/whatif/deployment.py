@@ -183,8 +183,6 @@ class Dedicated:
         if self.overflow is not None and self.max_slots > MAX_POOL_SLOTS:
             raise SpecError(f"{self.name}: {self.max_slots:,} slots with the overflow pool; at most {MAX_POOL_SLOTS:,}")
         if self.batching:
-            if self.overflow is not None:
-                raise SpecError(f"{self.name}: an overflow pool is replayed with engine=slots only")
             try:
                 self.step_costs  # noqa: B018 - checks step_ms against the decode rate
             except ValueError as exc:
@@ -493,7 +491,9 @@ def parse_deployment(
     name = pairs.pop("name", None) or default_name or spec
     if kind == "serverless" and "engine" in pairs:
         raise SpecError(
-            f"deployment {spec!r}: engine= applies to dedicated replicas (a serverless pool is replayed as slots)"
+            f"deployment {spec!r}: engine= applies to dedicated replicas: a serverless pool is replayed as slots, each "
+            "replica started when a request finds no free slot, and the step model has no autoscaler; give the "
+            "pool's concurrency as slots=, or put a batching engine in front of it (dedicated:engine=…,overflow_max=…)"
         )
     routed = [k for k in NAMED_KEYS if k in pairs]
     if kind == "serverless" and routed:
@@ -518,6 +518,12 @@ def parse_deployment(
         dedicated = Dedicated(name=name, **_fields(spec, main, DEDICATED_KEYS, "dedicated", defaults))
         if not overflow_pairs:
             return dedicated
+        if dedicated.batching and "slots" not in overflow_pairs:
+            raise SpecError(
+                f"deployment {spec!r}: an overflow pool behind engine={dedicated.engine} needs overflow_slots= (the "
+                f"pool is replayed as slots; the engine's {dedicated.slots_per_replica} running sequences are not "
+                "a serverless replica's)"
+            )
         for inherited in ("slots", "gpus"):
             if inherited in main:
                 overflow_pairs.setdefault(inherited, main[inherited])

@@ -66,7 +66,13 @@ def serving_model(d: Deployment) -> str:
         return f"{_pool(d)}; {fifo}"
     gpus = f" of {_plural(d.gpus_per_replica, 'GPU')}" if d.gpus_per_replica > 1 else ""
     if d.batching:
-        return f"{_plural(d.replicas, 'replica')}{gpus}, always warm; {engine_words(d)}"
+        text = f"{_plural(d.replicas, 'replica')}{gpus}, always warm; {engine_words(d)}"
+        if d.overflow is not None:
+            text += (
+                f"; a request finding its replica full (its {d.slots_per_replica:,} sequences taken, or too few KV "
+                f"blocks) goes to a serverless overflow of {_pool(d.overflow)} instead"
+            )
+        return text
     text = f"{_plural(d.replicas, 'replica')}{gpus} × {_plural(d.slots_per_replica, 'slot')}, always warm; {fifo}"
     if d.overflow is not None:
         text += f"; a request finding every slot busy goes to a serverless overflow of {_pool(d.overflow)} instead"

@@ -7,6 +7,8 @@ What the slowest 5 % of requests (at or above the p95) wait for, from their repl
 - **decode-bound** (a batching engine; its prompt's steps dominate, and the decode tokens in them cost more than its
   own prompt): "new requests wait on 40 running decodes";
 - **prefill-bound** (a batching engine): the prompts' own compute, and the other prompts' chunks in their steps;
+- **cold-start-bound** (a batching engine with an overflow pool): the slowest find their replica full and wait for
+  an overflow replica to load;
 - for the slot model: **queue-bound** (waiting for a free slot), **cold-start-bound**, **prefill-bound** or
   **network-bound**, whichever segment is largest.
 
@@ -39,6 +41,12 @@ def _batching_regime(dep: Dedicated, rep: Replay, trace: Trace, tail: np.ndarray
     costs = dep.step_costs
     queue = float(rep.queue_ms[tail].mean())
     prefill = float(rep.prefill_ms[tail].mean())
+    cold = float(rep.cold_ms[tail].mean())
+    if cold > max(queue, prefill):  # an overflow pool behind the engine
+        return (
+            f"cold-start-bound: {float(rep.overflow[tail].mean()):.0%} of the slowest 5 % find their replica full, "
+            f"go to the overflow pool and wait {cold:,.0f} ms for a replica to load"
+        )
     if queue > prefill:
         kv = " or KV blocks" if dep.kv_blocks else ""
         return (

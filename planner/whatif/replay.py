@@ -23,43 +23,20 @@ wait passes `max_wait_s`, raises `CannotKeepUp` instead of replaying a queue tha
 
 from __future__ import annotations
 
-import math
 from heapq import heapreplace
 
 import numpy as np
 
 from planner.whatif.batched import replay_batched
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
-from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay, when_text
+from planner.whatif.outcome import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay
+from planner.whatif.pool import NEG_INF, overflow_run, serverless_pool, service_ms, too_long
 from planner.whatif.routing import routed
 from planner.whatif.trace import Trace
 
-__all__ = ["DEFAULT_MAX_WAIT_S", "CannotKeepUp", "Replay", "SEGMENT_KEYS", "replay", "service_ms"]
+__all__ = ["DEFAULT_MAX_WAIT_S", "CannotKeepUp", "Replay", "SEGMENT_KEYS", "replay", "service_ms"]  # service_ms: pool's
 
-_NEG_INF = float("-inf")
-
-
-def service_ms(
-    trace: Trace, prefill_tokens_per_s: float, decode_tokens_per_s: float, prompt_overhead_tokens: float = 0.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(prefill_ms, slot-holding ms) per request.
-
-    Prefill: (uncached prompt tokens + the deployment's prompt overhead tokens: template, system prompt)
-    / prefill rate; the first token comes out of prefill, so the slot is then held for the other
-    output_tokens − 1 at the decode rate (as the simulated endpoint does).
-    """
-    prefill = (trace.uncached_tokens + prompt_overhead_tokens) * (1000.0 / prefill_tokens_per_s)
-    decode = np.maximum(trace.output_tokens - 1.0, 0.0) * (1000.0 / decode_tokens_per_s)
-    return prefill, prefill + decode
-
-
-def _too_long(name: str, a: float, s: float, max_wait_ms: float) -> CannotKeepUp:
-    return CannotKeepUp(
-        name,
-        f"cannot keep up: a request arriving at {when_text(a)} would wait {(s - a) / 1000:,.0f} s for a slot "
-        f"(limit {max_wait_ms / 1000:,.0f} s); the queue grows faster than it drains around then",
-        at_ms=a,
-    )
+_NEG_INF = NEG_INF
 
 
 def _fixed(name: str, arr: list[float], svc: list[float], slots: int, max_wait_ms: float) -> list[float]:
@@ -71,7 +48,7 @@ def _fixed(name: str, arr: list[float], svc: list[float], slots: int, max_wait_m
         if s <= a:
             s = a
         elif s - a > max_wait_ms:
-            raise _too_long(name, a, s, max_wait_ms)
+            raise too_long(name, a, s, max_wait_ms)
         heapreplace(heap, s + svc[i])
         start[i] = s
     return start
@@ -99,96 +76,6 @@ def _admit(arr: list[float], svc: list[float], slots: int) -> list[bool]:
             heapreplace(heap, a + svc[i])
             taken[i] = True
     return taken
-
-
-def _pool(
-    pool_spec: Serverless, arr: list[float], svc: list[float], t0: float, max_wait_ms: float
-) -> tuple[list[float], list[float], float, int, int, int]:
-    """Serverless pool replay: (start, ready-at of a fresh replica taken (else -inf), dynamic GPU-ms, pinned count,
-    cold starts, peak)."""
-    name = pool_spec.name
-    slots = pool_spec.slots_per_replica
-    max_r = pool_spec.max_replicas
-    pinned = pool_spec.min_replicas
-    window = pool_spec.scale_down_window_s.value * 1000.0
-    cold = pool_spec.cold_start_s.value * 1000.0
-    heaps: list[list[float]] = []
-    last_end: list[float] = []
-    ready: list[float] = []
-    born: list[float] = []
-    pool: list[int] = []  # live replica ids, oldest first; ids < pinned never expire
-    for r in range(pinned):
-        heaps.append([t0] * slots)
-        last_end.append(t0)
-        ready.append(t0)
-        born.append(t0)
-        pool.append(r)
-    n = len(arr)
-    start = [0.0] * n
-    ready_of = [0.0] * n
-    gpu_ms = 0.0
-    cold_starts = 0
-    peak = len(pool)
-    inf = math.inf
-    for i in range(n):
-        a = arr[i]
-        chosen = -1
-        best = inf
-        best_r = -1
-        pending = False
-        dead = None
-        # Packing: the oldest live replica with a free slot takes the request, so extra replicas can cool down.
-        for r in pool:
-            h0 = heaps[r][0]
-            if h0 <= a:
-                if r >= pinned and a - last_end[r] > window:
-                    if dead is None:
-                        dead = []
-                    dead.append(r)
-                    continue
-                chosen = r
-                break
-            if h0 < best:
-                best = h0
-                best_r = r
-            if h0 == ready[r]:
-                pending = True  # a starting replica still has an unclaimed slot: no second scale-up for it
-        if dead is not None:
-            for r in dead:
-                pool.remove(r)
-                gpu_ms += last_end[r] + window - born[r]
-        if chosen >= 0:
-            s = a
-        else:
-            if not pending and len(pool) < max_r:
-                r = len(heaps)
-                up = a + cold
-                heaps.append([up] * slots)
-                last_end.append(up)
-                ready.append(up)
-                born.append(a)
-                pool.append(r)
-                cold_starts += 1
-                if len(pool) > peak:
-                    peak = len(pool)
-                if up < best:
-                    best = up
-                    best_r = r
-            chosen = best_r
-            s = best
-            if s - a > max_wait_ms:
-                raise _too_long(name, a, s, max_wait_ms)
-        e = s + svc[i]
-        heapreplace(heaps[chosen], e)
-        if e > last_end[chosen]:
-            last_end[chosen] = e
-        start[i] = s
-        # Cold only when the request takes a starting replica's fresh slot; behind another request it is queueing.
-        ready_of[i] = s if s == ready[chosen] else _NEG_INF
-    for r in pool:
-        if r >= pinned:
-            gpu_ms += last_end[r] + window - born[r]
-    return start, ready_of, gpu_ms, pinned, cold_starts, peak
 
 
 def _check_capacity(dep: Deployment, trace: Trace, hold_ms: np.ndarray, max_wait_ms: float) -> None:
@@ -257,7 +144,7 @@ def replay(
     sl_pool: Serverless | None = None
     if isinstance(dep, Serverless):
         sl_pool = dep
-        s, r, dyn_gpu_ms, pinned, cold_starts, peak = _pool(dep, arr, hold.tolist(), t0, max_wait_ms)
+        s, r, dyn_gpu_ms, pinned, cold_starts, peak = serverless_pool(dep, arr, hold.tolist(), t0, max_wait_ms)
         start = np.asarray(s)
         ready = np.asarray(r)
     elif dep.overflow is None:
@@ -274,23 +161,13 @@ def replay(
         start = arr_np.copy()
         idx = np.flatnonzero(overflow)
         if idx.size:
-            o_pre, o_hold = service_ms(
-                trace.take(idx),
-                sl_pool.prefill_tokens_per_s.value,
-                sl_pool.decode_tokens_per_s.value,
-                sl_pool.prompt_overhead_tokens.value,
-            )
-            if slowdown is not None:
-                o_pre, o_hold = o_pre * slowdown[idx], o_hold * slowdown[idx]
-            prefill[idx] = o_pre
-            hold[idx] = o_hold
+            spill = overflow_run(sl_pool, trace, idx, t0, max_wait_ms, slowdown)
+            prefill[idx] = spill.prefill_ms
+            hold[idx] = spill.hold_ms
             network[idx] = sl_pool.rtt_ms.value
-            s, r, dyn_gpu_ms, pinned, cold_starts, o_peak = _pool(
-                sl_pool, arr_np[idx].tolist(), o_hold.tolist(), t0, max_wait_ms
-            )
-            start[idx] = s
-            ready[idx] = r
-            peak = o_peak
+            start[idx] = spill.start_ms
+            ready[idx] = spill.ready_ms
+            dyn_gpu_ms, pinned, cold_starts, peak = spill.dynamic_gpu_ms, spill.pinned, spill.cold_starts, spill.peak
         peak += dep.replicas
     wait = start - arr_np
     cold = np.clip(np.minimum(start, ready) - arr_np, 0.0, None)

@@ -79,7 +79,7 @@ class StepOverflow(PlannerError, RuntimeError):
 class ReplicaSteps:
     """Per request of one replica (lists in its arrival order): the start of its first step (ms), its first token
     (ms), its last token (ms), and the decode tokens in the step that gave its first token; and the steps run and
-    their total time (ms: the replica's busy time)."""
+    their total time (ms: the replica's busy time); with spill, which requests it turned away."""
 
     start_ms: list[float]
     first_ms: list[float]
@@ -87,6 +87,7 @@ class ReplicaSteps:
     decodes: list[int]
     steps: int
     busy_ms: float = 0.0
+    spilled: list[bool] | None = None  # with spill: the requests the replica did not take (their times are 0)
 
 
 def replay_replica(
@@ -96,12 +97,16 @@ def replay_replica(
     kv_need: list[int] | None,
     cfg: StepConfig,
     max_wait_ms: float = math.inf,
+    spill: bool = False,
 ) -> ReplicaSteps:
     """Replay one replica's requests (sorted by arrival) through its scheduler (see the module docstring).
 
     prompt_tokens: tokens each request prefills (its uncached prompt and any overhead; at least 1 is computed);
     output_tokens: tokens it generates (at least 1: the first comes out of its prefill); kv_need: KV blocks it holds
-    from admission to its last token (None when cfg.kv_blocks is 0).
+    from admission to its last token (None when cfg.kv_blocks is 0). spill: a request that finds the replica full
+    when the scheduler first sees it (every one of max_seqs sequences running, prefilling or waiting, or too few KV
+    blocks free beyond those the waiting requests need) is turned away instead of queued (`spilled`: an overflow pool
+    serves it), decided at the first step boundary after its arrival, where the engine would admit or queue it.
     Raises StepOverflow when a request needs more KV blocks than the replica has, StepWaitTooLong when a request
     waits past `max_wait_ms` for its first step.
     """
@@ -110,7 +115,7 @@ def replay_replica(
     budget, chunked, mixed, max_seqs = cfg.max_num_batched_tokens, cfg.chunked_prefill, cfg.mixed, cfg.max_seqs
     limited = cfg.kv_blocks > 0 and kv_need is not None
     need = kv_need if limited and kv_need is not None else [0] * n
-    if limited:
+    if limited and not spill:
         worst = max(need, default=0)
         if worst > cfg.kv_blocks:
             raise StepOverflow(need.index(worst), worst)
@@ -125,6 +130,8 @@ def replay_replica(
     first = [0.0] * n
     end = [0.0] * n
     decodes = [0] * n
+    spilled = [False] * n if spill else None
+    held = 0  # KV blocks the waiting requests will need (spill only)
     waiting: deque[int] = deque()
     prefilling: list[int] = []
     heap: list[tuple[int, int]] = []  # (value of the decode counter at which the request is done, request)
@@ -140,10 +147,16 @@ def replay_replica(
                 break
             if t < arrival_ms[i]:
                 t = arrival_ms[i]
-        while i < n and arrival_ms[i] <= t:
-            waiting.append(i)
-            i += 1
         running = len(heap)
+        while i < n and arrival_ms[i] <= t:
+            if spilled is not None and (
+                running + len(prefilling) + len(waiting) >= max_seqs or (limited and need[i] > free - held)
+            ):
+                spilled[i] = True
+            else:
+                waiting.append(i)
+                held += need[i]
+            i += 1
         room = budget - running if mixed else budget
         admissible = (
             bool(waiting)
@@ -155,7 +168,7 @@ def replay_replica(
             # Decode-only steps change nothing until a request finishes (or one arrives that can be admitted): jump.
             step = c0 + b * running
             k = heap[0][0] - done_at
-            if not waiting and i < n and running < max_seqs and step > 0:
+            if i < n and (spill or (not waiting and running < max_seqs)) and step > 0:
                 to_arrival = ceil((arrival_ms[i] - t) / step)
                 if to_arrival < k:
                     k = to_arrival if to_arrival > 1 else 1
@@ -201,6 +214,7 @@ def replay_replica(
             if not chunked and x > left and ptok > 0:
                 break
             waiting.popleft()
+            held -= need[r]
             active += 1
             if limited:
                 free -= need[r]
@@ -250,7 +264,7 @@ def replay_replica(
                     free += need[r]
         if waiting and t - arrival_ms[waiting[0]] > max_wait_ms:
             raise StepWaitTooLong(arrival_ms[waiting[0]], t - arrival_ms[waiting[0]])
-    return ReplicaSteps(start, first, end, decodes, steps, busy)
+    return ReplicaSteps(start, first, end, decodes, steps, busy, spilled)
 
 
 def kv_blocks_needed(prompt_tokens: np.ndarray, output_tokens: np.ndarray, block_size: int) -> list[int]:

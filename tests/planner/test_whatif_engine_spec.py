@@ -62,7 +62,7 @@ def test_the_slot_model_stays_the_default():
         ("slots=8,step_ms=5", "step_ms applies to a batching engine"),
         (
             "engine=vllm,overflow_max=2,overflow_cold=20,overflow_window=60",
-            "an overflow pool is replayed with engine=slots only",
+            "an overflow pool behind engine=vllm needs overflow_slots=",
         ),
     ],
 )
