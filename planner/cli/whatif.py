@@ -26,6 +26,7 @@ from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
 from planner.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
 from planner.whatif.candidates import parse_candidates
+from planner.whatif.deployment import Dedicated
 from planner.whatif.gpu_kv import with_kv_blocks
 from planner.whatif.results import compare
 from planner.whatif.routing import prefix_cache_sentence, with_prefix_identity
@@ -257,7 +258,7 @@ def whatif(
     if kv is not None:
         click.echo(f"prefix cache: {kv.label()} = {kv.blocks:,} blocks of {kv.block_tokens} tokens")
         for d in deployments:
-            if d.name in kv_given:
+            if isinstance(d, Dedicated) and d.name in kv_given:
                 click.echo(
                     f"{d.name}: kv_blocks={kv_given[d.name]:,} ({kv.tokens:,} tokens ÷ block_size {d.block_size}): a "
                     "request waits for the blocks of its prompt and output"
