@@ -191,21 +191,18 @@ def read_json(f: FileRead) -> None:
         return
     fmt_arg = "array" if log.kind == ARRAY else "newline_delimited"
 
-    def scan(lf: LogFile, attempt: int, placed: bool) -> str:
+    def scan(lf: LogFile, attempt: int) -> str:
         limit = f.line_limit // 2  # DuckDB's JSON reader reads a line of up to twice this, then fails
-        read = (
+        return (
             f"read_json({literal(str(lf.path))}, format = '{fmt_arg}', columns = {spec}, ignore_errors = true, "
             f"compression = '{lf.compression}', maximum_object_size = {limit})"
         )
-        if placed:
-            return f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY"
-        return f"SELECT *, NULL::BIGINT AS _place FROM {read}"
 
     sources = {n: src for n, (_, src) in (typed or {}).items()}
     top = tuple(dict.fromkeys(quoted(v.split(".")[0]) for v in [*used.values(), *(["object"] if not tabular else [])]))
     doubt = None if tabular else "coalesce(\"object\", 'chat.completion') <> 'chat.completion'"
     mark = f.out.table.mark()
-    got = load_file(f, scan, sources, whole=top, doubt=doubt)
+    got = load_file(f, scan, sources, key=top, whole=top, doubt=doubt)
     if got is None:  # DuckDB cannot read it: every record in Python
         if log.kind == ARRAY:
             f.out.reject(f.label, 0, f"cannot read: {f.error}")

@@ -239,10 +239,9 @@ def load(
     places_sql: str | None = None,
 ) -> Verdicts:
     """Insert the rows of `rows_sql` (planner.logs.sqlmap.mapped_rows) into the table; their Verdicts, the rows
-    DuckDB did not read deleted. `places_sql`: the same rows with their places (WITH ORDINALITY), asked only when
-    some row was not read — numbering every row would make the INSERT keep the file's order, a third of its time —
-    else the places are the rows' own (a Parquet file's row numbers). Raises duckdb.Error when DuckDB cannot read
-    the file at all."""
+    DuckDB did not read deleted. `places_sql`: (place, flag) of the rows not read, asked only when there are some,
+    its `{flagged}` the (_key, flag) of those rows as the INSERT placed them; without it their place is their own
+    (a Parquet file's row numbers). Raises duckdb.Error when DuckDB cannot read the file at all."""
     con, name = table.con, table.name
     start = table.mark()
     con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
@@ -265,7 +264,12 @@ def load(
             ).fetchall()
         ]
     if counts.get(BAD) or counts.get(DOUBT):
-        left = places_sql or f"SELECT place, flag FROM {name} WHERE {where}"
+        flagged = f"SELECT place, flag FROM {name} WHERE {where} AND flag >= {BAD}"
+        left = (
+            places_sql.replace("{flagged}", f"SELECT DISTINCT place AS _key, flag FROM ({flagged})")
+            if places_sql
+            else flagged
+        )
         con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
         places = con.execute(
             f"""SELECT place, flag FROM ({left}) WHERE flag >= {BAD}

@@ -10,7 +10,7 @@ alone, counting the time notes of the rows it keeps; `say_notes` puts a file's n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,11 +161,14 @@ def too_long_error(exc: Exception) -> bool:
 
 
 def load_file(
-    f: FileRead, scan: Callable[[LogFile, int, bool], str], sources: Mapping[str, Source], **kw
+    f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping[str, Source], key: Sequence[str] = (), **kw
 ) -> Verdicts | None:
-    """Load the file through DuckDB (`scan(log, attempt, placed)`: its relation with `_place`, each row's 0-based
-    place when placed, else NULL; attempt 1 reads a copy whose lines past the limit are blanked, named here, when
-    attempt 0 met one past DuckDB's buffers: the file read from then on). None when DuckDB cannot read it (f.error
+    """Load the file through DuckDB: `scan(log, attempt)` is its table function (attempt 1 reads a copy whose lines
+    past the limit are blanked, named here, when attempt 0 met one past DuckDB's buffers: the file read from then
+    on). A row DuckDB does not read keeps the hash of its `key` columns as its place; only then is the file scanned
+    once more, for the places of the rows with those hashes (WITH ORDINALITY: numbering every row in the first pass
+    would make the INSERT keep the file's order, and the mapping is not evaluated again). Without `key`, the scan
+    has its rows' places as `_place` (a Parquet file's row numbers). None when DuckDB cannot read the file (f.error
     says why): the caller reads it in Python, or names it."""
     import duckdb
 
@@ -176,11 +179,19 @@ def load_file(
     log = f.log
     for attempt in range(2):
         try:
-            sql, placed = (
-                mapped_rows(sources, scan(log, attempt, placed), start_ms=start, shifts=shifts, **kw)
-                for placed in (False, True)
+            read = scan(log, attempt)
+            if not key:
+                rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
+                return load(f.out.table, rows, {}, f.tick)
+            hashed = f"(hash({', '.join(key)}) >> 1)::BIGINT"
+            rows = mapped_rows(
+                sources, f"SELECT *, {hashed} AS _place FROM {read}", start_ms=start, shifts=shifts, **kw
             )
-            return load(f.out.table, sql, {}, f.tick, placed if placed != sql else None)
+            places = (
+                f"SELECT s._place AS place, k.flag FROM (SELECT {hashed} AS _key, ordinality - 1 AS _place "
+                f"FROM {read} WITH ORDINALITY) s JOIN ({{flagged}}) k USING (_key)"
+            )
+            return load(f.out.table, rows, {}, f.tick, places)
         except duckdb.Error as exc:
             f.error = str(exc).splitlines()[0][:200]
             if attempt or not too_long_error(exc):

@@ -107,18 +107,15 @@ def read_csv(f: FileRead) -> None:
         names = "{" + ", ".join(f"{literal(c)}: {literal(types.get(c, 'VARCHAR'))}" for c in header) + "}"
         limit = f.line_limit
 
-        def scan(lf: LogFile, attempt: int, placed: bool) -> str:
-            read = (
+        def scan(lf: LogFile, attempt: int) -> str:
+            return (
                 f"read_csv({literal(str(lf.path))}, columns = {names}, header = true, auto_detect = false, "
                 f"delim = {literal(delimiter)}, quote = '\"', escape = '\"', strict_mode = true, ignore_errors = true, "
                 f"store_rejects = true, max_line_size = {limit}, buffer_size = {8 * limit}, "
                 f"compression = '{lf.compression}'{when})"
             )
-            if placed:
-                return f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY"
-            return f"SELECT *, NULL::BIGINT AS _place FROM {read}"
 
-        got = load_file(f, scan, sources)
+        got = load_file(f, scan, sources, key=[quoted(c) for c in header])
         if got is None:  # DuckDB cannot read it (mixed line ends, say): every record in Python
             read_text_in_python(f, reader, split.CSV, True)
         else:
@@ -270,9 +267,9 @@ def read_parquet(f: FileRead) -> None:
         )
         sources = {k: Source(quoted(v), kind_of(types[v]), types[v] in integer) for k, v in used.items()}
 
-        def scan(lf: LogFile, attempt: int, placed: bool) -> str:  # a Parquet file's rows are numbered anyway
+        def scan(lf: LogFile, attempt: int) -> str:  # a Parquet file numbers its rows
             path = literal(str(lf.path))
-            return f"SELECT *, file_row_number AS _place FROM read_parquet({path}, file_row_number = true)"
+            return f"(SELECT *, file_row_number AS _place FROM read_parquet({path}, file_row_number = true))"
 
         got = load_file(f, scan, sources)
         if got is None:
