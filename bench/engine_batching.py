@@ -9,7 +9,9 @@ the step replay: planner.whatif.levels.at_busy_fraction), a cell:
 1. calibrates the server as a user would (`calibrate --engine llama.cpp --slots N`, three rounds), its speed spread
    pooled with this run's earlier calibrations in a store of the bench's own (planner.whatif.on_record: the path
    `calibrate` → `whatif` takes);
-2. predicts the level with the step model (its 80 % interval) and with the slot model from the same calibration;
+2. predicts the level with the step model (its 80 % interval) and with the slot model from the same calibration; the
+   step model takes llama.cpp's profile, prompt_tail=4 included (Gemma 3 has sliding-window attention, so
+   llama-server runs each prompt's last 4 tokens in the step after the rest: planner.whatif.steps);
 3. sends every request at its arrival time (a nonce-first prompt, `ignore_eos`, so each runs its full output),
    reading the client's TTFT and the server's own `timings` (prompt_ms: from the slot's start to the prompt's last
    batch, which is when the first token comes);
