@@ -2,7 +2,8 @@
 
 `RequestTable` is the DuckDB table the summary is computed over (planner.logs.engine): the columns of
 planner.logs.COLUMNS (ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a
-timing not logged), and while a file loads a row's `flag` and `place` (planner.logs.sqlmap). `load` runs one INSERT
+timing not logged), and while a file loads a row's `flag` (planner.logs.sqlmap; a row not read holds its place in
+ts_ms, so the table is no wider for it). `load` runs one INSERT
 of a file's mapped rows (read_json / read_csv / read_parquet under sqlmap.mapped_rows), moving a progress bar by
 DuckDB's own progress, and returns the file's `Verdicts`: the time notes, and the places of the rows DuckDB did
 not read (BAD: the first MAX_NAMED of them; DOUBT: all), which it then deletes; for CSV, the offsets of the
@@ -89,8 +90,7 @@ class RequestTable:
         con.execute(
             # counts are at most 10⁹ (planner.logs.records.MAX_TOKENS): 4 bytes each
             f"CREATE OR REPLACE TABLE {name} (ts_ms BIGINT, model VARCHAR, prompt_tokens INTEGER, "
-            "cached_tokens INTEGER, output_tokens INTEGER, ttft_ms DOUBLE, duration_ms DOUBLE, flag TINYINT, "
-            "place BIGINT)"
+            "cached_tokens INTEGER, output_tokens INTEGER, ttft_ms DOUBLE, duration_ms DOUBLE, flag TINYINT)"
         )
 
     def append(self, frame: pd.DataFrame) -> None:
@@ -264,7 +264,7 @@ def load(
             ).fetchall()
         ]
     if counts.get(BAD) or counts.get(DOUBT):
-        flagged = f"SELECT place, flag FROM {name} WHERE {where} AND flag >= {BAD}"
+        flagged = f"SELECT ts_ms AS place, flag FROM {name} WHERE {where} AND flag >= {BAD}"
         left = (
             places_sql.replace("{flagged}", f"SELECT DISTINCT place AS _key, flag FROM ({flagged})")
             if places_sql

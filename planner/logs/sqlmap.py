@@ -260,8 +260,8 @@ def mapped_rows(
     doubt: str | None = None,
 ) -> str:
     """SQL: the relation's rows as ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms
-    (NULL on a row flagged BAD or DOUBT), flag, and place (the relation's `_place`, 0-based, on a row flagged BAD
-    or DOUBT), under the mapping given as {field: Source} (SQL_FIELDS only).
+    and flag, under the mapping given as {field: Source} (SQL_FIELDS only); on a row flagged BAD or DOUBT every
+    column is NULL but ts_ms, which holds the relation's `_place` (its 0-based place, or a key to find it by).
 
     start_ms: what relative times count from. shifts: planner.logs.zones.shift_hours of the session's zone. whole:
     columns that are all NULL only on a record DuckDB did not parse (a JSON line): such a row is DOUBT. doubt: a
@@ -314,12 +314,11 @@ def mapped_rows(
     ok = f"{state} = 0"
     counts = ((prompt, "prompt_tokens"), (cached, "cached_tokens"), (output, "output_tokens"))
     out = [
-        f"CASE WHEN {ok} THEN {ts}::BIGINT END AS ts_ms",
+        f"CASE WHEN {ok} THEN {ts}::BIGINT ELSE _place END AS ts_ms",  # a row not read: its place
         f"CASE WHEN {ok} THEN {model} END AS model",
         *(f"CASE WHEN {ok} THEN {c}::BIGINT END AS {n}" for c, n in counts),
         f"CASE WHEN {ok} THEN {timings[0]} END AS ttft_ms",
         f"CASE WHEN {ok} THEN {timings[1]} END AS duration_ms",
         f"({flag})::TINYINT AS flag",
-        f"CASE WHEN {state} > 0 THEN _place END AS place",
     ]
     return f"SELECT {', '.join(out)} FROM ({rows.over(relation)})"
