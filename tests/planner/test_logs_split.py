@@ -1,0 +1,61 @@
+"""The splitter (planner/logs/split.py), the one place a record's line comes from: RFC-4180 records as Python's csv
+module splits them (quoted line breaks, doubled quotes, a stray quote inside an unquoted field, CRLF), JSON lines
+with blank lines, a BOM and a cut tail, whatever the window the bytes are read in."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import random
+
+import pytest
+
+from planner.logs import split
+
+
+def _field(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.5:
+        return "".join(rng.choice("ab1 ") for _ in range(rng.randint(0, 4)))
+    if roll < 0.9:
+        return '"' + "".join(rng.choice(["a", ",", "\n", '""', " ", "\r\n"]) for _ in range(rng.randint(0, 5))) + '"'
+    return 'x"y'  # a quote inside an unquoted field: text, not a quoted field's start
+
+
+def _csv_starts(text: str) -> list[int]:
+    """The line each non-empty record starts on, as Python's csv module reads the text."""
+    out, prev = [], 0
+    reader = csv.reader(io.StringIO(text, newline=""))
+    for values in reader:
+        if values:
+            out.append(prev + 1)
+        prev = reader.line_num
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_csv_records_start_on_the_lines_python_s_csv_module_gives_in_any_window(seed):
+    rng = random.Random(seed)
+    newline = rng.choice(["\n", "\r\n"])
+    text = "h1,h2,h3" + newline + newline.join(",".join(_field(rng) for _ in range(3)) for _ in range(25)) + newline
+    for window in (7, 13, 64, 1 << 20):
+        got = [f.line for f in split.records(text.encode(), "none", split.CSV, window=window, keep=1000)]
+        assert got == _csv_starts(text), (window, text[:200])
+
+
+def test_json_lines_are_counted_as_an_editor_counts_them():
+    body = b'\xef\xbb\xbf{"a": 1}\r\n\r\n  \t\n{"a": 2}\n\x0c\n{"a": 3}\r\n{"a": 4, "cut'
+    for window in (5, 11, 1 << 20):
+        got = [(f.line, f.text) for f in split.records(body, "none", split.LINES, window=window, keep=1000)]
+        assert got == [(1, b'{"a": 1}'), (4, b'{"a": 2}'), (6, b'{"a": 3}'), (7, b'{"a": 4, "cut')]
+    packed = [(f.line, f.text) for f in split.records(gzip.compress(body), "gzip", split.LINES, window=8, keep=99)]
+    assert packed == got
+
+
+def test_a_refused_record_is_found_by_a_byte_inside_it_and_places_skip_it():
+    text = b"ts,m\r\n1,a\r\nBAD\r\n2,b\r\n3,c\r\n"
+    at = text.index(b"BAD") + 1  # DuckDB gives a record's first byte, or (LF files) the one after it
+    got = split.locate(text, "none", split.CSV, [1], [at], 3, window=4, keep=99)
+    assert [(f.line, f.text) for f in got] == [(3, b"BAD"), (4, b"2,b")]
+    assert split.locate(text, "none", split.CSV, [1], [at], 4, window=4, keep=99) is None  # another count: unsure
