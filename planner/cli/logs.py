@@ -103,7 +103,7 @@ def logs() -> None:
     default=DEFAULT_WORKDAY,
     show_default=True,
     callback=_workday,
-    help="Local working-day window (Mon–Fri).",
+    help="Local working-day window, Mon–Fri (22:00-06:00: a night shift, each weekday evening to the next morning).",
 )
 @tz_option
 @start_option

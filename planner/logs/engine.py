@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Any
 from planner.logs.exposure import DEFAULT_WINDOWS_S
 from planner.logs.load import RequestTable, connect
 from planner.logs.records import zone
-from planner.logs.summary import DEFAULT_WORKDAY, MODEL_COLUMNS, PS, WEEKDAYS, LogSummary, Rows, parse_workday
+from planner.logs.summary import (
+    DEFAULT_WORKDAY,
+    MODEL_COLUMNS,
+    PS,
+    WEEKDAYS,
+    LogSummary,
+    Rows,
+    parse_workday,
+    workday_sql,
+)
 from planner.stats import Percentile
 
 if TYPE_CHECKING:
@@ -311,7 +320,7 @@ def summarize_table(
         table.flush()
         table = table.name
     view = _clock_view(con, table, tz)
-    wd = f"dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end}"
+    wd = workday_sql(start, end)
     n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, instants, *ttft_pcts = con.execute(
         f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
                count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day), count(duration_ms),

@@ -33,6 +33,7 @@ __all__ = [
     "WEEKDAYS",
     "busiest_hour_words",
     "parse_workday",
+    "workday_sql",
     "span_words",
 ]
 
@@ -52,15 +53,28 @@ MODEL_COLUMNS = (
 
 
 def parse_workday(text: str) -> tuple[int, int]:
-    """'09:00-18:00' → (540, 1080) minutes after local midnight; raises ValueError naming the input."""
+    """'09:00-18:00' → (540, 1080) minutes after local midnight; an overnight shift ends before it starts on the clock:
+    '22:00-06:00' → (1320, 360), the hours from 22:00 of a weekday to 06:00 the next morning (workday_sql). Raises
+    ValueError naming the input."""
     m = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*", text or "")
     if not m:
-        raise ValueError(f"working day {text!r} is not HH:MM-HH:MM (e.g. 09:00-18:00)")
+        raise ValueError(f"working day {text!r} is not HH:MM-HH:MM (e.g. 09:00-18:00, or 22:00-06:00 overnight)")
     h1, m1, h2, m2 = map(int, m.groups())
     start, end = h1 * 60 + m1, h2 * 60 + m2
-    if not (0 <= start < 24 * 60 and 0 < end <= 24 * 60 and m1 < 60 and m2 < 60) or end <= start:
-        raise ValueError(f"working day {text!r} must start before it ends, within 00:00-24:00")
+    if not (0 <= start < 24 * 60 and 0 <= end <= 24 * 60 and m1 < 60 and m2 < 60) or end == start:
+        raise ValueError(f"working day {text!r} must have a start and a different end, within 00:00-24:00")
+    if end < start and end == 0:
+        end = 24 * 60  # '18:00-00:00' is the evening, to midnight
     return start, end
+
+
+def workday_sql(start: int, end: int) -> str:
+    """SQL over a view with `dow` (Monday 0) and `minute_of_day`: the requests in the working day (start, end) of
+    parse_workday, Monday to Friday. An overnight shift (end < start) belongs to the weekday it starts on: Monday
+    22:00 to Tuesday 06:00, …, Friday 22:00 to Saturday 06:00."""
+    if start < end:
+        return f"(dow < 5 AND minute_of_day >= {start} AND minute_of_day < {end})"
+    return f"((dow < 5 AND minute_of_day >= {start}) OR (dow BETWEEN 1 AND 5 AND minute_of_day < {end}))"
 
 
 class Rows:

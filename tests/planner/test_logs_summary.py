@@ -104,8 +104,8 @@ def test_working_day_window_is_local_and_weekdays_only():
     assert not s.prompt_workday["p95"].reliable  # n = 2 is far below 20: the page greys it
     with pytest.raises(ValueError, match="HH:MM-HH:MM"):
         parse_workday("9 to 5")
-    with pytest.raises(ValueError, match="start before it ends"):
-        parse_workday("18:00-09:00")
+    with pytest.raises(ValueError, match="a start and a different end"):
+        parse_workday("09:00-09:00")
     with pytest.raises(ValueError, match="unknown time zone"):
         summarize(frame_at(times), tz="Mars/Olympus")
 
@@ -223,3 +223,22 @@ def test_summary_of_a_frame_with_ttft_and_to_dict_is_json_ready():
     assert d["prompt_tokens"]["p95"] == {"value": 100.0, "n": 30, "reliable": True}
     assert d["cold_exposure"][0]["window_s"] == 10
     assert len(f) == 30 and list(f.columns) == list(frame_at([t]).columns)  # the frame handed in is left as it was
+
+
+def test_an_overnight_working_day_belongs_to_the_weekday_it_starts_on():
+    """--workday 22:00-06:00: a night shift from each weekday evening to the next morning. Monday 22:00 to Tuesday
+    06:00 counts, and so does Friday night into Saturday; Sunday night into Monday does not (it starts on a Sunday)."""
+    utc = lambda *a: dt.datetime(*a, tzinfo=dt.UTC)  # noqa: E731
+    times = [
+        utc(2026, 11, 16, 23, 0),  # Mon 23:00: inside (Monday's shift)
+        utc(2026, 11, 17, 5, 59),  # Tue 05:59: inside (Monday's shift)
+        utc(2026, 11, 17, 6, 0),  # Tue 06:00: the end is exclusive
+        utc(2026, 11, 17, 21, 59),  # Tue 21:59: before Tuesday's shift
+        utc(2026, 11, 21, 3, 0),  # Sat 03:00: inside (Friday's shift)
+        utc(2026, 11, 21, 23, 0),  # Sat 23:00: Saturday starts no shift
+        utc(2026, 11, 23, 2, 0),  # Mon 02:00: Sunday's night, not a working one
+    ]
+    s = summarize(frame_at(times, [10, 20, 30, 40, 50, 60, 70]), tz="UTC", workday="22:00-06:00")
+    assert parse_workday("22:00-06:00") == (22 * 60, 6 * 60)
+    assert s.prompt_workday["p50"].n == 3 and s.prompt_workday["max"].value == 50
+    assert parse_workday("18:00-00:00") == (18 * 60, 24 * 60)  # the evening, to midnight

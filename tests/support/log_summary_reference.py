@@ -184,7 +184,15 @@ def reference_summary(
         for w in windows_s
     ]
 
-    in_workday = [r["prompt"] for r in rows if r["dow"] < 5 and start_min <= r["minute_of_day"] < end_min]
+    if start_min < end_min:
+        in_workday = [r["prompt"] for r in rows if r["dow"] < 5 and start_min <= r["minute_of_day"] < end_min]
+    else:  # overnight: the evening of a weekday, and the next morning (Tuesday to Saturday)
+        in_workday = [
+            r["prompt"]
+            for r in rows
+            if (r["dow"] < 5 and r["minute_of_day"] >= start_min)
+            or (1 <= r["dow"] <= 5 and r["minute_of_day"] < end_min)
+        ]
     return {
         "n": n,
         "first_ts_ms": first,

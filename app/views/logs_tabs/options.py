@@ -59,7 +59,12 @@ def render(tz: str) -> ReadOptions:
     naive_tz = c2.selectbox(
         "Times without a zone are in", zones, key="logs_naive_tz", index=zones.index(prefs["naive_tz"]), help=ZONE_HINT
     )
-    workday = c3.text_input(f"Working day (Mon–Fri, {tz})", value=prefs["workday"], key="logs_workday")
+    workday = c3.text_input(
+        f"Working day (Mon–Fri, {tz})",
+        value=prefs["workday"],
+        key="logs_workday",
+        help="HH:MM-HH:MM; a night shift ends before it starts (22:00-06:00: weekday evenings to the next morning).",
+    )
     with st.expander("Relative traces and prefix cache (BurstGPT, Mooncake)", icon=":material/schedule:"):
         t1, t2 = st.columns(2)
         start = t1.text_input(
