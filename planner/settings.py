@@ -15,6 +15,8 @@ __all__ = [
     "DEFAULT_VANTAGE_NAME",
     "DATABASE_URL",
     "DATA_DIR",
+    "MATRIX_CELLS",
+    "MATRIX_ROWS",
     "MAX_HELD_ROWS",
     "METRICS_PORT",
     "MIN_INTERVAL_S",
@@ -94,6 +96,16 @@ TEST_PG_URL = Setting(
     "a throwaway initdb cluster",
     "Tests only: a PostgreSQL URL the store tests use instead of starting their own server.",
 )
+MATRIX_ROWS = Setting(
+    "TTFT_PLANNER_MATRIX_ROWS",
+    "3000",
+    "Tests only: the requests in each cell of the log reader's defect matrix (tests/planner/test_logs_matrix.py).",
+)
+MATRIX_CELLS = Setting(
+    "TTFT_PLANNER_MATRIX_CELLS",
+    "quick",
+    "Tests only: which cells of the defect matrix run (quick, cover or all).",
+)
 
 PUBLIC_URL = Setting(
     "TTFT_PLANNER_PUBLIC_URL",
@@ -133,6 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
     RETENTION_DAYS,
     MIN_INTERVAL_S,
     TEST_PG_URL,
+    MATRIX_ROWS,
+    MATRIX_CELLS,
     PUBLIC_URL,
     ROLES_FILE,
     METRICS_PORT,
