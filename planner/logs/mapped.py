@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from planner.logs.prefix import PrefixCache
-from planner.logs.records import MAX_EPOCH_MS, Reject, Row, dig, epoch_ms, shown, timing_ms, token_count
+from planner.logs.records import MAX_EPOCH_MS, Reject, Row, dig, epoch_ms, non_negative, shown, timing_ms, token_count
 from planner.logs.tokenize import TokenCounter, message_text
 
 __all__ = ["FIELDS", "FIELD_LABELS", "REQUIRED_HELP", "extract_mapped", "guess_mapping", "mapping_complete"]
@@ -174,19 +174,6 @@ def mapping_complete(mapping: Mapping[str, str]) -> bool:
     return has_time and any(mapping.get(k) for k in ("prompt_tokens", "prompt_tokens_uncached", "prompt_text"))
 
 
-def _relative(value: Any, field: str) -> float:
-    """A time since the trace's start (s or ms): a finite number, not negative."""
-    if isinstance(value, bool):
-        raise Reject(f"{field} is not a number: {shown(value)}")
-    try:
-        f = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past any float (10**400)
-        raise Reject(f"{field} is not a number: {shown(value)}") from None
-    if not math.isfinite(f) or f < 0:
-        raise Reject(f"{field} is negative or not finite: {shown(value)}")
-    return f
-
-
 def _timing(
     val: Callable[[str], Any], mapping: Mapping[str, str], fields: tuple[str, str, str], ts: int, tz: str
 ) -> float:
@@ -233,7 +220,7 @@ def extract_mapped(
         raw = val(unit)
         if raw is None:
             raise Reject(f"missing timestamp {mapping.get(unit, unit)}")
-        ts = start_ms + int(round(_relative(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
+        ts = start_ms + int(round(non_negative(raw, mapping[unit]) * (1000.0 if unit == "ts_relative_s" else 1.0)))
         if not 0 < ts < MAX_EPOCH_MS:
             raise Reject(f"{mapping[unit]} is outside 1970–2100 from the start: {shown(raw)}")
     estimated = False

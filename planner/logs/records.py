@@ -37,6 +37,7 @@ __all__ = [
     "dig",
     "epoch_ms",
     "first_present",
+    "non_negative",
     "shown",
     "timing_ms",
     "shift_hours",
@@ -284,9 +285,9 @@ def _local(wall: dt.datetime, tz: dt.tzinfo, notes: TimeNotes | None) -> dt.date
     return second if off0 is not None and off1 is not None and off1 < off0 else first
 
 
-def timing_ms(value: Any, field: str, scale: float = 1.0) -> float:
-    """A TTFT or duration in ms (value × scale: 1000 for seconds): a finite number from 0 to MAX_TIMING_MS; raises
-    Reject naming `field` otherwise."""
+def non_negative(value: Any, field: str) -> float:
+    """`value` as a finite number ≥ 0; raises Reject naming `field` when it is not a number, not finite or
+    negative."""
     if isinstance(value, bool):
         raise Reject(f"{field} is not a number: {shown(value)}")
     try:
@@ -297,6 +298,13 @@ def timing_ms(value: Any, field: str, scale: float = 1.0) -> float:
         raise Reject(f"{field} is not finite: {shown(value)}")
     if f < 0:
         raise Reject(f"{field} is negative: {shown(value)}")
+    return f
+
+
+def timing_ms(value: Any, field: str, scale: float = 1.0) -> float:
+    """A TTFT or duration in ms (value × scale: 1000 for seconds): a finite number from 0 to MAX_TIMING_MS; raises
+    Reject naming `field` otherwise."""
+    f = non_negative(value, field)
     if f * scale > MAX_TIMING_MS:
         raise Reject(f"{field} is {str(value)[:40]}, over a week: not a timing")
     return f * scale
