@@ -218,7 +218,11 @@ def test_probe_from_the_wheel_measures_and_stores(installed, elsewhere):
 
 def test_commands_that_read_shipped_assets_work_from_the_wheel(installed, elsewhere):
     cwd, env = elsewhere
-    r = _run([str(installed / "ttft-planner"), "capacity", "gpu-fit", "--model", "llama-3.1-8b", "--gpu", "H100"], cwd=cwd, env=env)
+    r = _run(
+        [str(installed / "ttft-planner"), "capacity", "gpu-fit", "--model", "llama-3.1-8b", "--gpu", "H100"],
+        cwd=cwd,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert "H100" in r.stdout
 

@@ -22,9 +22,9 @@ from planner.cli._output import SERVER, Shape, no_json, output_option
 from planner.cli._renamed import renamed_option
 from planner.cold_policy import ColdReadingError
 from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
+from planner.probe_requests import request_cold_reading
 from planner.store import leases as lease
 from planner.store.engine import StoreError
-from planner.probe_requests import request_cold_reading
 from planner.store.requests import get_request
 from planner.validate import (
     ALERT_EVERY_S,

@@ -63,7 +63,19 @@ def test_no_sample_of_a_fresh_cli_run_imports_or_opens_anything():
     with ScriptedServer(script) as srv:
         out = subprocess.run(
             [sys.executable, "-c", _AUDITED_CLI, "probe", "--base-url", f"http://localhost:{srv.port}/v1"]
-            + ["--model", "m", "-n", str(n), "--interval-s", "0", "--prompt-tokens", "50", "--max-tokens", "1", "--json"],
+            + [
+                "--model",
+                "m",
+                "-n",
+                str(n),
+                "--interval-s",
+                "0",
+                "--prompt-tokens",
+                "50",
+                "--max-tokens",
+                "1",
+                "--json",
+            ],
             capture_output=True,
             text=True,
             timeout=300,
