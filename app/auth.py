@@ -2,12 +2,12 @@
 
 Off unless `.streamlit/secrets.toml` has an `[auth]` section (Streamlit's OpenID Connect): then nobody reaches a
 page without signing in, and each write calls `require(action)` where it happens — on the server, so a viewer who
-replays a button press over the websocket is refused exactly like one who clicks it. Roles: planner.auth.
+replays a button press over the websocket is refused exactly like one who clicks it. Roles: planner.team.roles.
 
 Streamlit's sign-in comes back to the home page whatever was opened. So the gate keeps the link a signed-out
 visitor opened (page and query: a shared worksheet's inputs and provenance) in a short-lived cookie, written by the
 browser (which knows the address exactly), and `return_to_link` takes the just-signed-in visitor back there
-(planner.auth reads the cookie only as one of the dashboard's own pages, so it is never an open redirect).
+(planner.team.roles reads the cookie only as one of the dashboard's own pages, so it is never an open redirect).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import streamlit as st
 from streamlit import config
 from streamlit.navigation.page import StreamlitPage
 
-from planner.auth import (
+from planner.inputs.untrusted import md_text
+from planner.store import audit
+from planner.team.roles import (
     RETURN_COOKIE,
     RETURN_COOKIE_MAX_AGE_S,
     RETURN_MAX_CHARS,
@@ -32,8 +34,6 @@ from planner.auth import (
     parse_return_cookie,
     refusal,
 )
-from planner.store import audit
-from planner.untrusted import md_text
 from ttft_planner_app.cache import engine
 
 __all__ = ["actor", "auth_enabled", "can", "current_role", "gate", "record", "require", "return_to_link"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from planner.inputs.untrusted import md_text
 from planner.store import StoreError, database_url, open_store, redacted
 from planner.store.faults import describe
-from planner.untrusted import md_text
 
 __all__ = ["engine", "store_url", "try_engine"]
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from planner.inputs.untrusted import md_text
 from planner.store.faults import NOT_SAVED, STORE_FAILURES, describe, is_store_failure
-from planner.untrusted import md_text
 
 __all__ = ["STORE_FAILURES", "guarded", "run_page", "show_store_failure"]
 

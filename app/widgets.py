@@ -1,6 +1,6 @@
 """Widgets more than one page draws the same way.
 
-`number_input_for`: a number input whose range is a planner.validate Rule, the one its command's option and the
+`number_input_for`: a number input whose range is a planner.inputs.validate Rule, the one its command's option and the
 library's check also follow (the page never states a bound of its own); `persist=True` keeps it as persisted_number
 does.
 
@@ -24,8 +24,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from planner.untrusted import md_text
-from planner.validate import Rule
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import Rule
 
 __all__ = ["number_input_for", "persisted_number", "persisted_preset", "rule_bounds", "wrapped_table"]
 
@@ -33,7 +33,7 @@ __all__ = ["number_input_for", "persisted_number", "persisted_preset", "rule_bou
 def rule_bounds(rule: Rule) -> dict[str, Any]:
     """number_input's min_value and max_value for `rule`: its two ends, whole numbers for an integer rule. An open end
     (a timeout "greater than 0") is the widget's bound too: its own value is refused, in the rule's words, by the check
-    behind the widget (planner.validate.Rule.check, the library's own)."""
+    behind the widget (planner.inputs.validate.Rule.check, the library's own)."""
     if rule.integer:
         return {"min_value": int(rule.lo), "max_value": int(rule.hi)}
     return {"min_value": float(rule.lo), "max_value": float(rule.hi)}

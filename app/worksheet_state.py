@@ -3,7 +3,7 @@
 The worksheet (figures with provenance, interaction types and targets, name) lives in session state under the
 `ws_*` keys, never in widget keys (Streamlit drops a widget's value when its page is not drawn), so it survives
 leaving the page. It is seeded once per session from the URL (`ensure`), and the Worksheet page writes it back to
-the address bar after every run (`sync_url`), provenance included (planner/worksheet_url.py is the contract): a
+the address bar after every run (`sync_url`), provenance included (planner/worksheet/url.py is the contract): a
 reload, a bookmark or a shared link reproduces the same inputs and where each came from.
 
 Other pages read it with `get()` (the Prefill tab, What-if) or `current()` (None until the Worksheet page ran), and
@@ -19,10 +19,10 @@ from typing import Any, NoReturn
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from planner.budget import Worksheet
-from planner.interactions import Interaction, interactions
-from planner.provenance import Figure
-from planner.worksheet_url import query_dict, worksheet_from_query
+from planner.worksheet.budget import Worksheet
+from planner.worksheet.interactions import Interaction, interactions
+from planner.worksheet.provenance import Figure
+from planner.worksheet.url import query_dict, worksheet_from_query
 
 __all__ = [
     "BUILTIN",

@@ -1,8 +1,8 @@
 """Benchmark the comparison: bootstrap CI speed (vectorised vs a per-resample loop) and compare()+report end to end.
 
 The Compare page recomputes on every filter change, so the bootstrap must stay interactive:
-this prints the vectorised numpy bootstrap (planner.compare.stats) side by side with the obvious
-baseline, a Python loop of planner.stats.percentile over resamples, and the time to compare five
+this prints the vectorised numpy bootstrap (planner.compare.bootstrap) side by side with the obvious
+baseline, a Python loop of planner.percentiles.percentile over resamples, and the time to compare five
 endpoints from a temp SQLite store and render the self-contained HTML report.
 
   python bench/bench_compare.py            # defaults: n = 1,000 and 10,000 per endpoint, 2,000 resamples
@@ -21,8 +21,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.compare import compare, report_html  # noqa: E402
-from planner.compare.stats import bootstrap_difference  # noqa: E402
-from planner.stats import percentile  # noqa: E402
+from planner.compare.bootstrap import bootstrap_difference  # noqa: E402
+from planner.percentiles import percentile  # noqa: E402
 from planner.store import open_store  # noqa: E402
 from tests.support.compare_seed import seed_endpoint  # noqa: E402
 

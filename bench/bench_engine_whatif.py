@@ -50,10 +50,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from planner.percentiles import nearest_rank_index  # noqa: E402
 from planner.probes.ttft import ProbeTarget  # noqa: E402
-from planner.provenance import Figure  # noqa: E402
 from planner.spread import speed_sd_of  # noqa: E402
-from planner.stats import nearest_rank_index  # noqa: E402
 from planner.whatif.calibrate import calibrate  # noqa: E402
 from planner.whatif.deployment import Deployment, parse_deployment  # noqa: E402
 from planner.whatif.interval import Band, predict  # noqa: E402
@@ -61,6 +60,7 @@ from planner.whatif.levels import at_utilisation, cap_gaps, scale_tokens  # noqa
 from planner.whatif.proof import measure_trace  # noqa: E402
 from planner.whatif.replay import replay  # noqa: E402
 from planner.whatif.trace import Trace, read_trace_file  # noqa: E402
+from planner.worksheet.provenance import Figure  # noqa: E402
 
 LEVELS = (0.3, 0.6, 0.85)
 _REUSED_TOKENS_MAX = 8

@@ -12,7 +12,7 @@ Then the CLI as users run it (issue 14): `--cli-runs` fresh `ttft-planner probe`
 the sample's connection → first content write), since the CLI's start clock lives in its own process.
 The first sample of each run is reported apart from the rest.
 
-Then our probe alone on each stream shape the tests cover (tests/planner/test_probe_streams.py checks which write
+Then our probe alone on each stream shape the tests cover (tests/planner/probes/test_probe_streams.py checks which write
 each phase is stamped at; the milliseconds are measured here): SSE ping comments and `data:` without a space, one
 JSON event split across two TCP writes, several events in one write, reasoning first, a tool call first, Anthropic
 with a thinking block first, legacy completions. Each stream sends its lead-in at once, the first token after 20 ms,
@@ -48,8 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.peers import PEERS, Workload, measured_cli, peer_tokenizer, run_peer  # noqa: E402
+from planner.percentiles import summarize  # noqa: E402
 from planner.probes.ttft import ProbeTarget, probe_once  # noqa: E402
-from planner.stats import summarize  # noqa: E402
 from tests.support.servers import (  # noqa: E402
     RecordedRequest,
     Script,
@@ -103,7 +103,8 @@ def _anthropic_thinking_first() -> Script:
 
 
 def _shape_scripts() -> dict[str, tuple[str, Script]]:
-    """name → (protocol, script): the stream shapes of tests/planner/test_probe_streams.py, first token after 20 ms."""
+    """name → (protocol, script): the stream shapes of tests/planner/probes/test_probe_streams.py, first token after 20
+    ms."""
     done = Step(b"data: [DONE]\n\n")
     frame = sse(chat_chunk({"content": "w0"}))
     tool = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}]}

@@ -1,6 +1,6 @@
 """The simulator's timing model over real HTTP, measured against its configuration: how far a loaded machine moves it.
 
-tests/planner/test_simulator.py, test_sweep.py and test_whatif_calibrate.py check the model in virtual time
+tests/planner/simulator/test_simulator.py, test_sweep.py and test_whatif_calibrate.py check the model in virtual time
 (planner.simulator.virtual), where it comes back exact. Over real HTTP the same figures carry the machine's
 scheduling: the simulator's timers run late (never early) and the client reads late. This prints each figure next
 to the model's value, with the load average, so the error a busy machine adds is a number rather than a failed test.

@@ -30,11 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from planner.percentiles import nearest_rank_index  # noqa: E402
 from planner.probes.ttft import ProbeTarget  # noqa: E402
-from planner.provenance import Figure  # noqa: E402
 from planner.simulator import SimulatorConfig  # noqa: E402
 from planner.simulator.virtual import run_virtual, virtual_clock_ns, virtual_simulator  # noqa: E402
-from planner.stats import nearest_rank_index  # noqa: E402
 from planner.whatif.calibrate import calibrate  # noqa: E402
 from planner.whatif.deployment import parse_deployment  # noqa: E402
 from planner.whatif.drift import DRIFT_PRIOR_SD, next_run_spread  # noqa: E402
@@ -42,6 +41,7 @@ from planner.whatif.interval import predict  # noqa: E402
 from planner.whatif.levels import at_utilisation, cap_gaps, scale_tokens  # noqa: E402
 from planner.whatif.proof import measure_trace  # noqa: E402
 from planner.whatif.trace import Trace, read_trace_file  # noqa: E402
+from planner.worksheet.provenance import Figure  # noqa: E402
 
 AZURE_CODE = ROOT / "assets" / "sample_logs" / "azure_code_2023.csv"
 LEVELS = (0.3, 0.6, 0.85)

@@ -1,4 +1,4 @@
-"""The what-if's quick proof (was tests/planner/test_whatif_proof.py):
+"""The what-if's quick proof (was tests/planner/whatif/test_whatif_proof.py):
 replay vs the simulated endpoint, 240× compressed.
 
 A two-hour trace — hour 0: 60 requests in 40 min, a 15-min gap past the 600 s scale-down window (a

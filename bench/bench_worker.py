@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sqlalchemy as sa  # noqa: E402
 
-from planner.stats import percentile  # noqa: E402
+from planner.percentiles import percentile  # noqa: E402
 from planner.store import open_store  # noqa: E402
 from planner.store.endpoints import EndpointRow  # noqa: E402
 from planner.worker.runner import Worker, WorkerConfig  # noqa: E402

@@ -34,8 +34,8 @@ os.environ.setdefault("TTFT_PLANNER_MIN_INTERVAL_S", "0.2")
 import sqlalchemy as sa  # noqa: E402
 
 from bench.hostile_server import KINDS, TRUTH_TTFT_MS  # noqa: E402
-from planner.endpoints import add_endpoint  # noqa: E402
-from planner.stats import percentile  # noqa: E402
+from planner.endpoints.registry import add_endpoint  # noqa: E402
+from planner.percentiles import percentile  # noqa: E402
 from planner.store import open_store  # noqa: E402
 from planner.worker.runner import Worker, WorkerConfig  # noqa: E402
 

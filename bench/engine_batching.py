@@ -31,9 +31,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from planner.percentiles import nearest_rank_index
 from planner.probes.prompts import build_prompt, new_nonce
 from planner.probes.ttft import ProbeTarget
-from planner.stats import nearest_rank_index
 from planner.store import open_store
 from planner.whatif.calibrate import calibrate
 from planner.whatif.deployment import parse_deployment

@@ -2,7 +2,7 @@
 
 Path /<kind>/v1/chat/completions picks the behaviour; /healthy/... sends its first token exactly
 TRUTH_TTFT_MS after the request and three more 5 ms apart. Raw asyncio with TCP_NODELAY: every byte
-goes out when written. Used by bench/bench_worker_hostile.py and tests/planner/test_worker_isolation.py.
+goes out when written. Used by bench/bench_worker_hostile.py and tests/planner/worker/test_worker_isolation.py.
 
     python bench/hostile_server.py PORT
 """

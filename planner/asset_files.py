@@ -1,6 +1,6 @@
 """The shipped data files (`assets/*.toml`: data, not code, each with a source and an as-of date): where they are
-and how one is parsed. What a file means is typed where it is used (planner.interactions, planner.capacity.specs,
-planner.regions, planner.providers)."""
+and how one is parsed. What a file means is typed where it is used (planner.worksheet.interactions,
+planner.capacity.specs, planner.regions.catalog, planner.endpoints.providers)."""
 
 from __future__ import annotations
 

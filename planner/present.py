@@ -1,11 +1,11 @@
 """One way to show a figure, for the pages and the command line alike: units, rounding, "—" for absent, one mark
-for a figure resting on too few samples. No Streamlit here (the pages' `ttft_planner_app.present` re-exports it).
+for a figure resting on too few samples. No Streamlit here.
 
 Nothing a user reads shows an internal column name, a raw code, NaN/None/NaT or an unformatted float: each value is
 formatted by the function named for its unit (`ms`, `seconds`, `usd`, `pct`, `tokens`, `count`, `rate`, `number`),
 and a table passes through `display_frame`, which renames columns from `LABELS` and refuses (in tests) a snake_case
-name that has no label. A percentile from fewer samples than it needs (planner.stats.min_n_for: a p95 from n < 20 is
-only the largest value) is marked `too_few(text, enough)` — "164 ms (too few)" — on every page and in every command.
+name that has no label. A percentile from fewer samples than it needs (planner.percentiles.min_n_for: a p95 from n < 20
+is only the largest value) is marked `too_few(text, enough)` — "164 ms (too few)" — on every page and in every command.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The planner has no configuration file of its own: a process is configured by these environment variables, by command
 line flags (`ttft-planner CMD --help`) and by Streamlit's own `.streamlit/` files (API keys in `secrets.toml`, read by
-`planner.secrets_file`). Code reads a variable through its `Setting` here, never by spelling the name again, and
-`tests/test_docs.py` fails when a row is missing from the settings table in docs/settings.md.
+`planner.endpoints.secrets_file`). Code reads a variable through its `Setting` here, never by spelling the name again,
+and `tests/test_docs.py` fails when a row is missing from the settings table in docs/settings.md.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ TEST_PG_URL = Setting(
 MATRIX_ROWS = Setting(
     "TTFT_PLANNER_MATRIX_ROWS",
     "3000",
-    "Tests only: the requests in each cell of the log reader's defect matrix (tests/planner/test_logs_matrix.py).",
+    "Tests only: the requests in each cell of the log reader's defect matrix (tests/planner/logs/test_logs_matrix.py).",
 )
 MATRIX_CELLS = Setting(
     "TTFT_PLANNER_MATRIX_CELLS",

@@ -5,8 +5,8 @@
 
 A script rather than the mkdocs-click plugin: the page is then plain Markdown in the repository (read on GitHub as on
 the site, diffed in review), the docs build needs no plugin importing the CLI, and
-tests/planner/test_cli_reference.py regenerates it and compares, so it cannot drift from --help. The help is laid out
-at a fixed width (100 columns) whatever the terminal, so the page is the same on every machine.
+tests/planner/cli/test_cli_reference.py regenerates it and compares, so it cannot drift from --help. The help is laid
+out at a fixed width (100 columns) whatever the terminal, so the page is the same on every machine.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _INTRO = """\
 # Command-line reference
 
 <!-- Generated from `ttft-planner --help` by scripts/gen_cli_reference.py: edit the commands' help, then run
-`python scripts/gen_cli_reference.py`. tests/planner/test_cli_reference.py fails when this page and --help differ. -->
+`python scripts/gen_cli_reference.py`. tests/planner/cli/test_cli_reference.py fails when this page and --help differ.
+-->
 
 `ttft-planner` is the command line over the same library the dashboard uses; each section below is a command's own
 `--help`. Numbers carry their unit in the option's name (`--timeout-s`, `--target-p95-ms`); a usage error (a bad flag,

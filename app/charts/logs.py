@@ -2,7 +2,7 @@
 
 Pure functions over the frames a LogSummary (planner.logs.summarize) and planner.logs.distribution give. Unreliable
 percentiles (n below
-planner.stats.min_n_for) are drawn in the muted colour.
+planner.percentiles.min_n_for) are drawn in the muted colour.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.logs.exposure import P95_COLD_THRESHOLD
-from planner.stats import Percentile
+from planner.percentiles import Percentile
+from planner.present import count
 from ttft_planner_app.charts import SEMANTIC
 from ttft_planner_app.charts._labels import log_ticks
 from ttft_planner_app.charts._layout import axes_layout
-from ttft_planner_app.present import count
 
 __all__ = [
     "cold_curve_figure",

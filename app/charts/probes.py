@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.compare.charts import mark_empty
-from planner.samples import MEASURED_KINDS
+from planner.endpoints.samples import MEASURED_KINDS
 from ttft_planner_app.charts import SEMANTIC
 
 __all__ = ["ecdf_figure", "heatmap_figure", "hour_of_day_figure", "phase_figure", "time_series_figure"]
@@ -51,7 +51,7 @@ def time_series_figure(mode: str, df: pd.DataFrame, tz: str) -> go.Figure:
     if df.empty:
         return mark_empty(_layout(fig, "TTFT over time", x=f"time ({tz})"))
     if mode == "raw":
-        counted = df["kind"].isin(MEASURED_KINDS) & ~df["cached_series"]  # planner.samples' definition
+        counted = df["kind"].isin(MEASURED_KINDS) & ~df["cached_series"]  # planner.endpoints.samples' definition
         ok = df[counted & df["ok"] & df["ttft_ms"].notna()]
         bad = df[counted & ~df["ok"]]
         skipped = df[df["kind"] == "skipped"]

@@ -11,10 +11,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner import present
+from planner.percentiles import min_n_for, percentile
 from planner.probes.rtt_rank import ranked, row_outcome, row_status
-from planner.regions import Region, RttMethod
+from planner.regions.catalog import Region, RttMethod
 from planner.settings import vantage_name
-from planner.stats import min_n_for, percentile
 from ttft_planner_app.charts import SEMANTIC, SIDE_COLORS
 
 __all__ = [

@@ -69,7 +69,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
 
 def interval_text(lo: float | None, hi: float | None) -> str:
     """An interval as the user reads it: '700–950 ms', '700 ms – unbounded', '—' when there is none."""
-    from ttft_planner_app import present
+    from planner import present
 
     if present.is_missing(lo) or present.is_missing(hi):
         return present.MISSING
@@ -226,7 +226,7 @@ def cost_vs_p95_figure(table: pd.DataFrame, target_ms: float) -> go.Figure:
 def _display_table(table: pd.DataFrame, target_label: str, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """Comparison.table() as the user reads it: labelled columns, numbers with units, yes/no instead of flags;
     the p95's `level` prediction interval as one range ('700–950 ms')."""
-    from ttft_planner_app import present
+    from planner import present
 
     share_col = next((c for c in table.columns if c.startswith("share_within_")), None)
     rows = []

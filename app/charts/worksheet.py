@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from planner.budget import SEGMENTS, BudgetResult
-from ttft_planner_app import present
+from planner import present
+from planner.worksheet.budget import SEGMENTS, BudgetResult
 from ttft_planner_app.charts import SEMANTIC
 
 __all__ = ["SHORT_SEGMENTS", "comparison_figure", "waterfall_figure"]

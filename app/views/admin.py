@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from planner.audit_trail import audit_log
-from planner.auth import ACTION_WORDS, ACTIONS
-from ttft_planner_app import present
+from planner import present
+from planner.team.audit_trail import audit_log
+from planner.team.roles import ACTION_WORDS, ACTIONS
 from ttft_planner_app.auth import auth_enabled, can, current_role, require
 from ttft_planner_app.cache import engine
 from ttft_planner_app.viewer import fmt_ms

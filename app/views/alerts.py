@@ -7,22 +7,22 @@ import time
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.alerts import registry as store
 from planner.alerts.notify import WEBHOOK_FORMATS, Notice, channels_of, send, shown_target
 from planner.alerts.rules import AlertKind, AlertState, Rule, Transition, build_rule
 from planner.alerts.targets import p95_targets
 from planner.alerts.words import KIND_CHOICES, audit_detail, condition, format_value, target_words
-from planner.endpoints import list_endpoints
-from planner.env_names import check_env_name, shown_env_name
-from planner.untrusted import md_text
-from planner.validate import (
+from planner.endpoints.registry import list_endpoints
+from planner.inputs.env_names import check_env_name, shown_env_name
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import (
     ALERT_CLEAR_MARGIN_PCT,
     ALERT_FOR_MIN,
     ALERT_MIN_N,
     ALERT_THRESHOLD,
     ALERT_WINDOW_MIN,
 )
-from ttft_planner_app import present
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure

@@ -9,10 +9,11 @@ Prefix cache tabs (the Prefix cache tab reads its own trace: a sample or an uplo
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from planner import present
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, daily_words
-from planner.untrusted import md_text
-from ttft_planner_app import page_state, present, session_log, viewer
+from planner.inputs.untrusted import md_text
+from ttft_planner_app import page_state, session_log, viewer
 from ttft_planner_app.cache import store_url, try_engine
 from ttft_planner_app.views.capacity_tabs import cost, gpufit, prefill, prefix, warmpool, weights
 
@@ -26,7 +27,7 @@ def _log_traffic(db_url: str, log_id: int | str, label: str, tz: str, synced: tu
     it. db_url and `synced` (a source's sync state: its requests and watermark) are part of the cache key only, so a
     source is read again once a sync has added requests to it."""
     from planner.capacity.traffic import traffic_from_frame
-    from planner.stored_logs import log_frame
+    from planner.logs.stored import log_frame
 
     engine, _ = try_engine()
     assert engine is not None  # a stored log was picked, so the store opened
@@ -59,7 +60,7 @@ engine, db_error = try_engine()
 uploads, sources = [], {}
 if engine is not None:
     try:
-        from planner.stored_logs import stored_logs
+        from planner.logs.stored import stored_logs
 
         logs = stored_logs(engine)
         uploads = logs.uploads

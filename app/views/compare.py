@@ -6,13 +6,13 @@ assumptions) and draw the result (decision, per_endpoint, worksheets, report).
 
 import streamlit as st
 
-from planner.budget import BudgetError, Worksheet
 from planner.capacity.errors import CapacityError
 from planner.compare import CostBasis, compare, cost_basis, endpoint_names, report_csv, report_html, report_markdown
+from planner.compare.bootstrap import Margin
 from planner.compare.data import load_endpoints
-from planner.compare.stats import Margin
-from planner.endpoint_status import failing_by_endpoint
-from planner.untrusted import md_text
+from planner.endpoints.status import failing_by_endpoint
+from planner.inputs.untrusted import md_text
+from planner.worksheet.budget import BudgetError, Worksheet
 from ttft_planner_app import page_state, worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.viewer import time_zone

@@ -5,9 +5,9 @@ import time
 import pandas as pd
 import streamlit as st
 
-from planner.cold_policy import keeps_itself_warm
-from planner.endpoint_status import endpoint_state, failing_warnings
-from planner.endpoints import (
+from planner.endpoints.cold_policy import keeps_itself_warm
+from planner.endpoints.providers import CatalogError, catalog, endpoint_fields, find_provider
+from planner.endpoints.registry import (
     CONNECTION_POLICIES,
     NUMERIC_RULES,
     PROTOCOLS,
@@ -25,13 +25,13 @@ from planner.endpoints import (
     min_interval_s,
     remove_endpoint,
 )
-from planner.env_names import env_name_problem, shown_env_name
+from planner.endpoints.status import endpoint_state, failing_warnings
+from planner.fleet.watch import endpoint_statuses, running_workers, worker_account
+from planner.inputs.env_names import env_name_problem, shown_env_name
+from planner.inputs.untrusted import md_text
 from planner.probes.protocols import ProbeProtocol
 from planner.probes.rtt import default_vantage
-from planner.providers import CatalogError, catalog, endpoint_fields, find_provider
 from planner.settings import DEFAULT_VANTAGE_NAME
-from planner.untrusted import md_text
-from planner.worker_watch import endpoint_statuses, running_workers, worker_account
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine
@@ -208,7 +208,7 @@ def _form(prefix: str, e=None) -> dict:
             index=PROTOCOLS.index(g("protocol", ProbeProtocol.OPENAI_CHAT.value)),
             key=f"{prefix}_protocol",
         ),
-        # each bound is the field's rule (planner.endpoints.NUMERIC_RULES: the command's, the TOML import's)
+        # each bound is the field's rule (planner.endpoints.registry.NUMERIC_RULES: the command's, the TOML import's)
         "interval_s": number_input_for(
             NUMERIC_RULES["interval_s"],
             "Probe interval (s)",

@@ -6,20 +6,21 @@ import time
 import pandas as pd
 import streamlit as st
 
-from planner import probe_history as pq
-from planner.cold_policy import ColdReadingError, keeps_itself_warm, suggested_idle_s
-from planner.cold_readings import LATEST_RULE, cold_reading_history, cold_start_figure
-from planner.endpoint_status import failing_warnings
-from planner.endpoints import get_endpoint
-from planner.probe_requests import RequestKind, request_cold_reading, request_probe_now
-from planner.provenance import Figure
-from planner.samples import DEFINITION
-from planner.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure
-from planner.sources.endpoints import EndpointAddress, ProductionTtft, production_for, users_p95_words
-from planner.untrusted import md_text
-from planner.validate import COLD_IDLE_S
-from planner.worker_watch import EndpointState, endpoint_statuses, worker_account
-from ttft_planner_app import present, viewer, worksheet_state
+from planner import present
+from planner.endpoints import probe_history as pq
+from planner.endpoints.cold_policy import ColdReadingError, keeps_itself_warm, suggested_idle_s
+from planner.endpoints.cold_readings import LATEST_RULE, cold_reading_history, cold_start_figure
+from planner.endpoints.registry import get_endpoint
+from planner.endpoints.samples import DEFINITION
+from planner.endpoints.status import failing_warnings
+from planner.fleet.requests import RequestKind, request_cold_reading, request_probe_now
+from planner.fleet.watch import EndpointState, endpoint_statuses, worker_account
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import COLD_IDLE_S
+from planner.sources.by_endpoint import EndpointAddress, ProductionTtft, production_for, users_p95_words
+from planner.worksheet.provenance import Figure
+from planner.worksheet.segment_figures import SEGMENT1_RULE, queueing_segment, segment1_figure
+from ttft_planner_app import viewer, worksheet_state
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.cache import engine, store_url
 from ttft_planner_app.charts import probes as charts
@@ -133,7 +134,7 @@ elif status and status["state"] == EndpointState.PAUSED:
         f"Cold reading in progress ({md_text(status['detail'])}): scheduled probes of this endpoint are paused.",
         icon=":material/ac_unit:",
     )
-elif status:  # the one failing rule of every page (planner.endpoint_status): from 3 failures in a row
+elif status:  # the one failing rule of every page (planner.endpoints.status): from 3 failures in a row
     for line in failing_warnings(ep, [status]):
         st.warning(md_text(line))
 self_warm = keeps_itself_warm(ep.interval_s, ep.scale_down_window_s)

@@ -6,8 +6,8 @@ hand-off to the worksheet) and Your own targets.
 
 import streamlit as st
 
-from planner.regions import catalog, merge_custom
-from planner.rtt_history import list_targets
+from planner.regions.catalog import catalog, merge_custom
+from planner.regions.rtt_history import list_targets
 from ttft_planner_app.cache import engine
 from ttft_planner_app.viewer import time_zone
 from ttft_planner_app.views.regions_sections import measure, results, targets

@@ -13,7 +13,8 @@ at least 20 requests.
 import pandas as pd
 import streamlit as st
 
-from planner.env_names import shown_env_name
+from planner.inputs.env_names import shown_env_name
+from planner.inputs.untrusted import md_text
 from planner.sources import actions
 from planner.sources.registry import (
     SourceInfo,
@@ -24,7 +25,6 @@ from planner.sources.registry import (
     read_up_to_ms,
     remove_source,
 )
-from planner.untrusted import md_text
 from ttft_planner_app import viewer
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.cache import engine, store_url

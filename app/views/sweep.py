@@ -4,12 +4,13 @@ import json
 
 import streamlit as st
 
+from planner import present
+from planner.inputs.untrusted import md_text
+from planner.percentiles import min_n_for
 from planner.settings import vantage_name
-from planner.stats import min_n_for
 from planner.sweep import knee_caveat, knee_sentence, load_words, queueing_p95_ms, thin_percentiles
-from planner.sweep_history import load_sweep_runs, load_sweep_steps
-from planner.untrusted import md_text
-from ttft_planner_app import present, worksheet_state
+from planner.sweep.history import load_sweep_runs, load_sweep_steps
+from ttft_planner_app import worksheet_state
 from ttft_planner_app.cache import engine
 from ttft_planner_app.charts.sweep import sweep_figure
 from ttft_planner_app.viewer import fmt_ms

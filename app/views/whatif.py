@@ -6,12 +6,12 @@ from typing import Literal
 import pandas as pd
 import streamlit as st
 
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import REPLAY_GROWTH
 from planner.logs import UPLOAD_EXTENSIONS, LogFormatError, read_logs
 from planner.logs.samples import SAMPLE_DIR, samples
 from planner.logs.spool import Spool
-from planner.stored_logs import SourceInfo, UploadNotFound, log_frame, stored_logs
-from planner.untrusted import md_text
-from planner.validate import REPLAY_GROWTH
+from planner.logs.stored import SourceInfo, UploadNotFound, log_frame, stored_logs
 from planner.whatif.candidates import parse_candidates
 from planner.whatif.deployment import (
     DEDICATED_KEYS,

@@ -4,14 +4,15 @@ import math
 
 import streamlit as st
 
-from planner.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compute, verdict_text
-from planner.first_step import first_step
-from planner.provenance import Figure
-from planner.untrusted import md_text
-from planner.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S, Rule
-from planner.worksheet_report import per_interaction_rows
-from planner.worksheet_url import PARAMS, custom_key
-from ttft_planner_app import present, viewer, worksheet_state
+from planner import present
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S, Rule
+from planner.worksheet.budget import SEGMENTS, BudgetError, BudgetResult, Worksheet, compute, verdict_text
+from planner.worksheet.first_step import first_step
+from planner.worksheet.provenance import Figure
+from planner.worksheet.report import per_interaction_rows
+from planner.worksheet.url import PARAMS, custom_key
+from ttft_planner_app import viewer, worksheet_state
 from ttft_planner_app.cache import try_engine
 from ttft_planner_app.charts.worksheet import waterfall_figure
 from ttft_planner_app.views.worksheet_tabs.saved import render_compare, render_save

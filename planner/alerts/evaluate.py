@@ -1,7 +1,7 @@
 """One evaluation pass: observe every rule's series in the store, step their state machines, store the result with
 one queued delivery per channel for each transition, and send the deliveries that are due. A probe rule observes the
 probe samples (planner.store.probe_queries); a production rule the live sources' requests mapped to each endpoint
-(planner.sources.endpoints), one series per endpoint under the vantage PRODUCTION_VANTAGE.
+(planner.sources.by_endpoint), one series per endpoint under the vantage PRODUCTION_VANTAGE.
 
 The worker calls `evaluate_all(deliver=False)` on its housekeeping tick and sends the deliveries on a thread of
 their own (planner.worker.team), so no receiver holds up its housekeeping; `ttft-planner alerts evaluate` calls
@@ -23,7 +23,7 @@ from planner.alerts.deliver import PassResult, deliver_due
 from planner.alerts.notify import Notice, channels_of, message
 from planner.alerts.rules import PRODUCTION_VANTAGE, AlertKind, Observation, Rule, SeriesStatus, judged, step
 from planner.alerts.words import series_where
-from planner.sources.endpoints import EndpointTarget, production_ttft
+from planner.sources.by_endpoint import EndpointTarget, production_ttft
 from planner.store import alerts as store
 from planner.store.endpoints import endpoint_rows
 from planner.store.probe_queries import SeriesKey, series_keys, summary
@@ -49,7 +49,7 @@ def observe(engine: Engine, rule: Rule, key: SeriesKey, now_ms: int) -> Observat
 
 def observe_production(engine: Engine, rule: Rule, endpoint: EndpointTarget, now_ms: int) -> Observation:
     """A production rule's value for one endpoint: the p95 TTFT (and n) of the live sources' requests mapped to it
-    (planner.sources.endpoints) that arrived in [now − window, now)."""
+    (planner.sources.by_endpoint) that arrived in [now − window, now)."""
     prod = production_ttft(engine, endpoint, now_ms - int(rule.window_s * 1000), now_ms)
     return Observation(prod.p95.value, prod.n)
 

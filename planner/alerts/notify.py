@@ -22,11 +22,11 @@ import httpx
 from planner import settings
 from planner.alerts.rules import AlertKind, Rule, Transition
 from planner.alerts.words import KIND_WHAT, format_value, series_where, target_words
-from planner.email_address import parse_address_list
-from planner.env_names import shown_env_name
 from planner.errors import PlannerError
-from planner.untrusted import mask_secret
-from planner.urls import UrlError, check_url
+from planner.inputs.email_address import parse_address_list
+from planner.inputs.env_names import shown_env_name
+from planner.inputs.untrusted import mask_secret
+from planner.inputs.urls import UrlError, check_url
 
 __all__ = [
     "BACKOFF_S",
@@ -144,9 +144,9 @@ class DeliveryError(PlannerError, RuntimeError):
 def _webhook_url(env_name: str) -> str:
     """The URL in variable `env_name`, checked; DeliveryError naming the variable when it is unset or unusable.
 
-    Its origin (scheme, host, port, any user:password@) goes through planner.urls.check_url, whose message shows only
-    the origin (credentials masked). Its path and query hold the webhook's token (Slack, Teams, a `?token=`): they are
-    never shown, and check_url's rule against a secret in a stored query does not apply to a URL kept in the
+    Its origin (scheme, host, port, any user:password@) goes through planner.inputs.urls.check_url, whose message shows
+    only the origin (credentials masked). Its path and query hold the webhook's token (Slack, Teams, a `?token=`): they
+    are never shown, and check_url's rule against a secret in a stored query does not apply to a URL kept in the
     environment; httpx refuses a line break or another control character there (caught in _send_webhook)."""
     url = os.environ.get(env_name, "").strip()
     if not url:

@@ -23,10 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 # The vocabulary lives below the store and this module (planner.store.alerts reads and writes it); re-exported here.
-from planner.alerts_vocab import PRODUCTION_VANTAGE, UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
-from planner.email_address import parse_address_list
-from planner.env_names import check_env_name
-from planner.validate import ALERT_CLEAR_MARGIN_PCT, ALERT_FOR_MIN, ALERT_MIN_N, ALERT_THRESHOLD, ALERT_WINDOW_MIN
+from planner.alerts.vocab import PRODUCTION_VANTAGE, UNITS, AlertKind, AlertState, Rule, SeriesStatus, Transition
+from planner.inputs.email_address import parse_address_list
+from planner.inputs.env_names import check_env_name
+from planner.inputs.validate import (
+    ALERT_CLEAR_MARGIN_PCT,
+    ALERT_FOR_MIN,
+    ALERT_MIN_N,
+    ALERT_THRESHOLD,
+    ALERT_WINDOW_MIN,
+)
 
 __all__ = [
     "PRODUCTION_VANTAGE",
@@ -128,9 +134,9 @@ def build_rule(
     email_to: str = "",
 ) -> Rule:
     """A Rule from what a user typed (CLI or page), thresholds in the user's units (ms, %, s); raises ValueError
-    with a one-line reason naming the field (planner.validate.OutOfRange for a number outside its rule: the window
-    in minutes ALERT_WINDOW_MIN, for ALERT_FOR_MIN, min n ALERT_MIN_N, the clear margin ALERT_CLEAR_MARGIN_PCT, the
-    threshold ALERT_THRESHOLD — the ranges `alerts add` and the Alerts page take). `targets_ms` maps interaction
+    with a one-line reason naming the field (planner.inputs.validate.OutOfRange for a number outside its rule: the
+    window in minutes ALERT_WINDOW_MIN, for ALERT_FOR_MIN, min n ALERT_MIN_N, the clear margin ALERT_CLEAR_MARGIN_PCT,
+    the threshold ALERT_THRESHOLD — the ranges `alerts add` and the Alerts page take). `targets_ms` maps interaction
     type → p95 target for --interaction; with an interaction type the threshold is its target (a different one typed
     as well is refused).
 
@@ -138,7 +144,8 @@ def build_rule(
     `webhook_env` the NAME of an environment variable (anything else typed there is never echoed: it may be the URL
     with its token)."""
     kind = AlertKind(kind)
-    # the ranges of `alerts add`'s options and the Alerts page's inputs (planner.validate): OutOfRange is a ValueError
+    # the ranges of `alerts add`'s options and the Alerts page's inputs (planner.inputs.validate): OutOfRange is a
+    # ValueError
     window_min = ALERT_WINDOW_MIN.check(window_min, "window")
     for_min = ALERT_FOR_MIN.check(for_min, "for")
     min_n = int(ALERT_MIN_N.check(min_n, "min n"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from planner.budget import BudgetError
-from planner.interactions import interactions
 from planner.store.worksheets import list_worksheets, load_worksheet
+from planner.worksheet.budget import BudgetError
+from planner.worksheet.interactions import interactions
 
 __all__ = ["WORKSHEET_PREFIX", "p95_targets"]
 

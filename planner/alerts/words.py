@@ -1,5 +1,5 @@
 """Alerts in plain words: what each kind of rule watches, whose p95 target a threshold came from, a rule's condition
-in one phrase (the audit actions are in words in planner/auth.py, ACTION_WORDS).
+in one phrase (the audit actions are in words in planner/team/roles.py, ACTION_WORDS).
 
 The page, the notifications and the audit details take their wording from here, so a reader never sees a code
 ("p95_over", "alert.write"); the codes stay what the store, the CLI options and the JSON output use.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from planner.alerts.rules import AlertKind, Rule
 from planner.alerts.targets import WORKSHEET_PREFIX
-from planner.interactions import interactions
 from planner.settings import vantage_name
+from planner.worksheet.interactions import interactions
 
 __all__ = ["KIND_CHOICES", "KIND_WHAT", "audit_detail", "condition", "format_value", "series_where", "target_words"]
 

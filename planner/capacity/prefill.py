@@ -16,10 +16,10 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
-from planner.budget import BudgetError, compute
 from planner.capacity.errors import CapacityError
 from planner.capacity.specs import GpuSpec, ModelSpec
-from planner.interactions import Interaction
+from planner.worksheet.budget import BudgetError, compute
+from planner.worksheet.interactions import Interaction
 
 __all__ = [
     "PrefillEstimate",

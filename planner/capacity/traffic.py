@@ -21,7 +21,7 @@ import pandas as pd
 from planner.capacity.errors import CapacityError
 from planner.capacity.specs import TokenMix
 from planner.logs import summarize
-from planner.stats import percentile
+from planner.percentiles import percentile
 
 __all__ = [
     "DAILY_RULE",
@@ -103,9 +103,10 @@ class LogTraffic:
     n_durations: int = 0  # requests with a logged duration (behind mean_service_s)
     mean_output_tokens: float = 0.0  # per request
     mean_ttft_s: float | None = None  # mean logged TTFT (s), None when not logged
-    prompt_tokens_p95: float | None = None  # nearest rank over the requests' prompt tokens (planner.stats)
-    # Whether the log records cached prompt tokens: as the Logs page rules (planner.logs.engine), a log where no request
-    # has a cached token (no cache column, or nothing hit) leaves the cache-hit rate unknown, never a measured 0.
+    prompt_tokens_p95: float | None = None  # nearest rank over the requests' prompt tokens (planner.percentiles)
+    # Whether the log records cached prompt tokens: as the Logs page rules (planner.logs.summary_sql), a log where no
+    # request has a cached token (no cache column, or nothing hit) leaves the cache-hit rate unknown, never a measured
+    # 0.
     cache_known: bool = False
 
     @property

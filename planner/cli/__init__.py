@@ -3,7 +3,7 @@
 Every command is listed once, in `REGISTRY` below: its name, the module and attribute that define it, and the one
 line `ttft-planner --help` shows. A command's module is imported only when that command runs (or its own --help is
 asked for), so `ttft-planner --help` imports none of them. Adding a command means adding its module and one line
-here; tests/planner/test_cli_registry.py fails when a module's `COMMANDS` is not listed or a line drifts from the
+here; tests/planner/cli/test_cli_registry.py fails when a module's `COMMANDS` is not listed or a line drifts from the
 command's own help.
 The output contract (which commands take `--json`, and its one shape per kind) is planner/cli/_output.py's; old
 spellings of renamed options and commands live one release in planner/cli/_renamed.py; docs/cli.md is generated

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from planner import settings
-from planner.validate import MAX_MAGNITUDE, MIN_MAGNITUDE, OutOfRange, Rule, parse_list
+from planner.inputs.validate import MAX_MAGNITUDE, MIN_MAGNITUDE, OutOfRange, Rule, parse_list
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, ~0.25 s to import) only for the commands that open it
     from sqlalchemy.engine import Engine
@@ -30,7 +30,7 @@ __all__ = [
     "store_option",
 ]
 
-# Every numeric option is finite and within planner.validate's MAX_MAGNITUDE unless it declares a tighter range:
+# Every numeric option is finite and within planner.inputs.validate's MAX_MAGNITUDE unless it declares a tighter range:
 # larger values are never a plan (1e12 tokens, $1e12/h) and overflow the arithmetic downstream; smaller non-zero
 # ones (1e-320, MIN_MAGNITUDE) are denormals that turn a division into inf.
 
@@ -93,7 +93,7 @@ def open_engine(database_url: str | None) -> Engine:
 
 
 def _rule_of(t: click.FloatRange | click.IntRange, integer: bool) -> Rule:
-    """The planner.validate Rule for a click range: its ends (open or closed), within ±MAX_MAGNITUDE."""
+    """The planner.inputs.validate Rule for a click range: its ends (open or closed), within ±MAX_MAGNITUDE."""
     lo = -MAX_MAGNITUDE if t.min is None else max(float(t.min), -MAX_MAGNITUDE)
     hi = MAX_MAGNITUDE if t.max is None else min(float(t.max), MAX_MAGNITUDE)
     return Rule(
@@ -118,7 +118,7 @@ def _convert_in_range(
 
 
 class BoundedFloat(click.FloatRange):
-    """click's FloatRange kept by a planner.validate Rule: also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE,
+    """click's FloatRange kept by a planner.inputs.validate Rule: also finite (no NaN, no ±inf), within ±MAX_MAGNITUDE,
     and never a non-zero value smaller than MIN_MAGNITUDE. Bad input exits 2 with one line naming the option and
     the range; --help shows the declared range."""
 
@@ -132,7 +132,7 @@ class BoundedFloat(click.FloatRange):
 
 
 class BoundedInt(click.IntRange):
-    """click's IntRange kept by a planner.validate Rule: also within ±MAX_MAGNITUDE ('1e3' is refused, not
+    """click's IntRange kept by a planner.inputs.validate Rule: also within ±MAX_MAGNITUDE ('1e3' is refused, not
     truncated). Bad input exits 2 with one line naming the option and the range."""
 
     name = "integer"
@@ -145,7 +145,7 @@ class BoundedInt(click.IntRange):
 
 
 def rule_type(rule: Rule) -> BoundedFloat | BoundedInt:
-    """The click type of an option that follows `rule` (planner.validate): --help shows its range, a value
+    """The click type of an option that follows `rule` (planner.inputs.validate): --help shows its range, a value
     outside it exits 2 with one line naming the option. A rule whose top is MAX_MAGNITUDE shows no top ("x>=0", not
     "0<=x<=1000000000000.0"): the bounded type keeps every option within it anyway."""
     hi = None if rule.hi >= MAX_MAGNITUDE else rule.hi

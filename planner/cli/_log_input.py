@@ -13,11 +13,11 @@ from pathlib import Path
 import click
 
 from planner.cli._common import rule_type
+from planner.inputs.validate import KV_CACHE_BLOCKS
 from planner.logs import FORMATS
 from planner.logs.inputs import expand_inputs
 from planner.logs.prefix import DEFAULT_CACHE_BLOCKS
 from planner.logs.traces import DEFAULT_START, start_ms
-from planner.validate import KV_CACHE_BLOCKS
 
 __all__ = [
     "ByteProgress",

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 
 import click
 
-from planner.env_names import EnvNameError, check_env_name
+from planner.inputs.env_names import EnvNameError, check_env_name
+from planner.inputs.urls import UrlError, check_url
 from planner.probes.errors import MissingApiKey
 from planner.probes.protocols import PROTOCOLS, ProbeProtocol
 from planner.probes.ttft import ProbeTarget, resolve_api_key
-from planner.urls import UrlError, check_url
 
 __all__ = ["api_key_of", "run_measuring", "target_options"]
 
@@ -32,14 +32,14 @@ def _checked_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 def _checked_env_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    try:  # a key pasted here is refused and never echoed (planner.env_names)
+    try:  # a key pasted here is refused and never echoed (planner.inputs.env_names)
         return check_env_name(value, "--api-key-env", optional=True)
     except EnvNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--api-key-env") from None
 
 
 def target_options(f):
-    """--base-url (checked by planner.urls.check_url), --model, --protocol and --api-key-env: the endpoint
+    """--base-url (checked by planner.inputs.urls.check_url), --model, --protocol and --api-key-env: the endpoint
     a command sends its requests to, passed as base_url, model, protocol and api_key_env."""
     f = click.option(
         "--api-key-env",

@@ -4,7 +4,7 @@
 marked on the command itself with `@no_json(why)`: a server that runs until stopped (`serve`, `worker`,
 `simulate`, `sources receive`), a change that answers with one line confirming it (`endpoints add`, `alerts
 remove`, …), and an export that prints a document in its own format (`endpoints export`: TOML). So a new command is
-a read command until it says otherwise, and tests/planner/test_cli_contract.py fails on a read command without
+a read command until it says otherwise, and tests/planner/cli/test_cli_contract.py fails on a read command without
 `output_option` (or a marked one with it).
 
 `--json` prints JSON Lines, always: one JSON object per line, UTF-8, nothing else on stdout (notes, progress and

@@ -23,17 +23,17 @@ from planner.alerts.targets import WORKSHEET_PREFIX, p95_targets
 from planner.alerts.words import KIND_WHAT
 from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
-from planner.endpoints import EndpointNotFound, get_endpoint
-from planner.env_names import EnvNameError, check_env_name
-from planner.store import alerts as store
-from planner.store import audit
-from planner.validate import (
+from planner.endpoints.registry import EndpointNotFound, get_endpoint
+from planner.inputs.env_names import EnvNameError, check_env_name
+from planner.inputs.validate import (
     ALERT_CLEAR_MARGIN_PCT,
     ALERT_FOR_MIN,
     ALERT_MIN_N,
     ALERT_THRESHOLD,
     ALERT_WINDOW_MIN,
 )
+from planner.store import alerts as store
+from planner.store import audit
 
 __all__ = ["COMMANDS"]
 

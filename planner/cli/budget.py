@@ -6,10 +6,10 @@ import math
 
 import click
 
-from planner.budget import SEGMENTS, BudgetError, compute, verdict_text
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S
+from planner.inputs.validate import DURATION_MS, FRACTION, PROMPT_TOKENS_P95, TARGET_MS, TOKENS_PER_S
+from planner.worksheet.budget import SEGMENTS, BudgetError, compute, verdict_text
 
 __all__ = ["COMMANDS"]
 

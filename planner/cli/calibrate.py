@@ -10,8 +10,8 @@ from planner.cli._common import NumberList, echo_json, open_engine, store_option
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.cli._output import Shape, output_option
 from planner.cli._renamed import renamed_option
+from planner.inputs.validate import CONCURRENCY, PROMPT_TOKENS
 from planner.probes.ttft import ProbeTarget
-from planner.validate import CONCURRENCY, PROMPT_TOKENS
 from planner.whatif.calibrate import DISAGREE_FRACTION
 from planner.whatif.calibrate import calibrate as run_calibration
 from planner.whatif.drift import DRIFT_PRIOR_SD, next_run_spread

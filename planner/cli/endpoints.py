@@ -11,7 +11,14 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli._output import CHANGE, EXPORT, Shape, no_json, output_option
-from planner.endpoints import (
+from planner.endpoints.providers import (
+    CatalogError,
+    catalog,
+    endpoint_fields,
+    find_provider,
+    parse_spec,
+)
+from planner.endpoints.registry import (
     EDITABLE_FIELDS,
     EndpointError,
     EndpointNotFound,
@@ -25,13 +32,6 @@ from planner.endpoints import (
     remove_endpoint,
 )
 from planner.probes.protocols import PROTOCOLS
-from planner.providers import (
-    CatalogError,
-    catalog,
-    endpoint_fields,
-    find_provider,
-    parse_spec,
-)
 from planner.store.audit import record_cli
 
 __all__ = ["COMMANDS", "MAX_IMPORT_BYTES"]

@@ -20,12 +20,12 @@ from planner.cli._capacity.options import (
 )
 from planner.cli._common import NumberList, echo_json, rule_type
 from planner.cli._output import Shape, output_option
+from planner.inputs.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS, REPLICAS
 from planner.kvcache.capacity import kv_capacity, prefill_rate
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS, BlockSizeError, PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import RULE_WORDS, deployment_name, study
 from planner.kvcache.simulate import Engine, Eviction, Routing, ServiceRates, engine_eviction, reuse_ceiling
 from planner.logs.tokenize import TokenCounter
-from planner.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS, REPLICAS
 
 __all__ = ["COMMANDS", "MAX_REPLICA_COUNTS", "prefix"]
 

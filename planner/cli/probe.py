@@ -15,12 +15,12 @@ from planner.cli._common import NumberList, echo_json, fail, open_engine, store_
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.cli._output import Shape, output_option
 from planner.cli._renamed import renamed_option
+from planner.inputs.validate import PROMPT_TOKENS
+from planner.percentiles import summarize
 from planner.probes.errors import ERROR_CLASSES
 from planner.probes.fit import fit_points, fit_prefill
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
 from planner.probes.warmup import warm_up
-from planner.stats import summarize
-from planner.validate import PROMPT_TOKENS
 
 __all__ = ["COMMANDS", "summary_of"]
 
@@ -241,7 +241,7 @@ def probe(
 def _store(
     engine, samples: list[TtftSample], base_url: str, model: str, protocol: str, api_key_env: str, vantage: str | None
 ) -> int:
-    from planner.samples import SampleKind
+    from planner.endpoints.samples import SampleKind
     from planner.store.endpoints import get_or_create_manual_endpoint
     from planner.store.probes import insert_samples, sample_row
 

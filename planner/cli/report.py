@@ -11,16 +11,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from planner.budget import BudgetError
 from planner.capacity.errors import CapacityError
 from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import Shape, output_option
 from planner.compare import UnknownEndpoint, compare, cost_basis, report_csv, report_html, report_markdown
+from planner.compare.bootstrap import Margin
 from planner.compare.data import load_endpoints
-from planner.compare.stats import Margin
-from planner.endpoints import list_endpoints
+from planner.endpoints.registry import list_endpoints
+from planner.inputs.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
 from planner.store.worksheets import WorksheetNotFound, load_worksheet
-from planner.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
+from planner.worksheet.budget import BudgetError
 
 __all__ = ["COMMANDS", "endpoint_names", "parse_when"]
 

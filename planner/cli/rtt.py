@@ -11,9 +11,11 @@ from planner import present
 from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, Shape, echo_lines, no_json, output_option
 from planner.cli._renamed import renamed_option
+from planner.inputs.urls import UrlError, check_url, redact_url
+from planner.inputs.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S, RTT_SAMPLES
 from planner.probes.rtt import RTT_ERROR_CLASSES, VANTAGE_ENV, RttResult, default_vantage, probe_rtt_many
 from planner.probes.rtt_rank import ranked, row_note
-from planner.regions import CatalogError, catalog, find_region, merge_custom, parse_target
+from planner.regions.catalog import CatalogError, catalog, find_region, merge_custom, parse_target
 from planner.settings import vantage_name
 from planner.store.audit import record_cli
 from planner.store.rtt import (
@@ -24,8 +26,6 @@ from planner.store.rtt import (
     list_targets,
     remove_target,
 )
-from planner.urls import UrlError, check_url, redact_url
-from planner.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S, RTT_SAMPLES
 
 __all__ = ["COMMANDS"]
 

@@ -9,9 +9,9 @@ import click
 
 from planner.cli._common import rule_type
 from planner.cli._output import SERVER, no_json
+from planner.inputs.validate import PORT_OR_ANY
 from planner.simulator import SimulatorConfig, parse_load_curve, serve_forever
 from planner.simulator.config import FIELD_RULES
-from planner.validate import PORT_OR_ANY
 
 __all__ = ["COMMANDS", "FLAG_FOR_FIELD"]
 

@@ -10,7 +10,9 @@ import click
 
 from planner.cli._common import echo_json, fail, open_engine, rule_type, store_option
 from planner.cli._output import CHANGE, SERVER, Shape, echo_lines, no_json, output_option
-from planner.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
+from planner.inputs.env_names import EnvNameError, check_env_name, env_name_problem, mask_env_value, shown_env_name
+from planner.inputs.urls import UrlError, check_url, redact_url
+from planner.inputs.validate import PROMETHEUS_HOURS
 from planner.sources import actions
 from planner.sources.prometheus import HOUR_MS, PROFILES, PrometheusError, ttft_by_hour
 from planner.sources.sync import DEFAULT_PAGE_ROWS
@@ -25,8 +27,6 @@ from planner.store.sources import (
     list_sources,
     remove_source,
 )
-from planner.urls import UrlError, check_url, redact_url
-from planner.validate import PROMETHEUS_HOURS
 
 __all__ = ["COMMANDS"]
 

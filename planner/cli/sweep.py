@@ -11,11 +11,11 @@ from planner.cli._common import NumberList, echo_json, fail, open_engine, rule_t
 from planner.cli._measure import api_key_of, run_measuring, target_options
 from planner.cli._output import Shape, output_option
 from planner.cli._renamed import renamed_option
+from planner.inputs.validate import CONCURRENCY, MAX_REQUESTS_PER_STEP, REQUESTS_PER_S, SEED
 from planner.probes.ttft import ProbeTarget
 from planner.sweep.arrivals import ARRIVAL_KINDS
 from planner.sweep.knee import knee_sentence
 from planner.sweep.run import SweepResult, SweepSpec, SweepStep, run_sweep
-from planner.validate import CONCURRENCY, MAX_REQUESTS_PER_STEP, REQUESTS_PER_S, SEED
 
 __all__ = ["COMMANDS"]
 

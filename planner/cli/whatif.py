@@ -21,10 +21,9 @@ from planner.cli._log_input import (
 )
 from planner.cli._output import Shape, output_option
 from planner.cli._renamed import renamed_option
-from planner.interactions import interactions
+from planner.inputs.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
 from planner.kvcache.capacity import KvCapacity, kv_capacity
 from planner.kvcache.chains import MOONCAKE_BLOCK_TOKENS
-from planner.validate import GPUS_PER_REPLICA, REPLAY_GROWTH, OutOfRange
 from planner.whatif.candidates import parse_candidates
 from planner.whatif.deployment import Dedicated
 from planner.whatif.gpu_kv import with_kv_blocks
@@ -32,13 +31,14 @@ from planner.whatif.results import compare
 from planner.whatif.routing import prefix_cache_sentence, with_prefix_identity
 from planner.whatif.trace import Trace, TraceError, grow, read_trace, trace_from_frame
 from planner.whatif.trace import busiest_day as pick_busiest_day
+from planner.worksheet.interactions import interactions
 
 __all__ = ["COMMANDS"]
 
 
 def _kv_from_gpu(ctx: click.Context, param: click.Parameter, value: str | None) -> KvCapacity | None:
     """MODEL@GPU[:GPUS] → the KV capacity of one replica, in the hash_ids' 512-token blocks. GPUS follows
-    planner.validate's GPUS_PER_REPLICA; a bad or empty count is a usage error naming the option (exit 2)."""
+    planner.inputs.validate's GPUS_PER_REPLICA; a bad or empty count is a usage error naming the option (exit 2)."""
     if value is None:
         return None
     model_key, at, rest = value.partition("@")

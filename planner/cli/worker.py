@@ -20,13 +20,11 @@ from planner.cli._common import echo_json, fail, open_engine, rule_type, store_o
 from planner.cli._measure import run_measuring
 from planner.cli._output import SERVER, Shape, no_json, output_option
 from planner.cli._renamed import renamed_option
-from planner.cold_policy import ColdReadingError
-from planner.endpoints import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
-from planner.probe_requests import request_cold_reading
-from planner.store import leases as lease
-from planner.store.engine import StoreError
-from planner.store.requests import get_request
-from planner.validate import (
+from planner.endpoints.cold_policy import ColdReadingError
+from planner.endpoints.registry import EndpointNotFound, ensure_simulated_endpoint, get_endpoint
+from planner.fleet.requests import request_cold_reading
+from planner.fleet.watch import worker_running
+from planner.inputs.validate import (
     ALERT_EVERY_S,
     COLD_IDLE_S,
     LEASE_TTL_S,
@@ -35,9 +33,11 @@ from planner.validate import (
     RETENTION_DAYS,
     SOURCE_SYNC_S,
 )
+from planner.store import leases as lease
+from planner.store.database import StoreError
+from planner.store.requests import get_request
 from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, MAX_HELD_ROWS
 from planner.worker.runner import Worker, WorkerConfig, run_worker
-from planner.worker_watch import worker_running
 
 __all__ = ["COMMANDS", "dashboard_argv", "demo_simulator_config"]
 
@@ -238,7 +238,7 @@ def cold_reading(endpoint, idle_s, vantage, wait, as_json, database_url) -> None
         raise click.BadParameter(str(exc), param_hint="ENDPOINT") from None
     vantage = ep.vantage if vantage is None else vantage
     assert ep.id is not None  # a stored endpoint has an id
-    try:  # the Probes page's button asks the same way (planner.probe_requests)
+    try:  # the Probes page's button asks the same way (planner.fleet.requests)
         req_id, idle = request_cold_reading(
             engine, ep.id, vantage or "", scale_down_window_s=ep.scale_down_window_s, idle_s=idle_s
         )

@@ -9,7 +9,7 @@ import click
 from planner.cli._common import echo_json, fail, open_engine, store_option
 from planner.cli._output import EXPORT, Shape, no_json, output_option
 from planner.store.worksheets import WorksheetNotFound, list_worksheets, load_worksheet
-from planner.worksheet_report import to_json, to_markdown
+from planner.worksheet.report import to_json, to_markdown
 
 __all__ = ["COMMANDS"]
 

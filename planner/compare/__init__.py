@@ -5,12 +5,12 @@
 report_csv) all render that one object.
 """
 
+from planner.compare.bootstrap import CANNOT_TELL, bootstrap_difference, bootstrap_percentile
 from planner.compare.comparison import Comparison, compare, method_lines, metrics_table
 from planner.compare.cost import DEFAULT_TOKENS_PER_MONTH, cost_basis
 from planner.compare.data import UnknownEndpoint, endpoint_names, vantages
-from planner.compare.metrics import CostBasis
+from planner.compare.figures import CostBasis
 from planner.compare.report import report_csv, report_html, report_markdown
-from planner.compare.stats import CANNOT_TELL, bootstrap_difference, bootstrap_percentile
 
 __all__ = [
     "CANNOT_TELL",

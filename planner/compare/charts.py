@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner.compare.metrics import PHASES
-from planner.compare.stats import Interval
+from planner.compare.bootstrap import Interval
+from planner.compare.figures import PHASES
 
 __all__ = ["NO_SAMPLES", "hourly_p95_figure", "mark_empty", "p95_interval_figure", "phases_figure"]
 
@@ -38,7 +38,7 @@ def _ordered(names: Sequence[str], order: Sequence[str] | None) -> list[str]:
 def hourly_p95_figure(hourly: pd.DataFrame, tz: str = "UTC", order: Sequence[str] | None = None) -> go.Figure:
     """Hour-of-day TTFT p95 per endpoint, overlaid; hours with n < 20 drawn as open markers named '(n < 20)'.
 
-    hourly: planner.compare.metrics.hourly_profile output; order: endpoint names in trace order.
+    hourly: planner.compare.figures.hourly_profile output; order: endpoint names in trace order.
     """
     fig = go.Figure()
     for endpoint in _ordered(list(dict.fromkeys(hourly["endpoint"])), order):

@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from planner.budget import Worksheet
+from planner.compare.bootstrap import (
+    DEFAULT_MARGIN,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    Bootstraps,
+    Difference,
+    Interval,
+    Margin,
+)
 from planner.compare.data import (
     EndpointInfo,
     latest_cold_readings,
@@ -24,7 +32,7 @@ from planner.compare.data import (
     load_samples,
     rtt_to_regions,
 )
-from planner.compare.metrics import (
+from planner.compare.figures import (
     PHASES,
     CostBasis,
     EndpointMetrics,
@@ -34,9 +42,9 @@ from planner.compare.metrics import (
 )
 from planner.compare.ranking import RANKING_RULE, TARGETS_RULE, Ranked, decision_table, pairwise, rank
 from planner.compare.regions import ServingRegion, serving_regions
-from planner.compare.stats import DEFAULT_MARGIN, DEFAULT_N_BOOT, DEFAULT_SEED, Bootstraps, Difference, Interval, Margin
-from planner.samples import DEFINITION
-from planner.sources.endpoints import ProductionTtft, production_by_endpoint
+from planner.endpoints.samples import DEFINITION
+from planner.sources.by_endpoint import ProductionTtft, production_by_endpoint
+from planner.worksheet.budget import Worksheet
 
 __all__ = ["Comparison", "compare", "day_range_ms", "format_window", "method_lines", "metrics_table"]
 
@@ -135,8 +143,8 @@ def compare(
 
     Raises planner.compare.data.UnknownEndpoint for names not in the registry,
     ValueError for an empty list or since ≥ until, zoneinfo.ZoneInfoNotFoundError
-    for an unknown tz, and planner.budget.BudgetError for an invalid worksheet. `margin` is the
-    practical-equivalence margin the differences are judged against (planner.compare.stats.Margin).
+    for an unknown tz, and planner.worksheet.budget.BudgetError for an invalid worksheet. `margin` is the
+    practical-equivalence margin the differences are judged against (planner.compare.bootstrap.Margin).
     Each endpoint's figures come only from its own rows (samples, hours, cold reading, RTT to its region).
     """
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:

@@ -17,7 +17,7 @@ from planner.capacity.cost import CostInputs, blended_usd_per_mtok
 from planner.capacity.errors import CapacityError
 from planner.capacity.specs import TokenMix, default_mix, serverless_prices
 from planner.compare.data import EndpointInfo
-from planner.compare.metrics import CostBasis
+from planner.compare.figures import CostBasis
 
 __all__ = ["DEFAULT_TOKENS_PER_MONTH", "cost_basis"]
 

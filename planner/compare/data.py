@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from planner.cold_readings import latest_cold_readings as newest_cold_readings
+from planner.endpoints.cold_readings import latest_cold_readings as newest_cold_readings
 from planner.errors import PlannerError
 from planner.probes.ttft import PHASES_MS
 from planner.store import compare as store
@@ -167,8 +167,8 @@ def latest_cold_readings(
 ) -> dict[str, ColdReading]:
     """The latest cold reading per endpoint name (endpoints without one are absent).
 
-    The worker's cold readings by the one rule of the Probes page (planner.cold_readings.LATEST_RULE: the newest
-    whose cold and warm probes both answered); an endpoint without one falls back to its latest kind='cold'
+    The worker's cold readings by the one rule of the Probes page (planner.endpoints.cold_readings.LATEST_RULE: the
+    newest whose cold and warm probes both answered); an endpoint without one falls back to its latest kind='cold'
     sample and the kind='warm' sample right after it.
     """
     ids = {e.id: e.name for e in endpoints}

@@ -19,9 +19,9 @@ from itertools import combinations
 
 import pandas as pd
 
-from planner.compare.metrics import EndpointMetrics
-from planner.compare.stats import Bootstraps, Difference
-from planner.stats import min_n_for
+from planner.compare.bootstrap import Bootstraps, Difference
+from planner.compare.figures import EndpointMetrics
+from planner.percentiles import min_n_for
 
 __all__ = [
     "LEVEL_LABELS",
@@ -147,7 +147,7 @@ def _vs_leader(r: Ranked) -> str:
 
 def decision_table(ranked: Sequence[Ranked]) -> pd.DataFrame:
     """The decision table as a frame: one row per endpoint, best first (internal column names: label them
-    with ttft_planner_app.present / the report's table)."""
+    with planner.present on the page / the report's table)."""
     rows = []
     for r in ranked:
         m = r.metrics

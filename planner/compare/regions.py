@@ -1,7 +1,7 @@
 """Region-aware comparison: which catalog region each endpoint serves from, and the RTT to it from the vantage.
 
 An endpoint added from the provider catalog stores its provider's label and region name ("AWS Bedrock",
-"eu-central-1"); planner.providers.catalog_region maps that to a catalog region of assets/regions.toml
+"eu-central-1"); planner.endpoints.providers.catalog_region maps that to a catalog region of assets/regions.toml
 ("bedrock-eu-central-1"), whose RTT the worker measures. An endpoint typed by hand whose region is already a
 catalog region id keeps it. So "Bedrock eu-central-1 vs Azure westeurope vs a US serverless cloud" reads as one
 table, each row with the network share of its TTFT from the chosen vantage.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from planner.compare.data import EndpointInfo, RttFigure
-from planner.providers import catalog_region
-from planner.regions import catalog as region_catalog
+from planner.endpoints.providers import catalog_region
+from planner.regions.catalog import catalog as region_catalog
 from planner.settings import vantage_name
 
 __all__ = ["ServingRegion", "region_table", "serving_regions"]

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner.budget import SEGMENTS
 from planner.compare.charts import hourly_p95_figure, p95_interval_figure, phases_figure
 from planner.compare.comparison import Comparison, method_lines, metrics_table
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE
+from planner.inputs.untrusted import csv_text, md_text
 from planner.present import TOO_FEW, too_few
-from planner.sources.endpoints import compare_cell
-from planner.untrusted import csv_text, md_text
+from planner.sources.by_endpoint import compare_cell
+from planner.worksheet.budget import SEGMENTS
 
 __all__ = [
     "decision_display",

@@ -17,7 +17,7 @@ from planner.capacity.gpufit import TP_DEGREES, kv_bytes_per_token
 from planner.capacity.prefill import estimate
 from planner.capacity.specs import GIB_BYTES, GpuSpec, ModelSpec, gib
 from planner.capacity.weights import checkpoint_gb
-from planner.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS
+from planner.inputs.validate import GPUS_PER_REPLICA, KV_BLOCK_TOKENS
 
 __all__ = [
     "ASSUMED_MS_PER_TOKEN",
@@ -75,7 +75,7 @@ def kv_capacity(
     degree whose memory holds the weights and at least one block).
 
     Raises CapacityError when the weights leave no room for KV, or for a bad fraction, reserve, GPU count or block
-    size (the counts by planner.validate's GPUS_PER_REPLICA and KV_BLOCK_TOKENS).
+    size (the counts by planner.inputs.validate's GPUS_PER_REPLICA and KV_BLOCK_TOKENS).
     """
     if not 0 < usable_fraction <= 1:
         raise CapacityError(f"usable memory fraction must be in (0, 1], got {usable_fraction:g}")

@@ -35,7 +35,7 @@ from enum import StrEnum
 from planner.kvcache.chains import PrefixRequest
 from planner.kvcache.slots import LlamaCppSlots, common_prefix
 from planner.logs.prefix import Eviction, PrefixCache, eviction_for
-from planner.stats import Percentile, percentile
+from planner.percentiles import Percentile, percentile
 
 __all__ = ["Engine", "Eviction", "PrefixRun", "Routing", "ServiceRates", "engine_eviction", "reuse_ceiling", "simulate"]
 

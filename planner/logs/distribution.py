@@ -1,6 +1,6 @@
 """The prompt-token distribution the Logs page draws: a histogram and an empirical CDF of every request's value.
 
-Chart data, not summary figures (planner.logs.engine.summarize gives those): pure numpy over one column.
+Chart data, not summary figures (planner.logs.summary_sql.summarize gives those): pure numpy over one column.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from planner.lazy import lazy_module
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # imported on first use: `logs summarize` reads through DuckDB alone (its curve: planner.logs.engine)
+else:  # imported on first use: `logs summarize` reads through DuckDB alone (its curve: planner.logs.summary_sql)
     np = lazy_module("numpy")
 
 

@@ -1,6 +1,6 @@
 """Load: a log file's rows into the table of requests, by DuckDB — the one engine every file goes through.
 
-`RequestTable` is the DuckDB table the summary is computed over (planner.logs.engine): the columns of
+`RequestTable` is the DuckDB table the summary is computed over (planner.logs.summary_sql): the columns of
 planner.logs.COLUMNS (ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a
 timing not logged), and while a file loads a row's `flag` (planner.logs.sqlmap; a row not read holds its place in
 ts_ms, so the table is no wider for it). `load` runs one INSERT

@@ -10,7 +10,7 @@
                                     number comes from, CRLF, BOM, quoted breaks and cut tails included)
   check     planner.logs.fallback   those records read or named in Python by the rule of planner.logs.records;
                                     the same reader takes every record of the formats SQL does not map
-  summarise planner.logs.engine     planner.logs.summarize over the table
+  summarise planner.logs.summary_sql     planner.logs.summarize over the table
 
 The steps for a kind of file: planner.logs.jsonlogs (JSON Lines, arrays, documents) and planner.logs.tablelogs (CSV,
 Parquet), on what they share in planner.logs.readfile (ReaderPolicy: how a file is read, chosen by argument).

@@ -1,8 +1,8 @@
 """The log summary's vocabulary: what every figure is called and the LogSummary that holds them.
 
-planner.logs.engine.summarize computes a LogSummary (one SQL summary in DuckDB, for the Logs page and `logs summarize`
-alike); this module only names and carries it. Percentiles are nearest-rank (planner.stats, always with n); hours and
-weekdays are local to the summary's `tz`; the working day is a local time window on Monday–Friday (default
+planner.logs.summary_sql.summarize computes a LogSummary (one SQL summary in DuckDB, for the Logs page and `logs
+summarize` alike); this module only names and carries it. Percentiles are nearest-rank (planner.percentiles, always with
+n); hours and weekdays are local to the summary's `tz`; the working day is a local time window on Monday–Friday (default
 09:00–18:00).
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.lazy import lazy_module
 from planner.logs.records import zone
-from planner.stats import Percentile
+from planner.percentiles import Percentile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,7 +117,7 @@ TABLES = {
 
 @dataclass
 class LogSummary:
-    """Everything the Logs page and `logs summarize` show (planner.logs.engine.summarize computes it).
+    """Everything the Logs page and `logs summarize` show (planner.logs.summary_sql.summarize computes it).
 
     cached: {"token_fraction": cached ÷ prompt tokens, "request_fraction": share of requests with a cache hit}, both
     None when no request records a cached token (no cache column, or nothing hit): unknown, not a measured 0.

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from planner.errors import PlannerError
-from planner.untrusted import mask_secret
+from planner.inputs.untrusted import mask_secret
 
 __all__ = [
     "ERROR_CLASSES",
@@ -131,8 +131,8 @@ class ProbeFault(PlannerError):
 
 
 def scrub(text: str, secret: str | None, limit: int = 500) -> str:
-    """`text` with `secret` replaced by *** in every encoding a body can carry it (planner.untrusted.mask_secret: as
-    written, JSON-escaped — `\\/`, `\\uXXXX` —, percent-encoded, base64 alone or as Basic `user:key`, and any
+    """`text` with `secret` replaced by *** in every encoding a body can carry it (planner.inputs.untrusted.mask_secret:
+    as written, JSON-escaped — `\\/`, `\\uXXXX` —, percent-encoded, base64 alone or as Basic `user:key`, and any
     piece cut by truncation), on one line, cut to `limit` characters.
 
     Applied to every error detail so that a key echoed by a server or an

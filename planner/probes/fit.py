@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner.provenance import Figure, Source
+from planner.worksheet.provenance import Figure, Source
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample

@@ -37,12 +37,12 @@ from urllib.parse import urlsplit
 
 from planner import settings
 from planner.errors import PlannerError
+from planner.inputs.urls import redact_url
+from planner.percentiles import percentile
 from planner.probes.errors import RTT_ERROR_CLASSES
 from planner.probes.errors import ErrorClass as _E
 from planner.probes.rtt_record import SampleRecord
-from planner.regions import CatalogError, RttAddress, RttMethod, parse_target
-from planner.stats import percentile
-from planner.urls import redact_url
+from planner.regions.catalog import CatalogError, RttAddress, RttMethod, parse_target
 
 __all__ = [
     "RTT_ERROR_CLASSES",
@@ -68,7 +68,7 @@ def default_vantage() -> str:
 
 @dataclass(frozen=True)
 class RttStats:
-    """Statistics of kept TCP-connect RTTs, in ms; nearest-rank via planner.stats. spread = p90 − min."""
+    """Statistics of kept TCP-connect RTTs, in ms; nearest-rank via planner.percentiles. spread = p90 − min."""
 
     n: int
     min_ms: float | None

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from planner.probes.rtt_record import SampleRecord
-from planner.regions import RttMethod
+from planner.regions.catalog import RttMethod
 
 __all__ = ["BROWSER_METHODS", "records_from_browser"]
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from planner.endpoints.secrets_file import lookup_key
 from planner.probes.errors import (
     RETRYABLE_CLASSES,
     MissingApiKey,
@@ -57,7 +58,6 @@ from planner.probes.protocols import (
     stream_content_type,
 )
 from planner.probes.sse import SseLineTooLong
-from planner.secrets_file import lookup_key
 
 __all__ = [
     "PHASES_MS",
@@ -160,7 +160,7 @@ class TtftSample:
 
 def resolve_api_key(target: ProbeTarget, secrets: Mapping[str, str] | None = None) -> str | None:
     """The API key named by target.api_key_env: from the environment, else from `secrets`, else from
-    Streamlit's secrets files (planner.secrets_file).
+    Streamlit's secrets files (planner.endpoints.secrets_file).
 
     Returns None when the target needs no key. Raises MissingApiKey (naming the
     variable, never a value) when it is set in none of those places.

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from planner.probes.prompts import count_tokens
 from planner.simulator.config import SimulatorConfig
-from planner.simulator.engine import SimEngine
+from planner.simulator.timing import SimEngine
 
 __all__ = ["SIMULATED_HEADERS", "build_app"]
 
@@ -348,7 +348,7 @@ def build_app(
     wall_clock: Callable[[], float] = time.time,
 ) -> Starlette:
     """An ASGI app serving /v1/chat/completions, /v1/completions, /v1/messages, /v1/models, /health and /metrics
-    (vLLM-named Prometheus metrics: planner.simulator.metrics).
+    (vLLM-named Prometheus metrics: planner.simulator.vllm_metrics).
 
     State (slots, queue, prefix cache, warm/cold) lives on `app.state.engine`. `clock` and `wall_clock` are the
     engine's (SimEngine): a virtual-time loop's clock runs the model in virtual time (planner.simulator.virtual).

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.validate import FRACTION, SEED, Rule
+from planner.inputs.validate import FRACTION, SEED, Rule
 
 __all__ = ["FIELD_RULES", "OFFICE_LOAD_CURVE", "SimulatorConfig", "parse_load_curve"]
 
-#: The range of every numeric setting (planner.validate), checked by SimulatorConfig and by `simulate`'s options.
+#: The range of every numeric setting (planner.inputs.validate), checked by SimulatorConfig and by `simulate`'s options.
 FIELD_RULES: dict[str, Rule] = {
     "prefill_tokens_per_s": Rule(0.01, 1e9, "tokens/s"),
     "decode_tokens_per_s": Rule(0.01, 1e9, "tokens/s"),

@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message
 
 from planner.simulator.app import build_app
 from planner.simulator.config import SimulatorConfig
-from planner.simulator.engine import SimEngine
+from planner.simulator.timing import SimEngine
 
 __all__ = [
     "VIRTUAL_BASE_URL",

@@ -5,7 +5,7 @@ success, error, warning, info, caption), figures for metric cards, and the facts
 one line with the source's secrets masked (`clean`): whatever its variable holds (a database URL, a bearer token),
 any credential its URL carries, in every encoding a driver's or a server's message can quote it. A database URL in a
 message becomes "the database in $VAR": the URL itself is never shown. Sentences are plain text: a page escapes them
-(planner.untrusted.md_text) before drawing.
+(planner.inputs.untrusted.md_text) before drawing.
 
 Times are written by the caller's `when` (epoch ms → text: the page's viewer zone, the command's UTC).
 """
@@ -20,13 +20,13 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from planner.env_names import env_name_problem, mask_env_value, shown_env_name
 from planner.errors import PlannerError
+from planner.inputs.env_names import env_name_problem, mask_env_value, shown_env_name
+from planner.inputs.urls import mask_url_password, url_host
+from planner.percentiles import Percentile, summarize
 from planner.sources import litellm
 from planner.sources.sync import SyncReport, describe_prometheus, sync_source
-from planner.stats import Percentile, summarize
 from planner.store.sources import SourceInfo, SourceKind, get_source, source_ttft_ms
-from planner.urls import mask_url_password, url_host
 
 __all__ = ["Line", "Outcome", "clean", "sync_now", "test_source", "unusable", "where"]
 

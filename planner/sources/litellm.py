@@ -35,9 +35,9 @@ import psycopg
 import sqlalchemy as sa
 
 from planner.errors import PlannerError
+from planner.inputs.urls import mask_url_password
 from planner.logs.records import MAX_EPOCH_MS
 from planner.sources.admit import admit, start_problem
-from planner.urls import mask_url_password
 
 __all__ = [
     "CONNECT_TIMEOUT_S",

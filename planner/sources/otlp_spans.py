@@ -50,7 +50,7 @@ def _text(value: str, limit: int) -> str:
 
 def _row(key: str, row: Row, api_base: str | None) -> dict[str, Any]:
     """A span's request row; its API base from the span's server.address/port (planner.logs.otel.server_base), so
-    planner.sources.endpoints maps it to a registered endpoint, or "otlp" where the span names no server."""
+    planner.sources.by_endpoint maps it to a registered endpoint, or "otlp" where the span names no server."""
     return {
         "request_id": key,
         "ts_ms": int(row.ts_ms),

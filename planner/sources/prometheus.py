@@ -21,8 +21,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from planner.percentiles import min_n_for
 from planner.sources.prometheus_api import DEFAULT_DEADLINE_S, MAX_ANSWER_BYTES, PrometheusApi, PrometheusError
-from planner.stats import min_n_for
 from planner.store.sources import HOUR_MS, HourTtft
 
 __all__ = [

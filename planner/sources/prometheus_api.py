@@ -1,5 +1,5 @@
-"""Prometheus' HTTP API read as untrusted data: each answer bounded (planner.http_read) and checked to be the shape
-Prometheus documents before a number of it is used.
+"""Prometheus' HTTP API read as untrusted data: each answer bounded (planner.inputs.http_read) and checked to be the
+shape Prometheus documents before a number of it is used.
 
 `PrometheusApi(base_url, …)` holds one client and one deadline over every query made through it (a sync's several
 queries share it). `series(match)` is /api/v1/series (a list of label sets, each label a string);
@@ -24,10 +24,10 @@ from typing import Any
 import httpx
 
 from planner.errors import PlannerError
-from planner.http_read import DEFAULT_CONNECT_S, HttpReadError, read_capped
+from planner.inputs.http_read import DEFAULT_CONNECT_S, HttpReadError, read_capped
+from planner.inputs.untrusted import mask_secret
+from planner.inputs.urls import UrlError, check_url, redact_url
 from planner.logs.records import MAX_EPOCH_MS
-from planner.untrusted import mask_secret
-from planner.urls import UrlError, check_url, redact_url
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

@@ -26,11 +26,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, select
 
-from planner.alerts_vocab import AlertKind, AlertState, Rule, SeriesStatus
+from planner.alerts.vocab import AlertKind, AlertState, Rule, SeriesStatus
+from planner.endpoints.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.errors import PlannerError
-from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
+from planner.store.database import session, table_of
 from planner.store.endpoints import EndpointRow
-from planner.store.engine import session, table_of
 from planner.store.worker import ColdReadingRow
 
 __all__ = [
@@ -61,7 +61,7 @@ class AlertRuleRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=120, unique=True, index=True)
-    kind: str = Field(max_length=30)  # planner.alerts_vocab.AlertKind
+    kind: str = Field(max_length=30)  # planner.alerts.vocab.AlertKind
     threshold: float
     window_s: float
     for_s: float
@@ -85,7 +85,7 @@ class AlertSeriesRow(SQLModel, table=True):
     rule_id: int = Field(foreign_key="alert_rule.id", ondelete="CASCADE")
     endpoint_id: int = Field(foreign_key="endpoint.id", ondelete="CASCADE")
     vantage: str = Field(default="", max_length=120)
-    state: str = Field(max_length=20)  # planner.alerts_vocab.AlertState
+    state: str = Field(max_length=20)  # planner.alerts.vocab.AlertState
     since_ms: int | None = Field(default=None, sa_type=sa.BigInteger)
     value: float | None = None
     n: int = 0
@@ -101,7 +101,7 @@ class AlertEventRow(SQLModel, table=True):
     rule_id: int = Field(foreign_key="alert_rule.id", ondelete="CASCADE", index=True)
     endpoint_id: int = Field(foreign_key="endpoint.id", ondelete="CASCADE")
     vantage: str = Field(default="", max_length=120)
-    transition: str = Field(max_length=20)  # planner.alerts_vocab.Transition
+    transition: str = Field(max_length=20)  # planner.alerts.vocab.Transition
     value: float | None = None
     threshold: float
     n: int

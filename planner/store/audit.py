@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from planner.store.engine import session, table_of
+from planner.store.database import session, table_of
 
 __all__ = ["AuditRow", "audit_log", "cli_actor", "record", "record_cli"]
 
@@ -28,7 +28,7 @@ class AuditRow(SQLModel, table=True):
     at_ms: int = Field(sa_type=sa.BigInteger, index=True)
     actor: str = Field(max_length=200)
     role: str = Field(default="", max_length=20)
-    action: str = Field(max_length=60)  # a key of planner.auth.ACTIONS, e.g. endpoint.write
+    action: str = Field(max_length=60)  # a key of planner.team.roles.ACTIONS, e.g. endpoint.write
     object_name: str = Field(max_length=200)
     detail: str = Field(default="", max_length=500)
 
@@ -61,7 +61,7 @@ def cli_actor() -> str:
 def record_cli(engine: Engine, action: str, object_name: str, detail: str = "") -> None:
     """One audit row for a write made from the command line, by cli_actor() (the shell has no dashboard role).
 
-    `action` is a key of planner.auth.ACTIONS (endpoint.write, logs.upload, …), as the page that makes the same
+    `action` is a key of planner.team.roles.ACTIONS (endpoint.write, logs.upload, …), as the page that makes the same
     write records it; `detail` names what changed, never a secret.
     """
     record(engine, actor=cli_actor(), role="", action=action, object_name=object_name, detail=detail)

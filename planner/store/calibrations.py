@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, col, select
 
+from planner.store.database import session
 from planner.store.endpoints import EndpointRow
-from planner.store.engine import session
 
 __all__ = ["CalibrationRow", "calibration_history", "endpoint_names_of", "recent_fits", "record_calibration"]
 

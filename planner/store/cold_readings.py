@@ -1,7 +1,8 @@
-"""The cold_reading table's read behind the one rule of "the latest cold reading" (planner.cold_readings); the
+"""The cold_reading table's read behind the one rule of "the latest cold reading" (planner.endpoints.cold_readings); the
 history of an endpoint's readings is planner.store.probe_queries.cold_readings.
 
-Only the SQL lives here: the rule's words and what each page and command makes of the row are planner.cold_readings'.
+Only the SQL lives here: the rule's words and what each page and command makes of the row are
+planner.endpoints.cold_readings'.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from planner.store.engine import table_of
+from planner.store.database import table_of
 from planner.store.worker import ColdReadingRow, ColdState
 
 __all__ = ["newest_done_readings"]

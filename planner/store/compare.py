@@ -1,5 +1,5 @@
 """The comparison's reads (planner.compare.data): endpoint names, vantages, raw samples, cold samples (its cold
-readings are planner.cold_readings').
+readings are planner.endpoints.cold_readings').
 
 Only the SQL lives here; planner.compare.data turns the rows into its own values (EndpointInfo, ColdReading, the
 samples frame). Raw samples are the source of truth: nothing here aggregates them.
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from planner.store.database import session, table_of
 from planner.store.endpoints import EndpointRow
-from planner.store.engine import session, table_of
 from planner.store.probes import ProbeSampleRow
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The endpoint table (the registry the worker probes) and all its SQL.
 
 Validation and the domain API (add/edit/remove with errors naming the field, TOML import/export, the simulated
-endpoint) are planner.endpoints; this module stores what that validated, and the disabled "manual:" endpoints
+endpoint) are planner.endpoints.registry; this module stores what that validated, and the disabled "manual:" endpoints
 that `probe --store` files one-off samples under. Names are unique: a write that would repeat one raises
 EndpointNameTaken, whoever got there first.
 """
@@ -20,7 +20,7 @@ from sqlmodel import Field, Session, SQLModel, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from planner.errors import PlannerError
-from planner.store.engine import session, table_of
+from planner.store.database import session, table_of
 
 __all__ = [
     "MANUAL_PROVIDER",
@@ -110,7 +110,8 @@ def has_endpoints(engine: Engine) -> bool:
 
 
 def insert_endpoint(engine: Engine, fields: Mapping[str, Any], *, simulated: bool = False) -> EndpointRow:
-    """Store a new endpoint from already validated `fields` (planner.endpoints.validate); raises EndpointNameTaken."""
+    """Store a new endpoint from already validated `fields` (planner.endpoints.registry.validate); raises
+    EndpointNameTaken."""
     now = _now_ms()
     try:
         with session(engine) as s:

@@ -11,7 +11,7 @@ import sqlite3
 
 from sqlalchemy import exc as sa_exc
 
-from planner.store.engine import StoreError
+from planner.store.database import StoreError
 
 __all__ = ["NOT_SAVED", "STORE_FAILURES", "describe", "is_store_failure"]
 

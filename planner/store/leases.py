@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.pids import pid_alive
-from planner.store.engine import table_of
+from planner.store.database import table_of
 from planner.store.worker import WorkerLeaseRow
 
 __all__ = ["DEFAULT_LEASE_TTL_S", "acquire", "current", "holder_id", "holder_is_dead", "live_leases", "release"]

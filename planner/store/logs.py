@@ -24,7 +24,7 @@ from sqlmodel import Field, SQLModel
 
 from planner.errors import PlannerError
 from planner.logs.result import COLUMNS, LogParseResult, empty_frame
-from planner.store.engine import table_of
+from planner.store.database import table_of
 
 __all__ = [
     "LogRequestRow",

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, SQLModel
 
-from planner.store.engine import table_of
+from planner.store.database import table_of
 from planner.store.sources import SourceHourRow, SourceNotFound, SourceRow
 
 __all__ = [

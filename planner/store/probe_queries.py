@@ -1,6 +1,6 @@
 """Queries behind the Probes page, aggregated in SQL so a million samples stay fast.
 
-Every percentile is nearest-rank (planner.stats' definition, rank = ceil(p·n))
+Every percentile is nearest-rank (planner.percentiles' definition, rank = ceil(p·n))
 computed in SQL with window functions: ``ROW_NUMBER() OVER (PARTITION BY key
 ORDER BY ttft_ms)`` and the partition's ``COUNT(*)``, keeping the row whose rank
 is ``(P·n + 99) / 100`` in integer arithmetic (= ceil(P/100 · n)). The same
@@ -17,7 +17,7 @@ Viewer time zone: the UTC offset of each sample is applied in SQL with a CASE
 over the zone's transitions inside the queried range, so hours stay right
 across daylight-saving changes.
 
-Which rows count: planner.samples' one definition of a sample (successful,
+Which rows count: planner.endpoints.samples' one definition of a sample (successful,
 kind scheduled or manual, not a cached series); the error rate is failed /
 (ok + failed) of those kinds; skipped slots are counted apart; cold and warm
 samples belong to cold readings.
@@ -40,16 +40,16 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.endpoints.samples import ATTEMPT_SQL, SAMPLE_SQL
+from planner.inputs.untrusted import csv_text
+from planner.percentiles import min_n_for
 from planner.probes.ttft import PHASES_MS
-from planner.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.settings import vantage_name
-from planner.stats import min_n_for
+from planner.store.database import table_of
 from planner.store.endpoints import EndpointRow
-from planner.store.engine import table_of
 from planner.store.probes import ProbeSampleRow
 from planner.store.requests import ProbeRequestRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow
-from planner.untrusted import csv_text
 
 __all__ = [
     "HEATMAP_MAX_DAYS",
@@ -223,7 +223,7 @@ def ttft_cells(
 def rank_cells(counts: Sequence[int], ps: Sequence[int]) -> dict[int, tuple[int, int]]:
     """Where each nearest-rank percentile P (whole percent) of the values in consecutive cells lies: P → (index of
     the cell, 0-based offset within it), the cells holding counts[i] values each, in ascending value order.
-    The rank is ceil(P/100 · n) in integers, planner.stats' nearest rank exactly. Needs sum(counts) > 0."""
+    The rank is ceil(P/100 · n) in integers, planner.percentiles' nearest rank exactly. Needs sum(counts) > 0."""
     ends = list(itertools.accumulate(counts))
     out = {}
     for p in ps:
@@ -259,7 +259,7 @@ def _two_pass_percentiles(
 
     Pass 1 (ttft_cells) counts successful samples per (k, ttft bucket); the rank of each percentile
     then falls in a known bucket at a known offset. Pass 2 (cell_values) reads only the rows of those
-    (k, bucket) cells and picks the value at that offset, so the result is exactly planner.stats'
+    (k, bucket) cells and picks the value at that offset, so the result is exactly planner.percentiles'
     nearest rank. Returns (percentile rows, failed/skipped count rows), both keyed by k.
     """
     groups = ttft_cells(conn, key_sql, params, width_ms)

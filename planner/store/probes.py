@@ -3,7 +3,7 @@
 Raw samples are the source of truth: UTC epoch ms, every phase
 timing in ms from send, failures stored with an error class and never used
 in percentiles. Skipped schedule slots are rows too (kind='skipped', their cause in
-skip_cause: a planner.samples.SkipCause value; NULL for a skip stored before
+skip_cause: a planner.endpoints.samples.SkipCause value; NULL for a skip stored before
 migration 0011 whose words did not say it).
 """
 
@@ -18,9 +18,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from planner.samples import SampleKind
+from planner.endpoints.samples import SampleKind
+from planner.store.database import table_of
 from planner.store.endpoints import EndpointRow  # the table probe_sample.endpoint_id references
-from planner.store.engine import table_of
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample
@@ -33,7 +33,7 @@ __all__ = [
     "sample_row",
 ]
 
-#: The stored values of SampleKind (planner.samples), for messages and checks.
+#: The stored values of SampleKind (planner.endpoints.samples), for messages and checks.
 SAMPLE_KINDS: tuple[str, ...] = tuple(k.value for k in SampleKind)
 
 
@@ -80,7 +80,7 @@ class ProbeSampleRow(SQLModel, table=True):
     buffered: bool = False
     cached_series: bool = False  # the prompt was repeated on purpose (--cached)
     server_latency_ms: float | None = None  # the endpoint's own latency figure, where it reports one (Bedrock)
-    # A skipped row's cause: a SkipCause value (planner.samples); None for any other row.
+    # A skipped row's cause: a SkipCause value (planner.endpoints.samples); None for any other row.
     skip_cause: str | None = Field(default=None, max_length=20)
 
 

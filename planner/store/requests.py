@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from planner.store.engine import table_of
+from planner.store.database import table_of
 from planner.store.worker import ColdReadingRow, ColdState
 
 __all__ = [

@@ -10,7 +10,7 @@ back past the oldest raw sample therefore has two parts, and these queries merge
 - **rolled-up part**: each histogram bucket enters as its upper edge (`bucket_upper_ms`), with its
   count; counts of ok / failed / skipped add up exactly.
 
-The nearest rank (rank = ceil(p·n), planner.stats' definition) is then read from the union. Every
+The nearest rank (rank = ceil(p·n), planner.percentiles' definition) is then read from the union. Every
 rolled-up value is replaced by something at most ~12 % above it (a bucket is 10^(1/20) ≈ 1.122 wide)
 and raw values are unchanged, so every order statistic — every percentile — of the union is at least
 the exact one and at most ~12.2 % above it: "from hourly histograms: upper bound within ~12%". A result
@@ -39,9 +39,9 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from planner.stats import min_n_for
+from planner.percentiles import min_n_for
 from planner.store import probe_queries as pq
-from planner.store.engine import table_of
+from planner.store.database import table_of
 from planner.store.probe_queries import HOUR_MS, SeriesKey, local_ms_sql, range_params
 from planner.store.rollups import bucket_upper_ms
 from planner.store.worker import ProbeRollupRow

@@ -23,10 +23,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from planner import settings
-from planner.store.engine import table_of
+from planner.inputs.validate import RETENTION_DAYS
+from planner.store.database import table_of
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import ProbeRollupRow
-from planner.validate import RETENTION_DAYS
 
 __all__ = [
     "BUCKETS_PER_DECADE",
@@ -51,7 +51,7 @@ _R = table_of(ProbeRollupRow)
 
 def retention_days() -> float:
     """$TTFT_PLANNER_RETENTION_DAYS (days of raw samples to keep), default 90. Checked by the rule `worker
-    --retention-days` follows (planner.validate.RETENTION_DAYS): a value that is not a finite number in its range
+    --retention-days` follows (planner.inputs.validate.RETENTION_DAYS): a value that is not a finite number in its range
     (inf, nan, 0, 1e308, text) raises OutOfRange (a ValueError) naming the variable."""
     raw = settings.RETENTION_DAYS.raw()
     if not raw:

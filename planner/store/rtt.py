@@ -3,7 +3,7 @@
 Raw samples are the source of truth: one row per measured round
 trip or per failed attempt, UTC epoch ms, the vantage that measured it and the
 side ('server' or 'browser'). Percentiles are computed at query time, nearest
-rank via planner.stats, always with n; failures are rows with an error class
+rank via planner.percentiles, always with n; failures are rows with an error class
 and never enter a percentile.
 """
 
@@ -20,10 +20,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from planner.errors import PlannerError
+from planner.percentiles import percentile
 from planner.probes.rtt_record import SampleRecord
-from planner.regions import RttMethod, check_rtt_interval_s
-from planner.stats import percentile
-from planner.store.engine import session, table_of
+from planner.regions.catalog import RttMethod, check_rtt_interval_s
+from planner.store.database import session, table_of
 from planner.store.text_fields import text_problem
 
 __all__ = [
@@ -137,7 +137,7 @@ def add_target(
 ) -> RttTargetRow:
     """Store a target to measure; `enabled` asks the worker to measure it every `interval_s` seconds.
 
-    Validation of `target` (URL or host:port) belongs to planner.regions.parse_target; this
+    Validation of `target` (URL or host:port) belongs to planner.regions.catalog.parse_target; this
     function checks only what the table needs. Raises TargetExists when `region_id` is taken,
     ValueError for an empty id/target or an interval below 10 s.
     """
@@ -322,7 +322,7 @@ def rtt_summary(engine: Engine, vantage: str | None = None, since_ms: int | None
 
     Columns: region_id, vantage, side, method (tcp-connect for the server side; resource-timing,
     else the labelled fetch-performance-now fallback, for the browser), median_ms, min_ms, p90_ms
-    (nearest rank, planner.stats; None when n = 0), n, n_errors, last_error_class/last_error_detail
+    (nearest rank, planner.percentiles; None when n = 0), n, n_errors, last_error_class/last_error_detail
     (of the newest failure, if the newest outcome failed), last_measured_at_ms, proxy (set when the
     figures are to a proxy). Rows are sorted by median_ms, failures last.
     """

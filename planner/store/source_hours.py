@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from planner.logs.records import FUTURE_SKEW_MS
-from planner.stats import nearest_rank
-from planner.store.engine import table_of
+from planner.percentiles import nearest_rank
+from planner.store.database import table_of
 from planner.store.sources import HOUR_MS, HourTtft, SourceHourRow, SourceRequestRow, SourceRow
 
 __all__ = ["load_hours", "newest_ms", "newest_request", "production_hours", "request_hours", "store_hours"]

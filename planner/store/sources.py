@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from planner.env_names import check_env_name, mask_env_value
 from planner.errors import PlannerError
-from planner.store.engine import table_of
+from planner.inputs.env_names import check_env_name, mask_env_value
+from planner.store.database import table_of
 from planner.store.text_fields import text_problem
 
 __all__ = [
@@ -217,7 +217,7 @@ def add_source(
     metric: str | None = None,
 ) -> int:
     """A new source; ValueError for an empty or taken name, a name with a control character or longer than its
-    column, a secret reference that is not a variable's NAME (planner.env_names; the message never shows what was
+    column, a secret reference that is not a variable's NAME (planner.inputs.env_names; the message never shows what was
     given: it may be the secret), an empty one (a Prometheus source may have none: its server may need no
     credentials) or a Prometheus source without a URL."""
     name, secret_ref = name.strip(), secret_ref.strip()
@@ -313,8 +313,8 @@ def store_batch(
 
 def record_sync_error(engine: Engine, source_id: int, message: str) -> None:
     """Keep `message` as the source's last error (at most 500 characters), with every secret the variable the source
-    names holds masked first (planner.env_names.mask_env_value): a driver's message can quote the database URL, or a
-    piece of its password read as the host."""
+    names holds masked first (planner.inputs.env_names.mask_env_value): a driver's message can quote the database URL,
+    or a piece of its password read as the host."""
     with engine.begin() as conn:
         ref = conn.execute(sa.select(_SOURCE.c.secret_ref).where(_SOURCE.c.id == source_id)).scalar()
         message = mask_env_value(message, ref or "")

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, col, select
 
-from planner.store.engine import session
+from planner.store.database import session
 from planner.sweep.run import SweepResult
 
 __all__ = ["SweepRunRow", "SweepStepRow", "load_sweep_runs", "load_sweep_steps", "store_sweep"]

@@ -1,4 +1,4 @@
-"""How long the store waits for another connection's lock: below planner.store.engine (which opens connections)
+"""How long the store waits for another connection's lock: below planner.store.database (which opens connections)
 and planner.store.migrate (which opens its own for an upgrade), so neither imports the other for it."""
 
 from __future__ import annotations

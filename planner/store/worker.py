@@ -17,9 +17,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Field, SQLModel
 
-from planner.samples import SampleKind
+from planner.endpoints.samples import SampleKind
+from planner.store.database import StoreError, redacted, table_of
 from planner.store.endpoints import EndpointRow
-from planner.store.engine import StoreError, redacted, table_of
 from planner.store.probes import ProbeSampleRow
 
 __all__ = [

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 
 from planner.pids import pid_alive
 from planner.settings import DEFAULT_VANTAGE_NAME
-from planner.store.engine import data_dir, redacted, sqlite_file
+from planner.store.database import data_dir, redacted, sqlite_file
 from planner.store.leases import live_leases
 
 __all__ = ["STALE_AFTER_MS", "WorkerReport", "read_state", "state_path", "worker_report", "write_state"]

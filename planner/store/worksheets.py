@@ -14,9 +14,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from planner.budget import Worksheet
 from planner.errors import PlannerError
-from planner.store.engine import session
+from planner.store.database import session
+from planner.worksheet.budget import Worksheet
 
 __all__ = [
     "NameTaken",

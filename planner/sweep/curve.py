@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.provenance import Figure, Source
+from planner.worksheet.provenance import Figure, Source
 
 __all__ = ["queueing_p95_ms"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.stats import min_n_for
+from planner.percentiles import min_n_for
 
 __all__ = ["knee_caveat", "knee_of", "knee_sentence", "load_words", "thin_percentiles"]
 
@@ -20,7 +20,7 @@ def load_words(load: float, mode: str) -> str:
 
 
 def thin_percentiles(n_ok: int) -> list[str]:
-    """Which of p50, p95, p99 a step of `n_ok` successful requests cannot support (planner.stats.min_n_for): the
+    """Which of p50, p95, p99 a step of `n_ok` successful requests cannot support (planner.percentiles.min_n_for): the
     figure is then only the largest value seen, and is marked wherever it is shown."""
     return [name for name, p in _PERCENTILES.items() if n_ok < min_n_for(p)]
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from planner.percentiles import summarize
 from planner.probes.ttft import ProbeTarget, TtftSample, _shared_ssl_context, probe_once
 from planner.probes.warmup import warm_up
-from planner.stats import summarize
 from planner.sweep.arrivals import ARRIVAL_KINDS, arrival_offsets_s
 from planner.sweep.knee import knee_of
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from planner.provenance import Figure
 from planner.whatif.deployment import Deployment, SpecError, parse_deployment
+from planner.worksheet.provenance import Figure
 
 __all__ = ["Candidates", "parse_candidates"]
 

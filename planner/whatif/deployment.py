@@ -9,7 +9,7 @@ Two shapes:
 - `Dedicated`: a fixed number of always-warm replicas priced per GPU-hour, optionally with
   a serverless overflow pool that takes the requests finding no free dedicated slot.
 
-Every rate is a `planner.provenance.Figure` so a value measured elsewhere (a probe's prefill
+Every rate is a `planner.worksheet.provenance.Figure` so a value measured elsewhere (a probe's prefill
 slope, a cold reading) keeps its provenance; `parse_deployment` makes typed figures.
 Rates are per slot: a request in a slot prefills at `prefill_tokens_per_s` and decodes at
 `decode_tokens_per_s` whatever the other slots do (see docs/whatif-model.md); a batching engine's (`engine=`) are
@@ -28,9 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.errors import PlannerError
-from planner.kvcache.simulate import Eviction, Routing
-from planner.provenance import Figure
-from planner.validate import (
+from planner.inputs.validate import (
     BATCHED_TOKENS,
     GPUS_PER_REPLICA,
     KV_BLOCK_TOKENS,
@@ -41,7 +39,9 @@ from planner.validate import (
     USD_PER_MTOK,
     Rule,
 )
+from planner.kvcache.simulate import Eviction, Routing
 from planner.whatif.engines import BATCHING_ENGINES, ENGINES, StepCosts, profile
+from planner.worksheet.provenance import Figure
 
 __all__ = [
     "BATCHING_KEYS",
@@ -264,8 +264,8 @@ def _check_non_negative(name: str, **figs: Figure) -> None:
             raise SpecError(f"{name}: {key} must be a finite number ≥ 0, got {fig.value:g}")
 
 
-#: Every spec key's range (planner.validate): the same for a serverless pool, a dedicated one and an overflow pool,
-#: whether the candidate comes from `--deployment`, the What-if page or code.
+#: Every spec key's range (planner.inputs.validate): the same for a serverless pool, a dedicated one and an overflow
+#: pool, whether the candidate comes from `--deployment`, the What-if page or code.
 KEY_RULES: dict[str, Rule] = {
     "window": Rule(0, 30 * 86_400, "s"),
     "cold": Rule(0, 86_400, "s"),

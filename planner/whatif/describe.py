@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.provenance import Figure
 from planner.whatif.calibrate_steps import StepFit
 from planner.whatif.deployment import Dedicated, Deployment, Serverless, SpecError, parse_deployment
 from planner.whatif.engines import profile
+from planner.worksheet.provenance import Figure
 
 __all__ = ["engine_words", "figure_text", "fit_words", "has_spread", "serving_model", "speed_spread"]
 

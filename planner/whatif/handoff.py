@@ -1,7 +1,7 @@
 """What a what-if candidate hands to the worksheet: its p95's queueing (and cold start), with the replay's provenance.
 
-The worksheet adds its segments up against the target (planner.budget): queueing + cold start + network, and what
-is left is the prefill budget. So the figures handed over are the segments of the replayed p95 itself
+The worksheet adds its segments up against the target (planner.worksheet.budget): queueing + cold start + network, and
+what is left is the prefill budget. So the figures handed over are the segments of the replayed p95 itself
 (planner.whatif.results.p95_segments: they add up to the p95), not the means over the slowest 5 %, whose queueing
 and cold start belong to different requests and can add up to more than the p95 they came from (a candidate
 replayed at p95 700 ms once handed over 686 + 292 ms, and the worksheet said it was over budget before prefill). With
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from planner.provenance import Figure, Source
 from planner.whatif.results import CandidateResult
+from planner.worksheet.provenance import Figure, Source
 
 __all__ = ["worksheet_figures"]
 

@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from planner.stats import nearest_rank_index
+from planner.percentiles import nearest_rank_index
 from planner.whatif.deployment import Deployment
 from planner.whatif.replay import DEFAULT_MAX_WAIT_S, CannotKeepUp, Replay, replay
 from planner.whatif.trace import Trace

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.stats import nearest_rank_index
+from planner.percentiles import nearest_rank_index
 
 __all__ = ["DEFAULT_MAX_WAIT_S", "SEGMENT_KEYS", "CannotKeepUp", "Replay", "p95_segments", "when_text"]
 

@@ -26,14 +26,14 @@ from typing import Any
 import httpx
 import numpy as np
 
+from planner.percentiles import Percentile, min_n_for
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once
-from planner.provenance import Figure, Source
 from planner.simulator import SimulatorConfig, running_simulator
-from planner.stats import Percentile, min_n_for
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.replay import replay
 from planner.whatif.results import percentiles_sorted
 from planner.whatif.trace import Trace, hour_of_day
+from planner.worksheet.provenance import Figure, Source
 
 __all__ = ["ProofHour", "ProofResult", "measure_trace", "prove", "simulator_config_for"]
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.stats import nearest_rank_index
+from planner.percentiles import nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.outcome import SEGMENT_KEYS, CannotKeepUp, Replay
 from planner.whatif.replay import replay

@@ -1,6 +1,6 @@
 """What-if results: percentiles overall and per hour, the tail's segments, targets met, GPU-hours and cost.
 
-Percentiles are nearest-rank (`planner.stats`), each with its n; an hour's p95 is only
+Percentiles are nearest-rank (`planner.percentiles`), each with its n; an hour's p95 is only
 trusted (`reliable`) at n ≥ 20. A candidate meets the chosen interaction's target when its
 overall p95 and every reliable hourly p95 are at or under the target.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.interactions import Interaction, interactions
-from planner.stats import Percentile, nearest_rank_index
+from planner.percentiles import Percentile, nearest_rank_index
 from planner.whatif.deployment import Dedicated, Deployment, Serverless
 from planner.whatif.interval import DEFAULT_LEVEL, Band, Prediction, predict
 from planner.whatif.outcome import p95_segments
@@ -23,6 +22,7 @@ from planner.whatif.regime import regime_sentence
 from planner.whatif.replay import DEFAULT_MAX_WAIT_S, SEGMENT_KEYS, CannotKeepUp, Replay
 from planner.whatif.routing import placement
 from planner.whatif.trace import Trace, hour_of_day
+from planner.worksheet.interactions import Interaction, interactions
 
 __all__ = [
     "PS",
@@ -40,7 +40,7 @@ PS = (0.5, 0.95, 0.99)
 
 
 def percentiles_sorted(sorted_values: np.ndarray, ps: tuple[float, ...] = PS) -> dict[str, Percentile]:
-    """Nearest-rank percentiles ('p50', 'p95', 'p99') of an already sorted array, via planner.stats."""
+    """Nearest-rank percentiles ('p50', 'p95', 'p99') of an already sorted array, via planner.percentiles."""
     n = len(sorted_values)
     out = {}
     for p in ps:

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from planner.inputs.validate import HELD_ROWS
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import missing_endpoints
-from planner.validate import HELD_ROWS
 
 __all__ = ["DEFAULT_MAX_HELD_ROWS", "MAX_HELD_ROWS", "RowBuffer", "first_line"]
 
@@ -29,7 +29,7 @@ log = logging.getLogger("planner.worker")
 #: Rows a worker holds in memory while the store refuses them: about five days of 7 endpoints probed every 60 s,
 #: 85 MB at the 1.7 KB a row takes in memory (3 KB with a 500-character error detail).
 DEFAULT_MAX_HELD_ROWS = 50_000
-#: The range of `worker --max-held-rows` / $TTFT_PLANNER_MAX_HELD_ROWS (planner.validate.HELD_ROWS).
+#: The range of `worker --max-held-rows` / $TTFT_PLANNER_MAX_HELD_ROWS (planner.inputs.validate.HELD_ROWS).
 MAX_HELD_ROWS = HELD_ROWS
 
 

@@ -11,7 +11,7 @@ retryable failures until the first success (up to `cold_deadline_s`): the cold
 figure is the time from the first attempt's send to that success's first
 token, so replica start-up behind 503s counts. Then one immediate warm probe;
 cold − warm estimates the weight-loading segment. A probe interval shorter than
-the scale-down window keeps the endpoint warm by itself (planner.cold_policy.keeps_itself_warm).
+the scale-down window keeps the endpoint warm by itself (planner.endpoints.cold_policy.keeps_itself_warm).
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from planner.samples import SampleKind
+from planner.endpoints.samples import SampleKind
 from planner.worker.buffer import RowBuffer, first_line
+from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
-from planner.worker.stats import WorkerStats
 
 __all__ = ["Flusher"]
 

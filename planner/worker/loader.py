@@ -1,6 +1,6 @@
 """The worker's schedule loader: the enabled endpoints and RTT targets of one vantage, read into the schedule.
 
-Each reload reads the endpoint list (planner.endpoints) and the scheduled RTT targets (planner.store.rtt) on a
+Each reload reads the endpoint list (planner.endpoints.registry) and the scheduled RTT targets (planner.store.rtt) on a
 thread, validates each again (a row an older version stored may no longer be valid: it is reported, never
 scheduled), adds or re-times its job in the Scheduler and removes the jobs of what is gone. The first load after
 taking the lease resumes each endpoint after its newest stored slot (planner.store.worker.last_slots), so the slots
@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
-from planner.endpoints import endpoint_problem, list_endpoints
-from planner.regions import RTT_INTERVAL_BOUNDS_S
+from planner.endpoints.registry import endpoint_problem, list_endpoints
+from planner.regions.catalog import RTT_INTERVAL_BOUNDS_S
 from planner.store.endpoints import EndpointRow
 from planner.store.rtt import RttTargetRow, scheduled_rtt_targets
 from planner.store.worker import EndpointState, last_slots

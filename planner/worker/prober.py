@@ -22,10 +22,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
+from planner.endpoints.samples import SampleKind, SkipCause
 from planner.probes.errors import ErrorClass, MissingApiKey
 from planner.probes.ttft import ProbeTarget, TtftSample, probe_once, resolve_api_key
 from planner.probes.warmup import warm_up
-from planner.samples import SampleKind, SkipCause
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row
 from planner.store.worker import EndpointState

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from planner.cold_policy import ColdReadingError, idle_seconds_for
+from planner.endpoints.cold_policy import ColdReadingError, idle_seconds_for
+from planner.endpoints.samples import SampleKind
 from planner.probes.rtt import probe_rtt_many
-from planner.samples import SampleKind
 from planner.store import leases
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row

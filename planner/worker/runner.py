@@ -43,13 +43,14 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from planner.endpoints.samples import SampleKind
 from planner.probes.ttft import TtftSample
-from planner.samples import SampleKind
 from planner.store import leases
 from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import check_writable
 from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, RowBuffer
+from planner.worker.counters import WorkerStats, by_cause
 from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.flusher import Flusher
 from planner.worker.housekeeping import Housekeeping
@@ -62,7 +63,6 @@ from planner.worker.schedule_loop import ScheduleLoop, run_scheduled_rtt
 from planner.worker.scheduler import Scheduler, SteadyClock
 from planner.worker.source_syncs import SourceSyncs
 from planner.worker.state_file import StatePublisher
-from planner.worker.stats import WorkerStats, by_cause
 from planner.worker.status import EndpointStatuses
 from planner.worker.supervisor import TaskFailure, TaskSupervisor
 from planner.worker.team import TeamHooks

@@ -20,15 +20,15 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine
 
+from planner.endpoints.samples import SampleKind, SkipCause
 from planner.probes.rtt import probe_rtt_target
-from planner.samples import SampleKind, SkipCause
 from planner.store.endpoints import EndpointRow
 from planner.store.rtt import RttTargetRow, insert_rtt_samples
 from planner.worker.buffer import RowBuffer
+from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
 from planner.worker.prober import Prober, skip_row
 from planner.worker.scheduler import Action, Scheduler, SteadyClock
-from planner.worker.stats import WorkerStats
 
 __all__ = ["ScheduleLoop", "run_scheduled_rtt"]
 

@@ -18,8 +18,8 @@ Decisions (`Scheduler.due`): when a job's slot is due it runs, unless
 - the loop woke up more than the grace (half an interval) after the firing time
   (process suspended, laptop asleep);
 
-then the slot is *skipped* — reported to the caller with its SkipCause (planner.samples) so it can be stored as a
-``kind='skipped'`` row — and never backfilled. Slots passed over entirely
+then the slot is *skipped* — reported to the caller with its SkipCause (planner.endpoints.samples) so it can be stored
+as a ``kind='skipped'`` row — and never backfilled. Slots passed over entirely
 (a long suspension, a worker that was not running) are reported as skipped too,
 at most `max_skips_per_gap` of them per gap, the oldest carrying the count.
 
@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from planner.samples import SkipCause
+from planner.endpoints.samples import SkipCause
 
 __all__ = [
     "Action",

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from planner.env_names import mask_env_value
 from planner.errors import PlannerError
+from planner.inputs.env_names import mask_env_value
+from planner.inputs.urls import mask_url_password
 from planner.sources.litellm import LiteLLMError
 from planner.sources.prometheus import PrometheusError
 from planner.sources.sync import SyncReport, sync_source
 from planner.store.sources import SourceInfo, list_sources, record_sync_error
-from planner.urls import mask_url_password
 from planner.worker.daemon_executor import DaemonThreadExecutor
 
 __all__ = ["DEFAULT_DEADLINE_S", "SourceSyncs"]
@@ -144,7 +144,7 @@ class SourceSyncs:
 
 def _masked(text: str, source: SourceInfo) -> str:
     """`text` on one line, at most 500 characters, with the source's secrets masked: its URL's credentials and the
-    value of the variable it names (planner.env_names.mask_env_value), in every form a message can carry them."""
+    value of the variable it names (planner.inputs.env_names.mask_env_value), in every form a message can carry them."""
     text = mask_url_password(mask_env_value(text, source.secret_ref), source.url or "")
     text = " ".join(text.split())
     return text if len(text) <= 500 else text[:499] + "…"

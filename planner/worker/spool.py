@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from planner.pids import pid_alive
-from planner.store.engine import data_dir, redacted, sqlite_file, table_of
+from planner.store.database import data_dir, redacted, sqlite_file, table_of
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import missing_endpoints
 

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from planner.worker.buffer import RowBuffer
+from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
-from planner.worker.stats import WorkerStats
 from planner.worker.supervisor import TaskSupervisor
 
 __all__ = ["StatePublisher"]

@@ -17,16 +17,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from wsgiref.simple_server import WSGIServer
 
 from sqlalchemy.engine import Engine
 
 from planner.alerts.deliver import PASS_DEADLINE_S, deliver_due
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.notify import TIMEOUT_S
-from planner.metrics import WorkerMetrics
 from planner.store import alerts as alert_store
 from planner.store.probes import ProbeSampleRow
 from planner.worker.buffer import first_line
+from planner.worker.exporter import WorkerMetrics
 
 __all__ = ["TeamHooks"]
 
@@ -53,7 +54,7 @@ class TeamHooks:
         self.metrics = WorkerMetrics() if metrics_port else None
         self._metrics_port = metrics_port
         self._metrics_address = metrics_address
-        self._server = None
+        self._server: WSGIServer | None = None
         self.alerts_every_ms = int(alerts_every_s * 1000)
         self._next_alerts_ms = 0
         self.delivery_deadline_s = delivery_deadline_s

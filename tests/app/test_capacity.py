@@ -142,8 +142,8 @@ def test_a_measured_slope_is_offered_and_handed_over_as_a_probe_figure(app):
     import time
 
     from planner.spread import speed_sd_of
+    from planner.store.database import session
     from planner.store.endpoints import EndpointRow
-    from planner.store.engine import session
     from planner.store.probes import insert_samples
 
     now = int(time.time() * 1000)

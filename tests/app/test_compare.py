@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from planner.budget import Worksheet
 from planner.capacity.cost import CostInputs
 from planner.store import database_url, open_store
+from planner.worksheet.budget import Worksheet
 from tests.app.conftest import open_page, plotly_array, shown_table, store_snapshot, use_store
 from tests.support.compare_seed import seed_endpoint, seed_three
 from ttft_planner_app import worksheet_state

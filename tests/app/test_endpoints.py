@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.endpoints import add_endpoint, list_endpoints
+from planner.endpoints.registry import add_endpoint, list_endpoints
 from planner.store import open_store
 from tests.app.conftest import open_page
 
@@ -125,9 +125,10 @@ def test_catalog_picker_fills_the_form_and_shows_the_key_variable(monkeypatch):
 
 
 def test_the_forms_range_messages_are_the_shared_rules_in_the_forms_words():
-    """Issue 28: the Endpoints form checks its numbers by the rules every other entry point uses (planner.validate),
-    so the page and the CLI cannot disagree about a range; the message names the field as the form labels it."""
-    from planner.validate import PROBE_TIMEOUT_S, SCALE_DOWN_WINDOW_S
+    """Issue 28: the Endpoints form checks its numbers by the rules every other entry point uses
+    (planner.inputs.validate), so the page and the CLI cannot disagree about a range; the message names the field as the
+    form labels it."""
+    from planner.inputs.validate import PROBE_TIMEOUT_S, SCALE_DOWN_WINDOW_S
 
     at = open_page("endpoints")
     # the inputs' bounds are the rules' (issue 44: ttft_planner_app.widgets.number_input_for) ...

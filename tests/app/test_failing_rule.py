@@ -1,4 +1,4 @@
-"""AppTest: one failing-endpoint rule (planner.endpoint_status) on every page — Endpoints, Probes and Compare warn
+"""AppTest: one failing-endpoint rule (planner.endpoints.status) on every page — Endpoints, Probes and Compare warn
 from FAILING_WARNING_AFTER failures in a row with the same sentence, and Compare names a refusing endpoint's failure
 instead of asking to probe it for about a day; the Compare CSV's rank is a whole number."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from planner.compare import compare, report_csv
-from planner.endpoint_status import FAILING_WARNING_AFTER
+from planner.endpoints.status import FAILING_WARNING_AFTER
 from planner.store import open_store
 from planner.store.worker import EndpointState, upsert_statuses
 from tests.app.conftest import open_page
@@ -21,7 +21,7 @@ REFUSED = "refused: could not open a TCP connection (refused or unreachable)"
 
 
 def _endpoint_id(eng, name: str) -> int:
-    from planner.endpoints import get_endpoint
+    from planner.endpoints.registry import get_endpoint
 
     ep = get_endpoint(eng, name)
     assert ep.id is not None

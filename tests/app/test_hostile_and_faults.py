@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
-import planner.store.engine as store_engine
+import planner.store.database as store_engine
 from planner.cli import cli
 from planner.store import open_store
 from planner.store import probe_queries as pq

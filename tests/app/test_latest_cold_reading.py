@@ -1,5 +1,5 @@
-"""The latest cold reading by one rule (planner.cold_readings.LATEST_RULE): the Probes page's segment 2 and Compare's
-cold start agree when the newest reading failed half-way (its cold probe answered, its warm probe did not).
+"""The latest cold reading by one rule (planner.endpoints.cold_readings.LATEST_RULE): the Probes page's segment 2 and
+Compare's cold start agree when the newest reading failed half-way (its cold probe answered, its warm probe did not).
 
 Before the rule was one, the Probes page took the newest reading done (cold − warm 4,700 ms) while Compare took the
 newest with a cold time (9,000 ms cold, no warm: its cold − warm "missing")."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from planner.compare.comparison import compare, metrics_table
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
 from planner.store import open_store
 from planner.store.probes import insert_samples
 from planner.store.worker import ColdReadingRow

@@ -1,5 +1,5 @@
-"""Each input range declared once: the pages' number inputs take their bounds from a planner.validate Rule (through
-ttft_planner_app.widgets.number_input_for), the one the command's option and the library's check follow.
+"""Each input range declared once: the pages' number inputs take their bounds from a planner.inputs.validate Rule
+(through ttft_planner_app.widgets.number_input_for), the one the command's option and the library's check follow.
 
 The first test walks every view's source (AST) and fails on a number input or slider given a bound of its own
 (min_value/max_value, by keyword or position); the few bounds that are genuinely a page's choice are listed with why.
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from planner.alerts.rules import build_rule
 from planner.cli import cli
-from planner.validate import ALERT_WINDOW_MIN, OutOfRange
+from planner.inputs.validate import ALERT_WINDOW_MIN, OutOfRange
 from tests.app.conftest import open_page
 
 VIEWS = Path(__file__).resolve().parents[2] / "app" / "views"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from planner.logs import COLUMNS, LogParseResult
-from planner.stats import percentile
+from planner.percentiles import percentile
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
 from tests.app.conftest import open_page

@@ -10,7 +10,6 @@ import tempfile
 
 import pytest
 
-from planner.budget import Worksheet
 from planner.capacity import specs as P
 from planner.capacity.prefill import estimate
 from planner.kvcache.capacity import kv_capacity
@@ -18,6 +17,7 @@ from planner.kvcache.chains import read_prefix_trace
 from planner.kvcache.regime import capacity_grid, knee, regime, sentence
 from planner.kvcache.simulate import Routing, ServiceRates, reuse_ceiling
 from planner.logs.samples import SAMPLE_DIR
+from planner.worksheet.budget import Worksheet
 from tests.app.conftest import chart_spec, open_page
 
 AGENT, MOONCAKE = "agent_sessions.jsonl", "mooncake_conversation.jsonl"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
 from planner.store import leases as lease
 from planner.store import open_store
 from planner.store.probes import insert_samples

@@ -8,8 +8,8 @@ import time
 
 import sqlalchemy as sa
 
-from planner.endpoints import add_endpoint
-from planner.samples import MEASURED_KINDS
+from planner.endpoints.registry import add_endpoint
+from planner.endpoints.samples import MEASURED_KINDS
 from planner.store import open_store
 from planner.store.probes import insert_samples
 from planner.store.requests import create_request

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from planner.endpoints import add_endpoint
-from planner.stats import percentile
+from planner.endpoints.registry import add_endpoint
+from planner.percentiles import percentile
 from planner.store import open_store
 from planner.store.probes import insert_samples
 from tests.app.conftest import open_page

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
 from planner.store import open_store, worker_state
 from tests.app.conftest import open_page
 from tests.support.worker_states import write_disk_full_state

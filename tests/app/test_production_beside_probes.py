@@ -1,5 +1,5 @@
 """Your users' p95 beside a probe's (issue 32): the figure a reader sees on the Probes page and in the Compare page's
-per-endpoint table is planner.stats.summarize of the stored source requests that map to the endpoint in the page's
+per-endpoint table is planner.percentiles.summarize of the stored source requests that map to the endpoint in the page's
 range; a source whose API base is another endpoint's shows nothing there (the Probes page says how to add one); the
 Alerts page offers a production p95 rule, stores it from its form and shows its series under the vantage
 "production"."""
@@ -11,8 +11,8 @@ import time
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.rules import AlertKind
 from planner.alerts.words import KIND_CHOICES
-from planner.endpoints import add_endpoint
-from planner.stats import summarize
+from planner.endpoints.registry import add_endpoint
+from planner.percentiles import summarize
 from planner.store import alerts as alert_store
 from planner.store import open_store
 from planner.store.probes import ProbeSampleRow, insert_samples

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from planner.regions import catalog
+from planner.regions.catalog import catalog
 from planner.store import open_store
 from planner.store.rtt import SampleRecord, insert_rtt_samples, load_samples
 from tests.app.conftest import open_page, plotly_array, shown_table

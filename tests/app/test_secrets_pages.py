@@ -15,9 +15,9 @@ import time
 
 import sqlalchemy as sa
 
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
+from planner.endpoints.samples import SampleKind
 from planner.probes.ttft import ProbeTarget, probe_once
-from planner.samples import SampleKind
 from planner.store import open_store
 from planner.store.probes import insert_samples, sample_row
 from planner.store.sources import SourceKind, add_source

@@ -17,12 +17,11 @@ from streamlit.testing.v1 import AppTest
 
 from planner.logs import read_logs
 from planner.logs import summarize as summarize_log
-from planner.provenance import Source
+from planner.percentiles import summarize
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.simulator.app import build_app
 from planner.sources.prometheus import HOUR_MS, ttft_by_hour
 from planner.sources.sync import sync_source
-from planner.stats import summarize
 from planner.store import open_store
 from planner.store.logs import save_upload
 from planner.store.sources import (
@@ -34,9 +33,10 @@ from planner.store.sources import (
     load_source_requests,
     store_batch,
 )
+from planner.worksheet.provenance import Source
 from tests.app.conftest import new_app, open_page, shown_table
-from tests.planner import test_sources_litellm as library_tests
-from tests.planner.test_sources_litellm import _insert, _requests
+from tests.planner.sources import test_sources_litellm as library_tests
+from tests.planner.sources.test_sources_litellm import _insert, _requests
 from tests.support.page_text import every_text as _every_text
 from tests.support.prometheus import running_prometheus
 from tests.support.waiting import wait_for
@@ -246,7 +246,7 @@ N_PROM = 40  # at least 20 in an hour (even split across two), so an hour's queu
 @pytest.fixture(scope="module")
 def scraped():
     """Prometheus' URL once it holds every one of N_PROM requests sent at once on two slots (a queue forms: the
-    library test's set-up, tests/planner/test_sources_prometheus.py), with the simulator's own queue log."""
+    library test's set-up, tests/planner/sources/test_sources_prometheus.py), with the simulator's own queue log."""
     app = build_app(SimulatorConfig(prefill_tokens_per_s=2_000, slots=2, max_output_tokens=1, speedup=4, seed=7))
     with running_simulator(app=app) as base, running_prometheus([urlsplit(base).netloc]) as prom:
 

@@ -2,15 +2,15 @@
 
 The sweep is constructed, not run: what the page shows of a stored sweep does not depend on how fast a simulator
 answered on a loaded machine. Running a sweep (the knee moving with the slots, the queue behind one slot) is
-tests/planner/test_sweep.py's subject.
+tests/planner/sweep/test_sweep.py's subject.
 """
 
 from __future__ import annotations
 
 import os
 
+from planner.percentiles import summarize
 from planner.probes.ttft import ProbeTarget
-from planner.stats import summarize
 from planner.store import open_store
 from planner.store.sweeps import store_sweep
 from planner.sweep import SweepResult, SweepSpec
@@ -22,7 +22,7 @@ T0_MS = 1_780_000_000_000
 
 
 def _step(index: int, load: float, ttfts_ms: list[float]) -> SweepStep:
-    """One step as run_sweep summarises it: every request answered, percentiles by planner.stats."""
+    """One step as run_sweep summarises it: every request answered, percentiles by planner.percentiles."""
     q = summarize(ttfts_ms, ps=(0.5, 0.95, 0.99))
     return SweepStep(
         index=index,

@@ -176,10 +176,10 @@ def test_a_gzipped_upload_replays_like_the_cli_on_the_same_file(app, tmp_path):
 
 
 def test_the_starting_candidates_replay_at_the_worksheets_measured_prefill_rate(app):
-    from planner.budget import Worksheet
-    from planner.interactions import interactions
-    from planner.provenance import Figure, Source
-    from planner.worksheet_url import query_dict
+    from planner.worksheet.budget import Worksheet
+    from planner.worksheet.interactions import interactions
+    from planner.worksheet.provenance import Figure, Source
+    from planner.worksheet.url import query_dict
 
     upload_id = store_log()
     measured = Figure(4000.0, "tokens/s", Source.PROBE, detail="acme: prefill slope fit", n=12)

@@ -14,7 +14,7 @@ ROUND_ROBIN = "dedicated:name=rr,replicas=2,slots=4,prefill=12000,decode=60,usd_
 
 def _three_sessions() -> bytes:
     """Three sessions taking turns, six turns each, each resending its 2,048-token prompt (four 512-token hashes), a
-    minute apart (tests/planner/test_whatif_routing.py's trace)."""
+    minute apart (tests/planner/whatif/test_whatif_routing.py's trace)."""
     rows = []
     for _turn in range(6):
         for session, base in {"alpha": 100, "beta": 200, "gamma": 300}.items():

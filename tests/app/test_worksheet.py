@@ -5,9 +5,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.budget import SEGMENTS, Worksheet
-from planner.provenance import Figure
-from planner.worksheet_url import query_for
+from planner.worksheet.budget import SEGMENTS, Worksheet
+from planner.worksheet.provenance import Figure
+from planner.worksheet.url import query_for
 from tests.app.conftest import new_app, plotly_array
 
 

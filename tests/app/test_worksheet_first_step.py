@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import unquote_plus
 
-from planner.budget import Worksheet
-from planner.first_step import MEASURED_ON
-from planner.provenance import Figure, Source
-from planner.worksheet_url import query_for
+from planner.worksheet.budget import Worksheet
+from planner.worksheet.first_step import MEASURED_ON
+from planner.worksheet.provenance import Figure, Source
+from planner.worksheet.url import query_for
 from tests.app.conftest import new_app
 
 

@@ -27,7 +27,7 @@ from tests.e2e.conftest import (
     track_auto_refresh,
     wait_for_app,
 )
-from tests.planner.test_compare_exports import _parse, _rows
+from tests.planner.compare.test_compare_exports import _parse, _rows
 from tests.support.compare_seed import seed_endpoint
 from tests.support.store_states import store_acme_cold_reading
 from tests.support.store_template import migrated_sqlite

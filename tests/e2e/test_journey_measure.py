@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 from playwright.sync_api import Page, expect
 
-from planner.endpoints import add_endpoint, get_endpoint
+from planner.endpoints.registry import add_endpoint, get_endpoint
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import leases, open_store
 from planner.store.probes import insert_samples

@@ -26,9 +26,9 @@ from planner.store import open_store
 from planner.store.source_hours import production_hours
 from planner.store.sources import get_source
 from tests.e2e.conftest import ROOT, StreamlitServer, free_port, new_context, wait_for_app
-from tests.planner import test_sources_litellm as library_tests
-from tests.planner.test_sources_litellm import _insert, _requests
-from tests.planner.test_sources_otlp import _emit
+from tests.planner.sources import test_sources_litellm as library_tests
+from tests.planner.sources.test_sources_litellm import _insert, _requests
+from tests.planner.sources.test_sources_otlp import _emit
 from tests.support.prometheus import running_prometheus
 from tests.support.stopping import stop_process
 from tests.support.store_template import seed_data_dir

@@ -18,13 +18,13 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from planner.budget import Worksheet
-from planner.interactions import interactions
-from planner.provenance import Figure, Source
 from planner.store import alerts as alert_store
 from planner.store import open_store
 from planner.store.audit import audit_log
-from planner.worksheet_url import query_for
+from planner.worksheet.budget import Worksheet
+from planner.worksheet.interactions import interactions
+from planner.worksheet.provenance import Figure, Source
+from planner.worksheet.url import query_for
 from tests.e2e.conftest import START_S, StreamlitServer, answers, free_port, open_expander, wait_for_app
 from tests.support.waiting import wait_for
 

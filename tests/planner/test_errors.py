@@ -39,8 +39,8 @@ def test_every_planner_exception_derives_from_planner_error(exc):
 
 def test_errors_keep_their_builtin_base():
     """Callers written before PlannerError (`except ValueError`, `except KeyError`) still catch the same errors."""
-    from planner.endpoints import EndpointError, EndpointNotFound
-    from planner.store.engine import StoreError
+    from planner.endpoints.registry import EndpointError, EndpointNotFound
+    from planner.store.database import StoreError
     from planner.store.logs import UploadNotFound
     from planner.worker.probe_pool import ProbeProcessError
     from planner.worker.probe_wire import WireError
@@ -56,7 +56,8 @@ def test_errors_keep_their_builtin_base():
 
 
 def test_one_catalog_error_for_regions_and_providers():
-    from planner import providers, regions
+    from planner.endpoints import providers
+    from planner.regions import catalog as regions
 
     assert regions.CatalogError is providers.CatalogError is CatalogError
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.planner.test_sources_litellm import litellm_template  # noqa: F401 - the spend-log template fixture
+from tests.planner.sources.test_sources_litellm import litellm_template  # noqa: F401 - the spend-log template fixture
 from tests.support.hostile.corpus import BOMB_DIR_VARIABLE, CASES, ROW, SECRETS, gzip_bomb, zstd_bomb
 from tests.support.hostile.files import release_pipes
 from tests.support.hostile.heavy import run_heavy

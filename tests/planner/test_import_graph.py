@@ -83,7 +83,7 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _owner(name: str, modules: dict[str, Path]) -> str:
-    """The module `name` lives in (planner.stats.pct → planner.stats)."""
+    """The module `name` lives in (planner.percentiles.pct → planner.percentiles)."""
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name

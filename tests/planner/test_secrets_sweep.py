@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.endpoints import get_endpoint
+from planner.endpoints.registry import get_endpoint
 from planner.store import open_store
 from planner.store.requests import create_request, get_request
 from planner.worker.source_syncs import SourceSyncs

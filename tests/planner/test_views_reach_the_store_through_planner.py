@@ -2,7 +2,7 @@
 depth of the file: a lazy import is still an arrow), save the few listed below with the reason each is still there.
 
 A view reads widgets, calls the library and draws (docs/architecture.md); the library's modules that name what a
-page needs (planner.probe_history, planner.worker_watch, planner.probe_requests, planner.stored_logs,
+page needs (planner.endpoints.probe_history, planner.fleet.watch, planner.fleet.requests, planner.logs.stored,
 planner.sources.registry, planner.alerts.registry, …) are the store's only door for the pages. The list below only
 shrinks: an entry whose view no longer imports the store fails here until it is removed.
 """

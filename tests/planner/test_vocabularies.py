@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
+from planner.endpoints.samples import SampleKind
 from planner.probes.errors import ERROR_CLASSES, RTT_ERROR_CLASSES, ErrorClass, class_for_status
 from planner.probes.ttft import TtftSample
-from planner.samples import SampleKind
 from planner.store.probes import insert_samples, sample_row
 from planner.store.requests import RequestKind, RequestStatus, claim_requests, create_request, finish_request
 from planner.store.worker import EndpointState, upsert_statuses
@@ -82,7 +82,7 @@ def test_rtt_methods_keep_the_spellings_the_store_and_the_browser_component_use(
     import re
 
     from planner.probes.rtt_browser import BROWSER_METHODS
-    from planner.regions import RttMethod
+    from planner.regions.catalog import RttMethod
     from planner.store.rtt import METHODS, RTT_METHOD_BY_SIDE
 
     assert tuple(m.value for m in RttMethod) == STORED_RTT_METHODS
@@ -143,9 +143,9 @@ def test_rtt_samples_store_the_old_method_strings(engine):
 
 def test_protocols_keep_the_spellings_the_store_the_catalog_and_the_cli_use(engine):
     from planner.cli.probe import probe
-    from planner.endpoints import EDITABLE_FIELDS, PROTOCOLS, export_toml
+    from planner.endpoints.providers import catalog
+    from planner.endpoints.registry import EDITABLE_FIELDS, PROTOCOLS, export_toml
     from planner.probes.protocols import ProbeProtocol
-    from planner.providers import catalog
     from planner.store.endpoints import EndpointRow
 
     assert tuple(p.value for p in ProbeProtocol) == STORED_PROTOCOLS

@@ -64,13 +64,13 @@ PARSE_ARGS: dict[str, list[str]] = {
 
 
 # Whole-number options that declare no largest value of their own, and why that is safe: every other whole number
-# a command takes is a count (replicas, GPUs, layers, blocks, …) and states its range (a planner.validate Rule).
+# a command takes is a count (replicas, GPUs, layers, blocks, …) and states its range (a planner.inputs.validate Rule).
 COUNTS_CHECKED_ELSEWHERE: dict[tuple[str, str], str] = {
     ("logs delete", "upload_id"): "an id looked up in the store, not a count",
-    ("endpoints add", "prompt_tokens"): "planner.endpoints checks it with PROMPT_TOKENS",
-    ("endpoints add", "max_tokens"): "planner.endpoints checks it with PROBE_MAX_TOKENS",
-    ("endpoints edit", "prompt_tokens"): "planner.endpoints checks it with PROMPT_TOKENS",
-    ("endpoints edit", "max_tokens"): "planner.endpoints checks it with PROBE_MAX_TOKENS",
+    ("endpoints add", "prompt_tokens"): "planner.endpoints.registry checks it with PROMPT_TOKENS",
+    ("endpoints add", "max_tokens"): "planner.endpoints.registry checks it with PROBE_MAX_TOKENS",
+    ("endpoints edit", "prompt_tokens"): "planner.endpoints.registry checks it with PROMPT_TOKENS",
+    ("endpoints edit", "max_tokens"): "planner.endpoints.registry checks it with PROBE_MAX_TOKENS",
 }
 
 

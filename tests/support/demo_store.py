@@ -22,11 +22,10 @@ from sqlalchemy.engine import Engine
 
 from planner.alerts.evaluate import evaluate_all
 from planner.alerts.rules import AlertKind, Rule
-from planner.budget import Worksheet
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
 from planner.logs import read_logs
+from planner.percentiles import summarize
 from planner.probes.ttft import ProbeTarget
-from planner.stats import summarize
 from planner.store import alerts as alert_store
 from planner.store.audit import record
 from planner.store.logs import save_upload
@@ -38,6 +37,7 @@ from planner.store.worksheets import save_worksheet
 from planner.sweep import SweepResult, SweepSpec
 from planner.sweep.knee import knee_of
 from planner.sweep.run import SweepStep
+from planner.worksheet.budget import Worksheet
 from tests.support.cold_readings import store_cold_reading
 from tests.support.probe_rows import slot_row
 

@@ -1,6 +1,6 @@
 """An independent log summary: every figure of LogSummary.to_dict computed in plain Python, one request at a time.
 
-The product computes the summary once, in DuckDB (planner.logs.engine). This is the truth the tests hold it to:
+The product computes the summary once, in DuckDB (planner.logs.summary_sql). This is the truth the tests hold it to:
 nearest rank as ceil(p·n) in exact fractions over sorted lists, each arrival's local clock from its own zoneinfo
 offset, the busiest clock hour by counting, the cold-start replay request by request. Slow and obvious on purpose;
 meant for a few thousand requests.
@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from planner.logs.exposure import DEFAULT_WINDOWS_S
-from planner.stats import Percentile
+from planner.percentiles import Percentile
 
 __all__ = ["reference_summary", "same"]
 

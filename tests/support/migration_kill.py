@@ -1,6 +1,6 @@
 """Kill a schema upgrade part-way (SIGKILL, as `kill -9` does) and check what is left on disk.
 
-Shared by tests/planner/test_store_migration_crash.py (a few kills) and
+Shared by tests/planner/store/test_store_migration_crash.py (a few kills) and
 bench/bench_migration_kill.py (20). The upgrade runs in a child process that
 kills itself just before its Nth SQL statement reaches the database, so "a
 random point" is reproducible and always lands inside the upgrade.

@@ -1,7 +1,7 @@
 """A secret in every encoding a body, a message or a file can carry it, and a search for any of them in some text.
 
-Written independently of planner.untrusted.mask_secret (which decodes): here each form is encoded the way a server
-or a library writes it, so a test asks "does any of these strings appear?" of the store's bytes, CLI output, logs
+Written independently of planner.inputs.untrusted.mask_secret (which decodes): here each form is encoded the way a
+server or a library writes it, so a test asks "does any of these strings appear?" of the store's bytes, CLI output, logs
 and pages.
 """
 

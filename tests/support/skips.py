@@ -8,7 +8,7 @@ unless the test lets a probe run past the next slot."""
 
 from __future__ import annotations
 
-from planner.samples import SkipCause
+from planner.endpoints.samples import SkipCause
 
 OVERLOAD = (SkipCause.IN_FLIGHT, SkipCause.LATE, SkipCause.PASSED_OVER)
 

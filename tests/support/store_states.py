@@ -12,9 +12,9 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from planner.budget import Worksheet
-from planner.endpoints import add_endpoint
+from planner.endpoints.registry import add_endpoint
 from planner.store.probes import insert_samples
+from planner.worksheet.budget import Worksheet
 from tests.support.cold_readings import store_cold_reading
 from tests.support.compare_seed import seed_endpoint
 from tests.support.probe_rows import slot_row

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.capacity.weights import BYTES_PER_PARAM
-from planner.provenance import Figure
+from planner.worksheet.provenance import Figure
 from ttft_planner_app import worksheet_state
 
 __all__ = ["DTYPES", "dtype_pickers", "source_caption", "to_worksheet", "usable_share"]

@@ -5,12 +5,13 @@ import math
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.cost import CostInputs, hybrid_by_hour, monthly_cost_curve, summarize
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
-from planner.untrusted import md_text
-from planner.validate import (
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import (
     FRACTION,
     GPUS_PER_REPLICA,
     GROWTH_FACTOR,
@@ -22,7 +23,7 @@ from planner.validate import (
     USD_PER_HOUR,
     USD_PER_MTOK,
 )
-from ttft_planner_app import page_state, present
+from ttft_planner_app import page_state
 from ttft_planner_app.charts.capacity import break_even_figure, hybrid_figure
 from ttft_planner_app.views.capacity_tabs._common import source_caption
 from ttft_planner_app.widgets import number_input_for, persisted_preset

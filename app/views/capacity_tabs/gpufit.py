@@ -5,13 +5,13 @@ import math
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import FitOptions, fit, fit_table
 from planner.capacity.weights import BYTES_PER_PARAM
-from planner.untrusted import md_text
-from planner.validate import CONTEXT_TOKENS, SEQUENCES
-from ttft_planner_app import present
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import CONTEXT_TOKENS, SEQUENCES
 from ttft_planner_app.charts.capacity import gpu_fit_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, usable_share
 from ttft_planner_app.widgets import number_input_for, persisted_preset, wrapped_table

@@ -6,14 +6,15 @@ import math
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.prefill import Segments, estimate, largest_prompts, prefill_curve, rate_from_slope
 from planner.capacity.traffic import LogTraffic, prompt_figures
-from planner.provenance import Figure, Source
-from planner.untrusted import md_text
-from planner.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, PROMPT_TOKENS_P95, SLOPE_MS_PER_1K_TOKENS
-from ttft_planner_app import present, worksheet_state
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, PROMPT_TOKENS_P95, SLOPE_MS_PER_1K_TOKENS
+from planner.worksheet.provenance import Figure, Source
+from ttft_planner_app import worksheet_state
 from ttft_planner_app.cache import store_url, try_engine
 from ttft_planner_app.charts.capacity import prefill_figure
 from ttft_planner_app.views.capacity_tabs._common import to_worksheet

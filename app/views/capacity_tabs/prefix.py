@@ -14,18 +14,19 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.gpufit import TP_DEGREES
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import SLOPE_MS_PER_1K_TOKENS
 from planner.kvcache.capacity import KvCapacity, kv_capacity, prefill_rate
 from planner.kvcache.chains import PrefixTrace, PrefixTraceError, read_prefix_trace
 from planner.kvcache.regime import RULE_WORDS, RegimePoint, Study, deployment_name, study
 from planner.kvcache.simulate import Engine, Routing, ServiceRates, engine_eviction, reuse_ceiling
 from planner.logs.samples import SAMPLE_DIR
-from planner.provenance import Figure, Source
-from planner.untrusted import md_text
-from planner.validate import SLOPE_MS_PER_1K_TOKENS
-from ttft_planner_app import present, worksheet_state
+from planner.worksheet.provenance import Figure, Source
+from ttft_planner_app import worksheet_state
 from ttft_planner_app.charts.prefix import regime_figure
 from ttft_planner_app.views.capacity_tabs._common import dtype_pickers, source_caption, to_worksheet, usable_share
 from ttft_planner_app.widgets import number_input_for, persisted_number, persisted_preset, wrapped_table

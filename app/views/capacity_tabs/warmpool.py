@@ -5,13 +5,13 @@ import math
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.capacity.cost import CostInputs
 from planner.capacity.errors import CapacityError
 from planner.capacity.traffic import DAILY_RULE, LogTraffic, daily_words
 from planner.capacity.warmpool import KeepWarm, WarmPoolPlan, plan_warm_pool
-from planner.untrusted import md_text
-from planner.validate import ARRIVALS_PER_HOUR, DURATION_MS, DURATION_S, REPLICAS, SERVICE_S, SLOTS
-from ttft_planner_app import present
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import ARRIVALS_PER_HOUR, DURATION_MS, DURATION_S, REPLICAS, SERVICE_S, SLOTS
 from ttft_planner_app.charts.capacity import tradeoff_figure
 from ttft_planner_app.widgets import number_input_for
 

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import (
@@ -13,9 +14,8 @@ from planner.capacity.weights import (
     rate_from_cold_reading,
     rate_from_row,
 )
-from planner.provenance import Figure, Source
-from planner.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
-from ttft_planner_app import present
+from planner.inputs.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
+from planner.worksheet.provenance import Figure, Source
 from ttft_planner_app.charts.capacity import projection_figure
 from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
 from ttft_planner_app.widgets import number_input_for

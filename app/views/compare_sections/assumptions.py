@@ -5,10 +5,10 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from planner.compare.bootstrap import Margin
 from planner.compare.data import EndpointInfo
-from planner.compare.stats import Margin
-from planner.untrusted import md_text
-from planner.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import EQUIVALENCE_MARGIN_MS, PERCENT, USD_PER_MTOK
 from ttft_planner_app.widgets import number_input_for
 
 __all__ = ["render"]

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 import streamlit as st
 
 from planner.compare import Comparison
+from planner.compare.bootstrap import Margin
 from planner.compare.ranking import LEVEL_LABELS, RANKING_RULE, TARGETS_RULE, decision_levels
 from planner.compare.report import decision_display
-from planner.compare.stats import Margin
-from planner.stats import min_n_for
-from planner.untrusted import md_text
+from planner.inputs.untrusted import md_text
+from planner.percentiles import min_n_for
 from ttft_planner_app.widgets import wrapped_table
 
 __all__ = ["render"]
@@ -27,7 +27,7 @@ LEVEL_CSS = {
 def render(cmp: Comparison, n_picked: int, margin: Margin, failing: Mapping[str, list[str]]) -> None:
     """Draw the Decision section of `cmp` (`n_picked` endpoints picked), saying first what would make it final.
 
-    `failing`: the failing warnings by endpoint name (planner.endpoint_status.failing_by_endpoint); such an endpoint
+    `failing`: the failing warnings by endpoint name (planner.endpoints.status.failing_by_endpoint); such an endpoint
     is named with its failure, never told to wait for more probing.
     """
     need = min_n_for(0.95)

@@ -5,12 +5,12 @@ from, and the charts (p95 by hour of day, p95 intervals, phases)."""
 import pandas as pd
 import streamlit as st
 
+from planner import present
 from planner.compare import Comparison
 from planner.compare.comparison import metrics_table
 from planner.compare.regions import region_table
 from planner.compare.report import summary_table
-from planner.samples import DEFINITION
-from ttft_planner_app import present
+from planner.endpoints.samples import DEFINITION
 from ttft_planner_app.charts.compare import hourly_p95_figure, p95_interval_figure, phases_figure
 from ttft_planner_app.widgets import wrapped_table
 

@@ -3,11 +3,11 @@ only (a segment it has not measured is the worksheet's typed value, labelled, or
 
 import streamlit as st
 
-from planner.budget import SEGMENTS
 from planner.compare import Comparison
 from planner.compare.ranking import LEVEL_LABELS
 from planner.compare.report import segment_cell
-from planner.untrusted import md_text
+from planner.inputs.untrusted import md_text
+from planner.worksheet.budget import SEGMENTS
 
 __all__ = ["render"]
 

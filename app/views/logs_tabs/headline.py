@@ -5,12 +5,13 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from planner import present
+from planner.inputs.untrusted import md_text
 from planner.logs import summarize
 from planner.logs.summary import LogSummary, busiest_hour_words
-from planner.provenance import Figure, Source
 from planner.store.logs import save_upload
-from planner.untrusted import md_text
-from ttft_planner_app import present, viewer, worksheet_state
+from planner.worksheet.provenance import Figure, Source
+from ttft_planner_app import viewer, worksheet_state
 from ttft_planner_app.auth import can, record, require
 
 __all__ = ["render"]

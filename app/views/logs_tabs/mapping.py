@@ -2,10 +2,10 @@
 
 import streamlit as st
 
+from planner.inputs.untrusted import md_text
 from planner.logs.mapped import FIELD_LABELS
 from planner.logs.mapped import FIELDS as MAP_FIELDS
 from planner.logs.traces import guess_table_mapping
-from planner.untrusted import md_text
 from ttft_planner_app.views.logs_tabs.source import Reading
 
 __all__ = ["render"]

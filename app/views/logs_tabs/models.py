@@ -3,7 +3,7 @@
 import streamlit as st
 
 from planner.logs.summary import LogSummary
-from ttft_planner_app.present import count, display_frame, pct
+from planner.present import count, display_frame, pct
 
 __all__ = ["render"]
 

@@ -13,13 +13,13 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
+from planner.inputs.untrusted import md_text
 from planner.logs import LogFormatError, read_logs
 from planner.logs.context import MAP_HINT_PAGE
 from planner.logs.samples import SAMPLE_DIR
 from planner.logs.spool import Spool
 from planner.store.logs import UploadInfo, UploadNotFound, load_upload_frame
 from planner.store.sources import SourceInfo, load_source_frame
-from planner.untrusted import md_text
 from ttft_planner_app import session_log, viewer
 from ttft_planner_app.views.logs_tabs.options import ReadOptions
 

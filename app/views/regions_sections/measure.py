@@ -1,7 +1,7 @@
 """Regions › Measure: ask the worker of this server's vantage to probe the chosen regions, or probe them from this
 browser and store the browser's samples.
 
-The server probe is a request to the worker (planner.probe_requests.create_rtt_request), as "Probe now" is on the
+The server probe is a request to the worker (planner.fleet.requests.create_rtt_request), as "Probe now" is on the
 Probes page: the page never measures from the server itself, it shows the request's progress and then the samples the
 worker stored. The browser's samples are measured by the user's browser, so the page is the one to store them.
 """
@@ -13,19 +13,19 @@ from collections.abc import Sequence
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.probe_requests import (
+from planner.fleet.requests import (
     RequestStatus,
     abandon_rtt_request,
     create_rtt_request,
     get_rtt_request,
     rtt_request_targets,
 )
+from planner.fleet.watch import worker_running
+from planner.inputs.untrusted import md_text
 from planner.probes.rtt import default_vantage
 from planner.probes.rtt_browser import records_from_browser
-from planner.regions import Region, RttMethod
-from planner.rtt_history import insert_rtt_samples, load_samples
-from planner.untrusted import md_text
-from planner.worker_watch import worker_running
+from planner.regions.catalog import Region, RttMethod
+from planner.regions.rtt_history import insert_rtt_samples, load_samples
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.charts.regions import vantage_label
 from ttft_planner_app.components.browser_rtt import browser_rtt

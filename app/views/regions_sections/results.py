@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.regions import ROUND_TRIPS, Region, network_figure
-from planner.rtt_history import load_samples, rtt_summary
-from planner.untrusted import md_text
+from planner.inputs.untrusted import md_text
+from planner.regions.catalog import ROUND_TRIPS, Region, network_figure
+from planner.regions.rtt_history import load_samples, rtt_summary
 from ttft_planner_app import worksheet_state
 from ttft_planner_app.charts.regions import (
     MAP_CONFIG,

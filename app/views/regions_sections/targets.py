@@ -4,10 +4,10 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.regions import CatalogError, parse_target
-from planner.rtt_history import TargetExists, TargetNotFound, add_target, list_targets, remove_target
-from planner.untrusted import md_text
-from planner.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S
+from planner.inputs.untrusted import md_text
+from planner.inputs.validate import LATITUDE_DEG, LONGITUDE_DEG, RTT_INTERVAL_S
+from planner.regions.catalog import CatalogError, parse_target
+from planner.regions.rtt_history import TargetExists, TargetNotFound, add_target, list_targets, remove_target
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.widgets import number_input_for

@@ -8,10 +8,10 @@ from typing import NoReturn
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.env_names import EnvNameError, check_env_name
+from planner.inputs.env_names import EnvNameError, check_env_name
+from planner.inputs.untrusted import md_text
+from planner.inputs.urls import UrlError, check_url
 from planner.sources.registry import SourceKind, add_source
-from planner.untrusted import md_text
-from planner.urls import UrlError, check_url
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure
 from ttft_planner_app.views.sources_sections.common import KINDS, PROM_PROFILES, host, is_set, unset

@@ -1,12 +1,13 @@
 """What the Sources page's sections share: the kinds as the page names them, the Prometheus profiles, whether a
-variable is set, and a URL's host that never shows a secret (a variable's name is checked by planner.env_names)."""
+variable is set, and a URL's host that never shows a secret (a variable's name is checked by
+planner.inputs.env_names)."""
 
 from __future__ import annotations
 
 import os
 
+from planner.inputs.urls import url_host as host
 from planner.sources.registry import SourceKind
-from planner.urls import url_host as host
 
 __all__ = ["KINDS", "PROM_PROFILES", "host", "is_set", "unset"]
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from planner.provenance import Figure, Source
+from planner.inputs.untrusted import md_text
 from planner.sources.prometheus import MIN_REQUESTS_FOR_P95, busiest_hour, queue_hour_for_worksheet
 from planner.sources.registry import HourTtft
-from planner.untrusted import md_text
+from planner.worksheet.provenance import Figure, Source
 from ttft_planner_app import viewer
 from ttft_planner_app.charts.sources import production_hours_figure
 from ttft_planner_app.views.capacity_tabs._common import to_worksheet

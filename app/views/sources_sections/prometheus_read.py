@@ -10,11 +10,11 @@ import time
 import httpx
 import streamlit as st
 
-from planner.auth import ACTIONS
+from planner.inputs.untrusted import md_text
+from planner.inputs.urls import mask_url_password
+from planner.inputs.validate import PROMETHEUS_HOURS
 from planner.sources.prometheus import HOUR_MS, HourTtft, PrometheusError, ttft_by_hour
-from planner.untrusted import md_text
-from planner.urls import mask_url_password
-from planner.validate import PROMETHEUS_HOURS
+from planner.team.roles import ACTIONS
 from ttft_planner_app.auth import can, require
 from ttft_planner_app.views.sources_sections.common import PROM_PROFILES, host
 from ttft_planner_app.views.sources_sections.hours import show_hours

@@ -7,8 +7,11 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from planner.budget import BudgetError, Worksheet
-from planner.saved_worksheets import (
+from planner import present
+from planner.inputs.untrusted import md_text
+from planner.worksheet.budget import BudgetError, Worksheet
+from planner.worksheet.report import comparison_rows
+from planner.worksheet.saved import (
     NameTaken,
     WorksheetNotFound,
     delete_worksheet,
@@ -17,9 +20,6 @@ from planner.saved_worksheets import (
     load_worksheet,
     save_worksheet,
 )
-from planner.untrusted import md_text
-from planner.worksheet_report import comparison_rows
-from ttft_planner_app import present
 from ttft_planner_app.auth import can, record, require
 from ttft_planner_app.charts.worksheet import comparison_figure
 from ttft_planner_app.store_errors import STORE_FAILURES, show_store_failure

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from planner.budget import Worksheet
-from planner.saved_worksheets import WorksheetNotFound, load_worksheet
-from planner.worksheet_report import to_json, to_markdown
-from planner.worksheet_url import query_for
+from planner.worksheet.budget import Worksheet
+from planner.worksheet.report import to_json, to_markdown
+from planner.worksheet.saved import WorksheetNotFound, load_worksheet
+from planner.worksheet.url import query_for
 from ttft_planner_app import viewer
 from ttft_planner_app.cache import engine
 from ttft_planner_app.store_errors import STORE_FAILURES

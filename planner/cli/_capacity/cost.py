@@ -12,7 +12,7 @@ from planner.capacity.errors import CapacityError
 from planner.cli._capacity.options import by_key, non_negative, usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import (
+from planner.inputs.validate import (
     GPUS_PER_REPLICA,
     GROWTH_FACTOR,
     MIN_REPLICAS,

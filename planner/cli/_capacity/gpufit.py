@@ -18,7 +18,7 @@ from planner.cli._capacity.options import (
 )
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import CONTEXT_TOKENS, SEQUENCES
+from planner.inputs.validate import CONTEXT_TOKENS, SEQUENCES
 
 __all__ = ["gpu_fit"]
 

@@ -13,7 +13,7 @@ from planner.capacity import specs as P
 from planner.capacity.errors import CapacityError
 from planner.capacity.weights import BYTES_PER_PARAM
 from planner.cli._common import rule_type
-from planner.validate import (
+from planner.inputs.validate import (
     MODEL_HEAD_DIM,
     MODEL_HEADS,
     MODEL_LAYERS,
@@ -105,7 +105,7 @@ def model_from_options(options: ModelOptions, *, need_d_model: bool = False) -> 
 
 _MODEL_OPTIONS = [
     click.option("--model", "model_key", help="Model preset key from assets/models.toml (e.g. llama-3.1-70b)."),
-    # Each shape option is kept by its planner.validate rule (the range shows in --help): exit 2 naming it.
+    # Each shape option is kept by its planner.inputs.validate rule (the range shows in --help): exit 2 naming it.
     click.option("--params-b", type=rule_type(MODEL_PARAMS_B), help="Custom model: parameters (billions)."),
     click.option("--layers", type=rule_type(MODEL_LAYERS), help="Custom model: transformer layers."),
     click.option("--kv-heads", type=rule_type(MODEL_HEADS), help="Custom model: KV heads."),

@@ -20,8 +20,8 @@ from planner.cli._capacity.options import (
 )
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.interactions import interactions
-from planner.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, MFU, PROMPT_TOKENS_P95
+from planner.inputs.validate import DURATION_MS, FRACTION, GPUS_PER_REPLICA, MFU, PROMPT_TOKENS_P95
+from planner.worksheet.interactions import interactions
 
 __all__ = ["prefill"]
 

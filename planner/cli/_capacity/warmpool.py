@@ -9,7 +9,7 @@ from planner.capacity.warmpool import KeepWarm, plan_warm_pool
 from planner.cli._capacity.options import usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import (
+from planner.inputs.validate import (
     ARRIVALS_PER_HOUR,
     DURATION_MS,
     DURATION_S,

@@ -19,7 +19,7 @@ from planner.capacity.weights import (
 from planner.cli._capacity.options import DTYPES, by_key, usage_error
 from planner.cli._common import echo_json, rule_type
 from planner.cli._output import Shape, output_option
-from planner.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
+from planner.inputs.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODEL_PARAMS_B
 
 __all__ = ["weights"]
 

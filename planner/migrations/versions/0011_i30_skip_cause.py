@@ -1,4 +1,4 @@
-"""A skipped slot's cause as data (issue 30): probe_sample.skip_cause holds a planner.samples.SkipCause value.
+"""A skipped slot's cause as data (issue 30): probe_sample.skip_cause holds a planner.endpoints.samples.SkipCause value.
 
 Skipped rows stored before this revision said their cause only in words (error_detail). Each is filled from them where
 the words are the worker's own, which have not changed since skips were first stored: the cause's text alone, or with
@@ -18,8 +18,8 @@ down_revision = "0010_i16_rtt_request"
 branch_labels = None
 depends_on = None
 
-# SkipCause value → the words a skipped row's error_detail starts with (planner/samples.py's SkipCause.text, as of
-# this revision).
+# SkipCause value → the words a skipped row's error_detail starts with (planner/endpoints/samples.py's SkipCause.text,
+# as of this revision).
 _IN_FLIGHT = "previous probe still running"
 _PAUSED = "paused for a cold reading"
 _PASSED_OVER = "missed: the worker was suspended or overloaded"

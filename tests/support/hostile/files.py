@@ -334,7 +334,7 @@ def prefix_command(case: Case, env: Env, deadline_s: float) -> list[Outcome]:
 
 def endpoints_import(case: Case, env: Env, deadline_s: float) -> list[Outcome]:
     """`ttft-planner endpoints import FILE` into a fresh store; the endpoints it stored must be sane."""
-    from planner.endpoints import list_endpoints
+    from planner.endpoints.registry import list_endpoints
     from planner.store import open_store
     from tests.support.store_template import migrated_sqlite
 
