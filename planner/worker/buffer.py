@@ -15,12 +15,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from planner.inputs.validate import HELD_ROWS
 from planner.store.probes import ProbeSampleRow, insert_samples
 from planner.store.worker import missing_endpoints
+from planner.worker.context import WorkerContext
 
 __all__ = ["DEFAULT_MAX_HELD_ROWS", "MAX_HELD_ROWS", "RowBuffer", "first_line"]
 
@@ -44,13 +44,13 @@ class RowBuffer:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         *,
-        now_ms: Callable[[], int],
         flush_max_rows: int,
         max_rows: int,
         on_stored: Callable[[list[ProbeSampleRow]], None] | None = None,
     ) -> None:
+        engine, now_ms = ctx.engine, ctx.now_ms
         self.engine = engine
         self._on_stored = on_stored  # told each batch once it is in the store (the worker's /metrics)
         self.rows: list[ProbeSampleRow] = []

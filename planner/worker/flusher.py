@@ -17,11 +17,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.endpoints.samples import SampleKind
 from planner.worker.buffer import RowBuffer, first_line
+from planner.worker.context import WorkerContext
 from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
 
@@ -38,15 +38,15 @@ class Flusher:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         buffer: RowBuffer,
         lease: LeaseKeeper,
         stats: WorkerStats,
         *,
         interval_s: float,
-        mono_s: Callable[[], float],
         publish: Callable[[], None],
     ) -> None:
+        engine, mono_s = ctx.engine, ctx.mono_s
         self.engine = engine
         self.buffer = buffer
         self.lease = lease

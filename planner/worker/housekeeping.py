@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.store.rollups import apply_retention
 from planner.store.worker import wal_checkpoint
 from planner.worker.buffer import first_line
+from planner.worker.context import WorkerContext
 
 if TYPE_CHECKING:
     from planner.worker.buffer import RowBuffer
@@ -74,17 +73,16 @@ class Housekeeping:
 
     def __init__(
         self,
+        ctx: WorkerContext,
         lease: LeaseHolder,
         config: HousekeepingConfig,
         *,
-        engine: Engine,
         requests: RequestRunner,
         statuses: EndpointStatuses,
         team: TeamHooks,
         buffer: RowBuffer,
-        now_ms: Callable[[], int],
-        mono_s: Callable[[], float],
     ) -> None:
+        engine, now_ms, mono_s = ctx.engine, ctx.now_ms, ctx.mono_s
         self.lease = lease
         self.config = config
         self.engine = engine

@@ -18,10 +18,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.store import leases
+from planner.worker.context import WorkerContext
 
 __all__ = ["LeaseKeeper"]
 
@@ -34,16 +34,14 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         *,
-        vantage: str,
-        holder: str,
         ttl_s: float,
-        now_ms: Callable[[], int],
         on_gained: Callable[[], Awaitable[None]],
         on_lost: Callable[[], None],
         probes_run: Callable[[], int] = lambda: 0,
     ) -> None:
+        engine, vantage, holder, now_ms = ctx.engine, ctx.vantage, ctx.holder, ctx.now_ms
         self.engine = engine
         self.vantage = vantage
         self.holder = holder

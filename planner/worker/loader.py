@@ -15,13 +15,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from sqlalchemy.engine import Engine
-
 from planner.endpoints.registry import endpoint_problem, list_endpoints
 from planner.regions.catalog import RTT_INTERVAL_BOUNDS_S
 from planner.store.endpoints import EndpointRow
 from planner.store.rtt import RttTargetRow, scheduled_rtt_targets
 from planner.store.worker import EndpointState, last_slots
+from planner.worker.context import WorkerContext
 from planner.worker.scheduler import Scheduler
 from planner.worker.status import EndpointStatuses
 
@@ -47,15 +46,14 @@ class ScheduleLoader:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         *,
-        vantage: str,
         scheduler: Scheduler,
         statuses: EndpointStatuses,
-        now_ms: Callable[[], int],
         is_paused: Callable[[int], bool],
         wake: Callable[[], None],
     ) -> None:
+        engine, vantage, now_ms = ctx.engine, ctx.vantage, ctx.now_ms
         self.engine = engine
         self.vantage = vantage
         self.scheduler = scheduler

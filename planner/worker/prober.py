@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Protocol
 
 from planner.endpoints.samples import SampleKind, SkipCause
@@ -30,6 +30,7 @@ from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow, sample_row
 from planner.store.worker import EndpointState
 from planner.worker.buffer import RowBuffer
+from planner.worker.context import WorkerContext
 from planner.worker.scheduler import Scheduler
 from planner.worker.status import EndpointStatuses
 
@@ -88,16 +89,16 @@ class Prober:
 
     def __init__(
         self,
+        ctx: WorkerContext,
         *,
-        vantage: str,
         probe: ProbeFn | None,
         probe_processes: int,
         probe_attempts: int,
-        now_ms: Callable[[], int],
         buffer: RowBuffer,
         statuses: EndpointStatuses,
         scheduler: Scheduler,
     ) -> None:
+        vantage, now_ms = ctx.vantage, ctx.now_ms
         self.vantage = vantage
         self._probe = probe
         self._probe_processes = probe_processes

@@ -14,10 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.endpoints.cold_policy import ColdReadingError, idle_seconds_for
@@ -40,6 +39,7 @@ from planner.store.rtt import insert_rtt_samples
 from planner.store.worker import ColdState, EndpointState, insert_cold_reading, update_cold_reading
 from planner.worker import cold
 from planner.worker.buffer import first_line
+from planner.worker.context import WorkerContext
 
 if TYPE_CHECKING:
     from planner.probes.ttft import TtftSample
@@ -90,17 +90,15 @@ class RequestRunner:
 
     def __init__(
         self,
+        ctx: WorkerContext,
         host: RequestHost,
         *,
-        engine: Engine,
-        vantage: str,
-        holder: str,
         scheduler: Scheduler,
         statuses: EndpointStatuses,
         buffer: RowBuffer,
-        now_ms: Callable[[], int],
         cold_deadline_s: float,
     ) -> None:
+        engine, vantage, holder, now_ms = ctx.engine, ctx.vantage, ctx.holder, ctx.now_ms
         self.host = host
         self.engine = engine
         self.vantage = vantage

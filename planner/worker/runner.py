@@ -23,8 +23,9 @@ The Worker is a composition of collaborators with one job each, one module each,
 - the *task supervisor* (planner.worker.supervisor) restarts a background task that dies and lets a stop wait for
   the running probes; the *state publisher* (planner.worker.state_file) writes what the dashboard shows of this worker.
 
-Each collaborator gets the narrow things it uses in its constructor, and the clock it is given (the Worker passes
-itself only as the Protocol a collaborator names: RequestHost, LeaseHolder), so none of them imports this module.
+Each collaborator gets one WorkerContext (planner.worker.context: the store, the vantage, the lease holder id and the
+one clock) and, beside it, only the collaborators it uses (the Worker passes itself only as the Protocol a
+collaborator names: RequestHost, LeaseHolder), so none of them imports this module.
 
 All SQL is in planner.store. Blocking database calls run in threads (`asyncio.to_thread`) so a slow write never
 delays a probe. SIGTERM/SIGINT stop scheduling, let in-flight probes finish (up to a grace), flush, release the
@@ -50,6 +51,7 @@ from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import check_writable
 from planner.worker.buffer import DEFAULT_MAX_HELD_ROWS, RowBuffer
+from planner.worker.context import WorkerContext
 from planner.worker.counters import WorkerStats, by_cause
 from planner.worker.daemon_executor import DaemonThreadExecutor
 from planner.worker.flusher import Flusher
@@ -125,6 +127,7 @@ class Worker:
         self.engine = engine
         self.config = cfg = config or WorkerConfig()
         self.clock = clock = clock or SteadyClock()
+        self.ctx = ctx = WorkerContext(engine, cfg.vantage, cfg.holder, clock)
         self.scheduler = Scheduler()
         self.stats = WorkerStats()
         self.team = TeamHooks(
@@ -135,40 +138,33 @@ class Worker:
             alerts_every_s=cfg.alerts_every_s,
         )
         self.buffer = RowBuffer(
-            engine,
-            now_ms=clock.now_ms,
+            ctx,
             flush_max_rows=cfg.flush_max_rows,
             max_rows=cfg.max_held_rows,
             on_stored=self._stored,
         )
         if self.team.metrics is not None:  # /metrics reads the held / dropped rows at each scrape
             self.team.metrics.watch_buffer(cfg.vantage, self.buffer)
-        self.statuses = EndpointStatuses(engine, cfg.vantage, now_ms=clock.now_ms, next_slot_ms=self._next_slot_ms)
+        self.statuses = EndpointStatuses(ctx, next_slot_ms=self._next_slot_ms)
         self.supervisor = TaskSupervisor(now_ms=clock.now_ms, on_failure=self._publish_state)
         self.lease = LeaseKeeper(
-            engine,
-            vantage=cfg.vantage,
-            holder=cfg.holder,
+            ctx,
             ttl_s=cfg.lease_ttl_s,
-            now_ms=clock.now_ms,
             on_gained=self._on_lease_gained,
             on_lost=self._on_lease_lost,
             probes_run=lambda: self.stats.runs,
         )
         self.prober = Prober(
-            vantage=cfg.vantage,
+            ctx,
             probe=probe,
             probe_processes=cfg.probe_processes,
             probe_attempts=cfg.probe_attempts,
-            now_ms=clock.now_ms,
             buffer=self.buffer,
             statuses=self.statuses,
             scheduler=self.scheduler,
         )
         self.schedule = ScheduleLoop(
-            engine,
-            vantage=cfg.vantage,
-            clock=clock,
+            ctx,
             scheduler=self.scheduler,
             lease=self.lease,
             prober=self.prober,
@@ -180,22 +176,17 @@ class Worker:
             max_tick_s=cfg.max_tick_s,
         )
         self.requests = RequestRunner(
+            ctx,
             self,
-            engine=engine,
-            vantage=cfg.vantage,
-            holder=cfg.holder,
             scheduler=self.scheduler,
             statuses=self.statuses,
             buffer=self.buffer,
-            now_ms=clock.now_ms,
             cold_deadline_s=cfg.cold_deadline_s,
         )
         self.loader = ScheduleLoader(
-            engine,
-            vantage=cfg.vantage,
+            ctx,
             scheduler=self.scheduler,
             statuses=self.statuses,
-            now_ms=clock.now_ms,
             is_paused=self.requests.cold_active.__contains__,
             wake=self.schedule.wake,
         )
@@ -212,33 +203,27 @@ class Worker:
             else None
         )
         self.housekeeping = Housekeeping(
+            ctx,
             self,
             cfg,
-            engine=engine,
             requests=self.requests,
             statuses=self.statuses,
             team=self.team,
             buffer=self.buffer,
-            now_ms=clock.now_ms,
-            mono_s=clock.mono_s,
         )
         self.state = StatePublisher(
-            engine,
-            vantage=cfg.vantage,
-            holder=cfg.holder,
-            now_ms=clock.now_ms,
+            ctx,
             lease=self.lease,
             buffer=self.buffer,
             stats=self.stats,
             supervisor=self.supervisor,
         )
         self.flusher = Flusher(
-            engine,
+            ctx,
             self.buffer,
             self.lease,
             self.stats,
             interval_s=cfg.flush_interval_s,
-            mono_s=clock.mono_s,
             publish=self._publish_state,
         )
 

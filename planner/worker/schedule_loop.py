@@ -25,10 +25,11 @@ from planner.probes.rtt import probe_rtt_target
 from planner.store.endpoints import EndpointRow
 from planner.store.rtt import RttTargetRow, insert_rtt_samples
 from planner.worker.buffer import RowBuffer
+from planner.worker.context import WorkerContext
 from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
 from planner.worker.prober import Prober, skip_row
-from planner.worker.scheduler import Action, Scheduler, SteadyClock
+from planner.worker.scheduler import Action, Scheduler
 
 __all__ = ["ScheduleLoop", "run_scheduled_rtt"]
 
@@ -62,10 +63,8 @@ class ScheduleLoop:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         *,
-        vantage: str,
-        clock: SteadyClock,
         scheduler: Scheduler,
         lease: LeaseKeeper,
         prober: Prober,
@@ -76,6 +75,7 @@ class ScheduleLoop:
         lease_ttl_s: float,
         max_tick_s: float,
     ) -> None:
+        engine, vantage, clock = ctx.engine, ctx.vantage, ctx.clock
         self.engine = engine
         self.vantage = vantage
         self.clock = clock

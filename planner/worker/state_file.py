@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from planner.worker.buffer import RowBuffer
+from planner.worker.context import WorkerContext
 from planner.worker.counters import WorkerStats
 from planner.worker.lease_keeper import LeaseKeeper
 from planner.worker.supervisor import TaskSupervisor
@@ -32,16 +30,14 @@ class StatePublisher:
 
     def __init__(
         self,
-        engine: Engine,
+        ctx: WorkerContext,
         *,
-        vantage: str,
-        holder: str,
-        now_ms: Callable[[], int],
         lease: LeaseKeeper,
         buffer: RowBuffer,
         stats: WorkerStats,
         supervisor: TaskSupervisor,
     ) -> None:
+        engine, vantage, holder, now_ms = ctx.engine, ctx.vantage, ctx.holder, ctx.now_ms
         self.engine = engine
         self.vantage = vantage
         self.holder = holder

@@ -10,11 +10,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from planner.store.probes import ProbeSampleRow
 from planner.store.worker import EndpointState, upsert_statuses
+from planner.worker.context import WorkerContext
 
 __all__ = ["EndpointStatuses"]
 
@@ -23,8 +23,12 @@ class EndpointStatuses:
     """Endpoint id → its latest status for one vantage; `next_slot_ms(id)` supplies the schedule's next slot."""
 
     def __init__(
-        self, engine: Engine, vantage: str, *, now_ms: Callable[[], int], next_slot_ms: Callable[[int], int | None]
+        self,
+        ctx: WorkerContext,
+        *,
+        next_slot_ms: Callable[[int], int | None],
     ) -> None:
+        engine, vantage, now_ms = ctx.engine, ctx.vantage, ctx.now_ms
         self.engine = engine
         self.vantage = vantage
         self.by_endpoint: dict[int, dict[str, Any]] = {}
