@@ -173,13 +173,11 @@ def replay_batched(
     return Replay(
         name=dep.name,
         arrival_ms=arrival,
-        ttft_ms=network + queue + cold + prefill,
         queue_ms=queue,
         cold_ms=cold,
         prefill_ms=prefill,
         network_ms=network,
         overflow=overflow,
-        gpu_hours=dedicated_h + serverless_h,
         dedicated_gpu_hours=dedicated_h,
         serverless_gpu_hours=serverless_h,
         serverless_tokens=float(trace.prompt_tokens[overflow].sum() + trace.output_tokens[overflow].sum()),

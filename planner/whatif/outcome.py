@@ -5,7 +5,7 @@ per-request TTFT segments and the pool's totals, and the error a deployment that
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,11 +32,11 @@ class CannotKeepUp(PlannerError):
 class Replay:
     """Per-request predictions (arrays in trace order) and the pool's totals.
 
-    Arrays: arrival_ms (UTC epoch ms), ttft_ms and its four segments (ms), overflow (bool:
-    served by the overflow pool). gpu_hours: GPU-hours paid for (dedicated: whole period;
-    serverless: from each scale-up until release). serverless_tokens: tokens billed per token
-    (prompt incl. cached + output) on a serverless pool. period_h: first arrival to last
-    completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
+    Arrays: arrival_ms (UTC epoch ms), the four segments (ms) and ttft_ms, their sum (computed here, the one place a
+    predicted TTFT is added up), overflow (bool: served by the overflow pool). gpu_hours: GPU-hours paid for, the
+    dedicated pool's (whole period) plus the serverless one's (from each scale-up until release), also computed here.
+    serverless_tokens: tokens billed per token (prompt incl. cached + output) on a serverless pool. period_h: first
+    arrival to last completion (h). cold_starts: replicas started on demand; peak_replicas: most at once.
     A batching engine's replay (planner.whatif.batched) also gives first_step_decodes: the decode tokens in the step
     that gave each request its first token (None for the slot model), engine_steps: the scheduler steps run, and
     engine_busy_ms: their total time over every replica (ms).
@@ -44,13 +44,11 @@ class Replay:
 
     name: str
     arrival_ms: np.ndarray
-    ttft_ms: np.ndarray
     queue_ms: np.ndarray
     cold_ms: np.ndarray
     prefill_ms: np.ndarray
     network_ms: np.ndarray
     overflow: np.ndarray
-    gpu_hours: float
     dedicated_gpu_hours: float
     serverless_gpu_hours: float
     serverless_tokens: float
@@ -60,6 +58,12 @@ class Replay:
     first_step_decodes: np.ndarray | None = None
     engine_steps: int = 0
     engine_busy_ms: float = 0.0
+    ttft_ms: np.ndarray = field(init=False)
+    gpu_hours: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ttft_ms", self.network_ms + self.queue_ms + self.cold_ms + self.prefill_ms)
+        object.__setattr__(self, "gpu_hours", self.dedicated_gpu_hours + self.serverless_gpu_hours)
 
     @property
     def n(self) -> int:

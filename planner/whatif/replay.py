@@ -185,13 +185,11 @@ def replay(
     return Replay(
         name=dep.name,
         arrival_ms=arr_np,
-        ttft_ms=network + queue + cold + prefill,
         queue_ms=queue,
         cold_ms=cold,
         prefill_ms=prefill,
         network_ms=network,
         overflow=overflow,
-        gpu_hours=dedicated_gpu_h + serverless_gpu_h,
         dedicated_gpu_hours=dedicated_gpu_h,
         serverless_gpu_hours=serverless_gpu_h,
         serverless_tokens=serverless_tokens,

@@ -24,13 +24,11 @@ def replay_of(queue, cold, prefill, network) -> Replay:
     return Replay(
         name="sls",
         arrival_ms=1_764_460_800_000 + np.arange(n) * 60_000.0,
-        ttft_ms=queue + cold + prefill + network,
         queue_ms=queue,
         cold_ms=cold,
         prefill_ms=prefill,
         network_ms=network,
         overflow=np.zeros(n, dtype=bool),
-        gpu_hours=0.0,
         dedicated_gpu_hours=0.0,
         serverless_gpu_hours=0.0,
         serverless_tokens=0.0,
