@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from planner.logs.mapped import FIELDS
 from planner.logs.records import MAX_EPOCH_MS, MAX_TIMING_MS, MAX_TOKENS
 
 __all__ = [
@@ -42,24 +43,7 @@ __all__ = [
 TEXT, NUMBER, TIME, WALL, OTHER = "text", "number", "time", "wall", "other"
 ZONELESS, AMBIGUOUS, ZONED, BAD, DOUBT = 1, 2, 3, 8, 9
 #: The fields SQL maps; a mapping with another (prompt or output text, hash_ids) is the Python reader's.
-SQL_FIELDS = frozenset(
-    {
-        "ts",
-        "ts_relative_s",
-        "ts_relative_ms",
-        "model",
-        "prompt_tokens",
-        "prompt_tokens_uncached",
-        "cached_tokens",
-        "output_tokens",
-        "ttft_ms",
-        "ttft_s",
-        "duration_ms",
-        "duration_s",
-        "first_token_time",
-        "end_time",
-    }
-)
+SQL_FIELDS = frozenset(FIELDS) - {"prompt_text", "output_text", "hash_ids"}
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
 
