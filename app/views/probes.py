@@ -190,7 +190,7 @@ def live_view() -> None:
             f"and CSV show raw samples only ({raw_from}).",
             icon=":material/history:",
         )
-    # two rows of three: a percentile resting on too few samples reads "263 ms (too few)", wider than a sixth of the page
+    # two rows of three: a percentile on too few samples reads "263 ms (too few)", wider than a sixth of the page
     m = [*st.columns(3), *st.columns(3)]
     m[0].metric("Samples (n)", present.count(summ["n"]), help=DEFINITION)
     for col, p in zip(m[1:5], (50, 90, 95, 99), strict=True):

@@ -2,9 +2,9 @@
 production sources that keep requests (a LiteLLM proxy, OpenTelemetry spans). Either opens as the same normalised
 request frame (planner.logs COLUMNS, sorted by arrival).
 
-The public surface the Capacity, What-if and Logs pages use; the tables and SQL are planner.store.logs' and
-planner.store.sources'. log_frame raises UploadNotFound for an unknown upload (an unknown source reads as no
-requests); the store's errors pass through.
+The public surface the Capacity, What-if and Logs pages use (the Logs page also saves an upload and deletes one
+here); the tables and SQL are planner.store.logs' and planner.store.sources'. log_frame raises UploadNotFound for an
+unknown upload (an unknown source reads as no requests); the store's errors pass through.
 """
 
 from __future__ import annotations
@@ -14,10 +14,19 @@ from dataclasses import dataclass
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from planner.store.logs import UploadInfo, UploadNotFound, list_uploads, load_upload_frame
+from planner.store.logs import UploadInfo, UploadNotFound, delete_upload, list_uploads, load_upload_frame, save_upload
 from planner.store.sources import SourceInfo, load_source_frame, request_sources
 
-__all__ = ["SourceInfo", "StoredLogs", "UploadInfo", "UploadNotFound", "log_frame", "stored_logs"]
+__all__ = [
+    "SourceInfo",
+    "StoredLogs",
+    "UploadInfo",
+    "UploadNotFound",
+    "delete_upload",
+    "log_frame",
+    "save_upload",
+    "stored_logs",
+]
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,7 @@ from __future__ import annotations
 from tests.planner.test_import_graph import _imports, _modules
 
 #: View module → why it still imports planner.store. Never add one: route the page through a planner function.
-STORE_IMPORTS_ALLOWED: dict[str, str] = {
-    "ttft_planner_app.views.logs_tabs.headline": "the Logs page's reader is being reworked (issue 43); it saves",
-    "ttft_planner_app.views.logs_tabs.picker": "the Logs page's reader is being reworked (issue 43): its picker",
-    "ttft_planner_app.views.logs_tabs.source": "the Logs page's reader is being reworked (issue 43): its loader",
-    "ttft_planner_app.views.logs_tabs.stored": "the Logs page's reader is being reworked (issue 43): delete",
-    "ttft_planner_app.views.logs_tabs.ttft": "the Logs page's reader is being reworked (issue 43): probe series",
-}
+STORE_IMPORTS_ALLOWED: dict[str, str] = {}
 
 
 def _views_importing_the_store() -> dict[str, list[str]]:

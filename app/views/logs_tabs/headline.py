@@ -8,8 +8,8 @@ from sqlalchemy.engine import Engine
 from planner import present
 from planner.inputs.untrusted import md_text
 from planner.logs import summarize
+from planner.logs.stored import save_upload
 from planner.logs.summary import LogSummary, busiest_hour_words
-from planner.store.logs import save_upload
 from planner.worksheet.provenance import Figure, Source
 from ttft_planner_app import viewer, worksheet_state
 from ttft_planner_app.auth import can, record, require

@@ -7,8 +7,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from planner.logs import UPLOAD_EXTENSIONS
 from planner.logs.samples import samples
-from planner.store.logs import UploadInfo, list_uploads
-from planner.store.sources import SourceInfo, request_sources
+from planner.logs.stored import SourceInfo, UploadInfo, stored_logs
 from ttft_planner_app.views.logs_tabs.source import drop_spool, open_link
 
 __all__ = ["render", "stored_inputs"]
@@ -30,8 +29,8 @@ def render(eng: Engine) -> tuple[list[UploadedFile], list[UploadInfo], list[Sour
     that names a stored input (?log=upload-<id> or ?log=source-<id>, source.open_link).
     """
     ss = st.session_state
-    uploads = list_uploads(eng)
-    sources = request_sources(eng)
+    held = stored_logs(eng)
+    uploads, sources = held.uploads, held.sources
     linked = open_link(uploads, sources)
     if linked is not None:  # the picker shows what the link opened
         ss.logs_stored = linked[1] if linked[0] == "stored" else f"source-{linked[1]}"

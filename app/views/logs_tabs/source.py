@@ -18,8 +18,7 @@ from planner.logs import LogFormatError, read_logs
 from planner.logs.context import MAP_HINT_PAGE
 from planner.logs.samples import SAMPLE_DIR
 from planner.logs.spool import Spool
-from planner.store.logs import UploadInfo, UploadNotFound, load_upload_frame
-from planner.store.sources import SourceInfo, load_source_frame
+from planner.logs.stored import SourceInfo, UploadInfo, UploadNotFound, log_frame
 from ttft_planner_app import session_log, viewer
 from ttft_planner_app.views.logs_tabs.options import ReadOptions
 
@@ -182,7 +181,7 @@ def read(
             ss.logs_map_source = source_id
         if source[0] == "stored":
             try:
-                frame = load_upload_frame(eng, source[1])
+                frame = log_frame(eng, upload_id=source[1])
             except UploadNotFound as exc:
                 st.error(str(exc.args[0]))
                 ss.pop("logs_source", None)
@@ -191,7 +190,7 @@ def read(
             ss.logs_result = {"frame": frame, "label": f"stored upload “{name}”", "parsed": None}
         elif src is not None:
             with st.spinner(f"Loading {src.n_requests:,} production requests…"):
-                frame = load_source_frame(eng, src.id)
+                frame = log_frame(eng, source_id=src.id)
             ss.logs_result = {
                 "frame": frame,
                 "label": f"production traffic from {src.kind.origin}, source “{src.name}”",

@@ -4,7 +4,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from planner.inputs.untrusted import md_text
-from planner.store.logs import UploadInfo, delete_upload
+from planner.logs.stored import UploadInfo, delete_upload
 from ttft_planner_app.auth import can, record, require
 
 __all__ = ["render"]

@@ -4,8 +4,8 @@ series over the same span."""
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from planner.endpoints.probe_history import hour_of_day, series_keys
 from planner.logs.summary import LogSummary
-from planner.store.probe_queries import hour_of_day, series_keys
 from ttft_planner_app.charts.logs import percentile_rows, percentile_table_style, ttft_vs_probes_figure
 
 __all__ = ["render"]
