@@ -208,7 +208,7 @@ def read_prefix_trace(
 ) -> PrefixTrace:
     """The requests of a JSON Lines (or JSON array) trace with their prompt identity. `trace_file`: a path, or a (file
     name, bytes) pair as read_logs takes an upload (read in memory, nothing written); plain, .gz or .zst, opened
-    as `logs summarize` opens it (the same size cap, `max_bytes`, default planner.logs.limits.DEFAULT_MAX_BYTES, and
+    as `logs summarize` opens it (the same size cap, `max_bytes`, default planner.logs.opening.DEFAULT_MAX_BYTES, and
     the same bomb and nesting limits).
 
     Mooncake/AIPerf records (`hash_ids`, `input_length`, `output_length`, `timestamp` in ms) are hashes of

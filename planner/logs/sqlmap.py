@@ -247,7 +247,7 @@ def mapped_rows(
     and flag, under the mapping given as {field: Source} (SQL_FIELDS only); on a row flagged BAD or DOUBT every
     column is NULL but ts_ms, which holds the relation's `_place` (its 0-based place, or a key to find it by).
 
-    start_ms: what relative times count from. shifts: planner.logs.zones.shift_hours of the session's zone. whole:
+    start_ms: what relative times count from. shifts: planner.logs.records.shift_hours of the session's zone. whole:
     columns that are all NULL only on a record DuckDB did not parse (a JSON line): such a row is DOUBT. doubt: a
     condition more that makes a row DOUBT (the chat format's records of another kind).
     """

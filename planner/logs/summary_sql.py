@@ -238,7 +238,7 @@ def _weekdays(buckets: Sequence[Sequence[int]], first_day: int | None, last_day:
 def _cold(
     con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool, instants: int
 ) -> Rows:
-    """The trace's cold fractions per window (planner.logs.exposure.cold_fraction_curve's, replayed in SQL).
+    """The trace's cold fractions per window (planner.logs.exposure.trace_cold_fraction's, replayed in SQL).
 
     instants: about how many distinct arrival instants the log holds (DuckDB's approx_count_distinct: a gate, not a
     figure; the counts are exact either way).
