@@ -5,10 +5,10 @@ the readers' sink) or the page's frame (loaded into one), and `summarize_table` 
 Nearest-rank percentiles are `quantile_disc` (planner.percentiles' rank rule), or for the whole log's token counts
 picked at the same ranks from a histogram of the values (cheaper than gathering every value); local hours and weekdays
 come from one zone offset per quarter hour of the log's span (zones change only on quarter-hour instants); the busiest
-clock hour is counted per local clock hour; the cold-start curve replays the arrivals in time order with window
-functions. The table has the columns of planner.logs.COLUMNS (ts_ms, model, prompt_tokens, cached_tokens,
-output_tokens, ttft_ms, duration_ms; NULL for a timing not logged). tests/planner/logs/test_logs_summary.py holds every
-figure equal to an independent pure-Python computation.
+clock hour is counted per local clock hour; the cold-start curve replays the gaps between blocks of the shortest
+window's length (a hash aggregate, not a sort of every arrival). The table has the columns of planner.logs.COLUMNS
+(ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a timing not logged).
+tests/planner/logs/test_logs_summary.py holds every figure equal to an independent pure-Python computation.
 """
 
 from __future__ import annotations
@@ -236,33 +236,27 @@ def _weekdays(buckets: Sequence[Sequence[int]], first_day: int | None, last_day:
 
 
 def _cold(
-    con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool, instants: int
+    con, table: str, windows_s: Sequence[float], n: int, rate: float, with_durations: bool, first_ms: int
 ) -> Rows:
     """The trace's cold fractions per window (planner.logs.exposure.trace_cold_fraction's, replayed in SQL).
 
-    instants: about how many distinct arrival instants the log holds (DuckDB's approx_count_distinct: a gate, not a
-    figure; the counts are exact either way).
+    first_ms: the log's first arrival (UTC epoch ms). The arrivals are cut into blocks of `block` ms from it, block
+    the shortest window (whole ms, at least 1), and only each block's first arrival can find the replica idle longer
+    than a window: any later arrival in the block follows one less than `block` ms before it, busy until at least
+    then (timings are ≥ 0; every reader checks). So the gaps are taken between the blocks, from the first arrival of
+    each to the latest finish of those before it: a hash aggregate of the arrivals and a sort of the blocks (at most
+    the log's span ÷ block), not a sort of every arrival; the same counts either way.
     """
     windows = [float(w) for w in windows_s]
     if any(w < 0 for w in windows):
         raise ValueError("scale-down windows must be ≥ 0 s")
     counts = ", ".join(f"count(*) FILTER (WHERE gap > {w * 1000.0!r})" for w in windows)
-    # Only the first arrival at an instant can find the replica idle: the others follow an arrival at the same
-    # instant, busy until at least then (timings are ≥ 0; every reader checks). So when requests share instants
-    # (times in whole seconds, several a second; or ms times in bursts) the gaps are taken between the distinct
-    # instants, a hash aggregate and a sort of a few hundred thousand, not a sort of every arrival; the same counts
-    # either way. With most requests at an instant of their own the aggregate would only add to the sort (a hash
-    # table of every arrival), so every arrival is sorted.
-    rows = f"(SELECT ts_ms, max(ts_ms + coalesce(duration_ms, 0.0)) AS fin FROM {table} GROUP BY ts_ms)"
-    if 4 * instants > n:
-        rows = f"(SELECT ts_ms, ts_ms + coalesce(duration_ms, 0.0) AS fin FROM {table})"
-    if with_durations:  # busy until the latest finish so far
-        gaps = f"""SELECT ts_ms - lag(busy) OVER (ORDER BY ts_ms) AS gap
-                   FROM (SELECT ts_ms, max(fin) OVER (ORDER BY ts_ms ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-                         AS busy FROM {rows})"""
-    else:  # no service times: busy until the arrival itself, so the gaps are between arrivals
-        distinct = f"(SELECT DISTINCT ts_ms FROM {table})" if 4 * instants <= n else table
-        gaps = f"SELECT ts_ms - lag(ts_ms) OVER (ORDER BY ts_ms) AS gap FROM {distinct}"
+    block = max(1, math.floor(min(windows, default=0.0) * 1000.0))
+    # busy until the latest finish so far; with no service times, until the arrival itself
+    fin = "ts_ms + coalesce(duration_ms, 0.0)" if with_durations else "ts_ms"
+    gaps = f"""SELECT first - max(fin) OVER (ORDER BY b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS gap
+        FROM (SELECT (ts_ms - {int(first_ms)}) // {block} AS b, min(ts_ms) AS first, max({fin}) AS fin
+              FROM {table} GROUP BY b)"""
     row = con.execute(f"SELECT {counts} FROM ({gaps})").fetchall()[0]
     out = [
         {
@@ -321,10 +315,10 @@ def summarize_table(
         table = table.name
     view = _clock_view(con, table, tz)
     wd = workday_sql(start, end)
-    n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, instants, *ttft_pcts = con.execute(
+    n, first, last, prompt_sum, cached_sum, hits, first_day, last_day, durations, *ttft_pcts = con.execute(
         f"""SELECT count(*), min(ts_ms), max(ts_ms), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),
                count(*) FILTER (WHERE cached_tokens > 0), min(day), max(day), count(duration_ms),
-               approx_count_distinct(ts_ms), {_pcts("ttft_ms")}
+               {_pcts("ttft_ms")}
         FROM {view}"""
     ).fetchall()[0]
     ttft = _percentiles(*ttft_pcts)
@@ -362,6 +356,6 @@ def summarize_table(
             "weekdays": _weekdays(buckets, first_day, last_day),
             "prompt_by_hour": prompt_by_hour,
             "ttft_by_hour": ttft_by_hour,
-            "cold": _cold(con, table, windows_s, n, rate, durations > 0, instants) if n else Rows(()),
+            "cold": _cold(con, table, windows_s, n, rate, durations > 0, first) if n else Rows(()),
         },
     )

@@ -76,3 +76,31 @@ def test_curve_is_non_increasing_in_the_window_and_flags_the_p95():
     assert (np.diff(curve["trace_cold_fraction"]) <= 0).all()
     assert cold_in_p95(0.051) and not cold_in_p95(0.05)
     assert pd.isna(cold_fraction_curve(np.array([1.0]), [60])["poisson_cold_fraction"][0])
+
+
+def test_summary_curve_equals_the_replay_for_any_window_with_ties_and_service_times():
+    # The summary takes gaps between blocks of the shortest window's length (planner.logs.engine._cold): requests
+    # sharing an instant, a gap of exactly a window, windows under a millisecond and a zero window all replay as the
+    # request-by-request reference does.
+    rng = np.random.default_rng(43)
+    arrivals = 1_780_000_000_000 + np.sort(rng.integers(0, 21_600, 4_000)) * S  # whole seconds: shared instants
+    arrivals[10:13] = arrivals[9] + np.array([10, 20, 30]) * S  # gaps of exactly 10 s
+    arrivals = np.sort(arrivals)
+    service = np.where(rng.random(arrivals.size) < 0.3, np.nan, rng.gamma(1.5, 2_000.0, arrivals.size))
+    frame = pd.DataFrame(
+        {
+            "ts_ms": arrivals.astype(np.int64),
+            "model": "m",
+            "prompt_tokens": 1,
+            "cached_tokens": 0,
+            "output_tokens": 1,
+            "ttft_ms": np.full(arrivals.size, np.nan),
+            "duration_ms": service,
+        }
+    )
+    for windows in ((0.0, 0.0005, 1.0, 10.0), (0.0015, 2.5), (7.3, 60.0, 600.0)):
+        got = summarize(frame, windows_s=windows).cold["trace_cold_fraction"].tolist()
+        assert got == [trace_cold_fraction(arrivals, w, service_ms=service) for w in windows], windows
+        no_service = frame.assign(duration_ms=np.nan)
+        got = summarize(no_service, windows_s=windows).cold["trace_cold_fraction"].tolist()
+        assert got == [trace_cold_fraction(arrivals, w) for w in windows], windows
