@@ -167,9 +167,10 @@ def load_file(
     past the limit are blanked, named here, when attempt 0 met one past DuckDB's buffers: the file read from then
     on). A row DuckDB does not read keeps the hash of its `key` columns as its place; only then is the file scanned
     once more, for the places of the rows with those hashes (WITH ORDINALITY: numbering every row in the first pass
-    would make the INSERT keep the file's order, and the mapping is not evaluated again). Without `key`, the scan
-    has its rows' places as `_place` (a Parquet file's row numbers). None when DuckDB cannot read the file (f.error
-    says why): the caller reads it in Python, or names it."""
+    would read a plain file in one thread, and the mapping is not evaluated again). A compressed file, inflated in
+    one thread anyway, has its rows numbered in the first pass, and is not scanned again. Without `key`, the scan has
+    its rows' places as `_place` (a Parquet file's row numbers). None when DuckDB cannot read the file (f.error says
+    why): the caller reads it in Python, or names it."""
     import duckdb
 
     tz_sql = "SET TimeZone = " + literal(f.ctx.tz)
@@ -180,8 +181,11 @@ def load_file(
     for attempt in range(2):
         try:
             read = scan(log, attempt)
-            if not key:
-                rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
+            if not key or log.compression != "none":
+                # A compressed file is read in one thread anyway: its rows are numbered as they come (WITH
+                # ORDINALITY), so the rows not read carry their places and the file is not scanned again.
+                numbered = f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY" if key else ""
+                rows = mapped_rows(sources, numbered or f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
                 return load(f.out.table, rows, {}, f.tick)
             hashed = f"(hash({', '.join(key)}) >> 1)::BIGINT"
             rows = mapped_rows(
