@@ -188,9 +188,7 @@ def load_file(
                 rows = mapped_rows(sources, numbered or f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
                 return load(f.out.table, rows, {}, f.tick)
             hashed = f"(hash({', '.join(key)}) >> 1)::BIGINT"
-            rows = mapped_rows(
-                sources, f"SELECT *, {hashed} AS _place FROM {read}", start_ms=start, shifts=shifts, **kw
-            )
+            rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, place=hashed, **kw)
             places = (
                 f"SELECT s._place AS place, k.flag FROM (SELECT {hashed} AS _key, ordinality - 1 AS _place "
                 f"FROM {read} WITH ORDINALITY) s JOIN ({{flagged}}) k USING (_key)"
