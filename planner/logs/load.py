@@ -28,10 +28,23 @@ if TYPE_CHECKING:
 else:  # imported on first use: `logs summarize` reads through DuckDB alone
     np, pd = lazy_module("numpy"), lazy_module("pandas")
 
-__all__ = ["COLUMNS", "MAX_NAMED", "RequestTable", "Verdicts", "connect", "load", "return_freed_heap", "spill_folder"]
+__all__ = [
+    "COLUMNS",
+    "MAX_NAMED",
+    "SUMMARY_MEMORY_LIMIT",
+    "RequestTable",
+    "Verdicts",
+    "connect",
+    "load",
+    "return_freed_heap",
+    "spill_folder",
+]
 
 COLUMNS = ("ts_ms", "model", "prompt_tokens", "cached_tokens", "output_tokens", "ttft_ms", "duration_ms")
 MEMORY_LIMIT = "640MB"  # DuckDB's share of a 1 GB budget; past it, sorts and tables spill to a private folder
+# DuckDB's share once the files are read (the readers' buffers handed back): the summary's working memory beside a
+# table of 10 M requests (about 620 MB), which under MEMORY_LIMIT each query would push out to disk and read again
+SUMMARY_MEMORY_LIMIT = "800MB"
 _SPILL: list[str] = []
 
 

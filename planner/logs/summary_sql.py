@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from planner.logs.exposure import DEFAULT_WINDOWS_S
-from planner.logs.load import RequestTable, connect
+from planner.logs.load import SUMMARY_MEMORY_LIMIT, RequestTable, connect, return_freed_heap
 from planner.logs.records import zone
 from planner.logs.summary import (
     DEFAULT_WORKDAY,
@@ -286,7 +286,9 @@ def summarize(
     """
     parse_workday(workday)
     zone(tz)
-    if isinstance(requests, RequestTable):
+    if isinstance(requests, RequestTable):  # the files are read: their readers' memory is the summary's
+        return_freed_heap()
+        requests.con.execute(f"SET memory_limit = '{SUMMARY_MEMORY_LIMIT}'")
         return summarize_table(requests.con, requests, tz, workday, windows_s)
     con = connect()
     try:
