@@ -23,6 +23,8 @@ ours / same, and the peak RSS (os.wait4, the process alone). n and p50/p90/p95/p
                                                               # the previous code as a third contender
   python bench/bench_logs_formats.py --matrix                 # the defect matrix's worst cells, 1 M requests
   python bench/bench_logs_formats.py --matrix --requests 10000000 --reps 3 --cells rfc-clean-lf-plain-early,...
+  python bench/bench_logs_formats.py --matrix --requests 10000000 --reps 2 --before /tmp/before
+                                                              # ... with the previous code as a third contender
 
 --matrix runs cells of the defect matrix (tests/support/log_matrix.py: the same requests as JSON Lines, a gateway CSV,
 an RFC-4180 CSV and Parquet, with its defects) instead: by default each format's clean file and its worst cell (all
@@ -413,9 +415,9 @@ def matrix_make_child(requests: int, folder: Path, ids: list[str]) -> None:
         base.unlink()
 
 
-def matrix(requests: int, reps: int, ids: list[str] | None) -> None:
-    """Each cell: `logs summarize --json` and DuckDB's same figures alternated `reps` times; ours checked against
-    the truth; the ratios and peak RSS printed."""
+def matrix(requests: int, reps: int, ids: list[str] | None, before: Path | None = None) -> None:
+    """Each cell: `logs summarize --json` and DuckDB's same figures alternated `reps` times (with `before`, that
+    checkout's `logs summarize` too); ours checked against the truth; the ratios and peak RSS printed."""
     cells, default = _matrix_cells()  # first: it puts the checkout's tests/ on the path
     from tests.support.log_matrix import Truth
     from tests.support.log_matrix_cells import mismatches
@@ -439,11 +441,13 @@ def matrix(requests: int, reps: int, ids: list[str] | None) -> None:
         argv = [str(Path(sys.executable).with_name("ttft-planner")), "logs", "summarize", "--json", str(path)]
         for field, column in (entry["mapping"] or {}).items():
             argv += ["--map", f"{field}={column}"]
-        ours, duck = [], []
+        ours, duck, old = [], [], []
         try:
             for _ in range(reps):
                 ours.append(_measured(argv))
                 duck.append(_measured([sys.executable, __file__, "--matrix-same", entry["fmt"], "--file", str(path)]))
+                if before is not None:
+                    old.append(_measured(argv, before))
         except SystemExit as exc:  # a traceback or a refusal: said, and on to the next cell
             print(f"{cell_id:<72} {str(exc)[-300:]}", flush=True)
             continue
@@ -459,6 +463,14 @@ def matrix(requests: int, reps: int, ids: list[str] | None) -> None:
             f"{max(d['rss_mb'] for d in duck):,.0f} MB",
             flush=True,
         )
+        if old:
+            was = sorted({p for o in old for p in mismatches(truth, json.loads(o["stdout"]), path.name)})
+            print(
+                f"{'':<72} before {statistics.median(o['wall_s'] for o in old):6.2f} s, ratio median "
+                f"{statistics.median(o['wall_s'] / d['wall_s'] for o, d in zip(old, duck, strict=True)):.2f}×, "
+                f"peak RSS {max(o['rss_mb'] for o in old):,.0f} MB, {'exact' if not was else f'{len(was)} differ'}",
+                flush=True,
+            )
         for problem in problems[:10]:
             print(f"    {problem[:200]}")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
@@ -497,8 +509,10 @@ def main() -> None:
         return
     if args.matrix:
         OUT.mkdir(parents=True, exist_ok=True)
-        compileall.compile_dir(str(ROOT / "planner"), quiet=1)
-        matrix(args.requests, args.reps, args.cells.split(",") if args.cells else None)
+        for tree in (ROOT, args.before):
+            if tree is not None:
+                compileall.compile_dir(str(tree / "planner"), quiet=1)
+        matrix(args.requests, args.reps, args.cells.split(",") if args.cells else None, args.before)
         return
     if args.child:
         (same_child if args.same else duckdb_child)(args.child, args.file, args.bad)
