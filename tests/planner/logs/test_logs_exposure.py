@@ -79,7 +79,7 @@ def test_curve_is_non_increasing_in_the_window_and_flags_the_p95():
 
 
 def test_summary_curve_equals_the_replay_for_any_window_with_ties_and_service_times():
-    # The summary takes gaps between blocks of the shortest window's length (planner.logs.engine._cold): requests
+    # The summary takes gaps between blocks of the shortest window's length (planner.logs.summary_sql._cold): requests
     # sharing an instant, a gap of exactly a window, windows under a millisecond and a zero window all replay as the
     # request-by-request reference does.
     rng = np.random.default_rng(43)
