@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+from aiosmtpd.controller import Controller
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
@@ -15,8 +19,9 @@ from planner.cli import cli
 from planner.settings import DATABASE_URL
 from planner.store import alerts as store
 from tests.support.compare_seed import seed_endpoint
+from tests.support.rtt_target import free_port
 
-__all__ = ["Receiver", "run_cli", "slow_endpoint_with_rule"]
+__all__ = ["Mailbox", "Receiver", "alert_receivers", "run_cli", "slow_endpoint_with_rule"]
 
 
 class Receiver:
@@ -84,3 +89,31 @@ def run_cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
         cli, list(args), env={DATABASE_URL.name: db_url}, prog_name="ttft-planner", catch_exceptions=False
     )
     return subprocess.CompletedProcess(["ttft-planner", *args], result.exit_code, result.stdout, result.stderr)
+
+
+class Mailbox:
+    """An aiosmtpd handler keeping every message it receives (as text)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+        self.messages.append(envelope.content.decode("utf-8", "replace"))
+        return "250 OK"
+
+
+@contextlib.contextmanager
+def alert_receivers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Receiver, Mailbox]]:
+    """A webhook receiver (its URL in $TEAM_HOOK) and a real local SMTP server (the planner's SMTP settings point at
+    it) for the block."""
+    hook, box = Receiver(), Mailbox()
+    smtp = Controller(box, hostname="127.0.0.1", port=free_port())
+    smtp.start()
+    monkeypatch.setenv("TEAM_HOOK", hook.url)
+    monkeypatch.setenv("TTFT_PLANNER_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("TTFT_PLANNER_SMTP_PORT", str(smtp.port))
+    try:
+        yield hook, box
+    finally:
+        smtp.stop()
+        hook.close()

@@ -10,14 +10,12 @@ import logging
 
 import pandas as pd
 import pytest
-from aiosmtpd.controller import Controller
 
 from planner.alerts.notify import Notice, send
 from planner.alerts.rules import AlertKind, Rule, Transition, build_rule
 from planner.store import alerts as store
 from planner.worker.team import TeamHooks
-from tests.support.alerts import Receiver, run_cli, slow_endpoint_with_rule
-from tests.support.rtt_target import free_port
+from tests.support.alerts import alert_receivers, run_cli, slow_endpoint_with_rule
 from tests.support.worker_driver import HANG_GUARD_S
 
 NOW_MS = 1_800_000_000_000
@@ -80,26 +78,10 @@ def test_alerts_add_refuses_with_one_line_naming_the_field_and_stores_nothing(
     assert store.load_rules(sqlite_engine) == []
 
 
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
-        self.messages.append(envelope.content.decode("utf-8", "replace"))
-        return "250 OK"
-
-
 @pytest.fixture
 def receivers(monkeypatch):
-    hook, box = Receiver(), Mailbox()
-    smtp = Controller(box, hostname="127.0.0.1", port=free_port())
-    smtp.start()
-    monkeypatch.setenv("TEAM_HOOK", hook.url)
-    monkeypatch.setenv("TTFT_PLANNER_SMTP_HOST", "127.0.0.1")
-    monkeypatch.setenv("TTFT_PLANNER_SMTP_PORT", str(smtp.port))
-    yield hook, box
-    smtp.stop()
-    hook.close()
+    with alert_receivers(monkeypatch) as pair:
+        yield pair
 
 
 # What an older version stored unchecked: a name and an e-mail list holding CR/LF, and a webhook variable whose URL

@@ -13,38 +13,20 @@ import json
 import time
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from planner.alerts.evaluate import deliver_due, evaluate_all
 from planner.alerts.rules import AlertState
 from planner.store import alerts as store
 from planner.store.probe_queries import series_bounds, series_keys
-from tests.support.alerts import Receiver, run_cli, slow_endpoint_with_rule
-from tests.support.rtt_target import free_port
+from tests.support.alerts import Receiver, alert_receivers, run_cli, slow_endpoint_with_rule
 from tests.support.servers import Script, ScriptedServer, Step, chat_chunk, sse, usage_chunk
-
-
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
-        self.messages.append(envelope.content.decode("utf-8", "replace"))
-        return "250 OK"
 
 
 @pytest.fixture
 def receivers(monkeypatch):
-    hook, mailbox = Receiver(), Mailbox()
-    smtp = Controller(mailbox, hostname="127.0.0.1", port=free_port())
-    smtp.start()
-    monkeypatch.setenv("TEAM_HOOK", hook.url)
-    monkeypatch.setenv("TTFT_PLANNER_SMTP_HOST", "127.0.0.1")
-    monkeypatch.setenv("TTFT_PLANNER_SMTP_PORT", str(smtp.port))
-    monkeypatch.setenv("TTFT_PLANNER_PUBLIC_URL", "https://ttft.example.com")
-    yield hook, mailbox
-    smtp.stop()
-    hook.close()
+    with alert_receivers(monkeypatch) as pair:
+        monkeypatch.setenv("TTFT_PLANNER_PUBLIC_URL", "https://ttft.example.com")
+        yield pair
 
 
 def _script(delay_s: float) -> Script:
