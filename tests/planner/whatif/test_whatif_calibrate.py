@@ -18,23 +18,11 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.probes.fit import PrefillFit
-from planner.probes.ttft import ProbeTarget
 from planner.simulator import SimulatorConfig, running_simulator
-from planner.simulator.virtual import run_virtual, virtual_clock_ns, virtual_simulator
 from planner.spread import speed_sd_of
-from planner.whatif.calibrate import Calibration, calibrate
+from planner.whatif.calibrate import Calibration
 from planner.whatif.deployment import parse_deployment
-
-
-def calibrate_in_virtual_time(cfg: SimulatorConfig, **kw) -> Calibration:
-    """calibrate() against a simulator with `cfg`, the probes, the sweeps and the simulator on one virtual clock."""
-
-    async def scenario() -> Calibration:
-        async with virtual_simulator(cfg) as sim:
-            target = ProbeTarget(base_url=sim.url, model="m")
-            return await calibrate(target, client=sim.client, clock_ns=virtual_clock_ns, **kw)
-
-    return run_virtual(scenario())
+from tests.support.calibration import calibrate_in_virtual_time
 
 
 def test_calibration_reads_back_the_simulators_slots_prefill_and_decode():

@@ -12,31 +12,22 @@ from dataclasses import replace
 import pytest
 
 from planner.probes.fit import PrefillFit
-from planner.probes.ttft import ProbeTarget, TtftSample
+from planner.probes.ttft import TtftSample
 from planner.simulator import SimulatorConfig
-from planner.simulator.virtual import run_virtual, virtual_clock_ns, virtual_simulator
 from planner.spread import pooled_speed_sd_of, speed_sd_of
 from planner.store import open_store
 from planner.store.calibrations import calibration_history
 from planner.store.endpoints import get_or_create_manual_endpoint
 from planner.store.probes import insert_samples, sample_row
-from planner.whatif.calibrate import Calibration, calibrate
+from planner.whatif.calibrate import Calibration
 from planner.whatif.deployment import parse_deployment
 from planner.whatif.drift import DRIFT_PRIOR_SD, next_run_spread
 from planner.whatif.on_record import spread_on_record
+from tests.support.calibration import calibrate_in_virtual_time
 
 pytestmark = pytest.mark.timeout(300)
 
 HOUR_MS = 3_600_000
-
-
-def calibrate_in_virtual_time(cfg: SimulatorConfig, **kw) -> Calibration:
-    async def scenario() -> Calibration:
-        async with virtual_simulator(cfg) as sim:
-            target = ProbeTarget(base_url=sim.url, model="m")
-            return await calibrate(target, client=sim.client, clock_ns=virtual_clock_ns, **kw)
-
-    return run_virtual(scenario())
 
 
 def test_calibration_reads_back_a_batching_engines_step_costs_and_checks_them_under_load():
