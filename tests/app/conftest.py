@@ -144,3 +144,11 @@ def shown_table(at: AppTest, index: int = 0):
 
     plain = lambda v: re.sub(r"\\(.)", r"\1", v).replace("\u200b", "") if isinstance(v, str) else v
     return at.table[index].value.map(plain).rename(columns=plain)
+
+
+def table_with(at: AppTest, column: str):
+    """The static table (as shown_table gives it) that has a column named `column`."""
+    tables = [shown_table(at, i) for i in range(len(at.table))]
+    found = [t for t in tables if column in t.columns]
+    assert found, f"no table has a column {column!r}: {[list(t.columns) for t in tables]}"
+    return found[0]

@@ -10,7 +10,7 @@ from planner.capacity import specs as P
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import chart_spec, new_app, open_page, plotly_array
+from tests.app.conftest import chart_spec, new_app, open_page, plotly_array, table_with
 from tests.support.probe_rows import slot_row
 
 SEED = "seed-h200"
@@ -61,7 +61,7 @@ def test_weight_projection_cold_start_to_worksheet_and_tables_in_words(app):
             continue  # the editable preset tables: an empty cell there is a preset without that figure
         text = df.value.to_string()
         assert "nan" not in text.split() and "None" not in text and "NaT" not in text
-    table = app.dataframe[1].value  # rate → load seconds for the 70B fp8 checkpoint
+    table = table_with(app, "Load + start-up")  # rate → load seconds for the 70B fp8 checkpoint
     secs = sorted(round(float(s.removesuffix(" s"))) for s in table["Load + start-up"])
     assert secs == [23, 224]
     assert metric(app, "Checkpoint (weights only)") == "70.0 GB"

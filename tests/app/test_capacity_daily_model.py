@@ -13,7 +13,7 @@ from planner.capacity.cost import HOURS_PER_MONTH
 from planner.logs import COLUMNS, LogParseResult
 from planner.store import database_url, open_store
 from planner.store.logs import save_upload
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, table_with
 
 DAY = 1_780_000_000_000 - 1_780_000_000_000 % 86_400_000
 
@@ -51,7 +51,7 @@ def test_a_57_minute_trace_is_one_days_traffic_on_every_tab(app):
     shown_b = float(caption.split("Your traffic: ")[1].split("B tokens/month")[0])
     assert shown_b == round(58 * 1000 * HOURS_PER_MONTH / 24 / 1e9, 2)
     # Warm pool: with W = 300 s the replica is warm for the trace's 57 min + one window a day, not 24 h
-    table = next(d.value for d in app.dataframe if "Warm hours per day" in d.value.columns)
+    table = table_with(app, "Warm hours per day")
     w300 = table[table["Scale-down window"] == "300 s"].iloc[0]
     assert w300["Warm hours per day"] == "1.0 h"
     node_usd = next(c.value for c in app.caption if "Trace-driven from" in c.value).split("replica cost $")[1]

@@ -11,7 +11,7 @@ import json
 from click.testing import CliRunner
 
 from planner.cli import cli
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, table_with
 
 
 def _page(app) -> tuple[dict[str, str], str, str]:
@@ -26,7 +26,7 @@ def _page(app) -> tuple[dict[str, str], str, str]:
     app.number_input(key="cap_wp_cold").set_value(45.0)
     app.number_input(key="cap_wp_warm").set_value(400.0).run()
     assert not app.exception, app.exception
-    table = next(d.value for d in app.dataframe if "Idle GPU-hours per day" in d.value.columns)
+    table = table_with(app, "Idle GPU-hours per day")
     idle = dict(zip(table["Option"], table["Idle GPU-hours per day"], strict=True))
     minimum = next(m.value for m in app.metric if m.label == "Minimum warm replicas")
     return idle, minimum, app.session_state["cost_inputs"]

@@ -28,7 +28,7 @@ from playwright.sync_api import Page, expect
 from planner.simulator import SimulatorConfig, running_simulator
 from planner.store import open_store
 from tests.e2e.conftest import ROOT, StreamlitServer, pick, wait_for_app
-from tests.e2e.test_truncated_text import CHARTS_DRAWN, _add_to_compare
+from tests.e2e.test_page_layout import CHARTS_DRAWN, _add_to_compare
 from tests.support.demo_store import seed_demo
 from tests.support.router import router_pages
 from tests.support.store_template import seed_data_dir

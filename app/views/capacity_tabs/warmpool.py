@@ -13,7 +13,7 @@ from planner.capacity.warmpool import KeepWarm, WarmPoolPlan, plan_warm_pool
 from planner.inputs.untrusted import md_text
 from planner.inputs.validate import ARRIVALS_PER_HOUR, DURATION_MS, DURATION_S, REPLICAS, SERVICE_S, SLOTS
 from ttft_planner_app.charts.capacity import tradeoff_figure
-from ttft_planner_app.widgets import number_input_for
+from ttft_planner_app.widgets import number_input_for, wrapped_table
 
 __all__ = ["render"]
 
@@ -146,7 +146,7 @@ def _show(plan: WarmPoolPlan, traffic: LogTraffic | None, node_usd: float) -> No
             f"replica cost ${node_usd:,.2f}/h from the Break-even tab."
         )
     st.plotly_chart(tradeoff_figure(plan.tradeoff), key="cap_wp_chart")
-    st.dataframe(_tradeoff_table(plan.tradeoff), hide_index=True)
+    wrapped_table(pd.DataFrame(_tradeoff_table(plan.tradeoff)))  # every column in view at 1,400 px, in its half
 
 
 def _tradeoff_table(trade: pd.DataFrame) -> list[dict]:

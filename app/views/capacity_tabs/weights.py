@@ -18,7 +18,7 @@ from planner.inputs.validate import CHECKPOINT_GB, DURATION_MS, DURATION_S, MODE
 from planner.worksheet.provenance import Figure, Source
 from ttft_planner_app.charts.capacity import projection_figure
 from ttft_planner_app.views.capacity_tabs._common import DTYPES, source_caption, to_worksheet
-from ttft_planner_app.widgets import number_input_for
+from ttft_planner_app.widgets import number_input_for, wrapped_table
 
 __all__ = ["render"]
 
@@ -85,7 +85,7 @@ def render() -> None:
                 st.info("Pick a published row or enter a cold reading to project load times.")
                 return
             loads = {r.name: load_time_s(gb, r, startup_s) for r in rates}
-            st.dataframe(
+            wrapped_table(  # every column in view at 1,400 px, in this half of the page
                 pd.DataFrame(
                     [
                         {
@@ -94,20 +94,18 @@ def render() -> None:
                         }
                         for r in rates
                     ]
-                ),
-                hide_index=True,
+                )
             )
             table = projection_table(rates, wdtype, engine_startup_s=startup_s)
             st.plotly_chart(projection_figure(table), key="cap_w_chart")
             st.caption(f"Projection table, {wdtype}: {PROJECTION_LABEL}.")
             shown = table.rename(columns={"params_b": "Parameters", "checkpoint_gb": "Checkpoint"})
-            st.dataframe(
+            wrapped_table(
                 present.display_frame(
                     shown,
                     {c: present.seconds for c in shown.columns[2:]}
                     | {"Parameters": lambda v: f"{v:g}B", "Checkpoint": lambda v: f"{v:,.1f} GB"},
-                ),
-                hide_index=True,
+                )
             )
             pick = st.selectbox(
                 "Rate for the worksheet's cold-start segment",

@@ -1,27 +1,35 @@
-"""Real browser: at 1,400 px no visible text is cut (issue 28's walk of every page).
+"""Real browser at 1,400 px: on every page and tab no visible text is cut, every table shows its last column whole,
+no chart legend lies over its title (issue 28's walk of every page; issue 44's tables, legends, bar labels, chips).
 
 One server over a store with data on every page (the shared hostile endpoints, two endpoints with a day of probes
 and a cold reading, a manual endpoint with its long "manual: … @ URL (protocol)" name, an alert rule that has fired
-and whose delivery failed, RTT samples from the server and a browser with a failed region of each, an uploaded log, a
-saved worksheet), one browser page, every page of the sidebar in turn and every tab on it. A page that opens on a
-selection without data is walked again in its data states (DATA_STATES: Probes on an endpoint with a day of samples
-and on the manual one, Compare with a second endpoint with data, Logs and What-if on the real Azure 2023 trace). On
-each the page is laid out in a window as tall as its content (nothing is below the fold, so only a real cut counts),
-expanders are opened, charts drawn, and a script looks at every visible text node: the text is cut when its element
-shows an ellipsis (text-overflow with scrollWidth > clientWidth), or when it reaches past an ancestor that hides or
-scrolls its overflow (a label cut at a column's edge, a tab label scrolled out of its strip, a chart title past its
-SVG's edge). A select box's chosen option and a filled field are an input's value, not a text node: cut when it is
-wider than its box.
+and whose delivery failed, RTT samples from the server and a browser (both methods) with a failed region of each, an
+uploaded log, a saved worksheet, a stored load sweep), one browser page, every page of the sidebar in turn and every
+tab on it. A page that opens on a selection without data is walked again in its data states (DATA_STATES: Probes on
+an endpoint with a day of samples and on the manual one, Compare with a second endpoint with data, Logs and What-if
+on the real Azure 2023 trace). On each the page is laid out in a window as tall as its content (nothing is below the
+fold, so only a real cut counts), expanders are opened, charts drawn, and scripts look at what is shown:
+- every visible text node: the text is cut when its element shows an ellipsis (text-overflow with scrollWidth >
+  clientWidth), or when it reaches past an ancestor that hides or scrolls its overflow (a label cut at a column's
+  edge, a tab label scrolled out of its strip, a chart title past its SVG's edge). A select box's chosen option and a
+  filled field are an input's value, not a text node: cut when it is wider than its box;
+- every table: a grid that scrolls sideways (its last column cut at the edge), or a static table wider than the
+  block it sits in;
+- every Plotly chart with a title and a legend: the two rectangles must not overlap.
+Two states the walk does not reach are checked after it on the same server: GPU fit on a model whose bars carry long
+labels (each label keeps its size, the table fits), and the Prefix cache tab's routing chips (each in sight).
 
 Not checked, by design:
-- st.dataframe grids: Glide Data Grid draws cells and headers on a canvas, so the DOM holds no text to measure;
-  their columns can be widened by the reader (what they show is checked by AppTest in tests/app).
-- st.multiselect's chip row: it scrolls sideways by design, the chosen items stay listed in its drop-down.
+- a data editor (GPU fit's presets; its key ends in `_editor`): a spreadsheet to edit, it scrolls sideways by design.
+- the text inside st.dataframe grids: Glide Data Grid draws cells and headers on a canvas, so the DOM holds no text
+  to measure (the grid's own width is checked; what it shows is checked by AppTest in tests/app).
+- st.multiselect's chip row: it scrolls sideways by design, the chosen items stay listed in its drop-down (the
+  Prefix cache tab's four routing policies, which a reader compares, are checked to be in sight).
 - code blocks (stCode): a command or link in one scrolls sideways and has a copy button.
 - Streamlit's "skip to main content" link, which sits off-screen until focused, and text for screen readers only
   (a 1 px box that hides its overflow, as a select's "8 options available.").
-Each failure names the page, the tab, the text and what cuts it. Screenshots are for debugging only: set
-TTFT_TRUNCATION_SHOTS to a folder (under /tmp) to get one per page and tab.
+Each failure names the page, the tab, and the text, table or chart and what is wrong with it. Screenshots are for
+debugging only: set TTFT_TRUNCATION_SHOTS to a folder (under /tmp) to get one per page and tab.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from planner.store import open_store
 from planner.store.endpoints import get_or_create_manual_endpoint
 from planner.store.probes import insert_samples
 from planner.store.rtt import SampleRecord, insert_rtt_samples
+from planner.store.sweeps import store_sweep
+from tests.app.test_sweep_page import _one_slot_sweep
 from tests.e2e.conftest import StreamlitServer, pick, seed_hostile, wait_for_app
 from tests.support.alerts import slow_endpoint_with_rule
 from tests.support.probe_rows import slot_row
@@ -118,6 +128,49 @@ FIND_CUT_TEXT = """
   return out;
 }
 """
+
+# Each shown table: a grid that scrolls sideways (its last column cut at the edge), or a static table wider than the
+# block it sits in. Returns [{what, content, box}] for those that do not fit.
+TABLES_THAT_DO_NOT_FIT = """
+() => {
+  const out = [];
+  const shown = (e) => e.getClientRects().length && e.getBoundingClientRect().width > 0;
+  for (const grid of document.querySelectorAll("[data-testid='stDataFrame']")) {
+    const s = grid.querySelector(".dvn-scroller");
+    if (grid.closest("[class*='_editor']")) continue;  // a data editor (its key ends in _editor): a sheet to edit
+    if (shown(grid) && s && s.scrollWidth > s.clientWidth + 1)
+      out.push({what: "grid", content: s.scrollWidth, box: s.clientWidth});
+  }
+  for (const t of document.querySelectorAll("[data-testid='stTable']")) {
+    const table = t.querySelector("table");
+    if (shown(t) && table && table.getBoundingClientRect().width > t.getBoundingClientRect().width + 1)
+      out.push({what: "table: " + table.innerText.slice(0, 40), content: table.getBoundingClientRect().width,
+                box: t.getBoundingClientRect().width});
+  }
+  return out;
+}
+"""
+
+# The drawn height (px) of each bar label: Plotly shrinks a label that does not fit by scaling it (an SVG transform),
+# its font size unchanged, so the box it is drawn in is what a reader sees.
+BAR_LABEL_PX = """
+() => [...document.querySelectorAll("[data-testid='stPlotlyChart'] .bartext")]
+  .filter(t => t.getClientRects().length).map(t => t.getBoundingClientRect().height)
+"""
+
+# [{title, legend}] rectangles of every shown chart that has both.
+TITLES_AND_LEGENDS = """
+() => [...document.querySelectorAll("[data-testid='stPlotlyChart']")].filter(c => c.getClientRects().length).map(c => {
+  const r = (e) => {
+    if (!e) return null;
+    const b = e.getBoundingClientRect();
+    return [b.left, b.top, b.right, b.bottom];
+  };
+  return {title: r(c.querySelector(".gtitle")), legend: r(c.querySelector(".legend")),
+          text: (c.querySelector(".gtitle") || {}).textContent};
+}).filter(x => x.title && x.legend)
+"""
+
 
 # True once no element is left over from the previous run and every shown Plotly chart has drawn its SVG (its title
 # and labels are what a cut would hide).
@@ -200,6 +253,7 @@ def full_server(tmp_path_factory, attacker):
     for state in STATES[2:]:  # two endpoints with a day of samples and a cold reading, an uploaded log, a worksheet
         seed_state(eng, state)
     _seed_manual_alerts_regions(eng)
+    store_sweep(eng, _one_slot_sweep(), vantage="ci", tool_version="test")
     eng.dispose()
     server = StreamlitServer(data, env={UNSET_HOOK: ""})
     yield server
@@ -227,15 +281,30 @@ def _open_expanders(page: Page) -> None:
     page.wait_for_function(SETTLED, polling=200)
 
 
-def _cut_text(page: Page, where: str, shots: Path | None) -> list[str]:
-    """Lay the page out as tall as its content (so nothing is below the fold), then list what is cut."""
+def _overlaps(chart: dict) -> bool:
+    (tl, tt, tr, tb), (ll, lt, lr, lb) = chart["title"], chart["legend"]
+    return min(tr, lr) > max(tl, ll) and min(tb, lb) > max(tt, lt)
+
+
+def _layout_faults(page: Page, where: str, shots: Path | None) -> list[str]:
+    """Lay the page out as tall as its content (so nothing is below the fold), then list what is cut, every table
+    that does not fit and every legend over its chart's title."""
     wait_for_app(page)
     page.set_viewport_size({"width": WIDTH, "height": min(int(page.evaluate(CONTENT_HEIGHT)) + 100, 16_000)})
     wait_for_app(page)  # (the page's scrollers are exempt below their bottom in any case: see FIND_CUT_TEXT)
     page.wait_for_function(CHARTS_DRAWN, polling=200)
     if shots:
         page.screenshot(path=str(shots / f"{re.sub(r'[^a-z0-9]+', '-', where.lower())}.png"))
-    return [f"{where}: {c['text']!r} ({c['where']}) is cut by {c['why']}" for c in page.evaluate(FIND_CUT_TEXT)]
+    found = [f"{where}: {c['text']!r} ({c['where']}) is cut by {c['why']}" for c in page.evaluate(FIND_CUT_TEXT)]
+    found += [
+        f"{where}: a {t['what']} {t['content']} px wide in {t['box']} px" for t in page.evaluate(TABLES_THAT_DO_NOT_FIT)
+    ]
+    found += [
+        f"{where}: the legend of {c['text']!r} lies over its title"
+        for c in page.evaluate(TITLES_AND_LEGENDS)
+        if _overlaps(c)
+    ]
+    return found
 
 
 def _add_to_compare(page: Page) -> None:
@@ -305,9 +374,9 @@ DATA_STATES: dict[str, list[tuple[str, Callable[[Page], None]]]] = {
 
 
 def _walk(page: Page, where: str, shots: Path | None) -> list[str]:
-    """The cut text on the page as it is, then on each of its tabs."""
+    """What is wrong with the layout of the page as it is, then of each of its tabs."""
     _open_expanders(page)
-    found = _cut_text(page, where, shots)
+    found = _layout_faults(page, where, shots)
     tabs = page.locator("[data-testid='stTab']")
     for i in range(tabs.count()):
         tab = tabs.nth(i)
@@ -315,11 +384,11 @@ def _walk(page: Page, where: str, shots: Path | None) -> list[str]:
         tab.click()
         expect(tab).to_have_attribute("aria-selected", "true")
         _open_expanders(page)
-        found += _cut_text(page, f"{where} › {label}", shots)
+        found += _layout_faults(page, f"{where} › {label}", shots)
     return found
 
 
-def test_no_text_is_cut_on_any_page_at_1400_px(page: Page, full_server):
+def test_nothing_is_cut_and_every_table_fits_on_any_page_at_1400_px(page: Page, full_server):
     shots_env = os.environ.get("TTFT_TRUNCATION_SHOTS")
     shots = Path(shots_env) if shots_env else None
     if shots:
@@ -344,4 +413,48 @@ def test_no_text_is_cut_on_any_page_at_1400_px(page: Page, full_server):
             get_there(page)
             found += _walk(page, f"{title} ({state})", shots)
         cut += list(dict.fromkeys(found))
-    assert not cut, "text cut at 1,400 px:\n" + "\n".join(cut)
+    assert not cut, "laid out wrong at 1,400 px:\n" + "\n".join(cut)
+
+
+def _gpu_fit_on_70b(page: Page, url: str) -> None:
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    page.goto(f"{url}/capacity")
+    wait_for_app(page)
+    page.get_by_role("tab", name="GPU fit").click()
+    pick(page, "Model", "Llama 3.1 70B")  # long labels: "needs 3, runs on 4 (tensor parallel)", "no single node"
+    page.wait_for_function(CHARTS_DRAWN, polling=200)
+
+
+def test_gpu_fit_bar_labels_keep_their_size_and_its_table_fits(page: Page, full_server):
+    _gpu_fit_on_70b(page, full_server.url)
+    expect(page.get_by_text("no single node").first).to_be_visible()
+    sizes = page.evaluate(BAR_LABEL_PX)
+    assert len(sizes) == 7 and min(sizes) >= 12, sizes  # one per GPU preset, none shrunk to fit its bar (12 px text)
+    assert page.evaluate(TABLES_THAT_DO_NOT_FIT) == []
+
+
+# Each chip of a multiselect (a [data-tag] in its tags container), its box and the box of the field it sits in: a chip
+# is seen when it lies inside the field (a chip scrolled out of a one-row field lies past its right edge).
+CHIPS_OUT_OF_SIGHT = """
+(label) => {
+  const field = [...document.querySelectorAll("[data-testid='stMultiSelect']")]
+    .find(w => w.querySelector("label") && w.querySelector("label").innerText.includes(label));
+  if (!field) return ["no multiselect labelled " + label];
+  const tags = field.querySelector("[data-testid='stMultiSelectTagsContainer']");
+  const box = tags.getBoundingClientRect();
+  return [...tags.querySelectorAll("[data-tag]")].filter(c => {
+    const b = c.getBoundingClientRect();
+    return b.width === 0 || b.right > box.right + 1 || b.left < box.left - 1 || b.bottom > box.bottom + 1;
+  }).map(c => c.innerText);
+}
+"""
+
+
+def test_the_prefix_tab_shows_every_routing_policy_chosen(page: Page, full_server):
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    page.goto(f"{full_server.url}/capacity")
+    wait_for_app(page)
+    page.get_by_role("tab", name="Prefix cache").click()
+    field = page.locator("[data-testid='stMultiSelect']", has_text="Routing policies")
+    expect(field.locator("[data-testid='stMultiSelectTagsContainer'] [data-tag]")).to_have_count(4)
+    assert page.evaluate(CHIPS_OUT_OF_SIGHT, "Routing policies") == []
