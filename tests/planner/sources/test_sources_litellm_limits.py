@@ -54,11 +54,16 @@ def _outcomes(*calls: Callable[[], object]) -> list[BaseException | None]:
 
 
 @pytest.mark.parametrize(
-    "server", [accepts_never_answers, full_backlog], ids=["accepts-never-answers", "never-accepts"]
+    ("server", "query", "limit_s"),
+    [(accepts_never_answers, "", 10), (full_backlog, "?connect_timeout=1", 1)],
+    ids=["accepts-never-answers", "never-accepts-its-own-timeout"],
 )
-def test_a_database_that_never_answers_fails_the_sync_and_the_test_naming_its_host(sqlite_engine, server, monkeypatch):
+def test_a_database_that_never_answers_fails_the_sync_and_the_test_naming_its_host(
+    sqlite_engine, server, query, limit_s, monkeypatch
+):
+    """The default connect timeout (10 s), or the URL's own where it gives one."""
     with server() as port:
-        dsn = f"postgresql://reader:{PASSWORD}@127.0.0.1:{port}/litellm"
+        dsn = f"postgresql://reader:{PASSWORD}@127.0.0.1:{port}/litellm{query}"
         monkeypatch.setenv("BLACK_HOLE_DSN", dsn)
         add_source(sqlite_engine, "stuck", SourceKind.LITELLM, "BLACK_HOLE_DSN")
         src = get_source(sqlite_engine, "stuck")
@@ -67,10 +72,10 @@ def test_a_database_that_never_answers_fails_the_sync_and_the_test_naming_its_ho
     for exc in outcomes:
         assert isinstance(exc, litellm.LiteLLMError)
         message = str(exc)
-        assert f"127.0.0.1:{port}" in message and "no answer within 10 s" in message
+        assert f"127.0.0.1:{port}" in message and f"no answer within {limit_s} s" in message
         assert PASSWORD not in message
     last_error = get_source(sqlite_engine, "stuck").last_error or ""
-    assert "no answer within 10 s" in last_error and PASSWORD not in last_error
+    assert f"no answer within {limit_s} s" in last_error and PASSWORD not in last_error
 
 
 class _StepClock:
