@@ -11,7 +11,7 @@ alone, counting the time notes of the rows it keeps; `say_notes` puts a file's n
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from planner.logs import split
@@ -20,6 +20,7 @@ from planner.logs.context import (
     relative_times,
 )
 from planner.logs.fallback import SKIPPED, RecordReader, too_long
+from planner.logs.inflate import inflating
 from planner.logs.load import RequestTable, Verdicts, load
 from planner.logs.opening import (
     ARRAY,
@@ -59,12 +60,16 @@ class ReaderPolicy:
     line is named past twice this (32 MiB: DuckDB's JSON reader reads a line of up to twice its maximum_object_size,
     which it takes no lower than 16 MiB). window_bytes: the splitter reads this much at a time.
     memory_limit: DuckDB's, for the private table of a read without a sink.
+    copy_while_reading: while DuckDB reads a gzip or zstd text file (in one thread), a thread of ours inflates it
+    into a plain copy for the splitter (planner.logs.inflate); False: the splitter inflates it again after the read,
+    where it must place rows.
     """
 
     engine: str = "duckdb"
     max_line_bytes: int = 16 << 20
     window_bytes: int = 16 << 20
     memory_limit: str = "640MB"
+    copy_while_reading: bool = True
 
 
 class Collected(Rejections):
@@ -181,12 +186,11 @@ def load_file(
     for attempt in range(2):
         try:
             read = scan(log, attempt)
-            if not key or log.compression != "none":
-                # A compressed file is read in one thread anyway: its rows are numbered as they come (WITH
-                # ORDINALITY), so the rows not read carry their places and the file is not scanned again.
-                numbered = f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY" if key else ""
-                rows = mapped_rows(sources, numbered or f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
+            if not key:
+                rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
                 return load(f.out.table, rows, {}, f.tick)
+            if log.compression != "none":
+                return _load_compressed(f, scan, attempt, sources, start_ms=start, shifts=shifts, **kw)
             hashed = f"(hash({', '.join(key)}) >> 1)::BIGINT"
             rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, place=hashed, **kw)
             places = (
@@ -212,6 +216,28 @@ def load_file(
             f.out.reject(f.label, found.line, too_long(f.line_limit))
         log = f.log = LogFile(masked, log.label, "zstd", log.kind, log.head)
     return None
+
+
+def _numbered(read: str) -> str:
+    return f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY"
+
+
+def _load_compressed(f: FileRead, scan: Callable[[LogFile, int], str], attempt: int, sources, **kw) -> Verdicts:
+    """A compressed file is read in one thread anyway: its rows are numbered as they come (WITH ORDINALITY), so the
+    rows not read carry their places and the file is not scanned again. With ReaderPolicy.copy_while_reading a
+    thread of ours inflates it into a plain copy meanwhile (planner.logs.inflate), which f.log becomes when some
+    rows were not read: the splitter then walks plain bytes."""
+    log = f.log
+    rows = mapped_rows(sources, _numbered(scan(log, attempt)), **kw)
+    if not (f.policy.copy_while_reading and isinstance(log.path, Path)):
+        return load(f.out.table, rows, {}, f.tick)
+    with inflating(log.path, log.compression, f.folder) as copy:
+        got = load(f.out.table, rows, {}, f.tick)
+        if got.places or got.refused:
+            plain = copy.take()
+            if plain is not None:
+                f.log = replace(log, path=plain, compression="none")
+    return got
 
 
 def explain(
