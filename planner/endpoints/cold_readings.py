@@ -11,15 +11,20 @@ Raises nothing of its own: the store's errors pass through.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy.engine import Engine
 
+from planner.lazy import lazy_module
 from planner.store.cold_readings import newest_done_readings
 from planner.store.probe_queries import cold_readings
 from planner.worksheet.provenance import Figure
 from planner.worksheet.segment_figures import segment2_figure
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = ["LATEST_RULE", "cold_reading_history", "cold_start_figure", "latest_cold_reading", "latest_cold_readings"]
 

@@ -18,9 +18,8 @@ form one transaction boundary.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -29,9 +28,15 @@ from sqlmodel import Field, SQLModel, col, select
 from planner.alerts.vocab import AlertKind, AlertState, Rule, SeriesStatus
 from planner.endpoints.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.errors import PlannerError
+from planner.lazy import lazy_module
 from planner.store.database import session, table_of
 from planner.store.endpoints import EndpointRow
 from planner.store.worker import ColdReadingRow
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "AlertDeliveryRow",

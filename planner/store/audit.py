@@ -10,13 +10,19 @@ from __future__ import annotations
 import getpass
 import os
 import time
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
+from planner.lazy import lazy_module
 from planner.store.database import session, table_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = ["AuditRow", "audit_log", "cli_actor", "record", "record_cli"]
 

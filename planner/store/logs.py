@@ -14,17 +14,22 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from planner.errors import PlannerError
+from planner.lazy import lazy_module
 from planner.logs.result import COLUMNS, LogParseResult, empty_frame
 from planner.store.database import table_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "LogRequestRow",

@@ -33,15 +33,15 @@ import datetime as dt
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from planner.endpoints.samples import ATTEMPT_SQL, SAMPLE_SQL
 from planner.inputs.untrusted import csv_text
+from planner.lazy import lazy_module
 from planner.percentiles import min_n_for
 from planner.probes.ttft import PHASES_MS
 from planner.settings import vantage_name
@@ -50,6 +50,11 @@ from planner.store.endpoints import EndpointRow
 from planner.store.probes import ProbeSampleRow
 from planner.store.requests import ProbeRequestRow
 from planner.store.worker import ColdReadingRow, EndpointStatusRow
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "HEATMAP_MAX_DAYS",

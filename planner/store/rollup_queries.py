@@ -32,19 +32,24 @@ import datetime as dt
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from planner.lazy import lazy_module
 from planner.percentiles import min_n_for
 from planner.store import probe_queries as pq
 from planner.store.database import table_of
 from planner.store.probe_queries import HOUR_MS, SeriesKey, local_ms_sql, range_params
 from planner.store.rollups import bucket_upper_ms
 from planner.store.worker import ProbeRollupRow
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "ROLLUP_BOUND",

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from planner.errors import PlannerError
+from planner.lazy import lazy_module
 from planner.percentiles import percentile
 from planner.probes.rtt_record import SampleRecord
 from planner.regions.catalog import RttMethod, check_rtt_interval_s
 from planner.store.database import session, table_of
 from planner.store.text_fields import text_problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker, which stores samples and never reads them as frames, starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "METHODS",

@@ -13,18 +13,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from planner.errors import PlannerError
 from planner.inputs.env_names import check_env_name, mask_env_value
+from planner.lazy import lazy_module
 from planner.store.database import table_of
 from planner.store.text_fields import text_problem
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = [
     "HOUR_MS",

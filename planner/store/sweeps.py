@@ -9,14 +9,20 @@ client CPU per request. Never the API key: only the NAME of its variable, as for
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, col, select
 
+from planner.lazy import lazy_module
 from planner.store.database import session
 from planner.sweep.run import SweepResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # imported on first use: the worker stores rows and starts without it
+    pd = lazy_module("pandas")
 
 __all__ = ["SweepRunRow", "SweepStepRow", "load_sweep_runs", "load_sweep_steps", "store_sweep"]
 
