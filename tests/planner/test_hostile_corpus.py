@@ -48,6 +48,8 @@ def _params() -> list[Any]:
     out = []
     for reader, case in pairs():
         marks: list[Any] = [pytest.mark.postgres] if READERS[reader].kind == ROW else []
+        if case.heavy:  # on one worker: the heavy runner (every heavy pair, a module fixture) then runs once
+            marks.append(pytest.mark.xdist_group("hostile-heavy"))
         why = XFAILS.get((reader, case.id))
         if why:
             marks.append(pytest.mark.xfail(strict=True, reason=why))
@@ -82,7 +84,7 @@ def proxy(pg_server, litellm_template):  # noqa: F811 - the fixture imported abo
 
 @pytest.fixture(scope="module")
 def heavy(tmp_path_factory, bombs):
-    """Every heavy pair, run once in the heavy runner."""
+    """Every heavy pair, run once in the heavy runner (their tests share one xdist group, so one worker runs it)."""
     heavy_pairs = [(reader, case.id) for reader, case in pairs() if case.heavy]
     folder = tmp_path_factory.mktemp("heavy")
     return run_heavy(heavy_pairs, folder, deadline_s=DEADLINE_S, guard_s=GUARD_S, kill_rss_mb=KILL_RSS_MB)
