@@ -130,18 +130,23 @@ def _head(path: Path | bytes, compression: str, label: str, max_bytes: int | Non
 
 
 def _utf16(head: bytes) -> str | None:
-    """The UTF-16 variant of a file whose head is UTF-16 (a BOM, or NULs in every other byte), else None."""
+    """The UTF-16 variant of a file whose head is UTF-16 (a BOM, or NULs in every other byte), else None.
+
+    NULs in every other byte: many at odd offsets and few at even ones (UTF-16-LE of mostly ASCII text), or the other
+    way round (BE). A run of NULs in both (a sparse file's hole, a binary file) is no UTF-16: it would be re-encoded
+    whole before being refused."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "utf-16"
-    sample = head[:4096]
-    if sample and sample.count(b"\x00") > len(sample) // 4:
-        for enc in ("utf-16-le", "utf-16-be"):
-            try:
-                text = sample[: len(sample) // 2 * 2].decode(enc)
-            except UnicodeDecodeError:
-                continue
-            if text[:1] in "{[" or text[:1].isalpha():
-                return enc
+    sample = head[: 4096 // 2 * 2]
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if max(even, odd) > len(sample) // 4 and min(even, odd) * 8 < max(even, odd):
+        enc = "utf-16-le" if odd > even else "utf-16-be"
+        try:
+            text = sample.decode(enc)
+        except UnicodeDecodeError:
+            return None
+        if text[:1] in "{[" or text[:1].isalpha():
+            return enc
     return None
 
 

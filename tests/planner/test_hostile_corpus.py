@@ -7,7 +7,7 @@ project's own refusals (a traceback fails the test), no hang (each reader gets D
 and every call is guarded by a thread join of GUARD_S that fails the test), no secret of the corpus in any output,
 stored row or log line (as written and in every encoding tests/support/secret_forms.py knows). The memory-heavy cases
 (huge bodies, bombs, endless files) run in a subprocess (tests/support/hostile/heavy.py) whose peak RSS must stay
-within PEAK_RSS_BOUND_MB.
+within PEAK_RSS_BOUND_MB (the log reader: within its own 1 GB, READER_PEAK_RSS_BOUND_MB).
 
 A (reader, case) that fails today is marked xfail(strict) in XFAILS with its owner and what fails, so the mark has to
 go when the fix lands. The module's last lines in the terminal count the answers: refusals, results, tracebacks,
@@ -35,6 +35,10 @@ from tests.support.secret_forms import leaks
 DEADLINE_S = 0.5  # each reader's own deadline (s), where it takes one
 GUARD_S = 20.0  # a hang guard, not a speed check: a call still running then has hung
 PEAK_RSS_BOUND_MB = 400  # the peak RSS of a process reading a huge body or a bomb, its imports included
+# A reader whose own documented budget is larger: the log reader reads a file past a 1.5 GB line (the huge file's hole
+# of NULs) through DuckDB's CSV buffers (128 MiB each, one per thread), within the 1 GB it promises at 10 M rows
+# (planner.logs.load.MEMORY_LIMIT, docs/benchmarks.md).
+READER_PEAK_RSS_BOUND_MB = {"logs read_logs": 1000, "logs summarize": 1000}
 KILL_RSS_MB = 2048  # a heavy case's process is killed here (so a runaway read cannot take the machine)
 
 # (reader, case) → "owner: <area> — what fails"; each is xfail(strict=True): remove it when the fix lands
@@ -134,9 +138,10 @@ def _heavy_outcomes(request: pytest.FixtureRequest, reader: str, case_id: str) -
     if result.error:
         TALLY["tracebacks"] += 1
         pytest.fail(f"a traceback:\n{result.error}")
-    if result.peak_rss_mb > PEAK_RSS_BOUND_MB:
+    bound = READER_PEAK_RSS_BOUND_MB.get(reader, PEAK_RSS_BOUND_MB)
+    if result.peak_rss_mb > bound:
         TALLY["over the memory bound"] += 1
-    assert result.peak_rss_mb <= PEAK_RSS_BOUND_MB, f"peak RSS {result.peak_rss_mb:.0f} MB"
+    assert result.peak_rss_mb <= bound, f"peak RSS {result.peak_rss_mb:.0f} MB, over {bound} MB"
     return [Outcome(o["verdict"], o["said"], o["texts"][1:]) for o in result.outcomes]
 
 

@@ -238,6 +238,24 @@ def test_utf16_logs_on_disk_are_decoded_not_taken_for_bad_utf8_lines(tmp_path):
     assert len(res.frame) == 4 and res.n_rejected == 0
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_bom_is_decoded_and_a_hole_of_nuls_is_not_taken_for_it(tmp_path, encoding):
+    """UTF-16 is told by NULs in every other byte; a file that is one JSON line and then a hole of NULs (a sparse
+    file, a disk that lost its data) has NULs in every byte: it was taken for UTF-16-BE and re-encoded whole (1.5 GB
+    written, 5 s) before being refused; now its good line is read and the hole named."""
+    lines = b"\n".join(chat(i) for i in range(3)).decode()
+    (tmp_path / "u16.jsonl").write_bytes(lines.encode(encoding))
+    assert len(read_logs([tmp_path / "u16.jsonl"]).frame) == 3
+    holed = tmp_path / "holed.jsonl"
+    with open(holed, "wb") as fh:
+        fh.write(chat(0) + b"\n")
+        fh.truncate(40 << 20)  # past the 32 MiB a JSON line may hold
+    res = read_logs([holed])
+    assert len(res.frame) == 1
+    assert [(r.line_no, r.reason) for r in res.rejected] == [(2, "a line over 32 MiB: too long to be a log record")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["holed.jsonl", "u16.jsonl"]
+
+
 def _summarize_json(*args: str) -> dict:
     r = CliRunner().invoke(cli, ["logs", "summarize", "--json", *args])
     assert r.exit_code == 0, r.output
