@@ -22,7 +22,7 @@ from planner.alerts.rules import AlertKind, Rule
 from planner.store import alerts as store
 from planner.store import leases
 from planner.store.endpoints import EndpointRow
-from tests.support.alerts import Receiver, slow_endpoint_with_rule
+from tests.support.alerts import Mailbox, Receiver, slow_endpoint_with_rule
 from tests.support.black_hole import BlackHole
 from tests.support.fake_clock import FakeClock
 from tests.support.rtt_target import free_port
@@ -30,15 +30,6 @@ from tests.support.worker_driver import HANG_GUARD_S, drive, until
 
 NOW_MS = 1_800_000_000_000
 RULES = 3  # each with a webhook and an e-mail: six deliveries, as in the report
-
-
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
-        self.messages.append(envelope.content.decode("utf-8", "replace"))
-        return "250 OK"
 
 
 def _receivers(monkeypatch, web_url: str, smtp_port: int) -> None:
