@@ -5,29 +5,33 @@ read, the splitter (planner.logs.split) must walk the file for their lines and t
 inflated a second time for that, after the read (3 s of a 10 M-row, 700 MB gateway CSV). `inflating` has a thread
 inflate it into a plain copy on another core during DuckDB's read instead (Arrow's codecs run outside the GIL), so the
 splitter walks plain bytes. The copy takes the inflated size on disk, in the read's private folder, while the file
-is read; a write that fails (a full disk) gives the copy up, not the read. On a machine of one core, where the
-thread could only slow DuckDB down, nothing is copied.
+is read; it is given up (not the read) before it would leave less than MIN_FREE_BYTES free on that disk, which
+DuckDB's spill files share, and at a write that fails. On a machine of one core, where the thread could only slow
+DuckDB down, nothing is copied.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["PlainCopy", "inflating"]
+__all__ = ["MIN_FREE_BYTES", "PlainCopy", "inflating"]
 
 _WINDOW_BYTES = 4 << 20  # inflated a read at a time
+MIN_FREE_BYTES = 2 << 30  # the copy never takes the spill folder's disk below this
 
 
 class PlainCopy:
     """A compressed file being inflated into `path` by a thread; `take()` is the copy once whole (None if it could
     not be made: a corrupt stream, a full disk, one core), `stop()` gives it up."""
 
-    def __init__(self, source: Path, compression: str, path: Path) -> None:
+    def __init__(self, source: Path, compression: str, path: Path, min_free_bytes: int = MIN_FREE_BYTES) -> None:
         self.path = path
+        self._min_free = min_free_bytes
         self._stop = threading.Event()
         self._whole = False
         self.taken = False
@@ -49,6 +53,8 @@ class PlainCopy:
                         if not chunk:
                             self._whole = True
                             return
+                        if shutil.disk_usage(self.path.parent).free - len(chunk) < self._min_free:
+                            return  # the disk is DuckDB's spill space too: no copy
                         out.write(chunk)
         except (OSError, ValueError):  # a corrupt stream (DuckDB names it), a full disk: no copy
             return
@@ -69,10 +75,12 @@ class PlainCopy:
 
 
 @contextlib.contextmanager
-def inflating(source: Path, compression: str, folder: Path) -> Iterator[PlainCopy]:
+def inflating(
+    source: Path, compression: str, folder: Path, min_free_bytes: int = MIN_FREE_BYTES
+) -> Iterator[PlainCopy]:
     """A PlainCopy of `source` (DuckDB's compression name: gzip or zstd) in `folder` for the block; at its end the
     thread is stopped and the copy removed, unless the block took it (`take()`)."""
-    copy = PlainCopy(source, compression, folder / f"inflated-{len(list(folder.iterdir()))}")
+    copy = PlainCopy(source, compression, folder / f"inflated-{len(list(folder.iterdir()))}", min_free_bytes)
     try:
         yield copy
     finally:

@@ -147,8 +147,8 @@ def read_logs(
                 read_json(f)
             out.flush()
             say_notes(f)
-            if f.log.path != log.path and isinstance(f.log.path, Path):  # a copy of the file (inflated, masked)
-                f.log.path.unlink(missing_ok=True)
+            if isinstance(f.log.path, Path) and f.log.path != log.path and f.log.path.parent == folder:
+                f.log.path.unlink(missing_ok=True)  # our copy of the file (inflated, masked), never the user's
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if progress:

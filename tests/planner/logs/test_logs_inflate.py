@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -34,6 +35,15 @@ def test_a_taken_copy_is_the_inflated_file_and_stays_for_the_caller(tmp_path, co
 def test_a_copy_not_taken_is_removed(tmp_path):
     with inflating(_gz(tmp_path), "gzip", tmp_path):
         pass  # every row was read: no line to place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl.gz"]
+
+
+def test_no_copy_takes_the_disk_below_its_floor(tmp_path):
+    """The copy shares its disk with DuckDB's spill files: past the floor of free space it is given up."""
+    src = _gz(tmp_path)
+    beyond = shutil.disk_usage(tmp_path).free + 1  # a floor no copy can keep above
+    with inflating(src, "gzip", tmp_path, min_free_bytes=beyond) as copy:
+        assert copy.take() is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl.gz"]
 
 
