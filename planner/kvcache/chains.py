@@ -29,6 +29,7 @@ from planner.errors import PlannerError
 from planner.kvcache.fields import arrival_ms, block_hashes, counts, session_of
 from planner.logs.read import json_records
 from planner.logs.records import Reject, RejectedLine, Rejections
+from planner.logs.stream import BrokenStream
 from planner.logs.tokenize import CHARS_PER_TOKEN, TokenCounter, message_text
 
 __all__ = [
@@ -184,7 +185,13 @@ def _records(
             else:
                 yield line, rec
     except (ValueError, OSError, EOFError) as exc:  # TooLarge, a corrupt .gz / .zst, not a regular file, not JSON
-        why = str(exc) if isinstance(exc, ValueError) else f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+        why = (
+            str(exc)
+            if isinstance(exc, ValueError)
+            else f"{label} is {exc}"
+            if isinstance(exc, BrokenStream)
+            else f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+        )
         raise PrefixTraceError(why if why.startswith(label) else f"{label}: {why}") from None
 
 

@@ -46,6 +46,7 @@ from planner.logs.readfile import (
 )
 from planner.logs.records import TIME_NOTES, Row, TimeNotes, dig
 from planner.logs.sqlmap import BAD, NUMBER, TEXT, Source
+from planner.logs.stream import open_bytes
 
 __all__ = ["json_records", "read_document", "read_json"]
 
@@ -202,7 +203,7 @@ def read_json(f: FileRead) -> None:
     top = tuple(dict.fromkeys(quoted(v.split(".")[0]) for v in [*used.values(), *(["object"] if not tabular else [])]))
     doubt = None if tabular else "coalesce(\"object\", 'chat.completion') <> 'chat.completion'"
     mark = f.out.table.mark()
-    got = load_file(f, scan, sources, key=top, whole=top, doubt=doubt)
+    got = load_file(f, scan, sources, whole=top, doubt=doubt)
     if got is None:  # DuckDB cannot read it: every record in Python
         if log.kind == ARRAY:
             f.out.reject(f.label, 0, f"cannot read: {f.error}")
@@ -240,7 +241,7 @@ def read_document(f: FileRead) -> None:
     """A JSON document read whole (an OTLP export, a {"data": [...]} list): its records in Python."""
     from planner.logs import otel
 
-    with split.open_bytes(f.log.path, f.log.compression) as fh:
+    with open_bytes(f.log.path, f.log.compression) as fh:
         data = fh.read(f.cap + 1)
     if len(data) > f.cap:
         f.out.reject(f.label, 0, f"a JSON document over the {f.cap / 1e6:,.1f} MB size limit of one read whole")
@@ -297,7 +298,7 @@ def json_records(
     if log.kind == JSONL:
         found = split.records(log.path, log.compression, split.LINES, window=16 << 20, keep=(32 << 20) + 1)
         return label, ((r.line, too_long(32 << 20) if r.size > 32 << 20 else parse_json(r.text)) for r in found)
-    with split.open_bytes(log.path, log.compression) as fh:
+    with open_bytes(log.path, log.compression) as fh:
         data = fh.read().removeprefix(split.BOM)
     try:
         doc = json.loads(data)

@@ -2,12 +2,13 @@
 
 `RequestTable` is the DuckDB table the summary is computed over (planner.logs.summary_sql): the columns of
 planner.logs.COLUMNS (ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms; NULL for a
-timing not logged), and while a file loads a row's `flag` (planner.logs.sqlmap; a row not read holds its place in
-ts_ms, so the table is no wider for it). `load` runs one INSERT
-of a file's mapped rows (read_json / read_csv / read_parquet under sqlmap.mapped_rows), moving a progress bar by
-DuckDB's own progress, and returns the file's `Verdicts`: the time notes, and the places of the rows DuckDB did
+timing not logged), and while a file loads a row's `flag` (planner.logs.sqlmap). `load` runs one INSERT of a file's
+mapped rows (read_json / read_csv / read_parquet under sqlmap.mapped_rows) in the file's order, moving a progress bar
+by DuckDB's own progress, and returns the file's `Verdicts`: the time notes, and the places of the rows DuckDB did
 not read (BAD: the first MAX_NAMED of them; DOUBT: all), which it then deletes; for CSV, the offsets of the
-records its CSV layer refused. Nothing is read twice: the Python record reader sees only those rows' text
+records its CSV layer refused. A row's place is its row id less the file's first: DuckDB inserts in order in
+parallel (preserve_insertion_order), where numbering the rows in the scan (WITH ORDINALITY) would run the whole
+mapping in the scan's one thread. Nothing is read twice: the Python record reader sees only those rows' text
 (planner.logs.split.locate, planner.logs.fallback).
 """
 
@@ -220,16 +221,16 @@ def return_freed_heap() -> None:
     trim(0)
 
 
-def _run(con, sql: str, params: dict, tick: Callable[[float], None] | None) -> None:
+def _run(con, sql: str, tick: Callable[[float], None] | None) -> None:
     """Execute sql on con, calling tick(fraction done) from DuckDB's progress meanwhile."""
     if tick is None:
-        con.execute(sql, params)
+        con.execute(sql)
         return
     failed: list[BaseException] = []
 
     def work() -> None:
         try:
-            con.execute(sql, params)
+            con.execute(sql)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             failed.append(exc)
 
@@ -244,21 +245,19 @@ def _run(con, sql: str, params: dict, tick: Callable[[float], None] | None) -> N
         raise failed[0]
 
 
-def load(
-    table: RequestTable,
-    rows_sql: str,
-    params: dict,
-    tick: Callable[[float], None] | None = None,
-    places_sql: str | None = None,
-) -> Verdicts:
-    """Insert the rows of `rows_sql` (planner.logs.sqlmap.mapped_rows) into the table; their Verdicts, the rows
-    DuckDB did not read deleted. `places_sql`: (place, flag) of the rows not read, asked only when there are some,
-    its `{flagged}` the (_key, flag) of those rows as the INSERT placed them; without it their place is their own
-    (a Parquet file's row numbers). Raises duckdb.Error when DuckDB cannot read the file at all."""
+def load(table: RequestTable, rows_sql: str, tick: Callable[[float], None] | None = None) -> Verdicts:
+    """Insert the rows of `rows_sql` (planner.logs.sqlmap.mapped_rows) into the table in their order; their
+    Verdicts, the rows DuckDB did not read deleted (their places: 0-based among the rows of `rows_sql`). Raises
+    duckdb.Error when DuckDB cannot read the file at all."""
     con, name = table.con, table.name
     start = table.mark()
     con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
-    _run(con, f"INSERT INTO {name} {rows_sql}", params, tick)
+    kept = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        _run(con, f"INSERT INTO {name} {rows_sql}", tick)
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(kept)}")
     where = f"rowid >= {start} AND flag IS NOT NULL"
     counts = dict(con.execute(f"SELECT flag, count(*) FROM {name} WHERE {where} GROUP BY flag").fetchall())
     got = Verdicts(
@@ -277,18 +276,12 @@ def load(
             ).fetchall()
         ]
     if counts.get(BAD) or counts.get(DOUBT):
-        flagged = f"SELECT ts_ms AS place, flag FROM {name} WHERE {where} AND flag >= {BAD}"
-        left = (
-            places_sql.replace("{flagged}", f"SELECT DISTINCT place AS _key, flag FROM ({flagged})")
-            if places_sql
-            else flagged
-        )
-        con.execute("DROP TABLE IF EXISTS reject_errors; DROP TABLE IF EXISTS reject_scans")
+        # the file's first row id: rows deleted at the end of the file before may leave a gap after mark()
+        first = con.execute(f"SELECT min(rowid) FROM {name} WHERE rowid >= {start}").fetchall()[0][0]
         places = con.execute(
-            f"""SELECT place, flag FROM ({left}) WHERE flag >= {BAD}
-                QUALIFY flag = {DOUBT} OR row_number() OVER (PARTITION BY flag ORDER BY place) <= {MAX_NAMED}
-                ORDER BY place""",
-            params,
+            f"""SELECT rowid - {first} AS place, flag FROM {name} WHERE {where} AND flag >= {BAD}
+                QUALIFY flag = {DOUBT} OR row_number() OVER (PARTITION BY flag ORDER BY rowid) <= {MAX_NAMED}
+                ORDER BY place"""
         ).fetchall()
         got.places = [(int(p), int(f)) for p, f in places]
         con.execute(f"DELETE FROM {name} WHERE {where} AND flag >= {BAD}")

@@ -49,6 +49,7 @@ from planner.logs.readfile import (
 )
 from planner.logs.records import zone
 from planner.logs.result import LogFormatError, LogParseResult, Progress
+from planner.logs.stream import BrokenStream
 from planner.logs.tablelogs import read_csv, read_parquet
 from planner.logs.tokenize import TokenCounter
 from planner.logs.traces import start_ms
@@ -67,6 +68,33 @@ def _nothing_read(out: Collected) -> str:
     return (
         f"Nothing could be read: {out.n_rejected:,} line{'' if out.n_rejected == 1 else 's'} rejected, first: {first}."
     )
+
+
+def _read_file(f: FileRead, fmt: str) -> None:
+    """One opened file read into f.out, by its kind."""
+    kind = f.log.kind
+    if kind == EMPTY:
+        f.out.reject(f.label, 0, "empty file")
+    elif kind == PARQUET:
+        read_parquet(f)
+    elif kind == DOCUMENT:
+        read_document(f)
+    elif kind == CSV or fmt == "csv":
+        read_csv(f)
+    else:
+        read_json(f)
+    f.out.flush()
+
+
+def _refuse(f: FileRead, before: tuple[int, int, int, int], reason: str) -> None:
+    """The file refused whole, as open_log refuses one: what was read of it and said of its lines undone."""
+    mark, named, n_rejected, n_skipped = before
+    out = f.out
+    out.rows.clear()
+    out.table.rollback(mark)
+    del out.rejected[named:]
+    out.n_rejected, out.n_skipped = n_rejected, n_skipped
+    out.reject(f.label, 0, reason)
 
 
 def read_logs(
@@ -135,20 +163,18 @@ def read_logs(
                 continue
             sink.begin(label)
             f = FileRead(log, ctx, out, policy, folder, tick, cap=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
-            if log.kind == EMPTY:
-                out.reject(label, 0, "empty file")
-            elif log.kind == PARQUET:
-                read_parquet(f)
-            elif log.kind == DOCUMENT:
-                read_document(f)
-            elif log.kind == CSV or fmt == "csv":
-                read_csv(f)
-            else:
-                read_json(f)
-            out.flush()
+            before = (sink.files[-1][0], len(out.rejected), out.n_rejected, out.n_skipped)
+            try:
+                _read_file(f, fmt)
+            except BrokenStream as exc:  # cut or corrupt past the head open_log checked: refused as open_log does
+                _refuse(f, before, f"{label} is {exc}")
+                continue
+            except OSError as exc:  # a disk that fails mid-file
+                _refuse(f, before, f"cannot read: {exc.strerror or exc}")
+                continue
             say_notes(f)
             if isinstance(f.log.path, Path) and f.log.path != log.path and f.log.path.parent == folder:
-                f.log.path.unlink(missing_ok=True)  # our copy of the file (inflated, masked), never the user's
+                f.log.path.unlink(missing_ok=True)  # our copy of the file (its long lines masked), never the user's
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if progress:

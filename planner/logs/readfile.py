@@ -10,8 +10,9 @@ alone, counting the time notes of the rows it keeps; `say_notes` puts a file's n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.logs import split
@@ -20,7 +21,6 @@ from planner.logs.context import (
     relative_times,
 )
 from planner.logs.fallback import SKIPPED, RecordReader, too_long
-from planner.logs.inflate import inflating
 from planner.logs.load import RequestTable, Verdicts, load
 from planner.logs.opening import (
     ARRAY,
@@ -60,16 +60,16 @@ class ReaderPolicy:
     line is named past twice this (32 MiB: DuckDB's JSON reader reads a line of up to twice its maximum_object_size,
     which it takes no lower than 16 MiB). window_bytes: the splitter reads this much at a time.
     memory_limit: DuckDB's, for the private table of a read without a sink.
-    copy_while_reading: while DuckDB reads a gzip or zstd text file (in one thread), a thread of ours inflates it
-    into a plain copy for the splitter (planner.logs.inflate); False: the splitter inflates it again after the read,
-    where it must place rows.
+    survey_while_reading: while DuckDB reads a compressed CSV file (in one thread), a thread of ours surveys it on
+    another core (planner.logs.split.Surveying), so that the records of the rows DuckDB leaves are found by walking
+    only the windows that hold them; False: the whole file is walked after the read.
     """
 
     engine: str = "duckdb"
     max_line_bytes: int = 16 << 20
     window_bytes: int = 16 << 20
     memory_limit: str = "640MB"
-    copy_while_reading: bool = True
+    survey_while_reading: bool = True
 
 
 class Collected(Rejections):
@@ -122,6 +122,7 @@ class FileRead:
     error: str = ""  # why DuckDB could not read the file
     notes: TimeNotes = field(default_factory=TimeNotes)  # of the rows read
     cap: int = DEFAULT_MAX_BYTES  # a JSON document read whole is at most this
+    surveyed: split.Survey | None = None  # of f.log, made while DuckDB read it
 
     @property
     def label(self) -> str:
@@ -165,17 +166,11 @@ def too_long_error(exc: Exception) -> bool:
     return "maximum_object_size" in text or "Maximum line size" in text or "line size" in text.lower()
 
 
-def load_file(
-    f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping[str, Source], key: Sequence[str] = (), **kw
-) -> Verdicts | None:
-    """Load the file through DuckDB: `scan(log, attempt)` is its table function (attempt 1 reads a copy whose lines
-    past the limit are blanked, named here, when attempt 0 met one past DuckDB's buffers: the file read from then
-    on). A row DuckDB does not read keeps the hash of its `key` columns as its place; only then is the file scanned
-    once more, for the places of the rows with those hashes (WITH ORDINALITY: numbering every row in the first pass
-    would read a plain file in one thread, and the mapping is not evaluated again). A compressed file, inflated in
-    one thread anyway, has its rows numbered in the first pass, and is not scanned again. Without `key`, the scan has
-    its rows' places as `_place` (a Parquet file's row numbers). None when DuckDB cannot read the file (f.error says
-    why): the caller reads it in Python, or names it."""
+def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping[str, Source], **kw) -> Verdicts | None:
+    """Load the file through DuckDB (planner.logs.load: the places of the rows it did not read come from their
+    order): `scan(log, attempt)` is its table function (attempt 1 reads a copy whose lines past the limit are
+    blanked, named here, when attempt 0 met one past DuckDB's buffers: the file read from then on). None when DuckDB
+    cannot read the file (f.error says why): the caller reads it in Python, or names it."""
     import duckdb
 
     tz_sql = "SET TimeZone = " + literal(f.ctx.tz)
@@ -185,19 +180,8 @@ def load_file(
     log = f.log
     for attempt in range(2):
         try:
-            read = scan(log, attempt)
-            if not key:
-                rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, **kw)
-                return load(f.out.table, rows, {}, f.tick)
-            if log.compression != "none":
-                return _load_compressed(f, scan, attempt, sources, start_ms=start, shifts=shifts, **kw)
-            hashed = f"(hash({', '.join(key)}) >> 1)::BIGINT"
-            rows = mapped_rows(sources, f"SELECT * FROM {read}", start_ms=start, shifts=shifts, place=hashed, **kw)
-            places = (
-                f"SELECT s._place AS place, k.flag FROM (SELECT {hashed} AS _key, ordinality - 1 AS _place "
-                f"FROM {read} WITH ORDINALITY) s JOIN ({{flagged}}) k USING (_key)"
-            )
-            return load(f.out.table, rows, {}, f.tick, places)
+            rows = mapped_rows(sources, f"SELECT * FROM {scan(log, attempt)}", start_ms=start, shifts=shifts, **kw)
+            return _load(f, log, rows)
         except duckdb.Error as exc:
             f.error = str(exc).splitlines()[0][:200]
             if attempt or not too_long_error(exc):
@@ -218,34 +202,37 @@ def load_file(
     return None
 
 
-def _numbered(read: str) -> str:
-    return f"SELECT *, ordinality - 1 AS _place FROM {read} WITH ORDINALITY"
-
-
-def _load_compressed(f: FileRead, scan: Callable[[LogFile, int], str], attempt: int, sources, **kw) -> Verdicts:
-    """A compressed file is read in one thread anyway: its rows are numbered as they come (WITH ORDINALITY), so the
-    rows not read carry their places and the file is not scanned again. With ReaderPolicy.copy_while_reading a
-    thread of ours inflates it into a plain copy meanwhile (planner.logs.inflate), which f.log becomes when some
-    rows were not read: the splitter then walks plain bytes."""
-    log = f.log
-    rows = mapped_rows(sources, _numbered(scan(log, attempt)), **kw)
-    if not (f.policy.copy_while_reading and isinstance(log.path, Path)):
-        return load(f.out.table, rows, {}, f.tick)
-    with inflating(log.path, log.compression, f.folder) as copy:
-        got = load(f.out.table, rows, {}, f.tick)
-        if got.places or got.refused:
-            plain = copy.take()
-            if plain is not None:
-                f.log = replace(log, path=plain, compression="none")
+def _load(f: FileRead, log: LogFile, rows: str) -> Verdicts:
+    """The rows loaded; a compressed CSV file surveyed meanwhile (ReaderPolicy.survey_while_reading), the Survey
+    kept in f.surveyed when some rows were not read. Only there: DuckDB reads it in one thread, so the survey has a
+    core to itself (a compressed JSON Lines file DuckDB parses on both: 10 M rows, 0.2 s slower surveyed)."""
+    alone = (os.cpu_count() or 1) < 2  # the survey's thread could only slow DuckDB down
+    small = not isinstance(log.path, Path) or log.path.stat().st_size < split.SURVEY_WINDOW_BYTES  # walked at once
+    if alone or small or not f.policy.survey_while_reading or log.compression == "none" or log.kind != CSV:
+        return load(f.out.table, rows, f.tick)
+    surveying = split.Surveying(
+        log.path,
+        log.compression,
+        split.CSV,
+        keep=f.line_limit + 1,
+        delimiter=f.delimiter,
+    )
+    try:
+        got = load(f.out.table, rows, f.tick)
+    except BaseException:
+        surveying.stop()
+        raise
+    if got.places or got.refused:
+        f.surveyed = surveying.result()
+    else:
+        surveying.stop()
     return got
 
 
-def explain(
-    f: FileRead, got: Verdicts, reader: RecordReader, grammar: str, rows: int, log: LogFile | None = None
-) -> bool:
+def explain(f: FileRead, got: Verdicts, reader: RecordReader, grammar: str, rows: int) -> bool:
     """The rows DuckDB left (and the records its CSV layer refused) read or named by the Python reader from their
     text; False when their lines cannot be told (the file's records are not DuckDB's rows)."""
-    log = log or f.log
+    log = f.log
     if not got.places and not got.refused:
         return True
     found = split.locate(
@@ -258,6 +245,7 @@ def explain(
         window=f.policy.window_bytes,
         keep=f.line_limit + 1,
         delimiter=f.delimiter,
+        surveyed=f.surveyed,
     )
     if found is None:
         return False

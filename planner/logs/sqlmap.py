@@ -242,12 +242,10 @@ def mapped_rows(
     shifts: str = "",
     whole: tuple[str, ...] = (),
     doubt: str | None = None,
-    place: str = "_place",
 ) -> str:
     """SQL: the relation's rows as ts_ms, model, prompt_tokens, cached_tokens, output_tokens, ttft_ms, duration_ms
     and flag, under the mapping given as {field: Source} (SQL_FIELDS only); on a row flagged BAD or DOUBT every
-    column is NULL but ts_ms, which holds its `place`: SQL over the relation's columns giving its 0-based place, or a
-    key to find it by (evaluated for those rows alone: a hash of a row's columns costs the rows read nothing).
+    column is NULL but the flag (planner.logs.load places such a row by its row id).
 
     start_ms: what relative times count from. shifts: planner.logs.records.shift_hours of the session's zone. whole:
     columns that are all NULL only on a record DuckDB did not parse (a JSON line): such a row is DOUBT. doubt: a
@@ -300,7 +298,7 @@ def mapped_rows(
     ok = f"{state} = 0"
     counts = ((prompt, "prompt_tokens"), (cached, "cached_tokens"), (output, "output_tokens"))
     out = [
-        f"CASE WHEN {ok} THEN {ts}::BIGINT ELSE {place} END AS ts_ms",  # a row not read: its place
+        f"CASE WHEN {ok} THEN {ts}::BIGINT END AS ts_ms",
         f"CASE WHEN {ok} THEN {model} END AS model",
         *(f"CASE WHEN {ok} THEN {c}::BIGINT END AS {n}" for c, n in counts),
         f"CASE WHEN {ok} THEN {timings[0]} END AS ttft_ms",

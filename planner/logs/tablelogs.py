@@ -115,7 +115,7 @@ def read_csv(f: FileRead) -> None:
                 f"compression = '{lf.compression}'{when})"
             )
 
-        got = load_file(f, scan, sources, key=[quoted(c) for c in header])
+        got = load_file(f, scan, sources)
         if got is None:  # DuckDB cannot read it (mixed line ends, say): every record in Python
             read_text_in_python(f, reader, split.CSV, True)
         else:
@@ -267,9 +267,8 @@ def read_parquet(f: FileRead) -> None:
         )
         sources = {k: Source(quoted(v), kind_of(types[v]), types[v] in integer) for k, v in used.items()}
 
-        def scan(lf: LogFile, attempt: int) -> str:  # a Parquet file numbers its rows
-            path = literal(str(lf.path))
-            return f"(SELECT *, file_row_number AS _place FROM read_parquet({path}, file_row_number = true))"
+        def scan(lf: LogFile, attempt: int) -> str:
+            return f"read_parquet({literal(str(lf.path))})"
 
         got = load_file(f, scan, sources)
         if got is None:

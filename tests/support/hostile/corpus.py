@@ -48,6 +48,7 @@ __all__ = [
     "HOLE",
     "Case",
     "deep_json",
+    "cut_gzip",
     "embed",
     "json_text",
     "gzip_bomb",
@@ -70,6 +71,7 @@ DEEP_LEVELS = 100_000
 SMALL_DEEP_LEVELS = 3_000  # 6 KB: fits any size cap, still past every recursive parser's stack
 HUGE_BYTES = 400 << 20  # a huge body: streamed lazily, never built in memory
 BOMB_INFLATED_BYTES = 1100 << 20  # past every cap (the log reader's 1 GiB included)
+CUT_GZ_BYTES = 24 << 20  # inflated before the cut: past the 16 MiB the log reader's opening inflates
 _MiB = 1 << 20
 
 
@@ -195,6 +197,14 @@ def _make_zstd_bomb() -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def cut_gzip(doc: bytes) -> bytes:
+    """`doc` repeated to CUT_GZ_BYTES, gzipped and cut before its end: the cut falls far past the first MiBs a reader
+    inflates to check a file (a bomb, a size cap)."""
+    whole = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip header and trailer
+    packed = whole.compress(doc * (CUT_GZ_BYTES // max(len(doc), 1) + 1)) + whole.flush()
+    return packed[: len(packed) * 9 // 10]
+
+
 def _middle(insert: bytes) -> Callable[[bytes], bytes]:
     def transform(doc: bytes) -> bytes:
         half = len(doc) // 2
@@ -272,6 +282,7 @@ def _cases() -> list[Case]:
         Case("an endless file (/dev/zero)", frozenset({FILE}), behaviour="endless", heavy=True),
         Case("a gzip bomb (1,000:1)", _BYTES, behaviour="gzip_bomb", heavy=True),
         Case("a zstd bomb", _BYTES, behaviour="zstd_bomb", heavy=True),
+        Case(f"a .gz cut after {CUT_GZ_BYTES >> 20} MB of good records", frozenset({FILE}), behaviour="cut_gz"),
     ]
     echoes = ("as sent", "JSON-escaped", "as \\u escapes", "URL-encoded", "base64", "Basic base64 user:key")
     out += [Case(f"the credential echoed {e}", frozenset({HTTP}), echo=e) for e in echoes]

@@ -30,7 +30,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from planner.errors import PlannerError
-from tests.support.hostile.corpus import HOLE, Case, embed, gzip_bomb, json_text, zstd_bomb
+from tests.support.hostile.corpus import HOLE, Case, cut_gzip, embed, gzip_bomb, json_text, zstd_bomb
 from tests.support.hostile.outcome import READ, REFUSED, WRONG, Env, Outcome, one_line, sane_number
 
 __all__ = [
@@ -206,6 +206,9 @@ def files_of(reader: str, case: Case, env: Env) -> list[Path]:
                 fh.truncate(HUGE_FILE_BYTES)  # sparse: a hole of NULs, nothing written to disk
         elif case.behaviour == "endless":
             path.symlink_to("/dev/zero")
+        elif case.behaviour == "cut_gz":
+            path = path.with_name(path.name + ".gz")
+            path.write_bytes(cut_gzip(document(None)))
         else:
             path = path.with_name(path.name + (".gz" if case.behaviour == "gzip_bomb" else ".zst"))
             path.write_bytes(gzip_bomb() if case.behaviour == "gzip_bomb" else zstd_bomb())
