@@ -21,7 +21,8 @@ The tree, by what the person reading the message can do (tests/planner/test_erro
     │   ├── SpecError (whatif.deployment), TraceError (whatif.trace), CannotKeepUp (whatif.outcome)  a what-if
     │   │   candidate, its trace, or a candidate that can never keep up with it
     │   ├── PrefixTraceError (kvcache.chains) → BlockSizeError  a prefix trace or its block size
-    │   ├── LogFormatError (logs.result), TooLarge (logs.opening)  a log that cannot be read at all
+    │   ├── LogFormatError (logs.result), TooLarge (logs.opening)  a log that cannot be read at all; BrokenStream
+    │   │   (logs.stream, an OSError)  a compressed log cut short or corrupt
     │   ├── Reject (logs.records) → Skip (logs.gateways)  one record left out, with its reason
     │   ├── OtlpError (sources.otlp_body) → OtlpTooLarge   a body that is not an OTLP export
     │   └── SseLineTooLong (probes.sse), WireError (worker.probe_wire)  a stream or a wire message

@@ -13,10 +13,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from planner.errors import PlannerError
+
 __all__ = ["BrokenStream", "broken", "open_bytes", "windows"]
 
 
-class BrokenStream(OSError):
+class BrokenStream(PlannerError, OSError):
     """A compressed file that is cut short or corrupt; the message says which, as "<file name> is <message>"."""
 
 
