@@ -60,16 +60,17 @@ class ReaderPolicy:
     line is named past twice this (32 MiB: DuckDB's JSON reader reads a line of up to twice its maximum_object_size,
     which it takes no lower than 16 MiB). window_bytes: the splitter reads this much at a time.
     memory_limit: DuckDB's, for the private table of a read without a sink.
-    survey_while_reading: while DuckDB reads a compressed CSV file (in one thread), a thread of ours surveys it on
-    another core (planner.logs.split.Surveying), so that the records of the rows DuckDB leaves are found by walking
-    only the windows that hold them; False: the whole file is walked after the read.
+    survey: the records of the rows DuckDB leaves are found by walking only the windows that hold them, after a
+    survey of the file (planner.logs.split): made on the other core while DuckDB reads a compressed CSV file (in one
+    thread), or by two threads after the read for a plain file of four survey windows or more; False: the whole
+    file is walked after the read, in one thread.
     """
 
     engine: str = "duckdb"
     max_line_bytes: int = 16 << 20
     window_bytes: int = 16 << 20
     memory_limit: str = "640MB"
-    survey_while_reading: bool = True
+    survey: bool = True
 
 
 class Collected(Rejections):
@@ -203,12 +204,12 @@ def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping
 
 
 def _load(f: FileRead, log: LogFile, rows: str) -> Verdicts:
-    """The rows loaded; a compressed CSV file surveyed meanwhile (ReaderPolicy.survey_while_reading), the Survey
+    """The rows loaded; a compressed CSV file surveyed meanwhile (ReaderPolicy.survey), the Survey
     kept in f.surveyed when some rows were not read. Only there: DuckDB reads it in one thread, so the survey has a
     core to itself (a compressed JSON Lines file DuckDB parses on both: 10 M rows, 0.2 s slower surveyed)."""
     alone = (os.cpu_count() or 1) < 2  # the survey's thread could only slow DuckDB down
     small = not isinstance(log.path, Path) or log.path.stat().st_size < split.SURVEY_WINDOW_BYTES  # walked at once
-    if alone or small or not f.policy.survey_while_reading or log.compression == "none" or log.kind != CSV:
+    if alone or small or not f.policy.survey or log.compression == "none" or log.kind != CSV:
         return load(f.out.table, rows, f.tick)
     surveying = split.Surveying(
         log.path,
@@ -229,12 +230,23 @@ def _load(f: FileRead, log: LogFile, rows: str) -> Verdicts:
     return got
 
 
+def _worth_two_halves(log: LogFile) -> bool:
+    """A plain file of four survey windows or more, on more than one core: two threads survey it in half the time
+    of one walk (planner.logs.split.survey_in_two)."""
+    if log.compression != "none" or (os.cpu_count() or 1) < 2:
+        return False
+    size = len(log.path) if isinstance(log.path, bytes) else log.path.stat().st_size
+    return size >= 4 * split.SURVEY_WINDOW_BYTES
+
+
 def explain(f: FileRead, got: Verdicts, reader: RecordReader, grammar: str, rows: int) -> bool:
     """The rows DuckDB left (and the records its CSV layer refused) read or named by the Python reader from their
     text; False when their lines cannot be told (the file's records are not DuckDB's rows)."""
     log = f.log
     if not got.places and not got.refused:
         return True
+    if f.surveyed is None and f.policy.survey and _worth_two_halves(log):
+        f.surveyed = split.survey_in_two(log.path, grammar, keep=f.line_limit + 1, delimiter=f.delimiter)
     found = split.locate(
         log.path,
         log.compression,

@@ -22,6 +22,7 @@ file), to give:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner.lazy import lazy_module
+from planner.logs.stream import open_bytes
 from planner.logs.walk import BOM, CSV, LINES, Found, Mark, Walk
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ __all__ = [
     "mask_long",
     "records",
     "survey",
+    "survey_in_two",
 ]
 
 # a Survey notes where each 4 MiB window starts: locate walks 4 MiB for each record it looks for (at 10 M rows a
@@ -79,14 +82,84 @@ def survey(
 ) -> Survey | None:
     """The file's Survey (None once `stop` is set)."""
     walk = Walk(path, compression, grammar, window, keep, delimiter)
-    out = Survey(window)
-    for starts, ends, _, _ in walk.batches(noted=out.marks):
+    got = _walked(walk, None, stop)
+    return None if got is None else _survey(window, *got)
+
+
+def survey_in_two(
+    path: Path | bytes, grammar: str, *, keep: int, window: int = SURVEY_WINDOW_BYTES, delimiter: str = ","
+) -> Survey:
+    """A plain file's Survey made by two threads (numpy lets go of the GIL: 0.11 s against 0.20 s for a 1 M-row RFC
+    CSV): the first half of its windows walked from the start, the second from a guess — outside any quotes, lines
+    counted from 0 — that the first half's end then checks. Where the window between them, walked again from its true
+    start, ends in the state the guess reached (a record ended in it, and a closing quote settled the quoting), the
+    second half's marks only need their lines counted on; else it is walked again from there."""
+    size = len(path) if isinstance(path, bytes) else path.stat().st_size
+    n = -(-size // window)
+    if n < 4:
+        return _survey(window, *_all(Walk(path, "none", grammar, window, keep, delimiter), None))
+    m = n // 2
+    np.uint8  # noqa: B018 - numpy loaded here: importlib's LazyLoader is not thread-safe before Python 3.12
+    with open_bytes(path, "none") as fh:
+        fh.seek(m * window - 1)
+        before = fh.read(1)[0]
+    second = Walk(path, "none", grammar, window, keep, delimiter)
+    second.restore(Mark.guess(m * window, before))
+    got: list[Any] = []
+
+    def half() -> None:
+        try:
+            got.append(_all(second, range(m, n + 1)))
+        except Exception as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            got.append(exc)
+
+    thread = threading.Thread(target=half, name="log-survey-half")
+    thread.start()
+    walk = Walk(path, "none", grammar, window, keep, delimiter)
+    try:
+        marks, counts = _all(walk, range(m))
+        at_m = walk.mark()
+        _, counts_m = _all(walk, [m])
+        at_next = walk.mark()
+    finally:
+        thread.join()
+    if isinstance(got[0], Exception):
+        raise got[0]
+    guessed, guessed_counts = got[0]
+    if guessed[1].quoting() == at_next.quoting():
+        rest = [g.shifted(at_next.lines - guessed[1].lines) for g in guessed[1:]]
+        rest_counts = guessed_counts[1:]
+    else:  # the guess was wrong: the second half again, from its true start
+        walk.restore(at_next)
+        rest, rest_counts = _all(walk, range(m + 1, n + 1))
+    return _survey(window, [*marks, at_m, *rest], [*counts, *counts_m, *rest_counts])
+
+
+def _walked(
+    walk: Walk, only: Sequence[int] | None, stop: threading.Event | None = None
+) -> tuple[list[Mark], list[int]] | None:
+    """(the mark before each segment walked, the records that end in it) of a walk over `only` (None: the whole
+    file); None once `stop` is set."""
+    marks: list[Mark] = []
+    counts: list[int] = []
+    for starts, ends, _, _ in walk.batches(only, noted=marks):
         if stop is not None and stop.is_set():
             return None
-        out.records_before += [out.records] * (len(out.marks) - len(out.records_before))
-        out.records += int(walk.kept(starts, ends).sum())
-    out.records_before += [out.records] * (len(out.marks) - len(out.records_before))
-    return out
+        counts += [0] * (len(marks) - len(counts))
+        counts[-1] += int(walk.kept(starts, ends).sum())
+    counts += [0] * (len(marks) - len(counts))
+    return marks, counts
+
+
+def _all(walk: Walk, only: Sequence[int] | None) -> tuple[list[Mark], list[int]]:
+    got = _walked(walk, only)
+    assert got is not None  # no stop: never None
+    return got
+
+
+def _survey(window: int, marks: list[Mark], counts: list[int]) -> Survey:
+    before = [0, *itertools.accumulate(counts)]
+    return Survey(window, marks, before[:-1], before[-1])
 
 
 class Surveying:

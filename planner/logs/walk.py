@@ -71,6 +71,20 @@ class Mark:
     lines: int
     base: int
 
+    @staticmethod
+    def guess(base: int, last_byte: int) -> Mark:
+        """A mark for a walk begun at `base` (the byte before it `last_byte`) without the walk before it: outside any
+        quotes, a record starting there, lines counted from 0."""
+        return Mark(_Open(base), 0, 0, True, last_byte, 0, base)
+
+    def quoting(self) -> tuple[int, int, int, bool, int]:
+        """What decides the records from here on: where the open record starts, and the quoting."""
+        return self.open.offset, self.inside, self.run, self.run_starts_field, self.last_byte
+
+    def shifted(self, lines: int) -> Mark:
+        """The same mark with `lines` more lines before it."""
+        return replace(self, open=replace(self.open, line=self.open.line + lines), lines=self.lines + lines)
+
 
 class Walk:  # noqa: PLR0902 - the state one pass carries across windows
     """Records a window at a time: each record's start and end offsets and first and last lines, its bytes on demand."""
@@ -93,9 +107,8 @@ class Walk:  # noqa: PLR0902 - the state one pass carries across windows
 
     def mark(self) -> Mark:
         """The walk's state before the current window (or the tail), to walk on from there later."""
-        return Mark(
-            replace(self.open), self.inside, self.run, self.run_starts_field, self.last_byte, self.lines, self.base
-        )
+        starts_field = self.run_starts_field or not self.run  # it says something only of a run there
+        return Mark(replace(self.open), self.inside, self.run, starts_field, self.last_byte, self.lines, self.base)
 
     def batches(
         self, only: Sequence[int] | None = None, marks: Sequence[Mark] | None = None, noted: list[Mark] | None = None

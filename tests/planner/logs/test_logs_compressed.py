@@ -1,7 +1,7 @@
 """Compressed logs and where a row is placed: a .gz is inflated by ISA-L (every member), a .gz or .zst cut or
-corrupt anywhere is refused whole with its name (not only when the cut falls in the head open_log checks), and a
-row DuckDB does not read is placed by its order among the rows it inserted (planner.logs.load), across files whose
-last rows were dropped."""
+corrupt anywhere is refused whole with its name (not only when the cut falls in the head open_log checks), a row
+DuckDB does not read is placed by its order among the rows it inserted (planner.logs.load), across files whose last
+rows were dropped, and found through a survey of the file (planner.logs.split) as a whole walk finds it."""
 
 from __future__ import annotations
 
@@ -118,10 +118,12 @@ def test_a_bad_row_is_placed_at_its_line_after_a_file_whose_last_rows_were_dropp
     assert {reason[:30] for *_, reason in _named(res)} == {"prompt_tokens is negative (-4)"}
 
 
-def test_a_surveyed_gzipped_csv_names_the_lines_a_whole_walk_names(tmp_path):
-    """A .csv.gz is surveyed on another core while DuckDB reads it (ReaderPolicy.survey_while_reading), and the rows
-    DuckDB leaves are then found walking only the 4 MiB windows that hold them: quoted line breaks, CRLF, a refused
-    record and bad values far apart, a cut tail — the same lines and reasons as walking the whole file."""
+@pytest.mark.parametrize("packing", ["gz", "plain"])
+def test_a_surveyed_csv_names_the_lines_a_whole_walk_names(tmp_path, packing):
+    """A .csv.gz is surveyed on another core while DuckDB reads it, a plain CSV by two threads after (ReaderPolicy.
+    survey), and the rows DuckDB leaves are then found walking only the 4 MiB windows that hold them: quoted line
+    breaks, CRLF, a refused record and bad values far apart, a cut tail — the same lines and reasons as walking the
+    whole file in one thread."""
     ids = random.Random(43)
     rows = ["timestamp,model,prompt_tokens,request_id"]
     for k in range(400_000):
@@ -131,12 +133,13 @@ def test_a_surveyed_gzipped_csv_names_the_lines_a_whole_walk_names(tmp_path):
     rows[30_001] = "2026-03-01T10:00:00Z,gpt-4o,-4,a"
     rows[250_002] = "2026-03-01T10:00:00Z,gpt-4o,1"  # a field short: refused by DuckDB's CSV layer
     rows[350_003] = "2026-03-01T10:00:00Z,gpt-4o,12a,b"
-    path = tmp_path / "requests.csv.gz"
-    path.write_bytes(gzip.compress(("\r\n".join(rows) + "\r\n2026-03-01T10:00:00Z,gp").encode(), 1))
-    assert path.stat().st_size >= split.SURVEY_WINDOW_BYTES  # large enough to be surveyed
-    assert len(gzip.decompress(path.read_bytes())) > 3 * split.SURVEY_WINDOW_BYTES  # windows to skip
+    text = ("\r\n".join(rows) + "\r\n2026-03-01T10:00:00Z,gp").encode()
+    assert len(text) > 4 * split.SURVEY_WINDOW_BYTES  # windows to skip; a plain file surveyed in two halves
+    path = tmp_path / ("requests.csv.gz" if packing == "gz" else "requests.csv")
+    path.write_bytes(gzip.compress(text, 1) if packing == "gz" else text)
+    assert path.stat().st_size >= split.SURVEY_WINDOW_BYTES  # a .gz large enough to be surveyed
     surveyed = read_logs([path])
-    walked = read_logs([path], policy=ReaderPolicy(survey_while_reading=False))
+    walked = read_logs([path], policy=ReaderPolicy(survey=False))
     assert _named(surveyed) == _named(walked)
     assert (surveyed.n_read, surveyed.n_rejected) == (walked.n_read, walked.n_rejected) == (399_997, 4)
     breaks = [k + 1 for k in range(7, 400_000, 50_000)]  # the rows holding a quoted line break

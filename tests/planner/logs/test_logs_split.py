@@ -106,3 +106,25 @@ def test_with_its_survey_only_the_windows_holding_the_records_are_walked_and_the
                 )
                 is None
             )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_survey_in_two_halves_is_the_survey_of_one_walk(seed):
+    """Two threads survey a plain file, the second half from a guess (outside any quotes) mended against the first
+    half's end: the same marks and counts as one walk of the whole file, whether the guess held or not."""
+    body, grammar, *_ = _survey_cases(seed)
+    for window in (23, 61, 199):
+        one = split.survey(body, "none", grammar, window=window, keep=1000)
+        two = split.survey_in_two(body, grammar, window=window, keep=1000)
+        assert two == one, window
+
+
+def test_a_survey_in_two_mends_a_guess_that_starts_inside_a_quoted_field():
+    """The second half begins inside a quoted field that spans several windows: the guess is wrong and mended."""
+    rows = ["a,b"] + [f'{k},"{"x" * 5}"' for k in range(40)]
+    rows[20] = '20,"' + "y\n" * 60 + '"'  # a quoted field of 120 bytes, many windows of 16
+    body = ("\n".join(rows) + "\n").encode()
+    one = split.survey(body, "none", split.CSV, window=16, keep=1000)
+    assert split.survey_in_two(body, split.CSV, window=16, keep=1000) == one
+    mid = len(body) // 16 // 2 * 16
+    assert body.index(b'20,"') < mid < body.index(b'20,"') + 120  # the halves meet inside that field
