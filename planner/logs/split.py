@@ -13,7 +13,8 @@ file), to give:
 - `locate`: the records at some places among DuckDB's rows, and those at some byte offsets (the ones its CSV
   layer refused, which it names by offset), each with its line and text; given the file's `Survey` (where each
   window starts and how many records come before it, made by `Surveying` on another core while DuckDB reads a
-  compressed CSV file in one thread), it walks only the windows holding them;
+  compressed CSV file in one thread, or by `survey_in_two` after the read of a plain file), it walks only the
+  windows holding them;
 - `records`: every record in order (the Python record reader's input for formats DuckDB does not map);
 - `mask_long`: a copy of the file with each record over `max_line_bytes` blanked (its newlines kept, so every
   line keeps its number), for DuckDB to read a file whose longest line is past its buffers.
