@@ -18,11 +18,10 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, cast
 
 from planner.errors import PlannerError
 from planner.logs.split import BOM
-from planner.logs.stream import broken, open_bytes
+from planner.logs.stream import BrokenStream, open_bytes
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -94,58 +93,29 @@ def _compression(first: bytes) -> str:
     return "gzip" if first[:2] == b"\x1f\x8b" else "zstd" if first[:4] == b"\x28\xb5\x2f\xfd" else "none"
 
 
-class _Trickle(io.RawIOBase):
-    """A binary file read at most 16 KiB at a time (a codec reading ahead sees no more)."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: Any) -> int:
-        data = self.raw.read(min(len(buf), 16 << 10))
-        buf[: len(data)] = data
-        return len(data)
-
-
 def _head(path: Path | bytes, compression: str, label: str, max_bytes: int | None) -> bytes:
     """The first MiB (decompressed); refuses a bomb, a file over max_bytes decompressed, a corrupt stream. The
-    compressed file is handed to the codec 16 KiB at a time, so the bytes read so far are a true ratio's."""
+    compressed file is handed to the codec 16 KiB at a time, so the bytes it read so far are a true ratio's."""
     if compression == "none":
         with open_bytes(path, compression) as fh:
             return fh.read(_HEAD_BYTES)
     out, total = b"", 0
     cap = max_bytes if max_bytes is not None else _RATIO_CHECK_BYTES
-    if compression == "gzip":  # ISA-L's inflate (2.7× zlib's); Arrow is not imported for a .gz
-        from isal import igzip
-        from isal.isal_zlib import error
-
-        fails: tuple[type[Exception], ...] = (EOFError, OSError, cast("type[Exception]", error))
-    else:
-        import pyarrow as pa
-
-        fails = (OSError, pa.ArrowInvalid)
     try:
-        with io.BytesIO(path) if isinstance(path, bytes) else open(path, "rb") as raw:
-            fh = (
-                igzip.GzipFile(fileobj=_Trickle(raw))
-                if compression == "gzip"
-                else pa.CompressedInputStream(pa.PythonFile(_Trickle(raw), mode="r"), "zstd")
-            )
+        with open_bytes(path, compression, feed_bytes=16 << 10) as fh:
             while total <= cap and (chunk := fh.read(4 << 20)):
                 total += len(chunk)
                 out += chunk[: max(0, _HEAD_BYTES - len(out))]
-                if total > _RATIO_CHECK_BYTES and total > MAX_GZIP_RATIO * raw.tell():
+                if total > _RATIO_CHECK_BYTES and total > MAX_GZIP_RATIO * fh.consumed():
                     kind = "gzip bomb" if compression == "gzip" else "decompression bomb"
                     raise TooLarge(
-                        f"{label} inflates more than {MAX_GZIP_RATIO}× ({raw.tell():,} bytes → over {_mb(total)}): "
-                        f"refused as a likely {kind}"
+                        f"{label} inflates more than {MAX_GZIP_RATIO}× ({fh.consumed():,} bytes → over "
+                        f"{_mb(total)}): refused as a likely {kind}"
                     )
                 if max_bytes is not None and total > max_bytes:
                     raise TooLarge(f"{label} decompresses to more than {_mb(max_bytes)}, the size limit")
-    except fails as exc:
-        raise ValueError(f"{label} is {broken(compression, exc)}") from None
+    except BrokenStream as exc:
+        raise ValueError(f"{label} is {exc}") from None
     return out
 
 

@@ -203,13 +203,26 @@ def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping
     return None
 
 
+def _survey_when(f: FileRead, log: LogFile) -> str:
+    """When the file is surveyed (ReaderPolicy.survey): WHILE DuckDB reads it, on the other core, for a compressed CSV
+    of a survey window or more (DuckDB reads it in one thread; a compressed JSON Lines file it parses on both: 10 M
+    rows, 0.2 s slower surveyed); AFTER the read, by two threads, for a plain file of four windows or more; "" not at
+    all (one core, where a survey's thread could only slow DuckDB down; a smaller file, walked at once)."""
+    if not f.policy.survey or (os.cpu_count() or 1) < 2:
+        return ""
+    size = len(log.path) if isinstance(log.path, bytes) else log.path.stat().st_size
+    if log.compression == "none":
+        return AFTER if size >= 4 * split.SURVEY_WINDOW_BYTES else ""
+    return WHILE if log.kind == CSV and size >= split.SURVEY_WINDOW_BYTES else ""
+
+
+WHILE, AFTER = "while", "after"
+
+
 def _load(f: FileRead, log: LogFile, rows: str) -> Verdicts:
-    """The rows loaded; a compressed CSV file surveyed meanwhile (ReaderPolicy.survey), the Survey
-    kept in f.surveyed when some rows were not read. Only there: DuckDB reads it in one thread, so the survey has a
-    core to itself (a compressed JSON Lines file DuckDB parses on both: 10 M rows, 0.2 s slower surveyed)."""
-    alone = (os.cpu_count() or 1) < 2  # the survey's thread could only slow DuckDB down
-    small = not isinstance(log.path, Path) or log.path.stat().st_size < split.SURVEY_WINDOW_BYTES  # walked at once
-    if alone or small or not f.policy.survey or log.compression == "none" or log.kind != CSV:
+    """The rows loaded; the file surveyed meanwhile where _survey_when says so, the Survey kept in f.surveyed when
+    some rows were not read."""
+    if _survey_when(f, log) != WHILE:
         return load(f.out.table, rows, f.tick)
     surveying = split.Surveying(
         log.path,
@@ -230,22 +243,13 @@ def _load(f: FileRead, log: LogFile, rows: str) -> Verdicts:
     return got
 
 
-def _worth_two_halves(log: LogFile) -> bool:
-    """A plain file of four survey windows or more, on more than one core: two threads survey it in half the time
-    of one walk (planner.logs.split.survey_in_two)."""
-    if log.compression != "none" or (os.cpu_count() or 1) < 2:
-        return False
-    size = len(log.path) if isinstance(log.path, bytes) else log.path.stat().st_size
-    return size >= 4 * split.SURVEY_WINDOW_BYTES
-
-
 def explain(f: FileRead, got: Verdicts, reader: RecordReader, grammar: str, rows: int) -> bool:
     """The rows DuckDB left (and the records its CSV layer refused) read or named by the Python reader from their
     text; False when their lines cannot be told (the file's records are not DuckDB's rows)."""
     log = f.log
     if not got.places and not got.refused:
         return True
-    if f.surveyed is None and f.policy.survey and _worth_two_halves(log):
+    if f.surveyed is None and _survey_when(f, log) == AFTER:
         f.surveyed = split.survey_in_two(log.path, grammar, keep=f.line_limit + 1, delimiter=f.delimiter)
     found = split.locate(
         log.path,
