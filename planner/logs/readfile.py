@@ -32,6 +32,7 @@ from planner.logs.opening import (
 from planner.logs.records import TIME_NOTES, Rejections, Row, TimeNotes, dig, shift_hours
 from planner.logs.result import rows_frame
 from planner.logs.sqlmap import BAD, SQL_FIELDS, Source, mapped_rows
+from planner.logs.stream import check_whole
 
 __all__ = [
     "Collected",
@@ -185,6 +186,8 @@ def load_file(f: FileRead, scan: Callable[[LogFile, int], str], sources: Mapping
             return _load(f, log, rows)
         except duckdb.Error as exc:
             f.error = str(exc).splitlines()[0][:200]
+            if log.compression != "none":  # a cut or corrupt stream is refused now (BrokenStream), not met by the
+                check_whole(log.path, log.compression)  # Python reader after reading every record before the cut
             if attempt or not too_long_error(exc):
                 return None
         masked = f.folder / f"masked-{len(list(f.folder.iterdir()))}.zst"

